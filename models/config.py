@@ -1,0 +1,127 @@
+"""``SchedulerConfig``: every setting the scheduler reads, from a YAML/JSON file and the CLI.
+
+Keys are camelCase like KubeSchedulerConfiguration (snake_case is accepted too); unknown keys
+are an error, because a misspelt setting silently ignored is a scheduling surprise.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from .snapshot import DEFAULT_SCHEDULER_NAME
+
+
+class _ConfigModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class ResourceWeight(_ConfigModel):
+    name: str
+    weight: int = Field(default=1, ge=1, le=100)
+
+
+class ShapePoint(_ConfigModel):
+    utilization: int = Field(ge=0, le=100)
+    score: int = Field(ge=0, le=10)
+
+
+DEFAULT_PLUGIN_WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+    "NodeResourcesFit": 1,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
+}
+
+
+class ScoringConfig(_ConfigModel):
+    """kube-scheduler's score plugins: NodeResourcesFit strategy and the plugin weights."""
+
+    strategy: Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"] = "LeastAllocated"
+    resources: tuple[ResourceWeight, ...] = (ResourceWeight(name="cpu"), ResourceWeight(name="memory"))
+    shape: tuple[ShapePoint, ...] = ()
+    balanced_resources: tuple[ResourceWeight, ...] = (ResourceWeight(name="cpu"), ResourceWeight(name="memory"))
+    weights: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_PLUGIN_WEIGHTS))
+    hard_pod_affinity_weight: int = Field(default=1, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ScoringConfig":
+        unknown = set(self.weights) - set(DEFAULT_PLUGIN_WEIGHTS)
+        if unknown:
+            raise ValueError(f"unknown score plugin(s) in weights: {sorted(unknown)}")
+        if any(w < 0 for w in self.weights.values()):
+            raise ValueError("plugin weights must be non-negative")
+        full = {**DEFAULT_PLUGIN_WEIGHTS, **self.weights}
+        object.__setattr__(self, "weights", full)
+        if self.strategy == "RequestedToCapacityRatio":
+            if not self.shape:
+                raise ValueError("strategy RequestedToCapacityRatio needs a shape")
+            utils = [p.utilization for p in self.shape]
+            if utils != sorted(set(utils)):
+                raise ValueError("shape utilization values must be strictly increasing")
+        return self
+
+
+class SolverConfig(_ConfigModel):
+    """CP-SAT settings. ``parameters`` is passed through verbatim in protobuf text format."""
+
+    time_limit_seconds: float = Field(default=10.0, ge=0)
+    workers: int = Field(default=0, ge=0, le=64)  # 0: one per core
+    seed: int = Field(default=0, ge=0)
+    relative_gap: float = Field(default=0.0, ge=0, le=1)
+    parameters: str = ""
+
+
+class PreemptionConfig(_ConfigModel):
+    enabled: bool = True
+    pdb: Literal["soft", "hard"] = "soft"
+
+
+class RepackConfig(_ConfigModel):
+    """Which pods ``repack`` may move, and what nodes cost (by instance type)."""
+
+    move_bare_pods: bool = False
+    move_local_storage: bool = False
+    node_cost_label: str = "node.kubernetes.io/instance-type"
+    instance_cost: dict[str, float] = Field(default_factory=dict)
+    default_node_cost: float = Field(default=1.0, ge=0)
+
+
+class LimitsConfig(_ConfigModel):
+    """Bounds that keep one decision from exhausting memory; larger inputs are refused clearly."""
+
+    max_nodes: int = Field(default=20000, ge=1)
+    max_window_pods: int = Field(default=50000, ge=1)
+
+
+class SchedulerConfig(_ConfigModel):
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    profile: Literal["default", "packing"] = "default"
+    # kube-scheduler version whose small behaviour differences to follow (SEMANTICS.md §0).
+    kubernetes_version: Literal["1.31", "1.33", "1.34"] = "1.34"
+    scoring: ScoringConfig = ScoringConfig()
+    solver: SolverConfig = SolverConfig()
+    preemption: PreemptionConfig = PreemptionConfig()
+    repack: RepackConfig = RepackConfig()
+    limits: LimitsConfig = LimitsConfig()
+    # greedy's tie-break among equal best scores: None is deterministic (first in node order);
+    # an integer seeds kube-scheduler's uniform random choice.
+    tie_break_seed: Optional[int] = None
+    percentage_of_nodes_to_score: int = Field(default=0, ge=0, le=100)
+
+    def with_overrides(self, **changes: object) -> "SchedulerConfig":
+        """A copy with nested ``solver``/top-level fields replaced (CLI flags win over the file)."""
+        solver_keys = set(SolverConfig.model_fields)
+        solver_updates = {k: v for k, v in changes.items() if k in solver_keys and v is not None}
+        top = {k: v for k, v in changes.items() if k not in solver_keys and v is not None}
+        cfg = self
+        if solver_updates:
+            cfg = cfg.model_copy(update={"solver": cfg.solver.model_copy(update=solver_updates)})
+        if top:
+            cfg = cfg.model_copy(update=top)
+        return cfg

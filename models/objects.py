@@ -1,0 +1,586 @@
+"""Pydantic models of the Kubernetes objects the scheduler reads.
+
+They parse the API's own camelCase JSON exactly as ``kubectl get -o json`` prints it, ignore
+fields the scheduler has no use for, and reject what the API server itself would reject
+(unknown operators, unknown taint effects, malformed quantities) so that a bad object fails
+loudly with its field named instead of being scheduled wrongly.
+
+Quantities are converted once, here, into kube-scheduler's integer units (see ``quantity``).
+Every model is frozen: the solver gets immutable data.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from .quantity import QuantityError, parse_quantity, to_units
+
+
+class K8sModel(BaseModel):
+    """Base of every API object model: camelCase aliases, unknown fields ignored, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
+
+
+def _quantity_value(raw: Any) -> Any:
+    """One quantity of a ResourceList, exact; negative amounts are refused."""
+    try:
+        value = parse_quantity(raw)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+    if value < 0:
+        raise ValueError(f'"{raw}" must be non-negative')
+    return value
+
+
+def _to_units(value: dict[str, Any]) -> dict[str, int]:
+    return {name: to_units(name, qty) for name, qty in value.items()}
+
+
+def _null_map(value: Any) -> Any:
+    return {} if value is None else value
+
+
+# A ResourceList (``{cpu: "100m", memory: 1Gi}``) as integer units per resource. Each value is
+# validated on its own so an error's location ends in the resource name.
+ResourceList = Annotated[
+    dict[Annotated[str, Field(min_length=1)], Annotated[Any, BeforeValidator(_quantity_value)]],
+    BeforeValidator(_null_map),
+    AfterValidator(_to_units),
+]
+LabelMap = Annotated[dict[str, str], BeforeValidator(lambda v: {} if v is None else v)]
+
+
+def _none_to_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def ListOf(item: Any) -> Any:  # noqa: N802 - reads like a type
+    """A list field where the API's ``null`` means empty."""
+    return Annotated[list[item], BeforeValidator(_none_to_list)]
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+class OwnerReference(K8sModel):
+    api_version: str = ""
+    kind: str
+    name: str
+    uid: str = ""
+    controller: Optional[bool] = None
+
+
+class ObjectMeta(K8sModel):
+    name: str = Field(min_length=1)
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: LabelMap = {}
+    annotations: LabelMap = {}
+    owner_references: ListOf(OwnerReference) = []
+    creation_timestamp: Optional[datetime] = None
+    deletion_timestamp: Optional[datetime] = None
+
+
+# --------------------------------------------------------------------------- selectors
+
+LabelOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+
+
+class LabelSelectorRequirement(K8sModel):
+    key: str = Field(min_length=1)
+    operator: LabelOperator
+    values: ListOf(str) = []
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> "LabelSelectorRequirement":
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        return self
+
+
+class LabelSelector(K8sModel):
+    """metav1.LabelSelector. ``{}`` selects everything; a missing selector is ``None``."""
+
+    match_labels: LabelMap = {}
+    match_expressions: ListOf(LabelSelectorRequirement) = []
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        for key, value in self.match_labels.items():
+            if labels.get(key) != value:
+                return False
+        for req in self.match_expressions:
+            present = req.key in labels
+            if req.operator == "In":
+                if not present or labels[req.key] not in req.values:
+                    return False
+            elif req.operator == "NotIn":
+                if present and labels[req.key] in req.values:
+                    return False
+            elif req.operator == "Exists":
+                if not present:
+                    return False
+            elif present:  # DoesNotExist
+                return False
+        return True
+
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+NodeOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+
+
+def _parse_int64(text: str) -> Optional[int]:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        return None
+    if not text.strip() or text != text.strip() or "_" in text:
+        return None
+    return value if -(2**63) <= value < 2**63 else None
+
+
+class NodeSelectorRequirement(K8sModel):
+    key: str = Field(min_length=1)
+    operator: NodeOperator
+    values: ListOf(str) = []
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> "NodeSelectorRequirement":
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        if self.operator in ("Gt", "Lt"):
+            if len(self.values) != 1 or _parse_int64(self.values[0]) is None:
+                raise ValueError(f"operator {self.operator} needs exactly one integer value")
+        return self
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        present = self.key in labels
+        op = self.operator
+        if op == "In":
+            return present and labels[self.key] in self.values
+        if op == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if op == "Exists":
+            return present
+        if op == "DoesNotExist":
+            return not present
+        if not present:
+            return False
+        have = _parse_int64(labels[self.key])
+        want = _parse_int64(self.values[0])
+        if have is None or want is None:
+            return False
+        return have > want if op == "Gt" else have < want
+
+
+class NodeSelectorFieldRequirement(K8sModel):
+    key: Literal["metadata.name"]
+    operator: Literal["In", "NotIn"]
+    values: list[str] = Field(min_length=1, max_length=1)
+
+
+class NodeSelectorTerm(K8sModel):
+    match_expressions: ListOf(NodeSelectorRequirement) = []
+    match_fields: ListOf(NodeSelectorFieldRequirement) = []
+
+    def is_empty(self) -> bool:
+        return not self.match_expressions and not self.match_fields
+
+    def matches(self, node_name: str, labels: dict[str, str]) -> bool:
+        """A term with neither expressions nor fields matches nothing (kube-scheduler skips it)."""
+        if self.is_empty():
+            return False
+        for req in self.match_expressions:
+            if not req.matches(labels):
+                return False
+        for field in self.match_fields:
+            inside = node_name in field.values
+            if (field.operator == "In") != inside:
+                return False
+        return True
+
+
+class NodeSelector(K8sModel):
+    node_selector_terms: ListOf(NodeSelectorTerm) = []
+
+    def matches(self, node_name: str, labels: dict[str, str]) -> bool:
+        return any(term.matches(node_name, labels) for term in self.node_selector_terms)
+
+
+class PreferredSchedulingTerm(K8sModel):
+    weight: StrictInt = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(K8sModel):
+    required_during_scheduling_ignored_during_execution: Optional[NodeSelector] = None
+    preferred_during_scheduling_ignored_during_execution: ListOf(PreferredSchedulingTerm) = []
+
+
+class PodAffinityTerm(K8sModel):
+    label_selector: Optional[LabelSelector] = None
+    namespaces: ListOf(str) = []
+    namespace_selector: Optional[LabelSelector] = None
+    topology_key: str = Field(min_length=1)
+    match_label_keys: ListOf(str) = []
+    mismatch_label_keys: ListOf(str) = []
+
+
+class WeightedPodAffinityTerm(K8sModel):
+    weight: StrictInt = Field(ge=1, le=100)
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(K8sModel):
+    required_during_scheduling_ignored_during_execution: ListOf(PodAffinityTerm) = []
+    preferred_during_scheduling_ignored_during_execution: ListOf(WeightedPodAffinityTerm) = []
+
+
+class Affinity(K8sModel):
+    node_affinity: Optional[NodeAffinity] = None
+    pod_affinity: Optional[PodAffinity] = None
+    pod_anti_affinity: Optional[PodAffinity] = None
+
+
+# --------------------------------------------------------------------------- taints
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Taint(K8sModel):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(K8sModel):
+    key: str = ""
+    operator: Literal["Exists", "Equal", ""] = ""
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] = ""
+    toleration_seconds: Optional[int] = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+# --------------------------------------------------------------------------- pods
+
+
+class TopologySpreadConstraint(K8sModel):
+    max_skew: StrictInt = Field(ge=1)
+    topology_key: str = Field(min_length=1)
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: Optional[LabelSelector] = None
+    min_domains: Optional[StrictInt] = Field(default=None, ge=1)
+    node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
+    node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
+    match_label_keys: ListOf(str) = []
+
+    @field_validator("node_affinity_policy", mode="before")
+    @classmethod
+    def _default_affinity_policy(cls, v: Any) -> Any:
+        return "Honor" if v is None else v
+
+    @field_validator("node_taints_policy", mode="before")
+    @classmethod
+    def _default_taints_policy(cls, v: Any) -> Any:
+        return "Ignore" if v is None else v
+
+
+class ContainerPort(K8sModel):
+    container_port: StrictInt = Field(ge=1, le=65535)
+    host_port: StrictInt = Field(default=0, ge=0, le=65535)
+    host_ip: str = Field(default="", alias="hostIP")
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    name: str = ""
+
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _default_protocol(cls, v: Any) -> Any:
+        return "TCP" if v in (None, "") else v
+
+
+class ResourceRequirements(K8sModel):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+    @model_validator(mode="after")
+    def _default_requests_from_limits(self) -> "ResourceRequirements":
+        # The API server defaults a missing request to its limit; raw manifests rely on that.
+        missing = {k: v for k, v in self.limits.items() if k not in self.requests}
+        if missing:
+            object.__setattr__(self, "requests", {**self.requests, **missing})
+        return self
+
+
+class Container(K8sModel):
+    name: str = Field(min_length=1)
+    image: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    ports: ListOf(ContainerPort) = []
+    restart_policy: Optional[Literal["Always"]] = None
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _null_resources(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+
+class PodResources(K8sModel):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class PodSchedulingGate(K8sModel):
+    name: str
+
+
+class PodSpec(K8sModel):
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: Optional[StrictInt] = None
+    priority_class_name: str = ""
+    preemption_policy: Optional[Literal["PreemptLowerPriority", "Never"]] = None
+    node_selector: LabelMap = {}
+    affinity: Optional[Affinity] = None
+    tolerations: ListOf(Toleration) = []
+    topology_spread_constraints: ListOf(TopologySpreadConstraint) = []
+    containers: list[Container] = Field(min_length=1)
+    init_containers: ListOf(Container) = []
+    overhead: ResourceList = {}
+    resources: Optional[PodResources] = None
+    volumes: ListOf(dict[str, Any]) = []
+    scheduling_gates: ListOf(PodSchedulingGate) = []
+    host_network: bool = False
+
+    @field_validator("node_name", "priority_class_name", "scheduler_name", mode="before")
+    @classmethod
+    def _null_string(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
+class PodCondition(K8sModel):
+    type: str
+    status: str = ""
+    reason: str = ""
+
+
+class PodStatus(K8sModel):
+    phase: str = ""
+    nominated_node_name: str = ""
+    start_time: Optional[datetime] = None
+    conditions: ListOf(PodCondition) = []
+
+
+class Pod(K8sModel):
+    api_version: str = "v1"
+    kind: Literal["Pod"] = "Pod"
+    metadata: ObjectMeta
+    spec: PodSpec
+    status: PodStatus = PodStatus()
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _null_status(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @model_validator(mode="after")
+    def _default_namespace(self) -> "Pod":
+        if not self.metadata.namespace:
+            object.__setattr__(self, "metadata", self.metadata.model_copy(update={"namespace": "default"}))
+        return self
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``: how the plan and every message name a pod."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status.phase in ("Succeeded", "Failed")
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+class NodeSpec(K8sModel):
+    unschedulable: bool = False
+    taints: ListOf(Taint) = []
+
+    @field_validator("unschedulable", mode="before")
+    @classmethod
+    def _null_bool(cls, v: Any) -> Any:
+        return False if v is None else v
+
+
+class ContainerImage(K8sModel):
+    names: ListOf(str) = []
+    size_bytes: int = 0
+
+
+class NodeStatus(K8sModel):
+    allocatable: ResourceList = {}
+    capacity: ResourceList = {}
+    images: ListOf(ContainerImage) = []
+
+
+class Node(K8sModel):
+    api_version: str = "v1"
+    kind: Literal["Node"] = "Node"
+    metadata: ObjectMeta
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+    @field_validator("spec", "status", mode="before")
+    @classmethod
+    def _null_section(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        """``status.allocatable``; a node that reports only ``capacity`` is read from that."""
+        return self.status.allocatable or self.status.capacity
+
+
+# --------------------------------------------------------------------------- other kinds
+
+
+class PriorityClass(K8sModel):
+    api_version: str = "scheduling.k8s.io/v1"
+    kind: Literal["PriorityClass"] = "PriorityClass"
+    metadata: ObjectMeta
+    value: StrictInt = Field(ge=-(2**31), le=10**9)
+    global_default: StrictBool = False
+    preemption_policy: Optional[Literal["PreemptLowerPriority", "Never"]] = None
+
+
+class PodGroupSpec(K8sModel):
+    min_member: StrictInt = Field(ge=1)
+    min_resources: ResourceList = {}
+    schedule_timeout_seconds: Optional[StrictInt] = Field(default=None, ge=0)
+
+
+class PodGroup(K8sModel):
+    """scheduler-plugins coscheduling PodGroup (``scheduling.x-k8s.io/v1alpha1``)."""
+
+    api_version: str = "scheduling.x-k8s.io/v1alpha1"
+    kind: Literal["PodGroup"] = "PodGroup"
+    metadata: ObjectMeta
+    spec: PodGroupSpec
+
+    @model_validator(mode="after")
+    def _default_namespace(self) -> "PodGroup":
+        if not self.metadata.namespace:
+            object.__setattr__(self, "metadata", self.metadata.model_copy(update={"namespace": "default"}))
+        return self
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+IntOrPercent = Annotated[int | str, Field(union_mode="left_to_right")]
+
+
+class PodDisruptionBudgetSpec(K8sModel):
+    selector: Optional[LabelSelector] = None
+    min_available: Optional[IntOrPercent] = None
+    max_unavailable: Optional[IntOrPercent] = None
+
+    @field_validator("min_available", "max_unavailable")
+    @classmethod
+    def _int_or_percent(cls, v: Any) -> Any:
+        if v is None or isinstance(v, int):
+            if isinstance(v, int) and v < 0:
+                raise ValueError("must be non-negative")
+            return v
+        text = str(v)
+        if not text.endswith("%") or not text[:-1].isdigit():
+            raise ValueError(f'"{v}" is neither an integer nor a percentage')
+        return text
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "PodDisruptionBudgetSpec":
+        if self.min_available is not None and self.max_unavailable is not None:
+            raise ValueError("minAvailable and maxUnavailable are mutually exclusive")
+        return self
+
+
+class PodDisruptionBudgetStatus(K8sModel):
+    disruptions_allowed: Optional[int] = None
+    current_healthy: Optional[int] = None
+    desired_healthy: Optional[int] = None
+    expected_pods: Optional[int] = None
+    disrupted_pods: LabelMap = {}
+
+    @field_validator("disrupted_pods", mode="before")
+    @classmethod
+    def _stamps_as_text(cls, v: Any) -> Any:
+        return {str(k): str(t) for k, t in (v or {}).items()}
+
+
+class PodDisruptionBudget(K8sModel):
+    api_version: str = "policy/v1"
+    kind: Literal["PodDisruptionBudget"] = "PodDisruptionBudget"
+    metadata: ObjectMeta
+    spec: PodDisruptionBudgetSpec = PodDisruptionBudgetSpec()
+    status: PodDisruptionBudgetStatus = PodDisruptionBudgetStatus()
+
+    @field_validator("spec", "status", mode="before")
+    @classmethod
+    def _null_section(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @model_validator(mode="after")
+    def _default_namespace(self) -> "PodDisruptionBudget":
+        if not self.metadata.namespace:
+            object.__setattr__(self, "metadata", self.metadata.model_copy(update={"namespace": "default"}))
+        return self
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+class Namespace(K8sModel):
+    api_version: str = "v1"
+    kind: Literal["Namespace"] = "Namespace"
+    metadata: ObjectMeta

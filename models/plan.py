@@ -1,0 +1,75 @@
+"""``Plan``: what a scheduling decision outputs. Its JSON form is a contract for users' scripts.
+
+``{"assignments": [...], "preemptions": [...], "unschedulable": [...], "stats": {...}}`` — keys are
+only ever added, never renamed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _PlanModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Assignment(_PlanModel):
+    pod: str
+    node: str
+
+
+class Preemption(_PlanModel):
+    pod: str
+    node: str
+    preemptor: str
+
+
+class Unschedulable(_PlanModel):
+    pod: str
+    message: str
+
+
+class Nomination(_PlanModel):
+    """A preemptor and the node its victims free (``status.nominatedNodeName``)."""
+
+    pod: str
+    node: str
+
+
+class PlanStats(_PlanModel):
+    engine: str
+    status: str
+    objective: Optional[float] = None
+    bound: Optional[float] = None
+    gap: Optional[float] = None
+    wall_time_s: float = 0.0
+    fallback: bool = False
+    fallback_reason: Optional[str] = None
+    # Extensions beyond the contract's first fields; absent values stay null.
+    build_time_s: Optional[float] = None
+    solve_time_s: Optional[float] = None
+    variables: Optional[int] = None
+    constraints: Optional[int] = None
+    pod_classes: Optional[int] = None
+    node_groups: Optional[int] = None
+    components: Optional[int] = None
+    window_pods: Optional[int] = None
+    nodes: Optional[int] = None
+    greedy_placed: Optional[int] = None
+    placed: Optional[int] = None
+
+
+class Plan(_PlanModel):
+    assignments: tuple[Assignment, ...] = ()
+    preemptions: tuple[Preemption, ...] = ()
+    unschedulable: tuple[Unschedulable, ...] = ()
+    nominations: tuple[Nomination, ...] = ()
+    stats: PlanStats
+
+    def assignment_map(self) -> dict[str, str]:
+        return {a.pod: a.node for a in self.assignments}
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

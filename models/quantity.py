@@ -1,0 +1,115 @@
+"""Kubernetes resource quantities parsed into exact integers.
+
+The scheduler never sees a float: a quantity string (``100m``, ``1.5Gi``, ``129e6``) is read as an
+exact ``Fraction`` and converted once, up front, into the integer unit kube-scheduler uses:
+millicores for ``cpu``, plain units (bytes, pods, devices) for everything else. Values finer than
+the target unit are rounded up, as ``resource.Quantity.MilliValue`` / ``Value`` do.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+__all__ = ["QuantityError", "parse_quantity", "to_units", "format_quantity"]
+
+_DECIMAL_SUFFIXES = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_BINARY_SUFFIXES = {
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$")
+_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$")
+
+# A quantity's magnitude is bounded like Kubernetes' int64-backed values; beyond this the value is
+# refused rather than carried into the model (CP-SAT domains are int64 too).
+MAX_UNITS = 2**62
+# Exponents outside this range cannot describe a schedulable amount and would make Fraction
+# arithmetic explode on hostile input ("1e999999999").
+_MAX_EXPONENT = 30
+
+
+class QuantityError(ValueError):
+    """A string is not a Kubernetes quantity, or is out of range."""
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Parse a quantity (string, or a JSON/YAML number) into an exact Fraction."""
+    if isinstance(value, bool) or value is None:
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a quantity")
+        value = repr(value)
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity")
+    text = value.strip()
+    match = _NUMBER.match(text)
+    if not match:
+        raise QuantityError(f'"{value}" is not a quantity')
+    sign, digits, suffix = match.groups()
+    number = Fraction(digits if not digits.endswith(".") else digits[:-1])
+    if suffix in _DECIMAL_SUFFIXES:
+        multiplier = _DECIMAL_SUFFIXES[suffix]
+    elif suffix in _BINARY_SUFFIXES:
+        multiplier = _BINARY_SUFFIXES[suffix]
+    else:
+        exp = _EXPONENT.match(suffix)
+        if not exp:
+            raise QuantityError(f'"{value}" is not a quantity')
+        power = int(exp.group(1))
+        if abs(power) > _MAX_EXPONENT:
+            raise QuantityError(f'"{value}" is out of range')
+        multiplier = Fraction(10) ** power
+    result = number * multiplier
+    # Kubernetes keeps nanounits at most: anything finer rounds up (away from zero).
+    nanos = result * 10**9
+    if nanos.denominator != 1:
+        result = Fraction(math.ceil(abs(nanos)), 10**9)
+    else:
+        result = abs(result)
+    if sign == "-":
+        result = -result
+    if abs(result) > MAX_UNITS:
+        raise QuantityError(f'"{value}" is out of range')
+    return result
+
+
+def to_units(resource: str, quantity: Fraction) -> int:
+    """Convert a parsed quantity to kube-scheduler's integer unit for ``resource``.
+
+    ``cpu`` becomes millicores (``MilliValue``); every other resource becomes whole units
+    (``Value``), in both cases rounded up.
+    """
+    if resource == "cpu":
+        return math.ceil(quantity * 1000)
+    return math.ceil(quantity)
+
+
+def format_quantity(resource: str, units: int) -> str:
+    """Render integer units for people: ``1500m`` cpu, ``2Gi`` memory, plain counts otherwise."""
+    if resource == "cpu":
+        return f"{units // 1000}" if units % 1000 == 0 else f"{units}m"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if units and units % size == 0:
+                return f"{units // size}{suffix}"
+    return str(units)

@@ -1,0 +1,132 @@
+"""``ClusterSnapshot``: everything one scheduling decision reads, as immutable parsed objects.
+
+Built from the objects an adapter parsed (a file, stdin, or the live watch cache): priorities
+and preemption policies are resolved once here, names are checked for duplicates, and pods are
+split into the ones that hold node capacity and the ones waiting for a node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import InputError
+from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
+
+DEFAULT_SCHEDULER_NAME = "cpsat-scheduler"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+class ClusterSnapshot(BaseModel):
+    """Nodes, pods (bound, pending and terminal alike), PDBs, priority classes, pod groups."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
+    pod_groups: tuple[PodGroup, ...] = ()
+    namespaces: tuple[Namespace, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        nodes: Iterable[Node] = (),
+        pods: Iterable[Pod] = (),
+        pdbs: Iterable[PodDisruptionBudget] = (),
+        priority_classes: Iterable[PriorityClass] = (),
+        pod_groups: Iterable[PodGroup] = (),
+        namespaces: Iterable[Namespace] = (),
+    ) -> "ClusterSnapshot":
+        """Check names, resolve every pod's priority and preemption policy, freeze."""
+        nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
+        priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
+        _no_duplicates("nodes", [n.metadata.name for n in nodes])
+        _no_duplicates("pods", [p.key for p in pods])
+        _no_duplicates("poddisruptionbudgets", [p.key for p in pdbs])
+        _no_duplicates("priorityclasses", [c.metadata.name for c in priority_classes])
+        _no_duplicates("podgroups", [g.key for g in pod_groups])
+        _no_duplicates("namespaces", [n.metadata.name for n in namespaces])
+        classes = {c.metadata.name: c for c in priority_classes}
+        resolved = []
+        for pod in pods:
+            try:
+                priority = resolve_priority(pod, classes)
+            except PriorityResolutionError as exc:
+                field, _, problem = str(exc).partition(": ")
+                raise InputError(f"pods/{pod.key}", field, problem) from None
+            policy = resolve_preemption_policy(pod, classes)
+            if priority != pod.spec.priority or policy != pod.spec.preemption_policy:
+                spec = pod.spec.model_copy(update={"priority": priority, "preemption_policy": policy})
+                pod = pod.model_copy(update={"spec": spec})
+            resolved.append(pod)
+        return cls(
+            nodes=tuple(nodes),
+            pods=tuple(resolved),
+            pdbs=tuple(pdbs),
+            priority_classes=tuple(priority_classes),
+            pod_groups=tuple(pod_groups),
+            namespaces=tuple(namespaces),
+        )
+
+    # -- queries -----------------------------------------------------------------------------
+
+    @cached_property
+    def node_by_name(self) -> dict[str, Node]:
+        return {n.metadata.name: n for n in self.nodes}
+
+    @cached_property
+    def pod_by_key(self) -> dict[str, Pod]:
+        return {p.key: p for p in self.pods}
+
+    @cached_property
+    def pod_group_by_key(self) -> dict[str, PodGroup]:
+        return {g.key: g for g in self.pod_groups}
+
+    @cached_property
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        """Labels of each namespace; a namespace seen only through its pods has the standard
+        ``kubernetes.io/metadata.name`` label the API server sets on every namespace."""
+        labels: dict[str, dict[str, str]] = {}
+        for ns in {p.metadata.namespace for p in self.pods}:
+            labels[ns] = {"kubernetes.io/metadata.name": ns}
+        for ns in self.namespaces:
+            labels[ns.metadata.name] = {"kubernetes.io/metadata.name": ns.metadata.name, **ns.metadata.labels}
+        return labels
+
+    def bound_pods(self) -> list[Pod]:
+        """Pods that hold node capacity: assigned to a node and not Succeeded/Failed.
+
+        Terminating pods still hold their node's resources until the kubelet lets go.
+        """
+        return [p for p in self.pods if p.spec.node_name and not p.is_terminal]
+
+    def pending_pods(self, scheduler_name: str = DEFAULT_SCHEDULER_NAME, *, all_pending: bool = False) -> list[Pod]:
+        """Pods this scheduler should place: no node, not terminating, not terminal, ours."""
+        return [
+            p
+            for p in self.pods
+            if not p.spec.node_name
+            and not p.is_terminating
+            and not p.is_terminal
+            and (all_pending or p.spec.scheduler_name == scheduler_name)
+        ]
+
+
+def pod_group_key(pod: Pod) -> str | None:
+    """``namespace/name`` of the coscheduling PodGroup a pod belongs to, if any."""
+    name = pod.metadata.labels.get(POD_GROUP_LABEL)
+    return f"{pod.metadata.namespace}/{name}" if name else None
+
+
+def _no_duplicates(resource: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{resource}/{name}", "metadata.name", "duplicate object in snapshot")
+        seen.add(name)
