@@ -1,0 +1,152 @@
+"""Greedy ``scheduleOne``: kube-scheduler's decision, one pod at a time.
+
+For each pod in queue order: PreFilter and Filter against the state the pods before it left,
+stopping once ``numFeasibleNodesToFind`` nodes pass (nodes walked round-robin across zones from
+where the last cycle stopped); score those; pick the best (first in walk order, or kube-
+scheduler's uniform random choice when a tie-break seed is set); assume the pod into the state so
+the next pod sees it. A pod that fits nowhere tries DefaultPreemption, else gets the FitError
+message. Gang members are placed tentatively and rolled back, victims included, when their group
+falls short of minMember — the Permit stage of coscheduling, so the fallback never half-places.
+
+It is the baseline every solver result is measured against, the solver's hint, and the fallback.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from . import gang as gangs_mod
+from . import preemption
+from .context import SchedulingContext
+from .info import PodInfo
+from .node_order import node_tree_order, num_feasible_nodes_to_find
+from .predicates import Cycle, StaticFilters
+from .scores import ScoreContext, score_nodes
+from .state import ClusterState
+
+
+@dataclass
+class Victim:
+    pod: PodInfo
+    node: int
+    preemptor: str
+
+
+@dataclass
+class GreedyResult:
+    placements: dict[str, int] = field(default_factory=dict)  # pod key -> node index
+    victims: list[Victim] = field(default_factory=list)
+    nominations: dict[str, int] = field(default_factory=dict)  # preemptor -> node index
+    unschedulable: dict[str, str] = field(default_factory=dict)  # pod key -> message
+    state: Optional[ClusterState] = None
+
+
+def queue_order(ctx: SchedulingContext, gangs: dict[str, gangs_mod.Gang]) -> list[PodInfo]:
+    """Priority first; a gang's members together, at the place of its first member (coscheduling)."""
+    out: list[PodInfo] = []
+    seen: set[str] = set()
+    for pod in ctx.window:
+        if pod.group is None:
+            out.append(pod)
+        elif pod.group not in seen:
+            seen.add(pod.group)
+            out.extend(gangs[pod.group].members)
+    return out
+
+
+def select_host(nodes: np.ndarray, totals: np.ndarray, rng: Optional[random.Random]) -> int:
+    best = totals.max()
+    tied = nodes[totals == best]
+    if rng is None or len(tied) == 1:
+        return int(tied[0])
+    return int(tied[rng.randrange(len(tied))])
+
+
+def schedule_greedy(
+    ctx: SchedulingContext,
+    *,
+    static: Optional[StaticFilters] = None,
+    allow_preemption: Optional[bool] = None,
+) -> GreedyResult:
+    cfg = ctx.config
+    version = cfg.kubernetes_version
+    state = ctx.state.copy()
+    static = static or StaticFilters(ctx.nodes, ctx.window)
+    sctx = ScoreContext.of(ctx)
+    rng = random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None
+    preempt = cfg.preemption.enabled if allow_preemption is None else allow_preemption
+    n = len(ctx.nodes)
+    order = node_tree_order(ctx.nodes)
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    to_find = num_feasible_nodes_to_find(n, cfg.percentage_of_nodes_to_score)
+    next_start = 0
+    gangs = gangs_mod.collect(ctx)
+    last_member = {g.members[-1].key: g for g in gangs.values()}
+    result = GreedyResult(state=state)
+
+    for pod in queue_order(ctx, gangs):
+        gang = gangs.get(pod.group) if pod.group else None
+        blocked = gang.blocked(pod) if gang else None
+        if blocked:
+            result.unschedulable[pod.key] = f"0/{n} nodes are available: {blocked}." if n else blocked
+        elif n == 0:
+            result.unschedulable[pod.key] = "no nodes available to schedule pods"
+        else:
+            cycle = Cycle(pod, state, static, version=version)
+            feasible = cycle.feasible(np.roll(order, -next_start))
+            if len(feasible):
+                chosen = feasible[:to_find]
+                walked = n if len(feasible) < to_find else int((position[chosen[-1]] - next_start) % n) + 1
+                next_start = (next_start + walked) % n
+                if len(chosen) == 1:
+                    node = int(chosen[0])
+                else:
+                    node = select_host(chosen, score_nodes(pod, chosen, state, sctx), rng)
+                state.add(pod, node)
+                result.placements[pod.key] = node
+            else:
+                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng)
+        if gang is not None and last_member.get(pod.key) is gang:
+            _settle_gang(gang, state, result)
+    return result
+
+
+def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng) -> None:
+    outcome = preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng) if preempt else None
+    if outcome is not None and outcome.node is not None:
+        for victim in outcome.victims:
+            state.remove(victim)
+            result.victims.append(Victim(victim, outcome.node, pod.key))
+        state.add(pod, outcome.node)
+        result.placements[pod.key] = outcome.node
+        result.nominations[pod.key] = outcome.node
+        return
+    postfilter = outcome.message if outcome is not None else None
+    result.unschedulable[pod.key] = cycle.fit_error(postfilter=postfilter)
+
+
+def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> None:
+    """Permit: keep the gang's placements only if the whole group lands; else undo them all."""
+    placed = [p for p in gang.members if p.key in result.placements]
+    if not placed or len(placed) >= gang.need:
+        return
+    member_keys = {p.key for p in gang.members}
+    for pod in placed:
+        state.remove(pod)
+        del result.placements[pod.key]
+        result.nominations.pop(pod.key, None)
+    kept = []
+    for victim in result.victims:
+        if victim.preemptor in member_keys:
+            state.add(victim.pod, victim.node)
+        else:
+            kept.append(victim)
+    result.victims = kept
+    message = gangs_mod.rejected(gang.key, len(placed), gang.need)
+    for pod in placed:  # members that found no node keep their own FitError
+        result.unschedulable[pod.key] = message

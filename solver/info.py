@@ -1,0 +1,204 @@
+"""``PodInfo`` and ``NodeInfo``: what the solver knows about one pod or node, computed once.
+
+Everything a filter or score needs from a pod (effective requests, ports, resolved affinity and
+spread terms, tolerations, priority, group) is derived here a single time per pod, so the hot
+paths never re-walk pydantic objects. ``PodInfo.class_key`` is the pod's scheduling signature:
+pods with equal keys are interchangeable for every rule and share the solver's count variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Optional
+
+from models.objects import Node, NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
+from models.resources import PODS, pod_host_ports, pod_nonzero_requests, pod_requests
+from models.snapshot import pod_group_key
+
+from .terms import AffinityTerm, SpreadConstraint
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def normalize_image(name: str) -> str:
+    """Pod-side image name as ImageLocality compares it: ``:latest`` added when no tag is given."""
+    if ":" not in name.rsplit("/", 1)[-1] and "@" not in name:
+        return name + ":latest"
+    return name
+
+
+@dataclass(eq=False, slots=True)
+class PodInfo:
+    pod: Pod
+    key: str
+    namespace: str
+    labels: dict[str, str]
+    ns_labels: dict[str, str]
+    priority: int
+    preempt_never: bool
+    requests: dict[str, int]
+    nonzero_cpu: int
+    nonzero_mem: int
+    host_ports: tuple[tuple[str, str, int], ...]
+    node_name: str
+    node_selector: dict[str, str]
+    required_node_affinity: Optional[NodeSelector]
+    preferred_node_terms: tuple[tuple[int, NodeSelectorTerm], ...]
+    tolerations: tuple[Toleration, ...]
+    affinity: tuple[AffinityTerm, ...]
+    anti_affinity: tuple[AffinityTerm, ...]
+    preferred_affinity: tuple[AffinityTerm, ...]
+    preferred_anti_affinity: tuple[AffinityTerm, ...]
+    spread: tuple[SpreadConstraint, ...]
+    group: Optional[str]
+    images: tuple[str, ...]
+    containers: int
+    created: datetime
+    start_time: Optional[datetime]
+    terminating: bool
+    # Filled by the context builder: index of the pod's equivalence class in the window.
+    class_id: int = -1
+    match_key: tuple = field(default=())
+
+    @staticmethod
+    def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True) -> "PodInfo":
+        spec = pod.spec
+        labels = pod.metadata.labels
+        ns = pod.metadata.namespace
+        aff = spec.affinity
+        node_aff = aff.node_affinity if aff else None
+        pod_aff = aff.pod_affinity if aff else None
+        pod_anti = aff.pod_anti_affinity if aff else None
+
+        def required(group):
+            if group is None:
+                return ()
+            return tuple(AffinityTerm.resolve(t, ns, labels) for t in group.required_during_scheduling_ignored_during_execution)
+
+        def preferred(group):
+            if group is None:
+                return ()
+            return tuple(
+                AffinityTerm.resolve(w.pod_affinity_term, ns, labels, w.weight)
+                for w in group.preferred_during_scheduling_ignored_during_execution
+            )
+
+        nz_cpu, nz_mem = pod_nonzero_requests(pod)
+        images = tuple(normalize_image(c.image) for c in [*spec.init_containers, *spec.containers] if c.image)
+        return PodInfo(
+            pod=pod,
+            key=pod.key,
+            namespace=ns,
+            labels=dict(labels),
+            ns_labels=ns_labels,
+            priority=spec.priority or 0,
+            preempt_never=spec.preemption_policy == "Never",
+            requests=pod_requests(pod),
+            nonzero_cpu=nz_cpu,
+            nonzero_mem=nz_mem,
+            host_ports=pod_host_ports(pod, include_sidecars=sidecar_ports),
+            node_name=spec.node_name,
+            node_selector=dict(spec.node_selector),
+            required_node_affinity=node_aff.required_during_scheduling_ignored_during_execution if node_aff else None,
+            preferred_node_terms=tuple(
+                (t.weight, t.preference)
+                for t in (node_aff.preferred_during_scheduling_ignored_during_execution if node_aff else [])
+            ),
+            tolerations=tuple(spec.tolerations),
+            affinity=required(pod_aff),
+            anti_affinity=required(pod_anti),
+            preferred_affinity=preferred(pod_aff),
+            preferred_anti_affinity=preferred(pod_anti),
+            spread=tuple(SpreadConstraint.resolve(c, labels) for c in spec.topology_spread_constraints),
+            group=pod_group_key(pod),
+            images=images,
+            containers=len(spec.containers) + len(spec.init_containers),
+            created=pod.metadata.creation_timestamp or _EPOCH,
+            start_time=pod.status.start_time,
+            terminating=pod.is_terminating,
+            match_key=(ns, tuple(sorted(labels.items()))),
+        )
+
+    @property
+    def hard_spread(self) -> tuple[SpreadConstraint, ...]:
+        return tuple(c for c in self.spread if c.hard)
+
+    @property
+    def soft_spread(self) -> tuple[SpreadConstraint, ...]:
+        return tuple(c for c in self.spread if not c.hard)
+
+    @property
+    def has_required_pod_terms(self) -> bool:
+        return bool(self.affinity or self.anti_affinity)
+
+    def scheduling_signature(self, relevant_labels: frozenset[str]) -> tuple:
+        """Everything that decides where this pod may go and what it scores.
+
+        Labels are projected onto the keys some selector in the window can look at; names,
+        uids and timestamps are left out, so replicas of one workload share a signature.
+        """
+        spec = self.pod.spec
+        return (
+            self.namespace,
+            tuple(sorted((k, v) for k, v in self.labels.items() if k in relevant_labels)),
+            tuple(sorted(self.requests.items())),
+            (self.nonzero_cpu, self.nonzero_mem),
+            self.host_ports,
+            self.node_name,
+            tuple(sorted(self.node_selector.items())),
+            spec.affinity.model_dump_json() if spec.affinity else "",
+            tuple(t.model_dump_json() for t in self.tolerations),
+            self.spread,
+            self.priority,
+            self.preempt_never,
+            self.group,
+            self.images,
+            self.containers,
+        )
+
+    def requested_vector(self, resource_index: dict[str, int], width: int) -> list[int]:
+        vec = [0] * width
+        for name, value in self.requests.items():
+            vec[resource_index[name]] = value
+        vec[resource_index[PODS]] = 1
+        return vec
+
+
+@dataclass(eq=False, slots=True)
+class NodeInfo:
+    index: int
+    name: str
+    node: Node
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: dict[str, int]
+    images: dict[str, int]  # image name -> size bytes
+
+    @staticmethod
+    def of(index: int, node: Node) -> "NodeInfo":
+        images: dict[str, int] = {}
+        for image in node.status.images:
+            for name in image.names:
+                images.setdefault(name, image.size_bytes)
+        return NodeInfo(
+            index=index,
+            name=node.metadata.name,
+            node=node,
+            labels=dict(node.metadata.labels),
+            taints=tuple(node.spec.taints),
+            unschedulable=node.spec.unschedulable,
+            allocatable=dict(node.allocatable),
+            images=images,
+        )
+
+    def static_signature(self, relevant_labels: Optional[frozenset[str]], by_name: bool) -> tuple:
+        """What static filters read of this node; identical signatures pass identical pods."""
+        labels = self.labels if relevant_labels is None else {k: v for k, v in self.labels.items() if k in relevant_labels}
+        return (
+            self.name if by_name else "",
+            tuple(sorted(labels.items())),
+            tuple((t.key, t.value, t.effect) for t in self.taints),
+            self.unschedulable,
+        )

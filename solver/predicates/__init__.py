@@ -1,0 +1,174 @@
+"""The filter plugins, in kube-scheduler's order, and the machinery to run them.
+
+Static filters (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity) read only the pod
+and the node, so their verdict is computed once per pod class and node signature and cached
+(``StaticFilters``): they prune the solver's variables and never need a CP-SAT encoding. The
+dynamic filters (NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity) read the
+cluster state; ``Cycle`` holds their PreFilter results for one pod against one state, and offers
+both a per-node ``status`` (with kube-scheduler's reasons) and a vectorised ``feasible`` mask.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Optional
+
+import numpy as np
+
+from ..framework import SUCCESS, Status, fit_error_message, reason_histogram, unresolvable
+from ..info import NodeInfo, PodInfo
+from ..state import ClusterState
+from . import (
+    inter_pod_affinity,
+    node_affinity,
+    node_name,
+    node_ports,
+    node_resources_fit,
+    node_unschedulable,
+    pod_topology_spread,
+    taint_toleration,
+)
+
+# Filter order of kube-scheduler's default profile; the first failure is the node's status.
+STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
+DYNAMIC_FILTERS = (node_ports, node_resources_fit, pod_topology_spread, inter_pod_affinity)
+FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, *DYNAMIC_FILTERS))
+
+
+def _cache_key(pod: PodInfo) -> tuple:
+    return ("class", pod.class_id) if pod.class_id >= 0 else ("pod", pod.key)
+
+
+class StaticFilters:
+    """First static failure of every node for a pod, cached per pod class and node signature."""
+
+    def __init__(self, nodes: list[NodeInfo], pods: list[PodInfo]) -> None:
+        self.nodes = nodes
+        keys: set[str] = set()
+        by_name = False
+        for pod in pods:
+            keys.update(pod.node_selector)
+            if pod.node_name:
+                by_name = True
+            req = pod.required_node_affinity
+            terms = list(req.node_selector_terms) if req else []
+            terms += [t for _, t in pod.preferred_node_terms]
+            for term in terms:
+                keys.update(e.key for e in term.match_expressions)
+                if term.match_fields:
+                    by_name = True
+        groups: dict[tuple, list[int]] = {}
+        for node in nodes:
+            groups.setdefault(node.static_signature(frozenset(keys), by_name), []).append(node.index)
+        self.groups = [np.array(ix, dtype=np.int64) for ix in groups.values()]
+        self._statuses: dict[tuple, list[Status]] = {}
+        self._masks: dict[tuple, np.ndarray] = {}
+        self._affinity: dict[tuple, np.ndarray] = {}
+        self._tolerated: dict[tuple, np.ndarray] = {}
+
+    def statuses(self, pod: PodInfo) -> list[Status]:
+        key = _cache_key(pod)
+        hit = self._statuses.get(key)
+        if hit is None:
+            hit = [SUCCESS] * len(self.nodes)
+            allowed = node_affinity.prefilter_node_names(pod)
+            for group in self.groups:
+                rep = self.nodes[int(group[0])]
+                status = _first_static_failure(pod, rep)
+                for n in group:
+                    hit[n] = status
+            if allowed is not None:
+                for node in self.nodes:
+                    if node.name not in allowed:
+                        hit[node.index] = unresolvable(node_affinity.NAME, node_affinity.REASON_PREFILTER)
+            self._statuses[key] = hit
+        return hit
+
+    def mask(self, pod: PodInfo) -> np.ndarray:
+        key = _cache_key(pod)
+        hit = self._masks.get(key)
+        if hit is None:
+            hit = self._masks[key] = np.fromiter((s.ok for s in self.statuses(pod)), dtype=bool, count=len(self.nodes))
+        return hit
+
+    def affinity_mask(self, pod: PodInfo) -> np.ndarray:
+        """Nodes matching nodeSelector and required node affinity (spread's inclusion policy)."""
+        return self._per_group(self._affinity, pod, lambda n: node_affinity.matches(pod, n))
+
+    def tolerated_mask(self, pod: PodInfo) -> np.ndarray:
+        """Nodes whose NoSchedule/NoExecute taints the pod tolerates."""
+        return self._per_group(
+            self._tolerated, pod, lambda n: taint_toleration.untolerated(pod.tolerations, n.taints) is None
+        )
+
+    def _per_group(self, cache, pod, check) -> np.ndarray:
+        key = _cache_key(pod)
+        hit = cache.get(key)
+        if hit is None:
+            hit = np.zeros(len(self.nodes), dtype=bool)
+            for group in self.groups:
+                hit[group] = check(self.nodes[int(group[0])])
+            cache[key] = hit
+        return hit
+
+
+def _first_static_failure(pod: PodInfo, node: NodeInfo) -> Status:
+    for plugin in STATIC_FILTERS:
+        status = plugin.filter(pod, node)
+        if not status.ok:
+            return status
+    return SUCCESS
+
+
+class Cycle:
+    """One pod's PreFilter results against one cluster state; then Filter per node or en masse."""
+
+    def __init__(self, pod: PodInfo, state: ClusterState, static: StaticFilters, *, version: str = "1.34") -> None:
+        self.pod = pod
+        self.state = state
+        self.static = static
+        self.version = version
+        self.spread = pod_topology_spread.prefilter(pod, state, static.affinity_mask(pod), static.tolerated_mask(pod))
+        self.affinity = inter_pod_affinity.prefilter(pod, state)
+
+    def dynamic_status(self, node: NodeInfo) -> Status:
+        pod, state = self.pod, self.state
+        for status in (
+            node_ports.filter(pod, node, state),
+            node_resources_fit.filter(pod, node, state, version=self.version),
+            pod_topology_spread.filter(pod, node, self.spread),
+            inter_pod_affinity.filter(pod, node, self.affinity),
+        ):
+            if not status.ok:
+                return status
+        return SUCCESS
+
+    def status(self, node: NodeInfo) -> Status:
+        static = self.static.statuses(self.pod)[node.index]
+        return static if not static.ok else self.dynamic_status(node)
+
+    def statuses(self) -> list[Status]:
+        return [self.status(n) for n in self.static.nodes]
+
+    def feasible(self, nodes: Optional[np.ndarray] = None) -> np.ndarray:
+        """Indices (from ``nodes``, default every node) that pass every filter."""
+        if nodes is None:
+            nodes = np.arange(len(self.static.nodes), dtype=np.int64)
+        nodes = nodes[self.static.mask(self.pod)[nodes]]
+        if len(nodes) == 0:
+            return nodes
+        ok = node_resources_fit.feasible(self.pod, nodes, self.state)
+        ok &= pod_topology_spread.feasible(nodes, self.spread)
+        ok &= inter_pod_affinity.feasible(nodes, self.affinity)
+        nodes = nodes[ok]
+        if self.pod.host_ports and len(nodes):
+            nodes = nodes[node_ports.feasible(self.pod, nodes, self.state)]
+        return nodes
+
+    def fit_error(self, *, postfilter: Optional[str] = None) -> str:
+        """kube-scheduler's "0/N nodes are available: ..." for this pod in this state."""
+        statuses = self.statuses()
+        return fit_error_message(len(statuses), reason_histogram(s for s in statuses if not s.ok), postfilter=postfilter)
+
+    def histogram(self) -> Counter[str]:
+        return reason_histogram(s for s in self.statuses() if not s.ok)

@@ -1,0 +1,134 @@
+"""InterPodAffinity (filter): required pod affinity and anti-affinity, in both directions.
+
+1. the pod's required affinity terms must each find a matching pod in the node's domain (or,
+   for the first pod of a group, the pod matches its own terms: the self-affinity escape);
+2. the pod's required anti-affinity terms must find no matching pod in the node's domain;
+3. no pod already placed may have a required anti-affinity term that matches this pod in the
+   node's domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..framework import SUCCESS, Status, unresolvable, unschedulable
+from ..info import NodeInfo, PodInfo
+from ..terms import AffinityTerm
+from ..state import ClusterState, PodMatcher
+
+NAME = "InterPodAffinity"
+# A required affinity term has no matching pod in the node's domain (or the key is missing).
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+# A required anti-affinity term of the pod matches a pod in the node's domain.
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+# A pod already placed has a required anti-affinity term that matches this pod.
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+@dataclass(frozen=True, slots=True)
+class AllTerms:
+    """Matches pods that match every one of a pod's required affinity terms."""
+
+    terms: tuple[AffinityTerm, ...]
+    include_terminating: bool = True
+
+    def matches(self, pod: PodInfo) -> bool:
+        return all(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in self.terms)
+
+
+@dataclass(frozen=True)
+class AffinityCounts:
+    # per required affinity term: (domain ids per node, matching-all pods per domain)
+    affinity: list[tuple[AffinityTerm, np.ndarray, np.ndarray]]
+    affinity_empty: bool  # no pod anywhere (on a node with the key) matches all terms
+    self_match: bool  # the pod matches all of its own affinity terms
+    # per required anti-affinity term: (domain ids per node, matching pods per domain)
+    anti: list[tuple[AffinityTerm, np.ndarray, np.ndarray]]
+    # per topology key: (domain ids per node, blocked domain flags) from existing pods' anti terms
+    existing_anti: list[tuple[np.ndarray, np.ndarray]]
+
+
+def _per_domain(state: ClusterState, key: str, per_node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ids, values = state.domains(key)
+    has = ids >= 0
+    return ids, np.bincount(ids[has], weights=per_node[has], minlength=len(values)).astype(np.int64)
+
+
+def prefilter(pod: PodInfo, state: ClusterState) -> AffinityCounts | None:
+    """None when the pod has no required terms and no placed pod's anti-affinity can reach it."""
+    existing = []
+    blocked_by_key: dict[str, np.ndarray] = {}
+    for term, owners in state.anti_owners.items():
+        if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
+            continue
+        ids, per_domain = _per_domain(state, term.topology_key, owners)
+        blocked = blocked_by_key.get(term.topology_key)
+        blocked_by_key[term.topology_key] = per_domain > 0 if blocked is None else blocked | (per_domain > 0)
+    for key, blocked in blocked_by_key.items():
+        existing.append((state.domains(key)[0], blocked))
+    if not pod.affinity and not pod.anti_affinity and not existing:
+        return None
+
+    affinity = []
+    affinity_empty = True
+    if pod.affinity:
+        per_node = state.match_counts(AllTerms(pod.affinity))
+        for term in pod.affinity:
+            ids, per_domain = _per_domain(state, term.topology_key, per_node)
+            affinity.append((term, ids, per_domain))
+            if per_domain.any():
+                affinity_empty = False
+    self_match = all(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in pod.affinity)
+    anti = []
+    for term in pod.anti_affinity:
+        ids, per_domain = _per_domain(state, term.topology_key, state.match_counts(PodMatcher.of_term(term)))
+        anti.append((term, ids, per_domain))
+    return AffinityCounts(affinity, affinity_empty, self_match, anti, existing)
+
+
+def filter(pod: PodInfo, node: NodeInfo, pre: AffinityCounts | None) -> Status:
+    if pre is None:
+        return SUCCESS
+    n = node.index
+    if pre.affinity:
+        missing = False
+        for term, ids, per_domain in pre.affinity:
+            if ids[n] < 0:
+                return unresolvable(NAME, REASON_AFFINITY)
+            if per_domain[ids[n]] <= 0:
+                missing = True
+        if missing and not (pre.affinity_empty and pre.self_match):
+            return unresolvable(NAME, REASON_AFFINITY)
+    for term, ids, per_domain in pre.anti:
+        if ids[n] >= 0 and per_domain[ids[n]] > 0:
+            return unschedulable(NAME, REASON_ANTI_AFFINITY)
+    for ids, blocked in pre.existing_anti:
+        if ids[n] >= 0 and blocked[ids[n]]:
+            return unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY)
+    return SUCCESS
+
+
+def feasible(nodes: np.ndarray, pre: AffinityCounts | None) -> np.ndarray:
+    ok = np.ones(len(nodes), dtype=bool)
+    if pre is None:
+        return ok
+    if pre.affinity:
+        missing = np.zeros(len(nodes), dtype=bool)
+        for term, ids, per_domain in pre.affinity:
+            dom = ids[nodes]
+            has = dom >= 0
+            ok &= has
+            missing |= has & (per_domain[np.where(has, dom, 0)] <= 0)
+        if not (pre.affinity_empty and pre.self_match):
+            ok &= ~missing
+    for term, ids, per_domain in pre.anti:
+        dom = ids[nodes]
+        has = dom >= 0
+        ok &= ~(has & (per_domain[np.where(has, dom, 0)] > 0))
+    for ids, blocked in pre.existing_anti:
+        dom = ids[nodes]
+        has = dom >= 0
+        ok &= ~(has & blocked[np.where(has, dom, 0)])
+    return ok

@@ -1,0 +1,54 @@
+"""NodePorts: a pod's host ports must be free on the node.
+
+``(ip, protocol, port)`` conflicts with a used one of the same protocol and port when either
+side binds the wildcard ``0.0.0.0`` or both bind the same IP. A pod's own ports are not checked
+against each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..framework import SUCCESS, Status, unschedulable
+from ..info import NodeInfo, PodInfo
+from ..state import ClusterState
+
+NAME = "NodePorts"
+# A wanted host port is already taken on the node.
+REASON = "node(s) didn't have free ports for the requested pod ports"
+WILDCARD = "0.0.0.0"
+
+Port = tuple[str, str, int]
+
+
+def conflicts(wanted: Port, used: Iterable[Port]) -> bool:
+    ip, proto, port = wanted
+    for uip, uproto, uport in used:
+        if uport == port and uproto == proto and (ip == WILDCARD or uip == WILDCARD or uip == ip):
+            return True
+    return False
+
+
+def ports_conflict(a: Iterable[Port], b: Iterable[Port]) -> bool:
+    """Whether two pods' host ports collide (symmetric)."""
+    b = tuple(b)
+    return any(conflicts(p, b) for p in a)
+
+
+def fits(pod: PodInfo, used: Iterable[Port]) -> bool:
+    used = tuple(used)
+    return not any(conflicts(p, used) for p in pod.host_ports)
+
+
+def filter(pod: PodInfo, node: NodeInfo, state: ClusterState) -> Status:
+    if not pod.host_ports or fits(pod, state.ports_on[node.index]):
+        return SUCCESS
+    return unschedulable(NAME, REASON)
+
+
+def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
+    if not pod.host_ports:
+        return np.ones(len(nodes), dtype=bool)
+    return np.fromiter((fits(pod, state.ports_on[n]) for n in nodes), dtype=bool, count=len(nodes))

@@ -1,0 +1,68 @@
+"""NodeResourcesFit (filter): the pod's request fits what the node has left, for every resource
+and for the pod count.
+
+``fits``/``feasible`` answer for one node or for many at once; ``insufficient`` gives the
+reasons in kube-scheduler's order. The same request vector (``ClusterState.vector``) is the
+coefficient row of the CP-SAT capacity constraints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+
+from ..framework import SUCCESS, Code, Status
+from ..info import NodeInfo, PodInfo
+from ..state import ClusterState
+
+NAME = "NodeResourcesFit"
+# The node already runs as many pods as its allocatable "pods" allows.
+REASON_TOO_MANY_PODS = "Too many pods"
+
+
+def insufficient_reason(resource: str) -> str:
+    """``Insufficient cpu``, ``Insufficient nvidia.com/gpu``, ..."""
+    return f"Insufficient {resource}"
+
+
+def insufficient(vec: np.ndarray, free: np.ndarray, alloc: np.ndarray, state: ClusterState) -> tuple[list[str], bool]:
+    """Reasons the request ``vec`` does not fit ``free``, and whether any part exceeds ``alloc``
+    outright (no eviction could make room)."""
+    reasons: list[str] = []
+    hopeless = False
+    idx = state.res_index
+    if vec[idx[PODS]] > free[idx[PODS]]:
+        reasons.append(REASON_TOO_MANY_PODS)
+        hopeless |= bool(vec[idx[PODS]] > alloc[idx[PODS]])
+    order = [CPU, MEMORY, EPHEMERAL_STORAGE] + sorted(r for r in state.resources[4:])
+    for name in order:
+        i = idx[name]
+        if vec[i] > 0 and vec[i] > free[i]:
+            reasons.append(insufficient_reason(name))
+            hopeless |= bool(vec[i] > alloc[i])
+    return reasons, hopeless
+
+
+def filter(pod: PodInfo, node: NodeInfo, state: ClusterState, *, version: str = "1.34") -> Status:
+    vec = state.vector(pod)
+    n = node.index
+    reasons, hopeless = insufficient(vec, state.alloc[n] - state.used[n], state.alloc[n], state)
+    if not reasons:
+        return SUCCESS
+    code = Code.UNRESOLVABLE if hopeless and version == "1.34" else Code.UNSCHEDULABLE
+    return Status(code, tuple(reasons), NAME)
+
+
+def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
+    """Per node in ``nodes``: does the request fit? (zero requests always fit, as in the filter)"""
+    vec = state.vector(pod)
+    free = state.alloc[nodes] - state.used[nodes]
+    return np.all((vec == 0) | (vec <= free), axis=1)
+
+
+def fits_alone(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
+    """Would the pod fit on an empty node? (used to prune solver variables and for v1.34's
+    UnschedulableAndUnresolvable)"""
+    vec = state.vector(pod)
+    return np.all((vec == 0) | (vec <= state.alloc[nodes]), axis=1)

@@ -1,0 +1,196 @@
+"""``ClusterState``: what is on every node right now, kept up to date as pods are assumed.
+
+The greedy scheduler assumes pods into it one at a time, the validator replays a plan's final
+state into it, the CP-SAT builder reads it as the starting point. Resources are numpy arrays
+(nodes × resources, ``pods`` being one column) so that fitting a pod against every node is one
+vector operation. Pod-matching counts per node (for inter-pod affinity and topology spread) are
+registered lazily by the rules that need them and maintained incrementally on every add/remove,
+so no rule ever rescans all pods for each incoming pod.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+
+from .info import NodeInfo, PodInfo
+from .terms import AffinityTerm, Selector
+
+BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+
+
+@dataclass(frozen=True, slots=True)
+class PodMatcher:
+    """Which pods a counter counts: namespace filter, label selector, and whether terminating
+    pods count (inter-pod affinity counts them; topology spread does not)."""
+
+    selector: Selector
+    namespaces: frozenset[str]
+    namespace_selector: Optional[Selector]
+    include_terminating: bool
+
+    @staticmethod
+    def of_term(term: AffinityTerm) -> "PodMatcher":
+        return PodMatcher(term.selector, term.namespaces, term.namespace_selector, True)
+
+    @staticmethod
+    def of_spread(selector: Selector, namespace: str) -> "PodMatcher":
+        return PodMatcher(selector, frozenset([namespace]), None, False)
+
+    def matches(self, pod: PodInfo) -> bool:
+        if pod.terminating and not self.include_terminating:
+            return False
+        if pod.namespace not in self.namespaces and not (
+            self.namespace_selector is not None and self.namespace_selector.matches(pod.ns_labels)
+        ):
+            return False
+        return self.selector.matches(pod.labels)
+
+
+class ClusterState:
+    def __init__(self, nodes: list[NodeInfo], resources: Iterable[str]) -> None:
+        extra = sorted(set(resources) - set(BASE_RESOURCES))
+        self.nodes = nodes
+        self.node_index = {n.name: n.index for n in nodes}
+        self.resources: list[str] = [*BASE_RESOURCES, *extra]
+        self.res_index = {r: i for i, r in enumerate(self.resources)}
+        n, r = len(nodes), len(self.resources)
+        self.alloc = np.zeros((n, r), dtype=np.int64)
+        for node in nodes:
+            for name, value in node.allocatable.items():
+                if name in self.res_index:
+                    self.alloc[node.index, self.res_index[name]] = value
+        self.used = np.zeros((n, r), dtype=np.int64)
+        self.nonzero = np.zeros((n, 2), dtype=np.int64)  # scoring-only cpu, memory
+        self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
+        self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
+        self.where: dict[str, int] = {}
+        self._counters: dict[PodMatcher, np.ndarray] = {}
+        self._match_cache: dict[tuple[PodMatcher, tuple, bool], bool] = {}
+        # Required anti-affinity terms of pods in the state: term -> owners per node.
+        self.anti_owners: dict[AffinityTerm, np.ndarray] = {}
+        # Pods with any pod (anti-)affinity term, for InterPodAffinity scoring.
+        self.affinity_pods: dict[str, PodInfo] = {}
+        self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
+
+    # -- resources ---------------------------------------------------------------------------
+
+    def vector(self, pod: PodInfo) -> np.ndarray:
+        vec = np.zeros(len(self.resources), dtype=np.int64)
+        for name, value in pod.requests.items():
+            idx = self.res_index.get(name)
+            if idx is None:  # a resource no node and no window pod was registered with
+                raise KeyError(name)
+            vec[idx] = value
+        vec[self.res_index[PODS]] = 1
+        return vec
+
+    def free(self) -> np.ndarray:
+        return self.alloc - self.used
+
+    # -- membership --------------------------------------------------------------------------
+
+    def add(self, pod: PodInfo, node: int) -> None:
+        if pod.key in self.where:
+            raise ValueError(f"pod {pod.key} is already on node {self.nodes[self.where[pod.key]].name}")
+        self.where[pod.key] = node
+        self.pods_on[node][pod.key] = pod
+        self.used[node] += self.vector(pod)
+        self.nonzero[node, 0] += pod.nonzero_cpu
+        self.nonzero[node, 1] += pod.nonzero_mem
+        self.ports_on[node].update(pod.host_ports)
+        self._count(pod, node, +1)
+
+    def remove(self, pod: PodInfo) -> int:
+        node = self.where.pop(pod.key)
+        del self.pods_on[node][pod.key]
+        self.used[node] -= self.vector(pod)
+        self.nonzero[node, 0] -= pod.nonzero_cpu
+        self.nonzero[node, 1] -= pod.nonzero_mem
+        self.ports_on[node].subtract(pod.host_ports)
+        self.ports_on[node] = +self.ports_on[node]
+        self._count(pod, node, -1)
+        return node
+
+    def _count(self, pod: PodInfo, node: int, delta: int) -> None:
+        for matcher, counts in self._counters.items():
+            if self._matches(matcher, pod):
+                counts[node] += delta
+        for term in pod.anti_affinity:
+            owners = self.anti_owners.get(term)
+            if owners is None:
+                owners = self.anti_owners[term] = np.zeros(len(self.nodes), dtype=np.int64)
+            owners[node] += delta
+            if delta < 0 and not owners.any():
+                del self.anti_owners[term]
+        if pod.affinity or pod.anti_affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
+            if delta > 0:
+                self.affinity_pods[pod.key] = pod
+            else:
+                self.affinity_pods.pop(pod.key, None)
+
+    def _matches(self, matcher: PodMatcher, pod: PodInfo) -> bool:
+        key = (matcher, pod.match_key, pod.terminating)
+        hit = self._match_cache.get(key)
+        if hit is None:
+            hit = self._match_cache[key] = matcher.matches(pod)
+        return hit
+
+    def matches(self, matcher: PodMatcher, pod: PodInfo) -> bool:
+        return self._matches(matcher, pod)
+
+    # -- queries the rules share -------------------------------------------------------------
+
+    def match_counts(self, matcher: PodMatcher) -> np.ndarray:
+        """Per node, how many pods in the state ``matcher`` counts (kept current from now on)."""
+        counts = self._counters.get(matcher)
+        if counts is None:
+            counts = np.zeros(len(self.nodes), dtype=np.int64)
+            for key, node in self.where.items():
+                if self._matches(matcher, self.pods_on[node][key]):
+                    counts[node] += 1
+            self._counters[matcher] = counts
+        return counts
+
+    def domains(self, topology_key: str) -> tuple[np.ndarray, list[str]]:
+        """Per node, the id of its value for ``topology_key`` (−1 where the label is missing)."""
+        hit = self._domains.get(topology_key)
+        if hit is None:
+            values: dict[str, int] = {}
+            ids = np.full(len(self.nodes), -1, dtype=np.int64)
+            for node in self.nodes:
+                value = node.labels.get(topology_key)
+                if value is not None:
+                    ids[node.index] = values.setdefault(value, len(values))
+            hit = self._domains[topology_key] = (ids, list(values))
+        return hit
+
+    def pods(self) -> Iterable[tuple[PodInfo, int]]:
+        for node, pods in enumerate(self.pods_on):
+            for pod in pods.values():
+                yield pod, node
+
+    def copy(self) -> "ClusterState":
+        other = ClusterState.__new__(ClusterState)
+        other.nodes = self.nodes
+        other.node_index = self.node_index
+        other.resources = self.resources
+        other.res_index = self.res_index
+        other.alloc = self.alloc
+        other.used = self.used.copy()
+        other.nonzero = self.nonzero.copy()
+        other.pods_on = [dict(p) for p in self.pods_on]
+        other.ports_on = [Counter(p) for p in self.ports_on]
+        other.where = dict(self.where)
+        other._counters = {m: c.copy() for m, c in self._counters.items()}
+        other._match_cache = self._match_cache
+        other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
+        other.affinity_pods = dict(self.affinity_pods)
+        other._domains = self._domains
+        return other

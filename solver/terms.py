@@ -1,0 +1,141 @@
+"""Hashable, pre-resolved label selectors and pod (anti-)affinity / spread terms.
+
+Pydantic models hold dicts and cannot be hashed; the solver needs selectors as dictionary keys
+(per-term counters, per-class caches), so each selector is frozen here once, with a pod's
+``matchLabelKeys`` already merged in and a term's namespaces already resolved against its owner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from models.objects import LabelSelector, PodAffinityTerm, TopologySpreadConstraint
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A label selector. ``nothing=True`` is a nil selector, which matches no object."""
+
+    equals: tuple[tuple[str, str], ...] = ()
+    exprs: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    nothing: bool = False
+
+    @staticmethod
+    def of(selector: Optional[LabelSelector]) -> "Selector":
+        if selector is None:
+            return NOTHING
+        return Selector(
+            equals=tuple(sorted(selector.match_labels.items())),
+            exprs=tuple(sorted((r.key, r.operator, frozenset(r.values)) for r in selector.match_expressions)),
+        )
+
+    def with_requirements(self, extra: list[tuple[str, str, frozenset[str]]]) -> "Selector":
+        if self.nothing or not extra:
+            return self
+        return Selector(self.equals, tuple(sorted(set(self.exprs) | set(extra))))
+
+    @property
+    def is_empty(self) -> bool:
+        """``{}``: matches everything."""
+        return not self.nothing and not self.equals and not self.exprs
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        if self.nothing:
+            return False
+        for key, value in self.equals:
+            if labels.get(key) != value:
+                return False
+        for key, op, values in self.exprs:
+            have = labels.get(key)
+            if op == "In":
+                if have is None or have not in values:
+                    return False
+            elif op == "NotIn":
+                if have is not None and have in values:
+                    return False
+            elif op == "Exists":
+                if have is None:
+                    return False
+            elif have is not None:  # DoesNotExist
+                return False
+        return True
+
+    def keys(self) -> set[str]:
+        return {k for k, _ in self.equals} | {k for k, _, _ in self.exprs}
+
+
+NOTHING = Selector(nothing=True)
+EVERYTHING = Selector()
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A required or preferred pod (anti-)affinity term, namespaces resolved for its owner.
+
+    It matches a pod P when P's namespace is in ``namespaces`` or P's namespace labels match
+    ``namespace_selector``, and P's labels match ``selector``.
+    """
+
+    selector: Selector
+    namespaces: frozenset[str]
+    namespace_selector: Optional[Selector]
+    topology_key: str
+    weight: int = 0
+
+    @staticmethod
+    def resolve(term: PodAffinityTerm, owner_ns: str, owner_labels: dict[str, str], weight: int = 0) -> "AffinityTerm":
+        selector = Selector.of(term.label_selector)
+        extra = []
+        for key in term.match_label_keys:
+            if key in owner_labels:
+                extra.append((key, "In", frozenset([owner_labels[key]])))
+        for key in term.mismatch_label_keys:
+            if key in owner_labels:
+                extra.append((key, "NotIn", frozenset([owner_labels[key]])))
+        selector = selector.with_requirements(extra)
+        namespaces = frozenset(term.namespaces)
+        ns_selector = Selector.of(term.namespace_selector) if term.namespace_selector is not None else None
+        if not namespaces and ns_selector is None:
+            namespaces = frozenset([owner_ns])
+        return AffinityTerm(selector, namespaces, ns_selector, term.topology_key, weight)
+
+    def namespace_matches(self, namespace: str, ns_labels: dict[str, str]) -> bool:
+        if namespace in self.namespaces:
+            return True
+        return self.namespace_selector is not None and self.namespace_selector.matches(ns_labels)
+
+    def matches(self, namespace: str, labels: dict[str, str], ns_labels: dict[str, str]) -> bool:
+        return self.namespace_matches(namespace, ns_labels) and self.selector.matches(labels)
+
+    def unweighted(self) -> "AffinityTerm":
+        return self if self.weight == 0 else AffinityTerm(
+            self.selector, self.namespaces, self.namespace_selector, self.topology_key
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A topology spread constraint with ``matchLabelKeys`` merged into its selector."""
+
+    max_skew: int
+    topology_key: str
+    hard: bool  # DoNotSchedule
+    selector: Selector
+    min_domains: int
+    honor_node_affinity: bool
+    honor_node_taints: bool
+
+    @staticmethod
+    def resolve(c: TopologySpreadConstraint, owner_labels: dict[str, str]) -> "SpreadConstraint":
+        selector = Selector.of(c.label_selector)
+        extra = [(k, "In", frozenset([owner_labels[k]])) for k in c.match_label_keys if k in owner_labels]
+        return SpreadConstraint(
+            max_skew=c.max_skew,
+            topology_key=c.topology_key,
+            hard=c.when_unsatisfiable == "DoNotSchedule",
+            selector=selector.with_requirements(extra),
+            min_domains=c.min_domains or 1,
+            honor_node_affinity=c.node_affinity_policy == "Honor",
+            honor_node_taints=c.node_taints_policy == "Honor",
+        )
