@@ -487,7 +487,9 @@ class PriorityClass(K8sModel):
     api_version: str = "scheduling.k8s.io/v1"
     kind: Literal["PriorityClass"] = "PriorityClass"
     metadata: ObjectMeta
-    value: StrictInt = Field(ge=-(2**31), le=10**9)
+    # User classes stop at 1e9; the built-in system-node-critical class is 2e9 + 1000, and every
+    # real `kubectl get priorityclasses` dump contains it.
+    value: StrictInt = Field(ge=-(2**31), le=2_000_001_000)
     global_default: StrictBool = False
     preemption_policy: Optional[Literal["PreemptLowerPriority", "Never"]] = None
 
