@@ -89,3 +89,21 @@ def collect(ctx) -> dict[str, Gang]:
         if pod.spec.node_name and key:
             gang.running += 1
     return gangs
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+
+
+def encode(wm, gangs: dict[str, Gang]) -> None:
+    """All-or-nothing: a gang's window members place 0 pods or at least ``need`` of them."""
+    for gang in gangs.values():
+        if gang.need <= 0:
+            continue
+        placed = [wm.placed[c.id] for c in wm.classes if c.rep.group == gang.key and not isinstance(wm.placed[c.id], int)]
+        if not placed:
+            continue
+        total = len([p for p in gang.members])
+        runs = wm.model.new_bool_var(f"gang[{gang.key}]")
+        expr = sum(placed) if len(placed) > 1 else placed[0]
+        wm.model.add(expr >= gang.need * runs)
+        wm.model.add(expr <= total * runs)

@@ -98,9 +98,9 @@ def schedule_greedy(
             result.unschedulable[pod.key] = "no nodes available to schedule pods"
         else:
             cycle = Cycle(pod, state, static, version=version)
-            feasible = cycle.feasible(np.roll(order, -next_start))
+            feasible = cycle.feasible(np.concatenate((order[next_start:], order[:next_start])), limit=to_find)
             if len(feasible):
-                chosen = feasible[:to_find]
+                chosen = feasible
                 walked = n if len(feasible) < to_find else int((position[chosen[-1]] - next_start) % n) + 1
                 next_start = (next_start + walked) % n
                 if len(chosen) == 1:

@@ -67,6 +67,7 @@ class ClusterState:
                 if name in self.res_index:
                     self.alloc[node.index, self.res_index[name]] = value
         self.used = np.zeros((n, r), dtype=np.int64)
+        self.free = self.alloc.copy()  # alloc − used, kept current by add/remove
         self.nonzero = np.zeros((n, 2), dtype=np.int64)  # scoring-only cpu, memory
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
         self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
@@ -78,10 +79,19 @@ class ClusterState:
         # Pods with any pod (anti-)affinity term, for InterPodAffinity scoring.
         self.affinity_pods: dict[str, PodInfo] = {}
         self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
+        # Every node whose pods changed, in order: lets per-class caches of node-local checks
+        # (resources, ports) refresh only what changed since they were computed.
+        self.touched: list[int] = []
+        self.local_cache: dict[tuple, tuple[int, np.ndarray]] = {}
+        self._vectors: dict[str, np.ndarray] = {}
 
     # -- resources ---------------------------------------------------------------------------
 
     def vector(self, pod: PodInfo) -> np.ndarray:
+        """The pod's request as a row over ``resources`` (``pods`` = 1). Read-only, cached."""
+        vec = self._vectors.get(pod.key)
+        if vec is not None:
+            return vec
         vec = np.zeros(len(self.resources), dtype=np.int64)
         for name, value in pod.requests.items():
             idx = self.res_index.get(name)
@@ -89,10 +99,9 @@ class ClusterState:
                 raise KeyError(name)
             vec[idx] = value
         vec[self.res_index[PODS]] = 1
+        vec.flags.writeable = False
+        self._vectors[pod.key] = vec
         return vec
-
-    def free(self) -> np.ndarray:
-        return self.alloc - self.used
 
     # -- membership --------------------------------------------------------------------------
 
@@ -101,21 +110,27 @@ class ClusterState:
             raise ValueError(f"pod {pod.key} is already on node {self.nodes[self.where[pod.key]].name}")
         self.where[pod.key] = node
         self.pods_on[node][pod.key] = pod
-        self.used[node] += self.vector(pod)
+        vec = self.vector(pod)
+        self.used[node] += vec
+        self.free[node] -= vec
         self.nonzero[node, 0] += pod.nonzero_cpu
         self.nonzero[node, 1] += pod.nonzero_mem
         self.ports_on[node].update(pod.host_ports)
         self._count(pod, node, +1)
+        self.touched.append(node)
 
     def remove(self, pod: PodInfo) -> int:
         node = self.where.pop(pod.key)
         del self.pods_on[node][pod.key]
-        self.used[node] -= self.vector(pod)
+        vec = self.vector(pod)
+        self.used[node] -= vec
+        self.free[node] += vec
         self.nonzero[node, 0] -= pod.nonzero_cpu
         self.nonzero[node, 1] -= pod.nonzero_mem
         self.ports_on[node].subtract(pod.host_ports)
         self.ports_on[node] = +self.ports_on[node]
         self._count(pod, node, -1)
+        self.touched.append(node)
         return node
 
     def _count(self, pod: PodInfo, node: int, delta: int) -> None:
@@ -184,6 +199,7 @@ class ClusterState:
         other.res_index = self.res_index
         other.alloc = self.alloc
         other.used = self.used.copy()
+        other.free = self.free.copy()
         other.nonzero = self.nonzero.copy()
         other.pods_on = [dict(p) for p in self.pods_on]
         other.ports_on = [Counter(p) for p in self.ports_on]
@@ -193,4 +209,7 @@ class ClusterState:
         other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
         other.affinity_pods = dict(self.affinity_pods)
         other._domains = self._domains
+        other.touched = []
+        other.local_cache = {}
+        other._vectors = self._vectors
         return other

@@ -150,11 +150,54 @@ class Cycle:
     def statuses(self) -> list[Status]:
         return [self.status(n) for n in self.static.nodes]
 
-    def feasible(self, nodes: Optional[np.ndarray] = None) -> np.ndarray:
-        """Indices (from ``nodes``, default every node) that pass every filter."""
+    def feasible(self, nodes: Optional[np.ndarray] = None, limit: Optional[int] = None) -> np.ndarray:
+        """Indices (from ``nodes``, default every node, order kept) that pass every filter.
+
+        With ``limit``, nodes are filtered in chunks along ``nodes`` and the walk stops once
+        ``limit`` feasible nodes are found — kube-scheduler's numFeasibleNodesToFind.
+        """
         if nodes is None:
             nodes = np.arange(len(self.static.nodes), dtype=np.int64)
+        if not self.spread and self.affinity is None:
+            mask = self._local_mask()
+            nodes = nodes[mask[nodes]]
+            return nodes if limit is None else nodes[:limit]
         nodes = nodes[self.static.mask(self.pod)[nodes]]
+        if limit is None or len(nodes) <= limit:
+            return self._dynamic(nodes)
+        found: list[np.ndarray] = []
+        have, start, chunk = 0, 0, max(2 * limit, 256)
+        while start < len(nodes) and have < limit:
+            part = self._dynamic(nodes[start : start + chunk])
+            found.append(part)
+            have += len(part)
+            start += chunk
+            chunk *= 2
+        out = np.concatenate(found) if found else nodes[:0]
+        return out[:limit]
+
+    def _local_mask(self) -> np.ndarray:
+        """Static and node-local filters for every node, cached per pod class on the state and
+        refreshed only on the nodes whose pods changed since (exact: these filters read only
+        the node's own state)."""
+        state, key = self.state, _cache_key(self.pod)
+        hit = state.local_cache.get(key)
+        if hit is None:
+            mask = self.static.mask(self.pod).copy()
+            idx = np.flatnonzero(mask)
+            mask[idx] = False
+            mask[self._dynamic(idx)] = True
+        else:
+            seen, mask = hit
+            if seen < len(state.touched):
+                changed = np.unique(np.array(state.touched[seen:], dtype=np.int64))
+                changed = changed[self.static.mask(self.pod)[changed]]
+                mask[changed] = False
+                mask[self._dynamic(changed)] = True
+        state.local_cache[key] = (len(state.touched), mask)
+        return mask
+
+    def _dynamic(self, nodes: np.ndarray) -> np.ndarray:
         if len(nodes) == 0:
             return nodes
         ok = node_resources_fit.feasible(self.pod, nodes, self.state)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from ..framework import SUCCESS, Status, unresolvable, unschedulable
 from ..info import NodeInfo, PodInfo
@@ -132,3 +133,118 @@ def feasible(nodes: np.ndarray, pre: AffinityCounts | None) -> np.ndarray:
         has = dom >= 0
         ok &= ~(has & blocked[np.where(has, dom, 0)])
     return ok
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+#
+# Window semantics (DESIGN.md): in the final state no two pods violate a required anti-affinity
+# term of either, and every window pod with required affinity has a matching pod other than
+# itself in its domain — or is the one seed of its class where nothing matched before.
+
+
+def _running_matching(state: ClusterState, matcher) -> list[tuple[PodInfo, int]]:
+    return [(p, n) for p, n in state.pods() if state.matches(matcher, p)]
+
+
+def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
+    """Nodes the pod can never use in this window, whatever the window does: a topology key is
+    missing, or a running pod that may not be evicted blocks the domain by anti-affinity."""
+    ok = np.ones(len(state.nodes), dtype=bool)
+    for term in pod.affinity:
+        ok &= state.domains(term.topology_key)[0] >= 0
+    for term in pod.anti_affinity:
+        ids = state.domains(term.topology_key)[0]
+        for other, node in _running_matching(state, PodMatcher.of_term(term)):
+            if ids[node] >= 0 and not can_evict(other):
+                ok &= ids != ids[node]
+    for term in state.anti_owners:
+        if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
+            continue
+        ids = state.domains(term.topology_key)[0]
+        for other, node in state.pods():
+            if term in other.anti_affinity and ids[node] >= 0 and not can_evict(other):
+                ok &= ids != ids[node]
+    return ok
+
+
+def encode(wm) -> None:
+    state, m = wm.state, wm.model
+    classes = [c for c in wm.classes if wm.by_class.get(c.id)]
+    for cls in classes:
+        rep = cls.rep
+        # The class's own anti-affinity terms: where it is present, nothing it matches may be.
+        for t, term in enumerate(rep.anti_affinity):
+            matched = [o for o in classes if term.matches(o.rep.namespace, o.rep.labels, o.rep.ns_labels)]
+            running = _running_matching(state, PodMatcher.of_term(term))
+            ids = state.domains(term.topology_key)[0]
+            running_by_domain: dict[int, list] = {}
+            for other, node in running:
+                if ids[node] >= 0:
+                    running_by_domain.setdefault(int(ids[node]), []).append(other)
+            for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+                if cls in matched:
+                    m.add(cp_model.LinearExpr.sum(own) <= 1)
+                others = [v for o in matched if o is not cls for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])]
+                blockers = [wm.evictable(p) for p in running_by_domain.get(d, [])]
+                if not others and not blockers:
+                    continue
+                present = wm.new_presence(f"anti[{cls.id},{t},{d}]", own, cls.size)
+                if others:
+                    m.add(cp_model.LinearExpr.sum(others) == 0).only_enforce_if(present)
+                for evict in blockers:
+                    if evict is None:
+                        m.add(present == 0)
+                    else:
+                        m.add_implication(present, evict)
+        # Running pods' anti-affinity terms that match this class: their domains need them gone.
+        for term in state.anti_owners:
+            if not term.matches(rep.namespace, rep.labels, rep.ns_labels):
+                continue
+            ids = state.domains(term.topology_key)[0]
+            owners_by_domain: dict[int, list] = {}
+            for other, node in state.pods():
+                if term in other.anti_affinity and ids[node] >= 0:
+                    owners_by_domain.setdefault(int(ids[node]), []).append(other)
+            for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+                owners = owners_by_domain.get(d)
+                if not owners:
+                    continue
+                present = wm.new_presence(f"xanti[{cls.id},{d}]", own, cls.size)
+                for other in owners:
+                    evict = wm.evictable(other)
+                    if evict is None:
+                        m.add(present == 0)
+                    else:
+                        m.add_implication(present, evict)
+        if rep.affinity:
+            _encode_affinity(wm, cls, classes)
+
+
+def _encode_affinity(wm, cls, classes) -> None:
+    """Every pod of the class has a pod matching all its terms, other than itself, in its domain
+    under each term's key; where nothing running matches at all and the class matches its own
+    terms, one domain may hold the class's seed instead."""
+    state, m, rep = wm.state, wm.model, cls.rep
+    matcher = AllTerms(rep.affinity)
+    matched = [o for o in classes if matcher.matches(o.rep)]
+    running = state.match_counts(matcher)
+    self_match = matcher.matches(rep)
+    for t, term in enumerate(rep.affinity):
+        ids, per_domain = _per_domain(state, term.topology_key, running)
+        escape = self_match and not per_domain.any()
+        seeds = []
+        for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+            if per_domain[d] > 0:
+                continue  # a running pod supports the whole domain
+            others = [v for o in matched if o is not cls for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])]
+            present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
+            support = cp_model.LinearExpr.sum(others + (own if self_match else []))
+            need = 2 if self_match else 1
+            if escape:
+                seed = m.new_bool_var(f"seed[{cls.id},{t},{d}]")
+                seeds.append(seed)
+                m.add(support >= need).only_enforce_if([present, seed.Not()])
+            else:
+                m.add(support >= need).only_enforce_if(present)
+        if seeds:
+            m.add_at_most_one(seeds)

@@ -9,6 +9,7 @@ coefficient row of the CP-SAT capacity constraints.
 from __future__ import annotations
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
@@ -57,8 +58,8 @@ def filter(pod: PodInfo, node: NodeInfo, state: ClusterState, *, version: str = 
 def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
     """Per node in ``nodes``: does the request fit? (zero requests always fit, as in the filter)"""
     vec = state.vector(pod)
-    free = state.alloc[nodes] - state.used[nodes]
-    return np.all((vec == 0) | (vec <= free), axis=1)
+    cols = np.nonzero(vec)[0]  # zero requests always fit; the pod count is always requested
+    return np.all(state.free[np.ix_(nodes, cols)] >= vec[cols], axis=1)
 
 
 def fits_alone(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
@@ -66,3 +67,31 @@ def fits_alone(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarr
     UnschedulableAndUnresolvable)"""
     vec = state.vector(pod)
     return np.all((vec == 0) | (vec <= state.alloc[nodes]), axis=1)
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+
+
+def encode(wm) -> None:
+    """Capacity: on every node, for every resource some candidate pod requests (the pod count
+    included), the window's pods fit what is free plus what evicted pods give back."""
+    state = wm.state
+    free = state.alloc - state.used
+    victims_on: dict[int, list] = {}
+    for key, (pod, node) in wm.evict_pod.items():
+        victims_on.setdefault(node, []).append((state.vector(pod), wm.evict[key]))
+    for n, entries in wm.by_node.items():
+        vecs = np.array([wm.vec[cls.id] for cls, _ in entries])
+        ubs = np.array([wm.ub_of(cls.id, n) for cls, _ in entries])
+        load = (vecs * ubs[:, None]).sum(axis=0)
+        victims = victims_on.get(n, [])
+        for r in np.nonzero(vecs.any(axis=0))[0]:
+            if not victims and load[r] <= free[n, r]:
+                continue  # cannot overflow: no constraint needed
+            vars_ = [var for (_, var), v in zip(entries, vecs[:, r]) if v]
+            coeffs = [int(v) for v in vecs[:, r] if v]
+            for vvec, evict in victims:
+                if vvec[r]:
+                    vars_.append(evict)
+                    coeffs.append(-int(vvec[r]))
+            wm.model.add(cp_model.LinearExpr.weighted_sum(vars_, coeffs) <= int(free[n, r]))

@@ -1,0 +1,170 @@
+"""``schedule``: a snapshot in, a ``Plan`` out — the one entry point adapters call.
+
+Engines: ``greedy`` (kube-scheduler's scheduleOne, one pod at a time) and ``cpsat`` (the window
+solved as one model per independent component, greedy as hint and fallback). Every plan is
+checked by the independent validator before it leaves; a solver plan that fails it is replaced
+by the greedy plan (marked as a fallback, with the violations as the reason) — a safety net that
+should never fire, and tests assert it does not.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from models.config import SchedulerConfig
+from models.errors import InputError
+from models.plan import Assignment, Nomination, Plan, PlanStats, Preemption, Unschedulable
+from models.snapshot import ClusterSnapshot
+
+from .context import SchedulingContext, build_context
+from .cpsat.solve import CpsatOutcome, solve_window
+from .greedy import GreedyResult, schedule_greedy
+from .predicates import Cycle, StaticFilters
+
+ENGINES = ("cpsat", "greedy")
+# Appended to a left-out pod's message when it would have fit on its own.
+NOTE_JOINT = (
+    " (it fits the cluster on its own: its room went to pods of higher priority or to a better"
+    " joint placement of the window)"
+)
+
+
+def check_limits(snapshot: ClusterSnapshot, ctx: SchedulingContext) -> None:
+    limits = ctx.config.limits
+    if len(ctx.nodes) > limits.max_nodes:
+        raise InputError("snapshot", "nodes", f"{len(ctx.nodes)} nodes exceed limits.maxNodes={limits.max_nodes}")
+    if len(ctx.window) > limits.max_window_pods:
+        raise InputError(
+            "snapshot", "pods", f"{len(ctx.window)} pending pods exceed limits.maxWindowPods={limits.max_window_pods}"
+        )
+
+
+def schedule(
+    snapshot: ClusterSnapshot,
+    config: Optional[SchedulerConfig] = None,
+    *,
+    engine: str = "cpsat",
+    all_pending: bool = False,
+    window_keys: Optional[list[str]] = None,
+) -> Plan:
+    if engine not in ENGINES:
+        raise InputError("", "--engine", f'unknown engine "{engine}" (choose {" or ".join(ENGINES)})')
+    config = config or SchedulerConfig()
+    start = time.monotonic()
+    ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=window_keys)
+    check_limits(snapshot, ctx)
+    if engine == "greedy":
+        static = StaticFilters(ctx.nodes, ctx.window)
+        result = schedule_greedy(ctx, static=static)
+        return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
+                          static, stats=dict(engine="greedy", status="GREEDY"), start=start, engine_greedy=True)
+    outcome = solve_window(ctx)
+    return _plan_from_outcome(ctx, outcome, start)
+
+
+def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: float) -> Plan:
+    greedy, sol = outcome.greedy, outcome.solution
+    base = dict(engine="cpsat", greedy_placed=len(greedy.placements))
+    if sol is None or not outcome.chose_solver:
+        reason = outcome.fallback_reason
+        fallback = reason is not None
+        stats = dict(base, status="FALLBACK" if fallback else "GREEDY_BETTER", fallback=fallback, fallback_reason=reason)
+        if sol is not None:
+            stats.update(_solver_stats(sol))
+        return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
+                          outcome.static, stats=stats, start=start, engine_greedy=True)
+    stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, **_solver_stats(sol))
+    if sol.objective is not None and sol.bound is not None:
+        denom = max(abs(sol.bound), 1.0)
+        stats["gap"] = round(abs(sol.bound - sol.objective) / denom, 6)
+    plan = _plan_from(ctx, sol.placements, sol.victims, sol.nominations, {}, outcome.static, stats=stats, start=start)
+    problems = _validate(ctx, plan)
+    if problems:
+        stats = dict(base, status="FALLBACK", fallback=True,
+                     fallback_reason="solver plan failed validation: " + "; ".join(problems[:3]))
+        return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
+                          outcome.static, stats=stats, start=start, engine_greedy=True)
+    return plan
+
+
+def _solver_stats(sol) -> dict:
+    return dict(
+        build_time_s=round(sol.build_time, 4),
+        solve_time_s=round(sol.solve_time, 4),
+        variables=sol.variables,
+        constraints=sol.constraints,
+        components=sol.components,
+    )
+
+
+def _validate(ctx: SchedulingContext, plan: Plan) -> list[str]:
+    from .validate import validate
+
+    return validate(ctx.snapshot, plan, ctx.config, all_pending=_all_pending(ctx))
+
+
+def _all_pending(ctx: SchedulingContext) -> bool:
+    names = {p.pod.spec.scheduler_name for p in ctx.window}
+    return bool(names - {ctx.config.scheduler_name})
+
+
+def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False) -> Plan:
+    nodes = ctx.nodes
+    assignments = tuple(Assignment(pod=k, node=nodes[n].name) for k, n in placements.items())
+    preemptions = tuple(Preemption(pod=v.pod.key, node=nodes[v.node].name, preemptor=v.preemptor) for v in victims)
+    noms = tuple(Nomination(pod=k, node=nodes[n].name) for k, n in nominations.items())
+    messages = dict(unschedulable)
+    missing = [p for p in ctx.window if p.key not in placements and p.key not in messages]
+    if missing:
+        messages.update(explain(ctx, missing, placements, victims, static))
+    left = tuple(Unschedulable(pod=p.key, message=messages[p.key]) for p in ctx.window if p.key not in placements)
+    stats = dict(stats)
+    stats.setdefault("wall_time_s", round(time.monotonic() - start, 4))
+    stats["wall_time_s"] = round(time.monotonic() - start, 4)
+    stats.update(
+        pod_classes=len(ctx.classes),
+        window_pods=len(ctx.window),
+        nodes=len(ctx.nodes),
+        placed=len(assignments),
+    )
+    return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms, stats=PlanStats(**stats))
+
+
+def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
+    """kube-scheduler's per-node reason histogram for each left-out pod, against the final state;
+    computed once per pod class (its pods see the same state)."""
+    from . import gang as gang_mod
+
+    final = ctx.state.copy()
+    for v in victims:
+        final.remove(v.pod)
+    for key, n in placements.items():
+        final.add(ctx.pod(key), n)
+    gangs = gang_mod.collect(ctx)
+    by_class: dict[int, str] = {}
+    out: dict[str, str] = {}
+    for pod in pods:
+        gang = gangs.get(pod.group) if pod.group else None
+        blocked = gang.blocked(pod) if gang else None
+        if blocked:
+            out[pod.key] = f"0/{len(ctx.nodes)} nodes are available: {blocked}."
+            continue
+        msg = by_class.get(pod.class_id)
+        if msg is None:
+            cycle = Cycle(pod, final, static, version=ctx.config.kubernetes_version)
+            feasible_now = len(cycle.feasible())
+            if feasible_now and gang is not None:
+                placed = sum(1 for m in gang.members if m.key in placements)
+                msg = gang_mod.rejected(gang.key, placed, gang.need)
+            else:
+                msg = cycle.fit_error() if not feasible_now else (
+                    "the window's joint placement left this pod out (it fits the final state only by "
+                    "breaking a window-level rule such as topology spread or a gang)"
+                )
+                alone = Cycle(pod, ctx.state, static, version=ctx.config.kubernetes_version).feasible()
+                if len(alone) and not feasible_now:
+                    msg += NOTE_JOINT
+            by_class[pod.class_id] = msg
+        out[pod.key] = msg
+    return out

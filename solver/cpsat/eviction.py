@@ -1,0 +1,95 @@
+"""Preemption as costed variables.
+
+For every running pod that some candidate window pod on its node outranks (and may preempt), a
+boolean ``evict[v]``. Capacity, ports and anti-affinity read ``1 − evict[v]`` for v's share of
+the node. A pod is evicted only if a window pod of strictly higher priority, whose
+preemptionPolicy is not Never, is placed on the same node. Cost sits below placement in the
+lexicographic objective: PodDisruptionBudget violations first (or forbidden with ``pdb: hard``),
+then the victims' priorities (one higher-priority victim outweighs any number of lower ones),
+then how many victims.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ortools.sat.python import cp_model
+
+from ..info import PodInfo
+from ..pdb import PdbBudgets
+from ..predicates.inter_pod_affinity import AllTerms
+
+# Above this, exact tier weights for victim priorities are abandoned for a linear priority cost.
+MAX_TIER_WEIGHT = 2**40
+
+
+def can_evict(cls_rep: PodInfo, victim: PodInfo, allow: bool) -> bool:
+    return allow and not cls_rep.preempt_never and victim.priority < cls_rep.priority and not victim.terminating
+
+
+def create(wm, protected: set[str]) -> None:
+    """evict[v] for running pods on candidate nodes that some candidate class may preempt."""
+    if not wm.allow_preemption:
+        return
+    m, state = wm.model, wm.state
+    for n, entries in wm.by_node.items():
+        preemptors = [(cls, var) for cls, var in entries if not cls.rep.preempt_never]
+        if not preemptors:
+            continue
+        top = max(cls.rep.priority for cls, _ in preemptors)
+        for victim in state.pods_on[n].values():
+            if victim.priority >= top or victim.terminating or victim.key in protected:
+                continue
+            evict = m.new_bool_var(f"evict[{victim.key}]")
+            wm.evict[victim.key] = evict
+            wm.evict_pod[victim.key] = (victim, n)
+            # Only a placed window pod of strictly higher priority on the same node justifies it.
+            outranking = [var for cls, var in preemptors if cls.rep.priority > victim.priority]
+            m.add(evict <= cp_model.LinearExpr.sum(outranking))
+
+
+def protected_pods(wm) -> set[str]:
+    """Running pods that a window class's required affinity leans on are never victims."""
+    out: set[str] = set()
+    for cls in wm.classes:
+        if cls.rep.affinity:
+            matcher = AllTerms(cls.rep.affinity)
+            out.update(p.key for p, _ in wm.state.pods() if wm.state.matches(matcher, p))
+    return out
+
+
+def encode_costs(wm, ctx) -> None:
+    if not wm.evict:
+        return
+    m = wm.model
+    victims = [wm.evict_pod[k][0] for k in wm.evict]
+    # PodDisruptionBudgets: soft (costed above any ordinary victim) or hard.
+    budgets = PdbBudgets.of(ctx)
+    covered = defaultdict(list)
+    for key, evict in wm.evict.items():
+        for i in budgets.covering(wm.evict_pod[key][0]):
+            covered[i].append(evict)
+    hard = ctx.config.preemption.pdb == "hard"
+    for i, evicts in covered.items():
+        allowed = budgets.budgets[i].allowed
+        if hard:
+            m.add(cp_model.LinearExpr.sum(evicts) <= allowed)
+        elif len(evicts) > allowed:
+            over = m.new_int_var(0, len(evicts) - allowed, f"pdb_over[{i}]")
+            m.add(over >= cp_model.LinearExpr.sum(evicts) - allowed)
+            wm.level("pdb_violations").add(over, -1)
+    # Victim priority tiers: one victim of a higher priority outweighs all lower ones together.
+    tiers = sorted({v.priority for v in victims})
+    count = {p: sum(1 for v in victims if v.priority == p) for p in tiers}
+    weight, weights, total = 1, {}, 0
+    for p in tiers:
+        weights[p] = weight
+        total += weight * count[p]
+        weight = total + 1
+    if weight > MAX_TIER_WEIGHT:
+        base = tiers[0]
+        weights = {p: p - base + 1 for p in tiers}
+    for key, evict in wm.evict.items():
+        victim = wm.evict_pod[key][0]
+        wm.level("victim_priority").add(evict, -weights[victim.priority])
+        wm.level("victims").add(evict, -1)

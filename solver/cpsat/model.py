@@ -1,0 +1,200 @@
+"""``WindowModel``: one CP-SAT model for a window (or one independent component of it).
+
+Data, then variables, then constraints, then objective — in that order, as the OR-tools samples
+read. Pods of one equivalence class share one integer variable per candidate node:
+
+    x[c, n]   — how many pods of class c are placed on node n            (0 ≤ x ≤ ub[c, n])
+    evict[v]  — running pod v is evicted to make room                    (bool)
+
+Candidate nodes are pruned before any variable exists: static filters, resources (against what
+the node has free, or could have free after evicting lower-priority pods), and window-independent
+parts of the dynamic rules (missing topology keys, running pods' anti-affinity that no eviction
+can lift). Each coupling rule adds its constraints from its own predicate module
+(``encode(wm)``), so a rule's Python check and its encoding stay side by side.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..context import PodClass, SchedulingContext
+from ..info import PodInfo
+from ..predicates import StaticFilters, node_ports
+from ..state import ClusterState
+
+
+@dataclass
+class Level:
+    """One lexicographic objective level: maximise Σ coeff·var (terms kept for evaluation)."""
+
+    name: str
+    terms: list[tuple[cp_model.IntVar, int]] = field(default_factory=list)
+    constant: int = 0
+
+    def add(self, var, coeff: int) -> None:
+        if coeff:
+            self.terms.append((var, int(coeff)))
+
+    def bounds(self, proto) -> tuple[int, int]:
+        """Range of the level's value given the variables' domains in ``proto`` (a CpModelProto)."""
+        lo = hi = self.constant
+        variables = proto.variables
+        for var, coeff in self.terms:
+            dom = variables[var.index].domain
+            vlo, vhi = dom[0], dom[-1]
+            lo += min(coeff * vlo, coeff * vhi)
+            hi += max(coeff * vlo, coeff * vhi)
+        return lo, hi
+
+    def expr(self):
+        if not self.terms:
+            return self.constant
+        vars_, coeffs = zip(*self.terms)
+        return cp_model.LinearExpr.weighted_sum(list(vars_), list(coeffs)) + self.constant
+
+
+class WindowModel:
+    def __init__(
+        self,
+        ctx: SchedulingContext,
+        classes: list[PodClass],
+        static: StaticFilters,
+        *,
+        allow_preemption: bool,
+    ) -> None:
+        self.ctx = ctx
+        self.state: ClusterState = ctx.state
+        self.static = static
+        self.classes = classes
+        self.model = cp_model.CpModel()
+        self.allow_preemption = allow_preemption
+        # Variables.
+        self.x: dict[tuple[int, int], cp_model.IntVar] = {}
+        self.cand: dict[int, np.ndarray] = {}
+        self.ub: dict[int, np.ndarray] = {}
+        self.by_node: dict[int, list[tuple[PodClass, cp_model.IntVar]]] = defaultdict(list)
+        self.by_class: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
+        self.placed: dict[int, cp_model.IntVar | int] = {}
+        self.evict: dict[str, cp_model.IntVar] = {}
+        self.evict_pod: dict[str, tuple[PodInfo, int]] = {}
+        # Objective levels, most important first; each rule appends to the level it affects.
+        self.levels: list[Level] = [
+            Level("placement"),
+            Level("pdb_violations"),
+            Level("victim_priority"),
+            Level("victims"),
+            Level("score"),
+        ]
+        self._domain_cache: dict[tuple, dict[int, list]] = {}
+        self.vec: dict[int, np.ndarray] = {c.id: self.state.vector(c.rep) for c in classes}
+        self._ub: dict[tuple[int, int], int] = {}
+
+    def ub_of(self, cls_id: int, node: int) -> int:
+        return self._ub[cls_id, node]
+
+    def level(self, name: str) -> Level:
+        return next(lv for lv in self.levels if lv.name == name)
+
+    # -- candidates ------------------------------------------------------------------------------
+
+    def lower_priority_room(self, priority: int) -> np.ndarray:
+        """Per node and resource, what evicting every running pod below ``priority`` frees."""
+        room = np.zeros_like(self.state.used)
+        for pod, node in self.state.pods():
+            if pod.priority < priority:
+                room[node] += self.state.vector(pod)
+        return room
+
+    def compute_candidates(self, extra_prune) -> None:
+        """Candidate nodes and per-node upper bounds for every class, vectorised over nodes."""
+        state = self.state
+        free = state.alloc - state.used
+        room_cache: dict[int, np.ndarray] = {}
+        all_nodes = np.arange(len(state.nodes), dtype=np.int64)
+        for cls in self.classes:
+            rep = cls.rep
+            vec = state.vector(rep)
+            mask = self.static.mask(rep).copy()
+            can_preempt = self.allow_preemption and not rep.preempt_never
+            if can_preempt:
+                room = room_cache.get(rep.priority)
+                if room is None:
+                    room = room_cache[rep.priority] = self.lower_priority_room(rep.priority)
+                cap = free + room
+            else:
+                cap = free
+            need = vec > 0
+            fits = np.all(~need | (vec <= cap), axis=1)
+            mask &= fits
+            mask &= extra_prune(cls, can_preempt)
+            nodes = all_nodes[mask]
+            if len(nodes):
+                per_res = np.where(need, cap[nodes] // np.where(need, vec, 1), np.iinfo(np.int64).max)
+                ub = np.minimum(per_res.min(axis=1), cls.size)
+                if rep.host_ports:
+                    ub = np.minimum(ub, 1)  # a pod's host ports collide with its twin's
+                keep = ub > 0
+                nodes, ub = nodes[keep], ub[keep]
+            else:
+                ub = np.zeros(0, dtype=np.int64)
+            self.cand[cls.id] = nodes
+            self.ub[cls.id] = ub
+
+    def create_variables(self) -> None:
+        """x[c, n]: pods of class c on node n; placed[c]: pods of class c placed anywhere."""
+        m = self.model
+        for cls in self.classes:
+            terms = []
+            for n, ub in zip(self.cand[cls.id].tolist(), self.ub[cls.id].tolist()):
+                var = m.new_int_var(0, ub, f"x[{cls.id},{n}]")
+                self._ub[cls.id, n] = ub
+                self.x[cls.id, n] = var
+                self.by_node[n].append((cls, var))
+                self.by_class[cls.id].append((n, var))
+                terms.append(var)
+            if terms:
+                placed = m.new_int_var(0, cls.size, f"placed[{cls.id}]")
+                m.add(placed == cp_model.LinearExpr.sum(terms))
+                self.placed[cls.id] = placed
+            else:
+                self.placed[cls.id] = 0
+
+    # -- shared helpers for encodings ------------------------------------------------------------
+
+    def class_vars_by_domain(self, cls_id: int, key: str) -> dict[int, list]:
+        """x[c, n] grouped by the domain id of n under ``key`` (nodes lacking it left out)."""
+        cache_key = (cls_id, key)
+        hit = self._domain_cache.get(cache_key)
+        if hit is None:
+            ids = self.state.domains(key)[0]
+            hit = defaultdict(list)
+            for n, var in self.by_class.get(cls_id, []):
+                d = int(ids[n])
+                if d >= 0:
+                    hit[d].append(var)
+            self._domain_cache[cache_key] = hit
+        return hit
+
+    def new_presence(self, name: str, vars_: list, bound: int):
+        """A bool that is 1 whenever Σ vars_ > 0 (vars_ ≤ bound · presence)."""
+        b = self.model.new_bool_var(name)
+        self.model.add(cp_model.LinearExpr.sum(vars_) <= bound * b)
+        self.model.add(cp_model.LinearExpr.sum(vars_) >= 1).only_enforce_if(b)
+        return b
+
+    def evictable(self, pod: PodInfo) -> Optional[cp_model.IntVar]:
+        return self.evict.get(pod.key)
+
+    def port_conflicts(self, cls: PodClass, other: PodClass) -> bool:
+        return node_ports.ports_conflict(cls.rep.host_ports, other.rep.host_ports)
+
+    # -- size --------------------------------------------------------------------------------
+
+    def size(self) -> tuple[int, int]:
+        proto = self.model.Proto()
+        return len(proto.variables), len(proto.constraints)

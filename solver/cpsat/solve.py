@@ -1,0 +1,370 @@
+"""The CP-SAT engine: greedy first, then one model per independent component, solved
+lexicographically, and the better of the two plans returned.
+
+1. Greedy ``scheduleOne`` runs first: cheap, the solution hint, and the fallback.
+2. Candidate nodes per pod class are pruned; the window splits into independent components.
+3. Each component becomes a ``WindowModel``; every rule adds its constraints from its module.
+4. Objective levels (placement by priority tier, PDB violations, victim priorities, victims,
+   scores) are solved lexicographically: levels whose combined range fits exact integer weights
+   share one stage; otherwise each stage fixes the value reached before the next begins.
+5. Whatever the solver found is compared with greedy on the same lexicographic value; the better
+   one is returned. No incumbent at the limit (or a zero time limit) returns greedy, marked.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from google.protobuf import text_format
+from ortools.sat.python import cp_model
+
+from models.errors import InputError
+
+from .. import gang as gang_mod
+from ..context import PodClass, SchedulingContext
+from ..greedy import GreedyResult, Victim, schedule_greedy
+from ..predicates import StaticFilters, inter_pod_affinity, node_ports, node_resources_fit, pod_topology_spread
+from ..scores import ScoreContext, score_nodes
+from . import eviction
+from .components import components
+from .model import Level, WindowModel
+
+# Largest objective range one stage combines with exact integer weights.
+MAX_STAGE_RANGE = 2**50
+# Above this many variables CP-SAT's presolve costs more than it gains (measured: 7.5 s of
+# presolve on a 50,000-variable window that solves to optimality in 2 s without it).
+PRESOLVE_MAX_VARIABLES = 20_000
+# Share of the remaining time the first (placement) stage may use when later stages follow.
+FIRST_STAGE_SHARE = 0.6
+
+STATUS_NAMES = {
+    cp_model.OPTIMAL: "OPTIMAL",
+    cp_model.FEASIBLE: "FEASIBLE",
+    cp_model.INFEASIBLE: "INFEASIBLE",
+    cp_model.UNKNOWN: "UNKNOWN",
+    cp_model.MODEL_INVALID: "MODEL_INVALID",
+}
+
+
+class ModelInvalidError(RuntimeError):
+    """CP-SAT rejected the model: a bug in an encoding, never a user error."""
+
+
+@dataclass
+class Solution:
+    placements: dict[str, int] = field(default_factory=dict)
+    victims: list[Victim] = field(default_factory=list)
+    nominations: dict[str, int] = field(default_factory=dict)
+    status: str = "OPTIMAL"
+    objective: Optional[float] = None
+    bound: Optional[float] = None
+    variables: int = 0
+    constraints: int = 0
+    build_time: float = 0.0
+    solve_time: float = 0.0
+    components: int = 0
+    gang_rejected: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CpsatOutcome:
+    greedy: GreedyResult
+    solution: Optional[Solution]
+    chose_solver: bool
+    fallback_reason: Optional[str]
+    static: StaticFilters
+    greedy_time: float
+
+
+def tier_weights(priorities: list[int]) -> dict[int, int]:
+    """Weight per priority so one pod of a tier outweighs every pod of the tiers below."""
+    weights: dict[int, int] = {}
+    weight, total = 1, 0
+    for p in sorted(set(priorities)):
+        weights[p] = weight
+        total += weight * priorities.count(p)
+        weight = total + 1
+    return weights
+
+
+def _solver(cfg, budget: float, num_variables: int = 0) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    if num_variables > PRESOLVE_MAX_VARIABLES:
+        params.cp_model_presolve = False
+    if cfg.parameters:
+        try:
+            text_format.Merge(cfg.parameters, params)
+        except text_format.ParseError as exc:
+            raise InputError("config", "solver.parameters", f"not CP-SAT parameters: {exc}") from None
+    params.max_time_in_seconds = max(budget, 0.001)
+    if cfg.workers:
+        params.num_workers = cfg.workers
+    params.random_seed = cfg.seed
+    if cfg.relative_gap:
+        params.relative_gap_limit = cfg.relative_gap
+    if cfg.workers == 1:
+        # One worker is deterministic only if it stops on work done, not on the wall clock.
+        params.max_deterministic_time = max(budget, 0.001)
+        params.max_time_in_seconds = max(budget, 0.001) * 4 + 1
+    return solver
+
+
+def _stages(levels: list[Level], proto) -> list[list[Level]]:
+    """Group consecutive levels whose combined range fits exact weights into one stage."""
+    levels = [lv for lv in levels if lv.terms]
+    stages: list[list[Level]] = []
+    current: list[Level] = []
+    span = 1
+    for lv in reversed(levels):
+        lo, hi = lv.bounds(proto)
+        width = hi - lo + 1
+        if current and span * width > MAX_STAGE_RANGE:
+            stages.insert(0, current)
+            current, span = [], 1
+        current.insert(0, lv)
+        span *= width
+    if current:
+        stages.insert(0, current)
+    return stages
+
+
+def _stage_expr(stage: list[Level], proto):
+    """Σ M_i · level_i with M_i the product of the ranges of the less important levels."""
+    terms, coeffs = [], []
+    mult = 1
+    for lv in reversed(stage):
+        for var, coeff in lv.terms:
+            terms.append(var)
+            coeffs.append(coeff * mult)
+        lo, hi = lv.bounds(proto)
+        mult *= hi - lo + 1
+    return cp_model.LinearExpr.weighted_sum(terms, coeffs)
+
+
+def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow_preemption) -> WindowModel:
+    wm = WindowModel(ctx, classes, static, allow_preemption=allow_preemption)
+    for cls in classes:
+        wm.cand[cls.id], wm.ub[cls.id] = cand[cls.id], ubs[cls.id]
+    wm.create_variables()
+    eviction.create(wm, eviction.protected_pods(wm))
+    node_resources_fit.encode(wm)
+    node_ports.encode(wm)
+    inter_pod_affinity.encode(wm)
+    pod_topology_spread.encode(wm)
+    gang_mod.encode(wm, gangs)
+    eviction.encode_costs(wm, ctx)
+    placement = wm.level("placement")
+    for cls in classes:
+        if not isinstance(wm.placed[cls.id], int):
+            placement.add(wm.placed[cls.id], weights[cls.rep.priority])
+    _encode_scores(wm, ctx, sctx)
+    return wm
+
+
+def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:
+    """Soft scores: kube-scheduler's weighted plugin total for each class on each candidate node,
+    computed against the state before the window (the window's own effect on scores is not
+    modelled). The packing profile first minimises the nodes that become active."""
+    score = wm.level("score")
+    if ctx.config.profile == "packing":
+        active = Level("active_nodes")
+        for n, entries in wm.by_node.items():
+            if wm.state.pods_on[n]:
+                continue  # already active
+            on = wm.model.new_bool_var(f"active[{n}]")
+            for cls, var in entries:
+                wm.model.add(var <= wm.ub_of(cls.id, n) * on)
+            active.add(on, -1)
+        wm.levels.insert(wm.levels.index(score), active)
+    if not any(ctx.config.scoring.weights.values()):
+        return
+    for cls in wm.classes:
+        entries = wm.by_class.get(cls.id)
+        if not entries:
+            continue
+        nodes = np.array([n for n, _ in entries], dtype=np.int64)
+        totals = score_nodes(cls.rep, nodes, wm.state, sctx) if len(nodes) > 1 else np.zeros(1, dtype=np.int64)
+        for (n, var), s in zip(entries, totals.tolist()):
+            score.add(var, int(s))
+
+
+def _hint(wm: WindowModel, greedy: GreedyResult, ctx: SchedulingContext) -> None:
+    counts: dict[tuple[int, int], int] = {}
+    for key, node in greedy.placements.items():
+        pod = ctx.pod(key)
+        if pod is not None:
+            counts[pod.class_id, node] = counts.get((pod.class_id, node), 0) + 1
+    for (c, n), var in wm.x.items():
+        wm.model.add_hint(var, counts.get((c, n), 0))
+    placed: dict[int, int] = {}
+    for (c, _), k in counts.items():
+        placed[c] = placed.get(c, 0) + k
+    for c, var in wm.placed.items():
+        if not isinstance(var, int):
+            wm.model.add_hint(var, placed.get(c, 0))
+    evicted = {v.pod.key for v in greedy.victims}
+    for key, var in wm.evict.items():
+        wm.model.add_hint(var, 1 if key in evicted else 0)
+
+
+def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
+    proto = wm.model.Proto()
+    stages = _stages(wm.levels, proto)
+    if not stages:
+        return None, "OPTIMAL", 0.0, 0.0
+    status_name = "OPTIMAL"
+    solver = None
+    objective = bound = None
+    for i, stage in enumerate(stages):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 and solver is not None:
+            status_name = "FEASIBLE"
+            break
+        budget = remaining * (FIRST_STAGE_SHARE if i == 0 and len(stages) > 1 else 1.0 / (len(stages) - i))
+        expr = _stage_expr(stage, proto)
+        wm.model.maximize(expr)
+        this = _solver(cfg, budget, len(proto.variables))
+        status = this.solve(wm.model)
+        if status == cp_model.MODEL_INVALID:
+            raise ModelInvalidError(wm.model.validate() or "CP-SAT reported MODEL_INVALID")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if solver is None:
+                return None, STATUS_NAMES[status], None, None
+            status_name = "FEASIBLE"
+            break
+        solver = this
+        if status == cp_model.FEASIBLE:
+            status_name = "FEASIBLE"
+        if i == 0:
+            objective, bound = this.objective_value, this.best_objective_bound
+        # Fix this stage's value and hint the next stage with the solution found.
+        wm.model.add(expr >= int(round(this.objective_value)))
+        wm.model.clear_hints()
+        for var in wm.x.values():
+            wm.model.add_hint(var, this.value(var))
+        for var in wm.evict.values():
+            wm.model.add_hint(var, this.value(var))
+        for var in wm.placed.values():
+            if not isinstance(var, int):
+                wm.model.add_hint(var, this.value(var))
+    return solver, status_name, objective, bound
+
+
+def _extract(wm: WindowModel, solver: cp_model.CpSolver, sol: Solution) -> None:
+    counts: dict[int, list[tuple[int, int]]] = {}
+    for (c, n), var in wm.x.items():
+        k = solver.value(var)
+        if k:
+            counts.setdefault(c, []).append((n, k))
+    placed_on: dict[int, list] = {}
+    for cls in wm.classes:
+        pods = iter(cls.pods)
+        for n, k in sorted(counts.get(cls.id, [])):
+            for _ in range(k):
+                pod = next(pods)
+                sol.placements[pod.key] = n
+                placed_on.setdefault(n, []).append(pod)
+    for key, var in wm.evict.items():
+        if solver.value(var):
+            victim, n = wm.evict_pod[key]
+            preemptors = [p for p in placed_on.get(n, []) if p.priority > victim.priority and not p.preempt_never]
+            preemptor = max(preemptors, key=lambda p: (p.priority, p.key))
+            sol.victims.append(Victim(victim, n, preemptor.key))
+            sol.nominations[preemptor.key] = n
+
+
+def candidates(ctx, classes, static, gangs, allow_preemption):
+    """Candidate nodes and upper bounds per class (shared by every component)."""
+    state = ctx.state
+    probe = WindowModel(ctx, classes, static, allow_preemption=allow_preemption)
+
+    def extra_prune(cls: PodClass, can_preempt: bool) -> np.ndarray:
+        rep = cls.rep
+        gang = gangs.get(rep.group) if rep.group else None
+        if gang is not None and gang.blocked(rep):
+            return np.zeros(len(state.nodes), dtype=bool)
+
+        def can_evict(other) -> bool:
+            return can_preempt and eviction.can_evict(rep, other, allow_preemption)
+
+        mask = node_ports.blocked_by_running(rep, state, can_evict)
+        mask &= inter_pod_affinity.prune(rep, state, can_evict)
+        mask &= pod_topology_spread.prune(rep, state)
+        return mask
+
+    probe.compute_candidates(extra_prune)
+    return probe.cand, probe.ub
+
+
+def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) -> CpsatOutcome:
+    cfg = ctx.config
+    start = time.monotonic()
+    limit = cfg.solver.time_limit_seconds if time_limit is None else time_limit
+    deadline = start + limit
+    static = StaticFilters(ctx.nodes, ctx.window)
+    greedy = schedule_greedy(ctx, static=static)
+    greedy_time = time.monotonic() - start
+    if limit <= 0:
+        return CpsatOutcome(greedy, None, False, "time limit is 0: greedy plan returned", static, greedy_time)
+    if not ctx.window or not ctx.nodes:
+        return CpsatOutcome(greedy, Solution(), False, None, static, greedy_time)
+
+    allow_preemption = cfg.preemption.enabled
+    gangs = gang_mod.collect(ctx)
+    sctx = ScoreContext.of(ctx)
+    weights = tier_weights([p.priority for p in ctx.window])
+    build_start = time.monotonic()
+    cand, ubs = candidates(ctx, ctx.classes, static, gangs, allow_preemption)
+    parts = components([c for c in ctx.classes if len(cand[c.id])], cand)
+    sol = Solution(components=len(parts))
+    total_pods = sum(c.size for part in parts for c in part) or 1
+    statuses = []
+    objective = bound = 0.0
+    have_bounds = True
+    for i, part in enumerate(parts):
+        t0 = time.monotonic()
+        wm = build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption)
+        _hint(wm, greedy, ctx)
+        nv, nc = wm.size()
+        sol.variables += nv
+        sol.constraints += nc
+        t1 = time.monotonic()
+        sol.build_time += t1 - t0
+        share = sum(c.size for c in part) / total_pods
+        remaining_parts = sum(c.size for p in parts[i:] for c in p) / total_pods
+        part_deadline = t1 + max(0.0, deadline - t1) * (share / remaining_parts if remaining_parts else 1)
+        solver, status, obj, bnd = _solve_component(wm, cfg.solver, part_deadline)
+        sol.solve_time += time.monotonic() - t1
+        statuses.append(status)
+        if solver is None and status not in ("OPTIMAL",):
+            return CpsatOutcome(
+                greedy, None, False, f"solver found no solution within the time limit (status {status})", static, greedy_time
+            )
+        if solver is not None:
+            _extract(wm, solver, sol)
+            if obj is not None:
+                objective += obj
+                bound += bnd if bnd is not None else obj
+            else:
+                have_bounds = False
+    sol.build_time = max(sol.build_time, time.monotonic() - build_start - sol.solve_time)
+    sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
+    sol.objective = objective if have_bounds else None
+    sol.bound = bound if have_bounds else None
+    better = plan_value(ctx, sol.placements, sol.victims, weights) >= plan_value(ctx, greedy.placements, greedy.victims, weights)
+    return CpsatOutcome(greedy, sol, better, None, static, greedy_time)
+
+
+def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: dict[int, int]) -> tuple:
+    """Lexicographic value used to pick between the solver's and greedy's plans."""
+    placed = sum(weights[ctx.pod(k).priority] for k in placements)
+    victim_weights = tier_weights([v.pod.priority for v in victims]) if victims else {}
+    return (
+        placed,
+        -sum(victim_weights[v.pod.priority] for v in victims),
+        -len(victims),
+    )
