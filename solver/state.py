@@ -20,7 +20,7 @@ import numpy as np
 from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 from .info import NodeInfo, PodInfo
-from .terms import AffinityTerm, Selector
+from .terms import NOTHING, AffinityTerm, Selector
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 
@@ -41,7 +41,9 @@ class PodMatcher:
 
     @staticmethod
     def of_spread(selector: Selector, namespace: str) -> "PodMatcher":
-        return PodMatcher(selector, frozenset([namespace]), None, False)
+        """Topology spread counts no pod at all under an empty selector (``{}`` with nothing
+        merged in): kube-scheduler's countPodsMatchSelector returns 0 for ``selector.Empty()``."""
+        return PodMatcher(NOTHING if selector.is_empty else selector, frozenset([namespace]), None, False)
 
     def matches(self, pod: PodInfo) -> bool:
         if pod.terminating and not self.include_terminating:

@@ -78,9 +78,14 @@ class StaticFilters:
                 for n in group:
                     hit[n] = status
             if allowed is not None:
+                # PreFilterResult: nodes outside it are never filtered; when it names no node at
+                # all, PreFilter itself fails and every node carries its "conflict" status.
+                outside = unresolvable(
+                    node_affinity.NAME, node_affinity.REASON_PREFILTER if allowed else node_affinity.REASON_CONFLICT
+                )
                 for node in self.nodes:
                     if node.name not in allowed:
-                        hit[node.index] = unresolvable(node_affinity.NAME, node_affinity.REASON_PREFILTER)
+                        hit[node.index] = outside
             self._statuses[key] = hit
         return hit
 
@@ -211,7 +216,11 @@ class Cycle:
     def fit_error(self, *, postfilter: Optional[str] = None) -> str:
         """kube-scheduler's "0/N nodes are available: ..." for this pod in this state."""
         statuses = self.statuses()
-        return fit_error_message(len(statuses), reason_histogram(s for s in statuses if not s.ok), postfilter=postfilter)
+        # A failed PreFilter replaces the histogram with its own message.
+        prefilter = node_affinity.REASON_CONFLICT if node_affinity.prefilter_node_names(self.pod) == set() else None
+        return fit_error_message(
+            len(statuses), reason_histogram(s for s in statuses if not s.ok), prefilter=prefilter, postfilter=postfilter
+        )
 
     def histogram(self) -> Counter[str]:
         return reason_histogram(s for s in self.statuses() if not s.ok)

@@ -111,6 +111,13 @@ def filter(pod: PodInfo, node: NodeInfo, pre: AffinityCounts | None) -> Status:
     return SUCCESS
 
 
+def _at(per_domain: np.ndarray, dom: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """Per node, its domain's value (0 where the node lacks the key; no domain at all is fine)."""
+    if not len(per_domain):
+        return np.zeros(len(dom), dtype=per_domain.dtype)
+    return np.where(has, per_domain[np.where(has, dom, 0)], 0)
+
+
 def feasible(nodes: np.ndarray, pre: AffinityCounts | None) -> np.ndarray:
     ok = np.ones(len(nodes), dtype=bool)
     if pre is None:
@@ -121,17 +128,17 @@ def feasible(nodes: np.ndarray, pre: AffinityCounts | None) -> np.ndarray:
             dom = ids[nodes]
             has = dom >= 0
             ok &= has
-            missing |= has & (per_domain[np.where(has, dom, 0)] <= 0)
+            missing |= has & (_at(per_domain, dom, has) <= 0)
         if not (pre.affinity_empty and pre.self_match):
             ok &= ~missing
     for term, ids, per_domain in pre.anti:
         dom = ids[nodes]
         has = dom >= 0
-        ok &= ~(has & (per_domain[np.where(has, dom, 0)] > 0))
+        ok &= ~(has & (_at(per_domain, dom, has) > 0))
     for ids, blocked in pre.existing_anti:
         dom = ids[nodes]
         has = dom >= 0
-        ok &= ~(has & blocked[np.where(has, dom, 0)])
+        ok &= ~(has & _at(blocked, dom, has).astype(bool))
     return ok
 
 

@@ -34,8 +34,9 @@ def insufficient(vec: np.ndarray, free: np.ndarray, alloc: np.ndarray, state: Cl
     hopeless = False
     idx = state.res_index
     if vec[idx[PODS]] > free[idx[PODS]]:
+        # Never unresolvable, even with no pods allocatable: kube-scheduler's fit.go does not
+        # mark the pod-count shortage Unresolvable (only cpu, memory, storage and scalars).
         reasons.append(REASON_TOO_MANY_PODS)
-        hopeless |= bool(vec[idx[PODS]] > alloc[idx[PODS]])
     order = [CPU, MEMORY, EPHEMERAL_STORAGE] + sorted(r for r in state.resources[4:])
     for name in order:
         i = idx[name]
@@ -76,21 +77,26 @@ def encode(wm) -> None:
     """Capacity: on every node, for every resource some candidate pod requests (the pod count
     included), the window's pods fit what is free plus what evicted pods give back."""
     state = wm.state
-    free = state.alloc - state.used
+    free = state.free
     victims_on: dict[int, list] = {}
     for key, (pod, node) in wm.evict_pod.items():
         victims_on.setdefault(node, []).append((state.vector(pod), wm.evict[key]))
+    # Nodes with the same candidate classes share one coefficient matrix.
+    shapes: dict[tuple[int, ...], np.ndarray] = {}
     for n, entries in wm.by_node.items():
-        vecs = np.array([wm.vec[cls.id] for cls, _ in entries])
-        ubs = np.array([wm.ub_of(cls.id, n) for cls, _ in entries])
-        load = (vecs * ubs[:, None]).sum(axis=0)
-        victims = victims_on.get(n, [])
-        for r in np.nonzero(vecs.any(axis=0))[0]:
-            if not victims and load[r] <= free[n, r]:
-                continue  # cannot overflow: no constraint needed
-            vars_ = [var for (_, var), v in zip(entries, vecs[:, r]) if v]
-            coeffs = [int(v) for v in vecs[:, r] if v]
-            for vvec, evict in victims:
+        ids = tuple(cls.id for cls, _ in entries)
+        vecs = shapes.get(ids)
+        if vecs is None:
+            vecs = shapes[ids] = np.array([wm.vec[i] for i in ids])
+        ubs = np.fromiter((wm.ub_of(i, n) for i in ids), dtype=np.int64, count=len(ids))
+        load = ubs @ vecs
+        victims = victims_on.get(n)
+        rows = np.nonzero(vecs.any(axis=0) & ((load > free[n]) | bool(victims)))[0]
+        for r in rows.tolist():
+            col = vecs[:, r]
+            vars_ = [var for (_, var), v in zip(entries, col) if v]
+            coeffs = [int(v) for v in col if v]
+            for vvec, evict in victims or ():
                 if vvec[r]:
                     vars_.append(evict)
                     coeffs.append(-int(vvec[r]))

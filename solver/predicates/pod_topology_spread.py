@@ -36,14 +36,19 @@ class ConstraintCounts:
     self_match: int
 
 
-def eligible_nodes(pod: PodInfo, constraints, state: ClusterState, affinity_mask, tolerated_mask) -> np.ndarray:
-    """Nodes that count toward domains: all keys present, inclusion policies satisfied."""
+def eligible_nodes(
+    pod: PodInfo, constraints, state: ClusterState, affinity_mask, tolerated_mask, *, policy: SpreadConstraint | None = None
+) -> np.ndarray:
+    """Nodes that count toward a constraint's domains: the keys of all ``constraints`` present,
+    and the inclusion policies of ``policy`` satisfied — kube-scheduler applies them per
+    constraint; without ``policy``, those of every constraint apply."""
     mask = np.ones(len(state.nodes), dtype=bool)
     for c in constraints:
         mask &= state.domains(c.topology_key)[0] >= 0
-    if any(c.honor_node_affinity for c in constraints):
+    policies = constraints if policy is None else (policy,)
+    if any(c.honor_node_affinity for c in policies):
         mask &= affinity_mask
-    if any(c.honor_node_taints for c in constraints):
+    if any(c.honor_node_taints for c in policies):
         mask &= tolerated_mask
     return mask
 
@@ -67,8 +72,10 @@ def prefilter(pod: PodInfo, state: ClusterState, affinity_mask: np.ndarray, tole
     hard = pod.hard_spread
     if not hard:
         return []
-    eligible = eligible_nodes(pod, hard, state, affinity_mask, tolerated_mask)
-    return [counts_for(pod, c, state, eligible) for c in hard]
+    return [
+        counts_for(pod, c, state, eligible_nodes(pod, hard, state, affinity_mask, tolerated_mask, policy=c))
+        for c in hard
+    ]
 
 
 def filter(pod: PodInfo, node: NodeInfo, pre: list[ConstraintCounts]) -> Status:
@@ -87,6 +94,8 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
     for cc in pre:
         dom = cc.domain_ids[nodes]
         has = dom >= 0
+        if not len(cc.domain_counts):  # no node carries the key at all
+            return np.zeros(len(nodes), dtype=bool)
         counts = np.where(has, cc.domain_counts[np.where(has, dom, 0)], 0)
         ok &= has & (counts + cc.self_match - cc.global_min <= cc.constraint.max_skew)
     return ok
@@ -116,8 +125,10 @@ def encode(wm) -> None:
         hard = rep.hard_spread
         if not hard:
             continue
-        eligible = eligible_nodes(rep, hard, state, wm.static.affinity_mask(rep), wm.static.tolerated_mask(rep))
         for k, c in enumerate(hard):
+            eligible = eligible_nodes(
+                rep, hard, state, wm.static.affinity_mask(rep), wm.static.tolerated_mask(rep), policy=c
+            )
             key = (c.selector, rep.namespace, c.topology_key, c.min_domains, eligible.tobytes())
             if key not in counters:
                 counters[key] = _domain_counts(wm, c, rep.namespace, eligible, classes, f"{cls.id}_{k}")
@@ -135,7 +146,7 @@ def _domain_counts(wm, c, namespace, eligible, classes, tag):
     matcher = PodMatcher.of_spread(c.selector, namespace)
     ids, _ = state.domains(c.topology_key)
     running = state.match_counts(matcher)
-    counted = [o for o in classes if o.rep.namespace == namespace and c.selector.matches(o.rep.labels)]
+    counted = [o for o in classes if matcher.matches(o.rep)]
     evictable: dict[int, list] = {}
     for pod, node in state.pods():
         if eligible[node] and ids[node] >= 0 and state.matches(matcher, pod):

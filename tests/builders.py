@@ -1,0 +1,387 @@
+"""Tiny builders for tests: Kubernetes objects from a handful of keywords.
+
+Every builder goes through the models' own ``model_validate`` on a small camelCase dict, so a
+test object is parsed exactly like one read from ``kubectl get -o json``::
+
+    node = make_node("n1", cpu="4", memory="8Gi", labels={"zone": "a"}, taints=["gpu=yes:NoSchedule"])
+    pod = make_pod("default/web-1", cpu="500m", labels={"app": "web"}, node="n1")
+    snap = make_snapshot([node], [pod])
+
+``scene(...)`` goes one step further, to what the filters work on: the scheduling context (node
+and pod infos, the state with bound pods assumed, the window) plus ``StaticFilters``, with
+helpers to run a ``Cycle`` for a pending pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from models.config import SchedulerConfig
+from models.objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models.snapshot import DEFAULT_SCHEDULER_NAME, POD_GROUP_LABEL, ClusterSnapshot
+from solver.context import SchedulingContext, build_context
+from solver.framework import Status
+from solver.info import NodeInfo, PodInfo
+from solver.predicates import Cycle, StaticFilters
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+TaintSpec = Union[str, dict]
+PortSpec = Union[int, tuple, dict]
+
+
+# --------------------------------------------------------------------------- small pieces
+
+
+def taint(spec: TaintSpec) -> dict:
+    """``"key=value:Effect"`` or ``"key:Effect"`` (empty value) as a taint dict; dicts pass through."""
+    if isinstance(spec, dict):
+        return spec
+    head, _, effect = spec.rpartition(":")
+    key, _, value = head.partition("=")
+    return {"key": key, "value": value, "effect": effect}
+
+
+def selector(labels: Optional[dict] = None, *, exprs: Sequence[tuple] = ()) -> dict:
+    """A LabelSelector dict: ``selector({"app": "web"})``, ``selector(exprs=[("app", "In", ["a"])])``."""
+    out: dict[str, Any] = {}
+    if labels:
+        out["matchLabels"] = dict(labels)
+    if exprs:
+        out["matchExpressions"] = [_requirement(e) for e in exprs]
+    return out
+
+
+def term(
+    labels: Optional[dict] = None,
+    key: str = "zone",
+    *,
+    label_selector: Any = "from-labels",
+    namespaces: Optional[list[str]] = None,
+    namespace_selector: Optional[dict] = None,
+    match_label_keys: Optional[list[str]] = None,
+) -> dict:
+    """A PodAffinityTerm: ``term({"app": "web"}, "zone")``; ``label_selector=None`` is a nil selector."""
+    out: dict[str, Any] = {"topologyKey": key}
+    sel = selector(labels) if label_selector == "from-labels" else label_selector
+    if sel is not None:
+        out["labelSelector"] = sel
+    if namespaces is not None:
+        out["namespaces"] = namespaces
+    if namespace_selector is not None:
+        out["namespaceSelector"] = namespace_selector
+    if match_label_keys:
+        out["matchLabelKeys"] = match_label_keys
+    return out
+
+
+def spread(
+    key: str = "zone",
+    labels: Optional[dict] = None,
+    *,
+    max_skew: int = 1,
+    hard: bool = True,
+    label_selector: Any = "from-labels",
+    min_domains: Optional[int] = None,
+    node_affinity_policy: Optional[str] = None,
+    node_taints_policy: Optional[str] = None,
+    match_label_keys: Optional[list[str]] = None,
+) -> dict:
+    """A TopologySpreadConstraint (DoNotSchedule unless ``hard=False``)."""
+    out: dict[str, Any] = {
+        "maxSkew": max_skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+    }
+    sel = selector(labels) if label_selector == "from-labels" else label_selector
+    if sel is not None:
+        out["labelSelector"] = sel
+    if min_domains is not None:
+        out["minDomains"] = min_domains
+    if node_affinity_policy is not None:
+        out["nodeAffinityPolicy"] = node_affinity_policy
+    if node_taints_policy is not None:
+        out["nodeTaintsPolicy"] = node_taints_policy
+    if match_label_keys:
+        out["matchLabelKeys"] = match_label_keys
+    return out
+
+
+def node_term(*exprs: tuple, fields: Sequence[tuple] = ()) -> dict:
+    """A NodeSelectorTerm: ``node_term(("zone", "In", ["a"]), ("gpu", "Exists"))``."""
+    out: dict[str, Any] = {}
+    if exprs:
+        out["matchExpressions"] = [_requirement(e) for e in exprs]
+    if fields:
+        out["matchFields"] = [_requirement(f) for f in fields]
+    return out
+
+
+def _requirement(e: tuple) -> dict:
+    key, op, *rest = e
+    req: dict[str, Any] = {"key": key, "operator": op}
+    if rest:
+        req["values"] = list(rest[0])
+    return req
+
+
+def required_node_affinity(*terms: dict) -> dict:
+    """An Affinity with required node affinity made of ``terms`` (ORed)."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+
+def _port(spec: PortSpec) -> dict:
+    """``8080`` (TCP on every IP), ``(8080, "UDP")``, ``(8080, "TCP", "127.0.0.1")`` or a dict."""
+    if isinstance(spec, dict):
+        return spec
+    if isinstance(spec, int):
+        spec = (spec,)
+    port, *rest = spec
+    out: dict[str, Any] = {"containerPort": port, "hostPort": port}
+    if len(rest) >= 1 and rest[0]:
+        out["protocol"] = rest[0]
+    if len(rest) >= 2 and rest[1]:
+        out["hostIP"] = rest[1]
+    return out
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def make_node(
+    name: str,
+    *,
+    cpu: Optional[str] = "4",
+    memory: Optional[str] = "8Gi",
+    pods: Optional[int] = 110,
+    ephemeral_storage: Optional[str] = None,
+    extra: Optional[dict[str, Any]] = None,
+    labels: Optional[dict[str, str]] = None,
+    taints: Iterable[TaintSpec] = (),
+    unschedulable: bool = False,
+    hostname_label: bool = True,
+) -> Node:
+    """A node; ``pods=None`` leaves ``pods`` out of allocatable (so no pod fits), and the
+    ``kubernetes.io/hostname`` label is added unless ``hostname_label=False``."""
+    allocatable: dict[str, Any] = {}
+    if cpu is not None:
+        allocatable["cpu"] = cpu
+    if memory is not None:
+        allocatable["memory"] = memory
+    if pods is not None:
+        allocatable["pods"] = str(pods)
+    if ephemeral_storage is not None:
+        allocatable["ephemeral-storage"] = ephemeral_storage
+    allocatable.update(extra or {})
+    node_labels = {"kubernetes.io/hostname": name} if hostname_label else {}
+    node_labels.update(labels or {})
+    return Node.model_validate(
+        {
+            "metadata": {"name": name, "labels": node_labels},
+            "spec": {"unschedulable": unschedulable, "taints": [taint(t) for t in taints]},
+            "status": {"allocatable": allocatable},
+        }
+    )
+
+
+def make_pod(
+    key: str,
+    *,
+    cpu: Optional[str] = None,
+    memory: Optional[str] = None,
+    requests: Optional[dict[str, Any]] = None,
+    node: Optional[str] = None,
+    labels: Optional[dict[str, str]] = None,
+    priority: Optional[int] = None,
+    preemption_policy: Optional[str] = None,
+    scheduler: str = DEFAULT_SCHEDULER_NAME,
+    node_selector: Optional[dict[str, str]] = None,
+    affinity: Optional[dict] = None,
+    pod_affinity: Sequence[dict] = (),
+    pod_anti_affinity: Sequence[dict] = (),
+    tolerations: Sequence[dict] = (),
+    spread: Sequence[dict] = (),
+    host_ports: Sequence[PortSpec] = (),
+    sidecar_ports: Sequence[PortSpec] = (),
+    group: Optional[str] = None,
+    terminating: bool = False,
+    phase: Optional[str] = None,
+    created: Optional[datetime] = None,
+    start_time: Optional[datetime] = None,
+) -> Pod:
+    """A pod named ``namespace/name``: one container with the given requests, bound when
+    ``node`` is given, ours (``schedulerName: cpsat-scheduler``) by default.
+
+    ``pod_affinity`` / ``pod_anti_affinity`` take required terms (see ``term``); ``affinity``
+    is a raw Affinity dict merged underneath them. ``sidecar_ports`` go on a restartable init
+    container. ``group`` sets the coscheduling pod-group label.
+    """
+    namespace, _, name = key.rpartition("/")
+    namespace = namespace or "default"
+    req: dict[str, Any] = {}
+    if cpu is not None:
+        req["cpu"] = cpu
+    if memory is not None:
+        req["memory"] = memory
+    req.update(requests or {})
+    pod_labels = dict(labels or {})
+    if group is not None:
+        pod_labels[POD_GROUP_LABEL] = group
+    aff: dict[str, Any] = dict(affinity or {})
+    if pod_affinity:
+        aff["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": list(pod_affinity)}
+    if pod_anti_affinity:
+        aff["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": list(pod_anti_affinity)}
+    container: dict[str, Any] = {"name": "main", "image": "busybox", "resources": {"requests": req}}
+    if host_ports:
+        container["ports"] = [_port(p) for p in host_ports]
+    spec: dict[str, Any] = {"containers": [container], "schedulerName": scheduler}
+    if sidecar_ports:
+        spec["initContainers"] = [
+            {"name": "sidecar", "restartPolicy": "Always", "ports": [_port(p) for p in sidecar_ports]}
+        ]
+    if node is not None:
+        spec["nodeName"] = node
+    if priority is not None:
+        spec["priority"] = priority
+    if preemption_policy is not None:
+        spec["preemptionPolicy"] = preemption_policy
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    if aff:
+        spec["affinity"] = aff
+    if tolerations:
+        spec["tolerations"] = list(tolerations)
+    if spread:
+        spec["topologySpreadConstraints"] = list(spread)
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": pod_labels,
+        "creationTimestamp": (created or T0).isoformat(),
+    }
+    if terminating:
+        metadata["deletionTimestamp"] = (T0 + timedelta(hours=1)).isoformat()
+    status: dict[str, Any] = {}
+    if phase is not None:
+        status["phase"] = phase
+    elif node is not None:
+        status["phase"] = "Running"
+    if start_time is not None:
+        status["startTime"] = start_time.isoformat()
+    return Pod.model_validate({"metadata": metadata, "spec": spec, "status": status})
+
+
+def make_namespace(name: str, labels: Optional[dict[str, str]] = None) -> Namespace:
+    return Namespace.model_validate({"metadata": {"name": name, "labels": labels or {}}})
+
+
+def make_pod_group(key: str, min_member: int) -> PodGroup:
+    namespace, _, name = key.rpartition("/")
+    return PodGroup.model_validate(
+        {"metadata": {"name": name, "namespace": namespace or "default"}, "spec": {"minMember": min_member}}
+    )
+
+
+def make_pdb(
+    key: str,
+    labels: Optional[dict[str, str]] = None,
+    *,
+    min_available: Union[int, str, None] = None,
+    max_unavailable: Union[int, str, None] = None,
+    allowed: Optional[int] = None,
+    label_selector: Any = "from-labels",
+) -> PodDisruptionBudget:
+    """A PodDisruptionBudget; ``allowed`` sets ``status.disruptionsAllowed``."""
+    namespace, _, name = key.rpartition("/")
+    spec: dict[str, Any] = {}
+    sel = selector(labels) if label_selector == "from-labels" else label_selector
+    if sel is not None:
+        spec["selector"] = sel
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    status = {"disruptionsAllowed": allowed} if allowed is not None else {}
+    return PodDisruptionBudget.model_validate(
+        {"metadata": {"name": name, "namespace": namespace or "default"}, "spec": spec, "status": status}
+    )
+
+
+def make_priority_class(name: str, value: int, **extra: Any) -> PriorityClass:
+    return PriorityClass.model_validate({"metadata": {"name": name}, "value": value, **extra})
+
+
+def make_snapshot(
+    nodes: Iterable[Node] = (),
+    pods: Iterable[Pod] = (),
+    *,
+    pdbs: Iterable[PodDisruptionBudget] = (),
+    pod_groups: Iterable[PodGroup] = (),
+    namespaces: Iterable[Namespace] = (),
+    priority_classes: Iterable[PriorityClass] = (),
+) -> ClusterSnapshot:
+    return ClusterSnapshot.build(
+        nodes=nodes,
+        pods=pods,
+        pdbs=pdbs,
+        pod_groups=pod_groups,
+        namespaces=namespaces,
+        priority_classes=priority_classes,
+    )
+
+
+# --------------------------------------------------------------------------- infos
+
+
+def pod_info(pod: Pod, ns_labels: Optional[dict[str, str]] = None) -> PodInfo:
+    ns = pod.metadata.namespace
+    return PodInfo.of(pod, ns_labels if ns_labels is not None else {"kubernetes.io/metadata.name": ns})
+
+
+def node_info(node: Node, index: int = 0) -> NodeInfo:
+    return NodeInfo.of(index, node)
+
+
+@dataclass
+class Scene:
+    """A snapshot turned into what the filters read, with shortcuts to run them."""
+
+    ctx: SchedulingContext
+    static: StaticFilters
+
+    def pod(self, key: Optional[str] = None) -> PodInfo:
+        if key is None:
+            if len(self.ctx.window) != 1:
+                raise ValueError(f"scene has {len(self.ctx.window)} pending pods: name one")
+            return self.ctx.window[0]
+        found = self.ctx.pod(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def cycle(self, key: Optional[str] = None) -> Cycle:
+        return Cycle(self.pod(key), self.ctx.state, self.static, version=self.ctx.config.kubernetes_version)
+
+    def status(self, node: str, key: Optional[str] = None) -> Status:
+        return self.cycle(key).status(self.ctx.nodes[self.ctx.state.node_index[node]])
+
+    def statuses(self, key: Optional[str] = None) -> dict[str, Status]:
+        cycle = self.cycle(key)
+        return {n.name: cycle.status(n) for n in self.ctx.nodes}
+
+    def feasible(self, key: Optional[str] = None) -> list[str]:
+        return [self.ctx.nodes[int(i)].name for i in self.cycle(key).feasible()]
+
+
+def scene(
+    nodes: Iterable[Node],
+    pods: Iterable[Pod] = (),
+    *,
+    config: Optional[SchedulerConfig] = None,
+    **snapshot: Any,
+) -> Scene:
+    ctx = build_context(make_snapshot(nodes, pods, **snapshot), config or SchedulerConfig())
+    return Scene(ctx, StaticFilters(ctx.nodes, ctx.window))
