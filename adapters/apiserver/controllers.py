@@ -1,0 +1,294 @@
+"""The little bit of cluster behaviour a scheduler observes after it writes.
+
+A real cluster answers a bind with a kubelet that starts the pod, answers a graceful
+delete with a kubelet that stops it and removes it, and keeps PodDisruptionBudget
+status current through the disruption controller. A scheduler's correctness depends on
+those reactions (terminating pods still hold resources; an eviction uses up a budget),
+so this module simulates them, small and deterministic:
+
+- `Kubelet`: a bound pod on an existing node becomes Running (startTime, Ready and the
+  other conditions, container statuses) after `start_seconds`; a pod with a
+  `deletionTimestamp` is removed after `grace_seconds` (it does this for pods on missing
+  nodes too, standing in for the pod garbage collector). A delay of 0 acts at once,
+  inside the write that triggered it.
+- `DisruptionController`: recomputes each PDB's status whenever a pod or the PDB changes.
+  Healthy = phase Running, Ready (or no Ready condition at all), not terminating, not in
+  `disruptedPods`. Without workload controllers to ask for a scale, `expectedPods` is
+  the number of matching pods.
+
+Delayed actions run on `Timers`, one daemon thread started on first use.
+"""
+
+from __future__ import annotations
+
+import calendar
+import copy
+import heapq
+import itertools
+import logging
+import math
+import threading
+import time
+from typing import Any, Callable
+
+from .selectors import match_label_selector
+from .store import DELETED, Store
+
+log = logging.getLogger(__name__)
+
+# an entry in a PDB's disruptedPods is forgotten after this long, as the real controller does
+DISRUPTED_POD_TTL_SECONDS = 120.0
+
+
+def now_rfc3339(offset_seconds: float = 0.0) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + offset_seconds))
+
+
+def _parse_rfc3339(text: str) -> float:
+    try:
+        return float(calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")))
+    except (ValueError, TypeError):
+        return 0.0
+
+
+def set_condition(status: dict[str, Any], ctype: str, value: str, **extra: Any) -> None:
+    """Set a condition by type, moving lastTransitionTime only when the status flips."""
+    conditions = status.setdefault("conditions", [])
+    for cond in conditions:
+        if cond.get("type") == ctype:
+            if cond.get("status") != value:
+                cond["lastTransitionTime"] = now_rfc3339()
+            cond["status"] = value
+            for k in ("reason", "message"):
+                cond.pop(k, None)
+            cond.update(extra)
+            return
+    conditions.append({"type": ctype, "status": value, "lastProbeTime": None,
+                       "lastTransitionTime": now_rfc3339(), **extra})
+
+
+def condition_status(obj: dict[str, Any], ctype: str) -> str | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return cond.get("status")
+    return None
+
+
+def is_terminating(pod: dict[str, Any]) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def is_healthy(pod: dict[str, Any]) -> bool:
+    """Counts towards a PodDisruptionBudget: Running, Ready, not terminating."""
+    if is_terminating(pod) or (pod.get("status") or {}).get("phase") != "Running":
+        return False
+    return condition_status(pod, "Ready") in (None, "True")
+
+
+class Timers:
+    """Run callables after a delay on one daemon thread; `stop()` never hangs."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> None:
+        with self._cond:
+            if self._stopped:
+                return
+            heapq.heappush(self._heap, (time.monotonic() + delay, next(self._seq), fn))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="fake-apiserver-timers", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    timeout = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(timeout)
+                if self._stopped:
+                    return
+                _, _, fn = heapq.heappop(self._heap)
+            try:
+                fn()
+            except Exception:  # a simulated controller must not take the server down
+                log.exception("fake apiserver: delayed action failed")
+
+    def stop(self, timeout: float = 2.0) -> None:
+        with self._cond:
+            self._stopped = True
+            self._heap.clear()
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+
+class Kubelet:
+    """Starts bound pods and finishes graceful deletions, after configurable delays."""
+
+    def __init__(self, store: Store, timers: Timers, *, start_seconds: float, grace_seconds: float) -> None:
+        self._store = store
+        self._timers = timers
+        self.start_seconds = start_seconds
+        self.grace_seconds = grace_seconds
+        self._starting: set[str] = set()  # uids with a start already scheduled
+        store.add_listener(self.on_change)
+
+    def _needs_start(self, pod: dict[str, Any]) -> bool:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        return (
+            bool(spec.get("nodeName"))
+            and status.get("phase", "Pending") in ("", "Pending")
+            and not is_terminating(pod)
+            and self._store.peek("nodes", "", spec["nodeName"]) is not None
+        )
+
+    def on_change(self, key: str, type_: str, obj: dict[str, Any], prev: dict[str, Any] | None) -> None:
+        if type_ == DELETED:
+            return
+        if key == "nodes":
+            for pod in list(self._store.items("pods")):
+                if (pod.get("spec") or {}).get("nodeName") == obj["metadata"]["name"]:
+                    self._maybe_start(pod)
+        elif key == "pods":
+            self._maybe_start(obj)
+            if is_terminating(obj) and not (prev is not None and is_terminating(prev)):
+                self._after(self.grace_seconds, self._finish_deletion, obj)
+
+    def _maybe_start(self, pod: dict[str, Any]) -> None:
+        uid = pod["metadata"].get("uid", "")
+        if uid not in self._starting and self._needs_start(pod):
+            self._starting.add(uid)
+            self._after(self.start_seconds, self._start, pod)
+
+    def _after(self, delay: float, action: Callable[[str, str, str], None], pod: dict[str, Any]) -> None:
+        m = pod["metadata"]
+        args = (m.get("uid", ""), m.get("namespace", ""), m["name"])
+        if delay <= 0:
+            action(*args)
+        else:
+            self._timers.call_later(delay, lambda: action(*args))
+
+    def _current(self, uid: str, namespace: str, name: str) -> dict[str, Any] | None:
+        pod = self._store.peek("pods", namespace, name)
+        return pod if pod is not None and pod["metadata"].get("uid") == uid else None
+
+    def _start(self, uid: str, namespace: str, name: str) -> None:
+        with self._store.lock:
+            self._starting.discard(uid)
+            pod = self._current(uid, namespace, name)
+            if pod is None or not self._needs_start(pod):
+                return
+            pod = copy.deepcopy(pod)
+            now = now_rfc3339()
+            status = pod.setdefault("status", {})
+            status["phase"] = "Running"
+            status.setdefault("startTime", now)
+            node = self._store.peek("nodes", "", pod["spec"]["nodeName"]) or {}
+            for addr in (node.get("status") or {}).get("addresses") or []:
+                if addr.get("type") == "InternalIP":
+                    status["hostIP"] = addr.get("address")
+            for ctype in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"):
+                set_condition(status, ctype, "True")
+            status["containerStatuses"] = [
+                {
+                    "name": c.get("name"),
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "containerID": f"fake://{uid[:8]}-{c.get('name')}",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": now}},
+                }
+                for c in (pod.get("spec") or {}).get("containers") or []
+            ]
+            self._store.update("pods", pod)
+
+    def _finish_deletion(self, uid: str, namespace: str, name: str) -> None:
+        with self._store.lock:
+            pod = self._current(uid, namespace, name)
+            if pod is not None and is_terminating(pod):
+                self._store.delete("pods", namespace, name)
+
+
+class DisruptionController:
+    """Keeps PodDisruptionBudget status in step with the pods it selects."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        store.add_listener(self.on_change)
+
+    def on_change(self, key: str, type_: str, obj: dict[str, Any], prev: dict[str, Any] | None) -> None:
+        if key == "pods":
+            namespace = obj["metadata"].get("namespace", "")
+            for pdb in list(self._store.items("poddisruptionbudgets", namespace)):
+                self.sync(pdb)
+        elif key == "poddisruptionbudgets" and type_ != DELETED:
+            self.sync(obj)
+
+    def sync(self, pdb: dict[str, Any]) -> None:
+        with self._store.lock:
+            m = pdb["metadata"]
+            current = self._store.peek("poddisruptionbudgets", m.get("namespace", ""), m["name"])
+            if current is None:
+                return
+            status = compute_status(current, list(self._store.items("pods", m.get("namespace", ""))))
+            if status != current.get("status"):
+                updated = copy.deepcopy(current)
+                updated["status"] = status
+                self._store.update("poddisruptionbudgets", updated)
+
+
+def _scaled(value: Any, total: int) -> int:
+    """An int-or-percent of `total`, rounding up as the disruption controller does."""
+    if isinstance(value, str) and value.endswith("%"):
+        return math.ceil(int(value[:-1]) * total / 100)
+    return int(value)
+
+
+def compute_status(pdb: dict[str, Any], namespace_pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The status the disruption controller would write for `pdb`."""
+    spec = pdb.get("spec") or {}
+    old = copy.deepcopy(pdb.get("status") or {})
+    pods = [p for p in namespace_pods
+            if match_label_selector(spec.get("selector"), (p.get("metadata") or {}).get("labels") or {})]
+    alive = {p["metadata"]["name"] for p in pods if not is_terminating(p)}
+    disrupted = {
+        name: ts for name, ts in (old.get("disruptedPods") or {}).items()
+        if name in alive and time.time() - _parse_rfc3339(ts) < DISRUPTED_POD_TTL_SECONDS
+    }
+    healthy = sum(1 for p in pods if is_healthy(p) and p["metadata"]["name"] not in disrupted)
+    expected = len(pods)
+    if spec.get("minAvailable") is not None:
+        desired = _scaled(spec["minAvailable"], expected)
+    elif spec.get("maxUnavailable") is not None:
+        desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
+    else:
+        desired = 0
+    allowed = healthy - desired if expected > 0 and healthy > desired else 0
+    status: dict[str, Any] = {
+        "observedGeneration": (pdb.get("metadata") or {}).get("generation", 1),
+        "disruptionsAllowed": allowed,
+        "currentHealthy": healthy,
+        "desiredHealthy": desired,
+        "expectedPods": expected,
+    }
+    if disrupted:
+        status["disruptedPods"] = disrupted
+    status["conditions"] = old.get("conditions") or []
+    if allowed > 0:
+        set_condition(status, "DisruptionAllowed", "True", reason="SufficientPods", message="")
+    else:
+        set_condition(status, "DisruptionAllowed", "False", reason="InsufficientPods", message="")
+    for cond in status["conditions"]:
+        cond.pop("lastProbeTime", None)
+        if cond.get("type") == "DisruptionAllowed":
+            cond["observedGeneration"] = status["observedGeneration"]
+    return status
