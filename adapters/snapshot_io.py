@@ -1,0 +1,596 @@
+"""Files in: cluster snapshots, scheduler configs and plans, read into ``models``.
+
+A snapshot is whatever ``kubectl get nodes,pods,pdb,priorityclasses,podgroups -A -o yaml`` (or
+``-o json``) prints: a ``List``, a typed ``PodList``-style list, a multi-document YAML stream, a
+stream of JSON objects (``jq -c '.items[]'``), or one object. Items are dispatched by ``kind``;
+kinds the scheduler does not read (Services, ReplicaSets, ...) are counted and skipped.
+
+Every problem becomes one ``models.InputError`` that names the object and the field
+(``pods/default/web-1: spec.containers[0].resources.requests.cpu: "12x" is not a quantity``);
+nothing is returned from an input that did not parse completely.
+
+The input may be hostile. YAML is not read with ``yaml.load``: the C loader recurses once per
+nesting level and crashes the interpreter on deep input, and aliases can expand exponentially
+(billion laughs). Instead the libyaml *event* stream (an iterative parser) is assembled here with
+a depth limit and a budget on alias expansion; this is also about three times faster than
+``CSafeLoader`` on large dumps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from yaml import events as ev
+from yaml.nodes import ScalarNode
+
+from models import (
+    ClusterSnapshot,
+    InputError,
+    Namespace,
+    Node,
+    Plan,
+    PlanStats,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    PriorityClass,
+    SchedulerConfig,
+)
+
+__all__ = [
+    "LoadedSnapshot",
+    "MAX_DEPTH",
+    "load_config",
+    "load_plan",
+    "load_snapshot",
+    "read_documents",
+    "read_snapshot",
+]
+
+log = logging.getLogger(__name__)
+
+Source = Union[str, Path, IO[str], IO[bytes]]
+
+# Deepest nesting accepted. Kubernetes objects stay under ~30 levels (managedFields included);
+# the limit keeps every later step (pydantic, repr, json) far from Python's recursion limit.
+MAX_DEPTH = 500
+# Nodes that YAML aliases may add by expansion, in total. Linear in anything a person writes by
+# hand, and far below what an exponential alias bomb needs.
+MAX_ALIAS_EXPANSION = 1_000_000
+
+_YAML_PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# --------------------------------------------------------------------------- kinds
+
+
+@dataclass(frozen=True)
+class _Kind:
+    plural: str  # how an error names the object: pods/default/web-1
+    model: type[BaseModel]
+    groups: frozenset[str]  # API groups accepted for this kind ("" is the core group)
+    namespaced: bool
+
+
+_KINDS: dict[str, _Kind] = {
+    "Node": _Kind("nodes", Node, frozenset({""}), False),
+    "Pod": _Kind("pods", Pod, frozenset({""}), True),
+    "PodDisruptionBudget": _Kind("poddisruptionbudgets", PodDisruptionBudget, frozenset({"policy"}), True),
+    "PriorityClass": _Kind("priorityclasses", PriorityClass, frozenset({"scheduling.k8s.io"}), False),
+    # scheduler-plugins coscheduling; older releases served it as scheduling.sigs.k8s.io.
+    "PodGroup": _Kind("podgroups", PodGroup, frozenset({"scheduling.x-k8s.io", "scheduling.sigs.k8s.io"}), True),
+    "Namespace": _Kind("namespaces", Namespace, frozenset({""}), False),
+}
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class LoadedSnapshot:
+    """A parsed snapshot and what was left out of it (kinds the scheduler does not read)."""
+
+    snapshot: ClusterSnapshot
+    source: str
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def note(self) -> Optional[str]:
+        """One line naming the skipped kinds, or None when every object was read."""
+        if not self.skipped:
+            return None
+        total = sum(self.skipped.values())
+        kinds = ", ".join(f"{kind} ({n})" for kind, n in sorted(self.skipped.items()))
+        noun = "object" if total == 1 else "objects"
+        return f"{self.source}: skipped {total} {noun} of kinds the scheduler does not read: {kinds}"
+
+
+# --------------------------------------------------------------------------- public entry points
+
+
+def load_snapshot(source: Source, *, label: Optional[str] = None) -> ClusterSnapshot:
+    """Read a snapshot (path, ``-`` for stdin, or an open file); skipped kinds are logged."""
+    loaded = read_snapshot(source, label=label)
+    note = loaded.note()
+    if note:
+        log.info("%s", note)
+    return loaded.snapshot
+
+
+def read_snapshot(source: Source, *, label: Optional[str] = None) -> LoadedSnapshot:
+    """Read a snapshot and report which kinds were skipped; raises ``InputError`` on bad input."""
+    label = label or _label(source)
+    documents = read_documents(source, label=label)
+    if not documents:
+        raise InputError(label, "", "empty input: expected a List or Kubernetes objects")
+    objects: dict[str, list[BaseModel]] = {kind: [] for kind in _KINDS}
+    skipped: Counter[str] = Counter()
+    for position, item, kind in _items(documents, label):
+        spec = _KINDS.get(kind)
+        group = _group(item.get("apiVersion"))
+        if spec is None or (group is not None and group not in spec.groups):
+            skipped[kind if spec is None else f"{kind} ({item['apiVersion']})"] += 1
+            continue
+        objects[kind].append(_validate_object(spec, item, position))
+    snapshot = ClusterSnapshot.build(
+        nodes=objects["Node"],
+        pods=objects["Pod"],
+        pdbs=objects["PodDisruptionBudget"],
+        priority_classes=objects["PriorityClass"],
+        pod_groups=objects["PodGroup"],
+        namespaces=objects["Namespace"],
+    )
+    return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(skipped))
+
+
+def load_config(path: Union[str, Path, IO[str], IO[bytes]]) -> SchedulerConfig:
+    """A ``SchedulerConfig`` from one YAML/JSON mapping; an empty file means all defaults."""
+    data = _single_mapping(path, what="config", empty={})
+    return _validate_model(SchedulerConfig, data, "config")
+
+
+def load_plan(path: Union[str, Path, IO[str], IO[bytes]]) -> Plan:
+    """A plan as printed by ``schedule --output json|yaml``.
+
+    Keys the contract may add later are ignored, and ``stats`` may be left out, so plans written
+    by other tools (``{"assignments": [...]}``) can be checked too.
+    """
+    data = _single_mapping(path, what="plan", empty=None)
+    known = set(Plan.model_fields)
+    data = {k: v for k, v in data.items() if k in known}
+    stats = data.get("stats")
+    if stats is None:
+        data["stats"] = {"engine": "external", "status": "UNKNOWN"}
+    elif isinstance(stats, dict):
+        data["stats"] = {k: v for k, v in stats.items() if k in PlanStats.model_fields}
+    return _validate_model(Plan, data, "plan")
+
+
+def _single_mapping(source: Any, *, what: str, empty: Optional[dict]) -> dict:
+    label = _label(source)
+    documents = read_documents(source, label=label)
+    if not documents:
+        if empty is not None:
+            return dict(empty)
+        raise InputError(label, "", f"empty input: expected a {what}")
+    if len(documents) > 1:
+        raise InputError(label, "", f"expected one {what} document, found {len(documents)}")
+    data = documents[0]
+    if not isinstance(data, dict):
+        raise InputError(what, "", f"expected a mapping, got {_describe(data)}")
+    return data
+
+
+# --------------------------------------------------------------------------- reading text
+
+
+def read_documents(source: Source, *, label: Optional[str] = None) -> list[Any]:
+    """Every non-empty document of a JSON or YAML input, as plain Python data."""
+    label = label or _label(source)
+    text = _read_text(source, label)
+    stripped = text.lstrip()
+    if not stripped:
+        return []
+    if stripped[0] in "{[":
+        try:
+            return _json_documents(stripped)
+        except RecursionError:
+            raise InputError(label, "", "invalid JSON: nested too deeply") from None
+        except json.JSONDecodeError as exc:
+            # Flow-style YAML also starts with a bracket; only if it is not YAML either is the
+            # JSON error the one to show.
+            try:
+                return _yaml_documents(text, label)
+            except InputError:
+                offset = len(text) - len(stripped)
+                line = text.count("\n", 0, offset) + exc.lineno
+                raise InputError(label, "", f"invalid JSON: line {line}, column {exc.colno}: {exc.msg}") from None
+    return _yaml_documents(text, label)
+
+
+def _label(source: Any) -> str:
+    if isinstance(source, Path):
+        return str(source)
+    if isinstance(source, str):
+        return "<stdin>" if source == "-" else source
+    return str(getattr(source, "name", "<input>"))
+
+
+def _read_text(source: Any, label: str) -> str:
+    try:
+        if isinstance(source, (str, Path)):
+            if str(source) == "-":
+                stream = sys.stdin
+                data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+            else:
+                data = Path(source).read_bytes()
+        else:
+            data = source.read()
+    except FileNotFoundError:
+        raise InputError(label, "", "cannot read: no such file") from None
+    except IsADirectoryError:
+        raise InputError(label, "", "cannot read: is a directory") from None
+    except OSError as exc:
+        raise InputError(label, "", f"cannot read: {exc.strerror or exc}") from None
+    if isinstance(data, bytes):
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(label, "", f"not UTF-8 text (invalid byte at offset {exc.start})") from None
+    return data.lstrip("\ufeff")
+
+
+def _json_documents(text: str) -> list[Any]:
+    """One JSON value, or several separated by whitespace (what ``jq`` prints)."""
+    decoder = json.JSONDecoder()
+    documents = []
+    pos, end = 0, len(text)
+    while pos < end:
+        value, pos = decoder.raw_decode(text, pos)
+        if value is not None:
+            documents.append(value)
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+    return documents
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_MAP_TAGS = (None, "!", "tag:yaml.org,2002:map")
+_SEQ_TAGS = (None, "!", "tag:yaml.org,2002:seq")
+
+
+class _Frame:
+    """An open mapping or sequence while its events stream in."""
+
+    __slots__ = ("value", "is_map", "key", "has_key", "size", "anchor", "merges")
+
+    def __init__(self, value: Any, is_map: bool, anchor: Optional[str]) -> None:
+        self.value = value
+        self.is_map = is_map
+        self.key: Any = None
+        self.has_key = False
+        self.size = 1  # nodes in this subtree, alias expansions included
+        self.anchor = anchor
+        self.merges: list[dict] = []
+
+
+def _yaml_documents(text: str, label: str) -> list[Any]:
+    try:
+        return _assemble(yaml.parse(text, Loader=_YAML_PARSER), label)
+    except yaml.YAMLError as exc:
+        raise InputError(label, "", f"invalid YAML: {_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return str(problem)
+
+
+def _assemble(events: Any, label: str) -> list[Any]:
+    """Build documents from YAML events without recursion, bounding depth and alias expansion."""
+    resolver = yaml.resolver.Resolver()
+    constructor = yaml.constructor.SafeConstructor()
+    plain_cache: dict[str, Any] = {}
+    anchors: dict[str, tuple[Any, int]] = {}
+    expanded = 0
+    documents: list[Any] = []
+    stack: list[_Frame] = []
+
+    def fail(event: Any, problem: str) -> InputError:
+        mark = getattr(event, "start_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return InputError(label, "", f"invalid YAML: {where}{problem}")
+
+    for event in events:
+        cls = event.__class__
+        if cls is ev.ScalarEvent:
+            value = _scalar(event, resolver, constructor, plain_cache, fail)
+            size = 1
+            if event.anchor:
+                anchors[event.anchor] = (value, 1)
+        elif cls is ev.MappingStartEvent or cls is ev.SequenceStartEvent:
+            is_map = cls is ev.MappingStartEvent
+            if event.tag not in (_MAP_TAGS if is_map else _SEQ_TAGS):
+                raise fail(event, f"unsupported tag {event.tag}")
+            if len(stack) >= MAX_DEPTH:
+                raise fail(event, f"nested deeper than {MAX_DEPTH} levels")
+            stack.append(_Frame({} if is_map else [], is_map, event.anchor))
+            continue
+        elif cls is ev.MappingEndEvent or cls is ev.SequenceEndEvent:
+            frame = stack.pop()
+            value, size = frame.value, frame.size
+            for merged in frame.merges:  # explicit keys win over merged ones
+                for k, v in merged.items():
+                    value.setdefault(k, v)
+            if frame.anchor:
+                anchors[frame.anchor] = (value, size)
+        elif cls is ev.AliasEvent:
+            if event.anchor not in anchors:
+                # An alias to an open collection (a cycle) is unknown here too.
+                raise fail(event, f"alias *{event.anchor} does not name a finished anchor")
+            value, size = anchors[event.anchor]
+            expanded += size
+            if expanded > MAX_ALIAS_EXPANSION:
+                raise fail(event, f"aliases expand to more than {MAX_ALIAS_EXPANSION} nodes")
+        else:  # stream and document boundaries
+            continue
+
+        if value is _MERGE and not (stack and stack[-1].is_map and not stack[-1].has_key):
+            value = "<<"  # only a mapping key merges; elsewhere it is the plain string
+        if not stack:
+            if value is not None:
+                documents.append(value)
+            continue
+        parent = stack[-1]
+        parent.size += size
+        if not parent.is_map:
+            parent.value.append(value)
+        elif not parent.has_key:
+            if isinstance(value, (dict, list)):
+                raise fail(event, "a mapping key must be a scalar")
+            parent.key, parent.has_key = value, True
+        else:
+            key = parent.key
+            parent.has_key = False
+            if key is _MERGE:
+                merges = value if isinstance(value, list) else [value]
+                if not all(isinstance(m, dict) for m in merges):
+                    raise fail(event, "a merge key (<<) needs a mapping or a list of mappings")
+                parent.merges.extend(merges)
+            else:
+                parent.value[key] = value
+    return documents
+
+
+class _MergeKey:
+    """The ``<<`` key of YAML's merge feature."""
+
+
+_MERGE = _MergeKey()
+
+
+def _scalar(event: Any, resolver: Any, constructor: Any, cache: dict[str, Any], fail: Any) -> Any:
+    tag = event.tag
+    raw = event.value
+    # A plain scalar without a tag is typed by its text (5, true, null); a quoted one is a string.
+    implicit_plain = tag in (None, "!") and event.implicit[0]
+    if implicit_plain:
+        hit = cache.get(raw, cache)
+        if hit is not cache:
+            return hit
+        tag = resolver.resolve(ScalarNode, raw, (True, False))
+    elif tag in (None, "!"):
+        return raw
+    if tag == _STR_TAG:
+        value: Any = raw
+    elif tag == _MERGE_TAG:
+        value = _MERGE
+    else:
+        build = constructor.yaml_constructors.get(tag)
+        if build is None or tag.endswith((":map", ":seq", ":omap", ":pairs", ":set")):
+            raise fail(event, f"unsupported tag {tag}")
+        try:
+            value = build(constructor, ScalarNode(tag, raw, event.start_mark, event.end_mark, event.style))
+        except (yaml.YAMLError, ValueError, TypeError) as exc:
+            raise fail(event, f"{raw!r} is not a valid {tag.rsplit(':', 1)[-1]}: {exc}") from None
+    if implicit_plain and len(cache) < 100_000:
+        cache[raw] = value
+    return value
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def _items(documents: list[Any], label: str):
+    """Yield ``(position, object, kind)`` for every object, flattening Lists.
+
+    A position names an object that has no usable name: ``items[3]`` in a List,
+    ``documents[1]`` (or ``documents[1].items[3]``) in a multi-document stream, and the input's
+    own label for a single top-level object.
+    """
+    several = len(documents) > 1
+    pending = [(f"documents[{i}]" if several else label, doc, None) for i, doc in enumerate(documents)]
+    pending.reverse()
+    while pending:
+        position, obj, inferred_kind = pending.pop()
+        if not isinstance(obj, dict):
+            raise InputError(position, "", f"expected a Kubernetes object (a mapping), got {_describe(obj)}")
+        kind = obj.get("kind", inferred_kind)
+        if kind is None:
+            raise InputError(position, "kind", "required field is missing")
+        if not isinstance(kind, str) or not kind:
+            raise InputError(position, "kind", f"{_describe(kind)} is not a kind")
+        if kind == "List" or (kind.endswith("List") and "items" in obj):
+            items = obj.get("items", _MISSING)
+            if items is _MISSING:
+                raise InputError(position, "items", "required field is missing")
+            if items is None:
+                items = []
+            if not isinstance(items, list):
+                raise InputError(position, "items", f"expected a list, got {_describe(items)}")
+            item_kind = kind[: -len("List")] or None  # PodList items carry no kind of their own
+            prefix = f"{position}." if several and position.startswith("documents[") else ""
+            for i in range(len(items) - 1, -1, -1):
+                pending.append((f"{prefix}items[{i}]", items[i], item_kind))
+            continue
+        yield position, obj, kind
+
+
+_MISSING = object()
+
+
+def _group(api_version: Any) -> Optional[str]:
+    """API group of an apiVersion (``policy/v1`` → ``policy``, ``v1`` → ``""``); None if absent."""
+    if not isinstance(api_version, str) or not api_version:
+        return None
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def _object_name(spec: _Kind, item: dict, position: str) -> str:
+    meta = item.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        return position
+    if not spec.namespaced:
+        return f"{spec.plural}/{name}"
+    namespace = meta.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        namespace = "default"
+    return f"{spec.plural}/{namespace}/{name}"
+
+
+def _validate_object(spec: _Kind, item: dict, position: str) -> BaseModel:
+    return _validate_model(spec.model, item, _object_name(spec, item, position))
+
+
+def _validate_model(model: type[BaseModel], data: Any, obj: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _input_error(exc, data, obj) from None
+    except RecursionError:
+        raise InputError(obj, "", "nested too deeply") from None
+    except InputError:
+        raise
+    except Exception as exc:  # a validator tripped over a value of an unexpected type
+        raise InputError(obj, "", f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+# --------------------------------------------------------------------------- pydantic errors
+
+
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def _input_error(exc: ValidationError, data: Any, obj: str) -> InputError:
+    """The first problem of a ValidationError, as ``InputError(obj, json.path, problem)``."""
+    error = exc.errors(include_url=False)[0]
+    path = _json_path(error["loc"], data, error["type"])
+    return InputError(obj, path, _problem(error))
+
+
+def _json_path(loc: tuple, data: Any, error_type: str) -> str:
+    """``('spec', 'containers', 0, 'name')`` → ``spec.containers[0].name``.
+
+    Steps pydantic adds that are not in the input (union member names such as ``int``,
+    validator tags) are dropped by walking the input alongside the location.
+    """
+    out = ""
+    node = data
+    last = len(loc) - 1
+    for i, step in enumerate(loc):
+        if isinstance(node, dict) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        elif step == "[key]":
+            continue  # the error is about the key itself, which the path already ends in
+        elif not (i == last and error_type == "missing"):
+            continue
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif _SIMPLE_KEY.match(str(step)):
+            out += f".{step}" if out else str(step)
+        else:
+            out += f"[{json.dumps(str(step))}]"
+    return out
+
+
+_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def _problem(error: dict) -> str:
+    kind = error["type"]
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    shown = _describe(value)
+    if kind == "missing":
+        return "required field is missing"
+    if kind in ("value_error", "assertion_error"):
+        msg = error["msg"]
+        for prefix in _PREFIXES:
+            if msg.startswith(prefix):
+                return msg[len(prefix):]
+        return msg
+    if kind == "literal_error":
+        return f"unknown value {shown}, expected {ctx.get('expected', '')}".rstrip(", ")
+    if kind.startswith("int_"):
+        return f"{shown} is not an integer"
+    if kind.startswith("bool_"):
+        return f"{shown} is not a boolean"
+    if kind.startswith("float_"):
+        return f"{shown} is not a number"
+    if kind.startswith("string_type"):
+        return f"{shown} is not a string"
+    if kind.startswith(("datetime_", "date_")):
+        return f"{shown} is not a timestamp"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"expected a mapping, got {shown}"
+    if kind in ("list_type", "tuple_type"):
+        return f"expected a list, got {shown}"
+    if kind in ("too_short", "string_too_short"):
+        minimum = ctx.get("min_length")
+        return "must not be empty" if minimum == 1 else f"needs at least {minimum} items"
+    if kind == "too_long":
+        return f"takes at most {ctx.get('max_length')} items"
+    if kind == "greater_than_equal":
+        return f"{shown} is below the minimum {_number(ctx.get('ge'))}"
+    if kind == "greater_than":
+        return f"{shown} must be greater than {_number(ctx.get('gt'))}"
+    if kind == "less_than_equal":
+        return f"{shown} is above the maximum {_number(ctx.get('le'))}"
+    if kind == "less_than":
+        return f"{shown} must be less than {_number(ctx.get('lt'))}"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    return f"{error['msg']} (got {shown})"
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _describe(value: Any) -> str:
+    """A short rendering of an input value, never recursing into containers."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        text = json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return type(value).__name__

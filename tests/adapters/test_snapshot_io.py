@@ -1,0 +1,743 @@
+"""Reading snapshots, configs and plans: kubectl's own output parses; bad input names object and field."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from adapters.snapshot_io import (
+    MAX_ALIAS_EXPANSION,
+    MAX_DEPTH,
+    load_config,
+    load_plan,
+    load_snapshot,
+    read_documents,
+    read_snapshot,
+)
+from models import InputError, SchedulerConfig
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+# What `kubectl get nodes,pods,pdb,priorityclasses,podgroups,svc,rs -A -o yaml` prints for a tiny
+# cluster (managedFields trimmed): a List, keys sorted, every object complete with its status.
+KUBECTL_YAML = """\
+apiVersion: v1
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    annotations:
+      node.alpha.kubernetes.io/ttl: "0"
+    creationTimestamp: "2025-05-20T08:01:12Z"
+    labels:
+      kubernetes.io/hostname: kind-worker
+      kubernetes.io/os: linux
+      topology.kubernetes.io/zone: zone-a
+    name: kind-worker
+    resourceVersion: "1187"
+    uid: 0d6c8a3e-4b1f-4e58-9a53-3a0b5f0e6c21
+  spec:
+    podCIDR: 10.244.1.0/24
+    podCIDRs:
+    - 10.244.1.0/24
+    providerID: kind://docker/kind/kind-worker
+  status:
+    addresses:
+    - address: 172.18.0.3
+      type: InternalIP
+    allocatable:
+      cpu: "8"
+      ephemeral-storage: 102626232Ki
+      hugepages-2Mi: "0"
+      memory: 32795612Ki
+      pods: "110"
+    capacity:
+      cpu: "8"
+      ephemeral-storage: 102626232Ki
+      hugepages-2Mi: "0"
+      memory: 32795612Ki
+      pods: "110"
+    conditions:
+    - lastHeartbeatTime: "2025-05-20T09:00:41Z"
+      lastTransitionTime: "2025-05-20T08:01:35Z"
+      message: kubelet is posting ready status
+      reason: KubeletReady
+      status: "True"
+      type: Ready
+    daemonEndpoints:
+      kubeletEndpoint:
+        Port: 10250
+    images:
+    - names:
+      - docker.io/library/nginx@sha256:0c86dddac19f2ce4fd716ac58c0fd87bf69bfd4edabfd6971fb885bafd12a00b
+      - docker.io/library/nginx:1.27
+      sizeBytes: 72950530
+    nodeInfo:
+      architecture: amd64
+      containerRuntimeVersion: containerd://2.0.3
+      kernelVersion: 6.8.0-57-generic
+      kubeProxyVersion: v1.33.1
+      kubeletVersion: v1.33.1
+      operatingSystem: linux
+      osImage: Debian GNU/Linux 12 (bookworm)
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    creationTimestamp: "2025-05-20T08:30:02Z"
+    generateName: web-5d9c6b8f7-
+    labels:
+      app: web
+      pod-template-hash: 5d9c6b8f7
+    name: web-5d9c6b8f7-kx2lp
+    namespace: default
+    ownerReferences:
+    - apiVersion: apps/v1
+      blockOwnerDeletion: true
+      controller: true
+      kind: ReplicaSet
+      name: web-5d9c6b8f7
+      uid: 5a1f2c0e-7d7b-4b53-8e0c-8a0d1c9f3b11
+    resourceVersion: "2411"
+    uid: 9e3b8f54-1c9a-4d0e-b7a2-0f6d5c4b3a21
+  spec:
+    containers:
+    - image: nginx:1.27
+      imagePullPolicy: IfNotPresent
+      name: nginx
+      ports:
+      - containerPort: 80
+        protocol: TCP
+      resources:
+        limits:
+          memory: 256Mi
+        requests:
+          cpu: 250m
+          memory: 128Mi
+    dnsPolicy: ClusterFirst
+    enableServiceLinks: true
+    nodeName: kind-worker
+    preemptionPolicy: PreemptLowerPriority
+    priority: 0
+    restartPolicy: Always
+    schedulerName: default-scheduler
+    securityContext: {}
+    serviceAccountName: default
+    terminationGracePeriodSeconds: 30
+    tolerations:
+    - effect: NoExecute
+      key: node.kubernetes.io/not-ready
+      operator: Exists
+      tolerationSeconds: 300
+  status:
+    conditions:
+    - lastProbeTime: null
+      lastTransitionTime: "2025-05-20T08:30:02Z"
+      status: "True"
+      type: PodScheduled
+    hostIP: 172.18.0.3
+    phase: Running
+    podIP: 10.244.1.7
+    qosClass: Burstable
+    startTime: "2025-05-20T08:30:02Z"
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    creationTimestamp: "2025-05-20T09:01:00Z"
+    labels:
+      batch.kubernetes.io/job-name: train
+      scheduling.x-k8s.io/pod-group: train
+    name: train-0
+    namespace: ml
+    resourceVersion: "3020"
+    uid: 3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a99
+  spec:
+    containers:
+    - image: python:3.12
+      name: trainer
+      resources:
+        requests:
+          cpu: "2"
+          memory: 4Gi
+    initContainers:
+    - image: busybox:1.36
+      name: fetch
+      resources:
+        requests:
+          cpu: "4"
+    priorityClassName: batch
+    restartPolicy: Never
+    schedulerName: cpsat-scheduler
+  status:
+    phase: Pending
+    qosClass: Burstable
+- apiVersion: v1
+  kind: Service
+  metadata:
+    name: web
+    namespace: default
+  spec:
+    clusterIP: 10.96.14.2
+    ports:
+    - port: 80
+      protocol: TCP
+      targetPort: 80
+    selector:
+      app: web
+    type: ClusterIP
+- apiVersion: apps/v1
+  kind: ReplicaSet
+  metadata:
+    name: web-5d9c6b8f7
+    namespace: default
+  spec:
+    replicas: 1
+    selector:
+      matchLabels:
+        app: web
+- apiVersion: policy/v1
+  kind: PodDisruptionBudget
+  metadata:
+    name: web
+    namespace: default
+  spec:
+    maxUnavailable: 25%
+    selector:
+      matchLabels:
+        app: web
+  status:
+    currentHealthy: 1
+    desiredHealthy: 0
+    disruptionsAllowed: 1
+    expectedPods: 1
+    observedGeneration: 1
+- apiVersion: scheduling.k8s.io/v1
+  description: Batch jobs.
+  kind: PriorityClass
+  metadata:
+    name: batch
+  preemptionPolicy: Never
+  value: 1000
+- apiVersion: scheduling.k8s.io/v1
+  description: Used for system critical pods that must not be moved from their current node.
+  kind: PriorityClass
+  metadata:
+    name: system-node-critical
+  preemptionPolicy: PreemptLowerPriority
+  value: 2000001000
+- apiVersion: scheduling.x-k8s.io/v1alpha1
+  kind: PodGroup
+  metadata:
+    name: train
+    namespace: ml
+  spec:
+    minMember: 1
+    scheduleTimeoutSeconds: 60
+  status:
+    phase: Pending
+kind: List
+metadata:
+  resourceVersion: ""
+"""
+
+# `kubectl get pods -n shop -o json` for one pending pod, as the API server returns it (a List
+# with one item: typed PodLists come from the API itself, see test_typed_list_items_without_kind).
+KUBECTL_JSON = """\
+{
+    "apiVersion": "v1",
+    "items": [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "creationTimestamp": "2025-06-12T09:57:04Z",
+                "generateName": "api-6b8f9c7d4-",
+                "labels": {
+                    "app.kubernetes.io/name": "api",
+                    "pod-template-hash": "6b8f9c7d4"
+                },
+                "name": "api-6b8f9c7d4-5fz8c",
+                "namespace": "shop",
+                "resourceVersion": "482010",
+                "uid": "1f0e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+            },
+            "spec": {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "kubernetes.io/arch",
+                                            "operator": "In",
+                                            "values": ["amd64", "arm64"]
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "containers": [
+                    {
+                        "image": "ghcr.io/acme/api:5.2.1",
+                        "name": "api",
+                        "ports": [{"containerPort": 9090, "hostPort": 9090, "name": "grpc", "protocol": "TCP"}],
+                        "resources": {"limits": {"memory": "512Mi"}, "requests": {"cpu": "250m", "memory": "256Mi"}}
+                    }
+                ],
+                "priority": 100000,
+                "priorityClassName": "production",
+                "schedulerName": "cpsat-scheduler",
+                "topologySpreadConstraints": [
+                    {
+                        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "api"}},
+                        "matchLabelKeys": ["pod-template-hash"],
+                        "maxSkew": 1,
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule"
+                    }
+                ]
+            },
+            "status": {
+                "conditions": [
+                    {
+                        "lastProbeTime": null,
+                        "lastTransitionTime": "2025-06-12T09:57:05Z",
+                        "message": "0/3 nodes are available: 3 Insufficient cpu.",
+                        "reason": "Unschedulable",
+                        "status": "False",
+                        "type": "PodScheduled"
+                    }
+                ],
+                "phase": "Pending",
+                "qosClass": "Burstable"
+            }
+        }
+    ],
+    "kind": "List",
+    "metadata": {
+        "resourceVersion": ""
+    }
+}
+"""
+
+
+def read(text: str):
+    return read_snapshot(io.StringIO(text), label="snap.yaml")
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(InputError) as info:
+        read(text)
+    return str(info.value)
+
+
+# --------------------------------------------------------------------------- good input
+
+
+def test_kubectl_yaml_list() -> None:
+    loaded = read(KUBECTL_YAML)
+    snap = loaded.snapshot
+    assert [n.name for n in snap.nodes] == ["kind-worker"]
+    assert snap.nodes[0].allocatable["memory"] == 32795612 * 1024
+    assert [p.key for p in snap.pods] == ["default/web-5d9c6b8f7-kx2lp", "ml/train-0"]
+    assert [p.key for p in snap.bound_pods()] == ["default/web-5d9c6b8f7-kx2lp"]
+    assert [p.key for p in snap.pending_pods()] == ["ml/train-0"]
+    train = snap.pod_by_key["ml/train-0"]
+    assert (train.spec.priority, train.spec.preemption_policy) == (1000, "Never")
+    assert [g.key for g in snap.pod_groups] == ["ml/train"]
+    assert snap.pdbs[0].spec.max_unavailable == "25%"
+    assert sorted(c.metadata.name for c in snap.priority_classes) == ["batch", "system-node-critical"]
+    assert loaded.skipped == {"ReplicaSet": 1, "Service": 1}
+    assert loaded.note() == (
+        "snap.yaml: skipped 2 objects of kinds the scheduler does not read: ReplicaSet (1), Service (1)"
+    )
+
+
+def test_kubectl_json_list() -> None:
+    loaded = read_snapshot(io.StringIO(KUBECTL_JSON))
+    (pod,) = loaded.snapshot.pods
+    assert pod.key == "shop/api-6b8f9c7d4-5fz8c"
+    assert pod.spec.containers[0].resources.requests == {"cpu": 250, "memory": 256 * 2**20}
+    assert pod.spec.containers[0].ports[0].host_port == 9090
+    assert pod.spec.topology_spread_constraints[0].match_label_keys == ["pod-template-hash"]
+    assert loaded.skipped == {} and loaded.note() is None
+
+
+def test_json_and_yaml_of_the_same_dump_agree() -> None:
+    as_json = json.dumps(yaml.safe_load(KUBECTL_YAML), indent=4)
+    assert read(as_json).snapshot == read(KUBECTL_YAML).snapshot
+
+
+def test_bundled_examples_parse_and_agree() -> None:
+    from_yaml = read_snapshot(EXAMPLES / "snapshots" / "quickstart.yaml")
+    from_json = read_snapshot(EXAMPLES / "snapshots" / "quickstart.json")
+    assert from_yaml.snapshot == from_json.snapshot
+    snap = from_yaml.snapshot
+    assert len(snap.nodes) == 6
+    assert len(snap.pending_pods()) == 11
+    assert len(snap.pending_pods(all_pending=True)) == 12
+    assert from_yaml.skipped == {}
+
+
+def test_bundled_config_is_the_defaults() -> None:
+    assert load_config(EXAMPLES / "config" / "scheduler-config.yaml") == SchedulerConfig()
+
+
+NODE = "kind: Node\napiVersion: v1\nmetadata: {name: %s}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "nodes"),
+    [
+        pytest.param(NODE % "a", ["a"], id="single-object"),
+        pytest.param("---\n" + NODE % "a" + "---\n" + NODE % "b" + "...\n", ["a", "b"], id="multi-document-stream"),
+        pytest.param(NODE % "a" + "---\n---\n" + "kind: List\nitems:\n- " + (NODE % "b").replace("\n", "\n  "),
+                     ["a", "b"], id="stream-with-empty-document-and-list"),
+        pytest.param('{"kind": "Node", "metadata": {"name": "a"}}\n{"kind": "Node", "metadata": {"name": "b"}}\n',
+                     ["a", "b"], id="json-stream-from-jq"),
+        pytest.param("{kind: Node, metadata: {name: a}}", ["a"], id="flow-yaml-that-is-not-json"),
+        pytest.param("kind: List\nitems: []\n", [], id="empty-list"),
+        pytest.param("kind: List\nitems: null\n", [], id="null-items"),
+        pytest.param("\ufeff" + NODE % "a", ["a"], id="byte-order-mark"),
+        pytest.param("kind: NodeList\napiVersion: v1\nitems:\n- metadata: {name: a}\n", ["a"], id="typed-list-items-without-kind"),
+    ],
+)
+def test_input_shapes(text: str, nodes: list[str]) -> None:
+    assert [n.name for n in read(text).snapshot.nodes] == nodes
+
+
+def test_unknown_groups_are_skipped_not_misread() -> None:
+    text = (
+        "kind: List\nitems:\n"
+        "- {apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup, metadata: {name: g}, spec: {minMember: 2}}\n"
+        "- {apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: PodGroup, metadata: {name: h}, spec: {minMember: 2}}\n"
+    )
+    loaded = read(text)
+    assert [g.key for g in loaded.snapshot.pod_groups] == ["default/h"]
+    assert loaded.skipped == {"PodGroup (scheduling.volcano.sh/v1beta1)": 1}
+
+
+def test_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "snap.json"
+    path.write_text(KUBECTL_JSON)
+    expected = read_snapshot(io.StringIO(KUBECTL_JSON)).snapshot
+    assert load_snapshot(path) == expected
+    assert load_snapshot(str(path)) == expected
+    with path.open("rb") as handle:
+        assert load_snapshot(handle) == expected
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(KUBECTL_JSON.encode())))
+    from_stdin = read_snapshot("-")
+    assert (from_stdin.snapshot, from_stdin.source) == (expected, "<stdin>")
+
+
+YAML_SEMANTICS = [
+    pytest.param("a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: '1'\ng: \"x\"\nh: 0x1f\ni: 1e3\nj: yes\n", id="scalar-types"),
+    pytest.param("t: 2025-06-12T09:57:04Z\nd: 2025-06-12\n", id="timestamps"),
+    pytest.param("a: &x {k: v}\nb: *x\nc: [*x, *x]\n", id="anchors"),
+    pytest.param("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n", id="merge-key"),
+    pytest.param("base: &b {x: 1}\nmore: &c {z: 2}\nm:\n  <<: [*b, *c]\n  y: 3\n", id="merge-list"),
+    pytest.param("s: |\n  line one\n  line two\nf: >\n  folded\n  text\n", id="block-scalars"),
+    pytest.param("a: !!str 5\nb: !!int '7'\nc: !!float 1\n", id="explicit-tags"),
+    pytest.param("- [1, [2, [3]]]\n- {a: {b: {c: []}}}\n", id="nesting"),
+    pytest.param("? complex\n: value\n'quoted key': 1\n2: two\n", id="keys"),
+]
+
+
+@pytest.mark.parametrize("text", YAML_SEMANTICS)
+def test_yaml_reader_agrees_with_pyyaml(text: str) -> None:
+    assert read_documents(io.StringIO(text)) == [yaml.safe_load(text)]
+
+
+def test_merge_token_outside_a_key_is_a_string() -> None:
+    """PyYAML refuses a bare ``<<`` value; kubectl never writes one, so read it as the string."""
+    assert read_documents(io.StringIO("a: <<\n")) == [{"a": "<<"}]
+
+
+# --------------------------------------------------------------------------- bad input
+
+POD = """\
+kind: List
+apiVersion: v1
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: web-1
+    namespace: default
+  spec:
+    containers:
+    - name: web
+      image: nginx
+%s
+"""
+
+
+def pod_with(spec_lines: str, *, containers: str = "") -> str:
+    body = textwrap.indent(textwrap.dedent(spec_lines), "    ")
+    text = POD % body.rstrip("\n")
+    if containers:
+        text = text.replace("      image: nginx\n", "      image: nginx\n" + textwrap.indent(textwrap.dedent(containers), "      "))
+    return text
+
+
+BAD_INPUT = [
+    pytest.param("", "snap.yaml: empty input: expected a List or Kubernetes objects", id="empty"),
+    pytest.param("  \n\n# only a comment\n", "snap.yaml: empty input: expected a List or Kubernetes objects", id="only-comments"),
+    pytest.param("---\n---\n", "snap.yaml: empty input: expected a List or Kubernetes objects", id="empty-documents"),
+    pytest.param('{"kind": "List", "items": [}', "snap.yaml: invalid JSON: line 1, column 28: Expecting value", id="malformed-json"),
+    pytest.param('\n\n{"kind": "List",\n "items": [}', "snap.yaml: invalid JSON: line 4, column 12: Expecting value",
+                 id="malformed-json-line-counted"),
+    pytest.param("kind: List\nitems:\n- a: b: c\n", "snap.yaml: invalid YAML: line 3, column 7: mapping values are not allowed in this context",
+                 id="malformed-yaml"),
+    pytest.param("kind: List\nitems: [\n", "snap.yaml: invalid YAML: line 3, column 1: did not find expected node content",
+                 id="unterminated-yaml"),
+    pytest.param("kind: List\nitems: {a: 1}\n", "snap.yaml: items: expected a list, got a mapping", id="items-not-a-list"),
+    pytest.param("kind: List\nitems: nodes\n", 'snap.yaml: items: expected a list, got "nodes"', id="items-a-string"),
+    pytest.param("kind: List\n", "snap.yaml: items: required field is missing", id="list-without-items"),
+    pytest.param("kind: List\nitems: [node-1]\n", 'items[0]: expected a Kubernetes object (a mapping), got "node-1"',
+                 id="item-not-a-mapping"),
+    pytest.param("- kind: Node\n", "snap.yaml: expected a Kubernetes object (a mapping), got a list", id="top-level-list"),
+    pytest.param("just text\n", 'snap.yaml: expected a Kubernetes object (a mapping), got "just text"', id="top-level-scalar"),
+    pytest.param("kind: List\nitems:\n- metadata: {name: a}\n", "items[0]: kind: required field is missing", id="item-without-kind"),
+    pytest.param("kind: List\nitems:\n- kind: Pod\n  spec: {containers: [{name: a}]}\n", "items[0]: metadata: required field is missing",
+                 id="missing-metadata"),
+    pytest.param("kind: List\nitems:\n- kind: Pod\n  metadata: {namespace: x}\n  spec: {containers: [{name: a}]}\n",
+                 "items[0]: metadata.name: required field is missing", id="missing-name"),
+    pytest.param("kind: List\nitems:\n- kind: Node\n- kind: Node\n  metadata: {name: ''}\n", "items[0]: metadata: required field is missing",
+                 id="first-error-wins"),
+    pytest.param("---\nkind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata: {name: ''}\n",
+                 "documents[1]: metadata.name: must not be empty", id="unnamed-in-stream"),
+    pytest.param("kind: List\nitems:\n- kind: Pod\n  metadata: {name: web-1}\n  spec: {}\n",
+                 "pods/default/web-1: spec.containers: required field is missing", id="missing-containers"),
+    pytest.param("kind: List\nitems:\n- kind: Pod\n  metadata: {name: web-1}\n  spec: {containers: []}\n",
+                 "pods/default/web-1: spec.containers: must not be empty", id="empty-containers"),
+    pytest.param(pod_with("", containers="resources: {requests: {cpu: 12x}}\n"),
+                 'pods/default/web-1: spec.containers[0].resources.requests.cpu: "12x" is not a quantity', id="malformed-quantity"),
+    pytest.param(pod_with("", containers="resources: {limits: {memory: -1Gi}}\n"),
+                 'pods/default/web-1: spec.containers[0].resources.limits.memory: "-1Gi" must be non-negative', id="negative-quantity"),
+    pytest.param(pod_with("", containers="resources: {requests: {nvidia.com/gpu: lots}}\n"),
+                 'pods/default/web-1: spec.containers[0].resources.requests["nvidia.com/gpu"]: "lots" is not a quantity',
+                 id="quantity-of-dotted-resource"),
+    pytest.param(pod_with("overhead: {cpu: 1K}\n"), 'pods/default/web-1: spec.overhead.cpu: "1K" is not a quantity', id="overhead-quantity"),
+    pytest.param(pod_with("priority: high\n"), 'pods/default/web-1: spec.priority: "high" is not an integer', id="non-integer-priority"),
+    pytest.param(pod_with("priority: 1.5\n"), "pods/default/web-1: spec.priority: 1.5 is not an integer", id="fractional-priority"),
+    pytest.param(pod_with("priorityClassName: gold\n"), 'pods/default/web-1: spec.priorityClassName: priority class "gold" not found',
+                 id="missing-priority-class"),
+    pytest.param(pod_with("tolerations: [{key: a, operator: Equal, value: b, effect: Sometimes}]\n"),
+                 "pods/default/web-1: spec.tolerations[0].effect: unknown value \"Sometimes\", expected 'NoSchedule', "
+                 "'PreferNoSchedule', 'NoExecute' or ''", id="unknown-toleration-effect"),
+    pytest.param(pod_with("topologySpreadConstraints: [{maxSkew: 1, whenUnsatisfiable: DoNotSchedule}]\n"),
+                 "pods/default/web-1: spec.topologySpreadConstraints[0].topologyKey: required field is missing",
+                 id="spread-without-topology-key"),
+    pytest.param(pod_with("""\
+        affinity:
+          podAntiAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector:
+                matchExpressions: [{key: app, operator: Like, values: [web]}]
+        """),
+        "pods/default/web-1: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector"
+        ".matchExpressions[0].operator: unknown value \"Like\", expected 'In', 'NotIn', 'Exists' or 'DoesNotExist'",
+        id="unknown-selector-operator"),
+    pytest.param(pod_with("""\
+        affinity:
+          nodeAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms: [{matchExpressions: [{key: cores, operator: Gt, values: [many]}]}]
+        """),
+        "pods/default/web-1: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        ".matchExpressions[0]: operator Gt needs exactly one integer value", id="node-selector-gt-not-integer"),
+    pytest.param(pod_with("nodeSelector: {ssd: true}\n"), "pods/default/web-1: spec.nodeSelector.ssd: true is not a string",
+                 id="unquoted-boolean-label"),
+    pytest.param(pod_with("", containers="ports: [{containerPort: 80, hostPort: 70000}]\n"),
+                 "pods/default/web-1: spec.containers[0].ports[0].hostPort: 70000 is above the maximum 65535", id="port-range"),
+    pytest.param("kind: Node\nmetadata: {name: n1}\nspec: {taints: [{key: gpu, value: 'yes', effect: NoScheduling}]}\n",
+                 "nodes/n1: spec.taints[0].effect: unknown value \"NoScheduling\", expected 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'",
+                 id="unknown-taint-effect"),
+    pytest.param("kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: four}}\n",
+                 'nodes/n1: status.allocatable.cpu: "four" is not a quantity', id="node-quantity"),
+    pytest.param("kind: PriorityClass\nmetadata: {name: high}\nvalue: '1000'\n", 'priorityclasses/high: value: "1000" is not an integer',
+                 id="priority-class-value-string"),
+    pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\nspec: {minAvailable: half}\n",
+                 'poddisruptionbudgets/shop/web: spec.minAvailable: "half" is neither an integer nor a percentage', id="pdb-min-available"),
+    pytest.param("kind: PodGroup\napiVersion: scheduling.x-k8s.io/v1alpha1\nmetadata: {name: g}\nspec: {minMember: 0}\n",
+                 "podgroups/default/g: spec.minMember: 0 is below the minimum 1", id="pod-group-min-member"),
+    pytest.param("---\nkind: Node\nmetadata: {name: n1}\n---\nkind: Node\nmetadata: {name: n1}\n",
+                 "nodes/n1: metadata.name: duplicate object in snapshot", id="duplicate-node"),
+    pytest.param(pod_with("") + "- {kind: Pod, metadata: {name: web-1}, spec: {containers: [{name: b}]}}\n",
+                 "pods/default/web-1: metadata.name: duplicate object in snapshot", id="duplicate-pod"),
+    pytest.param("kind: 7\n", "snap.yaml: kind: 7 is not a kind", id="kind-not-a-string"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_INPUT)
+def test_bad_input_names_object_and_field(text: str, message: str) -> None:
+    assert error_of(text) == message
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(InputError) as info:
+        read_snapshot(missing)
+    assert str(info.value) == f"{missing}: cannot read: no such file"
+
+
+def test_directory_and_binary(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot read: is a directory"):
+        read_snapshot(tmp_path)
+    binary = tmp_path / "snap.bin"
+    binary.write_bytes(b"kind: Node\n\xff\xfe\x00")
+    with pytest.raises(InputError) as info:
+        read_snapshot(binary)
+    assert str(info.value) == f"{binary}: not UTF-8 text (invalid byte at offset 11)"
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def billion_laughs(levels: int = 9) -> str:
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for i in range(1, levels):
+        refs = ", ".join([f"*a{i - 1}"] * 9)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    return "\n".join(lines) + "\nkind: Node\nmetadata: {name: n}\n"
+
+
+HOSTILE = [
+    pytest.param(billion_laughs(), f"aliases expand to more than {MAX_ALIAS_EXPANSION} nodes", id="billion-laughs"),
+    pytest.param("a: &a [*a]\n", "alias *a does not name a finished anchor", id="recursive-alias"),
+    pytest.param("[" * 100_000 + "]" * 100_000, "invalid JSON: nested too deeply", id="deep-json"),
+    pytest.param("x: " + "[" * 100_000 + "]" * 100_000, f"nested deeper than {MAX_DEPTH} levels", id="deep-flow-yaml"),
+    pytest.param("- " * 100_000 + "x", f"nested deeper than {MAX_DEPTH} levels", id="deep-block-yaml"),
+    pytest.param("".join("  " * i + f"k{i}:\n" for i in range(MAX_DEPTH + 5)), f"nested deeper than {MAX_DEPTH} levels",
+                 id="deep-indented-yaml"),
+    pytest.param("x: !!python/object:os.system {}\n", "unsupported tag tag:yaml.org,2002:python/object:os.system",
+                 id="python-object-tag"),
+    pytest.param("x: !!python/name:os.system ''\n", "unsupported tag tag:yaml.org,2002:python/name:os.system", id="python-name-tag"),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), HOSTILE)
+def test_hostile_input_fails_cleanly(text: str, problem: str) -> None:
+    assert problem in error_of(text)
+
+
+def test_deep_but_allowed_nesting_in_ignored_fields() -> None:
+    deep = "[" * (MAX_DEPTH - 10) + "]" * (MAX_DEPTH - 10)
+    text = f"kind: Node\nmetadata: {{name: n, annotations: {{}}}}\nspec: {{configSource: {deep}}}\n"
+    assert read(text).snapshot.nodes[0].name == "n"
+
+
+def test_garbled_objects_never_raise_anything_but_input_error() -> None:
+    """Replace random values of a realistic dump with values of the wrong type: InputError or a snapshot."""
+    base = yaml.safe_load(KUBECTL_YAML)
+    junk: list[Any] = [None, "", "x", -1, 1.5, True, [], {}, [1], {"a": 1}, "12x", 10**30, "-5"]
+    rng = random.Random(20250612)
+
+    def paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+        out = [prefix]
+        if isinstance(node, dict):
+            for key, value in node.items():
+                out += paths(value, prefix + (key,))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                out += paths(value, prefix + (i,))
+        return out
+
+    all_paths = [p for p in paths(base) if p]
+    for _ in range(300):
+        doc = json.loads(json.dumps(base))
+        path = rng.choice(all_paths)
+        target = doc
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = rng.choice(junk)
+        try:
+            read(json.dumps(doc))
+        except InputError as exc:
+            assert str(exc)
+
+
+# --------------------------------------------------------------------------- config and plan
+
+
+CONFIG_ERRORS = [
+    pytest.param("solver: {timeLimitSeconds: -1}\n", "config: solver.timeLimitSeconds: -1 is below the minimum 0", id="negative-time-limit"),
+    pytest.param("solver: {timeLimitSeconds: soon}\n", 'config: solver.timeLimitSeconds: "soon" is not a number', id="time-limit-not-a-number"),
+    pytest.param("solver: {timeLimit: 3}\n", "config: solver.timeLimit: unknown key", id="misspelt-key"),
+    pytest.param("profile: fastest\n", "config: profile: unknown value \"fastest\", expected 'default' or 'packing'", id="unknown-profile"),
+    pytest.param("scoring: {weights: {Magic: 1}}\n", "config: scoring: unknown score plugin(s) in weights: ['Magic']",
+                 id="unknown-plugin-weight"),
+    pytest.param("- a\n", "config: expected a mapping, got a list", id="not-a-mapping"),
+    pytest.param("a: [\n", "cfg.yaml: invalid YAML: line 2, column 1: did not find expected node content",
+                 id="malformed"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), CONFIG_ERRORS)
+def test_config_errors(text: str, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert str(info.value).replace(str(tmp_path) + "/", "") == message
+
+
+@pytest.mark.parametrize(
+    ("text", "check"),
+    [
+        pytest.param("", lambda c: c == SchedulerConfig(), id="empty-is-defaults"),
+        pytest.param("solver: {timeLimitSeconds: 2.5, workers: 2}\n", lambda c: (c.solver.time_limit_seconds, c.solver.workers) == (2.5, 2),
+                     id="camel-case"),
+        pytest.param('{"scheduler_name": "batch"}', lambda c: c.scheduler_name == "batch", id="snake-case-json"),
+    ],
+)
+def test_config_ok(text: str, check: Any) -> None:
+    assert check(load_config(io.StringIO(text)))
+
+
+PLAN = {
+    "assignments": [{"pod": "ml/train-0", "node": "kind-worker"}],
+    "preemptions": [],
+    "unschedulable": [{"pod": "ml/other", "message": "0/1 nodes are available: 1 Insufficient cpu."}],
+    "stats": {"engine": "greedy", "status": "GREEDY", "objective": None, "bound": None, "gap": None,
+              "wall_time_s": 0.01, "fallback": False, "fallback_reason": None},
+}
+
+
+def test_plan_round_trip() -> None:
+    plan = load_plan(io.StringIO(json.dumps(PLAN)))
+    again = load_plan(io.StringIO(yaml.safe_dump(plan.to_json_dict())))
+    assert again == plan
+    assert plan.assignment_map() == {"ml/train-0": "kind-worker"}
+
+
+def test_plan_from_another_tool() -> None:
+    plan = load_plan(io.StringIO('{"assignments": [{"pod": "a/b", "node": "n"}], "futureKey": 1}'))
+    assert plan.stats.engine == "external"
+    assert plan.assignment_map() == {"a/b": "n"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param('{"assignments": [{"pod": "a/b"}]}', "plan: assignments[0].node: required field is missing", id="assignment-without-node"),
+        pytest.param('{"assignments": {"a/b": "n"}}', "plan: assignments: expected a list, got a mapping", id="assignments-not-a-list"),
+        pytest.param("[]", "plan: expected a mapping, got a list", id="not-a-mapping"),
+        pytest.param("", "<input>: empty input: expected a plan", id="empty"),
+    ],
+)
+def test_plan_errors(text: str, message: str) -> None:
+    with pytest.raises(InputError) as info:
+        load_plan(io.StringIO(text))
+    assert str(info.value) == message
