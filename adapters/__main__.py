@@ -1,0 +1,7 @@
+"""``python -m adapters``: the same command line as the ``cpsat-scheduler`` script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

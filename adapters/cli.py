@@ -1,0 +1,118 @@
+"""The ``cpsat-scheduler`` command: a thin dispatcher over ``adapters/commands/<name>.py``.
+
+Each subcommand is one module with ``register(subparsers)``, which adds its parser and sets
+``handler`` (``args -> exit status``). This module builds the parser from the list below and
+turns whatever happens into an exit status:
+
+* 0 — success (pods left unschedulable are a result, not an error);
+* 1 — an internal failure, or a result that is a failure (``validate`` found violations,
+  ``schedule`` refused to print a plan its validator rejected);
+* 2 — bad input or usage: ``cpsat-scheduler: error: <object>: <field>: <problem>``, no traceback;
+* 130 — interrupted (Ctrl-C); 141 — stdout closed early (``| head``), silently.
+
+Tracebacks are printed only with ``--debug`` or ``CPSAT_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Optional
+
+from models import InputError
+
+PROG = "cpsat-scheduler"
+
+# Subcommands, in the order `--help` lists them. To add one, write adapters/commands/<name>.py
+# with `register(subparsers)` and add its module here:
+COMMANDS = (
+    "adapters.commands.schedule",
+    "adapters.commands.validate",
+)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer cut off by `head`
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Optimal placement scheduler for Kubernetes: a CP-SAT model of the pending "
+        "pods, with kube-scheduler's greedy scheduleOne as baseline and fallback.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--debug", action="store_true", help="print full tracebacks of internal errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(name).register(subparsers)
+    for sub in subparsers.choices.values():
+        # Accepted after the subcommand too; SUPPRESS keeps a top-level --debug from being reset.
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    debug = os.environ.get("CPSAT_DEBUG", "") not in ("", "0")
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # usage errors (2), --help and --version (0)
+            return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
+        debug = debug or getattr(args, "debug", False)
+        logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format=f"{PROG}: %(message)s")
+        status = args.handler(args)
+        sys.stdout.flush()
+        return status
+    except InputError as exc:
+        _error(f"error: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:  # noqa: BLE001 - the one place every other failure ends up
+        if debug:
+            traceback.print_exc()
+        _error(f"internal error: {type(exc).__name__}: {exc}")
+        return EXIT_FAILURE
+
+
+def _error(message: str) -> None:
+    try:
+        print(f"{PROG}: {message}", file=sys.stderr)
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests capture stdout); nothing left to flush
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("cpsat-scheduler")
+    except Exception:  # noqa: BLE001 - running from a source tree without metadata
+        return "unknown"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Subcommands of ``cpsat-scheduler``, one module each, listed in ``adapters.cli.COMMANDS``.
+
+A command module exposes ``register(subparsers)``, which adds its parser and sets
+``handler=<function(args) -> exit status>``. The helpers here give every command the same
+spelling of the shared options and the same way of reading its inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+from models import SchedulerConfig
+
+__all__ = [
+    "add_config_options",
+    "config_from_args",
+    "non_negative_float",
+    "non_negative_int",
+    "note",
+]
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def worker_count(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 64:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at most 64")
+    return value
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """``--config``, ``--scheduler-name`` and ``--all-pending``: which pods are ours, and how."""
+    parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
+    parser.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="schedule pending pods whose spec.schedulerName is NAME (default: the config's, cpsat-scheduler)",
+    )
+    parser.add_argument(
+        "--all-pending",
+        action="store_true",
+        help="take every pending pod whatever its schedulerName (for dumps of real clusters)",
+    )
+
+
+def config_from_args(args: argparse.Namespace, **overrides: object) -> SchedulerConfig:
+    """The config file (or defaults), with command-line flags winning over it."""
+    from adapters.snapshot_io import load_config
+
+    config = load_config(args.config) if getattr(args, "config", None) else SchedulerConfig()
+    return config.with_overrides(scheduler_name=getattr(args, "scheduler_name", None), **overrides)
+
+
+def note(message: Optional[str]) -> None:
+    """A side remark for people, on stderr so that stdout stays machine-readable."""
+    if message:
+        print(f"cpsat-scheduler: note: {message}", file=sys.stderr)

@@ -1,0 +1,77 @@
+"""``cpsat-scheduler schedule``: place the pending pods of a snapshot and print the plan.
+
+The plan is checked by the independent validator before it is printed; a plan that fails it is
+refused (exit 1) rather than shown, so every plan this command prints is one the validator accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from models import InputError
+
+from . import add_config_options, config_from_args, non_negative_float, non_negative_int, note, worker_count
+
+ENGINES = ("cpsat", "greedy")
+OUTPUTS = ("table", "json", "yaml")
+# Run when no SNAPSHOT is given. It lives in the source tree (adapters/commands/ → repo root).
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DEFAULT_SNAPSHOT = EXAMPLES / "snapshots" / "quickstart.yaml"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "schedule",
+        help="place the pending pods of a snapshot and print the plan",
+        description="Place the pending pods of a cluster snapshot (any `kubectl get ... -o yaml|json` "
+        "dump) and print the plan. Without SNAPSHOT, runs on the bundled example "
+        "examples/snapshots/quickstart.yaml.",
+    )
+    parser.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file, or - for stdin")
+    parser.add_argument("--engine", choices=ENGINES, default="cpsat", help="cpsat (default) or greedy (kube-scheduler's scheduleOne)")
+    parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
+    parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads, 0 = one per core (config solver.workers)")
+    parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
+    add_config_options(parser)
+    parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people), json (the stable contract) or yaml")
+    parser.set_defaults(handler=run)
+
+
+def snapshot_source(arg: str | None) -> str | Path:
+    if arg:
+        return arg
+    if not DEFAULT_SNAPSHOT.is_file():
+        raise InputError(
+            str(DEFAULT_SNAPSHOT),
+            "",
+            "no SNAPSHOT given and the bundled example is not there (installed without the source "
+            "tree?); pass a snapshot file, or - to read stdin",
+        )
+    return DEFAULT_SNAPSHOT
+
+
+def run(args: argparse.Namespace) -> int:
+    from adapters.output import dump_plan
+    from adapters.snapshot_io import read_snapshot
+
+    config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
+    loaded = read_snapshot(snapshot_source(args.snapshot))
+    note(loaded.note())
+
+    from solver import schedule, validate
+
+    plan = schedule(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending)
+    violations = validate(loaded.snapshot, plan, config, all_pending=args.all_pending)
+    if violations:
+        print(
+            f"cpsat-scheduler: refusing to print a plan that fails validation ({len(violations)} "
+            "violation(s)); this is a bug, please report it with the snapshot:",
+            file=sys.stderr,
+        )
+        for line in violations:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    sys.stdout.write(dump_plan(plan, args.output))
+    return 0
