@@ -4,8 +4,9 @@
 HTTP layer streams. It owns what the real server's generic registry does for every
 resource: routing by group/version/plural, list with selectors and paging, get,
 create (201, AlreadyExists), update with optimistic concurrency, the three patch
-formats, delete, the `status` subresource, and discovery documents. What is special to
-pods (admission, binding, eviction, graceful deletion) lives in `pods.py`.
+formats, delete and the `status` subresource. What is special to
+pods (admission, binding, eviction, graceful deletion) lives in `pods.py`, discovery
+documents in `discovery.py`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from . import patches, pods
+from . import discovery, patches, pods
 from .controllers import now_rfc3339
 from .errors import (
     ApiError,
@@ -33,14 +34,8 @@ from .errors import (
     status_object,
 )
 from .resources import NAMESPACES, PODS, Registry, Resource
-from .selectors import parse_field_selector, parse_label_selector
+from .selectors import Predicate, parse_field_selector, parse_label_selector
 from .store import Store, meta
-
-# the version this fake claims to be, in /version
-SERVER_VERSION = {"major": "1", "minor": "33", "gitVersion": "v1.33.0-cpsat-fake", "platform": "linux/amd64"}
-# what a resource offers, for discovery
-_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-
 
 @dataclass
 class Request:
@@ -64,7 +59,7 @@ class WatchSpec:
 
     resource: Resource
     namespace: str | None
-    predicate: Any
+    predicate: Predicate
     since: int | None  # None: start with ADDED for the current state
     bookmarks: bool
     timeout_seconds: float | None
@@ -120,9 +115,10 @@ class Api:
 
     def handle(self, req: Request) -> Response | WatchSpec:
         segments = [unquote(s) for s in req.path.strip("/").split("/") if s]
-        special = self._special(req, segments)
-        if special is not None:
-            return special
+        if req.method == "GET":
+            found = discovery.document(self.registry, segments)
+            if found is not None:
+                return Response(200, found)
         if "dryRun" in req.query:
             raise bad_request("dryRun is not supported by this fake API server")
         if req.method == "POST" and len(segments) == 5 and segments[:3] == ["api", "v1", "namespaces"] \
@@ -132,23 +128,6 @@ class Api:
             return Response(201, pods.bind(self, segments[3], name, binding))
         route = self._route(segments)
         return self._dispatch(req, route)
-
-    def _special(self, req: Request, segments: list[str]) -> Response | None:
-        if req.method != "GET":
-            return None
-        if segments in (["healthz"], ["readyz"], ["livez"]):
-            return Response(200, {"status": "ok"})
-        if segments == ["version"]:
-            return Response(200, dict(SERVER_VERSION))
-        if segments == ["api"]:
-            return Response(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
-        if segments == ["apis"]:
-            return Response(200, self._group_list())
-        if len(segments) == 2 and segments[0] == "api":
-            return Response(200, self._resource_list("", segments[1]))
-        if len(segments) == 3 and segments[0] == "apis":
-            return Response(200, self._resource_list(segments[1], segments[2]))
-        return None
 
     def _route(self, segments: list[str]) -> Route:
         if len(segments) >= 3 and segments[0] == "api":
@@ -210,39 +189,9 @@ class Api:
                 return self.delete(r, ns, name, options)
         raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
 
-    # --- discovery ----------------------------------------------------------------------------
-
-    def _group_list(self) -> dict[str, Any]:
-        groups = []
-        for group, versions in self.registry.groups().items():
-            if not group:
-                continue
-            gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-            groups.append({"name": group, "versions": gvs, "preferredVersion": gvs[0]})
-        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
-
-    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
-        served = [r for r in self.registry.resources if r.group == group and r.version == version]
-        if not served:
-            raise resource_not_found()
-        resources = []
-        for r in served:
-            resources.append({"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
-                              "kind": r.kind, "verbs": _VERBS})
-            if r.status_subresource:
-                resources.append({"name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
-                                  "kind": r.kind, "verbs": ["get", "patch", "update"]})
-            if r is PODS:
-                resources.append({"name": "pods/binding", "singularName": "", "namespaced": True,
-                                  "kind": "Binding", "verbs": ["create"]})
-                resources.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
-                                  "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
-        group_version = f"{group}/{version}" if group else version
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
-
     # --- reads --------------------------------------------------------------------------------
 
-    def _selector(self, r: Resource, query: dict[str, str]) -> Any:
+    def _selector(self, r: Resource, query: dict[str, str]) -> Predicate:
         labels = parse_label_selector(query.get("labelSelector"))
         fields = parse_field_selector(query.get("fieldSelector"), r)
         return lambda obj: labels(obj) and fields(obj)

@@ -214,22 +214,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def _watch(self, spec: WatchSpec) -> None:
         app = self.server.app
-        resource = spec.resource
         try:
-            watcher = app.store.watch(resource.key, namespace=spec.namespace, predicate=spec.predicate,
+            watcher = app.store.watch(spec.resource.key, namespace=spec.namespace, predicate=spec.predicate,
                                       since=spec.since)
         except ApiError as exc:
-            watcher = None
-            error = exc
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        if watcher is None:
-            # as the watch cache does: a 200 stream whose only event is the error
-            self._write_event("ERROR", error.status)
+            # as the watch cache answers a too-old resourceVersion: a 200 stream whose only event is the error
+            self._start_stream()
+            self._write_event("ERROR", exc.status)
             self._end_stream()
             return
+        self._start_stream()
         try:
             if self._stream(watcher, spec):
                 self._end_stream()
@@ -239,6 +233,12 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             watcher.close()
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
 
     def _end_stream(self) -> None:
         try:

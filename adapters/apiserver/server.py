@@ -109,6 +109,8 @@ class FakeApiServer:
         self._http: HttpServer | None = None
         self._serve_thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        # set when the current listener's connections are cut; a fresh one per listener
+        self._cut = threading.Event()
         self._lifecycle = threading.Lock()
         self._helpers: list[threading.Thread] = []
         self.load(objects)
@@ -176,6 +178,7 @@ class FakeApiServer:
                     raise
                 time.sleep(0.05)
         self.port = self._http.server_address[1]
+        self._cut = threading.Event()
         self._serve_thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05},
                                               name="fake-apiserver", daemon=True)
         self._serve_thread.start()
@@ -185,6 +188,7 @@ class FakeApiServer:
         self._http, self._serve_thread = None, None
         if http is None:
             return
+        self._cut.set()
         self.store.close_watchers("dropped")
         http.shutdown()
         http.server_close()
@@ -235,8 +239,8 @@ class FakeApiServer:
             self._restart(keep_store=keep_store, down_seconds=down_seconds, wait=True)
 
     def wait_interrupted(self, seconds: float) -> bool:
-        """Sleep (an injected delay); True if the server began stopping meanwhile."""
-        return self._stopping.wait(seconds)
+        """Sleep (an injected delay); True if the connections were cut (stop, restart) meanwhile."""
+        return self._cut.wait(seconds) or self._stopping.is_set()
 
     def drop_watches(self) -> int:
         """Cut every open watch stream now, mid-response."""

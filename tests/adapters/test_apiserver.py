@@ -8,6 +8,9 @@ events and how `Watch.stream` surfaces errors, as a real kube-apiserver would pr
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from datetime import datetime, timezone
 import time
@@ -16,7 +19,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 import urllib3
-from kubernetes import client, watch
+import yaml
+from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from adapters.apiserver import FakeApiServer
@@ -146,6 +150,13 @@ def test_list_get_create_delete(server: FakeApiServer, core: client.CoreV1Api) -
         core.delete_namespaced_pod("web-1", NS)
     assert err.value.status == 404
     assert status_of(err.value)["message"] == 'pods "web-1" not found'
+
+
+def test_delete_collection(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod(NS, pod("a", app="web"))
+    core.create_namespaced_pod(NS, pod("b", app="db"))
+    core.delete_collection_namespaced_pod(NS, label_selector="app=web")
+    assert [p.metadata.name for p in core.list_namespaced_pod(NS).items] == ["b"]
 
 
 def test_errors_are_status_objects(core: client.CoreV1Api) -> None:
@@ -601,10 +612,20 @@ def test_delay(server: FakeApiServer, core: client.CoreV1Api) -> None:
 
 def test_disconnect(server: FakeApiServer, core: client.CoreV1Api) -> None:
     server.faults.disconnect("POST", r"/pods$")
-    with pytest.raises(urllib3.exceptions.HTTPError):  # urllib3 does not retry a POST
+    with pytest.raises(urllib3.exceptions.ProtocolError):  # urllib3 does not retry a POST
         core.create_namespaced_pod(NS, pod("p"), _request_timeout=2)
     assert server.store.get("pods", NS, "p") is None
-    assert server.faults.injected["disconnect"] == 1
+    server.faults.disconnect("GET", r"/nodes$")
+    assert len(core.list_node().items) == 2  # but it silently retries a GET once the connection drops
+    assert server.faults.injected["disconnect"] == 2
+
+
+def test_faults_can_target_watches_only(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    server.faults.fail("GET", r"/pods$", watch=True, status=500)
+    assert core.list_namespaced_pod(NS).items == []  # a plain list is not a watch
+    with pytest.raises(ApiException) as err:
+        list(watch.Watch().stream(core.list_namespaced_pod, NS, timeout_seconds=1))
+    assert err.value.status == 500
 
 
 def test_drop_watches_cuts_the_stream(server: FakeApiServer, core: client.CoreV1Api) -> None:
@@ -635,6 +656,22 @@ def test_restart_wiping_the_store_expires_old_versions(server: FakeApiServer, co
     with pytest.raises(ApiException) as err:
         list(watch.Watch().stream(core.list_namespaced_pod, NS, resource_version=rv, timeout_seconds=1))
     assert err.value.status == 410
+
+
+def test_requests_fail_while_the_server_is_down(server: FakeApiServer, core: client.CoreV1Api) -> None:
+    server.faults.restart(keep_store=True, down_seconds=0.3, wait=False)
+    # a request may also be cut mid-answer as the server goes; once it is down, connections are refused
+    refused = wait_for(lambda: isinstance(_failure(core.list_node), urllib3.exceptions.MaxRetryError))
+    assert refused
+    assert len(wait_for(lambda: _try(core.list_node), timeout=3)) == 2
+
+
+def _failure(call: Callable[[], Any]) -> Exception | None:
+    try:
+        call(_request_timeout=0.5)
+    except Exception as exc:
+        return exc
+    return None
 
 
 def test_faults_over_http(server: FakeApiServer, core: client.CoreV1Api) -> None:
@@ -670,3 +707,38 @@ def test_stop_ends_open_watches_and_threads(make_server: Callable[..., FakeApiSe
     server.stop()
     assert time.monotonic() - start < 2
     assert not fake_threads()
+
+
+# --- ways in ----------------------------------------------------------------------------------
+
+def test_kubeconfig(server: FakeApiServer, tmp_path: Any) -> None:
+    api = client.CoreV1Api(config.new_client_from_config(config_file=server.kubeconfig_path(tmp_path)))
+    assert [n.metadata.name for n in api.list_node().items] == ["n1", "n2"]
+
+
+def test_discovery(server: FakeApiServer) -> None:
+    def get(path: str) -> dict[str, Any]:
+        with urllib.request.urlopen(server.url + path, timeout=2) as resp:
+            return json.loads(resp.read())
+
+    assert "scheduling.x-k8s.io" in [g["name"] for g in get("/apis")["groups"]]
+    assert "pods/binding" in [r["name"] for r in get("/api/v1")["resources"]]
+    assert get("/version")["major"] == "1"
+
+
+def test_standalone(tmp_path: Any) -> None:
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(yaml.safe_dump_all([node("a"), {"apiVersion": "v1", "kind": "List", "items": [node("b")]}]))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.Popen([sys.executable, "-m", "adapters.apiserver", "--snapshot", str(snapshot)],
+                            cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        with urllib.request.urlopen(f"{url}/api/v1/nodes", timeout=5) as resp:
+            assert [n["metadata"]["name"] for n in json.loads(resp.read())["items"]] == ["a", "b"]
+    finally:
+        proc.terminate()
+        proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
