@@ -52,6 +52,19 @@ def snapshot_source(arg: str | None) -> str | Path:
     return DEFAULT_SNAPSHOT
 
 
+def _others_pending(snapshot, scheduler_name: str) -> str | None:
+    """A hint when nothing is ours but other schedulers' pods wait (a dump of a real cluster)."""
+    if snapshot.pending_pods(scheduler_name):
+        return None
+    others = len(snapshot.pending_pods(all_pending=True))
+    if not others:
+        return None
+    return (
+        f'no pending pod has schedulerName "{scheduler_name}", but {others} pending pod(s) name '
+        "another scheduler; --all-pending takes them"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from adapters.output import dump_plan
     from adapters.snapshot_io import read_snapshot
@@ -59,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
     loaded = read_snapshot(snapshot_source(args.snapshot))
     note(loaded.note())
+    if not args.all_pending:
+        note(_others_pending(loaded.snapshot, config.scheduler_name))
 
     from solver import schedule, validate
 

@@ -235,7 +235,8 @@ def test_schedule_refuses_a_plan_the_validator_rejects(monkeypatch: pytest.Monke
 
 def plan_of(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
     code, out, err = run(capsys, *argv)
-    assert (code, err) == (0, ""), err
+    assert code == 0, err
+    assert all(line.startswith("cpsat-scheduler: note: ") for line in err.splitlines()), err
     return json.loads(out)
 
 
@@ -290,6 +291,15 @@ def test_stdin_and_json_snapshot(monkeypatch: pytest.MonkeyPatch, capsys: pytest
 def test_which_pods_are_pending(flags: list[str], pending: int, capsys: pytest.CaptureFixture[str]) -> None:
     plan = plan_of(capsys, "schedule", "--engine", "greedy", "-o", "json", *flags)
     assert len(plan["assignments"]) + len(plan["unschedulable"]) == pending
+
+
+def test_hint_when_only_other_schedulers_pods_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "schedule", "--engine", "greedy", "--scheduler-name", "nobody")
+    assert code == 0 and out.startswith("ASSIGNED: 0 pods on 0 nodes\n")
+    assert err == (
+        'cpsat-scheduler: note: no pending pod has schedulerName "nobody", but 12 pending pod(s) name another '
+        "scheduler; --all-pending takes them\n"
+    )
 
 
 def test_flags_override_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
