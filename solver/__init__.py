@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from .api import ENGINES, schedule
 
+# Imported eagerly: importing the submodule binds ``solver.validate`` to the module, and the
+# function below must rebind the name after that, not before (else a later import wins).
+from .validate import validate as _validate
+
 
 def validate(snapshot, plan, config=None, *, all_pending: bool = False) -> list[str]:
     """Every hard rule the plan breaks, one line each; [] when valid (see ``solver.validate``)."""
     from models.config import SchedulerConfig
-
-    from .validate import validate as _validate
 
     return _validate(snapshot, plan, config or SchedulerConfig(), all_pending=all_pending)
 

@@ -27,6 +27,8 @@ from .node_order import node_tree_order, num_feasible_nodes_to_find
 from .predicates import Cycle, StaticFilters
 from .scores import ScoreContext, score_nodes
 from .state import ClusterState
+from .window_guard import REASON as GUARD_REASON
+from .window_guard import SpreadGuard
 
 
 @dataclass
@@ -88,6 +90,7 @@ def schedule_greedy(
     gangs = gangs_mod.collect(ctx)
     last_member = {g.members[-1].key: g for g in gangs.values()}
     result = GreedyResult(state=state)
+    guard = SpreadGuard(state, static)
 
     for pod in queue_order(ctx, gangs):
         gang = gangs.get(pod.group) if pod.group else None
@@ -98,7 +101,9 @@ def schedule_greedy(
             result.unschedulable[pod.key] = "no nodes available to schedule pods"
         else:
             cycle = Cycle(pod, state, static, version=version)
-            feasible = cycle.feasible(np.concatenate((order[next_start:], order[:next_start])), limit=to_find)
+            allowed = guard.allowed(pod)
+            walk = np.concatenate((order[next_start:], order[:next_start]))
+            feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
             if len(feasible):
                 chosen = feasible
                 walked = n if len(feasible) < to_find else int((position[chosen[-1]] - next_start) % n) + 1
@@ -109,8 +114,14 @@ def schedule_greedy(
                     node = select_host(chosen, score_nodes(pod, chosen, state, sctx), rng)
                 state.add(pod, node)
                 result.placements[pod.key] = node
+                guard.placed(pod, node)
+            elif allowed is not None and len(cycle.feasible(walk, limit=1)):
+                refused = int((~allowed).sum())
+                result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {GUARD_REASON}."
             else:
                 _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng)
+                if pod.key in result.placements:
+                    guard.placed(pod, result.placements[pod.key])
         if gang is not None and last_member.get(pod.key) is gang:
             _settle_gang(gang, state, result)
     return result

@@ -17,7 +17,6 @@ from ortools.sat.python import cp_model
 
 from ..info import PodInfo
 from ..pdb import PdbBudgets
-from ..predicates.inter_pod_affinity import AllTerms
 
 # Above this, exact tier weights for victim priorities are abandoned for a linear priority cost.
 MAX_TIER_WEIGHT = 2**40
@@ -27,7 +26,7 @@ def can_evict(cls_rep: PodInfo, victim: PodInfo, allow: bool) -> bool:
     return allow and not cls_rep.preempt_never and victim.priority < cls_rep.priority and not victim.terminating
 
 
-def create(wm, protected: set[str]) -> None:
+def create(wm) -> None:
     """evict[v] for running pods on candidate nodes that some candidate class may preempt."""
     if not wm.allow_preemption:
         return
@@ -38,7 +37,7 @@ def create(wm, protected: set[str]) -> None:
             continue
         top = max(cls.rep.priority for cls, _ in preemptors)
         for victim in state.pods_on[n].values():
-            if victim.priority >= top or victim.terminating or victim.key in protected:
+            if victim.priority >= top or victim.terminating:
                 continue
             evict = m.new_bool_var(f"evict[{victim.key}]")
             wm.evict[victim.key] = evict
@@ -46,16 +45,6 @@ def create(wm, protected: set[str]) -> None:
             # Only a placed window pod of strictly higher priority on the same node justifies it.
             outranking = [var for cls, var in preemptors if cls.rep.priority > victim.priority]
             m.add(evict <= cp_model.LinearExpr.sum(outranking))
-
-
-def protected_pods(wm) -> set[str]:
-    """Running pods that a window class's required affinity leans on are never victims."""
-    out: set[str] = set()
-    for cls in wm.classes:
-        if cls.rep.affinity:
-            matcher = AllTerms(cls.rep.affinity)
-            out.update(p.key for p, _ in wm.state.pods() if wm.state.matches(matcher, p))
-    return out
 
 
 def encode_costs(wm, ctx) -> None:

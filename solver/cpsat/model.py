@@ -45,7 +45,8 @@ class Level:
         lo = hi = self.constant
         variables = proto.variables
         for var, coeff in self.terms:
-            dom = variables[var.index].domain
+            # list() first: the proto wrapper of ortools 9.15 answers 0 to a negative index.
+            dom = list(variables[var.index].domain)
             vlo, vhi = dom[0], dom[-1]
             lo += min(coeff * vlo, coeff * vhi)
             hi += max(coeff * vlo, coeff * vhi)
@@ -93,6 +94,9 @@ class WindowModel:
         self._domain_cache: dict[tuple, dict[int, list]] = {}
         self.vec: dict[int, np.ndarray] = {c.id: self.state.vector(c.rep) for c in classes}
         self._ub: dict[tuple[int, int], int] = {}
+        self._node_used: dict[int, cp_model.IntVar] = {}
+        # Self-affinity seed per (terms, domain), shared by the classes of one affinity group.
+        self.seeds: dict[tuple, cp_model.IntVar] = {}
 
     def ub_of(self, cls_id: int, node: int) -> int:
         return self._ub[cls_id, node]
@@ -185,6 +189,15 @@ class WindowModel:
         b = self.model.new_bool_var(name)
         self.model.add(cp_model.LinearExpr.sum(vars_) <= bound * b)
         self.model.add(cp_model.LinearExpr.sum(vars_) >= 1).only_enforce_if(b)
+        return b
+
+    def node_used(self, n: int):
+        """A bool that is 1 whenever the window places a pod on node ``n`` (created once)."""
+        b = self._node_used.get(n)
+        if b is None:
+            vars_ = [var for _, var in self.by_node[n]]
+            bound = sum(self.ub_of(cls.id, n) for cls, _ in self.by_node[n])
+            b = self._node_used[n] = self.new_presence(f"used[{n}]", vars_, bound)
         return b
 
     def evictable(self, pod: PodInfo) -> Optional[cp_model.IntVar]:

@@ -150,7 +150,7 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
     for cls in classes:
         wm.cand[cls.id], wm.ub[cls.id] = cand[cls.id], ubs[cls.id]
     wm.create_variables()
-    eviction.create(wm, eviction.protected_pods(wm))
+    eviction.create(wm)
     node_resources_fit.encode(wm)
     node_ports.encode(wm)
     inter_pod_affinity.encode(wm)

@@ -155,7 +155,9 @@ class Cycle:
     def statuses(self) -> list[Status]:
         return [self.status(n) for n in self.static.nodes]
 
-    def feasible(self, nodes: Optional[np.ndarray] = None, limit: Optional[int] = None) -> np.ndarray:
+    def feasible(
+        self, nodes: Optional[np.ndarray] = None, limit: Optional[int] = None, allowed: Optional[np.ndarray] = None
+    ) -> np.ndarray:
         """Indices (from ``nodes``, default every node, order kept) that pass every filter.
 
         With ``limit``, nodes are filtered in chunks along ``nodes`` and the walk stops once
@@ -163,6 +165,8 @@ class Cycle:
         """
         if nodes is None:
             nodes = np.arange(len(self.static.nodes), dtype=np.int64)
+        if allowed is not None:
+            nodes = nodes[allowed[nodes]]
         if not self.spread and self.affinity is None:
             mask = self._local_mask()
             nodes = nodes[mask[nodes]]

@@ -225,33 +225,62 @@ def encode(wm) -> None:
                         m.add_implication(present, evict)
         if rep.affinity:
             _encode_affinity(wm, cls, classes)
+    # One seed domain per affinity group.
+    by_terms: dict[tuple, list] = {}
+    for (terms, _), seed in wm.seeds.items():
+        by_terms.setdefault(terms, []).append(seed)
+    for seeds in by_terms.values():
+        m.add_at_most_one(seeds)
 
 
 def _encode_affinity(wm, cls, classes) -> None:
-    """Every pod of the class has a pod matching all its terms, other than itself, in its domain
-    under each term's key; where nothing running matches at all and the class matches its own
-    terms, one domain may hold the class's seed instead."""
+    """Every pod of the class is anchored, as a sequential order would need (the validator's
+    reading): in its domain under each term's key, a running pod matches all its terms, or a
+    window pod does that needs no support of its own (no required affinity). Where nothing
+    running matches anywhere, a class that matches its own single term may instead start from
+    one seed domain and grow there. Classes with the very same terms that match them (replicas
+    differing only in priority or size) form one group with one seed domain; any other window
+    class with required affinity matching the terms rules the seed out (two seeds could then not
+    both come first)."""
     state, m, rep = wm.state, wm.model, cls.rep
     matcher = AllTerms(rep.affinity)
-    matched = [o for o in classes if matcher.matches(o.rep)]
+    grounded = [o for o in classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
+    group = [o for o in classes if o.rep.affinity == rep.affinity and matcher.matches(o.rep)]
+    rivals = [o for o in classes if o.rep.affinity and matcher.matches(o.rep) and o not in group]
     running = state.match_counts(matcher)
-    self_match = matcher.matches(rep)
+    supporters = _running_matching(state, matcher)
     for t, term in enumerate(rep.affinity):
         ids, per_domain = _per_domain(state, term.topology_key, running)
-        escape = self_match and not per_domain.any()
-        seeds = []
-        for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
-            if per_domain[d] > 0:
-                continue  # a running pod supports the whole domain
-            others = [v for o in matched if o is not cls for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])]
-            present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
-            support = cp_model.LinearExpr.sum(others + (own if self_match else []))
-            need = 2 if self_match else 1
-            if escape:
-                seed = m.new_bool_var(f"seed[{cls.id},{t},{d}]")
-                seeds.append(seed)
-                m.add(support >= need).only_enforce_if([present, seed.Not()])
+        escape = len(rep.affinity) == 1 and cls in group and not running.any() and not rivals
+        # Running supporters per domain; one that cannot be evicted settles the domain.
+        kept: dict[int, list] = {}
+        settled: set[int] = set()
+        for pod, node in supporters:
+            d = int(ids[node])
+            if d < 0:
+                continue
+            evict = wm.evictable(pod)
+            if evict is None:
+                settled.add(d)
             else:
-                m.add(support >= need).only_enforce_if(present)
-        if seeds:
-            m.add_at_most_one(seeds)
+                kept.setdefault(d, []).append(evict.Not())
+        for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+            if d in settled:
+                continue  # a running pod that stays supports the whole domain
+            support = kept.get(d, []) + [
+                v for o in grounded for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
+            ]
+            present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
+            if escape:
+                seed_key = (rep.affinity, d)
+                seed = wm.seeds.get(seed_key)
+                if seed is None:
+                    seed = wm.seeds[seed_key] = m.new_bool_var(f"seed[{cls.id},{t},{d}]")
+                if support:
+                    m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if([present, seed.Not()])
+                else:
+                    m.add_implication(present, seed)
+            elif support:
+                m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if(present)
+            else:
+                m.add(present == 0)

@@ -75,7 +75,10 @@ def fits_alone(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarr
 
 def encode(wm) -> None:
     """Capacity: on every node, for every resource some candidate pod requests (the pod count
-    included), the window's pods fit what is free plus what evicted pods give back."""
+    included), the window's pods fit what is free plus what evicted pods give back.
+
+    A node that running pods already overcommit is not the window's to fix: there the row holds
+    only when the window places a pod on it (which then needs evictions to make room)."""
     state = wm.state
     free = state.free
     victims_on: dict[int, list] = {}
@@ -100,4 +103,6 @@ def encode(wm) -> None:
                 if vvec[r]:
                     vars_.append(evict)
                     coeffs.append(-int(vvec[r]))
-            wm.model.add(cp_model.LinearExpr.weighted_sum(vars_, coeffs) <= int(free[n, r]))
+            row = wm.model.add(cp_model.LinearExpr.weighted_sum(vars_, coeffs) <= int(free[n, r]))
+            if free[n, r] < 0:
+                row.only_enforce_if(wm.node_used(n))
