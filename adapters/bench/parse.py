@@ -111,8 +111,10 @@ def parse_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
 
 
 def to_snapshot(source: Any) -> ClusterSnapshot:
-    """A ``ClusterSnapshot`` of a ``Workload`` or of any iterable of API dicts."""
+    """A ``ClusterSnapshot`` of a ``Workload``, a ``v1 List`` dict, or any iterable of API dicts."""
     objects = getattr(source, "objects", source)
+    if isinstance(objects, dict):
+        objects = objects.get("items") or []
     parsed = parse_objects(objects)
     with paused_gc():
         return ClusterSnapshot.build(**parsed)

@@ -803,7 +803,9 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
     StatefulSets (with PDBs), a Job, a Deployment marked
     ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``, a Deployment with an emptyDir
     volume, a Deployment with hostname anti-affinity, one spread over zones, and a few bare pods.
-    Nothing is pending."""
+    Nothing is pending; every pod was placed by the default scheduler."""
+    # Templates of pods the default scheduler placed.
+    placed_by_default = functools.partial(PodTemplate, scheduler_name="default-scheduler")
     f = Factory(seed)
     ns = "shop"
     small_count = round(0.6 * nodes)
@@ -822,7 +824,7 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
 
     # DaemonSets: one pod on every node.
     for ds, cpu, memory in (("kube-proxy", 100, "128Mi"), ("node-exporter", 50, "64Mi"), ("fluent-bit", 100, "200Mi")):
-        template = PodTemplate(ds, {"cpu": f"{cpu}m", "memory": memory}, priority=2000001000, priority_class="system-node-critical")
+        template = placed_by_default(ds, {"cpu": f"{cpu}m", "memory": memory}, priority=2000001000, priority_class="system-node-critical")
         f.pods(f.daemonset(ds, "kube-system"), template, list(names))
         for x in names:
             free[x] -= cpu
@@ -841,14 +843,14 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
     # Constrained apps first: anti-affinity one per node, zone spread balanced, StatefulSets.
     order = list(names)
     f.rng.shuffle(order)
-    ha = PodTemplate("ha-api", {"cpu": "500m", "memory": "1Gi"}, affinity=required_anti_affinity(match_labels(app="ha-api")))
+    ha = placed_by_default("ha-api", {"cpu": "500m", "memory": "1Gi"}, affinity=required_anti_affinity(match_labels(app="ha-api")))
     ha_nodes = [x for x in order if room(x, 500)][: max(2, nodes // 10)]
     for x in ha_nodes:
         put(x, 500)
     f.pods(f.replicaset("ha-api", ns), ha, ha_nodes)
     f.pdb("ha-api", ns, match_labels(app="ha-api"), expected=len(ha_nodes), max_unavailable=1)
 
-    zoned = PodTemplate("checkout", {"cpu": "250m", "memory": "512Mi"}, spread=(zone_spread(match_labels(app="checkout")),))
+    zoned = placed_by_default("checkout", {"cpu": "250m", "memory": "512Mi"}, spread=(zone_spread(match_labels(app="checkout")),))
     per_zone = max(1, nodes // 20)
     zone_nodes = []
     for z in ZONES:
@@ -862,7 +864,7 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
         hosts = [x for x in reversed(order) if room(x, cpu)][:count]
         for x in hosts:
             put(x, cpu)
-        f.pods(f.statefulset(sts, ns), PodTemplate(sts, {"cpu": f"{cpu}m", "memory": memory}), hosts)
+        f.pods(f.statefulset(sts, ns), placed_by_default(sts, {"cpu": f"{cpu}m", "memory": memory}), hosts)
         f.pdb(sts, ns, match_labels(app=sts), expected=len(hosts), max_unavailable=1)
 
     # Then fill every node up to its target with ordinary workloads.
@@ -887,14 +889,14 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
     for app, cpu, memory, extra in catalogue:
         if not placements[app]:
             continue
-        template = PodTemplate(app, {"cpu": f"{cpu}m", "memory": memory}, **extra)
+        template = placed_by_default(app, {"cpu": f"{cpu}m", "memory": memory}, **extra)
         owner = f.job(app, ns) if app == "report" else f.replicaset(app, ns)
         f.pods(owner, template, placements[app])
         if app in ("frontend", "catalog"):
             f.pdb(app, ns, match_labels(app=app), expected=len(placements[app]), min_available="50%")
 
     # A few bare pods someone started by hand.
-    bare = PodTemplate("debug", {"cpu": "100m", "memory": "128Mi"})
+    bare = placed_by_default("debug", {"cpu": "100m", "memory": "128Mi"})
     for x in order[: max(1, nodes // 50)]:
         f.pod(Owner("", "", ns, ""), bare, x)
     return _finish(f"repack-{nodes}", "repack", seed, f, _Part(witness=None), inspect.getdoc(repack) or "")

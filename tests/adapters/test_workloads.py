@@ -412,7 +412,7 @@ def test_dump_writes_a_list_that_parses_back(tmp_path, suffix):
     assert document["kind"] == "List"
     if suffix == ".json":
         assert document["items"] == workload.objects
-    again = to_snapshot(document["items"])
+    again = to_snapshot(document)
     assert [p.key for p in again.pods] == [p.key for p in snapshot.pods]
     assert again.pods == snapshot.pods
 
