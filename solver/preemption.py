@@ -64,9 +64,19 @@ def _fits(pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, v
 
 
 def select_victims(
-    pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, budgets: PdbBudgets, version: str
+    pod: PodInfo,
+    node: int,
+    state: ClusterState,
+    static: StaticFilters,
+    budgets: PdbBudgets,
+    version: str,
+    *,
+    hard_pdb: bool = False,
 ) -> tuple[Optional[_Candidate], Status]:
-    """The minimal victim set on one node (or why the node cannot be made to fit)."""
+    """The minimal victim set on one node (or why the node cannot be made to fit).
+
+    With ``hard_pdb`` (config ``preemption.pdb: hard``), pods whose eviction would break a
+    PodDisruptionBudget are never victims: they are put back before the fit is judged."""
     lower = [p for p in state.pods_on[node].values() if p.priority < pod.priority]
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
@@ -78,6 +88,13 @@ def select_victims(
             return None, status
         lower.sort(key=_importance)
         violating, safe = budgets.split(lower)
+        if hard_pdb and violating:
+            for keep in violating:
+                state.add(keep, node)
+            status = _fits(pod, node, state, static, version)
+            if not status.ok:
+                return None, status
+            violating = []
         victims: list[PodInfo] = []
         pdb_violations = 0
         for group, counts_violation in ((violating, True), (safe, False)):
@@ -139,7 +156,9 @@ def default_preemption(
         offset = rng.randrange(len(potential)) if rng is not None else 0
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
-            candidate, status = select_victims(pod, node, state, static, budgets, version)
+            candidate, status = select_victims(
+                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard"
+            )
             node_status[node] = status
             if candidate is not None:
                 candidates.append(candidate)
