@@ -33,17 +33,21 @@ from yaml import events as ev
 from yaml.nodes import ScalarNode
 
 from models import (
+    Assignment,
     ClusterSnapshot,
     InputError,
     Namespace,
     Node,
+    Nomination,
     Plan,
     PlanStats,
     Pod,
     PodDisruptionBudget,
     PodGroup,
+    Preemption,
     PriorityClass,
     SchedulerConfig,
+    Unschedulable,
 )
 
 __all__ = [
@@ -164,14 +168,30 @@ def load_plan(path: Union[str, Path, IO[str], IO[bytes]]) -> Plan:
     by other tools (``{"assignments": [...]}``) can be checked too.
     """
     data = _single_mapping(path, what="plan", empty=None)
-    known = set(Plan.model_fields)
-    data = {k: v for k, v in data.items() if k in known}
-    stats = data.get("stats")
-    if stats is None:
+    data = {k: v for k, v in data.items() if k in Plan.model_fields}
+    for key, model in _PLAN_ENTRIES.items():
+        entries = data.get(key)
+        if isinstance(entries, list):
+            data[key] = [_known_keys(e, model) for e in entries]
+    if data.get("stats") is None:
         data["stats"] = {"engine": "external", "status": "UNKNOWN"}
-    elif isinstance(stats, dict):
-        data["stats"] = {k: v for k, v in stats.items() if k in PlanStats.model_fields}
+    data["stats"] = _known_keys(data["stats"], PlanStats)
     return _validate_model(Plan, data, "plan")
+
+
+_PLAN_ENTRIES: dict[str, type[BaseModel]] = {
+    "assignments": Assignment,
+    "preemptions": Preemption,
+    "unschedulable": Unschedulable,
+    "nominations": Nomination,
+}
+
+
+def _known_keys(value: Any, model: type[BaseModel]) -> Any:
+    """Drop keys a newer version of the contract may have added; anything else is left to fail."""
+    if not isinstance(value, dict):
+        return value
+    return {k: v for k, v in value.items() if k in model.model_fields}
 
 
 def _single_mapping(source: Any, *, what: str, empty: Optional[dict]) -> dict:

@@ -723,7 +723,7 @@ def test_plan_round_trip() -> None:
 
 
 def test_plan_from_another_tool() -> None:
-    plan = load_plan(io.StringIO('{"assignments": [{"pod": "a/b", "node": "n"}], "futureKey": 1}'))
+    plan = load_plan(io.StringIO('{"assignments": [{"pod": "a/b", "node": "n", "score": 3}], "futureKey": 1}'))
     assert plan.stats.engine == "external"
     assert plan.assignment_map() == {"a/b": "n"}
 
@@ -734,6 +734,8 @@ def test_plan_from_another_tool() -> None:
         pytest.param('{"assignments": [{"pod": "a/b"}]}', "plan: assignments[0].node: required field is missing", id="assignment-without-node"),
         pytest.param('{"assignments": {"a/b": "n"}}', "plan: assignments: expected a list, got a mapping", id="assignments-not-a-list"),
         pytest.param("[]", "plan: expected a mapping, got a list", id="not-a-mapping"),
+        pytest.param('{"assignments": ["a/b"]}', 'plan: assignments[0]: expected a mapping, got "a/b"', id="assignment-not-a-mapping"),
+        pytest.param('{"assignments": [], "stats": 3}', "plan: stats: expected a mapping, got 3", id="stats-not-a-mapping"),
         pytest.param("", "<input>: empty input: expected a plan", id="empty"),
     ],
 )
