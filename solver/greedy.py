@@ -91,6 +91,12 @@ def schedule_greedy(
     last_member = {g.members[-1].key: g for g in gangs.values()}
     result = GreedyResult(state=state)
     guard = SpreadGuard(state, static)
+    # A node-local pod that found no node (nor victims) fails again, with the same message, as
+    # long as no pod left the state and every pod placed since outranks or equals it: placements
+    # only take room, and a pod of equal or higher priority is no victim. Priorities of the
+    # placements in order, and the number of removals, tell whether that still holds.
+    failed: dict[int, tuple[int, int, str]] = {}
+    placed_priorities: list[int] = []
 
     for pod in queue_order(ctx, gangs):
         gang = gangs.get(pod.group) if pod.group else None
@@ -99,6 +105,8 @@ def schedule_greedy(
             result.unschedulable[pod.key] = f"0/{n} nodes are available: {blocked}." if n else blocked
         elif n == 0:
             result.unschedulable[pod.key] = "no nodes available to schedule pods"
+        elif _still_failing(failed.get(pod.class_id), pod, state, placed_priorities):
+            result.unschedulable[pod.key] = failed[pod.class_id][2]
         else:
             cycle = Cycle(pod, state, static, version=version)
             allowed = guard.allowed(pod)
@@ -122,9 +130,22 @@ def schedule_greedy(
                 _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng)
                 if pod.key in result.placements:
                     guard.placed(pod, result.placements[pod.key])
+                elif cycle.node_local and allowed is None and pod.class_id >= 0:
+                    failed[pod.class_id] = (state.removals, len(placed_priorities), result.unschedulable[pod.key])
+            if pod.key in result.placements:
+                placed_priorities.append(pod.priority)
         if gang is not None and last_member.get(pod.key) is gang:
             _settle_gang(gang, state, result)
     return result
+
+
+def _still_failing(entry, pod: PodInfo, state: ClusterState, placed_priorities: list[int]) -> bool:
+    if entry is None or not pod.class_id >= 0:
+        return False
+    removals, placed_at, _ = entry
+    if removals != state.removals:
+        return False
+    return all(p >= pod.priority for p in placed_priorities[placed_at:])
 
 
 def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng) -> None:

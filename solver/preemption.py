@@ -146,9 +146,18 @@ def default_preemption(
         return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
     version = ctx.config.kubernetes_version
     statuses = cycle.statuses()
-    potential = [i for i, s in enumerate(statuses) if s.code == Code.UNSCHEDULABLE]
     n = len(statuses)
     node_status: dict[int, Status] = {}
+    # A node with no pod of lower priority has no victims to offer (checked before any dry run).
+    no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
+    potential = []
+    for i, s in enumerate(statuses):
+        if s.code != Code.UNSCHEDULABLE:
+            continue
+        if any(p.priority < pod.priority for p in state.pods_on[i].values()):
+            potential.append(i)
+        else:
+            node_status[i] = no_victims
     candidates: list[_Candidate] = []
     if potential:
         budgets = PdbBudgets.of(ctx)

@@ -86,6 +86,7 @@ class ClusterState:
         self.touched: list[int] = []
         self.local_cache: dict[tuple, tuple[int, np.ndarray]] = {}
         self._vectors: dict[str, np.ndarray] = {}
+        self.removals = 0  # pods taken out of the state so far
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -123,6 +124,7 @@ class ClusterState:
 
     def remove(self, pod: PodInfo) -> int:
         node = self.where.pop(pod.key)
+        self.removals += 1
         del self.pods_on[node][pod.key]
         vec = self.vector(pod)
         self.used[node] -= vec
@@ -214,4 +216,5 @@ class ClusterState:
         other.touched = []
         other.local_cache = {}
         other._vectors = self._vectors
+        other.removals = 0
         return other

@@ -135,25 +135,66 @@ class Cycle:
         self.version = version
         self.spread = pod_topology_spread.prefilter(pod, state, static.affinity_mask(pod), static.tolerated_mask(pod))
         self.affinity = inter_pod_affinity.prefilter(pod, state)
+        self._statuses: Optional[list[Status]] = None
+
+    @property
+    def node_local(self) -> bool:
+        """Whether only node-local filters (ports, resources) can fail beyond the static ones."""
+        return not self.spread and self.affinity is None
 
     def dynamic_status(self, node: NodeInfo) -> Status:
         pod, state = self.pod, self.state
-        for status in (
-            node_ports.filter(pod, node, state),
-            node_resources_fit.filter(pod, node, state, version=self.version),
-            pod_topology_spread.filter(pod, node, self.spread),
-            inter_pod_affinity.filter(pod, node, self.affinity),
-        ):
-            if not status.ok:
-                return status
-        return SUCCESS
+        status = node_ports.filter(pod, node, state)
+        if status.ok:
+            status = node_resources_fit.filter(pod, node, state, version=self.version)
+        if status.ok:
+            status = pod_topology_spread.filter(pod, node, self.spread)
+        if status.ok:
+            status = inter_pod_affinity.filter(pod, node, self.affinity)
+        return status
 
     def status(self, node: NodeInfo) -> Status:
         static = self.static.statuses(self.pod)[node.index]
         return static if not static.ok else self.dynamic_status(node)
 
     def statuses(self) -> list[Status]:
-        return [self.status(n) for n in self.static.nodes]
+        """Every node's status (computed once per cycle; the state must not change meanwhile)."""
+        if self._statuses is None:
+            if self.node_local:
+                self._statuses = self._local_statuses()
+            else:
+                self._statuses = [self.status(n) for n in self.static.nodes]
+        return self._statuses
+
+    def _local_statuses(self) -> list[Status]:
+        """The same statuses as ``status`` per node, vectorised for node-local pods: nodes failing
+        on the same resources share one Status."""
+        pod, state = self.pod, self.state
+        out = list(self.static.statuses(pod))
+        idx = np.flatnonzero(self.static.mask(pod))
+        if pod.host_ports and len(idx):
+            port_ok = node_ports.feasible(pod, idx, state)
+            for n in idx[~port_ok].tolist():
+                out[n] = node_ports.filter(pod, self.static.nodes[n], state)
+            idx = idx[port_ok]
+        if not len(idx):
+            return out
+        vec = state.vector(pod)
+        cols = np.flatnonzero(vec)
+        short = state.free[np.ix_(idx, cols)] < vec[cols]
+        failing = np.flatnonzero(short.any(axis=1))
+        if not len(failing):
+            return out
+        # Reasons follow the short resources; the code also depends on exceeding allocatable.
+        hopeless = state.alloc[np.ix_(idx[failing], cols)] < vec[cols]
+        patterns, inverse = np.unique(np.hstack((short[failing], hopeless)), axis=0, return_inverse=True)
+        by_pattern = [
+            node_resources_fit.filter(pod, self.static.nodes[int(idx[failing[np.flatnonzero(inverse == k)[0]]])], state, version=self.version)
+            for k in range(len(patterns))
+        ]
+        for row, k in zip(failing.tolist(), np.ravel(inverse).tolist()):
+            out[int(idx[row])] = by_pattern[k]
+        return out
 
     def feasible(
         self, nodes: Optional[np.ndarray] = None, limit: Optional[int] = None, allowed: Optional[np.ndarray] = None
