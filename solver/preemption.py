@@ -72,12 +72,14 @@ def select_victims(
     version: str,
     *,
     hard_pdb: bool = False,
+    window: frozenset[str] = frozenset(),
 ) -> tuple[Optional[_Candidate], Status]:
     """The minimal victim set on one node (or why the node cannot be made to fit).
 
     With ``hard_pdb`` (config ``preemption.pdb: hard``), pods whose eviction would break a
     PodDisruptionBudget are never victims: they are put back before the fit is judged."""
-    lower = [p for p in state.pods_on[node].values() if p.priority < pod.priority]
+    # Victims are running pods: pods placed earlier in this window are decisions, not victims.
+    lower = [p for p in state.pods_on[node].values() if p.priority < pod.priority and p.key not in window]
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     for victim in lower:
@@ -147,6 +149,7 @@ def default_preemption(
     version = ctx.config.kubernetes_version
     statuses = cycle.statuses()
     n = len(statuses)
+    window = frozenset(p.key for p in ctx.window)
     node_status: dict[int, Status] = {}
     # A node with no pod of lower priority has no victims to offer (checked before any dry run).
     no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
@@ -154,7 +157,7 @@ def default_preemption(
     for i, s in enumerate(statuses):
         if s.code != Code.UNSCHEDULABLE:
             continue
-        if any(p.priority < pod.priority for p in state.pods_on[i].values()):
+        if any(p.priority < pod.priority and p.key not in window for p in state.pods_on[i].values()):
             potential.append(i)
         else:
             node_status[i] = no_victims
@@ -166,7 +169,7 @@ def default_preemption(
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
             candidate, status = select_victims(
-                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard"
+                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window
             )
             node_status[node] = status
             if candidate is not None:
