@@ -958,7 +958,10 @@ def test_feasible_mask_equals_per_node_status(cluster):
     nodes, pods = cluster
     s = scene(nodes, pods)
     cycle = s.cycle("default/p")
-    by_status = [n.name for n in s.ctx.nodes if cycle.status(n).ok]
+    per_node = [cycle.status(n) for n in s.ctx.nodes]
+    by_status = [n.name for n, st in zip(s.ctx.nodes, per_node) if st.ok]
     assert s.feasible("default/p") == by_status
+    # Cycle.statuses may take a vectorised path of its own: it must give the same statuses.
+    assert s.cycle("default/p").statuses() == per_node
     hist = cycle.histogram()
     assert sum(hist.values()) >= len(nodes) - len(by_status)
