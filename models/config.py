@@ -71,7 +71,7 @@ class SolverConfig(_ConfigModel):
     """CP-SAT settings. ``parameters`` is passed through verbatim in protobuf text format."""
 
     time_limit_seconds: float = Field(default=10.0, ge=0)
-    workers: int = Field(default=0, ge=0, le=64)  # 0: one per core
+    workers: int = Field(default=0, ge=0, le=64)  # 0: auto (8 workers: CP-SAT's portfolio)
     seed: int = Field(default=0, ge=0)
     relative_gap: float = Field(default=0.0, ge=0, le=1)
     parameters: str = ""
@@ -119,9 +119,8 @@ class SchedulerConfig(_ConfigModel):
         solver_keys = set(SolverConfig.model_fields)
         solver_updates = {k: v for k, v in changes.items() if k in solver_keys and v is not None}
         top = {k: v for k, v in changes.items() if k not in solver_keys and v is not None}
-        cfg = self
-        if solver_updates:
-            cfg = cfg.model_copy(update={"solver": cfg.solver.model_copy(update=solver_updates)})
-        if top:
-            cfg = cfg.model_copy(update=top)
-        return cfg
+        data = self.model_dump()
+        data["solver"].update(solver_updates)
+        data.update(top)
+        # Validated again, so an override obeys the same bounds as the file.
+        return SchedulerConfig.model_validate(data)

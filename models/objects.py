@@ -50,7 +50,13 @@ def _quantity_value(raw: Any) -> Any:
 
 
 def _to_units(value: dict[str, Any]) -> dict[str, int]:
-    return {name: to_units(name, qty) for name, qty in value.items()}
+    out = {}
+    for name, qty in value.items():
+        try:
+            out[name] = to_units(name, qty)
+        except QuantityError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    return out
 
 
 def _null_map(value: Any) -> Any:
@@ -556,7 +562,11 @@ class PodDisruptionBudgetStatus(K8sModel):
     @field_validator("disrupted_pods", mode="before")
     @classmethod
     def _stamps_as_text(cls, v: Any) -> Any:
-        return {str(k): str(t) for k, t in (v or {}).items()}
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise ValueError("must be a map of pod name to time")
+        return {str(k): str(t) for k, t in v.items()}
 
 
 class PodDisruptionBudget(K8sModel):

@@ -61,7 +61,7 @@ def parse_quantity(value: object) -> Fraction:
         value = repr(value)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
-    text = value.strip()
+    text = value
     match = _NUMBER.match(text)
     if not match:
         raise QuantityError(f'"{value}" is not a quantity')
@@ -99,9 +99,11 @@ def to_units(resource: str, quantity: Fraction) -> int:
     ``cpu`` becomes millicores (``MilliValue``); every other resource becomes whole units
     (``Value``), in both cases rounded up.
     """
-    if resource == "cpu":
-        return math.ceil(quantity * 1000)
-    return math.ceil(quantity)
+    units = math.ceil(quantity * 1000) if resource == "cpu" else math.ceil(quantity)
+    if abs(units) > MAX_UNITS:
+        # 1E of cpu is 10^21 millicores: beyond int64 and every CP-SAT domain.
+        raise QuantityError(f"{quantity} {resource} is out of range")
+    return units
 
 
 def format_quantity(resource: str, units: int) -> str:

@@ -6,16 +6,8 @@ from __future__ import annotations
 
 from .api import ENGINES, schedule
 
-# Imported eagerly: importing the submodule binds ``solver.validate`` to the module, and the
-# function below must rebind the name after that, not before (else a later import wins).
-from .validate import validate as _validate
-
-
-def validate(snapshot, plan, config=None, *, all_pending: bool = False) -> list[str]:
-    """Every hard rule the plan breaks, one line each; [] when valid (see ``solver.validate``)."""
-    from models.config import SchedulerConfig
-
-    return _validate(snapshot, plan, config or SchedulerConfig(), all_pending=all_pending)
-
+# Imported here, at package import, so that the name ``solver.validate`` is and stays the
+# function (a later ``import solver.validate`` finds the module loaded and rebinds nothing).
+from .validate import validate
 
 __all__ = ["ENGINES", "schedule", "validate"]

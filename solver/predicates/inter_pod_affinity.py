@@ -247,11 +247,12 @@ def _encode_affinity(wm, cls, classes) -> None:
     grounded = [o for o in classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
     group = [o for o in classes if o.rep.affinity == rep.affinity and matcher.matches(o.rep)]
     rivals = [o for o in classes if o.rep.affinity and matcher.matches(o.rep) and o not in group]
-    running = state.match_counts(matcher)
     supporters = _running_matching(state, matcher)
+    # The seed needs nothing matching anywhere: every running match must be evicted with it.
+    clearing = [wm.evictable(p) for p, _ in supporters]
     for t, term in enumerate(rep.affinity):
-        ids, per_domain = _per_domain(state, term.topology_key, running)
-        escape = len(rep.affinity) == 1 and cls in group and not running.any() and not rivals
+        ids = state.domains(term.topology_key)[0]
+        escape = len(rep.affinity) == 1 and cls in group and not rivals and all(e is not None for e in clearing)
         # Running supporters per domain; one that cannot be evicted settles the domain.
         kept: dict[int, list] = {}
         settled: set[int] = set()
@@ -276,6 +277,8 @@ def _encode_affinity(wm, cls, classes) -> None:
                 seed = wm.seeds.get(seed_key)
                 if seed is None:
                     seed = wm.seeds[seed_key] = m.new_bool_var(f"seed[{cls.id},{t},{d}]")
+                    for evict in clearing:
+                        m.add_implication(seed, evict)
                 if support:
                     m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if([present, seed.Not()])
                 else:

@@ -28,7 +28,7 @@ VALID = [
     ("1k", Fraction(1000), 1_000_000, 1000),
     ("5E-3", Fraction(5, 1000), 5, 1),
     ("1e3", Fraction(1000), 1_000_000, 1000),
-    ("2E", Fraction(2 * 10**18), 2 * 10**21, 2 * 10**18),
+    ("2", Fraction(2), 2000, 2),
     ("+3", Fraction(3), 3000, 3),
     ("1n", Fraction(1, 10**9), 1, 1),
     ("1u", Fraction(1, 10**6), 1, 1),
@@ -103,3 +103,12 @@ def test_largest_accepted_quantity() -> None:
 )
 def test_format_quantity(resource: str, units: int, text: str) -> None:
     assert format_quantity(resource, units) == text
+
+
+def test_units_beyond_int64_are_refused_after_conversion():
+    # 2E is a valid quantity (2·10^18 bytes fit), but as cpu it is 2·10^21 millicores.
+    from models.quantity import QuantityError, parse_quantity, to_units
+
+    assert to_units("memory", parse_quantity("2E")) == 2 * 10**18
+    with pytest.raises(QuantityError, match="out of range"):
+        to_units("cpu", parse_quantity("2E"))
