@@ -65,7 +65,8 @@ def schedule(
 
 def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: float) -> Plan:
     greedy, sol = outcome.greedy, outcome.solution
-    base = dict(engine="cpsat", greedy_placed=len(greedy.placements))
+    # Greedy is None when the solver proved optimality before greedy finished (it was stopped).
+    base = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None)
     if sol is None or not outcome.chose_solver:
         reason = outcome.fallback_reason
         fallback = reason is not None
@@ -81,6 +82,8 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
     plan = _plan_from(ctx, sol.placements, sol.victims, sol.nominations, {}, outcome.static, stats=stats, start=start)
     problems = _validate(ctx, plan)
     if problems:
+        if greedy is None:
+            greedy = schedule_greedy(ctx, static=outcome.static)
         stats = dict(base, status="FALLBACK", fallback=True,
                      fallback_reason="solver plan failed validation: " + "; ".join(problems[:3]))
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,

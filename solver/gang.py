@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ortools.sat.python import cp_model
+
 from models.objects import PodGroup
 
 from .info import PodInfo
@@ -102,8 +104,12 @@ def encode(wm, gangs: dict[str, Gang]) -> None:
         placed = [wm.placed[c.id] for c in wm.classes if c.rep.group == gang.key and not isinstance(wm.placed[c.id], int)]
         if not placed:
             continue
-        total = len([p for p in gang.members])
+        total = len(gang.members)
         runs = wm.model.new_bool_var(f"gang[{gang.key}]")
-        expr = sum(placed) if len(placed) > 1 else placed[0]
-        wm.model.add(expr >= gang.need * runs)
-        wm.model.add(expr <= total * runs)
+        expr = cp_model.LinearExpr.sum(placed)
+        # Running members evicted (by other preemptors) stop counting toward minMember.
+        evicted = [var for key, var in wm.evict.items() if wm.evict_pod[key][0].group == gang.key]
+        if evicted:
+            expr = expr - cp_model.LinearExpr.sum(evicted)
+        wm.model.add(expr >= gang.need * runs - len(evicted) * (1 - runs))
+        wm.model.add(cp_model.LinearExpr.sum(placed) <= total * runs)

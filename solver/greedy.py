@@ -14,6 +14,7 @@ It is the baseline every solver result is measured against, the solver's hint, a
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -45,6 +46,7 @@ class GreedyResult:
     nominations: dict[str, int] = field(default_factory=dict)  # preemptor -> node index
     unschedulable: dict[str, str] = field(default_factory=dict)  # pod key -> message
     state: Optional[ClusterState] = None
+    cancelled: bool = False  # stopped early on request: partial, never a plan
 
 
 def queue_order(ctx: SchedulingContext, gangs: dict[str, gangs_mod.Gang]) -> list[PodInfo]:
@@ -73,10 +75,15 @@ def schedule_greedy(
     *,
     static: Optional[StaticFilters] = None,
     allow_preemption: Optional[bool] = None,
+    state: Optional[ClusterState] = None,
+    cancel: Optional[threading.Event] = None,
+    progress: Optional[list[int]] = None,
 ) -> GreedyResult:
+    """``state``: a private copy to work on (default: a copy of the context's). ``cancel``: stop
+    at the next pod (the result is then partial and marked). ``progress[0]``: pods done so far."""
     cfg = ctx.config
     version = cfg.kubernetes_version
-    state = ctx.state.copy()
+    state = state if state is not None else ctx.state.copy()
     static = static or StaticFilters(ctx.nodes, ctx.window)
     sctx = ScoreContext.of(ctx)
     rng = random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None
@@ -98,7 +105,12 @@ def schedule_greedy(
     failed: dict[int, tuple[int, int, str]] = {}
     placed_priorities: list[int] = []
 
-    for pod in queue_order(ctx, gangs):
+    for done, pod in enumerate(queue_order(ctx, gangs)):
+        if cancel is not None and cancel.is_set():
+            result.cancelled = True
+            break
+        if progress is not None:
+            progress[0] = done
         gang = gangs.get(pod.group) if pod.group else None
         blocked = gang.blocked(pod) if gang else None
         if blocked:
@@ -165,7 +177,9 @@ def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng) -> No
 def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> None:
     """Permit: keep the gang's placements only if the whole group lands; else undo them all."""
     placed = [p for p in gang.members if p.key in result.placements]
-    if not placed or len(placed) >= gang.need:
+    # Running members evicted by other preemptors no longer count toward minMember.
+    evicted = sum(1 for v in result.victims if v.pod.group == gang.key)
+    if not placed or len(placed) >= gang.need + evicted:
         return
     member_keys = {p.key for p in gang.members}
     for pod in placed:

@@ -79,7 +79,12 @@ def select_victims(
     With ``hard_pdb`` (config ``preemption.pdb: hard``), pods whose eviction would break a
     PodDisruptionBudget are never victims: they are put back before the fit is judged."""
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
-    lower = [p for p in state.pods_on[node].values() if p.priority < pod.priority and p.key not in window]
+    # A gang member never evicts a running member of its own group (that would undo the gang).
+    lower = [
+        p
+        for p in state.pods_on[node].values()
+        if p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
+    ]
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     for victim in lower:
@@ -157,7 +162,10 @@ def default_preemption(
     for i, s in enumerate(statuses):
         if s.code != Code.UNSCHEDULABLE:
             continue
-        if any(p.priority < pod.priority and p.key not in window for p in state.pods_on[i].values()):
+        if any(
+            p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
+            for p in state.pods_on[i].values()
+        ):
             potential.append(i)
         else:
             node_status[i] = no_victims

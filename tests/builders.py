@@ -385,3 +385,33 @@ def scene(
 ) -> Scene:
     ctx = build_context(make_snapshot(nodes, pods, **snapshot), config or SchedulerConfig())
     return Scene(ctx, StaticFilters(ctx.nodes, ctx.window))
+
+
+def describe(snapshot: ClusterSnapshot) -> str:
+    """A compact, readable account of a snapshot, for property-test failure messages."""
+    lines = []
+    for n in snapshot.nodes:
+        alloc = n.status.allocatable
+        taints = [f"{t.key}={t.value}:{t.effect}" for t in n.spec.taints]
+        lines.append(f"node {n.metadata.name} labels={n.metadata.labels} cpu={alloc.get('cpu')} pods={alloc.get('pods')} taints={taints}")
+    for p in snapshot.pods:
+        aff = p.spec.affinity
+        rules = []
+        if aff and aff.pod_affinity:
+            rules += [f"affinity {t.label_selector.match_labels if t.label_selector else None}@{t.topology_key}"
+                      for t in aff.pod_affinity.required_during_scheduling_ignored_during_execution]
+        if aff and aff.pod_anti_affinity:
+            rules += [f"anti {t.label_selector.match_labels if t.label_selector else None}@{t.topology_key}"
+                      for t in aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution]
+        rules += [f"spread {c.topology_key}/{c.max_skew}/{c.when_unsatisfiable}" for c in p.spec.topology_spread_constraints]
+        rules += [f"port {port.host_port}" for c in p.spec.containers for port in c.ports if port.host_port]
+        lines.append(
+            f"pod {p.key} node={p.spec.node_name or '-'} prio={p.spec.priority} "
+            f"cpu={p.spec.containers[0].resources.requests.get('cpu')} labels={p.metadata.labels} "
+            f"{'terminating ' if p.is_terminating else ''}{' '.join(rules)}"
+        )
+    for g in snapshot.pod_groups:
+        lines.append(f"podgroup {g.key} minMember={g.spec.min_member}")
+    for b in snapshot.pdbs:
+        lines.append(f"pdb {b.key} allowed={b.status.disruptions_allowed}")
+    return "\n".join(lines)

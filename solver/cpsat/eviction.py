@@ -23,7 +23,14 @@ MAX_TIER_WEIGHT = 2**40
 
 
 def can_evict(cls_rep: PodInfo, victim: PodInfo, allow: bool) -> bool:
-    return allow and not cls_rep.preempt_never and victim.priority < cls_rep.priority and not victim.terminating
+    """Whether a pod of ``cls_rep``'s class may preempt ``victim`` at all."""
+    return (
+        allow
+        and not cls_rep.preempt_never
+        and victim.priority < cls_rep.priority
+        and not victim.terminating
+        and (victim.group is None or victim.group != cls_rep.group)
+    )
 
 
 def create(wm) -> None:
@@ -39,11 +46,18 @@ def create(wm) -> None:
         for victim in state.pods_on[n].values():
             if victim.priority >= top or victim.terminating:
                 continue
+            # Only a placed window pod of strictly higher priority on the same node justifies it.
+            # A gang member never evicts a running member of its own group.
+            outranking = [
+                var
+                for cls, var in preemptors
+                if cls.rep.priority > victim.priority and (victim.group is None or cls.rep.group != victim.group)
+            ]
+            if not outranking:
+                continue
             evict = m.new_bool_var(f"evict[{victim.key}]")
             wm.evict[victim.key] = evict
             wm.evict_pod[victim.key] = (victim, n)
-            # Only a placed window pod of strictly higher priority on the same node justifies it.
-            outranking = [var for cls, var in preemptors if cls.rep.priority > victim.priority]
             m.add(evict <= cp_model.LinearExpr.sum(outranking))
 
 

@@ -13,6 +13,7 @@ lexicographically, and the better of the two plans returned.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -303,19 +304,82 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
     return probe.cand, probe.ub
 
 
+class _GreedyRun:
+    """Greedy scheduleOne in a thread beside the model build and the solve.
+
+    CP-SAT's solve releases the GIL, so the two overlap. Greedy works on its own copy of the
+    state and its own score context; it stops early when asked (the solver proved optimality,
+    so greedy cannot do better), and reports progress so the engine can decide whether to wait
+    for its plan as a hint."""
+
+    def __init__(self, ctx: SchedulingContext, static: StaticFilters) -> None:
+        self.cancel = threading.Event()
+        self.progress = [0]
+        self.result: Optional[GreedyResult] = None
+        self.error: Optional[BaseException] = None
+        self.started = time.monotonic()
+        self.finished: Optional[float] = None
+        state = ctx.state.copy()  # copied here, before the main thread registers counters
+        self._thread = threading.Thread(
+            target=self._run, args=(ctx, static, state), name="greedy-scheduleOne", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, ctx, static, state) -> None:
+        try:
+            self.result = schedule_greedy(ctx, static=static, state=state, cancel=self.cancel, progress=self.progress)
+        except BaseException as exc:  # re-raised in the caller's thread by wait()
+            self.error = exc
+        finally:
+            self.finished = time.monotonic()
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None
+
+    def expected_left(self, total: int) -> float:
+        """Seconds greedy still needs, extrapolated from the pods it has done so far."""
+        done = self.progress[0]
+        elapsed = time.monotonic() - self.started
+        if done == 0:
+            return float("inf")
+        return elapsed * (total - done) / done
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[GreedyResult]:
+        self._thread.join(timeout)
+        if self.error is not None:
+            raise self.error
+        return self.result if self.done else None
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
+
+
+# Wait for greedy's plan as the hint when it should be ready within this share of the time left.
+HINT_WAIT_SHARE = 0.3
+
+
 def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) -> CpsatOutcome:
     cfg = ctx.config
     start = time.monotonic()
     limit = cfg.solver.time_limit_seconds if time_limit is None else time_limit
     deadline = start + limit
     static = StaticFilters(ctx.nodes, ctx.window)
-    greedy = schedule_greedy(ctx, static=static)
-    greedy_time = time.monotonic() - start
-    if limit <= 0:
-        return CpsatOutcome(greedy, None, False, "time limit is 0: greedy plan returned", static, greedy_time)
-    if not ctx.window or not ctx.nodes:
-        return CpsatOutcome(greedy, Solution(), False, None, static, greedy_time)
+    if limit <= 0 or not ctx.window or not ctx.nodes:
+        greedy = schedule_greedy(ctx, static=static)
+        greedy_time = time.monotonic() - start
+        reason = "time limit is 0: greedy plan returned" if limit <= 0 else None
+        return CpsatOutcome(greedy, None if limit <= 0 else Solution(), False, reason, static, greedy_time)
+    run = _GreedyRun(ctx, static)
+    try:
+        return _solve_beside_greedy(ctx, static, run, start, deadline)
+    finally:
+        run.cancel.set()  # whatever happened, the thread stops at its next pod
 
+
+def _solve_beside_greedy(ctx, static, run: _GreedyRun, start: float, deadline: float) -> CpsatOutcome:
+    cfg = ctx.config
     allow_preemption = cfg.preemption.enabled
     gangs = gang_mod.collect(ctx)
     sctx = ScoreContext.of(ctx)
@@ -324,29 +388,38 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
     cand, ubs = candidates(ctx, ctx.classes, static, gangs, allow_preemption)
     parts = components([c for c in ctx.classes if len(cand[c.id])], cand)
     sol = Solution(components=len(parts))
+    models = [build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption) for part in parts]
+    for wm in models:
+        nv, nc = wm.size()
+        sol.variables += nv
+        sol.constraints += nc
+    sol.build_time = time.monotonic() - build_start
+
+    # Greedy's plan is the hint when it is (nearly) there; otherwise CP-SAT starts on its own.
+    left = deadline - time.monotonic()
+    if not run.done and run.expected_left(len(ctx.window)) < HINT_WAIT_SHARE * left:
+        run.wait(HINT_WAIT_SHARE * left)
+    hint = run.result if run.done else None
+    if hint is not None:
+        for wm in models:
+            _hint(wm, hint, ctx)
+
     total_pods = sum(c.size for part in parts for c in part) or 1
     statuses = []
     objective = bound = 0.0
     have_bounds = True
-    for i, part in enumerate(parts):
-        t0 = time.monotonic()
-        wm = build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption)
-        _hint(wm, greedy, ctx)
-        nv, nc = wm.size()
-        sol.variables += nv
-        sol.constraints += nc
+    solve_start = time.monotonic()
+    for i, (part, wm) in enumerate(zip(parts, models)):
         t1 = time.monotonic()
-        sol.build_time += t1 - t0
         share = sum(c.size for c in part) / total_pods
         remaining_parts = sum(c.size for p in parts[i:] for c in p) / total_pods
         part_deadline = t1 + max(0.0, deadline - t1) * (share / remaining_parts if remaining_parts else 1)
         solver, status, obj, bnd = _solve_component(wm, cfg.solver, part_deadline)
-        sol.solve_time += time.monotonic() - t1
         statuses.append(status)
-        if solver is None and status not in ("OPTIMAL",):
-            return CpsatOutcome(
-                greedy, None, False, f"solver found no solution within the time limit (status {status})", static, greedy_time
-            )
+        if solver is None and status != "OPTIMAL":
+            greedy = run.wait()
+            reason = f"solver found no solution within the time limit (status {status})"
+            return CpsatOutcome(greedy, None, False, reason, static, run.seconds)
         if solver is not None:
             _extract(wm, solver, sol)
             if obj is not None:
@@ -354,12 +427,18 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
                 bound += bnd if bnd is not None else obj
             else:
                 have_bounds = False
-    sol.build_time = max(sol.build_time, time.monotonic() - build_start - sol.solve_time)
+    sol.solve_time = time.monotonic() - solve_start
     sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
     sol.objective = objective if have_bounds else None
     sol.bound = bound if have_bounds else None
+    if sol.status == "OPTIMAL" and not run.done:
+        # Proven optimal: greedy's plan cannot be better, so it need not finish.
+        run.cancel.set()
+        run.wait()
+        return CpsatOutcome(None, sol, True, None, static, run.seconds)
+    greedy = run.wait()
     better = plan_value(ctx, sol.placements, sol.victims, weights) >= plan_value(ctx, greedy.placements, greedy.victims, weights)
-    return CpsatOutcome(greedy, sol, better, None, static, greedy_time)
+    return CpsatOutcome(greedy, sol, better, None, static, run.seconds)
 
 
 def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: dict[int, int]) -> tuple:

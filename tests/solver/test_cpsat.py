@@ -22,7 +22,7 @@ from solver.cpsat import solve as cpsat
 from solver.greedy import schedule_greedy
 from solver.predicates import StaticFilters
 from solver.scores import ScoreContext
-from tests.builders import T0, make_node, make_pod, make_snapshot, term
+from tests.builders import T0, describe, make_node, make_pod, make_snapshot, term
 
 FAST = SchedulerConfig().with_overrides(time_limit_seconds=10.0, workers=2, seed=1)
 
@@ -257,4 +257,4 @@ def test_every_solver_plan_is_valid_and_never_worse_than_greedy(snapshot):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_clusters())
 def test_greedy_plan_as_a_full_hint_is_accepted_by_the_model(snapshot):
-    assert _accepts(snapshot, FAST)
+    assert _accepts(snapshot, FAST), describe(snapshot)

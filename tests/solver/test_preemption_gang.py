@@ -168,3 +168,14 @@ def test_a_group_with_too_few_pods_in_existence_waits(engine):
     assert not plan.assignments
     for u in plan.unschedulable:
         assert "cannot find enough sibling pods, current pods number: 2, minMember of group: 3" in u.message
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_gang_member_never_evicts_a_running_member_of_its_own_group(engine):
+    # Evicting r2 would make room for p but leave the group at 2 of minMember 3.
+    nodes = [make_node("n1", cpu="8", pods=2)]
+    running = [make_pod(f"default/r{i}", cpu="1", group="g", priority=0, node="n1") for i in (1, 2)]
+    pending = [make_pod("default/p", cpu="1", group="g", priority=1)]
+    snap = make_snapshot(nodes, running + pending, pod_groups=[make_pod_group("default/g", 3)])
+    plan = plan_for(snap, ENGINES[engine])
+    assert not plan.preemptions and not plan.assignments

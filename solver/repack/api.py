@@ -1,0 +1,211 @@
+"""``plan_repack``: a running cluster in, a safe ordered plan of moves out.
+
+Reads like the story it tells: split the pods into movable and staying (``problem``) → solve
+where the movable ones should run (``model``) → order the moves so each step is safe (``order``)
+→ replay the steps independently (``replay``) → report nodes, costs, utilisation and bounds.
+Nothing is returned that the replay has not accepted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from models.config import SchedulerConfig
+from models.errors import InputError
+from models.plan import Assignment, Plan, PlanStats
+from models.resources import CPU, MEMORY
+from models.snapshot import ClusterSnapshot
+
+from ..validate import validate
+from .bounds import lp_bound, nodes_bound, per_resource_bound
+from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
+from .order import OrderError, Step, order_moves
+from .problem import RepackProblem, build_problem, describe_node, with_window
+from .replay import PlannedStep, replay
+
+
+class RepackUnsafe(RuntimeError):
+    """The replay refused the plan (a bug: the plan is not printed)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"the plan fails its replay ({len(problems)} problem(s)): " + " | ".join(problems[:5]))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """One node before and after: requests against allocatable, and what became of it."""
+
+    name: str
+    cost: float
+    cpu_allocatable: int  # millicores
+    memory_allocatable: int  # bytes
+    cpu_before: int
+    cpu_after: int
+    memory_before: int
+    memory_after: int
+    busy_before: bool  # runs a workload pod (movable or pinning) now
+    busy_after: bool
+    freed: bool
+    kept: bool
+    pinned_by: Optional[str]  # why it cannot be freed, if it cannot
+
+    def utilisation(self, resource: str, when: str) -> float:
+        used = getattr(self, f"{resource}_{when}")
+        alloc = getattr(self, f"{resource}_allocatable")
+        return used / alloc if alloc else 0.0
+
+
+@dataclass
+class RepackResult:
+    steps: list[Step]
+    node_names: list[str]
+    freed_nodes: list[str]
+    before_active: int
+    before_cost: float
+    after_active: int
+    after_cost: float
+    moved_pods: int
+    lower_bound_nodes: int
+    per_resource_bounds: dict[str, int]
+    lp_bound: Optional[float]
+    stats: dict
+    nodes: list[NodeReport]
+    unmovable: dict[str, int]  # reason -> pods
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gap_nodes(self) -> int:
+        return self.after_active - self.lower_bound_nodes
+
+
+def plan_repack(
+    snapshot: ClusterSnapshot, config: Optional[SchedulerConfig] = None, options: Optional[RepackOptions] = None
+) -> RepackResult:
+    config = config or SchedulerConfig()
+    options = options or RepackOptions()
+    if options.objective not in OBJECTIVES:
+        raise InputError("", "--objective", f'unknown objective "{options.objective}" (choose {" or ".join(OBJECTIVES)})')
+    start = time.monotonic()
+    problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes)
+    notes = list(problem.notes)
+    try:
+        placement = solve_placement(problem, options)
+    except RepackInfeasible as exc:
+        raise RepackInfeasible(_diagnose(problem, str(exc))) from None
+    final = placement.final
+    if not final:
+        final = dict(problem.origin)  # no solution within the time limit: move nothing
+        if problem.origin:
+            notes.append(f"the solver found no plan within the time limit (status {placement.status}): nothing moves")
+    steps = order_moves(problem, final, max_steps=options.max_moves)
+    names = [n.name for n in problem.nodes]
+    nodes = _node_reports(problem, final, names)
+    freed = [r.name for r in nodes if r.freed]
+    problems = replay(
+        snapshot,
+        config,
+        [PlannedStep(s.pod, names[s.source], names[s.target]) for s in steps],
+        freed=freed,
+        max_moves=options.max_moves,
+    )
+    if problems:
+        raise RepackUnsafe(problems)
+
+    per_resource = per_resource_bound(problem)
+    lp = lp_bound(problem, placement.candidates, placement.upper)
+    lower = nodes_bound(per_resource, lp, len(problem.pinned))
+    unmovable: dict[str, int] = {}
+    for verdict in problem.verdicts.values():
+        if not verdict.movable:
+            unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
+    stats = {
+        "status": placement.status,
+        "wall_time_s": round(time.monotonic() - start, 3),
+        "objective": options.objective,
+        "objective_value": placement.objective,
+        "objective_bound": placement.bound,
+        "build_time_s": round(placement.build_time, 3),
+        "solve_time_s": round(placement.solve_time, 3),
+        "variables": placement.variables,
+        "constraints": placement.constraints,
+        "movable_pods": len(problem.origin),
+        "pod_classes": len(problem.ctx.classes),
+        "nodes": len(names),
+    }
+    return RepackResult(
+        steps=steps,
+        node_names=names,
+        freed_nodes=freed,
+        before_active=sum(1 for r in nodes if r.busy_before),
+        before_cost=round(sum(r.cost for r in nodes if r.busy_before), 6),
+        after_active=sum(1 for r in nodes if r.busy_after),
+        after_cost=round(sum(r.cost for r in nodes if r.busy_after), 6),
+        moved_pods=sum(1 for key, n in final.items() if n != problem.origin[key]),
+        lower_bound_nodes=lower,
+        per_resource_bounds=per_resource,
+        lp_bound=None if lp is None else round(lp, 3),
+        stats=stats,
+        nodes=nodes,
+        unmovable=unmovable,
+        notes=notes,
+    )
+
+
+def _node_reports(problem: RepackProblem, final: dict[str, int], names: list[str]) -> list[NodeReport]:
+    """Requests per node now and after the plan (DaemonSet pods included: they run until the node
+    is removed), and which nodes end free of workload pods."""
+    state = problem.ctx.state  # every pod that stays; the movable pods are added below
+    cpu, mem = state.res_index[CPU], state.res_index[MEMORY]
+    before = state.used.copy()
+    after = state.used.copy()
+    busy_after = set(problem.pinned)
+    for pod in problem.ctx.window:
+        vec = state.vector(pod)
+        before[problem.origin[pod.key]] += vec
+        after[final[pod.key]] += vec
+        busy_after.add(final[pod.key])
+    kept_busy = {n for n in problem.keep if n in problem.busy_before}
+    reports = []
+    for node in problem.nodes:
+        n = node.index
+        was, now = n in problem.busy_before, n in busy_after or n in kept_busy
+        reports.append(
+            NodeReport(
+                name=names[n],
+                cost=problem.cost[n],
+                cpu_allocatable=int(state.alloc[n, cpu]),
+                memory_allocatable=int(state.alloc[n, mem]),
+                cpu_before=int(before[n, cpu]),
+                cpu_after=int(after[n, cpu]),
+                memory_before=int(before[n, mem]),
+                memory_after=int(after[n, mem]),
+                busy_before=was,
+                busy_after=now,
+                freed=was and not now,
+                kept=n in problem.keep,
+                pinned_by=describe_node(problem, n),
+            )
+        )
+    return reports
+
+
+def _diagnose(problem: RepackProblem, message: str) -> str:
+    """Why no plan exists: the rules the current placement itself already breaks, if any."""
+    snapshot, config = problem.snapshot, problem.config
+    movable = set(problem.origin)
+    plan = Plan(
+        assignments=tuple(Assignment(pod=key, node=problem.nodes[n].name) for key, n in sorted(problem.origin.items())),
+        stats=PlanStats(engine="repack", status="current"),
+    )
+    lines = validate(with_window(snapshot, movable, config.scheduler_name), plan, config)
+    if not lines:
+        return message
+    return f"{message}: the cluster as it runs already breaks rules a plan must keep: " + " | ".join(lines[:5])
+
+
+__all__ = ["NodeReport", "OrderError", "RepackInfeasible", "RepackOptions", "RepackResult", "RepackUnsafe", "plan_repack"]

@@ -1,0 +1,109 @@
+"""Lower bounds on the nodes the workload needs, to show how far a plan is from the best possible.
+
+* per resource: the total request of the workload pods over the largest room one node offers;
+* LP: the linear relaxation of the re-packing model (fractional pods, fractional nodes), solved
+  with GLOP, OR-tools' LP solver. It keeps what the per-resource bound forgets — every resource
+  at once, which nodes each pod class may use, the nodes pinned by pods that cannot move, what
+  already runs everywhere — and so is never below it. Neither bound depends on ``--max-moves``.
+
+The CP-SAT bound the solver proves for the run itself (with its move budget) is reported with the
+solver's statistics, not here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from models.resources import CPU, MEMORY, PODS
+
+from .problem import RepackProblem
+
+# The LP's optimum is a float; this much is forgiven before rounding it up.
+LP_TOLERANCE = 1e-6
+
+
+def per_resource_bound(problem: RepackProblem) -> dict[str, int]:
+    """Per resource (cpu, memory, pods): ceil(total workload request / largest room of a node),
+    the room being allocatable less what DaemonSet and mirror pods take on that node."""
+    state = problem.ctx.state
+    workload = np.zeros(len(state.resources), dtype=np.int64)
+    overhead = np.zeros_like(state.used)
+    for pod, n in state.pods():
+        if problem.verdicts[pod.key].workload:
+            workload += state.vector(pod)
+        else:
+            overhead[n] += state.vector(pod)
+    for pod in problem.ctx.window:
+        workload += state.vector(pod)
+    room = (state.alloc - overhead).max(axis=0) if len(state.nodes) else np.zeros_like(workload)
+    out: dict[str, int] = {}
+    for name in (CPU, MEMORY, PODS):
+        r = state.res_index[name]
+        if workload[r] <= 0:
+            out[name] = 0
+        elif room[r] <= 0:
+            out[name] = len(state.nodes)
+        else:
+            out[name] = math.ceil(int(workload[r]) / int(room[r]))
+    return out
+
+
+def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[int, np.ndarray]) -> Optional[float]:
+    """The LP relaxation's optimum (nodes in use at the end), or None if GLOP gives no optimum.
+
+    Variables: x[c, n] ∈ [0, ub] pods of class c on candidate n; y[n] ∈ [0, 1] node n in use
+    (fixed to 1 where a pod pins it or it is kept while busy). Constraints: every class placed in
+    full; per node and resource, Σ_c request · x[c, n] ≤ room(n) · y[n]; x[c, n] ≤ ub · y[n].
+    Objective: minimise Σ y[n].
+    """
+    from ortools.linear_solver import pywraplp
+
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    if solver is None:
+        return None
+    state = problem.ctx.state
+    room = state.alloc - state.used
+    y: dict[int, object] = {}
+    fixed = 0
+    for node in problem.nodes:
+        n = node.index
+        if n in problem.pinned or (n in problem.keep and n in problem.busy_before):
+            fixed += 1
+        else:
+            y[n] = solver.NumVar(0.0, 1.0, f"y[{n}]")
+    rows: dict[int, list[tuple[object, np.ndarray]]] = {}
+    for cls in problem.ctx.classes:
+        vec = state.vector(cls.rep)
+        terms = []
+        for n, ub in zip(cand[cls.id].tolist(), upper[cls.id].tolist()):
+            x = solver.NumVar(0.0, float(ub), f"x[{cls.id},{n}]")
+            terms.append(x)
+            rows.setdefault(n, []).append((x, vec))
+            if n in y:
+                solver.Add(x <= float(ub) * y[n])
+        if not terms:
+            return None
+        solver.Add(solver.Sum(terms) == float(cls.size))
+    for n, entries in rows.items():
+        for r in range(len(state.resources)):
+            coeffs = [(x, float(vec[r])) for x, vec in entries if vec[r]]
+            if not coeffs:
+                continue
+            lhs = solver.Sum([c * x for x, c in coeffs])
+            cap = float(max(room[n, r], 0))
+            solver.Add(lhs <= cap * y[n] if n in y else lhs <= cap)
+    solver.Minimize(solver.Sum(list(y.values())) if y else 0)
+    if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    return fixed + solver.Objective().Value()
+
+
+def nodes_bound(per_resource: dict[str, int], lp: Optional[float], pinned: int) -> int:
+    """The best of the bounds, in whole nodes."""
+    best = max([pinned, *per_resource.values()])
+    if lp is not None:
+        best = max(best, math.ceil(lp - LP_TOLERANCE))
+    return best

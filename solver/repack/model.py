@@ -1,0 +1,356 @@
+"""The re-packing model: where every movable pod should run so that the most nodes (or the most
+expensive ones) end up empty, with the fewest pods moved.
+
+It is the scheduler's window model (``WindowModel``) with the movable pods as the window:
+
+    x[c, n]     — pods of class c on node n in the final state     (the scheduler's variables)
+    stay[c, n]  — pods of class c that run on n now and stay there  (0 ≤ stay ≤ min(x, now))
+    free[n]     — node n ends with no workload pod                   (bool; only where nothing pins n)
+
+Candidate nodes come from the scheduler's pruning (static filters, room, running pods' ports and
+anti-affinity); a pod may also stay where it runs even if the static rules would no longer admit
+it there (they are checked at scheduling time only: ``IgnoredDuringExecution``). Capacity, host
+ports, inter-pod (anti-)affinity and topology spread hold in the final state through each rule's
+own ``encode``. On top of them:
+
+* every movable pod is placed: Σ_n x[c, n] = |c|;
+* a free node holds nothing: Σ_c x[c, n] = 0 when free[n];
+* PodDisruptionBudgets: the pods of a budget moved in the whole plan stay within its
+  disruptions allowed (in total, not per step: safe even when the moves run back to back without
+  waiting for replacements to become ready);
+* ``--max-moves N``: Σ (|c| − Σ_n stay[c, n]) ≤ N;
+* ``--target-free N`` is a constraint cap: at most N of the nodes busy now are freed, so once N
+  are free the objective has nothing left to gain there and goes to fewer moves.
+
+Objective, lexicographic: freed nodes (or, with ``--objective cost``, the price of freed
+nodes), then pods that stay put (fewest moves). The current placement, which moves nothing, is
+the solution hint.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..cpsat.model import WindowModel
+from ..cpsat.solve import STATUS_NAMES, _solver, candidates
+from ..predicates import inter_pod_affinity, node_ports, node_resources_fit, pod_topology_spread
+from .drain import greedy_drain
+from .problem import RepackProblem
+
+OBJECTIVES = ("nodes", "cost")
+# Largest objective range combined into one weighted stage (as the window solver does).
+MAX_STAGE_RANGE = 2**50
+# Share of the time the first stage may use when the objective needs two stages.
+FIRST_STAGE_SHARE = 0.7
+
+
+@dataclass(frozen=True)
+class RepackOptions:
+    max_moves: Optional[int] = None
+    target_free: Optional[int] = None
+    keep_nodes: tuple[str, ...] = ()
+    objective: str = "nodes"
+    time_limit: Optional[float] = None  # seconds; default: the config's solver.timeLimitSeconds
+
+
+@dataclass
+class Placement:
+    """The model's answer: the final node of every movable pod, and how it was found."""
+
+    final: dict[str, int]  # movable pod key -> node index
+    status: str
+    objective: Optional[float] = None  # primary level reached (freed nodes, or cost units)
+    bound: Optional[float] = None  # best bound CP-SAT proved on it
+    variables: int = 0
+    constraints: int = 0
+    build_time: float = 0.0
+    solve_time: float = 0.0
+    candidates: dict[int, np.ndarray] = field(default_factory=dict)  # class -> candidate nodes
+    upper: dict[int, np.ndarray] = field(default_factory=dict)  # class -> bound per candidate
+
+
+class RepackInfeasible(RuntimeError):
+    """No final state keeps every rule — the current one included (the message says why)."""
+
+
+class RepackModel:
+    def __init__(self, problem: RepackProblem, options: RepackOptions) -> None:
+        self.problem = problem
+        self.options = options
+        ctx = problem.ctx
+        self.classes = [c for c in ctx.classes]
+        self.wm = WindowModel(ctx, self.classes, problem.static, allow_preemption=False)
+        self.model = self.wm.model
+        self.stay: dict[tuple[int, int], cp_model.IntVar] = {}
+        self.free: dict[int, cp_model.IntVar] = {}
+        self.levels: list[tuple[str, list, list]] = []  # (name, vars, coeffs), most important first
+        # now[c][n]: pods of class c running on node n today.
+        self.now: dict[int, dict[int, int]] = {}
+        for cls in self.classes:
+            counts: dict[int, int] = {}
+            for pod in cls.pods:
+                n = problem.origin[pod.key]
+                counts[n] = counts.get(n, 0) + 1
+            self.now[cls.id] = counts
+
+    # -- data ------------------------------------------------------------------------------------
+
+    def compute_candidates(self) -> None:
+        """The scheduler's candidates, plus each class's current nodes (staying needs no filter)."""
+        ctx, wm = self.problem.ctx, self.wm
+        cand, upper = candidates(ctx, self.classes, self.problem.static, {}, False)
+        state = ctx.state
+        for cls in self.classes:
+            nodes, ubs = cand[cls.id], upper[cls.id]
+            have = dict(zip(nodes.tolist(), ubs.tolist()))
+            vec = wm.vec[cls.id]
+            need = vec > 0
+            for n, count in self.now[cls.id].items():
+                if n in have:
+                    continue
+                free = state.alloc[n] - state.used[n]
+                room = int(np.min(free[need] // vec[need])) if need.any() else count
+                if room > 0:
+                    have[n] = min(count, room)
+            order = sorted(have)
+            wm.cand[cls.id] = np.array(order, dtype=np.int64)
+            wm.ub[cls.id] = np.array([have[n] for n in order], dtype=np.int64)
+
+    # -- model -----------------------------------------------------------------------------------
+
+    def build(self, hint: Optional[dict[str, int]] = None) -> None:
+        """The model; ``hint`` (pod -> node) is where the search starts (default: nothing moves)."""
+        self.compute_candidates()
+        wm, m, problem = self.wm, self.model, self.problem
+        wm.create_variables()
+        # The rules, each from its own module.
+        node_resources_fit.encode(wm)
+        node_ports.encode(wm)
+        inter_pod_affinity.encode(wm)
+        pod_topology_spread.encode(wm)
+
+        # Every movable pod is placed somewhere.
+        for cls in self.classes:
+            placed = wm.placed[cls.id]
+            if isinstance(placed, int):
+                raise RepackInfeasible(
+                    f"{cls.rep.key} (and {cls.size - 1} pod(s) like it) fits no node at all, not even the one it runs on"
+                    if cls.size > 1
+                    else f"{cls.rep.key} fits no node at all, not even the one it runs on"
+                )
+            m.add(placed == cls.size)
+
+        # stay[c, n]: pods of class c that keep running on n (at most those there now, and x).
+        for cls in self.classes:
+            for n, count in self.now[cls.id].items():
+                x = wm.x.get((cls.id, n))
+                if x is None:
+                    continue
+                stay = m.new_int_var(0, min(count, wm.ub_of(cls.id, n)), f"stay[{cls.id},{n}]")
+                m.add(stay <= x)
+                self.stay[cls.id, n] = stay
+
+        # free[n]: nothing of the window ends on n (pinned and kept nodes have no such variable).
+        for node in problem.nodes:
+            n = node.index
+            if not problem.freeable(n):
+                continue
+            free = m.new_bool_var(f"free[{n}]")
+            entries = [var for _, var in wm.by_node.get(n, [])]
+            if entries:
+                m.add(cp_model.LinearExpr.sum(entries) == 0).only_enforce_if(free)
+            self.free[n] = free
+
+        stays_of = self._stays_by_class()
+        # PodDisruptionBudgets: the pods of a budget moved in the whole plan ≤ its allowance. A
+        # class counts whole if any of its pods is covered (pods of a class share their labels).
+        for budget in problem.budgets.budgets:
+            covered = [cls for cls in self.classes if any(budget.covers(p) for p in cls.pods)]
+            if covered:
+                stays = [v for cls in covered for v in stays_of.get(cls.id, [])]
+                size = sum(cls.size for cls in covered)
+                m.add(size - cp_model.LinearExpr.sum(stays) <= budget.allowed)
+        # --max-moves: pods moved in total.
+        total = sum(cls.size for cls in self.classes)
+        if self.options.max_moves is not None:
+            m.add(total - cp_model.LinearExpr.sum(list(self.stay.values())) <= self.options.max_moves)
+        # --target-free: at most N of the nodes busy now are freed (a cap, not a demand).
+        if self.options.target_free is not None:
+            busy_free = [v for n, v in self.free.items() if n in problem.busy_before]
+            if busy_free:
+                m.add(cp_model.LinearExpr.sum(busy_free) <= self.options.target_free)
+
+        # Objective levels, most important first.
+        frees = list(self.free.items())
+        if self.options.objective == "cost":
+            self.levels.append(("freed_cost", [v for _, v in frees], [problem.cost_units(n) for n, _ in frees]))
+        else:
+            self.levels.append(("freed_nodes", [v for _, v in frees], [1] * len(frees)))
+        self.levels.append(("stays", list(self.stay.values()), [1] * len(self.stay)))
+        self.levels = [lv for lv in self.levels if lv[1]]
+        self._hint(hint or self.problem.origin)
+
+    def _stays_by_class(self) -> dict[int, list]:
+        out: dict[int, list] = {}
+        for (c, _), var in self.stay.items():
+            out.setdefault(c, []).append(var)
+        return out
+
+    def _hint(self, where: dict[str, int]) -> None:
+        """A starting placement (pod -> node); pods it puts where no variable exists stay home."""
+        wm, m, origin = self.wm, self.model, self.problem.origin
+        counts: dict[tuple[int, int], int] = {}
+        for cls in self.classes:
+            for pod in cls.pods:
+                n = where.get(pod.key, origin[pod.key])
+                if (cls.id, n) not in wm.x:
+                    n = origin[pod.key]
+                counts[cls.id, n] = counts.get((cls.id, n), 0) + 1
+        for (c, n), var in wm.x.items():
+            m.add_hint(var, min(counts.get((c, n), 0), wm.ub_of(c, n)))
+        for cls in self.classes:
+            placed = wm.placed[cls.id]
+            if not isinstance(placed, int):
+                m.add_hint(placed, sum(min(k, wm.ub_of(c, n)) for (c, n), k in counts.items() if c == cls.id and (c, n) in wm.x))
+        for (c, n), var in self.stay.items():
+            m.add_hint(var, min(self.now[c][n], counts.get((c, n), 0), wm.ub_of(c, n)))
+        used = {n for (_, n), k in counts.items() if k}
+        for n, var in self.free.items():
+            m.add_hint(var, 0 if n in used else 1)
+
+    # -- solve -----------------------------------------------------------------------------------
+
+    def stages(self) -> list[list[tuple[str, list, list]]]:
+        """One weighted stage when the levels' ranges multiply below ``MAX_STAGE_RANGE``."""
+        span = 1
+        for _, _, coeffs in self.levels:
+            span *= sum(abs(c) for c in coeffs) + 1
+        return [self.levels] if span <= MAX_STAGE_RANGE else [[lv] for lv in self.levels]
+
+    @staticmethod
+    def stage_expr(stage) -> tuple[cp_model.LinearExpr, int]:
+        """Σ M_i · level_i, M_i the product of the ranges of the levels after it; and M_0."""
+        vars_, coeffs = [], []
+        mult = 1
+        for _, lv_vars, lv_coeffs in reversed(stage):
+            vars_ += lv_vars
+            coeffs += [c * mult for c in lv_coeffs]
+            top = mult
+            mult *= sum(abs(c) for c in lv_coeffs) + 1
+        return cp_model.LinearExpr.weighted_sum(vars_, coeffs), top
+
+    def solve(self, deadline: float) -> Placement:
+        cfg = self.problem.config.solver
+        proto = self.model.Proto()
+        placement = Placement(final={}, status="OPTIMAL", variables=len(proto.variables), constraints=len(proto.constraints))
+        placement.candidates = dict(self.wm.cand)
+        placement.upper = dict(self.wm.ub)
+        stages = self.stages() if self.levels else [[]]
+        solver = None
+        for i, stage in enumerate(stages):
+            remaining = deadline - time.monotonic()
+            if solver is not None and remaining <= 0:
+                placement.status = "FEASIBLE"
+                break
+            share = FIRST_STAGE_SHARE if i == 0 and len(stages) > 1 else 1.0
+            expr, weight = self.stage_expr(stage) if stage else (None, 1)
+            if stage:
+                self.model.maximize(expr)
+            this = _solver(cfg, max(remaining, 0.001) * share, len(proto.variables))
+            status = this.solve(self.model)
+            if status == cp_model.MODEL_INVALID:
+                raise RuntimeError(self.model.validate() or "CP-SAT reported MODEL_INVALID for the repack model")
+            if status == cp_model.INFEASIBLE:
+                raise RepackInfeasible("no placement of the movable pods keeps every rule")
+            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                if solver is None:
+                    placement.status = STATUS_NAMES[status]
+                    return placement
+                placement.status = "FEASIBLE"
+                break
+            solver = this
+            if status == cp_model.FEASIBLE:
+                placement.status = "FEASIBLE"
+            if i == 0 and stage:
+                # The primary level alone: its value, and what CP-SAT proved it cannot exceed.
+                _, lv_vars, lv_coeffs = stage[0]
+                placement.objective = float(sum(c * this.value(v) for v, c in zip(lv_vars, lv_coeffs)))
+                placement.bound = float(int(this.best_objective_bound) // weight)
+            # Fix this stage's value; hint the next stage with the solution found.
+            if stage:
+                self.model.add(expr >= int(round(this.objective_value)))
+            self.model.clear_hints()
+            for var in [*self.wm.x.values(), *self.stay.values(), *self.free.values()]:
+                self.model.add_hint(var, this.value(var))
+        if solver is None:
+            return placement
+        placement.final = self._extract(solver)
+        return placement
+
+    def _extract(self, solver: cp_model.CpSolver) -> dict[str, int]:
+        """Final node per pod: the pods that stay keep their node; the others fill the nodes
+        where the class gains pods, in a fixed order (pods by key, nodes by index)."""
+        final: dict[str, int] = {}
+        origin = self.problem.origin
+        for cls in self.classes:
+            target = {n: solver.value(var) for n, var in self.wm.by_class.get(cls.id, [])}
+            leaving = []
+            by_node: dict[int, list[str]] = {}
+            for pod in sorted(cls.pods, key=lambda p: p.key):
+                by_node.setdefault(origin[pod.key], []).append(pod.key)
+            for n, keys in sorted(by_node.items()):
+                keep = min(len(keys), target.get(n, 0))
+                for key in keys[:keep]:
+                    final[key] = n
+                leaving += keys[keep:]
+                target[n] = target.get(n, 0) - keep
+            arrivals = [n for n, k in sorted(target.items()) for _ in range(k)]
+            if len(arrivals) != len(leaving):
+                raise RuntimeError(f"repack extraction: class of {cls.rep.key} has {len(leaving)} leaving, {len(arrivals)} places")
+            final.update(self._pair(cls, leaving, arrivals))
+        return final
+
+    def _pair(self, cls, leaving: list[str], arrivals: list[int]) -> dict[str, int]:
+        """Which leaving pod goes to which arriving place: within one topology domain (of the
+        class's spread and affinity keys) first. The final state is the same whatever the
+        pairing, but a move inside its domain leaves the domain counts alone at every step, so
+        spread constraints that a cross-domain swap would break halfway still hold."""
+        rep, labels, origin = cls.rep, [n.labels for n in self.problem.nodes], self.problem.origin
+        keys = sorted({c.topology_key for c in rep.hard_spread} | {t.topology_key for t in (*rep.affinity, *rep.anti_affinity)})
+        out: dict[str, int] = {}
+        if keys:
+            open_places: dict[tuple, list[int]] = {}
+            for n in arrivals:
+                open_places.setdefault(tuple(labels[n].get(k) for k in keys), []).append(n)
+            rest = []
+            for key in leaving:
+                places = open_places.get(tuple(labels[origin[key]].get(k) for k in keys))
+                if places:
+                    out[key] = places.pop(0)
+                else:
+                    rest.append(key)
+            leaving = rest
+            arrivals = [n for places in open_places.values() for n in places]
+        out.update(zip(leaving, sorted(arrivals)))
+        return out
+
+
+def solve_placement(problem: RepackProblem, options: RepackOptions) -> Placement:
+    """Build and solve the model within the time limit (the config's, unless the options say)."""
+    start = time.monotonic()
+    limit = options.time_limit if options.time_limit is not None else problem.config.solver.time_limit_seconds
+    hint = greedy_drain(
+        problem, max_moves=options.max_moves, target_free=options.target_free, by_cost=options.objective == "cost"
+    )
+    model = RepackModel(problem, options)
+    model.build(hint)
+    built = time.monotonic()
+    placement = model.solve(built + limit)
+    placement.build_time = built - start
+    placement.solve_time = time.monotonic() - built
+    return placement

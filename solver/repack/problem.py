@@ -1,0 +1,154 @@
+"""A re-packing problem: the running cluster split into what stays and what may move.
+
+The movable pods become a scheduling *window*: they are taken off their nodes (their copies have
+no ``nodeName``) and handed to ``build_context`` as if pending, while every other running pod
+stays bound in the state. So the scheduler's own machinery — pod classes, candidate pruning by
+the static filters, the per-rule CP-SAT encodings — applies to re-packing unchanged, and the
+final state obeys exactly the rules a scheduled window obeys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Optional
+
+from models.config import SchedulerConfig
+from models.errors import InputError
+from models.objects import Node, Pod
+from models.snapshot import ClusterSnapshot
+
+from ..context import SchedulingContext, build_context
+from ..pdb import PdbBudgets
+from ..predicates import StaticFilters
+from .movable import Movability, classify_all
+
+# Node costs enter the model as integers: thousandths of the configured unit.
+COST_SCALE = 1000
+
+
+def running_pods(snapshot: ClusterSnapshot) -> list[Pod]:
+    """Pods holding capacity on a node of the snapshot (bound, not Succeeded/Failed)."""
+    names = snapshot.node_by_name
+    return [p for p in snapshot.bound_pods() if p.spec.node_name in names]
+
+
+def unbind(pod: Pod, scheduler_name: str) -> Pod:
+    """The pod as its replacement would look before scheduling: no node, our scheduler."""
+    spec = pod.spec.model_copy(update={"node_name": "", "scheduler_name": scheduler_name})
+    return pod.model_copy(update={"spec": spec})
+
+
+def with_window(snapshot: ClusterSnapshot, window: set[str], scheduler_name: str) -> ClusterSnapshot:
+    """The running cluster with the pods in ``window`` unbound (pending for our scheduler);
+    pending and finished pods of the original are left out."""
+    pods = tuple(unbind(p, scheduler_name) if p.key in window else p for p in running_pods(snapshot))
+    # Priorities were resolved when the original was built; the plain constructor keeps them.
+    return ClusterSnapshot(
+        nodes=snapshot.nodes,
+        pods=pods,
+        pdbs=snapshot.pdbs,
+        priority_classes=snapshot.priority_classes,
+        pod_groups=snapshot.pod_groups,
+        namespaces=snapshot.namespaces,
+    )
+
+
+def node_cost(node: Node, config: SchedulerConfig) -> float:
+    """Price of a node: ``repack.instanceCost`` by its instance-type label, else the default."""
+    rc = config.repack
+    kind = node.metadata.labels.get(rc.node_cost_label)
+    if kind is not None and kind in rc.instance_cost:
+        return float(rc.instance_cost[kind])
+    return float(rc.default_node_cost)
+
+
+@dataclass(eq=False)
+class RepackProblem:
+    """Everything the model, the ordering and the report read about one re-packing."""
+
+    snapshot: ClusterSnapshot  # as given
+    config: SchedulerConfig
+    verdicts: dict[str, Movability]  # running pod key -> may it move, and if not why
+    ctx: SchedulingContext  # window: the movable pods; state: every other running pod
+    static: StaticFilters
+    origin: dict[str, int]  # movable pod key -> index of the node it runs on
+    pinned: dict[int, list[tuple[str, str]]]  # node -> (pod, reason) of pods that keep it busy
+    busy_before: frozenset[int]  # nodes running a movable or pinning pod
+    keep: frozenset[int]  # --keep-node: never counted as freed
+    cost: list[float]  # per node
+    budgets: PdbBudgets
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def nodes(self):
+        return self.ctx.nodes
+
+    def freeable(self, n: int) -> bool:
+        """May node ``n`` be counted as freed (nothing pins it and it is not kept)?"""
+        return n not in self.pinned and n not in self.keep
+
+    def cost_units(self, n: int) -> int:
+        return int(round(self.cost[n] * COST_SCALE))
+
+    def window_pod(self, key: str):
+        return self.ctx.pod(key)
+
+
+def build_problem(
+    snapshot: ClusterSnapshot, config: SchedulerConfig, *, keep_nodes: tuple[str, ...] = ()
+) -> RepackProblem:
+    names = snapshot.node_by_name
+    for name in keep_nodes:
+        if name not in names:
+            raise InputError("--keep-node", name, "no node of that name in the snapshot")
+    running = running_pods(snapshot)
+    verdicts = classify_all(running, config.repack)
+    window = {key for key, v in verdicts.items() if v.movable}
+    # Scores play no part in re-packing: zero weights keep the builder from computing them.
+    quiet = config.model_copy(
+        update={
+            "profile": "default",
+            "scoring": config.scoring.model_copy(update={"weights": {k: 0 for k in config.scoring.weights}}),
+        }
+    )
+    ctx = build_context(with_window(snapshot, window, config.scheduler_name), quiet, window_keys=sorted(window))
+    index = ctx.state.node_index
+    origin = {key: index[snapshot.pod_by_key[key].spec.node_name] for key in window}
+    pinned: dict[int, list[tuple[str, str]]] = {}
+    busy: set[int] = set(origin.values())
+    for pod in running:
+        verdict = verdicts[pod.key]
+        if verdict.pins:
+            n = index[pod.spec.node_name]
+            pinned.setdefault(n, []).append((pod.key, verdict.describe()))
+            busy.add(n)
+    keep = frozenset(index[name] for name in keep_nodes)
+    # PodDisruptionBudgets read the cluster as it is (the window copies have no node: unhealthy).
+    budgets = PdbBudgets.of(SimpleNamespace(snapshot=snapshot))
+    return RepackProblem(
+        snapshot=snapshot,
+        config=config,
+        verdicts=verdicts,
+        ctx=ctx,
+        static=StaticFilters(ctx.nodes, ctx.window),
+        origin=origin,
+        pinned=pinned,
+        busy_before=frozenset(busy),
+        keep=keep,
+        cost=[node_cost(n.node, config) for n in ctx.nodes],
+        budgets=budgets,
+        notes=list(ctx.notes),
+    )
+
+
+def describe_node(problem: RepackProblem, n: int) -> Optional[str]:
+    """Why node ``n`` cannot be freed, if it cannot."""
+    if n in problem.keep:
+        return "kept (--keep-node)"
+    pins = problem.pinned.get(n)
+    if not pins:
+        return None
+    pod, reason = sorted(pins)[0]
+    more = f" and {len(pins) - 1} more" if len(pins) > 1 else ""
+    return f"{pod}: {reason}{more}"
