@@ -92,6 +92,21 @@ def parse_object(body: bytes) -> dict[str, Any]:
     return obj
 
 
+def _int_param(query: dict[str, str], name: str) -> int:
+    try:
+        return int(query[name])
+    except ValueError:
+        raise bad_request(f"invalid value for {name}: {query[name]!r}") from None
+
+
+def check_kind(r: Resource, body: dict[str, Any]) -> None:
+    """A body of another kind than the URL names is refused, as the real decoder does."""
+    kind, api_version = body.get("kind"), body.get("apiVersion")
+    if (kind and kind != r.kind) or (api_version and api_version != r.api_version):
+        raise bad_request(f'{kind or r.kind} in version "{api_version or r.api_version}" cannot be handled as a '
+                          f"{r.kind}: the object's apiVersion and kind must be {r.api_version} {r.kind}")
+
+
 def _without_rv(obj: dict[str, Any]) -> dict[str, Any]:
     out = dict(obj)
     out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
@@ -161,7 +176,7 @@ class Api:
             if sub != "status" or not r.status_subresource:
                 raise resource_not_found()
             if method not in ("GET", "PUT", "PATCH"):
-                raise ApiError(405, f"the server does not allow this method on the requested resource", "MethodNotAllowed")
+                raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
         if name is None:
             if method == "GET":
                 return self.watch_spec(r, ns, req.query) if _is_true(req.query.get("watch")) else self.list(r, ns, req.query)
@@ -184,8 +199,10 @@ class Api:
                 return self.patch(r, ns, name, req.content_type, parse_json(req.body), sub)
             if method == "DELETE":
                 options = parse_json(req.body) or {}
+                if not isinstance(options, dict):
+                    raise bad_request("DeleteOptions must be a JSON object")
                 if "gracePeriodSeconds" in req.query:
-                    options["gracePeriodSeconds"] = int(req.query["gracePeriodSeconds"])
+                    options["gracePeriodSeconds"] = _int_param(req.query, "gracePeriodSeconds")
                 return self.delete(r, ns, name, options)
         raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
 
@@ -279,7 +296,8 @@ class Api:
         if self.strict_namespaces and self.store.peek("namespaces", "", ns or "") is None:
             raise not_found("namespaces", "", ns or "")
 
-    def create(self, r: Resource, ns: str | None, body: dict[str, Any], *, admit: bool = True) -> Response:
+    def create(self, r: Resource, ns: str | None, body: dict[str, Any]) -> Response:
+        check_kind(r, body)
         obj = r.stored(body)
         obj["apiVersion"], obj["kind"] = self._stored_type(r)
         m = meta(obj)
@@ -299,8 +317,7 @@ class Api:
                 m.pop(server_set, None)
             if r.generation:
                 m["generation"] = 1
-            if admit:
-                self._prepare_create(r, obj)
+            self._prepare_create(r, obj)
             stored = self.store.create(r.key, obj)
         return Response(201, r.view(copy.deepcopy(stored)))
 
@@ -319,6 +336,7 @@ class Api:
             obj.pop("status", None)
 
     def update(self, r: Resource, ns: str | None, name: str, body: dict[str, Any], sub: str | None) -> Response:
+        check_kind(r, body)
         obj = r.stored(body)
         m = meta(obj)
         if m.get("name") and m["name"] != name:
@@ -440,13 +458,13 @@ class Api:
 
     def delete_collection(self, r: Resource, ns: str | None, query: dict[str, str]) -> Response:
         predicate = self._selector(r, query)
-        grace = query.get("gracePeriodSeconds")
+        grace = _int_param(query, "gracePeriodSeconds") if "gracePeriodSeconds" in query else None
         deleted = []
         with self.store.lock:
             for obj in [o for o in self.store.items(r.key, ns) if predicate(o)]:
                 name = obj["metadata"]["name"]
                 if r is PODS:
-                    deleted.append(pods.delete(self, obj, int(grace) if grace else None))
+                    deleted.append(pods.delete(self, obj, grace))
                 else:
                     deleted.append(r.view(self.store.delete(r.key, ns or obj["metadata"].get("namespace", ""), name)))
             rv = self.store.resource_version

@@ -14,6 +14,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 import time
+import urllib.error
 import urllib.request
 from typing import Any, Callable, Iterator
 
@@ -75,6 +76,25 @@ def lease(name: str, holder: str) -> client.V1Lease:
                           spec=client.V1LeaseSpec(holder_identity=holder, lease_duration_seconds=15))
 
 
+def raw(resp: Any) -> Any:
+    """The JSON body of a `_preload_content=False` answer, with its connection given back."""
+    try:
+        return json.loads(resp.data)
+    finally:
+        resp.release_conn()
+
+
+def bind(core: client.CoreV1Api, pod_name: str, node_name: str) -> tuple[int, Any]:
+    """Bind as the live scheduler must: without reading the answer as a Binding."""
+    resp = core.create_namespaced_pod_binding(pod_name, NS, binding(pod_name, node_name), _preload_content=False)
+    return resp.status, raw(resp)
+
+
+def evict(core: client.CoreV1Api, pod_name: str) -> tuple[int, Any]:
+    resp = core.create_namespaced_pod_eviction(pod_name, NS, eviction(pod_name), _preload_content=False)
+    return resp.status, raw(resp)
+
+
 def wait_for(condition: Callable[[], Any], timeout: float = 2.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -90,9 +110,14 @@ def fake_threads() -> list[threading.Thread]:
 
 # --- fixtures ------------------------------------------------------------------------------
 
+_open_clients: list[client.ApiClient] = []
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_threads() -> Iterator[None]:
     yield
+    while _open_clients:
+        _open_clients.pop().close()
     assert wait_for(lambda: not fake_threads(), timeout=3.0), fake_threads()
 
 
@@ -118,7 +143,10 @@ def server(make_server: Callable[..., FakeApiServer]) -> FakeApiServer:
 
 
 def api_client(server: FakeApiServer) -> client.ApiClient:
-    return client.ApiClient(server.client_configuration())
+    """A client for `server`, closed after the test."""
+    api = client.ApiClient(server.client_configuration())
+    _open_clients.append(api)
+    return api
 
 
 @pytest.fixture
@@ -159,7 +187,7 @@ def test_delete_collection(server: FakeApiServer, core: client.CoreV1Api) -> Non
     assert [p.metadata.name for p in core.list_namespaced_pod(NS).items] == ["b"]
 
 
-def test_errors_are_status_objects(core: client.CoreV1Api) -> None:
+def test_errors_are_status_objects(server: FakeApiServer, core: client.CoreV1Api) -> None:
     core.create_namespaced_pod(NS, pod("p"))
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod(NS, pod("p"))
@@ -172,6 +200,12 @@ def test_errors_are_status_objects(core: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as err:
         core.read_namespaced_pod("absent", NS)
     assert (err.value.status, status_of(err.value)["reason"]) == (404, "NotFound")
+    request = urllib.request.Request(f"{server.url}/api/v1/nodes", data=json.dumps(pod("not-a-node")).encode(),
+                                     method="POST")  # the typed client would refuse to send this
+    with pytest.raises(urllib.error.HTTPError) as http_err:
+        urllib.request.urlopen(request, timeout=2)
+    assert (http_err.value.code, json.loads(http_err.value.read())["reason"]) == (400, "BadRequest")
+    http_err.value.close()
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod("nowhere", {**pod("p"), "metadata": {"name": "p"}})
     assert status_of(err.value)["message"] == 'namespaces "nowhere" not found'
@@ -187,14 +221,17 @@ def test_every_write_bumps_one_global_resource_version(server: FakeApiServer, co
 
 
 def test_delete_of_other_resources_answers_a_status(core: client.CoreV1Api) -> None:
-    answer = json.loads(core.delete_node("n2", _preload_content=False).data)
+    answer = raw(core.delete_node("n2", _preload_content=False))
     assert (answer["kind"], answer["status"], answer["details"]["name"]) == ("Status", "Success", "n2")
 
 
 def test_list_items_carry_no_kind_but_watch_objects_do(server: FakeApiServer, core: client.CoreV1Api) -> None:
-    raw = json.loads(core.list_node(_preload_content=False).data)
-    assert raw["kind"] == "NodeList" and raw["apiVersion"] == "v1"
-    assert "kind" not in raw["items"][0]
+    listed = raw(core.list_node(_preload_content=False))
+    assert listed["kind"] == "NodeList" and listed["apiVersion"] == "v1"
+    assert "kind" not in listed["items"][0]
+    stream = watch.Watch().stream(core.list_node, resource_version="0", timeout_seconds=1)
+    assert next(stream)["raw_object"]["kind"] == "Node"
+    stream.close()
 
 
 def test_list_paging(server: FakeApiServer, core: client.CoreV1Api) -> None:
@@ -263,7 +300,7 @@ def test_pod_update_cannot_set_node_name(core: client.CoreV1Api) -> None:
 def test_watch_delivers_added_modified_deleted_in_order(core: client.CoreV1Api) -> None:
     rv = core.list_namespaced_pod(NS).metadata.resource_version
     core.create_namespaced_pod(NS, pod("p"))
-    core.create_namespaced_pod_binding("p", NS, binding("p", "n1"), _preload_content=False)
+    bind(core, "p", "n1")
     core.delete_namespaced_pod("p", NS)
     seen = []
     w = watch.Watch()
@@ -296,7 +333,7 @@ def test_watch_from_zero_starts_with_current_objects(core: client.CoreV1Api) -> 
 def test_watch_with_selector_sees_objects_leave_and_enter(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod(NS, pod("p"))
     rv = core.list_namespaced_pod(NS).metadata.resource_version
-    core.create_namespaced_pod_binding("p", NS, binding("p", "n1"), _preload_content=False)
+    bind(core, "p", "n1")
     core.create_namespaced_pod(NS, pod("q"))
     w = watch.Watch()
     events = []
@@ -350,6 +387,7 @@ def test_raw_410_is_an_error_event_on_a_200_stream(server: FakeApiServer, core: 
     resp = core.list_namespaced_pod(NS, watch=True, resource_version=rv, _preload_content=False)
     assert resp.status == 200
     lines = resp.data.decode().splitlines()
+    resp.release_conn()
     assert [json.loads(line)["type"] for line in lines] == ["ERROR"]
     assert json.loads(lines[0])["object"]["code"] == 410
     assert json.loads(lines[0])["object"]["reason"] == "Expired"
@@ -370,10 +408,8 @@ def test_short_history_expires_old_versions(make_server: Callable[..., FakeApiSe
 
 def test_binding_answers_201_with_a_status(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod(NS, pod("p", scheduler="cpsat"))
-    resp = core.create_namespaced_pod_binding("p", NS, binding("p", "n1"), _preload_content=False)
-    assert resp.status == 201
-    assert json.loads(resp.data) == {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                     "status": "Success", "code": 201}
+    assert bind(core, "p", "n1") == (201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                           "status": "Success", "code": 201})
     bound = core.read_namespaced_pod("p", NS)
     assert bound.spec.node_name == "n1"
     assert any(c.type == "PodScheduled" and c.status == "True" for c in bound.status.conditions)
@@ -388,21 +424,20 @@ def test_binding_without_preload_raises_although_the_pod_is_bound(core: client.C
 
 def test_double_bind_is_409_and_missing_pod_404(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod(NS, pod("p"))
-    core.create_namespaced_pod_binding("p", NS, binding("p", "n1"), _preload_content=False)
+    bind(core, "p", "n1")
     with pytest.raises(ApiException) as err:
-        core.create_namespaced_pod_binding("p", NS, binding("p", "n2"), _preload_content=False)
+        bind(core, "p", "n2")
     assert err.value.status == 409
     assert status_of(err.value)["message"] == \
         'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"'
     with pytest.raises(ApiException) as err:
-        core.create_namespaced_pod_binding("ghost", NS, binding("ghost", "n1"), _preload_content=False)
+        bind(core, "ghost", "n1")
     assert err.value.status == 404
 
 
 def test_binding_to_a_missing_node_succeeds_and_the_pod_never_starts(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod(NS, pod("p"))
-    resp = core.create_namespaced_pod_binding("p", NS, binding("p", "no-such-node"), _preload_content=False)
-    assert resp.status == 201
+    assert bind(core, "p", "no-such-node")[0] == 201
     assert core.read_namespaced_pod("p", NS).status.phase == "Pending"
 
 
@@ -410,7 +445,7 @@ def test_kubelet_starts_bound_pods_after_its_delay(make_server: Callable[..., Fa
     server = make_server([node("n1")], kubelet_start_seconds=0.05)
     core = client.CoreV1Api(api_client(server))
     core.create_namespaced_pod(NS, pod("p"))
-    core.create_namespaced_pod_binding("p", NS, binding("p", "n1"), _preload_content=False)
+    bind(core, "p", "n1")
     assert core.read_namespaced_pod("p", NS).status.phase == "Pending"
     running = wait_for(lambda: core.read_namespaced_pod("p", NS).status.phase == "Running")
     assert running
@@ -422,7 +457,7 @@ def test_without_kubelet_bound_pods_stay_pending(make_server: Callable[..., Fake
     server = make_server([node("n1")], kubelet=False)
     core = client.CoreV1Api(api_client(server))
     core.create_namespaced_pod(NS, pod("p"))
-    core.create_namespaced_pod_binding("p", NS, binding("p", "n1"), _preload_content=False)
+    bind(core, "p", "n1")
     assert core.read_namespaced_pod("p", NS).status.phase == "Pending"
 
 
@@ -455,8 +490,7 @@ def test_eviction_honours_the_disruption_budget(make_server: Callable[..., FakeA
     assert (status.current_healthy, status.desired_healthy, status.expected_pods, status.disruptions_allowed) == \
         (3, 2, 3, 1)
 
-    resp = core.create_namespaced_pod_eviction("w0", NS, eviction("w0"), _preload_content=False)
-    assert resp.status == 201
+    assert evict(core, "w0")[0] == 201
     assert policy.read_namespaced_pod_disruption_budget("web", NS).status.disruptions_allowed == 0
 
     with pytest.raises(ApiException) as err:
@@ -472,8 +506,7 @@ def test_eviction_honours_the_disruption_budget(make_server: Callable[..., FakeA
 def test_pending_pods_are_evicted_without_a_budget_check(make_server: Callable[..., FakeApiServer]) -> None:
     server = make_server([node("n1"), pod("w0", app="web"), pdb("web", min_available=5, app="web")])
     core = client.CoreV1Api(api_client(server))
-    resp = core.create_namespaced_pod_eviction("w0", NS, eviction("w0"), _preload_content=False)
-    assert resp.status == 201
+    assert evict(core, "w0")[0] == 201
     assert server.store.get("pods", NS, "w0") is None
 
 
@@ -591,7 +624,7 @@ def test_injected_bind_conflict_and_throttling(server: FakeApiServer, core: clie
     server.faults.fail("POST", r"/binding$", status=409)
     server.faults.fail("POST", r"/eviction$", status=429, retry_after=2)
     with pytest.raises(ApiException) as err:
-        core.create_namespaced_pod_binding("p", NS, binding("p", "n1"), _preload_content=False)
+        bind(core, "p", "n1")
     assert err.value.status == 409
     assert core.read_namespaced_pod("p", NS).spec.node_name is None  # the fault hit before the API
     with pytest.raises(ApiException) as err:
@@ -712,7 +745,9 @@ def test_stop_ends_open_watches_and_threads(make_server: Callable[..., FakeApiSe
 # --- ways in ----------------------------------------------------------------------------------
 
 def test_kubeconfig(server: FakeApiServer, tmp_path: Any) -> None:
-    api = client.CoreV1Api(config.new_client_from_config(config_file=server.kubeconfig_path(tmp_path)))
+    loaded = config.new_client_from_config(config_file=server.kubeconfig_path(tmp_path))
+    _open_clients.append(loaded)
+    api = client.CoreV1Api(loaded)
     assert [n.metadata.name for n in api.list_node().items] == ["n1", "n2"]
 
 
