@@ -112,12 +112,20 @@ class Timers:
                     timeout = self._heap[0][0] - time.monotonic() if self._heap else None
                     self._cond.wait(timeout)
                 if self._stopped:
+                    self._thread = None
                     return
                 _, _, fn = heapq.heappop(self._heap)
             try:
                 fn()
             except Exception:  # a simulated controller must not take the server down
                 log.exception("fake apiserver: delayed action failed")
+
+    def resume(self) -> None:
+        """Accept work again after `stop()` (the thread starts on the next call_later)."""
+        with self._cond:
+            if self._thread is not None and not self._thread.is_alive():
+                self._thread = None
+            self._stopped = False
 
     def stop(self, timeout: float = 2.0) -> None:
         with self._cond:

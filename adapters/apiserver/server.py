@@ -164,6 +164,7 @@ class FakeApiServer:
     def start(self) -> "FakeApiServer":
         with self._lifecycle:
             self._stopping.clear()
+            self.timers.resume()
             self._listen(self.port)
         return self
 

@@ -736,10 +736,15 @@ def test_stop_ends_open_watches_and_threads(make_server: Callable[..., FakeApiSe
     core = client.CoreV1Api(api_client(server))
     stream = watch.Watch().stream(core.list_node, resource_version="0", timeout_seconds=30)
     assert next(stream)["type"] == "ADDED"
+    url = server.url
     start = time.monotonic()
     server.stop()
     assert time.monotonic() - start < 2
     assert not fake_threads()
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        next(stream)
+    assert server.start().url == url  # and it can start again, on the same port, with its store
+    assert [n.metadata.name for n in core.list_node().items] == ["n1"]
 
 
 # --- ways in ----------------------------------------------------------------------------------
