@@ -139,7 +139,7 @@ def schedule_greedy(
                 refused = int((~allowed).sum())
                 result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {GUARD_REASON}."
             else:
-                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng)
+                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed)
                 if pod.key in result.placements:
                     guard.placed(pod, result.placements[pod.key])
                 elif cycle.node_local and allowed is None and pod.class_id >= 0:
@@ -160,8 +160,8 @@ def _still_failing(entry, pod: PodInfo, state: ClusterState, placed_priorities: 
     return all(p >= pod.priority for p in placed_priorities[placed_at:])
 
 
-def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng) -> None:
-    outcome = preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng) if preempt else None
+def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed=None) -> None:
+    outcome = preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng, allowed=allowed) if preempt else None
     if outcome is not None and outcome.node is not None:
         for victim in outcome.victims:
             state.remove(victim)

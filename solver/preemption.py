@@ -147,8 +147,12 @@ def default_preemption(
     ctx,
     *,
     rng: Optional[random.Random] = None,
+    allowed=None,
 ) -> PreemptionOutcome:
-    """Where to place ``pod`` by evicting lower-priority pods, or the ``preemption: ...`` text."""
+    """Where to place ``pod`` by evicting lower-priority pods, or the ``preemption: ...`` text.
+
+    ``allowed`` (a node mask) keeps out nodes the window's own rules refuse (greedy's spread
+    guard): preemption must not break what placement may not."""
     if pod.preempt_never:
         return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
     version = ctx.config.kubernetes_version
@@ -160,7 +164,7 @@ def default_preemption(
     no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
     potential = []
     for i, s in enumerate(statuses):
-        if s.code != Code.UNSCHEDULABLE:
+        if s.code != Code.UNSCHEDULABLE or (allowed is not None and not allowed[i]):
             continue
         if any(
             p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)

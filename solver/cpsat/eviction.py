@@ -80,7 +80,7 @@ def encode_costs(wm, ctx) -> None:
         elif len(evicts) > allowed:
             over = m.new_int_var(0, len(evicts) - allowed, f"pdb_over[{i}]")
             m.add(over >= cp_model.LinearExpr.sum(evicts) - allowed)
-            wm.level("pdb_violations").add(over, -1)
+            wm.level("pdb_violations").add(over, -1, 0, len(evicts) - allowed)
     # Victim priority tiers: one victim of a higher priority outweighs all lower ones together.
     tiers = sorted({v.priority for v in victims})
     count = {p: sum(1 for v in victims if v.priority == p) for p in tiers}
@@ -94,5 +94,5 @@ def encode_costs(wm, ctx) -> None:
         weights = {p: p - base + 1 for p in tiers}
     for key, evict in wm.evict.items():
         victim = wm.evict_pod[key][0]
-        wm.level("victim_priority").add(evict, -weights[victim.priority])
-        wm.level("victims").add(evict, -1)
+        wm.level("victim_priority").add(evict, -weights[victim.priority], 0, 1)
+        wm.level("victims").add(evict, -1, 0, 1)

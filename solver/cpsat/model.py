@@ -30,27 +30,25 @@ from ..state import ClusterState
 
 @dataclass
 class Level:
-    """One lexicographic objective level: maximise Σ coeff·var (terms kept for evaluation)."""
+    """One lexicographic objective level: maximise Σ coeff·var. Each term carries its variable's
+    bounds, so the level's range is known without reading the model back."""
 
     name: str
     terms: list[tuple[cp_model.IntVar, int]] = field(default_factory=list)
     constant: int = 0
+    low: int = 0
+    high: int = 0
 
-    def add(self, var, coeff: int) -> None:
+    def add(self, var, coeff: int, lo: int, hi: int) -> None:
+        """Add ``coeff · var`` with ``lo ≤ var ≤ hi``."""
         if coeff:
-            self.terms.append((var, int(coeff)))
+            coeff = int(coeff)
+            self.terms.append((var, coeff))
+            self.low += min(coeff * lo, coeff * hi)
+            self.high += max(coeff * lo, coeff * hi)
 
-    def bounds(self, proto) -> tuple[int, int]:
-        """Range of the level's value given the variables' domains in ``proto`` (a CpModelProto)."""
-        lo = hi = self.constant
-        variables = proto.variables
-        for var, coeff in self.terms:
-            # list() first: the proto wrapper of ortools 9.15 answers 0 to a negative index.
-            dom = list(variables[var.index].domain)
-            vlo, vhi = dom[0], dom[-1]
-            lo += min(coeff * vlo, coeff * vhi)
-            hi += max(coeff * vlo, coeff * vhi)
-        return lo, hi
+    def bounds(self) -> tuple[int, int]:
+        return self.low + self.constant, self.high + self.constant
 
     def expr(self):
         if not self.terms:

@@ -13,6 +13,7 @@ lexicographically, and the better of the two plans returned.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,10 @@ from ..predicates import StaticFilters, inter_pod_affinity, node_ports, node_res
 from ..scores import ScoreContext, score_nodes
 from . import eviction
 from .components import components
+from .hint import first_fit_hint, greedy_hint
 from .model import Level, WindowModel
+
+log = logging.getLogger("cpsat_scheduler.solver")
 
 # Largest objective range one stage combines with exact integer weights.
 MAX_STAGE_RANGE = 2**50
@@ -117,14 +121,14 @@ def _solver(cfg, budget: float, num_variables: int = 0) -> cp_model.CpSolver:
     return solver
 
 
-def _stages(levels: list[Level], proto) -> list[list[Level]]:
+def _stages(levels: list[Level]) -> list[list[Level]]:
     """Group consecutive levels whose combined range fits exact weights into one stage."""
     levels = [lv for lv in levels if lv.terms]
     stages: list[list[Level]] = []
     current: list[Level] = []
     span = 1
     for lv in reversed(levels):
-        lo, hi = lv.bounds(proto)
+        lo, hi = lv.bounds()
         width = hi - lo + 1
         if current and span * width > MAX_STAGE_RANGE:
             stages.insert(0, current)
@@ -136,7 +140,7 @@ def _stages(levels: list[Level], proto) -> list[list[Level]]:
     return stages
 
 
-def _stage_expr(stage: list[Level], proto):
+def _stage_expr(stage: list[Level]):
     """Σ M_i · level_i with M_i the product of the ranges of the less important levels."""
     terms, coeffs = [], []
     mult = 1
@@ -144,7 +148,7 @@ def _stage_expr(stage: list[Level], proto):
         for var, coeff in lv.terms:
             terms.append(var)
             coeffs.append(coeff * mult)
-        lo, hi = lv.bounds(proto)
+        lo, hi = lv.bounds()
         mult *= hi - lo + 1
     return cp_model.LinearExpr.weighted_sum(terms, coeffs)
 
@@ -164,7 +168,7 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
     placement = wm.level("placement")
     for cls in classes:
         if not isinstance(wm.placed[cls.id], int):
-            placement.add(wm.placed[cls.id], weights[cls.rep.priority])
+            placement.add(wm.placed[cls.id], weights[cls.rep.priority], 0, cls.size)
     _encode_scores(wm, ctx, sctx)
     return wm
 
@@ -182,7 +186,7 @@ def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:
             on = wm.model.new_bool_var(f"active[{n}]")
             for cls, var in entries:
                 wm.model.add(var <= wm.ub_of(cls.id, n) * on)
-            active.add(on, -1)
+            active.add(on, -1, 0, 1)
         wm.levels.insert(wm.levels.index(score), active)
     if not any(ctx.config.scoring.weights.values()):
         return
@@ -193,31 +197,12 @@ def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:
         nodes = np.array([n for n, _ in entries], dtype=np.int64)
         totals = score_nodes(cls.rep, nodes, wm.state, sctx) if len(nodes) > 1 else np.zeros(1, dtype=np.int64)
         for (n, var), s in zip(entries, totals.tolist()):
-            score.add(var, int(s))
-
-
-def _hint(wm: WindowModel, greedy: GreedyResult, ctx: SchedulingContext) -> None:
-    counts: dict[tuple[int, int], int] = {}
-    for key, node in greedy.placements.items():
-        pod = ctx.pod(key)
-        if pod is not None:
-            counts[pod.class_id, node] = counts.get((pod.class_id, node), 0) + 1
-    for (c, n), var in wm.x.items():
-        wm.model.add_hint(var, counts.get((c, n), 0))
-    placed: dict[int, int] = {}
-    for (c, _), k in counts.items():
-        placed[c] = placed.get(c, 0) + k
-    for c, var in wm.placed.items():
-        if not isinstance(var, int):
-            wm.model.add_hint(var, placed.get(c, 0))
-    evicted = {v.pod.key for v in greedy.victims}
-    for key, var in wm.evict.items():
-        wm.model.add_hint(var, 1 if key in evicted else 0)
+            score.add(var, int(s), 0, wm.ub_of(cls.id, n))
 
 
 def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
-    proto = wm.model.Proto()
-    stages = _stages(wm.levels, proto)
+    stages = _stages(wm.levels)
+    num_variables = len(wm.model.Proto().variables)
     if not stages:
         return None, "OPTIMAL", 0.0, 0.0
     status_name = "OPTIMAL"
@@ -229,10 +214,15 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
             status_name = "FEASIBLE"
             break
         budget = remaining * (FIRST_STAGE_SHARE if i == 0 and len(stages) > 1 else 1.0 / (len(stages) - i))
-        expr = _stage_expr(stage, proto)
+        expr = _stage_expr(stage)
         wm.model.maximize(expr)
-        this = _solver(cfg, budget, len(proto.variables))
+        this = _solver(cfg, budget, num_variables)
         status = this.solve(wm.model)
+        log.debug(
+            "stage %s: %s after %.2fs of %.2fs (objective %s)",
+            "+".join(lv.name for lv in stage), STATUS_NAMES[status], this.wall_time, budget,
+            this.objective_value if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None,
+        )
         if status == cp_model.MODEL_INVALID:
             raise ModelInvalidError(wm.model.validate() or "CP-SAT reported MODEL_INVALID")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -245,6 +235,8 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
             status_name = "FEASIBLE"
         if i == 0:
             objective, bound = this.objective_value, this.best_objective_bound
+        if i == len(stages) - 1:
+            break
         # Fix this stage's value and hint the next stage with the solution found.
         wm.model.add(expr >= int(round(this.objective_value)))
         wm.model.clear_hints()
@@ -309,8 +301,7 @@ class _GreedyRun:
 
     CP-SAT's solve releases the GIL, so the two overlap. Greedy works on its own copy of the
     state and its own score context; it stops early when asked (the solver proved optimality,
-    so greedy cannot do better), and reports progress so the engine can decide whether to wait
-    for its plan as a hint."""
+    so greedy cannot do better)."""
 
     def __init__(self, ctx: SchedulingContext, static: StaticFilters) -> None:
         self.cancel = threading.Event()
@@ -337,14 +328,6 @@ class _GreedyRun:
     def done(self) -> bool:
         return self.finished is not None
 
-    def expected_left(self, total: int) -> float:
-        """Seconds greedy still needs, extrapolated from the pods it has done so far."""
-        done = self.progress[0]
-        elapsed = time.monotonic() - self.started
-        if done == 0:
-            return float("inf")
-        return elapsed * (total - done) / done
-
     def wait(self, timeout: Optional[float] = None) -> Optional[GreedyResult]:
         self._thread.join(timeout)
         if self.error is not None:
@@ -356,8 +339,18 @@ class _GreedyRun:
         return (self.finished or time.monotonic()) - self.started
 
 
-# Wait for greedy's plan as the hint when it should be ready within this share of the time left.
-HINT_WAIT_SHARE = 0.3
+# Greedy goes first (its plan is the hint) when it should take at most this share of the limit;
+# a larger window is built first, hinted by first fit, and greedy runs beside the solve.
+GREEDY_FIRST_SHARE = 0.25
+# Rough cost of greedy per pod and node looked at (filter and score), measured on 2 cores.
+GREEDY_SECONDS_PER_NODE_CHECK = 2e-6
+
+
+def estimated_greedy_seconds(ctx: SchedulingContext) -> float:
+    from ..node_order import num_feasible_nodes_to_find
+
+    looked_at = num_feasible_nodes_to_find(len(ctx.nodes), ctx.config.percentage_of_nodes_to_score)
+    return len(ctx.window) * looked_at * GREEDY_SECONDS_PER_NODE_CHECK
 
 
 def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) -> CpsatOutcome:
@@ -371,14 +364,19 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
         greedy_time = time.monotonic() - start
         reason = "time limit is 0: greedy plan returned" if limit <= 0 else None
         return CpsatOutcome(greedy, None if limit <= 0 else Solution(), False, reason, static, greedy_time)
-    run = _GreedyRun(ctx, static)
+    greedy_first = estimated_greedy_seconds(ctx) <= GREEDY_FIRST_SHARE * limit
+    runner: list[_GreedyRun] = []
     try:
-        return _solve_beside_greedy(ctx, static, run, start, deadline)
+        if greedy_first:
+            runner.append(_GreedyRun(ctx, static))
+            runner[0].wait()
+        return _solve_beside_greedy(ctx, static, runner, start, deadline)
     finally:
-        run.cancel.set()  # whatever happened, the thread stops at its next pod
+        for run in runner:
+            run.cancel.set()  # whatever happened, the thread stops at its next pod
 
 
-def _solve_beside_greedy(ctx, static, run: _GreedyRun, start: float, deadline: float) -> CpsatOutcome:
+def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: float) -> CpsatOutcome:
     cfg = ctx.config
     allow_preemption = cfg.preemption.enabled
     gangs = gang_mod.collect(ctx)
@@ -394,15 +392,21 @@ def _solve_beside_greedy(ctx, static, run: _GreedyRun, start: float, deadline: f
         sol.variables += nv
         sol.constraints += nc
     sol.build_time = time.monotonic() - build_start
-
-    # Greedy's plan is the hint when it is (nearly) there; otherwise CP-SAT starts on its own.
-    left = deadline - time.monotonic()
-    if not run.done and run.expected_left(len(ctx.window)) < HINT_WAIT_SHARE * left:
-        run.wait(HINT_WAIT_SHARE * left)
-    hint = run.result if run.done else None
-    if hint is not None:
+    if runner:
+        run = runner[0]
         for wm in models:
-            _hint(wm, hint, ctx)
+            greedy_hint(wm, run.result, ctx)
+        hint = "greedy plan"
+    else:
+        for wm in models:
+            first_fit_hint(wm)
+        hint = "first fit (greedy runs beside the solve)"
+        run = _GreedyRun(ctx, static)  # the state copy is taken before the solve registers nothing
+        runner.append(run)
+    log.debug(
+        "built %d component(s): %d variables, %d constraints in %.2fs; hint: %s",
+        len(models), sol.variables, sol.constraints, sol.build_time, hint,
+    )
 
     total_pods = sum(c.size for part in parts for c in part) or 1
     statuses = []
@@ -415,6 +419,7 @@ def _solve_beside_greedy(ctx, static, run: _GreedyRun, start: float, deadline: f
         remaining_parts = sum(c.size for p in parts[i:] for c in p) / total_pods
         part_deadline = t1 + max(0.0, deadline - t1) * (share / remaining_parts if remaining_parts else 1)
         solver, status, obj, bnd = _solve_component(wm, cfg.solver, part_deadline)
+        log.debug("component %d: %s in %.2fs (objective %s, bound %s)", i, status, time.monotonic() - t1, obj, bnd)
         statuses.append(status)
         if solver is None and status != "OPTIMAL":
             greedy = run.wait()

@@ -15,16 +15,15 @@ import numpy as np
 
 from models.resources import CPU, MEMORY
 
-from ..context import build_context
 from ..info import PodInfo
 from ..predicates import Cycle
-from .problem import RepackProblem, with_window
+from .problem import RepackProblem
 
 
 def greedy_drain(problem: RepackProblem, *, max_moves=None, target_free=None, by_cost: bool = False) -> dict[str, int]:
     """Final node of every movable pod after draining what the greedy walk can drain."""
-    now = build_context(with_window(problem.snapshot, set(), problem.config.scheduler_name), problem.ctx.config)
-    state, nodes = now.state, problem.nodes
+    now = problem.running()
+    state, nodes = now.state.copy(), problem.nodes
     version = problem.ctx.config.kubernetes_version
     current: dict[str, PodInfo] = {key: now.pod(key) for key in problem.origin}
     window = {key: problem.window_pod(key) for key in problem.origin}
@@ -44,14 +43,16 @@ def greedy_drain(problem: RepackProblem, *, max_moves=None, target_free=None, by
     drainable = [n for n in on if problem.freeable(n)]
     drainable.sort(key=lambda n: (-problem.cost[n] if by_cost else 0.0, load(n), n))
     drained: set[int] = set()
+    blocked = np.zeros(len(nodes), dtype=bool)  # drained nodes: never a target again
+    moved = 0  # pods away from their node of origin
     for n in drainable:
         if target_free is not None and len(drained) >= target_free:
             break
         pods = sorted(on.get(n, []), key=lambda k: (-int(state.vector(window[k])[cpu]), k))
         first_moves = sum(1 for k in pods if state.where[k] == problem.origin[k])
-        moved = sum(1 for k, m in problem.origin.items() if state.where[k] != m)
         if max_moves is not None and moved + first_moves > max_moves:
             continue
+        blocked[n] = True
         done: list[tuple[str, int]] = []
         for key in pods:
             leaves_home = state.where[key] == problem.origin[key]
@@ -59,11 +60,10 @@ def greedy_drain(problem: RepackProblem, *, max_moves=None, target_free=None, by
                 break
             state.remove(current[key])
             feasible = Cycle(window[key], state, problem.static, version=version).feasible()
-            keep = [int(m) for m in feasible.tolist() if m != n and m not in drained]
-            if not keep:
+            cand = feasible[~blocked[feasible]]
+            if not len(cand):
                 state.add(current[key], n)
                 break
-            cand = np.array(keep, dtype=np.int64)
             # The fullest node that admits the pod: least room left after it, in cpu and memory.
             after = (state.free[cand][:, [cpu, mem]] - state.vector(window[key])[[cpu, mem]]) / alloc[cand]
             target = int(cand[int(np.argmin(after.max(axis=1)))])
@@ -74,11 +74,13 @@ def greedy_drain(problem: RepackProblem, *, max_moves=None, target_free=None, by
                     left[i] -= 1
         if len(done) == len(pods):
             drained.add(n)
+            moved += first_moves
             on[n] = []
             for key, target in done:
                 current[key] = window[key]
                 on.setdefault(target, []).append(key)
             continue
+        blocked[n] = False
         for key, _ in reversed(done):  # not all could leave: put the node back as it was
             state.remove(window[key])
             state.add(current[key], n)

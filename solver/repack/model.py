@@ -47,6 +47,8 @@ OBJECTIVES = ("nodes", "cost")
 MAX_STAGE_RANGE = 2**50
 # Share of the time the first stage may use when the objective needs two stages.
 FIRST_STAGE_SHARE = 0.7
+# Share of the time limit spent checking a starting placement against the model.
+HINT_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class Placement:
     constraints: int = 0
     build_time: float = 0.0
     solve_time: float = 0.0
+    started_better: bool = False  # the starting placement beat (or replaced) the solver's answer
     candidates: dict[int, np.ndarray] = field(default_factory=dict)  # class -> candidate nodes
     upper: dict[int, np.ndarray] = field(default_factory=dict)  # class -> bound per candidate
 
@@ -244,7 +247,43 @@ class RepackModel:
             mult *= sum(abs(c) for c in lv_coeffs) + 1
         return cp_model.LinearExpr.weighted_sum(vars_, coeffs), top
 
-    def solve(self, deadline: float) -> Placement:
+    def complete_hint(self, starts: list[dict[str, int]], budget: float) -> Optional[dict[str, int]]:
+        """Hint every variable from the first start (pod -> node) the model accepts whole: a
+        quick solve with the hinted variables fixed fills in the rules' own helper variables.
+        Returns the start used, or None (the partial hint of the first start is left)."""
+        for start in starts:
+            self.model.clear_hints()
+            self._hint(start)
+            probe = self.model.clone()
+            probe.clear_objective()
+            solver = cp_model.CpSolver()
+            solver.parameters.fix_variables_to_their_hinted_value = True
+            solver.parameters.max_time_in_seconds = max(budget, 0.001)
+            solver.parameters.num_workers = 1
+            if solver.solve(probe) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                self._hint_all(solver)
+                return start
+        self.model.clear_hints()
+        self._hint(starts[0])
+        return None
+
+    def _hint_all(self, solver: cp_model.CpSolver) -> None:
+        self.model.clear_hints()
+        for i in range(len(self.model.Proto().variables)):
+            var = self.model.get_int_var_from_proto_index(i)
+            self.model.add_hint(var, solver.value(var))
+
+    def value(self, final: dict[str, int]) -> tuple[int, int]:
+        """(primary level, −moves) of a placement, as the objective ranks it."""
+        used = set(final.values())
+        free = [n for n in self.free if n not in used]
+        primary = sum(self.problem.cost_units(n) for n in free) if self.options.objective == "cost" else len(free)
+        moves = sum(1 for key, n in final.items() if n != self.problem.origin[key])
+        return primary, -moves
+
+    def solve(self, deadline: float, start: Optional[dict[str, int]] = None) -> Placement:
+        """Solve stage by stage; ``start`` (a complete placement the model accepts) is returned
+        instead of the solver's answer if it is better, or if the solver finds nothing."""
         cfg = self.problem.config.solver
         proto = self.model.Proto()
         placement = Placement(final={}, status="OPTIMAL", variables=len(proto.variables), constraints=len(proto.constraints))
@@ -268,10 +307,7 @@ class RepackModel:
             if status == cp_model.INFEASIBLE:
                 raise RepackInfeasible("no placement of the movable pods keeps every rule")
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                if solver is None:
-                    placement.status = STATUS_NAMES[status]
-                    return placement
-                placement.status = "FEASIBLE"
+                placement.status = "FEASIBLE" if solver is not None else STATUS_NAMES[status]
                 break
             solver = this
             if status == cp_model.FEASIBLE:
@@ -281,15 +317,17 @@ class RepackModel:
                 _, lv_vars, lv_coeffs = stage[0]
                 placement.objective = float(sum(c * this.value(v) for v, c in zip(lv_vars, lv_coeffs)))
                 placement.bound = float(int(this.best_objective_bound) // weight)
-            # Fix this stage's value; hint the next stage with the solution found.
+            # Fix this stage's value; the next stage starts from the solution found.
             if stage:
                 self.model.add(expr >= int(round(this.objective_value)))
-            self.model.clear_hints()
-            for var in [*self.wm.x.values(), *self.stay.values(), *self.free.values()]:
-                self.model.add_hint(var, this.value(var))
-        if solver is None:
-            return placement
-        placement.final = self._extract(solver)
+            self._hint_all(this)
+        if solver is not None:
+            placement.final = self._extract(solver)
+        if start is not None and (not placement.final or self.value(start) > self.value(placement.final)):
+            placement.final = dict(start)
+            placement.objective = float(self.value(start)[0])
+            placement.status = "FEASIBLE"
+            placement.started_better = True
         return placement
 
     def _extract(self, solver: cp_model.CpSolver) -> dict[str, int]:
@@ -341,16 +379,21 @@ class RepackModel:
 
 
 def solve_placement(problem: RepackProblem, options: RepackOptions) -> Placement:
-    """Build and solve the model within the time limit (the config's, unless the options say)."""
+    """Build and solve the model within the time limit (the config's, unless the options say).
+
+    The search starts from the greedy drain's placement when the model accepts it whole, else
+    from the current one (nothing moves); whichever is used is also the fallback answer."""
     start = time.monotonic()
     limit = options.time_limit if options.time_limit is not None else problem.config.solver.time_limit_seconds
-    hint = greedy_drain(
+    deadline = start + limit
+    greedy = greedy_drain(
         problem, max_moves=options.max_moves, target_free=options.target_free, by_cost=options.objective == "cost"
     )
     model = RepackModel(problem, options)
-    model.build(hint)
+    model.build()
+    used = model.complete_hint([greedy, dict(problem.origin)], limit * HINT_SHARE)
     built = time.monotonic()
-    placement = model.solve(built + limit)
+    placement = model.solve(deadline, used)
     placement.build_time = built - start
     placement.solve_time = time.monotonic() - built
     return placement

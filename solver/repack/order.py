@@ -25,11 +25,10 @@ from typing import Optional
 import networkx as nx
 import numpy as np
 
-from ..context import build_context
 from ..framework import Status
 from ..info import PodInfo
 from ..predicates import Cycle
-from .problem import RepackProblem, with_window
+from .problem import RepackProblem
 
 # How many conflicting moves an error message lists.
 LIST_LIMIT = 8
@@ -79,8 +78,8 @@ class _Walk:
     def __post_init__(self) -> None:
         problem = self.problem
         # The cluster as it runs now: every running pod on its node.
-        now = build_context(with_window(problem.snapshot, set(), problem.config.scheduler_name), problem.ctx.config)
-        self.state = now.state
+        now = problem.running()
+        self.state = now.state.copy()
         self.nodes = problem.nodes
         self.version = problem.ctx.config.kubernetes_version
         # The PodInfo in the state for each moving pod (bound now; the unbound copy once moved).

@@ -79,6 +79,7 @@ class RepackProblem:
     cost: list[float]  # per node
     budgets: PdbBudgets
     notes: list[str] = field(default_factory=list)
+    _running: Optional[SchedulingContext] = None
 
     @property
     def nodes(self):
@@ -93,6 +94,13 @@ class RepackProblem:
 
     def window_pod(self, key: str):
         return self.ctx.pod(key)
+
+    def running(self) -> SchedulingContext:
+        """The cluster as it runs now, every running pod bound (built once; callers that change
+        the state work on ``running().state.copy()``)."""
+        if self._running is None:
+            self._running = build_context(with_window(self.snapshot, set(), self.config.scheduler_name), self.ctx.config)
+        return self._running
 
 
 def build_problem(
