@@ -33,6 +33,7 @@ PROG = "cpsat-scheduler"
 COMMANDS = (
     "adapters.commands.schedule",
     "adapters.commands.validate",
+    "adapters.commands.repack",
 )
 
 EXIT_OK = 0

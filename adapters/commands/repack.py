@@ -1,0 +1,113 @@
+"""``cpsat-scheduler repack``: which running pods to move where, in which order, to free nodes.
+
+The plan is replayed step by step by an independent check before anything is printed; a plan
+without a safe order, or one the replay refuses, is never shown (exit 1 with the reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from models import InputError
+
+from . import non_negative_float, non_negative_int, note, worker_count
+
+OUTPUTS = ("table", "json", "yaml")
+OBJECTIVES = ("nodes", "cost")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "repack",
+        help="recommend pod moves that free nodes, in a safe order",
+        description="Read a running cluster (any `kubectl get nodes,pods,pdb -A -o yaml|json` dump) and "
+        "recommend which pods to move where so that as many nodes as possible (or the most expensive "
+        "ones) end up empty, with the fewest moves, as numbered steps that are each safe when they run. "
+        "DaemonSet, mirror, terminating and safe-to-evict=false pods never move; bare pods and pods "
+        "with local storage only if the config allows (repack.moveBarePods, repack.moveLocalStorage).",
+    )
+    parser.add_argument("snapshot", metavar="SNAPSHOT", help="snapshot file, or - for stdin")
+    parser.add_argument("--max-moves", type=non_negative_int, metavar="N", help="evict at most N pods in all")
+    parser.add_argument(
+        "--target-free",
+        type=non_negative_int,
+        metavar="N",
+        help="free at most N nodes (stop there and spend the rest on fewer moves)",
+    )
+    parser.add_argument(
+        "--keep-node",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="never free these nodes (they may still receive pods)",
+    )
+    parser.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="nodes",
+        help="nodes (default): free the most nodes; cost: free the most expensive ones (repack.instanceCost)",
+    )
+    parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
+    parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
+    parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads, 0 = one per core (config solver.workers)")
+    parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
+    parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default), json (the stable contract) or yaml")
+    parser.add_argument("--plot", metavar="FILE.png", help="also draw per-node utilisation before and after (needs matplotlib)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from adapters.repack_output import PlotUnavailable, dump_repack, write_plot
+    from adapters.snapshot_io import read_snapshot
+
+    from . import config_from_args
+
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401 - only checking it is there before the long part
+        except ImportError:
+            print(
+                "cpsat-scheduler: error: --plot needs matplotlib, which is not installed: "
+                "pip install 'cpsat-scheduler[plot]'",
+                file=sys.stderr,
+            )
+            return 2
+    config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
+    loaded = read_snapshot(args.snapshot)
+    note(loaded.note())
+
+    from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack
+
+    options = RepackOptions(
+        max_moves=args.max_moves,
+        target_free=args.target_free,
+        keep_nodes=tuple(dict.fromkeys(args.keep_node)),
+        objective=args.objective,
+        time_limit=args.time_limit,
+    )
+    try:
+        result = plan_repack(loaded.snapshot, config, options)
+    except (OrderError, RepackInfeasible) as exc:
+        print(f"cpsat-scheduler: no plan: {exc}", file=sys.stderr)
+        return 1
+    except RepackUnsafe as exc:
+        print(
+            f"cpsat-scheduler: refusing to print a plan that fails its replay ({len(exc.problems)} problem(s)); "
+            "this is a bug, please report it with the snapshot:",
+            file=sys.stderr,
+        )
+        for line in exc.problems:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    if args.plot:
+        try:
+            write_plot(result, args.plot)
+        except PlotUnavailable as exc:
+            print(f"cpsat-scheduler: error: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            raise InputError("--plot", args.plot, f"cannot write the picture: {exc.strerror or exc}") from None
+    sys.stdout.write(dump_repack(result, args.output))
+    return 0

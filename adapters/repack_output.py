@@ -1,0 +1,197 @@
+"""Re-packing plans out: the JSON contract, the same data as YAML, a table, and a picture.
+
+JSON keys are a contract for scripts (only ever added, never renamed)::
+
+    {"moves": [{"pod": "ns/name", "from": "node-a", "to": "node-b", "step": 1, "buffer": false}],
+     "freed_nodes": ["node-a"],
+     "before": {"active_nodes": 12, "cost": 12.0}, "after": {"active_nodes": 4, "cost": 4.0},
+     "lower_bound_nodes": 4, "stats": {"status": "OPTIMAL", "wall_time_s": 1.2, ...}, ...}
+
+The table is for people and may change. The picture (``--plot``) needs matplotlib, the optional
+``plot`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from solver.repack import RepackResult
+
+from .output import _columns, _count
+
+__all__ = ["PlotUnavailable", "dump_repack", "repack_json", "repack_table", "write_plot"]
+
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# Utilisation figures in the JSON: fractions with this many decimals.
+DECIMALS = 4
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed."""
+
+
+def node_state(node) -> str:
+    if node.freed:
+        return "freed"
+    if node.busy_after:
+        return "kept" if node.kept else "active"
+    return "empty"
+
+
+def repack_json(result: RepackResult) -> dict[str, Any]:
+    names = result.node_names
+    return {
+        "moves": [
+            {"pod": s.pod, "from": names[s.source], "to": names[s.target], "step": s.number, "buffer": s.buffer}
+            for s in result.steps
+        ],
+        "freed_nodes": list(result.freed_nodes),
+        "before": {"active_nodes": result.before_active, "cost": result.before_cost},
+        "after": {"active_nodes": result.after_active, "cost": result.after_cost},
+        "lower_bound_nodes": result.lower_bound_nodes,
+        "stats": dict(result.stats),
+        "moved_pods": result.moved_pods,
+        "gap_nodes": result.gap_nodes,
+        "lower_bounds": {"per_resource": dict(result.per_resource_bounds), "lp": result.lp_bound},
+        "nodes": [
+            {
+                "name": n.name,
+                "state": node_state(n),
+                "cost": n.cost,
+                "cpu_before": round(n.utilisation("cpu", "before"), DECIMALS),
+                "cpu_after": round(n.utilisation("cpu", "after"), DECIMALS),
+                "memory_before": round(n.utilisation("memory", "before"), DECIMALS),
+                "memory_after": round(n.utilisation("memory", "after"), DECIMALS),
+                "pinned_by": n.pinned_by,
+            }
+            for n in result.nodes
+        ],
+        "unmovable": dict(sorted(result.unmovable.items())),
+        "notes": list(result.notes),
+    }
+
+
+def dump_repack(result: RepackResult, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(repack_json(result), indent=2) + "\n"
+    if fmt == "yaml":
+        return yaml.dump(repack_json(result), Dumper=_YAML_DUMPER, sort_keys=False, default_flow_style=False)
+    if fmt == "table":
+        return repack_table(result)
+    raise ValueError(f"unknown output format {fmt!r}")
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def repack_table(result: RepackResult) -> str:
+    names = result.node_names
+    lines: list[str] = []
+    buffers = sum(1 for s in result.steps if s.buffer)
+    head = f"MOVES: {_count(len(result.steps), 'step')} ({_count(result.moved_pods, 'pod')} moved"
+    head += f", {buffers} via a buffer node)" if buffers else ")"
+    lines.append(head)
+    if result.steps:
+        rows = [
+            (str(s.number), s.pod, names[s.source], names[s.target] + ("  (buffer)" if s.buffer else ""))
+            for s in result.steps
+        ]
+        lines += _columns(("STEP", "POD", "FROM", "TO"), rows)
+    lines.append("")
+    freed = ", ".join(result.freed_nodes) if result.freed_nodes else "-"
+    lines.append(f"FREED: {_count(len(result.freed_nodes), 'node')}: {freed}")
+    lines.append("")
+    rows = []
+    for n in result.nodes:
+        state = node_state(n)
+        if n.pinned_by and not n.freed:
+            state += f" ({n.pinned_by})"
+        rows.append(
+            (
+                n.name,
+                f"{_pct(n.utilisation('cpu', 'before'))} -> {_pct(n.utilisation('cpu', 'after'))}",
+                f"{_pct(n.utilisation('memory', 'before'))} -> {_pct(n.utilisation('memory', 'after'))}",
+                state,
+            )
+        )
+    lines.append("NODES (requests / allocatable, before -> after):")
+    lines += _columns(("NODE", "CPU", "MEMORY", "STATE"), rows)
+    if result.unmovable:
+        lines.append("")
+        lines.append("NOT MOVED: " + ", ".join(f"{count} {reason}" for reason, count in sorted(result.unmovable.items())))
+    lines.append("")
+    pr = result.per_resource_bounds
+    lp = "-" if result.lp_bound is None else f"{result.lp_bound:g}"
+    lines.append(
+        f"TOTALS: active nodes {result.before_active} -> {result.after_active} | cost {result.before_cost:g} -> "
+        f"{result.after_cost:g} | moves {len(result.steps)}"
+    )
+    lines.append(
+        f"LOWER BOUND: {result.lower_bound_nodes} nodes (cpu {pr.get('cpu', 0)}, memory {pr.get('memory', 0)}, "
+        f"pods {pr.get('pods', 0)}, LP {lp}) | gap {result.gap_nodes} node(s)"
+    )
+    s = result.stats
+    bound = "-" if s.get("objective_bound") is None else f"{s['objective_bound']:g}"
+    value = "-" if s.get("objective_value") is None else f"{s['objective_value']:g}"
+    lines.append(
+        f"solver: status {s['status']} | objective {s['objective']} {value} (bound {bound}) | "
+        f"wall {s['wall_time_s']:.2f}s | {s['variables']} variables, {s['pod_classes']} pod classes"
+    )
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def write_plot(result: RepackResult, path: str) -> None:
+    """Per-node CPU and memory utilisation before and after, as a PNG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise PlotUnavailable(
+            "--plot needs matplotlib, which is not installed: pip install 'cpsat-scheduler[plot]'"
+        ) from exc
+    nodes = sorted(result.nodes, key=lambda n: (-n.utilisation("cpu", "before"), n.name))
+    xs = list(range(len(nodes)))
+    many = len(nodes) > 60
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, min(24.0, 0.25 * len(nodes))), 7.5), sharex=True)
+    for ax, resource, label in ((axes[0], "cpu", "CPU"), (axes[1], "memory", "memory")):
+        before = [100 * n.utilisation(resource, "before") for n in nodes]
+        after = [100 * n.utilisation(resource, "after") for n in nodes]
+        width = 1.0 if many else 0.4
+        shift = 0 if many else width / 2
+        ax.bar([x - shift for x in xs], before, width=width, color="#b0b0b0", label="before")
+        colors = ["#d62728" if n.freed else "#1f77b4" for n in nodes]
+        ax.bar([x + shift for x in xs], after, width=width * (0.5 if many else 1), color=colors, label="after")
+        ax.set_ylabel(f"{label} requested (%)")
+        ax.set_ylim(0, 105)
+        ax.grid(axis="y", alpha=0.3)
+    from matplotlib.patches import Patch
+
+    axes[0].legend(
+        handles=[
+            Patch(color="#b0b0b0", label="before"),
+            Patch(color="#1f77b4", label="after"),
+            Patch(color="#d62728", label="after, freed (DaemonSet pods only)"),
+        ],
+        loc="upper right",
+    )
+    axes[0].set_title(
+        f"Re-packing: {result.before_active} -> {result.after_active} active nodes, "
+        f"{len(result.freed_nodes)} freed, {len(result.steps)} moves (lower bound {result.lower_bound_nodes})"
+    )
+    if many:
+        axes[1].set_xlabel(f"{len(nodes)} nodes, busiest first (before)")
+        axes[1].set_xticks([])
+    else:
+        axes[1].set_xticks(xs)
+        axes[1].set_xticklabels([n.name for n in nodes], rotation=60, ha="right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=110)
+    plt.close(fig)
