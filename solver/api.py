@@ -98,6 +98,7 @@ def _solver_stats(sol) -> dict:
         variables=sol.variables,
         constraints=sol.constraints,
         components=sol.components,
+        node_groups=sol.node_groups,
     )
 
 

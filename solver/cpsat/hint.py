@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..greedy import GreedyResult
+from .symmetry import canonical
 
 
 def greedy_hint(wm, greedy: GreedyResult, ctx) -> None:
@@ -53,6 +54,7 @@ def first_fit_hint(wm) -> None:
 
 
 def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str]) -> None:
+    counts = canonical(wm, counts)
     for (c, n), var in wm.x.items():
         wm.model.add_hint(var, counts.get((c, n), 0))
     placed: dict[int, int] = {}

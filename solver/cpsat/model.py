@@ -95,6 +95,9 @@ class WindowModel:
         self._node_used: dict[int, cp_model.IntVar] = {}
         # Self-affinity seed per (terms, domain), shared by the classes of one affinity group.
         self.seeds: dict[tuple, cp_model.IntVar] = {}
+        # Groups of interchangeable candidate nodes (see ``symmetry``).
+        self.node_groups: list[list[int]] = []
+        self.symmetry_broken = False
 
     def ub_of(self, cls_id: int, node: int) -> int:
         return self._ub[cls_id, node]

@@ -33,6 +33,7 @@ from ..scores import ScoreContext, score_nodes
 from . import eviction
 from .components import components
 from .hint import first_fit_hint, greedy_hint
+from .symmetry import break_symmetry
 from .model import Level, WindowModel
 
 log = logging.getLogger("cpsat_scheduler.solver")
@@ -75,6 +76,7 @@ class Solution:
     build_time: float = 0.0
     solve_time: float = 0.0
     components: int = 0
+    node_groups: int = 0  # groups of interchangeable nodes whose symmetry was broken
     gang_rejected: dict[str, str] = field(default_factory=dict)
 
 
@@ -170,6 +172,7 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
         if not isinstance(wm.placed[cls.id], int):
             placement.add(wm.placed[cls.id], weights[cls.rep.priority], 0, cls.size)
     _encode_scores(wm, ctx, sctx)
+    break_symmetry(wm, enabled=ctx.config.solver.break_symmetry)
     return wm
 
 
@@ -391,6 +394,7 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         nv, nc = wm.size()
         sol.variables += nv
         sol.constraints += nc
+        sol.node_groups += len(wm.node_groups)
     sol.build_time = time.monotonic() - build_start
     if runner:
         run = runner[0]
