@@ -105,6 +105,24 @@ class ObjectMeta(K8sModel):
     deletion_timestamp: Optional[datetime] = None
 
 
+class NamespacedObject(K8sModel):
+    """An object that lives in a namespace: ``default`` when the manifest leaves it out (as
+    kubectl does), and named ``namespace/name`` everywhere the scheduler reports it."""
+
+    metadata: ObjectMeta
+
+    @model_validator(mode="after")
+    def _default_namespace(self):
+        if not self.metadata.namespace:
+            object.__setattr__(self, "metadata", self.metadata.model_copy(update={"namespace": "default"}))
+        return self
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``: how plans and messages name the object."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
 # --------------------------------------------------------------------------- selectors
 
 LabelOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
@@ -408,7 +426,7 @@ class PodStatus(K8sModel):
     conditions: ListOf(PodCondition) = []
 
 
-class Pod(K8sModel):
+class Pod(NamespacedObject):
     api_version: str = "v1"
     kind: Literal["Pod"] = "Pod"
     metadata: ObjectMeta
@@ -420,16 +438,6 @@ class Pod(K8sModel):
     def _null_status(cls, v: Any) -> Any:
         return {} if v is None else v
 
-    @model_validator(mode="after")
-    def _default_namespace(self) -> "Pod":
-        if not self.metadata.namespace:
-            object.__setattr__(self, "metadata", self.metadata.model_copy(update={"namespace": "default"}))
-        return self
-
-    @property
-    def key(self) -> str:
-        """``namespace/name``: how the plan and every message name a pod."""
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
     @property
     def is_terminal(self) -> bool:
@@ -506,7 +514,7 @@ class PodGroupSpec(K8sModel):
     schedule_timeout_seconds: Optional[StrictInt] = Field(default=None, ge=0)
 
 
-class PodGroup(K8sModel):
+class PodGroup(NamespacedObject):
     """scheduler-plugins coscheduling PodGroup (``scheduling.x-k8s.io/v1alpha1``)."""
 
     api_version: str = "scheduling.x-k8s.io/v1alpha1"
@@ -514,15 +522,7 @@ class PodGroup(K8sModel):
     metadata: ObjectMeta
     spec: PodGroupSpec
 
-    @model_validator(mode="after")
-    def _default_namespace(self) -> "PodGroup":
-        if not self.metadata.namespace:
-            object.__setattr__(self, "metadata", self.metadata.model_copy(update={"namespace": "default"}))
-        return self
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 IntOrPercent = Annotated[int | str, Field(union_mode="left_to_right")]
@@ -569,7 +569,7 @@ class PodDisruptionBudgetStatus(K8sModel):
         return {str(k): str(t) for k, t in v.items()}
 
 
-class PodDisruptionBudget(K8sModel):
+class PodDisruptionBudget(NamespacedObject):
     api_version: str = "policy/v1"
     kind: Literal["PodDisruptionBudget"] = "PodDisruptionBudget"
     metadata: ObjectMeta
@@ -581,15 +581,7 @@ class PodDisruptionBudget(K8sModel):
     def _null_section(cls, v: Any) -> Any:
         return {} if v is None else v
 
-    @model_validator(mode="after")
-    def _default_namespace(self) -> "PodDisruptionBudget":
-        if not self.metadata.namespace:
-            object.__setattr__(self, "metadata", self.metadata.model_copy(update={"namespace": "default"}))
-        return self
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 class Namespace(K8sModel):

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Optional
 
 from models.objects import Node, NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
-from models.resources import PODS, pod_host_ports, pod_nonzero_requests, pod_requests
+from models.resources import pod_host_ports, pod_nonzero_requests, pod_requests
 from models.snapshot import pod_group_key
 
 from .terms import AffinityTerm, SpreadConstraint
@@ -156,13 +156,6 @@ class PodInfo:
             self.images,
             self.containers,
         )
-
-    def requested_vector(self, resource_index: dict[str, int], width: int) -> list[int]:
-        vec = [0] * width
-        for name, value in self.requests.items():
-            vec[resource_index[name]] = value
-        vec[resource_index[PODS]] = 1
-        return vec
 
 
 @dataclass(eq=False, slots=True)
