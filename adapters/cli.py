@@ -34,6 +34,7 @@ COMMANDS = (
     "adapters.commands.schedule",
     "adapters.commands.validate",
     "adapters.commands.repack",
+    "adapters.commands.run",
 )
 
 EXIT_OK = 0

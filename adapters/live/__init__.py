@@ -1,0 +1,26 @@
+"""The live secondary scheduler: `cpsat-scheduler run`.
+
+It runs beside kube-scheduler and places the pods whose `spec.schedulerName` names it, the
+way kube-scheduler places its own, but a window of pods at a time through the CP-SAT
+solver. One module per concern:
+
+- `kube.py` — every API call, through the official client (the only module that uses it),
+  and `errors.py` — the adapter's own error classes;
+- `informer.py` + `cache.py` + `convert.py` — list+watch into a cache of parsed models,
+  with the scheduler's assumptions on top;
+- `queue.py` + `handlers.py` — active, backoff and unschedulable pods, and which cluster
+  events move which;
+- `scheduler.py` — the loop: window → snapshot → decide → check → assume → bind/evict;
+- `binder.py` — binds, evictions and gangs; `events.py` — events and pod conditions;
+- `leader.py` — Lease-based leader election; `serving.py` + `metrics.py` — health and
+  Prometheus metrics;
+- `simulate.py` — the same loop against the in-memory API server (`run --simulate`);
+  `bench.py` — its latency and throughput benchmark.
+
+Nothing here is imported by `solver/` or `models/`.
+"""
+
+from .options import LiveOptions
+from .scheduler import CycleResult, Scheduler
+
+__all__ = ["CycleResult", "LiveOptions", "Scheduler"]

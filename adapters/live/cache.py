@@ -1,0 +1,316 @@
+"""The scheduler's view of the cluster: watched objects, parsed once, plus its own assumptions.
+
+kube-scheduler binds asynchronously, which is safe only because it first *assumes* each
+decision in its cache: the pod is shown on its node at once, so the next decision already
+counts its resources, long before the API server's answer and the watch event arrive. This
+cache does the same for a whole window: `assume` puts a pod on a node; the assumption ends
+when the watch shows the pod bound (confirmed) or deleted, or when the scheduler `forget`s
+it because the bind failed. Victims whose eviction was asked for are shown as terminating,
+so no later window counts their room twice or picks them as victims again.
+
+`snapshot(window)` freezes the cache into a `models.ClusterSnapshot` for one decision. It
+holds every pod that occupies a node (assumed ones on their node) and, of the pods waiting
+for a node, only the window's: pods of other schedulers hold nothing, and our own pending
+pods outside the window are decided in a later window (the solver and the validator then
+agree on what the window is).
+
+Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
+parsed once, by `convert.parse_object`; one that does not parse is left out and logged with
+its object and field named. Listeners (the queue's event handlers) are told about every
+change, under the cache lock, so that what they see and what a snapshot shows never disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable, Optional, Protocol
+
+from pydantic import BaseModel
+
+from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+
+from .convert import parse_object
+from .kube import NODES, PDBS, PODGROUPS, PODS, PRIORITY_CLASSES, Resource
+
+log = logging.getLogger(__name__)
+
+# Assumption states: a bind is being sent; the API server said yes and the watch has not shown
+# it yet; the pod waits for its victims to leave; the outcome of a bind is unknown (the answer
+# was lost and the pod could not be read back); a dry run's decision, kept to the end.
+BINDING, BOUND, AWAITING_VICTIMS, UNCERTAIN, DRY_RUN = "binding", "bound", "awaiting-victims", "uncertain", "dry-run"
+
+
+class CacheListener(Protocol):
+    def pod_added(self, pod: Pod) -> None: ...
+    def pod_updated(self, old: Pod, new: Pod) -> None: ...
+    def pod_deleted(self, pod: Pod) -> None: ...
+    def node_changed(self, old: Optional[Node], new: Optional[Node]) -> None: ...
+    def pod_group_changed(self, group: PodGroup) -> None: ...
+
+
+@dataclass
+class Assumption:
+    pod: Pod  # the watched pod with spec.nodeName set to `node`
+    node: str
+    state: str
+    since: float
+    expires: Optional[float] = None  # for UNCERTAIN: when to stop believing it may be bound
+
+
+def object_key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def model_key(resource: Resource, model: BaseModel) -> str:
+    meta = model.metadata  # type: ignore[attr-defined]
+    if resource in (PODS, PDBS, PODGROUPS):
+        return f"{meta.namespace or 'default'}/{meta.name}"
+    return str(meta.name)
+
+
+def node_relevant(node: Node) -> tuple:
+    """What about a node can change a scheduling decision (not its heartbeat or conditions)."""
+    return (node.metadata.labels, node.spec, node.allocatable, node.status.images)
+
+
+def _terminating(pod: Pod) -> Pod:
+    """The pod as it will look once its eviction is under way (a deletionTimestamp set)."""
+    meta = pod.metadata.model_copy(update={"deletion_timestamp": datetime.now(timezone.utc)})
+    return pod.model_copy(update={"metadata": meta})
+
+
+def _on_node(pod: Pod, node: str) -> Pod:
+    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+
+
+class ClusterCache:
+    def __init__(self, *, listener: Optional[CacheListener] = None) -> None:
+        self.lock = threading.RLock()
+        self.listener = listener
+        self._objects: dict[Resource, dict[str, BaseModel]] = {
+            r: {} for r in (NODES, PODS, PDBS, PRIORITY_CLASSES, PODGROUPS)}
+        self._synced: set[Resource] = set()
+        self._assumed: dict[str, Assumption] = {}
+        self._evicting: dict[str, Pod] = {}  # victim key -> its terminating look
+        # objects that failed to parse, with the error (reported once per change)
+        self.invalid: dict[tuple[str, str], str] = {}
+        self.changed = threading.Condition(self.lock)
+
+    # --- feeding from list and watch -----------------------------------------------------------
+
+    def replace(self, resource: Resource, objects: Iterable[dict[str, Any]]) -> None:
+        """The result of a full list: objects absent from it are deleted, the rest applied."""
+        with self.lock:
+            seen: set[str] = set()
+            for obj in objects:
+                seen.add(object_key(obj))
+                self.apply(resource, "MODIFIED", obj)
+            for key in [k for k in self._objects[resource] if k not in seen]:
+                self._delete(resource, key)
+            self._synced.add(resource)
+            self.changed.notify_all()
+
+    def apply(self, resource: Resource, event_type: str, obj: dict[str, Any]) -> None:
+        """One watch event (ADDED, MODIFIED or DELETED) for `resource`."""
+        key = object_key(obj)
+        with self.lock:
+            if event_type == "DELETED":
+                self.invalid.pop((resource.name, key), None)
+                self._delete(resource, key)
+                self.changed.notify_all()
+                return
+            try:
+                model = parse_object(obj, resource.kind)
+            except InputError as exc:
+                if self.invalid.get((resource.name, key)) != str(exc):
+                    log.warning("ignoring %s from the API server: %s", resource.name, exc)
+                self.invalid[(resource.name, key)] = str(exc)
+                self._delete(resource, key)
+                return
+            self.invalid.pop((resource.name, key), None)
+            store = self._objects[resource]
+            old = store.get(key)
+            store[key] = model
+            self._notify(resource, old, model)
+            self.changed.notify_all()
+
+    def mark_synced(self, resource: Resource) -> None:
+        """A resource that cannot be listed but need not be (an absent CRD) counts as synced."""
+        with self.lock:
+            self._synced.add(resource)
+
+    def _delete(self, resource: Resource, key: str) -> None:
+        old = self._objects[resource].pop(key, None)
+        if old is None:
+            return
+        if resource is PODS:
+            self._assumed.pop(key, None)
+            self._evicting.pop(key, None)
+            if self.listener:
+                self.listener.pod_deleted(old)  # type: ignore[arg-type]
+        elif resource is NODES and self.listener:
+            self.listener.node_changed(old, None)  # type: ignore[arg-type]
+
+    def _notify(self, resource: Resource, old: Optional[BaseModel], new: BaseModel) -> None:
+        if resource is PODS:
+            pod: Pod = new  # type: ignore[assignment]
+            self._reconcile_assumption(pod)
+            if self.listener:
+                if old is None:
+                    self.listener.pod_added(pod)
+                else:
+                    self.listener.pod_updated(old, pod)  # type: ignore[arg-type]
+        elif resource is NODES and self.listener:
+            self.listener.node_changed(old, new)  # type: ignore[arg-type]
+        elif resource is PODGROUPS and self.listener:
+            self.listener.pod_group_changed(new)  # type: ignore[arg-type]
+
+    def _reconcile_assumption(self, pod: Pod) -> None:
+        """A watched pod that has a node ends its assumption; one still unbound refreshes it."""
+        key = pod.key
+        assumption = self._assumed.get(key)
+        if key in self._evicting and pod.is_terminating:
+            self._evicting[key] = pod
+        if assumption is None:
+            return
+        if pod.spec.node_name:
+            if pod.spec.node_name != assumption.node:
+                log.warning("pod %s was assumed on %s but is bound to %s", key, assumption.node, pod.spec.node_name)
+            del self._assumed[key]
+        elif pod.is_terminating:
+            del self._assumed[key]
+        else:
+            assumption.pod = _on_node(pod, assumption.node)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        with self.lock:
+            return len(self._synced) == len(self._objects)
+
+    def pod(self, key: str) -> Optional[Pod]:
+        with self.lock:
+            return self._objects[PODS].get(key)  # type: ignore[return-value]
+
+    def pods(self) -> list[Pod]:
+        with self.lock:
+            return list(self._objects[PODS].values())  # type: ignore[arg-type]
+
+    def has_node(self, name: str) -> bool:
+        with self.lock:
+            return name in self._objects[NODES]
+
+    def node_count(self) -> int:
+        with self.lock:
+            return len(self._objects[NODES])
+
+    def pod_group(self, key: str) -> Optional[PodGroup]:
+        with self.lock:
+            return self._objects[PODGROUPS].get(key)  # type: ignore[return-value]
+
+    def snapshot(self, window: Iterable[str] = ()) -> ClusterSnapshot:
+        """Everything one decision reads: nodes, pods holding nodes (assumed ones included),
+        the window's pending pods, PDBs, priority classes and pod groups."""
+        wanted = set(window)
+        with self.lock:
+            pods: list[Pod] = []
+            for key, pod in self._objects[PODS].items():
+                assumption = self._assumed.get(key)
+                if assumption is not None:
+                    pods.append(assumption.pod)
+                elif pod.spec.node_name:  # type: ignore[attr-defined]
+                    pods.append(self._evicting.get(key) or pod)  # type: ignore[arg-type]
+                elif key in wanted:
+                    pods.append(pod)  # type: ignore[arg-type]
+            nodes = list(self._objects[NODES].values())
+            pdbs = list(self._objects[PDBS].values())
+            classes = list(self._objects[PRIORITY_CLASSES].values())
+            groups = list(self._objects[PODGROUPS].values())
+        return ClusterSnapshot.build(nodes=nodes, pods=pods, pdbs=pdbs, priority_classes=classes,  # type: ignore[arg-type]
+                                     pod_groups=groups)  # type: ignore[arg-type]
+
+    # --- assumptions ---------------------------------------------------------------------------
+
+    def assume(self, key: str, node: str, *, state: str, now: float) -> bool:
+        """Show pending pod `key` on `node`; False if it is no longer pending or the node is gone."""
+        with self.lock:
+            pod: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
+            if pod is None or pod.spec.node_name or pod.is_terminating or key in self._assumed:
+                return False
+            if node not in self._objects[NODES]:
+                return False
+            self._assumed[key] = Assumption(_on_node(pod, node), node, state, now)
+            return True
+
+    def set_state(self, key: str, state: str, *, expires: Optional[float] = None) -> bool:
+        """Move an assumption to `state`; False if it has ended meanwhile (confirmed or deleted)."""
+        with self.lock:
+            assumption = self._assumed.get(key)
+            if assumption is None:
+                return False
+            assumption.state = state
+            assumption.expires = expires
+            return True
+
+    def forget(self, key: str) -> bool:
+        """Drop an assumption (a failed bind); True if there was one."""
+        with self.lock:
+            found = self._assumed.pop(key, None) is not None
+            if found:
+                self.changed.notify_all()
+            return found
+
+    def assumption(self, key: str) -> Optional[Assumption]:
+        with self.lock:
+            return self._assumed.get(key)
+
+    def assumed(self) -> dict[str, Assumption]:
+        with self.lock:
+            return dict(self._assumed)
+
+    def is_assumed(self, key: str) -> bool:
+        with self.lock:
+            return key in self._assumed
+
+    def observe_pod(self, obj: dict[str, Any]) -> None:
+        """A pod read directly (after an unclear bind): applied if newer than the watched copy."""
+        key = object_key(obj)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        with self.lock:
+            current: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
+            if current is not None and rv.isdigit() and current.metadata.resource_version.isdigit() \
+                    and int(rv) <= int(current.metadata.resource_version):
+                return
+        self.apply(PODS, "MODIFIED", obj)
+
+    # --- victims -------------------------------------------------------------------------------
+
+    def mark_evicting(self, key: str) -> bool:
+        """Show a victim as terminating from now on; False if it is gone or not bound."""
+        with self.lock:
+            pod: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
+            if pod is None or not pod.spec.node_name:
+                return False
+            self._evicting[key] = pod if pod.is_terminating else _terminating(pod)
+            return True
+
+    def unmark_evicting(self, key: str) -> None:
+        """The eviction was refused: the victim keeps running as it was."""
+        with self.lock:
+            self._evicting.pop(key, None)
+
+    def is_evicting(self, key: str) -> bool:
+        with self.lock:
+            return key in self._evicting
+
+    def wait_until(self, predicate: Any, timeout: float) -> bool:
+        """Block until `predicate()` holds (checked on every cache change) or `timeout` passes."""
+        with self.changed:
+            return self.changed.wait_for(predicate, timeout)

@@ -1,0 +1,175 @@
+"""Events and pod conditions that tell people what the scheduler decided.
+
+kube-scheduler records `Scheduled` ("Successfully assigned ns/name to node"),
+`FailedScheduling` (the "0/N nodes are available: ..." message, also written to the pod's
+`PodScheduled=False` condition) and, on victims, `Preempted`. So does this scheduler, with
+the same reasons and messages, so `kubectl describe pod` and event-based tooling read the
+same as with the default scheduler.
+
+Reporting must never slow scheduling down: writes are queued and sent by a background
+worker, with the bounded retries of `retry.py`. If the API server cannot take them, they
+are dropped and counted (`events_dropped_total`), never retried forever or allowed to
+block a bind. A pod's condition is only patched when its message changes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from models import Pod
+
+from .clock import Clock
+from .errors import KubeError
+from .kube import KubeApi, now_micro
+from .retry import call_with_retries
+
+log = logging.getLogger(__name__)
+
+# Writes waiting to be sent; beyond this they are dropped (and counted) rather than kept.
+MAX_PENDING_WRITES = 10_000
+# Background writers: two keep up with a few hundred events per second on a small API server.
+WRITERS = 2
+# On shutdown, how long pending writes may take before the rest are dropped (seconds).
+DRAIN_SECONDS = 3.0
+# Retry delays of one event write: events are worth little once stale, so few and short.
+EVENT_BACKOFFS = (0.2, 0.5)
+
+SCHEDULED, FAILED_SCHEDULING, PREEMPTED = "Scheduled", "FailedScheduling", "Preempted"
+
+
+def scheduled_message(pod_key: str, node: str) -> str:
+    return f"Successfully assigned {pod_key} to {node}"
+
+
+def preempted_message(preemptor: str, node: str) -> str:
+    return f"Preempted by pod {preemptor} on node {node}"
+
+
+@dataclass
+class _Write:
+    what: str
+    namespace: str
+    name: str
+    event: Optional[dict[str, Any]] = None
+    status: Optional[dict[str, Any]] = None
+
+
+class Reporter:
+    def __init__(self, api: KubeApi, *, component: str, instance: str, clock: Clock, metrics: Any,
+                 enabled: bool = True) -> None:
+        self.api = api
+        self.component = component
+        self.instance = instance
+        self.clock = clock
+        self.metrics = metrics
+        self.enabled = enabled
+        self._queue: "queue.Queue[Optional[_Write]]" = queue.Queue(MAX_PENDING_WRITES)
+        self._ids = itertools.count()
+        self._reported: dict[str, str] = {}  # pod key -> last message written to its condition
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+
+    def start(self) -> None:
+        for i in range(WRITERS):
+            thread = threading.Thread(target=self._work, name=f"cpsat-live-events-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Send what is queued (bounded by DRAIN_SECONDS), then stop the writers."""
+        deadline = self.clock.now() + DRAIN_SECONDS
+        for _ in self._threads:
+            try:
+                self._queue.put(None, timeout=max(0.01, deadline - self.clock.now()))
+            except queue.Full:
+                break
+        for thread in self._threads:
+            thread.join(max(0.01, deadline - self.clock.now()))
+        self._stopping.set()  # writers still busy give up their retries
+        for thread in self._threads:
+            thread.join(1.0)
+        self._threads.clear()
+
+    # --- what is reported ----------------------------------------------------------------------
+
+    def scheduled(self, pod: Pod, node: str) -> None:
+        with self._lock:
+            self._reported.pop(pod.key, None)
+        self._event(pod, SCHEDULED, scheduled_message(pod.key, node), "Normal", "Binding")
+
+    def failed_scheduling(self, pod: Pod, message: str) -> None:
+        self._event(pod, FAILED_SCHEDULING, message, "Warning", "Scheduling")
+        with self._lock:
+            if self._reported.get(pod.key) == message:
+                return
+            self._reported[pod.key] = message
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+                     "lastTransitionTime": now_micro()[:19] + "Z", "lastProbeTime": None}
+        self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name,
+                         status={"conditions": [condition]}))
+
+    def preempted(self, victim: Pod, preemptor: str, node: str) -> None:
+        self._event(victim, PREEMPTED, preempted_message(preemptor, node), "Normal", "Preempting")
+
+    def forget(self, pod_key: str) -> None:
+        """The pod is gone or bound: no condition of it to keep track of."""
+        with self._lock:
+            self._reported.pop(pod_key, None)
+
+    # --- sending ---------------------------------------------------------------------------------
+
+    def _event(self, pod: Pod, reason: str, message: str, etype: str, action: str) -> None:
+        now = now_micro()
+        stamp = now[:19] + "Z"
+        meta = pod.metadata
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{meta.name}.{self.clock_id()}", "namespace": meta.namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": meta.namespace, "name": meta.name,
+                               "uid": meta.uid},
+            "reason": reason, "message": message, "type": etype, "action": action,
+            "source": {"component": self.component},
+            "reportingComponent": self.component, "reportingInstance": self.instance,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
+        self._put(_Write(f"{reason} event for {pod.key}", meta.namespace, meta.name, event=event))
+
+    def clock_id(self) -> str:
+        """A name suffix unique within this process: time in ns and a counter, in hex."""
+        return f"{time.time_ns():x}{next(self._ids):x}"
+
+    def _put(self, write: _Write) -> None:
+        if not self.enabled:
+            return
+        try:
+            self._queue.put_nowait(write)
+        except queue.Full:
+            self.metrics.events_dropped.inc()
+
+    def _work(self) -> None:
+        while True:
+            write = self._queue.get()
+            if write is None:
+                return
+            try:
+                if write.event is not None:
+                    call_with_retries(lambda: self.api.create_event(write.namespace, write.event),
+                                      what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
+                                      should_continue=lambda: not self._stopping.is_set())
+                else:
+                    call_with_retries(lambda: self.api.patch_pod_status(write.namespace, write.name, write.status),
+                                      what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
+                                      should_continue=lambda: not self._stopping.is_set())
+            except KubeError as exc:
+                self.metrics.events_dropped.inc()
+                log.debug("not recorded: %s", exc.message)
+            except Exception:  # noqa: BLE001 - a reporting bug must not kill the writer
+                self.metrics.events_dropped.inc()
+                log.exception("writing %s failed", write.what)

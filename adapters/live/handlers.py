@@ -1,0 +1,98 @@
+"""Cluster events into queue moves: which change may help which waiting pod.
+
+kube-scheduler's queueing hints decide, per event, whether an unschedulable pod is worth
+another try. Trying after every event wastes solver time on pods that still cannot fit;
+trying after none leaves pods waiting for the five-minute flush. The rules here are the
+coarse, safe version of those hints:
+
+- a pending pod of ours appears or changes its spec or labels: it is (re)queued;
+- a node appears, or changes what scheduling reads (labels, taints, unschedulable,
+  allocatable, images): every unschedulable pod may fit now;
+- a bound pod is deleted: its room (and its anti-affinity) is gone, so every unschedulable
+  pod may fit now; victims awaited by a preemptor may all be gone;
+- a pod gets bound or changes labels: pods waiting for a required pod affinity may be
+  satisfied now (nothing else becomes *more* feasible when a pod arrives);
+- a gang member or its PodGroup appears: the gang's waiting members try again.
+
+Status-only updates (our own FailedScheduling condition, the kubelet's phase changes) move
+nothing, or every status patch would wake every waiting pod.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from models import Node, Pod, PodGroup, pod_group_key
+
+from .cache import ClusterCache, node_relevant
+from .queue import QueuedPod, SchedulingQueue
+
+
+def _waits_for_affinity(qp: QueuedPod) -> bool:
+    affinity = qp.pod.spec.affinity
+    return bool(affinity and affinity.pod_affinity
+                and affinity.pod_affinity.required_during_scheduling_ignored_during_execution)
+
+
+def _placement_inputs(pod: Pod) -> tuple:
+    """What about a pending pod its placement depends on (not its status)."""
+    return (pod.spec, pod.metadata.labels)
+
+
+class QueueFeeder:
+    """The cache's listener: keeps the queue in step with the pods and nodes it sees."""
+
+    def __init__(self, queue: SchedulingQueue, *, scheduler_name: str,
+                 cache: Callable[[], Optional[ClusterCache]], victim_gone: Callable[[], None],
+                 pod_gone: Callable[[str], None]) -> None:
+        self.queue = queue
+        self.scheduler_name = scheduler_name
+        self._cache = cache
+        self._victim_gone = victim_gone
+        self._pod_gone = pod_gone
+
+    def _waiting(self, pod: Pod) -> bool:
+        """Ours, without a node, not being deleted, not already decided (assumed)."""
+        if pod.spec.scheduler_name != self.scheduler_name or pod.spec.node_name or pod.is_terminating \
+                or pod.is_terminal:
+            return False
+        cache = self._cache()
+        return cache is None or not cache.is_assumed(pod.key)
+
+    def pod_added(self, pod: Pod) -> None:
+        if self._waiting(pod):
+            self.queue.add(pod)
+            gang = pod_group_key(pod)
+            if gang:
+                self.queue.activate_gang(gang)
+        elif pod.spec.node_name:
+            self.queue.move_all(_waits_for_affinity)
+
+    def pod_updated(self, old: Pod, new: Pod) -> None:
+        if self._waiting(new):
+            if self.queue.where(new.key) is None:
+                self.queue.add(new)
+            else:
+                self.queue.update(new, relevant=_placement_inputs(old) != _placement_inputs(new))
+            return
+        if new.spec.scheduler_name == self.scheduler_name and (new.spec.node_name or new.is_terminating):
+            self.queue.delete(new.key)
+            self._pod_gone(new.key)
+        if new.spec.node_name and (not old.spec.node_name or old.metadata.labels != new.metadata.labels):
+            self.queue.move_all(_waits_for_affinity)
+
+    def pod_deleted(self, pod: Pod) -> None:
+        self.queue.delete(pod.key)
+        self._pod_gone(pod.key)
+        if pod.spec.node_name:
+            self.queue.move_all()
+            self._victim_gone()
+
+    def node_changed(self, old: Optional[Node], new: Optional[Node]) -> None:
+        if new is None:
+            return  # a node leaving helps no pending pod
+        if old is None or node_relevant(old) != node_relevant(new):
+            self.queue.move_all()
+
+    def pod_group_changed(self, group: PodGroup) -> None:
+        self.queue.activate_gang(group.key)

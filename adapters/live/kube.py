@@ -1,0 +1,309 @@
+"""Every call the live scheduler makes to the Kubernetes API, through the official client.
+
+This is the one module that talks to `kubernetes.client` (the other is `errors.py`, which
+names its exception). Keeping the calls in one place is what lets the deploy manifests'
+ClusterRole list exactly the verbs used: `API_CALLS` below maps each client method called
+here to the (API group, resource, verb) the API server authorises it as, and a test checks
+that table against this file's source and against `examples/deploy/rbac.yaml`.
+
+Answers are read raw (`_preload_content=False`) and decoded as JSON: for `pods/binding`
+because the real server answers 201 with a `Status` that the client cannot read as the
+`Binding` it expects (it raises although the pod is bound — DESIGN.md), and for lists and
+watches because the scheduler parses objects with its own models (`convert.py`), once,
+instead of through the client's generated classes and then again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterator, Optional
+
+from kubernetes import client, config
+from kubernetes.watch.watch import iter_resp_lines
+
+from .errors import KubeError, for_status, from_client, status_message
+
+log = logging.getLogger(__name__)
+
+# Page size of an initial list: large clusters are listed in pages, as informers do.
+LIST_PAGE_SIZE = 500
+# (connect, read) timeout of ordinary requests, in seconds: a stuck call fails and is retried
+# rather than holding a bind worker forever.
+REQUEST_TIMEOUT = (5.0, 30.0)
+# A watch's read timeout is its server-side timeout plus this slack: a server that went quiet
+# without closing the stream is detected, while bookmarks keep a healthy one talking.
+WATCH_READ_SLACK_SECONDS = 30.0
+# HTTP connections kept per host: one per watch (5), one per concurrent bind, a few for the rest.
+CONNECTION_POOL_SIZE = 64
+# Pods that have finished hold no resources; the API server filters them out of list and watch
+# (and a pod that finishes leaves the watch as DELETED), as kube-scheduler's informer asks.
+ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+PODGROUP_GROUP, PODGROUP_VERSION, PODGROUP_PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
+
+# client method -> (API group, resource, verb) as RBAC names it. `list_*` methods are also
+# called with watch=True, which the API server authorises as the verb `watch`.
+API_CALLS: dict[str, tuple[str, str, str]] = {
+    "list_node": ("", "nodes", "list"),
+    "list_pod_for_all_namespaces": ("", "pods", "list"),
+    "list_pod_disruption_budget_for_all_namespaces": ("policy", "poddisruptionbudgets", "list"),
+    "list_priority_class": ("scheduling.k8s.io", "priorityclasses", "list"),
+    "list_cluster_custom_object": (PODGROUP_GROUP, PODGROUP_PLURAL, "list"),
+    "read_namespaced_pod": ("", "pods", "get"),
+    "create_namespaced_pod_binding": ("", "pods/binding", "create"),
+    "create_namespaced_pod_eviction": ("", "pods/eviction", "create"),
+    "patch_namespaced_pod_status": ("", "pods/status", "patch"),
+    "create_namespaced_event": ("", "events", "create"),
+    "read_namespaced_lease": ("coordination.k8s.io", "leases", "get"),
+    "create_namespaced_lease": ("coordination.k8s.io", "leases", "create"),
+    "replace_namespaced_lease": ("coordination.k8s.io", "leases", "update"),
+}
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A resource the scheduler lists and watches."""
+
+    name: str  # plural, as RBAC and logs name it
+    kind: str
+    api_version: str
+    optional: bool = False  # a CRD that may be absent (404): the scheduler works without it
+
+
+NODES = Resource("nodes", "Node", "v1")
+PODS = Resource("pods", "Pod", "v1")
+PDBS = Resource("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1")
+PRIORITY_CLASSES = Resource("priorityclasses", "PriorityClass", "scheduling.k8s.io/v1")
+PODGROUPS = Resource(PODGROUP_PLURAL, "PodGroup", f"{PODGROUP_GROUP}/{PODGROUP_VERSION}", optional=True)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, PODGROUPS)
+
+
+def load_api_client(kubeconfig: Optional[str] = None, *, in_cluster: bool = False,
+                    context: Optional[str] = None) -> client.ApiClient:
+    """An ApiClient from a kubeconfig file or the in-cluster service account.
+
+    Without a kubeconfig path and outside a pod, the client's default ($KUBECONFIG, then
+    ~/.kube/config) is used. Nothing of the configuration is logged: it holds credentials.
+    """
+    configuration = client.Configuration()
+    if in_cluster:
+        config.load_incluster_config(client_configuration=configuration)
+    else:
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
+                                persist_config=False)
+    return configured_client(configuration)
+
+
+def configured_client(configuration: client.Configuration) -> client.ApiClient:
+    """An ApiClient for `configuration`, sized for concurrent binds and never in debug mode
+    (the client's debug log prints request headers, bearer token included)."""
+    configuration.debug = False
+    configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
+    api = client.ApiClient(configuration)
+    api.user_agent = "cpsat-scheduler"
+    return api
+
+
+def now_micro() -> str:
+    """The current time as a Kubernetes MicroTime (RFC 3339 with microseconds, UTC)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _decode(resp: Any) -> Any:
+    try:
+        data = resp.data
+    finally:
+        resp.release_conn()
+    if not data:
+        return None
+    return json.loads(data)
+
+
+def _check(resp: Any, what: str) -> Any:
+    """The decoded body of a raw answer; an error status raises our error class."""
+    status = int(getattr(resp, "status", 0) or 0)
+    body = _decode(resp)
+    if not 200 <= status < 300:
+        message, reason = status_message(body, f"HTTP {status}")
+        raise for_status(status, f"{what}: {message}", reason=reason)
+    return body
+
+
+def _call(what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a client method for its raw answer; return the decoded body or raise a KubeError."""
+    try:
+        resp = method(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+        return _check(resp, what)
+    except KubeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the client's exceptions end here, translated
+        raise from_client(exc, what) from exc
+
+
+class WatchStream:
+    """One open watch: iterate for (type, object) pairs; `close()` from any thread cuts it."""
+
+    def __init__(self, resp: Any, what: str) -> None:
+        self._resp = resp
+        self._what = what
+        self._closed = threading.Event()
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        try:
+            for line in iter_resp_lines(self._resp):
+                if not line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise KubeError(f"{self._what}: undecodable watch event") from None
+                etype, obj = event.get("type"), event.get("object")
+                if etype == "ERROR":
+                    body = obj if isinstance(obj, dict) else {}
+                    code = int(body.get("code") or 500)
+                    message, reason = status_message(body, f"watch error {code}")
+                    raise for_status(code, f"{self._what}: {message}", reason=reason)
+                if not isinstance(obj, dict):
+                    continue
+                yield str(etype), obj
+        except KubeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - transport failures mid-stream, translated
+            if self._closed.is_set():
+                return
+            raise from_client(exc, self._what) from exc
+        finally:
+            self._release()
+
+    def close(self) -> None:
+        self._closed.set()
+        try:
+            self._resp.shutdown()
+        except Exception:  # noqa: BLE001 - already released or never connected: nothing to cut
+            pass
+
+    def _release(self) -> None:
+        try:
+            self._resp.release_conn()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class KubeApi:
+    """The scheduler's API calls. Each raises an `errors.KubeError` subclass on failure."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.policy = client.PolicyV1Api(api_client)
+        self.scheduling = client.SchedulingV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.coordination = client.CoordinationV1Api(api_client)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # --- list and watch ------------------------------------------------------------------------
+
+    def _lister(self, resource: Resource) -> Callable[..., Any]:
+        if resource is NODES:
+            return self.core.list_node
+        if resource is PODS:
+            def pods(**kw: Any) -> Any:
+                return self.core.list_pod_for_all_namespaces(field_selector=ACTIVE_PODS, **kw)
+            return pods
+        if resource is PDBS:
+            return self.policy.list_pod_disruption_budget_for_all_namespaces
+        if resource is PRIORITY_CLASSES:
+            return self.scheduling.list_priority_class
+        if resource is PODGROUPS:
+            def podgroups(**kw: Any) -> Any:
+                return self.custom.list_cluster_custom_object(PODGROUP_GROUP, PODGROUP_VERSION, PODGROUP_PLURAL, **kw)
+            return podgroups
+        raise ValueError(f"not a watched resource: {resource.name}")
+
+    def list(self, resource: Resource) -> tuple[list[dict[str, Any]], str]:
+        """Every object of `resource` (page by page) and the list's resourceVersion."""
+        lister = self._lister(resource)
+        items: list[dict[str, Any]] = []
+        token: Optional[str] = None
+        what = f"list {resource.name}"
+        while True:
+            kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
+            if token:
+                kwargs["_continue"] = token
+            body = _call(what, lister, **kwargs)
+            for item in body.get("items") or []:
+                if isinstance(item, dict):
+                    item.setdefault("kind", resource.kind)  # list items carry no kind of their own
+                    item.setdefault("apiVersion", resource.api_version)
+                    items.append(item)
+            meta = body.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> WatchStream:
+        """Open a watch from `resource_version`; the server ends it after `timeout_seconds`."""
+        what = f"watch {resource.name}"
+        try:
+            resp = self._lister(resource)(
+                watch=True, resource_version=resource_version, timeout_seconds=timeout_seconds,
+                allow_watch_bookmarks=True, _preload_content=False,
+                _request_timeout=(REQUEST_TIMEOUT[0], timeout_seconds + WATCH_READ_SLACK_SECONDS))
+        except Exception as exc:  # noqa: BLE001
+            raise from_client(exc, what) from exc
+        status = int(getattr(resp, "status", 0) or 0)
+        if not 200 <= status < 300:
+            _check(resp, what)
+        return WatchStream(resp, what)
+
+    # --- pods ----------------------------------------------------------------------------------
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return _call(f"get pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST pods/{name}/binding. The pod's UID is a precondition: a pod deleted and created
+        again under the same name is not bound by a decision made for the old one."""
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        _call(f"bind {namespace}/{name} to {node}", self.core.create_namespaced_pod_binding, name, namespace, body)
+
+    def evict(self, namespace: str, name: str, uid: str) -> None:
+        """POST pods/{name}/eviction (policy/v1): the API server enforces PodDisruptionBudgets."""
+        body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
+                                "metadata": {"name": name, "namespace": namespace}}
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        _call(f"evict {namespace}/{name}", self.core.create_namespaced_pod_eviction, name, namespace, body)
+
+    def patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Strategic-merge PATCH of pods/{name}/status (conditions merge by type)."""
+        _call(f"patch status of {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,
+              {"status": status})
+
+    # --- events --------------------------------------------------------------------------------
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        _call(f"create event in {namespace}", self.core.create_namespaced_event, namespace, event)
+
+    # --- leases --------------------------------------------------------------------------------
+
+    def read_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        return _call(f"get lease {namespace}/{name}", self.coordination.read_namespaced_lease, name, namespace)
+
+    def create_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]:
+        return _call(f"create lease {namespace}/{lease['metadata']['name']}",
+                     self.coordination.create_namespaced_lease, namespace, lease)
+
+    def replace_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]:
+        """PUT with the lease's resourceVersion: 409 when someone else wrote it since we read it."""
+        name = lease["metadata"]["name"]
+        return _call(f"update lease {namespace}/{name}", self.coordination.replace_namespaced_lease,
+                     name, namespace, lease)

@@ -1,0 +1,63 @@
+"""Settings of one live scheduler, with the defaults and the reasons for them.
+
+Scheduling behaviour (scheduler name, profile, scoring, solver time limit, preemption) stays
+in `models.SchedulerConfig`, shared with `cpsat-scheduler schedule`; this holds what only a
+running scheduler has: how windows are formed, how binds, leases and watches behave.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .informer import RECONNECT_BACKOFFS, WATCH_TIMEOUT_SECONDS
+from .leader import LeaseSettings
+from .queue import QueueSettings
+from .retry import DEFAULT_BACKOFFS
+
+# Pods per window: a burst of this many is decided jointly; more wait for the next window.
+# Two hundred keeps one CP-SAT solve on 1,000 nodes within about two seconds on two cores.
+DEFAULT_WINDOW_SIZE = 200
+# How long the first pod of a window waits for company (milliseconds). Long enough that pods
+# created together (a Deployment scaling, a Job's gang) share a window, short enough not to
+# matter next to pod start-up.
+DEFAULT_WINDOW_WAIT_MS = 200
+# Concurrent binds: binding is one small POST per pod; sixteen keep an API server busy
+# without flooding it (kube-scheduler binds each pod on its own goroutine, unbounded).
+DEFAULT_BIND_CONCURRENCY = 16
+# How long a preemptor waits for its victims to go (seconds). A victim gets its
+# terminationGracePeriodSeconds (30 s by default) to stop; four times that covers slow
+# kubelets, after which the room is given back and the preemptor tries again.
+DEFAULT_PREEMPTION_TIMEOUT = 120.0
+# How long a bind whose outcome is unknown keeps its node reserved (seconds): the watch
+# shows a bound pod within moments; a reservation held longer only wastes the room.
+DEFAULT_UNCERTAIN_BIND_TTL = 30.0
+# Housekeeping period (seconds): backoff expiry, preemption timeouts, gauges.
+HOUSEKEEPING_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    engine: str = "cpsat"
+    window_size: int = DEFAULT_WINDOW_SIZE
+    window_wait: float = DEFAULT_WINDOW_WAIT_MS / 1000.0  # seconds
+    dry_run: bool = False
+    leader_elect: bool = True
+    lease: LeaseSettings = field(default_factory=LeaseSettings)
+    metrics_addr: Optional[tuple[str, int]] = None
+    bind_concurrency: int = DEFAULT_BIND_CONCURRENCY
+    preemption_timeout: float = DEFAULT_PREEMPTION_TIMEOUT
+    uncertain_bind_ttl: float = DEFAULT_UNCERTAIN_BIND_TTL
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    retry_backoffs: tuple[float, ...] = DEFAULT_BACKOFFS
+    watch_backoffs: tuple[float, ...] = RECONNECT_BACKOFFS
+    watch_timeout: int = WATCH_TIMEOUT_SECONDS
+    housekeeping: float = HOUSEKEEPING_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.window_size < 1:
+            raise ValueError("window size must be at least 1")
+        if self.window_wait < 0:
+            raise ValueError("window wait must be >= 0")
+        if self.bind_concurrency < 1:
+            raise ValueError("bind concurrency must be at least 1")

@@ -1,0 +1,361 @@
+"""The scheduling queue, kept as kube-scheduler keeps it (SEMANTICS.md §7).
+
+Three pools. *Active*: pods ready to be tried, highest priority first, then the longest
+waiting (the queue timestamp, reset whenever a pod comes back after a failure). *Backoff*:
+pods that failed recently and wait 1 s, 2 s, 4 s, ... up to 10 s (doubling with each
+failure) before they may be tried again, so one pod that cannot bind does not spin the loop.
+*Unschedulable*: pods for which no node fits; trying them again is pointless until the
+cluster changes, so they wait for a relevant event (a node added or changed, a bound pod
+deleted, ...) or, as a safety net, five minutes. Pods with scheduling gates are held apart
+until their gates are removed.
+
+A window is taken from the active pool: up to `max_size` pods, or whatever arrives within
+the window wait after the first one. A gang is never split across windows: when one member
+is taken, its queued siblings come along, wherever they wait.
+
+Pods taken into a window are *in flight* until the scheduler reports the outcome: done
+(bound, or gone), an error (back off), or unschedulable. If a relevant event arrived while a
+pod was in flight, an unschedulable verdict may already be stale, so the pod goes to backoff
+instead, as kube-scheduler does. Time comes from an injected clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from models import Pod, pod_group_key
+
+from .clock import Clock
+
+ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT, GATED = "active", "backoff", "unschedulable", "in-flight", "gated"
+POOLS = (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED)
+
+# kube-scheduler's defaults (podInitialBackoffSeconds, podMaxBackoffSeconds).
+INITIAL_BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 10.0
+# DefaultPodMaxInUnschedulablePodsDuration: an unschedulable pod is retried after this long
+# even if no event suggested it might fit now (events can be missed, hints can be wrong).
+MAX_UNSCHEDULABLE_SECONDS = 300.0
+# How long an idle `pop_window` sleeps at most before looking at the pools again.
+IDLE_POLL_SECONDS = 1.0
+
+
+@dataclass(eq=False)
+class QueuedPod:
+    key: str
+    pod: Pod
+    timestamp: float  # queue time: ordering among equal priorities, start of backoff
+    initial: float  # when the pod first entered the queue (end-to-end latency starts here)
+    attempts: int = 0  # times taken into a window
+    failures: int = 0  # failed attempts (unschedulable or error), for the backoff length
+    message: str = ""  # why it was last found unschedulable
+    moved_at_pop: int = 0  # the queue's move counter when the pod was taken
+    updated_in_flight: bool = False
+    deleted_in_flight: bool = False
+    seq: int = 0
+
+    @property
+    def priority(self) -> int:
+        return self.pod.spec.priority or 0
+
+    @property
+    def gang(self) -> Optional[str]:
+        return pod_group_key(self.pod)
+
+
+def _gated(pod: Pod) -> bool:
+    return bool(pod.spec.scheduling_gates)
+
+
+@dataclass
+class QueueSettings:
+    initial_backoff: float = INITIAL_BACKOFF_SECONDS
+    max_backoff: float = MAX_BACKOFF_SECONDS
+    max_unschedulable: float = MAX_UNSCHEDULABLE_SECONDS
+
+
+class SchedulingQueue:
+    def __init__(self, *, clock: Clock, settings: QueueSettings = QueueSettings()) -> None:
+        self.clock = clock
+        self.settings = settings
+        self._cond = threading.Condition()
+        self._pods: dict[str, QueuedPod] = {}
+        self._where: dict[str, str] = {}
+        self._active: list[tuple[int, float, int, str]] = []
+        self._gangs: dict[str, set[str]] = defaultdict(set)
+        self._seq = itertools.count()
+        self._moves = 0  # bumped by every move request (cluster events)
+        self._closed = False
+
+    # --- pods arriving, changing, leaving --------------------------------------------------------
+
+    def add(self, pod: Pod) -> None:
+        """A pending pod of ours appeared (or is pending again)."""
+        with self._cond:
+            if pod.key in self._pods:
+                self._update_locked(pod, relevant=True)
+                return
+            now = self.clock.now()
+            qp = QueuedPod(pod.key, pod, now, now)
+            self._pods[pod.key] = qp
+            gang = qp.gang
+            if gang:
+                self._gangs[gang].add(pod.key)
+            if _gated(pod):
+                self._where[pod.key] = GATED
+            else:
+                self._push_active(qp)
+                self._cond.notify_all()
+
+    def update(self, pod: Pod, *, relevant: bool) -> None:
+        """A queued pod changed; `relevant` when the change can alter its placement."""
+        with self._cond:
+            self._update_locked(pod, relevant=relevant)
+
+    def _update_locked(self, pod: Pod, *, relevant: bool) -> None:
+        qp = self._pods.get(pod.key)
+        if qp is None:
+            return
+        qp.pod = pod
+        where = self._where[pod.key]
+        if where == IN_FLIGHT:
+            qp.updated_in_flight = qp.updated_in_flight or relevant
+        elif where == GATED:
+            if not _gated(pod):
+                qp.timestamp = self.clock.now()
+                self._push_active(qp)
+                self._cond.notify_all()
+        elif where == UNSCHEDULABLE and relevant:
+            self._move_locked(qp, self.clock.now())
+            self._cond.notify_all()
+
+    def delete(self, key: str) -> None:
+        """The pod is bound, terminating or deleted: it leaves the queue."""
+        with self._cond:
+            qp = self._pods.get(key)
+            if qp is None:
+                return
+            if self._where[key] == IN_FLIGHT:
+                qp.deleted_in_flight = True
+                return
+            self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        qp = self._pods.pop(key)
+        self._where.pop(key, None)
+        gang = qp.gang
+        if gang:
+            self._gangs[gang].discard(key)
+            if not self._gangs[gang]:
+                del self._gangs[gang]
+
+    # --- windows ---------------------------------------------------------------------------------
+
+    def pop_window(self, max_size: int, wait: float, stop: Optional[threading.Event] = None) -> list[QueuedPod]:
+        """Block until a pod is active; then take up to `max_size` pods, waiting at most `wait`
+        seconds for the window to fill. Returns [] when the queue is closed or `stop` is set."""
+        def stopped() -> bool:
+            return self._closed or (stop is not None and stop.is_set())
+
+        with self._cond:
+            while True:
+                if stopped():
+                    return []
+                now = self.clock.now()
+                self.flush_locked(now)
+                if self._active:
+                    break
+                self._cond.wait(self._idle_timeout(now))
+            deadline = self.clock.now() + wait
+            while len(self._active) < max_size and not stopped():
+                left = deadline - self.clock.now()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+                self.flush_locked(self.clock.now())
+            if stopped():
+                return []
+            return self._take_locked(max_size)
+
+    def _take_locked(self, max_size: int) -> list[QueuedPod]:
+        window: list[QueuedPod] = []
+        taken: set[str] = set()
+        while self._active and len(window) < max_size:
+            _, _, seq, key = heapq.heappop(self._active)
+            qp = self._pods.get(key)
+            if qp is None or self._where.get(key) != ACTIVE or qp.seq != seq:
+                continue  # a stale heap entry
+            self._start(qp, window, taken)
+        for qp in list(window):  # a gang travels whole: bring every queued sibling along
+            gang = qp.gang
+            for sibling in sorted(self._gangs.get(gang, ()) if gang else ()):
+                if sibling not in taken and self._where.get(sibling) in (ACTIVE, BACKOFF, UNSCHEDULABLE):
+                    self._start(self._pods[sibling], window, taken)
+        return window
+
+    def _start(self, qp: QueuedPod, window: list[QueuedPod], taken: set[str]) -> None:
+        self._where[qp.key] = IN_FLIGHT
+        qp.attempts += 1
+        qp.moved_at_pop = self._moves
+        qp.updated_in_flight = False
+        window.append(qp)
+        taken.add(qp.key)
+
+    def _idle_timeout(self, now: float) -> float:
+        timeout = IDLE_POLL_SECONDS
+        for key, where in self._where.items():
+            if where == BACKOFF:
+                timeout = min(timeout, max(0.0, self.backoff_expiry(self._pods[key]) - now))
+        return max(timeout, 0.001)
+
+    # --- outcomes of an attempt ------------------------------------------------------------------
+
+    def done(self, key: str) -> None:
+        """The pod's attempt succeeded (bound) or it no longer needs one."""
+        with self._cond:
+            if self._where.get(key) == IN_FLIGHT:
+                self._drop(key)
+
+    def requeue_error(self, key: str) -> None:
+        """The attempt failed for a reason other than fit (bind error, conflict): back off."""
+        with self._cond:
+            qp = self._finish(key)
+            if qp is None:
+                return
+            self._where[key] = BACKOFF
+            self._cond.notify_all()
+
+    def requeue_unschedulable(self, key: str, message: str) -> None:
+        """No node fits: wait for a relevant cluster event (or the leftover flush)."""
+        with self._cond:
+            qp = self._finish(key)
+            if qp is None:
+                return
+            qp.message = message
+            if qp.updated_in_flight or qp.moved_at_pop != self._moves:
+                self._move_locked(qp, self.clock.now())  # the verdict may be stale already
+            else:
+                self._where[key] = UNSCHEDULABLE
+            self._cond.notify_all()
+
+    def requeue_active(self, key: str) -> None:
+        """The attempt was abandoned without a verdict (leadership lost, shutdown): retry as new."""
+        with self._cond:
+            qp = self._pods.get(key)
+            if qp is None or self._where.get(key) != IN_FLIGHT:
+                return
+            if qp.deleted_in_flight:
+                self._drop(key)
+                return
+            qp.attempts = max(0, qp.attempts - 1)
+            self._push_active(qp)
+            self._cond.notify_all()
+
+    def _finish(self, key: str) -> Optional[QueuedPod]:
+        qp = self._pods.get(key)
+        if qp is None or self._where.get(key) != IN_FLIGHT:
+            return None
+        if qp.deleted_in_flight:
+            self._drop(key)
+            return None
+        qp.failures += 1
+        qp.timestamp = self.clock.now()
+        return qp
+
+    # --- moving unschedulable pods ---------------------------------------------------------------
+
+    def move_all(self, predicate: Optional[Callable[[QueuedPod], bool]] = None) -> int:
+        """A cluster event that may help: unschedulable pods (those `predicate` picks) move on."""
+        with self._cond:
+            self._moves += 1
+            now = self.clock.now()
+            moved = 0
+            for key, where in list(self._where.items()):
+                if where == UNSCHEDULABLE and (predicate is None or predicate(self._pods[key])):
+                    self._move_locked(self._pods[key], now)
+                    moved += 1
+            if moved:
+                self._cond.notify_all()
+            return moved
+
+    def activate_gang(self, gang: str) -> None:
+        """Something changed for a gang (a member or its PodGroup appeared): retry its members."""
+        self.move_all(lambda qp: qp.gang == gang)
+
+    def _move_locked(self, qp: QueuedPod, now: float) -> None:
+        if qp.failures and self.backoff_expiry(qp) > now:
+            self._where[qp.key] = BACKOFF
+        else:
+            self._push_active(qp)
+
+    def backoff_duration(self, failures: int) -> float:
+        if failures <= 0 or self.settings.max_backoff <= 0:
+            return 0.0
+        return min(self.settings.max_backoff, self.settings.initial_backoff * 2 ** (failures - 1))
+
+    def backoff_expiry(self, qp: QueuedPod) -> float:
+        return qp.timestamp + self.backoff_duration(qp.failures)
+
+    def flush(self) -> None:
+        with self._cond:
+            self.flush_locked(self.clock.now())
+
+    def flush_locked(self, now: float) -> None:
+        """Backed-off pods whose time is up become active; unschedulable pods left for longer
+        than the maximum are moved as if an event had come."""
+        moved = False
+        for key, where in list(self._where.items()):
+            qp = self._pods[key]
+            if where == BACKOFF and self.backoff_expiry(qp) <= now:
+                self._push_active(qp)
+                moved = True
+            elif where == UNSCHEDULABLE and now - qp.timestamp >= self.settings.max_unschedulable:
+                self._move_locked(qp, now)
+                moved = True
+        if moved:
+            self._cond.notify_all()
+
+    def _push_active(self, qp: QueuedPod) -> None:
+        qp.seq = next(self._seq)
+        self._where[qp.key] = ACTIVE
+        heapq.heappush(self._active, (-qp.priority, qp.timestamp, qp.seq, qp.key))
+
+    # --- inspection and shutdown -----------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        with self._cond:
+            out = {pool: 0 for pool in (*POOLS, IN_FLIGHT)}
+            for where in self._where.values():
+                out[where] += 1
+            return out
+
+    def where(self, key: str) -> Optional[str]:
+        with self._cond:
+            return self._where.get(key)
+
+    def get(self, key: str) -> Optional[QueuedPod]:
+        with self._cond:
+            return self._pods.get(key)
+
+    def unschedulable(self) -> dict[str, str]:
+        """Unschedulable pods and their last message."""
+        with self._cond:
+            return {k: self._pods[k].message for k, w in self._where.items() if w == UNSCHEDULABLE}
+
+    def keys(self) -> set[str]:
+        with self._cond:
+            return set(self._pods)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()

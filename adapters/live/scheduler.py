@@ -1,0 +1,384 @@
+"""The live scheduler: one window at a time, told the way kube-scheduler's scheduleOne is.
+
+`run_cycle` is the story (schedule_one.go, for a window instead of a pod):
+
+1. **window** — take the next pods from the queue: up to the window size, or whatever
+   arrived within the window wait. The window comes first and the snapshot after it, so the
+   decision sees the cluster as it is once the wait is over, not as it was before.
+2. **snapshot** — freeze the cache, assumed pods included, into a `ClusterSnapshot`.
+3. **decide** — `solver.schedule` with the configured engine and time limit. CP-SAT returns
+   its best plan or, at the limit, the greedy `scheduleOne` plan, so a window never stalls;
+   if the solver fails outright, the window is decided greedily.
+4. **check** — `solver.validate` replays the plan; a plan it rejects is never acted on (the
+   greedy plan is tried instead, and if that fails too the pods back off).
+5. **assume** — every decision goes into the cache before any API call, so the next window
+   already counts it; victims are shown as terminating so no room is promised twice.
+6. **report** — pods left out go back to the queue as unschedulable, with a
+   `FailedScheduling` event carrying the "0/N nodes are available: ..." message.
+7. **bind / evict** — asynchronously, on the binder's bounded pool (`binder.py`). This is
+   safe *because* of step 5: the cache already shows what the binds will do.
+
+Only the leader acts, and it checks again right before assuming and before every API write:
+losing the lease stops scheduling at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+import solver
+from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group_key
+
+from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
+from .cache import AWAITING_VICTIMS, BINDING, DRY_RUN, ClusterCache
+from .clock import Clock, SystemClock
+from .events import Reporter
+from .handlers import QueueFeeder
+from .informer import Informer
+from .kube import WATCHED, KubeApi
+from .leader import AlwaysLeader, LeaderElector
+from .metrics import Metrics
+from .options import LiveOptions
+from .queue import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, QueuedPod, SchedulingQueue
+from .serving import StatusServer
+
+log = logging.getLogger(__name__)
+
+# After an unexpected error in a cycle, pause this long (seconds) so a persistent bug cannot spin.
+CYCLE_ERROR_PAUSE_SECONDS = 1.0
+# A standby (or a leader whose cache is not synced yet) looks again this often (seconds).
+STANDBY_POLL_SECONDS = 0.1
+# How long `stop` waits for a window being decided (seconds), beyond the solver's time limit.
+STOP_GRACE_SECONDS = 10.0
+
+
+@dataclass
+class CycleResult:
+    """What one cycle did (for tests, logs and the simulation's output)."""
+
+    window: list[str]
+    plan: Optional[Plan] = None
+    units: int = 0
+    unschedulable: int = 0
+    dropped: list[str] = field(default_factory=list)  # in the window, but no longer waiting
+    acted: bool = False
+
+
+class Scheduler:
+    def __init__(self, api: KubeApi, config: SchedulerConfig, options: LiveOptions = LiveOptions(), *,
+                 clock: Optional[Clock] = None,
+                 on_bound: Callable[[Placement], None] = lambda p: None,
+                 on_evicted: Callable[[Victim], None] = lambda v: None,
+                 on_unschedulable: Callable[[str, str], None] = lambda key, message: None) -> None:
+        self.api = api
+        self.config = config
+        self.options = options
+        self.clock = clock or SystemClock()
+        self.metrics = Metrics()
+        self.on_unschedulable = on_unschedulable
+        self.queue = SchedulingQueue(clock=self.clock, settings=options.queue)
+        self.elector: Union[LeaderElector, AlwaysLeader]
+        if options.leader_elect and not options.dry_run:
+            self.elector = LeaderElector(api, options.lease, clock=self.clock, on_started=self._started_leading,
+                                         metrics=self.metrics)
+        else:
+            self.elector = AlwaysLeader(on_started=self._started_leading, metrics=self.metrics)
+        self.reporter = Reporter(api, component=config.scheduler_name, instance=self.elector.identity,
+                                 clock=self.clock, metrics=self.metrics, enabled=not options.dry_run)
+        self.cache = ClusterCache()
+        self.binder = Binder(api, self.cache, self.queue, self.reporter, metrics=self.metrics, clock=self.clock,
+                             settings=BinderSettings(concurrency=options.bind_concurrency,
+                                                     preemption_timeout=options.preemption_timeout,
+                                                     uncertain_ttl=options.uncertain_bind_ttl,
+                                                     backoffs=options.retry_backoffs, dry_run=options.dry_run),
+                             is_leader=self.elector.is_leader, on_bound=on_bound, on_evicted=on_evicted)
+        self.cache.listener = QueueFeeder(self.queue, scheduler_name=config.scheduler_name, cache=lambda: self.cache,
+                                          victim_gone=self.binder.victim_gone, pod_gone=self.reporter.forget)
+        self.informers = [Informer(api, self.cache, r, clock=self.clock, backoffs=options.watch_backoffs,
+                                   watch_timeout=options.watch_timeout, metrics=self.metrics) for r in WATCHED]
+        self.status_server: Optional[StatusServer] = None
+        if options.metrics_addr is not None:
+            self.status_server = StatusServer(options.metrics_addr, health=self.health, ready=self.ready,
+                                              metrics=self.metrics.exposition)
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._started = False
+        self._stopped = False
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> "Scheduler":
+        """Start watching, electing, serving and scheduling; returns at once."""
+        self._started = True
+        self.reporter.start()
+        for informer in self.informers:
+            informer.start()
+        if self.status_server is not None:
+            self.status_server.start()
+        self.elector.start()
+        for name, target in (("loop", self._loop), ("housekeeping", self._housekeep)):
+            thread = threading.Thread(target=target, name=f"cpsat-live-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        """Stop taking windows, finish the binds in flight, release the lease, close everything."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stopping.set()
+        self.queue.close()
+        for thread in self._threads:
+            thread.join(self.config.solver.time_limit_seconds * 2 + STOP_GRACE_SECONDS)
+        self.binder.shutdown()
+        self.elector.stop(release=True)
+        self.reporter.stop()
+        for informer in self.informers:
+            informer.stop()
+        for informer in self.informers:
+            informer.join(5.0)
+        if self.status_server is not None:
+            self.status_server.stop()
+        log.info("scheduler stopped")
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self.cache.wait_until(lambda: self.cache.synced, timeout)
+
+    def _started_leading(self) -> None:
+        self.queue.move_all()  # a new leader gives every waiting pod a fresh try
+
+    def may_act(self) -> bool:
+        """Leading, and not shutting down: the condition for every write."""
+        return self.elector.is_leader() and not self._stopping.is_set()
+
+    # --- the loop --------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            if not (self.elector.is_leader() and self.cache.synced):
+                self._stopping.wait(STANDBY_POLL_SECONDS)
+                continue
+            try:
+                self.run_cycle()
+            except Exception:  # noqa: BLE001 - the loop must outlive a bug in one cycle
+                log.exception("scheduling cycle failed")
+                self._stopping.wait(CYCLE_ERROR_PAUSE_SECONDS)
+
+    def _housekeep(self) -> None:
+        while not self._stopping.wait(self.options.housekeeping):
+            self.queue.flush()
+            self.binder.expire()
+            self.update_gauges()
+
+    def update_gauges(self) -> None:
+        counts = self.queue.counts()
+        for pool in (ACTIVE, BACKOFF, UNSCHEDULABLE, GATED, IN_FLIGHT):
+            self.metrics.pending.labels(queue=pool).set(counts[pool])
+        self.metrics.assumed.set(len(self.cache.assumed()))
+
+    def run_cycle(self) -> Optional[CycleResult]:
+        """One window through the whole story (see the module docstring); None when idle."""
+        window = self.next_window()
+        if not window:
+            return None
+        result = CycleResult([qp.key for qp in window])
+        window, snapshot = self.take_snapshot(window, result)
+        if not window or snapshot is None:
+            return result
+        plan = self.decide(snapshot, window)
+        plan = self.check(snapshot, window, plan) if plan is not None else None
+        result.plan = plan
+        if plan is None:
+            self.give_back(window, error=True)
+            return result
+        if not self.may_act():
+            self.give_back(window, error=False)
+            return result
+        units = self.assume(snapshot, window, plan)
+        result.unschedulable = self.report_unschedulable(snapshot, window, plan)
+        self.bind_or_evict(units)
+        result.units, result.acted = len(units), True
+        return result
+
+    # --- the phases ------------------------------------------------------------------------------
+
+    def next_window(self) -> list[QueuedPod]:
+        window = self.queue.pop_window(self.options.window_size, self.options.window_wait, self._stopping)
+        if window:
+            self.metrics.window_size.observe(len(window))
+        return window
+
+    def take_snapshot(self, window: list[QueuedPod],
+                      result: CycleResult) -> tuple[list[QueuedPod], Optional[ClusterSnapshot]]:
+        """The window's pods that still wait, and the cache frozen around them."""
+        waiting = []
+        for qp in window:
+            pod = self.cache.pod(qp.key)
+            if pod is None or pod.spec.node_name or pod.is_terminating or self.cache.is_assumed(qp.key) \
+                    or pod.spec.scheduler_name != self.config.scheduler_name:
+                self.queue.done(qp.key)
+                result.dropped.append(qp.key)
+            else:
+                waiting.append(qp)
+        if not waiting:
+            return [], None
+        try:
+            return waiting, self.cache.snapshot(qp.key for qp in waiting)
+        except InputError as exc:
+            log.error("cannot build a snapshot for this window: %s", exc)
+            self.give_back(waiting, error=True)
+            return [], None
+
+    def decide(self, snapshot: ClusterSnapshot, window: list[QueuedPod]) -> Optional[Plan]:
+        keys = [qp.key for qp in window]
+        engine = self.options.engine
+        start = self.clock.now()
+        try:
+            plan = solver.schedule(snapshot, self.config, engine=engine, window_keys=keys)
+        except InputError as exc:  # the window breaks a configured limit: not worth a retry now
+            log.error("window of %d pods refused: %s", len(keys), exc)
+            return None
+        except Exception:  # noqa: BLE001 - the solver failed: the greedy scheduleOne decides instead
+            if engine == "greedy":
+                log.exception("greedy scheduling of a window of %d pods failed", len(keys))
+                return None
+            log.exception("solver failed on a window of %d pods; deciding it greedily", len(keys))
+            self.metrics.fallbacks.inc()
+            engine = "greedy"
+            try:
+                plan = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
+            except Exception:  # noqa: BLE001
+                log.exception("greedy scheduling of a window of %d pods failed too", len(keys))
+                return None
+        self.metrics.solver_latency.labels(engine=engine).observe(self.clock.now() - start)
+        self.metrics.solver_status.labels(status=plan.stats.status).inc()
+        if plan.stats.fallback:
+            self.metrics.fallbacks.inc()
+        log.debug("window of %d pods: %s in %.2fs, %d placed, %d preempted", len(keys), plan.stats.status,
+                  plan.stats.wall_time_s, len(plan.assignments), len(plan.preemptions))
+        return plan
+
+    def check(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> Optional[Plan]:
+        """The plan if the validator accepts it (or the greedy one if that passes instead)."""
+        problems = solver.validate(snapshot, plan, self.config)
+        if not problems:
+            return plan
+        self.metrics.invalid_plans.inc()
+        log.error("the %s plan for %d pods failed validation and is not acted on: %s", plan.stats.engine,
+                  len(window), "; ".join(problems[:5]))
+        if plan.stats.engine == "greedy":
+            return None
+        keys = [qp.key for qp in window]
+        greedy = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
+        problems = solver.validate(snapshot, greedy, self.config)
+        if problems:
+            self.metrics.invalid_plans.inc()
+            log.error("the greedy plan failed validation too: %s", "; ".join(problems[:5]))
+            return None
+        self.metrics.fallbacks.inc()
+        return greedy
+
+    def assume(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> list[BindUnit]:
+        """Put every decision into the cache, as units that are bound together."""
+        by_key = {qp.key: qp for qp in window}
+        pods = snapshot.pod_by_key
+        nominated = {n.pod for n in plan.nominations}
+        victims_of: dict[str, list[Victim]] = defaultdict(list)
+        for v in plan.preemptions:
+            victims_of[v.preemptor].append(Victim(pods[v.pod], v.node, v.preemptor))
+        groups: dict[str, list[Placement]] = defaultdict(list)
+        gangs: dict[str, Optional[str]] = {}
+        for a in plan.assignments:
+            pod = pods[a.pod]
+            gang = pod_group_key(pod)
+            unit_key = f"gang:{gang}" if gang else a.pod
+            gangs[unit_key] = gang
+            groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated))
+        now = self.clock.now()
+        units: list[BindUnit] = []
+        for unit_key, placements in groups.items():
+            victims = [v for p in placements for v in victims_of.get(p.key, [])]
+            problem = self._victim_problem(victims)
+            if problem is not None:
+                log.info("not acting on %s: %s; trying again after backoff", ", ".join(p.key for p in placements),
+                         problem)
+                for p in placements:
+                    self.queue.requeue_error(p.key)
+                continue
+            state = DRY_RUN if self.options.dry_run else (AWAITING_VICTIMS if victims else BINDING)
+            assumed = [p for p in placements if self.cache.assume(p.key, p.node, state=state, now=now)]
+            if len(assumed) < len(placements):  # a member left meanwhile: the unit is not whole
+                for p in assumed:
+                    self.cache.forget(p.key)
+                for p in placements:
+                    self.queue.requeue_error(p.key)
+                continue
+            if not self.options.dry_run:
+                for v in victims:
+                    self.cache.mark_evicting(v.key)
+            units.append(BindUnit(placements, victims, gang=gangs[unit_key]))
+        return units
+
+    def _victim_problem(self, victims: list[Victim]) -> Optional[str]:
+        """Why these victims cannot be evicted for this decision, if so."""
+        for v in victims:
+            if self.cache.is_assumed(v.key):
+                return f"victim {v.key} is not running yet (its own bind is in flight)"
+            if self.cache.is_evicting(v.key):
+                return f"victim {v.key} is already being evicted for another pod"
+        return None
+
+    def report_unschedulable(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> int:
+        pods = snapshot.pod_by_key
+        for u in plan.unschedulable:
+            self.queue.requeue_unschedulable(u.pod, u.message)
+            self.metrics.attempts.labels(result="unschedulable").inc()
+            self.reporter.failed_scheduling(pods[u.pod], u.message)
+            log.info("%s is unschedulable: %s", u.pod, u.message)
+            self.on_unschedulable(u.pod, u.message)
+        return len(plan.unschedulable)
+
+    def bind_or_evict(self, units: list[BindUnit]) -> None:
+        for unit in units:
+            self.binder.submit(unit)
+
+    def give_back(self, window: list[QueuedPod], *, error: bool) -> None:
+        """Return a window's pods undecided: with backoff after an error, as new otherwise."""
+        for qp in window:
+            if error:
+                self.metrics.attempts.labels(result="error").inc()
+                self.queue.requeue_error(qp.key)
+            else:
+                self.queue.requeue_active(qp.key)
+
+    # --- status ------------------------------------------------------------------------------
+
+    def health(self) -> Optional[str]:
+        """None when healthy, else what is wrong (for /healthz)."""
+        if self._started and not self._stopped and self._threads and not self._threads[0].is_alive():
+            return "the scheduling loop has stopped"
+        return None
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.cache.synced:
+            return False, "cache not synced"
+        return True, "ok (leader)" if self.elector.is_leader() else "ok (standby)"
+
+    def idle(self) -> bool:
+        """Nothing to do until the cluster changes: no pod active, backing off, in flight or
+        being bound, and every decision confirmed by the watch."""
+        counts = self.queue.counts()
+        if counts[ACTIVE] or counts[BACKOFF] or counts[IN_FLIGHT] or not self.binder.idle:
+            return False
+        if self.options.dry_run:
+            return True
+        return not self.cache.assumed()
+
+    @property
+    def status_address(self) -> Optional[tuple[str, int]]:
+        return self.status_server.address if self.status_server is not None else None

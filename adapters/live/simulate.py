@@ -1,0 +1,235 @@
+"""`cpsat-scheduler run --simulate SNAPSHOT`: the live scheduler against a local API server.
+
+Someone without a cluster should still see the live scheduler work. The simulation starts
+the in-memory API server (`adapters.apiserver`) with the snapshot's nodes and running pods,
+lets the snapshot's pending pods for this scheduler arrive over time (through the API
+server's own create path, admission included) and runs the unchanged scheduler against it
+over HTTP with the official client — the very code that runs in a cluster. Bindings,
+evictions and unschedulable pods are printed as they happen.
+
+It ends by itself once every pod has arrived and nothing is left to do (every remaining pod
+is unschedulable), or after `--duration`. At the end the final state is replayed through the
+plan validator: every pod this scheduler bound, on its node, must pass every hard rule.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, TextIO
+
+from models import Assignment, ClusterSnapshot, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
+
+from .binder import Placement, Victim
+from .convert import parse_object
+from .kube import KubeApi, configured_client
+from .options import LiveOptions
+from .scheduler import Scheduler
+
+# Default arrival rate of the snapshot's pending pods (pods per second): slow enough to watch.
+DEFAULT_ARRIVAL_RATE = 10.0
+# The scheduler must stay idle this long before the simulation calls it finished (seconds):
+# long enough for a bind's watch event or a requeue to show up.
+SETTLE_SECONDS = 0.5
+# How long the simulated kubelet takes to start a bound pod and to stop a deleted one (seconds).
+KUBELET_START_SECONDS = 0.05
+KUBELET_GRACE_SECONDS = 0.5
+# Fields the API server sets; a pod submitted again must not carry them.
+_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "deletionTimestamp",
+               "deletionGracePeriodSeconds", "selfLink")
+
+
+@dataclass
+class SimulationResult:
+    bound: dict[str, str] = field(default_factory=dict)
+    evicted: list[str] = field(default_factory=list)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # pods the API server did not accept
+    violations: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+    ended: str = ""
+
+
+def _is_pending_pod_of(obj: dict[str, Any], scheduler_name: str) -> bool:
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    meta = obj.get("metadata") or {}
+    return (obj.get("kind") == "Pod" and spec.get("schedulerName") == scheduler_name and not spec.get("nodeName")
+            and not meta.get("deletionTimestamp") and status.get("phase") not in ("Succeeded", "Failed"))
+
+
+def _as_submitted(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as a user would create it: no server-set metadata, no status."""
+    out = json.loads(json.dumps(pod))
+    meta = out.setdefault("metadata", {})
+    for key in _SERVER_SET:
+        meta.pop(key, None)
+    meta.setdefault("namespace", "default")
+    out.pop("status", None)
+    return out
+
+
+def _creation_order(pod: dict[str, Any]) -> tuple:
+    meta = pod.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str], config: SchedulerConfig) -> list[str]:
+    """Replay what this scheduler bound on the cluster's final state through the validator.
+
+    The pods it bound (and that still run where it put them) are taken off their nodes and
+    handed to the validator as a plan that puts them back: an overcommitted node, a broken
+    affinity or spread constraint or a split gang produced by the live binds is reported,
+    one line each.
+    """
+    import solver
+
+    parsed: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "PriorityClass": [],
+                                    "PodGroup": []}
+    replayed: dict[str, str] = {}
+    for obj in objects:
+        kind = str(obj.get("kind"))
+        if kind not in parsed:
+            continue
+        model = parse_object(obj, kind)
+        if kind == "Pod":
+            pod: Pod = model  # type: ignore[assignment]
+            if bound.get(pod.key) == pod.spec.node_name and not pod.is_terminating:
+                replayed[pod.key] = pod.spec.node_name
+                model = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": ""})})
+        parsed[kind].append(model)
+    snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=parsed["Pod"], pdbs=parsed["PodDisruptionBudget"],
+                                     priority_classes=parsed["PriorityClass"], pod_groups=parsed["PodGroup"])
+    left = [p.key for p in snapshot.pending_pods(config.scheduler_name) if p.key not in replayed]
+    plan = Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in sorted(replayed.items())),
+                unschedulable=tuple(Unschedulable(pod=k, message="still pending") for k in sorted(left)),
+                stats=PlanStats(engine="live", status="REPLAY"))
+    return solver.validate(snapshot, plan, config)
+
+
+class Simulation:
+    """One simulated run; `run()` blocks until it ends and returns what happened."""
+
+    def __init__(self, objects: list[dict[str, Any]], config: SchedulerConfig, options: LiveOptions, *,
+                 arrival_rate: float = DEFAULT_ARRIVAL_RATE, duration: Optional[float] = None,
+                 out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
+        self.config = config
+        self.options = options
+        self.arrival_rate = arrival_rate
+        self.duration = duration
+        self.out = out
+        self.stop_event = stop or threading.Event()
+        name = config.scheduler_name
+        streamed = arrival_rate > 0
+        self.arrivals = sorted((o for o in objects if streamed and _is_pending_pod_of(o, name)), key=_creation_order)
+        self.preload = [o for o in objects if not (streamed and _is_pending_pod_of(o, name))]
+        # the arriving pods' namespaces must exist before they do, as in a real cluster
+        have = {(o.get("metadata") or {}).get("name") for o in objects if o.get("kind") == "Namespace"}
+        for ns in sorted({(p.get("metadata") or {}).get("namespace") or "default" for p in self.arrivals} - have):
+            self.preload.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        self.result = SimulationResult()
+        self._print_lock = threading.Lock()
+        self._t0 = time.monotonic()
+        self._arrived: dict[str, float] = {}
+        self._arrivals_done = threading.Event()
+
+    def _say(self, line: str) -> None:
+        if self.out is None:
+            return
+        with self._print_lock:
+            self.out.write(f"{time.monotonic() - self._t0:7.2f}s  {line}\n")
+            self.out.flush()
+
+    def _bound(self, p: Placement) -> None:
+        self.result.bound[p.key] = p.node
+        self.result.unschedulable.pop(p.key, None)
+        since = time.monotonic() - self._arrived.get(p.key, self._t0)
+        verb = "would bind" if self.options.dry_run else "bound"
+        self._say(f"{verb:<13} {p.key} -> {p.node}  ({since:.2f}s after arrival)")
+
+    def _evicted(self, v: Victim) -> None:
+        self.result.evicted.append(v.key)
+        self._say(f"{'evicted':<13} {v.key} from {v.node} for {v.preemptor}")
+
+    def _unschedulable(self, key: str, message: str) -> None:
+        if self.result.unschedulable.get(key) != message:
+            self._say(f"{'unschedulable':<13} {key}: {message}")
+        self.result.unschedulable[key] = message
+
+    def run(self) -> SimulationResult:
+        from adapters.apiserver import FakeApiServer
+        from adapters.apiserver.api import Request
+        from adapters.apiserver.errors import ApiError
+
+        server = FakeApiServer(self.preload, kubelet_start_seconds=KUBELET_START_SECONDS,
+                               kubelet_grace_seconds=KUBELET_GRACE_SECONDS).start()
+        api = KubeApi(configured_client(server.client_configuration()))
+        scheduler = Scheduler(api, self.config, self.options, on_bound=self._bound, on_evicted=self._evicted,
+                              on_unschedulable=self._unschedulable)
+        nodes = sum(1 for o in self.preload if o.get("kind") == "Node")
+        preloaded = sum(1 for o in self.preload if _is_pending_pod_of(o, self.config.scheduler_name))
+        if self.out is not None:
+            self.out.write(f"simulating {server.url}: {nodes} nodes; {preloaded} pending pods for "
+                           f"{self.config.scheduler_name} at the start, {len(self.arrivals)} arriving at "
+                           f"{self.arrival_rate:g}/s\n")
+        try:
+            scheduler.start()
+            scheduler.wait_synced(10.0)
+            self._t0 = time.monotonic()
+            feeder = threading.Thread(target=self._feed, args=(server, Request, ApiError), name="cpsat-live-sim-feed",
+                                      daemon=True)
+            feeder.start()
+            self.result.ended = self._wait(scheduler)
+            self.stop_event.set()
+            feeder.join(5.0)
+        finally:
+            scheduler.stop()
+            self.result.elapsed = time.monotonic() - self._t0
+            objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups")
+                       for o in server.store.list(key)]
+            api.close()
+            server.stop()
+        if not self.options.dry_run:
+            self.result.violations = final_state_violations(objects, self.result.bound, self.config)
+        return self.result
+
+    def _feed(self, server: Any, request_cls: Any, api_error: Any) -> None:
+        try:
+            self._feed_all(server, request_cls, api_error)
+        finally:
+            self._arrivals_done.set()
+
+    def _feed_all(self, server: Any, request_cls: Any, api_error: Any) -> None:
+        interval = 1.0 / self.arrival_rate if self.arrival_rate > 0 else 0.0
+        for i, pod in enumerate(self.arrivals):
+            due = self._t0 + i * interval
+            if self.stop_event.wait(max(0.0, due - time.monotonic())):
+                break
+            body = _as_submitted(pod)
+            meta = body["metadata"]
+            key = f"{meta['namespace']}/{meta.get('name')}"
+            try:
+                server.api.handle(request_cls("POST", f"/api/v1/namespaces/{meta['namespace']}/pods",
+                                              body=json.dumps(body).encode()))
+                self._arrived[key] = time.monotonic()
+            except api_error as exc:
+                message = str(exc.status.get("message") or exc)
+                self.result.refused[key] = message
+                self._say(f"{'not created':<13} {key}: {message}")
+
+    def _wait(self, scheduler: Scheduler) -> str:
+        idle_since: Optional[float] = None
+        while True:
+            if self.stop_event.wait(0.05):
+                return "interrupted"
+            now = time.monotonic()
+            if self.duration is not None and now - self._t0 >= self.duration:
+                return f"--duration {self.duration:g}s reached"
+            if self._arrivals_done.is_set() and scheduler.idle():
+                idle_since = idle_since or now
+                if now - idle_since >= SETTLE_SECONDS:
+                    return "every pod that can be placed is bound"
+            else:
+                idle_since = None

@@ -1,0 +1,217 @@
+"""Shared pieces of the live scheduler's tests: object builders, a cluster, a scheduler.
+
+Every test runs the real scheduler against the in-memory API server over HTTP through the
+official client; the test itself reads and writes the cluster through the same server.
+Durations are shortened (backoffs, lease, window wait) so that tests take fractions of a
+second, and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Iterable, Optional
+
+from kubernetes import client
+
+from adapters.apiserver import FakeApiServer
+from adapters.live import LiveOptions, Scheduler
+from adapters.live.kube import KubeApi, configured_client
+from adapters.live.leader import LeaseSettings
+from adapters.live.queue import QueueSettings
+from adapters.live.simulate import final_state_violations
+from models import SchedulerConfig
+
+NS = "default"
+SCHEDULER = "cpsat-scheduler"
+GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+# --- builders --------------------------------------------------------------------------------
+
+def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110", zone: str = "a",
+         taints: Optional[list[dict[str, str]]] = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
+        "spec": {},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
+                   "capacity": {"cpu": cpu, "memory": memory, "pods": pods}}}
+    if taints:
+        obj["spec"]["taints"] = taints
+    return obj
+
+
+def pod(name: str, *, cpu: str = "100m", memory: str = "64Mi", scheduler: str = SCHEDULER, ns: str = NS,
+        priority_class: Optional[str] = None, labels: Optional[dict[str, str]] = None,
+        node_name: Optional[str] = None, running: bool = False, gang: Optional[str] = None,
+        anti_affinity: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    labels = dict(labels or {})
+    if gang:
+        labels[GROUP_LABEL] = gang
+    spec: dict[str, Any] = {"schedulerName": scheduler,
+                            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9",
+                                            "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node_name:
+        spec["nodeName"] = node_name
+    if anti_affinity:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": anti_affinity}, "topologyKey": "kubernetes.io/hostname"}]}}
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": spec}
+    if running:
+        obj["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    return obj
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def pdb(name: str, *, min_available: int, **match: str) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": NS},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": match}}}
+
+
+def pod_group(name: str, min_member: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NS}, "spec": {"minMember": min_member}}
+
+
+# --- waiting ---------------------------------------------------------------------------------
+
+def wait_for(condition: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+    """Poll until `condition()` is truthy (returned) or `timeout` passes (its last value)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def live_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate()
+                  if t.name.startswith(("cpsat-live", "fake-apiserver")) and t.is_alive())
+
+
+# --- options ---------------------------------------------------------------------------------
+
+def fast_options(**overrides: Any) -> LiveOptions:
+    """Production behaviour with test-sized durations."""
+    values: dict[str, Any] = dict(
+        engine="greedy", window_size=100, window_wait=0.02, leader_elect=False,
+        lease=LeaseSettings(namespace=NS, duration=2.0, renew_deadline=1.0, retry_period=0.1),
+        queue=QueueSettings(initial_backoff=0.05, max_backoff=0.2, max_unschedulable=30.0),
+        retry_backoffs=(0.01, 0.02), watch_backoffs=(0.02, 0.05), preemption_timeout=10.0,
+        uncertain_bind_ttl=2.0, housekeeping=0.02, bind_concurrency=4)
+    values.update(overrides)
+    return LiveOptions(**values)
+
+
+def fast_config(**overrides: Any) -> SchedulerConfig:
+    overrides.setdefault("time_limit_seconds", 2.0)
+    overrides.setdefault("workers", 2)
+    return SchedulerConfig().with_overrides(**overrides)
+
+
+# --- a cluster and its schedulers ------------------------------------------------------------
+
+class Cluster:
+    """A started API server, a client for the test's own actions, and a record of every bind."""
+
+    def __init__(self, objects: Iterable[dict[str, Any]] = (), **server_args: Any) -> None:
+        server_args.setdefault("kubelet_start_seconds", 0.01)
+        server_args.setdefault("kubelet_grace_seconds", 0.05)
+        self.server = FakeApiServer(objects, **server_args).start()
+        self._api_client = client.ApiClient(self.server.client_configuration())
+        self.core = client.CoreV1Api(self._api_client)
+        self.binds: list[tuple[str, str]] = []  # every (pod, node) a pod was ever bound to, in order
+        self.server.store.add_listener(self._record)
+        self.schedulers: list[Scheduler] = []
+        self._apis: list[KubeApi] = []
+
+    def _record(self, key: str, event: str, obj: dict[str, Any], prev: Optional[dict[str, Any]]) -> None:
+        if key != "pods" or event != "MODIFIED" or prev is None:
+            return
+        before, after = (prev.get("spec") or {}).get("nodeName"), (obj.get("spec") or {}).get("nodeName")
+        if after and before != after:
+            meta = obj["metadata"]
+            self.binds.append((f"{meta['namespace']}/{meta['name']}", after))
+
+    def scheduler(self, config: Optional[SchedulerConfig] = None, options: Optional[LiveOptions] = None,
+                  *, start: bool = True, **callbacks: Any) -> Scheduler:
+        api = KubeApi(configured_client(self.server.client_configuration()))
+        self._apis.append(api)
+        sched = Scheduler(api, config or fast_config(), options or fast_options(), **callbacks)
+        self.schedulers.append(sched)
+        if start:
+            sched.start()
+            assert sched.wait_synced(5.0)
+        return sched
+
+    def create(self, *objects: dict[str, Any]) -> None:
+        """Create objects through the API, as a user would (admission included)."""
+        for obj in objects:
+            kind = obj["kind"]
+            if kind == "Pod":
+                self.core.create_namespaced_pod(obj["metadata"].get("namespace", NS), obj)
+            elif kind == "Node":
+                self.core.create_node(obj)
+            else:
+                self._create_other(obj)
+
+    def _create_other(self, obj: dict[str, Any]) -> None:
+        import json
+
+        from adapters.apiserver.api import Request
+
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        plural = {"PodGroup": "podgroups", "PodDisruptionBudget": "poddisruptionbudgets",
+                  "PriorityClass": "priorityclasses"}[kind]
+        base = f"/apis/{api_version}"
+        path = f"{base}/namespaces/{obj['metadata'].get('namespace', NS)}/{plural}" if kind != "PriorityClass" \
+            else f"{base}/{plural}"
+        self.server.api.handle(Request("POST", path, body=json.dumps(obj).encode()))
+
+    def pod(self, name: str, ns: str = NS) -> Optional[dict[str, Any]]:
+        return self.server.store.get("pods", ns, name)
+
+    def node_of(self, name: str, ns: str = NS) -> Optional[str]:
+        obj = self.pod(name, ns)
+        return (obj.get("spec") or {}).get("nodeName") if obj else None
+
+    def bound(self) -> dict[str, str]:
+        out = {}
+        for obj in self.server.store.list("pods"):
+            node_name = (obj.get("spec") or {}).get("nodeName")
+            if node_name:
+                out[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = node_name
+        return out
+
+    def events(self, reason: Optional[str] = None) -> list[dict[str, Any]]:
+        return [e for e in self.server.store.list("events") if reason is None or e.get("reason") == reason]
+
+    def violations(self, config: Optional[SchedulerConfig] = None) -> list[str]:
+        """Replay every bind the schedulers made on the final state through the validator."""
+        objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups")
+                   for o in self.server.store.list(key)]
+        bound_by_us = {k: n for k, n in self.binds}
+        return final_state_violations(objects, bound_by_us, config or fast_config())
+
+    def double_binds(self) -> list[str]:
+        """Pods bound more than once (to any node): must never happen."""
+        seen: dict[str, int] = {}
+        for key, _ in self.binds:
+            seen[key] = seen.get(key, 0) + 1
+        return sorted(k for k, n in seen.items() if n > 1)
+
+    def close(self) -> None:
+        for sched in self.schedulers:
+            sched.stop()
+        for api in self._apis:
+            api.close()
+        self._api_client.close()
+        self.server.stop()
