@@ -107,13 +107,15 @@ class ClusterSnapshot(BaseModel):
         return [p for p in self.pods if p.spec.node_name and not p.is_terminal]
 
     def pending_pods(self, scheduler_name: str = DEFAULT_SCHEDULER_NAME, *, all_pending: bool = False) -> list[Pod]:
-        """Pods this scheduler should place: no node, not terminating, not terminal, ours."""
+        """Pods this scheduler should place: no node, not terminating, not terminal, not held by
+        scheduling gates (kube-scheduler's PreEnqueue keeps those out of the queue), ours."""
         return [
             p
             for p in self.pods
             if not p.spec.node_name
             and not p.is_terminating
             and not p.is_terminal
+            and not p.spec.scheduling_gates
             and (all_pending or p.spec.scheduler_name == scheduler_name)
         ]
 

@@ -277,3 +277,18 @@ def test_pdb_spec(spec: dict, ok: bool) -> None:
     else:
         with pytest.raises(ValidationError):
             PodDisruptionBudget.model_validate(data)
+
+
+def test_pods_held_by_scheduling_gates_are_not_pending():
+    # kube-scheduler's PreEnqueue keeps gated pods out of the queue until every gate is removed.
+    from models.objects import Pod
+    from models.snapshot import ClusterSnapshot
+
+    def pod(name, gates):
+        spec = {"schedulerName": "cpsat-scheduler", "containers": [{"name": "c"}]}
+        if gates:
+            spec["schedulingGates"] = [{"name": g} for g in gates]
+        return Pod.model_validate({"metadata": {"name": name}, "spec": spec})
+
+    snap = ClusterSnapshot.build(pods=[pod("gated", ["example.com/quota"]), pod("free", [])])
+    assert [p.metadata.name for p in snap.pending_pods()] == ["free"]
