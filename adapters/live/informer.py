@@ -143,7 +143,7 @@ class Informer:
         if self._stop.is_set():
             return
         delay = self._delay(failures)
-        log.warning("watch of %s failed: %s; reconnecting in %.1fs", self.resource.name, exc.message, delay)
+        log.warning("watch of %s failed: %s; reconnecting in %.3gs", self.resource.name, exc.message, delay)
         self._restart("error")
         self.clock.wait(self._stop, delay)
 

@@ -126,8 +126,10 @@ class Scheduler:
             self._threads.append(thread)
         return self
 
-    def stop(self) -> None:
-        """Stop taking windows, finish the binds in flight, release the lease, close everything."""
+    def stop(self, *, release_lease: bool = True) -> None:
+        """Stop taking windows, finish the binds in flight, release the lease, close everything.
+
+        `release_lease=False` leaves the lease to expire, as a crashed process would."""
         if self._stopped:
             return
         self._stopped = True
@@ -136,7 +138,7 @@ class Scheduler:
         for thread in self._threads:
             thread.join(self.config.solver.time_limit_seconds * 2 + STOP_GRACE_SECONDS)
         self.binder.shutdown()
-        self.elector.stop(release=True)
+        self.elector.stop(release=release_lease)
         self.reporter.stop()
         for informer in self.informers:
             informer.stop()

@@ -1,0 +1,196 @@
+"""The scheduling queue on an injected clock: order, backoff, unschedulable pods, gangs, windows.
+
+No test here sleeps: the clock is a `ManualClock`, moved by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pytest
+
+from adapters.live.clock import ManualClock
+from adapters.live.queue import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, QueueSettings, SchedulingQueue
+from models import Pod
+from tests.adapters.live_harness import pod as pod_dict
+
+
+def make_pod(name: str, *, priority: int = 0, gang: Optional[str] = None, gated: bool = False,
+             labels: Optional[dict[str, str]] = None) -> Pod:
+    obj: dict[str, Any] = pod_dict(name, gang=gang, labels=labels)
+    obj["spec"]["priority"] = priority
+    if gated:
+        obj["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    return Pod.model_validate(obj)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def queue(clock: ManualClock) -> SchedulingQueue:
+    return SchedulingQueue(clock=clock)  # kube-scheduler's defaults: 1 s .. 10 s, 5 min
+
+
+def keys(window: list[Any]) -> list[str]:
+    return [qp.key for qp in window]
+
+
+def test_higher_priority_first_then_longest_waiting(queue: SchedulingQueue, clock: ManualClock) -> None:
+    queue.add(make_pod("old-low", priority=0))
+    clock.advance(1)
+    queue.add(make_pod("high", priority=100))
+    clock.advance(1)
+    queue.add(make_pod("new-low", priority=0))
+    assert keys(queue.pop_window(10, 0)) == ["default/high", "default/old-low", "default/new-low"]
+
+
+def test_window_takes_at_most_its_size(queue: SchedulingQueue) -> None:
+    for i in range(5):
+        queue.add(make_pod(f"p{i}"))
+    assert len(queue.pop_window(3, 0)) == 3
+    assert queue.counts()[ACTIVE] == 2 and queue.counts()[IN_FLIGHT] == 3
+
+
+@pytest.mark.parametrize("failures, seconds", [(1, 1), (2, 2), (3, 4), (4, 8), (5, 10), (6, 10)])
+def test_backoff_doubles_from_one_second_to_ten(queue: SchedulingQueue, failures: int, seconds: float) -> None:
+    assert queue.backoff_duration(failures) == seconds
+
+
+def test_an_error_backs_off_then_the_pod_is_active_again(queue: SchedulingQueue, clock: ManualClock) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.requeue_error("default/p")
+    assert queue.where("default/p") == BACKOFF
+    clock.advance(0.99)
+    queue.flush()
+    assert queue.where("default/p") == BACKOFF
+    clock.advance(0.02)
+    queue.flush()
+    assert queue.where("default/p") == ACTIVE
+    queue.pop_window(1, 0)
+    queue.requeue_error("default/p")  # second failure: two seconds
+    clock.advance(1.5)
+    queue.flush()
+    assert queue.where("default/p") == BACKOFF
+    clock.advance(0.6)
+    queue.flush()
+    assert queue.where("default/p") == ACTIVE
+
+
+def test_unschedulable_waits_for_an_event(queue: SchedulingQueue, clock: ManualClock) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.requeue_unschedulable("default/p", "0/1 nodes are available: 1 Insufficient cpu.")
+    clock.advance(60)
+    queue.flush()
+    assert queue.where("default/p") == UNSCHEDULABLE
+    assert queue.unschedulable() == {"default/p": "0/1 nodes are available: 1 Insufficient cpu."}
+    assert queue.move_all() == 1  # e.g. a node was added; its 1 s backoff is long over
+    assert queue.where("default/p") == ACTIVE
+
+
+def test_an_event_right_after_the_failure_sends_the_pod_to_backoff(queue: SchedulingQueue) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.requeue_unschedulable("default/p", "no")
+    queue.move_all()
+    assert queue.where("default/p") == BACKOFF
+
+
+def test_unschedulable_pods_are_retried_after_five_minutes(queue: SchedulingQueue, clock: ManualClock) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.requeue_unschedulable("default/p", "no")
+    clock.advance(299)
+    queue.flush()
+    assert queue.where("default/p") == UNSCHEDULABLE
+    clock.advance(1)
+    queue.flush()
+    assert queue.where("default/p") == ACTIVE
+
+
+def test_an_event_while_in_flight_makes_an_unschedulable_verdict_a_backoff(queue: SchedulingQueue) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.move_all()  # the cluster changed while the window was being decided
+    queue.requeue_unschedulable("default/p", "no")
+    assert queue.where("default/p") == BACKOFF
+
+
+def test_move_all_can_pick_pods(queue: SchedulingQueue) -> None:
+    for name in ("a", "b"):
+        queue.add(make_pod(name))
+    queue.pop_window(2, 0)
+    for name in ("a", "b"):
+        queue.requeue_unschedulable(f"default/{name}", "no")
+    assert queue.move_all(lambda qp: qp.key == "default/b") == 1
+    assert queue.where("default/a") == UNSCHEDULABLE
+
+
+def test_gated_pods_wait_for_their_gates(queue: SchedulingQueue) -> None:
+    queue.add(make_pod("g", gated=True))
+    assert queue.where("default/g") == GATED
+    assert queue.pop_window(10, 0, stop=_set_event()) == []
+    queue.update(make_pod("g"), relevant=True)
+    assert queue.where("default/g") == ACTIVE
+
+
+def test_a_gang_member_brings_its_waiting_siblings(queue: SchedulingQueue, clock: ManualClock) -> None:
+    queue.add(make_pod("job-0", gang="job"))
+    queue.pop_window(1, 0)
+    queue.requeue_unschedulable("default/job-0", "not enough siblings")
+    for i in (1, 2):
+        queue.add(make_pod(f"job-{i}", gang="job"))
+    queue.add(make_pod("other", priority=100))
+    window = queue.pop_window(1, 0)  # size 1, but a gang travels whole
+    assert keys(window) == ["default/other"]
+    window = queue.pop_window(1, 0)
+    assert sorted(keys(window)) == ["default/job-0", "default/job-1", "default/job-2"]
+
+
+def test_deleted_pods_leave_even_while_in_flight(queue: SchedulingQueue) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.delete("default/p")
+    queue.requeue_error("default/p")
+    assert queue.where("default/p") is None and queue.keys() == set()
+
+
+def test_a_relevant_update_moves_an_unschedulable_pod(queue: SchedulingQueue, clock: ManualClock) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.requeue_unschedulable("default/p", "no")
+    clock.advance(5)
+    queue.update(make_pod("p"), relevant=False)  # a status change: nothing to retry for
+    assert queue.where("default/p") == UNSCHEDULABLE
+    queue.update(make_pod("p", labels={"tier": "gold"}), relevant=True)
+    assert queue.where("default/p") == ACTIVE
+
+
+def test_abandoned_windows_come_back_as_new(queue: SchedulingQueue) -> None:
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.requeue_active("default/p")
+    assert queue.where("default/p") == ACTIVE
+    assert queue.get("default/p").failures == 0  # type: ignore[union-attr]
+
+
+def test_custom_backoff_settings(clock: ManualClock) -> None:
+    q = SchedulingQueue(clock=clock, settings=QueueSettings(initial_backoff=0.5, max_backoff=1.0))
+    assert [q.backoff_duration(n) for n in range(5)] == [0.0, 0.5, 1.0, 1.0, 1.0]
+
+
+def test_closed_queue_returns_no_window(queue: SchedulingQueue) -> None:
+    queue.close()
+    assert queue.pop_window(10, 0) == []
+
+
+def _set_event() -> Any:
+    import threading
+
+    event = threading.Event()
+    event.set()
+    return event
