@@ -34,6 +34,7 @@ COMMANDS = (
     "adapters.commands.schedule",
     "adapters.commands.validate",
     "adapters.commands.repack",
+    "adapters.commands.bench",
     "adapters.commands.run",
 )
 

@@ -1,0 +1,253 @@
+"""A benchmark report for people: tables in a terminal and a chart on request.
+
+The JSON report (``BenchReport.to_json``) is the contract for tools; these renderings read the
+same figures and may change at any time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from .runner import BenchReport
+
+__all__ = ["PlotUnavailable", "plot_report", "repack_table", "report_table", "require_matplotlib"]
+
+
+def _num(value: Any, fmt: str = "{:,}") -> str:
+    if value is None:
+        return "-"
+    return fmt.format(value)
+
+
+def _seconds(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _share(part: Optional[int], whole: Optional[int]) -> str:
+    if part is None or not whole:
+        return "-"
+    return f"{100 * part / whole:.0f}%"
+
+
+def _table(header: Sequence[str], rows: list[Sequence[str]], numeric: set[int]) -> list[str]:
+    """Columns two spaces apart; numeric columns right-aligned; blank trailing cells trimmed."""
+    cells = [list(map(str, header))] + [list(map(str, r)) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    out = []
+    for row in cells:
+        parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        out.append(("  " + "  ".join(parts)).rstrip())
+    return out
+
+
+def report_table(report: BenchReport) -> str:
+    s, m = report.settings, report.machine
+    limits = sorted({w.time_limit for w in report.workloads})
+    limit = "/".join(f"{v:g}" for v in limits) + "s" if limits else "-"
+    lines = [
+        f"cpsat-scheduler bench: scale {s.get('scale')}, seed {s.get('seed')}, CP-SAT time limit {limit} per window, "
+        f"windows of at most {s.get('window_size'):,} pods, repeat {s.get('repeat')}",
+        f"machine: {m.get('cpus')} CPUs, Python {m.get('python')}, OR-tools {m.get('ortools')}, {m.get('platform')}",
+        "",
+        "QUALITY (bound: most pods any placement can place; min nodes: fewest nodes that could host every pod)",
+    ]
+    rows = []
+    for w in report.workloads:
+        for k, (engine, result) in enumerate(w.results.items()):
+            r = result.to_json()
+            first = k == 0
+            valid = "ok" if r["valid"] else f"INVALID x{r['invalid_plans']}"
+            rows.append(
+                (
+                    w.name if first else "",
+                    _num(w.nodes) if first else "",
+                    _num(w.pods) if first else "",
+                    _num(w.bound.get("max_placeable")) if first else "",
+                    engine,
+                    _num(r["placed"]),
+                    _share(r["placed"], w.bound.get("max_placeable")),
+                    _num(r["weighted"]),
+                    f"{r['nodes_used']:,} (>={w.bound.get('min_nodes') or 0:,})",
+                    _num(r["victims"]),
+                    _num(r["spread_skew"]),
+                    "-" if r["gap"] is None else f"{r['gap']:.2%}",
+                    r["status"],
+                    valid,
+                )
+            )
+    lines += _table(
+        ("WORKLOAD", "NODES", "PODS", "BOUND", "ENGINE", "PLACED", "OF BOUND", "WEIGHTED", "NODES USED",
+         "VICTIMS", "SKEW", "GAP", "STATUS", "VALID"),
+        rows,
+        numeric={1, 2, 3, 5, 6, 7, 9, 10, 11},
+    )
+
+    lines += ["", "TIME (decision = wall clock around one schedule() call per window; model size: largest window)"]
+    rows = []
+    for w in report.workloads:
+        for k, (engine, result) in enumerate(w.results.items()):
+            r = result.to_json()
+            rows.append(
+                (
+                    w.name if k == 0 else "",
+                    engine,
+                    _num(r["windows"]),
+                    f"{w.time_limit:g}" if engine == "cpsat" else "-",
+                    _num(r["p50_ms"], "{:,.0f}"),
+                    _num(r["p99_ms"], "{:,.0f}"),
+                    _seconds(r["decision_s"]),
+                    _num(r["pods_per_s"], "{:,.0f}"),
+                    _seconds(r["greedy_s"]),
+                    _seconds(r["build_s"]),
+                    _seconds(r["solve_s"]),
+                    _num(r["classes"]),
+                    _num(r["components"]),
+                    _num(r["variables"]),
+                    _num(r["constraints"]),
+                )
+            )
+    lines += _table(
+        ("WORKLOAD", "ENGINE", "WINDOWS", "LIMIT s", "P50 ms", "P99 ms", "DECISION s", "PODS/s", "GREEDY s", "BUILD s",
+         "SOLVE s", "CLASSES", "COMPONENTS", "VARIABLES", "CONSTRAINTS"),
+        rows,
+        numeric=set(range(2, 15)),
+    )
+
+    compared = [w for w in report.workloads if w.ratios()]
+    if compared:
+        lines += ["", "CPSAT / GREEDY (placed and weighted: higher is better; time: lower is better)"]
+        rows = []
+        for w in compared:
+            ratios = w.ratios()
+            c, g = w.results["cpsat"], w.results["greedy"]
+            rows.append(
+                (
+                    w.name,
+                    f"{c.placed:,} / {g.placed:,}",
+                    _num(ratios["placed"], "{:.3f}"),
+                    _num(ratios["weighted"], "{:.3f}"),
+                    _num(ratios["time"], "{:.2f}"),
+                    f"{_share(c.placed, w.bound.get('max_placeable'))} / {_share(g.placed, w.bound.get('max_placeable'))}",
+                    "BELOW GREEDY" if w.below_greedy() else ("more" if c.weighted > g.weighted else "equal"),
+                )
+            )
+        lines += _table(
+            ("WORKLOAD", "PLACED", "PLACED RATIO", "WEIGHTED RATIO", "TIME RATIO", "OF BOUND", "CPSAT VS GREEDY"),
+            rows,
+            numeric={1, 2, 3, 4, 5},
+        )
+
+    notes = [
+        f"{w.name}: {engine}: {result.to_json()['fallback_reason']}"
+        for w in report.workloads
+        for engine, result in w.results.items()
+        if result.to_json().get("fallback_reason")
+    ]
+    if notes:
+        lines += ["", "FALLBACKS (cpsat returned the greedy plan; first reason per workload)"]
+        lines += [f"  {n}" for n in notes]
+
+    for extra in report.extra:
+        if extra.get("name") == "repack":
+            lines += ["", *repack_table(extra["result"])]
+
+    failures = report.failures()
+    lines.append("")
+    if failures:
+        lines.append(f"!!! FAILED: {len(failures)} problem(s) — a benchmark of an invalid plan measures nothing")
+        lines += [f"!!! {line}" for line in failures]
+    else:
+        lines.append("OK: every plan valid; cpsat placed at least greedy's priority-weighted count on every workload")
+    return "\n".join(lines) + "\n"
+
+
+def repack_table(result: dict[str, Any]) -> list[str]:
+    """The re-packing benchmark (``repack_bench.run_repack_bench``): nodes freed by each planner."""
+    cpsat, base = result.get("cpsat", {}), result.get("baseline", {})
+    rows = [
+        (_num(result.get("nodes")), _num(result.get("running_pods")), _num(result.get("movable_pods")),
+         _num(result.get("active_before")), _num(result.get("lower_bound_nodes")), "cpsat", _num(cpsat.get("freed")),
+         _num(cpsat.get("moves")), _num(cpsat.get("active_after")), _seconds(cpsat.get("wall_s")), str(cpsat.get("status", ""))),
+        ("", "", "", "", "", "baseline", _num(base.get("freed")), _num(base.get("moves")), _num(base.get("active_after")),
+         _seconds(base.get("wall_s")), ("safe" if base.get("safe") else "UNSAFE") + f" ({base.get('name', '')})"),
+    ]
+    return [
+        "REPACK (nodes a re-packing plan frees; MIN ACTIVE: fewest nodes that can hold the pods)",
+        *_table(
+            ("NODES", "RUNNING", "MOVABLE", "ACTIVE", "MIN ACTIVE", "PLANNER", "FREED", "MOVES", "ACTIVE AFTER", "WALL s", "NOTE"),
+            rows,
+            numeric={0, 1, 2, 3, 4, 6, 7, 8, 9},
+        ),
+    ]
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed (it is the optional ``plot`` extra)."""
+
+
+def require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlotUnavailable(
+            "--plot needs matplotlib, which is not installed: pip install 'cpsat-scheduler[plot]'"
+        ) from None
+
+
+def plot_report(report: BenchReport, path: str) -> None:
+    """Two panels: pods placed per workload as a share of the bound, per engine; and decision
+    time per workload, per engine (log scale)."""
+    require_matplotlib()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    workloads = report.workloads
+    engines = [e for e in ("cpsat", "greedy") if any(e in w.results for w in workloads)]
+    colors = {"cpsat": "#1f77b4", "greedy": "#ff7f0e"}
+    names = [w.name for w in workloads]
+    y = np.arange(len(workloads))
+    height = 0.8 / max(len(engines), 1)
+    fig, (quality, timing) = plt.subplots(1, 2, figsize=(13, 1.8 + 0.55 * len(workloads)), sharey=True)
+    for k, engine in enumerate(engines):
+        offset = (k - (len(engines) - 1) / 2) * height
+        for i, w in enumerate(workloads):
+            result = w.results.get(engine)
+            if result is None:
+                continue
+            bound = w.bound.get("max_placeable") or 0
+            share = 100 * result.placed / bound if bound else 0
+            seconds = sum(r.decision_s for r in result.runs) / len(result.runs)
+            label = engine if i == 0 else None
+            quality.barh(y[i] + offset, share, height, color=colors.get(engine), label=label)
+            quality.text(share + 0.5, y[i] + offset, f"{result.placed:,}", va="center", fontsize=7)
+            timing.barh(y[i] + offset, seconds, height, color=colors.get(engine), label=label)
+            timing.text(seconds * 1.05, y[i] + offset, f"{seconds:.2f}s", va="center", fontsize=7)
+    quality.axvline(100, color="black", linestyle="--", linewidth=1, label="bound (max placeable)")
+    quality.set_xlabel("pods placed, % of the bound (labels: pods placed)")
+    quality.set_xlim(0, 118)
+    quality.set_yticks(y, names)
+    quality.invert_yaxis()
+    quality.set_title("Quality: placed vs bound")
+    timing.set_xscale("log")
+    timing.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    timing.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    timing.xaxis.set_minor_formatter(NullFormatter())
+    lo, hi = timing.get_xlim()
+    timing.set_xlim(lo, hi * 2.5)  # room for the labels
+    timing.set_xlabel("decision time per run, seconds (log scale)")
+    timing.set_title("Time per engine")
+    handles, labels = quality.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    s, m = report.settings, report.machine
+    fig.suptitle(
+        f"cpsat-scheduler bench — scale {s.get('scale')}, seed {s.get('seed')}, {m.get('cpus')} CPUs", fontsize=10
+    )
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

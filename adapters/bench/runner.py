@@ -1,0 +1,604 @@
+"""Measuring both engines on one generated snapshot: windows, validation, quality and time.
+
+A workload is parsed once. Each engine then decides its pending pods window by window, in queue
+order (higher priority first, then older, then by name — kube-scheduler's PrioritySort):
+
+* the pods are cut into the fewest windows of at most ``window_size`` pods, of near-equal size,
+  and a cut never separates two members of one PodGroup (a split gang could never reach its
+  minMember in either half);
+* window *k* is decided against the cluster the earlier windows left: their placed pods are bound
+  where the plan put them, their victims are gone, and pods they left out stay out (each pod is
+  considered in exactly one window, by both engines alike);
+* the decision time of a window is the wall clock around ``solver.schedule`` — everything a
+  caller waits for, including the solver's own safety checks — and nothing else: parsing,
+  applying the plan and this module's validation are not counted;
+* every plan is checked by ``solver.validate`` against the snapshot it was decided on; a plan
+  that fails is recorded with its violations and fails the run.
+
+Quality is read from the final state after the last window. Times are pooled over ``repeat``
+runs; quality comes from the first run (each later run's placed count is kept alongside).
+
+Derived figures, as the JSON report names them:
+
+* ``weighted``: priority-weighted placement, the solver's own lexicographic measure. Every
+  priority among the workload's pending pods gets a tier weight (``tier_weights``): the lowest
+  priority weighs 1 and each higher tier weighs one more than all lower-tier pods together, so
+  one more pod of a higher priority outweighs any number of lower ones. ``weighted`` is the sum
+  over placed pods; with a single priority it equals ``placed``. ``placed_by_priority`` gives the
+  plain counts behind it.
+* ``nodes_used``: nodes running at least one pod in the final state.
+* ``spread_skew``: the largest skew (most minus fewest matching pods over the eligible domains)
+  of any DoNotSchedule topology spread constraint carried by the workload's pending pods, in the
+  final state; ``spread_above_max`` counts constraints whose skew exceeds their maxSkew (a
+  cluster that started skewed can stay so without an invalid plan).
+* ``p50_ms`` / ``p99_ms``: percentiles (linear interpolation) of per-window decision times.
+* ``pods_per_s``: pods decided (placed or not) per second of decision time.
+* ``gap`` (cpsat): the largest relative gap between objective and best bound over the windows.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import platform
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+import numpy as np
+
+from models import ClusterSnapshot, Plan, Pod, SchedulerConfig, pod_group_key
+
+from .bounds import max_placeable_bound, min_nodes_bound
+from .workloads import SCALE_TARGETS, WORKLOADS, Workload, generate
+
+ENGINES = ("cpsat", "greedy")
+# Big enough that each issue-3 scale target (10,000 pods at most) is one decision.
+DEFAULT_WINDOW_SIZE = 10_000
+# CP-SAT time limit per window, by scale: quick keeps the whole suite near a minute on two cores.
+DEFAULT_TIME_LIMITS = {"quick": 5.0, "medium": 10.0, "large": 10.0}
+# The scale targets' own limits (issue 3): scale-3k must finish within 20 s end to end, scale-10k
+# decide within 10 s; the solver gets what is left after parsing the window and its safety checks.
+TARGET_TIME_LIMITS = {"scale-3k": 15.0, "scale-10k": 6.0}
+# Violations kept per failing plan in the report; the count is always complete.
+VIOLATIONS_KEPT = 5
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+ScheduleFn = Callable[[ClusterSnapshot, SchedulerConfig, str], Plan]
+ValidateFn = Callable[[ClusterSnapshot, Plan, SchedulerConfig], list[str]]
+ProgressFn = Callable[[str], None]
+
+
+def _schedule(snapshot: ClusterSnapshot, config: SchedulerConfig, engine: str) -> Plan:
+    from solver import schedule
+
+    return schedule(snapshot, config, engine=engine)
+
+
+def _validate(snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig) -> list[str]:
+    from solver import validate
+
+    return validate(snapshot, plan, config)
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def queue_order(pods: Iterable[Pod]) -> list[Pod]:
+    """Pods as kube-scheduler's PrioritySort queue pops them."""
+    return sorted(pods, key=lambda p: (-(p.spec.priority or 0), p.metadata.creation_timestamp or _EPOCH, p.key))
+
+
+def cut_windows(pods: Sequence[Pod], size: int) -> list[list[Pod]]:
+    """``pods`` (in queue order) as the fewest near-equal consecutive windows of at most ``size``
+    pods; a cut that would separate members of one PodGroup moves past them (that window grows)."""
+    if not pods:
+        return []
+    count = math.ceil(len(pods) / max(size, 1))
+    cuts = [round(i * len(pods) / count) for i in range(count + 1)]
+    windows: list[list[Pod]] = []
+    start = 0
+    for cut in cuts[1:]:
+        cut = max(cut, start)
+        while 0 < cut < len(pods) and (group := pod_group_key(pods[cut])) and group == pod_group_key(pods[cut - 1]):
+            cut += 1
+        if cut > start:
+            windows.append(list(pods[start:cut]))
+            start = cut
+    return windows
+
+
+def _on_node(pod: Pod, node: str) -> Pod:
+    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+
+
+class _Cluster:
+    """The cluster as windows change it: every pod that is not waiting for us, and the base
+    snapshot's other objects. ``snapshot(window)`` adds one window's pending pods."""
+
+    def __init__(self, base: ClusterSnapshot, pending: set[str]) -> None:
+        self.base = base
+        self.pods: dict[str, Pod] = {p.key: p for p in base.pods if p.key not in pending}
+
+    def snapshot(self, window: Sequence[Pod] = ()) -> ClusterSnapshot:
+        # The constructor, not ``build``: priorities are resolved already, names already unique.
+        return ClusterSnapshot(
+            nodes=self.base.nodes,
+            pods=(*self.pods.values(), *window),
+            pdbs=self.base.pdbs,
+            priority_classes=self.base.priority_classes,
+            pod_groups=self.base.pod_groups,
+            namespaces=self.base.namespaces,
+        )
+
+    def apply(self, plan: Plan, window: Sequence[Pod]) -> None:
+        """Victims leave, placed window pods run where the plan put them."""
+        for victim in plan.preemptions:
+            self.pods.pop(victim.pod, None)
+        by_key = {p.key: p for p in window}
+        for a in plan.assignments:
+            pod = by_key.get(a.pod)
+            if pod is not None:
+                self.pods[a.pod] = _on_node(pod, a.node)
+
+
+# --------------------------------------------------------------------------- one engine
+
+
+@dataclass
+class WindowRecord:
+    pods: int
+    seconds: float
+    plan: Plan
+    violations: list[str]
+
+
+@dataclass
+class EngineRun:
+    """One engine over every window of a workload, once."""
+
+    engine: str
+    windows: list[WindowRecord]
+    final: ClusterSnapshot
+    placed: list[str]
+    victims: int
+
+    @property
+    def decision_s(self) -> float:
+        return sum(w.seconds for w in self.windows)
+
+    @property
+    def invalid(self) -> list[tuple[int, list[str]]]:
+        return [(i, w.violations) for i, w in enumerate(self.windows) if w.violations]
+
+
+def run_engine(
+    base: ClusterSnapshot,
+    windows: Sequence[Sequence[Pod]],
+    engine: str,
+    config: SchedulerConfig,
+    *,
+    schedule_fn: Optional[ScheduleFn] = None,
+    validate_fn: Optional[ValidateFn] = None,
+) -> EngineRun:
+    # Looked up at call time: the module functions are the seam tests replace.
+    schedule_fn = schedule_fn or _schedule
+    validate_fn = validate_fn or _validate
+    cluster = _Cluster(base, {p.key for w in windows for p in w})
+    records: list[WindowRecord] = []
+    placed: list[str] = []
+    victims = 0
+    for window in windows:
+        snapshot = cluster.snapshot(window)
+        gc.collect()  # garbage of the previous window is not this decision's cost
+        start = time.perf_counter()
+        plan = schedule_fn(snapshot, config, engine)
+        seconds = time.perf_counter() - start
+        violations = list(validate_fn(snapshot, plan, config))
+        records.append(WindowRecord(len(window), seconds, plan, violations))
+        placed += [a.pod for a in plan.assignments]
+        victims += len(plan.preemptions)
+        cluster.apply(plan, window)
+    return EngineRun(engine, records, cluster.snapshot(), placed, victims)
+
+
+def _warm_up(base: ClusterSnapshot, pending: Sequence[Pod], engines: Sequence[str], config: SchedulerConfig,
+             schedule_fn: ScheduleFn) -> None:
+    """One untimed decision per engine on a sliver of the workload (two nodes, two pods), so that
+    the first timed window does not pay for importing the solver and OR-tools."""
+    sliver = ClusterSnapshot(nodes=base.nodes[:2], pods=tuple(pending[:2]), priority_classes=base.priority_classes)
+    for engine in engines:
+        schedule_fn(sliver, config.with_overrides(time_limit_seconds=1.0), engine)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def tier_weights(priorities: Iterable[int]) -> dict[int, int]:
+    """The solver's lexicographic tier weights (``solver.cpsat.solve.tier_weights``)."""
+    from solver.cpsat.solve import tier_weights as weights
+
+    return weights(list(priorities))
+
+
+def nodes_used(snapshot: ClusterSnapshot) -> int:
+    names = {n.metadata.name for n in snapshot.nodes}
+    return len({p.spec.node_name for p in snapshot.bound_pods() if p.spec.node_name in names})
+
+
+def spread_skew(final: ClusterSnapshot, carriers: Sequence[Pod], config: SchedulerConfig) -> tuple[Optional[int], int]:
+    """(largest skew, constraints above their maxSkew) of the DoNotSchedule constraints that
+    ``carriers`` hold, counted in ``final``; (None, 0) when none of them holds one."""
+    from solver.context import build_context
+    from solver.info import PodInfo
+    from solver.predicates import StaticFilters, pod_topology_spread
+
+    # One representative per pod template: pods of one owner share their spec object and labels.
+    reps: dict[tuple, Pod] = {}
+    for pod in carriers:
+        if any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.spec.topology_spread_constraints):
+            reps.setdefault((pod.metadata.namespace, id(pod.spec), tuple(sorted(pod.metadata.labels.items()))), pod)
+    if not reps:
+        return None, 0
+    ctx = build_context(final, config, all_pending=True)
+    ns_labels = final.namespace_labels
+    infos = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {})) for p in reps.values()]
+    static = StaticFilters(ctx.nodes, infos)
+    worst, above = 0, 0
+    seen: set[tuple] = set()
+    for info in infos:
+        for cc in pod_topology_spread.prefilter(info, ctx.state, static.affinity_mask(info), static.tolerated_mask(info)):
+            counts = cc.domain_counts[cc.eligible_domains]
+            if not len(counts):
+                continue
+            key = (repr(cc.constraint), tuple(counts.tolist()))
+            if key in seen:
+                continue
+            seen.add(key)
+            skew = int(counts.max() - counts.min())
+            worst = max(worst, skew)
+            above += skew > cc.constraint.max_skew
+    return worst, above
+
+
+def _percentile(values: Sequence[float], q: float) -> Optional[float]:
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else None
+
+
+def _round(value: Optional[float], digits: int = 3) -> Optional[float]:
+    return None if value is None else round(float(value), digits)
+
+
+@dataclass
+class EngineResult:
+    """What one engine achieved on one workload, in the JSON report's terms."""
+
+    engine: str
+    runs: list[EngineRun]
+    pending: int
+    weights: dict[int, int]
+    priority_of: dict[str, int]
+    spread: tuple[Optional[int], int] = (None, 0)
+    greedy_decision_s: Optional[float] = None  # the greedy engine's own time, for the cpsat split
+
+    @property
+    def first(self) -> EngineRun:
+        return self.runs[0]
+
+    @property
+    def placed(self) -> int:
+        return len(self.first.placed)
+
+    @property
+    def weighted(self) -> int:
+        return sum(self.weights[self.priority_of[k]] for k in self.first.placed)
+
+    def weighted_of(self, run: EngineRun) -> int:
+        return sum(self.weights[self.priority_of[k]] for k in run.placed)
+
+    @property
+    def latencies(self) -> list[float]:
+        return [w.seconds for run in self.runs for w in run.windows]
+
+    @property
+    def invalid(self) -> list[tuple[int, int, list[str]]]:
+        """(repeat, window, violations) of every plan the validator refused."""
+        return [(r, i, v) for r, run in enumerate(self.runs) for i, v in run.invalid]
+
+    def _stats(self, name: str) -> list[Any]:
+        return [getattr(w.plan.stats, name) for w in self.first.windows]
+
+    def to_json(self) -> dict[str, Any]:
+        decision = sum(run.decision_s for run in self.runs)
+        decided = sum(w.pods for run in self.runs for w in run.windows)
+        by_priority = Counter(self.priority_of[k] for k in self.first.placed)
+        statuses = Counter(self._stats("status"))
+        gaps = [g for g in self._stats("gap") if g is not None]
+        solver_ran = self.engine == "cpsat" and any(v is not None for v in self._stats("variables"))
+
+        def total(name: str) -> Optional[float]:
+            values = [v for v in self._stats(name) if v is not None]
+            return _round(sum(values), 4) if values else None
+
+        def largest(name: str) -> Optional[int]:
+            values = [v for v in self._stats(name) if v is not None]
+            return max(values) if values else None
+
+        out: dict[str, Any] = {
+            "placed": self.placed,
+            "pending": self.pending,
+            "weighted": self.weighted,
+            "placed_by_priority": {str(p): by_priority[p] for p in sorted(by_priority, reverse=True)},
+            "nodes_used": nodes_used(self.first.final),
+            "objective": total("objective") if solver_ran else None,
+            "bound": total("bound") if solver_ran else None,
+            "gap": _round(max(gaps), 6) if gaps else None,
+            "status": ", ".join(f"{s}" if n == 1 else f"{s}x{n}" for s, n in statuses.items()),
+            "fallbacks": sum(1 for f in self._stats("fallback") if f),
+            "spread_skew": self.spread[0],
+            "spread_above_max": self.spread[1],
+            "victims": self.first.victims,
+            "windows": len(self.first.windows),
+            "p50_ms": _round(1000 * (_percentile(self.latencies, 50) or 0), 1),
+            "p99_ms": _round(1000 * (_percentile(self.latencies, 99) or 0), 1),
+            "decision_s": _round(decision / len(self.runs), 3),
+            "pods_per_s": _round(decided / decision, 1) if decision > 0 else None,
+            "build_s": total("build_time_s") if solver_ran else None,
+            "solve_s": total("solve_time_s") if solver_ran else None,
+            "greedy_s": _round(self.greedy_decision_s, 3) if self.engine == "cpsat" else None,
+            "variables": largest("variables") if solver_ran else None,
+            "constraints": largest("constraints") if solver_ran else None,
+            "classes": largest("pod_classes"),
+            "components": largest("components") if solver_ran else None,
+            "valid": not self.invalid,
+            "invalid_plans": len(self.invalid),
+            "violations": [f"repeat {r + 1} window {i + 1}: {line}" for r, i, lines in self.invalid for line in lines][:VIOLATIONS_KEPT],
+        }
+        fallback_reasons = [w.plan.stats.fallback_reason for w in self.first.windows if w.plan.stats.fallback_reason]
+        if fallback_reasons:
+            out["fallback_reason"] = fallback_reasons[0]
+        if len(self.runs) > 1:
+            out["placed_per_repeat"] = [len(run.placed) for run in self.runs]
+        return out
+
+
+@dataclass
+class WorkloadResult:
+    name: str
+    scale: str
+    seed: int
+    nodes: int
+    pods: int
+    running: int
+    windows: list[int]
+    bound: dict[str, Optional[int]]
+    results: dict[str, EngineResult]
+    setup_s: float
+    time_limit: float
+
+    def ratios(self) -> dict[str, Optional[float]]:
+        """cpsat over greedy: placed, weighted, decision time."""
+        if not {"cpsat", "greedy"} <= set(self.results):
+            return {}
+        c, g = self.results["cpsat"], self.results["greedy"]
+
+        def ratio(a: float, b: float) -> Optional[float]:
+            return round(a / b, 3) if b else (None if a else 1.0)
+
+        return {
+            "placed": ratio(c.placed, g.placed),
+            "weighted": ratio(c.weighted, g.weighted),
+            "time": ratio(sum(r.decision_s for r in c.runs) / len(c.runs), sum(r.decision_s for r in g.runs) / len(g.runs)),
+        }
+
+    def below_greedy(self) -> Optional[str]:
+        """A description of how cpsat fell short of greedy, or None when it did not: any repeat
+        whose priority-weighted placement is below greedy's (the quality floor)."""
+        if not {"cpsat", "greedy"} <= set(self.results):
+            return None
+        c, g = self.results["cpsat"], self.results["greedy"]
+        best_greedy = max(g.weighted_of(run) for run in g.runs)
+        for r, run in enumerate(c.runs):
+            if c.weighted_of(run) < best_greedy:
+                return (
+                    f"{self.name} ({self.scale}, seed {self.seed}): cpsat placed {len(run.placed)} pods "
+                    f"(weighted {c.weighted_of(run)}) in repeat {r + 1}, greedy {g.placed} (weighted {best_greedy})"
+                )
+        return None
+
+    def failures(self) -> list[str]:
+        out = []
+        for engine, result in self.results.items():
+            for r, i, lines in result.invalid:
+                out.append(
+                    f"{self.name} ({self.scale}, seed {self.seed}): {engine} plan of window {i + 1} "
+                    f"(repeat {r + 1}) is INVALID: {len(lines)} violation(s), first: {lines[0]}"
+                )
+        below = self.below_greedy()
+        if below:
+            out.append(f"BELOW GREEDY: {below}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "scale": self.scale,
+            "seed": self.seed,
+            "nodes": self.nodes,
+            "pods": self.pods,
+            "running": self.running,
+            "windows": self.windows,
+            "time_limit_s": self.time_limit,
+            "setup_s": round(self.setup_s, 3),
+            "results": {engine: result.to_json() for engine, result in self.results.items()},
+            "bound": self.bound,
+            "ratios": self.ratios(),
+        }
+
+
+def measure(
+    workload: Workload,
+    config: SchedulerConfig,
+    *,
+    window_size: int = DEFAULT_WINDOW_SIZE,
+    repeat: int = 1,
+    engines: Sequence[str] = ("greedy", "cpsat"),
+    schedule_fn: Optional[ScheduleFn] = None,
+    validate_fn: Optional[ValidateFn] = None,
+    progress: Optional[ProgressFn] = None,
+    warm_up: bool = True,
+) -> WorkloadResult:
+    """Both engines over ``workload``'s windows, ``repeat`` times each, in alternation."""
+    say = progress or (lambda _msg: None)
+    start = time.perf_counter()
+    base = workload.snapshot()
+    pending = queue_order(base.pending_pods(config.scheduler_name))
+    windows = cut_windows(pending, window_size)
+    if warm_up:
+        _warm_up(base, pending, engines, config, schedule_fn or _schedule)
+    bound = {
+        "max_placeable": max_placeable_bound(base, pending),
+        "min_nodes": min_nodes_bound(base),
+        "achievable": workload.metadata.get("achievable"),
+    }
+    setup = time.perf_counter() - start
+    say(
+        f"{workload.name}: {len(base.nodes)} nodes, {len(pending)} pending pods in {len(windows)} window(s) "
+        f"(set up in {setup:.1f}s)"
+    )
+    runs: dict[str, list[EngineRun]] = {e: [] for e in engines}
+    for r in range(repeat):
+        for engine in engines:
+            run = run_engine(base, windows, engine, config, schedule_fn=schedule_fn, validate_fn=validate_fn)
+            runs[engine].append(run)
+            bad = " INVALID" if run.invalid else ""
+            say(f"  {engine:6} run {r + 1}/{repeat}: placed {len(run.placed)}/{len(pending)} in {run.decision_s:.2f}s{bad}")
+    priority_of = {p.key: p.spec.priority or 0 for p in pending}
+    weights = tier_weights(priority_of.values()) if priority_of else {}
+    results = {}
+    for engine in engines:
+        result = EngineResult(engine, runs[engine], len(pending), weights, priority_of)
+        result.spread = spread_skew(result.first.final, pending, config)
+        results[engine] = result
+    if "cpsat" in results and "greedy" in results:
+        results["cpsat"].greedy_decision_s = sum(r.decision_s for r in runs["greedy"]) / repeat
+    meta = workload.metadata
+    return WorkloadResult(
+        name=workload.name,
+        scale=meta.get("scale", ""),
+        seed=meta.get("seed", 0),
+        nodes=len(base.nodes),
+        pods=len(pending),
+        running=len(base.bound_pods()),
+        windows=[len(w) for w in windows],
+        bound=bound,
+        results={e: results[e] for e in sorted(results, key=ENGINES.index)},
+        setup_s=setup,
+        time_limit=config.solver.time_limit_seconds,
+    )
+
+
+# --------------------------------------------------------------------------- the suite
+
+
+def default_time_limit(name: str, scale: str) -> float:
+    return TARGET_TIME_LIMITS.get(name, DEFAULT_TIME_LIMITS.get(scale, DEFAULT_TIME_LIMITS["medium"]))
+
+
+def machine() -> dict[str, Any]:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    try:
+        from importlib.metadata import version
+
+        ortools = version("ortools")
+    except Exception:  # noqa: BLE001 - a source tree without metadata
+        ortools = "unknown"
+    return {
+        "cpus": cpus,
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "platform": platform.platform(terse=True),
+        "processor": platform.machine(),
+        "ortools": ortools,
+    }
+
+
+@dataclass
+class BenchReport:
+    workloads: list[WorkloadResult]
+    settings: dict[str, Any]
+    machine: dict[str, Any] = field(default_factory=machine)
+    extra: list[dict[str, Any]] = field(default_factory=list)  # other benchmarks (repack)
+
+    def failures(self) -> list[str]:
+        return [line for w in self.workloads for line in w.failures()]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "workloads": [w.to_json() for w in self.workloads],
+            "machine": self.machine,
+            "settings": self.settings,
+            "ok": self.ok,
+            "failures": self.failures(),
+        }
+        if self.extra:
+            out["other"] = self.extra
+        return out
+
+
+def run_suite(
+    names: Sequence[str],
+    scale: str,
+    *,
+    seed: int = 0,
+    config: Optional[SchedulerConfig] = None,
+    time_limit: Optional[float] = None,
+    window_size: int = DEFAULT_WINDOW_SIZE,
+    repeat: int = 1,
+    schedule_fn: Optional[ScheduleFn] = None,
+    validate_fn: Optional[ValidateFn] = None,
+    progress: Optional[ProgressFn] = None,
+    on_workload: Optional[Callable[[Workload], None]] = None,
+) -> BenchReport:
+    """Generate each named workload at ``scale`` and measure both engines on it."""
+    config = config or SchedulerConfig()
+    results = []
+    for i, name in enumerate(names):
+        if name not in WORKLOADS and name not in SCALE_TARGETS:
+            raise ValueError(f"unknown workload {name!r}")
+        limit = time_limit if time_limit is not None else default_time_limit(name, scale)
+        workload = generate(name, scale, seed)
+        if on_workload is not None:
+            on_workload(workload)
+        results.append(
+            measure(
+                workload,
+                config.with_overrides(time_limit_seconds=limit),
+                window_size=window_size,
+                repeat=repeat,
+                schedule_fn=schedule_fn,
+                validate_fn=validate_fn,
+                progress=progress,
+                warm_up=i == 0,
+            )
+        )
+    settings = {
+        "scale": scale,
+        "seed": seed,
+        "time_limit_s": time_limit,
+        "window_size": window_size,
+        "repeat": repeat,
+        "workers": config.solver.workers,
+    }
+    return BenchReport(results, settings)

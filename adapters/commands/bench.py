@@ -1,0 +1,169 @@
+"""``cpsat-scheduler bench``: both engines on the same generated workloads, side by side.
+
+Each workload is generated from its seed, parsed once, and decided by ``cpsat`` and by ``greedy``
+(kube-scheduler's scheduleOne) window by window; every plan goes through the independent
+validator. How windows are cut and what each figure means: ``adapters/bench/runner.py``.
+
+Exit status: 0 when every plan is valid and cpsat's priority-weighted placement is at least
+greedy's on every workload; 1 when a plan is invalid or cpsat falls below greedy (the quality
+floor CI checks); 2 for bad usage, including ``--plot`` without matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from models import InputError
+
+from . import non_negative_float, non_negative_int, worker_count
+
+SCALES = ("quick", "medium", "large")
+OUTPUTS = ("table", "json")
+REPACK = "repack"
+# Nodes of the re-packing cluster at each scale, and its default CP-SAT time limit.
+REPACK_NODES = {"quick": 100, "medium": 1000, "large": 5000}
+REPACK_TIME_LIMIT = {"quick": 5.0, "medium": 30.0, "large": 60.0}
+
+
+def _repack_available() -> bool:
+    try:
+        return importlib.util.find_spec("adapters.bench.repack_bench") is not None
+    except ImportError:
+        return False
+
+
+def workload_names() -> list[str]:
+    from adapters.bench import SCALE_TARGETS, WORKLOADS
+
+    names = [*WORKLOADS, *SCALE_TARGETS]
+    if _repack_available():
+        names.append(REPACK)
+    return names
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from adapters.bench import WORKLOADS
+    from adapters.bench.runner import DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE
+
+    names = workload_names()
+    parser = subparsers.add_parser(
+        "bench",
+        help="benchmark CP-SAT against greedy scheduleOne on generated workloads",
+        description="Generate kube-scheduler-style workloads and run the cpsat and greedy engines on "
+        "the same snapshot, side by side: pods placed against the bound, priority-weighted "
+        "placement, nodes used, gap, spread skew, victims, decision latency p50/p99, model size, "
+        "and throughput. Every plan is validated; an invalid plan, or cpsat placing less than "
+        "greedy, exits 1.",
+        epilog=f"workloads: {', '.join(names)}. The default suite is: {', '.join(WORKLOADS)}. "
+        "scale-3k and scale-10k are the solver's scale targets (fixed sizes, any --scale)."
+        + (" repack compares re-packing with a descheduler-like baseline." if REPACK in names else ""),
+    )
+    parser.add_argument(
+        "--workload", "-w", dest="workloads", action="extend", nargs="+", choices=names, metavar="NAME",
+        help="workload(s) to run, repeatable (default: the whole suite)",
+    )
+    parser.add_argument("--scale", choices=SCALES, default="quick", help="quick (default; ~a minute for the suite), medium (~1,000 nodes) or large (~5,000 nodes)")
+    parser.add_argument("--quick", dest="scale", action="store_const", const="quick", help="same as --scale quick")
+    parser.add_argument(
+        "--time-limit", type=non_negative_float, metavar="S",
+        help="CP-SAT time limit per window, seconds (default: "
+        + ", ".join(f"{s} {v:g}" for s, v in DEFAULT_TIME_LIMITS.items())
+        + "; scale-3k 15, scale-10k 6)",
+    )
+    parser.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs of each engine per workload; times are pooled (default 1)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="workload generator seed (default 0)")
+    parser.add_argument(
+        "--window-size", type=positive_int, default=DEFAULT_WINDOW_SIZE, metavar="N",
+        help=f"at most N pods per decision; the queue is cut into equal consecutive windows (default {DEFAULT_WINDOW_SIZE:,})",
+    )
+    parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default auto)")
+    parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
+    parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people) or json (for tools)")
+    parser.add_argument("--plot", metavar="FILE.png", help="write a chart of placed vs bound and time per engine (needs matplotlib)")
+    parser.add_argument("--dump", metavar="DIR", help="also write each generated workload to DIR as a kubectl-style JSON List")
+    parser.set_defaults(handler=run)
+
+
+def _progress(message: str) -> None:
+    print(f"cpsat-scheduler: bench: {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from adapters.bench import WORKLOADS, dump
+    from adapters.bench.report import PlotUnavailable, plot_report, report_table, require_matplotlib
+    from adapters.bench.runner import run_suite
+
+    if args.plot:
+        try:
+            require_matplotlib()
+        except PlotUnavailable as exc:
+            raise InputError("", "--plot", str(exc)) from None
+    config = _config(args)
+    names = list(dict.fromkeys(args.workloads or WORKLOADS))
+    solver_names = [n for n in names if n != REPACK]
+
+    dump_dir: Optional[Path] = None
+    if args.dump:
+        dump_dir = Path(args.dump)
+        dump_dir.mkdir(parents=True, exist_ok=True)
+
+    def save(workload) -> None:
+        if dump_dir is not None:
+            dump(workload, dump_dir / f"{workload.name}-{workload.metadata['scale']}-seed{args.seed}.json")
+
+    report = run_suite(
+        solver_names,
+        args.scale,
+        seed=args.seed,
+        config=config,
+        time_limit=args.time_limit,
+        window_size=args.window_size,
+        repeat=args.repeat,
+        progress=_progress,
+        on_workload=save,
+    )
+    if REPACK in names:
+        report.extra.append(_repack(args))
+
+    if args.output == "json":
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(report_table(report))
+    if args.plot:
+        plot_report(report, args.plot)
+        _progress(f"chart written to {args.plot}")
+    return 0 if report.ok else 1
+
+
+def _config(args: argparse.Namespace):
+    from models import SchedulerConfig
+
+    if args.config:
+        from adapters.snapshot_io import load_config
+
+        config = load_config(args.config)
+    else:
+        config = SchedulerConfig()
+    return config.with_overrides(workers=args.workers)
+
+
+def _repack(args: argparse.Namespace) -> dict[str, Any]:
+    """The re-packing benchmark: a CP-SAT plan against a descheduler-like baseline."""
+    from adapters.bench.repack_bench import run_repack_bench
+
+    nodes = REPACK_NODES[args.scale]
+    limit = args.time_limit if args.time_limit is not None else REPACK_TIME_LIMIT[args.scale]
+    _progress(f"repack: {nodes} nodes, time limit {limit:g}s")
+    return {"name": REPACK, "scale": args.scale, "result": run_repack_bench(nodes, args.seed, limit)}
