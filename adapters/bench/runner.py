@@ -39,13 +39,15 @@ Derived figures, as the JSON report names them:
 from __future__ import annotations
 
 import gc
+import logging
 import math
 import os
 import platform
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional
@@ -156,6 +158,53 @@ class WindowRecord:
     seconds: float
     plan: Plan
     violations: list[str]
+    # Model size and times read from the solver's debug log, for plans whose stats lack them (a
+    # fallback plan carries greedy's stats, yet the model was built and the solver ran).
+    logged: dict[str, float] = field(default_factory=dict)
+
+
+SOLVER_LOGGER = "cpsat_scheduler.solver"
+
+
+class _SolverLog(logging.Handler):
+    """Collects the CP-SAT engine's "built ..." and "component ..." debug records of one decision.
+
+    Best effort: if the solver's log lines change shape, nothing is collected and the report
+    shows "-" where the plan's stats are silent.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.figures: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        try:
+            if record.msg.startswith("built ") and len(args) >= 4:
+                self.figures.update(components=int(args[0]), variables=int(args[1]), constraints=int(args[2]),
+                                    build_time_s=float(args[3]))
+            elif record.msg.startswith("component ") and len(args) >= 3:
+                self.figures["solve_time_s"] = self.figures.get("solve_time_s", 0.0) + float(args[2])
+        except (TypeError, ValueError, AttributeError):
+            pass
+
+
+@contextmanager
+def _capture_solver_log() -> Iterator[_SolverLog]:
+    logger = logging.getLogger(SOLVER_LOGGER)
+    handler = _SolverLog()
+    level, propagate = logger.level, logger.propagate
+    if not logger.isEnabledFor(logging.DEBUG):
+        # Debug records only for this handler: the user asked for no debug output.
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 @dataclass
@@ -196,11 +245,12 @@ def run_engine(
     for window in windows:
         snapshot = cluster.snapshot(window)
         gc.collect()  # garbage of the previous window is not this decision's cost
-        start = time.perf_counter()
-        plan = schedule_fn(snapshot, config, engine)
-        seconds = time.perf_counter() - start
+        with _capture_solver_log() as log:
+            start = time.perf_counter()
+            plan = schedule_fn(snapshot, config, engine)
+            seconds = time.perf_counter() - start
         violations = list(validate_fn(snapshot, plan, config))
-        records.append(WindowRecord(len(window), seconds, plan, violations))
+        records.append(WindowRecord(len(window), seconds, plan, violations, log.figures if engine == "cpsat" else {}))
         placed += [a.pod for a in plan.assignments]
         victims += len(plan.preemptions)
         cluster.apply(plan, window)
@@ -311,7 +361,13 @@ class EngineResult:
         return [(r, i, v) for r, run in enumerate(self.runs) for i, v in run.invalid]
 
     def _stats(self, name: str) -> list[Any]:
-        return [getattr(w.plan.stats, name) for w in self.first.windows]
+        """A plan stat per window of the first run; for the model's size and times, what the
+        solver logged when the plan does not say (a fallback plan)."""
+        values = []
+        for w in self.first.windows:
+            value = getattr(w.plan.stats, name)
+            values.append(w.logged.get(name) if value is None else value)
+        return values
 
     def to_json(self) -> dict[str, Any]:
         decision = sum(run.decision_s for run in self.runs)
@@ -320,6 +376,8 @@ class EngineResult:
         statuses = Counter(self._stats("status"))
         gaps = [g for g in self._stats("gap") if g is not None]
         solver_ran = self.engine == "cpsat" and any(v is not None for v in self._stats("variables"))
+        # The size of a model that produced no plan is known only from the log.
+        from_log = solver_ran and any(w.plan.stats.variables is None and w.logged for w in self.first.windows)
 
         def total(name: str) -> Optional[float]:
             values = [v for v in self._stats(name) if v is not None]
@@ -362,6 +420,8 @@ class EngineResult:
         fallback_reasons = [w.plan.stats.fallback_reason for w in self.first.windows if w.plan.stats.fallback_reason]
         if fallback_reasons:
             out["fallback_reason"] = fallback_reasons[0]
+        if from_log:
+            out["model_from_log"] = True
         if len(self.runs) > 1:
             out["placed_per_repeat"] = [len(run.placed) for run in self.runs]
         return out

@@ -8,6 +8,7 @@ runner's seam (``schedule_fn`` / ``runner._schedule``), never by breaking the so
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -272,3 +273,16 @@ def test_dump_writes_each_workload(capsys: pytest.CaptureFixture[str], tmp_path:
     assert code == 0
     dumped = json.loads((tmp_path / "out" / "basic-quick-seed0.json").read_text())
     assert dumped["kind"] == "List" and any(o["kind"] == "Node" for o in dumped["items"])
+
+
+def test_model_size_of_a_fallback_comes_from_the_solver_log(capsys: pytest.CaptureFixture[str]) -> None:
+    logger = logging.getLogger(bench_runner.SOLVER_LOGGER)
+    before = (logger.level, logger.propagate, list(logger.handlers))
+    with bench_runner._capture_solver_log() as log:
+        logger.debug("built %d component(s): %d variables, %d constraints in %.2fs; hint: %s", 2, 1913, 649, 0.17, "greedy plan")
+        logger.debug("component %d: %s in %.2fs (objective %s, bound %s)", 0, "UNKNOWN", 0.25, None, None)
+        logger.debug("component %d: %s in %.2fs (objective %s, bound %s)", 1, "UNKNOWN", 0.5, None, None)
+        logger.debug("an unrelated line %s", "x")
+    assert log.figures == {"components": 2, "variables": 1913, "constraints": 649, "build_time_s": 0.17, "solve_time_s": 0.75}
+    assert (logger.level, logger.propagate, list(logger.handlers)) == before
+    assert capsys.readouterr().err == ""  # captured, not printed
