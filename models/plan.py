@@ -58,6 +58,8 @@ class PlanStats(_PlanModel):
     window_pods: Optional[int] = None
     nodes: Optional[int] = None
     greedy_placed: Optional[int] = None
+    # Independent components where the solver found nothing in time and greedy's part stood in.
+    greedy_components: Optional[int] = None
     placed: Optional[int] = None
 
 

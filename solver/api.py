@@ -99,6 +99,7 @@ def _solver_stats(sol) -> dict:
         constraints=sol.constraints,
         components=sol.components,
         node_groups=sol.node_groups,
+        greedy_components=sol.greedy_components,
     )
 
 

@@ -10,6 +10,7 @@ empty. That hint satisfies every constraint by construction, so the solver start
 from __future__ import annotations
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from ..greedy import GreedyResult
 from .symmetry import canonical
@@ -65,3 +66,29 @@ def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str]) -> None:
             wm.model.add_hint(var, placed.get(c, 0))
     for key, var in wm.evict.items():
         wm.model.add_hint(var, 1 if key in evicted else 0)
+
+
+def complete(wm, budget: float) -> bool:
+    """Extend the hint on placements and evictions to every variable of the model.
+
+    The hint names x, placed and evict only; the auxiliary variables (presence flags, domain
+    counts, minima, seeds) are left for CP-SAT to fill in by search, which a starved machine may
+    not finish within the limit. A solve with the hinted variables fixed is a propagation
+    exercise; its answer becomes the hint for every variable. Returns whether it succeeded
+    (if not, the partial hint stays as it was)."""
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.fix_variables_to_their_hinted_value = True
+    params.max_time_in_seconds = max(budget, 0.01)
+    params.num_workers = 1
+    params.stop_after_first_solution = True
+    params.cp_model_presolve = False
+    status = solver.solve(wm.model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return False
+    wm.model.clear_hints()
+    proto = wm.model.Proto()
+    for index in range(len(proto.variables)):
+        var = wm.model.get_int_var_from_proto_index(index)
+        wm.model.add_hint(var, solver.value(var))
+    return True

@@ -32,6 +32,7 @@ from ..predicates import StaticFilters, inter_pod_affinity, node_ports, node_res
 from ..scores import ScoreContext, score_nodes
 from . import eviction
 from .components import components
+from .hint import complete as complete_hint
 from .hint import first_fit_hint, greedy_hint
 from .symmetry import break_symmetry
 from .model import Level, WindowModel
@@ -77,6 +78,7 @@ class Solution:
     solve_time: float = 0.0
     components: int = 0
     node_groups: int = 0  # groups of interchangeable nodes whose symmetry was broken
+    greedy_components: int = 0  # components where the solver found nothing and greedy stood in
     gang_rejected: dict[str, str] = field(default_factory=dict)
 
 
@@ -342,6 +344,8 @@ class _GreedyRun:
         return (self.finished or time.monotonic()) - self.started
 
 
+# At most this share of the time left may go to completing the hint (normally milliseconds).
+COMPLETE_HINT_SHARE = 0.1
 # Greedy goes first (its plan is the hint) when it should take at most this share of the limit;
 # a larger window is built first, hinted by first fit, and greedy runs beside the solve.
 GREEDY_FIRST_SHARE = 0.25
@@ -407,28 +411,33 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         hint = "first fit (greedy runs beside the solve)"
         run = _GreedyRun(ctx, static)  # the state copy is taken before the solve registers nothing
         runner.append(run)
+    # Give CP-SAT a complete starting point: every variable hinted, not only the placements.
+    budget = COMPLETE_HINT_SHARE * max(0.0, deadline - time.monotonic())
+    completed = sum(complete_hint(wm, budget / len(models)) for wm in models)
     log.debug(
-        "built %d component(s): %d variables, %d constraints in %.2fs; hint: %s",
-        len(models), sol.variables, sol.constraints, sol.build_time, hint,
+        "built %d component(s): %d variables, %d constraints in %.2fs; hint: %s (%d/%d completed)",
+        len(models), sol.variables, sol.constraints, sol.build_time, hint, completed, len(models),
     )
 
-    total_pods = sum(c.size for part in parts for c in part) or 1
     statuses = []
     objective = bound = 0.0
     have_bounds = True
     solve_start = time.monotonic()
+    deadlines = _component_deadlines(parts, solve_start, deadline)
     for i, (part, wm) in enumerate(zip(parts, models)):
         t1 = time.monotonic()
-        share = sum(c.size for c in part) / total_pods
-        remaining_parts = sum(c.size for p in parts[i:] for c in p) / total_pods
-        part_deadline = t1 + max(0.0, deadline - t1) * (share / remaining_parts if remaining_parts else 1)
+        part_deadline = max(deadlines[i], t1 + MIN_COMPONENT_SECONDS)
         solver, status, obj, bnd = _solve_component(wm, cfg.solver, part_deadline)
         log.debug("component %d: %s in %.2fs (objective %s, bound %s)", i, status, time.monotonic() - t1, obj, bnd)
-        statuses.append(status)
         if solver is None and status != "OPTIMAL":
-            greedy = run.wait()
-            reason = f"solver found no solution within the time limit (status {status})"
-            return CpsatOutcome(greedy, None, False, reason, static, run.seconds)
+            # No solution for this component in its time: greedy's placements for its classes
+            # stand in (components share no node and no rule, so the two plans combine).
+            _take_from_greedy(part, run.wait(), ctx, sol)
+            statuses.append("FEASIBLE")
+            sol.greedy_components += 1
+            have_bounds = False
+            continue
+        statuses.append(status)
         if solver is not None:
             _extract(wm, solver, sol)
             if obj is not None:
@@ -448,6 +457,35 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     greedy = run.wait()
     better = plan_value(ctx, sol.placements, sol.victims, weights) >= plan_value(ctx, greedy.placements, greedy.victims, weights)
     return CpsatOutcome(greedy, sol, better, None, static, run.seconds)
+
+
+# Each component gets at least this long, even when the ones before it overran their share.
+MIN_COMPONENT_SECONDS = 0.2
+
+
+def _component_deadlines(parts, start: float, deadline: float) -> list[float]:
+    """Cumulative deadlines by pod share: time a component leaves unused flows to the next."""
+    sizes = [sum(c.size for c in part) for part in parts]
+    total = sum(sizes) or 1
+    out, done = [], 0
+    for size in sizes:
+        done += size
+        out.append(start + (deadline - start) * done / total)
+    return out
+
+
+def _take_from_greedy(part, greedy: GreedyResult, ctx, sol: Solution) -> None:
+    classes = {c.id for c in part}
+    members = {p.key for c in part for p in c.pods}
+    for key, node in greedy.placements.items():
+        if ctx.pod(key).class_id in classes:
+            sol.placements[key] = node
+    for victim in greedy.victims:
+        if victim.preemptor in members:
+            sol.victims.append(victim)
+    for key, node in greedy.nominations.items():
+        if key in members:
+            sol.nominations[key] = node
 
 
 def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: dict[int, int]) -> tuple:
