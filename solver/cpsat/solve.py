@@ -412,8 +412,12 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         run = _GreedyRun(ctx, static)  # the state copy is taken before the solve registers nothing
         runner.append(run)
     # Give CP-SAT a complete starting point: every variable hinted, not only the placements.
-    budget = COMPLETE_HINT_SHARE * max(0.0, deadline - time.monotonic())
-    completed = sum(complete_hint(wm, budget / len(models)) for wm in models)
+    # (Greedy's hint only: first fit hints uncoupled classes, whose auxiliary values are
+    # trivial, and at that size the completing solve costs more than it saves.)
+    completed = 0
+    if hint == "greedy plan":
+        budget = COMPLETE_HINT_SHARE * max(0.0, deadline - time.monotonic())
+        completed = sum(complete_hint(wm, budget / len(models)) for wm in models)
     log.debug(
         "built %d component(s): %d variables, %d constraints in %.2fs; hint: %s (%d/%d completed)",
         len(models), sol.variables, sol.constraints, sol.build_time, hint, completed, len(models),
