@@ -180,7 +180,17 @@ class Binder:
     def _bind_unit(self, unit: BindUnit) -> None:
         unit._left = len(unit.placements)
         for placement in unit.placements:
-            self._pool.submit(self._guard, self._bind_member, unit, placement)
+            try:
+                self._pool.submit(self._guard, self._bind_member, unit, placement)
+            except RuntimeError:  # the pool has shut down under us: give this pod back
+                self.cache.forget(placement.key)
+                self.queue.requeue_active(placement.key)
+                with unit._lock:
+                    unit._left -= 1
+                    unit._failed.append(placement.key)
+                    last = unit._left == 0
+                if last:
+                    self._unit_done(unit)
 
     def _guard(self, fn: Callable[..., None], *args: Any) -> None:
         try:
@@ -331,11 +341,15 @@ class Binder:
             self.cache.set_state(p.key, AWAITING_VICTIMS)
         unit.deadline = self.clock.now() + self.settings.preemption_timeout
         with self._lock:
-            self._waiting[unit.id] = unit
-            ready = self._victims_gone(unit)
-            if ready:
-                del self._waiting[unit.id]
-        if ready:
+            closed = self._closed
+            if not closed:
+                self._waiting[unit.id] = unit
+                ready = self._victims_gone(unit)
+                if ready:
+                    del self._waiting[unit.id]
+        if closed:  # shutting down: nobody would bind it once the victims are gone
+            self._give_back(unit, requeue=self.queue.requeue_active)
+        elif ready:
             self._bind_unit(unit)
 
     def _nominate(self, p: Placement) -> None:

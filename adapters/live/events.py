@@ -84,17 +84,17 @@ class Reporter:
 
     def stop(self) -> None:
         """Send what is queued (bounded by DRAIN_SECONDS), then stop the writers."""
-        deadline = self.clock.now() + DRAIN_SECONDS
+        deadline = time.monotonic() + DRAIN_SECONDS
         for _ in self._threads:
             try:
-                self._queue.put(None, timeout=max(0.01, deadline - self.clock.now()))
+                self._queue.put(None, timeout=max(0.01, deadline - time.monotonic()))
             except queue.Full:
                 break
         for thread in self._threads:
-            thread.join(max(0.01, deadline - self.clock.now()))
-        self._stopping.set()  # writers still busy give up their retries
+            thread.join(max(0.01, deadline - time.monotonic()))
+        self._stopping.set()  # writers still busy give up their retries and drop the rest
         for thread in self._threads:
-            thread.join(1.0)
+            thread.join(2.0)
         self._threads.clear()
 
     # --- what is reported ----------------------------------------------------------------------
@@ -155,9 +155,17 @@ class Reporter:
 
     def _work(self) -> None:
         while True:
-            write = self._queue.get()
+            try:
+                write = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                if self._stopping.is_set():
+                    return
+                continue
             if write is None:
                 return
+            if self._stopping.is_set():  # past the drain deadline: what is left is dropped
+                self.metrics.events_dropped.inc()
+                continue
             try:
                 if write.event is not None:
                     call_with_retries(lambda: self.api.create_event(write.namespace, write.event),

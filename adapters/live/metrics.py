@@ -38,6 +38,9 @@ class Metrics:
         self.invalid_plans = Counter(f"{PREFIX}_invalid_plans_total",
                                      "Plans the validator rejected; none of them was acted on.", registry=r)
         self.pending = Gauge(f"{PREFIX}_pending_pods", "Pods waiting, by queue.", ["queue"], registry=r)
+        self.phase_latency = Histogram(f"{PREFIX}_cycle_phase_duration_seconds",
+                                       "Wall time of each phase of a scheduling cycle (snapshot, decide, check, "
+                                       "assume).", ["phase"], buckets=LATENCY_BUCKETS, registry=r)
         self.window_size = Histogram(f"{PREFIX}_window_size", "Pods per window.", buckets=WINDOW_BUCKETS,
                                      registry=r)
         self.binds = Counter(f"{PREFIX}_binds_total", "Bind calls by result.", ["result"], registry=r)

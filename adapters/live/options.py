@@ -16,8 +16,10 @@ from .queue import QueueSettings
 from .retry import DEFAULT_BACKOFFS
 
 # Pods per window: a burst of this many is decided jointly; more wait for the next window.
-# Two hundred keeps one CP-SAT solve on 1,000 nodes within about two seconds on two cores.
-DEFAULT_WINDOW_SIZE = 200
+# Each window also pays a cost that grows with the cluster, not the window (snapshot, the
+# solver's view of every bound pod, validation): under a backlog, large windows amortise it,
+# while the pods of a few Deployments still make a small CP-SAT model (one class per spec).
+DEFAULT_WINDOW_SIZE = 500
 # How long the first pod of a window waits for company (milliseconds). Long enough that pods
 # created together (a Deployment scaling, a Job's gang) share a window, short enough not to
 # matter next to pod start-up.

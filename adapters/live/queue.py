@@ -25,7 +25,7 @@ import heapq
 import itertools
 import threading
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from models import Pod, pod_group_key
@@ -54,8 +54,8 @@ class QueuedPod:
     attempts: int = 0  # times taken into a window
     failures: int = 0  # failed attempts (unschedulable or error), for the backoff length
     message: str = ""  # why it was last found unschedulable
-    moved_at_pop: int = 0  # the queue's move counter when the pod was taken
-    updated_in_flight: bool = False
+    # a relevant change (of the pod, or an event that may help it) came while it was in flight
+    changed_in_flight: bool = False
     deleted_in_flight: bool = False
     seq: int = 0
 
@@ -86,10 +86,12 @@ class SchedulingQueue:
         self._cond = threading.Condition()
         self._pods: dict[str, QueuedPod] = {}
         self._where: dict[str, str] = {}
+        # the keys in each pool (and in flight), so that events and flushes touch only the
+        # pools they concern, not a backlog of thousands of active pods
+        self._pools: dict[str, set[str]] = {pool: set() for pool in (*POOLS, IN_FLIGHT)}
         self._active: list[tuple[int, float, int, str]] = []
         self._gangs: dict[str, set[str]] = defaultdict(set)
         self._seq = itertools.count()
-        self._moves = 0  # bumped by every move request (cluster events)
         self._closed = False
 
     # --- pods arriving, changing, leaving --------------------------------------------------------
@@ -107,7 +109,7 @@ class SchedulingQueue:
             if gang:
                 self._gangs[gang].add(pod.key)
             if _gated(pod):
-                self._where[pod.key] = GATED
+                self._set(pod.key, GATED)
             else:
                 self._push_active(qp)
                 self._cond.notify_all()
@@ -124,7 +126,7 @@ class SchedulingQueue:
         qp.pod = pod
         where = self._where[pod.key]
         if where == IN_FLIGHT:
-            qp.updated_in_flight = qp.updated_in_flight or relevant
+            qp.changed_in_flight = qp.changed_in_flight or relevant
         elif where == GATED:
             if not _gated(pod):
                 qp.timestamp = self.clock.now()
@@ -145,9 +147,18 @@ class SchedulingQueue:
                 return
             self._drop(key)
 
+    def _set(self, key: str, pool: str) -> None:
+        old = self._where.get(key)
+        if old is not None:
+            self._pools[old].discard(key)
+        self._where[key] = pool
+        self._pools[pool].add(key)
+
     def _drop(self, key: str) -> None:
         qp = self._pods.pop(key)
-        self._where.pop(key, None)
+        old = self._where.pop(key, None)
+        if old is not None:
+            self._pools[old].discard(key)
         gang = qp.gang
         if gang:
             self._gangs[gang].discard(key)
@@ -199,18 +210,16 @@ class SchedulingQueue:
         return window
 
     def _start(self, qp: QueuedPod, window: list[QueuedPod], taken: set[str]) -> None:
-        self._where[qp.key] = IN_FLIGHT
+        self._set(qp.key, IN_FLIGHT)
         qp.attempts += 1
-        qp.moved_at_pop = self._moves
-        qp.updated_in_flight = False
+        qp.changed_in_flight = False
         window.append(qp)
         taken.add(qp.key)
 
     def _idle_timeout(self, now: float) -> float:
         timeout = IDLE_POLL_SECONDS
-        for key, where in self._where.items():
-            if where == BACKOFF:
-                timeout = min(timeout, max(0.0, self.backoff_expiry(self._pods[key]) - now))
+        for key in self._pools[BACKOFF]:
+            timeout = min(timeout, max(0.0, self.backoff_expiry(self._pods[key]) - now))
         return max(timeout, 0.001)
 
     # --- outcomes of an attempt ------------------------------------------------------------------
@@ -227,7 +236,7 @@ class SchedulingQueue:
             qp = self._finish(key)
             if qp is None:
                 return
-            self._where[key] = BACKOFF
+            self._set(key, BACKOFF)
             self._cond.notify_all()
 
     def requeue_unschedulable(self, key: str, message: str) -> None:
@@ -237,10 +246,10 @@ class SchedulingQueue:
             if qp is None:
                 return
             qp.message = message
-            if qp.updated_in_flight or qp.moved_at_pop != self._moves:
+            if qp.changed_in_flight:
                 self._move_locked(qp, self.clock.now())  # the verdict may be stale already
             else:
-                self._where[key] = UNSCHEDULABLE
+                self._set(key, UNSCHEDULABLE)
             self._cond.notify_all()
 
     def requeue_active(self, key: str) -> None:
@@ -270,18 +279,20 @@ class SchedulingQueue:
     # --- moving unschedulable pods ---------------------------------------------------------------
 
     def move_all(self, predicate: Optional[Callable[[QueuedPod], bool]] = None) -> int:
-        """A cluster event that may help: unschedulable pods (those `predicate` picks) move on."""
+        """A cluster event that may help: unschedulable pods (those `predicate` picks) move on,
+        and pods in flight that it may help will not be parked as unschedulable afterwards."""
         with self._cond:
-            self._moves += 1
             now = self.clock.now()
-            moved = 0
-            for key, where in list(self._where.items()):
-                if where == UNSCHEDULABLE and (predicate is None or predicate(self._pods[key])):
-                    self._move_locked(self._pods[key], now)
-                    moved += 1
-            if moved:
+            for key in self._pools[IN_FLIGHT]:
+                qp = self._pods[key]
+                if predicate is None or predicate(qp):
+                    qp.changed_in_flight = True
+            chosen = [k for k in self._pools[UNSCHEDULABLE] if predicate is None or predicate(self._pods[k])]
+            for key in chosen:
+                self._move_locked(self._pods[key], now)
+            if chosen:
                 self._cond.notify_all()
-            return moved
+            return len(chosen)
 
     def activate_gang(self, gang: str) -> None:
         """Something changed for a gang (a member or its PodGroup appeared): retry its members."""
@@ -289,7 +300,7 @@ class SchedulingQueue:
 
     def _move_locked(self, qp: QueuedPod, now: float) -> None:
         if qp.failures and self.backoff_expiry(qp) > now:
-            self._where[qp.key] = BACKOFF
+            self._set(qp.key, BACKOFF)
         else:
             self._push_active(qp)
 
@@ -309,30 +320,26 @@ class SchedulingQueue:
         """Backed-off pods whose time is up become active; unschedulable pods left for longer
         than the maximum are moved as if an event had come."""
         moved = False
-        for key, where in list(self._where.items()):
-            qp = self._pods[key]
-            if where == BACKOFF and self.backoff_expiry(qp) <= now:
-                self._push_active(qp)
-                moved = True
-            elif where == UNSCHEDULABLE and now - qp.timestamp >= self.settings.max_unschedulable:
-                self._move_locked(qp, now)
-                moved = True
+        for key in [k for k in self._pools[BACKOFF] if self.backoff_expiry(self._pods[k]) <= now]:
+            self._push_active(self._pods[key])
+            moved = True
+        for key in [k for k in self._pools[UNSCHEDULABLE]
+                    if now - self._pods[k].timestamp >= self.settings.max_unschedulable]:
+            self._move_locked(self._pods[key], now)
+            moved = True
         if moved:
             self._cond.notify_all()
 
     def _push_active(self, qp: QueuedPod) -> None:
         qp.seq = next(self._seq)
-        self._where[qp.key] = ACTIVE
+        self._set(qp.key, ACTIVE)
         heapq.heappush(self._active, (-qp.priority, qp.timestamp, qp.seq, qp.key))
 
     # --- inspection and shutdown -----------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
         with self._cond:
-            out = {pool: 0 for pool in (*POOLS, IN_FLIGHT)}
-            for where in self._where.values():
-                out[where] += 1
-            return out
+            return {pool: len(keys) for pool, keys in self._pools.items()}
 
     def where(self, key: str) -> Optional[str]:
         with self._cond:
@@ -345,7 +352,7 @@ class SchedulingQueue:
     def unschedulable(self) -> dict[str, str]:
         """Unschedulable pods and their last message."""
         with self._cond:
-            return {k: self._pods[k].message for k, w in self._where.items() if w == UNSCHEDULABLE}
+            return {k: self._pods[k].message for k in self._pools[UNSCHEDULABLE]}
 
     def keys(self) -> set[str]:
         with self._cond:

@@ -27,8 +27,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import solver
 from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group_key
@@ -66,6 +67,7 @@ class CycleResult:
     unschedulable: int = 0
     dropped: list[str] = field(default_factory=list)  # in the window, but no longer waiting
     acted: bool = False
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
 
 
 class Scheduler:
@@ -189,11 +191,14 @@ class Scheduler:
         if not window:
             return None
         result = CycleResult([qp.key for qp in window])
-        window, snapshot = self.take_snapshot(window, result)
+        with self._phase("snapshot", result):
+            window, snapshot = self.take_snapshot(window, result)
         if not window or snapshot is None:
             return result
-        plan = self.decide(snapshot, window)
-        plan = self.check(snapshot, window, plan) if plan is not None else None
+        with self._phase("decide", result):
+            plan = self.decide(snapshot, window)
+        with self._phase("check", result):
+            plan = self.check(snapshot, window, plan) if plan is not None else None
         result.plan = plan
         if plan is None:
             self.give_back(window, error=True)
@@ -201,11 +206,25 @@ class Scheduler:
         if not self.may_act():
             self.give_back(window, error=False)
             return result
-        units = self.assume(snapshot, window, plan)
-        result.unschedulable = self.report_unschedulable(snapshot, window, plan)
+        with self._phase("assume", result):
+            units = self.assume(snapshot, window, plan)
+            result.unschedulable = self.report_unschedulable(snapshot, window, plan)
         self.bind_or_evict(units)
         result.units, result.acted = len(units), True
+        log.debug("window of %d pods: %s; %d placed, %d unschedulable, %d preempted (%s)", len(window),
+                  ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items()), len(plan.assignments),
+                  result.unschedulable, len(plan.preemptions), plan.stats.status)
         return result
+
+    @contextmanager
+    def _phase(self, name: str, result: CycleResult) -> Iterator[None]:
+        start = self.clock.now()
+        try:
+            yield
+        finally:
+            elapsed = self.clock.now() - start
+            result.timings[name] = elapsed
+            self.metrics.phase_latency.labels(phase=name).observe(elapsed)
 
     # --- the phases ------------------------------------------------------------------------------
 
@@ -261,8 +280,6 @@ class Scheduler:
         self.metrics.solver_status.labels(status=plan.stats.status).inc()
         if plan.stats.fallback:
             self.metrics.fallbacks.inc()
-        log.debug("window of %d pods: %s in %.2fs, %d placed, %d preempted", len(keys), plan.stats.status,
-                  plan.stats.wall_time_s, len(plan.assignments), len(plan.preemptions))
         return plan
 
     def check(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> Optional[Plan]:

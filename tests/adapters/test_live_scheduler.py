@@ -264,6 +264,7 @@ def test_metrics_health_and_readiness(make_cluster: Callable[..., Cluster]) -> N
     sched = cluster.scheduler(options=fast_options(metrics_addr=("127.0.0.1", 0), engine="cpsat"))
     cluster.create(pod("p"), pod("huge", cpu="64"))
     assert wait_for(lambda: cluster.node_of("p") and sched.queue.where(f"{NS}/huge") == "unschedulable")
+    assert wait_for(lambda: sched.metrics.attempts.labels(result="scheduled")._value.get() == 1)
     host, port = sched.status_address  # type: ignore[misc]
     assert host == "127.0.0.1"
 
