@@ -223,12 +223,14 @@ def plot_report(report: BenchReport, path: str) -> None:
             bound = w.bound.get("max_placeable") or 0
             share = 100 * result.placed / bound if bound else 0
             seconds = sum(r.decision_s for r in result.runs) / len(result.runs)
-            label = engine if i == 0 else None
-            quality.barh(y[i] + offset, share, height, color=colors.get(engine), label=label)
+            # Hatched: the engine returned the greedy plan for some window (a fallback).
+            hatch = "//" if any(win.plan.stats.fallback for win in result.first.windows) else None
+            quality.barh(y[i] + offset, share, height, color=colors.get(engine), hatch=hatch,
+                         edgecolor="white" if hatch else None)
             quality.text(share + 0.5, y[i] + offset, f"{result.placed:,}", va="center", fontsize=7)
-            timing.barh(y[i] + offset, seconds, height, color=colors.get(engine), label=label)
+            timing.barh(y[i] + offset, seconds, height, color=colors.get(engine))
             timing.text(seconds * 1.05, y[i] + offset, f"{seconds:.2f}s", va="center", fontsize=7)
-    quality.axvline(100, color="black", linestyle="--", linewidth=1, label="bound (max placeable)")
+    quality.axvline(100, color="black", linestyle="--", linewidth=1)
     quality.set_xlabel("pods placed, % of the bound (labels: pods placed)")
     quality.set_xlim(0, 118)
     quality.set_yticks(y, names)
@@ -242,7 +244,17 @@ def plot_report(report: BenchReport, path: str) -> None:
     timing.set_xlim(lo, hi * 2.5)  # room for the labels
     timing.set_xlabel("decision time per run, seconds (log scale)")
     timing.set_title("Time per engine")
-    handles, labels = quality.get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Line2D([], [], color="black", linestyle="--", linewidth=1)]
+    labels = ["bound (max placeable)"]
+    for engine in engines:
+        handles.append(Patch(facecolor=colors.get(engine)))
+        labels.append(engine)
+    if any(win.plan.stats.fallback for w in workloads for r in w.results.values() for win in r.first.windows):
+        handles.append(Patch(facecolor=colors["cpsat"], hatch="//", edgecolor="white"))
+        labels.append("hatched: fell back to the greedy plan")
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     s, m = report.settings, report.machine
     fig.suptitle(

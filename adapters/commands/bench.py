@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--time-limit", type=non_negative_float, metavar="S",
         help="CP-SAT time limit per window, seconds (default: "
         + ", ".join(f"{s} {v:g}" for s, v in DEFAULT_TIME_LIMITS.items())
-        + "; scale-3k 15, scale-10k 10)",
+        + "; scale-3k 15, scale-10k 10; a --config file's solver.timeLimitSeconds is not used)",
     )
     parser.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs of each engine per workload; times are pooled (default 1)")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="workload generator seed (default 0)")

@@ -19,7 +19,7 @@ import pytest
 from adapters.bench import generate
 from adapters.bench import runner as bench_runner
 from adapters.bench.kube import Factory, PodTemplate
-from adapters.bench.report import plot_report, report_table
+from adapters.bench.report import plot_report, repack_table, report_table
 from adapters.bench.runner import BenchReport, cut_windows, measure, queue_order, run_suite
 from adapters.bench.workloads import Workload, _finish, _Part
 from adapters.cli import main
@@ -286,3 +286,21 @@ def test_model_size_of_a_fallback_comes_from_the_solver_log(capsys: pytest.Captu
     assert log.figures == {"components": 2, "variables": 1913, "constraints": 649, "build_time_s": 0.17, "solve_time_s": 0.75}
     assert (logger.level, logger.propagate, list(logger.handlers)) == before
     assert capsys.readouterr().err == ""  # captured, not printed
+
+
+def test_repack_is_offered_only_when_its_benchmark_exists() -> None:
+    from adapters.commands import bench as command
+
+    assert ("repack" in command.workload_names()) == command._repack_available()
+
+
+def test_repack_table_shows_both_planners() -> None:
+    result = {
+        "nodes": 100, "running_pods": 645, "movable_pods": 250, "active_before": 100, "lower_bound_nodes": 66,
+        "cpsat": {"freed": 34, "moves": 59, "active_after": 66, "status": "OPTIMAL", "wall_s": 1.9},
+        "baseline": {"name": "HighNodeUtilization-like", "freed": 30, "moves": 255, "active_after": 70, "safe": True, "wall_s": 0.4},
+    }
+    lines = repack_table(result)
+    assert lines[0].startswith("REPACK")
+    assert any("cpsat" in line and "34" in line and "OPTIMAL" in line for line in lines)
+    assert any("baseline" in line and "30" in line and "safe" in line for line in lines)
