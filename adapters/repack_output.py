@@ -55,7 +55,11 @@ def repack_json(result: RepackResult) -> dict[str, Any]:
         "stats": dict(result.stats),
         "moved_pods": result.moved_pods,
         "gap_nodes": result.gap_nodes,
-        "lower_bounds": {"per_resource": dict(result.per_resource_bounds), "lp": result.lp_bound},
+        "lower_bounds": {
+            "per_resource": dict(result.per_resource_bounds),
+            "lp": result.lp_bound,
+            "solver": result.solver_bound_nodes,
+        },
         "nodes": [
             {
                 "name": n.name,
@@ -126,13 +130,14 @@ def repack_table(result: RepackResult) -> str:
     lines.append("")
     pr = result.per_resource_bounds
     lp = "-" if result.lp_bound is None else f"{result.lp_bound:g}"
+    proven = "-" if result.solver_bound_nodes is None else str(result.solver_bound_nodes)
     lines.append(
         f"TOTALS: active nodes {result.before_active} -> {result.after_active} | cost {result.before_cost:g} -> "
         f"{result.after_cost:g} | moves {len(result.steps)}"
     )
     lines.append(
         f"LOWER BOUND: {result.lower_bound_nodes} nodes (cpu {pr.get('cpu', 0)}, memory {pr.get('memory', 0)}, "
-        f"pods {pr.get('pods', 0)}, LP {lp}) | gap {result.gap_nodes} node(s)"
+        f"pods {pr.get('pods', 0)}, LP {lp}, CP-SAT {proven}) | gap {result.gap_nodes} node(s)"
     )
     s = result.stats
     bound = "-" if s.get("objective_bound") is None else f"{s['objective_bound']:g}"
@@ -160,7 +165,7 @@ def write_plot(result: RepackResult, path: str) -> None:
     nodes = sorted(result.nodes, key=lambda n: (-n.utilisation("cpu", "before"), n.name))
     xs = list(range(len(nodes)))
     many = len(nodes) > 60
-    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, min(24.0, 0.25 * len(nodes))), 7.5), sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, min(16.0, 0.25 * len(nodes))), 7.5), sharex=True)
     for ax, resource, label in ((axes[0], "cpu", "CPU"), (axes[1], "memory", "memory")):
         before = [100 * n.utilisation(resource, "before") for n in nodes]
         after = [100 * n.utilisation(resource, "after") for n in nodes]
@@ -171,6 +176,7 @@ def write_plot(result: RepackResult, path: str) -> None:
         ax.bar([x + shift for x in xs], after, width=width * (0.5 if many else 1), color=colors, label="after")
         ax.set_ylabel(f"{label} requested (%)")
         ax.set_ylim(0, 105)
+        ax.set_xlim(-1, len(nodes))
         ax.grid(axis="y", alpha=0.3)
     from matplotlib.patches import Patch
 

@@ -73,6 +73,7 @@ class RepackResult:
     lower_bound_nodes: int
     per_resource_bounds: dict[str, int]
     lp_bound: Optional[float]
+    solver_bound_nodes: Optional[int]  # from CP-SAT's proven bound (runs without --max-moves/--target-free)
     stats: dict
     nodes: list[NodeReport]
     unmovable: dict[str, int]  # reason -> pods
@@ -119,6 +120,12 @@ def plan_repack(
     per_resource = per_resource_bound(problem)
     lp = lp_bound(problem, placement.candidates, placement.upper)
     lower = nodes_bound(per_resource, lp, len(problem.pinned))
+    solver_bound = None
+    if options.objective == "nodes" and options.max_moves is None and options.target_free is None and placement.bound is not None:
+        # CP-SAT's proof that at most ``bound`` nodes can be free, for any plan keeping every rule
+        # and budget: a bound on the nodes in use, as good as the others when no option narrows it.
+        solver_bound = len(names) - int(placement.bound) - len(problem.keep)
+        lower = max(lower, solver_bound)
     unmovable: dict[str, int] = {}
     for verdict in problem.verdicts.values():
         if not verdict.movable:
@@ -149,6 +156,7 @@ def plan_repack(
         lower_bound_nodes=lower,
         per_resource_bounds=per_resource,
         lp_bound=None if lp is None else round(lp, 3),
+        solver_bound_nodes=solver_bound,
         stats=stats,
         nodes=nodes,
         unmovable=unmovable,

@@ -4,7 +4,11 @@
 * LP: the linear relaxation of the re-packing model (fractional pods, fractional nodes), solved
   with GLOP, OR-tools' LP solver. It keeps what the per-resource bound forgets — every resource
   at once, which nodes each pod class may use, the nodes pinned by pods that cannot move, what
-  already runs everywhere — and so is never below it. Neither bound depends on ``--max-moves``.
+  already runs everywhere, and the PodDisruptionBudgets (pods a budget cannot let go stay where
+  they are) — and so is never below it.
+
+Neither depends on the run's options (``--max-moves``, ``--target-free``, ``--keep-node``... except
+that kept busy nodes count as in use): they bound what any safe plan could reach.
 
 The CP-SAT bound the solver proves for the run itself (with its move budget) is reported with the
 solver's statistics, not here.
@@ -55,8 +59,9 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
     """The LP relaxation's optimum (nodes in use at the end), or None if GLOP gives no optimum.
 
     Variables: x[c, n] ∈ [0, ub] pods of class c on candidate n; y[n] ∈ [0, 1] node n in use
-    (fixed to 1 where a pod pins it or it is kept while busy). Constraints: every class placed in
-    full; per node and resource, Σ_c request · x[c, n] ≤ room(n) · y[n]; x[c, n] ≤ ub · y[n].
+    (fixed to 1 where a pod pins it or it is kept while busy); stay[c, n] ≤ min(x, pods there
+    now). Constraints: every class placed in full; per node and resource, Σ_c request · x[c, n] ≤
+    room(n) · y[n]; x[c, n] ≤ ub · y[n]; per budget, pods moved ≤ disruptions allowed.
     Objective: minimise Σ y[n].
     """
     from ortools.linear_solver import pywraplp
@@ -75,8 +80,12 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
         else:
             y[n] = solver.NumVar(0.0, 1.0, f"y[{n}]")
     rows: dict[int, list[tuple[object, np.ndarray]]] = {}
+    stays: dict[int, list] = {}
     for cls in problem.ctx.classes:
         vec = state.vector(cls.rep)
+        now: dict[int, int] = {}
+        for pod in cls.pods:
+            now[problem.origin[pod.key]] = now.get(problem.origin[pod.key], 0) + 1
         terms = []
         for n, ub in zip(cand[cls.id].tolist(), upper[cls.id].tolist()):
             x = solver.NumVar(0.0, float(ub), f"x[{cls.id},{n}]")
@@ -84,9 +93,20 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
             rows.setdefault(n, []).append((x, vec))
             if n in y:
                 solver.Add(x <= float(ub) * y[n])
+            if now.get(n):
+                # stay[c, n] ≤ min(x, pods there now): what PodDisruptionBudgets leave in place.
+                stay = solver.NumVar(0.0, float(now[n]), f"stay[{cls.id},{n}]")
+                solver.Add(stay <= x)
+                stays.setdefault(cls.id, []).append(stay)
         if not terms:
             return None
         solver.Add(solver.Sum(terms) == float(cls.size))
+    for budget in problem.budgets.budgets:
+        covered = [cls for cls in problem.ctx.classes if any(budget.covers(p) for p in cls.pods)]
+        if covered:
+            kept = [s for cls in covered for s in stays.get(cls.id, [])]
+            size = sum(cls.size for cls in covered)
+            solver.Add(size - solver.Sum(kept) <= float(budget.allowed))
     for n, entries in rows.items():
         for r in range(len(state.resources)):
             coeffs = [(x, float(vec[r])) for x, vec in entries if vec[r]]

@@ -323,7 +323,7 @@ class RepackModel:
             self._hint_all(this)
         if solver is not None:
             placement.final = self._extract(solver)
-        if start is not None and (not placement.final or self.value(start) > self.value(placement.final)):
+        if start is not None and (solver is None or self.value(start) > self.value(placement.final)):
             placement.final = dict(start)
             placement.objective = float(self.value(start)[0])
             placement.status = "FEASIBLE"

@@ -146,8 +146,16 @@ def build_problem(
         keep=keep,
         cost=[node_cost(n.node, config) for n in ctx.nodes],
         budgets=budgets,
-        notes=list(ctx.notes),
+        notes=list(ctx.notes) + _lost_pods(snapshot),
     )
+
+
+def _lost_pods(snapshot: ClusterSnapshot) -> list[str]:
+    names = snapshot.node_by_name
+    lost = sorted({p.spec.node_name for p in snapshot.bound_pods() if p.spec.node_name not in names})
+    if not lost:
+        return []
+    return [f"{len(lost)} node(s) named by running pods are not in the snapshot; their pods are left out: " + ", ".join(lost[:5])]
 
 
 def describe_node(problem: RepackProblem, n: int) -> Optional[str]:

@@ -180,3 +180,18 @@ def test_bad_config_exits_2(tmp_path, capsys):
     config.write_text("repack: {moveBarePods: maybe}\n")
     code, out, err = run(capsys, "repack", half_empty(tmp_path), "--config", str(config))
     assert code == 2 and out == "" and "moveBarePods" in err
+
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def test_bench_reports_plan_and_baseline_side_by_side():
+    from adapters.bench.repack_bench import run_repack_bench
+
+    report = run_repack_bench(30, 0, 5.0)
+    assert report["nodes"] == 30 and report["active_before"] == 30
+    for side in ("cpsat", "baseline"):
+        assert {"freed", "moves", "active_after", "wall_s"} <= set(report[side])
+    assert report["baseline"]["safe"] is True
+    assert report["cpsat"]["active_after"] >= report["lower_bound_nodes"]
+    assert report["cpsat"]["freed"] >= report["baseline"]["freed"]
