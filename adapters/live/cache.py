@@ -106,39 +106,63 @@ class ClusterCache:
 
     def replace(self, resource: Resource, objects: Iterable[dict[str, Any]]) -> None:
         """The result of a full list: objects absent from it are deleted, the rest applied."""
+        parsed = [(object_key(obj), self._parse(resource, obj)) for obj in objects]  # outside the lock
         with self.lock:
-            seen: set[str] = set()
-            for obj in objects:
-                seen.add(object_key(obj))
-                self.apply(resource, "MODIFIED", obj)
+            for key, model in parsed:
+                self._store(resource, key, model)
+            seen = {key for key, _ in parsed}
             for key in [k for k in self._objects[resource] if k not in seen]:
                 self._delete(resource, key)
             self._synced.add(resource)
             self.changed.notify_all()
 
-    def apply(self, resource: Resource, event_type: str, obj: dict[str, Any]) -> None:
-        """One watch event (ADDED, MODIFIED or DELETED) for `resource`."""
+    def apply(self, resource: Resource, event_type: str, obj: dict[str, Any], *, newer_only: bool = False) -> None:
+        """One watch event (ADDED, MODIFIED or DELETED) for `resource`.
+
+        The object is parsed before the lock is taken, so a snapshot never waits for parsing.
+        `newer_only`: ignore it unless its resourceVersion is newer than the cached one (an
+        object read directly may race with the watch)."""
         key = object_key(obj)
-        with self.lock:
-            if event_type == "DELETED":
+        if event_type == "DELETED":
+            with self.lock:
                 self.invalid.pop((resource.name, key), None)
                 self._delete(resource, key)
                 self.changed.notify_all()
+            return
+        model = self._parse(resource, obj)
+        with self.lock:
+            if newer_only and not self._is_newer(resource, key, obj):
                 return
-            try:
-                model = parse_object(obj, resource.kind)
-            except InputError as exc:
-                if self.invalid.get((resource.name, key)) != str(exc):
-                    log.warning("ignoring %s from the API server: %s", resource.name, exc)
-                self.invalid[(resource.name, key)] = str(exc)
-                self._delete(resource, key)
-                return
-            self.invalid.pop((resource.name, key), None)
-            store = self._objects[resource]
-            old = store.get(key)
-            store[key] = model
-            self._notify(resource, old, model)
+            self._store(resource, key, model)
             self.changed.notify_all()
+
+    def _parse(self, resource: Resource, obj: dict[str, Any]) -> Any:
+        """The model, or the InputError that says why there is none."""
+        try:
+            return parse_object(obj, resource.kind)
+        except InputError as exc:
+            return exc
+
+    def _store(self, resource: Resource, key: str, model: Any) -> None:
+        if isinstance(model, InputError):
+            if self.invalid.get((resource.name, key)) != str(model):
+                log.warning("ignoring %s from the API server: %s", resource.name, model)
+            self.invalid[(resource.name, key)] = str(model)
+            self._delete(resource, key)
+            return
+        self.invalid.pop((resource.name, key), None)
+        store = self._objects[resource]
+        old = store.get(key)
+        store[key] = model
+        self._notify(resource, old, model)
+
+    def _is_newer(self, resource: Resource, key: str, obj: dict[str, Any]) -> bool:
+        current = self._objects[resource].get(key)
+        if current is None:
+            return True
+        new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        old_rv = current.metadata.resource_version  # type: ignore[attr-defined]
+        return not (new_rv.isdigit() and old_rv.isdigit()) or int(new_rv) > int(old_rv)
 
     def mark_synced(self, resource: Resource) -> None:
         """A resource that cannot be listed but need not be (an absent CRD) counts as synced."""
@@ -281,14 +305,7 @@ class ClusterCache:
 
     def observe_pod(self, obj: dict[str, Any]) -> None:
         """A pod read directly (after an unclear bind): applied if newer than the watched copy."""
-        key = object_key(obj)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-        with self.lock:
-            current: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
-            if current is not None and rv.isdigit() and current.metadata.resource_version.isdigit() \
-                    and int(rv) <= int(current.metadata.resource_version):
-                return
-        self.apply(PODS, "MODIFIED", obj)
+        self.apply(PODS, "MODIFIED", obj, newer_only=True)
 
     # --- victims -------------------------------------------------------------------------------
 

@@ -5,18 +5,43 @@ Pod delivered by a watch must become the same `models.Pod`, with the same errors
 object and field when something is wrong. So this module does not parse anything itself: it
 hands each object to `adapters.snapshot_io`'s per-object step, which dispatches by kind and
 validates through the models. Each watch event is parsed exactly once, here.
+
+One shortcut keeps that affordable at a hundred pods a second: most pod events repeat a spec
+already parsed (the kubelet reports a pod started; the replicas of a Deployment share one
+spec). The parsed `PodSpec` of each distinct spec (ignoring `nodeName`) is remembered, and an
+object whose spec is byte-for-byte one seen before is validated with that parsed spec in
+place. A spec seen for the first time always goes through the full object parse, so every
+error is reported exactly as for a file; the shortcut only ever reuses specs that parsed.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import marshal
+import threading
+from collections import OrderedDict
+from typing import Any, Optional
 
 from pydantic import BaseModel
 
-from models import InputError
+from models import InputError, Pod
 
 # The per-object step of the file parser (kind table and validation with named errors).
 from adapters.snapshot_io import _KINDS, _validate_object
+
+# Distinct pod specs remembered: a cluster has far fewer distinct specs than pods (one per
+# ReplicaSet, Job, ...); beyond this many the least recently used is forgotten.
+SPEC_CACHE_SIZE = 4096
+
+_specs: "OrderedDict[bytes, Any]" = OrderedDict()
+_lock = threading.Lock()
+
+
+def _fingerprint(spec: dict[str, Any]) -> Optional[bytes]:
+    """Equal bytes only for equal specs (nodeName aside); None when the spec cannot be encoded."""
+    try:
+        return marshal.dumps({k: v for k, v in spec.items() if k != "nodeName"})
+    except ValueError:
+        return None
 
 
 def parse_object(obj: dict[str, Any], kind: str) -> BaseModel:
@@ -24,4 +49,23 @@ def parse_object(obj: dict[str, Any], kind: str) -> BaseModel:
     spec = _KINDS.get(kind)
     if spec is None:
         raise InputError(f"{kind} object", "kind", f"the scheduler does not read {kind} objects")
-    return _validate_object(spec, obj, f"watched {kind}")
+    position = f"watched {kind}"
+    raw_spec = obj.get("spec")
+    if kind != "Pod" or not isinstance(raw_spec, dict):
+        return _validate_object(spec, obj, position)
+    key = _fingerprint(raw_spec)
+    with _lock:
+        known = _specs.get(key) if key is not None else None
+        if known is not None:
+            _specs.move_to_end(key)  # type: ignore[arg-type]
+    if known is None:
+        pod: Pod = _validate_object(spec, obj, position)  # type: ignore[assignment]
+        if key is not None:
+            with _lock:
+                _specs[key] = pod.spec.model_copy(update={"node_name": ""})
+                if len(_specs) > SPEC_CACHE_SIZE:
+                    _specs.popitem(last=False)
+        return pod
+    node = raw_spec.get("nodeName")
+    parsed = known.model_copy(update={"node_name": node}) if node else known
+    return _validate_object(spec, {**obj, "spec": parsed}, position)

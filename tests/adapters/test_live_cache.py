@@ -1,0 +1,163 @@
+"""The watch cache: one conversion path with files, assumptions, and what a snapshot shows."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import pytest
+
+from adapters.live.cache import BINDING, ClusterCache
+from adapters.live.convert import parse_object
+from adapters.live.kube import NODES, PDBS, PODGROUPS, PODS, PRIORITY_CLASSES
+from adapters.snapshot_io import read_snapshot
+from models import ClusterSnapshot, InputError
+from tests.adapters.live_harness import node, pod
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def pod_added(self, p: Any) -> None:
+        self.calls.append(("added", p.key))
+
+    def pod_updated(self, old: Any, new: Any) -> None:
+        self.calls.append(("updated", new.key))
+
+    def pod_deleted(self, p: Any) -> None:
+        self.calls.append(("deleted", p.key))
+
+    def node_changed(self, old: Any, new: Any) -> None:
+        self.calls.append(("node", (new or old).name))
+
+    def pod_group_changed(self, g: Any) -> None:
+        self.calls.append(("group", g.key))
+
+
+def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterCache:
+    cache = ClusterCache()
+    cache.replace(NODES, nodes)
+    cache.replace(PODS, [dict(p, metadata={**p["metadata"], "resourceVersion": "5"}) for p in pods])
+    for resource in (PDBS, PRIORITY_CLASSES, PODGROUPS):
+        cache.replace(resource, [])
+    return cache
+
+
+def test_watch_objects_parse_exactly_like_a_file(tmp_path: Any) -> None:
+    objects = [node("n1"), pod("a", node_name="n1", running=True), pod("b"), pod("c")]  # b and c share a spec
+    path = tmp_path / "snap.json"
+    import json
+
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    from_file = read_snapshot(path).snapshot
+    parsed = [parse_object(copy.deepcopy(obj), obj["kind"]) for obj in objects]
+    from_watch = ClusterSnapshot.build(nodes=[m for m in parsed if m.kind == "Node"],
+                                       pods=[m for m in parsed if m.kind == "Pod"])
+    assert from_watch.nodes == from_file.nodes and from_watch.pods == from_file.pods
+
+
+def test_bad_objects_are_named_like_in_files_even_with_a_known_spec() -> None:
+    good = pod("web-1")
+    parse_object(good, "Pod")
+    bad = pod("web-2")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "12x"
+    with pytest.raises(InputError) as err:
+        parse_object(bad, "Pod")
+    assert str(err.value) == 'pods/default/web-2: spec.containers[0].resources.requests.cpu: "12x" is not a quantity'
+    bad_meta = pod("web-1")  # the spec is known, the metadata is not valid
+    bad_meta["metadata"]["labels"] = ["not", "a", "map"]
+    with pytest.raises(InputError) as err:
+        parse_object(bad_meta, "Pod")
+    assert err.value.field == "metadata.labels"
+
+
+def test_an_invalid_watched_object_is_left_out_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    cache = synced_cache([node("n1")], [pod("ok")])
+    bad = pod("broken")
+    bad["spec"]["containers"][0]["resources"]["requests"]["memory"] = "lots"
+    with caplog.at_level(logging.WARNING, logger="adapters.live.cache"):
+        cache.apply(PODS, "ADDED", bad)
+        cache.apply(PODS, "MODIFIED", bad)
+    assert cache.pod("default/broken") is None
+    assert caplog.messages == ['ignoring pods from the API server: pods/default/broken: '
+                               'spec.containers[0].resources.requests.memory: "lots" is not a quantity']
+
+
+def test_snapshot_holds_bound_pods_and_only_the_windows_pending_ones() -> None:
+    cache = synced_cache([node("n1"), node("n2")],
+                         [pod("run", node_name="n1", running=True), pod("in-window"), pod("later"),
+                          pod("theirs", scheduler="default-scheduler")])
+    snapshot = cache.snapshot(["default/in-window"])
+    assert sorted(p.key for p in snapshot.pods) == ["default/in-window", "default/run"]
+    assert [p.key for p in snapshot.pending_pods("cpsat-scheduler")] == ["default/in-window"]
+
+
+def test_assumed_pods_sit_on_their_node_until_the_watch_confirms() -> None:
+    listener = Recorder()
+    cache = synced_cache([node("n1")], [pod("p")])
+    cache.listener = listener
+    assert cache.assume("default/p", "n1", state=BINDING, now=0.0)
+    assert not cache.assume("default/p", "n1", state=BINDING, now=0.0)  # once only
+    assert not cache.assume("default/p", "gone-node", state=BINDING, now=0.0) and not cache.assume(
+        "default/nope", "n1", state=BINDING, now=0.0)
+    assert [p.spec.node_name for p in cache.snapshot().pods] == ["n1"]
+    status_change = pod("p")
+    status_change["metadata"]["labels"] = {"new": "label"}
+    cache.apply(PODS, "MODIFIED", status_change)  # still unbound: the assumption follows the new object
+    assert cache.snapshot().pods[0].metadata.labels == {"new": "label"}
+    assert cache.snapshot().pods[0].spec.node_name == "n1"
+    cache.apply(PODS, "MODIFIED", pod("p", node_name="n1"))  # the bind, as the watch shows it
+    assert cache.assumed() == {}
+    assert ("updated", "default/p") in listener.calls
+
+
+def test_forget_gives_the_room_back_and_deletion_ends_an_assumption() -> None:
+    cache = synced_cache([node("n1")], [pod("p"), pod("q")])
+    cache.assume("default/p", "n1", state=BINDING, now=0.0)
+    assert cache.forget("default/p") and not cache.forget("default/p")
+    assert cache.snapshot().pods == ()
+    cache.assume("default/q", "n1", state=BINDING, now=0.0)
+    cache.apply(PODS, "DELETED", pod("q"))
+    assert cache.assumed() == {}
+
+
+def test_victims_being_evicted_show_as_terminating() -> None:
+    cache = synced_cache([node("n1")], [pod("victim", node_name="n1", running=True)])
+    assert cache.mark_evicting("default/victim")
+    (shown,) = cache.snapshot().pods
+    assert shown.is_terminating and shown.spec.node_name == "n1"  # still holding its room
+    cache.unmark_evicting("default/victim")
+    assert not cache.snapshot().pods[0].is_terminating
+
+
+def test_relist_deletes_what_is_gone() -> None:
+    listener = Recorder()
+    cache = synced_cache([node("n1")], [pod("a"), pod("b")])
+    cache.listener = listener
+    cache.replace(PODS, [pod("a")])
+    assert listener.calls == [("updated", "default/a"), ("deleted", "default/b")]
+
+
+def test_a_pod_read_back_replaces_only_an_older_copy() -> None:
+    cache = synced_cache([node("n1")], [pod("p")])  # cached at resourceVersion 5
+    older = pod("p", node_name="n1")
+    older["metadata"]["resourceVersion"] = "4"
+    cache.observe_pod(older)
+    assert not cache.pod("default/p").spec.node_name
+    newer = pod("p", node_name="n1")
+    newer["metadata"]["resourceVersion"] = "9"
+    cache.observe_pod(newer)
+    assert cache.pod("default/p").spec.node_name == "n1"
+
+
+def test_synced_only_when_every_resource_was_listed() -> None:
+    cache = ClusterCache()
+    cache.replace(NODES, [])
+    cache.replace(PODS, [])
+    assert not cache.synced
+    for resource in (PDBS, PRIORITY_CLASSES):
+        cache.replace(resource, [])
+    cache.mark_synced(PODGROUPS)  # an absent CRD
+    assert cache.synced
