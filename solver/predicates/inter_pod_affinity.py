@@ -249,7 +249,10 @@ def _encode_affinity(wm, cls, classes) -> None:
     rivals = [o for o in classes if o.rep.affinity and matcher.matches(o.rep) and o not in group]
     supporters = _running_matching(state, matcher)
     # The seed needs nothing matching anywhere: every running match must be evicted with it.
-    clearing = [wm.evictable(p) for p, _ in supporters]
+    # "Anywhere" is kube-scheduler's: on a node that carries the term's key (the escape is for a
+    # single term); a match on a node without the key is not counted (prefilter's affinity_empty).
+    keyed = state.domains(rep.affinity[0].topology_key)[0]
+    clearing = [wm.evictable(p) for p, n in supporters if keyed[n] >= 0]
     for t, term in enumerate(rep.affinity):
         ids = state.domains(term.topology_key)[0]
         escape = len(rep.affinity) == 1 and cls in group and not rivals and all(e is not None for e in clearing)

@@ -77,8 +77,9 @@ def encode(wm) -> None:
     """Capacity: on every node, for every resource some candidate pod requests (the pod count
     included), the window's pods fit what is free plus what evicted pods give back.
 
-    A node that running pods already overcommit is not the window's to fix: there the row holds
-    only when the window places a pod on it (which then needs evictions to make room)."""
+    A node that running pods already overcommit is not the window's to fix: there the row for an
+    overcommitted resource holds only when the window places a pod requesting that resource on it
+    (which then needs evictions to make room)."""
     state = wm.state
     free = state.free
     victims_on: dict[int, list] = {}
@@ -105,4 +106,8 @@ def encode(wm) -> None:
                     coeffs.append(-int(vvec[r]))
             row = wm.model.add(cp_model.LinearExpr.weighted_sum(vars_, coeffs) <= int(free[n, r]))
             if free[n, r] < 0:
-                row.only_enforce_if(wm.node_used(n))
+                # Only a placed pod that requests this resource must see it fit (kube-scheduler
+                # checks just the resources a pod requests); a pod that does not may still land.
+                requesting = [var for (_, var), v in zip(entries, col) if v]
+                bound = int(sum(wm.ub_of(cls.id, n) for (cls, _), v in zip(entries, col) if v))
+                row.only_enforce_if(wm.new_presence(f"requests[{n},{r}]", requesting, bound))
