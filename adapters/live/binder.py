@@ -38,7 +38,7 @@ from models import Pod
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
 from .clock import Clock
 from .errors import KubeError, NotFound, TooManyRequests
-from .events import Reporter
+from .events import SCHEDULER_ERROR, Reporter
 from .kube import KubeApi
 from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
@@ -150,9 +150,9 @@ class Binder:
                 del self._waiting[unit.id]
         for unit in late:
             left = [v.key for v in unit.victims if self.cache.pod(v.key) is not None]
-            log.warning("victims %s did not leave within %.0fs; giving the room of %s back",
-                        ", ".join(left), self.settings.preemption_timeout, ", ".join(p.key for p in unit.placements))
-            self._give_back(unit, requeue=self.queue.requeue_error)
+            why = f"preemption: victims {', '.join(left)} did not leave within {self.settings.preemption_timeout:.0f}s"
+            log.warning("%s; giving the room of %s back", why, ", ".join(p.key for p in unit.placements))
+            self._give_back(unit, requeue=self.queue.requeue_error, message=why)
         for key, assumption in self.cache.assumed().items():
             if assumption.state == UNCERTAIN and assumption.expires is not None and now >= assumption.expires:
                 if self.cache.forget(key):
@@ -307,6 +307,7 @@ class Binder:
             log.info("bind of %s to %s failed (%s); retrying after backoff", key, p.node, exc.message)
             self.metrics.binds.labels(result="error").inc()
             self.metrics.attempts.labels(result="error").inc()
+            self.reporter.failed_scheduling(p.pod, f"Binding rejected: {exc.message}", reason=SCHEDULER_ERROR)
             self.queue.requeue_error(key)
         return False
 
@@ -335,7 +336,8 @@ class Binder:
                 log.info("eviction of %s for %s refused (%s); the preemptor backs off", victim.key,
                          victim.preemptor, refusal)
                 rest = unit.victims[unit.victims.index(victim):]  # this victim and those not tried
-                self._give_back(unit, requeue=self.queue.requeue_error, untouched=rest)
+                self._give_back(unit, requeue=self.queue.requeue_error, untouched=rest,
+                                message=f"preemption: eviction of {victim.key} refused: {refusal}")
                 return
         for p in unit.placements:
             self.cache.set_state(p.key, AWAITING_VICTIMS)
@@ -386,11 +388,14 @@ class Binder:
     def _victims_gone(self, unit: BindUnit) -> bool:
         return all(self.cache.pod(v.key) is None for v in unit.victims)
 
-    def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = ()) -> None:
+    def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = (),
+                   message: Optional[str] = None) -> None:
         for victim in untouched:
             self.cache.unmark_evicting(victim.key)
         for p in unit.placements:
             self.cache.forget(p.key)
+            if message:
+                self.reporter.failed_scheduling(p.pod, message, reason=SCHEDULER_ERROR)
             requeue(p.key)
         self.metrics.attempts.labels(result="error").inc(len(unit.placements))
         self._finished()

@@ -41,6 +41,8 @@ DRAIN_SECONDS = 3.0
 EVENT_BACKOFFS = (0.2, 0.5)
 
 SCHEDULED, FAILED_SCHEDULING, PREEMPTED = "Scheduled", "FailedScheduling", "Preempted"
+# PodScheduled=False condition reasons, as kube-scheduler sets them.
+UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"
 
 
 def scheduled_message(pod_key: str, node: str) -> str:
@@ -104,13 +106,15 @@ class Reporter:
             self._reported.pop(pod.key, None)
         self._event(pod, SCHEDULED, scheduled_message(pod.key, node), "Normal", "Binding")
 
-    def failed_scheduling(self, pod: Pod, message: str) -> None:
+    def failed_scheduling(self, pod: Pod, message: str, *, reason: str = UNSCHEDULABLE) -> None:
+        """A `FailedScheduling` event and the `PodScheduled=False` condition: `Unschedulable`
+        when no node fits, `SchedulerError` when the attempt failed otherwise (a bind error)."""
         self._event(pod, FAILED_SCHEDULING, message, "Warning", "Scheduling")
         with self._lock:
             if self._reported.get(pod.key) == message:
                 return
             self._reported[pod.key] = message
-        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                      "lastTransitionTime": now_micro()[:19] + "Z", "lastProbeTime": None}
         self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name,
                          status={"conditions": [condition]}))

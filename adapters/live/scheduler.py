@@ -37,7 +37,7 @@ from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group
 from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
 from .cache import AWAITING_VICTIMS, BINDING, DRY_RUN, ClusterCache
 from .clock import Clock, SystemClock
-from .events import Reporter
+from .events import SCHEDULER_ERROR, Reporter
 from .handlers import QueueFeeder
 from .informer import Informer
 from .kube import WATCHED, KubeApi
@@ -107,6 +107,7 @@ class Scheduler:
             self.status_server = StatusServer(options.metrics_addr, health=self.health, ready=self.ready,
                                               metrics=self.metrics.exposition)
         self._stopping = threading.Event()
+        self._failure: Optional[str] = None  # why the current window could not be decided
         self._threads: list[threading.Thread] = []
         self._started = False
         self._stopped = False
@@ -201,7 +202,7 @@ class Scheduler:
             plan = self.check(snapshot, window, plan) if plan is not None else None
         result.plan = plan
         if plan is None:
-            self.give_back(window, error=True)
+            self.give_back(window, error=True, message=self._failure)
             return result
         if not self.may_act():
             self.give_back(window, error=False)
@@ -252,17 +253,19 @@ class Scheduler:
             return waiting, self.cache.snapshot(qp.key for qp in waiting)
         except InputError as exc:
             log.error("cannot build a snapshot for this window: %s", exc)
-            self.give_back(waiting, error=True)
+            self.give_back(waiting, error=True, message=f"scheduler error: {exc}")
             return [], None
 
     def decide(self, snapshot: ClusterSnapshot, window: list[QueuedPod]) -> Optional[Plan]:
         keys = [qp.key for qp in window]
         engine = self.options.engine
         start = self.clock.now()
+        self._failure = "scheduler error: the window could not be decided (see the scheduler's log)"
         try:
             plan = solver.schedule(snapshot, self.config, engine=engine, window_keys=keys)
         except InputError as exc:  # the window breaks a configured limit: not worth a retry now
             log.error("window of %d pods refused: %s", len(keys), exc)
+            self._failure = f"scheduler error: {exc}"
             return None
         except Exception:  # noqa: BLE001 - the solver failed: the greedy scheduleOne decides instead
             if engine == "greedy":
@@ -291,6 +294,7 @@ class Scheduler:
         log.error("the %s plan for %d pods failed validation and is not acted on: %s", plan.stats.engine,
                   len(window), "; ".join(problems[:5]))
         if plan.stats.engine == "greedy":
+            self._failure = f"scheduler error: no valid plan for this window ({problems[0]})"
             return None
         keys = [qp.key for qp in window]
         greedy = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
@@ -298,6 +302,7 @@ class Scheduler:
         if problems:
             self.metrics.invalid_plans.inc()
             log.error("the greedy plan failed validation too: %s", "; ".join(problems[:5]))
+            self._failure = f"scheduler error: no valid plan for this window ({problems[0]})"
             return None
         self.metrics.fallbacks.inc()
         return greedy
@@ -366,11 +371,14 @@ class Scheduler:
         for unit in units:
             self.binder.submit(unit)
 
-    def give_back(self, window: list[QueuedPod], *, error: bool) -> None:
-        """Return a window's pods undecided: with backoff after an error, as new otherwise."""
+    def give_back(self, window: list[QueuedPod], *, error: bool, message: Optional[str] = None) -> None:
+        """Return a window's pods undecided: with backoff after an error (reported on each pod
+        as a FailedScheduling event when `message` says why), as new otherwise."""
         for qp in window:
             if error:
                 self.metrics.attempts.labels(result="error").inc()
+                if message:
+                    self.reporter.failed_scheduling(qp.pod, message, reason=SCHEDULER_ERROR)
                 self.queue.requeue_error(qp.key)
             else:
                 self.queue.requeue_active(qp.key)

@@ -109,6 +109,11 @@ def test_budget_refusal_429_requeues_the_preemptor(make_cluster: Callable[..., C
     assert cluster.pod("low-0") is not None and cluster.pod("low-1") is not None  # nobody evicted
     assert cluster.node_of("high") is None
     assert not sched.cache.is_evicting(f"{NS}/low-0") and not sched.cache.is_evicting(f"{NS}/low-1")
+    assert wait_for(lambda: any(e["message"].startswith("preemption: eviction of default/low-") and
+                                e["involvedObject"]["name"] == "high" for e in cluster.events("FailedScheduling")))
+    condition = wait_for(lambda: [c for c in cluster.pod("high")["status"].get("conditions") or []
+                                  if c["type"] == "PodScheduled" and c["reason"] == "SchedulerError"])
+    assert condition
     # Once the budget goes, the next attempt gets its room.
     cluster.server.store.delete("poddisruptionbudgets", NS, "batch")
     assert wait_for(lambda: cluster.node_of("high") == "n1")

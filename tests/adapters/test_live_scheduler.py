@@ -110,6 +110,8 @@ def test_bind_conflict_requeues_and_the_pod_ends_bound(make_cluster: Callable[..
     assert "bind of default/conflicted to" in caplog.text and "retrying after backoff" in caplog.text
     assert wait_for(lambda: not sched.cache.assumed())
     assert sched.metrics.binds.labels(result="error")._value.get() == 2
+    rejected = [e["message"] for e in cluster.events("FailedScheduling")]
+    assert rejected and all(m.startswith("Binding rejected: bind default/conflicted to ") for m in rejected)
     assert cluster.double_binds() == []
 
 
