@@ -47,7 +47,8 @@ def report_table(report: BenchReport) -> str:
     limit = "/".join(f"{v:g}" for v in limits) + "s" if limits else "-"
     lines = [
         f"cpsat-scheduler bench: scale {s.get('scale')}, seed {s.get('seed')}, CP-SAT time limit {limit} per window, "
-        f"windows of at most {s.get('window_size'):,} pods, repeat {s.get('repeat')}",
+        f"windows of at most {s.get('window_size'):,} pods, repeat {s.get('repeat')}"
+        + (f"; only the first {s['max_windows']} window(s) of each workload" if s.get("max_windows") else ""),
         f"machine: {m.get('cpus')} CPUs, Python {m.get('python')}, OR-tools {m.get('ortools')}, {m.get('platform')}",
     ]
     if report.workloads:

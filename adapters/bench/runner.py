@@ -240,7 +240,8 @@ def run_engine(
     # Looked up at call time: the module functions are the seam tests replace.
     schedule_fn = schedule_fn or _schedule
     validate_fn = validate_fn or _validate
-    cluster = _Cluster(base, {p.key for w in windows for p in w})
+    # Every pod waiting for us starts outside the cluster; each enters with its window.
+    cluster = _Cluster(base, {p.key for p in base.pending_pods(config.scheduler_name)} | {p.key for w in windows for p in w})
     records: list[WindowRecord] = []
     placed: list[str] = []
     victims = 0
@@ -442,6 +443,7 @@ class WorkloadResult:
     results: dict[str, EngineResult]
     setup_s: float
     time_limit: float
+    queue: Optional[int] = None  # pending pods of the workload, when only the first windows ran
 
     def ratios(self) -> dict[str, Optional[float]]:
         """cpsat over greedy: placed, weighted, decision time."""
@@ -493,6 +495,7 @@ class WorkloadResult:
             "seed": self.seed,
             "nodes": self.nodes,
             "pods": self.pods,
+            "queue": self.queue if self.queue is not None else self.pods,
             "running": self.running,
             "windows": self.windows,
             "time_limit_s": self.time_limit,
@@ -514,24 +517,34 @@ def measure(
     validate_fn: Optional[ValidateFn] = None,
     progress: Optional[ProgressFn] = None,
     warm_up: bool = True,
+    max_windows: Optional[int] = None,
 ) -> WorkloadResult:
-    """Both engines over ``workload``'s windows, ``repeat`` times each, in alternation."""
+    """Both engines over ``workload``'s windows, ``repeat`` times each, in alternation.
+
+    ``max_windows`` keeps only the first windows: a throughput measurement on a workload too
+    slow to finish. Everything is then about the pods of those windows (the bounds too); the
+    rest of the queue never enters the cluster."""
     say = progress or (lambda _msg: None)
     start = time.perf_counter()
     base = workload.snapshot()
-    pending = queue_order(base.pending_pods(config.scheduler_name))
-    windows = cut_windows(pending, window_size)
+    queue = queue_order(base.pending_pods(config.scheduler_name))
+    windows = cut_windows(queue, window_size)
+    truncated = max_windows is not None and len(windows) > max_windows
+    if truncated:
+        windows = windows[:max_windows]
+    pending = [p for w in windows for p in w]
     if warm_up:
         _warm_up(base, pending, engines, config, schedule_fn or _schedule)
     bound = {
         "max_placeable": max_placeable_bound(base, pending),
-        "min_nodes": min_nodes_bound(base),
-        "achievable": workload.metadata.get("achievable"),
+        "min_nodes": min_nodes_bound(base, [*base.bound_pods(), *pending]),
+        "achievable": None if truncated else workload.metadata.get("achievable"),
     }
     setup = time.perf_counter() - start
+    of_queue = f" (the first of {len(queue)})" if truncated else ""
     say(
-        f"{workload.name}: {len(base.nodes)} nodes, {len(pending)} pending pods in {len(windows)} window(s) "
-        f"(set up in {setup:.1f}s)"
+        f"{workload.name}: {len(base.nodes)} nodes, {len(pending)} pending pods{of_queue} in {len(windows)} "
+        f"window(s) (set up in {setup:.1f}s)"
     )
     runs: dict[str, list[EngineRun]] = {e: [] for e in engines}
     for r in range(repeat):
@@ -562,6 +575,7 @@ def measure(
         results={e: results[e] for e in sorted(results, key=ENGINES.index)},
         setup_s=setup,
         time_limit=config.solver.time_limit_seconds,
+        queue=len(queue),
     )
 
 
@@ -628,6 +642,7 @@ def run_suite(
     time_limit: Optional[float] = None,
     window_size: int = DEFAULT_WINDOW_SIZE,
     repeat: int = 1,
+    max_windows: Optional[int] = None,
     schedule_fn: Optional[ScheduleFn] = None,
     validate_fn: Optional[ValidateFn] = None,
     progress: Optional[ProgressFn] = None,
@@ -653,6 +668,7 @@ def run_suite(
                 validate_fn=validate_fn,
                 progress=progress,
                 warm_up=i == 0,
+                max_windows=max_windows,
             )
         )
     settings = {
@@ -660,6 +676,7 @@ def run_suite(
         "seed": seed,
         "time_limit_s": time_limit,
         "window_size": window_size,
+        "max_windows": max_windows,
         "repeat": repeat,
         "workers": config.solver.workers,
     }

@@ -88,6 +88,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--window-size", type=positive_int, default=DEFAULT_WINDOW_SIZE, metavar="N",
         help=f"at most N pods per decision; the queue is cut into equal consecutive windows (default {DEFAULT_WINDOW_SIZE:,})",
     )
+    parser.add_argument(
+        "--max-windows", type=positive_int, metavar="N",
+        help="decide only the first N windows of each workload (throughput on workloads too slow to finish; "
+        "placed and bounds then cover those windows' pods)",
+    )
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default auto)")
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people) or json (for tools)")
@@ -131,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         window_size=args.window_size,
         repeat=args.repeat,
+        max_windows=args.max_windows,
         progress=_progress,
         on_workload=save,
     )

@@ -304,3 +304,14 @@ def test_repack_table_shows_both_planners() -> None:
     assert lines[0].startswith("REPACK")
     assert any("cpsat" in line and "34" in line and "OPTIMAL" in line for line in lines)
     assert any("baseline" in line and "30" in line and "safe" in line for line in lines)
+
+
+def test_max_windows_measures_only_the_first_windows() -> None:
+    result = measure(generate("basic", "quick"), CONFIG, window_size=30, max_windows=2)
+    w = result.to_json()
+    assert w["pods"] == 50 and w["queue"] == 100 and w["windows"] == [25, 25]
+    assert w["bound"]["max_placeable"] == 50 and w["bound"]["achievable"] is None
+    for engine in ("cpsat", "greedy"):
+        assert w["results"][engine]["placed"] == 50 and w["results"][engine]["valid"]
+    final = result.results["cpsat"].first.final
+    assert not final.pending_pods() and len(final.bound_pods()) == 100  # 50 running + 50 placed
