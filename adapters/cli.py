@@ -19,6 +19,7 @@ import argparse
 import importlib
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -92,7 +93,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_FAILURE
 
 
+# Characters that would end or rewrite the one-line message (input text is quoted in it):
+# C0/C1 controls (\r, \n, ESC, ...) and the characters Python and terminals treat as line breaks.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """``message`` with every character that could break its line written as an escape."""
+    return _UNPRINTABLE.sub(_escape, message)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _error(message: str) -> None:
+    message = one_line(message)
     try:
         print(f"{PROG}: {message}", file=sys.stderr)
     except (BrokenPipeError, OSError):

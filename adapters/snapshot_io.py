@@ -221,7 +221,10 @@ def read_documents(source: Source, *, label: Optional[str] = None) -> list[Any]:
         return []
     if stripped[0] in "{[":
         try:
-            return _json_documents(stripped)
+            documents = _json_documents(stripped)
+            if _SURROGATE_ESCAPE.search(stripped):
+                _refuse_lone_surrogates(documents, label)
+            return documents
         except RecursionError:
             raise InputError(label, "", "invalid JSON: nested too deeply") from None
         except json.JSONDecodeError as exc:
@@ -234,6 +237,67 @@ def read_documents(source: Source, *, label: Optional[str] = None) -> list[Any]:
                 line = text.count("\n", 0, offset) + exc.lineno
                 raise InputError(label, "", f"invalid JSON: line {line}, column {exc.colno}: {exc.msg}") from None
     return _yaml_documents(text, label)
+
+
+# A JSON escape of a UTF-16 surrogate. Paired ones make one character; a lone one decodes to a
+# string that is not valid Unicode, which pydantic-core and a UTF-8 stdout refuse later (YAML's
+# scanner refuses such escapes itself).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(documents: list[Any], label: str) -> None:
+    """``InputError`` naming the object and field of the first string holding a lone surrogate."""
+    several = len(documents) > 1
+    for i, doc in enumerate(documents):
+        position = f"documents[{i}]" if several else label
+        items = doc.get("items") if isinstance(doc, dict) else None
+        objects = [(position, doc)]
+        if isinstance(items, list):
+            prefix = f"{position}." if several else ""
+            objects = [(f"{prefix}items[{j}]", item) for j, item in enumerate(items)]
+            objects.append((position, {k: v for k, v in doc.items() if k != "items"}))
+        for where, obj in objects:
+            path = _surrogate_path(obj) if isinstance(obj, dict) else None  # non-objects fail later
+            if path is None:
+                continue
+            kind = obj.get("kind") if isinstance(obj, dict) else None
+            spec = _KINDS.get(kind) if isinstance(kind, str) else None
+            name = _object_name(spec, obj, where) if spec is not None else where
+            if _has_surrogate(name):
+                name = where
+            raise InputError(name, path, "not valid Unicode: a lone UTF-16 surrogate (\\ud800-\\udfff escape)")
+
+
+def _surrogate_path(data: Any) -> Optional[str]:
+    """JSON path of the first key or string holding a lone surrogate (iterative), or None."""
+    pending: list[tuple[str, Any]] = [("", data)]
+    while pending:
+        path, node = pending.pop()
+        if isinstance(node, str):
+            if _has_surrogate(node):
+                return path
+        elif isinstance(node, dict):
+            for key, value in reversed(list(node.items())):
+                text = str(key)
+                if _SIMPLE_KEY.match(text):
+                    step = f".{text}" if path else text
+                else:  # json.dumps escapes the surrogate, so the path stays printable
+                    step = f"[{json.dumps(text)}]"
+                if _has_surrogate(text):
+                    return path + step
+                pending.append((path + step, value))
+        elif isinstance(node, list):
+            for i in range(len(node) - 1, -1, -1):
+                pending.append((f"{path}[{i}]", node[i]))
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
 
 
 def _label(source: Any) -> str:
@@ -315,7 +379,10 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
     if mark is not None:
         return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
-    return str(problem)
+    if isinstance(exc, yaml.reader.ReaderError):  # its str() spans two lines
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or b"\0")
+        return f"character {exc.position}: unacceptable character #x{char:04x}: {exc.reason}"
+    return " ".join(str(problem).split())  # one line, whatever the library wrote
 
 
 def _assemble(events: Any, label: str) -> list[Any]:
