@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Protocol
 
 from pydantic import BaseModel
 
-from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models import ClusterSnapshot, InputError, Node, Pod, PodGroup
 
 from .convert import parse_object
 from .kube import NODES, PDBS, PODGROUPS, PODS, PRIORITY_CLASSES, Resource

@@ -29,7 +29,7 @@ import threading
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 import solver
 from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group_key

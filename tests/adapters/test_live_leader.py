@@ -9,7 +9,7 @@ deadline. Durations are shortened (2 s lease, 1 s renew deadline, 0.1 s retry).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
