@@ -18,7 +18,7 @@ from models.plan import Assignment, Nomination, Plan, PlanStats, Preemption, Uns
 from models.snapshot import ClusterSnapshot
 
 from .context import SchedulingContext, build_context
-from .cpsat.solve import CpsatOutcome, solve_window
+from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
 from .greedy import GreedyResult, schedule_greedy
 from .predicates import Cycle, StaticFilters
 
@@ -59,7 +59,17 @@ def schedule(
         result = schedule_greedy(ctx, static=static)
         return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
                           static, stats=dict(engine="greedy", status="GREEDY"), start=start, engine_greedy=True)
-    outcome = solve_window(ctx)
+    try:
+        outcome = solve_window(ctx)
+    except ModelInvalidError as exc:
+        # CP-SAT refused the model (e.g. quantities near 2**62 whose sums could overflow int64):
+        # an encoding's limit, not the user's error. The decision is still due: greedy's plan.
+        static = StaticFilters(ctx.nodes, ctx.window)
+        greedy = schedule_greedy(ctx, static=static)
+        reason = "CP-SAT refused the model: " + str(exc).splitlines()[0][:200]
+        return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable, static,
+                          stats=dict(engine="cpsat", status="FALLBACK", fallback=True, fallback_reason=reason),
+                          start=start, engine_greedy=True)
     return _plan_from_outcome(ctx, outcome, start)
 
 

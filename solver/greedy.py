@@ -27,6 +27,7 @@ from .info import PodInfo
 from .node_order import node_tree_order, num_feasible_nodes_to_find
 from .predicates import Cycle, StaticFilters
 from .scores import ScoreContext, score_nodes
+from .scores.cache import ScoreCache
 from .state import ClusterState
 from .window_guard import REASON as GUARD_REASON
 from .window_guard import SpreadGuard
@@ -78,14 +79,18 @@ def schedule_greedy(
     state: Optional[ClusterState] = None,
     cancel: Optional[threading.Event] = None,
     progress: Optional[list[int]] = None,
+    score_cache: bool = True,
 ) -> GreedyResult:
     """``state``: a private copy to work on (default: a copy of the context's). ``cancel``: stop
-    at the next pod (the result is then partial and marked). ``progress[0]``: pods done so far."""
+    at the next pod (the result is then partial and marked). ``progress[0]``: pods done so far.
+    ``score_cache``: score through ``ScoreCache`` (the same totals as ``score_nodes``, faster);
+    off, every pod is scored by ``score_nodes`` itself."""
     cfg = ctx.config
     version = cfg.kubernetes_version
     state = state if state is not None else ctx.state.copy()
     static = static or StaticFilters(ctx.nodes, ctx.window)
     sctx = ScoreContext.of(ctx)
+    scores = ScoreCache(state, sctx) if score_cache else None
     rng = random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None
     preempt = cfg.preemption.enabled if allow_preemption is None else allow_preemption
     n = len(ctx.nodes)
@@ -131,7 +136,8 @@ def schedule_greedy(
                 if len(chosen) == 1:
                     node = int(chosen[0])
                 else:
-                    node = select_host(chosen, score_nodes(pod, chosen, state, sctx), rng)
+                    totals = scores.totals(pod, chosen) if scores is not None else score_nodes(pod, chosen, state, sctx)
+                    node = select_host(chosen, totals, rng)
                 state.add(pod, node)
                 result.placements[pod.key] = node
                 guard.placed(pod, node)

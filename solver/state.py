@@ -75,6 +75,7 @@ class ClusterState:
         self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
         self.where: dict[str, int] = {}
         self._counters: dict[PodMatcher, np.ndarray] = {}
+        self._matching: dict[tuple, tuple[int, list[np.ndarray]]] = {}  # see _counters_matching
         self._match_cache: dict[tuple[PodMatcher, tuple, bool], bool] = {}
         # Required anti-affinity terms of pods in the state: term -> owners per node.
         self.anti_owners: dict[AffinityTerm, np.ndarray] = {}
@@ -138,9 +139,8 @@ class ClusterState:
         return node
 
     def _count(self, pod: PodInfo, node: int, delta: int) -> None:
-        for matcher, counts in self._counters.items():
-            if self._matches(matcher, pod):
-                counts[node] += delta
+        for counts in self._counters_matching(pod):
+            counts[node] += delta
         for term in pod.anti_affinity:
             owners = self.anti_owners.get(term)
             if owners is None:
@@ -153,6 +153,17 @@ class ClusterState:
                 self.affinity_pods[pod.key] = pod
             else:
                 self.affinity_pods.pop(pod.key, None)
+
+    def _counters_matching(self, pod: PodInfo) -> list[np.ndarray]:
+        """The counters that count ``pod``, remembered per (labels, terminating) until another
+        counter is registered (counters are only ever added): saves hashing every matcher on
+        every add and remove."""
+        key = (pod.match_key, pod.terminating)
+        hit = self._matching.get(key)
+        if hit is None or hit[0] != len(self._counters):
+            hit = (len(self._counters), [c for m, c in self._counters.items() if self._matches(m, pod)])
+            self._matching[key] = hit
+        return hit[1]
 
     def _matches(self, matcher: PodMatcher, pod: PodInfo) -> bool:
         key = (matcher, pod.match_key, pod.terminating)
@@ -209,6 +220,7 @@ class ClusterState:
         other.ports_on = [Counter(p) for p in self.ports_on]
         other.where = dict(self.where)
         other._counters = {m: c.copy() for m, c in self._counters.items()}
+        other._matching = {}  # holds this state's arrays
         other._match_cache = self._match_cache
         other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
         other.affinity_pods = dict(self.affinity_pods)

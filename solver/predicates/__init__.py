@@ -210,6 +210,13 @@ class Cycle:
             nodes = nodes[allowed[nodes]]
         if not self.spread and self.affinity is None:
             mask = self._local_mask()
+            if limit is not None and len(nodes) > 2 * limit:
+                # Usually the head of the walk already holds ``limit`` feasible nodes: the same
+                # answer without gathering the mask over every node.
+                head = nodes[: 2 * limit]
+                head = head[mask[head]]
+                if len(head) >= limit:
+                    return head[:limit]
             nodes = nodes[mask[nodes]]
             return nodes if limit is None else nodes[:limit]
         nodes = nodes[self.static.mask(self.pod)[nodes]]
@@ -236,16 +243,41 @@ class Cycle:
             mask = self.static.mask(self.pod).copy()
             idx = np.flatnonzero(mask)
             mask[idx] = False
-            mask[self._dynamic(idx)] = True
+            mask[self._local_dynamic(idx)] = True
         else:
             seen, mask = hit
-            if seen < len(state.touched):
+            if seen == len(state.touched) - 1:
+                # One placement since the last look, the common case: that node alone, in Python.
+                node = state.touched[seen]
+                mask[node] = bool(self.static.mask(self.pod)[node]) and self._local_fits(node)
+            elif seen < len(state.touched):
                 changed = np.unique(np.array(state.touched[seen:], dtype=np.int64))
                 changed = changed[self.static.mask(self.pod)[changed]]
                 mask[changed] = False
-                mask[self._dynamic(changed)] = True
+                mask[self._local_dynamic(changed)] = True
         state.local_cache[key] = (len(state.touched), mask)
         return mask
+
+    def _local_fits(self, node: int) -> bool:
+        """``_local_dynamic`` for one node: every requested resource fits what is free (zero
+        requests always fit) and no host port is taken."""
+        vec = self.state.vector(self.pod).tolist()
+        free = self.state.free[node].tolist()
+        if not all(f >= v for f, v in zip(free, vec) if v):
+            return False
+        return not self.pod.host_ports or node_ports.fits(self.pod, self.state.ports_on[node])
+
+    def _local_dynamic(self, nodes: np.ndarray) -> np.ndarray:
+        """``_dynamic`` for a node-local cycle: with no spread or affinity PreFilter results
+        those two filters pass everywhere, so only resources and host ports are checked."""
+        if len(nodes) == 0:
+            return nodes
+        vec = self.state.vector(self.pod)
+        cols = np.flatnonzero(vec)  # zero requests always fit, as in node_resources_fit.feasible
+        nodes = nodes[(self.state.free[nodes][:, cols] >= vec[cols]).all(axis=1)]
+        if self.pod.host_ports and len(nodes):
+            nodes = nodes[node_ports.feasible(self.pod, nodes, self.state)]
+        return nodes
 
     def _dynamic(self, nodes: np.ndarray) -> np.ndarray:
         if len(nodes) == 0:

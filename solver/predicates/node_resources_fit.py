@@ -93,7 +93,11 @@ def encode(wm) -> None:
         if vecs is None:
             vecs = shapes[ids] = np.array([wm.vec[i] for i in ids])
         ubs = np.fromiter((wm.ub_of(i, n) for i in ids), dtype=np.int64, count=len(ids))
-        load = ubs @ vecs
+        # Not ``ubs @ vecs`` in int64: products of huge quantities (2**62 bytes) wrap around and
+        # hid the row. Floats first; exact Python integers where floats lose precision.
+        load = ubs.astype(np.float64) @ vecs.astype(np.float64)
+        if load.max(initial=0.0) >= 2.0**53:
+            load = np.array([sum(int(u) * int(v) for u, v in zip(ubs, col)) for col in vecs.T], dtype=object)
         victims = victims_on.get(n)
         rows = np.nonzero(vecs.any(axis=0) & ((load > free[n]) | bool(victims)))[0]
         for r in rows.tolist():
