@@ -108,7 +108,8 @@ def _workload_tables(report: BenchReport) -> list[str]:
         numeric={1, 2, 3, 5, 6, 7, 9, 10, 11},
     )
 
-    lines += ["", "TIME (decision = wall clock around one schedule() call per window; model size: largest window)"]
+    lines += ["", "TIME (decision = wall clock around one schedule() call per window; model size: largest window; "
+              "peak RSS: the process's resident-memory high-water mark while the workload ran, both engines)"]
     rows = []
     for w in report.workloads:
         for k, (engine, result) in enumerate(w.results.items()):
@@ -130,13 +131,14 @@ def _workload_tables(report: BenchReport) -> list[str]:
                     _num(r["components"]),
                     _num(r["variables"]),
                     _num(r["constraints"]),
+                    _num(w.peak_rss_mib, "{:,.0f}") if k == 0 else "",
                 )
             )
     lines += _table(
         ("WORKLOAD", "ENGINE", "WINDOWS", "LIMIT s", "P50 ms", "P99 ms", "DECISION s", "PODS/s", "GREEDY s", "BUILD s",
-         "SOLVE s", "CLASSES", "COMPONENTS", "VARIABLES", "CONSTRAINTS"),
+         "SOLVE s", "CLASSES", "COMPONENTS", "VARIABLES", "CONSTRAINTS", "PEAK RSS MiB"),
         rows,
-        numeric=set(range(2, 15)),
+        numeric=set(range(2, 16)),
     )
 
     compared = [w for w in report.workloads if w.ratios()]

@@ -57,6 +57,7 @@ import numpy as np
 
 from models import ClusterSnapshot, Plan, Pod, SchedulerConfig, pod_group_key
 
+from . import memory
 from .bounds import max_placeable_bound, min_nodes_bound
 from .workloads import SCALE_TARGETS, WORKLOADS, Workload, generate
 
@@ -446,6 +447,8 @@ class WorkloadResult:
     setup_s: float
     time_limit: float
     queue: Optional[int] = None  # pending pods of the workload, when only the first windows ran
+    peak_rss_mib: Optional[float] = None  # resident-memory high-water mark while this workload ran
+    peak_rss_scope: str = "workload"  # or "process" where the mark cannot be reset (memory.py)
 
     def ratios(self) -> dict[str, Optional[float]]:
         """cpsat over greedy: placed, weighted, decision time."""
@@ -502,6 +505,8 @@ class WorkloadResult:
             "windows": self.windows,
             "time_limit_s": self.time_limit,
             "setup_s": round(self.setup_s, 3),
+            "peak_rss_mib": self.peak_rss_mib,
+            "peak_rss_scope": self.peak_rss_scope,
             "results": {engine: result.to_json() for engine, result in self.results.items()},
             "bound": self.bound,
             "ratios": self.ratios(),
@@ -527,6 +532,7 @@ def measure(
     slow to finish. Everything is then about the pods of those windows (the bounds too); the
     rest of the queue never enters the cluster."""
     say = progress or (lambda _msg: None)
+    scope = "workload" if memory.reset_peak() else "process"
     start = time.perf_counter()
     base = workload.snapshot()
     queue = queue_order(base.pending_pods(config.scheduler_name))
@@ -578,6 +584,8 @@ def measure(
         setup_s=setup,
         time_limit=config.solver.time_limit_seconds,
         queue=len(queue),
+        peak_rss_mib=memory.peak_rss_mib(),
+        peak_rss_scope=scope,
     )
 
 

@@ -315,3 +315,29 @@ def test_max_windows_measures_only_the_first_windows() -> None:
         assert w["results"][engine]["placed"] == 50 and w["results"][engine]["valid"]
     final = result.results["cpsat"].first.final
     assert not final.pending_pods() and len(final.bound_pods()) == 100  # 50 running + 50 placed
+
+
+# --------------------------------------------------------------------------- peak memory
+
+
+def test_peak_rss_is_reported_per_workload() -> None:
+    report = suite_json()
+    for w in report["workloads"]:
+        assert w["peak_rss_scope"] in ("workload", "process")
+        assert w["peak_rss_mib"] is not None and w["peak_rss_mib"] > 10  # an interpreter with numpy and OR-tools
+
+
+def test_peak_rss_follows_what_the_process_held() -> None:
+    from adapters.bench import memory
+
+    if not memory.reset_peak():
+        pytest.skip("this system cannot reset the resident-memory high-water mark")
+    before = memory.peak_rss_mib()
+    block = bytearray(200 * 1024 * 1024)
+    block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page so it is resident
+    held = memory.peak_rss_mib()
+    del block
+    memory.reset_peak()
+    after = memory.peak_rss_mib()
+    assert held >= before + 190
+    assert after < held - 150  # a new mark, not the old one
