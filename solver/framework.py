@@ -51,11 +51,19 @@ def unresolvable(plugin: str, *reasons: str) -> Status:
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 
 
-def reason_histogram(statuses: Iterable[Status]) -> Counter[str]:
-    """Every reason of every failed node, counted (a node may give several)."""
+def reason_histogram(statuses: Iterable[Status], *, failed_only: bool = False) -> Counter[str]:
+    """Every reason of every failed node, counted (a node may give several). ``failed_only``
+    skips the statuses that pass, so a whole cycle's list can be given as it is."""
+    # Nodes failing alike share one Status object: count the objects (in C), then their reasons.
+    statuses = list(statuses)
+    by_id = dict(zip(map(id, statuses), statuses))
     hist: Counter[str] = Counter()
-    for status in statuses:
-        hist.update(status.reasons)
+    for key, count in Counter(map(id, statuses)).items():
+        status = by_id[key]
+        if failed_only and status.ok:
+            continue
+        for reason in status.reasons:
+            hist[reason] += count
     return hist
 
 

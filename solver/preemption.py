@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Optional
 
-from .framework import Code, Status, fit_error_message, reason_histogram, unresolvable
+import numpy as np
+
+from .framework import SUCCESS, Code, Status, fit_error_message, reason_histogram, unresolvable
 from .info import PodInfo
 from .pdb import PdbBudgets
-from .predicates import Cycle, StaticFilters
+from .predicates import Cycle, StaticFilters, node_resources_fit
 from .state import ClusterState
 
 NAME = "DefaultPreemption"
@@ -73,11 +75,14 @@ def select_victims(
     *,
     hard_pdb: bool = False,
     window: frozenset[str] = frozenset(),
+    local: bool = False,
 ) -> tuple[Optional[_Candidate], Status]:
     """The minimal victim set on one node (or why the node cannot be made to fit).
 
     With ``hard_pdb`` (config ``preemption.pdb: hard``), pods whose eviction would break a
-    PodDisruptionBudget are never victims: they are put back before the fit is judged."""
+    PodDisruptionBudget are never victims: they are put back before the fit is judged.
+    ``local``: only the node's resources can keep the pod out (no host ports, spread or pod
+    affinity on either side), so the dry run is done on the resource arithmetic alone."""
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
     # A gang member never evicts a running member of its own group (that would undo the gang).
     lower = [
@@ -87,6 +92,8 @@ def select_victims(
     ]
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
+    if local and static.mask(pod)[node]:
+        return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version)
     for victim in lower:
         state.remove(victim)
     try:
@@ -123,6 +130,55 @@ def select_victims(
             state.add(victim, node)
 
 
+def _select_by_resources(
+    pod: PodInfo, node: int, lower: list[PodInfo], state: ClusterState, budgets: PdbBudgets, hard_pdb: bool, version: str
+) -> tuple[Optional[_Candidate], Status]:
+    """``select_victims``'s dry run for a pod only NodeResourcesFit can keep off the node: the
+    same removals, reprieves, order and statuses, on the free amounts instead of the state
+    (exact Python integers)."""
+    vec = state.vector(pod)
+    cols = np.flatnonzero(vec)  # zero requests always fit; the pod count is always requested
+    need = vec[cols].tolist()
+    of = {v.key: state.vector(v).tolist() for v in lower}
+    room = state.free[node].tolist()
+    for v in lower:
+        room = [r + a for r, a in zip(room, of[v.key])]
+
+    def fits(amounts: list[int]) -> bool:
+        return all(amounts[c] >= b for c, b in zip(cols.tolist(), need))
+
+    def without(amounts: list[int], v: PodInfo) -> list[int]:
+        return [r - a for r, a in zip(amounts, of[v.key])]
+
+    def refused(amounts: list[int]) -> tuple[None, Status]:
+        free = np.array(amounts, dtype=object)
+        return None, node_resources_fit.status_of(vec, free, state.alloc[node], state, version=version)
+
+    if not fits(room):
+        return refused(room)
+    lower = sorted(lower, key=_importance)
+    violating, safe = budgets.split(lower)
+    if hard_pdb and violating:
+        for keep in violating:
+            room = without(room, keep)
+        if not fits(room):
+            return refused(room)
+        violating = []
+    victims: list[PodInfo] = []
+    pdb_violations = 0
+    for group, counts_violation in ((violating, True), (safe, False)):
+        for candidate in group:
+            trial = without(room, candidate)
+            if fits(trial):
+                room = trial  # reprieved: it stays
+                continue
+            victims.append(candidate)
+            pdb_violations += counts_violation
+    if violating and safe:
+        victims.sort(key=_importance)
+    return _Candidate(node, victims, pdb_violations), SUCCESS
+
+
 def _best(candidates: list[_Candidate]) -> _Candidate:
     def key(c: _Candidate) -> tuple:
         top = max((v.priority for v in c.victims), default=-PRIORITY_OFFSET)
@@ -137,6 +193,57 @@ def _best(candidates: list[_Candidate]) -> _Candidate:
         )
 
     return min(candidates, key=key)
+
+
+_NOT_HELPFUL = Status(Code.UNRESOLVABLE, (REASON_NOT_HELPFUL,))
+
+
+def _window_keys(ctx) -> frozenset[str]:
+    """The window's pod keys (never victims), built once per context: every failing pod asks."""
+    keys = ctx.__dict__.get("_preemption_window_keys")
+    if keys is None:
+        keys = ctx.__dict__["_preemption_window_keys"] = frozenset(p.key for p in ctx.window)
+    return keys
+
+
+# Above this, float sums of requests may round: the resource pre-check below is then skipped.
+_EXACT_FLOAT = 2**52
+
+
+def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Per node: does it hold a pod the preemptor could evict (lower priority, not a window pod,
+    not of the preemptor's own gang), and what those pods request in all (floats; None when
+    amounts are too large for floats to be exact)? Kept in the state's local cache per priority
+    and brought up to date on the nodes touched since, like the node-local filter masks: pods
+    that fail in a row ask this of every node each time."""
+    def lower_pods(i: int) -> list[PodInfo]:
+        return [
+            p for p in state.pods_on[i].values()
+            if p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
+        ]
+
+    def fill(mask: np.ndarray, usage: np.ndarray, nodes) -> None:
+        for i in nodes:
+            pods = lower_pods(i)
+            mask[i] = bool(pods)
+            usage[i] = sum((state.vector(p).astype(np.float64) for p in pods), np.zeros(usage.shape[1]))
+
+    n = len(state.nodes)
+    exact = not state.alloc.size or int(state.alloc.max()) < _EXACT_FLOAT
+    if not state.priorities or min(state.priorities) >= pod.priority:
+        # nobody in the whole state is below the preemptor
+        return np.zeros(n, dtype=bool), np.zeros(state.alloc.shape) if exact else None
+    key = ("preemption-lower", pod.priority, window)
+    hit = state.local_cache.get(key) if pod.group is None else None  # own-gang exclusion: not shared
+    if hit is None:
+        mask, usage = np.zeros(n, dtype=bool), np.zeros(state.alloc.shape)
+        fill(mask, usage, range(n))
+    else:
+        seen, (mask, usage) = hit
+        fill(mask, usage, set(state.touched[seen:]))
+    if pod.group is None:
+        state.local_cache[key] = (len(state.touched), (mask, usage))
+    return mask, usage if exact else None
 
 
 def default_preemption(
@@ -158,30 +265,41 @@ def default_preemption(
     version = ctx.config.kubernetes_version
     statuses = cycle.statuses()
     n = len(statuses)
-    window = frozenset(p.key for p in ctx.window)
+    window = _window_keys(ctx)
     node_status: dict[int, Status] = {}
     # A node with no pod of lower priority has no victims to offer (checked before any dry run).
     no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
     potential = []
+    lower, usage = _lower(pod, state, window)
     for i, s in enumerate(statuses):
         if s.code != Code.UNSCHEDULABLE or (allowed is not None and not allowed[i]):
             continue
-        if any(
-            p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
-            for p in state.pods_on[i].values()
-        ):
+        if lower[i]:
             potential.append(i)
         else:
             node_status[i] = no_victims
     candidates: list[_Candidate] = []
+    local = cycle.node_local and not pod.host_ports
+    hopeless: set[int] = set()
     if potential:
         budgets = PdbBudgets.of(ctx)
         wanted = min(len(potential), max(len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
         offset = rng.randrange(len(potential)) if rng is not None else 0
+        # Nodes where the pod would not fit even with every possible victim gone give no
+        # candidate: found at once over all nodes; their status is needed only for the message.
+        if local and usage is not None:
+            vec = state.vector(pod)
+            cols = np.flatnonzero(vec)
+            idx = np.array(potential, dtype=np.int64)
+            room = state.free[np.ix_(idx, cols)].astype(np.float64) + usage[np.ix_(idx, cols)]
+            hopeless = set(idx[~(room >= vec[cols]).all(axis=1)].tolist())
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
+            if node in hopeless:
+                continue
             candidate, status = select_victims(
-                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window
+                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
+                local=local,
             )
             node_status[node] = status
             if candidate is not None:
@@ -191,7 +309,13 @@ def default_preemption(
     if candidates:
         best = _best(candidates)
         return PreemptionOutcome(best.node, best.victims, best.pdb_violations)
-    hist = reason_histogram(
-        node_status.get(i) or Status(Code.UNRESOLVABLE, (REASON_NOT_HELPFUL,)) for i in range(n)
-    )
+    for node in hopeless:
+        node_status[node] = select_victims(
+            pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
+            local=local,
+        )[1]
+    per_node = [_NOT_HELPFUL] * n
+    for i, status in node_status.items():
+        per_node[i] = status
+    hist = reason_histogram(per_node)
     return PreemptionOutcome(None, message=f"preemption: {fit_error_message(n, hist)}")

@@ -88,6 +88,9 @@ class ClusterState:
         self.local_cache: dict[tuple, tuple[int, np.ndarray]] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self.removals = 0  # pods taken out of the state so far
+        # How many pods of each priority the state holds: preemption asks "is any pod below
+        # this priority at all?" before looking node by node.
+        self.priorities: Counter[int] = Counter()
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -120,6 +123,7 @@ class ClusterState:
         self.nonzero[node, 0] += pod.nonzero_cpu
         self.nonzero[node, 1] += pod.nonzero_mem
         self.ports_on[node].update(pod.host_ports)
+        self.priorities[pod.priority] += 1
         self._count(pod, node, +1)
         self.touched.append(node)
 
@@ -134,6 +138,9 @@ class ClusterState:
         self.nonzero[node, 1] -= pod.nonzero_mem
         self.ports_on[node].subtract(pod.host_ports)
         self.ports_on[node] = +self.ports_on[node]
+        self.priorities[pod.priority] -= 1
+        if not self.priorities[pod.priority]:
+            del self.priorities[pod.priority]
         self._count(pod, node, -1)
         self.touched.append(node)
         return node
@@ -229,4 +236,5 @@ class ClusterState:
         other.local_cache = {}
         other._vectors = self._vectors
         other.removals = 0
+        other.priorities = Counter(self.priorities)
         return other

@@ -158,17 +158,16 @@ class Cycle:
         return static if not static.ok else self.dynamic_status(node)
 
     def statuses(self) -> list[Status]:
-        """Every node's status (computed once per cycle; the state must not change meanwhile)."""
+        """Every node's status (computed once per cycle; the state must not change meanwhile).
+        The same statuses as ``status`` gives node by node, computed filter by filter over all
+        nodes at once (``tests/solver/test_predicates.py`` checks the two agree): a pod that
+        fails is re-examined on every node for its message and for preemption, so this path
+        is as hot as placement itself."""
         if self._statuses is None:
-            if self.node_local:
-                self._statuses = self._local_statuses()
-            else:
-                self._statuses = [self.status(n) for n in self.static.nodes]
+            self._statuses = self._all_statuses()
         return self._statuses
 
-    def _local_statuses(self) -> list[Status]:
-        """The same statuses as ``status`` per node, vectorised for node-local pods: nodes failing
-        on the same resources share one Status."""
+    def _all_statuses(self) -> list[Status]:
         pod, state = self.pod, self.state
         out = list(self.static.statuses(pod))
         idx = np.flatnonzero(self.static.mask(pod))
@@ -177,24 +176,43 @@ class Cycle:
             for n in idx[~port_ok].tolist():
                 out[n] = node_ports.filter(pod, self.static.nodes[n], state)
             idx = idx[port_ok]
+        idx = self._resource_statuses(idx, out)
+        for plugin, pre in ((pod_topology_spread, self.spread), (inter_pod_affinity, self.affinity)):
+            if not len(idx) or not pre:
+                continue
+            codes = plugin.status_codes(idx, pre)
+            for n, code in zip(idx.tolist(), codes.tolist()):
+                if code:
+                    out[n] = plugin.STATUSES[code]
+            idx = idx[codes == 0]
+        return out
+
+    def _resource_statuses(self, idx: np.ndarray, out: list[Status]) -> np.ndarray:
+        """NodeResourcesFit's statuses for the nodes ``idx`` into ``out``; the nodes that fit.
+        Nodes failing on the same resources share one Status."""
         if not len(idx):
-            return out
+            return idx
+        pod, state = self.pod, self.state
         vec = state.vector(pod)
         cols = np.flatnonzero(vec)
         short = state.free[np.ix_(idx, cols)] < vec[cols]
-        failing = np.flatnonzero(short.any(axis=1))
+        fails = short.any(axis=1)
+        failing = np.flatnonzero(fails)
         if not len(failing):
-            return out
+            return idx
         # Reasons follow the short resources; the code also depends on exceeding allocatable.
         hopeless = state.alloc[np.ix_(idx[failing], cols)] < vec[cols]
-        patterns, inverse = np.unique(np.hstack((short[failing], hopeless)), axis=0, return_inverse=True)
+        rows = np.hstack((short[failing], hopeless))
+        if rows.shape[1] <= 62:  # one integer per row: a 1-d unique, far cheaper than axis=0
+            rows = rows.astype(np.int64) @ (np.int64(1) << np.arange(rows.shape[1], dtype=np.int64))
+        patterns, inverse = np.unique(rows, axis=0 if rows.ndim == 2 else None, return_inverse=True)
         by_pattern = [
             node_resources_fit.filter(pod, self.static.nodes[int(idx[failing[np.flatnonzero(inverse == k)[0]]])], state, version=self.version)
             for k in range(len(patterns))
         ]
         for row, k in zip(failing.tolist(), np.ravel(inverse).tolist()):
             out[int(idx[row])] = by_pattern[k]
-        return out
+        return idx[~fails]
 
     def feasible(
         self, nodes: Optional[np.ndarray] = None, limit: Optional[int] = None, allowed: Optional[np.ndarray] = None
@@ -296,8 +314,8 @@ class Cycle:
         # A failed PreFilter replaces the histogram with its own message.
         prefilter = node_affinity.REASON_CONFLICT if node_affinity.prefilter_node_names(self.pod) == set() else None
         return fit_error_message(
-            len(statuses), reason_histogram(s for s in statuses if not s.ok), prefilter=prefilter, postfilter=postfilter
+            len(statuses), reason_histogram(statuses, failed_only=True), prefilter=prefilter, postfilter=postfilter
         )
 
     def histogram(self) -> Counter[str]:
-        return reason_histogram(s for s in self.statuses() if not s.ok)
+        return reason_histogram(self.statuses(), failed_only=True)

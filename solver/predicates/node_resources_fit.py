@@ -47,9 +47,14 @@ def insufficient(vec: np.ndarray, free: np.ndarray, alloc: np.ndarray, state: Cl
 
 
 def filter(pod: PodInfo, node: NodeInfo, state: ClusterState, *, version: str = "1.34") -> Status:
-    vec = state.vector(pod)
     n = node.index
-    reasons, hopeless = insufficient(vec, state.alloc[n] - state.used[n], state.alloc[n], state)
+    return status_of(state.vector(pod), state.alloc[n] - state.used[n], state.alloc[n], state, version=version)
+
+
+def status_of(vec: np.ndarray, free, alloc: np.ndarray, state: ClusterState, *, version: str = "1.34") -> Status:
+    """The filter's status for a request ``vec`` against ``free`` of a node with ``alloc``
+    (preemption's dry run asks it of amounts the state does not hold)."""
+    reasons, hopeless = insufficient(vec, free, alloc, state)
     if not reasons:
         return SUCCESS
     code = Code.UNRESOLVABLE if hopeless and version == "1.34" else Code.UNSCHEDULABLE

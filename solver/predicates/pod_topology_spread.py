@@ -89,6 +89,25 @@ def filter(pod: PodInfo, node: NodeInfo, pre: list[ConstraintCounts]) -> Status:
     return SUCCESS
 
 
+# ``status_codes`` answers with indexes into this tuple: the statuses ``filter`` can give.
+STATUSES = (SUCCESS, unresolvable(NAME, REASON_MISSING_LABEL), unschedulable(NAME, REASON))
+
+
+def status_codes(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
+    """``filter`` over many nodes at once: per node, the index in ``STATUSES`` of its status
+    (the first constraint that fails decides, as in ``filter``)."""
+    codes = np.zeros(len(nodes), dtype=np.int8)
+    for cc in pre:
+        open_ = codes == 0
+        dom = cc.domain_ids[nodes]
+        has = dom >= 0
+        codes[open_ & ~has] = 1
+        if len(cc.domain_counts):
+            counts = np.where(has, cc.domain_counts[np.where(has, dom, 0)], 0)
+            codes[open_ & has & (counts + cc.self_match - cc.global_min > cc.constraint.max_skew)] = 2
+    return codes
+
+
 def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
     ok = np.ones(len(nodes), dtype=bool)
     for cc in pre:

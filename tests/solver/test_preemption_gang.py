@@ -179,3 +179,58 @@ def test_a_gang_member_never_evicts_a_running_member_of_its_own_group(engine):
     snap = make_snapshot(nodes, running + pending, pod_groups=[make_pod_group("default/g", 3)])
     plan = plan_for(snap, ENGINES[engine])
     assert not plan.preemptions and not plan.assignments
+
+
+# --------------------------------------------------------------------------- resource-only dry run
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from solver import preemption as preemption_mod  # noqa: E402
+from solver.context import build_context  # noqa: E402
+from solver.pdb import PdbBudgets  # noqa: E402
+from solver.predicates import StaticFilters  # noqa: E402
+
+
+@st.composite
+def node_with_victims(draw):
+    """One node with running pods of mixed priorities and sizes, some under a budget, and a
+    preemptor only NodeResourcesFit can keep out."""
+    node = make_node("n0", cpu=str(draw(st.integers(1, 8))), memory=f"{draw(st.integers(1, 16))}Gi",
+                     pods=draw(st.sampled_from((3, 5, 110))))
+    running = [
+        make_pod(
+            f"default/r{i}",
+            cpu=f"{draw(st.sampled_from((0, 100, 500, 1000, 2000)))}m",
+            memory=f"{draw(st.sampled_from((0, 256, 1024, 4096)))}Mi",
+            priority=draw(st.sampled_from((0, 10, 100, 1000))),
+            labels={"app": draw(st.sampled_from(("a", "b")))},
+            node="n0",
+            created=at(i),
+        )
+        for i in range(draw(st.integers(1, 7)))
+    ]
+    preemptor = make_pod("default/high", cpu=f"{draw(st.sampled_from((0, 500, 1500, 3000, 9000)))}m",
+                         memory=f"{draw(st.sampled_from((0, 512, 2048, 8192)))}Mi", priority=500)
+    pdbs = [make_pdb("default/a", {"app": "a"}, allowed=draw(st.integers(0, 2)))] if draw(st.booleans()) else []
+    return make_snapshot([node], running + [preemptor], pdbs=pdbs), draw(st.booleans())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(node_with_victims())
+def test_resource_only_dry_run_matches_the_state_dry_run(case):
+    snap, hard = case
+    ctx = build_context(snap, SchedulerConfig())
+    static = StaticFilters(ctx.nodes, ctx.window)
+    (pod,) = ctx.window
+    budgets = PdbBudgets.of(ctx)
+    runs = [
+        preemption_mod.select_victims(pod, 0, ctx.state, static, budgets, "1.34", hard_pdb=hard, local=local)
+        for local in (False, True)
+    ]
+    (slow, slow_status), (fast, fast_status) = runs
+    assert (slow is None) == (fast is None)
+    assert slow_status == fast_status
+    if slow is not None:
+        assert [v.key for v in fast.victims] == [v.key for v in slow.victims]
+        assert fast.pdb_violations == slow.pdb_violations
