@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +48,9 @@ from models import (
     SchedulerConfig,
     Unschedulable,
 )
+from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
+
+from .input_size import CONFIG_LIMIT, SizeLimit, read_bounded, snapshot_limit
 
 __all__ = [
     "LoadedSnapshot",
@@ -120,19 +122,22 @@ class LoadedSnapshot:
 # --------------------------------------------------------------------------- public entry points
 
 
-def load_snapshot(source: Source, *, label: Optional[str] = None) -> ClusterSnapshot:
+def load_snapshot(source: Source, *, label: Optional[str] = None,
+                  max_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> ClusterSnapshot:
     """Read a snapshot (path, ``-`` for stdin, or an open file); skipped kinds are logged."""
-    loaded = read_snapshot(source, label=label)
+    loaded = read_snapshot(source, label=label, max_bytes=max_bytes)
     note = loaded.note()
     if note:
         log.info("%s", note)
     return loaded.snapshot
 
 
-def read_snapshot(source: Source, *, label: Optional[str] = None) -> LoadedSnapshot:
-    """Read a snapshot and report which kinds were skipped; raises ``InputError`` on bad input."""
+def read_snapshot(source: Source, *, label: Optional[str] = None,
+                  max_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> LoadedSnapshot:
+    """Read a snapshot and report which kinds were skipped; raises ``InputError`` on bad input,
+    and on an input of more than ``max_bytes`` (``limits.maxSnapshotBytes``) before parsing it."""
     label = label or _label(source)
-    documents = read_documents(source, label=label)
+    documents = read_documents(source, label=label, max_bytes=max_bytes)
     if not documents:
         raise InputError(label, "", "empty input: expected a List or Kubernetes objects")
     objects: dict[str, list[BaseModel]] = {kind: [] for kind in _KINDS}
@@ -157,17 +162,18 @@ def read_snapshot(source: Source, *, label: Optional[str] = None) -> LoadedSnaps
 
 def load_config(path: Union[str, Path, IO[str], IO[bytes]]) -> SchedulerConfig:
     """A ``SchedulerConfig`` from one YAML/JSON mapping; an empty file means all defaults."""
-    data = _single_mapping(path, what="config", empty={})
+    data = _single_mapping(path, what="config", empty={}, limit=CONFIG_LIMIT)
     return _validate_model(SchedulerConfig, data, "config")
 
 
-def load_plan(path: Union[str, Path, IO[str], IO[bytes]]) -> Plan:
+def load_plan(path: Union[str, Path, IO[str], IO[bytes]], *, max_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> Plan:
     """A plan as printed by ``schedule --output json|yaml``.
 
     Keys the contract may add later are ignored, and ``stats`` may be left out, so plans written
-    by other tools (``{"assignments": [...]}``) can be checked too.
+    by other tools (``{"assignments": [...]}``) can be checked too. A plan is bounded like the
+    snapshot it is checked against (``max_bytes``).
     """
-    data = _single_mapping(path, what="plan", empty=None)
+    data = _single_mapping(path, what="plan", empty=None, limit=snapshot_limit(max_bytes))
     data = {k: v for k, v in data.items() if k in Plan.model_fields}
     for key, model in _PLAN_ENTRIES.items():
         entries = data.get(key)
@@ -194,9 +200,9 @@ def _known_keys(value: Any, model: type[BaseModel]) -> Any:
     return {k: v for k, v in value.items() if k in model.model_fields}
 
 
-def _single_mapping(source: Any, *, what: str, empty: Optional[dict]) -> dict:
+def _single_mapping(source: Any, *, what: str, empty: Optional[dict], limit: SizeLimit) -> dict:
     label = _label(source)
-    documents = read_documents(source, label=label)
+    documents = _documents(source, label, limit)
     if not documents:
         if empty is not None:
             return dict(empty)
@@ -212,10 +218,16 @@ def _single_mapping(source: Any, *, what: str, empty: Optional[dict]) -> dict:
 # --------------------------------------------------------------------------- reading text
 
 
-def read_documents(source: Source, *, label: Optional[str] = None) -> list[Any]:
-    """Every non-empty document of a JSON or YAML input, as plain Python data."""
+def read_documents(source: Source, *, label: Optional[str] = None,
+                   max_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> list[Any]:
+    """Every non-empty document of a JSON or YAML input of at most ``max_bytes``, as plain
+    Python data."""
     label = label or _label(source)
-    text = _read_text(source, label)
+    return _documents(source, label, snapshot_limit(max_bytes))
+
+
+def _documents(source: Source, label: str, limit: SizeLimit) -> list[Any]:
+    text = _read_text(source, label, limit)
     stripped = text.lstrip()
     if not stripped:
         return []
@@ -308,23 +320,16 @@ def _label(source: Any) -> str:
     return str(getattr(source, "name", "<input>"))
 
 
-def _read_text(source: Any, label: str) -> str:
+def _read_text(source: Any, label: str, limit: SizeLimit) -> str:
     try:
-        if isinstance(source, (str, Path)):
-            if str(source) == "-":
-                stream = sys.stdin
-                data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-            else:
-                data = Path(source).read_bytes()
-        else:
-            data = source.read()
+        data = read_bounded(source, label, limit)
     except FileNotFoundError:
         raise InputError(label, "", "cannot read: no such file") from None
     except IsADirectoryError:
         raise InputError(label, "", "cannot read: is a directory") from None
     except OSError as exc:
         raise InputError(label, "", f"cannot read: {exc.strerror or exc}") from None
-    if isinstance(data, bytes):
+    if isinstance(data, (bytes, bytearray)):
         try:
             return data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

@@ -97,11 +97,22 @@ class RepackConfig(_ConfigModel):
     default_node_cost: float = Field(default=1.0, ge=0)
 
 
+# Largest snapshot (or plan) file read by default, in bytes. Parsing takes 5-8 times the file's
+# size in memory (measured: 4.8x for kubectl's indented JSON, 7.4x for YAML), so the size is
+# checked before a byte is parsed. 2 GiB holds a dump at the node and window limits with some
+# 200,000 running pods besides (~5 KB per object as kubectl prints it).
+DEFAULT_MAX_SNAPSHOT_BYTES = 2 * 1024**3
+# Said after every refusal by a limit: the limits are settings, not the scheduler's own bounds.
+LIMITS_HINT = "raise it in the config's limits section"
+
+
 class LimitsConfig(_ConfigModel):
-    """Bounds that keep one decision from exhausting memory; larger inputs are refused clearly."""
+    """Bounds that keep one decision from exhausting memory; larger inputs are refused clearly,
+    before anything is built from them (``solver/limits.py``, ``adapters/input_size.py``)."""
 
     max_nodes: int = Field(default=20000, ge=1)
     max_window_pods: int = Field(default=50000, ge=1)
+    max_snapshot_bytes: int = Field(default=DEFAULT_MAX_SNAPSHOT_BYTES, ge=1)
 
 
 class SchedulerConfig(_ConfigModel):

@@ -20,6 +20,7 @@ from models.snapshot import ClusterSnapshot
 from .context import SchedulingContext, build_context
 from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
 from .greedy import GreedyResult, schedule_greedy
+from .limits import check_snapshot
 from .predicates import Cycle, StaticFilters
 
 ENGINES = ("cpsat", "greedy")
@@ -28,16 +29,6 @@ NOTE_JOINT = (
     " (it fits the cluster on its own: its room went to pods of higher priority or to a better"
     " joint placement of the window)"
 )
-
-
-def check_limits(snapshot: ClusterSnapshot, ctx: SchedulingContext) -> None:
-    limits = ctx.config.limits
-    if len(ctx.nodes) > limits.max_nodes:
-        raise InputError("snapshot", "nodes", f"{len(ctx.nodes)} nodes exceed limits.maxNodes={limits.max_nodes}")
-    if len(ctx.window) > limits.max_window_pods:
-        raise InputError(
-            "snapshot", "pods", f"{len(ctx.window)} pending pods exceed limits.maxWindowPods={limits.max_window_pods}"
-        )
 
 
 def schedule(
@@ -52,8 +43,9 @@ def schedule(
         raise InputError("", "--engine", f'unknown engine "{engine}" (choose {" or ".join(ENGINES)})')
     config = config or SchedulerConfig()
     start = time.monotonic()
+    # A snapshot or window past config.limits is refused before anything is built for it.
+    check_snapshot(snapshot, config, all_pending=all_pending, window_keys=window_keys)
     ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    check_limits(snapshot, ctx)
     if engine == "greedy":
         static = StaticFilters(ctx.nodes, ctx.window)
         result = schedule_greedy(ctx, static=static)

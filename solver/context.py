@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from models.config import SchedulerConfig
-from models.objects import PodGroup
+from models.objects import Pod, PodGroup
 from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot
 
@@ -79,6 +79,22 @@ def relevant_label_keys(snapshot: ClusterSnapshot, infos: list[PodInfo]) -> froz
     return frozenset(keys)
 
 
+def window_pods(
+    snapshot: ClusterSnapshot,
+    config: SchedulerConfig,
+    *,
+    all_pending: bool = False,
+    window_keys: Optional[list[str]] = None,
+) -> list[Pod]:
+    """The pending pods one decision places: ours (or all with ``all_pending``), and only
+    those named in ``window_keys`` when it is given."""
+    pending = snapshot.pending_pods(config.scheduler_name, all_pending=all_pending)
+    if window_keys is None:
+        return pending
+    wanted = set(window_keys)
+    return [p for p in pending if p.key in wanted]
+
+
 def build_context(
     snapshot: ClusterSnapshot,
     config: SchedulerConfig,
@@ -89,16 +105,14 @@ def build_context(
     """Parse once into infos; assume bound pods; order and group the pending window.
 
     ``window_keys`` restricts the window to those pending pods (the live scheduler's queue).
+    The configured limits are the callers' to check first (``solver/limits.py``).
     """
     sidecar_ports = config.kubernetes_version == "1.34"
     ns_labels = snapshot.namespace_labels
     nodes = [NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes)]
 
     bound_pods = snapshot.bound_pods()
-    pending_pods = snapshot.pending_pods(config.scheduler_name, all_pending=all_pending)
-    if window_keys is not None:
-        wanted = set(window_keys)
-        pending_pods = [p for p in pending_pods if p.key in wanted]
+    pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
     infos_bound = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports) for p in bound_pods]
     window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports) for p in pending_pods]
     window.sort(key=queue_order_key)

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(args.snapshot)
+    loaded = read_snapshot(args.snapshot, max_bytes=config.limits.max_snapshot_bytes)
     note(loaded.note())
 
     from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack

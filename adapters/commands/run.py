@@ -205,8 +205,9 @@ def _simulate(args: argparse.Namespace, config: Any, options: Any, stop: threadi
     from adapters.live.simulate import Simulation
     from adapters.snapshot_io import read_documents, read_snapshot
 
-    read_snapshot(args.simulate)  # bad input stops here, with the object and field named
-    objects = flatten(d for d in read_documents(args.simulate) if isinstance(d, dict))
+    max_bytes = config.limits.max_snapshot_bytes
+    read_snapshot(args.simulate, max_bytes=max_bytes)  # bad input stops here, with the object and field named
+    objects = flatten(d for d in read_documents(args.simulate, max_bytes=max_bytes) if isinstance(d, dict))
     simulation = Simulation(objects, config, options, arrival_rate=args.arrival_rate, duration=args.duration,
                             out=sys.stdout, stop=stop)
     result = simulation.run()

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from adapters.snapshot_io import read_snapshot
 
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(snapshot_source(args.snapshot))
+    loaded = read_snapshot(snapshot_source(args.snapshot), max_bytes=config.limits.max_snapshot_bytes)
     note(loaded.note())
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))

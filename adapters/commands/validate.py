@@ -31,12 +31,16 @@ def run(args: argparse.Namespace) -> int:
     if args.snapshot == "-" and args.plan == "-":
         raise InputError("", "PLAN", "only one of SNAPSHOT and PLAN can be read from stdin")
     config = config_from_args(args)
-    loaded = read_snapshot(args.snapshot)
+    max_bytes = config.limits.max_snapshot_bytes
+    loaded = read_snapshot(args.snapshot, max_bytes=max_bytes)
     note(loaded.note())
-    plan = load_plan(args.plan)
 
     from solver import validate
+    from solver.limits import check_snapshot
 
+    # What `schedule` would refuse to decide is not replayed either.
+    check_snapshot(loaded.snapshot, config, all_pending=args.all_pending)
+    plan = load_plan(args.plan, max_bytes=max_bytes)
     violations = validate(loaded.snapshot, plan, config, all_pending=args.all_pending)
     if violations:
         for line in violations:

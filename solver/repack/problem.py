@@ -18,6 +18,7 @@ from models.errors import InputError
 from models.objects import Node, Pod
 from models.snapshot import ClusterSnapshot
 
+from .. import limits
 from ..context import SchedulingContext, build_context
 from ..pdb import PdbBudgets
 from ..predicates import StaticFilters
@@ -110,9 +111,13 @@ def build_problem(
     for name in keep_nodes:
         if name not in names:
             raise InputError("--keep-node", name, "no node of that name in the snapshot")
+    limits.check_nodes(snapshot, config.limits)
     running = running_pods(snapshot)
     verdicts = classify_all(running, config.repack)
     window = {key for key, v in verdicts.items() if v.movable}
+    # The movable pods are placed again as one window: refused before they are copied unbound.
+    limits.check_window(len(window), config.limits, what="movable running pods",
+                        why="repack places them all in one model")
     # Scores play no part in re-packing: zero weights keep the builder from computing them.
     quiet = config.model_copy(
         update={
