@@ -113,7 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _live_options(args: argparse.Namespace) -> Any:
+def _live_options(args: argparse.Namespace, config: Any) -> Any:
     from adapters.live.leader import LeaseSettings
     from adapters.live.options import LiveOptions
 
@@ -127,9 +127,25 @@ def _live_options(args: argparse.Namespace) -> Any:
         from adapters.live.serving import parse_addr
 
         metrics_addr = parse_addr(DEFAULT_METRICS_ADDR)
-    return LiveOptions(engine=args.engine, window_size=args.window_size, window_wait=args.window_wait / 1000.0,
+    return LiveOptions(engine=args.engine, window_size=window_size(args.window_size, config),
+                       window_wait=args.window_wait / 1000.0,
                        dry_run=args.dry_run, leader_elect=args.leader_elect and not args.dry_run, lease=lease,
                        metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency)
+
+
+def window_size(asked: int, config: Any) -> int:
+    """Pods per live window: as asked, but never past ``limits.maxWindowPods``. A larger window
+    would be refused by the solver every time; a smaller one cuts the backlog into chunks."""
+    from adapters.live.options import DEFAULT_WINDOW_SIZE
+
+    cap = config.limits.max_window_pods
+    if asked <= cap:
+        return asked
+    # Said loudly only when --window-size asked for more; the default shrinking is expected.
+    level = logging.INFO if asked == DEFAULT_WINDOW_SIZE else logging.WARNING
+    logging.getLogger("adapters.live").log(
+        level, "window size %d is above limits.maxWindowPods=%d: windows take at most %d pods", asked, cap, cap)
+    return cap
 
 
 def _configure_logging(args: argparse.Namespace) -> None:
@@ -156,8 +172,8 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 def run(args: argparse.Namespace, stop: Optional[threading.Event] = None) -> int:
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers)
-    options = _live_options(args)
     _configure_logging(args)
+    options = _live_options(args, config)
     stop = stop or threading.Event()
     _stop_on_signals(stop)
     if args.simulate:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -21,8 +22,9 @@ from typing import Any
 import pytest
 
 from adapters.cli import main
+from adapters.commands.run import window_size
 from adapters.input_size import CONFIG_LIMIT, SizeLimit, read_bounded
-from models import InputError
+from models import InputError, SchedulerConfig
 
 SCRIPT = Path(sys.executable).with_name("cpsat-scheduler")
 HINT = "raise it in the config's limits section"
@@ -232,3 +234,25 @@ def test_script_stdin_past_the_bound_exits_2(tmp_path: Path) -> None:
                           capture_output=True, timeout=120, env={**os.environ, "CPSAT_DEBUG": "0"})
     assert done.returncode == 2
     assert done.stderr.decode() == error(f"<stdin>: more than 4096 bytes exceed limits.maxSnapshotBytes=4096 (4 KiB; {HINT})")
+
+
+# --------------------------------------------------------------------------- the live scheduler
+
+
+def test_live_windows_are_cut_at_the_window_limit(caplog: pytest.LogCaptureFixture) -> None:
+    small = SchedulerConfig.model_validate({"limits": {"maxWindowPods": 100}})
+    assert window_size(50, small) == 50
+    with caplog.at_level(logging.INFO, logger="adapters.live"):
+        assert window_size(800, small) == 100
+    assert caplog.records[-1].levelno == logging.WARNING
+    assert "window size 800 is above limits.maxWindowPods=100: windows take at most 100 pods" in caplog.text
+
+
+def test_live_backlog_past_the_window_limit_is_bound_in_chunks(tmp_path: Path, capsys) -> None:
+    """Seven pending pods, windows of at most two (the default window size is cut to the limit)."""
+    snap = cluster(tmp_path, nodes=2, pending=7)
+    status = main(["run", "--simulate", snap, "--arrival-rate", "0", "--engine", "greedy", "--no-leader-elect",
+                   "--config", config(tmp_path, maxWindowPods=2)])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "bound 7 pod(s), evicted 0, left 0 unschedulable" in out
