@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -28,7 +28,7 @@ from .node_order import node_tree_order, num_feasible_nodes_to_find
 from .predicates import Cycle, StaticFilters
 from .scores import ScoreContext, score_nodes
 from .scores.cache import ScoreCache
-from .state import ClusterState
+from .state import ClusterState, PodMatcher
 from .window_guard import REASON as GUARD_REASON
 from .window_guard import SpreadGuard
 
@@ -103,12 +103,14 @@ def schedule_greedy(
     last_member = {g.members[-1].key: g for g in gangs.values()}
     result = GreedyResult(state=state)
     guard = SpreadGuard(state, static)
-    # A node-local pod that found no node (nor victims) fails again, with the same message, as
-    # long as no pod left the state and every pod placed since outranks or equals it: placements
-    # only take room, and a pod of equal or higher priority is no victim. Priorities of the
-    # placements in order, and the number of removals, tell whether that still holds.
-    failed: dict[int, tuple[int, int, str]] = {}
-    placed_priorities: list[int] = []
+    # A pod that found no node (nor victims) fails again, with the same message, as long as no
+    # pod left the state, every pod placed since outranks or equals it (placements only take
+    # room, and a pod of equal or higher priority is no victim), none of them is counted by its
+    # hard spread constraints (other placements leave its skews as they were), it has no
+    # required pod affinity (which a placement could satisfy) and the window guard allows it
+    # the same nodes. Anti-affinity only grows stricter with placements.
+    failed: dict[int, _Failure] = {}
+    placed: list[PodInfo] = []
 
     for done, pod in enumerate(queue_order(ctx, gangs)):
         if cancel is not None and cancel.is_set():
@@ -122,11 +124,12 @@ def schedule_greedy(
             result.unschedulable[pod.key] = f"0/{n} nodes are available: {blocked}." if n else blocked
         elif n == 0:
             result.unschedulable[pod.key] = "no nodes available to schedule pods"
-        elif _still_failing(failed.get(pod.class_id), pod, state, placed_priorities):
-            result.unschedulable[pod.key] = failed[pod.class_id][2]
+        elif _still_failing(failed.get(pod.class_id), pod, state, placed, allowed := guard.allowed(pod)):
+            entry = failed[pod.class_id]
+            result.unschedulable[pod.key] = entry.message
+            failed[pod.class_id] = replace(entry, placed_at=len(placed))  # checked up to here
         else:
             cycle = Cycle(pod, state, static, version=version)
-            allowed = guard.allowed(pod)
             walk = np.concatenate((order[next_start:], order[:next_start]))
             feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
             if len(feasible):
@@ -148,22 +151,40 @@ def schedule_greedy(
                 _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed)
                 if pod.key in result.placements:
                     guard.placed(pod, result.placements[pod.key])
-                elif cycle.node_local and allowed is None and pod.class_id >= 0:
-                    failed[pod.class_id] = (state.removals, len(placed_priorities), result.unschedulable[pod.key])
+                elif not pod.affinity and pod.class_id >= 0:
+                    failed[pod.class_id] = _Failure(
+                        state.removals, len(placed), result.unschedulable[pod.key],
+                        None if allowed is None else allowed.tobytes(),
+                        tuple(PodMatcher.of_spread(c.selector, pod.namespace) for c in pod.hard_spread),
+                    )
             if pod.key in result.placements:
-                placed_priorities.append(pod.priority)
+                placed.append(pod)
         if gang is not None and last_member.get(pod.key) is gang:
             _settle_gang(gang, state, result)
     return result
 
 
-def _still_failing(entry, pod: PodInfo, state: ClusterState, placed_priorities: list[int]) -> bool:
-    if entry is None or not pod.class_id >= 0:
+@dataclass(frozen=True)
+class _Failure:
+    """A pod class's last failure, and what must stay unchanged for it to hold (see above)."""
+
+    removals: int
+    placed_at: int  # placements before it
+    message: str
+    allowed: Optional[bytes]  # the window guard's mask then
+    counted_by: tuple[PodMatcher, ...]  # its hard spread constraints' pod matchers
+
+
+def _still_failing(entry: Optional[_Failure], pod: PodInfo, state: ClusterState, placed: list[PodInfo],
+                   allowed: Optional[np.ndarray]) -> bool:
+    if entry is None or not pod.class_id >= 0 or entry.removals != state.removals:
         return False
-    removals, placed_at, _ = entry
-    if removals != state.removals:
+    if entry.allowed != (None if allowed is None else allowed.tobytes()):
         return False
-    return all(p >= pod.priority for p in placed_priorities[placed_at:])
+    return all(
+        p.priority >= pod.priority and not any(m.matches(p) for m in entry.counted_by)
+        for p in placed[entry.placed_at:]
+    )
 
 
 def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed=None) -> None:
