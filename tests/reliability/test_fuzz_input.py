@@ -24,6 +24,7 @@ import copy
 import io
 import json
 import re
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -132,14 +133,28 @@ SEEDS = _load_seeds()
 # --------------------------------------------------------------------------- mutations
 
 
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _paths(value, prefix + (key,))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            out += _paths(value, prefix + (i,))
+# Deepest path a mutation may target. Kubernetes objects stay far above it; what lies below is
+# an earlier "nest" mutation, which a second one need not dig into.
+MAX_PATH_DEPTH = 64
+
+
+def _paths(node: Any) -> list[tuple]:
+    """Every path into ``node`` down to MAX_PATH_DEPTH, in document order (iteratively: after a
+    "nest" mutation the document is deeper than Python's recursion limit)."""
+    out: list[tuple] = []
+    pending: list[tuple[tuple, Any]] = [((), node)]
+    while pending:
+        prefix, value = pending.pop()
+        out.append(prefix)
+        if len(prefix) >= MAX_PATH_DEPTH:
+            continue
+        if isinstance(value, dict):
+            children = [(prefix + (k,), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(prefix + (i,), v) for i, v in enumerate(value)]
+        else:
+            continue
+        pending.extend(reversed(children))
     return out
 
 
@@ -211,7 +226,9 @@ def mutated_inputs(draw: Any) -> Input:
         elif op == "nest":
             parent[last] = _nest(draw(st.integers(1, 1200)), parent[last], draw(st.booleans()))
         elif op == "duplicate" and isinstance(parent, list):
-            parent.insert(last, copy.deepcopy(parent[last]))
+            # A shallow copy: the duplicate is the point, and a deep copy of an earlier "nest"
+            # would overflow Python's recursion limit.
+            parent.insert(last, copy.copy(parent[last]))
     fmt = draw(st.sampled_from(("json", "yaml", "stream")))
     try:
         if fmt == "json":
@@ -358,6 +375,14 @@ def test_mutated_snapshots_exit_0_or_2_with_a_named_field(fuzz_tally):
 def test_mutated_snapshots_long(fuzz_tally):
     _fuzz(LONG_EXAMPLES, fuzz_tally, database=None)
     assert fuzz_tally.examples >= LONG_EXAMPLES
+
+
+def test_mutation_paths_survive_nesting_past_the_recursion_limit():
+    # Two "nest" mutations on one path once made the generator itself overflow (the long run).
+    doc = {"items": [_nest(sys.getrecursionlimit() * 2, {"kind": "Pod"}, as_list=True)]}
+    paths = _paths(doc)
+    assert paths[:3] == [(), ("items",), ("items", 0)]
+    assert max(len(p) for p in paths) == MAX_PATH_DEPTH
 
 
 @pytest.mark.parametrize(
