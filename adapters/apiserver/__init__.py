@@ -14,7 +14,8 @@ without a cluster. It reproduces the API server behaviour a scheduler depends on
   strategic merge and JSON patches, Status error bodies;
 - binding answers 201 with a Status; eviction honours PodDisruptionBudgets (429);
   graceful deletion; a simulated kubelet and disruption controller;
-- fault injection (`server.faults`, or HTTP at `/_faults`).
+- fault injection (`server.faults`, or HTTP at `/_faults`), and a log of the requests
+  served with their answers (`server.requests`).
 
 What the real one does and this one does not: authentication and authorisation, TLS,
 server-side apply, dryRun, finalizers, owner-reference garbage collection, workload
@@ -25,7 +26,8 @@ checks noted in `api.py` and `pods.py`.
 """
 
 from .faults import FaultInjector, FaultRule
+from .request_log import RequestLog, RequestRecord
 from .server import FakeApiServer, flatten
 from .store import Store
 
-__all__ = ["FakeApiServer", "FaultInjector", "FaultRule", "Store", "flatten"]
+__all__ = ["FakeApiServer", "FaultInjector", "FaultRule", "RequestLog", "RequestRecord", "Store", "flatten"]

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .api import Request, Response, WatchSpec
 from .errors import ApiError, status_object
 from .faults import FAULTS_PATH
+from .request_log import RequestRecord
 from .store import Watcher
 
 if TYPE_CHECKING:
@@ -134,29 +135,41 @@ class Handler(BaseHTTPRequestHandler):
             self._admin(method, body)
             return
         is_watch = method == "GET" and query.get("watch", "").lower() in ("true", "1")
+        started = time.monotonic()
+
+        def served(status: int | None, fault: str | None = None) -> None:
+            app.requests.record(RequestRecord(method, url.path, query, is_watch, body, status, fault, started))
+
         decision = app.faults.decide(method, url.path, is_watch)
         if decision.delay > 0 and app.wait_interrupted(decision.delay):
+            served(None, "cut during delay")
             self._abort()
             return
         if decision.disconnect:
+            served(None, "disconnect")
             self._abort()
             return
         if decision.status is not None:
+            served(decision.status, "fail")
             self._send_json(decision.status, decision.body or {}, decision.headers)
             return
         request = Request(method, url.path, query, self.headers.get("Content-Type") or "", body)
         try:
             result = app.api.handle(request)
         except ApiError as exc:
+            served(exc.code)
             self._send_json(exc.code, exc.status, exc.headers)
             return
         except Exception as exc:  # a bug here must still answer like a server, not hang the client
             log.exception("fake apiserver: %s %s failed", method, self.path)
+            served(500)
             self._send_json(500, status_object(500, f"fake apiserver internal error: {exc}"))
             return
         if isinstance(result, WatchSpec):
+            served(200)
             self._watch(result)
         else:
+            served(result.code)
             self._send_response(result)
 
     def _admin(self, method: str, body: bytes) -> None:

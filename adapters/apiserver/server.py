@@ -20,6 +20,7 @@ from .api import Api
 from .controllers import DisruptionController, Kubelet, Timers
 from .faults import FaultInjector
 from .handler import HttpServer
+from .request_log import RequestLog
 from .resources import Registry
 from .store import Store
 
@@ -101,6 +102,8 @@ class FakeApiServer:
                                 grace_seconds=kubelet_grace_seconds) if kubelet else None)
         self.disruption = DisruptionController(self.store) if disruption_controller else None
         self.faults = FaultInjector(drop_watches=self.drop_watches, compact=self.store.compact, restart=self._restart)
+        # every request served, with its answer (tests count binds and verbs from it)
+        self.requests = RequestLog()
         self.bookmark_interval = bookmark_interval
         self.watch_timeout_seconds = watch_timeout_seconds
         self._builtin = builtin_objects
