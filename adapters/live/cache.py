@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Protocol
 
 from pydantic import BaseModel
 
-from models import ClusterSnapshot, InputError, Node, Pod, PodGroup
+from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup
 
 from .convert import parse_object
 from .kube import NODES, PDBS, PODGROUPS, PODS, PRIORITY_CLASSES, Resource
@@ -49,6 +49,7 @@ class CacheListener(Protocol):
     def pod_deleted(self, pod: Pod) -> None: ...
     def node_changed(self, old: Optional[Node], new: Optional[Node]) -> None: ...
     def pod_group_changed(self, group: PodGroup) -> None: ...
+    def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None: ...
 
 
 @dataclass
@@ -180,6 +181,8 @@ class ClusterCache:
                 self.listener.pod_deleted(old)  # type: ignore[arg-type]
         elif resource is NODES and self.listener:
             self.listener.node_changed(old, None)  # type: ignore[arg-type]
+        elif resource is PDBS and self.listener:
+            self.listener.pdb_changed(old, None)  # type: ignore[arg-type]
 
     def _notify(self, resource: Resource, old: Optional[BaseModel], new: BaseModel) -> None:
         if resource is PODS:
@@ -194,6 +197,8 @@ class ClusterCache:
             self.listener.node_changed(old, new)  # type: ignore[arg-type]
         elif resource is PODGROUPS and self.listener:
             self.listener.pod_group_changed(new)  # type: ignore[arg-type]
+        elif resource is PDBS and self.listener:
+            self.listener.pdb_changed(old, new)  # type: ignore[arg-type]
 
     def _reconcile_assumption(self, pod: Pod) -> None:
         """A watched pod that has a node ends its assumption; one still unbound refreshes it."""

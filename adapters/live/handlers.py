@@ -12,7 +12,12 @@ coarse, safe version of those hints:
   pod may fit now; victims awaited by a preemptor may all be gone;
 - a pod gets bound or changes labels: pods waiting for a required pod affinity may be
   satisfied now (nothing else becomes *more* feasible when a pod arrives);
-- a gang member or its PodGroup appears: the gang's waiting members try again.
+- a gang member or its PodGroup appears: the gang's waiting members try again;
+- a PodDisruptionBudget is deleted, changes its spec, or allows more disruptions than before:
+  pods that may preempt try again. The live scheduler plans with hard budgets (the Eviction
+  API refuses what a budget forbids), so a budget is what kept such a pod's victims in place,
+  and without this move it would wait for the five-minute flush. A new or tighter budget
+  helps no pod.
 
 Status-only updates (our own FailedScheduling condition, the kubelet's phase changes) move
 nothing, or every status patch would wake every waiting pod.
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from models import Node, Pod, PodGroup, pod_group_key
+from models import Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
 
 from .cache import ClusterCache, node_relevant
 from .queue import QueuedPod, SchedulingQueue
@@ -34,13 +39,31 @@ def _waits_for_affinity(qp: QueuedPod) -> bool:
                 and affinity.pod_affinity.required_during_scheduling_ignored_during_execution)
 
 
+def _may_preempt(qp: QueuedPod) -> bool:
+    """Whether the pod may evict others (its priority class may still say Never: then the move
+    costs one wasted attempt, never a missed one)."""
+    return qp.pod.spec.preemption_policy != "Never"
+
+
+def _budget_loosened(old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> bool:
+    """Whether a budget change can let a victim go that it held before."""
+    if old is None:
+        return False  # a new budget only protects more pods
+    if new is None or old.spec != new.spec:
+        return True
+    before, after = old.status.disruptions_allowed, new.status.disruptions_allowed
+    if before is None or after is None:
+        return before != after  # computed from the pods instead, or the other way round
+    return after > before
+
+
 def _placement_inputs(pod: Pod) -> tuple:
     """What about a pending pod its placement depends on (not its status)."""
     return (pod.spec, pod.metadata.labels)
 
 
 class QueueFeeder:
-    """The cache's listener: keeps the queue in step with the pods and nodes it sees."""
+    """The cache's listener: keeps the queue in step with the pods, nodes and budgets it sees."""
 
     def __init__(self, queue: SchedulingQueue, *, scheduler_name: str,
                  cache: Callable[[], Optional[ClusterCache]], victim_gone: Callable[[], None],
@@ -96,3 +119,7 @@ class QueueFeeder:
 
     def pod_group_changed(self, group: PodGroup) -> None:
         self.queue.activate_gang(group.key)
+
+    def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None:
+        if _budget_loosened(old, new):
+            self.queue.move_all(_may_preempt)

@@ -35,6 +35,9 @@ class Recorder:
     def pod_group_changed(self, g: Any) -> None:
         self.calls.append(("group", g.key))
 
+    def pdb_changed(self, old: Any, new: Any) -> None:
+        self.calls.append(("pdb", (new or old).key))
+
 
 def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterCache:
     cache = ClusterCache()

@@ -1,0 +1,56 @@
+"""Which cluster events move which waiting pods (`adapters/live/handlers.py`), on a manual clock.
+
+Budgets: the live scheduler plans with hard PodDisruptionBudgets, so a budget that lets go of
+its pods is an event that can make a preemptor schedulable; one that holds them tighter is not.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pytest
+
+from adapters.live.clock import ManualClock
+from adapters.live.handlers import QueueFeeder
+from adapters.live.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
+from models import Pod, PodDisruptionBudget
+from tests.adapters.live_harness import pdb, pod
+
+
+def budget(min_available: int = 2, allowed: Optional[int] = None) -> PodDisruptionBudget:
+    obj: dict[str, Any] = pdb("batch", min_available=min_available, app="batch")
+    if allowed is not None:
+        obj["status"] = {"disruptionsAllowed": allowed}
+    return PodDisruptionBudget.model_validate(obj)
+
+
+def waiting(name: str, *, policy: Optional[str] = None) -> Pod:
+    obj = pod(name)
+    if policy:
+        obj["spec"]["preemptionPolicy"] = policy
+    return Pod.model_validate(obj)
+
+
+@pytest.mark.parametrize("old, new, moves", [
+    pytest.param(budget(), None, True, id="budget deleted"),
+    pytest.param(budget(min_available=2), budget(min_available=1), True, id="spec loosened"),
+    pytest.param(budget(min_available=1), budget(min_available=2), True, id="spec changed (any way)"),
+    pytest.param(budget(allowed=0), budget(allowed=1), True, id="more disruptions allowed"),
+    pytest.param(budget(allowed=0), budget(), True, id="status cleared: computed from the pods"),
+    pytest.param(None, budget(), False, id="budget created"),
+    pytest.param(budget(allowed=1), budget(allowed=0), False, id="fewer disruptions allowed"),
+    pytest.param(budget(allowed=1), budget(allowed=1), False, id="status unchanged"),
+])
+def test_a_budget_that_lets_go_moves_pods_that_may_preempt(old: Optional[PodDisruptionBudget],
+                                                           new: Optional[PodDisruptionBudget], moves: bool) -> None:
+    queue = SchedulingQueue(clock=ManualClock())
+    feeder = QueueFeeder(queue, scheduler_name="cpsat-scheduler", cache=lambda: None, victim_gone=lambda: None,
+                         pod_gone=lambda key: None)
+    for p in (waiting("preemptor"), waiting("polite", policy="Never")):
+        queue.add(p)
+    queue.pop_window(2, 0)
+    for name in ("preemptor", "polite"):
+        queue.requeue_unschedulable(f"default/{name}", "0/1 nodes are available: 1 Insufficient cpu.")
+    feeder.pdb_changed(old, new)
+    assert queue.where("default/preemptor") == (BACKOFF if moves else UNSCHEDULABLE)
+    assert queue.where("default/polite") == UNSCHEDULABLE  # it can never use a budget's room
