@@ -10,18 +10,20 @@ to our node (an earlier attempt's answer was lost, or our retry hit our own bind
 success; bound elsewhere means another scheduler won, and the cache takes the pod as it is;
 unbound means the assumption is forgotten and the pod backs off. If even reading it back
 fails, the assumption is kept as *uncertain* for a while (binding it elsewhere meanwhile could
-double-book the node), and dropped when the watch shows the truth or the time runs out.
+double-book the node), and the attempt ends when the watch shows the pod bound or deleted, or
+when the time to live runs out (the pod is then forgotten and tried again).
 
 A bound pod cannot be unbound. So if some members of a gang bind and others fail, the gang
 is left part-bound: the failures are counted (`gang_partial_binds_total`), logged, reported
 on the failed members as a `FailedScheduling` event, and those members go back to the queue,
 where the solver sees the bound ones as running members and places the rest on their own.
 
-Preemption: the preemptor's `status.nominatedNodeName` is set, each victim is evicted
-through the Eviction API (so the API server enforces PodDisruptionBudgets) and the unit
-waits until every victim is gone from the watch before binding. An eviction refused (429)
-or failing gives the room back: the assumptions are forgotten and the preemptors back off.
-Victims that do not go within the preemption timeout do the same.
+Preemption: the preemptor's `status.nominatedNodeName` is set and each of its victims is
+evicted through the Eviction API (so the API server enforces PodDisruptionBudgets). Units
+wait until every victim they count on (`units.py`: the preemptor's own, and any on the nodes
+they land on) is gone from the watch before binding. An eviction refused (429) or failing
+gives the room back: every unit counting on that victim forgets its assumptions and backs
+off. Units whose victims do not go within the preemption timeout do the same.
 """
 
 from __future__ import annotations
@@ -71,11 +73,13 @@ class Victim:
 
 @dataclass(eq=False)
 class BindUnit:
-    """Pods bound together (one pod, or a gang's window members) and the victims they need gone."""
+    """Pods bound together (one pod, or a gang's window members), the victims they evict and
+    the victims (theirs or other preemptors') that must be gone first (see `units.py`)."""
 
     placements: list[Placement]
-    victims: list[Victim] = field(default_factory=list)
+    victims: list[Victim] = field(default_factory=list)  # what this unit evicts (its preemptors' victims)
     gang: Optional[str] = None
+    waits_for: set[str] = field(default_factory=set)  # victims (keys) that must be gone before binding
     deadline: float = 0.0  # when waiting for the victims stops
     id: int = 0
     _left: int = 0
@@ -113,22 +117,35 @@ class Binder:
         self._ids = itertools.count(1)
         self._closed = False
         self._busy = 0  # units submitted and not finished
+        self._uncertain: dict[str, float] = {}  # pods whose bind outcome is unknown -> when to give up
 
     # --- entry points ------------------------------------------------------------------------
 
-    def submit(self, unit: BindUnit) -> None:
-        unit.id = next(self._ids)
+    def submit(self, units: list[BindUnit]) -> None:
+        """Act on a window's units. Every unit that waits for victims is registered before any
+        eviction starts, so a refused eviction finds every unit that counted on it."""
+        now = self.clock.now()
         with self._lock:
-            self._busy += 1
             closed = self._closed
-        if closed:
-            self._abandon(unit, "shutting down")
-        elif unit.victims and not self.settings.dry_run:
-            self._pool.submit(self._guard, self._preempt, unit)
-        else:
-            for victim in unit.victims:
-                log.info("dry run: would evict %s from %s for %s", victim.key, victim.node, victim.preemptor)
-            self._bind_unit(unit)
+            for unit in units:
+                unit.id = next(self._ids)
+                self._busy += 1
+                if not closed and unit.waits_for and not self.settings.dry_run:
+                    unit.deadline = now + self.settings.preemption_timeout
+                    self._waiting[unit.id] = unit
+        for unit in units:
+            if closed:
+                self._abandon(unit, "shutting down")
+            elif self.settings.dry_run or not unit.waits_for:
+                for victim in unit.victims:
+                    log.info("dry run: would evict %s from %s for %s", victim.key, victim.node, victim.preemptor)
+                self._bind_unit(unit)
+            else:
+                for p in unit.placements:
+                    self.cache.set_state(p.key, AWAITING_VICTIMS)
+                if unit.victims:
+                    self._pool.submit(self._guard, self._preempt, unit)
+        self.victim_gone()  # victims already gone (a 404 on eviction, a pod deleted meanwhile)
 
     def victim_gone(self) -> None:
         """A pod was deleted: units whose victims are all gone may bind now."""
@@ -149,21 +166,31 @@ class Binder:
             for unit in late:
                 del self._waiting[unit.id]
         for unit in late:
-            left = [v.key for v in unit.victims if self.cache.pod(v.key) is not None]
-            why = f"preemption: victims {', '.join(left)} did not leave within {self.settings.preemption_timeout:.0f}s"
+            left = sorted(k for k in unit.waits_for if self.cache.pod(k) is not None)
+            why = f"preemption: victims {', '.join(left)} did not leave within {self.settings.preemption_timeout:g}s"
             log.warning("%s; giving the room of %s back", why, ", ".join(p.key for p in unit.placements))
             self._give_back(unit, requeue=self.queue.requeue_error, message=why)
-        for key, assumption in self.cache.assumed().items():
-            if assumption.state == UNCERTAIN and assumption.expires is not None and now >= assumption.expires:
-                if self.cache.forget(key):
-                    log.warning("bind of %s to %s is still unconfirmed; forgetting it and trying again",
-                                key, assumption.node)
-                    self.queue.requeue_error(key)
+        with self._lock:
+            uncertain = list(self._uncertain.items())
+        for key, expires in uncertain:
+            assumption = self.cache.assumption(key)
+            if assumption is None or assumption.state != UNCERTAIN:
+                self.queue.done(key)  # the watch showed it bound (or gone): the attempt is over
+            elif now >= expires:
+                if not self.cache.forget(key):
+                    continue
+                log.warning("bind of %s to %s is still unconfirmed; forgetting it and trying again",
+                            key, assumption.node)
+                self.queue.requeue_error(key)
+            else:
+                continue
+            with self._lock:
+                self._uncertain.pop(key, None)
 
     @property
     def idle(self) -> bool:
         with self._lock:
-            return self._busy == 0 and not self._waiting
+            return self._busy == 0 and not self._waiting and not self._uncertain
 
     def shutdown(self) -> None:
         """Finish the binds in flight; units still waiting for victims are given back."""
@@ -284,11 +311,8 @@ class Binder:
             self.queue.done(key)
             return False
         except KubeError as read_exc:
-            log.warning("bind of %s to %s failed (%s) and the pod cannot be read back (%s); keeping the node "
-                        "reserved for %.0fs until the watch shows the outcome", key, p.node, exc.message,
-                        read_exc.message, self.settings.uncertain_ttl)
-            self.cache.set_state(key, UNCERTAIN, expires=self.clock.now() + self.settings.uncertain_ttl)
-            self.metrics.binds.labels(result="uncertain").inc()
+            self._keep_uncertain(p, f"bind of {key} to {p.node} failed ({exc.message}) and the pod cannot be read "
+                                    f"back ({read_exc.message})")
             return False
         spec = current.get("spec") or {}
         meta = current.get("metadata") or {}
@@ -311,6 +335,19 @@ class Binder:
             self.queue.requeue_error(key)
         return False
 
+    def _keep_uncertain(self, p: Placement, why: str) -> None:
+        """The bind's outcome is unknown: keep the node reserved until the watch shows the pod
+        bound or deleted (`expire` then ends the attempt), or the time to live runs out."""
+        log.warning("%s; keeping %s reserved for %.0fs until the watch shows the outcome", why, p.node,
+                    self.settings.uncertain_ttl)
+        expires = self.clock.now() + self.settings.uncertain_ttl
+        if self.cache.set_state(p.key, UNCERTAIN, expires=expires):
+            with self._lock:
+                self._uncertain[p.key] = expires  # settled by `expire`, from the watch or the clock
+        else:  # the watch has already shown what happened
+            self.queue.done(p.key)
+        self.metrics.binds.labels(result="uncertain").inc()
+
     # --- preemption --------------------------------------------------------------------------
 
     def _preempt(self, unit: BindUnit) -> None:
@@ -318,41 +355,43 @@ class Binder:
             self._preempt_unit(unit)
         except Exception:  # noqa: BLE001 - a bug: give the room back rather than leak the assumptions
             log.exception("preemption for %s failed unexpectedly", ", ".join(p.key for p in unit.placements))
-            with self._lock:
-                self._waiting.pop(unit.id, None)
-            self._give_back(unit, requeue=self.queue.requeue_error, untouched=unit.victims)
+            self._cancel({v.key for v in unit.victims}, unit.victims, "preemption failed (see the scheduler's log)")
 
     def _preempt_unit(self, unit: BindUnit) -> None:
+        """Nominate, then evict each victim; the unit binds once everything it waits for is gone."""
         self.metrics.preemption_attempts.inc()
         for p in unit.placements:
             if p.nominated:
                 self._nominate(p)
-        for victim in unit.victims:
+        for i, victim in enumerate(unit.victims):
+            with self._lock:
+                given_up = unit.id not in self._waiting  # timed out, cancelled or shut down meanwhile
+            if given_up:  # the victims not asked to go yet keep running, and may be chosen again
+                for untouched in unit.victims[i:]:
+                    self.cache.unmark_evicting(untouched.key)
+                return
             if not self.is_leader():
-                self._give_back(unit, requeue=self.queue.requeue_active)
+                self._cancel({v.key for v in unit.victims[i:]}, unit.victims[i:], None, requeue=self.queue.requeue_active)
                 return
             refusal = self._evict(victim)
             if refusal is not None:
-                log.info("eviction of %s for %s refused (%s); the preemptor backs off", victim.key,
+                log.info("eviction of %s for %s refused (%s); the pods counting on it back off", victim.key,
                          victim.preemptor, refusal)
-                rest = unit.victims[unit.victims.index(victim):]  # this victim and those not tried
-                self._give_back(unit, requeue=self.queue.requeue_error, untouched=rest,
-                                message=f"preemption: eviction of {victim.key} refused: {refusal}")
+                rest = unit.victims[i:]  # this victim and those not tried: they stay
+                self._cancel({v.key for v in rest}, rest, f"preemption: eviction of {victim.key} refused: {refusal}")
                 return
-        for p in unit.placements:
-            self.cache.set_state(p.key, AWAITING_VICTIMS)
-        unit.deadline = self.clock.now() + self.settings.preemption_timeout
+
+    def _cancel(self, victims: set[str], untouched: list[Victim], message: Optional[str], *,
+                requeue: Optional[Callable[[str], None]] = None) -> None:
+        """Victims that will not go (now): every unit waiting for any of them gives its room back."""
         with self._lock:
-            closed = self._closed
-            if not closed:
-                self._waiting[unit.id] = unit
-                ready = self._victims_gone(unit)
-                if ready:
-                    del self._waiting[unit.id]
-        if closed:  # shutting down: nobody would bind it once the victims are gone
-            self._give_back(unit, requeue=self.queue.requeue_active)
-        elif ready:
-            self._bind_unit(unit)
+            units = [u for u in self._waiting.values() if u.waits_for & victims]
+            for unit in units:
+                del self._waiting[unit.id]
+        for victim in untouched:
+            self.cache.unmark_evicting(victim.key)
+        for unit in units:
+            self._give_back(unit, requeue=requeue or self.queue.requeue_error, message=message)
 
     def _nominate(self, p: Placement) -> None:
         ns, name = p.pod.metadata.namespace, p.pod.metadata.name
@@ -386,7 +425,7 @@ class Binder:
         return None
 
     def _victims_gone(self, unit: BindUnit) -> bool:
-        return all(self.cache.pod(v.key) is None for v in unit.victims)
+        return all(self.cache.pod(key) is None for key in unit.waits_for)
 
     def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = (),
                    message: Optional[str] = None) -> None:

@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Union
 
 import solver
-from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group_key
+from models import ClusterSnapshot, InputError, Plan, SchedulerConfig
 
 from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
-from .cache import AWAITING_VICTIMS, BINDING, DRY_RUN, ClusterCache
+from .cache import BINDING, DRY_RUN, ClusterCache
 from .clock import Clock, SystemClock
 from .events import SCHEDULER_ERROR, Reporter
 from .handlers import QueueFeeder
@@ -46,6 +45,7 @@ from .metrics import Metrics
 from .options import LiveOptions
 from .queue import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, QueuedPod, SchedulingQueue
 from .serving import StatusServer
+from .units import form_units
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,18 @@ CYCLE_ERROR_PAUSE_SECONDS = 1.0
 STANDBY_POLL_SECONDS = 0.1
 # How long `stop` waits for a window being decided (seconds), beyond the solver's time limit.
 STOP_GRACE_SECONDS = 10.0
+
+
+def with_hard_budgets(config: SchedulerConfig) -> SchedulerConfig:
+    """The config with `preemption.pdb: hard`. Victims are evicted through the Eviction API, which
+    refuses (429) any eviction a PodDisruptionBudget does not allow; a plan counting on such an
+    eviction could never be carried out, and its preemptor would retry it for ever."""
+    if config.preemption.pdb == "hard":
+        return config
+    log.info("planning with preemption.pdb: hard (the Eviction API enforces PodDisruptionBudgets)")
+    data = config.model_dump()
+    data["preemption"]["pdb"] = "hard"
+    return SchedulerConfig.model_validate(data)
 
 
 @dataclass
@@ -77,7 +89,7 @@ class Scheduler:
                  on_evicted: Callable[[Victim], None] = lambda v: None,
                  on_unschedulable: Callable[[str, str], None] = lambda key, message: None) -> None:
         self.api = api
-        self.config = config
+        self.config = with_hard_budgets(config)
         self.options = options
         self.clock = clock or SystemClock()
         self.metrics = Metrics()
@@ -108,6 +120,7 @@ class Scheduler:
                                               metrics=self.metrics.exposition)
         self._stopping = threading.Event()
         self._failure: Optional[str] = None  # why the current window could not be decided
+        self._window: list[QueuedPod] = []  # the window being decided, until the binder takes it
         self._threads: list[threading.Thread] = []
         self._started = False
         self._stopped = False
@@ -172,7 +185,18 @@ class Scheduler:
                 self.run_cycle()
             except Exception:  # noqa: BLE001 - the loop must outlive a bug in one cycle
                 log.exception("scheduling cycle failed")
+                self._recover_window()
                 self._stopping.wait(CYCLE_ERROR_PAUSE_SECONDS)
+            finally:
+                self._window = []
+
+    def _recover_window(self) -> None:
+        """After a failed cycle: the window's pods not yet handed to the binder go back to the
+        queue, their assumptions forgotten, so none is left in flight for ever."""
+        for qp in self._window:
+            if self.queue.where(qp.key) == IN_FLIGHT:
+                self.cache.forget(qp.key)
+                self.queue.requeue_error(qp.key)
 
     def _housekeep(self) -> None:
         while not self._stopping.wait(self.options.housekeeping):
@@ -191,6 +215,7 @@ class Scheduler:
         window = self.next_window()
         if not window:
             return None
+        self._window = window
         result = CycleResult([qp.key for qp in window])
         with self._phase("snapshot", result):
             window, snapshot = self.take_snapshot(window, result)
@@ -210,6 +235,7 @@ class Scheduler:
         with self._phase("assume", result):
             units = self.assume(snapshot, window, plan)
             result.unschedulable = self.report_unschedulable(snapshot, window, plan)
+        self._window = []  # from here on, the binder answers for every pod of the window
         self.bind_or_evict(units)
         result.units, result.acted = len(units), True
         log.debug("window of %d pods: %s; %d placed, %d unschedulable, %d preempted (%s)", len(window),
@@ -308,45 +334,44 @@ class Scheduler:
         return greedy
 
     def assume(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> list[BindUnit]:
-        """Put every decision into the cache, as units that are bound together."""
-        by_key = {qp.key: qp for qp in window}
-        pods = snapshot.pod_by_key
-        nominated = {n.pod for n in plan.nominations}
-        victims_of: dict[str, list[Victim]] = defaultdict(list)
-        for v in plan.preemptions:
-            victims_of[v.preemptor].append(Victim(pods[v.pod], v.node, v.preemptor))
-        groups: dict[str, list[Placement]] = defaultdict(list)
-        gangs: dict[str, Optional[str]] = {}
-        for a in plan.assignments:
-            pod = pods[a.pod]
-            gang = pod_group_key(pod)
-            unit_key = f"gang:{gang}" if gang else a.pod
-            gangs[unit_key] = gang
-            groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated))
+        """Put every decision into the cache, as units that are bound together (`units.py`).
+
+        A unit whose victims cannot be evicted now, or one of whose pods left meanwhile, is not
+        acted on; nor is any unit that waits for the victims of a unit not acted on."""
         now = self.clock.now()
-        units: list[BindUnit] = []
-        for unit_key, placements in groups.items():
-            victims = [v for p in placements for v in victims_of.get(p.key, [])]
-            problem = self._victim_problem(victims)
+        state = DRY_RUN if self.options.dry_run else BINDING
+        kept: list[BindUnit] = []
+        dropped_victims: set[str] = set()
+        for unit in form_units(plan, window, snapshot):
+            problem = self._victim_problem(unit.victims)
+            assumed = [] if problem else [p for p in unit.placements
+                                          if self.cache.assume(p.key, p.node, state=state, now=now)]
+            if problem is None and len(assumed) < len(unit.placements):
+                problem = "a pod of the unit left meanwhile"
             if problem is not None:
-                log.info("not acting on %s: %s; trying again after backoff", ", ".join(p.key for p in placements),
-                         problem)
-                for p in placements:
-                    self.queue.requeue_error(p.key)
+                self._drop_unit(unit, assumed, problem)
+                dropped_victims |= {v.key for v in unit.victims}
                 continue
-            state = DRY_RUN if self.options.dry_run else (AWAITING_VICTIMS if victims else BINDING)
-            assumed = [p for p in placements if self.cache.assume(p.key, p.node, state=state, now=now)]
-            if len(assumed) < len(placements):  # a member left meanwhile: the unit is not whole
-                for p in assumed:
-                    self.cache.forget(p.key)
-                for p in placements:
-                    self.queue.requeue_error(p.key)
-                continue
-            if not self.options.dry_run:
-                for v in victims:
+            kept.append(unit)
+        while dropped_victims:  # units counting on victims that nobody will evict now
+            waiting = [u for u in kept if u.waits_for & dropped_victims]
+            dropped_victims = set()
+            for unit in waiting:
+                kept.remove(unit)
+                self._drop_unit(unit, unit.placements, "it counted on victims that are not evicted now")
+                dropped_victims |= {v.key for v in unit.victims}
+        if not self.options.dry_run:
+            for unit in kept:
+                for v in unit.victims:
                     self.cache.mark_evicting(v.key)
-            units.append(BindUnit(placements, victims, gang=gangs[unit_key]))
-        return units
+        return kept
+
+    def _drop_unit(self, unit: BindUnit, assumed: list[Placement], why: str) -> None:
+        log.info("not acting on %s: %s; trying again after backoff", ", ".join(p.key for p in unit.placements), why)
+        for p in assumed:
+            self.cache.forget(p.key)
+        for p in unit.placements:
+            self.queue.requeue_error(p.key)
 
     def _victim_problem(self, victims: list[Victim]) -> Optional[str]:
         """Why these victims cannot be evicted for this decision, if so."""
@@ -368,8 +393,7 @@ class Scheduler:
         return len(plan.unschedulable)
 
     def bind_or_evict(self, units: list[BindUnit]) -> None:
-        for unit in units:
-            self.binder.submit(unit)
+        self.binder.submit(units)
 
     def give_back(self, window: list[QueuedPod], *, error: bool, message: Optional[str] = None) -> None:
         """Return a window's pods undecided: with backoff after an error (reported on each pod

@@ -97,25 +97,39 @@ def test_victims_are_evicted_and_the_preemptor_bound_on_the_nominated_node(make_
     assert cluster.violations() == []
 
 
-def test_budget_refusal_429_requeues_the_preemptor(make_cluster: Callable[..., Cluster],
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_pods_a_budget_protects_are_not_chosen_as_victims(make_cluster: Callable[..., Cluster]) -> None:
+    # The Eviction API would refuse them (429), so the live scheduler plans with hard budgets.
     cluster = make_cluster(cluster_with_victims([pdb("batch", min_available=2, app="batch")]))
     sched = cluster.scheduler()
+    assert sched.config.preemption.pdb == "hard"
+    cluster.create(pod("high", cpu="2", priority_class="high"))
+    assert wait_for(lambda: sched.queue.where(f"{NS}/high") == "unschedulable")
+    assert sched.metrics.evictions.labels(result="refused")._value.get() == 0
+    assert cluster.pod("low-0") is not None and cluster.pod("low-1") is not None
+    cluster.server.store.delete("poddisruptionbudgets", NS, "batch")  # the budget goes: room can be made
+    assert wait_for(lambda: cluster.node_of("high") == "n1")
+
+
+def test_refused_eviction_429_requeues_the_preemptor(make_cluster: Callable[..., Cluster],
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    cluster = make_cluster(cluster_with_victims())
+    sched = cluster.scheduler()
+    cluster.server.faults.fail("POST", r"/eviction$", status=429, count=None,
+                               message="Cannot evict pod as it would violate the pod's disruption budget.")
     with caplog.at_level(logging.INFO, logger="adapters.live"):
         cluster.create(pod("high", cpu="2", priority_class="high"))
         assert wait_for(lambda: sched.metrics.evictions.labels(result="refused")._value.get() >= 2)
     assert "Cannot evict pod as it would violate the pod's disruption budget" in caplog.text
-    assert "the preemptor backs off" in caplog.text
+    assert "the pods counting on it back off" in caplog.text
     assert cluster.pod("low-0") is not None and cluster.pod("low-1") is not None  # nobody evicted
     assert cluster.node_of("high") is None
-    assert not sched.cache.is_evicting(f"{NS}/low-0") and not sched.cache.is_evicting(f"{NS}/low-1")
+    assert wait_for(lambda: not sched.cache.is_evicting(f"{NS}/low-0") and not sched.cache.is_evicting(f"{NS}/low-1"))
     assert wait_for(lambda: any(e["message"].startswith("preemption: eviction of default/low-") and
                                 e["involvedObject"]["name"] == "high" for e in cluster.events("FailedScheduling")))
     condition = wait_for(lambda: [c for c in cluster.pod("high")["status"].get("conditions") or []
                                   if c["type"] == "PodScheduled" and c["reason"] == "SchedulerError"])
     assert condition
-    # Once the budget goes, the next attempt gets its room.
-    cluster.server.store.delete("poddisruptionbudgets", NS, "batch")
+    cluster.server.faults.clear()  # the API lets evictions through again: the next attempt gets its room
     assert wait_for(lambda: cluster.node_of("high") == "n1")
 
 
@@ -153,3 +167,82 @@ def test_room_being_freed_is_not_promised_twice(make_cluster: Callable[..., Clus
     assert wait_for(lambda: sched.queue.where(f"{NS}/high-b") == "unschedulable")
     assert cluster.node_of("high-b") is None
     assert cluster.violations() == []
+
+
+def _capacity_at_every_bind(cluster: Cluster) -> list[str]:
+    """Overcommits seen at the moment of each bind (terminating pods still hold their room)."""
+    from models import pod_requests
+    from adapters.live.convert import parse_object
+
+    problems: list[str] = []
+    store = cluster.server.store
+
+    def check(key: str, event: str, obj: dict[str, Any], prev: Any) -> None:
+        if key != "pods" or prev is None or not obj["spec"].get("nodeName") or prev["spec"].get("nodeName"):
+            return
+        node_name = obj["spec"]["nodeName"]
+        used = sum(pod_requests(parse_object(o, "Pod")).get("cpu", 0) for o in store.items("pods")
+                   if o["spec"].get("nodeName") == node_name)
+        allocatable = parse_object(store.peek("nodes", "", node_name), "Node").allocatable["cpu"]
+        if used > allocatable:
+            problems.append(f"binding {obj['metadata']['name']} put {used}m on {node_name} ({allocatable}m)")
+
+    store.add_listener(check)
+    return problems
+
+
+def one_big_victim() -> list[dict[str, Any]]:
+    """A node filled by one low-priority pod twice the size a preemptor needs."""
+    return [node("n1", cpu="2"), priority_class("low", 10), priority_class("high", 1000),
+            pod("big", cpu="2", priority_class="low", node_name="n1", running=True, labels={"app": "batch"})]
+
+
+def rider() -> dict[str, Any]:
+    """A pod of high priority that may not preempt: it can only use room other pods' victims free."""
+    obj = pod("rider", cpu="1", priority_class="high")
+    obj["spec"]["preemptionPolicy"] = "Never"
+    return obj
+
+
+def test_every_pod_using_freed_room_waits_for_the_victims(make_cluster: Callable[..., Cluster]) -> None:
+    # The window places a preemptor *and* a pod that is not one into the room its victims free:
+    # neither may be bound while the victims still hold it.
+    cluster = make_cluster(one_big_victim(), kubelet_grace_seconds=0.3)
+    overcommits = _capacity_at_every_bind(cluster)
+    order = _order_recorder(cluster)
+    cluster.create(pod("high", cpu="1", priority_class="high"), rider())
+    sched = cluster.scheduler(fast_config(), fast_options(engine="cpsat", window_wait=0.1))
+    assert wait_for(lambda: cluster.node_of("high") == "n1" and cluster.node_of("rider") == "n1")
+    assert overcommits == []
+    victim_gone = order.index(("deleted", "big"))
+    assert order.index(("bound", "rider")) > victim_gone and order.index(("bound", "high")) > victim_gone
+    assert [(e["involvedObject"]["name"], e["message"]) for e in cluster.events("Preempted")] == \
+        [("big", "Preempted by pod default/high on node n1")]
+    assert wait_for(lambda: not sched.cache.assumed())
+
+
+def test_a_refused_eviction_releases_every_pod_counting_on_it(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster(one_big_victim())
+    overcommits = _capacity_at_every_bind(cluster)
+    cluster.server.faults.fail("POST", r"/eviction$", status=429, count=None)
+    cluster.create(pod("high", cpu="1", priority_class="high"), rider())
+    sched = cluster.scheduler(fast_config(), fast_options(engine="cpsat", window_wait=0.1))
+    assert wait_for(lambda: sched.metrics.evictions.labels(result="refused")._value.get() >= 1)
+    assert wait_for(lambda: all(a.state != "awaiting-victims" for a in sched.cache.assumed().values()))
+    assert cluster.node_of("rider") is None and cluster.node_of("high") is None and overcommits == []
+    assert cluster.pod("big") is not None
+
+
+
+def test_a_preemptor_given_up_midway_leaves_its_other_victims_running(make_cluster: Callable[..., Cluster]) -> None:
+    # The first eviction hangs past the preemption timeout, so the preemptor gives its room back
+    # while its second victim was never asked to go: that one must be shown running again, or no
+    # later decision could pick it, and the preemptor would wait for a room nobody frees.
+    cluster = make_cluster(cluster_with_victims())
+    cluster.server.faults.delay("POST", r"/pods/low-[01]/eviction$", seconds=0.6, count=1)
+    sched = cluster.scheduler(options=fast_options(preemption_timeout=0.2))
+    cluster.create(pod("high", cpu="2", priority_class="high"))
+    assert wait_for(lambda: sched.metrics.evictions.labels(result="evicted")._value.get() == 1)
+    assert wait_for(lambda: cluster.node_of("high") == "n1")
+    assert cluster.violations() == []
+    assert wait_for(lambda: not sched.cache.assumed())
