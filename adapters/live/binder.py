@@ -8,10 +8,12 @@ is assumed before any is bound, and they are bound together.
 A bind that fails cannot be half-believed. For a clear refusal the pod is read back: bound
 to our node (an earlier attempt's answer was lost, or our retry hit our own bind: 409) is
 success; bound elsewhere means another scheduler won, and the cache takes the pod as it is;
-unbound means the assumption is forgotten and the pod backs off. If even reading it back
-fails, the assumption is kept as *uncertain* for a while (binding it elsewhere meanwhile could
-double-book the node), and the attempt ends when the watch shows the pod bound or deleted, or
-when the time to live runs out (the pod is then forgotten and tried again).
+unbound means the assumption is forgotten and the pod backs off — unless an attempt went
+unanswered (timed out or cut after it was sent): that request may still land, so "unbound"
+is not yet the truth. Then, as when the pod cannot even be read back, the assumption is kept
+as *uncertain* (giving its room to another pod meanwhile could overcommit the node), and the
+attempt ends when the watch shows the pod bound or deleted, or when the time to live runs
+out (the pod is then forgotten and tried again).
 
 A bound pod cannot be unbound. So if some members of a gang bind and others fail, the gang
 is left part-bound: the failures are counted (`gang_partial_binds_total`), logged, reported
@@ -39,7 +41,7 @@ from models import Pod
 
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
 from .clock import Clock
-from .errors import KubeError, NotFound, TooManyRequests
+from .errors import ConnectionFailure, KubeError, NotFound, TooManyRequests
 from .events import SCHEDULER_ERROR, Reporter
 from .kube import KubeApi
 from .queue import QueuedPod, SchedulingQueue
@@ -280,11 +282,21 @@ class Binder:
             return False
         self.cache.set_state(key, BINDING)
         ns, name = p.pod.metadata.namespace, p.pod.metadata.name
+        unanswered: list[ConnectionFailure] = []  # attempts that may still land at the server
+
+        def bind() -> None:
+            try:
+                self.api.bind(ns, name, p.pod.metadata.uid, p.node)
+            except ConnectionFailure as exc:
+                if exc.maybe_delivered:
+                    unanswered.append(exc)
+                raise
+
         try:
-            call_with_retries(lambda: self.api.bind(ns, name, p.pod.metadata.uid, p.node), what=f"bind {key} to {p.node}",
-                              backoffs=self.settings.backoffs, sleep=self.clock.sleep, should_continue=self.is_leader)
+            call_with_retries(bind, what=f"bind {key} to {p.node}", backoffs=self.settings.backoffs,
+                              sleep=self.clock.sleep, should_continue=self.is_leader)
         except KubeError as exc:
-            return self._after_failed_bind(p, exc)
+            return self._after_failed_bind(p, exc, unanswered=bool(unanswered))
         self._bound(p)
         return True
 
@@ -297,8 +309,9 @@ class Binder:
         self.reporter.scheduled(p.pod, p.node)
         self.on_bound(p)
 
-    def _after_failed_bind(self, p: Placement, exc: KubeError) -> bool:
-        """Read the pod back to learn what the failed bind left behind."""
+    def _after_failed_bind(self, p: Placement, exc: KubeError, *, unanswered: bool) -> bool:
+        """Read the pod back to learn what the failed bind left behind. `unanswered`: an attempt
+        got no answer, so a pod read back unbound may still be bound by it a moment later."""
         key = p.key
         ns, name = p.pod.metadata.namespace, p.pod.metadata.name
         try:
@@ -321,6 +334,11 @@ class Binder:
             log.info("bind of %s reported %s, but the pod is bound to %s: done", key, exc.message, p.node)
             self._bound(p)
             return True
+        if not bound_to and unanswered and meta.get("uid") == p.pod.metadata.uid:
+            # Forgetting now would hand the room to another pod while the lost request can still land.
+            self._keep_uncertain(p, f"bind of {key} to {p.node} failed ({exc.message}); the pod reads back unbound, "
+                                    "but an earlier attempt went unanswered and may still land")
+            return False
         self.cache.forget(key)
         if bound_to:
             log.info("bind of %s failed: it is bound to %s by someone else (%s)", key, bound_to, exc.message)

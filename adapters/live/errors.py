@@ -36,7 +36,15 @@ class KubeError(Exception):
 
 
 class ConnectionFailure(KubeError):
-    """No answer: refused, reset, cut mid-stream, or timed out."""
+    """No answer: refused, reset, cut mid-stream, or timed out.
+
+    `maybe_delivered` is False only when the connection was never made (refused, or the connect
+    timed out), so the server cannot have seen the request. Otherwise it may have: a write
+    whose answer was lost can still take effect, even after a later attempt was refused."""
+
+    def __init__(self, message: str, *, maybe_delivered: bool = True) -> None:
+        super().__init__(message)
+        self.maybe_delivered = maybe_delivered
 
     @property
     def retriable(self) -> bool:
@@ -132,8 +140,16 @@ def from_client(exc: BaseException, what: str) -> KubeError:
             return ConnectionFailure(f"{what}: {message}")
         return for_status(status, f"{what}: {message}", reason=reason, retry_after=_retry_after(exc.headers))
     if isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError)):
-        return ConnectionFailure(f"{what}: {type(exc).__name__}: {_short(exc)}")
+        return ConnectionFailure(f"{what}: {type(exc).__name__}: {_short(exc)}", maybe_delivered=not _never_sent(exc))
     return KubeError(f"{what}: {type(exc).__name__}: {_short(exc)}")
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Whether the failure happened before a connection existed (so no byte was sent)."""
+    import urllib3
+
+    cause = getattr(exc, "reason", None) if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+    return isinstance(cause, (urllib3.exceptions.ConnectTimeoutError, ConnectionRefusedError))
 
 
 def _short(exc: BaseException) -> str:

@@ -31,8 +31,10 @@ DEFAULT_BIND_CONCURRENCY = 16
 # terminationGracePeriodSeconds (30 s by default) to stop; four times that covers slow
 # kubelets, after which the room is given back and the preemptor tries again.
 DEFAULT_PREEMPTION_TIMEOUT = 120.0
-# How long a bind whose outcome is unknown keeps its node reserved (seconds): the watch
-# shows a bound pod within moments; a reservation held longer only wastes the room.
+# How long a bind whose outcome is unknown keeps its node reserved (seconds), counted from the
+# read-back. The watch shows a bound pod within moments; a request whose answer was lost was
+# sent at least the client's read timeout (30 s) earlier, so with this it has had over a minute,
+# past the API server's own request timeout (60 s by default), to land. Longer only wastes room.
 DEFAULT_UNCERTAIN_BIND_TTL = 30.0
 # Housekeeping period (seconds): backoff expiry, preemption timeouts, gauges.
 HOUSEKEEPING_SECONDS = 0.5

@@ -73,6 +73,24 @@ def test_no_server_is_a_connection_failure(server: FakeApiServer, api: KubeApi) 
     with pytest.raises(ConnectionFailure) as err:
         api.read_pod(NS, "p")
     assert err.value.retriable and err.value.status is None
+    assert not err.value.maybe_delivered  # refused before a byte was sent: it cannot take effect
+
+
+@pytest.mark.parametrize("cut", ["disconnect", "timeout"])
+def test_a_request_cut_after_it_was_sent_may_have_been_delivered(server: FakeApiServer, api: KubeApi,
+                                                                  monkeypatch: Any, cut: str) -> None:
+    # The server may have committed a write whose answer never came: the caller must not take
+    # a later refusal, or an unbound read-back, as the whole truth.
+    import adapters.live.kube as kube
+
+    if cut == "disconnect":
+        server.faults.disconnect("POST", r"/binding$")
+    else:
+        monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.1))
+        server.faults.delay("POST", r"/binding$", seconds=0.5)
+    with pytest.raises(ConnectionFailure) as err:
+        api.bind(NS, "p", "", "n1")
+    assert err.value.retriable and err.value.maybe_delivered
 
 
 def test_watch_from_a_compacted_version_raises_gone(server: FakeApiServer, api: KubeApi) -> None:
