@@ -273,7 +273,19 @@ def report(results: list[EngineResult], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def run(**settings: Any) -> list[EngineResult]:
+    """The benchmark from Python: `run(nodes=200, rate=50, duration=10, engine="greedy")`; any
+    option of the command line, by its name."""
+    args = _parser().parse_args([])
+    for name, value in settings.items():
+        if not hasattr(args, name):
+            raise TypeError(f"unknown benchmark setting {name!r}")
+        setattr(args, name, value)
+    engines = ["cpsat", "greedy"] if args.engine == "both" else [args.engine]
+    return [Bench(args).run_engine(engine) for engine in engines]
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m adapters.live.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
@@ -287,7 +299,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--window-wait", type=int, default=200, help="milliseconds")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--keep-logs", metavar="DIR", help="keep the scheduler's logs in DIR")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = _parser().parse_args(argv)
     engines = ["cpsat", "greedy"] if args.engine == "both" else [args.engine]
     results = [Bench(args).run_engine(engine) for engine in engines]
     text = report(results, args)
