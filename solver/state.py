@@ -79,7 +79,8 @@ class ClusterState:
         self._match_cache: dict[tuple[PodMatcher, tuple, bool], bool] = {}
         # Required anti-affinity terms of pods in the state: term -> owners per node.
         self.anti_owners: dict[AffinityTerm, np.ndarray] = {}
-        # Pods with any pod (anti-)affinity term, for InterPodAffinity scoring.
+        # Pods with a term InterPodAffinity scoring reads (required affinity, preferred affinity
+        # and anti-affinity; never required anti-affinity, which only filters).
         self.affinity_pods: dict[str, PodInfo] = {}
         self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
         # Every node whose pods changed, in order: lets per-class caches of node-local checks
@@ -155,7 +156,7 @@ class ClusterState:
             owners[node] += delta
             if delta < 0 and not owners.any():
                 del self.anti_owners[term]
-        if pod.affinity or pod.anti_affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
+        if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
             if delta > 0:
                 self.affinity_pods[pod.key] = pod
             else:

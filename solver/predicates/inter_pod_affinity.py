@@ -277,8 +277,8 @@ def _encode_affinity(wm, cls, classes) -> None:
     running matches anywhere, a class that matches its own single term may instead start from
     one seed domain and grow there. Classes with the very same terms that match them (replicas
     differing only in priority or size) form one group with one seed domain; any other window
-    class with required affinity matching the terms rules the seed out (two seeds could then not
-    both come first)."""
+    class with required affinity matching the terms ("rival") may be placed only where it does not
+    count, or the seed is ruled out (two seeds could then not both come first)."""
     state, m, rep = wm.state, wm.model, cls.rep
     matcher = AllTerms(rep.affinity)
     grounded = [o for o in classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
@@ -292,7 +292,7 @@ def _encode_affinity(wm, cls, classes) -> None:
     clearing = [wm.evictable(p) for p, n in supporters if keyed[n] >= 0]
     for t, term in enumerate(rep.affinity):
         ids = state.domains(term.topology_key)[0]
-        escape = len(rep.affinity) == 1 and cls in group and not rivals and all(e is not None for e in clearing)
+        escape = len(rep.affinity) == 1 and cls in group and all(e is not None for e in clearing)
         # Running supporters per domain; one that cannot be evicted settles the domain.
         kept: dict[int, list] = {}
         settled: set[int] = set()
@@ -319,6 +319,11 @@ def _encode_affinity(wm, cls, classes) -> None:
                     seed = wm.seeds[seed_key] = m.new_bool_var(f"seed[{cls.id},{t},{d}]")
                     for evict in clearing:
                         m.add_implication(seed, evict)
+                    # A rival placed where it would count would have to come first as well.
+                    placed_rivals = [v for o in rivals for vs in wm.class_vars_by_domain(o.id, term.topology_key).values()
+                                     for v in vs]
+                    if placed_rivals:
+                        m.add(cp_model.LinearExpr.sum(placed_rivals) == 0).only_enforce_if(seed)
                 if support:
                     m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if([present, seed.Not()])
                 else:

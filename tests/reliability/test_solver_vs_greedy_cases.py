@@ -8,6 +8,8 @@ case is the smallest window shown to the lead:
 * fixed: the self-affinity escape counted matching pods on nodes without the topology key;
 * fixed: a node that running pods overcommit on one resource refused every window pod, also
   those that do not request that resource;
+* fixed: a window class with required affinity that matched a self-affine group's term ruled
+  out the group's seed even when that class could never be placed;
 * open (``xfail``, strict, so a fix shows up): the model never takes a terminating pod as a
   victim, kube-scheduler's DefaultPreemption (and greedy) do;
 * open: a pod that cannot preempt never uses the room another window pod's preemption frees
@@ -67,6 +69,21 @@ def test_self_affinity_escape_ignores_a_match_on_a_node_without_the_key():
         make_pod("default/p", cpu="0", labels={"app": "a"}, pod_affinity=[term({"app": "a"}, ZONE)]),
     ]
     check(make_snapshot(nodes, pods))
+
+
+def test_self_affinity_seed_is_allowed_while_a_rival_stays_unplaced():
+    # p is affine and anti-affine to app=a on hostname, and nothing matches yet: it may start
+    # alone (kube-scheduler's escape). r also matches app=a and has required affinity of its
+    # own (to app=b, which nothing has), so it can never be placed: it must not rule the seed out.
+    host = "kubernetes.io/hostname"
+    nodes = [make_node("n0", unschedulable=True), make_node("n1")]
+    pods = [
+        make_pod("default/p", cpu="0", labels={"app": "a"}, created=at(0),
+                 pod_affinity=[term({"app": "a"}, host)], pod_anti_affinity=[term({"app": "a"}, host)]),
+        make_pod("default/r", cpu="0", labels={"app": "a"}, created=at(1), pod_affinity=[term({"app": "b"}, host)]),
+    ]
+    check(make_snapshot(nodes, pods))
+    assert schedule(make_snapshot(nodes, pods), CONFIG).assignment_map() == {"default/p": "n1"}
 
 
 def test_overcommitted_resource_binds_only_pods_that_request_it():
