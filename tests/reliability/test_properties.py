@@ -232,7 +232,9 @@ def tally(capsys):
 
 
 def test_generated_windows(tally):
-    @settings(max_examples=DEFAULT_WINDOWS, **_SETTINGS)
+    # The CI run is derandomized: the same windows every time, so main stays green or red for a
+    # reason of its own; the long run below explores new windows on every run.
+    @settings(max_examples=DEFAULT_WINDOWS, **{**_SETTINGS, "derandomize": True})
     @given(windows(), st.integers(0, 1000))
     def run(window, seed):
         check_window(window, seed, tally)
