@@ -132,11 +132,13 @@ class PodInfo:
     def has_required_pod_terms(self) -> bool:
         return bool(self.affinity or self.anti_affinity)
 
-    def scheduling_signature(self, relevant_labels: frozenset[str]) -> tuple:
+    def scheduling_signature(self, relevant_labels: frozenset[str], *, with_group: bool = True) -> tuple:
         """Everything that decides where this pod may go and what it scores.
 
         Labels are projected onto the keys some selector in the window can look at; names,
         uids and timestamps are left out, so replicas of one workload share a signature.
+        ``with_group=False`` leaves the pod group out too: what is left is the same for members
+        of different gangs that no rule tells apart (``gang.kinds``).
         """
         spec = self.pod.spec
         return (
@@ -152,7 +154,7 @@ class PodInfo:
             self.spread,
             self.priority,
             self.preempt_never,
-            self.group,
+            self.group if with_group else None,
             self.images,
             self.containers,
         )

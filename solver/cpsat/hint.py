@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..gang import runs_in
 from ..greedy import GreedyResult
 from .symmetry import canonical
 
@@ -21,9 +22,10 @@ def greedy_hint(wm, greedy: GreedyResult, ctx) -> None:
     for key, node in greedy.placements.items():
         pod = ctx.pod(key)
         if pod is not None:
-            counts[pod.class_id, node] = counts.get((pod.class_id, node), 0) + 1
+            c = wm.class_of(pod)
+            counts[c, node] = counts.get((c, node), 0) + 1
     evicted = {v.pod.key for v in greedy.victims}
-    _apply(wm, counts, evicted)
+    _apply(wm, counts, evicted, greedy.placements)
 
 
 def _coupled(wm, cls) -> bool:
@@ -54,7 +56,9 @@ def first_fit_hint(wm) -> None:
     _apply(wm, counts, set())
 
 
-def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str]) -> None:
+def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str], placements=None) -> None:
+    """Hint these counts (permuted to the symmetry break's order), these evictions, and the
+    gangs of each kind that run (from ``placements``, else from the counts)."""
     counts = canonical(wm, counts)
     for (c, n), var in wm.x.items():
         wm.model.add_hint(var, counts.get((c, n), 0))
@@ -66,6 +70,12 @@ def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str]) -> None:
             wm.model.add_hint(var, placed.get(c, 0))
     for key, var in wm.evict.items():
         wm.model.add_hint(var, 1 if key in evicted else 0)
+    for kind, var in wm.gang_runs:
+        if placements is not None:
+            runs = runs_in(kind, placements)
+        else:  # counts built whole gang by whole gang: the fewest gangs that hold them
+            runs = kind.runs_needed({c.id: placed.get(c.id, 0) for c in kind.classes})
+        wm.model.add_hint(var, runs)
 
 
 def complete(wm, budget: float) -> bool:

@@ -6,6 +6,9 @@ read. Pods of one equivalence class share one integer variable per candidate nod
     x[c, n]   — how many pods of class c are placed on node n            (0 ≤ x ≤ ub[c, n])
     evict[v]  — running pod v is evicted to make room                    (bool)
 
+Interchangeable gangs are one "kind" (``gang.kinds``): the members of a kind with one signature
+form one class, and an integer per kind counts the gangs that run (``gang_runs``).
+
 Candidate nodes are pruned before any variable exists: static filters, resources (against what
 the node has free, or could have free after evicting lower-priority pods), and window-independent
 parts of the dynamic rules (missing topology keys, running pods' anti-affinity that no eviction
@@ -98,6 +101,14 @@ class WindowModel:
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False
+        # Gang kinds: each with the number of its gangs that run (see ``gang.encode``), and the
+        # model class of every context class merged into a kind's class.
+        self.gang_runs: list[tuple] = []
+        self.alias: dict[int, int] = {}
+
+    def class_of(self, pod: PodInfo) -> int:
+        """The model class a window pod is counted in."""
+        return self.alias.get(pod.class_id, pod.class_id)
 
     def ub_of(self, cls_id: int, node: int) -> int:
         return self._ub[cls_id, node]

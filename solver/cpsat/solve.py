@@ -157,8 +157,11 @@ def _stage_expr(stage: list[Level]):
     return cp_model.LinearExpr.weighted_sum(terms, coeffs)
 
 
-def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow_preemption) -> WindowModel:
+def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow_preemption, kinds=(), alias=None) -> WindowModel:
+    """One component's model. ``kinds``/``alias``: gang kinds and the context classes merged
+    into their classes (``gang.merge_classes``)."""
     wm = WindowModel(ctx, classes, static, allow_preemption=allow_preemption)
+    wm.alias = alias or {}
     for cls in classes:
         wm.cand[cls.id], wm.ub[cls.id] = cand[cls.id], ubs[cls.id]
     wm.create_variables()
@@ -167,7 +170,7 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
     node_ports.encode(wm)
     inter_pod_affinity.encode(wm)
     pod_topology_spread.encode(wm)
-    gang_mod.encode(wm, gangs)
+    gang_mod.encode(wm, gangs, kinds)
     eviction.encode_costs(wm, ctx)
     placement = wm.level("placement")
     for cls in classes:
@@ -252,6 +255,8 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
         for var in wm.placed.values():
             if not isinstance(var, int):
                 wm.model.add_hint(var, this.value(var))
+        for _, var in wm.gang_runs:
+            wm.model.add_hint(var, this.value(var))
     return solver, status_name, objective, bound
 
 
@@ -262,13 +267,20 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver, sol: Solution) -> None:
         if k:
             counts.setdefault(c, []).append((n, k))
     placed_on: dict[int, list] = {}
+    in_kind = {c.id for kind, _ in wm.gang_runs for c in kind.classes}
     for cls in wm.classes:
+        if cls.id in in_kind:
+            continue
         pods = iter(cls.pods)
         for n, k in sorted(counts.get(cls.id, [])):
             for _ in range(k):
                 pod = next(pods)
                 sol.placements[pod.key] = n
                 placed_on.setdefault(n, []).append(pod)
+    for kind, _ in wm.gang_runs:
+        for key, n in gang_mod.decode(kind, counts).items():
+            sol.placements[key] = n
+            placed_on.setdefault(n, []).append(wm.ctx.pod(key))
     for key, var in wm.evict.items():
         if solver.value(var):
             victim, n = wm.evict_pod[key]
@@ -390,10 +402,16 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     sctx = ScoreContext.of(ctx)
     weights = tier_weights([p.priority for p in ctx.window])
     build_start = time.monotonic()
-    cand, ubs = candidates(ctx, ctx.classes, static, gangs, allow_preemption)
-    parts = components([c for c in ctx.classes if len(cand[c.id])], cand)
+    # Interchangeable gangs share classes: the model follows the variety of gangs, not their number.
+    kinds = gang_mod.kinds(ctx, gangs)
+    classes, alias = gang_mod.merge_classes(ctx.classes, kinds)
+    cand, ubs = candidates(ctx, classes, static, gangs, allow_preemption)
+    parts = components([c for c in classes if len(cand[c.id])], cand)
     sol = Solution(components=len(parts))
-    models = [build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption) for part in parts]
+    models = [
+        build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption, kinds, alias)
+        for part in parts
+    ]
     for wm in models:
         nv, nc = wm.size()
         sol.variables += nv
@@ -436,7 +454,7 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         if solver is None and status != "OPTIMAL":
             # No solution for this component in its time: greedy's placements for its classes
             # stand in (components share no node and no rule, so the two plans combine).
-            _take_from_greedy(part, run.wait(), ctx, sol)
+            _take_from_greedy(wm, run.wait(), ctx, sol)
             statuses.append("FEASIBLE")
             sol.greedy_components += 1
             have_bounds = False
@@ -478,11 +496,11 @@ def _component_deadlines(parts, start: float, deadline: float) -> list[float]:
     return out
 
 
-def _take_from_greedy(part, greedy: GreedyResult, ctx, sol: Solution) -> None:
-    classes = {c.id for c in part}
-    members = {p.key for c in part for p in c.pods}
+def _take_from_greedy(wm: WindowModel, greedy: GreedyResult, ctx, sol: Solution) -> None:
+    classes = {c.id for c in wm.classes}
+    members = {p.key for c in wm.classes for p in c.pods}
     for key, node in greedy.placements.items():
-        if ctx.pod(key).class_id in classes:
+        if wm.class_of(ctx.pod(key)) in classes:
             sol.placements[key] = node
     for victim in greedy.victims:
         if victim.preemptor in members:
