@@ -255,6 +255,7 @@ def encode(wm, gangs: dict[str, Gang], kinds_: list[GangKind] = ()) -> None:
             expr = expr - cp_model.LinearExpr.sum(evicted)
         wm.model.add(expr >= gang.need * runs - len(evicted) * (1 - runs))
         wm.model.add(cp_model.LinearExpr.sum(placed) <= total * runs)
+        wm.gang_units.append((gang.need, [(c, c.size) for c in members], 1))
     for kind in kinds_:
         classes = [c for c in kind.classes if c.id in present]
         if not classes:
@@ -264,6 +265,7 @@ def encode(wm, gangs: dict[str, Gang], kinds_: list[GangKind] = ()) -> None:
         for c in classes:
             wm.model.add(wm.placed[c.id] <= kind.per_gang[c.id] * runs)
         wm.gang_runs.append((kind, runs))
+        wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
 
 
 def runs_in(kind: GangKind, placements) -> int:

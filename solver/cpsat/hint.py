@@ -5,9 +5,17 @@ window is so large that waiting for greedy would eat the time limit, the engine 
 the model first and hints a vectorised first fit: the classes no coupling rule touches are
 packed, in priority order, onto their candidate nodes in node order; every other class is hinted
 empty. That hint satisfies every constraint by construction, so the solver starts feasible.
+
+Greedy takes gangs first come, first served and spreads their members (LeastAllocated), which
+can leave far fewer pods placed than the window allows. ``packing_counts`` is a second opinion
+for the classes no coupling rule touches: whole gangs and plain pods, higher priority first and
+smaller pods first within a priority, each pod best fit. The engine hints whichever of the two
+places more (by priority tier); the packing is checked by ``complete`` like any hint.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -17,15 +25,20 @@ from ..greedy import GreedyResult
 from .symmetry import canonical
 
 
-def greedy_hint(wm, greedy: GreedyResult, ctx) -> None:
+def greedy_counts(wm, greedy: GreedyResult, ctx) -> dict[tuple[int, int], int]:
+    """Greedy's plan as pods per (model class, node)."""
     counts: dict[tuple[int, int], int] = {}
     for key, node in greedy.placements.items():
         pod = ctx.pod(key)
         if pod is not None:
             c = wm.class_of(pod)
             counts[c, node] = counts.get((c, node), 0) + 1
+    return counts
+
+
+def greedy_hint(wm, greedy: GreedyResult, ctx) -> None:
     evicted = {v.pod.key for v in greedy.victims}
-    _apply(wm, counts, evicted, greedy.placements)
+    _apply(wm, greedy_counts(wm, greedy, ctx), evicted, greedy.placements)
 
 
 def _coupled(wm, cls) -> bool:
@@ -36,6 +49,10 @@ def _coupled(wm, cls) -> bool:
 
 
 def first_fit_hint(wm) -> None:
+    _apply(wm, first_fit_counts(wm), set())
+
+
+def first_fit_counts(wm) -> dict[tuple[int, int], int]:
     free = wm.state.free.copy()
     counts: dict[tuple[int, int], int] = {}
     for cls in sorted(wm.classes, key=lambda c: (-c.rep.priority, c.id)):
@@ -53,12 +70,83 @@ def first_fit_hint(wm) -> None:
         free[nodes] -= take[:, None] * vec
         for n, k in zip(nodes[take > 0].tolist(), take[take > 0].tolist()):
             counts[cls.id, n] = k
-    _apply(wm, counts, set())
+    return counts
 
 
-def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str], placements=None) -> None:
-    """Hint these counts (permuted to the symmetry break's order), these evictions, and the
-    gangs of each kind that run (from ``placements``, else from the counts)."""
+def _coupled_beyond_gangs(wm, cls) -> bool:
+    rep = cls.rep
+    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread:
+        return True
+    return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
+
+
+def packing_counts(wm) -> dict[tuple[int, int], int]:
+    """Whole gangs and plain pods of the uncoupled classes, best fit (see the module note).
+
+    Every other class is left empty. A gang whose members cannot reach its ``need`` is taken
+    back out; an elastic gang keeps every member that fits."""
+    state = wm.state
+    free = state.free.copy()
+    scale = np.maximum(state.alloc.max(axis=0), 1)
+    skip = {c.id for c in wm.classes if _coupled_beyond_gangs(wm, c)}
+    units = []  # (priority, share per pod, first pod's queue position, need, [(class, count)])
+    in_gang = set()
+    for need, members, repeats in wm.gang_units:
+        in_gang.update(c.id for c, _ in members)
+        if any(c.id in skip for c, _ in members):
+            continue
+        pods = sum(k for _, k in members)
+        share = sum(k * float((wm.vec[c.id] / scale).max()) for c, k in members) / max(pods, 1)
+        first = min(c.id for c, _ in members)
+        units.extend((members[0][0].rep.priority, share, first, need, members) for _ in range(repeats))
+    for cls in wm.classes:
+        if cls.id in in_gang or cls.id in skip or not wm.by_class.get(cls.id):
+            continue
+        units.append((cls.rep.priority, float((wm.vec[cls.id] / scale).max()), cls.id, 0, [(cls, cls.size)]))
+    units.sort(key=lambda u: (-u[0], u[1], u[2]))
+    nodes, ubs = wm.cand, wm.ub  # per class, in the order of its variables
+    taken = {c.id: np.zeros(len(nodes[c.id]), dtype=np.int64) for c in wm.classes}
+    counts: dict[tuple[int, int], int] = {}
+    for _, _, _, need, members in units:
+        placed = []  # (class id, position in its candidate list)
+        for cls, k in members:
+            cand, vec = nodes[cls.id], wm.vec[cls.id]
+            if not len(cand) or not vec.any():
+                continue
+            cols = np.flatnonzero(vec)
+            while k > 0:
+                room = free[np.ix_(cand, cols)] - vec[cols]
+                ok = (room >= 0).all(axis=1) & (taken[cls.id] < ubs[cls.id])
+                if not ok.any():
+                    break
+                left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
+                i = int(left.argmin())  # best fit: the node this pod fills most ...
+                # ... and as many of the unit's pods of this class as fit there.
+                here = min(k, int(ubs[cls.id][i] - taken[cls.id][i]), int((free[cand[i], cols] // vec[cols]).min()))
+                free[cand[i]] -= here * vec
+                taken[cls.id][i] += here
+                placed.extend([(cls.id, i)] * here)
+                k -= here
+        if len(placed) < need:
+            for c, i in placed:
+                free[nodes[c][i]] += wm.vec[c]
+                taken[c][i] -= 1
+            continue
+        for c, i in placed:
+            key = (c, int(nodes[c][i]))
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def counts_value(wm, counts: dict[tuple[int, int], int], weights: dict[int, int]) -> int:
+    """Placement value of counts, over the model's classes: pods placed, weighted by priority tier."""
+    priority = {c.id: c.rep.priority for c in wm.classes}
+    return sum(weights[priority[c]] * k for (c, _), k in counts.items() if c in priority)
+
+
+def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str], placements=None) -> dict[tuple[int, int], int]:
+    """Hint these counts (permuted to the symmetry break's order, which is returned), these
+    evictions, and the gangs of each kind that run (from ``placements``, else from the counts)."""
     counts = canonical(wm, counts)
     for (c, n), var in wm.x.items():
         wm.model.add_hint(var, counts.get((c, n), 0))
@@ -76,16 +164,17 @@ def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str], placements
         else:  # counts built whole gang by whole gang: the fewest gangs that hold them
             runs = kind.runs_needed({c.id: placed.get(c.id, 0) for c in kind.classes})
         wm.model.add_hint(var, runs)
+    return counts
 
 
-def complete(wm, budget: float) -> bool:
+def complete(wm, budget: float) -> Optional[bool]:
     """Extend the hint on placements and evictions to every variable of the model.
 
     The hint names x, placed and evict only; the auxiliary variables (presence flags, domain
     counts, minima, seeds) are left for CP-SAT to fill in by search, which a starved machine may
     not finish within the limit. A solve with the hinted variables fixed is a propagation
     exercise; its answer becomes the hint for every variable. Returns whether it succeeded
-    (if not, the partial hint stays as it was)."""
+    (if not, the partial hint stays as it was), or None if the hint is infeasible."""
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.fix_variables_to_their_hinted_value = True
@@ -94,6 +183,8 @@ def complete(wm, budget: float) -> bool:
     params.stop_after_first_solution = True
     params.cp_model_presolve = False
     status = solver.solve(wm.model)
+    if status == cp_model.INFEASIBLE:
+        return None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False
     wm.model.clear_hints()
@@ -102,3 +193,42 @@ def complete(wm, budget: float) -> bool:
         var = wm.model.get_int_var_from_proto_index(index)
         wm.model.add_hint(var, solver.value(var))
     return True
+
+
+class HintSolution:
+    """The packing hint read like a solver's answer (placements only, no evictions), for the
+    engine to extract when the solve finds nothing in its time. The packing meets every rule by
+    construction (capacity from the free room, whole gangs, no class any coupling rule touches),
+    and the plan is validated as any other."""
+
+    def __init__(self, wm, counts: dict[tuple[int, int], int], value: int) -> None:
+        self.values = {wm.x[key].index: k for key, k in counts.items()}
+        self.placement_value = value
+
+    def value(self, var) -> int:
+        return self.values.get(var.index, 0)
+
+
+def best_hint(wm, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], budget: float) -> str:
+    """Hint the better of greedy's plan (or, without it, first fit) and the packing (kept in
+    ``wm.hint_solution`` when it wins). With greedy's plan at hand the hint is completed to every
+    variable (``complete``); a packing the model rejects gives way to greedy's plan. Returns
+    which hint stands."""
+    packed = packing_counts(wm)
+    value = counts_value(wm, packed, weights)
+    if greedy is None:
+        other = first_fit_counts(wm)
+        if value > counts_value(wm, other, weights):
+            wm.hint_solution = HintSolution(wm, _apply(wm, packed, set()), value)
+            return "packing"
+        _apply(wm, other, set())
+        return "first fit"
+    if value > counts_value(wm, greedy_counts(wm, greedy, ctx), weights):
+        wm.hint_solution = HintSolution(wm, _apply(wm, packed, set()), value)
+        done = complete(wm, budget)
+        if done is not None:  # out of time to complete it is still the better start
+            return "packing (completed)" if done else "packing"
+        wm.model.clear_hints()
+        wm.hint_solution = None
+    greedy_hint(wm, greedy, ctx)
+    return "greedy plan (completed)" if complete(wm, budget) else "greedy plan"

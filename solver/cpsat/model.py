@@ -104,6 +104,11 @@ class WindowModel:
         # Gang kinds: each with the number of its gangs that run (see ``gang.encode``), and the
         # model class of every context class merged into a kind's class.
         self.gang_runs: list[tuple] = []
+        # Whole-gang units for hints: (need, [(class, members per gang)], number of such gangs).
+        self.gang_units: list[tuple] = []
+        # The packing, when it is the hint (``hint.HintSolution``); it stands in for a solve
+        # that finds less.
+        self.hint_solution = None
         self.alias: dict[int, int] = {}
 
     def class_of(self, pod: PodInfo) -> int:

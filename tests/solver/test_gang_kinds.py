@@ -11,7 +11,7 @@ from models.snapshot import POD_GROUP_LABEL
 from solver import gang, schedule, validate
 from solver.context import PodClass, build_context
 from solver.cpsat import solve as cpsat
-from solver.cpsat.hint import complete, greedy_hint
+from solver.cpsat.hint import complete, counts_value, greedy_counts, greedy_hint, packing_counts
 from solver.greedy import schedule_greedy
 from solver.predicates import StaticFilters
 from solver.scores import ScoreContext
@@ -183,12 +183,12 @@ def _model(snapshot):
     weights = cpsat.tier_weights([p.priority for p in ctx.window])
     live = [c for c in classes if len(cand[c.id])]
     wm = cpsat.build_component(ctx, live, static, cand, ubs, gangs, ScoreContext.of(ctx), weights, True, kinds, alias)
-    return ctx, static, wm
+    return ctx, static, wm, weights
 
 
 def _first_come_snapshot():
     # Big-pod gangs arrive first and take a node per pod; the small-pod gangs after them then
-    # find no room.
+    # find no room. Packing small pods first places twice as many.
     pods, groups = [], []
     for g in range(2):
         pods += gang_pods(f"big{g}", 2, cpu="3", created=g)
@@ -200,10 +200,23 @@ def _first_come_snapshot():
 
 
 def test_greedy_plan_hinted_per_kind_is_a_feasible_point_of_the_model():
-    ctx, static, wm = _model(_first_come_snapshot())
+    ctx, static, wm, _ = _model(_first_come_snapshot())
     assert wm.gang_runs
     greedy_hint(wm, schedule_greedy(ctx, static=static), ctx)
     assert complete(wm, 10.0) is True
+
+
+def test_packing_hint_places_whole_gangs_small_pods_first_and_is_feasible():
+    snap = _first_come_snapshot()
+    ctx, static, wm, weights = _model(snap)
+    greedy = schedule_greedy(ctx, static=static)
+    packed = packing_counts(wm)
+    assert counts_value(wm, packed, weights) == 16 > counts_value(wm, greedy_counts(wm, greedy, ctx), weights)
+    from solver.cpsat.hint import _apply
+
+    _apply(wm, packed, set())
+    assert complete(wm, 10.0) is True
+    assert len(placed(plan_for(snap))) == 16
 
 
 def test_merge_classes_without_kinds_leaves_classes_alone():
