@@ -161,8 +161,8 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
         if msg is None:
             cycle = Cycle(pod, final, static, version=ctx.config.kubernetes_version)
             feasible_now = len(cycle.feasible())
-            if feasible_now and gang is not None:
-                placed = sum(1 for m in gang.members if m.key in placements)
+            placed = sum(1 for m in gang.members if m.key in placements) if gang is not None else 0
+            if feasible_now and gang is not None and placed < gang.need:
                 msg = gang_mod.rejected(gang.key, placed, gang.need)
             else:
                 msg = cycle.fit_error() if not feasible_now else (

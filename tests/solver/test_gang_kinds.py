@@ -223,3 +223,15 @@ def test_merge_classes_without_kinds_leaves_classes_alone():
     classes = [PodClass(0, []), PodClass(1, [])]
     assert gang.merge_classes(classes, []) == (classes, {})
 
+
+def test_a_member_left_out_of_a_gang_that_runs_is_not_called_rejected():
+    from solver.api import explain
+
+    snap = make_snapshot([make_node(f"n{i}", cpu="1") for i in range(3)], gang_pods("a", 3),
+                         pod_groups=[make_pod_group("batch/a", 2)])
+    ctx = build_context(snap, CONFIG)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    left = ctx.pod("batch/a-2")
+    message = explain(ctx, [left], {"batch/a-0": 0, "batch/a-1": 1}, [], static)[left.key]
+    assert "gets rejected" not in message
+    assert "gets rejected" in explain(ctx, [left], {"batch/a-0": 0}, [], static)[left.key]
