@@ -188,7 +188,9 @@ def _still_failing(entry: Optional[_Failure], pod: PodInfo, state: ClusterState,
 
 
 def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed=None) -> None:
-    outcome = preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng, allowed=allowed) if preempt else None
+    evicted = [v.pod for v in result.victims]  # their budgets are spent (a rolled-back gang's are not)
+    outcome = (preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng, allowed=allowed, evicted=evicted)
+               if preempt else None)
     if outcome is not None and outcome.node is not None:
         for victim in outcome.victims:
             state.remove(victim)

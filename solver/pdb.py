@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Optional
 
 from models.objects import Pod, PodDisruptionBudget
 
@@ -101,9 +102,18 @@ class PdbBudgets:
     def covering(self, pod: PodInfo) -> list[int]:
         return [i for i, b in enumerate(self.budgets) if b.covers(pod)]
 
-    def split(self, victims: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
-        """(violating, non-violating) walking ``victims`` in order and spending allowances."""
-        left = [b.allowed for b in self.budgets]
+    def spent(self, evicted: Iterable[PodInfo]) -> list[int]:
+        """Per budget, how many of ``evicted`` (the window's victims so far) it covers."""
+        out = [0] * len(self.budgets)
+        for pod in evicted:
+            for i in self.covering(pod):
+                out[i] += 1
+        return out
+
+    def split(self, victims: list[PodInfo], spent: Optional[list[int]] = None) -> tuple[list[PodInfo], list[PodInfo]]:
+        """(violating, non-violating) walking ``victims`` in order and spending allowances;
+        ``spent`` (from ``spent``) is what earlier preemptions of the window already used."""
+        left = [b.allowed - (spent[i] if spent else 0) for i, b in enumerate(self.budgets)]
         violating, safe = [], []
         for pod in victims:
             hit = False

@@ -14,6 +14,7 @@ is what the greedy fallback does, so falling back never silently drops preemptio
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Optional
@@ -76,11 +77,13 @@ def select_victims(
     hard_pdb: bool = False,
     window: frozenset[str] = frozenset(),
     local: bool = False,
+    spent: Optional[list[int]] = None,
 ) -> tuple[Optional[_Candidate], Status]:
     """The minimal victim set on one node (or why the node cannot be made to fit).
 
     With ``hard_pdb`` (config ``preemption.pdb: hard``), pods whose eviction would break a
-    PodDisruptionBudget are never victims: they are put back before the fit is judged.
+    PodDisruptionBudget are never victims: they are put back before the fit is judged. ``spent``
+    counts, per budget, the pods earlier preemptions of the window already took from it.
     ``local``: only the node's resources can keep the pod out (no host ports, spread or pod
     affinity on either side), so the dry run is done on the resource arithmetic alone."""
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
@@ -93,7 +96,7 @@ def select_victims(
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     if local and static.mask(pod)[node]:
-        return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version)
+        return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version, spent)
     for victim in lower:
         state.remove(victim)
     try:
@@ -101,7 +104,7 @@ def select_victims(
         if not status.ok:
             return None, status
         lower.sort(key=_importance)
-        violating, safe = budgets.split(lower)
+        violating, safe = budgets.split(lower, spent)
         if hard_pdb and violating:
             for keep in violating:
                 state.add(keep, node)
@@ -131,7 +134,8 @@ def select_victims(
 
 
 def _select_by_resources(
-    pod: PodInfo, node: int, lower: list[PodInfo], state: ClusterState, budgets: PdbBudgets, hard_pdb: bool, version: str
+    pod: PodInfo, node: int, lower: list[PodInfo], state: ClusterState, budgets: PdbBudgets, hard_pdb: bool, version: str,
+    spent: Optional[list[int]] = None,
 ) -> tuple[Optional[_Candidate], Status]:
     """``select_victims``'s dry run for a pod only NodeResourcesFit can keep off the node: the
     same removals, reprieves, order and statuses, on the free amounts instead of the state
@@ -157,7 +161,7 @@ def _select_by_resources(
     if not fits(room):
         return refused(room)
     lower = sorted(lower, key=_importance)
-    violating, safe = budgets.split(lower)
+    violating, safe = budgets.split(lower, spent)
     if hard_pdb and violating:
         for keep in violating:
             room = without(room, keep)
@@ -255,11 +259,14 @@ def default_preemption(
     *,
     rng: Optional[random.Random] = None,
     allowed=None,
+    evicted: Sequence[PodInfo] = (),
 ) -> PreemptionOutcome:
     """Where to place ``pod`` by evicting lower-priority pods, or the ``preemption: ...`` text.
 
     ``allowed`` (a node mask) keeps out nodes the window's own rules refuse (greedy's spread
-    guard): preemption must not break what placement may not."""
+    guard): preemption must not break what placement may not. ``evicted``: the window's victims
+    so far, whose PodDisruptionBudget allowances are spent (the plan's evictions are judged
+    together, so a budget allowing one disruption allows one in the whole window)."""
     if pod.preempt_never:
         return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
     version = ctx.config.kubernetes_version
@@ -283,6 +290,7 @@ def default_preemption(
     hopeless: set[int] = set()
     if potential:
         budgets = PdbBudgets.of(ctx)
+        spent = budgets.spent(evicted)
         wanted = min(len(potential), max(len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
         offset = rng.randrange(len(potential)) if rng is not None else 0
         # Nodes where the pod would not fit even with every possible victim gone give no
@@ -299,7 +307,7 @@ def default_preemption(
                 continue
             candidate, status = select_victims(
                 pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
-                local=local,
+                local=local, spent=spent,
             )
             node_status[node] = status
             if candidate is not None:
@@ -312,7 +320,7 @@ def default_preemption(
     for node in hopeless:
         node_status[node] = select_victims(
             pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
-            local=local,
+            local=local, spent=spent,
         )[1]
     per_node = [_NOT_HELPFUL] * n
     for i, status in node_status.items():
