@@ -405,7 +405,8 @@ class _Replay:
                 continue
             node = self.nodes[index]
             affinity_mask, tolerated_mask = self.static.affinity_mask(pod), self.static.tolerated_mask(pod)
-            for c in hard:
+            # The same constraint written twice is one rule: the pod counts once in its group.
+            for c in dict.fromkeys(hard):
                 d = int(self.final.domains(c.topology_key)[0][index])
                 if d < 0:
                     self.report(

@@ -389,6 +389,10 @@ def _valid_cases():
     snap = make_snapshot(zones("a", "b"), [make_pod(f"default/x{i}", spread=[spread("zone", label_selector={})]) for i in range(3)])
     out.append(valid("empty-spread-selector-counts-nobody", snap,
                      make_plan(snap, {"default/x0": "n-a", "default/x1": "n-a", "default/x2": "n-a"})))
+    # Found by the long fuzz run: a constraint written twice counted the pod twice (skew 2).
+    twice = [spread("zone", {"app": "web"}, min_domains=2)] * 2
+    snap = make_snapshot(zones("a", "b"), [web("default/p", spread=twice)])
+    out.append(valid("spread-constraint-written-twice", snap, make_plan(snap, {"default/p": "n-b"})))
     min3 = [spread("zone", {"app": "web"}, min_domains=3)]
     snap = make_snapshot(zones("a"), [web("default/p", spread=min3), web("default/q")])
     out.append(valid("spread-pod-then-an-unconstrained-matching-pod", snap,
