@@ -364,6 +364,8 @@ COMPLETE_HINT_SHARE = 0.25
 # Greedy goes first (its plan is the hint) when it should take at most this share of the limit;
 # a larger window is built first, hinted by first fit, and greedy runs beside the solve.
 GREEDY_FIRST_SHARE = 0.25
+# ... and is waited for at most this share of the limit before the build starts without it.
+GREEDY_FIRST_WAIT_SHARE = 0.4
 # Rough cost of greedy per pod and node looked at (filter and score), measured on 2 cores.
 GREEDY_SECONDS_PER_NODE_CHECK = 2e-6
 
@@ -391,7 +393,11 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
     try:
         if greedy_first:
             runner.append(_GreedyRun(ctx, static))
-            runner[0].wait()
+            # The estimate cannot see pods that fail (each one costs a pass over every node and
+            # a preemption dry run): if greedy overruns, the model is built and hinted without
+            # its plan, and greedy finishes beside the solve instead of eating its time.
+            if runner[0].wait(GREEDY_FIRST_WAIT_SHARE * limit) is None and not runner[0].done:
+                log.debug("greedy still running after %.1fs; building the model beside it", time.monotonic() - start)
         return _solve_beside_greedy(ctx, static, runner, start, deadline)
     finally:
         for run in runner:

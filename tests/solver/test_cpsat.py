@@ -113,6 +113,42 @@ def test_zero_time_limit_returns_the_greedy_plan_marked_as_fallback():
     assert validate(snap, plan, FAST) == []
 
 
+def test_greedy_that_overruns_its_estimate_finishes_beside_the_solve(monkeypatch):
+    # Greedy was expected to be quick, so it goes first; it turns out slow (here: artificially,
+    # in the field: thousands of failing pods). The model must not wait for it: it is built and
+    # solved within the limit, and greedy's plan still arrives for the comparison.
+    import time
+
+    nodes = [make_node("n1", cpu="4"), make_node("n2", cpu="4")]
+    pods = [make_pod(f"default/p-{i}", cpu="1", created=at(i)) for i in range(6)]
+    snap = make_snapshot(nodes, pods)
+    slow_seconds, limit = 3.0, 2.0
+    real = cpsat.schedule_greedy
+
+    def slow_greedy(*args, **kwargs):
+        time.sleep(slow_seconds)
+        return real(*args, **kwargs)
+
+    solves: list[float] = []
+    real_solve = cpsat._solve_component
+
+    def timed_solve(*args, **kwargs):
+        solves.append(time.monotonic())
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(cpsat, "schedule_greedy", slow_greedy)
+    monkeypatch.setattr(cpsat, "_solve_component", timed_solve)
+    monkeypatch.setattr(cpsat, "estimated_greedy_seconds", lambda ctx: 0.0)
+    config = FAST.with_overrides(time_limit_seconds=limit)
+    started = time.monotonic()
+    outcome = cpsat.solve_window(build_context(snap, config))
+    assert outcome.solution is not None and outcome.solution.status == "OPTIMAL"
+    assert len(outcome.solution.placements) == 6
+    # the solve began within the limit, while greedy was still asleep
+    assert solves and solves[0] - started < limit
+    assert validate(snap, schedule(snap, config), config) == []
+
+
 def test_single_worker_with_a_seed_is_deterministic():
     nodes = [make_node(f"n{i}", cpu="4", labels={"zone": f"z{i % 2}"}) for i in range(6)]
     pods = [make_pod(f"default/p-{i}", cpu=f"{(i % 3) + 1}", labels={"app": f"a{i % 3}"}, created=at(i)) for i in range(14)]
