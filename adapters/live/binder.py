@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -83,6 +84,7 @@ class BindUnit:
     gang: Optional[str] = None
     waits_for: set[str] = field(default_factory=set)  # victims (keys) that must be gone before binding
     deadline: float = 0.0  # when waiting for the victims stops
+    remaining: set[str] = field(default_factory=set)  # of `waits_for`, those not seen gone yet
     id: int = 0
     _left: int = 0
     _failed: list[str] = field(default_factory=list)
@@ -114,8 +116,11 @@ class Binder:
         self.on_bound = on_bound
         self.on_evicted = on_evicted
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="cpsat-live-bind")
+        # Lock order: the cache's lock, then this one (deletions arrive from the watch under the
+        # cache's lock). So nothing may read the cache while holding this lock.
         self._lock = threading.Lock()
-        self._waiting: dict[int, BindUnit] = {}
+        self._waiting: dict[int, BindUnit] = {}  # units waiting for victims, by id
+        self._waiters: dict[str, set[int]] = defaultdict(set)  # victim key -> ids of units waiting for it
         self._ids = itertools.count(1)
         self._closed = False
         self._busy = 0  # units submitted and not finished
@@ -127,38 +132,69 @@ class Binder:
         """Act on a window's units. Every unit that waits for victims is registered before any
         eviction starts, so a refused eviction finds every unit that counted on it."""
         now = self.clock.now()
+        waiting = [u for u in units if u.waits_for and not self.settings.dry_run]
+        waits = {id(u) for u in waiting}
+        for unit in waiting:  # before registering: from then on, a deletion may bind the unit at once
+            for p in unit.placements:
+                self.cache.set_state(p.key, AWAITING_VICTIMS)
         with self._lock:
             closed = self._closed
             for unit in units:
                 unit.id = next(self._ids)
                 self._busy += 1
-                if not closed and unit.waits_for and not self.settings.dry_run:
+            if not closed:
+                for unit in waiting:
                     unit.deadline = now + self.settings.preemption_timeout
-                    self._waiting[unit.id] = unit
+                    self._register(unit)
         for unit in units:
             if closed:
                 self._abandon(unit, "shutting down")
-            elif self.settings.dry_run or not unit.waits_for:
+            elif id(unit) not in waits:
                 for victim in unit.victims:
                     log.info("dry run: would evict %s from %s for %s", victim.key, victim.node, victim.preemptor)
                 self._bind_unit(unit)
-            else:
-                for p in unit.placements:
-                    self.cache.set_state(p.key, AWAITING_VICTIMS)
-                if unit.victims:
-                    self._pool.submit(self._guard, self._preempt, unit)
-        self.victim_gone()  # victims already gone (a 404 on eviction, a pod deleted meanwhile)
+            elif unit.victims:
+                self._pool.submit(self._guard, self._preempt, unit)
+        if waiting and not closed:
+            # victims gone before their units were registered (deleted meanwhile): no event will come
+            self._gone({k for u in waiting for k in u.waits_for if self.cache.pod(k) is None})
 
-    def victim_gone(self) -> None:
-        """A pod was deleted: units whose victims are all gone may bind now."""
+    def victim_gone(self, key: str) -> None:
+        """A pod was deleted (told by the watch, under the cache's lock): units that waited for it
+        and for nothing else still there may bind now."""
+        self._gone({key})
+
+    def _gone(self, keys: set[str]) -> None:
+        ready = []
         with self._lock:
-            if not self._waiting:
-                return
-            ready = [u for u in self._waiting.values() if self._victims_gone(u)]
-            for unit in ready:
-                del self._waiting[unit.id]
+            for key in keys:
+                for unit_id in list(self._waiters.get(key, ())):
+                    unit = self._waiting[unit_id]
+                    unit.remaining.discard(key)
+                    if not unit.remaining:
+                        self._unregister(unit)
+                        ready.append(unit)
         for unit in ready:
             self._bind_unit(unit)
+
+    def _register(self, unit: BindUnit) -> None:
+        """Under the lock: the unit waits for its victims."""
+        unit.remaining = set(unit.waits_for)
+        self._waiting[unit.id] = unit
+        for key in unit.waits_for:
+            self._waiters[key].add(unit.id)
+
+    def _unregister(self, unit: BindUnit) -> bool:
+        """Under the lock: the unit waits no more (False if it had stopped already)."""
+        if self._waiting.pop(unit.id, None) is None:
+            return False
+        for key in unit.waits_for:
+            ids = self._waiters.get(key)
+            if ids is not None:
+                ids.discard(unit.id)
+                if not ids:
+                    del self._waiters[key]
+        return True
 
     def expire(self) -> None:
         """Housekeeping: give up on victims that did not go in time; end uncertain assumptions."""
@@ -166,9 +202,9 @@ class Binder:
         with self._lock:
             late = [u for u in self._waiting.values() if now >= u.deadline]
             for unit in late:
-                del self._waiting[unit.id]
+                self._unregister(unit)
         for unit in late:
-            left = sorted(k for k in unit.waits_for if self.cache.pod(k) is not None)
+            left = sorted(unit.remaining)
             why = f"preemption: victims {', '.join(left)} did not leave within {self.settings.preemption_timeout:g}s"
             log.warning("%s; giving the room of %s back", why, ", ".join(p.key for p in unit.placements))
             self._give_back(unit, requeue=self.queue.requeue_error, message=why)
@@ -200,6 +236,7 @@ class Binder:
             self._closed = True
             waiting = list(self._waiting.values())
             self._waiting.clear()
+            self._waiters.clear()
         for unit in waiting:
             self._abandon(unit, "shutting down")
         self._pool.shutdown(wait=True)
@@ -403,9 +440,9 @@ class Binder:
                 requeue: Optional[Callable[[str], None]] = None) -> None:
         """Victims that will not go (now): every unit waiting for any of them gives its room back."""
         with self._lock:
-            units = [u for u in self._waiting.values() if u.waits_for & victims]
+            units = [self._waiting[i] for i in sorted({i for k in victims for i in self._waiters.get(k, ())})]
             for unit in units:
-                del self._waiting[unit.id]
+                self._unregister(unit)
         for victim in untouched:
             self.cache.unmark_evicting(victim.key)
         for unit in units:
@@ -441,9 +478,6 @@ class Binder:
         self.reporter.preempted(victim.pod, victim.preemptor, victim.node)
         self.on_evicted(victim)
         return None
-
-    def _victims_gone(self, unit: BindUnit) -> bool:
-        return all(self.cache.pod(key) is None for key in unit.waits_for)
 
     def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = (),
                    message: Optional[str] = None) -> None:

@@ -66,7 +66,7 @@ class QueueFeeder:
     """The cache's listener: keeps the queue in step with the pods, nodes and budgets it sees."""
 
     def __init__(self, queue: SchedulingQueue, *, scheduler_name: str,
-                 cache: Callable[[], Optional[ClusterCache]], victim_gone: Callable[[], None],
+                 cache: Callable[[], Optional[ClusterCache]], victim_gone: Callable[[str], None],
                  pod_gone: Callable[[str], None]) -> None:
         self.queue = queue
         self.scheduler_name = scheduler_name
@@ -109,7 +109,7 @@ class QueueFeeder:
         self._pod_gone(pod.key)
         if pod.spec.node_name:
             self.queue.move_all()
-            self._victim_gone()
+            self._victim_gone(pod.key)
 
     def node_changed(self, old: Optional[Node], new: Optional[Node]) -> None:
         if new is None:

@@ -44,7 +44,7 @@ def waiting(name: str, *, policy: Optional[str] = None) -> Pod:
 def test_a_budget_that_lets_go_moves_pods_that_may_preempt(old: Optional[PodDisruptionBudget],
                                                            new: Optional[PodDisruptionBudget], moves: bool) -> None:
     queue = SchedulingQueue(clock=ManualClock())
-    feeder = QueueFeeder(queue, scheduler_name="cpsat-scheduler", cache=lambda: None, victim_gone=lambda: None,
+    feeder = QueueFeeder(queue, scheduler_name="cpsat-scheduler", cache=lambda: None, victim_gone=lambda key: None,
                          pod_gone=lambda key: None)
     for p in (waiting("preemptor"), waiting("polite", policy="Never")):
         queue.add(p)

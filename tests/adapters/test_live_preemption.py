@@ -10,7 +10,9 @@ gone. A refused eviction gives the room back and the preemptor backs off and tri
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator
+import threading
+import traceback
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
@@ -246,3 +248,51 @@ def test_a_preemptor_given_up_midway_leaves_its_other_victims_running(make_clust
     assert wait_for(lambda: cluster.node_of("high") == "n1")
     assert cluster.violations() == []
     assert wait_for(lambda: not sched.cache.assumed())
+
+
+class _Owned:
+    """The binder's lock, remembering which thread holds it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.owner: Optional[int] = None
+
+    def __enter__(self) -> "_Owned":
+        self._lock.acquire()
+        self.owner = threading.get_ident()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.owner = None
+        self._lock.release()
+
+
+class _Checked:
+    """The cache's lock, noting every time it is taken by a thread that holds the binder's."""
+
+    def __init__(self, inner: Any, binder_lock: _Owned, violations: list[str]) -> None:
+        self._inner, self._binder_lock, self._violations = inner, binder_lock, violations
+
+    def __enter__(self) -> Any:
+        if self._binder_lock.owner == threading.get_ident():
+            self._violations.append("".join(traceback.format_stack(limit=6)))
+        return self._inner.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._inner.__exit__(*exc)
+
+
+def test_the_binder_never_reads_the_cache_under_its_own_lock(make_cluster: Callable[..., Cluster]) -> None:
+    # Deletions reach the binder from the watch while it holds the cache's lock; a binder thread
+    # reading the cache while holding its own lock takes them in the other order: a deadlock
+    # (the soak found one: the leader froze, still renewing its lease, so nobody took over).
+    cluster = make_cluster(one_big_victim(), kubelet_grace_seconds=0.1)
+    cluster.create(pod("high", cpu="1", priority_class="high"), rider())
+    sched = cluster.scheduler(fast_config(), fast_options(engine="cpsat", window_wait=0.1), start=False)
+    violations: list[str] = []
+    binder_lock = _Owned()
+    sched.binder._lock = binder_lock  # type: ignore[assignment]
+    sched.cache.lock = _Checked(sched.cache.lock, binder_lock, violations)  # type: ignore[assignment]
+    sched.start()
+    assert wait_for(lambda: cluster.node_of("high") == "n1" and cluster.node_of("rider") == "n1")
+    assert violations == []
