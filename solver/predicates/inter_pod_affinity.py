@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 from ortools.sat.python import cp_model
 
@@ -214,6 +215,7 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
 def encode(wm) -> None:
     state, m = wm.state, wm.model
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
+    components = _support_components(classes)
     for cls in classes:
         rep = cls.rep
         # The class's own anti-affinity terms: where it is present, nothing it matches may be.
@@ -261,7 +263,7 @@ def encode(wm) -> None:
                     else:
                         m.add_implication(present, evict)
         if rep.affinity:
-            _encode_affinity(wm, cls, classes)
+            _encode_affinity(wm, cls, classes, components)
     # One seed domain per affinity group.
     by_terms: dict[tuple, list] = {}
     for (terms, _), seed in wm.seeds.items():
@@ -270,10 +272,25 @@ def encode(wm) -> None:
         m.add_at_most_one(seeds)
 
 
-def _encode_affinity(wm, cls, classes) -> None:
+def _support_components(classes) -> dict[int, int]:
+    """The strongly connected component of each class with required affinity, in the graph of
+    who may anchor whom (an edge o -> c where o, itself with required affinity, matches all of
+    c's terms). Anchoring across components never closes a cycle, so an order exists in which
+    each pod finds its support before it; within one, only seeds break the circle."""
+    with_affinity = [c for c in classes if c.rep.affinity]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(c.id for c in with_affinity)
+    for c in with_affinity:
+        matcher = AllTerms(c.rep.affinity)
+        graph.add_edges_from((o.id, c.id) for o in with_affinity if o is not c and matcher.matches(o.rep))
+    return {cid: i for i, component in enumerate(nx.strongly_connected_components(graph)) for cid in component}
+
+
+def _encode_affinity(wm, cls, classes, components: dict[int, int]) -> None:
     """Every pod of the class is anchored, as a sequential order would need (the validator's
     reading): in its domain under each term's key, a running pod matches all its terms, or a
-    window pod does that needs no support of its own (no required affinity). Where nothing
+    window pod does that needs no support of its own (no required affinity) or is anchored from
+    another component of the support graph (``_support_components``). Where nothing
     running matches anywhere, a class that matches its own single term may instead start from
     one seed domain and grow there. Classes with the very same terms that match them (replicas
     differing only in priority or size) form one group with one seed domain; any other window
@@ -284,6 +301,8 @@ def _encode_affinity(wm, cls, classes) -> None:
     grounded = [o for o in classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
     group = [o for o in classes if o.rep.affinity == rep.affinity and matcher.matches(o.rep)]
     rivals = [o for o in classes if o.rep.affinity and matcher.matches(o.rep) and o not in group]
+    # A rival anchored from outside this class's component comes first whatever anchors it.
+    anchored = [o for o in rivals if components[o.id] != components[cls.id]]
     supporters = _running_matching(state, matcher)
     # The seed needs nothing matching anywhere: every running match must be evicted with it.
     # "Anywhere" is kube-scheduler's: on a node that carries the term's key (the escape is for a
@@ -309,7 +328,7 @@ def _encode_affinity(wm, cls, classes) -> None:
             if d in settled:
                 continue  # a running pod that stays supports the whole domain
             support = kept.get(d, []) + [
-                v for o in grounded for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
+                v for o in (*grounded, *anchored) for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
             ]
             present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
             if escape:

@@ -8,6 +8,8 @@ case is the smallest window shown to the lead:
 * fixed: the self-affinity escape counted matching pods on nodes without the topology key;
 * fixed: a node that running pods overcommit on one resource refused every window pod, also
   those that do not request that resource;
+* fixed: only window pods without required affinity could anchor another's affinity, though
+  one anchored by other means (a seed, a running pod) comes first just as well;
 * fixed: a window class with required affinity that matched a self-affine group's term ruled
   out the group's seed even when that class could never be placed;
 * open (``xfail``, strict, so a fix shows up): the model never takes a terminating pod as a
@@ -98,6 +100,19 @@ def test_overcommitted_resource_binds_only_pods_that_request_it():
     snapshot = make_snapshot([node], pods)
     assert "default/plain" in solve_window(build_context(snapshot, CONFIG)).solution.placements
     assert "default/plain" in schedule(snapshot, CONFIG).assignment_map()
+
+
+def test_affinity_anchored_by_a_window_pod_that_has_affinity_of_its_own():
+    # The long property run's find, reduced: b starts its self-affine group (the seed); a needs
+    # an app=b pod on its host. Only window pods without required affinity anchored others, so
+    # the model left a out; b cannot need a (a does not match b's term), so b comes first.
+    nodes = [make_node("n0", labels={ZONE: "z1"})]
+    pods = [
+        make_pod("default/b", cpu="100m", labels={"app": "b"}, pod_affinity=[term({"app": "b"}, ZONE)], created=at(0)),
+        make_pod("default/a", cpu="100m", labels={"app": "a"}, pod_affinity=[term({"app": "b"}, "kubernetes.io/hostname")],
+                 created=at(1)),
+    ]
+    check(make_snapshot(nodes, pods))
 
 
 # --------------------------------------------------------------------------- open
