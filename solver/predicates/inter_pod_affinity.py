@@ -215,7 +215,7 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
 def encode(wm) -> None:
     state, m = wm.state, wm.model
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
-    components = _support_components(classes)
+    components = _support_components(wm, classes)
     for cls in classes:
         rep = cls.rep
         # The class's own anti-affinity terms: where it is present, nothing it matches may be.
@@ -272,18 +272,34 @@ def encode(wm) -> None:
         m.add_at_most_one(seeds)
 
 
-def _support_components(classes) -> dict[int, int]:
+def _support_components(wm, classes) -> dict[int, int]:
     """The strongly connected component of each class with required affinity, in the graph of
     who may anchor whom (an edge o -> c where o, itself with required affinity, matches all of
-    c's terms). Anchoring across components never closes a cycle, so an order exists in which
+    c's terms and c may need a window pod: somewhere it can go, no running pod that stays
+    supports it). Anchoring across components never closes a cycle, so an order exists in which
     each pod finds its support before it; within one, only seeds break the circle."""
     with_affinity = [c for c in classes if c.rep.affinity]
     graph = nx.DiGraph()
     graph.add_nodes_from(c.id for c in with_affinity)
     for c in with_affinity:
+        if _settled_everywhere(wm, c):
+            continue
         matcher = AllTerms(c.rep.affinity)
         graph.add_edges_from((o.id, c.id) for o in with_affinity if o is not c and matcher.matches(o.rep))
     return {cid: i for i, component in enumerate(nx.strongly_connected_components(graph)) for cid in component}
+
+
+def _settled_everywhere(wm, cls) -> bool:
+    """Whether, under every term, each domain the class can use holds a running pod matching
+    all its terms that cannot be evicted: the class then needs no window pod at all."""
+    state = wm.state
+    supporters = _running_matching(state, AllTerms(cls.rep.affinity))
+    for term in cls.rep.affinity:
+        ids = state.domains(term.topology_key)[0]
+        settled = {int(ids[n]) for p, n in supporters if ids[n] >= 0 and wm.evictable(p) is None}
+        if not set(wm.class_vars_by_domain(cls.id, term.topology_key)) <= settled:
+            return False
+    return True
 
 
 def _encode_affinity(wm, cls, classes, components: dict[int, int]) -> None:

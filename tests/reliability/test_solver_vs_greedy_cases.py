@@ -115,6 +115,21 @@ def test_affinity_anchored_by_a_window_pod_that_has_affinity_of_its_own():
     check(make_snapshot(nodes, pods))
 
 
+def test_affinity_pair_anchored_through_a_running_pod():
+    # The next long run's find, reduced: c needs an app=a pod on its host and r (which stays)
+    # is one; a needs c there. Each matches the other's term, but c needs no window pod: r
+    # anchors it, so it may anchor a in turn.
+    nodes = [make_node("n0")]
+    pods = [
+        make_pod("default/r", cpu="100m", node="n0", labels={"app": "a"}, priority=100),
+        make_pod("default/c", cpu="100m", labels={"app": "c"}, pod_affinity=[term({"app": "a"}, "kubernetes.io/hostname")],
+                 created=at(0)),
+        make_pod("default/a", cpu="100m", labels={"app": "a"}, pod_affinity=[term({"app": "c"}, "kubernetes.io/hostname")],
+                 created=at(1)),
+    ]
+    check(make_snapshot(nodes, pods))
+
+
 # --------------------------------------------------------------------------- open
 
 
