@@ -210,7 +210,9 @@ def mutated_inputs(draw: Any) -> Input:
         op = draw(st.sampled_from(("retype", "retype", "delete", "huge", "unicode", "unicode-key", "nest", "duplicate")))
         ops.append(op)
         if op == "retype":
-            parent[last] = draw(JUNK)
+            # A copy: st.just hands out the same list or dict every time, and a later mutation
+            # of it would change what every later example draws (hypothesis calls that flaky).
+            parent[last] = copy.deepcopy(draw(JUNK))
         elif op == "huge":
             parent[last] = draw(HUGE)
         elif op == "unicode":
@@ -230,16 +232,7 @@ def mutated_inputs(draw: Any) -> Input:
             # would overflow Python's recursion limit.
             parent.insert(last, copy.copy(parent[last]))
     fmt = draw(st.sampled_from(("json", "yaml", "stream")))
-    try:
-        if fmt == "json":
-            text = json.dumps(doc)
-        elif fmt == "yaml":
-            text = yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), allow_unicode=True)
-        else:
-            items = doc.get("items") if isinstance(doc, dict) else None
-            text = "\n".join(json.dumps(i) for i in items) if isinstance(items, list) else json.dumps(doc)
-    except (RecursionError, ValueError, yaml.YAMLError):
-        fmt, text = "json-fallback", json.dumps(doc, default=str) if _shallow(doc) else "[]"
+    fmt, text = _serialise(doc, fmt)
     data = text.encode("utf-8", "surrogatepass")
     damage = draw(st.sampled_from(("none", "none", "truncate", "insert", "cut")))
     if damage == "truncate" and data:
@@ -253,6 +246,67 @@ def mutated_inputs(draw: Any) -> Input:
     if damage != "none":
         ops.append(damage)
     return Input(f"{seed_name}:{'+'.join(ops)}:{fmt}:{damage}", data, tuple(ops))
+
+
+# Deepest document handed to json.dumps and yaml.dump. Both recurse, and whether a deeper one
+# fits under the recursion limit depends on how deep the stack already is, which differs
+# between hypothesis's runs of one example (and the damage drawn next depends on the text).
+# Deeper documents, which only "nest" makes, are written by _deep_json, which does not recurse.
+SAFE_DEPTH = 200
+
+
+def _serialise(doc: Any, fmt: str) -> tuple[str, str]:
+    """``(format, text)``: the document as JSON, YAML or a JSON stream of its items."""
+    if _depth(doc) > SAFE_DEPTH:
+        return "deep-json", _deep_json(doc)
+    try:
+        if fmt == "json":
+            return fmt, json.dumps(doc)
+        if fmt == "yaml":
+            return fmt, yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), allow_unicode=True)
+        items = doc.get("items") if isinstance(doc, dict) else None
+        return fmt, "\n".join(json.dumps(i) for i in items) if isinstance(items, list) else json.dumps(doc)
+    except (RecursionError, ValueError, yaml.YAMLError):
+        return "json-fallback", json.dumps(doc, default=str) if _shallow(doc) else "[]"
+
+
+def _depth(node: Any) -> int:
+    """Nesting depth of a document (iteratively)."""
+    deepest, pending = 0, [(node, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            pending.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def _deep_json(node: Any) -> str:
+    """``json.dumps(node)`` without recursion, for documents deeper than SAFE_DEPTH."""
+    out: list[str] = []
+    pending: list[Any] = [node]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, _Text):
+            out.append(value)
+        elif isinstance(value, dict):
+            parts: list[Any] = [_Text("{")]
+            for i, (key, item) in enumerate(value.items()):
+                parts += [_Text(("," if i else "") + json.dumps(str(key)) + ":"), item]
+            pending.extend(reversed([*parts, _Text("}")]))
+        elif isinstance(value, list):
+            parts = [_Text("[")]
+            for i, item in enumerate(value):
+                parts += [_Text(",")] if i else []
+                parts.append(item)
+            pending.extend(reversed([*parts, _Text("]")]))
+        else:
+            out.append(json.dumps(value, default=str))
+    return "".join(out)
+
+
+class _Text(str):
+    """Punctuation already written as JSON, told apart from string values on _deep_json's stack."""
 
 
 def _shallow(doc: Any) -> bool:
@@ -383,6 +437,16 @@ def test_mutation_paths_survive_nesting_past_the_recursion_limit():
     paths = _paths(doc)
     assert paths[:3] == [(), ("items",), ("items", 0)]
     assert max(len(p) for p in paths) == MAX_PATH_DEPTH
+
+
+def test_deep_documents_are_written_without_recursion():
+    # json.dumps and yaml.dump recurse: past SAFE_DEPTH the text is written iteratively, so the
+    # same draws always give the same bytes, whatever the stack depth at the time.
+    depth = sys.getrecursionlimit() * 2
+    fmt, text = _serialise({"items": [_nest(depth, {"kind": "Pod"}, as_list=True)]}, "yaml")
+    assert fmt == "deep-json"
+    assert text == '{"items":[' + "[" * depth + '{"kind":"Pod"}' + "]" * depth + "]}"
+    assert json.loads(_deep_json(RICH)) == RICH
 
 
 @pytest.mark.parametrize(
