@@ -174,7 +174,7 @@ def _ours(obj: dict[str, Any]) -> bool:
     return (obj.get("spec") or {}).get("schedulerName") == SCHEDULER
 
 
-def _pending(obj: dict[str, Any]) -> bool:
+def is_pending(obj: dict[str, Any]) -> bool:
     spec, meta, status = obj.get("spec") or {}, obj.get("metadata") or {}, obj.get("status") or {}
     return (_ours(obj) and not spec.get("nodeName") and not meta.get("deletionTimestamp")
             and not spec.get("schedulingGates") and status.get("phase") not in ("Succeeded", "Failed"))
@@ -223,10 +223,12 @@ def overcommit(server: FakeApiServer, config: SchedulerConfig) -> list[str]:
 
 def unresolved(server: FakeApiServer) -> list[str]:
     """Pending pods of ours without a FailedScheduling event of their own."""
-    told = {(e.get("involvedObject") or {}).get("uid") for e in server.store.list("events")
-            if e.get("reason") == "FailedScheduling"}
-    return sorted(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in server.store.list("pods")
-                  if _pending(o) and o["metadata"].get("uid") not in told)
+    store = server.store
+    with store.lock:  # read in place: copying every event on each look would starve the scheduler
+        told = {(e.get("involvedObject") or {}).get("uid") for e in store.items("events")
+                if e.get("reason") == "FailedScheduling"}
+        return sorted(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in store.items("pods")
+                      if is_pending(o) and o["metadata"].get("uid") not in told)
 
 
 def leaked(server: FakeApiServer, schedulers: Iterable[Scheduler], *, stopped: bool = False) -> list[str]:
@@ -298,20 +300,31 @@ def judge(cluster: Cluster, ledger: Ledger, *, running: Iterable[Scheduler] = ()
                            f"{len(s.cache.assumed())} assumed")
         return out
 
-    def leaderless() -> bool:
-        """Schedulers run but none leads yet (a successor still acquiring the lease): their
-        queues are not drained, so nothing can be judged idle."""
-        return bool(running) and not any(s.elector.is_leader() for s in running)
+    def leaderless() -> list[str]:
+        """Schedulers run but none leads (a successor still acquiring the lease): their queues
+        are not being drained, so nothing can be judged idle."""
+        return ["no running scheduler leads"] if running and not any(s.elector.is_leader() for s in running) else []
 
-    def settled() -> bool:
-        return not leaderless() and not busy() and not unresolved(server) and not leaked(server, running)
+    last: dict[str, list[str]] = {}
 
-    wait_for(settled, timeout=settle, interval=0.02)
+    def look(*, full: bool) -> bool:
+        """One look at the liveness invariants, kept: the verdict is the last look, so a moment
+        where everything held counts even if leadership moves on right after (it may, under
+        load). Stops at the first one broken unless `full`."""
+        last.clear()
+        for name, check in (("busy", lambda: leaderless() or busy()), ("leaked", lambda: leaked(server, running)),
+                            ("unresolved", lambda: unresolved(server))):
+            last[name] = check()
+            if last[name] and not full:
+                return False
+        return not any(last.values())
+
+    if not wait_for(lambda: look(full=False), timeout=settle, interval=0.02):
+        look(full=True)
     return Verdict(stuck=sorted(k for s in running for k in stuck_in_flight(s)),
                    double_binds=ledger.double_binds(),
                    overcommit=list(ledger.overcommitted) + overcommit(server, config or fast_config()),
-                   unresolved=unresolved(server), leaked=leaked(server, running),
-                   busy=busy() + (["no running scheduler leads"] if leaderless() else []))
+                   unresolved=last["unresolved"], leaked=last["leaked"], busy=last["busy"])
 
 
 # --- the cases -------------------------------------------------------------------------------

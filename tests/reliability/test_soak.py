@@ -2,8 +2,8 @@
 
 Two scheduler replicas (leader election on) run against the in-memory API server while a
 seeded generator plays users, controllers and a hostile control plane at once: pods of mixed
-sizes and priorities arrive (some with required anti-affinity, some pinned to a zone, some
-too big for any node) and are deleted, bound or not; nodes join and leave (their pods then
+sizes and priorities arrive while fewer than MAX_BACKLOG wait (some with required
+anti-affinity, some pinned to a zone, some too big for any node) and are deleted, bound or not; nodes join and leave (their pods then
 deleted as the pod garbage collector would); and faults are injected at random — watches cut,
 history compacted, the API server restarted, binds failed, delayed, cut or refused with 409,
 evictions throttled, read-backs and events failed, the lease stolen or left unrenewable, the
@@ -48,7 +48,7 @@ from tests.adapters.live_harness import (
     priority_class,
     wait_for,
 )
-from tests.reliability.test_live_faults import Ledger, collect_orphans, judge, leaked, overcommit
+from tests.reliability.test_live_faults import Ledger, collect_orphans, is_pending, judge, leaked, overcommit
 
 DEFAULT_SECONDS = 25.0
 LONG_SECONDS = min(300.0, float(os.environ.get("SOAK_SECONDS", "240")))
@@ -56,6 +56,13 @@ LONG_SECONDS = min(300.0, float(os.environ.get("SOAK_SECONDS", "240")))
 CHECK_EVERY = 3.0
 # Node pool bounds: the churn keeps between these many nodes.
 MIN_NODES, MAX_NODES = 3, 8
+# Users stop adding pods while this many of ours wait for a node: the nodes hold a few dozen
+# pods, and an ever-growing backlog would turn the soak into a throughput race rather than a test of
+# what faults do to decisions.
+MAX_BACKLOG = 300
+# How long the invariants may take to hold once the churn stops (seconds): time to decide the
+# whole backlog again, on two busy cores.
+SETTLE_SECONDS = 45.0
 # A soak-sized queue: an unschedulable pod whose event was lost is retried (and reported again)
 # within seconds, not the default five minutes.
 SOAK_QUEUE = QueueSettings(initial_backoff=0.05, max_backoff=0.5, max_unschedulable=3.0)
@@ -76,6 +83,7 @@ class SoakReport:
     checks: int = 0  # replays of the whole state through the validator
     settle: float = 0.0  # seconds from the end of the churn until the invariants held (or gave up)
     leader_back: float = 0.0  # of which: until a replica led again (a stolen lease must expire first)
+    backlog: int = 0  # our pods pending when the churn stopped: what the settling had to work through
     faults: Counter[str] = field(default_factory=Counter)  # fault actions, by kind
     applied: Counter[str] = field(default_factory=Counter)  # what the server's injector did to requests
     violations: list[str] = field(default_factory=list)
@@ -90,8 +98,9 @@ class SoakReport:
         return (f"soak {self.seconds:.0f}s: {self.pods_created} pods created, {self.scheduled} scheduled, "
                 f"{self.evicted} evicted by preemption, {self.pods_deleted} deleted; nodes +{self.nodes_added} "
                 f"-{self.nodes_removed} ({self.orphans_collected} orphans collected); {self.faults_injected} faults "
-                f"injected ({kinds}; at the server: {applied}); {self.checks} mid-run validations; settled in "
-                f"{self.settle:.1f}s (a leader after {self.leader_back:.1f}s); {len(self.violations)} violations")
+                f"injected ({kinds}; at the server: {applied}); {self.checks} mid-run validations; {self.backlog} pods "
+                f"pending at the end of the churn, settled in {self.settle:.1f}s (a leader after "
+                f"{self.leader_back:.1f}s); {len(self.violations)} violations")
 
 
 class Soak:
@@ -129,6 +138,8 @@ class Soak:
         return sched
 
     def new_pod(self) -> None:
+        if self.pending() >= MAX_BACKLOG:
+            return
         self.next_pod += 1
         name = f"p{self.next_pod}"
         rng = self.rng
@@ -146,6 +157,12 @@ class Soak:
             obj["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "16"  # fits nowhere
         if self._call("POST", f"/api/v1/namespaces/{NS}/pods", obj):
             self.report.pods_created += 1
+
+    def pending(self) -> int:
+        """Our pods waiting for a node (not being deleted)."""
+        store = self.cluster.server.store
+        with store.lock:
+            return sum(1 for o in store.items("pods", NS) if is_pending(o))
 
     def delete_pod(self) -> None:
         pods = self.cluster.server.store.list("pods", NS)
@@ -253,11 +270,12 @@ class Soak:
                 time.sleep(self.rng.uniform(0.01, 0.06))
             # quiet: lift every fault, let the lease settle, then judge
             quiet = time.monotonic()
+            self.report.backlog = self.pending()
             self.cluster.server.faults.clear()
             assert wait_for(lambda: any(s.elector.is_leader() for s in self.running), timeout=10.0)
             self.report.leader_back = time.monotonic() - quiet
             self.report.orphans_collected += collect_orphans(self.cluster)
-            verdict = judge(self.cluster, self.ledger, running=self.running, settle=30.0)
+            verdict = judge(self.cluster, self.ledger, running=self.running, settle=SETTLE_SECONDS)
             self.report.settle = time.monotonic() - quiet
             self.report.violations += verdict.violations
             self.report.orphans_collected += collect_orphans(self.cluster)  # binds in flight at the very end
@@ -274,8 +292,11 @@ class Soak:
 def _soak(seconds: float, seed: int) -> SoakReport:
     report = Soak(seed).run(seconds)
     print("\n" + report.summary())
-    for line in report.violations[:20]:
-        print("  " + line)
+    kinds = Counter(v.split(":", 1)[0] for v in report.violations)
+    for kind, count in sorted(kinds.items()):
+        print(f"  {count} × {kind}, e.g.:")
+        for line in [v for v in report.violations if v.startswith(kind)][:5]:
+            print("    " + line)
     assert wait_for(lambda: not live_threads(), timeout=10.0), live_threads()
     return report
 
