@@ -302,6 +302,41 @@ def _settled_everywhere(wm, cls) -> bool:
     return True
 
 
+def _running_anchors(wm, supporters, ids: np.ndarray) -> tuple[set[int], dict[int, list]]:
+    """Domains (under the key of ``ids``) where a running supporter cannot be evicted, and per
+    other domain the literals "this supporter stays"."""
+    settled: set[int] = set()
+    kept: dict[int, list] = {}
+    for pod, node in supporters:
+        d = int(ids[node])
+        if d < 0:
+            continue
+        evict = wm.evictable(pod)
+        if evict is None:
+            settled.add(d)
+        else:
+            kept.setdefault(d, []).append(evict.Not())
+    return settled, kept
+
+
+def _kin_support(wm, cls, o, t: int, d: int, key: str, settled: set[int], kept: dict[int, list]) -> list:
+    """Support for ``cls`` in domain ``d`` from ``o``, a class of its own support component whose
+    terms all use ``key``: counted only with a running pod that stays anchoring ``o`` in ``d``
+    itself, so ``o`` needs no window pod there and no cycle forms."""
+    o_vars = wm.class_vars_by_domain(o.id, key).get(d)
+    if not o_vars:
+        return []
+    if d in settled:
+        return list(o_vars)
+    stays = kept.get(d)
+    if not stays:
+        return []
+    via = wm.model.new_bool_var(f"kin[{cls.id},{o.id},{t},{d}]")
+    wm.model.add(cp_model.LinearExpr.sum(o_vars) >= 1).only_enforce_if(via)
+    wm.model.add_bool_or(stays).only_enforce_if(via)
+    return [via]
+
+
 def _encode_affinity(wm, cls, classes, components: dict[int, int]) -> None:
     """Every pod of the class is anchored, as a sequential order would need (the validator's
     reading): in its domain under each term's key, a running pod matches all its terms, or a
@@ -317,8 +352,10 @@ def _encode_affinity(wm, cls, classes, components: dict[int, int]) -> None:
     grounded = [o for o in classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
     group = [o for o in classes if o.rep.affinity == rep.affinity and matcher.matches(o.rep)]
     rivals = [o for o in classes if o.rep.affinity and matcher.matches(o.rep) and o not in group]
-    # A rival anchored from outside this class's component comes first whatever anchors it.
+    # A rival anchored from outside this class's component comes first whatever anchors it; one
+    # of its own component, only where a running pod that stays anchors it (_kin_support).
     anchored = [o for o in rivals if components[o.id] != components[cls.id]]
+    kin = [o for o in rivals if components[o.id] == components[cls.id]]
     supporters = _running_matching(state, matcher)
     # The seed needs nothing matching anywhere: every running match must be evicted with it.
     # "Anywhere" is kube-scheduler's: on a node that carries the term's key (the escape is for a
@@ -329,23 +366,18 @@ def _encode_affinity(wm, cls, classes, components: dict[int, int]) -> None:
         ids = state.domains(term.topology_key)[0]
         escape = len(rep.affinity) == 1 and cls in group and all(e is not None for e in clearing)
         # Running supporters per domain; one that cannot be evicted settles the domain.
-        kept: dict[int, list] = {}
-        settled: set[int] = set()
-        for pod, node in supporters:
-            d = int(ids[node])
-            if d < 0:
-                continue
-            evict = wm.evictable(pod)
-            if evict is None:
-                settled.add(d)
-            else:
-                kept.setdefault(d, []).append(evict.Not())
+        settled, kept = _running_anchors(wm, supporters, ids)
+        kin_here = [o for o in kin if all(u.topology_key == term.topology_key for u in o.rep.affinity)]
+        kin_anchors = {o.id: _running_anchors(wm, _running_matching(state, AllTerms(o.rep.affinity)), ids)
+                       for o in kin_here}
         for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
             if d in settled:
                 continue  # a running pod that stays supports the whole domain
             support = kept.get(d, []) + [
                 v for o in (*grounded, *anchored) for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
             ]
+            for o in kin_here:
+                support += _kin_support(wm, cls, o, t, d, term.topology_key, *kin_anchors[o.id])
             present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
             if escape:
                 seed_key = (rep.affinity, d)

@@ -177,7 +177,8 @@ def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value,
     place as much — except in the two known model gaps (test_solver_vs_greedy_cases.py), recognised
     by greedy's plan needing what the model cannot express: a terminating victim, or a pod placed
     on room that only another pod's preemption freed (on its node, or through a rule over the
-    topology domain, such as a victim's zone anti-affinity)."""
+    topology domain, such as a victim's zone anti-affinity), or a pod whose affinity support a
+    later pod's preemption evicted."""
     own_ctx = build_context(window.snapshot, config)
     outcome = solve_window(own_ctx)
     sol, greedy = outcome.solution, outcome.greedy
@@ -201,6 +202,9 @@ def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value,
         return
     if _lifted_elsewhere(own_ctx, greedy, enabled):
         tally.greedy_better["known gap: a rule another pod's victim lifted elsewhere in its domain"] += 1
+        return
+    if _support_evicted_later(own_ctx, greedy):
+        tally.greedy_better["known gap: affinity support a later preemption evicted"] += 1
         return
     if tally.gap_dir is not None:
         tally.greedy_better[NEW_GAP] += 1
@@ -230,6 +234,25 @@ def _lifted_elsewhere(ctx, greedy, enabled: bool) -> bool:
                 state.add(ctx.pod(other), m)
         if not Cycle(pod, state, static, version=ctx.config.kubernetes_version).status(ctx.nodes[n]).ok:
             return True
+    return False
+
+
+def _support_evicted_later(ctx, greedy) -> bool:
+    """Whether a pod greedy placed had the support of its required affinity in a running pod
+    that another pod's preemption evicted afterwards: valid in that order (the validator's
+    reading), out of the model's reach, which reads support on the final state."""
+    for v in greedy.victims:
+        victim = v.pod
+        for key, n in greedy.placements.items():
+            pod = ctx.pod(key)
+            if key == v.preemptor or not pod.affinity:
+                continue
+            if not all(t.matches(victim.namespace, victim.labels, victim.ns_labels) for t in pod.affinity):
+                continue
+            here, there = ctx.nodes[n].labels, ctx.nodes[v.node].labels
+            if any(here.get(t.topology_key) is not None and here.get(t.topology_key) == there.get(t.topology_key)
+                   for t in pod.affinity):
+                return True
     return False
 
 

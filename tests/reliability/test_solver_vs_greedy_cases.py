@@ -14,6 +14,8 @@ case is the smallest window shown to the lead:
   out the group's seed even when that class could never be placed;
 * open (``xfail``, strict, so a fix shows up): the model never takes a terminating pod as a
   victim, kube-scheduler's DefaultPreemption (and greedy) do;
+* open: a pod placed beside the running pod that supports its affinity, which a later pod then
+  evicts, is supported on the final state only by window pods that need it in turn;
 * open: a pod that cannot preempt never uses the room another window pod's preemption frees
   (capacity, host ports and anti-affinity alike), though the final state is valid — also on
   another node, when the victim's anti-affinity kept the pod out of their shared zone.
@@ -130,6 +132,20 @@ def test_affinity_pair_anchored_through_a_running_pod():
     check(make_snapshot(nodes, pods))
 
 
+def test_affinity_pair_anchored_through_a_running_pod_that_could_be_evicted():
+    # A third long run's find, reduced: as above, but o could evict r (higher priority), so r
+    # does not settle o's domain for good. Where r stays, o needs no window pod and may anchor c.
+    nodes = [make_node("n0")]
+    pods = [
+        make_pod("default/r", cpu="100m", node="n0", labels={"app": "c"}, priority=10),
+        make_pod("default/o", cpu="0", labels={"app": "a"}, priority=100,
+                 pod_affinity=[term({"app": "c"}, "kubernetes.io/hostname")], created=at(0)),
+        make_pod("default/c", cpu="0", labels={"app": "c"}, priority=0,
+                 pod_affinity=[term({"app": "a"}, "kubernetes.io/hostname")], created=at(1)),
+    ]
+    check(make_snapshot(nodes, pods))
+
+
 # --------------------------------------------------------------------------- open
 
 
@@ -180,5 +196,22 @@ def test_pod_uses_a_zone_another_window_pod_freed_by_preemption():
                   pod_anti_affinity=[term({"app": "a"}, ZONE)]),
          make_pod("default/hi", cpu="2", priority=10, created=at(0)),
          make_pod("default/lo", cpu="1", priority=0, labels={"app": "a"}, created=at(1))],
+    )
+    check(snapshot)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the model reads affinity on the final state; greedy's support may be a pod a later preemption evicts")
+def test_affinity_supported_by_a_pod_a_later_preemption_evicts():
+    # The long run's window 3,055, reduced. p arrives while r (app=b) runs on n1 and is placed
+    # beside it; q then evicts r for room and is supported by p. In the final state p and q
+    # only support each other, which the validator accepts as the order p, q (r gone after p),
+    # and the model, reading support on the final state, cannot express.
+    snapshot = make_snapshot(
+        [make_node("n1", cpu="1")],
+        [make_pod("default/r", cpu="1", node="n1", labels={"app": "b"}, priority=0),
+         make_pod("default/p", cpu="0", labels={"app": "a"}, priority=100,
+                  pod_affinity=[term({"app": "b"}, "kubernetes.io/hostname")], created=at(0)),
+         make_pod("default/q", cpu="1", labels={"app": "b"}, priority=10,
+                  pod_affinity=[term({"app": "a"}, "kubernetes.io/hostname")], created=at(1))],
     )
     check(snapshot)
