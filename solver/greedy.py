@@ -111,6 +111,13 @@ def schedule_greedy(
     # the same nodes. Anti-affinity only grows stricter with placements.
     failed: dict[int, _Failure] = {}
     placed: list[PodInfo] = []
+    # Running members of gangs admitted in this window: a later preemptor may not evict them
+    # (the gang's minMember is judged on the final state).
+    bound_members: dict[str, list[str]] = {}
+    for p in ctx.bound:
+        if p.group is not None:
+            bound_members.setdefault(p.group, []).append(p.key)
+    protected: set[str] = set()
 
     for done, pod in enumerate(queue_order(ctx, gangs)):
         if cancel is not None and cancel.is_set():
@@ -148,7 +155,7 @@ def schedule_greedy(
                 refused = int((~allowed).sum())
                 result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {GUARD_REASON}."
             else:
-                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed)
+                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed, frozenset(protected))
                 if pod.key in result.placements:
                     guard.placed(pod, result.placements[pod.key])
                 elif not pod.affinity and pod.class_id >= 0:
@@ -160,7 +167,8 @@ def schedule_greedy(
             if pod.key in result.placements:
                 placed.append(pod)
         if gang is not None and last_member.get(pod.key) is gang:
-            _settle_gang(gang, state, result)
+            if _settle_gang(gang, state, result):
+                protected.update(bound_members.get(gang.key, ()))
     return result
 
 
@@ -187,9 +195,10 @@ def _still_failing(entry: Optional[_Failure], pod: PodInfo, state: ClusterState,
     )
 
 
-def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed=None) -> None:
+def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed=None, protected=frozenset()) -> None:
     evicted = [v.pod for v in result.victims]  # their budgets are spent (a rolled-back gang's are not)
-    outcome = (preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng, allowed=allowed, evicted=evicted)
+    outcome = (preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng, allowed=allowed, evicted=evicted,
+                                             protected=protected)
                if preempt else None)
     if outcome is not None and outcome.node is not None:
         for victim in outcome.victims:
@@ -203,13 +212,16 @@ def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allow
     result.unschedulable[pod.key] = cycle.fit_error(postfilter=postfilter)
 
 
-def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> None:
-    """Permit: keep the gang's placements only if the whole group lands; else undo them all."""
+def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> bool:
+    """Permit: keep the gang's placements only if the whole group lands; else undo them all.
+    True when the gang keeps window placements (its running members must then stay)."""
     placed = [p for p in gang.members if p.key in result.placements]
     # Running members evicted by other preemptors no longer count toward minMember.
     evicted = sum(1 for v in result.victims if v.pod.group == gang.key)
-    if not placed or len(placed) >= gang.need + evicted:
-        return
+    if not placed:
+        return False
+    if len(placed) >= gang.need + evicted:
+        return True
     member_keys = {p.key for p in gang.members}
     for pod in placed:
         state.remove(pod)
@@ -225,3 +237,4 @@ def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult
     message = gangs_mod.rejected(gang.key, len(placed), gang.need)
     for pod in placed:  # members that found no node keep their own FitError
         result.unschedulable[pod.key] = message
+    return False

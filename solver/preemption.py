@@ -260,19 +260,22 @@ def default_preemption(
     rng: Optional[random.Random] = None,
     allowed=None,
     evicted: Sequence[PodInfo] = (),
+    protected: frozenset[str] = frozenset(),
 ) -> PreemptionOutcome:
     """Where to place ``pod`` by evicting lower-priority pods, or the ``preemption: ...`` text.
 
     ``allowed`` (a node mask) keeps out nodes the window's own rules refuse (greedy's spread
     guard): preemption must not break what placement may not. ``evicted``: the window's victims
     so far, whose PodDisruptionBudget allowances are spent (the plan's evictions are judged
-    together, so a budget allowing one disruption allows one in the whole window)."""
+    together, so a budget allowing one disruption allows one in the whole window). ``protected``:
+    running members of gangs the window has already admitted, never victims (evicting one would
+    take its gang below minMember in the final state)."""
     if pod.preempt_never:
         return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
     version = ctx.config.kubernetes_version
     statuses = cycle.statuses()
     n = len(statuses)
-    window = _window_keys(ctx)
+    window = _window_keys(ctx) | protected if protected else _window_keys(ctx)
     node_status: dict[int, Status] = {}
     # A node with no pod of lower priority has no victims to offer (checked before any dry run).
     no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
