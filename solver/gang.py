@@ -240,22 +240,28 @@ def encode(wm, gangs: dict[str, Gang], kinds_: list[GangKind] = ()) -> None:
     in_kind = {g.key for kind in kinds_ for g in kind.gangs}
     present = {c.id for c in wm.classes if not isinstance(wm.placed[c.id], int)}
     for gang in gangs.values():
-        if gang.need <= 0 or gang.key in in_kind:
+        if gang.key in in_kind:
             continue
         members = [c for c in wm.classes if c.rep.group == gang.key and c.id in present]
         if not members:
+            continue
+        # Running members evicted (by other preemptors) stop counting toward minMember, so a
+        # gang whose running members alone reach it still needs the rule while they may go.
+        evicted = [var for key, var in wm.evict.items() if wm.evict_pod[key][0].group == gang.key]
+        deficit = gang.min_member - gang.running  # may be negative: members to spare
+        if deficit <= 0 and not evicted:
             continue
         placed = [wm.placed[c.id] for c in members]
         total = len(gang.members)
         runs = wm.model.new_bool_var(f"gang[{gang.key}]")
         expr = cp_model.LinearExpr.sum(placed)
-        # Running members evicted (by other preemptors) stop counting toward minMember.
-        evicted = [var for key, var in wm.evict.items() if wm.evict_pod[key][0].group == gang.key]
         if evicted:
             expr = expr - cp_model.LinearExpr.sum(evicted)
-        wm.model.add(expr >= gang.need * runs - len(evicted) * (1 - runs))
+        # Placing: placed + running - evicted >= minMember; not placing: nothing to check.
+        wm.model.add(expr >= deficit * runs - len(evicted) * (1 - runs))
         wm.model.add(cp_model.LinearExpr.sum(placed) <= total * runs)
-        wm.gang_units.append((gang.need, [(c, c.size) for c in members], 1))
+        if gang.need > 0:
+            wm.gang_units.append((gang.need, [(c, c.size) for c in members], 1))
     for kind in kinds_:
         classes = [c for c in kind.classes if c.id in present]
         if not classes:

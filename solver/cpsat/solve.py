@@ -415,7 +415,12 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     kinds = gang_mod.kinds(ctx, gangs)
     classes, alias = gang_mod.merge_classes(ctx.classes, kinds)
     cand, ubs = candidates(ctx, classes, static, gangs, allow_preemption)
-    parts = components([c for c in classes if len(cand[c.id])], cand)
+    groups = {c.rep.group for c in classes if c.rep.group}
+    running_members: dict[str, list] = {}
+    for pod, n in ctx.state.pods():
+        if pod.group in groups:
+            running_members.setdefault(pod.group, []).append((pod, n))
+    parts = components([c for c in classes if len(cand[c.id])], cand, running_members, allow_preemption)
     sol = Solution(components=len(parts))
     models = [
         build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption, kinds, alias)

@@ -142,6 +142,25 @@ def test_hard_pdb_allowance_is_spent_across_the_window(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_gang_whose_running_members_are_evicted_needs_its_members_again(engine):
+    # Found by the long property run, reduced: g's two running members reach minMember 2, so the
+    # model left g's rule out; h evicted both, m landed on n1 (another component), and the plan
+    # showed g with 1 of 2 members. m may only come with enough members to make up for them.
+    snap = make_snapshot(
+        [make_node("n0", cpu="2"), make_node("n1", cpu="1")],
+        [make_pod("default/r1", cpu="1", node="n0", group="g", priority=0),
+         make_pod("default/r2", cpu="1", node="n0", group="g", priority=0),
+         make_pod("default/h", cpu="2", priority=10, created=at(0)),
+         make_pod("default/m", cpu="1", group="g", priority=0, created=at(1))],
+        pod_groups=[make_pod_group("default/g", 2)],
+    )
+    plan = plan_for(snap, ENGINES[engine])
+    assert placed(plan) == {"default/h": "n0"}
+    assert set(victims(plan)) == {"default/r1", "default/r2"}
+    assert not plan.stats.fallback or engine == "fallback"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_gang_that_cannot_fit_places_nothing_while_others_place(engine):
     nodes = [make_node("n1", cpu="4"), make_node("n2", cpu="4")]
     gang = [make_pod(f"batch/job-{i}", cpu="3", group="job", created=at(i)) for i in range(3)]
