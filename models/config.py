@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .snapshot import DEFAULT_SCHEDULER_NAME
@@ -80,6 +80,21 @@ class SolverConfig(_ConfigModel):
     # nodes: optimal in 8.5 s without, not proven in 16 s with), and without presolve (large
     # windows) the chains stalled the search start.
     break_symmetry: bool = False
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters_parse(cls, text: str) -> str:
+        # Checked here, against the message's schema, so a typo is refused with the config
+        # (exit 2) rather than at the first solve, and whatever OR-tools' own wrapper is.
+        if text.strip():
+            from google.protobuf import text_format
+            from ortools.sat import sat_parameters_pb2
+
+            try:
+                text_format.Parse(text, sat_parameters_pb2.SatParameters())
+            except text_format.ParseError as exc:
+                raise ValueError(f"not CP-SAT parameters: {exc}") from None
+        return text
 
 
 class PreemptionConfig(_ConfigModel):

@@ -110,10 +110,7 @@ def _solver(cfg, budget: float, num_variables: int = 0) -> cp_model.CpSolver:
     if num_variables > PRESOLVE_MAX_VARIABLES:
         params.cp_model_presolve = False
     if cfg.parameters:
-        try:
-            text_format.Merge(cfg.parameters, params)
-        except text_format.ParseError as exc:
-            raise InputError("config", "solver.parameters", f"not CP-SAT parameters: {exc}") from None
+        _merge_parameters(params, cfg.parameters)
     params.max_time_in_seconds = max(budget, 0.001)
     params.num_workers = cfg.workers or AUTO_WORKERS
     params.random_seed = cfg.seed
@@ -124,6 +121,22 @@ def _solver(cfg, budget: float, num_variables: int = 0) -> cp_model.CpSolver:
         params.max_deterministic_time = max(budget, 0.001)
         params.max_time_in_seconds = max(budget, 0.001) * 4 + 1
     return solver
+
+
+def _merge_parameters(params, text: str) -> None:
+    """Merge expert parameters (protobuf text) into the solver's, whichever wrapper it has.
+
+    OR-tools up to 9.12 hands out a Python protobuf message; later versions a C++ wrapper with
+    its own text parser (``merge_text_format``), which the protobuf library cannot write to.
+    """
+    try:
+        if hasattr(params, "merge_text_format"):
+            if not params.merge_text_format(text):
+                raise text_format.ParseError("rejected by OR-tools' parser")
+        else:
+            text_format.Merge(text, params)
+    except text_format.ParseError as exc:
+        raise InputError("config", "solver.parameters", f"not CP-SAT parameters: {exc}") from None
 
 
 def _stages(levels: list[Level]) -> list[list[Level]]:

@@ -121,6 +121,9 @@ BAD_CONFIGS = [
     pytest.param("solver: {threads: 4}\n", "config: solver.threads: unknown key", id="unknown-key"),
     pytest.param("preemption: {pdb: sometimes}\n", "config: preemption.pdb: unknown value \"sometimes\", expected 'soft' or 'hard'",
                  id="unknown-pdb-mode"),
+    pytest.param('solver: {parameters: "linearisation_level: 2"}\n',
+                 'config: solver.parameters: not CP-SAT parameters: 1:1 : Message type "operations_research.sat.SatParameters" '
+                 'has no field named "linearisation_level".', id="unknown-cpsat-parameter"),
 ]
 
 
@@ -129,6 +132,18 @@ def test_bad_config_exits_2(text: str, message: str, tmp_path: Path, capsys: pyt
     config = write(tmp_path, "config.yaml", text)
     code, _, err = run(capsys, "schedule", str(QUICKSTART), "--config", config)
     assert (code, err) == (2, f"cpsat-scheduler: error: {message}\n")
+
+
+def test_expert_parameters_reach_the_solver(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # OR-tools 9.13+ wraps SatParameters in C++ (no protobuf DESCRIPTOR): the text must still apply.
+    from models.config import SolverConfig
+    from solver.cpsat.solve import _solver
+
+    solver = _solver(SolverConfig(parameters="linearization_level: 0 symmetry_level: 3"), 1.0)
+    assert (solver.parameters.linearization_level, solver.parameters.symmetry_level) == (0, 3)
+    config = write(tmp_path, "config.yaml", 'solver: {parameters: "linearization_level: 0"}\n')
+    code, out, _ = run(capsys, "schedule", str(QUICKSTART), "--config", config, "-o", "json")
+    assert code == 0 and json.loads(out)["stats"]["engine"] == "cpsat"
 
 
 def test_missing_config_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
