@@ -104,6 +104,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         metavar="SECONDS", help="a leader that cannot renew for this long stops (default 10)")
     parser.add_argument("--retry-period", type=positive_float, default=leader.RETRY_PERIOD_SECONDS,
                         metavar="SECONDS", help="how often the lease is renewed or tried (default 2)")
+    parser.add_argument("--stall-timeout", type=non_negative_float, metavar="SECONDS",
+                        help="/healthz fails when one window has been in the loop this long (default: 3 x the "
+                        f"time limit + {options.STALL_GRACE_SECONDS:.0f}; 0: never)")
     parser.add_argument("--arrival-rate", type=non_negative_float, default=simulate.DEFAULT_ARRIVAL_RATE,
                         metavar="PODS_PER_S", help="with --simulate: the snapshot's pending pods arrive at this "
                         f"rate (default {simulate.DEFAULT_ARRIVAL_RATE:g}; 0: all there from the start)")
@@ -130,7 +133,8 @@ def _live_options(args: argparse.Namespace, config: Any) -> Any:
     return LiveOptions(engine=args.engine, window_size=window_size(args.window_size, config),
                        window_wait=args.window_wait / 1000.0,
                        dry_run=args.dry_run, leader_elect=args.leader_elect and not args.dry_run, lease=lease,
-                       metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency)
+                       metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency,
+                       stall_timeout=args.stall_timeout)
 
 
 def window_size(asked: int, config: Any) -> int:

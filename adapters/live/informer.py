@@ -72,6 +72,11 @@ class Informer:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    @property
+    def died(self) -> bool:
+        """Started, not told to stop, and yet its thread is gone: the cache no longer follows."""
+        return self._thread is not None and not self._thread.is_alive() and not self._stop.is_set()
+
     def _restart(self, reason: str) -> None:
         if self.metrics is not None:
             self.metrics.watch_restarts.labels(resource=self.resource.name, reason=reason).inc()

@@ -101,6 +101,11 @@ class LeaderElector:
     def wait_leading(self, timeout: float) -> bool:
         return self._leading.wait(timeout)
 
+    @property
+    def died(self) -> bool:
+        """Started, not told to stop, and yet its thread is gone: nobody renews or acquires."""
+        return self._thread is not None and not self._thread.is_alive() and not self._stop.is_set()
+
     # --- the loop --------------------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -233,3 +238,5 @@ class AlwaysLeader:
 
     def wait_leading(self, timeout: float) -> bool:
         return True
+
+    died = False

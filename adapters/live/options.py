@@ -38,6 +38,12 @@ DEFAULT_PREEMPTION_TIMEOUT = 120.0
 DEFAULT_UNCERTAIN_BIND_TTL = 30.0
 # Housekeeping period (seconds): backoff expiry, preemption timeouts, gauges.
 HOUSEKEEPING_SECONDS = 0.5
+# /healthz fails when one window has been in the loop longer than this (seconds): the loop is
+# hung, and a restart (kubelet's liveness probe) is the way out. A window's work is bounded by
+# the solver's time limit, plus greedy's fallback and the snapshot and validation, which grow
+# with the cluster (some 10 s each at 5,000 nodes, measured), so the default is derived from the
+# time limit: three times it, plus STALL_GRACE_SECONDS.
+STALL_GRACE_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -57,11 +63,14 @@ class LiveOptions:
     watch_backoffs: tuple[float, ...] = RECONNECT_BACKOFFS
     watch_timeout: int = WATCH_TIMEOUT_SECONDS
     housekeeping: float = HOUSEKEEPING_SECONDS
+    stall_timeout: Optional[float] = None  # None: 3 x the solver's time limit + STALL_GRACE_SECONDS; 0: never
 
     def __post_init__(self) -> None:
         if self.window_size < 1:
             raise ValueError("window size must be at least 1")
         if self.window_wait < 0:
             raise ValueError("window wait must be >= 0")
+        if self.stall_timeout is not None and self.stall_timeout < 0:
+            raise ValueError("stall timeout must be >= 0")
         if self.bind_concurrency < 1:
             raise ValueError("bind concurrency must be at least 1")

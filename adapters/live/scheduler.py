@@ -42,7 +42,7 @@ from .informer import Informer
 from .kube import WATCHED, KubeApi
 from .leader import AlwaysLeader, LeaderElector
 from .metrics import Metrics
-from .options import LiveOptions
+from .options import STALL_GRACE_SECONDS, LiveOptions
 from .queue import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, QueuedPod, SchedulingQueue
 from .serving import StatusServer
 from .units import form_units
@@ -122,6 +122,12 @@ class Scheduler:
         self._failure: Optional[str] = None  # why the current window could not be decided
         self._window: list[QueuedPod] = []  # the window being decided, until the binder takes it
         self._threads: list[threading.Thread] = []
+        # Progress, for /healthz: when the loop took the window it is on (None between windows)
+        # and the phase it is in.
+        self._busy_since: Optional[float] = None
+        self._busy_phase = ""
+        self.stall_timeout = (options.stall_timeout if options.stall_timeout is not None
+                              else 3 * self.config.solver.time_limit_seconds + STALL_GRACE_SECONDS)
         self._started = False
         self._stopped = False
 
@@ -189,6 +195,7 @@ class Scheduler:
                 self._stopping.wait(CYCLE_ERROR_PAUSE_SECONDS)
             finally:
                 self._window = []
+                self._busy_since = None
 
     def _recover_window(self) -> None:
         """After a failed cycle: the window's pods not yet handed to the binder go back to the
@@ -216,6 +223,7 @@ class Scheduler:
         if not window:
             return None
         self._window = window
+        self._busy_since, self._busy_phase = self.clock.now(), "window"
         result = CycleResult([qp.key for qp in window])
         with self._phase("snapshot", result):
             window, snapshot = self.take_snapshot(window, result)
@@ -236,6 +244,7 @@ class Scheduler:
             units = self.assume(snapshot, window, plan)
             result.unschedulable = self.report_unschedulable(snapshot, window, plan)
         self._window = []  # from here on, the binder answers for every pod of the window
+        self._busy_phase = "bind"
         self.bind_or_evict(units)
         result.units, result.acted = len(units), True
         log.debug("window of %d pods: %s; %d placed, %d unschedulable, %d preempted (%s)", len(window),
@@ -246,6 +255,7 @@ class Scheduler:
     @contextmanager
     def _phase(self, name: str, result: CycleResult) -> Iterator[None]:
         start = self.clock.now()
+        self._busy_phase = name
         try:
             yield
         finally:
@@ -410,9 +420,26 @@ class Scheduler:
     # --- status ------------------------------------------------------------------------------
 
     def health(self) -> Optional[str]:
-        """None when healthy, else what is wrong (for /healthz)."""
-        if self._started and not self._stopped and self._threads and not self._threads[0].is_alive():
-            return "the scheduling loop has stopped"
+        """None when healthy, else what is wrong (for /healthz): a thread that should run has
+        died, or the loop has been on one window past the stall timeout (hung: in a call that
+        never returns, or a lock never released). Either way only a restart brings it back."""
+        if not self._started or self._stopped:
+            return None
+        names = ("scheduling loop", "housekeeping loop")
+        for name, thread in zip(names, self._threads):
+            if not thread.is_alive():
+                return f"the {name} has stopped"
+        if self.elector.died:
+            return "the leader election loop has stopped"
+        for informer in self.informers:
+            if informer.died:
+                return f"the watch of {informer.resource.name} has stopped"
+        since = self._busy_since
+        if since is not None and self.stall_timeout > 0:
+            busy = self.clock.now() - since
+            if busy > self.stall_timeout:
+                return (f"the scheduling loop has been on one window for {busy:.0f}s (phase {self._busy_phase}), "
+                        f"past the stall timeout of {self.stall_timeout:g}s")
         return None
 
     def ready(self) -> tuple[bool, str]:

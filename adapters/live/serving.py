@@ -3,8 +3,10 @@
 Kubernetes probes need two answers: *alive* (restart me if not) and *ready* (send me
 traffic, or here: count me as a working replica). A standby replica is ready — its cache is
 synced and it can take over at once — so readiness does not depend on leadership;
-`/readyz` says which it is. Liveness fails when the scheduling loop has died, or when this
-replica believes it leads but has not renewed its lease for longer than the renew deadline.
+`/readyz` says which it is. Liveness fails when a thread that must run has died (scheduling
+loop, housekeeping, leader election, a watch), or when the loop has been on one window past the
+stall timeout (`Scheduler.health`). A leader that cannot renew its lease stops acting by itself
+(`LeaderElector.is_leader`), so that alone is no reason to restart.
 The server binds exactly `--metrics-addr` (host and port), never all interfaces by default.
 """
 

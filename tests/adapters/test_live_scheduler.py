@@ -9,6 +9,7 @@ conflicts, dropped watches and expired resourceVersions.
 from __future__ import annotations
 
 import logging
+import threading
 import urllib.request
 from typing import Any, Callable, Iterator
 
@@ -296,6 +297,51 @@ def test_metrics_health_and_readiness(make_cluster: Callable[..., Cluster]) -> N
                  "cpsat_scheduler_is_leader 1.0"):
         assert line in text, line
     assert get("/nope")[0] == 404
+
+
+def get_status(sched: Any, path: str) -> tuple[int, str]:
+    host, port = sched.status_address
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        with err:
+            return err.code, err.read().decode()
+
+
+def test_a_hung_window_fails_liveness_and_recovers(make_cluster: Callable[..., Cluster]) -> None:
+    # The loop still runs but never finishes its window (a call that never returns): /healthz must
+    # say so once the stall timeout is past, so kubelet restarts the scheduler, and say ok again
+    # if the window ends after all.
+    cluster = make_cluster()
+    release = threading.Event()
+    sched = cluster.scheduler(options=fast_options(metrics_addr=("127.0.0.1", 0), stall_timeout=0.5))
+    decide = sched.decide
+
+    def hang_then_decide(snapshot: Any, window: Any) -> Any:
+        release.wait(30)
+        return decide(snapshot, window)
+
+    sched.decide = hang_then_decide  # type: ignore[method-assign]
+    cluster.create(pod("p"))
+    assert wait_for(lambda: get_status(sched, "/healthz")[0] == 500)
+    code, text = get_status(sched, "/healthz")
+    assert text.startswith("the scheduling loop has been on one window for ") and "(phase decide)" in text
+    assert text.endswith("past the stall timeout of 0.5s")
+    assert get_status(sched, "/readyz") == (200, "ok (leader)")  # readiness is not liveness
+    release.set()
+    assert wait_for(lambda: cluster.node_of("p"))
+    assert wait_for(lambda: get_status(sched, "/healthz") == (200, "ok"))
+
+
+def test_a_dead_watch_fails_liveness(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster()
+    sched = cluster.scheduler(options=fast_options(metrics_addr=("127.0.0.1", 0)))
+    assert get_status(sched, "/healthz") == (200, "ok")
+    informer = next(i for i in sched.informers if i.resource.name == "nodes")
+    informer._run = lambda: None  # type: ignore[method-assign]  # the next start exits at once, as a crash would
+    informer.start()
+    assert wait_for(lambda: get_status(sched, "/healthz") == (500, "the watch of nodes has stopped"))
 
 
 def test_stop_finishes_binds_in_flight_and_leaves_nothing_behind(make_cluster: Callable[..., Cluster]) -> None:
