@@ -28,7 +28,6 @@ def can_evict(cls_rep: PodInfo, victim: PodInfo, allow: bool) -> bool:
         allow
         and not cls_rep.preempt_never
         and victim.priority < cls_rep.priority
-        and not victim.terminating
         and (victim.group is None or victim.group != cls_rep.group)
     )
 
@@ -44,7 +43,7 @@ def create(wm) -> None:
             continue
         top = max(cls.rep.priority for cls, _ in preemptors)
         for victim in state.pods_on[n].values():
-            if victim.priority >= top or victim.terminating:
+            if victim.priority >= top:
                 continue
             # Only a placed window pod of strictly higher priority on the same node justifies it.
             # A gang member never evicts a running member of its own group.

@@ -174,9 +174,8 @@ def check_window(window: Window, seed: int, tally: Tally) -> None:
 
 def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value, greedy_value: int, tally: Tally) -> None:
     """The API preferred greedy's plan: the solver's own solution, when proven optimal, must still
-    place as much — except in the two known model gaps (test_solver_vs_greedy_cases.py), recognised
-    by greedy's plan needing what the model cannot express: a terminating victim, or a pod placed
-    on room that only another pod's preemption freed (on its node, or through a rule over the
+    place as much — except in the known model gaps (test_solver_vs_greedy_cases.py), recognised
+    by greedy's plan needing what the model cannot express: a pod placed on room that only another pod's preemption freed (on its node, or through a rule over the
     topology domain, such as a victim's zone anti-affinity), or a pod whose affinity support a
     later pod's preemption evicted."""
     own_ctx = build_context(window.snapshot, config)
@@ -189,9 +188,6 @@ def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value,
     note(f"solver's own optimum: {sol.placements} victims {[v.pod.key for v in sol.victims]}")
     if own >= greedy_value:
         tally.greedy_better["same placement, greedy's victims preferred"] += 1
-        return
-    if any(v.pod.terminating for v in greedy.victims):
-        tally.greedy_better["known gap: terminating victim"] += 1
         return
     freed: dict[int, list] = {}
     for v in greedy.victims:

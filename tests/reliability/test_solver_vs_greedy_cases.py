@@ -12,9 +12,9 @@ case is the smallest window shown to the lead:
   one anchored by other means (a seed, a running pod) comes first just as well;
 * fixed: a window class with required affinity that matched a self-affine group's term ruled
   out the group's seed even when that class could never be placed;
-* open (``xfail``, strict, so a fix shows up): the model never takes a terminating pod as a
-  victim, kube-scheduler's DefaultPreemption (and greedy) do;
-* open: a pod placed beside the running pod that supports its affinity, which a later pod then
+* fixed: the model never took a terminating pod as a victim; kube-scheduler's DefaultPreemption
+  (and greedy) do — it still holds its room until it is gone;
+* open (``xfail``, strict, so a fix shows up): a pod placed beside the running pod that supports its affinity, which a later pod then
   evicts, is supported on the final state only by window pods that need it in turn;
 * open: a pod that cannot preempt never uses the room another window pod's preemption frees
   (capacity, host ports and anti-affinity alike), though the final state is valid — also on
@@ -146,10 +146,6 @@ def test_affinity_pair_anchored_through_a_running_pod_that_could_be_evicted():
     check(make_snapshot(nodes, pods))
 
 
-# --------------------------------------------------------------------------- open
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="model never evicts a terminating pod; greedy (kube-scheduler) does")
 def test_terminating_lower_priority_pod_is_a_victim_as_in_kube_scheduler():
     # The node is full with a terminating pod of priority 0; kube-scheduler's DefaultPreemption
     # takes every lower-priority pod as a potential victim, terminating or not.
@@ -159,6 +155,13 @@ def test_terminating_lower_priority_pod_is_a_victim_as_in_kube_scheduler():
          make_pod("default/new", cpu="1", priority=100)],
     )
     check(snapshot)
+    plan = schedule(snapshot, CONFIG, engine="cpsat")
+    assert plan.stats.engine == "cpsat" and not plan.stats.fallback
+    assert plan.assignment_map() == {"default/new": "n0"}
+    assert [v.pod for v in plan.preemptions] == ["default/old"]
+
+
+# --------------------------------------------------------------------------- open
 
 
 ROOM_FREED_BY_ANOTHER = {
