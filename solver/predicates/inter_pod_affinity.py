@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import networkx as nx
@@ -215,7 +216,7 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
 def encode(wm) -> None:
     state, m = wm.state, wm.model
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
-    components = _support_components(wm, classes)
+    anchoring = _Anchoring(wm, classes, _support_components(wm, classes))
     for cls in classes:
         rep = cls.rep
         # The class's own anti-affinity terms: where it is present, nothing it matches may be.
@@ -263,13 +264,28 @@ def encode(wm) -> None:
                     else:
                         m.add_implication(present, evict)
         if rep.affinity:
-            _encode_affinity(wm, cls, classes, components)
-    # One seed domain per affinity group.
+            _encode_affinity(wm, cls, anchoring)
+    _order_seeds(wm, classes)
+
+
+def _order_seeds(wm, classes) -> None:
+    """Seeds go first, each before every pod matching its terms, so the seeds of a plan must
+    admit an order in which none matches the terms of a seed before it (the validator's
+    ``may_escape``). One seed per strongly connected component of "a member of group A matches
+    B's terms" keeps them acyclic: a group matches its own terms, so that is one seed domain per
+    group too. Other pods come after every seed, so a class that merely matches a seed's terms
+    (with support of its own) leaves the seed alone."""
     by_terms: dict[tuple, list] = {}
     for (terms, _), seed in wm.seeds.items():
         by_terms.setdefault(terms, []).append(seed)
-    for seeds in by_terms.values():
-        m.add_at_most_one(seeds)
+    members = {terms: [c.rep for c in classes if c.rep.affinity == terms and AllTerms(terms).matches(c.rep)]
+               for terms in by_terms}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(by_terms)
+    graph.add_edges_from((a, b) for a in by_terms for b in by_terms
+                         if a != b and any(AllTerms(b).matches(rep) for rep in members[a]))
+    for component in nx.strongly_connected_components(graph):
+        wm.model.add_at_most_one([s for terms in component for s in by_terms[terms]])
 
 
 def _support_components(wm, classes) -> dict[int, int]:
@@ -319,78 +335,151 @@ def _running_anchors(wm, supporters, ids: np.ndarray) -> tuple[set[int], dict[in
     return settled, kept
 
 
-def _kin_support(wm, cls, o, t: int, d: int, key: str, settled: set[int], kept: dict[int, list]) -> list:
-    """Support for ``cls`` in domain ``d`` from ``o``, a class of its own support component whose
-    terms all use ``key``: counted only with a running pod that stays anchoring ``o`` in ``d``
-    itself, so ``o`` needs no window pod there and no cycle forms."""
-    o_vars = wm.class_vars_by_domain(o.id, key).get(d)
-    if not o_vars:
-        return []
-    if d in settled:
-        return list(o_vars)
-    stays = kept.get(d)
-    if not stays:
-        return []
-    via = wm.model.new_bool_var(f"kin[{cls.id},{o.id},{t},{d}]")
-    wm.model.add(cp_model.LinearExpr.sum(o_vars) >= 1).only_enforce_if(via)
-    wm.model.add_bool_or(stays).only_enforce_if(via)
-    return [via]
+class _Anchoring:
+    """Where the pods of a class are anchored without a window pod of their own support
+    component: by a running pod that stays, by a window pod that needs no support (no required
+    affinity) or comes from another component, or by their group's seed. A class anchored so in
+    a domain may anchor a class of its own component there (``kin_support``) without closing a
+    cycle: in the order, the outside support comes first, then it, then the class it anchors."""
+
+    def __init__(self, wm, classes, components: dict[int, int]) -> None:
+        self.wm, self.classes, self.components = wm, classes, components
+        self._sources: dict[int, tuple] = {}
+        self._outside: dict[tuple[int, int, int], object] = {}
+        self._running: dict[tuple[int, int], tuple] = {}
+
+    def sources(self, cls) -> tuple[list, list, list]:
+        """Window classes matching all of ``cls``'s terms: without required affinity
+        (grounded), with it from another component (anchored), of its own component (kin). The
+        members of its own group are none of these: they follow its seed."""
+        hit = self._sources.get(cls.id)
+        if hit is None:
+            rep = cls.rep
+            matcher = AllTerms(rep.affinity)
+            grounded = [o for o in self.classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
+            in_group = matcher.matches(rep)
+            # A class with the group's terms that does not match them is no member: the group's
+            # pods anchor it as any other class's would.
+            rivals = [o for o in self.classes if o is not cls and o.rep.affinity and matcher.matches(o.rep)
+                      and not (in_group and o.rep.affinity == rep.affinity)]
+            anchored = [o for o in rivals if self.components[o.id] != self.components[cls.id]]
+            kin = [o for o in rivals if self.components[o.id] == self.components[cls.id]]
+            hit = self._sources[cls.id] = (grounded, anchored, kin)
+        return hit
+
+    def outside(self, o, t: int, e: int):
+        """For ``o``'s pods in domain ``e`` of its term ``t``: True where a running pod that
+        cannot be evicted supports them, None where nothing outside their component can, else
+        a literal that implies such support (created once)."""
+        cache = (o.id, t, e)
+        if cache in self._outside:
+            return self._outside[cache]
+        wm, key = self.wm, o.rep.affinity[t].topology_key
+        running = self._running.get((o.id, t))
+        if running is None:
+            supporters = _running_matching(wm.state, AllTerms(o.rep.affinity))
+            running = self._running[o.id, t] = _running_anchors(wm, supporters, wm.state.domains(key)[0])
+        settled, kept = running
+        if e in settled:
+            lit = True
+        else:
+            grounded, anchored, _ = self.sources(o)
+            options = kept.get(e, []) + [v for q in (*grounded, *anchored)
+                                         for v in wm.class_vars_by_domain(q.id, key).get(e, [])]
+            if len(o.rep.affinity) == 1 and _may_seed(wm, o):
+                options.append(_seed(wm, o.rep.affinity, e))
+            lit = None
+            if options:
+                lit = wm.model.new_bool_var(f"outside[{o.id},{t},{e}]")
+                wm.model.add(cp_model.LinearExpr.sum(options) >= 1).only_enforce_if(lit)
+        self._outside[cache] = lit
+        return lit
+
+    def kin_support(self, cls, o, t: int, d: int) -> list:
+        """Support for ``cls`` in domain ``d`` of its term ``t`` from ``o``, a class of its own
+        component: ``o``'s pods there, counted only on nodes whose domains (under each of
+        ``o``'s terms) anchor them from outside the component. One literal per such set of
+        domains (just ``d`` when ``o``'s terms use ``cls``'s key)."""
+        wm = self.wm
+        ids = wm.state.domains(cls.rep.affinity[t].topology_key)[0]
+        o_ids = [wm.state.domains(u.topology_key)[0] for u in o.rep.affinity]
+        by_domains: dict[tuple, list] = defaultdict(list)
+        for n, var in wm.by_class.get(o.id, []):
+            if ids[n] == d:
+                by_domains[tuple(int(i[n]) for i in o_ids)].append(var)
+        out = []
+        for domains, o_vars in by_domains.items():
+            lits = [self.outside(o, u, e) for u, e in enumerate(domains)]
+            if any(lit is None for lit in lits):
+                continue
+            lits = [lit for lit in lits if lit is not True]
+            if not lits:
+                out += o_vars
+                continue
+            via = wm.model.new_bool_var(f"kin[{cls.id},{o.id},{t},{d},{len(out)}]")
+            wm.model.add(cp_model.LinearExpr.sum(o_vars) >= 1).only_enforce_if(via)
+            for lit in lits:
+                wm.model.add_implication(via, lit)
+            out.append(via)
+        return out
 
 
-def _encode_affinity(wm, cls, classes, components: dict[int, int]) -> None:
+def _clearing(wm, terms) -> list:
+    """``evict[v]`` (or None where v may not be evicted) for every running pod matching all of
+    ``terms`` on a node with the first term's key: a seed needs every one of them gone
+    ("anywhere" is kube-scheduler's: a match on a node without the key does not count)."""
+    keyed = wm.state.domains(terms[0].topology_key)[0]
+    return [wm.evictable(p) for p, n in _running_matching(wm.state, AllTerms(terms)) if keyed[n] >= 0]
+
+
+def _may_seed(wm, cls) -> bool:
+    """Whether pods of the class may start their group by the self-affinity escape: a single term
+    they match themselves, and every running match could be evicted."""
+    terms = cls.rep.affinity
+    return (len(terms) == 1 and AllTerms(terms).matches(cls.rep)
+            and all(e is not None for e in _clearing(wm, terms)))
+
+
+def _seed(wm, terms, d: int):
+    """seed[terms, d]: the group with these terms starts from nothing in domain ``d`` of its
+    term's key (created once, shared by the group's classes and by those it anchors)."""
+    seed = wm.seeds.get((terms, d))
+    if seed is None:
+        seed = wm.seeds[terms, d] = wm.model.new_bool_var(f"seed[{terms[0].topology_key},{d},{len(wm.seeds)}]")
+        for evict in _clearing(wm, terms):
+            wm.model.add_implication(seed, evict)
+    return seed
+
+
+def _encode_affinity(wm, cls, anchoring: _Anchoring) -> None:
     """Every pod of the class is anchored, as a sequential order would need (the validator's
     reading): in its domain under each term's key, a running pod matches all its terms, or a
     window pod does that needs no support of its own (no required affinity) or is anchored from
-    another component of the support graph (``_support_components``). Where nothing
-    running matches anywhere, a class that matches its own single term may instead start from
-    one seed domain and grow there. Classes with the very same terms that match them (replicas
-    differing only in priority or size) form one group with one seed domain; any other window
-    class with required affinity matching the terms ("rival") may be placed only where it does not
-    count, or the seed is ruled out (two seeds could then not both come first)."""
+    another component of the support graph (``_support_components``), or, of its own
+    component, is anchored from outside it (``_Anchoring``). Where nothing running matches
+    anywhere, a class that matches its own single term may instead start from one seed domain
+    and grow there. Classes with the very same terms that match them (replicas differing only
+    in priority or size) form one group with one seed domain; seeds are ordered in
+    ``_order_seeds``."""
     state, m, rep = wm.state, wm.model, cls.rep
-    matcher = AllTerms(rep.affinity)
-    grounded = [o for o in classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
-    group = [o for o in classes if o.rep.affinity == rep.affinity and matcher.matches(o.rep)]
-    rivals = [o for o in classes if o.rep.affinity and matcher.matches(o.rep) and o not in group]
-    # A rival anchored from outside this class's component comes first whatever anchors it; one
-    # of its own component, only where a running pod that stays anchors it (_kin_support).
-    anchored = [o for o in rivals if components[o.id] != components[cls.id]]
-    kin = [o for o in rivals if components[o.id] == components[cls.id]]
-    supporters = _running_matching(state, matcher)
-    # The seed needs nothing matching anywhere: every running match must be evicted with it.
-    # "Anywhere" is kube-scheduler's: on a node that carries the term's key (the escape is for a
-    # single term); a match on a node without the key is not counted (prefilter's affinity_empty).
-    keyed = state.domains(rep.affinity[0].topology_key)[0]
-    clearing = [wm.evictable(p) for p, n in supporters if keyed[n] >= 0]
+    grounded, anchored, kin = anchoring.sources(cls)
+    supporters = _running_matching(state, AllTerms(rep.affinity))
+    escape = _may_seed(wm, cls)
     for t, term in enumerate(rep.affinity):
         ids = state.domains(term.topology_key)[0]
-        escape = len(rep.affinity) == 1 and cls in group and all(e is not None for e in clearing)
         # Running supporters per domain; one that cannot be evicted settles the domain.
         settled, kept = _running_anchors(wm, supporters, ids)
-        kin_here = [o for o in kin if all(u.topology_key == term.topology_key for u in o.rep.affinity)]
-        kin_anchors = {o.id: _running_anchors(wm, _running_matching(state, AllTerms(o.rep.affinity)), ids)
-                       for o in kin_here}
         for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
             if d in settled:
                 continue  # a running pod that stays supports the whole domain
             support = kept.get(d, []) + [
                 v for o in (*grounded, *anchored) for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
             ]
-            for o in kin_here:
-                support += _kin_support(wm, cls, o, t, d, term.topology_key, *kin_anchors[o.id])
+            for o in kin:
+                support += anchoring.kin_support(cls, o, t, d)
             present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
             if escape:
-                seed_key = (rep.affinity, d)
-                seed = wm.seeds.get(seed_key)
-                if seed is None:
-                    seed = wm.seeds[seed_key] = m.new_bool_var(f"seed[{cls.id},{t},{d}]")
-                    for evict in clearing:
-                        m.add_implication(seed, evict)
-                    # A rival placed where it would count would have to come first as well.
-                    placed_rivals = [v for o in rivals for vs in wm.class_vars_by_domain(o.id, term.topology_key).values()
-                                     for v in vs]
-                    if placed_rivals:
-                        m.add(cp_model.LinearExpr.sum(placed_rivals) == 0).only_enforce_if(seed)
+                seed = _seed(wm, rep.affinity, d)
                 if support:
                     m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if([present, seed.Not()])
                 else:

@@ -14,6 +14,10 @@ case is the smallest window shown to the lead:
   out the group's seed even when that class could never be placed;
 * fixed: the model never took a terminating pod as a victim; kube-scheduler's DefaultPreemption
   (and greedy) do — it still holds its room until it is gone;
+* fixed: a self-affine group's seed was ruled out by any other placed class matching its terms,
+  though only a rival seed must come first; pods of the support cycle anchored from outside it
+  (by the seed, or by a pod without affinity) could not anchor the rest of the cycle; and the
+  group's pods never anchored a class with the group's terms that does not match them;
 * open (``xfail``, strict, so a fix shows up): a pod placed beside the running pod that supports its affinity, which a later pod then
   evicts, is supported on the final state only by window pods that need it in turn;
 * open: a pod that cannot preempt never uses the room another window pod's preemption frees
@@ -159,6 +163,60 @@ def test_terminating_lower_priority_pod_is_a_victim_as_in_kube_scheduler():
     assert plan.stats.engine == "cpsat" and not plan.stats.fallback
     assert plan.assignment_map() == {"default/new": "n0"}
     assert [v.pod for v in plan.preemptions] == ["default/old"]
+
+
+HOST = "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize("key", [HOST, ZONE])
+def test_seed_then_a_class_that_leans_on_it(key):
+    # The long run's windows 3,122 and 9,365, reduced. s (any pod, itself included) starts alone
+    # by the self-affinity escape; p (app=a) arrives after it. The seed was ruled out by p, which
+    # matches s's term though it cannot seed and comes after; and p, in s's support component,
+    # could lean on s only through a running pod.
+    nodes = [make_node("n0", labels={ZONE: "z0"})]
+    pods = [
+        make_pod("default/p", cpu="0", pod_affinity=[term({"app": "a"}, key)], created=at(0)),
+        make_pod("default/s", cpu="0", labels={"app": "a"}, priority=1000, pod_affinity=[term({}, key)], created=at(1)),
+    ]
+    check(make_snapshot(nodes, pods))
+
+
+def test_a_group_anchors_a_class_with_its_terms_that_does_not_match_them():
+    # Window 3,122 once the above was fixed: p has the group's very term (app=a) but not its
+    # label, so it is no member; the group's pods left it out though they anchor it as any would.
+    nodes = [make_node("n0")]
+    pods = [
+        make_pod("default/p", cpu="0", pod_affinity=[term({"app": "a"}, HOST)], created=at(0)),
+        make_pod("default/s", cpu="0", labels={"app": "a"}, priority=1000, pod_affinity=[term({"app": "a"}, HOST)],
+                 created=at(1)),
+    ]
+    check(make_snapshot(nodes, pods))
+
+
+def test_two_self_affine_groups_one_seed_anchors_the_other():
+    # Window 7,049, reduced: h (by hostname) and z (by zone) both match every pod, each other's
+    # terms included; only one of them may seed. Greedy seeds h, then z joins it in h's zone; the
+    # model counted z's support from h only through a running pod, and under the same key only.
+    nodes = [make_node("n0", labels={ZONE: "z0"})]
+    pods = [
+        make_pod("default/h", cpu="0", pod_affinity=[term({}, HOST)], created=at(0)),
+        make_pod("default/z", cpu="0", pod_affinity=[term({}, ZONE)], created=at(1)),
+    ]
+    check(make_snapshot(nodes, pods))
+
+
+def test_a_cycle_anchored_by_a_pod_without_affinity():
+    # Window 7,049 once the above was fixed: c (app=c) needs an app=a pod on its host, z (app=a)
+    # an app=c pod in its zone, so the two form a cycle; plain (app=a, no affinity) anchors c,
+    # which then anchors z, as greedy places them in creation order.
+    nodes = [make_node("n0", labels={ZONE: "z0"})]
+    pods = [
+        make_pod("default/plain", cpu="0", labels={"app": "a"}, created=at(0)),
+        make_pod("default/c", cpu="0", labels={"app": "c"}, pod_affinity=[term({"app": "a"}, HOST)], created=at(1)),
+        make_pod("default/z", cpu="0", labels={"app": "a"}, pod_affinity=[term({"app": "c"}, ZONE)], created=at(2)),
+    ]
+    check(make_snapshot(nodes, pods))
 
 
 # --------------------------------------------------------------------------- open
