@@ -8,9 +8,12 @@ empty. That hint satisfies every constraint by construction, so the solver start
 
 Greedy takes gangs first come, first served and spreads their members (LeastAllocated), which
 can leave far fewer pods placed than the window allows. ``packing_counts`` is a second opinion
-for the classes no coupling rule touches: whole gangs and plain pods, higher priority first and
-smaller pods first within a priority, each pod best fit. The engine hints whichever of the two
-places more (by priority tier); the packing is checked by ``complete`` like any hint.
+for the classes without host ports, required pod affinity or hard spread: whole gangs and plain
+pods, higher priority first and smaller pods first within a priority, each pod best fit, with
+required anti-affinity followed as it goes (``_AntiBook``) — best fit puts an exclusive pod
+where little else would fit, which is what a window of anti-affine pods needs and greedy's
+LeastAllocated does not do. The engine hints whichever of the two places more (by priority
+tier); the packing is checked by ``complete`` like any hint.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ortools.sat.python import cp_model
 
 from ..gang import runs_in
 from ..greedy import GreedyResult
+from ..state import PodMatcher
 from .symmetry import canonical
 
 
@@ -74,10 +78,61 @@ def first_fit_counts(wm) -> dict[tuple[int, int], int]:
 
 
 def _coupled_beyond_gangs(wm, cls) -> bool:
+    """Rules the packing does not follow: the class is left out of it. Required anti-affinity
+    it follows (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
-    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread:
-        return True
-    return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
+    return bool(rep.host_ports or rep.affinity or rep.hard_spread)
+
+
+class _AntiBook:
+    """Required anti-affinity for the packing, kept per topology domain as pods are packed.
+
+    For every term in play (the window classes' own and the running pods'): per domain, the
+    pods that match it and the pods that own it. A pod may go to a node unless the node's
+    domain holds a pod one of its own terms matches, or a pod owning a term that matches it —
+    InterPodAffinity's two anti-affinity checks, on the same counts (a node without the key is
+    outside every domain of it). The packing evicts nothing, so the running pods all stay."""
+
+    def __init__(self, wm) -> None:
+        state = wm.state
+        terms = {t for c in wm.classes for t in c.rep.anti_affinity} | set(state.anti_owners)
+        self.ids: dict = {}
+        self.matching: dict = {}  # term -> pods matching it, per domain
+        self.owning: dict = {}  # term -> pods owning it, per domain
+        for t in terms:
+            ids, values = state.domains(t.topology_key)
+            has = ids >= 0
+            self.ids[t] = ids
+
+            def per_domain(per_node: np.ndarray) -> np.ndarray:
+                return np.bincount(ids[has], weights=per_node[has], minlength=len(values)).astype(np.int64)
+
+            self.matching[t] = per_domain(state.match_counts(PodMatcher.of_term(t)))
+            owners = state.anti_owners.get(t)
+            self.owning[t] = per_domain(owners) if owners is not None else np.zeros(len(values), dtype=np.int64)
+        self.own = {c.id: c.rep.anti_affinity for c in wm.classes}
+        self.hit_by = {c.id: tuple(t for t in terms if t.matches(c.rep.namespace, c.rep.labels, c.rep.ns_labels))
+                       for c in wm.classes}
+
+    def involves(self, c: int) -> bool:
+        return bool(self.own[c] or self.hit_by[c])
+
+    def allowed(self, c: int, nodes: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(nodes), dtype=bool)
+        for table, terms in ((self.matching, self.own[c]), (self.owning, self.hit_by[c])):
+            for t in terms:
+                dom = self.ids[t][nodes]
+                has = dom >= 0
+                if len(table[t]):
+                    ok &= ~(has & (table[t][np.where(has, dom, 0)] > 0))
+        return ok
+
+    def add(self, c: int, node: int, delta: int = 1) -> None:
+        for table, terms in ((self.matching, self.hit_by[c]), (self.owning, self.own[c])):
+            for t in terms:
+                d = self.ids[t][node]
+                if d >= 0:
+                    table[t][d] += delta
 
 
 def packing_counts(wm) -> dict[tuple[int, int], int]:
@@ -106,6 +161,7 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
     units.sort(key=lambda u: (-u[0], u[1], u[2]))
     nodes, ubs = wm.cand, wm.ub  # per class, in the order of its variables
     taken = {c.id: np.zeros(len(nodes[c.id]), dtype=np.int64) for c in wm.classes}
+    book = _AntiBook(wm) if any(c.rep.anti_affinity for c in wm.classes) or state.anti_owners else None
     counts: dict[tuple[int, int], int] = {}
     for _, _, _, need, members in units:
         placed = []  # (class id, position in its candidate list)
@@ -114,23 +170,32 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
             if not len(cand) or not vec.any():
                 continue
             cols = np.flatnonzero(vec)
+            anti = book is not None and book.involves(cls.id)
             while k > 0:
                 room = free[np.ix_(cand, cols)] - vec[cols]
                 ok = (room >= 0).all(axis=1) & (taken[cls.id] < ubs[cls.id])
+                if anti:
+                    ok &= book.allowed(cls.id, cand)
                 if not ok.any():
                     break
                 left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
                 i = int(left.argmin())  # best fit: the node this pod fills most ...
-                # ... and as many of the unit's pods of this class as fit there.
-                here = min(k, int(ubs[cls.id][i] - taken[cls.id][i]), int((free[cand[i], cols] // vec[cols]).min()))
+                # ... and as many of the unit's pods of this class as fit there (one at a time
+                # under anti-affinity: each may close the domain to the next).
+                here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
+                                          int((free[cand[i], cols] // vec[cols]).min()))
                 free[cand[i]] -= here * vec
                 taken[cls.id][i] += here
+                if anti:
+                    book.add(cls.id, int(cand[i]))
                 placed.extend([(cls.id, i)] * here)
                 k -= here
         if len(placed) < need:
             for c, i in placed:
                 free[nodes[c][i]] += wm.vec[c]
                 taken[c][i] -= 1
+                if book is not None and book.involves(c):
+                    book.add(c, int(nodes[c][i]), -1)
             continue
         for c, i in placed:
             key = (c, int(nodes[c][i]))
@@ -198,8 +263,8 @@ def complete(wm, budget: float) -> Optional[bool]:
 class HintSolution:
     """The packing hint read like a solver's answer (placements only, no evictions), for the
     engine to extract when the solve finds nothing in its time. The packing meets every rule by
-    construction (capacity from the free room, whole gangs, no class any coupling rule touches),
-    and the plan is validated as any other."""
+    construction (capacity from the free room, whole gangs, anti-affinity checked pod by pod,
+    no class another coupling rule touches), and the plan is validated as any other."""
 
     def __init__(self, wm, counts: dict[tuple[int, int], int], value: int) -> None:
         self.values = {wm.x[key].index: k for key, k in counts.items()}
