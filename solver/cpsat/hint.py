@@ -97,12 +97,14 @@ class _AntiBook:
         state = wm.state
         terms = {t for c in wm.classes for t in c.rep.anti_affinity} | set(state.anti_owners)
         self.ids: dict = {}
+        self.size: dict = {}
         self.matching: dict = {}  # term -> pods matching it, per domain
         self.owning: dict = {}  # term -> pods owning it, per domain
         for t in terms:
             ids, values = state.domains(t.topology_key)
             has = ids >= 0
             self.ids[t] = ids
+            self.size[t] = np.bincount(ids[has], minlength=len(values))  # nodes per domain
 
             def per_domain(per_node: np.ndarray) -> np.ndarray:
                 return np.bincount(ids[has], weights=per_node[has], minlength=len(values)).astype(np.int64)
@@ -127,12 +129,17 @@ class _AntiBook:
                     ok &= ~(has & (table[t][np.where(has, dom, 0)] > 0))
         return ok
 
-    def add(self, c: int, node: int, delta: int = 1) -> None:
+    def add(self, c: int, node: int, delta: int = 1) -> bool:
+        """Count a pod of class ``c`` on ``node`` (or take it back); whether a domain it touched
+        holds other nodes too (then more than this node may have closed)."""
+        wide = False
         for table, terms in ((self.matching, self.hit_by[c]), (self.owning, self.own[c])):
             for t in terms:
                 d = self.ids[t][node]
                 if d >= 0:
                     table[t][d] += delta
+                    wide = wide or self.size[t][d] > 1
+        return wide
 
 
 def packing_counts(wm) -> dict[tuple[int, int], int]:
@@ -171,25 +178,34 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
                 continue
             cols = np.flatnonzero(vec)
             anti = book is not None and book.involves(cls.id)
+            room = free[np.ix_(cand, cols)] - vec[cols]  # per candidate, what one more pod leaves
+            ok = (room >= 0).all(axis=1) & (taken[cls.id] < ubs[cls.id])
+            if anti:
+                ok &= book.allowed(cls.id, cand)
+            left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
             while k > 0:
-                room = free[np.ix_(cand, cols)] - vec[cols]
-                ok = (room >= 0).all(axis=1) & (taken[cls.id] < ubs[cls.id])
-                if anti:
-                    ok &= book.allowed(cls.id, cand)
-                if not ok.any():
-                    break
-                left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
                 i = int(left.argmin())  # best fit: the node this pod fills most ...
+                if not ok[i]:
+                    break
                 # ... and as many of the unit's pods of this class as fit there (one at a time
                 # under anti-affinity: each may close the domain to the next).
                 here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
                                           int((free[cand[i], cols] // vec[cols]).min()))
                 free[cand[i]] -= here * vec
                 taken[cls.id][i] += here
-                if anti:
-                    book.add(cls.id, int(cand[i]))
                 placed.extend([(cls.id, i)] * here)
                 k -= here
+                # Only this node changed (and, under anti-affinity, its domains): refresh its
+                # entry, or the whole mask when a domain spans more nodes than this one.
+                r = free[cand[i], cols] - vec[cols]
+                ok[i] = bool((r >= 0).all()) and taken[cls.id][i] < ubs[cls.id][i]
+                if anti:
+                    if book.add(cls.id, int(cand[i])):
+                        ok &= book.allowed(cls.id, cand)
+                        left[~ok] = np.inf
+                    else:
+                        ok[i] = ok[i] and bool(book.allowed(cls.id, cand[i:i + 1])[0])
+                left[i] = float((r / scale[cols]).max()) if ok[i] else np.inf
         if len(placed) < need:
             for c, i in placed:
                 free[nodes[c][i]] += wm.vec[c]
@@ -257,6 +273,7 @@ def complete(wm, budget: float) -> Optional[bool]:
     for index in range(len(proto.variables)):
         var = wm.model.get_int_var_from_proto_index(index)
         wm.model.add_hint(var, solver.value(var))
+    wm.hint_complete = True
     return True
 
 
@@ -285,7 +302,13 @@ def best_hint(wm, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], 
         other = first_fit_counts(wm)
         if value > counts_value(wm, other, weights):
             wm.hint_solution = HintSolution(wm, _apply(wm, packed, set()), value)
-            return "packing"
+            # Completed, the packing is a solution CP-SAT starts from; left partial, a large
+            # model may find no solution at all in its time (5,000 nodes of anti-affinity did not).
+            done = complete(wm, budget)
+            if done is not None:
+                return "packing (completed)" if done else "packing"
+            wm.model.clear_hints()
+            wm.hint_solution = None
         _apply(wm, other, set())
         return "first fit"
     if value > counts_value(wm, greedy_counts(wm, greedy, ctx), weights):

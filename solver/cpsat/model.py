@@ -109,6 +109,7 @@ class WindowModel:
         # The packing, when it is the hint (``hint.HintSolution``); it stands in for a solve
         # that finds less.
         self.hint_solution = None
+        self.hint_complete = False  # the hint names every variable (``hint.complete``)
         self.alias: dict[int, int] = {}
 
     def class_of(self, pod: PodInfo) -> int:
