@@ -2,7 +2,8 @@
 
 Two pod classes interact when they can share a node (capacity, ports, evictions), when a
 required (anti-)affinity or topology-spread term of one counts pods of the other, when they
-belong to one gang, or when one may evict a running member of the other's gang. Classes with no
+belong to one gang, or when one may evict a running member of the other's gang, or a running pod
+whose anti-affinity (or the other's) keeps the other out of a domain they share. Classes with no
 path between them cannot affect each other's feasibility or objective, so each connected
 component is its own, smaller CP-SAT model.
 """
@@ -17,6 +18,7 @@ import numpy as np
 from ..context import PodClass
 from ..info import PodInfo
 from ..predicates.inter_pod_affinity import AllTerms
+from ..state import ClusterState, PodMatcher
 from .eviction import can_evict
 
 
@@ -36,23 +38,87 @@ def _couples(a: PodClass, b: PodClass) -> bool:
     return False
 
 
+def _kept_out(pod: PodInfo, classes: list[PodClass], state: ClusterState) -> list[tuple[PodClass, str]]:
+    """The classes that the running ``pod`` keeps out of its domain by required anti-affinity
+    (its terms matching them, or theirs matching it), each with the term's topology key."""
+    out = []
+    for cls in classes:
+        rep = cls.rep
+        for term in pod.anti_affinity:
+            if term.matches(rep.namespace, rep.labels, rep.ns_labels):
+                out.append((cls, term.topology_key))
+        for term in rep.anti_affinity:
+            if state.matches(PodMatcher.of_term(term), pod):
+                out.append((cls, term.topology_key))
+    return out
+
+
+def _lifting_edges(classes, cand, on_node: dict[int, list[PodClass]], state: ClusterState, allow_preemption: bool):
+    """Pairs (a class on the node of an evictable running pod, a class that pod keeps out of a
+    domain holding some of the second's candidate nodes by anti-affinity): the first's
+    preemption may lift the rule for the second, and the model sees an eviction only where
+    ``evict[v]`` exists, in the component with a preemptor on v's node. Anti-affinity only:
+    an eviction there frees, and the final state the model reads is the order "evict, then
+    place". An evicted pod that a spread count or affinity support reads is left out: apart,
+    the reader's model keeps the pod, which is the valid order "place, then evict"."""
+    kept_out: dict[tuple, tuple[list, list]] = {}
+    domains: dict[tuple[int, str], set[int]] = {}
+    looked: set[tuple] = set()
+    linked: set[tuple[int, int]] = set()
+    anti = [c for c in classes if c.rep.anti_affinity]
+    # Per node, the highest priority of a class that may preempt there: a quick "no" for most pods.
+    top = np.full(len(state.nodes), np.iinfo(np.int64).min, dtype=np.int64)
+    for cls in classes:
+        if not cls.rep.preempt_never:
+            np.maximum.at(top, cand[cls.id], cls.rep.priority)
+    for n, here in on_node.items():
+        for pod in state.pods_on[n].values():
+            if pod.priority >= top[n] or not any(can_evict(c.rep, pod, allow_preemption) for c in here):
+                continue
+            sig = (pod.match_key, pod.terminating, pod.anti_affinity)
+            hit = kept_out.get(sig)
+            if hit is None:
+                out = _kept_out(pod, classes if pod.anti_affinity else anti, state)
+                hit = kept_out[sig] = (out, sorted({key for _, key in out}))
+            out, keys = hit
+            # Pods alike, in the same domains, beside the same classes: one look is enough.
+            where = (sig, here[0].id, *(int(state.domains(key)[0][n]) for key in keys))
+            if not out or where in looked:
+                continue
+            looked.add(where)
+            for cls, key in out:
+                ids = state.domains(key)[0]
+                if cls is here[0] or ids[n] < 0:
+                    continue
+                used = domains.get((cls.id, key))
+                if used is None:
+                    used = domains[cls.id, key] = set(ids[cand[cls.id]].tolist())
+                if int(ids[n]) in used and (here[0].id, cls.id) not in linked:
+                    linked.add((here[0].id, cls.id))
+                    yield here[0].id, cls.id
+
+
 def components(
     classes: list[PodClass],
     cand: dict[int, np.ndarray],
     running_members: Optional[dict[str, list[tuple[PodInfo, int]]]] = None,
     allow_preemption: bool = True,
+    state: Optional[ClusterState] = None,
 ) -> list[list[PodClass]]:
     """``running_members``: per gang with members in the window, its running members and their
     nodes. A class that may evict one of them couples with the gang's window classes: the
-    eviction counts against the gang's minMember, wherever its other members land."""
+    eviction counts against the gang's minMember, wherever its other members land. With
+    ``state``, a class that may evict a running pod couples with every class the pod keeps
+    out of a shared domain by anti-affinity (``_lifting_edges``)."""
     graph = nx.Graph()
     graph.add_nodes_from(c.id for c in classes)
-    owner: dict[int, int] = {}
+    on_node: dict[int, list[PodClass]] = {}
     for cls in classes:
         for n in cand[cls.id].tolist():
-            first = owner.setdefault(n, cls.id)
-            if first != cls.id:
-                graph.add_edge(first, cls.id)
+            here = on_node.setdefault(n, [])
+            if here:
+                graph.add_edge(here[0].id, cls.id)
+            here.append(cls)
     for group, running in (running_members or {}).items():
         members = [c for c in classes if c.rep.group == group]
         for cls in classes:
@@ -64,6 +130,9 @@ def components(
         for b in classes:
             if a.id != b.id and not graph.has_edge(a.id, b.id) and _couples(a, b):
                 graph.add_edge(a.id, b.id)
+    if state is not None and allow_preemption:
+        if state.anti_owners or any(c.rep.anti_affinity for c in classes):
+            graph.add_edges_from(_lifting_edges(classes, cand, on_node, state, allow_preemption))
     by_id = {c.id: c for c in classes}
     parts = [sorted((by_id[i] for i in comp), key=lambda c: c.id) for comp in nx.connected_components(graph)]
     return sorted(parts, key=lambda part: part[0].id)

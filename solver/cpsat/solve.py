@@ -438,7 +438,7 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     for pod, n in ctx.state.pods():
         if pod.group in groups:
             running_members.setdefault(pod.group, []).append((pod, n))
-    parts = components([c for c in classes if len(cand[c.id])], cand, running_members, allow_preemption)
+    parts = components([c for c in classes if len(cand[c.id])], cand, running_members, allow_preemption, ctx.state)
     sol = Solution(components=len(parts))
     models = [
         build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption, kinds, alias)
