@@ -272,12 +272,7 @@ def test_metrics_health_and_readiness(make_cluster: Callable[..., Cluster]) -> N
     assert host == "127.0.0.1"
 
     def get(path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=2) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            with err:
-                return err.code, err.read().decode()
+        return get_status(sched, path)
 
     assert get("/healthz") == (200, "ok")
     assert get("/readyz") == (200, "ok (leader)")
