@@ -133,16 +133,48 @@ class WindowModel:
         return room
 
     def compute_candidates(self, extra_prune) -> None:
-        """Candidate nodes and per-node upper bounds for every class, vectorised over nodes."""
+        """Candidate nodes and per-node upper bounds for every class, vectorised over nodes.
+
+        A pod may also use room that another window pod's preemption frees: kube-scheduler
+        places the higher-priority pod first, its victims go, and a later pod that could evict
+        nothing fits in what they left (so do host ports and anti-affinity rules they held).
+        So, once the candidates of the classes that may preempt are known, a class is given,
+        per node, the room and rules freed by evicting what the highest-priority preemptor
+        with that node among its candidates could evict; the model's eviction variables
+        decide whether that happens."""
+        self._candidates(extra_prune, None)
+        top = np.full(len(self.state.nodes), np.iinfo(np.int64).min, dtype=np.int64)
+        if self.allow_preemption:
+            for cls in self.classes:
+                if not cls.rep.preempt_never and len(self.cand[cls.id]):
+                    np.maximum.at(top, self.cand[cls.id], cls.rep.priority)
+        # Only classes that some node's preemptor outranks can gain anything.
+        below = [p.priority for p, n in self.state.pods() if p.priority < top[n]]
+        if below:
+            self._candidates(extra_prune, top)
+
+    def _candidates(self, extra_prune, top: Optional[np.ndarray]) -> None:
         state = self.state
         free = state.alloc - state.used
         room_cache: dict[int, np.ndarray] = {}
         all_nodes = np.arange(len(state.nodes), dtype=np.int64)
+        if top is not None:
+            # Per node, what the node's top preemptor could free, and which pods that is.
+            freed = np.zeros_like(state.used)
+            others = set()
+            for pod, n in state.pods():
+                if pod.priority < top[n]:
+                    freed[n] += state.vector(pod)
+                    others.add(pod.key)
         for cls in self.classes:
             rep = cls.rep
             vec = state.vector(rep)
-            mask = self.static.mask(rep).copy()
             can_preempt = self.allow_preemption and not rep.preempt_never
+            if top is not None:
+                own = rep.priority if can_preempt else np.iinfo(np.int64).min
+                if not (top > own).any():
+                    continue  # nothing beyond what the first pass gave it
+            mask = self.static.mask(rep).copy()
             if can_preempt:
                 room = room_cache.get(rep.priority)
                 if room is None:
@@ -150,10 +182,12 @@ class WindowModel:
                 cap = free + room
             else:
                 cap = free
+            if top is not None:
+                cap = np.maximum(cap, free + freed)
             need = vec > 0
             fits = np.all(~need | (vec <= cap), axis=1)
             mask &= fits
-            mask &= extra_prune(cls, can_preempt)
+            mask &= extra_prune(cls, can_preempt, others if top is not None else frozenset())
             nodes = all_nodes[mask]
             if len(nodes):
                 per_res = np.where(need, cap[nodes] // np.where(need, vec, 1), np.iinfo(np.int64).max)

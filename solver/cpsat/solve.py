@@ -314,14 +314,15 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
     state = ctx.state
     probe = WindowModel(ctx, classes, static, allow_preemption=allow_preemption)
 
-    def extra_prune(cls: PodClass, can_preempt: bool) -> np.ndarray:
+    def extra_prune(cls: PodClass, can_preempt: bool, others=frozenset()) -> np.ndarray:
+        """``others``: running pods another class's preemption may evict (their rules may go)."""
         rep = cls.rep
         gang = gangs.get(rep.group) if rep.group else None
         if gang is not None and gang.blocked(rep):
             return np.zeros(len(state.nodes), dtype=bool)
 
         def can_evict(other) -> bool:
-            return can_preempt and eviction.can_evict(rep, other, allow_preemption)
+            return (can_preempt and eviction.can_evict(rep, other, allow_preemption)) or other.key in others
 
         mask = node_ports.blocked_by_running(rep, state, can_evict)
         mask &= inter_pod_affinity.prune(rep, state, can_evict)

@@ -43,9 +43,7 @@ from models.config import SchedulerConfig
 from models.plan import Plan
 from solver import schedule, validate
 from solver.context import build_context
-from solver.cpsat.eviction import can_evict
 from solver.cpsat.solve import solve_window, tier_weights
-from solver.predicates import Cycle, StaticFilters
 from tests.builders import describe
 
 from .generators import Window, dump, windows
@@ -174,10 +172,9 @@ def check_window(window: Window, seed: int, tally: Tally) -> None:
 
 def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value, greedy_value: int, tally: Tally) -> None:
     """The API preferred greedy's plan: the solver's own solution, when proven optimal, must still
-    place as much — except in the known model gaps (test_solver_vs_greedy_cases.py), recognised
-    by greedy's plan needing what the model cannot express: a pod placed on room that only another pod's preemption freed (on its node, or through a rule over the
-    topology domain, such as a victim's zone anti-affinity), or a pod whose affinity support a
-    later pod's preemption evicted."""
+    place as much — except in the known model gap (test_solver_vs_greedy_cases.py), recognised
+    by greedy's plan needing what the model cannot express: a pod whose affinity support a later
+    pod's preemption evicted."""
     own_ctx = build_context(window.snapshot, config)
     outcome = solve_window(own_ctx)
     sol, greedy = outcome.solution, outcome.greedy
@@ -189,16 +186,6 @@ def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value,
     if own >= greedy_value:
         tally.greedy_better["same placement, greedy's victims preferred"] += 1
         return
-    freed: dict[int, list] = {}
-    for v in greedy.victims:
-        freed.setdefault(v.node, []).append(v.pod)
-    enabled = config.preemption.enabled
-    if any(not can_evict(ctx.pod(k), v, enabled) for k, n in greedy.placements.items() for v in freed.get(n, [])):
-        tally.greedy_better["known gap: room freed by another pod's preemption"] += 1
-        return
-    if _lifted_elsewhere(own_ctx, greedy, enabled):
-        tally.greedy_better["known gap: a rule another pod's victim lifted elsewhere in its domain"] += 1
-        return
     if _support_evicted_later(own_ctx, greedy):
         tally.greedy_better["known gap: affinity support a later preemption evicted"] += 1
         return
@@ -208,29 +195,6 @@ def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value,
         (tally.gap_dir / f"window-{tally.windows + 1}.jsonl").write_text(dump(window))
         return
     raise AssertionError(f"solver's proven optimum places tier-weighted {own} < greedy {greedy_value}")
-
-
-def _lifted_elsewhere(ctx, greedy, enabled: bool) -> bool:
-    """Whether a pod greedy placed fits its node only because a victim on another node, which
-    the pod could not evict itself, left the topology domain they share (its anti-affinity
-    over a zone, say): greedy's final state with those victims put back refuses the pod. The
-    same known gap as room freed on the pod's own node, reached through a domain-wide rule."""
-    static = StaticFilters(ctx.nodes, ctx.window)
-    for key, n in greedy.placements.items():
-        pod = ctx.pod(key)
-        elsewhere = {v.pod.key for v in greedy.victims if v.node != n and not can_evict(pod, v.pod, enabled)}
-        if not elsewhere:
-            continue
-        state = ctx.state.copy()
-        for v in greedy.victims:
-            if v.pod.key not in elsewhere:
-                state.remove(v.pod)
-        for other, m in greedy.placements.items():
-            if other != key:
-                state.add(ctx.pod(other), m)
-        if not Cycle(pod, state, static, version=ctx.config.kubernetes_version).status(ctx.nodes[n]).ok:
-            return True
-    return False
 
 
 def _support_evicted_later(ctx, greedy) -> bool:

@@ -21,11 +21,13 @@ case is the smallest window shown to the lead:
 * fixed: a window pod kept out of a zone by a running pod's anti-affinity, which it outranks,
   did not see that pod evicted by another window pod's preemption on another node: the two
   classes share no node and no rule, so they were solved as separate models;
-* open (``xfail``, strict, so a fix shows up): a pod placed beside the running pod that supports its affinity, which a later pod then
-  evicts, is supported on the final state only by window pods that need it in turn;
-* open: a pod that cannot preempt never uses the room another window pod's preemption frees
+* fixed: a pod that cannot preempt never used the room another window pod's preemption frees
   (capacity, host ports and anti-affinity alike), though the final state is valid — also on
-  another node, when the victim's anti-affinity kept the pod out of their shared zone.
+  another node, when the victim's anti-affinity kept the pod out of their shared zone: its
+  candidate nodes counted only what its own class could evict;
+* open (``xfail``, strict, so a fix shows up): a pod placed beside the running pod that
+  supports its affinity, which a later pod then evicts, is supported on the final state only by
+  window pods that need it in turn.
 """
 
 from __future__ import annotations
@@ -241,9 +243,6 @@ def test_zone_anti_affinity_lifted_by_a_preemption_in_another_component():
     assert set(schedule(snapshot, CONFIG).assignment_map()) == {"default/hi", "default/b"}
 
 
-# --------------------------------------------------------------------------- open
-
-
 ROOM_FREED_BY_ANOTHER = {
     # hi (priority 10) evicts r; lo (priority 0, cannot evict r) then fits in what r freed.
     "cpu": ([make_pod("default/r", cpu="2", priority=0, node="n0", labels={"app": "a"})],
@@ -255,7 +254,6 @@ ROOM_FREED_BY_ANOTHER = {
 }
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="pruning lets a pod use only room its own class could free by preemption")
 @pytest.mark.parametrize("rule", sorted(ROOM_FREED_BY_ANOTHER))
 def test_pod_uses_room_another_window_pod_freed_by_preemption(rule):
     running, hi, lo = ROOM_FREED_BY_ANOTHER[rule]
@@ -267,7 +265,6 @@ def test_pod_uses_room_another_window_pod_freed_by_preemption(rule):
     check(snapshot)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="pruning keeps a running pod's zone anti-affinity, though another pod's preemption evicts it")
 def test_pod_uses_a_zone_another_window_pod_freed_by_preemption():
     # The long property run's window 2,550, reduced. hi fits only n0 and evicts r there; r's
     # required anti-affinity kept app=a pods out of zone z0, so lo (app=a, of r's priority: it
@@ -281,6 +278,9 @@ def test_pod_uses_a_zone_another_window_pod_freed_by_preemption():
          make_pod("default/lo", cpu="1", priority=0, labels={"app": "a"}, created=at(1))],
     )
     check(snapshot)
+
+
+# --------------------------------------------------------------------------- open
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason="the model reads affinity on the final state; greedy's support may be a pod a later preemption evicts")
