@@ -148,9 +148,8 @@ class WindowModel:
             for cls in self.classes:
                 if not cls.rep.preempt_never and len(self.cand[cls.id]):
                     np.maximum.at(top, self.cand[cls.id], cls.rep.priority)
-        # Only classes that some node's preemptor outranks can gain anything.
-        below = [p.priority for p, n in self.state.pods() if p.priority < top[n]]
-        if below:
+        # Nothing to gain unless some running pod is outranked by its node's top preemptor.
+        if any(p.priority < top[n] for p, n in self.state.pods()):
             self._candidates(extra_prune, top)
 
     def _candidates(self, extra_prune, top: Optional[np.ndarray]) -> None:
