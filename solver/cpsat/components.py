@@ -19,7 +19,7 @@ from ..context import PodClass
 from ..info import PodInfo
 from ..predicates.inter_pod_affinity import AllTerms
 from ..state import ClusterState, PodMatcher
-from .eviction import can_evict
+from .eviction import can_evict, top_preemptor
 
 
 def _couples(a: PodClass, b: PodClass) -> bool:
@@ -66,11 +66,7 @@ def _lifting_edges(classes, cand, on_node: dict[int, list[PodClass]], state: Clu
     looked: set[tuple] = set()
     linked: set[tuple[int, int]] = set()
     anti = [c for c in classes if c.rep.anti_affinity]
-    # Per node, the highest priority of a class that may preempt there: a quick "no" for most pods.
-    top = np.full(len(state.nodes), np.iinfo(np.int64).min, dtype=np.int64)
-    for cls in classes:
-        if not cls.rep.preempt_never:
-            np.maximum.at(top, cand[cls.id], cls.rep.priority)
+    top = top_preemptor(classes, cand, len(state.nodes))  # a quick "no" for most pods
     for n, here in on_node.items():
         for pod in state.pods_on[n].values():
             if pod.priority >= top[n] or not any(can_evict(c.rep, pod, allow_preemption) for c in here):

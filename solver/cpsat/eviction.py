@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from ..info import PodInfo
@@ -30,6 +31,16 @@ def can_evict(cls_rep: PodInfo, victim: PodInfo, allow: bool) -> bool:
         and victim.priority < cls_rep.priority
         and (victim.group is None or victim.group != cls_rep.group)
     )
+
+
+def top_preemptor(classes, cand: dict, num_nodes: int) -> np.ndarray:
+    """Per node, the highest priority of a class that may preempt and has the node among its
+    candidates (the lowest int64 where none has): no running pod at or above it can go."""
+    top = np.full(num_nodes, np.iinfo(np.int64).min, dtype=np.int64)
+    for cls in classes:
+        if not cls.rep.preempt_never and len(cand[cls.id]):
+            np.maximum.at(top, cand[cls.id], cls.rep.priority)
+    return top
 
 
 def create(wm) -> None:

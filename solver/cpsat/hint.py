@@ -40,9 +40,10 @@ def greedy_counts(wm, greedy: GreedyResult, ctx) -> dict[tuple[int, int], int]:
     return counts
 
 
-def greedy_hint(wm, greedy: GreedyResult, ctx) -> None:
-    evicted = {v.pod.key for v in greedy.victims}
-    _apply(wm, greedy_counts(wm, greedy, ctx), evicted, greedy.placements)
+def greedy_hint(wm, greedy: GreedyResult, ctx, counts: Optional[dict[tuple[int, int], int]] = None) -> None:
+    """Hint greedy's plan (``counts``: its ``greedy_counts``, when already at hand)."""
+    counts = greedy_counts(wm, greedy, ctx) if counts is None else counts
+    _apply(wm, counts, {v.pod.key for v in greedy.victims}, greedy.placements)
 
 
 def _coupled(wm, cls) -> bool:
@@ -50,10 +51,6 @@ def _coupled(wm, cls) -> bool:
     if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group:
         return True
     return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
-
-
-def first_fit_hint(wm) -> None:
-    _apply(wm, first_fit_counts(wm), set())
 
 
 def first_fit_counts(wm) -> dict[tuple[int, int], int]:
@@ -77,7 +74,7 @@ def first_fit_counts(wm) -> dict[tuple[int, int], int]:
     return counts
 
 
-def _coupled_beyond_gangs(wm, cls) -> bool:
+def _left_out_of_packing(cls) -> bool:
     """Rules the packing does not follow: the class is left out of it. Required anti-affinity
     it follows (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
@@ -150,7 +147,7 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
     state = wm.state
     free = state.free.copy()
     scale = np.maximum(state.alloc.max(axis=0), 1)
-    skip = {c.id for c in wm.classes if _coupled_beyond_gangs(wm, c)}
+    skip = {c.id for c in wm.classes if _left_out_of_packing(c)}
     units = []  # (priority, share per pod, first pod's queue position, need, [(class, count)])
     in_gang = set()
     for need, members, repeats in wm.gang_units:
@@ -298,25 +295,18 @@ def best_hint(wm, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], 
     which hint stands."""
     packed = packing_counts(wm)
     value = counts_value(wm, packed, weights)
-    if greedy is None:
-        other = first_fit_counts(wm)
-        if value > counts_value(wm, other, weights):
-            wm.hint_solution = HintSolution(wm, _apply(wm, packed, set()), value)
-            # Completed, the packing is a solution CP-SAT starts from; left partial, a large
-            # model may find no solution at all in its time (5,000 nodes of anti-affinity did not).
-            done = complete(wm, budget)
-            if done is not None:
-                return "packing (completed)" if done else "packing"
-            wm.model.clear_hints()
-            wm.hint_solution = None
-        _apply(wm, other, set())
-        return "first fit"
-    if value > counts_value(wm, greedy_counts(wm, greedy, ctx), weights):
+    other = first_fit_counts(wm) if greedy is None else greedy_counts(wm, greedy, ctx)
+    if value > counts_value(wm, other, weights):
         wm.hint_solution = HintSolution(wm, _apply(wm, packed, set()), value)
+        # Completed, the packing is a solution CP-SAT starts from; left partial, a large model
+        # may find no solution at all in its time (5,000 nodes of anti-affinity did not).
         done = complete(wm, budget)
         if done is not None:  # out of time to complete it is still the better start
             return "packing (completed)" if done else "packing"
-        wm.model.clear_hints()
+        wm.model.clear_hints()  # the model rejects the packing
         wm.hint_solution = None
-    greedy_hint(wm, greedy, ctx)
+    if greedy is None:
+        _apply(wm, other, set())
+        return "first fit"
+    greedy_hint(wm, greedy, ctx, other)
     return "greedy plan (completed)" if complete(wm, budget) else "greedy plan"

@@ -29,6 +29,7 @@ from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..predicates import StaticFilters, node_ports
 from ..state import ClusterState
+from .eviction import top_preemptor
 
 
 @dataclass
@@ -98,6 +99,8 @@ class WindowModel:
         self._node_used: dict[int, cp_model.IntVar] = {}
         # Self-affinity seed per (terms, domain), shared by the classes of one affinity group.
         self.seeds: dict[tuple, cp_model.IntVar] = {}
+        # Per affinity terms, the eviction literals a seed of them needs (``inter_pod_affinity``).
+        self.seed_clearing: dict[tuple, list] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False
@@ -142,29 +145,29 @@ class WindowModel:
         per node, the room and rules freed by evicting what the highest-priority preemptor
         with that node among its candidates could evict; the model's eviction variables
         decide whether that happens."""
-        self._candidates(extra_prune, None)
-        top = np.full(len(self.state.nodes), np.iinfo(np.int64).min, dtype=np.int64)
-        if self.allow_preemption:
-            for cls in self.classes:
-                if not cls.rep.preempt_never and len(self.cand[cls.id]):
-                    np.maximum.at(top, self.cand[cls.id], cls.rep.priority)
-        # Nothing to gain unless some running pod is outranked by its node's top preemptor.
-        if any(p.priority < top[n] for p, n in self.state.pods()):
-            self._candidates(extra_prune, top)
+        room_cache: dict[int, np.ndarray] = {}  # priority -> lower_priority_room, for both passes
+        self._candidates(extra_prune, room_cache)
+        if not self.allow_preemption:
+            return
+        state = self.state
+        top = top_preemptor(self.classes, self.cand, len(state.nodes))
+        # Per node, what its top preemptor could free, and which pods that is.
+        freed = np.zeros_like(state.used)
+        others: set[str] = set()
+        for pod, n in state.pods():
+            if pod.priority < top[n]:
+                freed[n] += state.vector(pod)
+                others.add(pod.key)
+        if others:  # else nobody can gain anything
+            self._candidates(extra_prune, room_cache, (top, freed, others))
 
-    def _candidates(self, extra_prune, top: Optional[np.ndarray]) -> None:
+    def _candidates(self, extra_prune, room_cache: dict, freeable: Optional[tuple] = None) -> None:
+        """One pass over the classes; ``freeable`` (the second pass): per node the top
+        preemptor's priority, the room it could free, and the pods it could evict."""
         state = self.state
         free = state.alloc - state.used
-        room_cache: dict[int, np.ndarray] = {}
         all_nodes = np.arange(len(state.nodes), dtype=np.int64)
-        if top is not None:
-            # Per node, what the node's top preemptor could free, and which pods that is.
-            freed = np.zeros_like(state.used)
-            others = set()
-            for pod, n in state.pods():
-                if pod.priority < top[n]:
-                    freed[n] += state.vector(pod)
-                    others.add(pod.key)
+        top, freed, others = freeable if freeable is not None else (None, None, frozenset())
         for cls in self.classes:
             rep = cls.rep
             vec = state.vector(rep)
@@ -186,7 +189,7 @@ class WindowModel:
             need = vec > 0
             fits = np.all(~need | (vec <= cap), axis=1)
             mask &= fits
-            mask &= extra_prune(cls, can_preempt, others if top is not None else frozenset())
+            mask &= extra_prune(cls, can_preempt, others)
             nodes = all_nodes[mask]
             if len(nodes):
                 per_res = np.where(need, cap[nodes] // np.where(need, vec, 1), np.iinfo(np.int64).max)

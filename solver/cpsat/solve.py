@@ -504,21 +504,17 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     for i, wm, status in unsolved:
         statuses.append("FEASIBLE")
         have_bounds = False
-        if status != "INFEASIBLE" and _packing_value(wm) == _full_value(wm, weights):
-            # The packing places every pod of the component: greedy cannot beat it here.
-            log.debug("component %d: the packing hint stands in (every pod placed)", i)
-            _extract(wm, wm.hint_solution, sol)
-            sol.hint_components += 1
-            continue
-        greedy = run.wait()
-        if status != "INFEASIBLE" and _packing_value(wm) > counts_value(wm, greedy_counts(wm, greedy, ctx), weights):
+        packing = _packing_value(wm) if status != "INFEASIBLE" else -1
+        # A packing of every pod of the component cannot be beaten: greedy is not waited for.
+        if packing == _full_value(wm, weights) or \
+                packing > counts_value(wm, greedy_counts(wm, run.wait(), ctx), weights):
             log.debug("component %d: the packing hint stands in", i)
             _extract(wm, wm.hint_solution, sol)
             sol.hint_components += 1
         else:
             # Greedy's placements for its classes stand in (components share no node and no
             # rule, so the two plans combine).
-            _take_from_greedy(wm, greedy, ctx, sol)
+            _take_from_greedy(wm, run.wait(), ctx, sol)
             sol.greedy_components += 1
     sol.solve_time = time.monotonic() - solve_start
     sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"

@@ -427,9 +427,15 @@ class _Anchoring:
 def _clearing(wm, terms) -> list:
     """``evict[v]`` (or None where v may not be evicted) for every running pod matching all of
     ``terms`` on a node with the first term's key: a seed needs every one of them gone
-    ("anywhere" is kube-scheduler's: a match on a node without the key does not count)."""
-    keyed = wm.state.domains(terms[0].topology_key)[0]
-    return [wm.evictable(p) for p, n in _running_matching(wm.state, AllTerms(terms)) if keyed[n] >= 0]
+    ("anywhere" is kube-scheduler's: a match on a node without the key does not count). Kept per
+    terms: every seed domain of a group and every class it may anchor asks again."""
+    hit = wm.seed_clearing.get(terms)
+    if hit is None:
+        keyed = wm.state.domains(terms[0].topology_key)[0]
+        hit = wm.seed_clearing[terms] = [
+            wm.evictable(p) for p, n in _running_matching(wm.state, AllTerms(terms)) if keyed[n] >= 0
+        ]
+    return hit
 
 
 def _may_seed(wm, cls) -> bool:
