@@ -109,7 +109,9 @@ class QueueFeeder:
         self._pod_gone(pod.key)
         if pod.spec.node_name:
             self.queue.move_all()
-            self._victim_gone(pod.key)
+        # Victims are bound pods, but a unit waiting for a pod that went before it was bound must
+        # not wait out the preemption timeout for it either: its room is free all the same.
+        self._victim_gone(pod.key)
 
     def node_changed(self, old: Optional[Node], new: Optional[Node]) -> None:
         if new is None:

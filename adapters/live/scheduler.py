@@ -390,6 +390,13 @@ class Scheduler:
                 return f"victim {v.key} is not running yet (its own bind is in flight)"
             if self.cache.is_evicting(v.key):
                 return f"victim {v.key} is already being evicted for another pod"
+            # The snapshot shows assumed pods on their nodes; one whose bind was given up since is
+            # pending again, and the Eviction API deletes a pending pod outright. Only a pod the
+            # watch shows bound there may be evicted (a binding is never undone, so this holds).
+            # One gone already is no problem: its room is free.
+            seen = self.cache.pod(v.key)
+            if seen is not None and (seen.spec.node_name != v.node or seen.metadata.uid != v.pod.metadata.uid):
+                return f"victim {v.key} is not running on {v.node} (its bind was given up after the decision)"
         return None
 
     def report_unschedulable(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> int:

@@ -14,6 +14,8 @@ the server — not the scheduler — whether anything went wrong:
    every hard rule checked;
 3. **no pod lost**: every pod of ours still pending carries a `FailedScheduling` event (for
    this very pod, by UID), and the scheduler is idle — nothing active, backing off or in flight;
+   and no eviction the scheduler asked for removed a pod that was not running (the Eviction API
+   deletes an unbound pod at once: a pending pod evicted is a pod lost);
 4. **no leaked assumption**: each pod the scheduler still assumes is bound, on that node, at the
    server.
 
@@ -98,6 +100,8 @@ class Ledger:
         self.evictions: list[tuple[str, Optional[int]]] = []
         self.node_changes: Counter[str] = Counter()  # pod -> times spec.nodeName went from unset to set
         self.overcommitted: list[str] = []  # binds that left their node over its allocatable
+        self.evicted_pending: list[str] = []  # evictions answered 201 that deleted a pod with no node
+        self._deleted_unbound: dict[str, float] = {}  # pod -> when it was deleted without a node
         self._requests: dict[str, dict[str, int]] = {}  # pod uid -> effective requests
         server.requests.add_listener(self._request)
         server.store.add_listener(self._change)
@@ -116,10 +120,19 @@ class Ledger:
             return
         evict = EVICTION_PATH.match(r.path)
         if evict:
+            key = f"{evict[1]}/{evict[2]}"
             with self._lock:
-                self.evictions.append((f"{evict[1]}/{evict[2]}", r.status))
+                self.evictions.append((key, r.status))
+                # the store's change feed runs inside the request, so a deletion it caused is known here
+                if r.status == 201 and self._deleted_unbound.get(key, -1.0) >= r.started:
+                    self.evicted_pending.append(key)
 
     def _change(self, key: str, event: str, obj: dict[str, Any], prev: Optional[dict[str, Any]]) -> None:
+        if key == "pods" and event == "DELETED" and not (obj.get("spec") or {}).get("nodeName"):
+            with self._lock:
+                self._deleted_unbound[f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"] = \
+                    time.monotonic()
+            return
         if key != "pods" or event != "MODIFIED" or prev is None:
             return
         if (obj.get("spec") or {}).get("nodeName") and not (prev.get("spec") or {}).get("nodeName"):
@@ -268,11 +281,13 @@ class Verdict:
     unresolved: list[str] = field(default_factory=list)
     leaked: list[str] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)  # running schedulers that never went idle
+    evicted_pending: list[str] = field(default_factory=list)  # pending pods deleted by an eviction
 
     @property
     def violations(self) -> list[str]:
         return ([f"double bind: {k}" for k in self.double_binds] + [f"overcommit: {v}" for v in self.overcommit]
                 + [f"pending without FailedScheduling: {k}" for k in self.unresolved]
+                + [f"pending pod evicted: {k}" for k in self.evicted_pending]
                 + [f"leaked assumption: {k}" for k in self.leaked] + [f"not idle: {k}" for k in self.busy]
                 + [f"{STUCK}: {k}" for k in self.stuck])
 
@@ -324,7 +339,8 @@ def judge(cluster: Cluster, ledger: Ledger, *, running: Iterable[Scheduler] = ()
     return Verdict(stuck=sorted(k for s in running for k in stuck_in_flight(s)),
                    double_binds=ledger.double_binds(),
                    overcommit=list(ledger.overcommitted) + overcommit(server, config or fast_config()),
-                   unresolved=last["unresolved"], leaked=last["leaked"], busy=last["busy"])
+                   unresolved=last["unresolved"], leaked=last["leaked"], busy=last["busy"],
+                   evicted_pending=list(ledger.evicted_pending))
 
 
 # --- the cases -------------------------------------------------------------------------------
@@ -635,6 +651,41 @@ def eviction_throttled_room_shared(run: Run) -> None:
     run.outcome = "3 evictions refused; the preemptor and the pod sharing the victim's room bound after it left"
 
 
+GIVEN_BACK = [priority_class("low", 10), priority_class("high", 1000), node("solo", cpu="2")]
+
+
+def victim_given_back_while_deciding(run: Run) -> None:
+    """500 on every attempt of a bind, while the next window is being decided: that window's
+    snapshot showed the pod on its node (assumed), so the plan evicts it for a higher-priority pod;
+    by the time the plan is acted on, the failed bind has given the pod back and it is pending.
+    It must not be evicted then (the Eviction API would delete it), and the preemptor is retried."""
+    sched = run.start()
+    run.server.faults.delay("POST", r"/pods/waiting/binding$", seconds=0.3, count=1)
+    run.server.faults.fail("POST", r"/pods/waiting/binding$", status=500, count=3)
+    decide = sched.decide
+    seen: dict[str, Any] = {}
+
+    def deciding(snapshot: Any, window: list[Any]) -> Any:
+        plan = decide(snapshot, window)
+        if "victims" not in seen and any(qp.key == f"{NS}/urgent" for qp in window):
+            seen["on node"] = snapshot.pod_by_key[f"{NS}/waiting"].spec.node_name
+            seen["victims"] = [v.pod for v in plan.preemptions] if plan is not None else []
+            seen["given back"] = wait_for(lambda: not sched.cache.is_assumed(f"{NS}/waiting"))
+        return plan
+
+    run.monkeypatch.setattr(sched, "decide", deciding)
+    run.create(pod("waiting", cpu="1500m", priority_class="low"))
+    assert wait_for(lambda: sched.cache.is_assumed(f"{NS}/waiting"))
+    run.create(pod("urgent", cpu="1", priority_class="high"))
+    assert wait_for(lambda: run.cluster.node_of("urgent") == "solo")
+    # the race was set up: the plan counted on evicting the assumed pod, given back before acting
+    assert seen == {"on node": "solo", "victims": [f"{NS}/waiting"], "given back": True}
+    assert run.cluster.pod("waiting") is not None and not run.cluster.node_of("waiting")
+    assert [k for k, _ in run.ledger.evictions] == []
+    run.outcome = ("the plan's victim had been given back (bind 500 ×3) before acting: not evicted, the "
+                   "preemptor retried and bound without evicting anything, the pod left pending")
+
+
 def node_deleted_with_assumed_pods(run: Run) -> None:
     """A node is deleted while pods are assumed on it and their binds wait their turn (one bind at a
     time, each slow): none is sent to the node once the scheduler has seen it go."""
@@ -805,6 +856,7 @@ CASES = [
     Case("bind-404-read-back-fails", functools.partial(pod_deleted_while_deciding, read_back_fails=True)),
     Case("eviction-429", eviction_throttled, tuple(NODES + PREEMPTION)),
     Case("eviction-429-room-shared", eviction_throttled_room_shared, tuple(SHARED_ROOM)),
+    Case("victim-given-back-while-deciding", victim_given_back_while_deciding, tuple(GIVEN_BACK)),
     Case("node-deleted-while-assumed", node_deleted_with_assumed_pods),
     Case("lease-lost-mid-window", lease_lost),
     Case("lease-lost-while-deciding", lease_lost_while_deciding),
