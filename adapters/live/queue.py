@@ -100,6 +100,9 @@ class SchedulingQueue:
         """A pending pod of ours appeared (or is pending again)."""
         with self._cond:
             if pod.key in self._pods:
+                # Deleted while in flight and created again under the same name (a StatefulSet's
+                # pod): the new pod waits too, so the old attempt's failure must not drop it.
+                self._pods[pod.key].deleted_in_flight = False
                 self._update_locked(pod, relevant=True)
                 return
             now = self.clock.now()

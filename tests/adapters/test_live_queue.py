@@ -159,6 +159,17 @@ def test_deleted_pods_leave_even_while_in_flight(queue: SchedulingQueue) -> None
     assert queue.where("default/p") is None and queue.keys() == set()
 
 
+def test_a_pod_created_again_while_in_flight_stays_queued(queue: SchedulingQueue) -> None:
+    # Deleted and created again under the same name (a StatefulSet's pod) while its window is
+    # decided: the attempt for the old pod fails, and the new pod must be tried, not dropped.
+    queue.add(make_pod("p"))
+    queue.pop_window(1, 0)
+    queue.delete("default/p")
+    queue.add(make_pod("p"))
+    queue.requeue_error("default/p")
+    assert queue.where("default/p") == BACKOFF
+
+
 def test_a_relevant_update_moves_an_unschedulable_pod(queue: SchedulingQueue, clock: ManualClock) -> None:
     queue.add(make_pod("p"))
     queue.pop_window(1, 0)

@@ -609,6 +609,36 @@ def pod_deleted_while_deciding(run: Run, *, read_back_fails: bool = False) -> No
     run.outcome = "bind answered 404, read back 404: assumption dropped, pod forgotten"
 
 
+def pod_recreated_while_deciding(run: Run) -> None:
+    """A pending pod is deleted and created again under the same name (as a StatefulSet does) while
+    its window is being decided: the decision was made for the old pod, so its bind is refused (the
+    UID is a precondition). The new pod must still be scheduled: it is a pending pod of ours. The
+    status patch that would bring it back by accident (a pod update re-adds a pod the queue does
+    not hold) fails here, as it may."""
+    sched = run.start()
+    decide = sched.decide
+    state: dict[str, Any] = {}
+
+    def deciding(snapshot: Any, window: list[Any]) -> Any:
+        plan = decide(snapshot, window)
+        if any(qp.key == f"{NS}/phoenix" for qp in window) and "old" not in state:
+            state["old"] = snapshot.pod_by_key[f"{NS}/phoenix"].metadata.uid
+            run.server.faults.fail("PATCH", r"/pods/phoenix/status$", status=500, count=None)
+            run.cluster.core.delete_namespaced_pod("phoenix", NS, grace_period_seconds=0)
+            run.create(pod("phoenix", cpu="500m"))
+            assert wait_for(lambda: (p := sched.cache.pod(f"{NS}/phoenix")) is not None
+                            and p.metadata.uid != state["old"])
+        return plan
+
+    run.monkeypatch.setattr(sched, "decide", deciding)
+    run.create(pod("phoenix", cpu="500m"))
+    assert wait_for(lambda: "old" in state)
+    assert wait_for(lambda: run.cluster.node_of("phoenix"), timeout=5.0)
+    assert run.cluster.pod("phoenix")["metadata"]["uid"] != state["old"]  # type: ignore[index]
+    run.create(*workload(count=4), pod("huge", cpu="3"))
+    run.outcome = "the pod was re-created under its name while deciding: the old decision refused, the new pod bound"
+
+
 PREEMPTION = [priority_class("low", 10), priority_class("high", 1000),
               {**node("batch", cpu="2"), "spec": {"taints": [{"key": "dedicated", "value": "batch",
                                                                  "effect": "NoSchedule"}]}},
@@ -854,6 +884,7 @@ CASES = [
     Case("bind-409-other-scheduler", bind_conflict),
     Case("bind-404-deleted-while-deciding", pod_deleted_while_deciding),
     Case("bind-404-read-back-fails", functools.partial(pod_deleted_while_deciding, read_back_fails=True)),
+    Case("pod-recreated-while-deciding", pod_recreated_while_deciding),
     Case("eviction-429", eviction_throttled, tuple(NODES + PREEMPTION)),
     Case("eviction-429-room-shared", eviction_throttled_room_shared, tuple(SHARED_ROOM)),
     Case("victim-given-back-while-deciding", victim_given_back_while_deciding, tuple(GIVEN_BACK)),
