@@ -80,6 +80,11 @@ def node_relevant(node: Node) -> tuple:
     return (node.metadata.labels, node.spec, node.allocatable, node.status.images)
 
 
+def node_feasibility(node: Node) -> tuple:
+    """What about a node decides whether a pod may go there (not its images: they only score)."""
+    return (node.metadata.uid, node.metadata.labels, node.spec, node.allocatable)
+
+
 def _terminating(pod: Pod) -> Pod:
     """The pod as it will look once its eviction is under way (a deletionTimestamp set)."""
     meta = pod.metadata.model_copy(update={"deletion_timestamp": datetime.now(timezone.utc)})
@@ -235,6 +240,10 @@ class ClusterCache:
     def has_node(self, name: str) -> bool:
         with self.lock:
             return name in self._objects[NODES]
+
+    def node(self, name: str) -> Optional[Node]:
+        with self.lock:
+            return self._objects[NODES].get(name)  # type: ignore[return-value]
 
     def node_count(self) -> int:
         with self.lock:

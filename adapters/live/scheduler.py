@@ -34,7 +34,7 @@ import solver
 from models import ClusterSnapshot, InputError, Plan, SchedulerConfig
 
 from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
-from .cache import BINDING, DRY_RUN, ClusterCache
+from .cache import BINDING, DRY_RUN, ClusterCache, node_feasibility
 from .clock import Clock, SystemClock
 from .events import SCHEDULER_ERROR, Reporter
 from .handlers import QueueFeeder
@@ -353,7 +353,7 @@ class Scheduler:
         kept: list[BindUnit] = []
         dropped_victims: set[str] = set()
         for unit in form_units(plan, window, snapshot):
-            problem = self._victim_problem(unit.victims)
+            problem = self._node_problem(unit.placements, snapshot) or self._victim_problem(unit.victims)
             assumed = [] if problem else [p for p in unit.placements
                                           if self.cache.assume(p.key, p.node, state=state, now=now)]
             if problem is None and len(assumed) < len(unit.placements):
@@ -382,6 +382,16 @@ class Scheduler:
             self.cache.forget(p.key)
         for p in unit.placements:
             self.queue.requeue_error(p.key)
+
+    def _node_problem(self, placements: list[Placement], snapshot: ClusterSnapshot) -> Optional[str]:
+        """Why these placements' nodes are no longer the ones the decision read, if so. A window
+        takes seconds to decide; a node cordoned, tainted, relabelled or shrunk meanwhile may take
+        none of its pods, and binding them anyway would overcommit it or break its rules."""
+        for p in placements:
+            seen = self.cache.node(p.node)
+            if seen is not None and node_feasibility(seen) != node_feasibility(snapshot.node_by_name[p.node]):
+                return f"node {p.node} changed after the decision"
+        return None  # a node gone is caught when assuming
 
     def _victim_problem(self, victims: list[Victim]) -> Optional[str]:
         """Why these victims cannot be evicted for this decision, if so."""

@@ -716,6 +716,36 @@ def victim_given_back_while_deciding(run: Run) -> None:
                    "preemptor retried and bound without evicting anything, the pod left pending")
 
 
+def node_changed_while_deciding(run: Run) -> None:
+    """The only node is cordoned and shrunk (a drain begins, the kubelet reserves more) while a window
+    placing pods on it is being decided: the plan read the node as it was, and binding it now would
+    put pods on a node that takes none and overcommit what it has left. The pods are decided again
+    against the node as it is, and reported unschedulable."""
+    sched = run.start()
+    decide = sched.decide
+    changed: list[bool] = []
+
+    def deciding(snapshot: Any, window: list[Any]) -> Any:
+        plan = decide(snapshot, window)
+        if not changed:
+            run.cluster.core.patch_node("solo", {"spec": {"unschedulable": True}})
+            run.cluster.core.patch_node_status("solo", {"status": {"allocatable": {"cpu": "1"}}})
+            assert wait_for(lambda: (n := sched.cache.node("solo")) is not None and n.spec.unschedulable
+                            and n.allocatable["cpu"] == 1000)
+            changed.append(True)
+        return plan
+
+    run.monkeypatch.setattr(sched, "decide", deciding)
+    run.create(pod("late-0", cpu="800m"), pod("late-1", cpu="800m"))
+    assert wait_for(lambda: changed)
+    assert wait_for(lambda: set(sched.queue.unschedulable()) == {f"{NS}/late-0", f"{NS}/late-1"}, timeout=5.0)
+    assert run.cluster.bound() == {}
+    run.cluster.core.patch_node("solo", {"spec": {"unschedulable": False}})  # the drain is called off
+    assert wait_for(lambda: len(run.cluster.bound()) == 1, timeout=5.0)  # 1 CPU left: room for one of them
+    run.outcome = ("node cordoned and shrunk while deciding: the plan's binds withheld, pods reported unschedulable; "
+                   "uncordoned, one bound in the room left")
+
+
 def node_deleted_with_assumed_pods(run: Run) -> None:
     """A node is deleted while pods are assumed on it and their binds wait their turn (one bind at a
     time, each slow): none is sent to the node once the scheduler has seen it go."""
@@ -888,6 +918,7 @@ CASES = [
     Case("eviction-429", eviction_throttled, tuple(NODES + PREEMPTION)),
     Case("eviction-429-room-shared", eviction_throttled_room_shared, tuple(SHARED_ROOM)),
     Case("victim-given-back-while-deciding", victim_given_back_while_deciding, tuple(GIVEN_BACK)),
+    Case("node-changed-while-deciding", node_changed_while_deciding, tuple(GIVEN_BACK)),
     Case("node-deleted-while-assumed", node_deleted_with_assumed_pods),
     Case("lease-lost-mid-window", lease_lost),
     Case("lease-lost-while-deciding", lease_lost_while_deciding),
