@@ -244,6 +244,16 @@ class Binder:
     # --- binding -----------------------------------------------------------------------------
 
     def _bind_unit(self, unit: BindUnit) -> None:
+        if unit.gang:
+            # A member deleted since it was assumed (while the gang waited for its victims, say):
+            # binding the others would split the gang, and nothing is bound yet, so give it all back.
+            left = [p.key for p in unit.placements if not self.cache.is_assumed(p.key)]
+            if left:
+                why = (f"gang {unit.gang}: {', '.join(sorted(left))} left before the gang was bound; "
+                       "the others are not bound without them")
+                log.info("%s", why)
+                self._give_back(unit, requeue=self.queue.requeue_error, message=why)
+                return
         unit._left = len(unit.placements)
         for placement in unit.placements:
             try:

@@ -47,7 +47,7 @@ from adapters.apiserver import FakeApiServer, RequestRecord
 from adapters.apiserver.api import Request
 from adapters.apiserver.handler import Handler
 from adapters.live import Scheduler
-from adapters.live.cache import BINDING, UNCERTAIN
+from adapters.live.cache import AWAITING_VICTIMS, BINDING, UNCERTAIN
 from adapters.live.kube import now_micro
 from adapters.live.queue import ACTIVE, BACKOFF, IN_FLIGHT, QueueSettings
 from adapters.live.convert import parse_object
@@ -64,6 +64,7 @@ from tests.adapters.live_harness import (
     node,
     pdb,
     pod,
+    pod_group,
     priority_class,
     wait_for,
 )
@@ -716,6 +717,30 @@ def victim_given_back_while_deciding(run: Run) -> None:
                    "preemptor retried and bound without evicting anything, the pod left pending")
 
 
+GANG_PREEMPTION = [priority_class("low", 10), priority_class("high", 1000), node("solo", cpu="2"),
+                   pod("big", cpu="2", priority_class="low", node_name="solo", running=True),
+                   pod_group("pair", min_member=2)]
+
+
+def gang_member_deleted_while_awaiting_victims(run: Run) -> None:
+    """A gang of two (minMember 2) preempts; while its eviction is slow, one member is deleted. The
+    other must not be bound alone (a split gang): the gang is whole or not at all. Once the job
+    creates the member again, the gang is placed whole."""
+    sched = run.start()
+    run.server.faults.delay("POST", r"/pods/big/eviction$", seconds=0.5, count=1)
+    run.create(pod("pair-0", cpu="1", priority_class="high", gang="pair"),
+               pod("pair-1", cpu="1", priority_class="high", gang="pair"))
+    assert wait_for(lambda: len(_assumed_in_state(sched, AWAITING_VICTIMS)) == 2)
+    run.cluster.core.delete_namespaced_pod("pair-1", NS, grace_period_seconds=0)
+    assert wait_for(lambda: run.cluster.pod("big") is None)  # the victim is gone: the room is free
+    assert wait_for(lambda: f"{NS}/pair-0" in sched.queue.unschedulable(), timeout=5.0)
+    assert run.cluster.node_of("pair-0") is None
+    run.create(pod("pair-1", cpu="1", priority_class="high", gang="pair"))
+    assert wait_for(lambda: run.cluster.node_of("pair-0") == "solo" and run.cluster.node_of("pair-1") == "solo")
+    run.outcome = ("a gang member deleted while the gang awaited its victim: the other not bound alone; "
+                   "the gang bound whole once the member was back")
+
+
 def node_changed_while_deciding(run: Run) -> None:
     """The only node is cordoned and shrunk (a drain begins, the kubelet reserves more) while a window
     placing pods on it is being decided: the plan read the node as it was, and binding it now would
@@ -918,6 +943,8 @@ CASES = [
     Case("eviction-429", eviction_throttled, tuple(NODES + PREEMPTION)),
     Case("eviction-429-room-shared", eviction_throttled_room_shared, tuple(SHARED_ROOM)),
     Case("victim-given-back-while-deciding", victim_given_back_while_deciding, tuple(GIVEN_BACK)),
+    Case("gang-member-deleted-awaiting-victims", gang_member_deleted_while_awaiting_victims,
+         tuple(GANG_PREEMPTION)),
     Case("node-changed-while-deciding", node_changed_while_deciding, tuple(GIVEN_BACK)),
     Case("node-deleted-while-assumed", node_deleted_with_assumed_pods),
     Case("lease-lost-mid-window", lease_lost),
