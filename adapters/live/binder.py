@@ -425,6 +425,9 @@ class Binder:
     def _preempt_unit(self, unit: BindUnit) -> None:
         """Nominate, then evict each victim; the unit binds once everything it waits for is gone."""
         self.metrics.preemption_attempts.inc()
+        if not self.is_leader():  # lost since the unit was assumed: not even the nomination is written
+            self._cancel({v.key for v in unit.victims}, unit.victims, None, requeue=self.queue.requeue_active)
+            return
         for p in unit.placements:
             if p.nominated:
                 self._nominate(p)
@@ -463,7 +466,7 @@ class Binder:
         try:
             call_with_retries(lambda: self.api.patch_pod_status(ns, name, {"nominatedNodeName": p.node}),
                               what=f"nominate {p.key} to {p.node}", backoffs=self.settings.backoffs,
-                              sleep=self.clock.sleep)
+                              sleep=self.clock.sleep, should_continue=self.is_leader)
         except KubeError as exc:  # the nomination informs other schedulers; preemption goes on without it
             log.info("could not set nominatedNodeName of %s: %s", p.key, exc.message)
 

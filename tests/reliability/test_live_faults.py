@@ -850,6 +850,33 @@ def lease_lost_while_deciding(run: Run) -> None:
     run.outcome = f"lease taken during the decision: plan dropped unacted; led again after {back - lost[0]:.1f}s"
 
 
+def lease_lost_before_preempting(run: Run) -> None:
+    """The lease is taken right after a preemptor's unit was assumed, before the binder acts on it:
+    nothing of that unit is written — no nomination, no eviction — until the scheduler leads again."""
+    sched = run.start(leader_elect=True)
+    assert wait_for(lambda: sched.elector.is_leader())
+    act = sched.bind_or_evict
+    lost: list[float] = []
+
+    def acting(units: list[Any]) -> None:
+        if not lost and any(u.victims for u in units):
+            _take_lease(run, "intruder")
+            assert wait_for(lambda: not sched.elector.is_leader(), timeout=2.0)
+            lost.append(time.monotonic())
+        act(units)
+
+    run.monkeypatch.setattr(sched, "bind_or_evict", acting)
+    run.create(pod("urgent", cpu="2", priority_class="high"))
+    assert wait_for(lambda: lost, timeout=5.0)
+    assert wait_for(lambda: sched.elector.is_leader(), timeout=sched.options.lease.duration + 3.0)
+    back = time.monotonic()
+    writes = [f"{r.method} {r.path} {r.body.decode()}" for r in run.server.requests.records
+              if lost[0] < r.started < back and (r.path.endswith("/eviction") or b"nominatedNodeName" in r.body)]
+    assert writes == []
+    assert wait_for(lambda: run.cluster.node_of("urgent") == "solo", timeout=SETTLE_SECONDS)
+    run.outcome = "lease taken between assume and acting: no nomination or eviction written until leading again"
+
+
 def _take_lease(run: Run, holder: str) -> None:
     """Another candidate takes the lease by updating it (as after a missed renewal)."""
     coordination = client.CoordinationV1Api(run.cluster.core.api_client)
@@ -949,6 +976,8 @@ CASES = [
     Case("node-deleted-while-assumed", node_deleted_with_assumed_pods),
     Case("lease-lost-mid-window", lease_lost),
     Case("lease-lost-while-deciding", lease_lost_while_deciding),
+    Case("lease-lost-before-preempting", lease_lost_before_preempting,
+         tuple(GIVEN_BACK + [pod("big", cpu="2", priority_class="low", node_name="solo", running=True)])),
     Case("stop-mid-bind", stop_mid_bind),
     Case("sigterm-mid-bind", sigterm_mid_bind),
 ]
