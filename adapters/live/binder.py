@@ -213,7 +213,9 @@ class Binder:
         for key, expires in uncertain:
             assumption = self.cache.assumption(key)
             if assumption is None or assumption.state != UNCERTAIN:
-                self.queue.done(key)  # the watch showed it bound (or gone): the attempt is over
+                # The watch showed it bound or gone: the attempt is over, and the queue drops the pod.
+                # Not `done`: a pod created again under the name since then must still be tried.
+                self.queue.requeue_error(key)
             elif now >= expires:
                 if not self.cache.forget(key):
                     continue
@@ -409,8 +411,8 @@ class Binder:
         if self.cache.set_state(p.key, UNCERTAIN, expires=expires):
             with self._lock:
                 self._uncertain[p.key] = expires  # settled by `expire`, from the watch or the clock
-        else:  # the watch has already shown what happened
-            self.queue.done(p.key)
+        else:  # the watch has already shown what happened (see `expire`)
+            self.queue.requeue_error(p.key)
         self.metrics.binds.labels(result="uncertain").inc()
 
     # --- preemption --------------------------------------------------------------------------

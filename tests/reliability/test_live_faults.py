@@ -563,6 +563,35 @@ def bind_answer_lost_and_unreadable(run: Run) -> None:
     run.outcome = "bind answer lost, retries and read-backs 503: kept uncertain until the watch showed it bound"
 
 
+def pod_recreated_while_bind_uncertain(run: Run) -> None:
+    """A bind's outcome is unknown (answer lost, read-backs 503), and meanwhile the pod is deleted and
+    created again under the same name: the uncertain attempt ends with the deletion, and the new pod
+    must then be scheduled, not dropped from the queue with the old attempt."""
+    run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
+    handle = run.server.api.handle
+    first = threading.Event()
+
+    def slow_first_bind(request: Request) -> Any:
+        if request.path.endswith("/pods/phoenix/binding") and not first.is_set():
+            first.set()
+            run.server.faults.fail("POST", r"/pods/phoenix/binding$", status=503, count=2)  # the retries
+            run.server.faults.fail("GET", r"/pods/phoenix$", status=503, count=3)  # every read-back attempt
+            time.sleep(0.6)
+        return handle(request)
+
+    run.monkeypatch.setattr(run.server.api, "handle", slow_first_bind)
+    sched = run.start()
+    run.create(pod("phoenix", cpu="500m"))
+    assert wait_for(lambda: _assumed_in_state(sched, UNCERTAIN) == [f"{NS}/phoenix"])
+    old = run.cluster.pod("phoenix")["metadata"]["uid"]  # type: ignore[index]
+    run.cluster.core.delete_namespaced_pod("phoenix", NS, grace_period_seconds=0)
+    run.create(pod("phoenix", cpu="500m"))
+    assert wait_for(lambda: run.cluster.node_of("phoenix"), timeout=5.0)
+    assert run.cluster.pod("phoenix")["metadata"]["uid"] != old  # type: ignore[index]
+    run.create(*workload(count=4), pod("huge", cpu="3"))
+    run.outcome = "bind uncertain, the pod re-created under its name: the attempt ended, the new pod bound"
+
+
 def bind_conflict(run: Run) -> None:
     """409: another scheduler really binds the pod (to another node) while ours is deciding it."""
     sched = run.start()
@@ -963,6 +992,7 @@ CASES = [
     Case("bind-timeout", bind_timeouts),
     Case("bind-timeout-then-500", bind_timeout_then_server_errors, tuple(NODES[:2])),
     Case("bind-answer-lost-read-back-fails", bind_answer_lost_and_unreadable),
+    Case("pod-recreated-while-bind-uncertain", pod_recreated_while_bind_uncertain),
     Case("bind-409-other-scheduler", bind_conflict),
     Case("bind-404-deleted-while-deciding", pod_deleted_while_deciding),
     Case("bind-404-read-back-fails", functools.partial(pod_deleted_while_deciding, read_back_fails=True)),
