@@ -227,6 +227,17 @@ class Binder:
             with self._lock:
                 self._uncertain.pop(key, None)
 
+    def leadership_lost(self) -> None:
+        """Units waiting for victims give their room back: whoever leads next (perhaps another
+        scheduler, perhaps us after it) decides again on the cluster as it is then, and a unit
+        bound later under a new term could collide with what was decided in between."""
+        with self._lock:
+            waiting = list(self._waiting.values())
+            for unit in waiting:
+                self._unregister(unit)
+        for unit in waiting:
+            self._abandon(unit, "the lease was lost while waiting for victims")
+
     @property
     def idle(self) -> bool:
         with self._lock:

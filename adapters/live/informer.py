@@ -10,7 +10,11 @@ list against what it held, so deletions missed meanwhile are seen too.
 
 Failures back off along a bounded sequence (the delay never exceeds its last value) and the
 informer never gives up: a scheduler without a current view must keep trying, and it says
-so in its logs and metrics. An optional resource that is not served (the PodGroup CRD not
+so in its logs and metrics.
+
+`relist()` asks for a fresh list out of turn: a scheduler that has just become the leader
+cannot tell how far its watch lags behind the writes of the leader before it, and a list is
+read from the server as it is now. `listed_since()` says when such a list has been applied. An optional resource that is not served (the PodGroup CRD not
 installed) counts as present and empty, and is looked for again now and then.
 """
 
@@ -56,6 +60,9 @@ class Informer:
         self._stream: Optional[WatchStream] = None
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
+        self._relists_asked = 0  # relist() calls so far
+        self._relists_done = 0  # of those, how many a list begun after them has answered
+        self._cut = False  # the current watch was cut on purpose, for a relist
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"cpsat-live-watch-{self.resource.name}", daemon=True)
@@ -67,6 +74,32 @@ class Informer:
             stream = self._stream
         if stream is not None:
             stream.close()
+
+    def relist(self) -> int:
+        """Ask for a fresh list now (the watch is cut and resumed from it); returns the ticket
+        that `listed_since` takes."""
+        with self._lock:
+            self._relists_asked += 1
+            ticket = self._relists_asked
+            stream = self._stream
+            self._cut = stream is not None
+        if stream is not None:
+            stream.close()
+        return ticket
+
+    def listed_since(self, ticket: int) -> bool:
+        """A list begun after `relist()` returned `ticket` is in the cache."""
+        with self._lock:
+            return self._relists_done >= ticket
+
+    def _take_cut(self) -> bool:
+        with self._lock:
+            cut, self._cut = self._cut, False
+            return cut
+
+    def _relist_wanted(self) -> bool:
+        with self._lock:
+            return self._relists_done < self._relists_asked
 
     def join(self, timeout: float) -> None:
         if self._thread is not None:
@@ -86,7 +119,7 @@ class Informer:
         name = self.resource.name
         while not self._stop.is_set():
             try:
-                if self.resource_version is None:
+                if self.resource_version is None or self._relist_wanted():
                     self._list()
                 self._watch()
                 failures = 0
@@ -111,6 +144,8 @@ class Informer:
                 self.cache.replace(self.resource, [])
                 self.clock.wait(self._stop, self.absent_recheck)
             except KubeError as exc:
+                if self._take_cut():
+                    continue  # the watch was cut by relist(): list now, no failure
                 failures += 1
                 self._fail(exc, failures)
             except Exception as exc:  # noqa: BLE001 - an informer must outlive any bug in an event
@@ -119,8 +154,13 @@ class Informer:
                 self._fail(KubeError(f"{type(exc).__name__}: {exc}"), failures)
 
     def _list(self) -> None:
+        with self._lock:
+            asked = self._relists_asked  # what this list answers: it starts after these were asked
+            self._cut = False
         items, version = self.api.list(self.resource)
         self.cache.replace(self.resource, items)
+        with self._lock:
+            self._relists_done = max(self._relists_done, asked)
         if self.absent:
             log.info("%s are served now", self.resource.name)
             self.absent = False
@@ -131,7 +171,9 @@ class Informer:
         stream = self.api.watch(self.resource, self.resource_version or "", self.watch_timeout)
         with self._lock:
             self._stream = stream
-        if self._stop.is_set():
+            wanted = self._relists_done < self._relists_asked
+            self._cut = self._cut or wanted
+        if self._stop.is_set() or wanted:
             stream.close()
         try:
             for event_type, obj in stream:

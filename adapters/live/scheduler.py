@@ -19,7 +19,10 @@
    safe *because* of step 5: the cache already shows what the binds will do.
 
 Only the leader acts, and it checks again right before assuming and before every API write:
-losing the lease stops scheduling at once.
+losing the lease stops scheduling at once, and units still waiting for victims give their room
+back. Each leadership term starts with a fresh list of pods and nodes (the previous leader's
+last binds may not have reached our watch yet), and a window decided in one term is not acted
+on in the next.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from .clock import Clock, SystemClock
 from .events import SCHEDULER_ERROR, Reporter
 from .handlers import QueueFeeder
 from .informer import Informer
-from .kube import WATCHED, KubeApi
+from .kube import NODES, PODS, WATCHED, KubeApi
 from .leader import AlwaysLeader, LeaderElector
 from .metrics import Metrics
 from .options import STALL_GRACE_SECONDS, LiveOptions
@@ -98,7 +101,7 @@ class Scheduler:
         self.elector: Union[LeaderElector, AlwaysLeader]
         if options.leader_elect and not options.dry_run:
             self.elector = LeaderElector(api, options.lease, clock=self.clock, on_started=self._started_leading,
-                                         metrics=self.metrics)
+                                         on_stopped=lambda: self.binder.leadership_lost(), metrics=self.metrics)
         else:
             self.elector = AlwaysLeader(on_started=self._started_leading, metrics=self.metrics)
         self.reporter = Reporter(api, component=config.scheduler_name, instance=self.elector.identity,
@@ -130,6 +133,10 @@ class Scheduler:
                               else 3 * self.config.solver.time_limit_seconds + STALL_GRACE_SECONDS)
         self._started = False
         self._stopped = False
+        # Leadership terms: a window decided in one term is not acted on in another (another
+        # leader may have acted in between), and a new term first lists pods and nodes afresh.
+        self._term = 0
+        self._catching_up: list[tuple[Informer, int]] = []
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -174,7 +181,18 @@ class Scheduler:
         return self.cache.wait_until(lambda: self.cache.synced, timeout)
 
     def _started_leading(self) -> None:
+        if isinstance(self.elector, LeaderElector):
+            # The leader before us may have bound pods our watch has not shown yet: deciding on
+            # that view would give their room away again. A list is the server's state now.
+            self._catching_up = [(i, i.relist()) for i in self.informers if i.resource in (PODS, NODES)]
+        self._term += 1  # after the catch-up is set: a loop that reads the new term waits for it
         self.queue.move_all()  # a new leader gives every waiting pod a fresh try
+
+    def _caught_up(self) -> bool:
+        """The lists a new leadership term asked for are in the cache."""
+        if self._catching_up and all(i.listed_since(ticket) for i, ticket in self._catching_up):
+            self._catching_up = []
+        return not self._catching_up
 
     def may_act(self) -> bool:
         """Leading, and not shutting down: the condition for every write."""
@@ -184,11 +202,12 @@ class Scheduler:
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
-            if not (self.elector.is_leader() and self.cache.synced):
+            term = self._term  # before the checks: a term begun after them fails at `may_act`
+            if not (self.elector.is_leader() and self.cache.synced and self._caught_up()):
                 self._stopping.wait(STANDBY_POLL_SECONDS)
                 continue
             try:
-                self.run_cycle()
+                self.run_cycle(term)
             except Exception:  # noqa: BLE001 - the loop must outlive a bug in one cycle
                 log.exception("scheduling cycle failed")
                 self._recover_window()
@@ -217,8 +236,10 @@ class Scheduler:
             self.metrics.pending.labels(queue=pool).set(counts[pool])
         self.metrics.assumed.set(len(self.cache.assumed()))
 
-    def run_cycle(self) -> Optional[CycleResult]:
-        """One window through the whole story (see the module docstring); None when idle."""
+    def run_cycle(self, term: Optional[int] = None) -> Optional[CycleResult]:
+        """One window through the whole story (see the module docstring); None when idle.
+        `term`: the leadership term the cycle began in (by default, the current one)."""
+        term = self._term if term is None else term
         window = self.next_window()
         if not window:
             return None
@@ -237,7 +258,7 @@ class Scheduler:
         if plan is None:
             self.give_back(window, error=True, message=self._failure)
             return result
-        if not self.may_act():
+        if not self.may_act() or term != self._term:  # not leading, or leading again since the snapshot
             self.give_back(window, error=False)
             return result
         with self._phase("assume", result):

@@ -852,6 +852,51 @@ def lease_lost(run: Run) -> None:
                    f"led again after {back - taken:.1f}s")
 
 
+FAILOVER = [priority_class("low", 10), priority_class("high", 1000), node("solo", cpu="2")]
+
+
+def failover_with_lagging_watch(run: Run) -> None:
+    """The leader binds a pod and hands over (stop, lease released) while the standby's pods watch
+    lags behind: the standby's cache still shows that pod pending and its node empty. A new leader
+    must not decide on such a view (here it would bind a second 1.5-CPU pod to a 2-CPU node): it
+    lists the pods afresh before its first window, and so preempts the bound pod instead."""
+    first = run.start(leader_elect=True)
+    assert wait_for(lambda: first.elector.is_leader())
+    second = run.start(leader_elect=True)
+    gate = threading.Event()  # cleared: the second's pods watch is stuck (events wait, in order)
+    gate.set()
+    apply = second.cache.apply
+
+    def lagging(resource: Any, event_type: str, obj: dict[str, Any], **kw: Any) -> None:
+        if resource is kube.PODS:
+            gate.wait()
+        apply(resource, event_type, obj, **kw)
+
+    run.monkeypatch.setattr(second.cache, "apply", lagging)
+    decide = first.decide
+
+    def deciding(snapshot: Any, window: list[Any]) -> Any:
+        if any(qp.key == f"{NS}/early" for qp in window) and gate.is_set():
+            run.create(pod("urgent", cpu="1500m", priority_class="high"))  # not in this window
+            assert wait_for(lambda: second.cache.pod(f"{NS}/urgent") is not None)
+            gate.clear()  # from here on, the second sees nothing more of the pods
+        return decide(snapshot, window)
+
+    run.monkeypatch.setattr(first, "decide", deciding)
+    run.create(pod("early", cpu="1500m", priority_class="low"))
+    assert wait_for(lambda: run.cluster.node_of("early") == "solo")
+    run.stop(first)
+    assert wait_for(lambda: second.elector.is_leader())
+    time.sleep(1.0)  # a new leader deciding on its stale view would have bound "urgent" by now
+    overcommitted = list(run.ledger.overcommitted)
+    gate.set()
+    assert overcommitted == []
+    assert wait_for(lambda: run.cluster.node_of("urgent") == "solo", timeout=SETTLE_SECONDS)
+    assert run.cluster.pod("early") is None  # preempted: the room was early's, as the server knows
+    run.outcome = ("handed over while the standby's pods watch lagged: the new leader listed the pods "
+                   "before deciding, then preempted the bound pod instead of binding onto its room")
+
+
 def lease_lost_while_deciding(run: Run) -> None:
     """The lease is taken while a window is being decided (before anything is assumed): the plan
     is dropped unacted — nothing assumed, no nomination, no bind — and the window's pods are
@@ -913,6 +958,26 @@ def _take_lease(run: Run, holder: str) -> None:
     lease.spec.holder_identity = holder
     lease.spec.renew_time = now_micro()
     coordination.replace_namespaced_lease("cpsat-scheduler", NS, lease)
+
+
+def lease_lost_awaiting_victims(run: Run) -> None:
+    """The lease is taken while a preemptor waits for its victim to terminate: the wait ends at
+    once (the assumption is dropped, nothing is bound when the victim goes), since whoever leads
+    next decides afresh; once the scheduler leads again, the preemptor is bound."""
+    sched = run.start(leader_elect=True)
+    assert wait_for(lambda: sched.elector.is_leader())
+    run.server.kubelet.grace_seconds = 3.0  # the victim takes its time to stop
+    run.create(toleration_pod("urgent", cpu="1", priority="high"))
+    key = f"{NS}/urgent"
+    assert wait_for(lambda: any(status == 201 for _, status in run.ledger.evictions))
+    assert sched.cache.is_assumed(key)  # waiting for the victim, which is still terminating
+    _take_lease(run, "intruder")
+    assert wait_for(lambda: not sched.elector.is_leader(), timeout=2.0)
+    assert wait_for(lambda: not sched.cache.is_assumed(key), timeout=1.0)  # not after the 3 s grace
+    run.server.kubelet.grace_seconds = 0.05
+    assert wait_for(lambda: sched.elector.is_leader(), timeout=sched.options.lease.duration + 3.0)
+    assert wait_for(lambda: run.cluster.node_of("urgent") == "batch", timeout=SETTLE_SECONDS)
+    run.outcome = "lease lost while the preemptor waited for its victim: the wait ended at once; bound after leading again"
 
 
 def stop_mid_bind(run: Run) -> None:
@@ -1006,6 +1071,8 @@ CASES = [
     Case("node-deleted-while-assumed", node_deleted_with_assumed_pods),
     Case("lease-lost-mid-window", lease_lost),
     Case("lease-lost-while-deciding", lease_lost_while_deciding),
+    Case("failover-with-lagging-watch", failover_with_lagging_watch, tuple(FAILOVER)),
+    Case("lease-lost-awaiting-victims", lease_lost_awaiting_victims, tuple(NODES + PREEMPTION)),
     Case("lease-lost-before-preempting", lease_lost_before_preempting,
          tuple(GIVEN_BACK + [pod("big", cpu="2", priority_class="low", node_name="solo", running=True)])),
     Case("stop-mid-bind", stop_mid_bind),
