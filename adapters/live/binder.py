@@ -13,7 +13,8 @@ unanswered (timed out or cut after it was sent): that request may still land, so
 is not yet the truth. Then, as when the pod cannot even be read back, the assumption is kept
 as *uncertain* (giving its room to another pod meanwhile could overcommit the node), and the
 attempt ends when the watch shows the pod bound or deleted, or when the time to live runs
-out (the pod is then forgotten and tried again).
+out: the pod is then read back once more (the watch may only lag), and the cache takes it
+bound, or forgets it and tries again.
 
 A bound pod cannot be unbound. So if some members of a gang bind and others fail, the gang
 is left part-bound: the failures are counted (`gang_partial_binds_total`), logged, reported
@@ -49,6 +50,10 @@ from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)
+
+# When an unconfirmed bind's pod cannot be read back at the end of its time to live, how long
+# until it is asked for again (seconds).
+UNCERTAIN_RECHECK_SECONDS = 1.0
 
 
 @dataclass
@@ -125,6 +130,7 @@ class Binder:
         self._closed = False
         self._busy = 0  # units submitted and not finished
         self._uncertain: dict[str, float] = {}  # pods whose bind outcome is unknown -> when to give up
+        self._settling: set[str] = set()  # of those, the ones being read back now (`_settle_uncertain`)
 
     # --- entry points ------------------------------------------------------------------------
 
@@ -209,7 +215,7 @@ class Binder:
             log.warning("%s; giving the room of %s back", why, ", ".join(p.key for p in unit.placements))
             self._give_back(unit, requeue=self.queue.requeue_error, message=why)
         with self._lock:
-            uncertain = list(self._uncertain.items())
+            uncertain = [(k, e) for k, e in self._uncertain.items() if k not in self._settling]
         for key, expires in uncertain:
             assumption = self.cache.assumption(key)
             if assumption is None or assumption.state != UNCERTAIN:
@@ -217,15 +223,52 @@ class Binder:
                 # Not `done`: a pod created again under the name since then must still be tried.
                 self.queue.requeue_error(key)
             elif now >= expires:
-                if not self.cache.forget(key):
-                    continue
-                log.warning("bind of %s to %s is still unconfirmed; forgetting it and trying again",
-                            key, assumption.node)
-                self.queue.requeue_error(key)
+                with self._lock:
+                    self._settling.add(key)
+                try:
+                    self._pool.submit(self._guard, self._settle_uncertain, key, assumption.node,
+                                      assumption.pod.metadata.uid)
+                except RuntimeError:  # shutting down: the assumption goes with the cache
+                    with self._lock:
+                        self._settling.discard(key)
+                continue
             else:
                 continue
             with self._lock:
                 self._uncertain.pop(key, None)
+
+    def _settle_uncertain(self, key: str, node: str, uid: Optional[str]) -> None:
+        """An unconfirmed bind's time to live ran out: ask the server rather than guess. Forgetting
+        a bind that did land while our watch lags would give its room away a second time. Bound:
+        the cache takes the pod as the server has it; not bound (or gone): the assumption is
+        forgotten and the pod tried again; unreadable: asked again a little later."""
+        ns, name = key.split("/", 1)
+        try:
+            try:
+                current: Optional[dict[str, Any]] = call_with_retries(
+                    lambda: self.api.read_pod(ns, name), what=f"read back {key}", backoffs=self.settings.backoffs,
+                    sleep=self.clock.sleep)
+            except NotFound:
+                current = None
+            except KubeError as exc:
+                log.warning("bind of %s to %s is still unconfirmed and the pod cannot be read (%s); asking again "
+                            "in %.0fs", key, node, exc.message, UNCERTAIN_RECHECK_SECONDS)
+                with self._lock:
+                    if key in self._uncertain:
+                        self._uncertain[key] = self.clock.now() + UNCERTAIN_RECHECK_SECONDS
+                return
+            spec, meta = (current or {}).get("spec") or {}, (current or {}).get("metadata") or {}
+            if spec.get("nodeName") and meta.get("uid") == uid:
+                log.info("bind of %s was unconfirmed; the server has it bound to %s", key, spec["nodeName"])
+                self.cache.observe_pod(current)  # type: ignore[arg-type] - ends the assumption, keeps the room
+            elif self.cache.forget(key):
+                log.warning("bind of %s to %s did not land; forgetting it and trying again", key, node)
+            self.queue.requeue_error(key)  # the queue drops a pod bound or deleted meanwhile
+            with self._lock:
+                self._uncertain.pop(key, None)
+        finally:
+            with self._lock:
+                self._settling.discard(key)
 
     def leadership_lost(self) -> None:
         """Units waiting for victims give their room back: whoever leads next (perhaps another

@@ -563,6 +563,54 @@ def bind_answer_lost_and_unreadable(run: Run) -> None:
     run.outcome = "bind answer lost, retries and read-backs 503: kept uncertain until the watch showed it bound"
 
 
+def bind_uncertain_past_ttl_watch_lagging(run: Run) -> None:
+    """A bind's answer is lost and its read-backs fail (the commit lands late), and the pods watch
+    stalls right at that commit for longer than the uncertain-bind time to live: when the time
+    runs out, the pod is read back again and found bound, so its room is kept — not forgotten and
+    given away while the watch catches up — and the bind is not sent again."""
+    run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
+    handle = run.server.api.handle
+    first = threading.Event()
+
+    def slow_first_bind(request: Request) -> Any:
+        if request.path.endswith("/pods/unlucky/binding") and not first.is_set():
+            first.set()
+            run.server.faults.fail("POST", r"/pods/unlucky/binding$", status=503, count=2)  # the retries
+            run.server.faults.fail("GET", r"/pods/unlucky$", status=503, count=3)  # every read-back attempt
+            time.sleep(0.6)
+        return handle(request)
+
+    run.monkeypatch.setattr(run.server.api, "handle", slow_first_bind)
+    sched = run.start()
+    gate, stalled = threading.Event(), threading.Event()
+    gate.set()
+    apply = sched.cache.apply
+
+    def stalling(resource: Any, event_type: str, obj: dict[str, Any], **kw: Any) -> None:
+        if not kw and resource is kube.PODS and obj["metadata"]["name"] == "unlucky" \
+                and (obj.get("spec") or {}).get("nodeName") and not stalled.is_set():
+            stalled.set()
+            gate.clear()
+            gate.wait()  # the watch stalls here: the commit and everything after it wait
+        apply(resource, event_type, obj, **kw)
+
+    run.monkeypatch.setattr(sched.cache, "apply", stalling)
+    key = f"{NS}/unlucky"
+    run.create(pod("unlucky", cpu="500m"))
+    assert wait_for(lambda: sched.metrics.binds.labels(result="uncertain")._value.get() == 1)
+    assert wait_for(lambda: not gate.is_set())  # the late commit reached the watch, which stalls on it
+    ttl = sched.options.uncertain_bind_ttl
+    assert wait_for(lambda: not sched.cache.is_assumed(key), timeout=ttl + 3.0)  # the time ran out
+    node = (sched.cache.pod(key) or None) and sched.cache.pod(key).spec.node_name  # type: ignore[union-attr]
+    attempts = len([b for b in run.ledger.attempts() if b.pod == key])
+    time.sleep(0.5)  # a forgotten pod would be decided and bound again by now
+    again = len([b for b in run.ledger.attempts() if b.pod == key]) - attempts
+    gate.set()
+    assert node == run.cluster.node_of("unlucky") and again == 0
+    run.outcome = (f"watch stalled past the {ttl:g}s time to live: read back at expiry, kept on {node}, "
+                   "not bound again")
+
+
 def pod_recreated_while_bind_uncertain(run: Run) -> None:
     """A bind's outcome is unknown (answer lost, read-backs 503), and meanwhile the pod is deleted and
     created again under the same name: the uncertain attempt ends with the deletion, and the new pod
@@ -1057,6 +1105,7 @@ CASES = [
     Case("bind-timeout", bind_timeouts),
     Case("bind-timeout-then-500", bind_timeout_then_server_errors, tuple(NODES[:2])),
     Case("bind-answer-lost-read-back-fails", bind_answer_lost_and_unreadable),
+    Case("bind-uncertain-past-ttl-watch-lagging", bind_uncertain_past_ttl_watch_lagging),
     Case("pod-recreated-while-bind-uncertain", pod_recreated_while_bind_uncertain),
     Case("bind-409-other-scheduler", bind_conflict),
     Case("bind-404-deleted-while-deciding", pod_deleted_while_deciding),
