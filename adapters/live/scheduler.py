@@ -409,8 +409,10 @@ class Scheduler:
         takes seconds to decide; a node cordoned, tainted, relabelled or shrunk meanwhile may take
         none of its pods, and binding them anyway would overcommit it or break its rules."""
         for p in placements:
-            seen = self.cache.node(p.node)
-            if seen is not None and node_feasibility(seen) != node_feasibility(snapshot.node_by_name[p.node]):
+            seen, read = self.cache.node(p.node), snapshot.node_by_name[p.node]
+            if seen is None or seen is read:  # the same object: no event since the snapshot
+                continue
+            if node_feasibility(seen) != node_feasibility(read):
                 return f"node {p.node} changed after the decision"
         return None  # a node gone is caught when assuming
 
