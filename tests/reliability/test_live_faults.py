@@ -537,24 +537,30 @@ def bind_timeout_then_server_errors(run: Run) -> None:
                    "so the rival was refused the room; then the first attempt landed late")
 
 
-def bind_answer_lost_and_unreadable(run: Run) -> None:
-    """A bind's answer is lost (the client times out; the server commits it late), its retries get
-    503 and so does every read-back: the node stays reserved (uncertain) until the watch shows the
-    pod bound. The pod's attempt must then end, or it stays "in flight" in the queue for ever and
-    the scheduler never goes idle."""
+def _lose_bind_answer(run: Run, name: str) -> None:
+    """The first bind of pod `name` is answered too late (the client times out, the server commits
+    it 0.6 s later), its retries get 503 and so does every read-back: its outcome is unknown."""
     run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
     handle = run.server.api.handle
     first = threading.Event()
 
     def slow_first_bind(request: Request) -> Any:
-        if request.path.endswith("/pods/unlucky/binding") and not first.is_set():
+        if request.path.endswith(f"/pods/{name}/binding") and not first.is_set():
             first.set()
-            run.server.faults.fail("POST", r"/pods/unlucky/binding$", status=503, count=2)  # the retries
-            run.server.faults.fail("GET", r"/pods/unlucky$", status=503, count=3)  # every read-back attempt
+            run.server.faults.fail("POST", rf"/pods/{name}/binding$", status=503, count=2)  # the retries
+            run.server.faults.fail("GET", rf"/pods/{name}$", status=503, count=3)  # every read-back attempt
             time.sleep(0.6)
         return handle(request)
 
     run.monkeypatch.setattr(run.server.api, "handle", slow_first_bind)
+
+
+def bind_answer_lost_and_unreadable(run: Run) -> None:
+    """A bind's answer is lost (the client times out; the server commits it late), its retries get
+    503 and so does every read-back: the node stays reserved (uncertain) until the watch shows the
+    pod bound. The pod's attempt must then end, or it stays "in flight" in the queue for ever and
+    the scheduler never goes idle."""
+    _lose_bind_answer(run, "unlucky")
     sched = run.start()
     run.create(*workload(count=4), pod("unlucky", cpu="500m"), pod("huge", cpu="3"))
     assert wait_for(lambda: sched.metrics.binds.labels(result="uncertain")._value.get() == 1)
@@ -568,19 +574,7 @@ def bind_uncertain_past_ttl_watch_lagging(run: Run) -> None:
     stalls right at that commit for longer than the uncertain-bind time to live: when the time
     runs out, the pod is read back again and found bound, so its room is kept — not forgotten and
     given away while the watch catches up — and the bind is not sent again."""
-    run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
-    handle = run.server.api.handle
-    first = threading.Event()
-
-    def slow_first_bind(request: Request) -> Any:
-        if request.path.endswith("/pods/unlucky/binding") and not first.is_set():
-            first.set()
-            run.server.faults.fail("POST", r"/pods/unlucky/binding$", status=503, count=2)  # the retries
-            run.server.faults.fail("GET", r"/pods/unlucky$", status=503, count=3)  # every read-back attempt
-            time.sleep(0.6)
-        return handle(request)
-
-    run.monkeypatch.setattr(run.server.api, "handle", slow_first_bind)
+    _lose_bind_answer(run, "unlucky")
     sched = run.start()
     gate, stalled = threading.Event(), threading.Event()
     gate.set()
@@ -615,19 +609,7 @@ def pod_recreated_while_bind_uncertain(run: Run) -> None:
     """A bind's outcome is unknown (answer lost, read-backs 503), and meanwhile the pod is deleted and
     created again under the same name: the uncertain attempt ends with the deletion, and the new pod
     must then be scheduled, not dropped from the queue with the old attempt."""
-    run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
-    handle = run.server.api.handle
-    first = threading.Event()
-
-    def slow_first_bind(request: Request) -> Any:
-        if request.path.endswith("/pods/phoenix/binding") and not first.is_set():
-            first.set()
-            run.server.faults.fail("POST", r"/pods/phoenix/binding$", status=503, count=2)  # the retries
-            run.server.faults.fail("GET", r"/pods/phoenix$", status=503, count=3)  # every read-back attempt
-            time.sleep(0.6)
-        return handle(request)
-
-    run.monkeypatch.setattr(run.server.api, "handle", slow_first_bind)
+    _lose_bind_answer(run, "phoenix")
     sched = run.start()
     run.create(pod("phoenix", cpu="500m"))
     assert wait_for(lambda: _assumed_in_state(sched, UNCERTAIN) == [f"{NS}/phoenix"])
