@@ -996,14 +996,14 @@ def lease_lost_awaiting_victims(run: Run) -> None:
     next decides afresh; once the scheduler leads again, the preemptor is bound."""
     sched = run.start(leader_elect=True)
     assert wait_for(lambda: sched.elector.is_leader())
-    run.server.kubelet.grace_seconds = 3.0  # the victim takes its time to stop
+    run.server.kubelet.grace_seconds = 5.0  # the victim takes its time to stop
     run.create(toleration_pod("urgent", cpu="1", priority="high"))
     key = f"{NS}/urgent"
     assert wait_for(lambda: any(status == 201 for _, status in run.ledger.evictions))
     assert sched.cache.is_assumed(key)  # waiting for the victim, which is still terminating
     _take_lease(run, "intruder")
     assert wait_for(lambda: not sched.elector.is_leader(), timeout=2.0)
-    assert wait_for(lambda: not sched.cache.is_assumed(key), timeout=1.0)  # not after the 3 s grace
+    assert wait_for(lambda: not sched.cache.is_assumed(key), timeout=2.0)  # not after the 5 s grace
     run.server.kubelet.grace_seconds = 0.05
     assert wait_for(lambda: sched.elector.is_leader(), timeout=sched.options.lease.duration + 3.0)
     assert wait_for(lambda: run.cluster.node_of("urgent") == "batch", timeout=SETTLE_SECONDS)
