@@ -124,6 +124,7 @@ class Scheduler:
         self._stopping = threading.Event()
         self._failure: Optional[str] = None  # why the current window could not be decided
         self._window: list[QueuedPod] = []  # the window being decided, until the binder takes it
+        self._marked: list[str] = []  # victims the window marked as evicting, until the binder takes them
         self._threads: list[threading.Thread] = []
         # Progress, for /healthz: when the loop took the window it is on (None between windows)
         # and the phase it is in.
@@ -213,12 +214,15 @@ class Scheduler:
                 self._recover_window()
                 self._stopping.wait(CYCLE_ERROR_PAUSE_SECONDS)
             finally:
-                self._window = []
+                self._window, self._marked = [], []
                 self._busy_since = None
 
     def _recover_window(self) -> None:
         """After a failed cycle: the window's pods not yet handed to the binder go back to the
-        queue, their assumptions forgotten, so none is left in flight for ever."""
+        queue, their assumptions forgotten, so none is left in flight for ever; victims marked as
+        evicting run on as before (no eviction was sent), or no later window could use them."""
+        for key in self._marked:
+            self.cache.unmark_evicting(key)
         for qp in self._window:
             if self.queue.where(qp.key) == IN_FLIGHT:
                 self.cache.forget(qp.key)
@@ -263,8 +267,9 @@ class Scheduler:
             return result
         with self._phase("assume", result):
             units = self.assume(snapshot, window, plan)
+            self._marked = [v.key for u in units for v in u.victims]
             result.unschedulable = self.report_unschedulable(snapshot, window, plan)
-        self._window = []  # from here on, the binder answers for every pod of the window
+        self._window, self._marked = [], []  # from here on, the binder answers for the window
         self._busy_phase = "bind"
         self.bind_or_evict(units)
         result.units, result.acted = len(units), True

@@ -830,6 +830,27 @@ def node_changed_while_deciding(run: Run) -> None:
                    "uncordoned, one bound in the room left")
 
 
+def cycle_fails_after_assuming(run: Run) -> None:
+    """A bug makes a cycle fail after its preemption was assumed (victims marked as evicting) and
+    before the binder took it: the window goes back to the queue, and the victims, never asked to
+    go, must be usable again, or every later attempt to preempt them is refused for ever."""
+    sched = run.start()
+    report = sched.report_unschedulable
+    failed: list[str] = []
+
+    def failing(snapshot: Any, window: list[Any], plan: Any) -> int:
+        if plan.preemptions and not failed:
+            failed.append(plan.preemptions[0].pod)
+            raise RuntimeError("injected bug after assume")
+        return report(snapshot, window, plan)
+
+    run.monkeypatch.setattr(sched, "report_unschedulable", failing)
+    run.create(toleration_pod("urgent", cpu="1", priority="high"))
+    assert wait_for(lambda: run.cluster.node_of("urgent") == "batch", timeout=SETTLE_SECONDS)
+    assert failed and [k for k, status in run.ledger.evictions if status == 201] == failed
+    run.outcome = "cycle failed after assuming a preemption: victims unmarked, preempted on the next try"
+
+
 def node_deleted_with_assumed_pods(run: Run) -> None:
     """A node is deleted while pods are assumed on it and their binds wait their turn (one bind at a
     time, each slow): none is sent to the node once the scheduler has seen it go."""
@@ -1099,6 +1120,7 @@ CASES = [
     Case("gang-member-deleted-awaiting-victims", gang_member_deleted_while_awaiting_victims,
          tuple(GANG_PREEMPTION)),
     Case("node-changed-while-deciding", node_changed_while_deciding, tuple(GIVEN_BACK)),
+    Case("cycle-fails-after-assuming", cycle_fails_after_assuming, tuple(NODES + PREEMPTION)),
     Case("node-deleted-while-assumed", node_deleted_with_assumed_pods),
     Case("lease-lost-mid-window", lease_lost),
     Case("lease-lost-while-deciding", lease_lost_while_deciding),
