@@ -190,10 +190,9 @@ class Scheduler:
         self.queue.move_all()  # a new leader gives every waiting pod a fresh try
 
     def _caught_up(self) -> bool:
-        """The lists a new leadership term asked for are in the cache."""
-        if self._catching_up and all(i.listed_since(ticket) for i, ticket in self._catching_up):
-            self._catching_up = []
-        return not self._catching_up
+        """The lists the current leadership term asked for are in the cache (never cleared here:
+        the elector may start a new term at any moment, and its request must not be lost)."""
+        return all(informer.listed_since(ticket) for informer, ticket in self._catching_up)
 
     def may_act(self) -> bool:
         """Leading, and not shutting down: the condition for every write."""
