@@ -242,12 +242,9 @@ class Binder:
         a bind that did land while our watch lags would give its room away a second time. Bound:
         the cache takes the pod as the server has it; not bound (or gone): the assumption is
         forgotten and the pod tried again; unreadable: asked again a little later."""
-        ns, name = key.split("/", 1)
         try:
             try:
-                current: Optional[dict[str, Any]] = call_with_retries(
-                    lambda: self.api.read_pod(ns, name), what=f"read back {key}", backoffs=self.settings.backoffs,
-                    sleep=self.clock.sleep)
+                current: Optional[dict[str, Any]] = self._read_back(key)
             except NotFound:
                 current = None
             except KubeError as exc:
@@ -274,11 +271,7 @@ class Binder:
         """Units waiting for victims give their room back: whoever leads next (perhaps another
         scheduler, perhaps us after it) decides again on the cluster as it is then, and a unit
         bound later under a new term could collide with what was decided in between."""
-        with self._lock:
-            waiting = list(self._waiting.values())
-            for unit in waiting:
-                self._unregister(unit)
-        for unit in waiting:
+        for unit in self._take_waiting():
             self._abandon(unit, "the lease was lost while waiting for victims")
 
     @property
@@ -290,12 +283,17 @@ class Binder:
         """Finish the binds in flight; units still waiting for victims are given back."""
         with self._lock:
             self._closed = True
+        for unit in self._take_waiting():
+            self._abandon(unit, "shutting down")
+        self._pool.shutdown(wait=True)
+
+    def _take_waiting(self) -> list[BindUnit]:
+        """Every unit waiting for victims, which waits no more."""
+        with self._lock:
             waiting = list(self._waiting.values())
             self._waiting.clear()
             self._waiters.clear()
-        for unit in waiting:
-            self._abandon(unit, "shutting down")
-        self._pool.shutdown(wait=True)
+        return waiting
 
     # --- binding -----------------------------------------------------------------------------
 
@@ -416,10 +414,8 @@ class Binder:
         """Read the pod back to learn what the failed bind left behind. `unanswered`: an attempt
         got no answer, so a pod read back unbound may still be bound by it a moment later."""
         key = p.key
-        ns, name = p.pod.metadata.namespace, p.pod.metadata.name
         try:
-            current = call_with_retries(lambda: self.api.read_pod(ns, name), what=f"read back {key}",
-                                        backoffs=self.settings.backoffs, sleep=self.clock.sleep)
+            current = self._read_back(key)
         except NotFound:
             log.info("bind of %s failed (%s): the pod is gone", key, exc.message)
             self.cache.forget(key)
@@ -455,6 +451,12 @@ class Binder:
             self.reporter.failed_scheduling(p.pod, f"Binding rejected: {exc.message}", reason=SCHEDULER_ERROR)
             self.queue.requeue_error(key)
         return False
+
+    def _read_back(self, key: str) -> dict[str, Any]:
+        """The pod as the server has it now (bounded retries; NotFound when it is gone)."""
+        ns, name = key.split("/", 1)
+        return call_with_retries(lambda: self.api.read_pod(ns, name), what=f"read back {key}",
+                                 backoffs=self.settings.backoffs, sleep=self.clock.sleep)
 
     def _keep_uncertain(self, p: Placement, why: str) -> None:
         """The bind's outcome is unknown: keep the node reserved until the watch shows the pod

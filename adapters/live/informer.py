@@ -10,12 +10,12 @@ list against what it held, so deletions missed meanwhile are seen too.
 
 Failures back off along a bounded sequence (the delay never exceeds its last value) and the
 informer never gives up: a scheduler without a current view must keep trying, and it says
-so in its logs and metrics.
+so in its logs and metrics. An optional resource that is not served (the PodGroup CRD not
+installed) counts as present and empty, and is looked for again now and then.
 
 `relist()` asks for a fresh list out of turn: a scheduler that has just become the leader
 cannot tell how far its watch lags behind the writes of the leader before it, and a list is
-read from the server as it is now. `listed_since()` says when such a list has been applied. An optional resource that is not served (the PodGroup CRD not
-installed) counts as present and empty, and is looked for again now and then.
+read from the server as it is now. `listed_since()` says when such a list has been applied.
 """
 
 from __future__ import annotations
@@ -171,11 +171,11 @@ class Informer:
         stream = self.api.watch(self.resource, self.resource_version or "", self.watch_timeout)
         with self._lock:
             self._stream = stream
-            wanted = self._relists_done < self._relists_asked
-            self._cut = self._cut or wanted
-        if self._stop.is_set() or wanted:
-            stream.close()
+            wanted = self._relists_done < self._relists_asked  # asked before the stream was here to cut
         try:
+            if self._stop.is_set() or wanted:
+                stream.close()
+                return
             for event_type, obj in stream:
                 version = (obj.get("metadata") or {}).get("resourceVersion")
                 if event_type != "BOOKMARK":
