@@ -86,7 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="workload generator seed (default 0)")
     parser.add_argument(
         "--window-size", type=positive_int, default=DEFAULT_WINDOW_SIZE, metavar="N",
-        help=f"at most N pods per decision; the queue is cut into equal consecutive windows (default {DEFAULT_WINDOW_SIZE:,})",
+        help="at most N pods per decision; the queue is cut into equal consecutive windows (default: the whole "
+        "queue is one decision, up to the config's limits.maxWindowPods, 50,000 unless set)",
     )
     parser.add_argument(
         "--max-windows", type=positive_int, metavar="N",

@@ -306,6 +306,15 @@ def test_repack_table_shows_both_planners() -> None:
     assert any("baseline" in line and "30" in line and "safe" in line for line in lines)
 
 
+def test_the_whole_queue_is_one_decision_unless_a_window_size_is_given() -> None:
+    """A pod-count cut buys no model size (the model follows the window's classes) and costs
+    foresight: by default the queue is decided at once, up to limits.maxWindowPods."""
+    result = measure(generate("basic", "quick"), CONFIG)
+    assert result.to_json()["windows"] == [100]
+    small = CONFIG.model_copy(update={"limits": CONFIG.limits.model_copy(update={"max_window_pods": 40})})
+    assert measure(generate("basic", "quick"), small, engines=("greedy",)).to_json()["windows"] == [33, 34, 33]
+
+
 def test_max_windows_measures_only_the_first_windows() -> None:
     result = measure(generate("basic", "quick"), CONFIG, window_size=30, max_windows=2)
     w = result.to_json()
