@@ -39,6 +39,19 @@ def _cache_key(pod: PodInfo) -> tuple:
     return ("class", pod.class_id) if pod.class_id >= 0 else ("pod", pod.key)
 
 
+def _static_key(pod: PodInfo) -> tuple:
+    """What the static filters read of a pod (node name, selector, required node affinity,
+    tolerations): pods that agree on it get the same verdict on every node. Many classes share
+    one: 500 gangs of one shape are 500 classes, since the group tells them apart, but one key."""
+    required = pod.required_node_affinity
+    return (
+        pod.node_name,
+        tuple(sorted(pod.node_selector.items())),
+        required.model_dump_json() if required is not None else "",
+        tuple(t.model_dump_json() for t in pod.tolerations),
+    )
+
+
 class StaticFilters:
     """First static failure of every node for a pod, cached per pod class and node signature."""
 
@@ -61,13 +74,21 @@ class StaticFilters:
         for node in nodes:
             groups.setdefault(node.static_signature(frozenset(keys), by_name), []).append(node.index)
         self.groups = [np.array(ix, dtype=np.int64) for ix in groups.values()]
+        self._static_keys: dict[tuple, tuple] = {}  # _cache_key -> _static_key
         self._statuses: dict[tuple, list[Status]] = {}
         self._masks: dict[tuple, np.ndarray] = {}
         self._affinity: dict[tuple, np.ndarray] = {}
         self._tolerated: dict[tuple, np.ndarray] = {}
 
-    def statuses(self, pod: PodInfo) -> list[Status]:
+    def _key(self, pod: PodInfo) -> tuple:
         key = _cache_key(pod)
+        hit = self._static_keys.get(key)
+        if hit is None:
+            hit = self._static_keys[key] = _static_key(pod)
+        return hit
+
+    def statuses(self, pod: PodInfo) -> list[Status]:
+        key = self._key(pod)
         hit = self._statuses.get(key)
         if hit is None:
             hit = [SUCCESS] * len(self.nodes)
@@ -90,7 +111,7 @@ class StaticFilters:
         return hit
 
     def mask(self, pod: PodInfo) -> np.ndarray:
-        key = _cache_key(pod)
+        key = self._key(pod)
         hit = self._masks.get(key)
         if hit is None:
             hit = self._masks[key] = np.fromiter((s.ok for s in self.statuses(pod)), dtype=bool, count=len(self.nodes))
@@ -107,7 +128,7 @@ class StaticFilters:
         )
 
     def _per_group(self, cache, pod, check) -> np.ndarray:
-        key = _cache_key(pod)
+        key = self._key(pod)
         hit = cache.get(key)
         if hit is None:
             hit = np.zeros(len(self.nodes), dtype=bool)
