@@ -25,7 +25,9 @@ import traceback
 from collections.abc import Sequence
 from typing import Optional
 
-from models import InputError
+from models.errors import InputError, Interrupted
+
+from .interrupts import sigint_stops_decisions
 
 PROG = "cpsat-scheduler"
 
@@ -74,14 +76,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
         debug = debug or getattr(args, "debug", False)
         logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format=f"{PROG}: %(message)s")
-        status = args.handler(args)
+        if getattr(args, "decides", False):
+            # A decision in CP-SAT's C++ code: Ctrl-C must stop it rather than end it as a plan.
+            with sigint_stops_decisions():
+                status = args.handler(args)
+        else:
+            status = args.handler(args)
         sys.stdout.flush()
         return status
     except InputError as exc:
         _error(f"error: {exc}")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        _error("interrupted")
+    except (KeyboardInterrupt, Interrupted):
+        _error("interrupted: no plan printed")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         _silence_stdout()

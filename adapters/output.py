@@ -64,6 +64,12 @@ def plan_table(plan: Plan) -> str:
         rows = [(u.pod, u.message) for u in sorted(plan.unschedulable, key=lambda u: u.pod)]
         lines += _columns(("POD", "REASON"), rows)
 
+    if plan.gated:
+        lines.append("")
+        lines.append(f"GATED: {_count(len(plan.gated), 'pod')} (held by scheduling gates; not decided)")
+        rows = [(g.pod, ", ".join(g.gates)) for g in sorted(plan.gated, key=lambda g: g.pod)]
+        lines += _columns(("POD", "GATES"), rows)
+
     lines.append("")
     lines.append(stats_line(plan))
     return "\n".join(lines) + "\n"

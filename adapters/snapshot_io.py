@@ -34,6 +34,7 @@ from yaml.nodes import ScalarNode
 from models import (
     Assignment,
     ClusterSnapshot,
+    Gated,
     InputError,
     Namespace,
     Node,
@@ -109,6 +110,18 @@ class LoadedSnapshot:
     source: str
     skipped: dict[str, int] = field(default_factory=dict)
 
+    def require_nodes_or_pods(self) -> "LoadedSnapshot":
+        """Refuse an input with neither a Node nor a Pod (a Deployment manifest, an empty List):
+        what a command would decide from it is nothing, which is no answer to give."""
+        if self.snapshot.nodes or self.snapshot.pods:
+            return self
+        read = ", ".join(f"{kind} ({n})" for kind, n in sorted(self.skipped.items())) or "nothing but an empty list"
+        raise InputError(
+            self.source, "",
+            f"no Node and no Pod in the input (read: {read}); a snapshot is what "
+            "`kubectl get nodes,pods,pdb,priorityclasses -A -o yaml` prints",
+        )
+
     def note(self) -> Optional[str]:
         """One line naming the skipped kinds, or None when every object was read."""
         if not self.skipped:
@@ -174,6 +187,14 @@ def load_plan(path: Union[str, Path, IO[str], IO[bytes]], *, max_bytes: int = DE
     snapshot it is checked against (``max_bytes``).
     """
     data = _single_mapping(path, what="plan", empty=None, limit=snapshot_limit(max_bytes))
+    if "assignments" not in data:
+        kind = data.get("kind")
+        looks = f" (this looks like a snapshot, kind {kind!s}, not a plan)" if kind or "items" in data else ""
+        raise InputError(
+            "plan", "assignments",
+            f"missing: a plan is what `cpsat-scheduler schedule -o json` prints, with at least "
+            f"'assignments'{looks}",
+        )
     data = {k: v for k, v in data.items() if k in Plan.model_fields}
     for key, model in _PLAN_ENTRIES.items():
         entries = data.get(key)
@@ -190,6 +211,7 @@ _PLAN_ENTRIES: dict[str, type[BaseModel]] = {
     "preemptions": Preemption,
     "unschedulable": Unschedulable,
     "nominations": Nomination,
+    "gated": Gated,
 }
 
 
@@ -228,6 +250,20 @@ def read_documents(source: Source, *, label: Optional[str] = None,
 
 def _documents(source: Source, label: str, limit: SizeLimit) -> list[Any]:
     text = _read_text(source, label, limit)
+    try:
+        return _parse_documents(text, label)
+    except InputError as exc:
+        if HELM_MARKER in text:
+            raise InputError(label, "", f"{exc.problem} — {HELM_HINT}") from None
+        raise
+
+
+# A Helm chart's templates are not Kubernetes objects until rendered.
+HELM_MARKER = "{{"
+HELM_HINT = "this looks like a Helm template ({{ ... }}): render it first (helm template ...) and pass the output"
+
+
+def _parse_documents(text: str, label: str) -> list[Any]:
     stripped = text.lstrip()
     if not stripped:
         return []
@@ -637,7 +673,11 @@ def _problem(error: dict) -> str:
                 return msg[len(prefix):]
         return msg
     if kind == "literal_error":
-        return f"unknown value {shown}, expected {ctx.get('expected', '')}".rstrip(", ")
+        expected = ctx.get("expected", "")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and f"'{value}'" in expected:
+            # YAML read `1.34` as a number; the allowed value is the string.
+            return f"{value} was read as a number; quote it (\"{value}\"): expected {expected}"
+        return f"unknown value {shown}, expected {expected}".rstrip(", ")
     if kind.startswith("int_"):
         return f"{shown} is not an integer"
     if kind.startswith("bool_"):

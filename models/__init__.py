@@ -19,14 +19,14 @@ from .objects import (
     Toleration,
     TopologySpreadConstraint,
 )
-from .plan import Assignment, Nomination, Plan, PlanStats, Preemption, Unschedulable
+from .plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from .quantity import QuantityError, format_quantity, parse_quantity, to_units
 from .resources import pod_host_ports, pod_nonzero_requests, pod_requests
 from .snapshot import DEFAULT_SCHEDULER_NAME, POD_GROUP_LABEL, ClusterSnapshot, pod_group_key
 
 __all__ = [
     "Affinity", "Assignment", "ClusterSnapshot", "Container", "DEFAULT_SCHEDULER_NAME", "InputError",
-    "LabelSelector", "Namespace", "Node", "NodeSelectorTerm", "Nomination", "POD_GROUP_LABEL", "Plan",
+    "Gated", "LabelSelector", "Namespace", "Node", "NodeSelectorTerm", "Nomination", "POD_GROUP_LABEL", "Plan",
     "PlanStats", "Pod", "PodAffinityTerm", "PodDisruptionBudget", "PodGroup", "Preemption",
     "PriorityClass", "QuantityError", "SchedulerConfig", "Taint", "Toleration",
     "TopologySpreadConstraint", "Unschedulable", "format_quantity", "parse_quantity",

@@ -18,3 +18,7 @@ class InputError(ValueError):
         self.problem = problem
         parts = [p for p in (obj, field) if p]
         super().__init__(": ".join(parts + [problem]))
+
+
+class Interrupted(Exception):
+    """A decision stopped on the user's request (Ctrl-C): there is no plan (CLI exit status 130)."""

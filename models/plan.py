@@ -38,6 +38,13 @@ class Nomination(_PlanModel):
     node: str
 
 
+class Gated(_PlanModel):
+    """A pending pod of ours held back by ``spec.schedulingGates``: not decided, and not lost."""
+
+    pod: str
+    gates: tuple[str, ...] = ()
+
+
 class PlanStats(_PlanModel):
     engine: str
     status: str
@@ -61,6 +68,9 @@ class PlanStats(_PlanModel):
     # Independent components where the solver found nothing in time and greedy's part stood in.
     greedy_components: Optional[int] = None
     placed: Optional[int] = None
+    # Which engine's plan this is ("solver" or "greedy") and why it was returned.
+    plan_from: Optional[str] = None
+    plan_reason: Optional[str] = None
 
 
 class Plan(_PlanModel):
@@ -68,6 +78,8 @@ class Plan(_PlanModel):
     preemptions: tuple[Preemption, ...] = ()
     unschedulable: tuple[Unschedulable, ...] = ()
     nominations: tuple[Nomination, ...] = ()
+    # Pods waiting on scheduling gates, which kube-scheduler (and we) leave out of the window.
+    gated: tuple[Gated, ...] = ()
     stats: PlanStats
 
     def assignment_map(self) -> dict[str, str]:

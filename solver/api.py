@@ -14,7 +14,7 @@ from typing import Optional
 
 from models.config import SchedulerConfig
 from models.errors import InputError
-from models.plan import Assignment, Nomination, Plan, PlanStats, Preemption, Unschedulable
+from models.plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
 from .context import SchedulingContext, build_context
@@ -50,7 +50,8 @@ def schedule(
         static = StaticFilters(ctx.nodes, ctx.window)
         result = schedule_greedy(ctx, static=static)
         return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
-                          static, stats=dict(engine="greedy", status="GREEDY"), start=start, engine_greedy=True)
+                          static, stats=dict(engine="greedy", status="GREEDY", plan_from="greedy",
+                                             plan_reason="--engine greedy"), start=start, engine_greedy=True)
     try:
         outcome = solve_window(ctx)
     except ModelInvalidError as exc:
@@ -60,7 +61,8 @@ def schedule(
         greedy = schedule_greedy(ctx, static=static)
         reason = "CP-SAT refused the model: " + str(exc).splitlines()[0][:200]
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable, static,
-                          stats=dict(engine="cpsat", status="FALLBACK", fallback=True, fallback_reason=reason),
+                          stats=dict(engine="cpsat", status="FALLBACK", fallback=True, fallback_reason=reason,
+                                     plan_from="greedy", plan_reason=reason),
                           start=start, engine_greedy=True)
     return _plan_from_outcome(ctx, outcome, start)
 
@@ -70,14 +72,19 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
     # Greedy is None when the solver proved optimality before greedy finished (it was stopped).
     base = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None)
     if sol is None or not outcome.chose_solver:
+        # Greedy's plan is returned: as the fallback (the solver had nothing in time, or failed),
+        # or because it beat the solver's (GREEDY_BETTER). Either way ``fallback`` says so.
         reason = outcome.fallback_reason
-        fallback = reason is not None
-        stats = dict(base, status="FALLBACK" if fallback else "GREEDY_BETTER", fallback=fallback, fallback_reason=reason)
+        status = "FALLBACK" if reason is not None else "GREEDY_BETTER"
+        reason = reason or outcome.chosen_because
+        stats = dict(base, status=status, fallback=True, fallback_reason=reason, plan_from="greedy",
+                     plan_reason=reason)
         if sol is not None:
             stats.update(_solver_stats(sol))
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
                           outcome.static, stats=stats, start=start, engine_greedy=True)
-    stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, **_solver_stats(sol))
+    stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
+                 plan_reason=outcome.chosen_because, **_solver_stats(sol))
     if sol.objective is not None and sol.bound is not None:
         denom = max(abs(sol.bound), 1.0)
         stats["gap"] = round(abs(sol.bound - sol.objective) / denom, 6)
@@ -86,8 +93,9 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
     if problems:
         if greedy is None:
             greedy = schedule_greedy(ctx, static=outcome.static)
-        stats = dict(base, status="FALLBACK", fallback=True,
-                     fallback_reason="solver plan failed validation: " + "; ".join(problems[:3]))
+        reason = "solver plan failed validation: " + "; ".join(problems[:3])
+        stats = dict(base, status="FALLBACK", fallback=True, fallback_reason=reason, plan_from="greedy",
+                     plan_reason=reason)
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
                           outcome.static, stats=stats, start=start, engine_greedy=True)
     return plan
@@ -120,7 +128,7 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
     nodes = ctx.nodes
     assignments = tuple(Assignment(pod=k, node=nodes[n].name) for k, n in placements.items())
     preemptions = tuple(Preemption(pod=v.pod.key, node=nodes[v.node].name, preemptor=v.preemptor) for v in victims)
-    noms = tuple(Nomination(pod=k, node=nodes[n].name) for k, n in nominations.items())
+    noms = tuple(Nomination(pod=k, node=nodes[n].name) for k, n in _waiting_for_victims(placements, victims, nominations).items())
     messages = dict(unschedulable)
     missing = [p for p in ctx.window if p.key not in placements and p.key not in messages]
     if missing:
@@ -135,7 +143,31 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         nodes=len(ctx.nodes),
         placed=len(assignments),
     )
-    return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms, stats=PlanStats(**stats))
+    return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
+                gated=_gated(ctx), stats=PlanStats(**stats))
+
+
+def _gated(ctx) -> tuple[Gated, ...]:
+    """Our pending pods that scheduling gates hold out of the window, so none goes unmentioned."""
+    name = ctx.config.scheduler_name
+    return tuple(
+        Gated(pod=p.key, gates=tuple(g.name for g in p.spec.scheduling_gates))
+        for p in ctx.snapshot.pods
+        if p.spec.scheduling_gates and not p.spec.node_name and not p.is_terminal and not p.is_terminating
+        and (p.spec.scheduler_name == name or _all_pending(ctx))
+    )
+
+
+def _waiting_for_victims(placements, victims, nominations) -> dict[str, int]:
+    """Every pod placed on a node the plan evicts from, preemptors first: each must wait for the
+    victims to leave before it is bound, or a consumer binding assignments at once overcommits
+    the node (a lower-priority pod may use what its preemptor's victims left over)."""
+    losing = {v.node for v in victims}
+    out = dict(nominations)
+    for key, n in placements.items():
+        if n in losing:
+            out.setdefault(key, n)
+    return out
 
 
 def explain(ctx, pods, placements, victims, static) -> dict[str, str]:

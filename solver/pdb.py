@@ -110,6 +110,11 @@ class PdbBudgets:
                 out[i] += 1
         return out
 
+    def violations(self, evicted: Iterable[PodInfo]) -> int:
+        """Disruptions past the budgets' allowances, summed over budgets: what the model's
+        ``pdb_violations`` level counts."""
+        return sum(max(0, n - b.allowed) for n, b in zip(self.spent(evicted), self.budgets))
+
     def split(self, victims: list[PodInfo], spent: Optional[list[int]] = None) -> tuple[list[PodInfo], list[PodInfo]]:
         """(violating, non-violating) walking ``victims`` in order and spending allowances;
         ``spent`` (from ``spent``) is what earlier preemptions of the window already used."""

@@ -62,6 +62,7 @@ from .info import PodInfo
 from .pdb import disruptions_allowed, pdbs_covering
 from .predicates import StaticFilters, inter_pod_affinity, node_ports, pod_topology_spread
 from .state import ClusterState, PodMatcher
+from .victim_room import needless_victims
 
 # How many pods a message lists before it says "and N more".
 LIST_LIMIT = 5
@@ -502,9 +503,11 @@ class _Replay:
         config = self.ctx.config
         if self.victims and not config.preemption.enabled:
             self.report(f"preemption: the plan evicts {len(self.victims)} pod(s) but preemption is disabled")
+        sound: set[str] = set()  # victims whose named preemptor may evict them there
         for v in self.victims:
             victim, node = v.pod.key, self.node_name(v.node)
             preemptor = self.window.get(v.preemptor)
+            before = len(self.problems)
             if preemptor is None or v.preemptor not in self.assigned:
                 self.report(
                     f"preemption: {victim} is evicted from node {node} for {v.preemptor}, which the plan does not place"
@@ -522,8 +525,40 @@ class _Replay:
                 )
             if preemptor.preempt_never:
                 self.report(f"preemption: {v.preemptor} has preemptionPolicy Never but evicts {victim}")
+            if v.pod.group is not None and v.pod.group == preemptor.group:
+                self.report(
+                    f"preemption: {victim} is evicted for {v.preemptor}, a member of its own PodGroup "
+                    f"{v.pod.group}: a gang never preempts itself"
+                )
+            if len(self.problems) == before:
+                sound.add(victim)
+        self._check_victims_needed(sound)
         if config.preemption.pdb == "hard" and self.victims:
             self._check_budgets()
+
+    def _check_victims_needed(self, sound: set[str]) -> None:
+        """Each victim's room is needed by the pods that outrank it (``victim_room``); checked
+        for the victims whose preemptor is otherwise in order (the others are reported already)."""
+        by_node: dict[int, list[PodInfo]] = defaultdict(list)
+        for v in self.victims:
+            by_node[v.node].append(v.pod)
+        state = self.before
+        for index, victims in sorted(by_node.items()):
+            running = list(state.pods_on[index].values())
+            placed = self.placed_on.get(index, [])
+            for victim, users in needless_victims(
+                state.alloc[index], state.used[index], running, placed, victims, state.vector
+            ):
+                if victim.key not in sound:
+                    continue
+                who = (
+                    f"its room goes to {_names(p.key for p in users)}, which may not preempt it"
+                    if users else "no placed pod needs its room"
+                )
+                self.report(
+                    f"preemption: {victim.key} (priority {victim.priority}) is evicted from node "
+                    f"{self.node_name(index)}, but the pods placed there that outrank it fit without it; {who}"
+                )
 
     def _check_budgets(self) -> None:
         """No PodDisruptionBudget loses more pods than it allows (``preemption.pdb: hard``)."""

@@ -94,6 +94,8 @@ def _workload_tables(report: BenchReport) -> list[str]:
                     _share(r["placed"], w.bound.get("max_placeable")),
                     _num(r["weighted"]),
                     f"{r['nodes_used']:,} (>={w.bound.get('min_nodes') or 0:,})",
+                    _num(r.get("max_pods_per_node")),
+                    _num(r.get("cpu_util_stddev"), "{:.1f}"),
                     _num(r["victims"]),
                     _num(r["spread_skew"]),
                     "-" if r["gap"] is None else f"{r['gap']:.2%}",
@@ -103,9 +105,9 @@ def _workload_tables(report: BenchReport) -> list[str]:
             )
     lines += _table(
         ("WORKLOAD", "NODES", "PODS", "BOUND", "ENGINE", "PLACED", "OF BOUND", "WEIGHTED", "NODES USED",
-         "VICTIMS", "SKEW", "GAP", "STATUS", "VALID"),
+         "MAX/NODE", "CPU SD %", "VICTIMS", "SKEW", "GAP", "STATUS", "VALID"),
         rows,
-        numeric={1, 2, 3, 5, 6, 7, 9, 10, 11},
+        numeric={1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13},
     )
 
     lines += ["", "TIME (decision = wall clock around one schedule() call per window; model size: largest window; "

@@ -28,6 +28,9 @@ Derived figures, as the JSON report names them:
   over placed pods; with a single priority it equals ``placed``. ``placed_by_priority`` gives the
   plain counts behind it.
 * ``nodes_used``: nodes running at least one pod in the final state.
+* ``max_pods_per_node`` / ``cpu_util_stddev``: the most pods on one node, and the standard
+  deviation of CPU utilisation (requested over allocatable, %) over every node, in the final
+  state: how evenly the default profile spreads (the packing profile drives both up).
 * ``spread_skew``: the largest skew (most minus fewest matching pods over the eligible domains)
   of any DoNotSchedule topology spread constraint carried by the workload's pending pods, in the
   final state; ``spread_above_max`` counts constraints whose skew exceeds their maxSkew (a
@@ -293,6 +296,29 @@ def tier_weights(priorities: Iterable[int]) -> dict[int, int]:
     return weights(list(priorities))
 
 
+def load_spread(snapshot: ClusterSnapshot) -> tuple[int, float]:
+    """How evenly the final state loads the nodes: the most pods on one node, and the standard
+    deviation of CPU utilisation (requested / allocatable, in %) over every node."""
+    from models.resources import CPU
+
+    per_node = {n.metadata.name: [0, 0] for n in snapshot.nodes}  # pods, requested millicores
+    for pod in snapshot.bound_pods():
+        slot = per_node.get(pod.spec.node_name)
+        if slot is not None:
+            slot[0] += 1
+            slot[1] += sum(c.resources.requests.get(CPU, 0) for c in pod.spec.containers)
+    utils = []
+    for node in snapshot.nodes:
+        alloc = node.status.allocatable.get(CPU, 0)
+        if alloc:
+            utils.append(100.0 * per_node[node.metadata.name][1] / alloc)
+    most = max((v[0] for v in per_node.values()), default=0)
+    if not utils:
+        return most, 0.0
+    mean = sum(utils) / len(utils)
+    return most, round((sum((u - mean) ** 2 for u in utils) / len(utils)) ** 0.5, 2)
+
+
 def nodes_used(snapshot: ClusterSnapshot) -> int:
     names = {n.metadata.name for n in snapshot.nodes}
     return len({p.spec.node_name for p in snapshot.bound_pods() if p.spec.node_name in names})
@@ -410,6 +436,8 @@ class EngineResult:
             "weighted": self.weighted,
             "placed_by_priority": {str(p): by_priority[p] for p in sorted(by_priority, reverse=True)},
             "nodes_used": nodes_used(self.first.final),
+            "max_pods_per_node": load_spread(self.first.final)[0],
+            "cpu_util_stddev": load_spread(self.first.final)[1],
             "objective": total("objective") if solver_ran else None,
             "bound": total("bound") if solver_ran else None,
             "gap": _round(max(gaps), 6) if gaps else None,

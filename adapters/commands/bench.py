@@ -99,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people) or json (for tools)")
     parser.add_argument("--plot", metavar="FILE.png", help="write a chart of placed vs bound and time per engine (needs matplotlib)")
     parser.add_argument("--dump", metavar="DIR", help="also write each generated workload to DIR as a kubectl-style JSON List")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, decides=True)
 
 
 def _progress(message: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from models import InputError
 
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "DaemonSet, mirror, terminating and safe-to-evict=false pods never move; bare pods and pods "
         "with local storage only if the config allows (repack.moveBarePods, repack.moveLocalStorage).",
     )
-    parser.add_argument("snapshot", metavar="SNAPSHOT", help="snapshot file, or - for stdin")
+    parser.add_argument("snapshot", metavar="SNAPSHOT", nargs="?", help="snapshot file, or - for stdin")
     parser.add_argument("--max-moves", type=non_negative_int, metavar="N", help="evict at most N pods in all")
     parser.add_argument(
         "--target-free",
@@ -51,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
     parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
-    parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads, 0 = one per core (config solver.workers)")
+    parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
     parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default), json (the stable contract) or yaml")
     parser.add_argument("--plot", metavar="FILE.png", help="also draw per-node utilisation before and after (needs matplotlib)")
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(args.snapshot, max_bytes=config.limits.max_snapshot_bytes)
+    loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
     note(loaded.note())
 
     from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack
@@ -111,3 +112,13 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--plot", args.plot, f"cannot write the picture: {exc.strerror or exc}") from None
     sys.stdout.write(dump_repack(result, args.output))
     return 0
+
+
+def _snapshot_arg(args: argparse.Namespace) -> str:
+    """SNAPSHOT, also when written after ``--keep-node A B`` (which takes every name that follows
+    it): then the last of those names is the snapshot if it is a file (or ``-``)."""
+    if args.snapshot is not None:
+        return args.snapshot
+    if args.keep_node and (args.keep_node[-1] == "-" or Path(args.keep_node[-1]).is_file()):
+        return args.keep_node.pop()
+    raise InputError("", "SNAPSHOT", "missing: give the snapshot file (or - for stdin)")

@@ -32,11 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file, or - for stdin")
     parser.add_argument("--engine", choices=ENGINES, default="cpsat", help="cpsat (default) or greedy (kube-scheduler's scheduleOne)")
     parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
-    parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads, 0 = one per core (config solver.workers)")
+    parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
     parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
     add_config_options(parser)
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people), json (the stable contract) or yaml")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, decides=True)
 
 
 def snapshot_source(arg: str | None) -> str | Path:
@@ -70,10 +70,17 @@ def run(args: argparse.Namespace) -> int:
     from adapters.snapshot_io import read_snapshot
 
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(snapshot_source(args.snapshot), max_bytes=config.limits.max_snapshot_bytes)
+    loaded = read_snapshot(snapshot_source(args.snapshot), max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
     note(loaded.note())
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))
+    pending = loaded.snapshot.pending_pods(config.scheduler_name, all_pending=args.all_pending)
+    if pending and not loaded.snapshot.nodes:
+        raise InputError(
+            loaded.source, "nodes",
+            f"{len(pending)} pending pod(s) but no Node to place them on; dump the nodes too "
+            "(kubectl get nodes,pods,pdb,priorityclasses -A -o yaml)",
+        )
 
     from solver import schedule, validate
 

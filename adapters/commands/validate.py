@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("", "PLAN", "only one of SNAPSHOT and PLAN can be read from stdin")
     config = config_from_args(args)
     max_bytes = config.limits.max_snapshot_bytes
-    loaded = read_snapshot(args.snapshot, max_bytes=max_bytes)
+    loaded = read_snapshot(args.snapshot, max_bytes=max_bytes).require_nodes_or_pods()
     note(loaded.note())
 
     from solver import validate
@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     # What `schedule` would refuse to decide is not replayed either.
     check_snapshot(loaded.snapshot, config, all_pending=args.all_pending)
     plan = load_plan(args.plan, max_bytes=max_bytes)
+    _refuse_unknown_names(plan, loaded.snapshot)
     violations = validate(loaded.snapshot, plan, config, all_pending=args.all_pending)
     if violations:
         for line in violations:
@@ -51,3 +52,20 @@ def run(args: argparse.Namespace) -> int:
         f"preemption(s), {len(plan.unschedulable)} unschedulable)"
     )
     return 0
+
+
+def _refuse_unknown_names(plan, snapshot) -> None:
+    """A plan that names a pod or node the snapshot does not have was made for another snapshot:
+    one clear error (exit 2), not a cascade of violations."""
+    from models import InputError
+
+    pods = snapshot.pod_by_key
+    nodes = {n.metadata.name for n in snapshot.nodes}
+    for field, entries in (("assignments", plan.assignments), ("preemptions", plan.preemptions)):
+        for i, entry in enumerate(entries):
+            if entry.pod not in pods:
+                raise InputError("plan", f"{field}[{i}].pod",
+                                 f'pod "{entry.pod}" is not in the snapshot (a plan for another snapshot?)')
+            if entry.node not in nodes:
+                raise InputError("plan", f"{field}[{i}].node",
+                                 f'node "{entry.node}" is not in the snapshot (a plan for another snapshot?)')

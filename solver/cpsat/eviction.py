@@ -18,6 +18,7 @@ from ortools.sat.python import cp_model
 
 from ..info import PodInfo
 from ..pdb import PdbBudgets
+from ..victim_room import may_preempt
 
 # Above this, exact tier weights for victim priorities are abandoned for a linear priority cost.
 MAX_TIER_WEIGHT = 2**40
@@ -25,12 +26,7 @@ MAX_TIER_WEIGHT = 2**40
 
 def can_evict(cls_rep: PodInfo, victim: PodInfo, allow: bool) -> bool:
     """Whether a pod of ``cls_rep``'s class may preempt ``victim`` at all."""
-    return (
-        allow
-        and not cls_rep.preempt_never
-        and victim.priority < cls_rep.priority
-        and (victim.group is None or victim.group != cls_rep.group)
-    )
+    return allow and may_preempt(cls_rep, victim)
 
 
 def top_preemptor(classes, cand: dict, num_nodes: int) -> np.ndarray:
@@ -58,11 +54,7 @@ def create(wm) -> None:
                 continue
             # Only a placed window pod of strictly higher priority on the same node justifies it.
             # A gang member never evicts a running member of its own group.
-            outranking = [
-                var
-                for cls, var in preemptors
-                if cls.rep.priority > victim.priority and (victim.group is None or cls.rep.group != victim.group)
-            ]
+            outranking = [var for cls, var in preemptors if may_preempt(cls.rep, victim)]
             if not outranking:
                 continue
             evict = m.new_bool_var(f"evict[{victim.key}]")

@@ -23,6 +23,7 @@ from typing import Optional
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from ..gang import runs_in
 from ..greedy import GreedyResult
 from ..state import PodMatcher
@@ -253,7 +254,7 @@ def complete(wm, budget: float) -> Optional[bool]:
     not finish within the limit. A solve with the hinted variables fixed is a propagation
     exercise; its answer becomes the hint for every variable. Returns whether it succeeded
     (if not, the partial hint stays as it was), or None if the hint is infeasible."""
-    solver = cp_model.CpSolver()
+    solver = interrupt.new_solver()
     params = solver.parameters
     params.fix_variables_to_their_hinted_value = True
     params.max_time_in_seconds = max(budget, 0.01)

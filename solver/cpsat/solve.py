@@ -27,10 +27,12 @@ from ortools.sat.python import cp_model
 from models.errors import InputError
 
 from .. import gang as gang_mod
+from .. import interrupt, victim_room
+from ..pdb import PdbBudgets
 from ..context import PodClass, SchedulingContext
 from ..greedy import GreedyResult, Victim, schedule_greedy
 from ..predicates import StaticFilters, inter_pod_affinity, node_ports, node_resources_fit, pod_topology_spread
-from ..scores import ScoreContext, score_nodes
+from ..scores import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
 from .components import components
 from .hint import best_hint, counts_value, greedy_counts
@@ -96,6 +98,7 @@ class CpsatOutcome:
     fallback_reason: Optional[str]
     static: StaticFilters
     greedy_time: float
+    chosen_because: Optional[str] = None  # why the returned plan was picked (``choose``)
 
 
 def tier_weights(priorities: list[int]) -> dict[int, int]:
@@ -110,7 +113,7 @@ def tier_weights(priorities: list[int]) -> dict[int, int]:
 
 
 def _solver(cfg, budget: float, num_variables: int = 0, hint_complete: bool = False) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
+    solver = interrupt.new_solver()
     params = solver.parameters
     if num_variables > (PRESOLVE_MAX_VARIABLES_HINTED if hint_complete else PRESOLVE_MAX_VARIABLES):
         params.cp_model_presolve = False
@@ -190,6 +193,7 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
     inter_pod_affinity.encode(wm)
     pod_topology_spread.encode(wm)
     gang_mod.encode(wm, gangs, kinds)
+    victim_room.encode(wm)
     eviction.encode_costs(wm, ctx)
     placement = wm.level("placement")
     for cls in classes:
@@ -217,6 +221,7 @@ def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:
         wm.levels.insert(wm.levels.index(score), active)
     if not any(ctx.config.scoring.weights.values()):
         return
+    spreading = ctx.config.profile != "packing"
     for cls in wm.classes:
         entries = wm.by_class.get(cls.id)
         if not entries:
@@ -224,7 +229,26 @@ def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:
         nodes = np.array([n for n, _ in entries], dtype=np.int64)
         totals = score_nodes(cls.rep, nodes, wm.state, sctx) if len(nodes) > 1 else np.zeros(1, dtype=np.int64)
         for (n, var), s in zip(entries, totals.tolist()):
-            score.add(var, int(s), 0, wm.ub_of(cls.id, n))
+            score.add(var, crowding.SCALE * int(s), 0, wm.ub_of(cls.id, n))
+        if spreading and len(nodes) > 1:
+            _encode_crowding(wm, cls, entries, crowding.drop_per_pod(cls.rep, nodes, wm.state, sctx, class_size=cls.size))
+
+
+def _encode_crowding(wm: WindowModel, cls: PodClass, entries, drops: np.ndarray) -> None:
+    """Each further pod of a class on a node scores ``drop`` less than the one before it
+    (``scores.crowding``): ``crowd[c, n] ≥ drop·k(k−1)/2`` for ``k = x[c, n]``, as tangents at
+    integer points, subtracted from the score level."""
+    score = wm.level("score")
+    for (n, var), drop in zip(entries, drops.tolist()):
+        ub = wm.ub_of(cls.id, n)
+        if drop <= 0 or ub < 2:
+            continue
+        top = drop * ub * (ub - 1) // 2
+        # crowd[c, n]: the score the class's pods on node n lose to each other.
+        crowd = wm.model.new_int_var(0, top, f"crowd[{cls.id},{n}]")
+        for j in crowding.tangent_points(ub):
+            wm.model.add(crowd >= drop * j * var - drop * j * (j + 1) // 2)
+        score.add(crowd, -1, 0, top)
 
 
 def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
@@ -244,7 +268,9 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
         expr = _stage_expr(stage)
         wm.model.maximize(expr)
         this = _solver(cfg, budget, num_variables, hint_complete=wm.hint_complete and i == 0)
-        status = this.solve(wm.model)
+        with interrupt.stoppable(this):
+            status = this.solve(wm.model)
+        interrupt.check()
         log.debug(
             "stage %s: %s after %.2fs of %.2fs (objective %s)",
             "+".join(lv.name for lv in stage), STATUS_NAMES[status], this.wall_time, budget,
@@ -303,7 +329,7 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver, sol: Solution) -> None:
     for key, var in wm.evict.items():
         if solver.value(var):
             victim, n = wm.evict_pod[key]
-            preemptors = [p for p in placed_on.get(n, []) if p.priority > victim.priority and not p.preempt_never]
+            preemptors = [p for p in placed_on.get(n, []) if victim_room.may_preempt(p, victim)]
             preemptor = max(preemptors, key=lambda p: (p.priority, p.key))
             sol.victims.append(Victim(victim, n, preemptor.key))
             sol.nominations[preemptor.key] = n
@@ -355,7 +381,8 @@ class _GreedyRun:
 
     def _run(self, ctx, static, state) -> None:
         try:
-            self.result = schedule_greedy(ctx, static=static, state=state, cancel=self.cancel, progress=self.progress)
+            with interrupt.stoppable(cancel=self.cancel):
+                self.result = schedule_greedy(ctx, static=static, state=state, cancel=self.cancel, progress=self.progress)
         except BaseException as exc:  # re-raised in the caller's thread by wait()
             self.error = exc
         finally:
@@ -405,8 +432,11 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
     if limit <= 0 or not ctx.window or not ctx.nodes:
         greedy = schedule_greedy(ctx, static=static)
         greedy_time = time.monotonic() - start
-        reason = "time limit is 0: greedy plan returned" if limit <= 0 else None
-        return CpsatOutcome(greedy, None if limit <= 0 else Solution(), False, reason, static, greedy_time)
+        if limit <= 0:
+            return CpsatOutcome(greedy, None, False, "time limit is 0: greedy plan returned", static, greedy_time)
+        # Nothing to decide (no pending pod, or no node to put one on): the empty model is
+        # trivially optimal, and greedy's plan (every pod explained) is the same decision.
+        return CpsatOutcome(greedy, Solution(), True, None, static, greedy_time, "nothing to decide")
     greedy_first = estimated_greedy_seconds(ctx) <= GREEDY_FIRST_SHARE * limit
     runner: list[_GreedyRun] = []
     try:
@@ -417,6 +447,7 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
             # its plan, and greedy finishes beside the solve instead of eating its time.
             if runner[0].wait(GREEDY_FIRST_WAIT_SHARE * limit) is None and not runner[0].done:
                 log.debug("greedy still running after %.1fs; building the model beside it", time.monotonic() - start)
+            interrupt.check()
         return _solve_beside_greedy(ctx, static, runner, start, deadline)
     finally:
         for run in runner:
@@ -520,15 +551,22 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
     sol.objective = objective if have_bounds else None
     sol.bound = bound if have_bounds else None
-    if (sol.status == "OPTIMAL" or (len(sol.placements) == len(ctx.window) and not sol.victims)) and not run.done:
+    # Small windows compare the two plans' final-state scores too (``scores.final_state``): the
+    # model's score terms approximate how the window's pods crowd each other, greedy's are exact.
+    scored = final_state.affordable(ctx)
+    if (sol.status == "OPTIMAL" or (len(sol.placements) == len(ctx.window) and not sol.victims)) \
+            and not run.done and not scored:
         # Proven optimal, or every pod placed with no victim: greedy's plan cannot be better
         # (``plan_value``), so it need not finish.
         run.cancel.set()
         run.wait()
-        return CpsatOutcome(None, sol, True, None, static, run.seconds)
+        interrupt.check()
+        return CpsatOutcome(None, sol, True, None, static, run.seconds, "greedy not needed: " + (
+            "the solver's plan is proven optimal" if sol.status == "OPTIMAL" else "the solver's plan places every pod"))
     greedy = run.wait()
-    better = plan_value(ctx, sol.placements, sol.victims, weights) >= plan_value(ctx, greedy.placements, greedy.victims, weights)
-    return CpsatOutcome(greedy, sol, better, None, static, run.seconds)
+    interrupt.check()
+    better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
+    return CpsatOutcome(greedy, sol, better, None, static, run.seconds, why)
 
 
 # Each component gets at least this long, even when the ones before it overran their share.
@@ -574,12 +612,44 @@ def _take_from_greedy(wm: WindowModel, greedy: GreedyResult, ctx, sol: Solution)
             sol.nominations[key] = node
 
 
-def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: dict[int, int]) -> tuple:
-    """Lexicographic value used to pick between the solver's and greedy's plans."""
+def not_worse(ctx, ours: tuple, theirs: tuple, weights: dict[int, int]) -> bool:
+    """Whether plan ``ours`` (placements, victims) is at least as good as ``theirs`` in the model's
+    own lexicographic order, both weighed on one scale: the victims' priority tiers are built from
+    both plans' victims together (each plan's own tiers could rank one priority-5 victim below
+    three priority-0 ones, the reverse of the model's order)."""
+    return choose(ctx, ours, theirs, weights, scored=False)[0]
+
+
+# Why one plan was chosen over the other, by the first level of ``plan_value`` that differs.
+_LEVELS = ("places more by priority", "breaks fewer PodDisruptionBudgets", "evicts lower priorities",
+           "evicts fewer pods")
+
+
+def choose(ctx, ours: tuple, theirs: tuple, weights: dict[int, int], *, scored: bool) -> tuple[bool, str]:
+    """(whether the solver's plan ``ours`` is kept over greedy's ``theirs``, why). Ties on the model's
+    lexicographic levels go to the higher final-state score when ``scored``, else to ``ours``."""
+    scale = tier_weights([v.pod.priority for v in (*ours[1], *theirs[1])])
+    a, b = plan_value(ctx, *ours, weights, scale), plan_value(ctx, *theirs, weights, scale)
+    for level, x, y in zip(_LEVELS, a, b):
+        if x != y:
+            return (x > y), ("solver's plan " if x > y else "greedy's plan ") + level
+    if scored:
+        sa = final_state.final_state_score(ctx, ours[0], [v.pod for v in ours[1]])
+        sb = final_state.final_state_score(ctx, theirs[0], [v.pod for v in theirs[1]])
+        if sa != sb:
+            return (sa > sb), ("solver's" if sa > sb else "greedy's") + f" plan scores higher on the final state ({max(sa, sb)} vs {min(sa, sb)})"
+    return True, "equal plans: the solver's is kept"
+
+
+def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: dict[int, int],
+               victim_weights: dict[int, int]) -> tuple:
+    """Lexicographic value of a plan, as the model orders it: placement by priority tier, then
+    PodDisruptionBudget violations, the victims' priority tiers (``victim_weights``, one scale for
+    every plan compared), the number of victims."""
     placed = sum(weights[ctx.pod(k).priority] for k in placements)
-    victim_weights = tier_weights([v.pod.priority for v in victims]) if victims else {}
     return (
         placed,
+        -PdbBudgets.of(ctx).violations(v.pod for v in victims),
         -sum(victim_weights[v.pod.priority] for v in victims),
         -len(victims),
     )

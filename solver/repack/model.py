@@ -36,6 +36,7 @@ from typing import Optional
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
 from ..predicates import inter_pod_affinity, node_ports, node_resources_fit, pod_topology_spread
@@ -260,7 +261,7 @@ class RepackModel:
             self._hint(start)
             probe = self.model.clone()
             probe.clear_objective()
-            solver = cp_model.CpSolver()
+            solver = interrupt.new_solver()
             solver.parameters.fix_variables_to_their_hinted_value = True
             solver.parameters.max_time_in_seconds = max(budget, 0.001)
             solver.parameters.num_workers = 1
@@ -308,7 +309,9 @@ class RepackModel:
             this = _solver(cfg, budget, len(proto.variables))
             if len(proto.variables) * PRESOLVE_SECONDS_PER_VARIABLE > budget / 4:
                 this.parameters.cp_model_presolve = False
-            status = this.solve(self.model)
+            with interrupt.stoppable(this):
+                status = this.solve(self.model)
+            interrupt.check()
             if status == cp_model.MODEL_INVALID:
                 raise RuntimeError(self.model.validate() or "CP-SAT reported MODEL_INVALID for the repack model")
             if status == cp_model.INFEASIBLE:

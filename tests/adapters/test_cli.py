@@ -227,7 +227,7 @@ def test_debug_shows_the_traceback(argv: list[str], env: str | None, monkeypatch
 @pytest.mark.parametrize(
     ("exc", "code", "err"),
     [
-        pytest.param(KeyboardInterrupt(), 130, "cpsat-scheduler: interrupted\n", id="ctrl-c"),
+        pytest.param(KeyboardInterrupt(), 130, "cpsat-scheduler: interrupted: no plan printed\n", id="ctrl-c"),
         pytest.param(BrokenPipeError(32, "Broken pipe"), 141, "", id="broken-pipe"),
     ],
 )

@@ -44,6 +44,7 @@ from models.plan import Plan
 from solver import schedule, validate
 from solver.context import build_context
 from solver.cpsat.solve import solve_window, tier_weights
+from solver.scores.final_state import plan_score
 from tests.builders import describe
 
 from .generators import Window, dump, windows
@@ -70,6 +71,7 @@ class Tally:
     round_trips: int = 0
     preemptions: int = 0  # windows where some plan preempts
     gangs_placed: int = 0  # windows where a gang member is placed by the solver
+    scored: int = 0  # windows whose plans were compared on the final-state score
     started: float = field(default_factory=time.monotonic)
     # The long run counts new model gaps (the solver's own optimum below greedy's; the plan
     # returned was greedy's, valid) and writes their windows to ``gap_dir`` instead of stopping
@@ -86,6 +88,7 @@ class Tally:
             f"violations {self.violations}; solver vs greedy: better {self.better}, equal {self.equal}, "
             f"worse 0; deterministic reruns {self.deterministic}; JSON round-trips {self.round_trips}; "
             f"windows with preemption {self.preemptions}, with a gang placed {self.gangs_placed}; "
+            f"final-state scores compared (same pods placed) {self.scored}, solver below greedy 0; "
             f"solver status: {statuses}; greedy's plan preferred because: {why or 'never'}; "
             + (f"new model gaps' windows in {self.gap_dir}; " if self.greedy_better.get(NEW_GAP) else "")
             + f"{time.monotonic() - self.started:.0f} s"
@@ -139,11 +142,20 @@ def check_window(window: Window, seed: int, tally: Tally) -> None:
     note(f"solver stats: {solver.stats.model_dump(exclude_none=True)}")
     _valid(window, solver, fast, "cpsat", tally)
     # The API's safety net (a solver plan failing validation replaced by greedy's) must not fire.
-    assert not solver.stats.fallback, solver.stats.fallback_reason
+    assert not (solver.stats.fallback_reason or "").startswith("solver plan failed validation"), \
+        solver.stats.fallback_reason
+    # Greedy's plan returned is always said so.
+    assert solver.stats.fallback == (solver.stats.plan_from == "greedy"), solver.stats
+    if solver.assignment_map().keys() == greedy.assignment_map().keys() and not solver.preemptions \
+            and not greedy.preemptions:
+        # Same pods placed, no eviction: the plan scores at least greedy's on the final state.
+        ours, theirs = plan_score(snapshot, solver, fast), plan_score(snapshot, greedy, fast)
+        assert ours >= theirs, f"final-state score {ours} < greedy's {theirs}"
+        tally.scored += 1
     tally.statuses[solver.stats.status] += 1
     g, s = value(greedy.assignment_map()), value(solver.assignment_map())
     assert s >= g, f"solver places tier-weighted {s} < greedy {g}"
-    if solver.stats.status == "GREEDY_BETTER":
+    if solver.stats.status == "GREEDY_BETTER" and "final state" not in (solver.stats.plan_reason or ""):
         _own_solution_not_worse(window, fast, ctx, value, g, tally)
     tally.better += s > g
     tally.equal += s == g

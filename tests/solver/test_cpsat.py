@@ -163,7 +163,9 @@ def test_model_size_follows_classes_not_pods():
     pods = [make_pod(f"default/p-{i}", cpu=str(1 + i % 2), labels={"app": f"a{i % 2}"}, created=at(i)) for i in range(200)]
     plan = schedule(make_snapshot(nodes, pods), FAST)
     assert plan.stats.pod_classes == 2
-    assert plan.stats.variables <= 2 * 20 + 10  # x[c, n] plus a few sums, not 200 × 20
+    # x[c, n] and crowd[c, n] (how a class's pods on a node lower each other's score) plus a few
+    # sums: 2 × classes × nodes, not pods × nodes (200 × 20).
+    assert plan.stats.variables <= 2 * 2 * 20 + 10
 
 
 def test_identical_nodes_are_grouped_and_still_packed_optimally():
@@ -229,7 +231,9 @@ def test_solver_placement_equals_brute_force_optimum(specs, node_cpus):
     weights = cpsat.tier_weights([p.priority for p in ctx.window])
     value = sum(weights[ctx.pod(a.pod).priority] for a in plan.assignments)
     assert value == _brute_force_value(snap, cfg)
-    assert plan.stats.status == "OPTIMAL"
+    # The solver's proven optimum, or greedy's plan placing as much and scoring higher on the
+    # final state (the best-of tie-break).
+    assert plan.stats.status == "OPTIMAL" or "final state" in plan.stats.plan_reason
 
 
 # --------------------------------------------------------------------------- greedy as a hint
@@ -305,7 +309,7 @@ def test_every_solver_plan_is_valid_and_never_worse_than_greedy(snapshot):
     plan = schedule(snapshot, FAST)
     assert validate(snapshot, plan, FAST) == []
     assert validate(snapshot, greedy, FAST) == []
-    assert plan.stats.fallback is False
+    assert plan.stats.status != "FALLBACK", plan.stats.fallback_reason
     ctx = build_context(snapshot, FAST)
     weights = cpsat.tier_weights([p.priority for p in ctx.window])
 

@@ -1,0 +1,68 @@
+"""Ctrl-C during a decision: stop it at once and exit 130, never print what was cut short.
+
+A Python signal handler runs only when the main thread is back in Python, and during a solve the
+main thread sits in CP-SAT's C++ code. CP-SAT could catch SIGINT itself, but it then returns its
+incumbent as an ordinary plan (and its handler is not safe across solves), so the solver asks it
+not to (``catch_sigint_signal: false``). Instead, while a command decides, Python's own C-level
+handler writes the signal to a wakeup socket from whichever thread the kernel picked, and a
+watcher thread reading that socket calls ``solver.interrupt.request()``: the solve and greedy stop,
+the decision raises ``Interrupted``, and the command line turns it into exit 130.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# How often the watcher looks up from its socket to see whether the decision is over.
+POLL_SECONDS = 0.2
+
+
+@contextmanager
+def sigint_stops_decisions() -> Iterator[None]:
+    """While inside, Ctrl-C stops the decision (``solver.interrupt``) instead of ending it as a plan."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread's handlers; tests calling main() elsewhere
+        return
+    from solver import interrupt  # the solver loads only for commands that decide
+
+    interrupt.reset()
+    done = threading.Event()
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+
+    def watch() -> None:
+        while not done.is_set():
+            ready, _, _ = select.select([reader], [], [], POLL_SECONDS)
+            if not ready:
+                continue
+            try:
+                data = reader.recv(64)
+            except BlockingIOError:
+                continue
+            if signal.SIGINT in data:
+                interrupt.request()
+
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    # The Python-level handler only notes the signal: raising KeyboardInterrupt in the main thread
+    # would cut the decision at an arbitrary point instead of stopping it in order.
+    previous_handler = signal.signal(signal.SIGINT, lambda signum, frame: interrupt.request())
+    watcher = threading.Thread(target=watch, name="sigint-watcher", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+        signal.signal(signal.SIGINT, previous_handler)
+        signal.set_wakeup_fd(previous_fd)
+        reader.close()
+        writer.close()
+        if interrupt.requested():
+            interrupt.reset()
+            raise KeyboardInterrupt

@@ -1,0 +1,123 @@
+"""Input mistakes a new user makes get one clear line and exit 2, not an empty or odd result
+(issue 14, items 2, 3 and 6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+QUICKSTART = EXAMPLES / "snapshots" / "quickstart.yaml"
+NODE = "- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}}\n"
+POD = ("- {apiVersion: v1, kind: Pod, metadata: {name: web-1, namespace: default}, spec: {schedulerName: cpsat-scheduler, "
+       "containers: [{name: web, image: nginx}]}}\n")
+GATED = ("- {apiVersion: v1, kind: Pod, metadata: {name: batch-1, namespace: default}, spec: {schedulerName: "
+         "cpsat-scheduler, schedulingGates: [{name: example.com/quota}], containers: [{name: c, image: busybox}]}}\n")
+
+
+def listing(*items: str) -> str:
+    return "apiVersion: v1\nkind: List\nitems:\n" + "".join(items)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, list[str]]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err.strip().splitlines()
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        (listing(POD), "1 pending pod(s) but no Node to place them on"),
+        ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+         "no Node and no Pod in the input (read: Deployment (1))"),
+        ("apiVersion: v1\nkind: List\nitems: []\n", "no Node and no Pod in the input (read: nothing but an empty list)"),
+        ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  containers: {{ toYaml .Values.c }}\n",
+         "render it first"),
+    ],
+    ids=["pods-without-nodes", "a-deployment-manifest", "an-empty-list", "a-helm-template"],
+)
+def test_schedule_refuses_what_is_not_a_snapshot(capsys, tmp_path: Path, text: str, want: str) -> None:
+    path = write(tmp_path, "snap.yaml", text)
+    code, out, err = run(capsys, "schedule", path)
+    assert code == 2 and out == ""
+    assert len(err) == 1 and err[0].startswith("cpsat-scheduler: error: ") and want in err[0], err
+    assert path in err[0]
+
+
+def test_validate_refuses_a_plan_for_another_snapshot(capsys, tmp_path: Path) -> None:
+    snap = write(tmp_path, "snap.yaml", listing(NODE, POD))
+    plan = write(tmp_path, "plan.json", json.dumps({"assignments": [{"pod": "default/ghost", "node": "n1"}]}))
+    code, out, err = run(capsys, "validate", snap, plan)
+    assert code == 2 and out == ""
+    assert err == ['cpsat-scheduler: error: plan: assignments[0].pod: pod "default/ghost" is not in the snapshot '
+                   "(a plan for another snapshot?)"]
+
+
+@pytest.mark.parametrize(
+    ("plan", "want"),
+    [
+        ('{"preemptions": []}', "plan: assignments: missing"),
+        (None, "this looks like a snapshot, kind List, not a plan"),
+    ],
+    ids=["no-assignments", "the-snapshot-as-plan"],
+)
+def test_validate_refuses_what_is_not_a_plan(capsys, tmp_path: Path, plan, want: str) -> None:
+    snap = write(tmp_path, "snap.yaml", listing(NODE, POD))
+    plan_path = snap if plan is None else write(tmp_path, "plan.json", plan)
+    code, out, err = run(capsys, "validate", snap, plan_path)
+    assert code == 2 and out == ""
+    assert len(err) == 1 and want in err[0], err
+
+
+def test_gated_pods_are_listed_not_dropped(capsys, tmp_path: Path) -> None:
+    snap = write(tmp_path, "snap.yaml", listing(NODE, POD, GATED))
+    code, out, _ = run(capsys, "schedule", snap, "-o", "json")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["gated"] == [{"pod": "default/batch-1", "gates": ["example.com/quota"]}]
+    assert [a["pod"] for a in plan["assignments"]] == ["default/web-1"]
+    code, out, _ = run(capsys, "schedule", snap)
+    assert "GATED: 1 pod" in out and "default/batch-1" in out and "example.com/quota" in out
+
+
+def test_an_empty_window_is_not_reported_as_greedy_better(capsys, tmp_path: Path) -> None:
+    snap = write(tmp_path, "snap.yaml", listing(NODE))
+    code, out, _ = run(capsys, "schedule", snap, "-o", "json")
+    stats = json.loads(out)["stats"]
+    assert code == 0 and stats["status"] == "OPTIMAL" and stats["fallback"] is False
+
+
+def test_greedy_plan_returned_says_fallback_and_why(capsys) -> None:
+    code, out, _ = run(capsys, "schedule", str(QUICKSTART), "-o", "json", "--time-limit", "0")
+    stats = json.loads(out)["stats"]
+    assert code == 0 and stats["status"] == "FALLBACK" and stats["fallback"] is True
+    assert stats["plan_from"] == "greedy" and "time limit is 0" in stats["plan_reason"]
+    code, out, _ = run(capsys, "schedule", str(QUICKSTART), "-o", "json")
+    stats = json.loads(out)["stats"]
+    assert stats["plan_from"] in ("solver", "greedy") and stats["plan_reason"]
+    assert stats["fallback"] == (stats["plan_from"] == "greedy")
+
+
+def test_an_unquoted_kubernetes_version_says_to_quote_it(capsys, tmp_path: Path) -> None:
+    config = write(tmp_path, "config.yaml", "kubernetesVersion: 1.34\n")
+    code, _, err = run(capsys, "schedule", str(QUICKSTART), "--config", config)
+    assert code == 2
+    assert err == ["cpsat-scheduler: error: config: kubernetesVersion: 1.34 was read as a number; quote it "
+                   "(\"1.34\"): expected '1.31', '1.33' or '1.34'"]
+
+
+def test_repack_snapshot_after_keep_node(capsys) -> None:
+    code, out, err = run(capsys, "repack", "--keep-node", "worker-a-1", str(QUICKSTART), "-o", "json")
+    assert code == 0, err
+    assert "worker-a-1" not in json.loads(out)["freed_nodes"]
