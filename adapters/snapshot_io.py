@@ -122,6 +122,18 @@ class LoadedSnapshot:
             "`kubectl get nodes,pods,pdb,priorityclasses -A -o yaml` prints",
         )
 
+    def decidable(self, scheduler_name: str, *, all_pending: bool = False) -> "LoadedSnapshot":
+        """``require_nodes_or_pods``, and refuse pending pods with no Node to place them on."""
+        self.require_nodes_or_pods()
+        pending = self.snapshot.pending_pods(scheduler_name, all_pending=all_pending)
+        if pending and not self.snapshot.nodes:
+            raise InputError(
+                self.source, "nodes",
+                f"{len(pending)} pending pod(s) but no Node to place them on; dump the nodes too "
+                "(kubectl get nodes,pods,pdb,priorityclasses -A -o yaml)",
+            )
+        return self
+
     def note(self) -> Optional[str]:
         """One line naming the skipped kinds, or None when every object was read."""
         if not self.skipped:

@@ -74,13 +74,7 @@ def run(args: argparse.Namespace) -> int:
     note(loaded.note())
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))
-    pending = loaded.snapshot.pending_pods(config.scheduler_name, all_pending=args.all_pending)
-    if pending and not loaded.snapshot.nodes:
-        raise InputError(
-            loaded.source, "nodes",
-            f"{len(pending)} pending pod(s) but no Node to place them on; dump the nodes too "
-            "(kubectl get nodes,pods,pdb,priorityclasses -A -o yaml)",
-        )
+    loaded.decidable(config.scheduler_name, all_pending=args.all_pending)
 
     from solver import schedule, validate
 

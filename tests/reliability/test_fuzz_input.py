@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 
 from adapters.cli import main, one_line
 from adapters.snapshot_io import read_snapshot
+from models.snapshot import DEFAULT_SCHEDULER_NAME
 from models import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -376,7 +377,7 @@ def check_input(sample: Input, path: Path, output: str, tally: FuzzTally) -> Non
         assert result.err.endswith(lines[0] + "\n"), "the error is not one line"
         assert ERROR_LINE.match(lines[0])
         with pytest.raises(InputError) as info:
-            read_snapshot(path)
+            read_snapshot(path).decidable(DEFAULT_SCHEDULER_NAME)  # what `schedule` reads
         exc = info.value
         assert exc.obj, f"no object named: {exc}"
         assert exc.problem

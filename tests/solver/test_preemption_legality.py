@@ -117,11 +117,10 @@ def test_an_eviction_the_preemptor_needs_is_kept(config) -> None:
     assert placed(plan) == {"default/high": "node-a"}
 
 
-@ENGINES
-def test_a_lower_pod_may_use_what_the_preemptor_left(config) -> None:
-    """high (3 CPU) must evict big (2 CPU) to fit on 4 CPU; the 1 CPU left is free for small, whose
-    own victim is tiny. kube-scheduler allows this: each eviction is needed by a pod that outranks it."""
-    snapshot = make_snapshot(
+def two_levels_window():
+    """A 4-CPU node running big (priority 100, 2 CPU) and tiny (0, 1 CPU); pending high (1000,
+    3 CPU) and small (50, 1 CPU)."""
+    return make_snapshot(
         nodes=[make_node("node-a", cpu="4")],
         pods=[
             make_pod("default/big", cpu="2", node="node-a", priority=100),
@@ -130,7 +129,13 @@ def test_a_lower_pod_may_use_what_the_preemptor_left(config) -> None:
             make_pod("default/small", cpu="1", priority=50),
         ],
     )
-    plan = plan_of(snapshot, config)
+
+
+@ENGINES
+def test_a_lower_pod_may_use_what_the_preemptor_left(config) -> None:
+    """high must evict big to fit; small then needs tiny's room, which it may take (it outranks
+    tiny). kube-scheduler allows this: each eviction is needed by a pod that outranks its victim."""
+    plan = plan_of(two_levels_window(), config)
     assert placed(plan) == {"default/high": "node-a", "default/small": "node-a"}
     assert evicted(plan) == {"default/big", "default/tiny"}
 
@@ -138,16 +143,7 @@ def test_a_lower_pod_may_use_what_the_preemptor_left(config) -> None:
 @ENGINES
 def test_every_assignment_on_a_node_losing_pods_is_nominated(config) -> None:
     """A consumer binding assignments at once must see which ones wait for victims to leave."""
-    snapshot = make_snapshot(
-        nodes=[make_node("node-a", cpu="4")],
-        pods=[
-            make_pod("default/big", cpu="2", node="node-a", priority=100),
-            make_pod("default/tiny", cpu="1", node="node-a", priority=0),
-            make_pod("default/high", cpu="3", priority=1000),
-            make_pod("default/small", cpu="1", priority=50),
-        ],
-    )
-    plan = plan_of(snapshot, config)
+    plan = plan_of(two_levels_window(), config)
     assert {n.pod: n.node for n in plan.nominations} == {"default/high": "node-a", "default/small": "node-a"}
 
 
