@@ -13,6 +13,7 @@ No signal handling lives here (the solver does no I/O); ``adapters.interrupts`` 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,11 +40,32 @@ def new_solver():
 def request() -> None:
     """Stop every decision in progress (safe from any thread)."""
     _requested.set()
+    _stop_registered()
+    # CpSolver.stop_search is a no-op until solve() has made its wrapper: a solver registered
+    # just before its solve starts would miss the request, and run to its time limit. Asking
+    # again until every registered solver has left makes the stop stick.
+    threading.Thread(target=_keep_stopping, name="interrupt-stopper", daemon=True).start()
+
+
+# How often, and for how long at most, registered solvers are asked again to stop.
+RESTOP_SECONDS = 0.05
+RESTOP_FOR_SECONDS = 30.0
+
+
+def _stop_registered() -> bool:
+    """Ask every registered solver and greedy run to stop; whether any is still registered."""
     with _lock:
         for solver in _solvers:
             solver.stop_search()
         for cancel in _cancels:
             cancel.set()
+        return bool(_solvers or _cancels)
+
+
+def _keep_stopping() -> None:
+    ends = time.monotonic() + RESTOP_FOR_SECONDS
+    while _requested.is_set() and time.monotonic() < ends and _stop_registered():
+        time.sleep(RESTOP_SECONDS)
 
 
 def reset() -> None:
@@ -70,10 +92,9 @@ def stoppable(solver: Any = None, cancel: threading.Event | None = None) -> Iter
             _cancels.add(cancel)
     try:
         if _requested.is_set():
-            if solver is not None:
-                solver.stop_search()
             if cancel is not None:
                 cancel.set()
+            check()  # a solve not yet started would not see stop_search
         yield
     finally:
         with _lock:

@@ -261,7 +261,9 @@ def complete(wm, budget: float) -> Optional[bool]:
     params.num_workers = 1
     params.stop_after_first_solution = True
     params.cp_model_presolve = False
-    status = solver.solve(wm.model)
+    with interrupt.stoppable(solver):
+        status = solver.solve(wm.model)
+    interrupt.check()
     if status == cp_model.INFEASIBLE:
         return None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

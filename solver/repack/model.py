@@ -265,7 +265,10 @@ class RepackModel:
             solver.parameters.fix_variables_to_their_hinted_value = True
             solver.parameters.max_time_in_seconds = max(budget, 0.001)
             solver.parameters.num_workers = 1
-            if solver.solve(probe) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            with interrupt.stoppable(solver):
+                status = solver.solve(probe)
+            interrupt.check()
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 self._hint_all(solver)
                 return start
         self.model.clear_hints()
