@@ -82,6 +82,11 @@ def _read_stream(stream: Any, label: str, limit: SizeLimit) -> Union[bytearray, 
         chunk = stream.read(min(CHUNK_BYTES, limit.max_bytes + 1 - total))
         if not chunk:
             break
+        nul = chunk.find("\0" if isinstance(chunk, str) else b"\0")
+        if nul >= 0:
+            # YAML and JSON text never hold a NUL byte: this is binary data (or /dev/zero), and
+            # reading on to the size bound would only cost time and memory.
+            raise InputError(label, "", f"not a YAML or JSON text: a NUL byte at offset {total + nul}")
         total += len(chunk)
         if total > limit.max_bytes:
             raise limit.refuse(label)

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import IO, Any, Optional, Union
 
 import yaml
@@ -50,7 +51,9 @@ from models import (
     Unschedulable,
 )
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
+from models.objects import compact
 
+from . import item_stream
 from .input_size import CONFIG_LIMIT, SizeLimit, read_bounded, snapshot_limit
 
 __all__ = [
@@ -162,27 +165,120 @@ def read_snapshot(source: Source, *, label: Optional[str] = None,
     """Read a snapshot and report which kinds were skipped; raises ``InputError`` on bad input,
     and on an input of more than ``max_bytes`` (``limits.maxSnapshotBytes``) before parsing it."""
     label = label or _label(source)
-    documents = read_documents(source, label=label, max_bytes=max_bytes)
-    if not documents:
-        raise InputError(label, "", "empty input: expected a List or Kubernetes objects")
-    objects: dict[str, list[BaseModel]] = {kind: [] for kind in _KINDS}
-    skipped: Counter[str] = Counter()
-    for position, item, kind in _items(documents, label):
+    text = _read_text(source, label, snapshot_limit(max_bytes))
+    objects = _Objects()
+    try:
+        _stream_objects(text, label, objects)
+    except _Unstreamable:
+        # Not a dump's shape, or something in it is wrong: read it whole, which names the
+        # problem exactly as it always has (the text is still here).
+        objects = _Objects()
+        documents = _parsed_text(text, label)
+        if not documents:
+            raise InputError(label, "", "empty input: expected a List or Kubernetes objects") from None
+        for order, (position, item, kind) in enumerate(_items(documents, label)):
+            objects.take(position, item, kind, (order,))
+    return objects.loaded(label)
+
+
+class _Objects:
+    """The objects of a snapshot as they are read, by kind, and the kinds skipped."""
+
+    def __init__(self) -> None:
+        # Each object with its place in the input, (document, item): the order objects are read
+        # in is not always the input's (a List's kindless items wait for the List's kind).
+        self.by_kind: dict[str, list[tuple[tuple, BaseModel]]] = {kind: [] for kind in _KINDS}
+        self.skipped: Counter[str] = Counter()
+        self.kindless: list[tuple[int, str, Any, tuple]] = []  # list items waiting for their list's kind
+        self.shared: dict = {}  # equal leaf objects, one instance (``models.objects.compact``)
+
+    def take(self, position: str, item: dict, kind: str, order: tuple) -> None:
         spec = _KINDS.get(kind)
         group = _group(item.get("apiVersion"))
         if spec is None or (group is not None and group not in spec.groups):
-            skipped[kind if spec is None else f"{kind} ({item['apiVersion']})"] += 1
-            continue
-        objects[kind].append(_validate_object(spec, item, position))
-    snapshot = ClusterSnapshot.build(
-        nodes=objects["Node"],
-        pods=objects["Pod"],
-        pdbs=objects["PodDisruptionBudget"],
-        priority_classes=objects["PriorityClass"],
-        pod_groups=objects["PodGroup"],
-        namespaces=objects["Namespace"],
-    )
-    return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(skipped))
+            self.skipped[kind if spec is None else f"{kind} ({item['apiVersion']})"] += 1
+            return
+        self.by_kind[kind].append((order, _validate_object(spec, item, position, self.shared)))
+
+    def list_item(self, document: int, index: int, position: str, item: Any) -> None:
+        """An element of a List whose own kind may not be known yet (kubectl writes ``kind``
+        after ``items``); any doubt sends the input to the whole reading."""
+        if not isinstance(item, dict):
+            raise _Unstreamable
+        kind = item.get("kind")
+        if kind is None:
+            self.kindless.append((document, position, item, (document, index)))
+            return
+        if not isinstance(kind, str) or not kind or kind.endswith("List"):
+            raise _Unstreamable
+        self.take(position, item, kind, (document, index))
+
+    def list_done(self, document: int, list_kind: Any) -> None:
+        """The List of ``document`` ended with kind ``list_kind``: its kindless items are read."""
+        if not isinstance(list_kind, str) or not list_kind.endswith("List"):
+            raise _Unstreamable
+        item_kind = list_kind[: -len("List")]
+        waiting = [entry for entry in self.kindless if entry[0] == document]
+        if waiting and not item_kind:
+            raise _Unstreamable  # a plain List's items must name their kind
+        self.kindless = [entry for entry in self.kindless if entry[0] != document]
+        for _, position, item, order in waiting:
+            self.take(position, item, item_kind, order)
+
+    def loaded(self, label: str) -> LoadedSnapshot:
+        objects = {kind: [obj for _, obj in sorted(entries, key=lambda e: e[0])] for kind, entries in self.by_kind.items()}
+        snapshot = ClusterSnapshot.build(
+            nodes=objects["Node"],
+            pods=objects["Pod"],
+            pdbs=objects["PodDisruptionBudget"],
+            priority_classes=objects["PriorityClass"],
+            pod_groups=objects["PodGroup"],
+            namespaces=objects["Namespace"],
+        )
+        return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(self.skipped))
+
+
+class _Unstreamable(Exception):
+    """The input is read whole instead (see ``read_snapshot``)."""
+
+
+def _stream_objects(text: str, label: str, objects: _Objects) -> None:
+    """Read a dump's objects one at a time into ``objects`` (``adapters.item_stream`` for a
+    JSON List, the YAML assembler's sink for YAML), or raise ``_Unstreamable``."""
+    stripped = text.lstrip()
+    try:
+        if stripped[:1] == "{":
+            if _SURROGATE_ESCAPE.search(stripped):
+                raise _Unstreamable
+            rest = item_stream.json_list(stripped, lambda i, item: objects.list_item(0, i, f"items[{i}]", item))
+            objects.list_done(0, rest.get("kind"))
+            return
+        if not stripped or stripped[:1] == "[":
+            raise _Unstreamable
+        streamed: set[int] = set()
+
+        def sink(document: int, index: int, item: Any) -> None:
+            streamed.add(document)
+            position = f"documents[{document}].items[{index}]" if document else f"items[{index}]"
+            objects.list_item(document, index, position, item)
+
+        documents = _yaml_documents(text, label, sink)
+        if not documents:
+            raise _Unstreamable
+        for i, doc in enumerate(documents):
+            if not isinstance(doc, dict):
+                raise _Unstreamable
+            if i in streamed:
+                objects.list_done(i, doc.get("kind"))
+                continue
+            kind = doc.get("kind")
+            if not isinstance(kind, str) or not kind or kind.endswith("List"):
+                raise _Unstreamable  # an empty or odd List, or no kind: the whole reading says what
+            objects.take(f"documents[{i}]", doc, kind, (i, -1))
+        if objects.kindless:
+            raise _Unstreamable
+    except (InputError, item_stream.NotAList, json.JSONDecodeError, RecursionError, ValueError):
+        raise _Unstreamable from None
 
 
 def load_config(path: Union[str, Path, IO[str], IO[bytes]]) -> SchedulerConfig:
@@ -261,7 +357,10 @@ def read_documents(source: Source, *, label: Optional[str] = None,
 
 
 def _documents(source: Source, label: str, limit: SizeLimit) -> list[Any]:
-    text = _read_text(source, label, limit)
+    return _parsed_text(_read_text(source, label, limit), label)
+
+
+def _parsed_text(text: str, label: str) -> list[Any]:
     try:
         return _parse_documents(text, label)
     except InputError as exc:
@@ -420,11 +519,15 @@ class _Frame:
         self.merges: list[dict] = []
 
 
-def _yaml_documents(text: str, label: str) -> list[Any]:
+def _yaml_documents(text: str, label: str, sink: Optional[ItemSink] = None) -> list[Any]:
     try:
-        return _assemble(yaml.parse(text, Loader=_YAML_PARSER), label)
+        return _assemble(yaml.parse(text, Loader=_YAML_PARSER), label, sink)
     except yaml.YAMLError as exc:
         raise InputError(label, "", f"invalid YAML: {_yaml_problem(exc)}") from None
+
+
+# Takes each finished element of a top-level mapping's ``items`` sequence: (document, index, value).
+ItemSink = Callable[[int, int, Any], None]
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -438,8 +541,12 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(problem).split())  # one line, whatever the library wrote
 
 
-def _assemble(events: Any, label: str) -> list[Any]:
-    """Build documents from YAML events without recursion, bounding depth and alias expansion."""
+def _assemble(events: Any, label: str, sink: Optional[ItemSink] = None) -> list[Any]:
+    """Build documents from YAML events without recursion, bounding depth and alias expansion.
+
+    With a ``sink``, each element of a top-level mapping's ``items`` sequence goes to it as soon
+    as it is finished, and the sequence keeps only a ``None`` in its place: a dump is then never
+    held whole as Python objects."""
     resolver = yaml.resolver.Resolver()
     constructor = yaml.constructor.SafeConstructor()
     plain_cache: dict[str, Any] = {}
@@ -496,6 +603,9 @@ def _assemble(events: Any, label: str) -> list[Any]:
         parent = stack[-1]
         parent.size += size
         if not parent.is_map:
+            if sink is not None and len(stack) == 2 and stack[0].is_map and stack[0].key == "items":
+                sink(len(documents), len(parent.value), value)
+                value = None
             parent.value.append(value)
         elif not parent.has_key:
             if isinstance(value, (dict, list)):
@@ -611,8 +721,8 @@ def _object_name(spec: _Kind, item: dict, position: str) -> str:
     return f"{spec.plural}/{namespace}/{name}"
 
 
-def _validate_object(spec: _Kind, item: dict, position: str) -> BaseModel:
-    return _validate_model(spec.model, item, _object_name(spec, item, position))
+def _validate_object(spec: _Kind, item: dict, position: str, shared: Optional[dict] = None) -> BaseModel:
+    return compact(_validate_model(spec.model, item, _object_name(spec, item, position)), shared)
 
 
 def _validate_model(model: type[BaseModel], data: Any, obj: str) -> Any:

@@ -11,6 +11,7 @@ Every model is frozen: the solver gets immutable data.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional
 
@@ -36,6 +37,59 @@ class K8sModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
     )
+
+
+# Field-name sets shared by models that set the same fields (see ``compact``).
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def compact(model: BaseModel, shared: Optional[dict] = None) -> BaseModel:
+    """Shrink a freshly read object in place, for snapshots of tens of thousands of pods.
+
+    Pydantic gives every model instance its own set of the field names the input set (a couple
+    of hundred bytes each, a dozen models per pod); equal sets are shared here (pydantic copies
+    the set before changing it, in ``model_copy``). Label and annotation keys and values, which
+    repeat across pods, are interned. With ``shared`` (one dict per snapshot read), equal leaf
+    objects in lists (the default tolerations, owner references, ports) become one instance.
+    Nothing a reader sees changes: every model is frozen."""
+    pending: list[Any] = [model]
+    while pending:
+        obj = pending.pop()
+        if isinstance(obj, BaseModel):
+            names = obj.__pydantic_fields_set__
+            key = frozenset(names)
+            same = _FIELDS_SETS.get(key)
+            if same is None:
+                same = _FIELDS_SETS[key] = set(key)
+            object.__setattr__(obj, "__pydantic_fields_set__", same)
+            fields = obj.__dict__
+            for name, value in fields.items():
+                if isinstance(value, dict):
+                    if value and all(type(k) is str and type(v) is str for k, v in value.items()):
+                        fields[name] = {sys.intern(k): sys.intern(v) for k, v in value.items()}
+                    else:
+                        pending.extend(value.values())
+                elif isinstance(value, list):
+                    if shared is not None:
+                        _share_items(value, shared)
+                    pending.append(value)
+                elif isinstance(value, (BaseModel, tuple)):
+                    pending.append(value)
+        elif isinstance(obj, (list, tuple)):
+            pending.extend(item for item in obj if isinstance(item, (BaseModel, list, tuple)))
+    return model
+
+
+def _share_items(items: list, shared: dict) -> None:
+    """Replace each hashable model in ``items`` by the first equal one seen (frozen models with
+    only scalar fields hash; the rest raise TypeError and are kept)."""
+    for i, item in enumerate(items):
+        if not isinstance(item, BaseModel):
+            continue
+        try:
+            items[i] = shared.setdefault((type(item), item), item)
+        except TypeError:
+            continue
 
 
 def _quantity_value(raw: Any) -> Any:
@@ -413,17 +467,10 @@ class PodSpec(K8sModel):
         return "" if v is None else v
 
 
-class PodCondition(K8sModel):
-    type: str
-    status: str = ""
-    reason: str = ""
-
-
 class PodStatus(K8sModel):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: Optional[datetime] = None
-    conditions: ListOf(PodCondition) = []
 
 
 class Pod(NamespacedObject):

@@ -41,6 +41,21 @@ def _table(header: Sequence[str], rows: list[Sequence[str]], numeric: set[int]) 
     return out
 
 
+def input_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Reading each workload's snapshot file: its size and the reader's peak memory above the
+    interpreter (``input_memory``)."""
+    from .input_memory import MAX_RATIO
+
+    out = [f"INPUT (each workload as a compact JSON List, read in a fresh process; target: peak at most {MAX_RATIO:g}x the file)",
+           "  WORKLOAD              FILE MiB   PEAK MiB   x FILE"]
+    for row in rows:
+        if "error" in row:
+            out.append(f"  {row['workload']:<20}  {row['file_mib']:>8}   failed: {' '.join(row['error'])}")
+            continue
+        out.append(f"  {row['workload']:<20}  {row['file_mib']:>8}   {row['growth_mib']:>8}   {row['ratio']:>6.1f}")
+    return out
+
+
 def report_table(report: BenchReport) -> str:
     s, m = report.settings, report.machine
     limits = sorted({w.time_limit for w in report.workloads})
@@ -57,6 +72,8 @@ def report_table(report: BenchReport) -> str:
     for extra in report.extra:
         if extra.get("name") == "repack":
             lines += ["", *repack_table(extra["result"])]
+        elif extra.get("name") == "input":
+            lines += ["", *input_table(extra["result"])]
 
     failures = report.failures()
     lines.append("")

@@ -98,6 +98,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people) or json (for tools)")
     parser.add_argument("--plot", metavar="FILE.png", help="write a chart of placed vs bound and time per engine (needs matplotlib)")
+    parser.add_argument(
+        "--input-memory", action=argparse.BooleanOptionalAction, default=True,
+        help="also write each workload as a compact JSON file and report the peak memory of reading it, "
+        "against the file's size (default on; --no-input-memory skips it)",
+    )
     parser.add_argument("--dump", metavar="DIR", help="also write each generated workload to DIR as a kubectl-style JSON List")
     parser.set_defaults(handler=run, decides=True)
 
@@ -125,9 +130,15 @@ def run(args: argparse.Namespace) -> int:
         dump_dir = Path(args.dump)
         dump_dir.mkdir(parents=True, exist_ok=True)
 
+    inputs: list[dict[str, Any]] = []
+
     def save(workload) -> None:
         if dump_dir is not None:
             dump(workload, dump_dir / f"{workload.name}-{workload.metadata['scale']}-seed{args.seed}.json")
+        if args.input_memory:
+            from adapters.bench.input_memory import measure
+
+            inputs.append({"workload": workload.name, **measure(workload.objects)})
 
     report = run_suite(
         solver_names,
@@ -141,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         progress=_progress,
         on_workload=save,
     )
+    if inputs:
+        report.extra.append({"name": "input", "result": inputs})
     if REPACK in names:
         report.extra.append(_repack(args))
 

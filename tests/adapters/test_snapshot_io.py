@@ -598,10 +598,22 @@ def test_directory_and_binary(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read: is a directory"):
         read_snapshot(tmp_path)
     binary = tmp_path / "snap.bin"
-    binary.write_bytes(b"kind: Node\n\xff\xfe\x00")
+    binary.write_bytes(b"kind: Node\n\xff\xfe")
     with pytest.raises(InputError) as info:
         read_snapshot(binary)
     assert str(info.value) == f"{binary}: not UTF-8 text (invalid byte at offset 11)"
+    binary.write_bytes(b"kind: Node\n\xff\xfe\x00")
+    with pytest.raises(InputError) as info:
+        read_snapshot(binary)
+    assert str(info.value) == f"{binary}: not a YAML or JSON text: a NUL byte at offset 13"
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_an_endless_binary_device_is_refused_at_its_first_chunk() -> None:
+    """``/dev/zero`` used to be read to the 2 GiB size bound before anything was said."""
+    with pytest.raises(InputError) as info:
+        read_snapshot("/dev/zero")
+    assert str(info.value) == "/dev/zero: not a YAML or JSON text: a NUL byte at offset 0"
 
 
 # --------------------------------------------------------------------------- hostile input

@@ -488,8 +488,8 @@ FOUND = [
         'cpsat-scheduler: error: nodes/n2: status.allocatable.cpu: "\\x0d\\x0aforged line" is not a quantity',
         id="control-characters-were-printed-raw",
     ),
-    pytest.param(b"\x00", "cpsat-scheduler: error: {path}: invalid YAML: character 0: unacceptable character #x0000: "
-                 "control characters are not allowed", id="nul-byte-was-a-two-line-error"),
+    pytest.param(b"\x00", "cpsat-scheduler: error: {path}: not a YAML or JSON text: a NUL byte at offset 0",
+                 id="nul-byte-was-a-two-line-error"),
 ]
 
 
