@@ -17,6 +17,7 @@ from models.errors import InputError
 from models.plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
+from . import progress
 from .context import SchedulingContext, build_context
 from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
 from .greedy import GreedyResult, schedule_greedy
@@ -46,7 +47,9 @@ def schedule(
     # A snapshot or window past config.limits is refused before anything is built for it.
     check_snapshot(snapshot, config, all_pending=all_pending, window_keys=window_keys)
     ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=window_keys)
+    progress.stage(f"{len(ctx.window)} pending pod(s) in {len(ctx.classes)} class(es), {len(ctx.nodes)} node(s)")
     if engine == "greedy":
+        progress.stage("greedy scheduleOne")
         static = StaticFilters(ctx.nodes, ctx.window)
         result = schedule_greedy(ctx, static=static)
         return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,

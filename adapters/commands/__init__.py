@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Optional
 
 from models import SchedulerConfig
 
 __all__ = [
     "add_config_options",
+    "add_progress_option",
     "config_from_args",
     "non_negative_float",
     "non_negative_int",
     "note",
+    "progress_lines",
 ]
 
 
@@ -70,6 +75,49 @@ def config_from_args(args: argparse.Namespace, **overrides: object) -> Scheduler
 
     config = load_config(args.config) if getattr(args, "config", None) else SchedulerConfig()
     return config.with_overrides(scheduler_name=getattr(args, "scheduler_name", None), **overrides)
+
+
+def add_progress_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="one line per stage of the decision on stderr, with the seconds since the start "
+        "(default: when stderr is a terminal); never on stdout",
+    )
+
+
+@contextmanager
+def progress_lines(args: argparse.Namespace) -> Iterator[None]:
+    """While inside, the solver's stages (``solver.progress``) are printed on stderr, if asked
+    (``--progress``) or if stderr is a terminal."""
+    wanted = getattr(args, "progress", None)
+    if wanted is None:
+        wanted = _is_terminal(sys.stderr)
+    if not wanted:
+        yield
+        return
+    from solver import progress
+
+    start = time.monotonic()
+
+    def show(message: str) -> None:
+        print(f"cpsat-scheduler: [{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    with progress.listening(show):
+        yield
+
+
+def stage(message: str) -> None:
+    """A stage of the command itself (reading, validating), shown like the solver's."""
+    from solver import progress
+
+    progress.stage(message)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def note(message: Optional[str]) -> None:

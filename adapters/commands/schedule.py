@@ -12,7 +12,17 @@ from pathlib import Path
 
 from models import InputError
 
-from . import add_config_options, config_from_args, non_negative_float, non_negative_int, note, worker_count
+from . import (
+    add_config_options,
+    add_progress_option,
+    config_from_args,
+    non_negative_float,
+    non_negative_int,
+    note,
+    progress_lines,
+    stage,
+    worker_count,
+)
 
 ENGINES = ("cpsat", "greedy")
 OUTPUTS = ("table", "json", "yaml")
@@ -36,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
     add_config_options(parser)
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people), json (the stable contract) or yaml")
+    add_progress_option(parser)
     parser.set_defaults(handler=run, decides=True)
 
 
@@ -66,11 +77,18 @@ def _others_pending(snapshot, scheduler_name: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with progress_lines(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from adapters.output import dump_plan
     from adapters.snapshot_io import read_snapshot
 
+    source = snapshot_source(args.snapshot)
+    stage(f"reading {source}")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(snapshot_source(args.snapshot), max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
+    loaded = read_snapshot(source, max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
     note(loaded.note())
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))
@@ -79,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from solver import schedule, validate
 
     plan = schedule(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending)
+    stage("validating the plan")
     violations = validate(loaded.snapshot, plan, config, all_pending=args.all_pending)
     if violations:
         print(

@@ -27,7 +27,7 @@ from ortools.sat.python import cp_model
 from models.errors import InputError
 
 from .. import gang as gang_mod
-from .. import interrupt, victim_room
+from .. import interrupt, progress, victim_room
 from ..pdb import PdbBudgets
 from ..context import PodClass, SchedulingContext
 from ..greedy import GreedyResult, Victim, schedule_greedy
@@ -441,12 +441,14 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
     runner: list[_GreedyRun] = []
     try:
         if greedy_first:
+            progress.stage("greedy scheduleOne first: its plan is the solver's hint")
             runner.append(_GreedyRun(ctx, static))
             # The estimate cannot see pods that fail (each one costs a pass over every node and
             # a preemption dry run): if greedy overruns, the model is built and hinted without
             # its plan, and greedy finishes beside the solve instead of eating its time.
             if runner[0].wait(GREEDY_FIRST_WAIT_SHARE * limit) is None and not runner[0].done:
                 log.debug("greedy still running after %.1fs; building the model beside it", time.monotonic() - start)
+                progress.stage("greedy is slow: building the model beside it")
             interrupt.check()
         return _solve_beside_greedy(ctx, static, runner, start, deadline)
     finally:
@@ -472,6 +474,7 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
             running_members.setdefault(pod.group, []).append((pod, n))
     parts = components([c for c in classes if len(cand[c.id])], cand, running_members, allow_preemption, ctx.state)
     sol = Solution(components=len(parts))
+    progress.stage(f"building the CP-SAT model: {len(parts)} component(s)")
     models = [
         build_component(ctx, part, static, cand, ubs, gangs, sctx, weights, allow_preemption, kinds, alias)
         for part in parts
@@ -505,6 +508,10 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     objective = bound = 0.0
     have_bounds = True
     solve_start = time.monotonic()
+    progress.stage(
+        f"solving: {sol.variables:,} variables, {sol.constraints:,} constraints, "
+        f"up to {max(0.0, deadline - solve_start):.1f}s left of the time limit"
+    )
     deadlines = _component_deadlines(parts, solve_start, deadline)
     unsolved = []  # components the solve found nothing for: greedy or the packing stands in
     for i, (part, wm) in enumerate(zip(parts, models)):
@@ -563,6 +570,8 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         interrupt.check()
         return CpsatOutcome(None, sol, True, None, static, run.seconds, "greedy not needed: " + (
             "the solver's plan is proven optimal" if sol.status == "OPTIMAL" else "the solver's plan places every pod"))
+    if not run.done:
+        progress.stage("waiting for greedy's plan, to return the better of the two")
     greedy = run.wait()
     interrupt.check()
     better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)

@@ -1,0 +1,40 @@
+"""Where a long decision is: one short line per stage, for a person watching a terminal.
+
+The solver does no I/O. A stage is announced with ``stage(...)``; nothing happens unless an
+adapter is listening (``listening(callback)``), as the command line does when stderr is a
+terminal or ``--progress`` is given. A listener is per thread: a live scheduler deciding in a
+thread of its own never hears another thread's stages.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+Listener = Callable[[str], None]
+
+_local = threading.local()
+
+
+@contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """While inside, this thread's stages go to ``listener``."""
+    previous = getattr(_local, "listener", None)
+    _local.listener = listener
+    try:
+        yield
+    finally:
+        _local.listener = previous
+
+
+def stage(message: str) -> None:
+    """Announce the stage a decision has reached (cheap when nobody listens)."""
+    listener = getattr(_local, "listener", None)
+    if listener is not None:
+        listener(message)
+
+
+def listener() -> Listener | None:
+    """The current thread's listener, to hand to a helper thread (``listening`` there)."""
+    return getattr(_local, "listener", None)
