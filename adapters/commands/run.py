@@ -160,6 +160,9 @@ def _configure_logging(args: argparse.Namespace) -> None:
         live.setLevel(logging.DEBUG)
     elif args.verbose or not args.simulate:
         live.setLevel(logging.INFO)  # a daemon's log says what it did; a simulation prints it instead
+    # Every successful bind is one line: asked for with -v (or --debug), not by default.
+    verbose = args.verbose or getattr(args, "debug", False)
+    logging.getLogger("adapters.live.binder.binds").setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

@@ -140,7 +140,7 @@ def from_client(exc: BaseException, what: str) -> KubeError:
             return ConnectionFailure(f"{what}: {message}")
         return for_status(status, f"{what}: {message}", reason=reason, retry_after=_retry_after(exc.headers))
     if isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, OSError)):
-        return ConnectionFailure(f"{what}: {type(exc).__name__}: {_short(exc)}", maybe_delivered=not _never_sent(exc))
+        return ConnectionFailure(f"{what}: {_transport_problem(exc)}", maybe_delivered=not _never_sent(exc))
     return KubeError(f"{what}: {type(exc).__name__}: {_short(exc)}")
 
 
@@ -152,6 +152,25 @@ def _never_sent(exc: BaseException) -> bool:
     return isinstance(cause, (urllib3.exceptions.ConnectTimeoutError, ConnectionRefusedError))
 
 
+def _transport_problem(exc: BaseException) -> str:
+    """What went wrong on the wire, in a line: urllib3's MaxRetryError (raised with retries off
+    too) is described by its cause and the server it was trying, not as "Max retries exceeded"."""
+    import urllib3
+
+    if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+        pool = getattr(exc, "pool", None)
+        where = f" ({pool.scheme}://{pool.host}:{pool.port})" if pool is not None and getattr(pool, "host", None) else ""
+        reason = str(exc.reason)
+        if reason.startswith("<") and ">: " in reason:  # "<HTTPConnection object at 0x...>: Failed to ..."
+            reason = reason.split(">: ", 1)[1]
+        return f"{type(exc.reason).__name__}{where}: {_short_text(reason)}"
+    return f"{type(exc).__name__}: {_short(exc)}"
+
+
 def _short(exc: BaseException) -> str:
-    text = str(exc)
+    return _short_text(str(exc))
+
+
+def _short_text(text: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
+

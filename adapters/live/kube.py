@@ -103,6 +103,10 @@ def configured_client(configuration: client.Configuration) -> client.ApiClient:
     (the client's debug log prints request headers, bearer token included)."""
     configuration.debug = False
     configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
+    # No retries inside urllib3: every caller has its own back-off (``retry.py``, the informers,
+    # the elector), which logs one line per attempt. urllib3's three silent-then-logged retries
+    # per call made ~180 "Retrying (Retry(...))" lines a minute against an unreachable server.
+    configuration.retries = 0
     api = client.ApiClient(configuration)
     api.user_agent = "cpsat-scheduler"
     return api

@@ -144,3 +144,66 @@ def _try(get: Any, path: str) -> Any:
         return get(path)
     except Exception:  # noqa: BLE001 - not up yet
         return None
+
+
+def _run_until(argv: list[str], done: Any, timeout: float = 30) -> str:
+    """Run `cpsat-scheduler run ...` until `done()` holds (or `timeout`), SIGTERM it, return stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "adapters", "run", *argv], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CPSAT_DEBUG": ""})
+    try:
+        wait_for(done, timeout=timeout)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    return err
+
+
+@pytest.mark.parametrize("verbose", [True, False], ids=["-v", "default"])
+def test_successful_binds_are_logged_with_verbose(apiserver: tuple[FakeApiServer, Path], verbose: bool) -> None:
+    server, kubeconfig = apiserver
+    server.store.create("pods", pod("logged"))
+    argv = ["--kubeconfig", str(kubeconfig), "--engine", "greedy", "--metrics-addr", "127.0.0.1:0",
+            "--lease-namespace", NS, "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.2"]
+    err = _run_until(argv + (["-v"] if verbose else []),
+                     lambda: (server.store.get("pods", NS, "logged") or {}).get("spec", {}).get("nodeName"))
+    node_name = server.store.get("pods", NS, "logged")["spec"]["nodeName"]
+    line = f"cpsat-scheduler: bound {NS}/logged to {node_name}"
+    assert (line in err.splitlines()) is verbose, err
+
+
+def test_an_unreachable_api_server_is_one_line_per_back_off(tmp_path: Path) -> None:
+    """No urllib3 "Retrying (Retry(...))" lines: each failed attempt is one line of ours, saying
+    what failed and when the next try is (it used to be ~180 lines a minute)."""
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": TOKEN}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    began = time.monotonic()
+    err = _run_until(["--kubeconfig", str(kubeconfig), "--metrics-addr", "127.0.0.1:0", "--lease-namespace", NS],
+                     lambda: time.monotonic() - began > 8, timeout=10)
+    lines = err.splitlines()
+    assert not [line for line in lines if "Retrying" in line], err
+    failures = [line for line in lines if "failed" in line or "cannot read lease" in line]
+    assert failures, err
+    # Each informer backs off 1, 2, 4, ... s and the elector retries every --retry-period (2 s by
+    # default): over ~8 s that is a handful of lines per watched kind, never a flood.
+    per_source = {}
+    for line in failures:
+        source = line.split(":")[1].strip()
+        per_source[source] = per_source.get(source, 0) + 1
+    assert max(per_source.values()) <= 8, per_source
+    assert all("reconnecting in" in line for line in failures if line.startswith("cpsat-scheduler: watch of"))
+    assert TOKEN not in err

@@ -853,7 +853,8 @@ def cycle_fails_after_assuming(run: Run) -> None:
 
 def node_deleted_with_assumed_pods(run: Run) -> None:
     """A node is deleted while pods are assumed on it and their binds wait their turn (one bind at a
-    time, each slow): none is sent to the node once the scheduler has seen it go."""
+    time, each slow): none is sent to the node once the scheduler has seen it go, but the one
+    already past its check."""
     sched = run.start(bind_concurrency=1)
     delay = run.server.faults.delay("POST", r"/binding$", seconds=0.15)
     run.create(*workload(count=6), pod("huge", cpu="3"))
@@ -866,7 +867,10 @@ def node_deleted_with_assumed_pods(run: Run) -> None:
     delay.remaining = 0
     assert wait_for(lambda: sched.idle(), timeout=SETTLE_SECONDS)
     late = [b for b in run.ledger.attempts() if b.node == doomed and b.started > seen_gone]
-    assert late == []
+    # A bind checks the node just before it is sent, so the one bind in flight (one at a time here)
+    # may have passed its check a moment before the cache saw the node go and reach the server
+    # after: on a loaded machine that moment is long enough. No bind is *decided* after it.
+    assert len(late) <= 1, late
     landed = collect_orphans(run.cluster)  # binds already in flight landed on the deleted node
     gone = sched.metrics.binds.labels(result="node-gone")._value.get()
     assert gone >= 1
