@@ -70,11 +70,13 @@ def repack_json(result: RepackResult) -> dict[str, Any]:
                 "memory_before": round(n.utilisation("memory", "before"), DECIMALS),
                 "memory_after": round(n.utilisation("memory", "after"), DECIMALS),
                 "pinned_by": n.pinned_by,
+                "pinned": [{"pod": pod, "reason": reason} for pod, reason in n.pins],
             }
             for n in result.nodes
         ],
         "unmovable": dict(sorted(result.unmovable.items())),
         "notes": list(result.notes),
+        "blocked_pending": list(result.blocked_pending),
     }
 
 
@@ -86,6 +88,19 @@ def dump_repack(result: RepackResult, fmt: str) -> str:
     if fmt == "table":
         return repack_table(result)
     raise ValueError(f"unknown output format {fmt!r}")
+
+
+def _objective(stats: dict) -> str:
+    """The objective in its own unit: empty nodes after the plan (or what they cost), of which
+    some were empty already, and the solver's bound on it."""
+    value, bound = stats.get("objective_value_units"), stats.get("objective_bound_units")
+    if value is None:
+        return f"objective {stats['objective']}: no value"
+    what = "nodes empty after the plan" if stats["objective"] == "nodes" else "cost of the nodes empty after the plan"
+    already = stats.get("empty_before")
+    note = f", {already} empty before" if already else ""
+    shown = f"{bound:g}" if bound is not None else "-"
+    return f"objective: {value:g} {what}{note} (bound {shown})"
 
 
 def _pct(value: float) -> str:
@@ -126,7 +141,9 @@ def repack_table(result: RepackResult) -> str:
     lines += _columns(("NODE", "CPU", "MEMORY", "STATE"), rows)
     if result.unmovable:
         lines.append("")
-        lines.append("NOT MOVED: " + ", ".join(f"{count} {reason}" for reason, count in sorted(result.unmovable.items())))
+        total = sum(result.unmovable.values())
+        lines.append(f"NOT MOVED: {_count(total, 'pod')}: "
+                     + "; ".join(f"{reason}: {count}" for reason, count in sorted(result.unmovable.items())))
     lines.append("")
     pr = result.per_resource_bounds
     lp = "-" if result.lp_bound is None else f"{result.lp_bound:g}"
@@ -140,10 +157,8 @@ def repack_table(result: RepackResult) -> str:
         f"pods {pr.get('pods', 0)}, LP {lp}, CP-SAT {proven}) | gap {result.gap_nodes} node(s)"
     )
     s = result.stats
-    bound = "-" if s.get("objective_bound") is None else f"{s['objective_bound']:g}"
-    value = "-" if s.get("objective_value") is None else f"{s['objective_value']:g}"
     lines.append(
-        f"solver: status {s['status']} | objective {s['objective']} {value} (bound {bound}) | "
+        f"solver: status {s['status']} | {_objective(s)} | "
         f"wall {s['wall_time_s']:.2f}s | {s['variables']} variables, {s['pod_classes']} pod classes"
     )
     for note in result.notes:

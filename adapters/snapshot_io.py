@@ -52,6 +52,7 @@ from models import (
 )
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 from models.objects import compact
+from models.storage import PersistentVolume, PersistentVolumeClaim
 
 from . import item_stream
 from .input_size import CONFIG_LIMIT, SizeLimit, read_bounded, snapshot_limit
@@ -99,6 +100,8 @@ _KINDS: dict[str, _Kind] = {
     # scheduler-plugins coscheduling; older releases served it as scheduling.sigs.k8s.io.
     "PodGroup": _Kind("podgroups", PodGroup, frozenset({"scheduling.x-k8s.io", "scheduling.sigs.k8s.io"}), True),
     "Namespace": _Kind("namespaces", Namespace, frozenset({""}), False),
+    "PersistentVolume": _Kind("persistentvolumes", PersistentVolume, frozenset({""}), False),
+    "PersistentVolumeClaim": _Kind("persistentvolumeclaims", PersistentVolumeClaim, frozenset({""}), True),
 }
 
 
@@ -234,6 +237,8 @@ class _Objects:
             priority_classes=objects["PriorityClass"],
             pod_groups=objects["PodGroup"],
             namespaces=objects["Namespace"],
+            pvs=objects["PersistentVolume"],
+            pvcs=objects["PersistentVolumeClaim"],
         )
         return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(self.skipped))
 

@@ -107,14 +107,17 @@ class RepackConfig(_ConfigModel):
 
     move_bare_pods: bool = False
     move_local_storage: bool = False
+    # kube-system pods without a PodDisruptionBudget stay, as cluster-autoscaler's
+    # --skip-nodes-with-system-pods keeps their nodes; true moves them like any other pod.
+    move_system_pods: bool = False
     node_cost_label: str = "node.kubernetes.io/instance-type"
     instance_cost: dict[str, float] = Field(default_factory=dict)
     default_node_cost: float = Field(default=1.0, ge=0)
 
 
-# Largest snapshot (or plan) file read by default, in bytes. Parsing takes 5-8 times the file's
-# size in memory (measured: 4.8x for kubectl's indented JSON, 7.4x for YAML), so the size is
-# checked before a byte is parsed. 2 GiB holds a dump at the node and window limits with some
+# Largest snapshot (or plan) file read by default, in bytes. Reading takes up to about 4 times the
+# file's size in memory (``adapters/bench/input_memory.py`` measures it), so the size is checked
+# before a byte is parsed. 2 GiB holds a dump at the node and window limits with some
 # 200,000 running pods besides (~5 KB per object as kubectl prints it).
 DEFAULT_MAX_SNAPSHOT_BYTES = 2 * 1024**3
 # Said after every refusal by a limit: the limits are settings, not the scheduler's own bounds.

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import InputError
 from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from .storage import PersistentVolume, PersistentVolumeClaim
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
 DEFAULT_SCHEDULER_NAME = "cpsat-scheduler"
@@ -31,6 +32,9 @@ class ClusterSnapshot(BaseModel):
     priority_classes: tuple[PriorityClass, ...] = ()
     pod_groups: tuple[PodGroup, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
+    # Where persistent data lives (read by ``repack``: a pod moves only where its volume can follow).
+    pvs: tuple[PersistentVolume, ...] = ()
+    pvcs: tuple[PersistentVolumeClaim, ...] = ()
 
     @classmethod
     def build(
@@ -42,6 +46,8 @@ class ClusterSnapshot(BaseModel):
         priority_classes: Iterable[PriorityClass] = (),
         pod_groups: Iterable[PodGroup] = (),
         namespaces: Iterable[Namespace] = (),
+        pvs: Iterable[PersistentVolume] = (),
+        pvcs: Iterable[PersistentVolumeClaim] = (),
     ) -> "ClusterSnapshot":
         """Check names, resolve every pod's priority and preemption policy, freeze."""
         nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
@@ -52,6 +58,9 @@ class ClusterSnapshot(BaseModel):
         _no_duplicates("priorityclasses", [c.metadata.name for c in priority_classes])
         _no_duplicates("podgroups", [g.key for g in pod_groups])
         _no_duplicates("namespaces", [n.metadata.name for n in namespaces])
+        pvs, pvcs = list(pvs), list(pvcs)
+        _no_duplicates("persistentvolumes", [v.name for v in pvs])
+        _no_duplicates("persistentvolumeclaims", [c.key for c in pvcs])
         classes = {c.metadata.name: c for c in priority_classes}
         resolved = []
         for pod in pods:
@@ -72,6 +81,8 @@ class ClusterSnapshot(BaseModel):
             priority_classes=tuple(priority_classes),
             pod_groups=tuple(pod_groups),
             namespaces=tuple(namespaces),
+            pvs=tuple(pvs),
+            pvcs=tuple(pvcs),
         )
 
     # -- queries -----------------------------------------------------------------------------
@@ -83,6 +94,14 @@ class ClusterSnapshot(BaseModel):
     @cached_property
     def pod_by_key(self) -> dict[str, Pod]:
         return {p.key: p for p in self.pods}
+
+    @cached_property
+    def pv_by_name(self) -> dict[str, PersistentVolume]:
+        return {v.name: v for v in self.pvs}
+
+    @cached_property
+    def pvc_by_key(self) -> dict[str, PersistentVolumeClaim]:
+        return {c.key: c for c in self.pvcs}
 
     @cached_property
     def pod_group_by_key(self) -> dict[str, PodGroup]:

@@ -322,6 +322,8 @@ def make_snapshot(
     pod_groups: Iterable[PodGroup] = (),
     namespaces: Iterable[Namespace] = (),
     priority_classes: Iterable[PriorityClass] = (),
+    pvs: Iterable = (),
+    pvcs: Iterable = (),
 ) -> ClusterSnapshot:
     return ClusterSnapshot.build(
         nodes=nodes,
@@ -330,6 +332,8 @@ def make_snapshot(
         pod_groups=pod_groups,
         namespaces=namespaces,
         priority_classes=priority_classes,
+        pvs=pvs,
+        pvcs=pvcs,
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from models import InputError
 
-from . import non_negative_float, non_negative_int, note, worker_count
+from . import add_progress_option, non_negative_float, non_negative_int, note, progress_lines, stage, worker_count
 
 OUTPUTS = ("table", "json", "yaml")
 OBJECTIVES = ("nodes", "cost")
@@ -25,8 +25,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read a running cluster (any `kubectl get nodes,pods,pdb -A -o yaml|json` dump) and "
         "recommend which pods to move where so that as many nodes as possible (or the most expensive "
         "ones) end up empty, with the fewest moves, as numbered steps that are each safe when they run. "
-        "DaemonSet, mirror, terminating and safe-to-evict=false pods never move; bare pods and pods "
-        "with local storage only if the config allows (repack.moveBarePods, repack.moveLocalStorage).",
+        "DaemonSet, mirror, terminating and safe-to-evict=false pods never move; bare pods, pods "
+        "with local storage and kube-system pods without a PodDisruptionBudget only if the config allows "
+        "(repack.moveBarePods, repack.moveLocalStorage, repack.moveSystemPods); pods with persistent "
+        "volumes only where the volumes can follow (dump pv,pvc too). Pending pods that fit today keep "
+        "a node to run on.",
     )
     parser.add_argument("snapshot", metavar="SNAPSHOT", nargs="?", help="snapshot file, or - for stdin")
     parser.add_argument("--max-moves", type=non_negative_int, metavar="N", help="evict at most N pods in all")
@@ -55,6 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
     parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default), json (the stable contract) or yaml")
+    parser.add_argument(
+        "--allow-blocking-pending", action="store_true",
+        help="print the best plan even if it leaves pending pods that fit today with no node (named in the "
+        "plan); by default a plan freeing fewer nodes is printed instead",
+    )
+    add_progress_option(parser)
     parser.add_argument("--plot", metavar="FILE.png", help="also draw per-node utilisation before and after (needs matplotlib)")
     parser.set_defaults(handler=run)
 
@@ -87,9 +96,12 @@ def run(args: argparse.Namespace) -> int:
         keep_nodes=tuple(dict.fromkeys(args.keep_node)),
         objective=args.objective,
         time_limit=args.time_limit,
+        allow_blocking_pending=args.allow_blocking_pending,
     )
     try:
-        result = plan_repack(loaded.snapshot, config, options)
+        with progress_lines(args):
+            stage("planning the moves")
+            result = plan_repack(loaded.snapshot, config, options)
     except (OrderError, RepackInfeasible) as exc:
         print(f"cpsat-scheduler: no plan: {exc}", file=sys.stderr)
         return 1

@@ -9,7 +9,7 @@ Nothing is returned that the replay has not accepted.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -24,7 +24,8 @@ from ..validate import validate
 from .bounds import lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
 from .order import OrderError, Step, order_moves
-from .problem import RepackProblem, build_problem, describe_node, with_window
+from .pending import blocked_pending
+from .problem import COST_SCALE, RepackProblem, build_problem, describe_node, with_window
 from .replay import PlannedStep, replay
 
 
@@ -53,6 +54,7 @@ class NodeReport:
     freed: bool
     kept: bool
     pinned_by: Optional[str]  # why it cannot be freed, if it cannot
+    pins: tuple[tuple[str, str], ...] = ()  # (pod, reason) of every pod that keeps it busy
 
     def utilisation(self, resource: str, when: str) -> float:
         used = getattr(self, f"{resource}_{when}")
@@ -78,6 +80,9 @@ class RepackResult:
     nodes: list[NodeReport]
     unmovable: dict[str, int]  # reason -> pods
     notes: list[str] = field(default_factory=list)
+    # Pending pods that fit somewhere today and nowhere after this plan (only with
+    # ``allow_blocking_pending``: otherwise a plan that blocks one is not returned).
+    blocked_pending: list[str] = field(default_factory=list)
 
     @property
     def gap_nodes(self) -> int:
@@ -87,10 +92,51 @@ class RepackResult:
 def plan_repack(
     snapshot: ClusterSnapshot, config: Optional[SchedulerConfig] = None, options: Optional[RepackOptions] = None
 ) -> RepackResult:
+    """The best plan that leaves every pending pod that fits today a node to run on (or, with
+    ``allow_blocking_pending``, the best plan, naming the pending pods it blocks)."""
     config = config or SchedulerConfig()
     options = options or RepackOptions()
     if options.objective not in OBJECTIVES:
         raise InputError("", "--objective", f'unknown objective "{options.objective}" (choose {" or ".join(OBJECTIVES)})')
+    result = _plan(snapshot, config, options)
+    blocked = _blocked(snapshot, config, result)
+    if not blocked:
+        return result
+    if options.allow_blocking_pending:
+        result.blocked_pending = blocked
+        result.notes.append(f"the plan leaves {len(blocked)} pending pod(s) that fit today with no node: "
+                            + ", ".join(blocked[:5]) + (" ..." if len(blocked) > 5 else ""))
+        return result
+    # Freeing fewer nodes leaves more room: the most nodes freed that blocks nobody, by halving
+    # the cap from the best plan's count (freeing none moves nothing, which blocks nobody).
+    best_freed = len(result.freed_nodes)
+    limit = options.time_limit if options.time_limit is not None else config.solver.time_limit_seconds
+    cap, step = best_freed - 1, 1
+    while cap > 0:
+        tried = _plan(snapshot, config, replace(options, target_free=cap if options.target_free is None else min(cap, options.target_free),
+                                                time_limit=max(limit / 4, 1.0)))
+        if not _blocked(snapshot, config, tried):
+            tried.notes.append(_held_back(best_freed, blocked))
+            return tried
+        cap, step = cap - step, step * 2
+    empty = _plan(snapshot, config, replace(options, target_free=0, max_moves=0))
+    empty.notes.append(_held_back(best_freed, blocked))
+    return empty
+
+
+def _blocked(snapshot: ClusterSnapshot, config: SchedulerConfig, result: "RepackResult") -> list[str]:
+    names = result.node_names
+    final = {s.pod: names[s.target] for s in result.steps}  # the last step of a pod is where it ends
+    return blocked_pending(snapshot, config, final, result.freed_nodes)
+
+
+def _held_back(best_freed: int, blocked: list[str]) -> str:
+    return (f"a plan freeing {best_freed} node(s) would leave {len(blocked)} pending pod(s) that fit today with no node "
+            f"({', '.join(blocked[:3])}{' ...' if len(blocked) > 3 else ''}): this plan frees fewer "
+            "(--allow-blocking-pending prints the other)")
+
+
+def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions) -> "RepackResult":
     start = time.monotonic()
     problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes)
     notes = list(problem.notes)
@@ -130,12 +176,18 @@ def plan_repack(
     for verdict in problem.verdicts.values():
         if not verdict.movable:
             unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
+    empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
     stats = {
         "status": placement.status,
         "wall_time_s": round(time.monotonic() - start, 3),
         "objective": options.objective,
         "objective_value": placement.objective,
         "objective_bound": placement.bound,
+        # The same two figures in the objective's own unit (nodes, or the configured cost), and
+        # how much of it was empty before the plan: the model counts every empty freeable node.
+        "objective_value_units": _units(placement.objective, options.objective),
+        "objective_bound_units": _units(placement.bound, options.objective),
+        "empty_before": empty_before,
         "build_time_s": round(placement.build_time, 3),
         "solve_time_s": round(placement.solve_time, 3),
         "variables": placement.variables,
@@ -162,6 +214,12 @@ def plan_repack(
         unmovable=unmovable,
         notes=notes,
     )
+
+
+def _units(value: Optional[float], objective: str) -> Optional[float]:
+    if value is None:
+        return None
+    return round(value / COST_SCALE, 6) if objective == "cost" else value
 
 
 def _node_reports(problem: RepackProblem, final: dict[str, int], names: list[str]) -> list[NodeReport]:
@@ -197,6 +255,7 @@ def _node_reports(problem: RepackProblem, final: dict[str, int], names: list[str
                 freed=was and not now,
                 kept=n in problem.keep,
                 pinned_by=describe_node(problem, n),
+                pins=tuple(sorted(problem.pinned.get(n, ()))),
             )
         )
     return reports

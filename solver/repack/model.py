@@ -63,6 +63,8 @@ class RepackOptions:
     keep_nodes: tuple[str, ...] = ()
     objective: str = "nodes"
     time_limit: Optional[float] = None  # seconds; default: the config's solver.timeLimitSeconds
+    # Print a plan even if it leaves pending pods that fit today with no node (``pending.py``).
+    allow_blocking_pending: bool = False
 
 
 @dataclass

@@ -15,7 +15,11 @@ cluster-autoscaler could also remove:
   it deletes it for good;
 * a pod with local storage — a hostPath volume, or an emptyDir not backed by memory, unless the
   volume is listed in ``cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`` — is moved
-  only with ``repack.moveLocalStorage``: its data would be lost.
+  only with ``repack.moveLocalStorage``: its data would be lost;
+* a kube-system pod no PodDisruptionBudget covers stays (``repack.moveSystemPods`` moves it), as
+  cluster-autoscaler's ``--skip-nodes-with-system-pods`` keeps its node;
+* a pod with persistent volumes moves only where they can follow (``volumes``), and stays when
+  the snapshot does not say where that is.
 
 Every pod that stays gets one reason constant, so a report can say why its node cannot be freed.
 """
@@ -26,7 +30,11 @@ from dataclasses import dataclass
 from typing import Optional
 
 from models.config import RepackConfig
-from models.objects import Pod
+from models.objects import NodeSelector, Pod
+from models.snapshot import ClusterSnapshot
+
+from ..pdb import pdbs_covering
+from .volumes import REASON_VOLUME_UNKNOWN, volume_placement
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -44,6 +52,9 @@ REASON_NOT_SAFE_TO_EVICT = 'annotated cluster-autoscaler.kubernetes.io/safe-to-e
 REASON_BARE = "no controller would recreate it (repack.moveBarePods is off)"
 # Its local volume's data would be lost (enable with repack.moveLocalStorage).
 REASON_LOCAL_STORAGE = "uses local storage (repack.moveLocalStorage is off)"
+# A cluster add-on with no budget saying how many may be down (enable with repack.moveSystemPods).
+REASON_SYSTEM_NO_PDB = "kube-system pod without a PodDisruptionBudget (repack.moveSystemPods is off)"
+SYSTEM_NAMESPACE = "kube-system"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +65,7 @@ class Movability:
     reason: Optional[str] = None
     pins: bool = False  # an unmovable pod that keeps its node from being freed
     detail: str = ""  # what the reason refers to (the local volumes' names)
+    nodes: Optional[NodeSelector] = None  # a movable pod's volumes admit only these nodes
 
     def describe(self) -> str:
         return f"{self.reason} ({self.detail})" if self.detail else (self.reason or "movable")
@@ -104,8 +116,10 @@ def local_volumes(pod: Pod) -> list[str]:
     return found
 
 
-def classify(pod: Pod, config: RepackConfig) -> Movability:
-    """The verdict for one running pod (the order of the checks decides which reason wins)."""
+def classify(pod: Pod, config: RepackConfig, *, covered_by_pdb: bool = False, volumes=None) -> Movability:
+    """The verdict for one running pod (the order of the checks decides which reason wins).
+    ``covered_by_pdb``: some PodDisruptionBudget selects the pod; ``volumes``: where its
+    persistent volumes admit it (``volumes.volume_placement``; None: it has none)."""
     if is_mirror(pod):
         return _stays(REASON_MIRROR, pins=False)
     if controller_kind(pod) == "DaemonSet":
@@ -120,12 +134,26 @@ def classify(pod: Pod, config: RepackConfig) -> Movability:
     if controller_kind(pod) is None and not config.move_bare_pods:
         return _stays(REASON_BARE, pins=True)
     if not config.move_local_storage:
-        volumes = local_volumes(pod)
-        if volumes:
-            return _stays(REASON_LOCAL_STORAGE, pins=True, detail="volumes " + ", ".join(volumes))
+        local = local_volumes(pod)
+        if local:
+            return _stays(REASON_LOCAL_STORAGE, pins=True, detail="volumes " + ", ".join(local))
+    if pod.metadata.namespace == SYSTEM_NAMESPACE and not covered_by_pdb and not config.move_system_pods \
+            and annotation != "true":
+        return _stays(REASON_SYSTEM_NO_PDB, pins=True)
+    if volumes is not None:
+        if volumes.unknown:
+            return _stays(REASON_VOLUME_UNKNOWN, pins=True, detail=volumes.unknown)
+        if volumes.nodes is not None:
+            return Movability(True, nodes=volumes.nodes)
     return MOVABLE
 
 
-def classify_all(pods, config: RepackConfig) -> dict[str, Movability]:
+def verdict(pod: Pod, snapshot: ClusterSnapshot, config: RepackConfig) -> Movability:
+    """``classify`` with what it needs to know from the snapshot (budgets, volumes)."""
+    return classify(pod, config, covered_by_pdb=bool(pdbs_covering(pod, snapshot.pdbs)),
+                    volumes=volume_placement(pod, snapshot))
+
+
+def classify_all(pods, snapshot: ClusterSnapshot, config: RepackConfig) -> dict[str, Movability]:
     """Verdict per pod key, for the running (bound, non-terminal) pods given."""
-    return {pod.key: classify(pod, config) for pod in pods}
+    return {pod.key: verdict(pod, snapshot, config) for pod in pods}

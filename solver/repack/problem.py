@@ -23,6 +23,7 @@ from ..context import SchedulingContext, build_context
 from ..pdb import PdbBudgets
 from ..predicates import StaticFilters
 from .movable import Movability, classify_all
+from .volumes import confined
 
 # Node costs enter the model as integers: thousandths of the configured unit.
 COST_SCALE = 1000
@@ -34,16 +35,22 @@ def running_pods(snapshot: ClusterSnapshot) -> list[Pod]:
     return [p for p in snapshot.bound_pods() if p.spec.node_name in names]
 
 
-def unbind(pod: Pod, scheduler_name: str) -> Pod:
-    """The pod as its replacement would look before scheduling: no node, our scheduler."""
+def unbind(pod: Pod, scheduler_name: str, verdict: Optional[Movability] = None) -> Pod:
+    """The pod as its replacement would look before scheduling: no node, our scheduler, and
+    confined to the nodes its persistent volumes admit (``verdict.nodes``)."""
     spec = pod.spec.model_copy(update={"node_name": "", "scheduler_name": scheduler_name})
-    return pod.model_copy(update={"spec": spec})
+    pod = pod.model_copy(update={"spec": spec})
+    if verdict is not None and verdict.nodes is not None:
+        pod = confined(pod, verdict.nodes)
+    return pod
 
 
-def with_window(snapshot: ClusterSnapshot, window: set[str], scheduler_name: str) -> ClusterSnapshot:
+def with_window(snapshot: ClusterSnapshot, window: set[str], scheduler_name: str,
+                verdicts: Optional[dict[str, Movability]] = None) -> ClusterSnapshot:
     """The running cluster with the pods in ``window`` unbound (pending for our scheduler);
     pending and finished pods of the original are left out."""
-    pods = tuple(unbind(p, scheduler_name) if p.key in window else p for p in running_pods(snapshot))
+    verdicts = verdicts or {}
+    pods = tuple(unbind(p, scheduler_name, verdicts.get(p.key)) if p.key in window else p for p in running_pods(snapshot))
     # Priorities were resolved when the original was built; the plain constructor keeps them.
     return ClusterSnapshot(
         nodes=snapshot.nodes,
@@ -113,7 +120,7 @@ def build_problem(
             raise InputError("--keep-node", name, "no node of that name in the snapshot")
     limits.check_nodes(snapshot, config.limits)
     running = running_pods(snapshot)
-    verdicts = classify_all(running, config.repack)
+    verdicts = classify_all(running, snapshot, config.repack)
     window = {key for key, v in verdicts.items() if v.movable}
     # The movable pods are placed again as one window: refused before they are copied unbound.
     limits.check_window(len(window), config.limits, what="movable running pods",
@@ -125,7 +132,7 @@ def build_problem(
             "scoring": config.scoring.model_copy(update={"weights": {k: 0 for k in config.scoring.weights}}),
         }
     )
-    ctx = build_context(with_window(snapshot, window, config.scheduler_name), quiet, window_keys=sorted(window))
+    ctx = build_context(with_window(snapshot, window, config.scheduler_name, verdicts), quiet, window_keys=sorted(window))
     index = ctx.state.node_index
     origin = {key: index[snapshot.pod_by_key[key].spec.node_name] for key in window}
     pinned: dict[int, list[tuple[str, str]]] = {}

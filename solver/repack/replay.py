@@ -31,7 +31,7 @@ from ..info import PodInfo
 from ..pdb import covers, disruptions_allowed
 from ..predicates import Cycle, StaticFilters
 from ..validate import validate
-from .movable import classify
+from .movable import verdict as movable_verdict
 from .problem import unbind, with_window
 
 
@@ -63,10 +63,10 @@ def replay(
         if pod is None or ctx.pod(key) is None:
             problems.append(f"plan: {key} is not a running pod of the snapshot")
             continue
-        verdict = classify(pod, config.repack)
+        verdict = movable_verdict(pod, snapshot, config.repack)
         if not verdict.movable:
             problems.append(f"plan: {key} may not move: {verdict.describe()}")
-        unbound[key] = PodInfo.of(unbind(pod, config.scheduler_name), ns_labels.get(pod.metadata.namespace, {}))
+        unbound[key] = PodInfo.of(unbind(pod, config.scheduler_name, verdict), ns_labels.get(pod.metadata.namespace, {}))
     if problems:
         return problems
     static = StaticFilters(nodes, list(unbound.values()))
@@ -107,7 +107,8 @@ def replay(
         if n is None:
             problems.append(f"freed: no node {name} in the snapshot")
             continue
-        left = sorted(key for key, pod in state.pods_on[n].items() if classify(pod.pod, config.repack).workload)
+        left = sorted(key for key, pod in state.pods_on[n].items()
+                      if movable_verdict(snapshot.pod_by_key.get(key, pod.pod), snapshot, config.repack).workload)
         if left:
             problems.append(f"freed: node {name} still runs {', '.join(left[:5])}")
 

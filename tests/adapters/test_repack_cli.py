@@ -195,3 +195,19 @@ def test_bench_reports_plan_and_baseline_side_by_side():
     assert report["baseline"]["safe"] is True
     assert report["cpsat"]["active_after"] >= report["lower_bound_nodes"]
     assert report["cpsat"]["freed"] >= report["baseline"]["freed"]
+
+
+def test_quickstart_keeps_postgres_in_its_volume_zone_and_coredns_in_place(capsys) -> None:
+    """The bundled cluster: postgres-0's disk (a PersistentVolume in eu-west-1b) lets it move only
+    within eu-west-1b; coredns (kube-system, no PodDisruptionBudget) pins its nodes."""
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "quickstart.yaml"
+    assert main(["repack", str(quickstart), "-o", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    zones = {"worker-a-1": "a", "gpu-a-1": "a", "worker-b-1": "b", "worker-b-2": "b", "worker-c-1": "c", "worker-c-2": "c"}
+    for move in plan["moves"]:
+        if move["pod"] == "shop/postgres-0":
+            assert zones.get(move["to"]) == "b", move
+        assert not move["pod"].startswith("kube-system/"), move
+    pinned = {n["name"]: n["pinned"] for n in plan["nodes"]}
+    assert any(p["pod"].startswith("kube-system/coredns") for p in pinned["worker-a-1"])
+    assert plan["blocked_pending"] == []
