@@ -77,7 +77,50 @@ def repack_json(result: RepackResult) -> dict[str, Any]:
         "unmovable": dict(sorted(result.unmovable.items())),
         "notes": list(result.notes),
         "blocked_pending": list(result.blocked_pending),
+        "runbook": [_action_json(a) for a in result.runbook],
     }
+
+
+def command(action) -> str:
+    """The kubectl command for one runbook action (evictions go through the Eviction API, which
+    honours PodDisruptionBudgets; ``kubectl delete pod`` would not)."""
+    if action.kind == "cordon":
+        return f"kubectl cordon {action.node}"
+    if action.kind == "remove":
+        return f"kubectl drain {action.node} --ignore-daemonsets && kubectl delete node {action.node}"
+    namespace, _, name = action.pod.partition("/")
+    body = ('{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"%s","namespace":"%s"}}' % (name, namespace))
+    return f"echo '{body}' | kubectl create --raw /api/v1/namespaces/{namespace}/pods/{name}/eviction -f -"
+
+
+def _action_json(action) -> dict[str, Any]:
+    out: dict[str, Any] = {"action": action.kind}
+    if action.kind == "evict":
+        out.update({"step": action.step, "pod": action.pod, "from": action.source, "to": action.target,
+                    "buffer": action.buffer})
+    else:
+        out["node"] = action.node
+    out["waits_for"] = action.waits_for
+    out["command"] = command(action)
+    return out
+
+
+def runbook_lines(result: RepackResult) -> list[str]:
+    if not result.steps:
+        return []
+    lines = ["RUNBOOK (in order; each line waits for the one before it):"]
+    for i, action in enumerate(result.runbook, 1):
+        if action.kind == "cordon":
+            what = f"cordon {action.node} (to be freed: nothing new may land on it)"
+        elif action.kind == "evict":
+            what = f"step {action.step}: evict {action.pod} from {action.source}" + (" (to a buffer node)" if action.buffer else "")
+        else:
+            what = f"remove {action.node} (or let cluster-autoscaler scale it down)"
+        lines.append(f"  {i:>3}. {what}")
+        lines.append(f"       $ {command(action)}")
+        if action.kind == "evict":
+            lines.append(f"       wait for: {action.waits_for}")
+    return lines
 
 
 def dump_repack(result: RepackResult, fmt: str) -> str:
@@ -137,6 +180,9 @@ def repack_table(result: RepackResult) -> str:
                 state,
             )
         )
+    book = runbook_lines(result)
+    if book:
+        lines += [*book, ""]
     lines.append("NODES (requests / allocatable, before -> after):")
     lines += _columns(("NODE", "CPU", "MEMORY", "STATE"), rows)
     if result.unmovable:

@@ -25,8 +25,10 @@ from .bounds import lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
 from .order import OrderError, Step, order_moves
 from .pending import blocked_pending
+from .prune import idle_moves_undone
 from .problem import COST_SCALE, RepackProblem, build_problem, describe_node, with_window
 from .replay import PlannedStep, replay
+from .runbook import Action, runbook
 
 
 class RepackUnsafe(RuntimeError):
@@ -83,6 +85,8 @@ class RepackResult:
     # Pending pods that fit somewhere today and nowhere after this plan (only with
     # ``allow_blocking_pending``: otherwise a plan that blocks one is not returned).
     blocked_pending: list[str] = field(default_factory=list)
+    # The plan as an operator carries it out: cordon, evict in order, remove (``runbook``).
+    runbook: list[Action] = field(default_factory=list)
 
     @property
     def gap_nodes(self) -> int:
@@ -149,6 +153,9 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         final = dict(problem.origin)  # no solution within the time limit: move nothing
         if problem.origin:
             notes.append(f"the solver found no plan within the time limit (status {placement.status}): nothing moves")
+    final, undone = idle_moves_undone(problem, final, _freed(problem, final))
+    if undone:
+        notes.append(f"{len(undone)} move(s) between nodes that stay were dropped: they made room for no freed node")
     steps = order_moves(problem, final, max_steps=options.max_moves)
     names = [n.name for n in problem.nodes]
     nodes = _node_reports(problem, final, names)
@@ -213,6 +220,7 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         nodes=nodes,
         unmovable=unmovable,
         notes=notes,
+        runbook=runbook(snapshot, steps, names, freed),
     )
 
 
@@ -220,6 +228,12 @@ def _units(value: Optional[float], objective: str) -> Optional[float]:
     if value is None:
         return None
     return round(value / COST_SCALE, 6) if objective == "cost" else value
+
+
+def _freed(problem: RepackProblem, final: dict[str, int]) -> set[int]:
+    """Nodes busy now and empty of workload pods after ``final`` (as ``_node_reports`` counts)."""
+    busy_after = set(problem.pinned) | set(final.values()) | {n for n in problem.keep if n in problem.busy_before}
+    return {n for n in problem.busy_before if n not in busy_after}
 
 
 def _node_reports(problem: RepackProblem, final: dict[str, int], names: list[str]) -> list[NodeReport]:

@@ -211,3 +211,23 @@ def test_quickstart_keeps_postgres_in_its_volume_zone_and_coredns_in_place(capsy
     pinned = {n["name"]: n["pinned"] for n in plan["nodes"]}
     assert any(p["pod"].startswith("kube-system/coredns") for p in pinned["worker-a-1"])
     assert plan["blocked_pending"] == []
+
+
+def test_the_runbook_cordons_first_then_evicts_in_order_then_removes(capsys) -> None:
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "quickstart.yaml"
+    assert main(["repack", str(quickstart), "-o", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    book = plan["runbook"]
+    kinds = [a["action"] for a in book]
+    freed = plan["freed_nodes"]
+    assert freed and kinds == ["cordon"] * len(freed) + ["evict"] * len(plan["moves"]) + ["remove"] * len(freed)
+    assert [a["node"] for a in book if a["action"] == "cordon"] == freed
+    evictions = [a for a in book if a["action"] == "evict"]
+    assert [(a["pod"], a["from"], a["to"]) for a in evictions] == [(m["pod"], m["from"], m["to"]) for m in plan["moves"]]
+    for a in evictions:
+        namespace, name = a["pod"].split("/")
+        assert f"/api/v1/namespaces/{namespace}/pods/{name}/eviction" in a["command"]  # the Eviction API, not delete
+        assert a["to"] in a["waits_for"]
+    assert main(["repack", str(quickstart)]) == 0
+    text = capsys.readouterr().out
+    assert "RUNBOOK" in text and f"kubectl cordon {freed[0]}" in text

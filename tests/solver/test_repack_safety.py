@@ -122,3 +122,22 @@ def test_allow_blocking_pending_prints_the_best_plan_and_names_the_pod() -> None
     assert len(result.freed_nodes) == 2
     assert result.blocked_pending == ["default/batch"]
     replay_ok(snapshot, result)
+
+
+def test_a_move_between_nodes_that_stay_is_dropped_unless_it_makes_room() -> None:
+    """A plan found in time may carry a move that frees nothing; it is undone. A move that makes
+    room for a freed node's pod is kept."""
+    from solver.repack.problem import build_problem
+    from solver.repack.prune import idle_moves_undone
+
+    pods = [workload("default/a", "n0", cpu="1"), workload("default/b", "n1", cpu="1"),
+            workload("default/c", "n2", cpu="1")]
+    problem = build_problem(make_snapshot([make_node(f"n{i}", cpu="4", memory="16Gi") for i in range(3)], pods),
+                            SchedulerConfig())
+    n = {node.name: node.index for node in problem.nodes}
+    # c leaves n2 for n0: n2 is freed, the move stays.
+    frees = {"default/a": n["n0"], "default/b": n["n1"], "default/c": n["n0"]}
+    assert idle_moves_undone(problem, frees, {n["n2"]}) == (frees, [])
+    # ... and a and b trading places on the way frees nothing: both are undone.
+    traded = {"default/a": n["n1"], "default/b": n["n0"], "default/c": n["n0"]}
+    assert idle_moves_undone(problem, traded, {n["n2"]}) == (frees, ["default/a", "default/b"])
