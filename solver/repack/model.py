@@ -40,6 +40,7 @@ from .. import interrupt
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
 from ..predicates import inter_pod_affinity, node_ports, node_resources_fit, pod_topology_spread
+from . import availability
 from .drain import greedy_drain
 from .problem import RepackProblem
 
@@ -185,6 +186,8 @@ class RepackModel:
                 stays = [v for cls in covered for v in stays_of.get(cls.id, [])]
                 size = sum(cls.size for cls in covered)
                 m.add(size - cp_model.LinearExpr.sum(stays) <= budget.allowed)
+        # Replicas that ask to be apart per node stay at least as apart as today.
+        availability.encode(self)
         # --max-moves: pods moved in total.
         total = sum(cls.size for cls in self.classes)
         if self.options.max_moves is not None:

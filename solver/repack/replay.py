@@ -31,6 +31,7 @@ from ..info import PodInfo
 from ..pdb import covers, disruptions_allowed
 from ..predicates import Cycle, StaticFilters
 from ..validate import validate
+from . import availability
 from .movable import verdict as movable_verdict
 from .problem import unbind, with_window
 
@@ -111,6 +112,15 @@ def replay(
                       if movable_verdict(snapshot.pod_by_key.get(key, pod.pod), snapshot, config.repack).workload)
         if left:
             problems.append(f"freed: node {name} still runs {', '.join(left[:5])}")
+
+    if moving:
+        movable = [
+            (ctx.pod(pod.key), index[pod.spec.node_name], state.where[pod.key])
+            for pod in snapshot.pods
+            if pod.key in state.where and pod.spec.node_name in index and ctx.pod(pod.key) is not None
+            and movable_verdict(pod, snapshot, config.repack).movable
+        ]
+        problems += availability.crowding(movable)
 
     if not problems and moving:
         final = {key: nodes[state.where[key]].name for key in moving}

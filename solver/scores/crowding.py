@@ -60,7 +60,7 @@ def drop_per_pod(
             total += np.where(has, spec.weight, 0)
         drop += weight * MAX_NODE_SCORE * np.where(total > 0, numerator / np.maximum(total, 1), 0.0)
     weight = sctx.weight(pod_topology_spread.NAME)
-    if weight and _spreads_itself_per_node(pod) and len(nodes) > 1:
+    if weight and spreads_itself_per_node(pod) and len(nodes) > 1:
         share = math.ceil(class_size / len(nodes))
         drop += weight * MAX_NODE_SCORE / (share + 1)
     return np.round(drop * SCALE).astype(np.int64)
@@ -75,7 +75,7 @@ def _scored_request(pod: PodInfo, resource: str) -> int:
     return pod.requests.get(resource, 0)
 
 
-def _spreads_itself_per_node(pod: PodInfo) -> bool:
+def spreads_itself_per_node(pod: PodInfo) -> bool:
     """A ScheduleAnyway constraint on the hostname key that counts the pod's own class."""
     return any(
         not c.hard and c.topology_key == pod_topology_spread.HOSTNAME_KEY and c.selector.matches(pod.labels)

@@ -141,3 +141,22 @@ def test_a_move_between_nodes_that_stay_is_dropped_unless_it_makes_room() -> Non
     # ... and a and b trading places on the way frees nothing: both are undone.
     traded = {"default/a": n["n1"], "default/b": n["n0"], "default/c": n["n0"]}
     assert idle_moves_undone(problem, traded, {n["n2"]}) == (frees, ["default/a", "default/b"])
+
+
+def test_replicas_kept_apart_by_a_preference_stay_apart() -> None:
+    """Two dns replicas kept on different nodes only by a *preferred* anti-affinity, one per
+    node with a little else: packing both on one node would free more, and lose both at once."""
+    from tests.builders import term
+
+    apart = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": term({"app": "dns"}, "kubernetes.io/hostname")}]}}
+    dns = [workload(f"default/dns-{i}", f"n{i}", cpu="500m", owner="dns", labels={"app": "dns"}, affinity=apart)
+           for i in range(2)]
+    others = [workload("default/web-0", "n2", cpu="1")]
+    snapshot = make_snapshot([make_node(f"n{i}", cpu="4", memory="16Gi") for i in range(3)], [*dns, *others])
+    result = plan_repack(snapshot, options=FAST)
+    ends = {key: node for key, node in final_nodes(result).items()}
+    where = {f"default/dns-{i}": ends.get(f"default/dns-{i}", f"n{i}") for i in range(2)}
+    assert where["default/dns-0"] != where["default/dns-1"]
+    assert len(result.freed_nodes) == 1  # web-0 joins a dns replica; the replicas stay apart
+    replay_ok(snapshot, result)
