@@ -300,3 +300,59 @@ def compute_status(pdb: dict[str, Any], namespace_pods: list[dict[str, Any]]) ->
         if cond.get("type") == "DisruptionAllowed":
             cond["observedGeneration"] = status["observedGeneration"]
     return status
+
+
+class ReplicaControllers:
+    """ReplicaSet and StatefulSet controllers, reduced to what a re-packing run observes: a pod
+    they own that is deleted (an eviction ends in a deletion) is replaced, after `delay`, by a
+    new pending pod with the same template — under a new name for a ReplicaSet, under the same
+    name for a StatefulSet. Nothing is scaled and no controller object is read: the owner
+    reference of the deleted pod is the template. Off unless the server is asked for it."""
+
+    KINDS = ("ReplicaSet", "StatefulSet")
+    ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+    def __init__(self, store: Store, timers: Timers, *, delay: float = 0.05) -> None:
+        self._store = store
+        self._timers = timers
+        self.delay = delay
+        self._names = itertools.count()
+        store.add_listener(self.on_change)
+
+    def on_change(self, key: str, type_: str, obj: dict[str, Any], prev: dict[str, Any] | None) -> None:
+        if key != "pods" or type_ != DELETED:
+            return
+        owner = next((r for r in obj["metadata"].get("ownerReferences") or []
+                      if r.get("controller") and r.get("kind") in self.KINDS), None)
+        if owner is not None:
+            gone = copy.deepcopy(obj)
+            self._timers.call_later(self.delay, lambda: self._replace(gone, owner))
+
+    def _replace(self, gone: dict[str, Any], owner: dict[str, Any]) -> None:
+        m = gone["metadata"]
+        namespace = m.get("namespace", "")
+        if owner["kind"] == "StatefulSet":
+            name = m["name"]
+        else:
+            n = next(self._names)
+            suffix = "".join(self.ALPHABET[(n * 7 + i * 13) % len(self.ALPHABET)] for i in range(5))
+            name = f"{owner['name']}-{suffix}"
+        spec = copy.deepcopy(gone.get("spec") or {})
+        spec.pop("nodeName", None)
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": dict(m.get("labels") or {}),
+                "annotations": dict(m.get("annotations") or {}),
+                "ownerReferences": copy.deepcopy(m.get("ownerReferences") or []),
+                "creationTimestamp": now_rfc3339(),
+            },
+            "spec": spec,
+            "status": {"phase": "Pending"},
+        }
+        with self._store.lock:
+            if self._store.peek("pods", namespace, name) is None:
+                self._store.create("pods", pod)

@@ -17,7 +17,7 @@ import time
 from typing import Any, Iterable
 
 from .api import Api
-from .controllers import DisruptionController, Kubelet, Timers
+from .controllers import DisruptionController, Kubelet, ReplicaControllers, Timers
 from .faults import FaultInjector
 from .handler import HttpServer
 from .request_log import RequestLog
@@ -87,6 +87,7 @@ class FakeApiServer:
         kubelet_start_seconds: float = 0.05,
         kubelet_grace_seconds: float = 0.2,
         disruption_controller: bool = True,
+        replica_controllers: bool = False,
         history_limit: int = 1000,
         bookmark_interval: float = 1.0,
         watch_timeout_seconds: float = 1800.0,
@@ -101,6 +102,8 @@ class FakeApiServer:
         self.kubelet = (Kubelet(self.store, self.timers, start_seconds=kubelet_start_seconds,
                                 grace_seconds=kubelet_grace_seconds) if kubelet else None)
         self.disruption = DisruptionController(self.store) if disruption_controller else None
+        # ReplicaSet/StatefulSet pods deleted come back as new pending pods (``repack --apply``).
+        self.replicas = ReplicaControllers(self.store, self.timers) if replica_controllers else None
         self.faults = FaultInjector(drop_watches=self.drop_watches, compact=self.store.compact, restart=self._restart)
         # every request served, with its answer (tests count binds and verbs from it)
         self.requests = RequestLog()

@@ -64,6 +64,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "plan); by default a plan freeing fewer nodes is printed instead",
     )
     add_progress_option(parser)
+    parser.add_argument(
+        "--apply", action="store_true",
+        help="after printing the plan, carry its runbook out against the cluster of --kubeconfig: cordon, "
+        "evict in order through the Eviction API, wait for each replacement to be Ready where planned; "
+        "the first surprise stops it (exit 1, saying where)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing (the default)")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="with --apply: the cluster's kubeconfig (default: the client's)")
+    parser.add_argument("--context", metavar="NAME", help="with --apply: the kubeconfig context")
+    parser.add_argument("--wait-seconds", type=non_negative_float, default=300.0, metavar="S",
+                        help="with --apply: how long one replacement may take to be Ready (default 300)")
     parser.add_argument("--plot", metavar="FILE.png", help="also draw per-node utilisation before and after (needs matplotlib)")
     parser.set_defaults(handler=run)
 
@@ -84,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    if args.apply and args.dry_run:
+        raise InputError("--dry-run", "", "cannot be given with --apply: choose one")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
     loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
     note(loaded.note())
@@ -123,6 +136,36 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise InputError("--plot", args.plot, f"cannot write the picture: {exc.strerror or exc}") from None
     sys.stdout.write(dump_repack(result, args.output))
+    if args.apply and not args.dry_run:
+        sys.stdout.flush()
+        return _apply(args, result)
+    return 0
+
+
+def _apply(args: argparse.Namespace, result) -> int:
+    from adapters.live.kube import KubeApi, load_api_client
+    from adapters.repack_apply import apply_runbook
+
+    try:
+        client = load_api_client(args.kubeconfig, context=args.context)
+    except Exception as exc:  # noqa: BLE001 - the loader's errors vary; none carries the file's content
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise InputError(args.kubeconfig or "default kubeconfig", "", f"cannot load cluster credentials: "
+                         f"{type(exc).__name__}: {first}".rstrip(": ")) from None
+    api = KubeApi(client)
+    try:
+        applied = apply_runbook(api, result.runbook, wait_seconds=args.wait_seconds,
+                                say=lambda line: print(f"cpsat-scheduler: apply: {line}", file=sys.stderr, flush=True))
+    finally:
+        api.close()
+    if applied.stopped:
+        from solver import interrupt
+
+        if interrupt.requested():  # said above; not a decision cut short, so no "no plan printed"
+            interrupt.reset()
+            return 130
+        return 1
+    print(f"cpsat-scheduler: apply: done, {len(applied.done)} action(s)", file=sys.stderr)
     return 0
 
 

@@ -287,6 +287,15 @@ class KubeApi:
             body["deleteOptions"] = {"preconditions": {"uid": uid}}
         _call(f"evict {namespace}/{name}", self.core.create_namespaced_pod_eviction, name, namespace, body)
 
+    def list_pods(self, namespace: str) -> list[dict[str, Any]]:
+        """The pods of one namespace (``repack --apply`` looks for replacements there)."""
+        body = _call(f"list pods in {namespace}", self.core.list_namespaced_pod, namespace)
+        return [item for item in body.get("items") or [] if isinstance(item, dict)]
+
+    def cordon(self, node: str) -> None:
+        """Mark a node unschedulable, as ``kubectl cordon`` does."""
+        _call(f"cordon {node}", self.core.patch_node, node, {"spec": {"unschedulable": True}})
+
     def patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Strategic-merge PATCH of pods/{name}/status (conditions merge by type)."""
         _call(f"patch status of {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,

@@ -1,0 +1,145 @@
+"""``repack --apply``: carry a re-packing runbook out against a cluster, one step at a time.
+
+Each action of the runbook (``solver.repack.runbook``) is done and then waited for: a cordon;
+an eviction through the Eviction API, then the replacement pod its controller makes, until it
+runs and is Ready — on the node the plan names. The first surprise stops the run, with what was
+done and why it stopped: a pod no longer where the plan found it, an eviction a
+PodDisruptionBudget refuses, a replacement that lands on another node, or one that does not
+come in time. Nothing is undone (an eviction cannot be): the message says where things stand,
+and ``repack`` can be run again on a fresh dump. Freed nodes are left cordoned and empty for
+the operator or cluster-autoscaler to remove: deleting nodes is not this command's to do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from adapters.live.errors import KubeError, NotFound, TooManyRequests
+from adapters.live.kube import KubeApi
+from solver.repack.runbook import Action
+
+# How long one replacement may take to be scheduled, started and Ready.
+DEFAULT_WAIT_SECONDS = 300.0
+POLL_SECONDS = 0.25
+
+
+@dataclass
+class Applied:
+    done: list[str] = field(default_factory=list)  # one line per action carried out
+    stopped: Optional[str] = None  # why the run stopped early; None when every action was done
+
+
+class Stop(Exception):
+    """A surprise: the run stops here."""
+
+
+def _check_interrupt() -> None:
+    from solver import interrupt
+
+    if interrupt.requested():
+        raise Stop("interrupted (Ctrl-C)")
+
+
+def apply_runbook(api: KubeApi, runbook: list[Action], *, wait_seconds: float = DEFAULT_WAIT_SECONDS,
+                  say: Callable[[str], None] = lambda line: None) -> Applied:
+    applied = Applied()
+    for number, action in enumerate(runbook, 1):
+        try:
+            _check_interrupt()
+            line = _do(api, action, wait_seconds)
+        except Stop as why:
+            applied.stopped = f"stopped at action {number} of {len(runbook)}: {why}"
+            say(applied.stopped)
+            return applied
+        except KubeError as exc:
+            applied.stopped = f"stopped at action {number} of {len(runbook)}: {exc}"
+            say(applied.stopped)
+            return applied
+        applied.done.append(line)
+        say(line)
+    return applied
+
+
+def _do(api: KubeApi, action: Action, wait_seconds: float) -> str:
+    if action.kind == "cordon":
+        api.cordon(action.node)
+        return f"cordoned {action.node}"
+    if action.kind == "remove":
+        return f"{action.node} runs no workload pod now: remove it (kubectl delete node {action.node}) or let cluster-autoscaler"
+    return _evict(api, action, wait_seconds)
+
+
+def _evict(api: KubeApi, action: Action, wait_seconds: float) -> str:
+    namespace, _, name = action.pod.partition("/")
+    try:
+        pod = api.read_pod(namespace, name)
+    except NotFound:
+        raise Stop(f"{action.pod} is gone: the cluster changed since the dump") from None
+    node = (pod.get("spec") or {}).get("nodeName")
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        raise Stop(f"{action.pod} is being deleted already: the cluster changed since the dump")
+    if node != action.source:
+        raise Stop(f"{action.pod} runs on {node or 'no node'}, not {action.source}: the cluster changed since the dump")
+    meta = pod["metadata"]
+    owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+    if owner is None:
+        raise Stop(f"{action.pod} has no controller to re-create it: move it yourself (save its manifest, "
+                   f"delete it, apply it with spec.nodeName: {action.target})")
+    before = {p["metadata"].get("uid") for p in api.list_pods(namespace)}
+    try:
+        api.evict(namespace, name, meta.get("uid", ""))
+    except TooManyRequests as exc:
+        raise Stop(f"eviction of {action.pod} refused: {exc}") from None
+    replacement = _wait(lambda: _replacement(api, namespace, name, meta.get("uid"), owner, before), wait_seconds,
+                        f"no replacement of {action.pod} was scheduled within {wait_seconds:g}s")
+    landed = replacement["spec"]["nodeName"]
+    new_name = replacement["metadata"]["name"]
+    if landed != action.target:
+        raise Stop(f"the replacement of {action.pod}, {namespace}/{new_name}, landed on {landed}, not {action.target} "
+                   "as planned: run repack again on a fresh dump")
+    _wait(lambda: _ready(api, namespace, new_name), wait_seconds,
+          f"{namespace}/{new_name} on {landed} was not Running and Ready within {wait_seconds:g}s")
+    return f"step {action.step}: evicted {action.pod} from {action.source}; {namespace}/{new_name} is Ready on {landed}"
+
+
+def _replacement(api: KubeApi, namespace: str, name: str, uid: Optional[str], owner: Optional[dict[str, Any]],
+                 before: set) -> Optional[dict[str, Any]]:
+    """The scheduled pod that replaces the evicted one: the same name with a new uid (a
+    StatefulSet), or a new pod of the same controller; None until one is bound to a node."""
+    for pod in api.list_pods(namespace):
+        m = pod["metadata"]
+        if m.get("uid") == uid or m.get("deletionTimestamp"):
+            continue
+        if m["name"] == name:
+            same = True
+        elif owner is None or m.get("uid") in before:
+            same = False
+        else:
+            refs = m.get("ownerReferences") or []
+            same = any(r.get("controller") and r.get("kind") == owner.get("kind") and r.get("name") == owner.get("name")
+                       for r in refs)
+        if same and (pod.get("spec") or {}).get("nodeName"):
+            return pod
+    return None
+
+
+def _ready(api: KubeApi, namespace: str, name: str) -> Optional[bool]:
+    pod = api.read_pod(namespace, name)
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return True if status.get("phase") == "Running" and ready else None
+
+
+def _wait(check: Callable[[], Any], seconds: float, timeout_message: str) -> Any:
+    ends = time.monotonic() + seconds
+    while True:
+        _check_interrupt()
+        found = check()
+        if found:
+            return found
+        if time.monotonic() >= ends:
+            raise Stop(timeout_message)
+        time.sleep(POLL_SECONDS)
