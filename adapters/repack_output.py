@@ -212,6 +212,28 @@ def repack_table(result: RepackResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A freed node is the plan's gain (green); a node running only DaemonSet pods is not in use
+# before or after (pale), whatever its DaemonSet pods request; active nodes are blue.
+ACTIVE_COLOR, FREED_COLOR, EMPTY_COLOR = "#1f77b4", "#2ca02c", "#d9d9d9"
+# Longest node name drawn under a bar: cloud node names (ip-10-0-12-34.eu-west-1.compute.internal)
+# would take a third of the figure.
+MAX_LABEL = 18
+
+
+def _after_color(node) -> str:
+    if node.freed:
+        return FREED_COLOR
+    return ACTIVE_COLOR if node.busy_after else EMPTY_COLOR
+
+
+def short_name(name: str) -> str:
+    """``name`` cut in the middle to MAX_LABEL characters: both ends tell nodes apart."""
+    if len(name) <= MAX_LABEL:
+        return name
+    head = (MAX_LABEL - 1) // 2
+    return name[:head] + "…" + name[-(MAX_LABEL - 1 - head):]
+
+
 def write_plot(result: RepackResult, path: str) -> None:
     """Per-node CPU and memory utilisation before and after, as a PNG."""
     try:
@@ -233,7 +255,7 @@ def write_plot(result: RepackResult, path: str) -> None:
         width = 1.0 if many else 0.4
         shift = 0 if many else width / 2
         ax.bar([x - shift for x in xs], before, width=width, color="#b0b0b0", label="before")
-        colors = ["#d62728" if n.freed else "#1f77b4" for n in nodes]
+        colors = [_after_color(n) for n in nodes]
         ax.bar([x + shift for x in xs], after, width=width * (0.5 if many else 1), color=colors, label="after")
         ax.set_ylabel(f"{label} requested (%)")
         ax.set_ylim(0, 105)
@@ -244,8 +266,9 @@ def write_plot(result: RepackResult, path: str) -> None:
     axes[0].legend(
         handles=[
             Patch(color="#b0b0b0", label="before"),
-            Patch(color="#1f77b4", label="after"),
-            Patch(color="#d62728", label="after, freed (DaemonSet pods only)"),
+            Patch(color=ACTIVE_COLOR, label="after, active"),
+            Patch(color=FREED_COLOR, label="after, freed (DaemonSet pods only: remove it)"),
+            Patch(color=EMPTY_COLOR, label="after, empty before and after (DaemonSet pods only)"),
         ],
         loc="upper right",
     )
@@ -258,7 +281,7 @@ def write_plot(result: RepackResult, path: str) -> None:
         axes[1].set_xticks([])
     else:
         axes[1].set_xticks(xs)
-        axes[1].set_xticklabels([n.name for n in nodes], rotation=60, ha="right", fontsize=8)
+        axes[1].set_xticklabels([short_name(n.name) for n in nodes], rotation=60, ha="right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=110)
     plt.close(fig)

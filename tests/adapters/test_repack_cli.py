@@ -231,3 +231,18 @@ def test_the_runbook_cordons_first_then_evicts_in_order_then_removes(capsys) -> 
     assert main(["repack", str(quickstart)]) == 0
     text = capsys.readouterr().out
     assert "RUNBOOK" in text and f"kubectl cordon {freed[0]}" in text
+
+
+def test_plot_colours_say_what_became_of_each_node() -> None:
+    """Freed nodes are the gain (green), nodes with DaemonSet pods only are not in use (pale),
+    and long cloud node names are shortened in the middle."""
+    from types import SimpleNamespace
+
+    from adapters.repack_output import ACTIVE_COLOR, EMPTY_COLOR, FREED_COLOR, MAX_LABEL, _after_color, short_name
+
+    assert _after_color(SimpleNamespace(freed=True, busy_after=False)) == FREED_COLOR
+    assert _after_color(SimpleNamespace(freed=False, busy_after=False)) == EMPTY_COLOR
+    assert _after_color(SimpleNamespace(freed=False, busy_after=True)) == ACTIVE_COLOR
+    long = "ip-10-0-12-34.eu-west-1.compute.internal"
+    assert len(short_name(long)) == MAX_LABEL and short_name(long).startswith("ip-10-0-") and short_name(long).endswith("internal")
+    assert short_name("node-1") == "node-1"
