@@ -44,12 +44,15 @@ def _check_interrupt() -> None:
 
 
 def apply_runbook(api: KubeApi, runbook: list[Action], *, wait_seconds: float = DEFAULT_WAIT_SECONDS,
-                  say: Callable[[str], None] = lambda line: None) -> Applied:
+                  say: Callable[[str], None] = lambda line: None, scheduler_name: str = "") -> Applied:
+    """Carry ``runbook`` out. A replacement whose ``schedulerName`` is ``scheduler_name`` (ours)
+    is bound to its planned node here, as the live scheduler would bind it: those moves land
+    where planned by construction; the others are kube-scheduler's to place."""
     applied = Applied()
     for number, action in enumerate(runbook, 1):
         try:
             _check_interrupt()
-            line = _do(api, action, wait_seconds)
+            line = _do(api, action, wait_seconds, scheduler_name)
         except Stop as why:
             applied.stopped = f"stopped at action {number} of {len(runbook)}: {why}"
             say(applied.stopped)
@@ -63,16 +66,16 @@ def apply_runbook(api: KubeApi, runbook: list[Action], *, wait_seconds: float = 
     return applied
 
 
-def _do(api: KubeApi, action: Action, wait_seconds: float) -> str:
+def _do(api: KubeApi, action: Action, wait_seconds: float, scheduler_name: str) -> str:
     if action.kind == "cordon":
         api.cordon(action.node)
         return f"cordoned {action.node}"
     if action.kind == "remove":
         return f"{action.node} runs no workload pod now: remove it (kubectl delete node {action.node}) or let cluster-autoscaler"
-    return _evict(api, action, wait_seconds)
+    return _evict(api, action, wait_seconds, scheduler_name)
 
 
-def _evict(api: KubeApi, action: Action, wait_seconds: float) -> str:
+def _evict(api: KubeApi, action: Action, wait_seconds: float, scheduler_name: str) -> str:
     namespace, _, name = action.pod.partition("/")
     try:
         pod = api.read_pod(namespace, name)
@@ -93,7 +96,9 @@ def _evict(api: KubeApi, action: Action, wait_seconds: float) -> str:
         api.evict(namespace, name, meta.get("uid", ""))
     except TooManyRequests as exc:
         raise Stop(f"eviction of {action.pod} refused: {exc}") from None
-    replacement = _wait(lambda: _replacement(api, namespace, name, meta.get("uid"), owner, before), wait_seconds,
+    ours = bool(scheduler_name) and (pod.get("spec") or {}).get("schedulerName") == scheduler_name
+    bind_to = action.target if ours else None
+    replacement = _wait(lambda: _replacement(api, namespace, name, meta.get("uid"), owner, before, bind_to), wait_seconds,
                         f"no replacement of {action.pod} was scheduled within {wait_seconds:g}s")
     landed = replacement["spec"]["nodeName"]
     new_name = replacement["metadata"]["name"]
@@ -106,9 +111,10 @@ def _evict(api: KubeApi, action: Action, wait_seconds: float) -> str:
 
 
 def _replacement(api: KubeApi, namespace: str, name: str, uid: Optional[str], owner: Optional[dict[str, Any]],
-                 before: set) -> Optional[dict[str, Any]]:
+                 before: set, bind_to: Optional[str] = None) -> Optional[dict[str, Any]]:
     """The scheduled pod that replaces the evicted one: the same name with a new uid (a
-    StatefulSet), or a new pod of the same controller; None until one is bound to a node."""
+    StatefulSet), or a new pod of the same controller; None until one is bound to a node.
+    ``bind_to``: bind a pending replacement there ourselves (it names our scheduler)."""
     for pod in api.list_pods(namespace):
         m = pod["metadata"]
         if m.get("uid") == uid or m.get("deletionTimestamp"):
@@ -121,8 +127,15 @@ def _replacement(api: KubeApi, namespace: str, name: str, uid: Optional[str], ow
             refs = m.get("ownerReferences") or []
             same = any(r.get("controller") and r.get("kind") == owner.get("kind") and r.get("name") == owner.get("name")
                        for r in refs)
-        if same and (pod.get("spec") or {}).get("nodeName"):
+        if not same:
+            continue
+        if (pod.get("spec") or {}).get("nodeName"):
             return pod
+        if bind_to is not None:
+            try:
+                api.bind(namespace, m["name"], m.get("uid", ""), bind_to)
+            except KubeError:
+                pass  # bound meanwhile (by a running cpsat-scheduler): where it landed is checked next
     return None
 
 

@@ -138,11 +138,11 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(dump_repack(result, args.output))
     if args.apply and not args.dry_run:
         sys.stdout.flush()
-        return _apply(args, result)
+        return _apply(args, result, config)
     return 0
 
 
-def _apply(args: argparse.Namespace, result) -> int:
+def _apply(args: argparse.Namespace, result, config) -> int:
     from adapters.live.kube import KubeApi, load_api_client
     from adapters.repack_apply import apply_runbook
 
@@ -154,7 +154,7 @@ def _apply(args: argparse.Namespace, result) -> int:
                          f"{type(exc).__name__}: {first}".rstrip(": ")) from None
     api = KubeApi(client)
     try:
-        applied = apply_runbook(api, result.runbook, wait_seconds=args.wait_seconds,
+        applied = apply_runbook(api, result.runbook, wait_seconds=args.wait_seconds, scheduler_name=config.scheduler_name,
                                 say=lambda line: print(f"cpsat-scheduler: apply: {line}", file=sys.stderr, flush=True))
     finally:
         api.close()

@@ -106,3 +106,21 @@ def test_a_pod_gone_since_the_dump_stops_the_run_before_any_eviction(cluster: Cl
 def test_dry_run_and_apply_together_is_a_usage_error(tmp_path: Path, capsys) -> None:
     assert main(["repack", dump(tmp_path, two_nodes()), "--apply", "--dry-run"]) == 2
     assert "--dry-run: cannot be given with --apply" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cluster", [[node("n0"), node("n1"), node("n9", cpu="32", memory="64Gi")]], indirect=True)
+def test_our_own_pods_are_bound_where_planned(cluster: Cluster, tmp_path: Path, capsys) -> None:
+    """Replacements that name cpsat-scheduler are bound by the run itself to the planned node,
+    though kube-scheduler's scores would prefer the empty n9 the dump does not have."""
+    objects = [node("n0"), node("n1")]
+    for name, at in (("web-a", "n0"), ("web-b", "n1")):
+        obj = owned(name, at, cpu="1")
+        obj["spec"]["schedulerName"] = "cpsat-scheduler"
+        objects.append(obj)
+    for obj in objects[2:]:
+        cluster.create(obj)
+    code, plan, err = repack_apply(cluster, tmp_path, objects, capsys)
+    assert code == 0, err
+    [move] = plan["moves"]
+    replacements = [p for p in cluster.core.list_namespaced_pod("default").items if p.metadata.name.startswith("web-7d9f-")]
+    assert [p.spec.node_name for p in replacements] == [move["to"]]
