@@ -53,6 +53,7 @@ from models import (
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 from models.objects import compact
 from models.storage import PersistentVolume, PersistentVolumeClaim
+from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from . import item_stream
 from .input_size import CONFIG_LIMIT, SizeLimit, read_bounded, snapshot_limit
@@ -90,6 +91,7 @@ class _Kind:
     model: type[BaseModel]
     groups: frozenset[str]  # API groups accepted for this kind ("" is the core group)
     namespaced: bool
+    slot: str = ""  # where its objects are collected, when not under the kind's own name
 
 
 _KINDS: dict[str, _Kind] = {
@@ -97,12 +99,28 @@ _KINDS: dict[str, _Kind] = {
     "Pod": _Kind("pods", Pod, frozenset({""}), True),
     "PodDisruptionBudget": _Kind("poddisruptionbudgets", PodDisruptionBudget, frozenset({"policy"}), True),
     "PriorityClass": _Kind("priorityclasses", PriorityClass, frozenset({"scheduling.k8s.io"}), False),
-    # scheduler-plugins coscheduling; older releases served it as scheduling.sigs.k8s.io.
-    "PodGroup": _Kind("podgroups", PodGroup, frozenset({"scheduling.x-k8s.io", "scheduling.sigs.k8s.io"}), True),
+    # scheduler-plugins coscheduling (older releases served it as scheduling.sigs.k8s.io), and
+    # Volcano's, which has the same minMember and minResources.
+    "PodGroup": _Kind("podgroups", PodGroup,
+                      frozenset({"scheduling.x-k8s.io", "scheduling.sigs.k8s.io", "scheduling.volcano.sh"}), True),
+    # Kubernetes' own gang API, 1.35 (Workload) and 1.36 (PodGroup): ``models.workloads``.
+    "Workload": _Kind("workloads", Workload, frozenset({"scheduling.k8s.io"}), True),
     "Namespace": _Kind("namespaces", Namespace, frozenset({""}), False),
     "PersistentVolume": _Kind("persistentvolumes", PersistentVolume, frozenset({""}), False),
     "PersistentVolumeClaim": _Kind("persistentvolumeclaims", PersistentVolumeClaim, frozenset({""}), True),
 }
+
+
+# Kinds whose name another API group uses too: (kind, group) -> how to read it.
+_ALSO: dict[tuple[str, str], _Kind] = {
+    ("PodGroup", "scheduling.k8s.io"): _Kind("podgroups", CorePodGroup, frozenset({"scheduling.k8s.io"}), True,
+                                            slot="CorePodGroup"),
+}
+
+
+def _kind_of(kind: Any, api_version: Any) -> Optional[_Kind]:
+    group = _group(api_version)
+    return _ALSO.get((kind, group)) if group is not None and (kind, group) in _ALSO else _KINDS.get(kind)
 
 
 # --------------------------------------------------------------------------- results
@@ -190,18 +208,19 @@ class _Objects:
     def __init__(self) -> None:
         # Each object with its place in the input, (document, item): the order objects are read
         # in is not always the input's (a List's kindless items wait for the List's kind).
-        self.by_kind: dict[str, list[tuple[tuple, BaseModel]]] = {kind: [] for kind in _KINDS}
+        self.by_kind: dict[str, list[tuple[tuple, BaseModel]]] = {
+            kind: [] for kind in [*_KINDS, *(spec.slot for spec in _ALSO.values())]}
         self.skipped: Counter[str] = Counter()
         self.kindless: list[tuple[int, str, Any, tuple]] = []  # list items waiting for their list's kind
         self.shared: dict = {}  # equal leaf objects, one instance (``models.objects.compact``)
 
     def take(self, position: str, item: dict, kind: str, order: tuple) -> None:
-        spec = _KINDS.get(kind)
+        spec = _kind_of(kind, item.get("apiVersion"))
         group = _group(item.get("apiVersion"))
         if spec is None or (group is not None and group not in spec.groups):
             self.skipped[kind if spec is None else f"{kind} ({item['apiVersion']})"] += 1
             return
-        self.by_kind[kind].append((order, _validate_object(spec, item, position, self.shared)))
+        self.by_kind[spec.slot or kind].append((order, _validate_object(spec, item, position, self.shared)))
 
     def list_item(self, document: int, index: int, position: str, item: Any) -> None:
         """An element of a List whose own kind may not be known yet (kubectl writes ``kind``
@@ -235,12 +254,18 @@ class _Objects:
             pods=objects["Pod"],
             pdbs=objects["PodDisruptionBudget"],
             priority_classes=objects["PriorityClass"],
-            pod_groups=objects["PodGroup"],
+            pod_groups=[*objects["PodGroup"], *(g.pod_group() for g in objects["CorePodGroup"]),
+                        *workload_pod_groups(objects["Workload"], _workload_refs(objects["Pod"]))],
             namespaces=objects["Namespace"],
             pvs=objects["PersistentVolume"],
             pvcs=objects["PersistentVolumeClaim"],
         )
         return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(self.skipped))
+
+
+def _workload_refs(pods: list[Pod]) -> set[tuple[str, str, str, str]]:
+    return {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
+            for p in pods if (r := p.spec.workload_ref) is not None}
 
 
 class _Unstreamable(Exception):
@@ -425,7 +450,7 @@ def _refuse_lone_surrogates(documents: list[Any], label: str) -> None:
             if path is None:
                 continue
             kind = obj.get("kind") if isinstance(obj, dict) else None
-            spec = _KINDS.get(kind) if isinstance(kind, str) else None
+            spec = _kind_of(kind, obj.get("apiVersion")) if isinstance(kind, str) else None
             name = _object_name(spec, obj, where) if spec is not None else where
             if _has_surrogate(name):
                 name = where

@@ -443,6 +443,16 @@ class PodSchedulingGate(K8sModel):
     name: str
 
 
+class PodSchedulingGroup(K8sModel):
+    pod_group_name: str = Field(min_length=1)
+
+
+class WorkloadReference(K8sModel):
+    name: str = Field(min_length=1)
+    pod_group: str = Field(min_length=1)
+    pod_group_replica_key: str = ""
+
+
 class PodSpec(K8sModel):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -460,6 +470,9 @@ class PodSpec(K8sModel):
     volumes: ListOf(dict[str, Any]) = []
     scheduling_gates: ListOf(PodSchedulingGate) = []
     host_network: bool = False
+    # Gang membership in Kubernetes' own APIs (``models.workloads``).
+    scheduling_group: Optional[PodSchedulingGroup] = None  # 1.36: scheduling.k8s.io/v1alpha2 PodGroup
+    workload_ref: Optional[WorkloadReference] = None  # 1.35: scheduling.k8s.io/v1alpha1 Workload
 
     @field_validator("node_name", "priority_class_name", "scheduler_name", mode="before")
     @classmethod

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import InputError
 from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from .storage import PersistentVolume, PersistentVolumeClaim
+from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
 DEFAULT_SCHEDULER_NAME = "cpsat-scheduler"
@@ -139,10 +140,26 @@ class ClusterSnapshot(BaseModel):
         ]
 
 
+# Volcano's pods name their PodGroup in this annotation.
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+
 def pod_group_key(pod: Pod) -> str | None:
-    """``namespace/name`` of the coscheduling PodGroup a pod belongs to, if any."""
+    """The key of the gang a pod belongs to, if any: ``namespace/name`` of its PodGroup (the
+    scheduler-plugins label, ``spec.schedulingGroup``, or Volcano's annotation), or
+    ``namespace/workload:podGroup[:replicaKey]`` for a Workload's pod (``models.workloads``)."""
+    ns = pod.metadata.namespace
     name = pod.metadata.labels.get(POD_GROUP_LABEL)
-    return f"{pod.metadata.namespace}/{name}" if name else None
+    if name:
+        return f"{ns}/{name}"
+    spec = pod.spec
+    if spec.scheduling_group is not None:
+        return f"{ns}/{spec.scheduling_group.pod_group_name}"
+    if spec.workload_ref is not None:
+        ref = spec.workload_ref
+        return workload_key(ns, ref.name, ref.pod_group, ref.pod_group_replica_key)
+    name = pod.metadata.annotations.get(VOLCANO_GROUP_ANNOTATION)
+    return f"{ns}/{name}" if name else None
 
 
 def _no_duplicates(resource: str, names: list[str]) -> None:

@@ -420,12 +420,13 @@ def test_input_shapes(text: str, nodes: list[str]) -> None:
 def test_unknown_groups_are_skipped_not_misread() -> None:
     text = (
         "kind: List\nitems:\n"
-        "- {apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup, metadata: {name: g}, spec: {minMember: 2}}\n"
+        "- {apiVersion: batch.example.com/v1, kind: PodGroup, metadata: {name: g}, spec: {minMember: 2}}\n"
         "- {apiVersion: scheduling.sigs.k8s.io/v1alpha1, kind: PodGroup, metadata: {name: h}, spec: {minMember: 2}}\n"
+        "- {apiVersion: scheduling.volcano.sh/v1beta1, kind: PodGroup, metadata: {name: v}, spec: {minMember: 3}}\n"
     )
     loaded = read(text)
-    assert [g.key for g in loaded.snapshot.pod_groups] == ["default/h"]
-    assert loaded.skipped == {"PodGroup (scheduling.volcano.sh/v1beta1)": 1}
+    assert [g.key for g in loaded.snapshot.pod_groups] == ["default/h", "default/v"]  # Volcano's is read too
+    assert loaded.skipped == {"PodGroup (batch.example.com/v1)": 1}
 
 
 def test_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
