@@ -17,8 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from kubernetes import client
+
 from adapters.live.errors import KubeError, NotFound, TooManyRequests
-from adapters.live.kube import KubeApi
+from adapters.live.kube import KubeApi, call_client
 from solver.repack.runbook import Action
 
 # How long one replacement may take to be scheduled, started and Ready.
@@ -32,6 +34,33 @@ class Applied:
     stopped: Optional[str] = None  # why the run stopped early; None when every action was done
 
 
+class ApplyApi:
+    """The calls ``--apply`` makes. Beyond the live scheduler's (pods get, pods/binding and
+    pods/eviction create), it needs pods list and nodes patch: the RBAC of whoever runs it, not
+    the scheduler's own (``examples/deploy/rbac.yaml`` grants neither)."""
+
+    def __init__(self, kube: KubeApi) -> None:
+        self.kube = kube
+        self._core = client.CoreV1Api(kube.api_client)
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.kube.read_pod(namespace, name)
+
+    def evict(self, namespace: str, name: str, uid: str) -> None:
+        self.kube.evict(namespace, name, uid)
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        self.kube.bind(namespace, name, uid, node)
+
+    def list_pods(self, namespace: str) -> list[dict[str, Any]]:
+        body = call_client(f"list pods in {namespace}", self._core.list_namespaced_pod, namespace)
+        return [item for item in body.get("items") or [] if isinstance(item, dict)]
+
+    def cordon(self, node: str) -> None:
+        """Mark a node unschedulable, as ``kubectl cordon`` does."""
+        call_client(f"cordon {node}", self._core.patch_node, node, {"spec": {"unschedulable": True}})
+
+
 class Stop(Exception):
     """A surprise: the run stops here."""
 
@@ -43,7 +72,7 @@ def _check_interrupt() -> None:
         raise Stop("interrupted (Ctrl-C)")
 
 
-def apply_runbook(api: KubeApi, runbook: list[Action], *, wait_seconds: float = DEFAULT_WAIT_SECONDS,
+def apply_runbook(api: ApplyApi, runbook: list[Action], *, wait_seconds: float = DEFAULT_WAIT_SECONDS,
                   say: Callable[[str], None] = lambda line: None, scheduler_name: str = "") -> Applied:
     """Carry ``runbook`` out. A replacement whose ``schedulerName`` is ``scheduler_name`` (ours)
     is bound to its planned node here, as the live scheduler would bind it: those moves land
@@ -66,7 +95,7 @@ def apply_runbook(api: KubeApi, runbook: list[Action], *, wait_seconds: float = 
     return applied
 
 
-def _do(api: KubeApi, action: Action, wait_seconds: float, scheduler_name: str) -> str:
+def _do(api: ApplyApi, action: Action, wait_seconds: float, scheduler_name: str) -> str:
     if action.kind == "cordon":
         api.cordon(action.node)
         return f"cordoned {action.node}"
@@ -75,7 +104,7 @@ def _do(api: KubeApi, action: Action, wait_seconds: float, scheduler_name: str) 
     return _evict(api, action, wait_seconds, scheduler_name)
 
 
-def _evict(api: KubeApi, action: Action, wait_seconds: float, scheduler_name: str) -> str:
+def _evict(api: ApplyApi, action: Action, wait_seconds: float, scheduler_name: str) -> str:
     namespace, _, name = action.pod.partition("/")
     try:
         pod = api.read_pod(namespace, name)
@@ -110,7 +139,7 @@ def _evict(api: KubeApi, action: Action, wait_seconds: float, scheduler_name: st
     return f"step {action.step}: evicted {action.pod} from {action.source}; {namespace}/{new_name} is Ready on {landed}"
 
 
-def _replacement(api: KubeApi, namespace: str, name: str, uid: Optional[str], owner: Optional[dict[str, Any]],
+def _replacement(api: ApplyApi, namespace: str, name: str, uid: Optional[str], owner: Optional[dict[str, Any]],
                  before: set, bind_to: Optional[str] = None) -> Optional[dict[str, Any]]:
     """The scheduled pod that replaces the evicted one: the same name with a new uid (a
     StatefulSet), or a new pod of the same controller; None until one is bound to a node.
@@ -139,7 +168,7 @@ def _replacement(api: KubeApi, namespace: str, name: str, uid: Optional[str], ow
     return None
 
 
-def _ready(api: KubeApi, namespace: str, name: str) -> Optional[bool]:
+def _ready(api: ApplyApi, namespace: str, name: str) -> Optional[bool]:
     pod = api.read_pod(namespace, name)
     status = pod.get("status") or {}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])

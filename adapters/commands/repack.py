@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _apply(args: argparse.Namespace, result, config) -> int:
     from adapters.live.kube import KubeApi, load_api_client
-    from adapters.repack_apply import apply_runbook
+    from adapters.repack_apply import ApplyApi, apply_runbook
 
     try:
         client = load_api_client(args.kubeconfig, context=args.context)
@@ -154,7 +154,7 @@ def _apply(args: argparse.Namespace, result, config) -> int:
                          f"{type(exc).__name__}: {first}".rstrip(": ")) from None
     api = KubeApi(client)
     try:
-        applied = apply_runbook(api, result.runbook, wait_seconds=args.wait_seconds, scheduler_name=config.scheduler_name,
+        applied = apply_runbook(ApplyApi(api), result.runbook, wait_seconds=args.wait_seconds, scheduler_name=config.scheduler_name,
                                 say=lambda line: print(f"cpsat-scheduler: apply: {line}", file=sys.stderr, flush=True))
     finally:
         api.close()

@@ -137,6 +137,11 @@ def _check(resp: Any, what: str) -> Any:
     return body
 
 
+def call_client(what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``_call`` for other adapters' own API calls (``repack --apply``), with the same errors."""
+    return _call(what, method, *args, **kwargs)
+
+
 def _call(what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a client method for its raw answer; return the decoded body or raise a KubeError."""
     try:
@@ -286,15 +291,6 @@ class KubeApi:
         if uid:
             body["deleteOptions"] = {"preconditions": {"uid": uid}}
         _call(f"evict {namespace}/{name}", self.core.create_namespaced_pod_eviction, name, namespace, body)
-
-    def list_pods(self, namespace: str) -> list[dict[str, Any]]:
-        """The pods of one namespace (``repack --apply`` looks for replacements there)."""
-        body = _call(f"list pods in {namespace}", self.core.list_namespaced_pod, namespace)
-        return [item for item in body.get("items") or [] if isinstance(item, dict)]
-
-    def cordon(self, node: str) -> None:
-        """Mark a node unschedulable, as ``kubectl cordon`` does."""
-        _call(f"cordon {node}", self.core.patch_node, node, {"spec": {"unschedulable": True}})
 
     def patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Strategic-merge PATCH of pods/{name}/status (conditions merge by type)."""
