@@ -84,29 +84,21 @@ def apiserver(tmp_path: Path) -> Iterator[tuple[FakeApiServer, Path]]:
 
 def test_run_against_an_api_server_stops_cleanly_on_sigterm(apiserver: tuple[FakeApiServer, Path]) -> None:
     server, kubeconfig = apiserver
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "adapters", "--debug", "run", "--kubeconfig", str(kubeconfig), "--engine", "greedy",
-         "--metrics-addr", "127.0.0.1:0", "--lease-namespace", NS, "--lease-duration", "3", "--renew-deadline", "2",
-         "--retry-period", "0.2", "--window-wait", "20"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "CPSAT_DEBUG": ""})
-    try:
-        server.store.create("pods", pod("from-cli"))
-        assert wait_for(lambda: (server.store.get("pods", NS, "from-cli") or {}).get("spec", {}).get("nodeName"),
-                        timeout=30)
-        lease = server.store.get("leases", NS, "cpsat-scheduler")
-        assert lease["spec"]["holderIdentity"]
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, err
+    server.store.create("pods", pod("from-cli"))
+
+    def bound_and_leading() -> bool:
+        bound = (server.store.get("pods", NS, "from-cli") or {}).get("spec", {}).get("nodeName")
+        lease = server.store.get("leases", NS, "cpsat-scheduler") or {}
+        return bool(bound and lease.get("spec", {}).get("holderIdentity"))
+
+    err = _run_until(["--debug", "--kubeconfig", str(kubeconfig), "--engine", "greedy", "--metrics-addr", "127.0.0.1:0",
+                      "--lease-namespace", NS, "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.2",
+                      "--window-wait", "20"], bound_and_leading)
+    assert server.store.get("pods", NS, "from-cli")["spec"]["nodeName"]
     assert "received SIGTERM; shutting down" in err
     assert re.search(r"serving /healthz, /readyz and /metrics on 127\.0\.0\.1:\d+", err)
     assert server.store.get("leases", NS, "cpsat-scheduler")["spec"]["holderIdentity"] == ""  # released
-    assert TOKEN not in out + err
+    assert TOKEN not in err
     assert "Authorization" not in err and "Bearer" not in err
 
 
@@ -152,13 +144,14 @@ def _run_until(argv: list[str], done: Any, timeout: float = 30) -> str:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "CPSAT_DEBUG": ""})
     try:
-        wait_for(done, timeout=timeout)
+        held = wait_for(done, timeout=timeout)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    assert held, f"never happened before SIGTERM: {getattr(done, '__doc__', None) or done}\n{err}"
     assert proc.returncode == 0, err
     return err
 
