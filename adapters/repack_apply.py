@@ -34,6 +34,14 @@ class Applied:
     stopped: Optional[str] = None  # why the run stopped early; None when every action was done
 
 
+# The client methods ``ApplyApi`` calls itself -> (API group, resource, verb), as RBAC names them;
+# besides these it reads, evicts and binds pods through the live scheduler's ``KubeApi``.
+APPLY_CALLS: dict[str, tuple[str, str, str]] = {
+    "list_namespaced_pod": ("", "pods", "list"),
+    "patch_node": ("", "nodes", "patch"),
+}
+
+
 class ApplyApi:
     """The calls ``--apply`` makes. Beyond the live scheduler's (pods get, pods/binding and
     pods/eviction create), it needs pods list and nodes patch: the RBAC of whoever runs it, not

@@ -124,3 +124,15 @@ def test_our_own_pods_are_bound_where_planned(cluster: Cluster, tmp_path: Path, 
     [move] = plan["moves"]
     replacements = [p for p in cluster.core.list_namespaced_pod("default").items if p.metadata.name.startswith("web-7d9f-")]
     assert [p.spec.node_name for p in replacements] == [move["to"]]
+
+
+def test_the_apply_table_names_every_call_it_makes() -> None:
+    """The permissions README lists for --apply come from this table; the code calls nothing else."""
+    import ast
+
+    import adapters.repack_apply as apply
+
+    tree = ast.parse(Path(apply.__file__).read_text())
+    called = {n.attr for n in ast.walk(tree)
+              if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr == "_core"}
+    assert called == set(apply.APPLY_CALLS)
