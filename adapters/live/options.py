@@ -22,7 +22,9 @@ from .retry import DEFAULT_BACKOFFS
 DEFAULT_WINDOW_SIZE = 500
 # How long the first pod of a window waits for company (milliseconds). Long enough that pods
 # created together (a Deployment scaling, a Job's gang) share a window, short enough not to
-# matter next to pod start-up.
+# matter next to pod start-up. With the adaptive window (the default) only pods that need a
+# joint decision (gangs, required inter-pod (anti-)affinity, hard spread) wait: waiting cannot
+# improve the plan of a pod that is decided as well on its own, and it costs its latency.
 DEFAULT_WINDOW_WAIT_MS = 200
 # Concurrent binds: binding is one small POST per pod; sixteen keep an API server busy
 # without flooding it (kube-scheduler binds each pod on its own goroutine, unbounded).
@@ -51,6 +53,7 @@ class LiveOptions:
     engine: str = "cpsat"
     window_size: int = DEFAULT_WINDOW_SIZE
     window_wait: float = DEFAULT_WINDOW_WAIT_MS / 1000.0  # seconds
+    adaptive_window: bool = True  # wait only when a pod needs a joint decision (queue.needs_joint_decision)
     dry_run: bool = False
     leader_elect: bool = True
     lease: LeaseSettings = field(default_factory=LeaseSettings)

@@ -3,7 +3,7 @@
 `run_cycle` is the story (schedule_one.go, for a window instead of a pod):
 
 1. **window** — take the next pods from the queue: up to the window size, or whatever
-   arrived within the window wait. The window comes first and the snapshot after it, so the
+   arrived within the window wait (adaptive: pods that need no joint decision do not wait). The window comes first and the snapshot after it, so the
    decision sees the cluster as it is once the wait is over, not as it was before.
 2. **snapshot** — freeze the cache, assumed pods included, into a `ClusterSnapshot`.
 3. **decide** — `solver.schedule` with the configured engine and time limit. CP-SAT returns
@@ -291,7 +291,8 @@ class Scheduler:
     # --- the phases ------------------------------------------------------------------------------
 
     def next_window(self) -> list[QueuedPod]:
-        window = self.queue.pop_window(self.options.window_size, self.options.window_wait, self._stopping)
+        window = self.queue.pop_window(self.options.window_size, self.options.window_wait, self._stopping,
+                                      adaptive=self.options.adaptive_window)
         if window:
             self.metrics.window_size.observe(len(window))
         return window

@@ -144,3 +144,50 @@ def _try(get: Any, path: str) -> Any:
         return get(path)
     except Exception:  # noqa: BLE001 - not up yet
         return None
+
+
+def test_verbose_run_logs_each_successful_bind(apiserver: tuple[FakeApiServer, Path]) -> None:
+    server, kubeconfig = apiserver
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adapters", "run", "-v", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
+         "--engine", "greedy", "--metrics-addr", "127.0.0.1:0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        server.store.create("pods", pod("logged"))
+        assert wait_for(lambda: (server.store.get("pods", NS, "logged") or {}).get("spec", {}).get("nodeName"),
+                        timeout=30)
+        node_name = server.store.get("pods", NS, "logged")["spec"]["nodeName"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert f"cpsat-scheduler: bound {NS}/logged to {node_name}\n" in err
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # closed again on exit: connections to it are refused
+
+
+def test_unreachable_api_server_logs_one_line_per_back_off(tmp_path: Path) -> None:
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{_closed_port()}"}}],
+              "users": [{"name": "u", "user": {"token": TOKEN}}],
+              "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "adapters", "run", "--kubeconfig", str(kubeconfig), "--metrics-addr", "127.0.0.1:0",
+         "--duration", "4"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert not [line for line in lines if "Retrying" in line or not line.startswith("cpsat-scheduler: ")]
+    # Each watch logs its failure once per back-off (0.2, 0.5, 1, 2 s ...: at most six in 4 s),
+    # not once per urllib3 retry inside it.
+    node_failures = [line for line in lines if line.startswith("cpsat-scheduler: watch of nodes failed")]
+    assert 1 <= len(node_failures) <= 6, node_failures
+    assert all(re.search(r"; reconnecting in \d", line) for line in node_failures)
+    assert TOKEN not in proc.stderr
