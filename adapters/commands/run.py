@@ -90,6 +90,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction, default=True,
                         help="decide pods that need no joint decision at once, without the window wait "
                         "(default: on; --no-adaptive-window makes every window wait)")
+    parser.add_argument("--quick-window", type=non_negative_int, default=options.DEFAULT_QUICK_WINDOW, metavar="N",
+                        help="windows of at most N pods that need no joint decision are decided by scheduleOne "
+                        f"whatever the engine, as under light load kube-scheduler would (default "
+                        f"{options.DEFAULT_QUICK_WINDOW}; 0: never)")
     parser.add_argument("--metrics-addr", type=address, metavar="HOST:PORT",
                         help=f"serve /healthz, /readyz and /metrics here (default {DEFAULT_METRICS_ADDR}; "
                         "with --simulate, not served unless given)")
@@ -141,6 +145,7 @@ def _live_options(args: argparse.Namespace, config: Any) -> Any:
         metrics_addr = parse_addr(DEFAULT_METRICS_ADDR)
     return LiveOptions(engine=args.engine, window_size=window_size(args.window_size, config),
                        window_wait=args.window_wait / 1000.0, adaptive_window=args.adaptive_window,
+                       quick_window=args.quick_window,
                        dry_run=args.dry_run, leader_elect=args.leader_elect and not args.dry_run, lease=lease,
                        metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency,
                        stall_timeout=args.stall_timeout)
