@@ -116,7 +116,9 @@ def test_rbac_grants_exactly_what_the_code_calls() -> None:
 def test_only_kube_and_errors_touch_the_client() -> None:
     for path in sorted((ROOT / "adapters" / "live").glob("*.py")):
         text = path.read_text()
-        if path.name in ("kube.py", "errors.py"):
+        # bench_target.py is the benchmark's own client (it sets up fake nodes and a namespace on
+        # a cluster, under the user's credentials), not the scheduler's: outside the RBAC table.
+        if path.name in ("kube.py", "errors.py", "bench_target.py"):
             continue
         assert not re.search(r"^\s*(from|import) kubernetes", text, re.M), path
     for layer in ("solver", "models"):
