@@ -31,7 +31,7 @@ DEFAULT_WINDOW_WAIT_MS = 200
 # window makes windows of a few pods, and a CP-SAT model would cost each of them a second (the
 # time limit) of latency for little gain; a backlog (a burst, a stall) makes windows larger than
 # this, and those are decided jointly. 0: every window goes to the configured engine.
-DEFAULT_QUICK_WINDOW = 50
+DEFAULT_QUICK_WINDOW = 100
 # Concurrent binds: binding is one small POST per pod; sixteen keep an API server busy
 # without flooding it (kube-scheduler binds each pod on its own goroutine, unbounded).
 DEFAULT_BIND_CONCURRENCY = 16
