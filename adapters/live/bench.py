@@ -30,8 +30,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -83,12 +83,6 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def phase_result(recorder: Recorder, names: list[str], *, trim: bool = False,
                  since: Optional[float] = None) -> PhaseResult:
     """Latency and throughput of one phase. `trim`: the rate over the 10th-90th percentile of
@@ -138,11 +132,10 @@ class Bench:
             print(f"[{engine}] backlog: {len(backlog)} pods waiting, then the scheduler starts", file=sys.stderr)
             target.create_pods(backlog)
         with tempfile.TemporaryDirectory() as tmp:
-            port = _free_port()
             log_path = Path(tmp) / "scheduler.log"
             debug = ["--debug"] if args.keep_logs else []  # per-window phase timings in the log
             cmd = [sys.executable, "-m", "adapters", *debug, "run", "--kubeconfig", target.kubeconfig,
-                   "--engine", engine, "--no-leader-elect", "--metrics-addr", f"127.0.0.1:{port}",
+                   "--engine", engine, "--no-leader-elect", "--metrics-addr", "127.0.0.1:0",
                    "--window-size", str(args.window_size), "--window-wait", str(args.window_wait),
                    "--time-limit", str(args.time_limit), "--workers", str(args.workers),
                    "--scheduler-name", args.scheduler_name, *args.scheduler_args]
@@ -158,7 +151,7 @@ class Bench:
                     result.cpu_seconds = process_cpu_seconds(proc.pid)
                     phases["backlog"] = (backlog, result)
                     target.delete_pods(backlog)
-                self._wait_ready(port, proc)
+                self._wait_ready(log_path, proc)
                 steady = [f"{engine}-steady-{i:05d}" for i in range(int(args.rate * args.duration))]
                 phases["steady"] = self._measured(proc, recorder, steady,
                                                   create=lambda names: self._steady(target, engine, names))
@@ -167,7 +160,7 @@ class Bench:
                     print(f"[{engine}] burst of {args.burst} pods", file=sys.stderr)
                     names = [f"{engine}-burst-{i:05d}" for i in range(args.burst)]
                     phases["burst"] = self._measured(proc, recorder, names, create=target.create_pods, trim=True)
-                metrics = self._metrics(port)
+                metrics = self._metrics(self._wait_ready(log_path, proc))
             finally:
                 proc.send_signal(signal.SIGTERM)  # promptly: events still queued must be flushed now
                 try:
@@ -219,15 +212,24 @@ class Bench:
             time.sleep(0.05)
 
     @staticmethod
-    def _wait_ready(port: int, proc: subprocess.Popen) -> None:
+    def _wait_ready(log_path: Path, proc: subprocess.Popen) -> int:
+        """The port of the scheduler's status server (from its log), once /readyz says ready."""
         deadline = time.monotonic() + 120
+        port = None
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"the scheduler exited with status {proc.returncode}")
+                raise RuntimeError(f"the scheduler exited with status {proc.returncode}: "
+                                   f"{log_path.read_text()[-2000:]}")
+            if port is None:
+                found = re.search(r"/metrics on 127\.0\.0\.1:(\d+)", log_path.read_text())
+                port = int(found.group(1)) if found else None
+                if port is None:
+                    time.sleep(0.1)
+                    continue
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
                     if resp.status == 200:
-                        return
+                        return port
             except OSError:
                 pass
             time.sleep(0.1)
