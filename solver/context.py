@@ -95,6 +95,25 @@ def window_pods(
     return [p for p in pending if p.key in wanted]
 
 
+# PodInfos of bound pods from the last context built, by pod object: a caller that builds
+# contexts again and again from snapshots sharing their (immutable) Pod objects — the live
+# scheduler, once per window and once per check — derives each bound pod's info once instead of
+# every time. Keyed by id() with the pod kept alongside (so an id is never reused while its entry
+# lives) and checked by identity; replaced on each build, so it holds one snapshot's pods at most.
+# A bound pod's info is never changed after it is made (only window pods get a class id).
+_bound_infos: dict[int, tuple[Pod, dict[str, str], bool, PodInfo]] = {}
+
+
+def _bound_info(pod: Pod, ns_labels: dict[str, str], sidecar_ports: bool, memo: dict, seen: dict) -> PodInfo:
+    hit = memo.get(id(pod))
+    if hit is not None and hit[0] is pod and hit[2] == sidecar_ports and hit[1] == ns_labels:
+        info = hit[3]
+    else:
+        info = PodInfo.of(pod, ns_labels, sidecar_ports=sidecar_ports)
+    seen[id(pod)] = (pod, ns_labels, sidecar_ports, info)
+    return info
+
+
 def build_context(
     snapshot: ClusterSnapshot,
     config: SchedulerConfig,
@@ -113,7 +132,10 @@ def build_context(
 
     bound_pods = snapshot.bound_pods()
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    infos_bound = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports) for p in bound_pods]
+    global _bound_infos
+    memo, seen = _bound_infos, {}
+    infos_bound = [_bound_info(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports, memo, seen) for p in bound_pods]
+    _bound_infos = seen
     window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports) for p in pending_pods]
     window.sort(key=queue_order_key)
 

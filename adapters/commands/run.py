@@ -29,6 +29,11 @@ DEFAULT_METRICS_ADDR = "127.0.0.1:10251"
 # Loggers that must stay quiet even with --debug: the client's debug output includes request
 # headers (the bearer token) and response bodies (pod specs, which may hold secrets).
 QUIET_LOGGERS = ("kubernetes", "urllib3")
+# urllib3 warns on each of its own connection retries ("Retrying (Retry(total=2, ...)) after
+# connection broken"): against an unreachable API server that is three lines per request, on
+# every watch and lease call, around our own back-off, which already says what failed and when
+# it tries again. Only its errors are let through.
+SILENT_RETRY_LOGGERS = ("urllib3.connectionpool", "urllib3.util.retry")
 
 
 def positive_int(text: str) -> int:
@@ -80,7 +85,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"most pods decided together (default {options.DEFAULT_WINDOW_SIZE})")
     parser.add_argument("--window-wait", type=non_negative_int, default=options.DEFAULT_WINDOW_WAIT_MS,
                         metavar="MS", help="how long a window waits to fill after its first pod, in milliseconds "
-                        f"(default {options.DEFAULT_WINDOW_WAIT_MS})")
+                        f"(default {options.DEFAULT_WINDOW_WAIT_MS}); with the adaptive window only pods that need a "
+                        "joint decision (gangs, required inter-pod (anti-)affinity, hard topology spread) wait")
+    parser.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction, default=True,
+                        help="decide pods that need no joint decision at once, without the window wait "
+                        "(default: on; --no-adaptive-window makes every window wait)")
+    parser.add_argument("--quick-window", type=non_negative_int, default=options.DEFAULT_QUICK_WINDOW, metavar="N",
+                        help="windows of at most N pods that need no joint decision are decided by scheduleOne "
+                        f"whatever the engine, as under light load kube-scheduler would (default "
+                        f"{options.DEFAULT_QUICK_WINDOW}; 0: never)")
     parser.add_argument("--metrics-addr", type=address, metavar="HOST:PORT",
                         help=f"serve /healthz, /readyz and /metrics here (default {DEFAULT_METRICS_ADDR}; "
                         "with --simulate, not served unless given)")
@@ -131,7 +144,8 @@ def _live_options(args: argparse.Namespace, config: Any) -> Any:
 
         metrics_addr = parse_addr(DEFAULT_METRICS_ADDR)
     return LiveOptions(engine=args.engine, window_size=window_size(args.window_size, config),
-                       window_wait=args.window_wait / 1000.0,
+                       window_wait=args.window_wait / 1000.0, adaptive_window=args.adaptive_window,
+                       quick_window=args.quick_window,
                        dry_run=args.dry_run, leader_elect=args.leader_elect and not args.dry_run, lease=lease,
                        metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency,
                        stall_timeout=args.stall_timeout)
@@ -155,14 +169,16 @@ def window_size(asked: int, config: Any) -> int:
 def _configure_logging(args: argparse.Namespace) -> None:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    for name in SILENT_RETRY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
     live = logging.getLogger("adapters.live")
     if getattr(args, "debug", False):
         live.setLevel(logging.DEBUG)
     elif args.verbose or not args.simulate:
         live.setLevel(logging.INFO)  # a daemon's log says what it did; a simulation prints it instead
-    # Every successful bind is one line: asked for with -v (or --debug), not by default.
+    # One line per successful bind only when asked: at full speed that is hundreds a second.
     verbose = args.verbose or getattr(args, "debug", False)
-    logging.getLogger("adapters.live.binder.binds").setLevel(logging.INFO if verbose else logging.WARNING)
+    logging.getLogger("adapters.live.binder.binds").setLevel(logging.NOTSET if verbose else logging.WARNING)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -212,8 +228,9 @@ def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: thre
     if scheduler.status_address is not None:
         host, port = scheduler.status_address
         log.info("serving /healthz, /readyz and /metrics on %s:%d", host, port)
-    log.info("scheduling pods with schedulerName %s (engine %s, window %d pods / %d ms%s)", config.scheduler_name,
+    log.info("scheduling pods with schedulerName %s (engine %s, window %d pods / %d ms%s%s)", config.scheduler_name,
              options.engine, options.window_size, round(options.window_wait * 1000),
+             " when pods couple" if options.adaptive_window else "",
              ", dry run" if options.dry_run else "")
     try:
         stop.wait(args.duration) if args.duration else stop.wait()

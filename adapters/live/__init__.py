@@ -4,8 +4,8 @@ It runs beside kube-scheduler and places the pods whose `spec.schedulerName` nam
 way kube-scheduler places its own, but a window of pods at a time through the CP-SAT
 solver. One module per concern:
 
-- `kube.py` — every API call, through the official client (the only module that uses it),
-  and `errors.py` — the adapter's own error classes;
+- `kube.py` — every API call, through the official client (the only module of the
+  scheduler that uses it), and `errors.py` — the adapter's own error classes;
 - `informer.py` + `cache.py` + `convert.py` — list+watch into a cache of parsed models,
   with the scheduler's assumptions on top;
 - `queue.py` + `handlers.py` — active, backoff and unschedulable pods, and which cluster
@@ -15,7 +15,8 @@ solver. One module per concern:
 - `leader.py` — Lease-based leader election; `serving.py` + `metrics.py` — health and
   Prometheus metrics;
 - `simulate.py` — the same loop against the in-memory API server (`run --simulate`);
-  `bench.py` — its latency and throughput benchmark.
+  `bench.py` — its latency, throughput and CPU benchmark, on the in-memory API server or,
+  through `bench_target.py` (the bench's own client: fake nodes, a namespace), a real one.
 
 Nothing here is imported by `solver/` or `models/`.
 """

@@ -50,8 +50,9 @@ from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)
-# One line per pod bound: at full speed hundreds a second, so on only with ``run -v``.
-binds_log = logging.getLogger(__name__ + ".binds")
+# One line per successful bind, on its own logger: at full speed that is hundreds a second, so
+# `run` shows them only when asked (`-v`), as kube-scheduler logs its binds at -v=2.
+bind_log = logging.getLogger(__name__ + ".binds")
 
 # When an unconfirmed bind's pod cannot be read back at the end of its time to live, how long
 # until it is asked for again (seconds).
@@ -404,7 +405,7 @@ class Binder:
         return True
 
     def _bound(self, p: Placement) -> None:
-        binds_log.info("bound %s to %s", p.key, p.node)
+        bind_log.info("bound %s to %s", p.key, p.node)
         self.cache.set_state(p.key, BOUND)
         self.queue.done(p.key)
         self.metrics.binds.labels(result="bound").inc()

@@ -107,6 +107,11 @@ class ClusterCache:
         # objects that failed to parse, with the error (reported once per change)
         self.invalid: dict[tuple[str, str], str] = {}
         self.changed = threading.Condition(self.lock)
+        # Each pod as the last snapshot resolved it (priority and preemption policy from its
+        # class), keyed by the cached object it came from: a snapshot resolves only the pods that
+        # changed since, and an unchanged pod is the same object in every snapshot, so what the
+        # solver derives from it can be remembered too. Cleared when priority classes change.
+        self._resolved: dict[str, tuple[Pod, Pod]] = {}
 
     # --- feeding from list and watch -----------------------------------------------------------
 
@@ -157,6 +162,8 @@ class ClusterCache:
             self._delete(resource, key)
             return
         self.invalid.pop((resource.name, key), None)
+        if resource is PRIORITY_CLASSES:
+            self._resolved = {}
         store = self._objects[resource]
         old = store.get(key)
         store[key] = model
@@ -179,6 +186,8 @@ class ClusterCache:
         old = self._objects[resource].pop(key, None)
         if old is None:
             return
+        if resource is PRIORITY_CLASSES:
+            self._resolved = {}
         if resource is PODS:
             self._assumed.pop(key, None)
             self._evicting.pop(key, None)
@@ -271,8 +280,17 @@ class ClusterCache:
             pdbs = list(self._objects[PDBS].values())
             classes = list(self._objects[PRIORITY_CLASSES].values())
             groups = list(self._objects[PODGROUPS].values())
-        return ClusterSnapshot.build(nodes=nodes, pods=pods, pdbs=pdbs, priority_classes=classes,  # type: ignore[arg-type]
-                                     pod_groups=groups)  # type: ignore[arg-type]
+            memo = self._resolved
+        # Pods resolved before are passed resolved: `build` then finds nothing to change in them
+        # and keeps them as they are (the same objects as in the last snapshot).
+        sources = pods
+        pods = [hit[1] if (hit := memo.get(p.key)) is not None and hit[0] is p else p for p in sources]
+        snapshot = ClusterSnapshot.build(nodes=nodes, pods=pods, pdbs=pdbs, priority_classes=classes,  # type: ignore[arg-type]
+                                         pod_groups=groups)  # type: ignore[arg-type]
+        with self.lock:
+            if self._resolved is memo:  # no priority class changed meanwhile
+                self._resolved = {out.key: (src, out) for src, out in zip(sources, snapshot.pods)}
+        return snapshot
 
     # --- assumptions ---------------------------------------------------------------------------
 

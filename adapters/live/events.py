@@ -10,6 +10,12 @@ Reporting must never slow scheduling down: writes are queued and sent by a backg
 worker, with the bounded retries of `retry.py`. If the API server cannot take them, they
 are dropped and counted (`events_dropped_total`), never retried forever or allowed to
 block a bind. A pod's condition is only patched when its message changes.
+
+An event like one still waiting to be sent (same pod, reason and message: a pod found
+unschedulable again and again) is folded into it, its `count` raised and `lastTimestamp`
+moved, as client-go's recorder aggregates repeats, so a backlog of retries is one write per
+pod. On shutdown what is queued is flushed, with more writers, within `DRAIN_SECONDS`: the
+`Scheduled` events of the last binds trail them, and a prompt SIGTERM must not lose them.
 """
 
 from __future__ import annotations
@@ -35,8 +41,11 @@ log = logging.getLogger(__name__)
 MAX_PENDING_WRITES = 10_000
 # Background writers: two keep up with a few hundred events per second on a small API server.
 WRITERS = 2
-# On shutdown, how long pending writes may take before the rest are dropped (seconds).
-DRAIN_SECONDS = 3.0
+# On shutdown, how long pending writes may take before the rest are dropped (seconds): well
+# within a pod's default termination grace (30 s), which also covers finishing the binds.
+DRAIN_SECONDS = 15.0
+# Writers while draining on shutdown: nothing else competes for the API server then.
+DRAIN_WRITERS = 8
 # Retry delays of one event write: events are worth little once stale, so few and short.
 EVENT_BACKOFFS = (0.2, 0.5)
 
@@ -60,6 +69,7 @@ class _Write:
     name: str
     event: Optional[dict[str, Any]] = None
     status: Optional[dict[str, Any]] = None
+    same: Optional[tuple[str, ...]] = None  # what makes a later event the same as this one
 
 
 class Reporter:
@@ -77,16 +87,24 @@ class Reporter:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
+        # Events queued and not yet taken by a writer, by what makes two of them the same.
+        self._pending: dict[tuple[str, ...], _Write] = {}
 
     def start(self) -> None:
-        for i in range(WRITERS):
-            thread = threading.Thread(target=self._work, name=f"cpsat-live-events-{i}", daemon=True)
+        self._add_writers(WRITERS)
+
+    def _add_writers(self, count: int) -> None:
+        for _ in range(count):
+            thread = threading.Thread(target=self._work, name=f"cpsat-live-events-{len(self._threads)}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
     def stop(self) -> None:
         """Send what is queued (bounded by DRAIN_SECONDS), then stop the writers."""
         deadline = time.monotonic() + DRAIN_SECONDS
+        if self._threads and not self._queue.empty():
+            self._add_writers(DRAIN_WRITERS - len(self._threads))
+            log.info("flushing %d queued event and status writes", self._queue.qsize())
         for _ in self._threads:
             try:
                 self._queue.put(None, timeout=max(0.01, deadline - time.monotonic()))
@@ -143,19 +161,30 @@ class Reporter:
             "reportingComponent": self.component, "reportingInstance": self.instance,
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }
-        self._put(_Write(f"{reason} event for {pod.key}", meta.namespace, meta.name, event=event))
+        same = (meta.namespace, meta.name, meta.uid or "", reason, message)
+        with self._lock:
+            queued = self._pending.get(same)
+            if queued is not None and queued.event is not None:  # not taken by a writer yet: fold it in
+                queued.event["count"] += 1
+                queued.event["lastTimestamp"] = stamp
+                return
+            write = _Write(f"{reason} event for {pod.key}", meta.namespace, meta.name, event=event, same=same)
+            if self._put(write):
+                self._pending[same] = write
 
     def clock_id(self) -> str:
         """A name suffix unique within this process: time in ns and a counter, in hex."""
         return f"{time.time_ns():x}{next(self._ids):x}"
 
-    def _put(self, write: _Write) -> None:
+    def _put(self, write: _Write) -> bool:
         if not self.enabled:
-            return
+            return False
         try:
             self._queue.put_nowait(write)
         except queue.Full:
             self.metrics.events_dropped.inc()
+            return False
+        return True
 
     def _work(self) -> None:
         while True:
@@ -167,6 +196,10 @@ class Reporter:
                 continue
             if write is None:
                 return
+            if write.same is not None:
+                with self._lock:  # from here on a like event is a new write, not folded into this one
+                    if self._pending.get(write.same) is write:
+                        del self._pending[write.same]
             if self._stopping.is_set():  # past the drain deadline: what is left is dropped
                 self.metrics.events_dropped.inc()
                 continue

@@ -22,8 +22,16 @@ from .retry import DEFAULT_BACKOFFS
 DEFAULT_WINDOW_SIZE = 500
 # How long the first pod of a window waits for company (milliseconds). Long enough that pods
 # created together (a Deployment scaling, a Job's gang) share a window, short enough not to
-# matter next to pod start-up.
+# matter next to pod start-up. With the adaptive window (the default) only pods that need a
+# joint decision (gangs, required inter-pod (anti-)affinity, hard spread) wait: waiting cannot
+# improve the plan of a pod that is decided as well on its own, and it costs its latency.
 DEFAULT_WINDOW_WAIT_MS = 200
+# Windows of at most this many pods, none of which needs a joint decision, are decided by
+# scheduleOne whatever the engine (see `Scheduler.is_quick`). Under light load the adaptive
+# window makes windows of a few pods, and a CP-SAT model would cost each of them a second (the
+# time limit) of latency for little gain; a backlog (a burst, a stall) makes windows larger than
+# this, and those are decided jointly. 0: every window goes to the configured engine.
+DEFAULT_QUICK_WINDOW = 100
 # Concurrent binds: binding is one small POST per pod; sixteen keep an API server busy
 # without flooding it (kube-scheduler binds each pod on its own goroutine, unbounded).
 DEFAULT_BIND_CONCURRENCY = 16
@@ -51,6 +59,8 @@ class LiveOptions:
     engine: str = "cpsat"
     window_size: int = DEFAULT_WINDOW_SIZE
     window_wait: float = DEFAULT_WINDOW_WAIT_MS / 1000.0  # seconds
+    adaptive_window: bool = True  # wait only when a pod needs a joint decision (queue.needs_joint_decision)
+    quick_window: int = DEFAULT_QUICK_WINDOW  # pods; see DEFAULT_QUICK_WINDOW
     dry_run: bool = False
     leader_elect: bool = True
     lease: LeaseSettings = field(default_factory=LeaseSettings)
@@ -68,6 +78,8 @@ class LiveOptions:
     def __post_init__(self) -> None:
         if self.window_size < 1:
             raise ValueError("window size must be at least 1")
+        if self.quick_window < 0:
+            raise ValueError("quick window must be >= 0")
         if self.window_wait < 0:
             raise ValueError("window wait must be >= 0")
         if self.stall_timeout is not None and self.stall_timeout < 0:

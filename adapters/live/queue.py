@@ -10,7 +10,11 @@ deleted, ...) or, as a safety net, five minutes. Pods with scheduling gates are 
 until their gates are removed.
 
 A window is taken from the active pool: up to `max_size` pods, or whatever arrives within
-the window wait after the first one. A gang is never split across windows: when one member
+the window wait after the first one. The wait is adaptive: it is only worth paying when a
+waiting pod needs a joint decision with pods that may still arrive (`needs_joint_decision`: a
+gang member, required inter-pod (anti-)affinity, a hard topology spread). Pods that need none
+are taken at once, as kube-scheduler takes one pod at a time; under a backlog the window is
+still large, because pods pile up while the previous window is decided. A gang is never split across windows: when one member
 is taken, its queued siblings come along, wherever they wait.
 
 Pods taken into a window are *in flight* until the scheduler reports the outcome: done
@@ -66,6 +70,22 @@ class QueuedPod:
     @property
     def gang(self) -> Optional[str]:
         return pod_group_key(self.pod)
+
+
+def needs_joint_decision(pod: Pod) -> bool:
+    """Whether deciding `pod` together with pods that arrive soon can give a better (or the
+    only) plan: a gang member (placed all together or not at all), or a pod whose required
+    inter-pod affinity or anti-affinity, or hard topology spread, reads where its peers go.
+    Any other pod is decided as well on its own, the moment it is ready."""
+    if pod_group_key(pod):
+        return True
+    spec = pod.spec
+    aff = spec.affinity
+    if aff is not None:
+        for group in (aff.pod_affinity, aff.pod_anti_affinity):
+            if group is not None and group.required_during_scheduling_ignored_during_execution:
+                return True
+    return any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread_constraints)
 
 
 def _gated(pod: Pod) -> bool:
@@ -170,9 +190,11 @@ class SchedulingQueue:
 
     # --- windows ---------------------------------------------------------------------------------
 
-    def pop_window(self, max_size: int, wait: float, stop: Optional[threading.Event] = None) -> list[QueuedPod]:
+    def pop_window(self, max_size: int, wait: float, stop: Optional[threading.Event] = None, *,
+                   adaptive: bool = False) -> list[QueuedPod]:
         """Block until a pod is active; then take up to `max_size` pods, waiting at most `wait`
-        seconds for the window to fill. Returns [] when the queue is closed or `stop` is set."""
+        seconds for the window to fill. `adaptive`: wait only while some active pod needs a joint
+        decision (`needs_joint_decision`). Returns [] when the queue is closed or `stop` is set."""
         def stopped() -> bool:
             return self._closed or (stop is not None and stop.is_set())
 
@@ -187,6 +209,8 @@ class SchedulingQueue:
                 self._cond.wait(self._idle_timeout(now))
             deadline = self.clock.now() + wait
             while len(self._active) < max_size and not stopped():
+                if adaptive and not self._active_couples_locked():
+                    break
                 left = deadline - self.clock.now()
                 if left <= 0:
                     break
@@ -195,6 +219,9 @@ class SchedulingQueue:
             if stopped():
                 return []
             return self._take_locked(max_size)
+
+    def _active_couples_locked(self) -> bool:
+        return any(needs_joint_decision(self._pods[key].pod) for key in self._pools[ACTIVE])
 
     def _take_locked(self, max_size: int) -> list[QueuedPod]:
         window: list[QueuedPod] = []

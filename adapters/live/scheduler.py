@@ -3,14 +3,19 @@
 `run_cycle` is the story (schedule_one.go, for a window instead of a pod):
 
 1. **window** — take the next pods from the queue: up to the window size, or whatever
-   arrived within the window wait. The window comes first and the snapshot after it, so the
+   arrived within the window wait (adaptive: pods that need no joint decision do not wait). The window comes first and the snapshot after it, so the
    decision sees the cluster as it is once the wait is over, not as it was before.
 2. **snapshot** — freeze the cache, assumed pods included, into a `ClusterSnapshot`.
 3. **decide** — `solver.schedule` with the configured engine and time limit. CP-SAT returns
    its best plan or, at the limit, the greedy `scheduleOne` plan, so a window never stalls;
-   if the solver fails outright, the window is decided greedily.
+   if the solver fails outright, the window is decided greedily. A *quick* window — few pods
+   (`quick_window`), none needing a joint decision: the light-load case — is decided by
+   `scheduleOne` whatever the engine, as kube-scheduler would decide each of its pods: a model
+   costs a second where the pods gain little from it; a backlog still makes large joint windows.
 4. **check** — `solver.validate` replays the plan; a plan it rejects is never acted on (the
-   greedy plan is tried instead, and if that fails too the pods back off).
+   greedy plan is tried instead, and if that fails too the pods back off). A plan the solver
+   took from CP-SAT was already replayed by `solver.schedule` against this very snapshot, and
+   is not replayed twice.
 5. **assume** — every decision goes into the cache before any API call, so the next window
    already counts it; victims are shown as terminating so no room is promised twice.
 6. **report** — pods left out go back to the queue as unschedulable, with a
@@ -46,7 +51,8 @@ from .kube import NODES, PODS, WATCHED, KubeApi
 from .leader import AlwaysLeader, LeaderElector
 from .metrics import Metrics
 from .options import STALL_GRACE_SECONDS, LiveOptions
-from .queue import ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, QueuedPod, SchedulingQueue
+from .queue import (ACTIVE, BACKOFF, GATED, IN_FLIGHT, UNSCHEDULABLE, QueuedPod, SchedulingQueue,
+                    needs_joint_decision)
 from .serving import StatusServer
 from .units import form_units
 
@@ -291,7 +297,8 @@ class Scheduler:
     # --- the phases ------------------------------------------------------------------------------
 
     def next_window(self) -> list[QueuedPod]:
-        window = self.queue.pop_window(self.options.window_size, self.options.window_wait, self._stopping)
+        window = self.queue.pop_window(self.options.window_size, self.options.window_wait, self._stopping,
+                                      adaptive=self.options.adaptive_window)
         if window:
             self.metrics.window_size.observe(len(window))
         return window
@@ -319,7 +326,7 @@ class Scheduler:
 
     def decide(self, snapshot: ClusterSnapshot, window: list[QueuedPod]) -> Optional[Plan]:
         keys = [qp.key for qp in window]
-        engine = self.options.engine
+        engine = "greedy" if self.is_quick(window) else self.options.engine
         start = self.clock.now()
         self._failure = "scheduler error: the window could not be decided (see the scheduler's log)"
         try:
@@ -346,8 +353,15 @@ class Scheduler:
             self.metrics.fallbacks.inc()
         return plan
 
+    def is_quick(self, window: list[QueuedPod]) -> bool:
+        """A light-load window that scheduleOne decides as well as a model would: at most
+        `quick_window` pods (a backlog makes larger windows), none needing a joint decision."""
+        return len(window) <= self.options.quick_window and not any(needs_joint_decision(qp.pod) for qp in window)
+
     def check(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> Optional[Plan]:
         """The plan if the validator accepts it (or the greedy one if that passes instead)."""
+        if plan.stats.engine == "cpsat" and plan.stats.plan_from == "solver":
+            return plan  # solver.schedule replayed it through solver.validate on this snapshot
         problems = solver.validate(snapshot, plan, self.config)
         if not problems:
             return plan

@@ -1,14 +1,54 @@
-"""The live benchmark still runs end to end (a tiny cluster, a second of arrivals, one engine)."""
+"""The live benchmark runs end to end: on the in-memory API server, and in `--kubeconfig` mode
+against an API server it must set up (fake Ready nodes, a namespace) and clean up after itself."""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
+from adapters.apiserver import FakeApiServer
 from adapters.live import bench
+from adapters.live.bench_target import RUN_LABEL
 
 
-def test_tiny_benchmark_binds_every_pod_and_reports_latency() -> None:
-    (result,) = bench.run(nodes=20, rate=20.0, duration=1.0, burst=30, engine="greedy", window_wait=20)
-    assert result.engine == "greedy"
-    assert (result.sustained.pods, result.sustained.bound) == (20, 20)
+def _check(result: bench.EngineResult, *, steady: int, burst: int, backlog: int) -> None:
+    assert (result.sustained.pods, result.sustained.bound) == (steady, steady)
     assert result.sustained.p50 is not None and 0 < result.sustained.p50 <= result.sustained.p99 <= result.sustained.max
-    assert result.burst is not None and result.burst.bound == 30 and result.burst.throughput
+    assert result.burst is not None and result.burst.bound == burst and result.burst.throughput
+    assert result.backlog is not None and result.backlog.bound == backlog and result.backlog.seconds > 0
+    for phase in (result.sustained, result.burst, result.backlog):
+        assert phase.cpu_seconds is not None and phase.cpu_seconds >= 0
+        assert phase.events == phase.bound  # every Scheduled event written, the last ones on SIGTERM
+
+
+def test_tiny_benchmark_prints_three_rows_with_cpu_and_events() -> None:
+    (result,) = bench.run(nodes=20, rate=20.0, duration=1.0, burst=30, backlog=25, engine="greedy", window_wait=20)
+    assert result.engine == "greedy"
+    _check(result, steady=20, burst=30, backlog=25)
     assert result.windows >= 2 and result.solver_status == {"GREEDY": float(result.windows)}
+    text = bench.report([result], argparse.Namespace(**{**vars(bench._parser().parse_args([])), "nodes": 20}))
+    rows = [line.split()[:2] for line in text.splitlines() if line.startswith("greedy ")]
+    assert rows == [["greedy", "burst"], ["greedy", "backlog"], ["greedy", "steady"]]
+
+
+def test_kubeconfig_mode_creates_fake_nodes_and_cleans_up(tmp_path: Path) -> None:
+    # No simulated kubelets: like fake nodes on a real cluster, nothing runs the pods.
+    server = FakeApiServer([], kubelet=False).start()
+    made: list[dict] = []
+    server.store.add_listener(lambda key, event, obj, prev: made.append(obj) if key == "nodes" and event == "ADDED"
+                              else None)
+    try:
+        kubeconfig = server.kubeconfig_path(tmp_path)
+        (result,) = bench.run(kubeconfig=kubeconfig, nodes=6, rate=10.0, duration=1.0, burst=12, backlog=8,
+                              engine="greedy", window_wait=20)
+        _check(result, steady=10, burst=12, backlog=8)
+        assert len(made) == 6 and all(RUN_LABEL in n["metadata"]["labels"] for n in made)
+        assert all({"type": "Ready", "status": "True"}.items() <= c.items()
+                   for n in made for c in n["status"]["conditions"])
+        # Everything the run made is gone: its nodes, its namespace and the pods in it.
+        assert server.store.list("nodes") == []
+        assert [n["metadata"]["name"] for n in server.store.list("namespaces")
+                if n["metadata"]["name"].startswith("cpsat-bench-")] == []
+        assert server.store.list("pods") == []
+    finally:
+        server.stop()

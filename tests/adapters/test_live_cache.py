@@ -164,3 +164,21 @@ def test_synced_only_when_every_resource_was_listed() -> None:
         cache.replace(resource, [])
     cache.mark_synced(PODGROUPS)  # an absent CRD
     assert cache.synced
+
+
+def test_snapshots_reuse_resolved_pods_until_they_or_their_priority_classes_change() -> None:
+    cache = synced_cache([node("n1")], [pod("a", node_name="n1", running=True, priority_class="high"),
+                                        pod("b", node_name="n1", running=True)])
+    cache.replace(PRIORITY_CLASSES, [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                      "metadata": {"name": "high"}, "value": 1000}])
+    first = {p.key: p for p in cache.snapshot().pods}
+    assert first["default/a"].spec.priority == 1000 and first["default/b"].spec.priority == 0
+    second = {p.key: p for p in cache.snapshot().pods}
+    assert second["default/a"] is first["default/a"] and second["default/b"] is first["default/b"]
+    changed = pod("b", node_name="n1", running=True, labels={"v": "2"})
+    cache.apply(PODS, "MODIFIED", dict(changed, metadata={**changed["metadata"], "resourceVersion": "6"}))
+    third = {p.key: p for p in cache.snapshot().pods}
+    assert third["default/a"] is first["default/a"] and third["default/b"].metadata.labels == {"v": "2"}
+    cache.apply(PRIORITY_CLASSES, "MODIFIED", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                               "metadata": {"name": "high"}, "value": 7})
+    assert {p.key: p.spec.priority for p in cache.snapshot().pods} == {"default/a": 7, "default/b": 0}

@@ -205,3 +205,27 @@ def _set_event() -> Any:
     event = threading.Event()
     event.set()
     return event
+
+
+def test_adaptive_window_takes_independent_pods_at_once_and_waits_for_coupled_ones() -> None:
+    import threading
+    import time
+
+    from adapters.live.clock import SystemClock
+
+    queue = SchedulingQueue(clock=SystemClock())
+    queue.add(make_pod("web-0"))
+    start = time.monotonic()
+    assert keys(queue.pop_window(10, 5.0, adaptive=True)) == ["default/web-0"]
+    assert time.monotonic() - start < 1.0  # nothing to gain from waiting: not the 5 s
+    # A gang member waits for company: a sibling created during the wait shares its window.
+    queue.add(make_pod("job-0", gang="job"))
+    threading.Timer(0.1, lambda: queue.add(make_pod("job-1", gang="job"))).start()
+    start = time.monotonic()
+    assert sorted(keys(queue.pop_window(10, 0.5, adaptive=True))) == ["default/job-0", "default/job-1"]
+    assert time.monotonic() - start >= 0.45
+    # Without the adaptive window every window waits its full wait.
+    queue.add(make_pod("web-1"))
+    start = time.monotonic()
+    assert keys(queue.pop_window(10, 0.3)) == ["default/web-1"]
+    assert time.monotonic() - start >= 0.25

@@ -264,7 +264,7 @@ def test_gang_partly_bound_is_reported_and_the_rest_retried(make_cluster: Callab
 
 def test_metrics_health_and_readiness(make_cluster: Callable[..., Cluster]) -> None:
     cluster = make_cluster()
-    sched = cluster.scheduler(options=fast_options(metrics_addr=("127.0.0.1", 0), engine="cpsat"))
+    sched = cluster.scheduler(options=fast_options(metrics_addr=("127.0.0.1", 0), engine="cpsat", quick_window=0))
     cluster.create(pod("p"), pod("huge", cpu="64"))
     assert wait_for(lambda: cluster.node_of("p") and sched.queue.where(f"{NS}/huge") == "unschedulable")
     assert wait_for(lambda: sched.metrics.attempts.labels(result="scheduled")._value.get() == 1)
@@ -349,3 +349,19 @@ def test_stop_finishes_binds_in_flight_and_leaves_nothing_behind(make_cluster: C
     assert len(cluster.bound()) == 3
     assert cluster.double_binds() == []
     assert not [t for t in live_threads() if t.startswith("cpsat-live")]
+
+
+def test_light_load_windows_are_quick_and_coupled_ones_go_to_the_engine(make_cluster: Callable[..., Cluster]) -> None:
+    # Two pods on their own: scheduleOne decides them at once, whatever the engine. A gang needs
+    # a joint decision: CP-SAT decides it. Every plan is bound and the final state is valid.
+    cluster = make_cluster([node("n1", cpu="4"), node("n2", cpu="4"), pod_group("job", 2)])
+    sched = cluster.scheduler(fast_config(), fast_options(engine="cpsat", window_wait=0.2))
+    cluster.create(pod("web-0"), pod("web-1"))
+    assert wait_for(lambda: cluster.node_of("web-0") and cluster.node_of("web-1"))
+    statuses = sched.metrics.solver_status
+    assert statuses.labels(status="GREEDY")._value.get() >= 1
+    assert sched.metrics.solver_latency.labels(engine="cpsat")._sum.get() == 0
+    cluster.create(pod("job-0", gang="job"), pod("job-1", gang="job"))
+    assert wait_for(lambda: cluster.node_of("job-0") and cluster.node_of("job-1"))
+    assert sched.metrics.solver_latency.labels(engine="cpsat")._sum.get() > 0
+    assert cluster.violations() == []

@@ -1,0 +1,284 @@
+"""Where the live benchmark runs: the in-memory API server, or any real one (`--kubeconfig`).
+
+Both give the bench the same four things: a kubeconfig for the scheduler process, a way to
+create and delete the benchmark's pods, and a `Recorder` that learns when each pod was
+created, bound and given its `Scheduled` event.
+
+- `InMemoryTarget` runs `adapters.apiserver.FakeApiServer` (with simulated kubelets) in this
+  process and records from its store, so times are the commit times themselves.
+- `ClusterTarget` works on a real API server through the official client: it creates a
+  namespace and fake Ready nodes (no kubelet behind them: a taint of their own keeps other
+  workloads off them, and the bench pods tolerate it and the not-ready/unreachable taints the
+  node lifecycle controller adds once their heartbeat is missed), records by watching pods and
+  events, and deletes all of it at the end, even after an error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional
+
+log = logging.getLogger(__name__)
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+# Pod shapes of the generated workload (cpu, memory): small services, as scheduler_perf's
+# default pod (100m, 500Mi) and two larger ones; dealt round-robin.
+SHAPES = (("100m", "256Mi"), ("250m", "512Mi"), ("500m", "1Gi"))
+NODE_RESOURCES = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+# The label and taint that mark (and reserve) the fake nodes of one run on a real cluster.
+RUN_LABEL = "cpsat-scheduler.bench/run"
+# Taints a node lifecycle controller puts on nodes whose (absent) kubelet stops reporting.
+NODE_DOWN_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def node_object(name: str, i: int, *, run: Optional[str] = None) -> dict[str, Any]:
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+              "topology.kubernetes.io/zone": ZONES[i % len(ZONES)]}
+    spec: dict[str, Any] = {}
+    if run:
+        labels[RUN_LABEL] = run
+        spec["taints"] = [{"key": RUN_LABEL, "value": run, "effect": "NoSchedule"}]
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec,
+            "status": node_status()}
+
+
+def node_status() -> dict[str, Any]:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"allocatable": NODE_RESOURCES, "capacity": NODE_RESOURCES,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "fake node of cpsat-scheduler's live bench",
+                            "lastHeartbeatTime": now, "lastTransitionTime": now}]}
+
+
+def pod_object(name: str, i: int, namespace: str, scheduler: str, *, run: Optional[str] = None) -> dict[str, Any]:
+    cpu, memory = SHAPES[i % len(SHAPES)]
+    spec: dict[str, Any] = {"schedulerName": scheduler,
+                            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9",
+                                            "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if run:
+        spec["nodeSelector"] = {RUN_LABEL: run}
+        spec["tolerations"] = [{"key": RUN_LABEL, "operator": "Equal", "value": run, "effect": "NoSchedule"},
+                               *({"key": key, "operator": "Exists"} for key in NODE_DOWN_TAINTS)]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": f"svc-{i % len(SHAPES)}"}},
+            "spec": spec}
+
+
+class Recorder:
+    """Creation, binding and `Scheduled`-event times of pods, by pod name."""
+
+    def __init__(self) -> None:
+        self.created: dict[str, float] = {}
+        self.bound: dict[str, float] = {}
+        self.scheduled_events: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def pod_seen(self, obj: dict[str, Any], *, added: bool) -> None:
+        name = obj["metadata"]["name"]
+        now = time.monotonic()
+        with self.lock:
+            if added:
+                self.created.setdefault(name, now)
+            if (obj.get("spec") or {}).get("nodeName"):
+                self.bound.setdefault(name, now)
+
+    def event_seen(self, obj: dict[str, Any]) -> None:
+        if obj.get("reason") == "Scheduled":
+            name = (obj.get("involvedObject") or {}).get("name", "")
+            with self.lock:
+                self.scheduled_events.setdefault(name, time.monotonic())
+
+    def all_bound(self, names: list[str]) -> bool:
+        with self.lock:
+            return all(n in self.bound for n in names)
+
+    def count_events(self, names: list[str]) -> int:
+        with self.lock:
+            return sum(1 for n in names if n in self.scheduled_events)
+
+
+class InMemoryTarget:
+    """The in-memory API server with simulated kubelets, in this process."""
+
+    namespace = "bench"
+
+    def __init__(self, nodes: int, scheduler: str) -> None:
+        from adapters.apiserver import FakeApiServer
+        from adapters.apiserver.api import Request
+
+        self._request = Request
+        self.scheduler = scheduler
+        self.recorder = Recorder()
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+        self.server = FakeApiServer([namespace, *(node_object(f"node-{i:04d}", i) for i in range(nodes))],
+                                    kubelet_start_seconds=0.05, kubelet_grace_seconds=0.1, history_limit=50_000,
+                                    bookmark_interval=5.0).start()
+        self.server.store.add_listener(self._listen)
+        self._tmp = tempfile.TemporaryDirectory()
+        self.kubeconfig = self.server.kubeconfig_path(self._tmp.name)
+
+    def _listen(self, key: str, event: str, obj: dict[str, Any], prev: Optional[dict[str, Any]]) -> None:
+        if key == "pods" and event in ("ADDED", "MODIFIED"):
+            self.recorder.pod_seen(obj, added=event == "ADDED")
+        elif key == "events" and event == "ADDED":
+            self.recorder.event_seen(obj)
+
+    def create_pods(self, names: list[str], first_index: int = 0) -> None:
+        for i, name in enumerate(names):
+            self.create_pod(name, first_index + i)
+
+    def create_pod(self, name: str, i: int) -> None:
+        body = json.dumps(pod_object(name, i, self.namespace, self.scheduler)).encode()
+        self.server.api.handle(self._request("POST", f"/api/v1/namespaces/{self.namespace}/pods", body=body))
+
+    def delete_pods(self, names: list[str]) -> None:
+        for name in names:
+            self.server.api.handle(self._request(
+                "DELETE", f"/api/v1/namespaces/{self.namespace}/pods/{name}", query={"gracePeriodSeconds": "0"}))
+
+    def close(self) -> None:
+        self.server.stop()
+        self._tmp.cleanup()
+
+
+class ClusterTarget:
+    """A real API server: fake Ready nodes and a namespace of its own, all deleted on `close`."""
+
+    CREATE_THREADS = 8  # pod creations in flight for a burst (one client, pooled connections)
+    HEARTBEAT_SECONDS = 20.0  # how often the fake nodes' Ready condition is refreshed
+
+    def __init__(self, kubeconfig: str, nodes: int, scheduler: str, *, context: Optional[str] = None) -> None:
+        from kubernetes import client, config
+
+        self.run = uuid.uuid4().hex[:8]
+        self.namespace = f"cpsat-bench-{self.run}"
+        self.scheduler = scheduler
+        self.kubeconfig = kubeconfig
+        self.recorder = Recorder()
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
+                                persist_config=False)
+        configuration.connection_pool_maxsize = self.CREATE_THREADS * 2
+        self.api_client = client.ApiClient(configuration)
+        self.core = client.CoreV1Api(self.api_client)
+        self.node_names = [f"cpsat-bench-{self.run}-{i:04d}" for i in range(nodes)]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._pool = ThreadPoolExecutor(self.CREATE_THREADS, thread_name_prefix="bench-create")
+        try:
+            self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": self.namespace, "labels": {RUN_LABEL: self.run}}})
+            list(self._pool.map(self._create_node, range(nodes)))
+            for target in (self._watch_pods, self._watch_events, self._heartbeat):
+                thread = threading.Thread(target=target, name=f"bench-{target.__name__}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        except BaseException:
+            self.close()
+            raise
+        print(f"[bench] created namespace {self.namespace} and {nodes} fake nodes labelled {RUN_LABEL}={self.run}",
+              file=sys.stderr)
+
+    def _create_node(self, i: int) -> None:
+        name = self.node_names[i]
+        self.core.create_node(node_object(name, i, run=self.run))
+        # Some API servers drop a node's status on create: set it through the status subresource.
+        self.core.patch_node_status(name, {"status": node_status()})
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.HEARTBEAT_SECONDS):
+            for name in self.node_names:
+                if self._stop.is_set():
+                    return
+                try:
+                    self.core.patch_node_status(name, {"status": {"conditions": node_status()["conditions"]}})
+                except Exception:  # noqa: BLE001 - a missed heartbeat only risks a taint the pods tolerate
+                    pass
+
+    def _watch_pods(self) -> None:
+        self._watch(self.core.list_namespaced_pod, lambda t, o: self.recorder.pod_seen(o, added=t == "ADDED"))
+
+    def _watch_events(self) -> None:
+        self._watch(self.core.list_namespaced_event, lambda t, o: self.recorder.event_seen(o) if t == "ADDED" else None)
+
+    def _watch(self, list_call: Any, handle: Any) -> None:
+        from kubernetes import watch
+
+        version = ""
+        while not self._stop.is_set():
+            try:
+                if not version:
+                    listed = self.api_client.sanitize_for_serialization(list_call(self.namespace))
+                    for obj in listed.get("items", []):
+                        handle("ADDED", obj)
+                    version = listed["metadata"]["resourceVersion"]
+                stream = watch.Watch().stream(list_call, self.namespace, resource_version=version,
+                                              timeout_seconds=30, _preload_content=False)
+                for event in stream:
+                    if self._stop.is_set():
+                        return
+                    obj = event["raw_object"]
+                    version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        handle(event["type"], obj)
+            except Exception as exc:  # noqa: BLE001 - a dropped watch is listed again
+                if self._stop.is_set():
+                    return
+                log.debug("bench watch restarts: %s", exc)
+                version = ""
+                time.sleep(0.5)
+
+    def create_pods(self, names: list[str], first_index: int = 0) -> None:
+        list(self._pool.map(lambda item: self.create_pod(item[1], first_index + item[0]), enumerate(names)))
+
+    def create_pod(self, name: str, i: int) -> None:
+        self.core.create_namespaced_pod(self.namespace, pod_object(name, i, self.namespace, self.scheduler,
+                                                                   run=self.run))
+
+    def delete_pods(self, names: list[str]) -> None:
+        # No kubelet confirms a graceful deletion on a fake node: gracePeriodSeconds=0.
+        self.core.delete_collection_namespaced_pod(self.namespace, grace_period_seconds=0)
+
+    def close(self) -> None:
+        """Delete the pods, the namespace and the nodes this run created (safe to call twice)."""
+        self._stop.set()
+        errors = []
+        for what, call in (("pods", lambda: self.core.delete_collection_namespaced_pod(
+                                self.namespace, grace_period_seconds=0)),
+                           ("namespace", lambda: self.core.delete_namespace(self.namespace)),
+                           ("nodes", lambda: self.core.delete_collection_node(
+                                label_selector=f"{RUN_LABEL}={self.run}"))):
+            try:
+                call()
+            except Exception as exc:  # noqa: BLE001 - clean up what can be, then say what could not
+                status = getattr(exc, "status", None)
+                if status != 404:
+                    errors.append(f"{what}: {type(exc).__name__} {status or ''}".strip())
+        self._pool.shutdown(wait=False)
+        for thread in self._threads:
+            thread.join(2.0)
+        self.api_client.close()
+        if errors:
+            print(f"[bench] cleanup incomplete ({'; '.join(errors)}): delete namespace {self.namespace} and nodes "
+                  f"labelled {RUN_LABEL}={self.run} by hand", file=sys.stderr)
+        else:
+            print(f"[bench] deleted namespace {self.namespace} and the {len(self.node_names)} fake nodes",
+                  file=sys.stderr)
+
+
+def process_cpu_seconds(pid: int) -> Optional[float]:
+    """User + system CPU time of a running process (Linux /proc), or None where unavailable."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
