@@ -22,7 +22,7 @@ from .context import SchedulingContext, build_context
 from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
 from .greedy import GreedyResult, schedule_greedy
 from .limits import check_snapshot
-from .predicates import Cycle, StaticFilters
+from .filtering import Cycle, StaticFilters
 
 ENGINES = ("cpsat", "greedy")
 # Appended to a left-out pod's message when it would have fit on its own.
@@ -176,7 +176,7 @@ def _waiting_for_victims(placements, victims, nominations) -> dict[str, int]:
 def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
     """kube-scheduler's per-node reason histogram for each left-out pod, against the final state;
     computed once per pod class (its pods see the same state)."""
-    from . import gang as gang_mod
+    from .plugins.gang import permit as gang_mod
 
     final = ctx.state.copy()
     for v in victims:

@@ -20,17 +20,16 @@ from typing import Optional
 
 import numpy as np
 
-from . import gang as gangs_mod
-from . import preemption
+from .plugins.gang import permit as gangs_mod
+from .plugins.preemption import postfilter as preemption
 from .context import SchedulingContext
 from .info import PodInfo
 from .node_order import node_tree_order, num_feasible_nodes_to_find
-from .predicates import Cycle, StaticFilters
-from .scores import ScoreContext, score_nodes
-from .scores.cache import ScoreCache
+from .filtering import Cycle, StaticFilters
+from .scoring import ScoreContext, score_nodes
+from .scoring.cache import ScoreCache
 from .state import ClusterState, PodMatcher
-from .window_guard import REASON as GUARD_REASON
-from .window_guard import SpreadGuard
+from .plugins.pod_topology_spread.window_guard import REASON as GUARD_REASON, SpreadGuard
 
 
 @dataclass

@@ -59,10 +59,13 @@ from models.snapshot import ClusterSnapshot, pod_group_key
 
 from .context import SchedulingContext, build_context
 from .info import PodInfo
-from .pdb import disruptions_allowed, pdbs_covering
-from .predicates import StaticFilters, inter_pod_affinity, node_ports, pod_topology_spread
+from .plugins.preemption.pdb import disruptions_allowed, pdbs_covering
+from .filtering import StaticFilters
+from .plugins.inter_pod_affinity import filter as inter_pod_affinity
+from .plugins.node_ports import filter as node_ports
+from .plugins.pod_topology_spread import filter as pod_topology_spread
 from .state import ClusterState, PodMatcher
-from .victim_room import needless_victims
+from .plugins.preemption.victim_room import needless_victims
 
 # How many pods a message lists before it says "and N more".
 LIST_LIMIT = 5

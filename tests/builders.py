@@ -24,7 +24,7 @@ from models.snapshot import DEFAULT_SCHEDULER_NAME, POD_GROUP_LABEL, ClusterSnap
 from solver.context import SchedulingContext, build_context
 from solver.framework import Status
 from solver.info import NodeInfo, PodInfo
-from solver.predicates import Cycle, StaticFilters
+from solver.filtering import Cycle, StaticFilters
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from models.config import SchedulerConfig
 from models.resources import CPU, MEMORY
-from solver.predicates import Cycle
+from solver.filtering import Cycle
 from solver.repack import RepackOptions, plan_repack
 from solver.repack.problem import build_problem
 from solver.repack.replay import PlannedStep, replay

@@ -329,7 +329,8 @@ def spread_skew(final: ClusterSnapshot, carriers: Sequence[Pod], config: Schedul
     ``carriers`` hold, counted in ``final``; (None, 0) when none of them holds one."""
     from solver.context import build_context
     from solver.info import PodInfo
-    from solver.predicates import StaticFilters, pod_topology_spread
+    from solver.filtering import StaticFilters
+    from solver.plugins.pod_topology_spread import filter as pod_topology_spread
 
     # One representative per pod template: pods of one owner share their spec object and labels.
     reps: dict[tuple, Pod] = {}

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..context import PodClass
 from ..info import PodInfo
-from ..predicates.inter_pod_affinity import AllTerms
+from ..plugins.inter_pod_affinity.filter import AllTerms
 from ..state import ClusterState, PodMatcher
 from .eviction import can_evict, top_preemptor
 

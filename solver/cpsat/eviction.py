@@ -17,8 +17,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..info import PodInfo
-from ..pdb import PdbBudgets
-from ..victim_room import may_preempt
+from ..plugins.preemption.pdb import PdbBudgets
+from ..plugins.preemption.victim_room import may_preempt
 
 # Above this, exact tier weights for victim priorities are abandoned for a linear priority cost.
 MAX_TIER_WEIGHT = 2**40

@@ -24,7 +24,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
-from ..gang import runs_in
+from ..plugins.gang.permit import runs_in
 from ..greedy import GreedyResult
 from ..state import PodMatcher
 from .symmetry import canonical

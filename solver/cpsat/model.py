@@ -27,7 +27,8 @@ from ortools.sat.python import cp_model
 
 from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
-from ..predicates import StaticFilters, node_ports
+from ..filtering import StaticFilters
+from ..plugins.node_ports import filter as node_ports
 from ..state import ClusterState
 from .eviction import top_preemptor
 

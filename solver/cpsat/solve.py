@@ -26,13 +26,18 @@ from ortools.sat.python import cp_model
 
 from models.errors import InputError
 
-from .. import gang as gang_mod
-from .. import interrupt, progress, victim_room
-from ..pdb import PdbBudgets
+from ..plugins.gang import permit as gang_mod
+from .. import interrupt, progress
+from ..plugins.preemption import victim_room
+from ..plugins.preemption.pdb import PdbBudgets
 from ..context import PodClass, SchedulingContext
 from ..greedy import GreedyResult, Victim, schedule_greedy
-from ..predicates import StaticFilters, inter_pod_affinity, node_ports, node_resources_fit, pod_topology_spread
-from ..scores import ScoreContext, crowding, final_state, score_nodes
+from ..filtering import StaticFilters
+from ..plugins.inter_pod_affinity import filter as inter_pod_affinity
+from ..plugins.node_ports import filter as node_ports
+from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.pod_topology_spread import filter as pod_topology_spread
+from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
 from .components import components
 from .hint import best_hint, counts_value, greedy_counts

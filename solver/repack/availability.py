@@ -15,8 +15,8 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 from ..info import PodInfo
-from ..scores.pod_topology_spread import HOSTNAME_KEY
-from ..scores.crowding import spreads_itself_per_node
+from ..plugins.pod_topology_spread.score import HOSTNAME_KEY
+from ..scoring.crowding import spreads_itself_per_node
 
 
 def apart_per_node(pod: PodInfo) -> bool:

@@ -16,7 +16,7 @@ import numpy as np
 from models.resources import CPU, MEMORY
 
 from ..info import PodInfo
-from ..predicates import Cycle
+from ..filtering import Cycle
 from .problem import RepackProblem
 
 

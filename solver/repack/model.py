@@ -39,7 +39,10 @@ from ortools.sat.python import cp_model
 from .. import interrupt
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
-from ..predicates import inter_pod_affinity, node_ports, node_resources_fit, pod_topology_spread
+from ..plugins.inter_pod_affinity import filter as inter_pod_affinity
+from ..plugins.node_ports import filter as node_ports
+from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.pod_topology_spread import filter as pod_topology_spread
 from . import availability
 from .drain import greedy_drain
 from .problem import RepackProblem

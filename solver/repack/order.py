@@ -27,7 +27,7 @@ import numpy as np
 
 from ..framework import Status
 from ..info import PodInfo
-from ..predicates import Cycle
+from ..filtering import Cycle
 from .problem import RepackProblem
 
 # How many conflicting moves an error message lists.

@@ -15,7 +15,7 @@ from models.config import SchedulerConfig
 from models.snapshot import ClusterSnapshot
 
 from ..context import build_context
-from ..predicates import Cycle, StaticFilters
+from ..filtering import Cycle, StaticFilters
 
 
 def blocked_pending(snapshot: ClusterSnapshot, config: SchedulerConfig, final: dict[str, str],

@@ -20,8 +20,8 @@ from models.snapshot import ClusterSnapshot
 
 from .. import limits
 from ..context import SchedulingContext, build_context
-from ..pdb import PdbBudgets
-from ..predicates import StaticFilters
+from ..plugins.preemption.pdb import PdbBudgets
+from ..filtering import StaticFilters
 from .movable import Movability, classify_all
 from .volumes import confined
 

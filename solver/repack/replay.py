@@ -28,8 +28,8 @@ from models.snapshot import ClusterSnapshot
 
 from ..context import build_context
 from ..info import PodInfo
-from ..pdb import covers, disruptions_allowed
-from ..predicates import Cycle, StaticFilters
+from ..plugins.preemption.pdb import covers, disruptions_allowed
+from ..filtering import Cycle, StaticFilters
 from ..validate import validate
 from . import availability
 from .movable import verdict as movable_verdict

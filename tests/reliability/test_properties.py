@@ -44,7 +44,7 @@ from models.plan import Plan
 from solver import schedule, validate
 from solver.context import build_context
 from solver.cpsat.solve import solve_window, tier_weights
-from solver.scores.final_state import plan_score
+from solver.scoring.final_state import plan_score
 from tests.builders import describe
 
 from .generators import Window, dump, windows

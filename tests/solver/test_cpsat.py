@@ -21,8 +21,8 @@ from solver.context import build_context
 from solver.cpsat import solve as cpsat
 from solver.cpsat.symmetry import canonical
 from solver.greedy import schedule_greedy
-from solver.predicates import StaticFilters
-from solver.scores import ScoreContext
+from solver.filtering import StaticFilters
+from solver.scoring import ScoreContext
 from tests.builders import T0, describe, make_node, make_pod, make_snapshot, term
 
 FAST = SchedulerConfig().with_overrides(time_limit_seconds=10.0, workers=2, seed=1)

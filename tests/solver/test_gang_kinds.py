@@ -8,13 +8,14 @@ from datetime import timedelta
 
 from models.config import SchedulerConfig
 from models.snapshot import POD_GROUP_LABEL
-from solver import gang, schedule, validate
+from solver.plugins.gang import permit as gang
+from solver import schedule, validate
 from solver.context import PodClass, build_context
 from solver.cpsat import solve as cpsat
 from solver.cpsat.hint import complete, counts_value, greedy_counts, greedy_hint, packing_counts
 from solver.greedy import schedule_greedy
-from solver.predicates import StaticFilters
-from solver.scores import ScoreContext
+from solver.filtering import StaticFilters
+from solver.scoring import ScoreContext
 from tests.builders import T0, make_node, make_pod, make_pod_group, make_snapshot
 
 CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=10.0, workers=2, seed=1)

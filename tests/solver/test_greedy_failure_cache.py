@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from models.config import SchedulerConfig
 from solver import greedy as greedy_mod
 from solver.context import build_context
-from solver.predicates import StaticFilters
+from solver.filtering import StaticFilters
 from tests.reliability.generators import windows
 
 

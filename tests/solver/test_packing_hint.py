@@ -17,8 +17,8 @@ from solver.api import _plan_from
 from solver.context import build_context
 from solver.cpsat import solve as cpsat
 from solver.cpsat.hint import HintSolution, _apply, counts_value, packing_counts
-from solver.predicates import StaticFilters
-from solver.scores import ScoreContext
+from solver.filtering import StaticFilters
+from solver.scoring import ScoreContext
 from tests.builders import make_node, make_pod, make_snapshot, selector, term
 from tests.reliability.generators import windows
 

@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 
 from models.config import SchedulerConfig
 from solver.framework import Code, Status, fit_error_message
-from solver.predicates import node_affinity, node_name, node_unschedulable, taint_toleration
+from solver.plugins.node_affinity import filter as node_affinity
+from solver.plugins.node_name import filter as node_name
+from solver.plugins.node_unschedulable import filter as node_unschedulable
+from solver.plugins.taint_toleration import filter as taint_toleration
 
 from tests.builders import (
     make_namespace,

@@ -222,10 +222,10 @@ def test_a_gang_member_never_evicts_a_running_member_of_its_own_group(engine):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from solver import preemption as preemption_mod  # noqa: E402
+from solver.plugins.preemption import postfilter as preemption_mod  # noqa: E402
 from solver.context import build_context  # noqa: E402
-from solver.pdb import PdbBudgets  # noqa: E402
-from solver.predicates import StaticFilters  # noqa: E402
+from solver.plugins.preemption.pdb import PdbBudgets  # noqa: E402
+from solver.filtering import StaticFilters  # noqa: E402
 
 
 @st.composite

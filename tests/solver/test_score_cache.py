@@ -28,8 +28,8 @@ from models.objects import Node, Pod
 from models.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 from solver.context import build_context
 from solver.greedy import GreedyResult, schedule_greedy
-from solver.scores import score_nodes
-from solver.scores.cache import ScoreCache
+from solver.scoring import score_nodes
+from solver.scoring.cache import ScoreCache
 from tests.builders import T0, make_snapshot, node_term, spread, term
 
 ZONE = "topology.kubernetes.io/zone"

@@ -17,20 +17,15 @@ from models.config import SchedulerConfig
 from models.objects import Node, NodeSelectorTerm, Pod
 from models.resources import is_tracked_resource
 from solver.info import NodeInfo, PodInfo
-from solver.scores import (
-    SCORE_PLUGIN_NAMES,
-    ScoreContext,
-    balanced_allocation,
-    image_locality,
-    inter_pod_affinity,
-    node_affinity,
-    node_resources_fit,
-    plugin_scores,
-    pod_topology_spread,
-    score_nodes,
-    taint_toleration,
-)
-from solver.scores.helper import broken_linear, default_normalize, go_log, round_half_away, trunc_div
+from solver.scoring import SCORE_PLUGIN_NAMES, ScoreContext, plugin_scores, score_nodes
+from solver.plugins.balanced_allocation import score as balanced_allocation
+from solver.plugins.image_locality import score as image_locality
+from solver.plugins.inter_pod_affinity import score as inter_pod_affinity
+from solver.plugins.node_affinity import score as node_affinity
+from solver.plugins.node_resources_fit import score as node_resources_fit
+from solver.plugins.pod_topology_spread import score as pod_topology_spread
+from solver.plugins.taint_toleration import score as taint_toleration
+from solver.plugins.helper import broken_linear, default_normalize, go_log, round_half_away, trunc_div
 from solver.state import ClusterState
 
 MI = 1024 * 1024

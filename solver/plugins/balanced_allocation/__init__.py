@@ -1,0 +1,1 @@
+"""NodeResourcesBalancedAllocation: a score only."""

@@ -1,0 +1,279 @@
+"""Gangs: coscheduling PodGroups placed all-or-nothing.
+
+A pod belongs to the PodGroup named by its ``scheduling.x-k8s.io/pod-group`` label in its own
+namespace. In a window, a group places no pod at all or enough that placed plus already-running
+members reach ``minMember``. A group with fewer pods in existence than ``minMember`` waits, as the
+coscheduling PreFilter makes it.
+
+Interchangeable gangs share one "kind" in the CP-SAT model (``kinds``): instead of one set of
+count variables per gang, a kind has one per member signature and node, plus the number of its
+gangs that run. ``decode`` turns the kind's per-node counts back into whole gangs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ortools.sat.python import cp_model
+
+from models.objects import PodGroup
+from models.snapshot import POD_GROUP_LABEL
+
+from ...context import PodClass
+from ...info import PodInfo
+
+NAME = "Coscheduling"
+
+
+def not_enough_siblings(pod: PodInfo, count: int, min_member: int) -> str:
+    """Coscheduling PreFilter's message when fewer group pods exist than minMember."""
+    return (
+        f"pre-filter pod {pod.pod.metadata.name} cannot find enough sibling pods, "
+        f"current pods number: {count}, minMember of group: {min_member}"
+    )
+
+
+# A pod labelled for a PodGroup that does not exist (Permit rejects it).
+REASON_NOT_FOUND = "PodGroup not found"
+
+
+def rejected(group: str, placed: int, need: int) -> str:
+    """Why a gang placed nothing: the whole group could not land together."""
+    return (
+        f"PodGroup {group} gets rejected: only {placed} of the {need} member(s) it still needs "
+        f"could be placed together, so none is placed (all-or-nothing)"
+    )
+
+
+@dataclass(eq=False)
+class Gang:
+    key: str
+    group: Optional[PodGroup]
+    running: int  # members already bound (non-terminal)
+    existing: int  # members in existence (bound or pending, non-terminal)
+    members: list[PodInfo] = field(default_factory=list)  # window members, queue order
+
+    @property
+    def min_member(self) -> int:
+        return self.group.spec.min_member if self.group is not None else 0
+
+    @property
+    def need(self) -> int:
+        """Window members that must place for the group to reach minMember (0: any number)."""
+        return max(0, self.min_member - self.running)
+
+    def blocked(self, pod: PodInfo) -> Optional[str]:
+        """Why no member can be placed in this window at all, if that is so."""
+        if self.group is None:
+            return REASON_NOT_FOUND
+        if self.existing < self.min_member:
+            return not_enough_siblings(pod, self.existing, self.min_member)
+        if len(self.members) < self.need:
+            return not_enough_siblings(pod, self.running + len(self.members), self.min_member)
+        return None
+
+
+def collect(ctx) -> dict[str, Gang]:
+    """Every gang with a member in the window, with its running and existing member counts."""
+    gangs: dict[str, Gang] = {}
+    for pod in ctx.window:
+        if pod.group is None:
+            continue
+        gang = gangs.get(pod.group)
+        if gang is None:
+            gang = gangs[pod.group] = Gang(pod.group, ctx.pod_groups.get(pod.group), 0, 0)
+        gang.members.append(pod)
+    if not gangs:
+        return gangs
+    from models.snapshot import pod_group_key
+
+    for pod in ctx.snapshot.pods:
+        key = pod_group_key(pod)
+        gang = gangs.get(key) if key else None
+        if gang is None or pod.is_terminal:
+            continue
+        gang.existing += 1
+        if pod.spec.node_name and key:
+            gang.running += 1
+    return gangs
+
+
+# --------------------------------------------------------------------------- gang kinds
+
+
+@dataclass(eq=False)
+class GangKind:
+    """Gangs that are interchangeable for every rule, modelled as one.
+
+    Every gang of a kind has the same window members up to the group itself (``per_gang``:
+    members of each model class per gang), the same ``need``, and no running member. The model
+    places T_c pods of each class c of the kind and runs ``runs`` of its gangs; a placement
+    splits into whole gangs exactly when runs·need ≤ Σ_c T_c and T_c ≤ runs·per_gang[c] for
+    every c. Handing the pods out one at a time, round robin over the running gangs, gives each
+    gang ⌊T/runs⌋ or ⌈T/runs⌉ pods in all, and at most ⌈T_c/runs⌉ ≤ per_gang[c] of class c.
+    """
+
+    gangs: list[Gang]  # queue order
+    need: int
+    base_of: dict[int, int]  # context class id of a member -> its signature without the group
+    per_gang: dict[int, int] = field(default_factory=dict)  # model class id -> members per gang
+    model_of: dict[int, int] = field(default_factory=dict)  # context class id -> model class id
+    classes: list[PodClass] = field(default_factory=list)  # the kind's model classes
+
+    @property
+    def name(self) -> str:
+        return self.gangs[0].key
+
+    def runs_needed(self, totals: dict[int, int]) -> int:
+        """Fewest gangs that hold ``totals`` pods per model class: each runs as complete as it
+        can (an elastic gang gets its members above minMember before another gang starts)."""
+        return max((-(-t // self.per_gang[c]) for c, t in totals.items() if t), default=0)
+
+
+def selectors_read_group_label(ctx) -> bool:
+    """Whether any selector (pod (anti-)affinity, spread, PodDisruptionBudget) looks at the
+    pod-group label, and so could tell members of different groups apart."""
+    for info in (*ctx.bound, *ctx.window):
+        for term in (*info.affinity, *info.anti_affinity, *info.preferred_affinity, *info.preferred_anti_affinity):
+            if POD_GROUP_LABEL in term.selector.keys():
+                return True
+        for c in info.spread:
+            if POD_GROUP_LABEL in c.selector.keys():
+                return True
+    for pdb in ctx.snapshot.pdbs:
+        sel = pdb.spec.selector
+        if sel is None:
+            continue
+        if POD_GROUP_LABEL in sel.match_labels or any(r.key == POD_GROUP_LABEL for r in sel.match_expressions):
+            return True
+    return False
+
+
+def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
+    """Kinds of two or more interchangeable gangs (a gang on its own keeps its own encoding).
+
+    A gang qualifies when no selector reads the pod-group label, none of its members runs and
+    it is not blocked. Two are interchangeable when their members' signatures without the group
+    match as multisets, and their ``need`` and minResources match (namespace, priority and
+    everything else a rule reads are part of the signature)."""
+    if len(gangs) < 2 or selectors_read_group_label(ctx):
+        return []
+    labels = ctx.relevant_labels - {POD_GROUP_LABEL}
+    base_of: dict[int, int] = {}  # context class id -> id of its signature without the group
+    base_ids: dict[tuple, int] = {}
+    by_key: dict[tuple, list[Gang]] = defaultdict(list)
+    for gang in gangs.values():  # in the order of their first members: queue order
+        if gang.group is None or gang.running or gang.blocked(gang.members[0]):
+            continue
+        for pod in gang.members:
+            if pod.class_id not in base_of:
+                sig = ctx.classes[pod.class_id].rep.scheduling_signature(labels, with_group=False)
+                base_of[pod.class_id] = base_ids.setdefault(sig, len(base_ids))
+        shape = tuple(sorted(Counter(base_of[p.class_id] for p in gang.members).items()))
+        min_resources = tuple(sorted(gang.group.spec.min_resources.items()))
+        by_key[shape, gang.need, min_resources].append(gang)
+    return [GangKind(group, need, base_of) for (_, need, _), group in by_key.items() if len(group) > 1]
+
+
+def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list[PodClass], dict[int, int]]:
+    """The model's classes: a kind's members of one signature share one class, which keeps the
+    id of the first gang's class; every other class stays as it is. Returns the classes, in id
+    order, and the alias from each merged-away context class id to its model class id. Fills
+    in each kind's ``classes``, ``per_gang`` and ``model_of``."""
+    if not kinds_:
+        return classes, {}
+    alias: dict[int, int] = {}
+    merged: dict[int, PodClass] = {}
+    for kind in kinds_:
+        by_base: dict[int, PodClass] = {}
+        for pod in kind.gangs[0].members:
+            base = kind.base_of[pod.class_id]
+            if base not in by_base:
+                by_base[base] = PodClass(pod.class_id, [])
+                kind.classes.append(by_base[base])
+                kind.per_gang[pod.class_id] = 0
+            kind.per_gang[by_base[base].id] += 1
+        for gang in kind.gangs:
+            for pod in gang.members:
+                cls = by_base[kind.base_of[pod.class_id]]
+                cls.pods.append(pod)
+                kind.model_of[pod.class_id] = cls.id
+                if pod.class_id != cls.id:
+                    alias[pod.class_id] = cls.id
+        merged.update((c.id, c) for c in kind.classes)
+    out = [merged.get(c.id, c) for c in classes if c.id not in alias]
+    return out, alias
+
+
+def decode(kind: GangKind, counts: dict[int, list[tuple[int, int]]]) -> dict[str, int]:
+    """Pod key -> node for a kind whose model classes place ``counts`` (class id -> (node, pods)).
+
+    The gangs that run are the first in queue order (priority, then creation, as the queue and
+    greedy take them), as few as hold the pods; the pods go to them round robin, so each
+    running gang gets at least ``need`` members."""
+    totals = {c.id: sum(k for _, k in counts.get(c.id, ())) for c in kind.classes}
+    runs = kind.runs_needed(totals)
+    if runs == 0:
+        return {}
+    free = [{c.id: [p for p in gang.members if kind.model_of[p.class_id] == c.id] for c in kind.classes}
+            for gang in kind.gangs[:runs]]
+    out: dict[str, int] = {}
+    turn = 0
+    for cls in kind.classes:
+        for n, k in sorted(counts.get(cls.id, ())):
+            for _ in range(k):
+                while not free[turn % runs][cls.id]:  # never loops with a feasible placement
+                    turn += 1
+                out[free[turn % runs][cls.id].pop(0).key] = n
+                turn += 1
+    return out
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+
+
+def encode(wm, gangs: dict[str, Gang], kinds_: list[GangKind] = ()) -> None:
+    """All-or-nothing: a gang's window members place 0 pods or at least ``need`` of them; a
+    kind runs a whole number of its gangs, and places between ``need`` and all members of each."""
+    in_kind = {g.key for kind in kinds_ for g in kind.gangs}
+    present = {c.id for c in wm.classes if not isinstance(wm.placed[c.id], int)}
+    for gang in gangs.values():
+        if gang.key in in_kind:
+            continue
+        members = [c for c in wm.classes if c.rep.group == gang.key and c.id in present]
+        if not members:
+            continue
+        # Running members evicted (by other preemptors) stop counting toward minMember, so a
+        # gang whose running members alone reach it still needs the rule while they may go.
+        evicted = [var for key, var in wm.evict.items() if wm.evict_pod[key][0].group == gang.key]
+        deficit = gang.min_member - gang.running  # may be negative: members to spare
+        if deficit <= 0 and not evicted:
+            continue
+        placed = [wm.placed[c.id] for c in members]
+        total = len(gang.members)
+        runs = wm.model.new_bool_var(f"gang[{gang.key}]")
+        expr = cp_model.LinearExpr.sum(placed)
+        if evicted:
+            expr = expr - cp_model.LinearExpr.sum(evicted)
+        # Placing: placed + running - evicted >= minMember; not placing: nothing to check.
+        wm.model.add(expr >= deficit * runs - len(evicted) * (1 - runs))
+        wm.model.add(cp_model.LinearExpr.sum(placed) <= total * runs)
+        if gang.need > 0:
+            wm.gang_units.append((gang.need, [(c, c.size) for c in members], 1))
+    for kind in kinds_:
+        classes = [c for c in kind.classes if c.id in present]
+        if not classes:
+            continue
+        runs = wm.model.new_int_var(0, len(kind.gangs), f"gangs[{kind.name}]")
+        wm.model.add(cp_model.LinearExpr.sum([wm.placed[c.id] for c in classes]) >= kind.need * runs)
+        for c in classes:
+            wm.model.add(wm.placed[c.id] <= kind.per_gang[c.id] * runs)
+        wm.gang_runs.append((kind, runs))
+        wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
+
+
+def runs_in(kind: GangKind, placements) -> int:
+    """How many of a kind's gangs a plan (pod key -> node) runs."""
+    return sum(1 for gang in kind.gangs if any(p.key in placements for p in gang.members))

@@ -1,0 +1,1 @@
+"""ImageLocality: a score only."""

@@ -1,0 +1,496 @@
+"""InterPodAffinity (filter): required pod affinity and anti-affinity, in both directions.
+
+1. the pod's required affinity terms must each find a matching pod in the node's domain (or,
+   for the first pod of a group, the pod matches its own terms: the self-affinity escape);
+2. the pod's required anti-affinity terms must find no matching pod in the node's domain;
+3. no pod already placed may have a required anti-affinity term that matches this pod in the
+   node's domain.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ...framework import SUCCESS, Status, unresolvable, unschedulable
+from ...info import NodeInfo, PodInfo
+from ...terms import AffinityTerm
+from ...state import ClusterState, PodMatcher
+
+NAME = "InterPodAffinity"
+# A required affinity term has no matching pod in the node's domain (or the key is missing).
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+# A required anti-affinity term of the pod matches a pod in the node's domain.
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+# A pod already placed has a required anti-affinity term that matches this pod.
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+@dataclass(frozen=True, slots=True)
+class AllTerms:
+    """Matches pods that match every one of a pod's required affinity terms."""
+
+    terms: tuple[AffinityTerm, ...]
+    include_terminating: bool = True
+
+    def matches(self, pod: PodInfo) -> bool:
+        return all(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in self.terms)
+
+
+@dataclass(frozen=True)
+class AffinityCounts:
+    # per required affinity term: (domain ids per node, matching-all pods per domain)
+    affinity: list[tuple[AffinityTerm, np.ndarray, np.ndarray]]
+    affinity_empty: bool  # no pod anywhere (on a node with the key) matches all terms
+    self_match: bool  # the pod matches all of its own affinity terms
+    # per required anti-affinity term: (domain ids per node, matching pods per domain)
+    anti: list[tuple[AffinityTerm, np.ndarray, np.ndarray]]
+    # per topology key: (domain ids per node, blocked domain flags) from existing pods' anti terms
+    existing_anti: list[tuple[np.ndarray, np.ndarray]]
+
+
+def _per_domain(state: ClusterState, key: str, per_node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ids, values = state.domains(key)
+    has = ids >= 0
+    return ids, np.bincount(ids[has], weights=per_node[has], minlength=len(values)).astype(np.int64)
+
+
+def prefilter(pod: PodInfo, state: ClusterState) -> AffinityCounts | None:
+    """None when the pod has no required terms and no placed pod's anti-affinity can reach it."""
+    existing = []
+    blocked_by_key: dict[str, np.ndarray] = {}
+    for term, owners in state.anti_owners.items():
+        if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
+            continue
+        ids, per_domain = _per_domain(state, term.topology_key, owners)
+        blocked = blocked_by_key.get(term.topology_key)
+        blocked_by_key[term.topology_key] = per_domain > 0 if blocked is None else blocked | (per_domain > 0)
+    for key, blocked in blocked_by_key.items():
+        existing.append((state.domains(key)[0], blocked))
+    if not pod.affinity and not pod.anti_affinity and not existing:
+        return None
+
+    affinity = []
+    affinity_empty = True
+    if pod.affinity:
+        per_node = state.match_counts(AllTerms(pod.affinity))
+        for term in pod.affinity:
+            ids, per_domain = _per_domain(state, term.topology_key, per_node)
+            affinity.append((term, ids, per_domain))
+            if per_domain.any():
+                affinity_empty = False
+    self_match = all(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in pod.affinity)
+    anti = []
+    for term in pod.anti_affinity:
+        ids, per_domain = _per_domain(state, term.topology_key, state.match_counts(PodMatcher.of_term(term)))
+        anti.append((term, ids, per_domain))
+    return AffinityCounts(affinity, affinity_empty, self_match, anti, existing)
+
+
+def filter(pod: PodInfo, node: NodeInfo, pre: AffinityCounts | None) -> Status:
+    if pre is None:
+        return SUCCESS
+    n = node.index
+    if pre.affinity:
+        missing = False
+        for term, ids, per_domain in pre.affinity:
+            if ids[n] < 0:
+                return unresolvable(NAME, REASON_AFFINITY)
+            if per_domain[ids[n]] <= 0:
+                missing = True
+        if missing and not (pre.affinity_empty and pre.self_match):
+            return unresolvable(NAME, REASON_AFFINITY)
+    for term, ids, per_domain in pre.anti:
+        if ids[n] >= 0 and per_domain[ids[n]] > 0:
+            return unschedulable(NAME, REASON_ANTI_AFFINITY)
+    for ids, blocked in pre.existing_anti:
+        if ids[n] >= 0 and blocked[ids[n]]:
+            return unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY)
+    return SUCCESS
+
+
+def _at(per_domain: np.ndarray, dom: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """Per node, its domain's value (0 where the node lacks the key; no domain at all is fine)."""
+    if not len(per_domain):
+        return np.zeros(len(dom), dtype=per_domain.dtype)
+    return np.where(has, per_domain[np.where(has, dom, 0)], 0)
+
+
+# ``status_codes`` answers with indexes into this tuple: the statuses ``filter`` can give.
+STATUSES = (
+    SUCCESS,
+    unresolvable(NAME, REASON_AFFINITY),
+    unschedulable(NAME, REASON_ANTI_AFFINITY),
+    unschedulable(NAME, REASON_EXISTING_ANTI_AFFINITY),
+)
+
+
+def status_codes(nodes: np.ndarray, pre: AffinityCounts | None) -> np.ndarray:
+    """``filter`` over many nodes at once: per node, the index in ``STATUSES`` of its status
+    (affinity first, then the pod's anti-affinity, then existing pods' anti-affinity)."""
+    codes = np.zeros(len(nodes), dtype=np.int8)
+    if pre is None:
+        return codes
+    if pre.affinity:
+        nokey = np.zeros(len(nodes), dtype=bool)
+        missing = np.zeros(len(nodes), dtype=bool)
+        for term, ids, per_domain in pre.affinity:
+            dom = ids[nodes]
+            has = dom >= 0
+            nokey |= ~has
+            missing |= has & (_at(per_domain, dom, has) <= 0)
+        if pre.affinity_empty and pre.self_match:
+            missing[:] = False
+        codes[nokey | missing] = 1
+    for term, ids, per_domain in pre.anti:
+        dom = ids[nodes]
+        has = dom >= 0
+        codes[(codes == 0) & has & (_at(per_domain, dom, has) > 0)] = 2
+    for ids, blocked in pre.existing_anti:
+        dom = ids[nodes]
+        has = dom >= 0
+        codes[(codes == 0) & has & _at(blocked, dom, has).astype(bool)] = 3
+    return codes
+
+
+def feasible(nodes: np.ndarray, pre: AffinityCounts | None) -> np.ndarray:
+    ok = np.ones(len(nodes), dtype=bool)
+    if pre is None:
+        return ok
+    if pre.affinity:
+        missing = np.zeros(len(nodes), dtype=bool)
+        for term, ids, per_domain in pre.affinity:
+            dom = ids[nodes]
+            has = dom >= 0
+            ok &= has
+            missing |= has & (_at(per_domain, dom, has) <= 0)
+        if not (pre.affinity_empty and pre.self_match):
+            ok &= ~missing
+    for term, ids, per_domain in pre.anti:
+        dom = ids[nodes]
+        has = dom >= 0
+        ok &= ~(has & (_at(per_domain, dom, has) > 0))
+    for ids, blocked in pre.existing_anti:
+        dom = ids[nodes]
+        has = dom >= 0
+        ok &= ~(has & _at(blocked, dom, has).astype(bool))
+    return ok
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+#
+# Window semantics (DESIGN.md): in the final state no two pods violate a required anti-affinity
+# term of either, and every window pod with required affinity has a matching pod other than
+# itself in its domain — or is the one seed of its class where nothing matched before.
+
+
+def _running_matching(state: ClusterState, matcher) -> list[tuple[PodInfo, int]]:
+    return [(p, n) for p, n in state.pods() if state.matches(matcher, p)]
+
+
+def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
+    """Nodes the pod can never use in this window, whatever the window does: a topology key is
+    missing, or a running pod that may not be evicted blocks the domain by anti-affinity."""
+    ok = np.ones(len(state.nodes), dtype=bool)
+    for term in pod.affinity:
+        ok &= state.domains(term.topology_key)[0] >= 0
+    for term in pod.anti_affinity:
+        ids = state.domains(term.topology_key)[0]
+        for other, node in _running_matching(state, PodMatcher.of_term(term)):
+            if ids[node] >= 0 and not can_evict(other):
+                ok &= ids != ids[node]
+    for term in state.anti_owners:
+        if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
+            continue
+        ids = state.domains(term.topology_key)[0]
+        for other, node in state.pods():
+            if term in other.anti_affinity and ids[node] >= 0 and not can_evict(other):
+                ok &= ids != ids[node]
+    return ok
+
+
+def encode(wm) -> None:
+    state, m = wm.state, wm.model
+    classes = [c for c in wm.classes if wm.by_class.get(c.id)]
+    anchoring = _Anchoring(wm, classes, _support_components(wm, classes))
+    for cls in classes:
+        rep = cls.rep
+        # The class's own anti-affinity terms: where it is present, nothing it matches may be.
+        for t, term in enumerate(rep.anti_affinity):
+            matched = [o for o in classes if term.matches(o.rep.namespace, o.rep.labels, o.rep.ns_labels)]
+            running = _running_matching(state, PodMatcher.of_term(term))
+            ids = state.domains(term.topology_key)[0]
+            running_by_domain: dict[int, list] = {}
+            for other, node in running:
+                if ids[node] >= 0:
+                    running_by_domain.setdefault(int(ids[node]), []).append(other)
+            for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+                if cls in matched:
+                    m.add(cp_model.LinearExpr.sum(own) <= 1)
+                others = [v for o in matched if o is not cls for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])]
+                blockers = [wm.evictable(p) for p in running_by_domain.get(d, [])]
+                if not others and not blockers:
+                    continue
+                present = wm.new_presence(f"anti[{cls.id},{t},{d}]", own, cls.size)
+                if others:
+                    m.add(cp_model.LinearExpr.sum(others) == 0).only_enforce_if(present)
+                for evict in blockers:
+                    if evict is None:
+                        m.add(present == 0)
+                    else:
+                        m.add_implication(present, evict)
+        # Running pods' anti-affinity terms that match this class: their domains need them gone.
+        for term in state.anti_owners:
+            if not term.matches(rep.namespace, rep.labels, rep.ns_labels):
+                continue
+            ids = state.domains(term.topology_key)[0]
+            owners_by_domain: dict[int, list] = {}
+            for other, node in state.pods():
+                if term in other.anti_affinity and ids[node] >= 0:
+                    owners_by_domain.setdefault(int(ids[node]), []).append(other)
+            for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+                owners = owners_by_domain.get(d)
+                if not owners:
+                    continue
+                present = wm.new_presence(f"xanti[{cls.id},{d}]", own, cls.size)
+                for other in owners:
+                    evict = wm.evictable(other)
+                    if evict is None:
+                        m.add(present == 0)
+                    else:
+                        m.add_implication(present, evict)
+        if rep.affinity:
+            _encode_affinity(wm, cls, anchoring)
+    _order_seeds(wm, classes)
+
+
+def _order_seeds(wm, classes) -> None:
+    """Seeds go first, each before every pod matching its terms, so the seeds of a plan must
+    admit an order in which none matches the terms of a seed before it (the validator's
+    ``may_escape``). One seed per strongly connected component of "a member of group A matches
+    B's terms" keeps them acyclic: a group matches its own terms, so that is one seed domain per
+    group too. Other pods come after every seed, so a class that merely matches a seed's terms
+    (with support of its own) leaves the seed alone."""
+    by_terms: dict[tuple, list] = {}
+    for (terms, _), seed in wm.seeds.items():
+        by_terms.setdefault(terms, []).append(seed)
+    members = {terms: [c.rep for c in classes if c.rep.affinity == terms and AllTerms(terms).matches(c.rep)]
+               for terms in by_terms}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(by_terms)
+    graph.add_edges_from((a, b) for a in by_terms for b in by_terms
+                         if a != b and any(AllTerms(b).matches(rep) for rep in members[a]))
+    for component in nx.strongly_connected_components(graph):
+        wm.model.add_at_most_one([s for terms in component for s in by_terms[terms]])
+
+
+def _support_components(wm, classes) -> dict[int, int]:
+    """The strongly connected component of each class with required affinity, in the graph of
+    who may anchor whom (an edge o -> c where o, itself with required affinity, matches all of
+    c's terms and c may need a window pod: somewhere it can go, no running pod that stays
+    supports it). Anchoring across components never closes a cycle, so an order exists in which
+    each pod finds its support before it; within one, only seeds break the circle."""
+    with_affinity = [c for c in classes if c.rep.affinity]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(c.id for c in with_affinity)
+    for c in with_affinity:
+        if _settled_everywhere(wm, c):
+            continue
+        matcher = AllTerms(c.rep.affinity)
+        graph.add_edges_from((o.id, c.id) for o in with_affinity if o is not c and matcher.matches(o.rep))
+    return {cid: i for i, component in enumerate(nx.strongly_connected_components(graph)) for cid in component}
+
+
+def _settled_everywhere(wm, cls) -> bool:
+    """Whether, under every term, each domain the class can use holds a running pod matching
+    all its terms that cannot be evicted: the class then needs no window pod at all."""
+    state = wm.state
+    supporters = _running_matching(state, AllTerms(cls.rep.affinity))
+    for term in cls.rep.affinity:
+        ids = state.domains(term.topology_key)[0]
+        settled = {int(ids[n]) for p, n in supporters if ids[n] >= 0 and wm.evictable(p) is None}
+        if not set(wm.class_vars_by_domain(cls.id, term.topology_key)) <= settled:
+            return False
+    return True
+
+
+def _running_anchors(wm, supporters, ids: np.ndarray) -> tuple[set[int], dict[int, list]]:
+    """Domains (under the key of ``ids``) where a running supporter cannot be evicted, and per
+    other domain the literals "this supporter stays"."""
+    settled: set[int] = set()
+    kept: dict[int, list] = {}
+    for pod, node in supporters:
+        d = int(ids[node])
+        if d < 0:
+            continue
+        evict = wm.evictable(pod)
+        if evict is None:
+            settled.add(d)
+        else:
+            kept.setdefault(d, []).append(evict.Not())
+    return settled, kept
+
+
+class _Anchoring:
+    """Where the pods of a class are anchored without a window pod of their own support
+    component: by a running pod that stays, by a window pod that needs no support (no required
+    affinity) or comes from another component, or by their group's seed. A class anchored so in
+    a domain may anchor a class of its own component there (``kin_support``) without closing a
+    cycle: in the order, the outside support comes first, then it, then the class it anchors."""
+
+    def __init__(self, wm, classes, components: dict[int, int]) -> None:
+        self.wm, self.classes, self.components = wm, classes, components
+        self._sources: dict[int, tuple] = {}
+        self._outside: dict[tuple[int, int, int], object] = {}
+        self._running: dict[tuple[int, int], tuple] = {}
+
+    def sources(self, cls) -> tuple[list, list, list]:
+        """Window classes matching all of ``cls``'s terms: without required affinity
+        (grounded), with it from another component (anchored), of its own component (kin). The
+        members of its own group are none of these: they follow its seed."""
+        hit = self._sources.get(cls.id)
+        if hit is None:
+            rep = cls.rep
+            matcher = AllTerms(rep.affinity)
+            grounded = [o for o in self.classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
+            in_group = matcher.matches(rep)
+            # A class with the group's terms that does not match them is no member: the group's
+            # pods anchor it as any other class's would.
+            rivals = [o for o in self.classes if o is not cls and o.rep.affinity and matcher.matches(o.rep)
+                      and not (in_group and o.rep.affinity == rep.affinity)]
+            anchored = [o for o in rivals if self.components[o.id] != self.components[cls.id]]
+            kin = [o for o in rivals if self.components[o.id] == self.components[cls.id]]
+            hit = self._sources[cls.id] = (grounded, anchored, kin)
+        return hit
+
+    def outside(self, o, t: int, e: int):
+        """For ``o``'s pods in domain ``e`` of its term ``t``: True where a running pod that
+        cannot be evicted supports them, None where nothing outside their component can, else
+        a literal that implies such support (created once)."""
+        cache = (o.id, t, e)
+        if cache in self._outside:
+            return self._outside[cache]
+        wm, key = self.wm, o.rep.affinity[t].topology_key
+        running = self._running.get((o.id, t))
+        if running is None:
+            supporters = _running_matching(wm.state, AllTerms(o.rep.affinity))
+            running = self._running[o.id, t] = _running_anchors(wm, supporters, wm.state.domains(key)[0])
+        settled, kept = running
+        if e in settled:
+            lit = True
+        else:
+            grounded, anchored, _ = self.sources(o)
+            options = kept.get(e, []) + [v for q in (*grounded, *anchored)
+                                         for v in wm.class_vars_by_domain(q.id, key).get(e, [])]
+            if len(o.rep.affinity) == 1 and _may_seed(wm, o):
+                options.append(_seed(wm, o.rep.affinity, e))
+            lit = None
+            if options:
+                lit = wm.model.new_bool_var(f"outside[{o.id},{t},{e}]")
+                wm.model.add(cp_model.LinearExpr.sum(options) >= 1).only_enforce_if(lit)
+        self._outside[cache] = lit
+        return lit
+
+    def kin_support(self, cls, o, t: int, d: int) -> list:
+        """Support for ``cls`` in domain ``d`` of its term ``t`` from ``o``, a class of its own
+        component: ``o``'s pods there, counted only on nodes whose domains (under each of
+        ``o``'s terms) anchor them from outside the component. One literal per such set of
+        domains (just ``d`` when ``o``'s terms use ``cls``'s key)."""
+        wm = self.wm
+        ids = wm.state.domains(cls.rep.affinity[t].topology_key)[0]
+        o_ids = [wm.state.domains(u.topology_key)[0] for u in o.rep.affinity]
+        by_domains: dict[tuple, list] = defaultdict(list)
+        for n, var in wm.by_class.get(o.id, []):
+            if ids[n] == d:
+                by_domains[tuple(int(i[n]) for i in o_ids)].append(var)
+        out = []
+        for domains, o_vars in by_domains.items():
+            lits = [self.outside(o, u, e) for u, e in enumerate(domains)]
+            if any(lit is None for lit in lits):
+                continue
+            lits = [lit for lit in lits if lit is not True]
+            if not lits:
+                out += o_vars
+                continue
+            via = wm.model.new_bool_var(f"kin[{cls.id},{o.id},{t},{d},{len(out)}]")
+            wm.model.add(cp_model.LinearExpr.sum(o_vars) >= 1).only_enforce_if(via)
+            for lit in lits:
+                wm.model.add_implication(via, lit)
+            out.append(via)
+        return out
+
+
+def _clearing(wm, terms) -> list:
+    """``evict[v]`` (or None where v may not be evicted) for every running pod matching all of
+    ``terms`` on a node with the first term's key: a seed needs every one of them gone
+    ("anywhere" is kube-scheduler's: a match on a node without the key does not count). Kept per
+    terms: every seed domain of a group and every class it may anchor asks again."""
+    hit = wm.seed_clearing.get(terms)
+    if hit is None:
+        keyed = wm.state.domains(terms[0].topology_key)[0]
+        hit = wm.seed_clearing[terms] = [
+            wm.evictable(p) for p, n in _running_matching(wm.state, AllTerms(terms)) if keyed[n] >= 0
+        ]
+    return hit
+
+
+def _may_seed(wm, cls) -> bool:
+    """Whether pods of the class may start their group by the self-affinity escape: a single term
+    they match themselves, and every running match could be evicted."""
+    terms = cls.rep.affinity
+    return (len(terms) == 1 and AllTerms(terms).matches(cls.rep)
+            and all(e is not None for e in _clearing(wm, terms)))
+
+
+def _seed(wm, terms, d: int):
+    """seed[terms, d]: the group with these terms starts from nothing in domain ``d`` of its
+    term's key (created once, shared by the group's classes and by those it anchors)."""
+    seed = wm.seeds.get((terms, d))
+    if seed is None:
+        seed = wm.seeds[terms, d] = wm.model.new_bool_var(f"seed[{terms[0].topology_key},{d},{len(wm.seeds)}]")
+        for evict in _clearing(wm, terms):
+            wm.model.add_implication(seed, evict)
+    return seed
+
+
+def _encode_affinity(wm, cls, anchoring: _Anchoring) -> None:
+    """Every pod of the class is anchored, as a sequential order would need (the validator's
+    reading): in its domain under each term's key, a running pod matches all its terms, or a
+    window pod does that needs no support of its own (no required affinity) or is anchored from
+    another component of the support graph (``_support_components``), or, of its own
+    component, is anchored from outside it (``_Anchoring``). Where nothing running matches
+    anywhere, a class that matches its own single term may instead start from one seed domain
+    and grow there. Classes with the very same terms that match them (replicas differing only
+    in priority or size) form one group with one seed domain; seeds are ordered in
+    ``_order_seeds``."""
+    state, m, rep = wm.state, wm.model, cls.rep
+    grounded, anchored, kin = anchoring.sources(cls)
+    supporters = _running_matching(state, AllTerms(rep.affinity))
+    escape = _may_seed(wm, cls)
+    for t, term in enumerate(rep.affinity):
+        ids = state.domains(term.topology_key)[0]
+        # Running supporters per domain; one that cannot be evicted settles the domain.
+        settled, kept = _running_anchors(wm, supporters, ids)
+        for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+            if d in settled:
+                continue  # a running pod that stays supports the whole domain
+            support = kept.get(d, []) + [
+                v for o in (*grounded, *anchored) for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
+            ]
+            for o in kin:
+                support += anchoring.kin_support(cls, o, t, d)
+            present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
+            if escape:
+                seed = _seed(wm, rep.affinity, d)
+                if support:
+                    m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if([present, seed.Not()])
+                else:
+                    m.add_implication(present, seed)
+            elif support:
+                m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if(present)
+            else:
+                m.add(present == 0)

@@ -1,0 +1,1 @@
+"""NodeAffinity: nodeSelector and required node affinity (filter), preferred terms (score)."""

@@ -1,0 +1,32 @@
+"""NodeAffinity (score): prefer nodes matching the pod's preferred node-affinity terms.
+
+The raw score is the sum of the weights of the preferred terms a node matches (an empty term
+matches nothing); DefaultNormalizeScore scales it by the best feasible node. A pod without
+preferred terms skips the plugin. The profile's ``addedAffinity`` is not configurable here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...info import PodInfo
+from ...state import ClusterState
+from ..helper import default_normalize
+
+if TYPE_CHECKING:
+    from ...scoring import ScoreContext
+
+NAME = "NodeAffinity"
+
+
+def score(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: "ScoreContext") -> np.ndarray | None:
+    if not pod.preferred_node_terms:
+        return None
+    raw = np.zeros(len(nodes), dtype=np.int64)
+    for weight, term in pod.preferred_node_terms:
+        if weight == 0:
+            continue
+        raw += weight * sctx.index.term_mask(term)[nodes]
+    return default_normalize(raw)

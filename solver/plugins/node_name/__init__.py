@@ -1,0 +1,1 @@
+"""NodeName: a pod naming its node goes only there (filter)."""

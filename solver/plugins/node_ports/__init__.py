@@ -1,0 +1,1 @@
+"""NodePorts: host ports free on the node (filter and CP-SAT encoding)."""

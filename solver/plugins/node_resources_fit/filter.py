@@ -1,0 +1,122 @@
+"""NodeResourcesFit (filter): the pod's request fits what the node has left, for every resource
+and for the pod count.
+
+``fits``/``feasible`` answer for one node or for many at once; ``insufficient`` gives the
+reasons in kube-scheduler's order. The same request vector (``ClusterState.vector``) is the
+coefficient row of the CP-SAT capacity constraints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+
+from ...framework import SUCCESS, Code, Status
+from ...info import NodeInfo, PodInfo
+from ...state import ClusterState
+
+NAME = "NodeResourcesFit"
+# The node already runs as many pods as its allocatable "pods" allows.
+REASON_TOO_MANY_PODS = "Too many pods"
+
+
+def insufficient_reason(resource: str) -> str:
+    """``Insufficient cpu``, ``Insufficient nvidia.com/gpu``, ..."""
+    return f"Insufficient {resource}"
+
+
+def insufficient(vec: np.ndarray, free: np.ndarray, alloc: np.ndarray, state: ClusterState) -> tuple[list[str], bool]:
+    """Reasons the request ``vec`` does not fit ``free``, and whether any part exceeds ``alloc``
+    outright (no eviction could make room)."""
+    reasons: list[str] = []
+    hopeless = False
+    idx = state.res_index
+    if vec[idx[PODS]] > free[idx[PODS]]:
+        # Never unresolvable, even with no pods allocatable: kube-scheduler's fit.go does not
+        # mark the pod-count shortage Unresolvable (only cpu, memory, storage and scalars).
+        reasons.append(REASON_TOO_MANY_PODS)
+    order = [CPU, MEMORY, EPHEMERAL_STORAGE] + sorted(r for r in state.resources[4:])
+    for name in order:
+        i = idx[name]
+        if vec[i] > 0 and vec[i] > free[i]:
+            reasons.append(insufficient_reason(name))
+            hopeless |= bool(vec[i] > alloc[i])
+    return reasons, hopeless
+
+
+def filter(pod: PodInfo, node: NodeInfo, state: ClusterState, *, version: str = "1.34") -> Status:
+    n = node.index
+    return status_of(state.vector(pod), state.alloc[n] - state.used[n], state.alloc[n], state, version=version)
+
+
+def status_of(vec: np.ndarray, free, alloc: np.ndarray, state: ClusterState, *, version: str = "1.34") -> Status:
+    """The filter's status for a request ``vec`` against ``free`` of a node with ``alloc``
+    (preemption's dry run asks it of amounts the state does not hold)."""
+    reasons, hopeless = insufficient(vec, free, alloc, state)
+    if not reasons:
+        return SUCCESS
+    code = Code.UNRESOLVABLE if hopeless and version == "1.34" else Code.UNSCHEDULABLE
+    return Status(code, tuple(reasons), NAME)
+
+
+def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
+    """Per node in ``nodes``: does the request fit? (zero requests always fit, as in the filter)"""
+    vec = state.vector(pod)
+    cols = np.nonzero(vec)[0]  # zero requests always fit; the pod count is always requested
+    return np.all(state.free[np.ix_(nodes, cols)] >= vec[cols], axis=1)
+
+
+def fits_alone(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
+    """Would the pod fit on an empty node? (used to prune solver variables and for v1.34's
+    UnschedulableAndUnresolvable)"""
+    vec = state.vector(pod)
+    return np.all((vec == 0) | (vec <= state.alloc[nodes]), axis=1)
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+
+
+def encode(wm) -> None:
+    """Capacity: on every node, for every resource some candidate pod requests (the pod count
+    included), the window's pods fit what is free plus what evicted pods give back.
+
+    A node that running pods already overcommit is not the window's to fix: there the row for an
+    overcommitted resource holds only when the window places a pod requesting that resource on it
+    (which then needs evictions to make room)."""
+    state = wm.state
+    free = state.free
+    victims_on: dict[int, list] = {}
+    for key, (pod, node) in wm.evict_pod.items():
+        victims_on.setdefault(node, []).append((state.vector(pod), wm.evict[key]))
+    # Nodes with the same candidate classes share one coefficient matrix.
+    shapes: dict[tuple[int, ...], np.ndarray] = {}
+    for n, entries in wm.by_node.items():
+        ids = tuple(cls.id for cls, _ in entries)
+        vecs = shapes.get(ids)
+        if vecs is None:
+            vecs = shapes[ids] = np.array([wm.vec[i] for i in ids])
+        ubs = np.fromiter((wm.ub_of(i, n) for i in ids), dtype=np.int64, count=len(ids))
+        # Not ``ubs @ vecs`` in int64: products of huge quantities (2**62 bytes) wrap around and
+        # hid the row. Floats first; exact Python integers where floats lose precision.
+        load = ubs.astype(np.float64) @ vecs.astype(np.float64)
+        if load.max(initial=0.0) >= 2.0**53:
+            load = np.array([sum(int(u) * int(v) for u, v in zip(ubs, col)) for col in vecs.T], dtype=object)
+        victims = victims_on.get(n)
+        rows = np.nonzero(vecs.any(axis=0) & ((load > free[n]) | bool(victims)))[0]
+        for r in rows.tolist():
+            col = vecs[:, r]
+            vars_ = [var for (_, var), v in zip(entries, col) if v]
+            coeffs = [int(v) for v in col if v]
+            for vvec, evict in victims or ():
+                if vvec[r]:
+                    vars_.append(evict)
+                    coeffs.append(-int(vvec[r]))
+            row = wm.model.add(cp_model.LinearExpr.weighted_sum(vars_, coeffs) <= int(free[n, r]))
+            if free[n, r] < 0:
+                # Only a placed pod that requests this resource must see it fit (kube-scheduler
+                # checks just the resources a pod requests); a pod that does not may still land.
+                requesting = [var for (_, var), v in zip(entries, col) if v]
+                bound = int(sum(wm.ub_of(cls.id, n) for (cls, _), v in zip(entries, col) if v))
+                row.only_enforce_if(wm.new_presence(f"requests[{n},{r}]", requesting, bound))

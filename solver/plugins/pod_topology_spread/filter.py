@@ -1,0 +1,195 @@
+"""PodTopologySpread (filter, ``whenUnsatisfiable: DoNotSchedule``).
+
+PreFilter counts, per constraint, the matching pods (same namespace, not terminating) in every
+eligible domain; a node passes when ``count(domain) + selfMatch − globalMin ≤ maxSkew``, with
+globalMin taken as 0 while fewer than minDomains domains exist. Nodes are eligible when they
+carry every hard constraint's key and pass the inclusion policies (node affinity honoured by
+default, taints ignored by default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ...framework import SUCCESS, Status, unresolvable, unschedulable
+from ...info import NodeInfo, PodInfo
+from ...terms import SpreadConstraint
+from ...state import ClusterState, PodMatcher
+
+NAME = "PodTopologySpread"
+# The node lacks a constraint's topology key.
+REASON_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+# Placing the pod here would exceed maxSkew.
+REASON = "node(s) didn't match pod topology spread constraints"
+
+
+@dataclass(frozen=True)
+class ConstraintCounts:
+    constraint: SpreadConstraint
+    domain_ids: np.ndarray  # per node, its domain id under the key (−1: no label)
+    domain_counts: np.ndarray  # per domain id, matching pods on eligible nodes
+    eligible_domains: np.ndarray  # per domain id, whether some eligible node is in it
+    global_min: int
+    self_match: int
+
+
+def eligible_nodes(
+    pod: PodInfo, constraints, state: ClusterState, affinity_mask, tolerated_mask, *, policy: SpreadConstraint | None = None
+) -> np.ndarray:
+    """Nodes that count toward a constraint's domains: the keys of all ``constraints`` present,
+    and the inclusion policies of ``policy`` satisfied — kube-scheduler applies them per
+    constraint; without ``policy``, those of every constraint apply."""
+    mask = np.ones(len(state.nodes), dtype=bool)
+    for c in constraints:
+        mask &= state.domains(c.topology_key)[0] >= 0
+    policies = constraints if policy is None else (policy,)
+    if any(c.honor_node_affinity for c in policies):
+        mask &= affinity_mask
+    if any(c.honor_node_taints for c in policies):
+        mask &= tolerated_mask
+    return mask
+
+
+def counts_for(pod: PodInfo, c: SpreadConstraint, state: ClusterState, eligible: np.ndarray) -> ConstraintCounts:
+    ids, values = state.domains(c.topology_key)
+    per_node = state.match_counts(PodMatcher.of_spread(c.selector, pod.namespace))
+    sel = eligible & (ids >= 0)
+    counts = np.bincount(ids[sel], weights=per_node[sel], minlength=len(values)).astype(np.int64)
+    present = np.zeros(len(values), dtype=bool)
+    present[ids[sel]] = True
+    if present.sum() < c.min_domains or not present.any():
+        global_min = 0
+    else:
+        global_min = int(counts[present].min())
+    self_match = 1 if c.selector.matches(pod.labels) else 0
+    return ConstraintCounts(c, ids, counts, present, global_min, self_match)
+
+
+def prefilter(pod: PodInfo, state: ClusterState, affinity_mask: np.ndarray, tolerated_mask: np.ndarray) -> list[ConstraintCounts]:
+    hard = pod.hard_spread
+    if not hard:
+        return []
+    return [
+        counts_for(pod, c, state, eligible_nodes(pod, hard, state, affinity_mask, tolerated_mask, policy=c))
+        for c in hard
+    ]
+
+
+def filter(pod: PodInfo, node: NodeInfo, pre: list[ConstraintCounts]) -> Status:
+    for cc in pre:
+        dom = cc.domain_ids[node.index]
+        if dom < 0:
+            return unresolvable(NAME, REASON_MISSING_LABEL)
+        skew = int(cc.domain_counts[dom]) + cc.self_match - cc.global_min
+        if skew > cc.constraint.max_skew:
+            return unschedulable(NAME, REASON)
+    return SUCCESS
+
+
+# ``status_codes`` answers with indexes into this tuple: the statuses ``filter`` can give.
+STATUSES = (SUCCESS, unresolvable(NAME, REASON_MISSING_LABEL), unschedulable(NAME, REASON))
+
+
+def status_codes(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
+    """``filter`` over many nodes at once: per node, the index in ``STATUSES`` of its status
+    (the first constraint that fails decides, as in ``filter``)."""
+    codes = np.zeros(len(nodes), dtype=np.int8)
+    for cc in pre:
+        open_ = codes == 0
+        dom = cc.domain_ids[nodes]
+        has = dom >= 0
+        codes[open_ & ~has] = 1
+        if len(cc.domain_counts):
+            counts = np.where(has, cc.domain_counts[np.where(has, dom, 0)], 0)
+            codes[open_ & has & (counts + cc.self_match - cc.global_min > cc.constraint.max_skew)] = 2
+    return codes
+
+
+def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
+    ok = np.ones(len(nodes), dtype=bool)
+    for cc in pre:
+        dom = cc.domain_ids[nodes]
+        has = dom >= 0
+        if not len(cc.domain_counts):  # no node carries the key at all
+            return np.zeros(len(nodes), dtype=bool)
+        counts = np.where(has, cc.domain_counts[np.where(has, dom, 0)], 0)
+        ok &= has & (counts + cc.self_match - cc.global_min <= cc.constraint.max_skew)
+    return ok
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+#
+# Window semantics: a window pod may be in domain d only if, in the final state,
+# count(d) − min over eligible domains ≤ maxSkew (min is 0 while fewer than minDomains domains
+# are eligible). Counts include running pods (less evicted ones) and window pods on eligible nodes.
+
+
+def prune(pod: PodInfo, state: ClusterState) -> np.ndarray:
+    """Nodes lacking a hard constraint's topology key never pass (UnschedulableAndUnresolvable)."""
+    ok = np.ones(len(state.nodes), dtype=bool)
+    for c in pod.hard_spread:
+        ok &= state.domains(c.topology_key)[0] >= 0
+    return ok
+
+
+def encode(wm) -> None:
+    state, m = wm.state, wm.model
+    counters: dict[tuple, tuple] = {}
+    classes = [c for c in wm.classes if wm.by_class.get(c.id)]
+    for cls in classes:
+        rep = cls.rep
+        hard = rep.hard_spread
+        if not hard:
+            continue
+        for k, c in enumerate(hard):
+            eligible = eligible_nodes(
+                rep, hard, state, wm.static.affinity_mask(rep), wm.static.tolerated_mask(rep), policy=c
+            )
+            key = (c.selector, rep.namespace, c.topology_key, c.min_domains, eligible.tobytes())
+            if key not in counters:
+                counters[key] = _domain_counts(wm, c, rep.namespace, eligible, classes, f"{cls.id}_{k}")
+            counts, low = counters[key]
+            for d, own in wm.class_vars_by_domain(cls.id, c.topology_key).items():
+                if d not in counts:
+                    continue  # not an eligible domain: pruned by the static filters already
+                present = wm.new_presence(f"spread[{cls.id},{k},{d}]", own, cls.size)
+                m.add(counts[d] - low <= c.max_skew).only_enforce_if(present)
+
+
+def _domain_counts(wm, c, namespace, eligible, classes, tag):
+    """count[d] (expression) for every eligible domain, and the min variable over them."""
+    state, m = wm.state, wm.model
+    matcher = PodMatcher.of_spread(c.selector, namespace)
+    ids, _ = state.domains(c.topology_key)
+    running = state.match_counts(matcher)
+    counted = [o for o in classes if matcher.matches(o.rep)]
+    evictable: dict[int, list] = {}
+    for pod, node in state.pods():
+        if eligible[node] and ids[node] >= 0 and state.matches(matcher, pod):
+            evict = wm.evictable(pod)
+            if evict is not None:
+                evictable.setdefault(int(ids[node]), []).append(evict)
+    domains = sorted({int(d) for d in ids[eligible] if d >= 0})
+    counts = {}
+    bound_hi = 0
+    for d in domains:
+        in_d = eligible & (ids == d)
+        base = int(running[in_d].sum())
+        window = [v for o in counted for n, v in wm.by_class.get(o.id, []) if in_d[n]]
+        gone = evictable.get(d, [])
+        hi = base + sum(wm.ub_of(o.id, n) for o in counted for n, _ in wm.by_class.get(o.id, []) if in_d[n])
+        bound_hi = max(bound_hi, hi)
+        if not window and not gone:
+            counts[d] = base
+            continue
+        var = m.new_int_var(base - len(gone), hi, f"count[{tag},{d}]")
+        m.add(var == base + cp_model.LinearExpr.sum(window) - cp_model.LinearExpr.sum(gone) if gone else var == base + cp_model.LinearExpr.sum(window))
+        counts[d] = var
+    if len(domains) < c.min_domains or not domains:
+        return counts, 0
+    low = m.new_int_var(0, bound_hi, f"min[{tag}]")
+    m.add_min_equality(low, [counts[d] for d in domains])
+    return counts, low

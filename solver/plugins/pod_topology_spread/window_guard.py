@@ -1,0 +1,75 @@
+"""Keep one-at-a-time placement inside the window's final-state rules.
+
+kube-scheduler checks a pod's topology spread only when that pod is placed; a later pod that
+merely *matches* the selector may still land in the same domain and push its skew past maxSkew
+— legal sequentially, but the window's final state (DESIGN.md, "Window semantics") must hold for
+every window pod. Greedy therefore refuses, for each new pod, the domains where it would break
+the spread constraint of a window pod placed before it. Only greedy needs this: the CP-SAT
+model states the final-state rule directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...info import PodInfo
+from ...filtering import StaticFilters
+from . import filter as pod_topology_spread
+from ...state import ClusterState, PodMatcher
+from ...terms import SpreadConstraint
+
+# Nodes refused by the guard, in the FitError histogram.
+REASON = "node(s) would break the topology spread of pods placed earlier in the window"
+
+
+@dataclass(frozen=True)
+class _Guard:
+    constraint: SpreadConstraint
+    namespace: str
+    eligible: bytes  # eligible-node mask of the placed pod, as bytes (hashable)
+    domain: int
+
+
+class SpreadGuard:
+    def __init__(self, state: ClusterState, static: StaticFilters) -> None:
+        self.state = state
+        self.static = static
+        self.guards: set[_Guard] = set()
+        self._eligible: dict[bytes, np.ndarray] = {}
+
+    def placed(self, pod: PodInfo, node: int) -> None:
+        """Remember the spread constraints a newly placed window pod must keep satisfied."""
+        hard = pod.hard_spread
+        for c in hard:
+            mask = pod_topology_spread.eligible_nodes(
+                pod, hard, self.state, self.static.affinity_mask(pod), self.static.tolerated_mask(pod), policy=c
+            )
+            ids = self.state.domains(c.topology_key)[0]
+            if ids[node] < 0 or not mask[node]:
+                continue
+            key = mask.tobytes()
+            self._eligible.setdefault(key, mask)
+            self.guards.add(_Guard(c, pod.namespace, key, int(ids[node])))
+
+    def allowed(self, pod: PodInfo) -> np.ndarray | None:
+        """Nodes where ``pod`` keeps every guarded constraint; None when none applies to it."""
+        mask = None
+        for g in self.guards:
+            c = g.constraint
+            if g.namespace != pod.namespace or not c.selector.matches(pod.labels):
+                continue
+            eligible = self._eligible[g.eligible]
+            ids, values = self.state.domains(c.topology_key)
+            per_node = self.state.match_counts(PodMatcher.of_spread(c.selector, g.namespace))
+            sel = eligible & (ids >= 0)
+            counts = np.bincount(ids[sel], weights=per_node[sel], minlength=len(values)).astype(np.int64)
+            present = np.zeros(len(values), dtype=bool)
+            present[ids[sel]] = True
+            counts[g.domain] += 1
+            low = 0 if present.sum() < c.min_domains else int(counts[present].min())
+            if counts[g.domain] - low > c.max_skew:
+                refuse = eligible & (ids == g.domain)
+                mask = ~refuse if mask is None else mask & ~refuse
+        return mask

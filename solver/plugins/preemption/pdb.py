@@ -1,0 +1,130 @@
+"""PodDisruptionBudgets: how many more pods each budget lets go, and who it covers.
+
+Allowed disruptions come from ``status.disruptionsAllowed`` when the disruption controller has
+written it; otherwise they are computed as it would: healthy matching pods minus the desired
+healthy count from ``minAvailable`` / ``maxUnavailable`` (percentages of the matching pods,
+rounded up). Preemption, re-packing and the validator all read budgets through this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Optional
+
+from models.objects import Pod, PodDisruptionBudget
+
+from ...info import PodInfo
+from ...terms import Selector
+
+
+def _scaled(value: int | str, total: int) -> int:
+    if isinstance(value, int):
+        return value
+    return math.ceil(int(value[:-1]) * total / 100)
+
+
+def covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
+    """Same namespace and the selector matches (an empty selector covers every pod there)."""
+    if pdb.metadata.namespace != pod.metadata.namespace or pdb.spec.selector is None:
+        return False
+    return pdb.spec.selector.matches(pod.metadata.labels)
+
+
+def pdbs_covering(pod: Pod, pdbs: Iterable[PodDisruptionBudget]) -> list[PodDisruptionBudget]:
+    return [b for b in pdbs if covers(b, pod)]
+
+
+def _healthy(pod: Pod) -> bool:
+    return bool(pod.spec.node_name) and not pod.is_terminal and not pod.is_terminating and pod.status.phase in ("Running", "")
+
+
+def disruptions_allowed(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> int:
+    """How many covered pods may be disrupted now."""
+    if pdb.status.disruptions_allowed is not None:
+        return max(0, pdb.status.disruptions_allowed)
+    matching = [p for p in pods if covers(pdb, p) and not p.is_terminal]
+    expected = len(matching)
+    healthy = sum(1 for p in matching if _healthy(p))
+    if pdb.spec.max_unavailable is not None:
+        desired = expected - _scaled(pdb.spec.max_unavailable, expected)
+    elif pdb.spec.min_available is not None:
+        desired = _scaled(pdb.spec.min_available, expected)
+    else:
+        desired = 0
+    return max(0, healthy - max(0, desired))
+
+
+@dataclass
+class Budget:
+    key: str
+    namespace: str
+    selector: Selector
+    allowed: int
+    disrupted: frozenset[str]  # pod names already counted by the controller
+
+    def covers(self, pod: PodInfo) -> bool:
+        return (
+            pod.namespace == self.namespace
+            and not self.selector.is_empty
+            and self.selector.matches(pod.labels)
+            and pod.pod.metadata.name not in self.disrupted
+        )
+
+
+class PdbBudgets:
+    """Every budget of a snapshot with its allowance, for splitting and costing victims."""
+
+    def __init__(self, budgets: list[Budget]) -> None:
+        self.budgets = budgets
+
+    @staticmethod
+    def of(ctx) -> "PdbBudgets":
+        cached = getattr(ctx, "_pdb_budgets", None)
+        if cached is not None:
+            return cached
+        pods = ctx.snapshot.pods
+        budgets = [
+            Budget(
+                pdb.key,
+                pdb.metadata.namespace,
+                Selector.of(pdb.spec.selector),
+                disruptions_allowed(pdb, pods),
+                frozenset(pdb.status.disrupted_pods),
+            )
+            for pdb in ctx.snapshot.pdbs
+        ]
+        out = PdbBudgets(budgets)
+        ctx._pdb_budgets = out
+        return out
+
+    def covering(self, pod: PodInfo) -> list[int]:
+        return [i for i, b in enumerate(self.budgets) if b.covers(pod)]
+
+    def spent(self, evicted: Iterable[PodInfo]) -> list[int]:
+        """Per budget, how many of ``evicted`` (the window's victims so far) it covers."""
+        out = [0] * len(self.budgets)
+        for pod in evicted:
+            for i in self.covering(pod):
+                out[i] += 1
+        return out
+
+    def violations(self, evicted: Iterable[PodInfo]) -> int:
+        """Disruptions past the budgets' allowances, summed over budgets: what the model's
+        ``pdb_violations`` level counts."""
+        return sum(max(0, n - b.allowed) for n, b in zip(self.spent(evicted), self.budgets))
+
+    def split(self, victims: list[PodInfo], spent: Optional[list[int]] = None) -> tuple[list[PodInfo], list[PodInfo]]:
+        """(violating, non-violating) walking ``victims`` in order and spending allowances;
+        ``spent`` (from ``spent``) is what earlier preemptions of the window already used."""
+        left = [b.allowed - (spent[i] if spent else 0) for i, b in enumerate(self.budgets)]
+        violating, safe = [], []
+        for pod in victims:
+            hit = False
+            for i in self.covering(pod):
+                left[i] -= 1
+                if left[i] < 0:
+                    hit = True
+            (violating if hit else safe).append(pod)
+        return violating, safe

@@ -1,0 +1,333 @@
+"""DefaultPreemption for the greedy path (kube-scheduler's PostFilter, SEMANTICS.md §6).
+
+When a pod fits nowhere, look at the nodes where removing pods could help (status
+Unschedulable, not UnschedulableAndUnresolvable), find on each the smallest set of
+lower-priority victims (remove them all, then reprieve the most important back one by one,
+PodDisruptionBudget-violating ones first), and pick the node by kube-scheduler's criteria:
+fewest PDB violations, lowest top victim priority, smallest priority sum, fewest victims,
+latest start among the top victims.
+
+The CP-SAT model treats preemption as costed variables instead (``solver/cpsat``); this module
+is what the greedy fallback does, so falling back never silently drops preemption.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Optional
+
+import numpy as np
+
+from ...framework import SUCCESS, Code, Status, fit_error_message, reason_histogram, unresolvable
+from ...info import PodInfo
+from .pdb import PdbBudgets
+from ...filtering import Cycle, StaticFilters
+from ..node_resources_fit import filter as node_resources_fit
+from ...state import ClusterState
+
+NAME = "DefaultPreemption"
+# The pod's preemptionPolicy is Never.
+REASON_NEVER = "not eligible due to preemptionPolicy=Never."
+# The node has no pod of lower priority.
+REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+# The node was not a candidate (its failure was unresolvable, or it was not tried).
+REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+# minCandidateNodesPercentage / minCandidateNodesAbsolute.
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+# Offset making every int32 priority non-negative in the priority-sum criterion.
+PRIORITY_OFFSET = 2**31
+_NOW = datetime.max.replace(tzinfo=timezone.utc)
+
+
+@dataclass
+class PreemptionOutcome:
+    node: Optional[int]
+    victims: list[PodInfo] = field(default_factory=list)
+    pdb_violations: int = 0
+    message: Optional[str] = None  # "preemption: ..." when no node was found
+
+
+@dataclass
+class _Candidate:
+    node: int
+    victims: list[PodInfo]
+    pdb_violations: int
+
+
+def _importance(pod: PodInfo) -> tuple:
+    """Sort key: higher priority first, then earlier start (no start time counts as now)."""
+    return (-pod.priority, pod.start_time or _NOW)
+
+
+def _fits(pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, version: str) -> Status:
+    return Cycle(pod, state, static, version=version).status(static.nodes[node])
+
+
+def select_victims(
+    pod: PodInfo,
+    node: int,
+    state: ClusterState,
+    static: StaticFilters,
+    budgets: PdbBudgets,
+    version: str,
+    *,
+    hard_pdb: bool = False,
+    window: frozenset[str] = frozenset(),
+    local: bool = False,
+    spent: Optional[list[int]] = None,
+) -> tuple[Optional[_Candidate], Status]:
+    """The minimal victim set on one node (or why the node cannot be made to fit).
+
+    With ``hard_pdb`` (config ``preemption.pdb: hard``), pods whose eviction would break a
+    PodDisruptionBudget are never victims: they are put back before the fit is judged. ``spent``
+    counts, per budget, the pods earlier preemptions of the window already took from it.
+    ``local``: only the node's resources can keep the pod out (no host ports, spread or pod
+    affinity on either side), so the dry run is done on the resource arithmetic alone."""
+    # Victims are running pods: pods placed earlier in this window are decisions, not victims.
+    # A gang member never evicts a running member of its own group (that would undo the gang).
+    lower = [
+        p
+        for p in state.pods_on[node].values()
+        if p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
+    ]
+    if not lower:
+        return None, unresolvable(NAME, REASON_NO_VICTIMS)
+    if local and static.mask(pod)[node]:
+        return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version, spent)
+    for victim in lower:
+        state.remove(victim)
+    try:
+        status = _fits(pod, node, state, static, version)
+        if not status.ok:
+            return None, status
+        lower.sort(key=_importance)
+        violating, safe = budgets.split(lower, spent)
+        if hard_pdb and violating:
+            for keep in violating:
+                state.add(keep, node)
+            status = _fits(pod, node, state, static, version)
+            if not status.ok:
+                return None, status
+            violating = []
+        victims: list[PodInfo] = []
+        pdb_violations = 0
+        for group, counts_violation in ((violating, True), (safe, False)):
+            for candidate in group:
+                state.add(candidate, node)
+                if _fits(pod, node, state, static, version).ok:
+                    continue  # reprieved: it stays
+                state.remove(candidate)
+                victims.append(candidate)
+                pdb_violations += counts_violation
+        if violating and safe:
+            victims.sort(key=_importance)
+        return _Candidate(node, victims, pdb_violations), status
+    finally:
+        for victim in lower:
+            if victim.key in state.where:
+                state.remove(victim)
+        for victim in lower:
+            state.add(victim, node)
+
+
+def _select_by_resources(
+    pod: PodInfo, node: int, lower: list[PodInfo], state: ClusterState, budgets: PdbBudgets, hard_pdb: bool, version: str,
+    spent: Optional[list[int]] = None,
+) -> tuple[Optional[_Candidate], Status]:
+    """``select_victims``'s dry run for a pod only NodeResourcesFit can keep off the node: the
+    same removals, reprieves, order and statuses, on the free amounts instead of the state
+    (exact Python integers)."""
+    vec = state.vector(pod)
+    cols = np.flatnonzero(vec)  # zero requests always fit; the pod count is always requested
+    need = vec[cols].tolist()
+    of = {v.key: state.vector(v).tolist() for v in lower}
+    room = state.free[node].tolist()
+    for v in lower:
+        room = [r + a for r, a in zip(room, of[v.key])]
+
+    def fits(amounts: list[int]) -> bool:
+        return all(amounts[c] >= b for c, b in zip(cols.tolist(), need))
+
+    def without(amounts: list[int], v: PodInfo) -> list[int]:
+        return [r - a for r, a in zip(amounts, of[v.key])]
+
+    def refused(amounts: list[int]) -> tuple[None, Status]:
+        free = np.array(amounts, dtype=object)
+        return None, node_resources_fit.status_of(vec, free, state.alloc[node], state, version=version)
+
+    if not fits(room):
+        return refused(room)
+    lower = sorted(lower, key=_importance)
+    violating, safe = budgets.split(lower, spent)
+    if hard_pdb and violating:
+        for keep in violating:
+            room = without(room, keep)
+        if not fits(room):
+            return refused(room)
+        violating = []
+    victims: list[PodInfo] = []
+    pdb_violations = 0
+    for group, counts_violation in ((violating, True), (safe, False)):
+        for candidate in group:
+            trial = without(room, candidate)
+            if fits(trial):
+                room = trial  # reprieved: it stays
+                continue
+            victims.append(candidate)
+            pdb_violations += counts_violation
+    if violating and safe:
+        victims.sort(key=_importance)
+    return _Candidate(node, victims, pdb_violations), SUCCESS
+
+
+def _best(candidates: list[_Candidate]) -> _Candidate:
+    def key(c: _Candidate) -> tuple:
+        top = max((v.priority for v in c.victims), default=-PRIORITY_OFFSET)
+        tops = [v for v in c.victims if v.priority == top]
+        earliest = min((v.start_time or _NOW for v in tops), default=_NOW)
+        return (
+            c.pdb_violations,
+            top,
+            sum(v.priority + PRIORITY_OFFSET for v in c.victims),
+            len(c.victims),
+            -earliest.timestamp() if earliest != _NOW else float("inf"),
+        )
+
+    return min(candidates, key=key)
+
+
+_NOT_HELPFUL = Status(Code.UNRESOLVABLE, (REASON_NOT_HELPFUL,))
+
+
+def _window_keys(ctx) -> frozenset[str]:
+    """The window's pod keys (never victims), built once per context: every failing pod asks."""
+    keys = ctx.__dict__.get("_preemption_window_keys")
+    if keys is None:
+        keys = ctx.__dict__["_preemption_window_keys"] = frozenset(p.key for p in ctx.window)
+    return keys
+
+
+# Above this, float sums of requests may round: the resource pre-check below is then skipped.
+_EXACT_FLOAT = 2**52
+
+
+def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Per node: does it hold a pod the preemptor could evict (lower priority, not a window pod,
+    not of the preemptor's own gang), and what those pods request in all (floats; None when
+    amounts are too large for floats to be exact)? Kept in the state's local cache per priority
+    and brought up to date on the nodes touched since, like the node-local filter masks: pods
+    that fail in a row ask this of every node each time."""
+    def lower_pods(i: int) -> list[PodInfo]:
+        return [
+            p for p in state.pods_on[i].values()
+            if p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
+        ]
+
+    def fill(mask: np.ndarray, usage: np.ndarray, nodes) -> None:
+        for i in nodes:
+            pods = lower_pods(i)
+            mask[i] = bool(pods)
+            usage[i] = sum((state.vector(p).astype(np.float64) for p in pods), np.zeros(usage.shape[1]))
+
+    n = len(state.nodes)
+    exact = not state.alloc.size or int(state.alloc.max()) < _EXACT_FLOAT
+    if not state.priorities or min(state.priorities) >= pod.priority:
+        # nobody in the whole state is below the preemptor
+        return np.zeros(n, dtype=bool), np.zeros(state.alloc.shape) if exact else None
+    key = ("preemption-lower", pod.priority, window)
+    hit = state.local_cache.get(key) if pod.group is None else None  # own-gang exclusion: not shared
+    if hit is None:
+        mask, usage = np.zeros(n, dtype=bool), np.zeros(state.alloc.shape)
+        fill(mask, usage, range(n))
+    else:
+        seen, (mask, usage) = hit
+        fill(mask, usage, set(state.touched[seen:]))
+    if pod.group is None:
+        state.local_cache[key] = (len(state.touched), (mask, usage))
+    return mask, usage if exact else None
+
+
+def default_preemption(
+    pod: PodInfo,
+    cycle: Cycle,
+    state: ClusterState,
+    static: StaticFilters,
+    ctx,
+    *,
+    rng: Optional[random.Random] = None,
+    allowed=None,
+    evicted: Sequence[PodInfo] = (),
+    protected: frozenset[str] = frozenset(),
+) -> PreemptionOutcome:
+    """Where to place ``pod`` by evicting lower-priority pods, or the ``preemption: ...`` text.
+
+    ``allowed`` (a node mask) keeps out nodes the window's own rules refuse (greedy's spread
+    guard): preemption must not break what placement may not. ``evicted``: the window's victims
+    so far, whose PodDisruptionBudget allowances are spent (the plan's evictions are judged
+    together, so a budget allowing one disruption allows one in the whole window). ``protected``:
+    running members of gangs the window has already admitted, never victims (evicting one would
+    take its gang below minMember in the final state)."""
+    if pod.preempt_never:
+        return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
+    version = ctx.config.kubernetes_version
+    statuses = cycle.statuses()
+    n = len(statuses)
+    window = _window_keys(ctx) | protected if protected else _window_keys(ctx)
+    node_status: dict[int, Status] = {}
+    # A node with no pod of lower priority has no victims to offer (checked before any dry run).
+    no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
+    potential = []
+    lower, usage = _lower(pod, state, window)
+    for i, s in enumerate(statuses):
+        if s.code != Code.UNSCHEDULABLE or (allowed is not None and not allowed[i]):
+            continue
+        if lower[i]:
+            potential.append(i)
+        else:
+            node_status[i] = no_victims
+    candidates: list[_Candidate] = []
+    local = cycle.node_local and not pod.host_ports
+    hopeless: set[int] = set()
+    if potential:
+        budgets = PdbBudgets.of(ctx)
+        spent = budgets.spent(evicted)
+        wanted = min(len(potential), max(len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
+        offset = rng.randrange(len(potential)) if rng is not None else 0
+        # Nodes where the pod would not fit even with every possible victim gone give no
+        # candidate: found at once over all nodes; their status is needed only for the message.
+        if local and usage is not None:
+            vec = state.vector(pod)
+            cols = np.flatnonzero(vec)
+            idx = np.array(potential, dtype=np.int64)
+            room = state.free[np.ix_(idx, cols)].astype(np.float64) + usage[np.ix_(idx, cols)]
+            hopeless = set(idx[~(room >= vec[cols]).all(axis=1)].tolist())
+        for i in range(len(potential)):
+            node = potential[(offset + i) % len(potential)]
+            if node in hopeless:
+                continue
+            candidate, status = select_victims(
+                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
+                local=local, spent=spent,
+            )
+            node_status[node] = status
+            if candidate is not None:
+                candidates.append(candidate)
+                if len(candidates) >= wanted and any(c.pdb_violations == 0 for c in candidates):
+                    break
+    if candidates:
+        best = _best(candidates)
+        return PreemptionOutcome(best.node, best.victims, best.pdb_violations)
+    for node in hopeless:
+        node_status[node] = select_victims(
+            pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
+            local=local, spent=spent,
+        )[1]
+    per_node = [_NOT_HELPFUL] * n
+    for i, status in node_status.items():
+        per_node[i] = status
+    hist = reason_histogram(per_node)
+    return PreemptionOutcome(None, message=f"preemption: {fit_error_message(n, hist)}")

@@ -1,0 +1,2 @@
+"""TaintToleration: NoSchedule/NoExecute taints tolerated (filter), PreferNoSchedule counted
+(score)."""
