@@ -20,17 +20,11 @@ from .info import NodeInfo, PodInfo
 from .state import ClusterState
 from .plugins.inter_pod_affinity import filter as inter_pod_affinity
 from .plugins.node_affinity import filter as node_affinity
-from .plugins.node_name import filter as node_name
 from .plugins.node_ports import filter as node_ports
 from .plugins.node_resources_fit import filter as node_resources_fit
-from .plugins.node_unschedulable import filter as node_unschedulable
 from .plugins.pod_topology_spread import filter as pod_topology_spread
 from .plugins.taint_toleration import filter as taint_toleration
-
-# Filter order of kube-scheduler's default profile; the first failure is the node's status.
-STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
-DYNAMIC_FILTERS = (node_ports, node_resources_fit, pod_topology_spread, inter_pod_affinity)
-FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, *DYNAMIC_FILTERS))
+from .plugins.registry import STATIC_FILTERS
 
 
 def _cache_key(pod: PodInfo) -> tuple:

@@ -90,3 +90,14 @@ def fit_error_message(
     if postfilter:
         text += f" {postfilter}"
     return text
+
+
+# How many pods a message lists before it says "and N more".
+LIST_LIMIT = 5
+
+
+def names(keys: Iterable[str]) -> str:
+    """Pod keys for a message, sorted: the first few, then how many more."""
+    keys = sorted(keys)
+    head = ", ".join(keys[:LIST_LIMIT])
+    return head if len(keys) <= LIST_LIMIT else f"{head} and {len(keys) - LIST_LIMIT} more"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -31,6 +31,9 @@ from ..filtering import StaticFilters
 from ..plugins.node_ports import filter as node_ports
 from ..state import ClusterState
 from .eviction import top_preemptor
+
+if TYPE_CHECKING:
+    from ..plugins.gang.permit import Gang, GangKind
 
 
 @dataclass
@@ -108,6 +111,9 @@ class WindowModel:
         # Gang kinds: each with the number of its gangs that run (see ``gang.encode``), and the
         # model class of every context class merged into a kind's class.
         self.gang_runs: list[tuple] = []
+        # The window's gangs by key and its kinds, set before encoding (``gang.encode`` reads them).
+        self.gangs: dict[str, Gang] = {}
+        self.gang_kinds: list[GangKind] = []
         # Whole-gang units for hints: (need, [(class, members per gang)], number of such gangs).
         self.gang_units: list[tuple] = []
         # The packing, when it is the hint (``hint.HintSolution``); it stands in for a solve

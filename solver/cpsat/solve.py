@@ -35,7 +35,6 @@ from ..greedy import GreedyResult, Victim, schedule_greedy
 from ..filtering import StaticFilters
 from ..plugins.inter_pod_affinity import filter as inter_pod_affinity
 from ..plugins.node_ports import filter as node_ports
-from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..plugins.pod_topology_spread import filter as pod_topology_spread
 from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
@@ -43,6 +42,7 @@ from .components import components
 from .hint import best_hint, counts_value, greedy_counts
 from .symmetry import break_symmetry
 from .model import Level, WindowModel
+from ..plugins.registry import WINDOW_ENCODERS
 
 log = logging.getLogger("cpsat_scheduler.solver")
 
@@ -193,12 +193,9 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
         wm.cand[cls.id], wm.ub[cls.id] = cand[cls.id], ubs[cls.id]
     wm.create_variables()
     eviction.create(wm)
-    node_resources_fit.encode(wm)
-    node_ports.encode(wm)
-    inter_pod_affinity.encode(wm)
-    pod_topology_spread.encode(wm)
-    gang_mod.encode(wm, gangs, kinds)
-    victim_room.encode(wm)
+    wm.gangs, wm.gang_kinds = gangs, list(kinds)
+    for encode in WINDOW_ENCODERS:
+        encode(wm)
     eviction.encode_costs(wm, ctx)
     placement = wm.level("placement")
     for cls in classes:

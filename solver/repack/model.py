@@ -39,10 +39,7 @@ from ortools.sat.python import cp_model
 from .. import interrupt
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
-from ..plugins.inter_pod_affinity import filter as inter_pod_affinity
-from ..plugins.node_ports import filter as node_ports
-from ..plugins.node_resources_fit import filter as node_resources_fit
-from ..plugins.pod_topology_spread import filter as pod_topology_spread
+from ..plugins.registry import FILTER_ENCODERS
 from . import availability
 from .drain import greedy_drain
 from .problem import RepackProblem
@@ -143,10 +140,8 @@ class RepackModel:
         wm, m, problem = self.wm, self.model, self.problem
         wm.create_variables()
         # The rules, each from its own module.
-        node_resources_fit.encode(wm)
-        node_ports.encode(wm)
-        inter_pod_affinity.encode(wm)
-        pod_topology_spread.encode(wm)
+        for encode in FILTER_ENCODERS:
+            encode(wm)
 
         # Every movable pod is placed somewhere.
         for cls in self.classes:

@@ -25,29 +25,12 @@ from models.config import SchedulerConfig, ScoringConfig
 
 from ..info import NodeInfo, PodInfo
 from ..state import ClusterState
-from ..plugins.balanced_allocation import score as balanced_allocation
-from ..plugins.image_locality import score as image_locality
-from ..plugins.inter_pod_affinity import score as inter_pod_affinity
-from ..plugins.node_affinity import score as node_affinity
-from ..plugins.node_resources_fit import score as node_resources_fit
-from ..plugins.pod_topology_spread import score as pod_topology_spread
-from ..plugins.taint_toleration import score as taint_toleration
+from ..plugins.registry import SCORE_PLUGIN_NAMES, SCORE_PLUGINS
 from .node_index import NodeIndex
 
 if TYPE_CHECKING:
     from ..context import SchedulingContext
 
-# Score plugins in the order of kube-scheduler's default profile.
-SCORE_PLUGINS = (
-    taint_toleration,
-    node_affinity,
-    node_resources_fit,
-    pod_topology_spread,
-    inter_pod_affinity,
-    balanced_allocation,
-    image_locality,
-)
-SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
 # A score plugin configured without a weight gets this one.
 DEFAULT_WEIGHT = 1
 # The NodeResourcesFit strategy of the ``packing`` profile: fill nodes up.

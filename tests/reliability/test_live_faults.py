@@ -1012,12 +1012,21 @@ def lease_lost_before_preempting(run: Run) -> None:
 
 
 def _take_lease(run: Run, holder: str) -> None:
-    """Another candidate takes the lease by updating it (as after a missed renewal)."""
+    """Another candidate takes the lease by updating it (as after a missed renewal). A renewal by
+    the scheduler between our read and our write makes the write conflict (409), as it would for a
+    real rival: read again and retry, as a rival candidate does."""
     coordination = client.CoordinationV1Api(run.cluster.core.api_client)
-    lease = coordination.read_namespaced_lease("cpsat-scheduler", NS)
-    lease.spec.holder_identity = holder
-    lease.spec.renew_time = now_micro()
-    coordination.replace_namespaced_lease("cpsat-scheduler", NS, lease)
+    for _ in range(20):
+        lease = coordination.read_namespaced_lease("cpsat-scheduler", NS)
+        lease.spec.holder_identity = holder
+        lease.spec.renew_time = now_micro()
+        try:
+            coordination.replace_namespaced_lease("cpsat-scheduler", NS, lease)
+            return
+        except client.ApiException as err:
+            if err.status != 409:
+                raise
+    raise AssertionError("the lease kept changing under 20 attempts to take it")
 
 
 def lease_lost_awaiting_victims(run: Run) -> None:

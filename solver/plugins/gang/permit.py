@@ -234,9 +234,12 @@ def decode(kind: GangKind, counts: dict[int, list[tuple[int, int]]]) -> dict[str
 # --------------------------------------------------------------------------- CP-SAT encoding
 
 
-def encode(wm, gangs: dict[str, Gang], kinds_: list[GangKind] = ()) -> None:
+def encode(wm) -> None:
     """All-or-nothing: a gang's window members place 0 pods or at least ``need`` of them; a
-    kind runs a whole number of its gangs, and places between ``need`` and all members of each."""
+    kind runs a whole number of its gangs, and places between ``need`` and all members of each.
+    Reads the window's gangs and kinds from ``wm.gangs`` and ``wm.gang_kinds``."""
+    gangs: dict[str, Gang] = wm.gangs
+    kinds_: list[GangKind] = wm.gang_kinds
     in_kind = {g.key for kind in kinds_ for g in kind.gangs}
     present = {c.id for c in wm.classes if not isinstance(wm.placed[c.id], int)}
     for gang in gangs.values():

@@ -1,0 +1,41 @@
+"""Gangs on a plan's final state: a PodGroup that exists places none of its window members, or
+enough that placed plus running members (less the plan's victims) reach minMember."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
+
+from models.snapshot import pod_group_key
+
+from ...framework import names
+
+if TYPE_CHECKING:
+    from ...validate import Replay
+
+
+def check(replay: Replay) -> None:
+    """A PodGroup places none of its window members, or reaches minMember with its running ones."""
+    placed_by_group: dict[str, list[str]] = defaultdict(list)
+    for pod, _ in replay.placed():
+        if pod.group is not None:
+            placed_by_group[pod.group].append(pod.key)
+    if not placed_by_group:
+        return
+    evicted = {v.pod.key for v in replay.victims}
+    running: Counter[str] = Counter()
+    for pod in replay.ctx.snapshot.bound_pods():
+        group = pod_group_key(pod)
+        if group in placed_by_group and pod.key not in evicted:
+            running[group] += 1
+    for group, members in sorted(placed_by_group.items()):
+        pod_group = replay.ctx.pod_groups.get(group)
+        if pod_group is None:
+            continue
+        need = pod_group.spec.min_member
+        have = len(members) + running[group]
+        if have < need:
+            replay.report(
+                f"gang: PodGroup {group} places {len(members)} pod(s) ({names(members)}) which with its "
+                f"{running[group]} running member(s) make {have} of minMember {need}"
+            )

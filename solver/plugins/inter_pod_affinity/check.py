@@ -1,0 +1,281 @@
+"""InterPodAffinity on a plan's final state (the validator's reading).
+
+* anti-affinity: no two pods of the final state may violate a required anti-affinity term of
+  either, when at least one of them is a window pod (terminating pods count, as in the filter).
+* affinity: kube-scheduler admits a pod with required affinity only where, for every term, a
+  pod matching all its terms already runs in the term's domain (the node carrying every key), or
+  — the self-affinity escape — where no pod anywhere matches them yet and the pod matches its own
+  terms. Lifted to the final state: an order of the plan's pods must exist in which each pod
+  with required affinity finds that support among the pods before it (running pods, pods without
+  required affinity, and pods already so placed), or is a *first pod* (it matches its own terms
+  and no running pod does). First pods go first, so none may match the terms of a first pod
+  after it. Hence a group of replicas may start from nothing, but grows only in its first pod's
+  domain: replicas split over zones that merely support each other (2 + 1, or one pair per zone)
+  are refused, as any sequential order would refuse them. Terminating pods support, as in the
+  filter; so does a victim, for every pod but its own preemptor (it runs until that preemptor
+  arrives, and kube-scheduler never rechecks the affinity of pods already placed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...framework import names
+from ...info import PodInfo
+from ...state import ClusterState, PodMatcher
+from .filter import AllTerms
+
+if TYPE_CHECKING:
+    from ...validate import Replay, Victim
+
+
+def check_anti_affinity(replay: Replay) -> None:
+    """No pair of final-state pods, one of them placed now, breaks a required anti-affinity
+    term of either: the owner's term matching the other pod in the owner's domain."""
+    state, placed = replay.final, replay.assigned
+    owners: dict = defaultdict(list)
+    for pod, index in state.pods():
+        for term in pod.anti_affinity:
+            owners[term].append((pod, index))
+    reported: set[tuple[str, str]] = set()
+    for term, holders in owners.items():
+        matcher = PodMatcher.of_term(term)
+        if any(p.key in placed for p, _ in holders):
+            pool: Iterable[tuple[PodInfo, int]] = state.pods()
+        else:
+            pool = replay.placed()
+        ids = state.domains(term.topology_key)[0]
+        by_domain: dict[int, list[PodInfo]] = defaultdict(list)
+        for pod, index in pool:
+            if ids[index] >= 0 and state.matches(matcher, pod):
+                by_domain[int(ids[index])].append(pod)
+        if not by_domain:
+            continue
+        for owner, index in holders:
+            if ids[index] < 0:
+                continue
+            for other in by_domain.get(int(ids[index]), ()):
+                if other is owner or (owner.key not in placed and other.key not in placed):
+                    continue
+                pair = (owner.key, other.key)
+                if pair in reported or pair[::-1] in reported:
+                    continue
+                reported.add(pair)
+                value = replay.nodes[index].labels[term.topology_key]
+                replay.report(
+                    f"anti-affinity: {owner.key} (node {replay.node_name(index)}) and {other.key} "
+                    f"(node {replay.node_name(state.where[other.key])}) share {term.topology_key}={value}, "
+                    f"which a required anti-affinity term of {owner.key} forbids"
+                )
+
+
+def check_affinity(replay: Replay) -> None:
+    """Each placed pod with required affinity is *anchored* (see the module docstring).
+
+    kube-scheduler lets a pod with required affinity in only where, per term, a pod matching
+    all its terms already runs in its domain, or — the self-affinity escape — where nothing
+    anywhere matches yet and the pod matches its own terms. On the final state this becomes:
+    an order of the placed pods must exist in which each one finds that support among the
+    pods before it. Pods without required affinity need no support and go after the seeds;
+    seeds (escapes) go first, so no seed may match the terms of a seed before it.
+    """
+    pods: list[tuple[PodInfo, int]] = []
+    for pod, index in replay.placed():
+        if not pod.affinity:
+            continue
+        node = replay.nodes[index]
+        missing = [t.topology_key for t in pod.affinity if t.topology_key not in node.labels]
+        if missing:
+            replay.report(
+                f"affinity: {pod.key} on node {node.name}: the node has no {missing[0]} label, "
+                "which its required pod affinity needs"
+            )
+            continue
+        pods.append((pod, index))
+    if not pods:
+        return
+    anchoring = _FinalSupport(pods, replay.final, set(replay.assigned), replay.victims)
+    progress = anchoring.start()
+    seeds: list[str] = []
+    while progress.waiting:
+        best: _Progress | None = None
+        best_key, tried = None, set()
+        for key in sorted(progress.waiting):
+            pod, index = anchoring.by_key[key]
+            shape = (pod.class_id if pod.class_id >= 0 else key, anchoring.domains_of(key))
+            if shape in tried or not anchoring.may_escape(key, seeds):
+                continue
+            tried.add(shape)
+            trial = progress.copy()
+            anchoring.place(trial, key)
+            if best is None or len(trial.waiting) < len(best.waiting):
+                best, best_key = trial, key
+            if not best.waiting:
+                break
+        if best is None:
+            break
+        seeds.append(best_key)
+        progress = best
+
+    for key in sorted(progress.waiting):
+        pod, index = anchoring.by_key[key]
+        node = replay.nodes[index]
+        where = f"affinity: {key} on node {node.name}"
+        t = anchoring.unsupported_term(progress, key)
+        topology = pod.affinity[t].topology_key
+        domain = f"{topology}={node.labels[topology]}"
+        candidates = anchoring.supporters(key, t)
+        own_victims = [q for q in candidates if anchoring.victim_of.get(q) == key]
+        leaning = [q for q in candidates if q not in own_victims]
+        if leaning:
+            line = (
+                f"{where}: in {domain} it is supported only by pods placed in the same plan that have no "
+                f"support of their own there ({names(leaning)}); without a running pod to join, a group "
+                "starts from one first pod and grows in that pod's domain"
+            )
+        elif own_victims:
+            line = (
+                f"{where}: its only support in {domain} is {names(own_victims)}, which the plan evicts for it"
+            )
+        else:
+            line = f"{where}: no other pod matching its required pod affinity is in {domain}"
+            if anchoring.self_match[key]:
+                if anchoring.runs_match[key]:
+                    line += (
+                        " (it matches its own terms, but running pods match them too: it is not the first"
+                        " of its group)"
+                    )
+                else:
+                    first = ", ".join(f"{s} in {anchoring.domain_text(s)}" for s in seeds) or "another pod"
+                    line += f" (it matches its own terms, but the first pod of its group is {first})"
+        replay.report(line)
+
+
+@dataclass
+class _Progress:
+    """A placement order under construction: which anchored pods are in, which still wait."""
+
+    ready: Counter  # (terms, topology key, domain id) -> placed pods matching those terms there
+    satisfied: dict[str, set[int]]  # waiting pod -> indices of its terms that have support
+    waiting: set[str]
+
+    def copy(self) -> "_Progress":
+        return _Progress(Counter(self.ready), {k: set(v) for k, v in self.satisfied.items()}, set(self.waiting))
+
+
+class _FinalSupport:
+    """Support bookkeeping for ``check_affinity`` (the filter's ``_Anchoring`` is the CP-SAT
+    side of the same rule): per set of terms, per key and domain, how many
+    already-placed pods match; a waiting pod is placed as soon as each of its terms has one."""
+
+    def __init__(
+        self, pods: list[tuple[PodInfo, int]], state: ClusterState, window: set[str], victims: list[Victim]
+    ) -> None:
+        self.state = state
+        self.by_key = {pod.key: (pod, index) for pod, index in pods}
+        self.matcher = {pod.key: AllTerms(pod.affinity) for pod, _ in pods}
+        # A victim still runs until its preemptor arrives: it may support any pod but that one
+        # (kube-scheduler's preemption never rechecks the affinity of pods already placed).
+        self.victim_of = {v.pod.key: v.preemptor for v in victims}
+        everyone = [*state.pods(), *((v.pod, v.node) for v in victims)]
+        # Every pod matching each distinct set of terms, with its node.
+        self.members: dict[AllTerms, list[tuple[PodInfo, int]]] = {}
+        for matcher in set(self.matcher.values()):
+            self.members[matcher] = [(q, n) for q, n in everyone if state.matches(matcher, q)]
+        self.matched_by: dict[str, list[AllTerms]] = defaultdict(list)
+        for matcher, found in self.members.items():
+            for q, _ in found:
+                self.matched_by[q.key].append(matcher)
+        self.where = {q.key: n for found in self.members.values() for q, n in found}
+        self.waiters: dict[tuple, list[tuple[str, int]]] = defaultdict(list)
+        self.self_match: dict[str, bool] = {}
+        self.runs_match: dict[str, bool] = {}  # a pod outside the window matches all its terms
+        for pod, index in pods:
+            matcher = self.matcher[pod.key]
+            for t, term in enumerate(pod.affinity):
+                self.waiters[(matcher, term.topology_key, self._domain(term.topology_key, index))].append((pod.key, t))
+            keys = [t.topology_key for t in pod.affinity]
+            self.self_match[pod.key] = matcher.matches(pod)
+            self.runs_match[pod.key] = any(
+                q.key not in window and q.key not in self.victim_of and any(k in state.nodes[n].labels for k in keys)
+                for q, n in self.members[matcher]
+            )
+
+    def _domain(self, key: str, node: int) -> int:
+        return int(self.state.domains(key)[0][node])
+
+    def domains_of(self, key: str) -> tuple[int, ...]:
+        pod, index = self.by_key[key]
+        return tuple(self._domain(t.topology_key, index) for t in pod.affinity)
+
+    def domain_text(self, key: str) -> str:
+        pod, index = self.by_key[key]
+        topology = pod.affinity[0].topology_key
+        return f"{topology}={self.state.nodes[index].labels[topology]}"
+
+    def start(self) -> _Progress:
+        """Every pod of the final state without required affinity placed (running or not)."""
+        progress = _Progress(Counter(), {key: set() for key in self.by_key}, set(self.by_key))
+        for key in self.where:
+            if key not in self.by_key:
+                self.place(progress, key)
+        return progress
+
+    def place(self, progress: _Progress, key: str) -> None:
+        """Place ``key`` and, transitively, every waiting pod that this gives full support."""
+        queue = [key]
+        progress.waiting.discard(key)
+        while queue:
+            q = queue.pop()
+            node = self.where.get(q)
+            if node is None:  # matches no set of terms: supports nobody
+                continue
+            for matcher in self.matched_by[q]:
+                for term in matcher.terms:
+                    d = self._domain(term.topology_key, node)
+                    if d < 0:
+                        continue
+                    slot = (matcher, term.topology_key, d)
+                    progress.ready[slot] += 1
+                    for p, t in self.waiters.get(slot, ()):
+                        if p == q or p not in progress.waiting or p == self.victim_of.get(q):
+                            continue
+                        done = progress.satisfied[p]
+                        done.add(t)
+                        if len(done) == len(self.by_key[p][0].affinity):
+                            progress.waiting.discard(p)
+                            queue.append(p)
+
+    def may_escape(self, key: str, seeds: list[str]) -> bool:
+        """Could ``key`` be a first pod: it matches its own terms, no running pod matches them, and
+        the seeds can still be ordered so none matches the terms of one placed after it."""
+        if not self.self_match[key] or self.runs_match[key]:
+            return False
+        left = [*seeds, key]
+        while left:
+            free = [s for s in left if not any(self._blocks(s, o) for o in left if o != s)]
+            if not free:
+                return False
+            left.remove(free[0])
+        return True
+
+    def _blocks(self, first: str, later: str) -> bool:
+        """``first``, once placed, fills ``later``'s affinity counts: ``later`` cannot escape."""
+        q, n = self.by_key[first]
+        p, _ = self.by_key[later]
+        labels = self.state.nodes[n].labels
+        return self.matcher[later].matches(q) and any(t.topology_key in labels for t in p.affinity)
+
+    def unsupported_term(self, progress: _Progress, key: str) -> int:
+        done = progress.satisfied[key]
+        return next(t for t in range(len(self.by_key[key][0].affinity)) if t not in done)
+
+    def supporters(self, key: str, t: int) -> list[str]:
+        """Pods other than ``key`` matching all its terms in its domain under term ``t``."""
+        pod, index = self.by_key[key]
+        topology = pod.affinity[t].topology_key
+        d = self._domain(topology, index)
+        return [q.key for q, n in self.members[self.matcher[key]] if q is not pod and self._domain(topology, n) == d]

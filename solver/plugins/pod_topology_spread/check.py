@@ -1,0 +1,117 @@
+"""PodTopologySpread (DoNotSchedule) on a plan's final state (the validator's reading).
+
+kube-scheduler checks a DoNotSchedule constraint only for the pod that carries it, at its
+arrival; pods placed later, without the constraint, may pile onto its domain. So the rule is
+read per group of placed pods sharing one constraint (namespace, selector with matchLabelKeys
+merged, key, maxSkew, minDomains, eligible nodes) and per domain d they land in: the last of
+them to arrive finds at least the matching pods running there (less victims) plus the k
+matching pods of the group, and at most, as the minimum, the emptiest other eligible domain
+with everything the plan could have put there first (0 below minDomains domains). If even that
+skew exceeds maxSkew, no order of the plan passes the filter. A cluster already skewed is not
+the plan's fault: pods that do not match their own selector (k = 0) are blamed only if the plan
+also raised d's skew; pods that do add to d are blamed, as kube-scheduler would refuse the last
+of them. Repairs — filling the low domains — always pass.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...framework import names
+from ...info import PodInfo
+from ...state import ClusterState, PodMatcher
+from .filter import eligible_nodes
+
+if TYPE_CHECKING:
+    from ...validate import Replay
+
+
+def check(replay: Replay) -> None:
+    """DoNotSchedule constraints, per group of placed pods sharing one and per domain they land
+    in (see the module docstring): the last of them to arrive must be able to find the
+    domain within maxSkew of the emptiest other eligible domain."""
+    groups: dict[tuple, _SpreadGroup] = {}
+    for pod, index in replay.placed():
+        hard = pod.hard_spread
+        if not hard:
+            continue
+        node = replay.nodes[index]
+        affinity_mask, tolerated_mask = replay.static.affinity_mask(pod), replay.static.tolerated_mask(pod)
+        # The same constraint written twice is one rule: the pod counts once in its group.
+        for c in dict.fromkeys(hard):
+            d = int(replay.final.domains(c.topology_key)[0][index])
+            if d < 0:
+                replay.report(
+                    f"spread: {pod.key} on node {node.name}: the node has no {c.topology_key} label "
+                    "(DoNotSchedule topology spread constraint)"
+                )
+                continue
+            eligible = eligible_nodes(
+                pod, hard, replay.final, affinity_mask, tolerated_mask, policy=c
+            )
+            key = (pod.namespace, c.selector, c.topology_key, c.max_skew, c.min_domains, eligible.tobytes())
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = _SpreadGroup(c, pod.namespace, eligible)
+            # Counted as the filter counts: an empty selector counts nobody, itself included.
+            group.by_domain[d].append((pod, not c.selector.is_empty and c.selector.matches(pod.labels)))
+    for group in groups.values():
+        _check_group(replay, group)
+
+
+def _check_group(replay: Replay, group: _SpreadGroup) -> None:
+    c = group.constraint
+    ids, values = replay.final.domains(c.topology_key)
+    matcher = PodMatcher.of_spread(c.selector, group.namespace)
+    keep = group.eligible & (ids >= 0)
+
+    def per_domain(state: ClusterState) -> np.ndarray:
+        weights = state.match_counts(matcher)[keep]
+        return np.bincount(ids[keep], weights=weights, minlength=len(values)).astype(np.int64)
+
+    before, base, final = per_domain(replay.before), per_domain(replay.base), per_domain(replay.final)
+    most = final + (before - base)  # the final state with the victims still there
+    present = np.zeros(len(values), dtype=bool)
+    present[ids[keep]] = True
+    few = int(present.sum()) < c.min_domains
+
+    def skew(counts: np.ndarray, d: int) -> int:
+        return int(counts[d]) - (0 if few or not present.any() else int(counts[present].min()))
+
+    for d, members in sorted(group.by_domain.items()):
+        matching = sum(1 for _, m in members if m)
+        if few:
+            least, least_text = 0, f"a minimum of 0 (fewer than minDomains={c.min_domains} eligible domains)"
+        else:
+            others = present.copy()
+            others[d] = False
+            if not others.any():
+                continue  # the only domain is the minimum itself
+            least = int(most[others].min())
+            least_text = f"{least} matching pod(s) in the emptiest other eligible domain"
+        seen = int(base[d]) + matching
+        if seen - least <= c.max_skew:
+            continue
+        if not matching and skew(final, d) <= skew(before, d):
+            continue  # already this skewed before the plan, and these pods add nothing to it
+        placed = names(p.key for p, _ in members)
+        replay.report(
+            f"spread: {c.topology_key}={values[d]} exceeds maxSkew {c.max_skew} after placing {placed}: "
+            f"{int(base[d])} matching pod(s) were there and {matching} of these match, so the last to arrive "
+            f"makes skew {seen - least} against {least_text}"
+        )
+
+
+@dataclass
+class _SpreadGroup:
+    """Placed pods sharing one DoNotSchedule constraint (same namespace, selector, key, maxSkew,
+    minDomains and eligible nodes), by the domain id each landed in, with its self-match."""
+
+    constraint: object
+    namespace: str
+    eligible: np.ndarray
+    by_domain: dict[int, list[tuple[PodInfo, bool]]] = field(default_factory=lambda: defaultdict(list))

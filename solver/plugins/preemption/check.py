@@ -1,0 +1,104 @@
+"""Preemption on a plan's final state (the validator's reading).
+
+Each victim runs on the named node and its preemptor is placed there and may preempt it
+(``victim_room.may_preempt``: strictly higher priority, not ``preemptionPolicy: Never``, not a
+member of the victim's own PodGroup); the victim's room is needed by the pods placed there that
+outrank it (``victim_room.needless_victims``); with ``preemption.pdb: hard`` no budget's
+allowance is exceeded.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ...framework import names
+from ...info import PodInfo
+from .pdb import disruptions_allowed, pdbs_covering
+from .victim_room import needless_victims
+
+if TYPE_CHECKING:
+    from ...validate import Replay
+
+
+def check(replay: Replay) -> None:
+    config = replay.ctx.config
+    if replay.victims and not config.preemption.enabled:
+        replay.report(f"preemption: the plan evicts {len(replay.victims)} pod(s) but preemption is disabled")
+    sound: set[str] = set()  # victims whose named preemptor may evict them there
+    for v in replay.victims:
+        victim, node = v.pod.key, replay.node_name(v.node)
+        preemptor = replay.window.get(v.preemptor)
+        before = len(replay.problems)
+        if preemptor is None or v.preemptor not in replay.assigned:
+            replay.report(
+                f"preemption: {victim} is evicted from node {node} for {v.preemptor}, which the plan does not place"
+            )
+            continue
+        if replay.assigned[v.preemptor] != v.node:
+            replay.report(
+                f"preemption: {victim} is evicted from node {node} for {v.preemptor}, which is placed on "
+                f"node {replay.node_name(replay.assigned[v.preemptor])}"
+            )
+        if v.pod.priority >= preemptor.priority:
+            replay.report(
+                f"preemption: {victim} (priority {v.pod.priority}) is evicted for {v.preemptor} "
+                f"(priority {preemptor.priority}): a victim must have strictly lower priority"
+            )
+        if preemptor.preempt_never:
+            replay.report(f"preemption: {v.preemptor} has preemptionPolicy Never but evicts {victim}")
+        if v.pod.group is not None and v.pod.group == preemptor.group:
+            replay.report(
+                f"preemption: {victim} is evicted for {v.preemptor}, a member of its own PodGroup "
+                f"{v.pod.group}: a gang never preempts itself"
+            )
+        if len(replay.problems) == before:
+            sound.add(victim)
+    _check_victims_needed(replay, sound)
+    if config.preemption.pdb == "hard" and replay.victims:
+        _check_budgets(replay)
+
+
+def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
+    """Each victim's room is needed by the pods that outrank it (``victim_room``); checked
+    for the victims whose preemptor is otherwise in order (the others are reported already)."""
+    by_node: dict[int, list[PodInfo]] = defaultdict(list)
+    for v in replay.victims:
+        by_node[v.node].append(v.pod)
+    state = replay.before
+    for index, victims in sorted(by_node.items()):
+        running = list(state.pods_on[index].values())
+        placed = replay.placed_on.get(index, [])
+        for victim, users in needless_victims(
+            state.alloc[index], state.used[index], running, placed, victims, state.vector
+        ):
+            if victim.key not in sound:
+                continue
+            who = (
+                f"its room goes to {names(p.key for p in users)}, which may not preempt it"
+                if users else "no placed pod needs its room"
+            )
+            replay.report(
+                f"preemption: {victim.key} (priority {victim.priority}) is evicted from node "
+                f"{replay.node_name(index)}, but the pods placed there that outrank it fit without it; {who}"
+            )
+
+
+def _check_budgets(replay: Replay) -> None:
+    """No PodDisruptionBudget loses more pods than it allows (``preemption.pdb: hard``)."""
+    pods = replay.ctx.snapshot.pods
+    pdbs = replay.ctx.snapshot.pdbs
+    covered: dict[str, list[str]] = defaultdict(list)
+    for v in replay.victims:
+        for pdb in pdbs_covering(v.pod.pod, pdbs):
+            covered[pdb.key].append(v.pod.key)
+    for pdb in pdbs:
+        evicted = covered.get(pdb.key)
+        if not evicted:
+            continue
+        allowed = disruptions_allowed(pdb, pods)
+        if len(evicted) > allowed:
+            replay.report(
+                f"pdb: PodDisruptionBudget {pdb.key} allows {allowed} disruption(s) but the plan evicts "
+                f"{len(evicted)} pod(s) it covers ({names(evicted)})"
+            )
