@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -131,9 +131,11 @@ def _none_to_list(value: Any) -> Any:
     return [] if value is None else value
 
 
-def ListOf(item: Any) -> Any:  # noqa: N802 - reads like a type
-    """A list field where the API's ``null`` means empty."""
-    return Annotated[list[item], BeforeValidator(_none_to_list)]
+_Item = TypeVar("_Item")
+
+# A list field where the API's ``null`` means empty: ``ListOf[Foo]`` is
+# ``Annotated[list[Foo], BeforeValidator(_none_to_list)]`` (a generic alias, so type checkers read it too).
+ListOf = Annotated[list[_Item], BeforeValidator(_none_to_list)]
 
 
 # --------------------------------------------------------------------------- metadata
@@ -154,7 +156,7 @@ class ObjectMeta(K8sModel):
     resource_version: str = ""
     labels: LabelMap = {}
     annotations: LabelMap = {}
-    owner_references: ListOf(OwnerReference) = []
+    owner_references: ListOf[OwnerReference] = []
     creation_timestamp: Optional[datetime] = None
     deletion_timestamp: Optional[datetime] = None
 
@@ -185,7 +187,7 @@ LabelOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 class LabelSelectorRequirement(K8sModel):
     key: str = Field(min_length=1)
     operator: LabelOperator
-    values: ListOf(str) = []
+    values: ListOf[str] = []
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> "LabelSelectorRequirement":
@@ -200,7 +202,7 @@ class LabelSelector(K8sModel):
     """metav1.LabelSelector. ``{}`` selects everything; a missing selector is ``None``."""
 
     match_labels: LabelMap = {}
-    match_expressions: ListOf(LabelSelectorRequirement) = []
+    match_expressions: ListOf[LabelSelectorRequirement] = []
 
     def matches(self, labels: dict[str, str]) -> bool:
         for key, value in self.match_labels.items():
@@ -241,7 +243,7 @@ def _parse_int64(text: str) -> Optional[int]:
 class NodeSelectorRequirement(K8sModel):
     key: str = Field(min_length=1)
     operator: NodeOperator
-    values: ListOf(str) = []
+    values: ListOf[str] = []
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> "NodeSelectorRequirement":
@@ -281,8 +283,8 @@ class NodeSelectorFieldRequirement(K8sModel):
 
 
 class NodeSelectorTerm(K8sModel):
-    match_expressions: ListOf(NodeSelectorRequirement) = []
-    match_fields: ListOf(NodeSelectorFieldRequirement) = []
+    match_expressions: ListOf[NodeSelectorRequirement] = []
+    match_fields: ListOf[NodeSelectorFieldRequirement] = []
 
     def is_empty(self) -> bool:
         return not self.match_expressions and not self.match_fields
@@ -302,7 +304,7 @@ class NodeSelectorTerm(K8sModel):
 
 
 class NodeSelector(K8sModel):
-    node_selector_terms: ListOf(NodeSelectorTerm) = []
+    node_selector_terms: ListOf[NodeSelectorTerm] = []
 
     def matches(self, node_name: str, labels: dict[str, str]) -> bool:
         return any(term.matches(node_name, labels) for term in self.node_selector_terms)
@@ -315,16 +317,16 @@ class PreferredSchedulingTerm(K8sModel):
 
 class NodeAffinity(K8sModel):
     required_during_scheduling_ignored_during_execution: Optional[NodeSelector] = None
-    preferred_during_scheduling_ignored_during_execution: ListOf(PreferredSchedulingTerm) = []
+    preferred_during_scheduling_ignored_during_execution: ListOf[PreferredSchedulingTerm] = []
 
 
 class PodAffinityTerm(K8sModel):
     label_selector: Optional[LabelSelector] = None
-    namespaces: ListOf(str) = []
+    namespaces: ListOf[str] = []
     namespace_selector: Optional[LabelSelector] = None
     topology_key: str = Field(min_length=1)
-    match_label_keys: ListOf(str) = []
-    mismatch_label_keys: ListOf(str) = []
+    match_label_keys: ListOf[str] = []
+    mismatch_label_keys: ListOf[str] = []
 
 
 class WeightedPodAffinityTerm(K8sModel):
@@ -333,8 +335,8 @@ class WeightedPodAffinityTerm(K8sModel):
 
 
 class PodAffinity(K8sModel):
-    required_during_scheduling_ignored_during_execution: ListOf(PodAffinityTerm) = []
-    preferred_during_scheduling_ignored_during_execution: ListOf(WeightedPodAffinityTerm) = []
+    required_during_scheduling_ignored_during_execution: ListOf[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: ListOf[WeightedPodAffinityTerm] = []
 
 
 class Affinity(K8sModel):
@@ -382,7 +384,7 @@ class TopologySpreadConstraint(K8sModel):
     min_domains: Optional[StrictInt] = Field(default=None, ge=1)
     node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
     node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
-    match_label_keys: ListOf(str) = []
+    match_label_keys: ListOf[str] = []
 
     @field_validator("node_affinity_policy", mode="before")
     @classmethod
@@ -425,7 +427,7 @@ class Container(K8sModel):
     name: str = Field(min_length=1)
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
-    ports: ListOf(ContainerPort) = []
+    ports: ListOf[ContainerPort] = []
     restart_policy: Optional[Literal["Always"]] = None
 
     @field_validator("resources", mode="before")
@@ -461,14 +463,14 @@ class PodSpec(K8sModel):
     preemption_policy: Optional[Literal["PreemptLowerPriority", "Never"]] = None
     node_selector: LabelMap = {}
     affinity: Optional[Affinity] = None
-    tolerations: ListOf(Toleration) = []
-    topology_spread_constraints: ListOf(TopologySpreadConstraint) = []
+    tolerations: ListOf[Toleration] = []
+    topology_spread_constraints: ListOf[TopologySpreadConstraint] = []
     containers: list[Container] = Field(min_length=1)
-    init_containers: ListOf(Container) = []
+    init_containers: ListOf[Container] = []
     overhead: ResourceList = {}
     resources: Optional[PodResources] = None
-    volumes: ListOf(dict[str, Any]) = []
-    scheduling_gates: ListOf(PodSchedulingGate) = []
+    volumes: ListOf[dict[str, Any]] = []
+    scheduling_gates: ListOf[PodSchedulingGate] = []
     host_network: bool = False
     # Gang membership in Kubernetes' own APIs (``models.workloads``).
     scheduling_group: Optional[PodSchedulingGroup] = None  # 1.36: scheduling.k8s.io/v1alpha2 PodGroup
@@ -513,7 +515,7 @@ class Pod(NamespacedObject):
 
 class NodeSpec(K8sModel):
     unschedulable: bool = False
-    taints: ListOf(Taint) = []
+    taints: ListOf[Taint] = []
 
     @field_validator("unschedulable", mode="before")
     @classmethod
@@ -522,14 +524,14 @@ class NodeSpec(K8sModel):
 
 
 class ContainerImage(K8sModel):
-    names: ListOf(str) = []
+    names: ListOf[str] = []
     size_bytes: int = 0
 
 
 class NodeStatus(K8sModel):
     allocatable: ResourceList = {}
     capacity: ResourceList = {}
-    images: ListOf(ContainerImage) = []
+    images: ListOf[ContainerImage] = []
 
 
 class Node(K8sModel):

@@ -115,8 +115,9 @@ class ClusterSnapshot(BaseModel):
         labels: dict[str, dict[str, str]] = {}
         for ns in {p.metadata.namespace for p in self.pods}:
             labels[ns] = {"kubernetes.io/metadata.name": ns}
-        for ns in self.namespaces:
-            labels[ns.metadata.name] = {"kubernetes.io/metadata.name": ns.metadata.name, **ns.metadata.labels}
+        for namespace in self.namespaces:
+            meta = namespace.metadata
+            labels[meta.name] = {"kubernetes.io/metadata.name": meta.name, **meta.labels}
         return labels
 
     def bound_pods(self) -> list[Pod]:

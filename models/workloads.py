@@ -55,7 +55,7 @@ class TopologyConstraint(K8sModel):
 
 
 class SchedulingConstraints(K8sModel):
-    topology: ListOf(TopologyConstraint) = Field(default=[], max_length=1)
+    topology: ListOf[TopologyConstraint] = Field(default=[], max_length=1)
 
     @model_validator(mode="after")
     def _not_yet(self):

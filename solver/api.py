@@ -10,7 +10,7 @@ should never fire, and tests assert it does not.
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Any, Optional
 
 from models.config import SchedulerConfig
 from models.errors import InputError
@@ -73,7 +73,7 @@ def schedule(
 def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: float) -> Plan:
     greedy, sol = outcome.greedy, outcome.solution
     # Greedy is None when the solver proved optimality before greedy finished (it was stopped).
-    base = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None)
+    base: dict[str, Any] = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None)
     if sol is None or not outcome.chose_solver:
         # Greedy's plan is returned: as the fallback (the solver had nothing in time, or failed),
         # or because it beat the solver's (GREEDY_BETTER). Either way ``fallback`` says so.
@@ -84,6 +84,7 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
                      plan_reason=reason)
         if sol is not None:
             stats.update(_solver_stats(sol))
+        assert greedy is not None  # only a plan the solver chose comes without greedy's
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
                           outcome.static, stats=stats, start=start, engine_greedy=True)
     stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
@@ -197,7 +198,7 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
             cycle = Cycle(pod, final, static, version=ctx.config.kubernetes_version)
             feasible_now = len(cycle.feasible())
             placed = sum(1 for m in gang.members if m.key in placements) if gang is not None else 0
-            if feasible_now and gang is not None and placed < gang.need:
+            if feasible_now and gang is not None and not gang.reaches(placed):
                 msg = gang_mod.rejected(gang.key, placed, gang.need)
             else:
                 msg = cycle.fit_error() if not feasible_now else (

@@ -133,7 +133,8 @@ def build_context(
     bound_pods = snapshot.bound_pods()
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
     global _bound_infos
-    memo, seen = _bound_infos, {}
+    memo = _bound_infos
+    seen: dict[int, tuple[Pod, dict[str, str], bool, PodInfo]] = {}
     infos_bound = [_bound_info(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports, memo, seen) for p in bound_pods]
     _bound_infos = seen
     window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports) for p in pending_pods]

@@ -292,9 +292,7 @@ class Cycle:
     def _local_fits(self, node: int) -> bool:
         """``_local_dynamic`` for one node: every requested resource fits what is free (zero
         requests always fit) and no host port is taken."""
-        vec = self.state.vector(self.pod).tolist()
-        free = self.state.free[node].tolist()
-        if not all(f >= v for f, v in zip(free, vec) if v):
+        if not node_resources_fit.fits(self.state.vector(self.pod), self.state.free[node]):
             return False
         return not self.pod.host_ports or node_ports.fits(self.pod, self.state.ports_on[node])
 
@@ -303,9 +301,7 @@ class Cycle:
         those two filters pass everywhere, so only resources and host ports are checked."""
         if len(nodes) == 0:
             return nodes
-        vec = self.state.vector(self.pod)
-        cols = np.flatnonzero(vec)  # zero requests always fit, as in node_resources_fit.feasible
-        nodes = nodes[(self.state.free[nodes][:, cols] >= vec[cols]).all(axis=1)]
+        nodes = nodes[node_resources_fit.feasible(self.pod, nodes, self.state)]
         if self.pod.host_ports and len(nodes):
             nodes = nodes[node_ports.feasible(self.pod, nodes, self.state)]
         return nodes

@@ -219,7 +219,7 @@ def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult
     evicted = sum(1 for v in result.victims if v.pod.group == gang.key)
     if not placed:
         return False
-    if len(placed) >= gang.need + evicted:
+    if gang.reaches(len(placed), evicted):
         return True
     member_keys = {p.key for p in gang.members}
     for pod in placed:

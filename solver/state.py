@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
@@ -55,6 +55,15 @@ class PodMatcher:
         return self.selector.matches(pod.labels)
 
 
+class Matcher(Protocol):
+    """What a per-node pod counter counts by (hashable, the counter's key): a ``PodMatcher``, or
+    inter-pod affinity's ``AllTerms`` (every required term of one pod)."""
+
+    def __hash__(self) -> int: ...
+
+    def matches(self, pod: PodInfo) -> bool: ...
+
+
 class ClusterState:
     def __init__(self, nodes: list[NodeInfo], resources: Iterable[str]) -> None:
         extra = sorted(set(resources) - set(BASE_RESOURCES))
@@ -74,9 +83,9 @@ class ClusterState:
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
         self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
         self.where: dict[str, int] = {}
-        self._counters: dict[PodMatcher, np.ndarray] = {}
+        self._counters: dict[Matcher, np.ndarray] = {}
         self._matching: dict[tuple, tuple[int, list[np.ndarray]]] = {}  # see _counters_matching
-        self._match_cache: dict[PodMatcher, dict[tuple, bool]] = {}
+        self._match_cache: dict[Matcher, dict[tuple, bool]] = {}
         # Pods in the state by what a matcher reads of them ((namespace, labels), terminating):
         # a pod of the group, and how many of the group each node holds. A new counter asks each
         # group once instead of each pod: a dump of Deployments has a few hundred label sets for
@@ -91,7 +100,9 @@ class ClusterState:
         # Every node whose pods changed, in order: lets per-class caches of node-local checks
         # (resources, ports) refresh only what changed since they were computed.
         self.touched: list[int] = []
-        self.local_cache: dict[tuple, tuple[int, np.ndarray]] = {}
+        # (len(touched) when computed, value): the value is the caller's (a node mask in
+        # filtering, (mask, usage) in preemption).
+        self.local_cache: dict[tuple, tuple[int, Any]] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self.removals = 0  # pods taken out of the state so far
         # How many pods of each priority the state holds: preemption asks "is any pod below
@@ -188,7 +199,7 @@ class ClusterState:
             self._matching[key] = hit
         return hit[1]
 
-    def _matches(self, matcher: PodMatcher, pod: PodInfo) -> bool:
+    def _matches(self, matcher: Matcher, pod: PodInfo) -> bool:
         verdicts = self._match_cache_of(matcher)
         key = (pod.match_key, pod.terminating)
         hit = verdicts.get(key)
@@ -196,19 +207,19 @@ class ClusterState:
             hit = verdicts[key] = matcher.matches(pod)
         return hit
 
-    def _match_cache_of(self, matcher: PodMatcher) -> dict[tuple, bool]:
+    def _match_cache_of(self, matcher: Matcher) -> dict[tuple, bool]:
         """What ``matcher`` said of each ((namespace, labels), terminating) it was asked about."""
         verdicts = self._match_cache.get(matcher)
         if verdicts is None:
             verdicts = self._match_cache[matcher] = {}
         return verdicts
 
-    def matches(self, matcher: PodMatcher, pod: PodInfo) -> bool:
+    def matches(self, matcher: Matcher, pod: PodInfo) -> bool:
         return self._matches(matcher, pod)
 
     # -- queries the rules share -------------------------------------------------------------
 
-    def match_counts(self, matcher: PodMatcher) -> np.ndarray:
+    def match_counts(self, matcher: Matcher) -> np.ndarray:
         """Per node, how many pods in the state ``matcher`` counts (kept current from now on)."""
         counts = self._counters.get(matcher)
         if counts is None:

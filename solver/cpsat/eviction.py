@@ -12,6 +12,7 @@ then how many victims.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -19,6 +20,9 @@ from ortools.sat.python import cp_model
 from ..info import PodInfo
 from ..plugins.preemption.pdb import PdbBudgets
 from ..plugins.preemption.victim_room import may_preempt
+
+if TYPE_CHECKING:
+    from .model import WindowModel
 
 # Above this, exact tier weights for victim priorities are abandoned for a linear priority cost.
 MAX_TIER_WEIGHT = 2**40
@@ -39,7 +43,7 @@ def top_preemptor(classes, cand: dict, num_nodes: int) -> np.ndarray:
     return top
 
 
-def create(wm) -> None:
+def create(wm: WindowModel) -> None:
     """evict[v] for running pods on candidate nodes that some candidate class may preempt."""
     if not wm.allow_preemption:
         return
@@ -63,7 +67,7 @@ def create(wm) -> None:
             m.add(evict <= cp_model.LinearExpr.sum(outranking))
 
 
-def encode_costs(wm, ctx) -> None:
+def encode_costs(wm: WindowModel, ctx) -> None:
     if not wm.evict:
         return
     m = wm.model

@@ -18,19 +18,24 @@ tier); the packing is checked by ``complete`` like any hint.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
 from ..plugins.gang.permit import runs_in
+from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..greedy import GreedyResult
 from ..state import PodMatcher
 from .symmetry import canonical
 
+if TYPE_CHECKING:
+    from ..context import PodClass
+    from .model import WindowModel
 
-def greedy_counts(wm, greedy: GreedyResult, ctx) -> dict[tuple[int, int], int]:
+
+def greedy_counts(wm: WindowModel, greedy: GreedyResult, ctx) -> dict[tuple[int, int], int]:
     """Greedy's plan as pods per (model class, node)."""
     counts: dict[tuple[int, int], int] = {}
     for key, node in greedy.placements.items():
@@ -41,20 +46,20 @@ def greedy_counts(wm, greedy: GreedyResult, ctx) -> dict[tuple[int, int], int]:
     return counts
 
 
-def greedy_hint(wm, greedy: GreedyResult, ctx, counts: Optional[dict[tuple[int, int], int]] = None) -> None:
+def greedy_hint(wm: WindowModel, greedy: GreedyResult, ctx, counts: Optional[dict[tuple[int, int], int]] = None) -> None:
     """Hint greedy's plan (``counts``: its ``greedy_counts``, when already at hand)."""
     counts = greedy_counts(wm, greedy, ctx) if counts is None else counts
     _apply(wm, counts, {v.pod.key for v in greedy.victims}, greedy.placements)
 
 
-def _coupled(wm, cls) -> bool:
+def _coupled(wm: WindowModel, cls) -> bool:
     rep = cls.rep
     if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group:
         return True
     return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
 
 
-def first_fit_counts(wm) -> dict[tuple[int, int], int]:
+def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     free = wm.state.free.copy()
     counts: dict[tuple[int, int], int] = {}
     for cls in sorted(wm.classes, key=lambda c: (-c.rep.priority, c.id)):
@@ -64,9 +69,7 @@ def first_fit_counts(wm) -> dict[tuple[int, int], int]:
         nodes = np.fromiter((n for n, _ in entries), dtype=np.int64, count=len(entries))
         ubs = np.fromiter((wm.ub_of(cls.id, n) for n, _ in entries), dtype=np.int64, count=len(entries))
         vec = wm.vec[cls.id]
-        cols = np.flatnonzero(vec)
-        room = (free[np.ix_(nodes, cols)] // vec[cols]).min(axis=1)
-        room = np.clip(np.minimum(room, ubs), 0, None)
+        room = np.minimum(node_resources_fit.copies(vec, free[nodes]), ubs)
         before = np.concatenate(([0], np.cumsum(room)[:-1]))
         take = np.clip(np.minimum(room, cls.size - before), 0, None)
         free[nodes] -= take[:, None] * vec
@@ -91,7 +94,7 @@ class _AntiBook:
     InterPodAffinity's two anti-affinity checks, on the same counts (a node without the key is
     outside every domain of it). The packing evicts nothing, so the running pods all stay."""
 
-    def __init__(self, wm) -> None:
+    def __init__(self, wm: WindowModel) -> None:
         state = wm.state
         terms = {t for c in wm.classes for t in c.rep.anti_affinity} | set(state.anti_owners)
         self.ids: dict = {}
@@ -140,7 +143,7 @@ class _AntiBook:
         return wide
 
 
-def packing_counts(wm) -> dict[tuple[int, int], int]:
+def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     """Whole gangs and plain pods of the uncoupled classes, best fit (see the module note).
 
     Every other class is left empty. A gang whose members cannot reach its ``need`` is taken
@@ -149,8 +152,9 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
     free = state.free.copy()
     scale = np.maximum(state.alloc.max(axis=0), 1)
     skip = {c.id for c in wm.classes if _left_out_of_packing(c)}
-    units = []  # (priority, share per pod, first pod's queue position, need, [(class, count)])
-    in_gang = set()
+    # (priority, share per pod, first pod's queue position, need, [(class, count)])
+    units: list[tuple[int, float, int, int, list[tuple[PodClass, int]]]] = []
+    in_gang: set[int] = set()
     for need, members, repeats in wm.gang_units:
         in_gang.update(c.id for c, _ in members)
         if any(c.id in skip for c, _ in members):
@@ -177,8 +181,9 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
             cols = np.flatnonzero(vec)
             anti = book is not None and book.involves(cls.id)
             room = free[np.ix_(cand, cols)] - vec[cols]  # per candidate, what one more pod leaves
-            ok = (room >= 0).all(axis=1) & (taken[cls.id] < ubs[cls.id])
+            ok = node_resources_fit.fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
             if anti:
+                assert book is not None  # anti implies a book
                 ok &= book.allowed(cls.id, cand)
             left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
             while k > 0:
@@ -188,16 +193,17 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
                 # ... and as many of the unit's pods of this class as fit there (one at a time
                 # under anti-affinity: each may close the domain to the next).
                 here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
-                                          int((free[cand[i], cols] // vec[cols]).min()))
+                                          int(node_resources_fit.copies(vec, free[cand[i]])))
                 free[cand[i]] -= here * vec
                 taken[cls.id][i] += here
                 placed.extend([(cls.id, i)] * here)
                 k -= here
                 # Only this node changed (and, under anti-affinity, its domains): refresh its
                 # entry, or the whole mask when a domain spans more nodes than this one.
-                r = free[cand[i], cols] - vec[cols]
-                ok[i] = bool((r >= 0).all()) and taken[cls.id][i] < ubs[cls.id][i]
+                r = free[cand[i], cols] - vec[cols]  # what one more pod would leave
+                ok[i] = bool(node_resources_fit.fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
                 if anti:
+                    assert book is not None
                     if book.add(cls.id, int(cand[i])):
                         ok &= book.allowed(cls.id, cand)
                         left[~ok] = np.inf
@@ -217,13 +223,13 @@ def packing_counts(wm) -> dict[tuple[int, int], int]:
     return counts
 
 
-def counts_value(wm, counts: dict[tuple[int, int], int], weights: dict[int, int]) -> int:
+def counts_value(wm: WindowModel, counts: dict[tuple[int, int], int], weights: dict[int, int]) -> int:
     """Placement value of counts, over the model's classes: pods placed, weighted by priority tier."""
     priority = {c.id: c.rep.priority for c in wm.classes}
     return sum(weights[priority[c]] * k for (c, _), k in counts.items() if c in priority)
 
 
-def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str], placements=None) -> dict[tuple[int, int], int]:
+def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str], placements=None) -> dict[tuple[int, int], int]:
     """Hint these counts (permuted to the symmetry break's order, which is returned), these
     evictions, and the gangs of each kind that run (from ``placements``, else from the counts)."""
     counts = canonical(wm, counts)
@@ -232,9 +238,9 @@ def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str], placements
     placed: dict[int, int] = {}
     for (c, _), k in counts.items():
         placed[c] = placed.get(c, 0) + k
-    for c, var in wm.placed.items():
-        if not isinstance(var, int):
-            wm.model.add_hint(var, placed.get(c, 0))
+    for c, placed_var in wm.placed.items():
+        if not isinstance(placed_var, int):
+            wm.model.add_hint(placed_var, placed.get(c, 0))
     for key, var in wm.evict.items():
         wm.model.add_hint(var, 1 if key in evicted else 0)
     for kind, var in wm.gang_runs:
@@ -246,7 +252,7 @@ def _apply(wm, counts: dict[tuple[int, int], int], evicted: set[str], placements
     return counts
 
 
-def complete(wm, budget: float) -> Optional[bool]:
+def complete(wm: WindowModel, budget: float) -> Optional[bool]:
     """Extend the hint on placements and evictions to every variable of the model.
 
     The hint names x, placed and evict only; the auxiliary variables (presence flags, domain
@@ -283,7 +289,7 @@ class HintSolution:
     construction (capacity from the free room, whole gangs, anti-affinity checked pod by pod,
     no class another coupling rule touches), and the plan is validated as any other."""
 
-    def __init__(self, wm, counts: dict[tuple[int, int], int], value: int) -> None:
+    def __init__(self, wm: WindowModel, counts: dict[tuple[int, int], int], value: int) -> None:
         self.values = {wm.x[key].index: k for key, k in counts.items()}
         self.placement_value = value
 
@@ -291,7 +297,7 @@ class HintSolution:
         return self.values.get(var.index, 0)
 
 
-def best_hint(wm, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], budget: float) -> str:
+def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], budget: float) -> str:
     """Hint the better of greedy's plan (or, without it, first fit) and the packing (kept in
     ``wm.hint_solution`` when it wins). With greedy's plan at hand the hint is completed to every
     variable (``complete``); a packing the model rejects gives way to greedy's plan. Returns

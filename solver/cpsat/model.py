@@ -29,11 +29,13 @@ from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
 from ..plugins.node_ports import filter as node_ports
+from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..state import ClusterState
 from .eviction import top_preemptor
 
 if TYPE_CHECKING:
     from ..plugins.gang.permit import Gang, GangKind
+    from .hint import HintSolution
 
 
 @dataclass
@@ -118,7 +120,7 @@ class WindowModel:
         self.gang_units: list[tuple] = []
         # The packing, when it is the hint (``hint.HintSolution``); it stands in for a solve
         # that finds less.
-        self.hint_solution = None
+        self.hint_solution: Optional[HintSolution] = None
         self.hint_complete = False  # the hint names every variable (``hint.complete``)
         self.alias: dict[int, int] = {}
 
@@ -193,14 +195,11 @@ class WindowModel:
                 cap = free
             if top is not None:
                 cap = np.maximum(cap, free + freed)
-            need = vec > 0
-            fits = np.all(~need | (vec <= cap), axis=1)
-            mask &= fits
+            mask &= node_resources_fit.fits(vec, cap)
             mask &= extra_prune(cls, can_preempt, others)
             nodes = all_nodes[mask]
             if len(nodes):
-                per_res = np.where(need, cap[nodes] // np.where(need, vec, 1), np.iinfo(np.int64).max)
-                ub = np.minimum(per_res.min(axis=1), cls.size)
+                ub = np.minimum(node_resources_fit.copies(vec, cap[nodes]), cls.size)
                 if rep.host_ports:
                     ub = np.minimum(ub, 1)  # a pod's host ports collide with its twin's
                 keep = ub > 0

@@ -39,7 +39,7 @@ from ..plugins.pod_topology_spread import filter as pod_topology_spread
 from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
 from .components import components
-from .hint import best_hint, counts_value, greedy_counts
+from .hint import HintSolution, best_hint, counts_value, greedy_counts
 from .symmetry import break_symmetry
 from .model import Level, WindowModel
 from ..plugins.registry import WINDOW_ENCODERS
@@ -97,7 +97,7 @@ class Solution:
 
 @dataclass
 class CpsatOutcome:
-    greedy: GreedyResult
+    greedy: Optional[GreedyResult]  # None: greedy was stopped, the solver's plan is chosen
     solution: Optional[Solution]
     chose_solver: bool
     fallback_reason: Optional[str]
@@ -213,11 +213,11 @@ def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:
     score = wm.level("score")
     if ctx.config.profile == "packing":
         active = Level("active_nodes")
-        for n, entries in wm.by_node.items():
+        for n, on_node in wm.by_node.items():
             if wm.state.pods_on[n]:
                 continue  # already active
             on = wm.model.new_bool_var(f"active[{n}]")
-            for cls, var in entries:
+            for cls, var in on_node:
                 wm.model.add(var <= wm.ub_of(cls.id, n) * on)
             active.add(on, -1, 0, 1)
         wm.levels.insert(wm.levels.index(score), active)
@@ -299,15 +299,15 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
             wm.model.add_hint(var, this.value(var))
         for var in wm.evict.values():
             wm.model.add_hint(var, this.value(var))
-        for var in wm.placed.values():
-            if not isinstance(var, int):
-                wm.model.add_hint(var, this.value(var))
+        for placed in wm.placed.values():
+            if not isinstance(placed, int):
+                wm.model.add_hint(placed, this.value(placed))
         for _, var in wm.gang_runs:
             wm.model.add_hint(var, this.value(var))
     return solver, status_name, objective, bound
 
 
-def _extract(wm: WindowModel, solver: cp_model.CpSolver, sol: Solution) -> None:
+def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Solution) -> None:
     counts: dict[int, list[tuple[int, int]]] = {}
     for (c, n), var in wm.x.items():
         k = solver.value(var)
@@ -527,6 +527,7 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         if solver is not None and _packing_value(wm) > _placement_value(wm, solver):
             # Less than the packing it was hinted with (a partial hint is not always taken up).
             log.debug("component %d: the packing hint stands in", i)
+            assert wm.hint_solution is not None  # _packing_value is -1 without it
             _extract(wm, wm.hint_solution, sol)
             statuses.append("FEASIBLE")
             sol.hint_components += 1
@@ -549,6 +550,7 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         if packing == _full_value(wm, weights) or \
                 packing > counts_value(wm, greedy_counts(wm, run.wait(), ctx), weights):
             log.debug("component %d: the packing hint stands in", i)
+            assert wm.hint_solution is not None  # _packing_value is -1 without it
             _extract(wm, wm.hint_solution, sol)
             sol.hint_components += 1
         else:
@@ -623,7 +625,11 @@ def _take_from_greedy(wm: WindowModel, greedy: GreedyResult, ctx, sol: Solution)
             sol.nominations[key] = node
 
 
-def not_worse(ctx, ours: tuple, theirs: tuple, weights: dict[int, int]) -> bool:
+# A plan as ``choose`` weighs it: (placements, victims).
+PlanPair = tuple[dict[str, int], list[Victim]]
+
+
+def not_worse(ctx, ours: PlanPair, theirs: PlanPair, weights: dict[int, int]) -> bool:
     """Whether plan ``ours`` (placements, victims) is at least as good as ``theirs`` in the model's
     own lexicographic order, both weighed on one scale: the victims' priority tiers are built from
     both plans' victims together (each plan's own tiers could rank one priority-5 victim below
@@ -636,7 +642,7 @@ _LEVELS = ("places more by priority", "breaks fewer PodDisruptionBudgets", "evic
            "evicts fewer pods")
 
 
-def choose(ctx, ours: tuple, theirs: tuple, weights: dict[int, int], *, scored: bool) -> tuple[bool, str]:
+def choose(ctx, ours: PlanPair, theirs: PlanPair, weights: dict[int, int], *, scored: bool) -> tuple[bool, str]:
     """(whether the solver's plan ``ours`` is kept over greedy's ``theirs``, why). Ties on the model's
     lexicographic levels go to the higher final-state score when ``scored``, else to ``ours``."""
     scale = tier_weights([v.pod.priority for v in (*ours[1], *theirs[1])])

@@ -15,13 +15,17 @@ permuted within groups the same way, so a feasible hint stays feasible.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
+
+if TYPE_CHECKING:
+    from .model import WindowModel
 
 HOSTNAME = "kubernetes.io/hostname"
 
 
-def node_groups(wm) -> list[list[int]]:
+def node_groups(wm: WindowModel) -> list[list[int]]:
     state = wm.state
     evicting = {n for _, n in wm.evict_pod.values()}
     coeff = {var.index: c for var, c in wm.level("score").terms}
@@ -49,7 +53,7 @@ def node_groups(wm) -> list[list[int]]:
     return [sorted(g) for g in groups.values() if len(g) > 1]
 
 
-def break_symmetry(wm, *, enabled: bool) -> None:
+def break_symmetry(wm: WindowModel, *, enabled: bool) -> None:
     """Find the groups (reported in the plan's stats); with ``enabled``, add
     x[c, n_1] ≥ x[c, n_2] ≥ … along each group for the group's first candidate class."""
     wm.node_groups = node_groups(wm)
@@ -63,7 +67,7 @@ def break_symmetry(wm, *, enabled: bool) -> None:
             wm.model.add(a >= b)
 
 
-def canonical(wm, counts: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+def canonical(wm: WindowModel, counts: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
     """The same placement with nodes permuted inside each group so the chain above holds."""
     groups = wm.node_groups if wm.symmetry_broken else None
     if not groups:

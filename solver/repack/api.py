@@ -182,6 +182,7 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
     unmovable: dict[str, int] = {}
     for verdict in problem.verdicts.values():
         if not verdict.movable:
+            assert verdict.reason is not None  # an unmovable verdict names its reason (movable._stays)
             unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
     empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
     stats = {

@@ -17,7 +17,7 @@ solver's statistics, not here.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -71,7 +71,7 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
         return None
     state = problem.ctx.state
     room = state.alloc - state.used
-    y: dict[int, object] = {}
+    y: dict[int, Any] = {}  # pywraplp variables (the stubs give them no arithmetic)
     fixed = 0
     for node in problem.nodes:
         n = node.index
@@ -79,7 +79,7 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
             fixed += 1
         else:
             y[n] = solver.NumVar(0.0, 1.0, f"y[{n}]")
-    rows: dict[int, list[tuple[object, np.ndarray]]] = {}
+    rows: dict[int, list[tuple[Any, np.ndarray]]] = {}
     stays: dict[int, list] = {}
     for cls in problem.ctx.classes:
         vec = state.vector(cls.rep)

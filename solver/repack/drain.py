@@ -11,6 +11,8 @@ of a thousand nodes it is what lets CP-SAT start from hundreds of freed nodes in
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from models.resources import CPU, MEMORY
@@ -25,7 +27,7 @@ def greedy_drain(problem: RepackProblem, *, max_moves=None, target_free=None, by
     now = problem.running()
     state, nodes = now.state.copy(), problem.nodes
     version = problem.ctx.config.kubernetes_version
-    current: dict[str, PodInfo] = {key: now.pod(key) for key in problem.origin}
+    current: dict[str, PodInfo] = {key: cast(PodInfo, now.pod(key)) for key in problem.origin}
     window = {key: problem.window_pod(key) for key in problem.origin}
     cpu, mem = state.res_index[CPU], state.res_index[MEMORY]
     alloc = np.maximum(state.alloc[:, [cpu, mem]], 1)

@@ -310,6 +310,7 @@ class RepackModel:
             share = FIRST_STAGE_SHARE if i == 0 and len(stages) > 1 else 1.0
             expr, weight = self.stage_expr(stage) if stage else (None, 1)
             if stage:
+                assert expr is not None  # stage_expr gives one for a stage
                 self.model.maximize(expr)
             budget = max(remaining, 0.001) * share
             this = _solver(cfg, budget, len(proto.variables))
@@ -335,6 +336,7 @@ class RepackModel:
                 placement.bound = float(int(this.best_objective_bound) // weight)
             # Fix this stage's value; the next stage starts from the solution found.
             if stage:
+                assert expr is not None
                 self.model.add(expr >= int(round(this.objective_value)))
             self._hint_all(this)
         if solver is not None:

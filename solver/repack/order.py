@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, cast
 
 import networkx as nx
 import numpy as np
@@ -83,7 +83,7 @@ class _Walk:
         self.nodes = problem.nodes
         self.version = problem.ctx.config.kubernetes_version
         # The PodInfo in the state for each moving pod (bound now; the unbound copy once moved).
-        self.current: dict[str, PodInfo] = {key: now.pod(key) for key in self.moves}
+        self.current: dict[str, PodInfo] = {key: cast(PodInfo, now.pod(key)) for key in self.moves}
         self.window: dict[str, PodInfo] = {key: problem.window_pod(key) for key in self.moves}
         self.into: dict[int, set[str]] = {}
         for move in self.moves.values():

@@ -19,8 +19,9 @@ Each problem is one line; an empty list means the plan is safe to print.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, cast
 
 from models.config import SchedulerConfig
 from models.plan import Assignment, Plan, PlanStats
@@ -50,7 +51,7 @@ def replay(
     config: SchedulerConfig,
     steps: list[PlannedStep],
     *,
-    freed: list[str] = (),
+    freed: Sequence[str] = (),
     max_moves: Optional[int] = None,
 ) -> list[str]:
     problems: list[str] = []
@@ -71,7 +72,7 @@ def replay(
     if problems:
         return problems
     static = StaticFilters(nodes, list(unbound.values()))
-    in_state = {key: ctx.pod(key) for key in moving}
+    in_state = {key: cast(PodInfo, ctx.pod(key)) for key in moving}  # each checked above
 
     for number, step in enumerate(steps, 1):
         where = f"step {number}: {step.pod} {step.source} -> {step.target}"
@@ -115,7 +116,7 @@ def replay(
 
     if moving:
         movable = [
-            (ctx.pod(pod.key), index[pod.spec.node_name], state.where[pod.key])
+            (cast(PodInfo, ctx.pod(pod.key)), index[pod.spec.node_name], state.where[pod.key])
             for pod in snapshot.pods
             if pod.key in state.where and pod.spec.node_name in index and ctx.pod(pod.key) is not None
             and movable_verdict(pod, snapshot, config.repack).movable

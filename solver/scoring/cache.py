@@ -268,8 +268,8 @@ class _Constraint:
     matcher: Optional[PodMatcher]  # None: the selector counts no pod
     skew: float  # maxSkew − 1
     per_node: Optional[np.ndarray] = None  # matching pods per node (the state's live counter)
-    counts_at: list[bool] = None  # per node: counted (Python list, for one-node updates)
-    domain_list: list[int] = None
+    counts_at: Optional[list[bool]] = None  # per node: counted (Python list, for one-node updates); None: hostname key
+    domain_list: Optional[list[int]] = None  # ``domain`` as a Python list; None: hostname key
     per_domain: Optional[np.ndarray] = None
     last: Optional[list[int]] = None  # per node, the matching pods ``per_domain`` holds for it
     seen: int = 0  # len(state.touched) when ``per_domain`` was last brought up to date
@@ -468,6 +468,8 @@ class ScoreCache:
             c.last = per_node.tolist()
         elif c.seen < len(touched):
             # Counts change only where pods came or went, and every such node is in ``touched``.
+            # (``last`` is set with ``per_domain``; a non-hostname key has the per-node lists.)
+            assert c.last is not None and c.counts_at is not None and c.domain_list is not None
             for node in set(touched[c.seen :]):
                 if c.counts_at[node]:
                     now = per_node.item(node)
@@ -516,6 +518,7 @@ class ScoreCache:
             else:
                 base = np.zeros(len(nodes), dtype=np.float64) if total is None else total
                 total = np.where(c.labelled[nodes], base + term, base)
+        assert total is not None  # a _Spread has at least one constraint (``_build_spread``)
         raw = round_half_away(total)
         if ignored is not None:
             scored = ~ignored

@@ -14,6 +14,7 @@ placed pod, so the engine uses it only on windows up to ``MAX_PAIRS`` pods × no
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import numpy as np
 
@@ -39,7 +40,8 @@ def final_state_score(ctx: SchedulingContext, placements: dict[str, int], victim
     state = ctx.state.copy()
     for victim in victims:
         state.remove(victim)
-    placed = [(ctx.pod(key), node) for key, node in placements.items()]
+    # A plan places window pods: each key is one of the context's.
+    placed = [(cast(PodInfo, ctx.pod(key)), node) for key, node in placements.items()]
     for pod, node in placed:
         state.add(pod, node)
     static = StaticFilters(ctx.nodes, ctx.window)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from models.snapshot import pod_group_key
 
 from ...framework import names
+from .permit import reaches_min_member
 
 if TYPE_CHECKING:
     from ...validate import Replay
@@ -24,9 +25,9 @@ def check(replay: Replay) -> None:
         return
     evicted = {v.pod.key for v in replay.victims}
     running: Counter[str] = Counter()
-    for pod in replay.ctx.snapshot.bound_pods():
-        group = pod_group_key(pod)
-        if group in placed_by_group and pod.key not in evicted:
+    for bound in replay.ctx.snapshot.bound_pods():
+        group = pod_group_key(bound)
+        if group in placed_by_group and bound.key not in evicted:
             running[group] += 1
     for group, members in sorted(placed_by_group.items()):
         pod_group = replay.ctx.pod_groups.get(group)
@@ -34,7 +35,7 @@ def check(replay: Replay) -> None:
             continue
         need = pod_group.spec.min_member
         have = len(members) + running[group]
-        if have < need:
+        if not reaches_min_member(len(members), running[group], need):
             replay.report(
                 f"gang: PodGroup {group} places {len(members)} pod(s) ({names(members)}) which with its "
                 f"{running[group]} running member(s) make {have} of minMember {need}"

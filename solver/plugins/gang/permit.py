@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ortools.sat.python import cp_model
 
@@ -23,6 +23,9 @@ from models.snapshot import POD_GROUP_LABEL
 
 from ...context import PodClass
 from ...info import PodInfo
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
 
 NAME = "Coscheduling"
 
@@ -47,6 +50,13 @@ def rejected(group: str, placed: int, need: int) -> str:
     )
 
 
+def reaches_min_member(placed: int, running: int, min_member: int) -> bool:
+    """The coscheduling Permit rule, in one place: a PodGroup's members placed now plus those
+    running (less any being evicted) reach its minMember. Greedy's Permit, the gang messages and
+    the validator ask it; the CP-SAT encoding (``encode``) states the same sum as a constraint."""
+    return placed + running >= min_member
+
+
 @dataclass(eq=False)
 class Gang:
     key: str
@@ -63,6 +73,11 @@ class Gang:
     def need(self) -> int:
         """Window members that must place for the group to reach minMember (0: any number)."""
         return max(0, self.min_member - self.running)
+
+    def reaches(self, placed: int, evicted: int = 0) -> bool:
+        """Whether ``placed`` window members bring the group to minMember, with ``evicted`` of its
+        running members gone (``reaches_min_member``)."""
+        return reaches_min_member(placed, self.running - evicted, self.min_member)
 
     def blocked(self, pod: PodInfo) -> Optional[str]:
         """Why no member can be placed in this window at all, if that is so."""
@@ -234,7 +249,7 @@ def decode(kind: GangKind, counts: dict[int, list[tuple[int, int]]]) -> dict[str
 # --------------------------------------------------------------------------- CP-SAT encoding
 
 
-def encode(wm) -> None:
+def encode(wm: WindowModel) -> None:
     """All-or-nothing: a gang's window members place 0 pods or at least ``need`` of them; a
     kind runs a whole number of its gangs, and places between ``need`` and all members of each.
     Reads the window's gangs and kinds from ``wm.gangs`` and ``wm.gang_kinds``."""

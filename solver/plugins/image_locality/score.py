@@ -35,7 +35,7 @@ def scaled_image_score(size: int, num_nodes: int, total_nodes: int) -> int:
     return int(float(size) * spread)
 
 
-def score(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: "ScoreContext") -> np.ndarray | None:
+def score(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: "ScoreContext") -> np.ndarray:
     total = np.zeros(len(nodes), dtype=np.int64)
     if sctx.num_nodes > 0:
         for image in pod.images:

@@ -117,6 +117,7 @@ def check_affinity(replay: Replay) -> None:
                 break
         if best is None:
             break
+        assert best_key is not None  # set together with best
         seeds.append(best_key)
         progress = best
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
@@ -20,6 +21,9 @@ from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...terms import AffinityTerm
 from ...state import ClusterState, PodMatcher
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
 
 NAME = "InterPodAffinity"
 # A required affinity term has no matching pod in the node's domain (or the key is missing).
@@ -213,7 +217,7 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
     return ok
 
 
-def encode(wm) -> None:
+def encode(wm: WindowModel) -> None:
     state, m = wm.state, wm.model
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
     anchoring = _Anchoring(wm, classes, _support_components(wm, classes))
@@ -268,7 +272,7 @@ def encode(wm) -> None:
     _order_seeds(wm, classes)
 
 
-def _order_seeds(wm, classes) -> None:
+def _order_seeds(wm: WindowModel, classes) -> None:
     """Seeds go first, each before every pod matching its terms, so the seeds of a plan must
     admit an order in which none matches the terms of a seed before it (the validator's
     ``may_escape``). One seed per strongly connected component of "a member of group A matches
@@ -288,7 +292,7 @@ def _order_seeds(wm, classes) -> None:
         wm.model.add_at_most_one([s for terms in component for s in by_terms[terms]])
 
 
-def _support_components(wm, classes) -> dict[int, int]:
+def _support_components(wm: WindowModel, classes) -> dict[int, int]:
     """The strongly connected component of each class with required affinity, in the graph of
     who may anchor whom (an edge o -> c where o, itself with required affinity, matches all of
     c's terms and c may need a window pod: somewhere it can go, no running pod that stays
@@ -305,7 +309,7 @@ def _support_components(wm, classes) -> dict[int, int]:
     return {cid: i for i, component in enumerate(nx.strongly_connected_components(graph)) for cid in component}
 
 
-def _settled_everywhere(wm, cls) -> bool:
+def _settled_everywhere(wm: WindowModel, cls) -> bool:
     """Whether, under every term, each domain the class can use holds a running pod matching
     all its terms that cannot be evicted: the class then needs no window pod at all."""
     state = wm.state
@@ -318,7 +322,7 @@ def _settled_everywhere(wm, cls) -> bool:
     return True
 
 
-def _running_anchors(wm, supporters, ids: np.ndarray) -> tuple[set[int], dict[int, list]]:
+def _running_anchors(wm: WindowModel, supporters, ids: np.ndarray) -> tuple[set[int], dict[int, list]]:
     """Domains (under the key of ``ids``) where a running supporter cannot be evicted, and per
     other domain the literals "this supporter stays"."""
     settled: set[int] = set()
@@ -342,7 +346,7 @@ class _Anchoring:
     a domain may anchor a class of its own component there (``kin_support``) without closing a
     cycle: in the order, the outside support comes first, then it, then the class it anchors."""
 
-    def __init__(self, wm, classes, components: dict[int, int]) -> None:
+    def __init__(self, wm: WindowModel, classes, components: dict[int, int]) -> None:
         self.wm, self.classes, self.components = wm, classes, components
         self._sources: dict[int, tuple] = {}
         self._outside: dict[tuple[int, int, int], object] = {}
@@ -380,6 +384,7 @@ class _Anchoring:
             supporters = _running_matching(wm.state, AllTerms(o.rep.affinity))
             running = self._running[o.id, t] = _running_anchors(wm, supporters, wm.state.domains(key)[0])
         settled, kept = running
+        lit: bool | cp_model.IntVar | None
         if e in settled:
             lit = True
         else:
@@ -424,7 +429,7 @@ class _Anchoring:
         return out
 
 
-def _clearing(wm, terms) -> list:
+def _clearing(wm: WindowModel, terms) -> list:
     """``evict[v]`` (or None where v may not be evicted) for every running pod matching all of
     ``terms`` on a node with the first term's key: a seed needs every one of them gone
     ("anywhere" is kube-scheduler's: a match on a node without the key does not count). Kept per
@@ -438,7 +443,7 @@ def _clearing(wm, terms) -> list:
     return hit
 
 
-def _may_seed(wm, cls) -> bool:
+def _may_seed(wm: WindowModel, cls) -> bool:
     """Whether pods of the class may start their group by the self-affinity escape: a single term
     they match themselves, and every running match could be evicted."""
     terms = cls.rep.affinity
@@ -446,7 +451,7 @@ def _may_seed(wm, cls) -> bool:
             and all(e is not None for e in _clearing(wm, terms)))
 
 
-def _seed(wm, terms, d: int):
+def _seed(wm: WindowModel, terms, d: int):
     """seed[terms, d]: the group with these terms starts from nothing in domain ``d`` of its
     term's key (created once, shared by the group's classes and by those it anchors)."""
     seed = wm.seeds.get((terms, d))
@@ -457,7 +462,7 @@ def _seed(wm, terms, d: int):
     return seed
 
 
-def _encode_affinity(wm, cls, anchoring: _Anchoring) -> None:
+def _encode_affinity(wm: WindowModel, cls, anchoring: _Anchoring) -> None:
     """Every pod of the class is anchored, as a sequential order would need (the validator's
     reading): in its domain under each term's key, a running pod matches all its terms, or a
     window pod does that needs no support of its own (no required affinity) or is anchored from

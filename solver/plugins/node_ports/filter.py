@@ -8,12 +8,16 @@ against each other.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...framework import SUCCESS, Status, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...state import ClusterState
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
 
 NAME = "NodePorts"
 # A wanted host port is already taken on the node.
@@ -68,7 +72,7 @@ def blocked_by_running(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarr
     return ok
 
 
-def encode(wm) -> None:
+def encode(wm: WindowModel) -> None:
     """Host ports: on a node, classes whose ports collide place at most one pod between them,
     and a running pod holding the port must be evicted first (x ≤ 1 already per class)."""
     port_classes = [c for c in wm.classes if c.rep.host_ports]

@@ -1,12 +1,16 @@
 """NodeResourcesFit (filter): the pod's request fits what the node has left, for every resource
 and for the pod count.
 
-``fits``/``feasible`` answer for one node or for many at once; ``insufficient`` gives the
-reasons in kube-scheduler's order. The same request vector (``ClusterState.vector``) is the
+``fits`` is the rule itself, the one place it is computed — greedy's filters, the CP-SAT
+candidates and hint, preemption's dry run and re-packing all ask it; ``copies`` is how many pods
+of one request fit; ``feasible``/``fits_alone`` apply it to a state's nodes; ``insufficient``
+gives the reasons in kube-scheduler's order. The same request vector (``ClusterState.vector``) is the
 coefficient row of the CP-SAT capacity constraints.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -16,6 +20,9 @@ from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from ...framework import SUCCESS, Code, Status
 from ...info import NodeInfo, PodInfo
 from ...state import ClusterState
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
 
 NAME = "NodeResourcesFit"
 # The node already runs as many pods as its allocatable "pods" allows.
@@ -61,24 +68,38 @@ def status_of(vec: np.ndarray, free, alloc: np.ndarray, state: ClusterState, *, 
     return Status(code, tuple(reasons), NAME)
 
 
+def fits(vec: np.ndarray, room) -> np.ndarray:
+    """The rule: a request ``vec`` fits ``room`` when every resource it asks for is at most what
+    is there; a resource it does not ask for (0) always fits, even where the node is overcommitted
+    (the pod count is always asked for). ``room`` is one node's row (a numpy bool comes back) or
+    one row per node (a bool per row); rows of exact Python integers are welcome."""
+    cols = np.flatnonzero(vec)
+    return np.all(np.asarray(room)[..., cols] >= vec[cols], axis=-1)
+
+
+def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """How many pods of request ``vec`` fit ``room`` together, per row: ``fits`` repeated (0 where
+    not even one fits). ``vec`` must ask for something (a pod always asks for the pod count)."""
+    cols = np.flatnonzero(vec)
+    return np.clip((room[..., cols] // vec[cols]).min(axis=-1), 0, None)
+
+
 def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
-    """Per node in ``nodes``: does the request fit? (zero requests always fit, as in the filter)"""
+    """Per node in ``nodes``: does the request fit what is free?"""
     vec = state.vector(pod)
-    cols = np.nonzero(vec)[0]  # zero requests always fit; the pod count is always requested
-    return np.all(state.free[np.ix_(nodes, cols)] >= vec[cols], axis=1)
+    return fits(vec, state.free[nodes])
 
 
 def fits_alone(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
     """Would the pod fit on an empty node? (used to prune solver variables and for v1.34's
     UnschedulableAndUnresolvable)"""
-    vec = state.vector(pod)
-    return np.all((vec == 0) | (vec <= state.alloc[nodes]), axis=1)
+    return fits(state.vector(pod), state.alloc[nodes])
 
 
 # --------------------------------------------------------------------------- CP-SAT encoding
 
 
-def encode(wm) -> None:
+def encode(wm: WindowModel) -> None:
     """Capacity: on every node, for every resource some candidate pod requests (the pod count
     included), the window's pods fit what is free plus what evicted pods give back.
 

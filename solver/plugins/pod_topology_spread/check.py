@@ -24,9 +24,10 @@ import numpy as np
 from ...framework import names
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
-from .filter import eligible_nodes
+from .filter import domain_counts, eligible_nodes, floor_is_zero, skew_floor
 
 if TYPE_CHECKING:
+    from ...terms import SpreadConstraint
     from ...validate import Replay
 
 
@@ -67,20 +68,16 @@ def _check_group(replay: Replay, group: _SpreadGroup) -> None:
     c = group.constraint
     ids, values = replay.final.domains(c.topology_key)
     matcher = PodMatcher.of_spread(c.selector, group.namespace)
-    keep = group.eligible & (ids >= 0)
 
-    def per_domain(state: ClusterState) -> np.ndarray:
-        weights = state.match_counts(matcher)[keep]
-        return np.bincount(ids[keep], weights=weights, minlength=len(values)).astype(np.int64)
+    def per_domain(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
+        return domain_counts(state, matcher, ids, group.eligible, len(values))
 
-    before, base, final = per_domain(replay.before), per_domain(replay.base), per_domain(replay.final)
+    (before, present), (base, _), (final, _) = (per_domain(s) for s in (replay.before, replay.base, replay.final))
     most = final + (before - base)  # the final state with the victims still there
-    present = np.zeros(len(values), dtype=bool)
-    present[ids[keep]] = True
-    few = int(present.sum()) < c.min_domains
+    few = floor_is_zero(int(present.sum()), c.min_domains)
 
     def skew(counts: np.ndarray, d: int) -> int:
-        return int(counts[d]) - (0 if few or not present.any() else int(counts[present].min()))
+        return int(counts[d]) - skew_floor(counts, present, c.min_domains)
 
     for d, members in sorted(group.by_domain.items()):
         matching = sum(1 for _, m in members if m)
@@ -111,7 +108,7 @@ class _SpreadGroup:
     """Placed pods sharing one DoNotSchedule constraint (same namespace, selector, key, maxSkew,
     minDomains and eligible nodes), by the domain id each landed in, with its self-match."""
 
-    constraint: object
+    constraint: SpreadConstraint
     namespace: str
     eligible: np.ndarray
     by_domain: dict[int, list[tuple[PodInfo, bool]]] = field(default_factory=lambda: defaultdict(list))

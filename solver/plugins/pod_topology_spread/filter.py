@@ -10,6 +10,7 @@ default, taints ignored by default).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -18,6 +19,9 @@ from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...terms import SpreadConstraint
 from ...state import ClusterState, PodMatcher
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
 
 NAME = "PodTopologySpread"
 # The node lacks a constraint's topology key.
@@ -53,17 +57,37 @@ def eligible_nodes(
     return mask
 
 
+def domain_counts(
+    state: ClusterState, matcher: PodMatcher, ids: np.ndarray, eligible: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Matching pods per topology domain over the eligible nodes that carry the key, and which
+    domains are eligible (``present``): what a constraint's skew is computed from."""
+    sel = eligible & (ids >= 0)
+    counts = np.bincount(ids[sel], weights=state.match_counts(matcher)[sel], minlength=size).astype(np.int64)
+    present = np.zeros(size, dtype=bool)
+    present[ids[sel]] = True
+    return counts, present
+
+
+def floor_is_zero(domains: int, min_domains: int) -> bool:
+    """Whether the global minimum counts as 0: no eligible domain, or fewer than minDomains."""
+    return domains == 0 or domains < min_domains
+
+
+def skew_floor(counts: np.ndarray, present: np.ndarray, min_domains: int) -> int:
+    """The global minimum a domain's skew is measured from (SEMANTICS.md, PodTopologySpread): the
+    fewest matching pods in an eligible domain (``present``), or 0 while ``floor_is_zero``. The
+    filter, greedy's window guard and the validator read it here; the CP-SAT encoding takes the
+    minimum over count variables under the same ``floor_is_zero`` condition."""
+    if floor_is_zero(int(present.sum()), min_domains):
+        return 0
+    return int(counts[present].min())
+
+
 def counts_for(pod: PodInfo, c: SpreadConstraint, state: ClusterState, eligible: np.ndarray) -> ConstraintCounts:
     ids, values = state.domains(c.topology_key)
-    per_node = state.match_counts(PodMatcher.of_spread(c.selector, pod.namespace))
-    sel = eligible & (ids >= 0)
-    counts = np.bincount(ids[sel], weights=per_node[sel], minlength=len(values)).astype(np.int64)
-    present = np.zeros(len(values), dtype=bool)
-    present[ids[sel]] = True
-    if present.sum() < c.min_domains or not present.any():
-        global_min = 0
-    else:
-        global_min = int(counts[present].min())
+    counts, present = domain_counts(state, PodMatcher.of_spread(c.selector, pod.namespace), ids, eligible, len(values))
+    global_min = skew_floor(counts, present, c.min_domains)
     self_match = 1 if c.selector.matches(pod.labels) else 0
     return ConstraintCounts(c, ids, counts, present, global_min, self_match)
 
@@ -135,7 +159,7 @@ def prune(pod: PodInfo, state: ClusterState) -> np.ndarray:
     return ok
 
 
-def encode(wm) -> None:
+def encode(wm: WindowModel) -> None:
     state, m = wm.state, wm.model
     counters: dict[tuple, tuple] = {}
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
@@ -159,7 +183,7 @@ def encode(wm) -> None:
                 m.add(counts[d] - low <= c.max_skew).only_enforce_if(present)
 
 
-def _domain_counts(wm, c, namespace, eligible, classes, tag):
+def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag):
     """count[d] (expression) for every eligible domain, and the min variable over them."""
     state, m = wm.state, wm.model
     matcher = PodMatcher.of_spread(c.selector, namespace)
@@ -173,7 +197,7 @@ def _domain_counts(wm, c, namespace, eligible, classes, tag):
             if evict is not None:
                 evictable.setdefault(int(ids[node]), []).append(evict)
     domains = sorted({int(d) for d in ids[eligible] if d >= 0})
-    counts = {}
+    counts: dict[int, cp_model.IntVar | int] = {}
     bound_hi = 0
     for d in domains:
         in_d = eligible & (ids == d)
@@ -188,7 +212,7 @@ def _domain_counts(wm, c, namespace, eligible, classes, tag):
         var = m.new_int_var(base - len(gone), hi, f"count[{tag},{d}]")
         m.add(var == base + cp_model.LinearExpr.sum(window) - cp_model.LinearExpr.sum(gone) if gone else var == base + cp_model.LinearExpr.sum(window))
         counts[d] = var
-    if len(domains) < c.min_domains or not domains:
+    if floor_is_zero(len(domains), c.min_domains):
         return counts, 0
     low = m.new_int_var(0, bound_hi, f"min[{tag}]")
     m.add_min_equality(low, [counts[d] for d in domains])

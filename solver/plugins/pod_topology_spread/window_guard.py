@@ -62,13 +62,10 @@ class SpreadGuard:
                 continue
             eligible = self._eligible[g.eligible]
             ids, values = self.state.domains(c.topology_key)
-            per_node = self.state.match_counts(PodMatcher.of_spread(c.selector, g.namespace))
-            sel = eligible & (ids >= 0)
-            counts = np.bincount(ids[sel], weights=per_node[sel], minlength=len(values)).astype(np.int64)
-            present = np.zeros(len(values), dtype=bool)
-            present[ids[sel]] = True
+            matcher = PodMatcher.of_spread(c.selector, g.namespace)
+            counts, present = pod_topology_spread.domain_counts(self.state, matcher, ids, eligible, len(values))
             counts[g.domain] += 1
-            low = 0 if present.sum() < c.min_domains else int(counts[present].min())
+            low = pod_topology_spread.skew_floor(counts, present, c.min_domains)
             if counts[g.domain] - low > c.max_skew:
                 refuse = eligible & (ids == g.domain)
                 mask = ~refuse if mask is None else mask & ~refuse

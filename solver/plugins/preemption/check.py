@@ -1,7 +1,7 @@
 """Preemption on a plan's final state (the validator's reading).
 
 Each victim runs on the named node and its preemptor is placed there and may preempt it
-(``victim_room.may_preempt``: strictly higher priority, not ``preemptionPolicy: Never``, not a
+(``victim_room.why_not``: strictly higher priority, not ``preemptionPolicy: Never``, not a
 member of the victim's own PodGroup); the victim's room is needed by the pods placed there that
 outrank it (``victim_room.needless_victims``); with ``preemption.pdb: hard`` no budget's
 allowance is exceeded.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ...framework import names
 from ...info import PodInfo
 from .pdb import disruptions_allowed, pdbs_covering
-from .victim_room import needless_victims
+from .victim_room import needless_victims, why_not
 
 if TYPE_CHECKING:
     from ...validate import Replay
@@ -40,18 +40,8 @@ def check(replay: Replay) -> None:
                 f"preemption: {victim} is evicted from node {node} for {v.preemptor}, which is placed on "
                 f"node {replay.node_name(replay.assigned[v.preemptor])}"
             )
-        if v.pod.priority >= preemptor.priority:
-            replay.report(
-                f"preemption: {victim} (priority {v.pod.priority}) is evicted for {v.preemptor} "
-                f"(priority {preemptor.priority}): a victim must have strictly lower priority"
-            )
-        if preemptor.preempt_never:
-            replay.report(f"preemption: {v.preemptor} has preemptionPolicy Never but evicts {victim}")
-        if v.pod.group is not None and v.pod.group == preemptor.group:
-            replay.report(
-                f"preemption: {victim} is evicted for {v.preemptor}, a member of its own PodGroup "
-                f"{v.pod.group}: a gang never preempts itself"
-            )
+        for reason in why_not(preemptor, v.pod):
+            replay.report(f"preemption: {reason}")
         if len(replay.problems) == before:
             sound.add(victim)
     _check_victims_needed(replay, sound)

@@ -119,7 +119,8 @@ class PdbBudgets:
         """(violating, non-violating) walking ``victims`` in order and spending allowances;
         ``spent`` (from ``spent``) is what earlier preemptions of the window already used."""
         left = [b.allowed - (spent[i] if spent else 0) for i, b in enumerate(self.budgets)]
-        violating, safe = [], []
+        violating: list[PodInfo] = []
+        safe: list[PodInfo] = []
         for pod in victims:
             hit = False
             for i in self.covering(pod):

@@ -24,6 +24,7 @@ import numpy as np
 from ...framework import SUCCESS, Code, Status, fit_error_message, reason_histogram, unresolvable
 from ...info import PodInfo
 from .pdb import PdbBudgets
+from .victim_room import may_preempt
 from ...filtering import Cycle, StaticFilters
 from ..node_resources_fit import filter as node_resources_fit
 from ...state import ClusterState
@@ -92,7 +93,7 @@ def select_victims(
     lower = [
         p
         for p in state.pods_on[node].values()
-        if p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
+        if p.key not in window and may_preempt(pod, p)
     ]
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
@@ -142,15 +143,13 @@ def _select_by_resources(
     same removals, reprieves, order and statuses, on the free amounts instead of the state
     (exact Python integers)."""
     vec = state.vector(pod)
-    cols = np.flatnonzero(vec)  # zero requests always fit; the pod count is always requested
-    need = vec[cols].tolist()
     of = {v.key: state.vector(v).tolist() for v in lower}
     room = state.free[node].tolist()
     for v in lower:
         room = [r + a for r, a in zip(room, of[v.key])]
 
     def fits(amounts: list[int]) -> bool:
-        return all(amounts[c] >= b for c, b in zip(cols.tolist(), need))
+        return bool(node_resources_fit.fits(vec, amounts))
 
     def without(amounts: list[int], v: PodInfo) -> list[int]:
         return [r - a for r, a in zip(amounts, of[v.key])]
@@ -224,7 +223,7 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
     def lower_pods(i: int) -> list[PodInfo]:
         return [
             p for p in state.pods_on[i].values()
-            if p.priority < pod.priority and p.key not in window and (pod.group is None or p.group != pod.group)
+            if p.key not in window and may_preempt(pod, p)
         ]
 
     def fill(mask: np.ndarray, usage: np.ndarray, nodes) -> None:
@@ -300,11 +299,9 @@ def default_preemption(
         # Nodes where the pod would not fit even with every possible victim gone give no
         # candidate: found at once over all nodes; their status is needed only for the message.
         if local and usage is not None:
-            vec = state.vector(pod)
-            cols = np.flatnonzero(vec)
             idx = np.array(potential, dtype=np.int64)
-            room = state.free[np.ix_(idx, cols)].astype(np.float64) + usage[np.ix_(idx, cols)]
-            hopeless = set(idx[~(room >= vec[cols]).all(axis=1)].tolist())
+            room = state.free[idx].astype(np.float64) + usage[idx]
+            hopeless = set(idx[~node_resources_fit.fits(state.vector(pod), room)].tolist())
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
             if node in hopeless:

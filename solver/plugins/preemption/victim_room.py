@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -31,14 +32,34 @@ from ortools.sat.python import cp_model
 from ...info import PodInfo
 from ..node_ports import filter as node_ports
 
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
+
+
+def why_not(preemptor: PodInfo, victim: PodInfo) -> list[str]:
+    """Why ``preemptor`` may not evict ``victim`` at all, one sentence per reason; ``[]`` when it
+    may. The rule of who may preempt whom, in one place: a victim has strictly lower priority, the
+    preemptor's preemptionPolicy is not Never, and a gang never evicts a member of its own
+    PodGroup (that would undo the gang)."""
+    reasons = []
+    if victim.priority >= preemptor.priority:
+        reasons.append(
+            f"{victim.key} (priority {victim.priority}) is evicted for {preemptor.key} "
+            f"(priority {preemptor.priority}): a victim must have strictly lower priority"
+        )
+    if preemptor.preempt_never:
+        reasons.append(f"{preemptor.key} has preemptionPolicy Never but evicts {victim.key}")
+    if victim.group is not None and victim.group == preemptor.group:
+        reasons.append(
+            f"{victim.key} is evicted for {preemptor.key}, a member of its own PodGroup "
+            f"{victim.group}: a gang never preempts itself"
+        )
+    return reasons
+
 
 def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
-    """Whether ``preemptor`` may evict ``victim`` at all (priority, policy, own gang)."""
-    return (
-        not preemptor.preempt_never
-        and victim.priority < preemptor.priority
-        and (victim.group is None or victim.group != preemptor.group)
-    )
+    """Whether ``preemptor`` may evict ``victim`` at all (``why_not`` finds no reason against)."""
+    return not why_not(preemptor, victim)
 
 
 def _beyond_node_local(placed: Iterable[PodInfo], running: Iterable[PodInfo]) -> bool:
@@ -91,14 +112,14 @@ def needless_victims(
     return out
 
 
-def encode(wm) -> None:
+def encode(wm: WindowModel) -> None:
     """CP-SAT: ``evict[v]`` only when the placed classes that outrank ``v`` would not fit the node
     with ``v`` still there (and every lower-priority evicted pod gone): on some resource they
     request, or on a host port a running pod of ``v``'s priority or above holds."""
     if not wm.evict:
         return
     m, state = wm.model, wm.state
-    victims_on: dict[int, list[tuple[PodInfo, object]]] = defaultdict(list)
+    victims_on: dict[int, list[tuple[PodInfo, cp_model.IntVar]]] = defaultdict(list)
     for key, (victim, n) in wm.evict_pod.items():
         victims_on[n].append((victim, wm.evict[key]))
     for n, victims in victims_on.items():
