@@ -10,7 +10,7 @@ coefficient row of the CP-SAT capacity constraints.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -68,11 +68,22 @@ def status_of(vec: np.ndarray, free, alloc: np.ndarray, state: ClusterState, *, 
     return Status(code, tuple(reasons), NAME)
 
 
-def fits(vec: np.ndarray, room) -> np.ndarray:
-    """The rule: a request ``vec`` fits ``room`` when every resource it asks for is at most what
-    is there; a resource it does not ask for (0) always fits, even where the node is overcommitted
-    (the pod count is always asked for). ``room`` is one node's row (a numpy bool comes back) or
-    one row per node (a bool per row); rows of exact Python integers are welcome."""
+def asked(vec: np.ndarray) -> list[tuple[int, int]]:
+    """``(column, amount)`` of every resource a request asks for (non-zero; the pod count always
+    is): the request as ``fits`` reads it, for callers that ask it of one node many times."""
+    return [(c, int(vec[c])) for c in np.flatnonzero(vec).tolist()]
+
+
+def fits(vec: np.ndarray | list[tuple[int, int]], room: Any) -> Any:
+    """The rule: a request fits ``room`` when every resource it asks for is at most what is
+    there; a resource it does not ask for (0) always fits, even where the node is overcommitted.
+
+    ``vec`` is a request vector and ``room`` one node's row (a numpy bool comes back) or one row
+    per node (a bool per row). Preemption's dry run asks it of one node thousands of times in
+    exact Python integers: it passes ``asked(vec)`` and a list, and gets a plain bool at Python
+    speed (numpy's per-call cost dominated greedy preemption: 35% slower)."""
+    if isinstance(vec, list):
+        return all(room[c] >= amount for c, amount in vec)
     cols = np.flatnonzero(vec)
     return np.all(np.asarray(room)[..., cols] >= vec[cols], axis=-1)
 

@@ -148,8 +148,10 @@ def _select_by_resources(
     for v in lower:
         room = [r + a for r, a in zip(room, of[v.key])]
 
+    request = node_resources_fit.asked(vec)
+
     def fits(amounts: list[int]) -> bool:
-        return bool(node_resources_fit.fits(vec, amounts))
+        return node_resources_fit.fits(request, amounts)
 
     def without(amounts: list[int], v: PodInfo) -> list[int]:
         return [r - a for r, a in zip(amounts, of[v.key])]

@@ -199,7 +199,7 @@ def test_packing_profile_uses_most_allocated():
 
 
 def test_fits_is_every_requested_resource_at_most_what_is_there() -> None:
-    from solver.plugins.node_resources_fit.filter import copies, fits
+    from solver.plugins.node_resources_fit.filter import asked, copies, fits
 
     vec = np.array([500, 0, 1])  # cpu 500m, no memory, one pod
     assert fits(vec, np.array([500, 0, 1]))  # exactly enough
@@ -212,6 +212,10 @@ def test_fits_is_every_requested_resource_at_most_what_is_there() -> None:
     # Exact Python integers beyond int64 (preemption's dry run sums such amounts).
     assert fits(np.array([2**62, 1]), [2**63 + 5, 1])
     assert not fits(np.array([2**62, 1]), [2**61, 1])
+    # The dry run's form (the request as ``asked`` pairs, one node as a list) answers the same.
+    for row in [*rows.tolist(), [500, -7, 1], [500, 0, 0], [499, 10**9, 1]]:
+        assert fits(asked(vec), row) == bool(fits(vec, np.array(row)))
+    assert fits(asked(np.array([2**62, 1])), [2**63 + 5, 1])
 
 
 def test_feasible_and_fits_alone_are_fits_on_free_and_allocatable() -> None:
