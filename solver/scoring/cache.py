@@ -41,7 +41,7 @@ from typing import Optional
 
 import numpy as np
 
-from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
+from models.resources import CPU, MEMORY
 
 from ..info import PodInfo
 from ..state import ClusterState, PodMatcher
@@ -64,13 +64,10 @@ def _source(pod: PodInfo, state: ClusterState, name: str, *, nonzero: bool) -> O
     """(column in the gathered requested row, allocatable column, amount the pod adds) of one
     configured resource, or None when the plugin leaves it out — the same rules as
     ``node_resources_fit.allocatable_and_requested``."""
+    column = node_resources_fit.scored_column(pod, state, name)
+    if column is None:
+        return None
     pod_request = pod.requests.get(name, 0)
-    if is_scalar_resource(name) and pod_request == 0:
-        return None
-    tracked = name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name)
-    column = state.res_index.get(name)
-    if not tracked or column is None:
-        return None
     if nonzero and name == CPU:
         return 0, column, pod.nonzero_cpu
     if nonzero and name == MEMORY:
@@ -214,30 +211,11 @@ class _LocalKernel:
         requested = rows[:, self.bal_pick] + self.bal_add
         fraction = np.minimum(requested.astype(np.float64) / self.bal_safe[nodes], 1.0)
         if self.bal_pair:
-            spread = np.abs((fraction[:, 0] - fraction[:, 1]) / 2)
+            spread = balanced_allocation.pair_spread(fraction[:, 0], fraction[:, 1])
         else:  # the plugin's own running sums, resource by resource
-            m = len(nodes)
             counted = self.bal_counted[nodes]
-            first = np.zeros(m, dtype=np.float64)
-            second = np.zeros(m, dtype=np.float64)
-            total = np.zeros(m, dtype=np.float64)
-            n = np.zeros(m, dtype=np.int64)
-            for j in range(fraction.shape[1]):
-                f, c = fraction[:, j], counted[:, j]
-                first = np.where(c & (n == 0), f, first)
-                second = np.where(c & (n == 1), f, second)
-                total = np.where(c, total + f, total)
-                n += c
-            spread = np.where(n == 2, np.abs((first - second) / 2), 0.0)
-            many = n > 2
-            if many.any():
-                mean = total / np.maximum(n, 1)
-                squares = np.zeros(m, dtype=np.float64)
-                for j in range(fraction.shape[1]):
-                    deviation = fraction[:, j] - mean
-                    squares = np.where(counted[:, j], squares + deviation * deviation, squares)
-                spread = np.where(many, np.sqrt(squares / np.maximum(n, 1)), spread)
-        return np.trunc((1.0 - spread) * MAX_NODE_SCORE).astype(np.int64)
+            spread = balanced_allocation.spread([(fraction[:, j], counted[:, j]) for j in range(fraction.shape[1])], len(nodes))
+        return balanced_allocation.score_of(spread)
 
 
 @dataclass

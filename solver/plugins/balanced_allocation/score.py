@@ -42,24 +42,39 @@ def score(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: "ScoreCont
         counted = alloc > 0
         fraction = requested.astype(np.float64) / np.maximum(alloc, 1).astype(np.float64)
         fractions.append((np.minimum(fraction, 1.0), counted))
+    return score_of(spread(fractions, len(nodes)))
+
+
+def pair_spread(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The spread of two fractions counted on every node: half their distance."""
+    return np.abs((first - second) / 2)
+
+
+def spread(fractions: list[tuple[np.ndarray, np.ndarray]], size: int) -> np.ndarray:
+    """Per node, the spread of the ``(fraction, counted)`` pairs, resource by resource: half the
+    distance of two counted fractions, the population standard deviation of more, 0 of fewer."""
     # Running sums in Go's order: the first two counted fractions and the total, per node.
-    first = np.zeros(len(nodes), dtype=np.float64)
-    second = np.zeros(len(nodes), dtype=np.float64)
-    total = np.zeros(len(nodes), dtype=np.float64)
-    n = np.zeros(len(nodes), dtype=np.int64)  # how many resources count on each node
+    first = np.zeros(size, dtype=np.float64)
+    second = np.zeros(size, dtype=np.float64)
+    total = np.zeros(size, dtype=np.float64)
+    n = np.zeros(size, dtype=np.int64)  # how many resources count on each node
     for fraction, counted in fractions:
         first = np.where(counted & (n == 0), fraction, first)
         second = np.where(counted & (n == 1), fraction, second)
         total = np.where(counted, total + fraction, total)
         n += counted
-    # Two fractions (the usual cpu + memory): half their distance; fewer: 0.
-    spread = np.where(n == 2, np.abs((first - second) / 2), 0.0)
+    out = np.where(n == 2, pair_spread(first, second), 0.0)
     many = n > 2
     if many.any():  # population standard deviation
         mean = total / np.maximum(n, 1)
-        squares = np.zeros(len(nodes), dtype=np.float64)
+        squares = np.zeros(size, dtype=np.float64)
         for fraction, counted in fractions:
             deviation = fraction - mean
             squares = np.where(counted, squares + deviation * deviation, squares)
-        spread = np.where(many, np.sqrt(squares / np.maximum(n, 1)), spread)
+        out = np.where(many, np.sqrt(squares / np.maximum(n, 1)), out)
+    return out
+
+
+def score_of(spread: np.ndarray) -> np.ndarray:
+    """``int64((1 − spread) × 100)``, as kube-scheduler truncates it."""
     return np.trunc((1.0 - spread) * MAX_NODE_SCORE).astype(np.int64)

@@ -19,7 +19,7 @@ so the ``packing`` profile can make it MostAllocated.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -42,6 +42,18 @@ SHAPE_SCORE_SCALE = 10
 MAX_UTILIZATION = 100
 
 
+def scored_column(pod: PodInfo, state: ClusterState, resource: str) -> Optional[int]:
+    """The state's column of a configured score resource, or None when the resource scores are
+    left out: a scalar resource the pod does not request, ``pods``, a name kube-scheduler does not
+    account for, or one no node has. NodeResourcesFit's and BalancedAllocation's rule, asked by
+    both plugins and by the incremental score cache."""
+    if is_scalar_resource(resource) and pod.requests.get(resource, 0) == 0:
+        return None
+    tracked = resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource)
+    column = state.res_index.get(resource)
+    return column if tracked else None
+
+
 def allocatable_and_requested(
     pod: PodInfo, nodes: np.ndarray, state: ClusterState, resource: str, *, nonzero: bool
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -50,13 +62,10 @@ def allocatable_and_requested(
     ``nonzero`` selects the scoring-only non-zero requests for cpu and memory (NodeResourcesFit);
     BalancedAllocation passes False and sees actual requests everywhere.
     """
-    pod_request = pod.requests.get(resource, 0)
-    if is_scalar_resource(resource) and pod_request == 0:
+    column = scored_column(pod, state, resource)
+    if column is None:
         return None
-    tracked = resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource)
-    column = state.res_index.get(resource)
-    if not tracked or column is None:
-        return None  # ``pods``, a name kube-scheduler does not account for, or one nobody has
+    pod_request = pod.requests.get(resource, 0)
     alloc = state.alloc[nodes, column]
     if nonzero and resource == CPU:
         requested = state.nonzero[nodes, 0] + pod.nonzero_cpu
