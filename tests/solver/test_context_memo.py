@@ -1,0 +1,133 @@
+"""The assumed bound pods kept between contexts (``solver/context.py``, ``_assumed``): a context
+built from the last one's state, brought up to date, must read exactly as one built afresh — over
+sequences of snapshots in which pods are bound, deleted, moved, recreated with other requests,
+and namespaces relabelled, as the live scheduler's windows see them."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import solver.context as context
+from models import SchedulerConfig
+from models.objects import Pod
+from solver.context import build_context
+from solver.state import PodMatcher
+from solver.terms import Selector
+from tests.builders import make_namespace, make_node, make_pod, make_snapshot, term
+
+NODES = [make_node(f"n{i}", cpu="8", labels={"zone": f"z{i % 2}"}) for i in range(4)]
+APPS = ("web", "db", "cache")
+
+
+def _pod(rng: random.Random, key: str, node: str) -> Pod:
+    app = rng.choice(APPS)
+    return make_pod(
+        key,
+        cpu=f"{rng.choice([100, 250, 500])}m",
+        memory=f"{rng.choice([64, 128])}Mi",
+        node=node,
+        labels={"app": app},
+        priority=rng.choice([0, 10]),
+        host_ports=[8080] if rng.random() < 0.15 else (),
+        pod_anti_affinity=[term({"app": app}, "kubernetes.io/hostname")] if rng.random() < 0.2 else (),
+        requests={"example.com/gpu": 1} if rng.random() < 0.05 else None,
+    )
+
+
+def _reading(ctx) -> dict:
+    """What the engines read of a context's state, by resource and pod name (not column order)."""
+    state = ctx.state
+    by_name = {name: i for i, name in enumerate(state.resources)}
+    names = sorted(n for n in by_name if state.used[:, by_name[n]].any() or n in ("cpu", "memory", "pods"))
+    cols = [by_name[n] for n in names]
+    web = PodMatcher(Selector(equals=(("app", "web"),)), frozenset(["team-a", "team-b"]), None, False)
+    tier1 = PodMatcher(Selector(), frozenset(), Selector(equals=(("tier", "1"),)), False)
+    return {
+        "resources": names,
+        "used": state.used[:, cols].tolist(),
+        "free": state.free[:, cols].tolist(),
+        "nonzero": state.nonzero.tolist(),
+        "where": dict(state.where),
+        "pods_on": [list(p) for p in state.pods_on],  # in order: victims tie-break by it
+        "ports": [dict(p) for p in state.ports_on],
+        "priorities": dict(state.priorities),
+        "anti": {t: c.tolist() for t, c in state.anti_owners.items()},
+        "affinity_pods": sorted(state.affinity_pods),
+        "web": state.match_counts(web).tolist(),
+        "tier1": state.match_counts(tier1).tolist(),
+        "bound": [p.key for p in ctx.bound],
+        "window": [p.key for p in ctx.window],
+    }
+
+
+def _fresh(snapshot, config):
+    saved = context._assumed
+    context._assumed = None
+    try:
+        return build_context(snapshot, config)
+    finally:
+        context._assumed = saved
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    updates: list[bool] = []
+    update = context._update
+
+    def counting(*args):
+        out = update(*args)
+        updates.append(out is not None)
+        return out
+
+    monkeypatch.setattr(context, "_update", counting)
+    rng = random.Random(seed)
+    config = SchedulerConfig()
+    pods: dict[str, Pod] = {}
+    namespaces = {"team-a": {"tier": "1"}, "team-b": {"tier": "2"}}
+    for i in range(30):
+        key = f"{rng.choice(list(namespaces))}/p{i}"
+        pods[key] = _pod(rng, key, rng.choice(NODES).metadata.name)
+    context._assumed = None
+    for step in range(15):
+        snapshot = make_snapshot(
+            NODES, list(pods.values()), namespaces=[make_namespace(n, labels) for n, labels in namespaces.items()]
+        )
+        # The next snapshot reuses this one's pod objects where nothing changed, as the live cache does.
+        pods = {p.key: p for p in snapshot.pods}
+        decided = build_context(snapshot, config)
+        replayed = build_context(snapshot, config)  # the validator's context of the same snapshot
+        fresh = _fresh(snapshot, config)
+        assert _reading(decided) == _reading(fresh), f"seed {seed} step {step}"
+        assert _reading(replayed) == _reading(fresh), f"seed {seed} step {step}"
+        assert decided.state is not replayed.state  # each context owns its state
+        for _ in range(rng.randint(0, 6)):
+            change = rng.random()
+            keys = sorted(pods)
+            if change < 0.3:  # a new pod bound (or pending: the window)
+                key = f"{rng.choice(list(namespaces))}/q{step}-{rng.randint(0, 999)}"
+                node = rng.choice(NODES).metadata.name if rng.random() < 0.8 else None
+                pods[key] = _pod(rng, key, node) if node else make_pod(key, cpu="200m", requests={"example.com/fpga": 1})
+            elif change < 0.5 and keys:  # deleted
+                del pods[rng.choice(keys)]
+            elif change < 0.8 and keys:  # recreated under the same name, other requests and node
+                key = rng.choice(keys)
+                pods[key] = _pod(rng, key, rng.choice(NODES).metadata.name)
+            elif change < 0.9:  # a namespace relabelled (namespace selectors read it)
+                namespaces[rng.choice(list(namespaces))] = {"tier": str(rng.randint(1, 3))}
+    assert sum(updates) >= 5  # most steps were brought up to date, not rebuilt
+
+
+def test_a_changed_context_never_leaks_into_one_handed_out_before() -> None:
+    """A context's state is its own: the next snapshot's update does not change it."""
+    config = SchedulerConfig()
+    first = make_snapshot(NODES, [make_pod("default/a", cpu="1", node="n0")])
+    ctx = build_context(first, config)
+    used = ctx.state.used.copy()
+    second = make_snapshot(NODES, [*first.pods, make_pod("default/b", cpu="2", node="n0")])
+    later = build_context(second, config)
+    assert np.array_equal(ctx.state.used, used)
+    assert sorted(ctx.state.where) == ["default/a"]
+    assert sorted(later.state.where) == ["default/a", "default/b"]
