@@ -7,7 +7,8 @@ of the group land in nodes sharing one value of that label. The group's ``topolo
 
 * ``domain_ids`` / ``candidate_domains``: a node's domain is its value of the key; a node without
   the label is in no domain and may host no member. Members already running pin the domain;
-* ``prune``: nodes outside every domain a gang may still choose never get a variable;
+* ``prune``: nodes outside every domain a gang may still choose never get a variable
+  (``home_domain``: re-packing keeps a running gang's members in the domain they share);
 * ``encode``: per gang a bool per domain, at most one chosen, members only on its nodes;
 * ``check``: the validator's reading on the final state;
 * ``rejected`` and ``allocation_ratio``: the message for a gang no single domain holds, and the
@@ -92,6 +93,14 @@ def prune(rep, gangs: dict[str, Gang], state: ClusterState) -> np.ndarray:
     if gang is None or key is None:
         return np.ones(len(state.nodes), dtype=bool)
     return allowed_nodes(gang, state, key)
+
+
+def home_domain(state: ClusterState, key: str, nodes) -> Optional[int]:
+    """The one domain holding every node of ``nodes`` (a gang's members where they run now),
+    or None when they lie in several, or on a node without the label (already broken)."""
+    ids = domain_ids(state, key)
+    seen = {int(ids[n]) for n in nodes}
+    return seen.pop() if len(seen) == 1 and -1 not in seen else None
 
 
 def allocation_ratio(state: ClusterState, nodes: np.ndarray) -> float:

@@ -282,3 +282,29 @@ def test_other_shapes_never_read_a_topology_key() -> None:
                                      "spec": {"minMember": 2, "topologyKey": RACK}})
     assert group.spec.topology_key is None
     assert "topology" not in json.dumps(group.spec.model_dump(mode="json", by_alias=True)).lower()
+
+
+# -- re-packing keeps a running topology gang in its domain ----------------------------------------
+
+
+@pytest.mark.parametrize(("web_kind", "freed"), [("ReplicaSet", ["n-r1-0"]), (None, [])], ids=["web-moves", "web-pinned"])
+def test_repack_keeps_a_topology_gang_in_the_rack_it_shares(web_kind, freed) -> None:
+    """g's members run in rack r0 (4 and 5 CPU on two 8-CPU nodes: they cannot share one); r1's
+    one node has 5 CPU free beside a 3-CPU web pod. Moving the 5-CPU member to r1 would free a
+    node but split the gang: re-packing moves web into r0 instead, or, with web a bare pod that
+    cannot move, frees nothing (before, the greedy drain's split was taken as the plan and
+    failed its replay)."""
+    from solver.repack import plan_repack
+    from tests.solver.test_repack import FAST, final_nodes, replay_ok, workload
+
+    nodes = [make_node(f"n-r0-{i}", cpu="8", memory="32Gi", labels={RACK: "r0"}) for i in range(2)]
+    nodes.append(make_node("n-r1-0", cpu="8", memory="32Gi", labels={RACK: "r1"}))
+    pods = [workload("ml/g-0", "n-r0-0", cpu="4", kind="Job", owner="g", group="g"),
+            workload("ml/g-1", "n-r0-1", cpu="5", kind="Job", owner="g", group="g"),
+            workload("default/web-0", "n-r1-0", cpu="3", kind=web_kind)]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group("ml/g", 2, topology_key=RACK)])
+    result = plan_repack(snapshot, options=FAST)
+    moved = final_nodes(result)
+    assert all(rack_of(moved.get(p, "n-r0-x")) == "r0" for p in ("ml/g-0", "ml/g-1"))
+    assert result.freed_nodes == freed
+    replay_ok(snapshot, result)
