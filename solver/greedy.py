@@ -206,18 +206,21 @@ def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilt
     chosen = np.zeros(len(ids), dtype=bool)
     # Running members pin the domain as the snapshot has them (victims a rolled-back gang returns
     # come back where they were).
-    for d in gang_topology.candidate_domains(gang, ctx.state, key):
+    domains = gang_topology.candidate_domains(gang, ctx.state, key)
+    trial = state.copy() if domains else state  # one copy, each domain's trial taken back out
+    for d in domains:
         nodes = np.flatnonzero(ids == d)
-        trial = state.copy()
-        placed = 0
+        placed = []
         for pod in gang.members:
             feasible = Cycle(pod, trial, static, version=ctx.config.kubernetes_version).feasible(nodes)
             if not len(feasible):
                 continue
             totals = score_nodes(pod, feasible, trial, sctx)
             trial.add(pod, int(feasible[int(np.argmax(totals))]))
-            placed += 1
-        rank = (placed, gang_topology.allocation_ratio(trial, nodes))
+            placed.append(pod)
+        rank = (len(placed), gang_topology.allocation_ratio(trial, nodes))
+        for pod in placed:
+            trial.remove(pod)
         if best is None or rank > best:
             best, chosen = rank, ids == d
     return chosen

@@ -13,7 +13,8 @@ pods, higher priority first and smaller pods first within a priority, each pod b
 required anti-affinity followed as it goes (``_AntiBook``) — best fit puts an exclusive pod
 where little else would fit, which is what a window of anti-affine pods needs and greedy's
 LeastAllocated does not do. The engine hints whichever of the two places more (by priority
-tier); the packing is checked by ``complete`` like any hint.
+tier); the packing is checked by ``complete`` like any hint. Gangs with required topology are
+left out of the packing (it chooses no domains); greedy's plan hints them.
 """
 
 from __future__ import annotations

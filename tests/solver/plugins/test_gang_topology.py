@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pytest
 import yaml
 
@@ -222,7 +223,6 @@ def test_allocation_ratio_and_candidate_domains() -> None:
     ids, values = ctx.state.domains(RACK)
     assert [values[d] for d in topology.candidate_domains(gang, ctx.state, RACK)] == ["r1"]
     r1 = [i for i, v in enumerate(ids.tolist()) if values[v] == "r1"]
-    import numpy as np
     assert topology.allocation_ratio(ctx.state, np.array(r1)) > topology.allocation_ratio(ctx.state, np.array([0, 1]))
 
 
@@ -261,8 +261,9 @@ def test_two_topology_keys_exit_2_naming_the_field(tmp_path: Path, capsys) -> No
     path.write_text(json.dumps(doc))
     assert main(["schedule", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["cpsat-scheduler: error: podgroups/ml/prep: spec.schedulingConstraints.topology: "
-                   "takes at most 1 items" + err[0].split("takes at most 1 items", 1)[1]]
+    assert len(err) == 1
+    assert err[0].startswith("cpsat-scheduler: error: podgroups/ml/prep: spec.schedulingConstraints.topology: "
+                             "takes at most 1 items"), err
 
 
 def test_an_empty_key_exits_2(tmp_path: Path, capsys) -> None:
