@@ -74,7 +74,7 @@ def running_domains(gang: Gang, state: ClusterState, key: str) -> set[int]:
 def candidate_domains(gang: Gang, state: ClusterState, key: str) -> list[int]:
     """Domains the gang may still choose: the one its running members share, else every domain
     of the key; none when its running members already sit outside any one domain."""
-    running = running_domains(gang, state, key)
+    running = running_domains(gang, state, key) if gang.running else set()  # most gangs: none runs
     if running:
         return sorted(running) if len(running) == 1 and -1 not in running else []
     return list(range(len(state.domains(key)[1])))
