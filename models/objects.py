@@ -574,6 +574,11 @@ class PodGroupSpec(K8sModel):
     min_member: StrictInt = Field(ge=1)
     min_resources: ResourceList = {}
     schedule_timeout_seconds: Optional[StrictInt] = Field(default=None, ge=0)
+    # Required topology (``models.workloads``: a ``scheduling.k8s.io/v1alpha2`` PodGroup's
+    # ``spec.schedulingConstraints.topology[0].key``): every member in one domain of this node
+    # label. Internal: no scheduler-plugins or Volcano field reads into it (its alias is no
+    # camelCase name) and it is never written out.
+    topology_key: Optional[str] = Field(default=None, alias="__topologyKey", exclude=True)
 
 
 class PodGroup(NamespacedObject):

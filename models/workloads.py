@@ -13,9 +13,10 @@ the ``scheduling.x-k8s.io/pod-group`` label):
   join with the ``scheduling.k8s.io/group-name`` annotation. It reads as scheduler-plugins' does.
 
 Each becomes a ``PodGroup`` of ``objects`` (``minMember`` = ``minCount``; 1 for ``basic``), keyed
-the way ``snapshot.pod_group_key`` keys its pods. Topology constraints
-(``spec.schedulingConstraints.topology``) are refused, not ignored: a gang asked to share one rack
-must not be spread silently.
+the way ``snapshot.pod_group_key`` keys its pods. A v1alpha2 PodGroup's required topology
+(``spec.schedulingConstraints.topology``, at most one ``{key}``) becomes the group's
+``topology_key``: every member in one domain of that node label (``solver.plugins.gang.topology``).
+A list of two keys is refused, naming the field, as the API server refuses it.
 """
 
 from __future__ import annotations
@@ -57,13 +58,9 @@ class TopologyConstraint(K8sModel):
 class SchedulingConstraints(K8sModel):
     topology: ListOf[TopologyConstraint] = Field(default=[], max_length=1)
 
-    @model_validator(mode="after")
-    def _not_yet(self):
-        if self.topology:
-            raise ValueError(
-                f"topology-aware gang placement (all members in one {self.topology[0].key} domain) is not "
-                "supported yet; refusing rather than placing the gang across domains")
-        return self
+    @property
+    def topology_key(self) -> Optional[str]:
+        return self.topology[0].key if self.topology else None
 
 
 class CorePodGroupSpec(K8sModel):
@@ -80,7 +77,11 @@ class CorePodGroup(NamespacedObject):
     spec: CorePodGroupSpec
 
     def pod_group(self) -> PodGroup:
-        return PodGroup(metadata=self.metadata, spec=PodGroupSpec(min_member=self.spec.scheduling_policy.min_member))
+        spec = PodGroupSpec(min_member=self.spec.scheduling_policy.min_member)
+        constraints = self.spec.scheduling_constraints
+        if constraints is not None and constraints.topology_key is not None:
+            spec = spec.model_copy(update={"topology_key": constraints.topology_key})  # internal, no alias
+        return PodGroup(metadata=self.metadata, spec=spec)
 
 
 class WorkloadPodGroup(K8sModel):

@@ -178,6 +178,7 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
     """kube-scheduler's per-node reason histogram for each left-out pod, against the final state;
     computed once per pod class (its pods see the same state)."""
     from .plugins.gang import permit as gang_mod
+    from .plugins.gang import topology as gang_topology
 
     final = ctx.state.copy()
     for v in victims:
@@ -199,7 +200,9 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
             feasible_now = len(cycle.feasible())
             placed = sum(1 for m in gang.members if m.key in placements) if gang is not None else 0
             if feasible_now and gang is not None and not gang.reaches(placed):
-                msg = gang_mod.rejected(gang.key, placed, gang.need)
+                key = gang_topology.key_of(gang.group)
+                msg = (gang_mod.rejected(gang.key, placed, gang.need) if key is None
+                       else gang_topology.rejected(gang.key, key, gang.need, gang.min_member))
             else:
                 msg = cycle.fit_error() if not feasible_now else (
                     "the window's joint placement left this pod out (it fits the final state only by "

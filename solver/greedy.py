@@ -7,6 +7,9 @@ scheduler's uniform random choice when a tie-break seed is set); assume the pod 
 the next pod sees it. A pod that fits nowhere tries DefaultPreemption, else gets the FitError
 message. Gang members are placed tentatively and rolled back, victims included, when their group
 falls short of minMember — the Permit stage of coscheduling, so the fallback never half-places.
+A gang with required topology first chooses its domain (``_choose_domain``, upstream's TAS: a
+trial placement per domain, the one placing most, then the fullest) and its members see only
+that domain's nodes.
 
 It is the baseline every solver result is measured against, the solver's hint, and the fallback.
 """
@@ -21,6 +24,7 @@ from typing import Optional
 import numpy as np
 
 from .plugins.gang import permit as gangs_mod
+from .plugins.gang import topology as gang_topology
 from .plugins.preemption import postfilter as preemption
 from .context import SchedulingContext
 from .info import PodInfo
@@ -117,6 +121,8 @@ def schedule_greedy(
         if p.group is not None:
             bound_members.setdefault(p.group, []).append(p.key)
     protected: set[str] = set()
+    # Topology gangs: the nodes of the domain each chose, chosen at its first member.
+    within_domain: dict[str, np.ndarray] = {}
 
     for done, pod in enumerate(queue_order(ctx, gangs)):
         if cancel is not None and cancel.is_set():
@@ -126,11 +132,17 @@ def schedule_greedy(
             progress[0] = done
         gang = gangs.get(pod.group) if pod.group else None
         blocked = gang.blocked(pod) if gang else None
+        within = None
+        topology_key = gang_topology.key_of(gang.group) if gang is not None else None
+        if gang is not None and not blocked and topology_key is not None:
+            within = within_domain.get(gang.key)
+            if within is None:
+                within = within_domain[gang.key] = _choose_domain(gang, state, static, ctx, sctx)
         if blocked:
             result.unschedulable[pod.key] = f"0/{n} nodes are available: {blocked}." if n else blocked
         elif n == 0:
             result.unschedulable[pod.key] = "no nodes available to schedule pods"
-        elif _still_failing(failed.get(pod.class_id), pod, state, placed, allowed := guard.allowed(pod)):
+        elif _still_failing(failed.get(pod.class_id), pod, state, placed, allowed := _within(guard.allowed(pod), within)):
             entry = failed[pod.class_id]
             result.unschedulable[pod.key] = entry.message
             failed[pod.class_id] = replace(entry, placed_at=len(placed))  # checked up to here
@@ -152,7 +164,8 @@ def schedule_greedy(
                 guard.placed(pod, node)
             elif allowed is not None and len(cycle.feasible(walk, limit=1)):
                 refused = int((~allowed).sum())
-                result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {GUARD_REASON}."
+                reason = GUARD_REASON if within is None else gang_topology.outside_domain(topology_key)
+                result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {reason}."
             else:
                 _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed, frozenset(protected))
                 if pod.key in result.placements:
@@ -169,6 +182,48 @@ def schedule_greedy(
             if _settle_gang(gang, state, result):
                 protected.update(bound_members.get(gang.key, ()))
     return result
+
+
+def _within(allowed: Optional[np.ndarray], domain: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """The window guard's mask narrowed to a topology gang's domain (either may be None: all)."""
+    if domain is None:
+        return allowed
+    return domain if allowed is None else allowed & domain
+
+
+def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilters, ctx: SchedulingContext,
+                   sctx: ScoreContext) -> np.ndarray:
+    """Upstream's topology-aware scheduling for a gang with required topology: for every domain
+    it may use (its running members' one, else each value of the key), place its members on a
+    copy of the state, restricted to that domain's nodes; keep the domain that places the most,
+    then the fullest by allocation (bin-packing keeps whole domains free for the gangs behind).
+    Returns the chosen domain's nodes as a mask (none at all when no domain is possible). No
+    preemption in the trial: the real pass, restricted to the domain, may still preempt."""
+    key = gang_topology.key_of(gang.group)
+    assert key is not None
+    ids = gang_topology.domain_ids(state, key)
+    best: Optional[tuple[int, float]] = None
+    chosen = np.zeros(len(ids), dtype=bool)
+    # Running members pin the domain as the snapshot has them (victims a rolled-back gang returns
+    # come back where they were).
+    domains = gang_topology.candidate_domains(gang, ctx.state, key)
+    trial = state.copy() if domains else state  # one copy, each domain's trial taken back out
+    for d in domains:
+        nodes = np.flatnonzero(ids == d)
+        placed = []
+        for pod in gang.members:
+            feasible = Cycle(pod, trial, static, version=ctx.config.kubernetes_version).feasible(nodes)
+            if not len(feasible):
+                continue
+            totals = score_nodes(pod, feasible, trial, sctx)
+            trial.add(pod, int(feasible[int(np.argmax(totals))]))
+            placed.append(pod)
+        rank = (len(placed), gang_topology.allocation_ratio(trial, nodes))
+        for pod in placed:
+            trial.remove(pod)
+        if best is None or rank > best:
+            best, chosen = rank, ids == d
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -217,7 +272,10 @@ def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult
     placed = [p for p in gang.members if p.key in result.placements]
     # Running members evicted by other preemptors no longer count toward minMember.
     evicted = sum(1 for v in result.victims if v.pod.group == gang.key)
+    key = gang_topology.key_of(gang.group)
     if not placed:
+        if key is not None and gang.need > 0 and gang.blocked(gang.members[0]) is None:
+            _reject_topology_gang(gang, key, result)
         return False
     if gang.reaches(len(placed), evicted):
         return True
@@ -233,7 +291,18 @@ def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult
         else:
             kept.append(victim)
     result.victims = kept
+    if key is not None:
+        _reject_topology_gang(gang, key, result)
+        return False
     message = gangs_mod.rejected(gang.key, len(placed), gang.need)
     for pod in placed:  # members that found no node keep their own FitError
         result.unschedulable[pod.key] = message
     return False
+
+
+def _reject_topology_gang(gang: gangs_mod.Gang, key: str, result: GreedyResult) -> None:
+    """Every member of a topology gang that fell short gets the topology reason: it could have
+    placed only in one domain together with the rest."""
+    message = gang_topology.rejected(gang.key, key, gang.need, gang.min_member)
+    for pod in gang.members:
+        result.unschedulable[pod.key] = message

@@ -278,11 +278,16 @@ def make_namespace(name: str, labels: Optional[dict[str, str]] = None) -> Namesp
     return Namespace.model_validate({"metadata": {"name": name, "labels": labels or {}}})
 
 
-def make_pod_group(key: str, min_member: int) -> PodGroup:
+def make_pod_group(key: str, min_member: int, *, topology_key: Optional[str] = None) -> PodGroup:
+    """``topology_key``: every member in one domain of that node label, as a v1alpha2 PodGroup's
+    ``spec.schedulingConstraints.topology`` asks (``models.workloads``)."""
     namespace, _, name = key.rpartition("/")
-    return PodGroup.model_validate(
+    group = PodGroup.model_validate(
         {"metadata": {"name": name, "namespace": namespace or "default"}, "spec": {"minMember": min_member}}
     )
+    if topology_key is None:
+        return group
+    return group.model_copy(update={"spec": group.spec.model_copy(update={"topology_key": topology_key})})
 
 
 def make_pdb(

@@ -13,7 +13,8 @@ pods, higher priority first and smaller pods first within a priority, each pod b
 required anti-affinity followed as it goes (``_AntiBook``) — best fit puts an exclusive pod
 where little else would fit, which is what a window of anti-affine pods needs and greedy's
 LeastAllocated does not do. The engine hints whichever of the two places more (by priority
-tier); the packing is checked by ``complete`` like any hint.
+tier); the packing is checked by ``complete`` like any hint. Gangs with required topology are
+left out of the packing (it chooses no domains); greedy's plan hints them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
+from ..plugins.gang import topology as gang_topology
 from ..plugins.gang.permit import runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..greedy import GreedyResult
@@ -83,6 +85,13 @@ def _left_out_of_packing(cls) -> bool:
     it follows (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
     return bool(rep.host_ports or rep.affinity or rep.hard_spread)
+
+
+def _in_topology_gang(wm: WindowModel, cls) -> bool:
+    """A member of a gang with required topology: the packing does not choose domains, so it
+    leaves such gangs out (greedy's plan, which does, hints them)."""
+    group = cls.rep.group
+    return group is not None and gang_topology.key_of(wm.ctx.pod_groups.get(group)) is not None
 
 
 class _AntiBook:
@@ -151,7 +160,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     state = wm.state
     free = state.free.copy()
     scale = np.maximum(state.alloc.max(axis=0), 1)
-    skip = {c.id for c in wm.classes if _left_out_of_packing(c)}
+    skip = {c.id for c in wm.classes if _left_out_of_packing(c) or _in_topology_gang(wm, c)}
     # (priority, share per pod, first pod's queue position, need, [(class, count)])
     units: list[tuple[int, float, int, int, list[tuple[PodClass, int]]]] = []
     in_gang: set[int] = set()

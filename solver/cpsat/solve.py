@@ -27,6 +27,7 @@ from ortools.sat.python import cp_model
 from models.errors import InputError
 
 from ..plugins.gang import permit as gang_mod
+from ..plugins.gang import topology as gang_topology
 from .. import interrupt, progress
 from ..plugins.preemption import victim_room
 from ..plugins.preemption.pdb import PdbBudgets
@@ -355,6 +356,7 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
         mask = node_ports.blocked_by_running(rep, state, can_evict)
         mask &= inter_pod_affinity.prune(rep, state, can_evict)
         mask &= pod_topology_spread.prune(rep, state)
+        mask &= gang_topology.prune(rep, gangs, state)
         return mask
 
     probe.compute_candidates(extra_prune)

@@ -7,7 +7,7 @@ find them. Adding a rule means a package in ``plugins/`` and a line here, nowher
   configuration (``scoring.weights``, kube-scheduler's defaults unless set).
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a ``WindowModel`` (the
   static ones only prune its variables); ``WINDOW_ENCODERS`` adds the window-wide rules a
-  scheduling window has and a re-packing does not (gangs, victims' room).
+  scheduling window has and a re-packing does not (gangs, their required topology, victims' room).
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported.
 """
 
@@ -20,6 +20,7 @@ from . import static_check
 from .balanced_allocation import score as balanced_allocation_score
 from .gang import check as gang_check
 from .gang import permit as gang
+from .gang import topology as gang_topology
 from .image_locality import score as image_locality_score
 from .inter_pod_affinity import check as inter_pod_affinity_check
 from .inter_pod_affinity import filter as inter_pod_affinity
@@ -67,7 +68,7 @@ FILTER_ENCODERS: tuple[Encoder, ...] = (
     inter_pod_affinity.encode,
     pod_topology_spread.encode,
 )
-WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (gang.encode, victim_room.encode)
+WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (gang.encode, gang_topology.encode, victim_room.encode)
 
 Check = Callable[["Replay"], None]
 FINAL_CHECKS: tuple[Check, ...] = (
@@ -78,5 +79,6 @@ FINAL_CHECKS: tuple[Check, ...] = (
     inter_pod_affinity_check.check_affinity,
     pod_topology_spread_check.check,
     gang_check.check,
+    gang_topology.check,
     preemption_check.check,
 )

@@ -192,7 +192,9 @@ def windows(draw: Any, *, max_nodes: int = 6, max_running: int = 6, max_template
         if draw(st.integers(0, 5)) == 0:
             continue  # labelled pods whose PodGroup does not exist
         # Usually reachable, sometimes more members than exist (the group waits).
-        pod_groups.append(make_pod_group(f"default/{g}", draw(st.integers(1, existing + 1))))
+        # Sometimes all members in one zone (a v1alpha2 PodGroup's required topology).
+        pod_groups.append(make_pod_group(f"default/{g}", draw(st.integers(1, existing + 1)),
+                                         topology_key=draw(st.sampled_from((None, None, ZONE)))))
 
     pdbs = []
     for b in range(draw(st.integers(0, 2))):
@@ -227,5 +229,9 @@ def dump(window: Window) -> str:
     snap = window.snapshot
     objects = [*snap.nodes, *snap.pods, *snap.pdbs, *snap.pod_groups]
     lines = [json.dumps(o.model_dump(by_alias=True, exclude_defaults=True, mode="json")) for o in objects]
+    # A PodGroup's topology key is internal (never dumped with it): listed on its own.
+    topology = {g.key: g.spec.topology_key for g in snap.pod_groups if g.spec.topology_key is not None}
+    if topology:
+        lines.append(json.dumps({"topology": topology}))
     lines.append(json.dumps({"config": window.config.model_dump(by_alias=True, exclude_defaults=True, mode="json")}))
     return "\n".join(lines)

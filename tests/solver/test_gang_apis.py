@@ -103,9 +103,6 @@ BAD = [
     pytest.param("podgroup-v1alpha2", lambda items: groups(items)[0]["spec"].update(
                  schedulingConstraints={"topology": [{"key": "rack"}, {"key": "block"}]}),
                  "podgroups/ml/train: spec.schedulingConstraints.topology: takes at most 1 items", id="two-topology-keys"),
-    pytest.param("podgroup-v1alpha2", lambda items: groups(items)[0]["spec"].update(
-                 schedulingConstraints={"topology": [{"key": "rack"}]}),
-                 "podgroups/ml/train: spec.schedulingConstraints: topology-aware gang placement", id="topology-not-yet"),
     pytest.param("workload-v1alpha1", lambda items: groups(items, "Workload")[0]["spec"]["podGroups"][0]["policy"].update(basic={}),
                  "workloads/ml/experiment: spec.podGroups[0].policy: exactly one of basic and gang must be set",
                  id="workload-two-policies"),

@@ -169,10 +169,11 @@ def selectors_read_group_label(ctx) -> bool:
 def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
     """Kinds of two or more interchangeable gangs (a gang on its own keeps its own encoding).
 
-    A gang qualifies when no selector reads the pod-group label, none of its members runs and
-    it is not blocked. Two are interchangeable when their members' signatures without the group
-    match as multisets, and their ``need`` and minResources match (namespace, priority and
-    everything else a rule reads are part of the signature)."""
+    A gang qualifies when no selector reads the pod-group label, none of its members runs, it
+    is not blocked and it has no required topology (each such gang chooses its own domain).
+    Two are interchangeable when their members' signatures without the group match as
+    multisets, and their ``need`` and minResources match (namespace, priority and everything
+    else a rule reads are part of the signature)."""
     if len(gangs) < 2 or selectors_read_group_label(ctx):
         return []
     labels = ctx.relevant_labels - {POD_GROUP_LABEL}
@@ -182,6 +183,8 @@ def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
     for gang in gangs.values():  # in the order of their first members: queue order
         if gang.group is None or gang.running or gang.blocked(gang.members[0]):
             continue
+        if gang.group.spec.topology_key is not None:
+            continue  # its domain is its own choice (``topology``): never one of many
         for pod in gang.members:
             if pod.class_id not in base_of:
                 sig = ctx.classes[pod.class_id].rep.scheduling_signature(labels, with_group=False)

@@ -1,0 +1,181 @@
+"""Required topology for gangs: every member of a PodGroup in one domain of a node label.
+
+Kubernetes 1.36's ``scheduling.k8s.io/v1alpha2`` PodGroup may carry
+``spec.schedulingConstraints.topology: [{key}]`` (gate TopologyAwareWorkloadScheduling): all pods
+of the group land in nodes sharing one value of that label. The group's ``topology_key``
+(``models.workloads``) carries it here. This module holds the rule once:
+
+* ``domain_ids`` / ``candidate_domains``: a node's domain is its value of the key; a node without
+  the label is in no domain and may host no member. Members already running pin the domain;
+* ``prune``: nodes outside every domain a gang may still choose never get a variable
+  (``home_domain``: re-packing keeps a running gang's members in the domain they share);
+* ``encode``: per gang a bool per domain, at most one chosen, members only on its nodes;
+* ``check``: the validator's reading on the final state;
+* ``rejected`` and ``allocation_ratio``: the message for a gang no single domain holds, and the
+  fullness greedy's domain choice prefers (upstream's TAS scores domains by allocation).
+
+Gangs with a topology key are never merged into a kind (``permit.kinds``): their domains are
+chosen one gang at a time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from models.objects import PodGroup
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
+    from ...state import ClusterState
+    from ...validate import Replay
+    from .permit import Gang
+
+NAME = "GangTopology"
+
+
+def key_of(group: Optional[PodGroup]) -> Optional[str]:
+    """The node label whose one domain must hold every member of ``group`` (None: no such rule)."""
+    return group.spec.topology_key if group is not None else None
+
+
+def rejected(group: str, key: str, need: int, min_member: int) -> str:
+    """Why a topology gang placed nothing: no one domain of its key holds the members it needs."""
+    return (
+        f"PodGroup {group} gets rejected: no single {key} domain has room for the {need} member(s) "
+        f"it still needs (minCount {min_member}), so none is placed (all-or-nothing)"
+    )
+
+
+def outside_domain(key: Optional[str]) -> str:
+    """The filter-style reason for nodes a topology gang's member may not use: not in the
+    domain its gang chose (or lacking the label)."""
+    return f"node(s) outside the {key} domain chosen for the pod's PodGroup"
+
+
+def domain_ids(state: ClusterState, key: str) -> np.ndarray:
+    """Per node, the id of its domain under ``key`` (−1: the node lacks the label, in no domain)."""
+    return state.domains(key)[0]
+
+
+def domain_name(state: ClusterState, key: str, domain: int) -> str:
+    return state.domains(key)[1][domain]
+
+
+def running_domains(gang: Gang, state: ClusterState, key: str) -> set[int]:
+    """The domain ids of the gang's members running in ``state`` (−1 for a node lacking the key)."""
+    ids = domain_ids(state, key)
+    return {int(ids[n]) for pod, n in state.pods() if pod.group == gang.key}
+
+
+def candidate_domains(gang: Gang, state: ClusterState, key: str) -> list[int]:
+    """Domains the gang may still choose: the one its running members share, else every domain
+    of the key; none when its running members already sit outside any one domain."""
+    running = running_domains(gang, state, key) if gang.running else set()  # most gangs: none runs
+    if running:
+        return sorted(running) if len(running) == 1 and -1 not in running else []
+    return list(range(len(state.domains(key)[1])))
+
+
+def allowed_nodes(gang: Gang, state: ClusterState, key: str) -> np.ndarray:
+    """Per node, whether a member may land there at all: in a domain the gang may choose."""
+    ids = domain_ids(state, key)
+    return np.isin(ids, np.array(candidate_domains(gang, state, key), dtype=np.int64))
+
+
+def prune(rep, gangs: dict[str, Gang], state: ClusterState) -> np.ndarray:
+    """Candidate mask for a window pod: all nodes unless it belongs to a topology gang."""
+    gang = gangs.get(rep.group) if rep.group else None
+    key = key_of(gang.group) if gang is not None else None
+    if gang is None or key is None:
+        return np.ones(len(state.nodes), dtype=bool)
+    return allowed_nodes(gang, state, key)
+
+
+def home_domain(state: ClusterState, key: str, nodes) -> Optional[int]:
+    """The one domain holding every node of ``nodes`` (a gang's members where they run now),
+    or None when they lie in several, or on a node without the label (already broken)."""
+    ids = domain_ids(state, key)
+    seen = {int(ids[n]) for n in nodes}
+    return seen.pop() if len(seen) == 1 and -1 not in seen else None
+
+
+def allocation_ratio(state: ClusterState, nodes: np.ndarray) -> float:
+    """How full ``nodes`` are: requested over allocatable, averaged over the resources any of
+    them has (MostAllocated's reading of a domain; greedy prefers the fullest)."""
+    if not len(nodes):
+        return 0.0
+    alloc = state.alloc[nodes].sum(axis=0)
+    used = state.used[nodes].sum(axis=0)
+    has = alloc > 0
+    return float((used[has] / alloc[has]).mean()) if has.any() else 0.0
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+
+
+def encode(wm: WindowModel) -> None:
+    """One domain per topology gang: a bool per domain its members could use, at most one true,
+    and a member class's pods in a domain only when that domain is chosen. Candidates were
+    already pruned to the domains the gang may choose (``prune``), so a pinned gang needs
+    nothing more. Choosing no domain, and so placing nothing, always stays allowed."""
+    for gang in wm.gangs.values():
+        key = key_of(gang.group)
+        if key is None:
+            continue
+        members = [c for c in wm.classes if c.rep.group == gang.key and not isinstance(wm.placed[c.id], int)]
+        if not members:
+            continue
+        # Per domain, the member variables on its nodes, and the most pods they could hold.
+        in_domain: dict[int, list] = defaultdict(list)
+        bound: dict[int, int] = defaultdict(int)
+        for cls in members:
+            for d, vars_ in wm.class_vars_by_domain(cls.id, key).items():
+                in_domain[d].extend(vars_)
+                bound[d] += cls.size
+        if len(in_domain) < 2:
+            continue  # one domain (or none) to choose from: the pruning already says it all
+        # domain[g, d]: gang g puts its members in domain d of its key.
+        domain = {d: wm.model.new_bool_var(f"domain[{gang.key},{d}]") for d in sorted(in_domain)}
+        # A gang uses at most one domain ...
+        wm.model.add_at_most_one(domain.values())
+        # ... and places pods only on the nodes of the domain it chose.
+        for d, vars_ in in_domain.items():
+            wm.model.add(cp_model.LinearExpr.sum(vars_) <= bound[d] * domain[d])
+
+
+# --------------------------------------------------------------------------- validator
+
+
+def check(replay: Replay) -> None:
+    """Every placed member of a topology gang, and every running member the plan does not
+    evict, lies on a node in one and the same domain of the gang's key."""
+    placed: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for pod, n in replay.placed():
+        if pod.group is not None and key_of(replay.ctx.pod_groups.get(pod.group)) is not None:
+            placed[pod.group].append((pod.key, n))
+    if not placed:
+        return
+    evicted = {v.pod.key for v in replay.victims}
+    for bound in replay.ctx.bound:
+        if bound.group in placed and bound.key not in evicted:
+            placed[bound.group].append((bound.key, replay.before.where[bound.key]))
+    for group, members in sorted(placed.items()):
+        key = key_of(replay.ctx.pod_groups.get(group))
+        assert key is not None
+        labels = [replay.nodes[n].labels.get(key) for _, n in members]
+        lacking = sorted(pod for (pod, _), value in zip(members, labels) if value is None)
+        seen = sorted({value for value in labels if value is not None})
+        if lacking:
+            replay.report(
+                f"gang topology: PodGroup {group} needs every member in one {key} domain, but "
+                f"{', '.join(lacking)} run(s) on node(s) without the {key} label (domains seen: {', '.join(seen) or 'none'})"
+            )
+        elif len(seen) > 1:
+            replay.report(
+                f"gang topology: PodGroup {group} needs every member in one {key} domain, "
+                f"but its members span {len(seen)} domains: {', '.join(seen)}"
+            )
