@@ -20,7 +20,7 @@ from models.snapshot import ClusterSnapshot
 from . import progress
 from .context import SchedulingContext, build_context
 from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
-from .greedy import GreedyResult, schedule_greedy
+from .greedy import schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from ortools.sat.python import cp_model
-
 if TYPE_CHECKING:
     from .model import WindowModel
 

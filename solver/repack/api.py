@@ -12,8 +12,6 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-import numpy as np
-
 from models.config import SchedulerConfig
 from models.errors import InputError
 from models.plan import Assignment, Plan, PlanStats
