@@ -323,3 +323,26 @@ def test_every_solver_plan_is_valid_and_never_worse_than_greedy(snapshot):
 @given(small_clusters())
 def test_greedy_plan_as_a_full_hint_is_accepted_by_the_model(snapshot):
     assert _accepts(snapshot, FAST), describe(snapshot)
+
+
+def test_a_spread_pod_placed_before_a_later_preemption_is_a_plan_the_model_accepts() -> None:
+    """Found by the property above: greedy places p1 (zone spread, maxSkew 1) in z1 while z0 holds
+    three matching pods, then p2 evicts those three from z0. kube-scheduler checks p1's skew at
+    its arrival and never again, so the plan is legal (the validator agrees); the model read the
+    global minimum with the victims already gone and refused it (skew 2)."""
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "a"}}}]
+    nodes = [make_node("n0", cpu="4", memory="32Gi", labels={"zone": "z0"}),
+             make_node("n1", cpu="3", memory="32Gi", labels={"zone": "z1"})]
+    running = [make_pod(f"default/run{i}", cpu="1", labels={"app": "a"}, priority=0, node=node)
+               for i, node in enumerate(["n0", "n0", "n0", "n1"])]
+    pending = [make_pod("default/p0", cpu="1", labels={"app": "a"}, priority=10, created=T0),
+               make_pod("default/p1", cpu="1", labels={"app": "a"}, priority=10, spread=spread,
+                        created=T0 + timedelta(minutes=1)),
+               make_pod("default/p2", cpu="4", labels={"app": "a"}, priority=10, created=T0 + timedelta(minutes=2))]
+    snapshot = make_snapshot(nodes, [*running, *pending])
+    greedy = schedule(snapshot, FAST, engine="greedy")
+    assert validate(snapshot, greedy, FAST) == []
+    assert _accepts(snapshot, FAST)
+    plan = schedule(snapshot, FAST)
+    assert validate(snapshot, plan, FAST) == [] and len(plan.assignments) >= len(greedy.assignments)

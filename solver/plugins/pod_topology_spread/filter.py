@@ -148,7 +148,8 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
 #
 # Window semantics: a window pod may be in domain d only if, in the final state,
 # count(d) − min over eligible domains ≤ maxSkew (min is 0 while fewer than minDomains domains
-# are eligible). Counts include running pods (less evicted ones) and window pods on eligible nodes.
+# are eligible). Counts include running pods and window pods on eligible nodes; the pod's own
+# domain is counted less the evicted pods, the minimum with them (``_domain_counts``).
 
 
 def prune(pod: PodInfo, state: ClusterState) -> np.ndarray:
@@ -198,6 +199,7 @@ def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag):
                 evictable.setdefault(int(ids[node]), []).append(evict)
     domains = sorted({int(d) for d in ids[eligible] if d >= 0})
     counts: dict[int, cp_model.IntVar | int] = {}
+    kept: dict[int, cp_model.IntVar | int] = {}  # the same with the victims still running
     bound_hi = 0
     for d in domains:
         in_d = eligible & (ids == d)
@@ -206,14 +208,22 @@ def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag):
         gone = evictable.get(d, [])
         hi = base + sum(wm.ub_of(o.id, n) for o in counted for n, _ in wm.by_class.get(o.id, []) if in_d[n])
         bound_hi = max(bound_hi, hi)
-        if not window and not gone:
-            counts[d] = base
+        if window:
+            kept[d] = m.new_int_var(base, hi, f"kept[{tag},{d}]")
+            m.add(kept[d] == base + cp_model.LinearExpr.sum(window))
+        else:
+            kept[d] = base
+        if not gone:
+            counts[d] = kept[d]
             continue
         var = m.new_int_var(base - len(gone), hi, f"count[{tag},{d}]")
-        m.add(var == base + cp_model.LinearExpr.sum(window) - cp_model.LinearExpr.sum(gone) if gone else var == base + cp_model.LinearExpr.sum(window))
+        m.add(var == kept[d] - cp_model.LinearExpr.sum(gone))
         counts[d] = var
     if floor_is_zero(len(domains), c.min_domains):
         return counts, 0
+    # The global minimum with the victims still running: a pod with the constraint may arrive
+    # before the preemptions that remove them, and kube-scheduler never checks it again (the
+    # validator's reading, check.py). The pod's own domain is counted without its victims.
     low = m.new_int_var(0, bound_hi, f"min[{tag}]")
-    m.add_min_equality(low, [counts[d] for d in domains])
+    m.add_min_equality(low, [kept[d] for d in domains])
     return counts, low
