@@ -1,0 +1,163 @@
+"""A PodGroup's ``spec.minResources`` (``plugins/gang/min_resources.py``): coscheduling's PreFilter
+admits a group's pods only when the cluster's free room covers it, with a pod slot per minMember.
+
+The arithmetic on its own, then whole plans from both engines, each checked by the validator."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pytest
+
+from models.config import SchedulerConfig
+from models.objects import PodGroup
+from models.plan import Plan
+from models.snapshot import ClusterSnapshot
+from solver import schedule, validate
+from solver.context import build_context
+from solver.plugins.gang import min_resources, permit
+from tests.builders import make_node, make_pod, make_snapshot
+
+CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 5, "workers": 2}})
+
+
+def group(key: str, min_member: int, min_resources_: Optional[dict[str, Any]] = None, **spec: Any) -> PodGroup:
+    namespace, _, name = key.rpartition("/")
+    body: dict[str, Any] = {"minMember": min_member, **spec}
+    if min_resources_ is not None:
+        body["minResources"] = min_resources_
+    return PodGroup.model_validate({"metadata": {"name": name, "namespace": namespace}, "spec": body})
+
+
+def gang_pods(name: str, members: int, cpu: str, *, priority: Optional[int] = None) -> list:
+    return [make_pod(f"ml/{name}-{i}", cpu=cpu, group=name, priority=priority) for i in range(members)]
+
+
+def plans(snapshot: ClusterSnapshot) -> dict[str, Plan]:
+    """Each engine's plan, each checked by the validator."""
+    out = {engine: schedule(snapshot, CONFIG, engine=engine) for engine in ("cpsat", "greedy")}
+    for engine, plan in out.items():
+        assert validate(snapshot, plan, CONFIG) == [], engine
+    return out
+
+
+def placed(plan: Plan) -> set[str]:
+    return {a.pod for a in plan.assignments}
+
+
+def reasons(plan: Plan) -> dict[str, str]:
+    return {u.pod: u.message for u in plan.unschedulable}
+
+
+def refusal_of(snapshot: ClusterSnapshot, key: str) -> Optional[str]:
+    gangs = permit.collect(build_context(snapshot, CONFIG))
+    return gangs[key].refused
+
+
+# -- the check on its own ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, nodes, running, spec, want",
+    [
+        ("no minResources: no check", [("4", 110)], [], (2, None), {}),
+        ("exactly at the free room", [("4", 110), ("2", 110)], [], (2, {"cpu": "6"}), {}),
+        ("one millicore short", [("4", 110), ("2", 110)], [], (2, {"cpu": "6001m"}), {"cpu": 1}),
+        ("other pods' requests are not free", [("4", 110)], [("web", "3")], (1, {"cpu": "2"}), {"cpu": 1000}),
+        ("the group's running members count as free", [("4", 110)], [("ml/g-run", "3")], (2, {"cpu": "4"}), {}),
+        ("a pod slot per minMember", [("8", 2)], [], (3, {"cpu": "1"}), {"pods": 1}),
+        ("minResources' own pods entry is replaced by minMember", [("8", 2)], [], (2, {"pods": "5"}), {}),
+        ("a resource no node has", [("8", 110)], [], (1, {"nvidia.com/gpu": "2"}), {"nvidia.com/gpu": 2}),
+        ("a node over its allocatable adds no negative room", [("1", 110), ("4", 110)], [("web", "2")],
+         (1, {"cpu": "4"}), {}),
+    ],
+)
+def test_gap(name: str, nodes: list, running: list, spec: tuple, want: dict) -> None:
+    node_objs = [make_node(f"n{i}", cpu=cpu, pods=slots) for i, (cpu, slots) in enumerate(nodes)]
+    bound = [make_pod(key if "/" in key else f"default/{key}", cpu=cpu, node="n0",
+                      group="g" if key.startswith("ml/g") else None) for key, cpu in running]
+    snapshot = make_snapshot(node_objs, [*bound, make_pod("ml/g-0", cpu="100m", group="g")],
+                             pod_groups=[group("ml/g", spec[0], spec[1])])
+    ctx = build_context(snapshot, CONFIG)
+    gang = permit.collect(ctx)["ml/g"]
+    assert min_resources.gap(gang.group, ctx.state, gang.own) == want, name
+
+
+def test_the_message_names_the_group_and_every_short_resource() -> None:
+    assert min_resources.short_of_room("ml/g", {"memory": 2 * 2**30, "cpu": 1500}) == (
+        "PodGroup ml/g is not admitted: the cluster's free resources fall short of its minResources "
+        "(with a pod slot per minMember) by cpu 1500m, memory 2Gi (resource gap)"
+    )
+
+
+# -- plans -----------------------------------------------------------------------------------------
+
+
+def test_a_gang_whose_min_resources_exceed_the_free_room_places_nothing() -> None:
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
+    snapshot = make_snapshot(nodes, [make_pod("default/web", cpu="2", node="n0"), *gang_pods("g", 2, "1")],
+                             pod_groups=[group("ml/g", 2, {"cpu": "7"})])
+    message = ("0/2 nodes are available: PodGroup ml/g is not admitted: the cluster's free resources fall "
+               "short of its minResources (with a pod slot per minMember) by cpu 1 (resource gap).")
+    for engine, plan in plans(snapshot).items():
+        assert placed(plan) == set(), engine
+        assert reasons(plan) == {"ml/g-0": message, "ml/g-1": message}, engine
+
+
+def test_a_gang_whose_min_resources_fit_places_normally() -> None:
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
+    snapshot = make_snapshot(nodes, [make_pod("default/web", cpu="2", node="n0"), *gang_pods("g", 2, "1")],
+                             pod_groups=[group("ml/g", 2, {"cpu": "6", "memory": "1Gi"})])
+    for engine, plan in plans(snapshot).items():
+        assert placed(plan) == {"ml/g-0", "ml/g-1"}, engine
+
+
+def test_victims_are_not_counted_as_room_no_preemption_for_min_resources() -> None:
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
+    low = [make_pod(f"default/low-{i}", cpu="3", node=f"n{i}", priority=0) for i in range(2)]
+    gang = gang_pods("g", 2, "2", priority=1000)
+    base = make_snapshot(nodes, [*low, *gang], pod_groups=[group("ml/g", 2)])
+    for engine, plan in plans(base).items():  # without minResources, preemption makes room
+        assert placed(plan) == {"ml/g-0", "ml/g-1"} and plan.preemptions, engine
+    gated = make_snapshot(nodes, [*low, *gang], pod_groups=[group("ml/g", 2, {"cpu": "4"})])
+    for engine, plan in plans(gated).items():
+        assert placed(plan) == set() and plan.preemptions == (), engine
+        assert "short of its minResources (with a pod slot per minMember) by cpu 2 " in reasons(plan)["ml/g-0"]
+
+
+def test_two_gangs_the_room_admits_one_of_in_queue_order() -> None:
+    """Each gang alone fits the free room. Greedy admits the first and refuses the second, whose
+    turn comes after the first took room. The model checks each gang against the room at the
+    window's start (the documented pre-check), so it places both: an exact encoding would
+    order the gated gangs."""
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
+    pods = [*gang_pods("a", 2, "2"), *gang_pods("b", 2, "2")]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[group("ml/a", 2, {"cpu": "6"}), group("ml/b", 2, {"cpu": "6"})])
+    results = plans(snapshot)
+    greedy = results["greedy"]
+    assert placed(greedy) == {"ml/a-0", "ml/a-1"}
+    assert "PodGroup ml/b is not admitted" in reasons(greedy)["ml/b-0"]
+    assert "by cpu 2 (resource gap)" in reasons(greedy)["ml/b-0"]
+    assert placed(results["cpsat"]) == {"ml/a-0", "ml/a-1", "ml/b-0", "ml/b-1"}
+
+
+def test_greedy_counts_the_window_placements_before_the_gang_the_model_counts_the_start() -> None:
+    """Greedy asks at the gang's turn, after a higher-priority pod took room; the joint model asks
+    at the window's start (a necessary condition for every order), so it places both."""
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
+    snapshot = make_snapshot(nodes, [make_pod("default/big", cpu="3", priority=10), *gang_pods("g", 2, "1")],
+                             pod_groups=[group("ml/g", 2, {"cpu": "6"})])
+    assert refusal_of(snapshot, "ml/g") is None  # the window's start: 8 cpu free
+    results = plans(snapshot)
+    assert placed(results["greedy"]) == {"default/big"}
+    assert "by cpu 1 (resource gap)" in reasons(results["greedy"])["ml/g-0"]
+    assert placed(results["cpsat"]) == {"default/big", "ml/g-0", "ml/g-1"}
+
+
+def test_schedule_timeout_is_read_and_changes_nothing() -> None:
+    nodes = [make_node("n0", cpu="4")]
+    pods = gang_pods("g", 2, "1")
+    with_timeout = make_snapshot(nodes, pods, pod_groups=[group("ml/g", 2, scheduleTimeoutSeconds=5)])
+    assert with_timeout.pod_groups[0].spec.schedule_timeout_seconds == 5
+    for engine, plan in plans(with_timeout).items():
+        assert placed(plan) == {"ml/g-0", "ml/g-1"}, engine
