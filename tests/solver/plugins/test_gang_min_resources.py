@@ -5,9 +5,12 @@ The arithmetic on its own, then whole plans from both engines, each checked by t
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+import yaml
 
 from models.config import SchedulerConfig
 from models.objects import PodGroup
@@ -18,6 +21,7 @@ from solver.context import build_context
 from solver.plugins.gang import min_resources, permit
 from tests.builders import make_node, make_pod, make_snapshot
 
+VOLCANO = Path(__file__).resolve().parents[3] / "examples" / "snapshots" / "gangs" / "volcano.yaml"
 CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 5, "workers": 2}})
 
 
@@ -161,3 +165,21 @@ def test_schedule_timeout_is_read_and_changes_nothing() -> None:
     assert with_timeout.pod_groups[0].spec.schedule_timeout_seconds == 5
     for engine, plan in plans(with_timeout).items():
         assert placed(plan) == {"ml/g-0", "ml/g-1"}, engine
+
+
+def test_volcano_min_resources_is_enforced_the_same_way(tmp_path: Path) -> None:
+    """The bundled Volcano example (4 nodes of 4 CPU) with eval asking for 17 CPU free: eval is
+    refused before any node is tried, and train, which lost to eval before, places whole."""
+    from adapters.snapshot_io import read_snapshot
+
+    doc = yaml.safe_load(VOLCANO.read_text())
+    for item in doc["items"]:
+        if item["kind"] == "PodGroup" and item["metadata"]["name"] == "eval":
+            item["spec"]["minResources"] = {"cpu": "17", "memory": "1Gi"}
+    path = tmp_path / "volcano.json"
+    path.write_text(json.dumps(doc))
+    snapshot = read_snapshot(path).snapshot
+    for engine, plan in plans(snapshot).items():
+        assert {p.split("-")[0] for p in placed(plan)} == {"ml/train"}, engine
+        assert "PodGroup ml/eval is not admitted" in reasons(plan)["ml/eval-0"], engine
+        assert "by cpu 1 (resource gap)" in reasons(plan)["ml/eval-0"], engine
