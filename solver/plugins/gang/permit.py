@@ -314,6 +314,7 @@ def encode(wm: WindowModel) -> None:
             wm.model.add(wm.placed[c.id] <= kind.per_gang[c.id] * runs)
         wm.gang_runs.append((kind, runs))
         wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
+    min_resources.encode(wm)
 
 
 def runs_in(kind: GangKind, placements) -> int:

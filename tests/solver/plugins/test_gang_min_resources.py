@@ -129,25 +129,49 @@ def test_victims_are_not_counted_as_room_no_preemption_for_min_resources() -> No
         assert "short of its minResources (with a pod slot per minMember) by cpu 2 " in reasons(plan)["ml/g-0"]
 
 
-def test_two_gangs_the_room_admits_one_of_in_queue_order() -> None:
-    """Each gang alone fits the free room. Greedy admits the first and refuses the second, whose
-    turn comes after the first took room. The model checks each gang against the room at the
-    window's start (the documented pre-check), so it places both: an exact encoding would
-    order the gated gangs."""
+def test_two_gangs_the_room_admits_one_of() -> None:
+    """Each gang alone fits the free room, not both: whichever comes first takes room the
+    other's minResources needs. Both engines place one whole gang; greedy the first in queue."""
     nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
     pods = [*gang_pods("a", 2, "2"), *gang_pods("b", 2, "2")]
     snapshot = make_snapshot(nodes, pods, pod_groups=[group("ml/a", 2, {"cpu": "6"}), group("ml/b", 2, {"cpu": "6"})])
     results = plans(snapshot)
+    for engine, plan in results.items():
+        assert len(placed(plan)) == 2 and len({p.rsplit("-", 1)[0] for p in placed(plan)}) == 1, engine
     greedy = results["greedy"]
     assert placed(greedy) == {"ml/a-0", "ml/a-1"}
     assert "PodGroup ml/b is not admitted" in reasons(greedy)["ml/b-0"]
     assert "by cpu 2 (resource gap)" in reasons(greedy)["ml/b-0"]
-    assert placed(results["cpsat"]) == {"ml/a-0", "ml/a-1", "ml/b-0", "ml/b-1"}
 
 
-def test_greedy_counts_the_window_placements_before_the_gang_the_model_counts_the_start() -> None:
-    """Greedy asks at the gang's turn, after a higher-priority pod took room; the joint model asks
-    at the window's start (a necessary condition for every order), so it places both."""
+def test_the_model_admits_gated_gangs_in_an_order_that_works() -> None:
+    """a needs little room and comes first; b needs 7 of the 8 CPU. In queue order b would be
+    refused after a; the model takes only gangs some order admits: a and then b does not work
+    (8 − 2 < 7), b and then a does (8 ≥ 7, 8 − 4 ≥ 1), but the model orders the gated gangs by
+    queue, so it places one gang, as greedy does."""
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
+    pods = [*gang_pods("a", 2, "1"), *gang_pods("b", 2, "2")]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[group("ml/a", 2, {"cpu": "1"}), group("ml/b", 2, {"cpu": "7"})])
+    for engine, plan in plans(snapshot).items():
+        assert len({p.rsplit("-", 1)[0] for p in placed(plan)}) == 1, engine
+
+
+def test_interchangeable_gated_gangs_one_kind_admit_as_many_as_the_room_orders() -> None:
+    """Three identical gangs (one kind in the model), each asking for 5 CPU free with 2 members
+    of 1 CPU, on 8 CPU: the first sees 8, the second 6, the third 4 < 5: two run."""
+    nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
+    pods = [p for name in "abc" for p in gang_pods(name, 2, "1")]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[group(f"ml/{n}", 2, {"cpu": "5"}) for n in "abc"])
+    results = plans(snapshot)
+    for engine, plan in results.items():
+        assert len(placed(plan)) == 4, engine
+    assert placed(results["greedy"]) == {"ml/a-0", "ml/a-1", "ml/b-0", "ml/b-1"}
+
+
+def test_greedy_counts_the_window_placements_before_the_gang_the_model_orders_it_first() -> None:
+    """Greedy asks at the gang's turn, after a higher-priority pod took room. The joint model
+    takes gated gangs ahead of every other pod (an order that admits the gang, then places the
+    pod), so it places both: a plan some order of admissions allows."""
     nodes = [make_node(f"n{i}", cpu="4") for i in range(2)]
     snapshot = make_snapshot(nodes, [make_pod("default/big", cpu="3", priority=10), *gang_pods("g", 2, "1")],
                              pod_groups=[group("ml/g", 2, {"cpu": "6"})])
