@@ -2,8 +2,8 @@
 
 Two pod classes interact when they can share a node (capacity, ports, evictions), when a
 required (anti-)affinity or topology-spread term of one counts pods of the other, when they
-belong to one gang, or to two gangs whose minResources admissions are ordered, or when one may evict a running member of the other's gang, or a running pod
-whose anti-affinity (or the other's) keeps the other out of a domain they share. Classes with no
+belong to one gang, or to two gangs whose minResources admissions are ordered, or when one
+may evict a running member of the other's gang, or a running pod whose anti-affinity (or the other's) keeps the other out of a domain they share. Classes with no
 path between them cannot affect each other's feasibility or objective, so each connected
 component is its own, smaller CP-SAT model.
 """
