@@ -7,6 +7,7 @@ scheduler's uniform random choice when a tie-break seed is set); assume the pod 
 the next pod sees it. A pod that fits nowhere tries DefaultPreemption, else gets the FitError
 message. Gang members are placed tentatively and rolled back, victims included, when their group
 falls short of minMember — the Permit stage of coscheduling, so the fallback never half-places.
+A gang whose minResources the free room left at its turn cannot cover places nothing (PreFilter).
 A gang with required topology first chooses its domain (``_choose_domain``, upstream's TAS: a
 trial placement per domain, the one placing most, then the fullest) and its members see only
 that domain's nodes.
@@ -23,6 +24,7 @@ from typing import Optional
 
 import numpy as np
 
+from .plugins.gang import min_resources as gang_min_resources
 from .plugins.gang import permit as gangs_mod
 from .plugins.gang import topology as gang_topology
 from .plugins.preemption import postfilter as preemption
@@ -123,6 +125,8 @@ def schedule_greedy(
     protected: set[str] = set()
     # Topology gangs: the nodes of the domain each chose, chosen at its first member.
     within_domain: dict[str, np.ndarray] = {}
+    # Gangs whose minResources PreFilter has answered (once, at the first member).
+    admission_asked: set[str] = set()
 
     for done, pod in enumerate(queue_order(ctx, gangs)):
         if cancel is not None and cancel.is_set():
@@ -131,6 +135,9 @@ def schedule_greedy(
         if progress is not None:
             progress[0] = done
         gang = gangs.get(pod.group) if pod.group else None
+        if gang is not None and gang.key not in admission_asked:
+            _admit(gang, state, result)
+            admission_asked.add(gang.key)
         blocked = gang.blocked(pod) if gang else None
         within = None
         topology_key = gang_topology.key_of(gang.group) if gang is not None else None
@@ -264,6 +271,16 @@ def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allow
         return
     postfilter = outcome.message if outcome is not None else None
     result.unschedulable[pod.key] = cycle.fit_error(postfilter=postfilter)
+
+
+def _admit(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> None:
+    """Coscheduling PreFilter's minResources check at the gang's turn: the free room the pods
+    before it left (victims already chosen still count as there). A gang refused at the
+    window's start keeps that answer: the room only shrinks since."""
+    if gang.group is None or gang.refused is not None:
+        return
+    held = [(v.pod, v.node) for v in result.victims if v.pod.group != gang.key]
+    gang.refused = gang_min_resources.refusal(gang.group, gang.key, state, gang.own, held)
 
 
 def _settle_gang(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> bool:

@@ -2,8 +2,8 @@
 
 Two pod classes interact when they can share a node (capacity, ports, evictions), when a
 required (anti-)affinity or topology-spread term of one counts pods of the other, when they
-belong to one gang, or when one may evict a running member of the other's gang, or a running pod
-whose anti-affinity (or the other's) keeps the other out of a domain they share. Classes with no
+belong to one gang, or to two gangs whose minResources admissions are ordered, or when one
+may evict a running member of the other's gang, or a running pod whose anti-affinity (or the other's) keeps the other out of a domain they share. Classes with no
 path between them cannot affect each other's feasibility or objective, so each connected
 component is its own, smaller CP-SAT model.
 """
@@ -100,12 +100,15 @@ def components(
     running_members: Optional[dict[str, list[tuple[PodInfo, int]]]] = None,
     allow_preemption: bool = True,
     state: Optional[ClusterState] = None,
+    linked_groups: frozenset[str] = frozenset(),
 ) -> list[list[PodClass]]:
     """``running_members``: per gang with members in the window, its running members and their
     nodes. A class that may evict one of them couples with the gang's window classes: the
     eviction counts against the gang's minMember, wherever its other members land. With
     ``state``, a class that may evict a running pod couples with every class the pod keeps
-    out of a shared domain by anti-affinity (``_lifting_edges``)."""
+    out of a shared domain by anti-affinity (``_lifting_edges``). ``linked_groups``: gangs whose
+    minResources admissions read one another's use of the cluster (``gang.min_resources``), all
+    in one component."""
     graph = nx.Graph()
     graph.add_nodes_from(c.id for c in classes)
     on_node: dict[int, list[PodClass]] = {}
@@ -121,6 +124,8 @@ def components(
             nodes = set(cand[cls.id].tolist())
             if any(n in nodes and can_evict(cls.rep, pod, allow_preemption) for pod, n in running):
                 graph.add_edges_from((cls.id, m.id) for m in members if m.id != cls.id)
+    linked = [c.id for c in classes if c.rep.group in linked_groups]
+    graph.add_edges_from(zip(linked, linked[1:]))
     coupled = [c for c in classes if c.rep.anti_affinity or c.rep.affinity or c.rep.hard_spread or c.rep.group]
     for a in coupled:
         for b in classes:

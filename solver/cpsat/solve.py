@@ -26,6 +26,7 @@ from ortools.sat.python import cp_model
 
 from models.errors import InputError
 
+from ..plugins.gang import min_resources as gang_min_resources
 from ..plugins.gang import permit as gang_mod
 from ..plugins.gang import topology as gang_topology
 from .. import interrupt, progress
@@ -476,7 +477,9 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     for pod, n in ctx.state.pods():
         if pod.group in groups:
             running_members.setdefault(pod.group, []).append((pod, n))
-    parts = components([c for c in classes if len(cand[c.id])], cand, running_members, allow_preemption, ctx.state)
+    gated = gang_min_resources.gated(gangs)
+    parts = components([c for c in classes if len(cand[c.id])], cand, running_members, allow_preemption, ctx.state,
+                       linked_groups=frozenset(gated) if len(gated) > 1 else frozenset())
     sol = Solution(components=len(parts))
     progress.stage(f"building the CP-SAT model: {len(parts)} component(s)")
     models = [

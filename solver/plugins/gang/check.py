@@ -1,5 +1,12 @@
 """Gangs on a plan's final state: a PodGroup that exists places none of its window members, or
-enough that placed plus running members (less the plan's victims) reach minMember."""
+enough that placed plus running members (less the plan's victims) reach minMember.
+
+``minResources`` is not checked here: it is no property of a final state. Coscheduling asks it
+once, at PreFilter, of the room the cluster has *then*; once admitted, a group's members stay
+bound however full the cluster gets, and minResources may well exceed what the members
+themselves request (room kept for pods that come later), so a legal final state can hold a
+running gang with far less free room than its minResources. What a plan must respect is an
+admission at the moment of the decision, which the engines answer (``min_resources``)."""
 
 from __future__ import annotations
 

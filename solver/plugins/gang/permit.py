@@ -3,7 +3,14 @@
 A pod belongs to the PodGroup named by its ``scheduling.x-k8s.io/pod-group`` label in its own
 namespace. In a window, a group places no pod at all or enough that placed plus already-running
 members reach ``minMember``. A group with fewer pods in existence than ``minMember`` waits, as the
-coscheduling PreFilter makes it.
+coscheduling PreFilter makes it; so does one whose ``minResources`` the cluster's free room
+cannot cover (``min_resources``).
+
+``scheduleTimeoutSeconds`` bounds how long upstream's Permit holds placed members waiting for
+their siblings (default ``permitWaitingTimeSeconds``, 60 s) before it releases them all. A
+decision here never waits: a gang's window members land together in one plan or none of them
+does, so the timeout has nothing to bound and is read but not used. It matters only to a
+scheduler that holds members across windows, which this one does not.
 
 Interchangeable gangs share one "kind" in the CP-SAT model (``kinds``): instead of one set of
 count variables per gang, a kind has one per member signature and node, plus the number of its
@@ -23,6 +30,7 @@ from models.snapshot import POD_GROUP_LABEL
 
 from ...context import PodClass
 from ...info import PodInfo
+from . import min_resources
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
@@ -64,6 +72,11 @@ class Gang:
     running: int  # members already bound (non-terminal)
     existing: int  # members in existence (bound or pending, non-terminal)
     members: list[PodInfo] = field(default_factory=list)  # window members, queue order
+    own: list[PodInfo] = field(default_factory=list)  # members in the state (running, or terminating)
+    # Why PreFilter refuses the group for lack of room (``min_resources``), None if it is admitted
+    # or sets no minResources. ``collect`` asks at the window's start; greedy asks again at the
+    # gang's turn and keeps that answer here.
+    refused: Optional[str] = None
 
     @property
     def min_member(self) -> int:
@@ -87,11 +100,12 @@ class Gang:
             return not_enough_siblings(pod, self.existing, self.min_member)
         if len(self.members) < self.need:
             return not_enough_siblings(pod, self.running + len(self.members), self.min_member)
-        return None
+        return self.refused
 
 
 def collect(ctx) -> dict[str, Gang]:
-    """Every gang with a member in the window, with its running and existing member counts."""
+    """Every gang with a member in the window, with its running and existing member counts and
+    the minResources answer at the window's start."""
     gangs: dict[str, Gang] = {}
     for pod in ctx.window:
         if pod.group is None:
@@ -112,6 +126,13 @@ def collect(ctx) -> dict[str, Gang]:
         gang.existing += 1
         if pod.spec.node_name and key:
             gang.running += 1
+    for info in ctx.bound:
+        gang = gangs.get(info.group) if info.group is not None else None
+        if gang is not None:
+            gang.own.append(info)
+    for gang in gangs.values():
+        if gang.group is not None:
+            gang.refused = min_resources.refusal(gang.group, gang.key, ctx.state, gang.own)
     return gangs
 
 
@@ -293,6 +314,7 @@ def encode(wm: WindowModel) -> None:
             wm.model.add(wm.placed[c.id] <= kind.per_gang[c.id] * runs)
         wm.gang_runs.append((kind, runs))
         wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
+    min_resources.encode(wm)
 
 
 def runs_in(kind: GangKind, placements) -> int:
