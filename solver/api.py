@@ -177,6 +177,7 @@ def _waiting_for_victims(placements, victims, nominations) -> dict[str, int]:
 def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
     """kube-scheduler's per-node reason histogram for each left-out pod, against the final state;
     computed once per pod class (its pods see the same state)."""
+    from .plugins.gang import min_resources
     from .plugins.gang import permit as gang_mod
     from .plugins.gang import topology as gang_topology
 
@@ -199,7 +200,14 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
             cycle = Cycle(pod, final, static, version=ctx.config.kubernetes_version)
             feasible_now = len(cycle.feasible())
             placed = sum(1 for m in gang.members if m.key in placements) if gang is not None else 0
-            if feasible_now and gang is not None and not gang.reaches(placed):
+            refused = None
+            if gang is not None and gang.group is not None and not placed:
+                # minResources: the room the plan leaves the group (its running members' own
+                # requests counted as room, as PreFilter counts them) does not cover it.
+                refused = min_resources.refusal(gang.group, gang.key, final, [p for p in ctx.bound if p.group == gang.key])
+            if refused is not None:
+                msg = f"0/{len(ctx.nodes)} nodes are available: {refused}."
+            elif feasible_now and gang is not None and not gang.reaches(placed):
                 key = gang_topology.key_of(gang.group)
                 msg = (gang_mod.rejected(gang.key, placed, gang.need) if key is None
                        else gang_topology.rejected(gang.key, key, gang.need, gang.min_member))

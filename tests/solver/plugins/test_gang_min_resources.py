@@ -142,6 +142,10 @@ def test_two_gangs_the_room_admits_one_of() -> None:
     assert placed(greedy) == {"ml/a-0", "ml/a-1"}
     assert "PodGroup ml/b is not admitted" in reasons(greedy)["ml/b-0"]
     assert "by cpu 2 (resource gap)" in reasons(greedy)["ml/b-0"]
+    # The gang the model leaves out is told the same: the room the plan leaves misses its need.
+    cpsat = results["cpsat"]
+    left_out = ({"ml/a-0", "ml/a-1", "ml/b-0", "ml/b-1"} - placed(cpsat)).pop()
+    assert "is not admitted: the cluster's free resources fall short" in reasons(cpsat)[left_out]
 
 
 def test_the_model_admits_gated_gangs_in_an_order_that_works() -> None:
