@@ -39,12 +39,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Union
 
 import solver
-from models import ClusterSnapshot, InputError, Plan, SchedulerConfig
+from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group_key
 
 from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
 from .cache import BINDING, DRY_RUN, ClusterCache, node_feasibility
 from .clock import Clock, SystemClock
 from .events import SCHEDULER_ERROR, Reporter
+from .events import UNSCHEDULABLE as UNSCHEDULABLE_REASON
 from .handlers import QueueFeeder
 from .informer import Informer
 from .kube import NODES, PODS, WATCHED, KubeApi
@@ -113,6 +114,7 @@ class Scheduler:
         self.reporter = Reporter(api, component=config.scheduler_name, instance=self.elector.identity,
                                  clock=self.clock, metrics=self.metrics, enabled=not options.dry_run)
         self.cache = ClusterCache()
+        self.reporter.group_conditions = self.cache.core_group_conditions
         self.binder = Binder(api, self.cache, self.queue, self.reporter, metrics=self.metrics, clock=self.clock,
                              settings=BinderSettings(concurrency=options.bind_concurrency,
                                                      preemption_timeout=options.preemption_timeout,
@@ -452,12 +454,22 @@ class Scheduler:
 
     def report_unschedulable(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> int:
         pods = snapshot.pod_by_key
+        rejected: dict[str, str] = {}  # gang -> the message of its first member left out
         for u in plan.unschedulable:
             self.queue.requeue_unschedulable(u.pod, u.message)
             self.metrics.attempts.labels(result="unschedulable").inc()
             self.reporter.failed_scheduling(pods[u.pod], u.message)
             log.info("%s is unschedulable: %s", u.pod, u.message)
             self.on_unschedulable(u.pod, u.message)
+            gang = pod_group_key(pods[u.pod])
+            if gang is not None:
+                rejected.setdefault(gang, u.message)
+        # A gang the window rejected (none of its members placed: members beyond its minimum left
+        # out of a placed gang do not make it unscheduled) says so on its PodGroup too.
+        placed = {pod_group_key(pods[a.pod]) for a in plan.assignments if a.pod in pods}
+        for gang, message in rejected.items():
+            if gang not in placed:
+                self.reporter.pod_group_scheduled(gang, scheduled=False, reason=UNSCHEDULABLE_REASON, message=message)
         return len(plan.unschedulable)
 
     def bind_or_evict(self, units: list[BindUnit]) -> None:
