@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Union
@@ -464,13 +465,23 @@ class Scheduler:
             gang = pod_group_key(pods[u.pod])
             if gang is not None:
                 rejected.setdefault(gang, u.message)
-        # A gang the window rejected (none of its members placed: members beyond its minimum left
-        # out of a placed gang do not make it unscheduled) says so on its PodGroup too.
-        placed = {pod_group_key(pods[a.pod]) for a in plan.assignments if a.pod in pods}
-        for gang, message in rejected.items():
-            if gang not in placed:
-                self.reporter.pod_group_scheduled(gang, scheduled=False, reason=UNSCHEDULABLE_REASON, message=message)
+        if rejected:
+            self._report_rejected_gangs(snapshot, plan, rejected)
         return len(plan.unschedulable)
+
+    def _report_rejected_gangs(self, snapshot: ClusterSnapshot, plan: Plan, rejected: dict[str, str]) -> None:
+        """A gang the window tried and rejected says so on its PodGroup too. Not one that placed
+        members (those left out beyond its minimum do not unschedule it), and not one with fewer
+        pods in existence than its minimum: kube-scheduler does not try such a gang (its pods wait
+        before the queue), so it has no verdict to report yet."""
+        pods = snapshot.pod_by_key
+        placed = {pod_group_key(pods[a.pod]) for a in plan.assignments if a.pod in pods}
+        existing = Counter(key for p in snapshot.pods if not p.is_terminal and (key := pod_group_key(p)) in rejected)
+        for gang, message in rejected.items():
+            group = snapshot.pod_group_by_key.get(gang)
+            if gang in placed or group is None or existing[gang] < group.spec.min_member:
+                continue
+            self.reporter.pod_group_scheduled(gang, scheduled=False, reason=UNSCHEDULABLE_REASON, message=message)
 
     def bind_or_evict(self, units: list[BindUnit]) -> None:
         self.binder.submit(units)

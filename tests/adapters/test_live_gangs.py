@@ -70,9 +70,9 @@ def test_core_podgroup_gang_is_bound_whole_and_marked_scheduled(make_cluster: Ca
     # two of three: minCount is not reached, nothing is bound
     assert wait_for(lambda: sched.queue.where(f"{NS}/train-1") == "unschedulable")
     assert cluster.bound() == {}
+    assert scheduled_condition(cluster, "train") is None  # not tried yet: no verdict on the group
     cluster.create(pod(names[2], cpu="1", scheduling_group="train"))
     assert wait_for(lambda: all_bound(cluster, names))
-    # (while it waited for its third member it said why it was not scheduled)
     assert wait_for(lambda: (scheduled_condition(cluster, "train") or {}).get("status") == "True")
     types = [c["type"] for c in cluster.server.store.get(CORE_PODGROUPS.key, NS, "train")["status"]["conditions"]]
     assert types == ["DisruptionTarget", "PodGroupScheduled"]
