@@ -267,6 +267,9 @@ class Reporter:
             except KubeError as exc:
                 self.metrics.events_dropped.inc()
                 log.debug("not recorded: %s", exc.message)
+                if write.group_status is not None:
+                    with self._lock:  # not written: the next verdict on the gang may write it again
+                        self._group_written.pop(f"{write.namespace}/{write.name}", None)
             except Exception:  # noqa: BLE001 - a reporting bug must not kill the writer
                 self.metrics.events_dropped.inc()
                 log.exception("writing %s failed", write.what)

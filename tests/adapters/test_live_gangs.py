@@ -160,3 +160,44 @@ def test_one_gang_api_absent_leaves_the_others_working(make_cluster: Callable[..
     assert WATCHED_CORE_PODGROUPS not in absent
     cluster.create(*[pod(f"c-{i}", cpu="1", scheduling_group="c") for i in range(2)])
     assert wait_for(lambda: all_bound(cluster, ["c-0", "c-1"]))
+
+
+def test_core_podgroup_topology_is_kept_live(make_cluster: Callable[..., Cluster]) -> None:
+    # Zone a has two nodes of 1 CPU, zone b one of 4: a gang of three 1-CPU pods that must share a
+    # zone fits only in b, although a and b together have room enough.
+    cluster = make_cluster([node("a1", cpu="1", zone="a"), node("a2", cpu="1", zone="a"), node("b1", cpu="4", zone="b"),
+                            core_pod_group("rack", 3, topology_key="topology.kubernetes.io/zone")])
+    cluster.scheduler(fast_config(), fast_options(engine="cpsat", window_wait=0.2))
+    names = [f"rack-{i}" for i in range(3)]
+    cluster.create(*[pod(n, cpu="1", scheduling_group="rack") for n in names])
+    assert wait_for(lambda: all_bound(cluster, names))
+    assert {cluster.node_of(n) for n in names} == {"b1"}
+    assert cluster.violations() == []
+
+
+def test_a_refused_condition_write_is_dropped_and_scheduling_goes_on(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster([node("n1", cpu="2"), core_pod_group("g", 2), core_pod_group("h", 1)])
+    sched = cluster.scheduler()
+    cluster.server.faults.fail("PATCH", r"/podgroups/g/status$", status=409, count=1)  # not retried: dropped
+    cluster.create(pod("g-0", scheduling_group="g"), pod("g-1", scheduling_group="g"))
+    assert wait_for(lambda: all_bound(cluster, ["g-0", "g-1"]))
+    assert wait_for(lambda: sched.metrics.events_dropped._value.get() >= 1)
+    assert scheduled_condition(cluster, "g") is None
+    cluster.create(pod("h-0", scheduling_group="h"))  # the next gang's condition is written as usual
+    assert wait_for(lambda: (scheduled_condition(cluster, "h") or {}).get("status") == "True")
+
+
+def test_each_replica_key_of_a_workload_is_a_gang_of_its_own(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster([node("n1", cpu="2"), workload("job", {"workers": 2})])
+    cluster.scheduler()
+
+    def member(name: str, replica: str) -> dict[str, Any]:
+        obj = pod(name, cpu="500m", workload_ref=("job", "workers"))
+        obj["spec"]["workloadRef"]["podGroupReplicaKey"] = replica
+        return obj
+
+    cluster.create(member("r0-0", "0"), member("r0-1", "0"), member("r1-0", "1"))
+    assert wait_for(lambda: all_bound(cluster, ["r0-0", "r0-1"]))
+    assert cluster.node_of("r1-0") is None  # replica 1 has one of its two members
+    cluster.create(member("r1-1", "1"))
+    assert wait_for(lambda: all_bound(cluster, ["r1-0", "r1-1"]))
