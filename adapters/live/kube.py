@@ -3,7 +3,7 @@
 This is the one module that talks to `kubernetes.client` (the other is `errors.py`, which
 names its exception). Keeping the calls in one place is what lets the deploy manifests'
 ClusterRole list exactly the verbs used: `API_CALLS` below maps each client method called
-here to the (API group, resource, verb) the API server authorises it as, and a test checks
+here to every (API group, resource, verb) the API server authorises its calls as, and a test checks
 that table against this file's source and against `examples/deploy/rbac.yaml`.
 
 Answers are read raw (`_preload_content=False`) and decoded as JSON: for `pods/binding`
