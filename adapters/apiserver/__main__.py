@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from .resources import GANG_APIS
 from .server import FakeApiServer, flatten
 
 
@@ -34,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", metavar="DIR", help="write a kubeconfig pointing at the server into DIR")
     parser.add_argument("--no-kubelet", action="store_true", help="do not simulate kubelets")
     parser.add_argument("--no-podgroups", action="store_true", help="serve without the PodGroup CRD")
+    parser.add_argument("--no-gang-apis", action="store_true",
+                        help="serve without Kubernetes' own PodGroups and Workloads and Volcano's PodGroups")
     args = parser.parse_args(argv)
     try:
         objects = [obj for path in args.snapshot for obj in load_objects(path)]
@@ -41,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = FakeApiServer(objects, kubelet=not args.no_kubelet, podgroups_crd=not args.no_podgroups,
-                           port=args.port)
+                           gang_apis=() if args.no_gang_apis else tuple(GANG_APIS), port=args.port)
     server.start()
     print(server.url, flush=True)
     if args.kubeconfig:

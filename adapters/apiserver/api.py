@@ -449,10 +449,9 @@ class Api:
         terminating["metadata"]["deletionTimestamp"] = now_rfc3339()
         terminating.setdefault("status", {})["phase"] = "Terminating"
         terminating = self.store.update("namespaces", terminating)
-        for r in self.registry.resources:
-            if r.namespaced and not r.storage:
-                for obj in list(self.store.items(r.key, name)):
-                    self.store.delete(r.key, name, obj["metadata"]["name"])
+        for key in dict.fromkeys(r.key for r in self.registry.resources if r.namespaced):  # shared storage once
+            for obj in list(self.store.items(key, name)):
+                self.store.delete(key, name, obj["metadata"]["name"])
         self.store.delete("namespaces", "", name)
         return copy.deepcopy(terminating)
 

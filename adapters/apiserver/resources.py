@@ -10,7 +10,7 @@ Keeping them in one table is what lets the rest stay generic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 # the CRD group of the scheduler-plugins coscheduling PodGroup
 PODGROUP_GROUP = "scheduling.x-k8s.io"
@@ -169,14 +169,36 @@ PODGROUPS = Resource(
     delete_returns_object=True,
 )
 
+# Gangs as Kubernetes declares them (alpha APIs, served only with their feature gates) and as
+# Volcano's CRD does. Three resources named `podgroups`: each has its own storage.
+CORE_PODGROUPS = Resource(
+    "scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, storage="podgroups.scheduling.k8s.io",
+    status_subresource=True, generation=True, delete_returns_object=True,
+)
+WORKLOADS = Resource(
+    "scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True, storage="workloads.scheduling.k8s.io",
+    generation=True, delete_returns_object=True,
+)
+VOLCANO_PODGROUPS = Resource(
+    "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, storage="podgroups.scheduling.volcano.sh",
+    status_subresource=True, generation=True, unconditional_update=False, custom=True, delete_returns_object=True,
+)
+# What `gang_apis` names each by (FakeApiServer): its group/version.
+GANG_APIS: dict[str, Resource] = {r.api_version: r for r in (CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS)}
+
 BUILTIN: tuple[Resource, ...] = (PODS, NODES, NAMESPACES, EVENTS, EVENTS_V1, PDBS, PRIORITY_CLASSES, LEASES)
 
 
 class Registry:
     """The resources one server instance serves, looked up by URL or by object."""
 
-    def __init__(self, *, podgroups_crd: bool) -> None:
-        self.resources: tuple[Resource, ...] = BUILTIN + ((PODGROUPS,) if podgroups_crd else ())
+    def __init__(self, *, podgroups_crd: bool, gang_apis: Iterable[str] = ()) -> None:
+        wanted = list(gang_apis)
+        unknown = [api for api in wanted if api not in GANG_APIS]
+        if unknown:
+            raise ValueError(f"unknown gang APIs {unknown}; known: {sorted(GANG_APIS)}")
+        self.resources: tuple[Resource, ...] = (BUILTIN + ((PODGROUPS,) if podgroups_crd else ())
+                                                + tuple(GANG_APIS[api] for api in wanted))
         self._by_url = {(r.group, r.version, r.plural): r for r in self.resources}
         self._by_kind = {(r.api_version, r.kind): r for r in self.resources}
 

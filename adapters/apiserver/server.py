@@ -21,7 +21,7 @@ from .controllers import DisruptionController, Kubelet, ReplicaControllers, Time
 from .faults import FaultInjector
 from .handler import HttpServer
 from .request_log import RequestLog
-from .resources import Registry
+from .resources import GANG_APIS, Registry
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,10 @@ class FakeApiServer:
             status (a Running pod stays Running) and skip admission.
         podgroups_crd: serve `scheduling.x-k8s.io/v1alpha1` podgroups; without it their
             paths answer 404, as on a cluster without the CRD.
+        gang_apis: the other gang APIs served, by group/version (`resources.GANG_APIS`):
+            Kubernetes' `scheduling.k8s.io/v1alpha2` PodGroups and `scheduling.k8s.io/v1alpha1`
+            Workloads, Volcano's `scheduling.volcano.sh/v1beta1` PodGroups. By default all;
+            those left out answer 404, as on a cluster without the feature gate or CRD.
         kubelet: simulate kubelets (bound pods start, graceful deletions complete).
         kubelet_start_seconds: delay from bind to Running (0: within the bind request).
         kubelet_grace_seconds: delay from graceful delete to removal (0: at once).
@@ -83,6 +87,7 @@ class FakeApiServer:
         objects: Iterable[dict[str, Any]] = (),
         *,
         podgroups_crd: bool = True,
+        gang_apis: Iterable[str] = tuple(GANG_APIS),
         kubelet: bool = True,
         kubelet_start_seconds: float = 0.05,
         kubelet_grace_seconds: float = 0.2,
@@ -95,7 +100,7 @@ class FakeApiServer:
         strict_namespaces: bool = True,
         port: int = 0,
     ) -> None:
-        self.registry = Registry(podgroups_crd=podgroups_crd)
+        self.registry = Registry(podgroups_crd=podgroups_crd, gang_apis=gang_apis)
         self.store = Store(history_limit=history_limit)
         self.api = Api(self.store, self.registry, strict_namespaces=strict_namespaces)
         self.timers = Timers()

@@ -360,6 +360,8 @@ class Binder:
             for placement in unit.placements:
                 if placement.key in unit._failed:
                     self.reporter.failed_scheduling(placement.pod, message)
+        elif unit.gang and not failed and not self.settings.dry_run and self.is_leader():
+            self.reporter.pod_group_scheduled(unit.gang, scheduled=True)
         self._finished()
 
     def _finished(self) -> None:

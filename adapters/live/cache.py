@@ -31,9 +31,10 @@ from typing import Any, Iterable, Optional, Protocol
 from pydantic import BaseModel
 
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup
+from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
-from .kube import NODES, PDBS, PODGROUPS, PODS, PRIORITY_CLASSES, Resource
+from .kube import CORE_PODGROUPS, GANG_RESOURCES, NODES, PDBS, PODS, PRIORITY_CLASSES, WATCHED, WORKLOADS, Resource
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class CacheListener(Protocol):
     def pod_deleted(self, pod: Pod) -> None: ...
     def node_changed(self, old: Optional[Node], new: Optional[Node]) -> None: ...
     def pod_group_changed(self, group: PodGroup) -> None: ...
+    def workload_changed(self, workload: Workload) -> None: ...
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None: ...
 
 
@@ -70,7 +72,7 @@ def object_key(obj: dict[str, Any]) -> str:
 
 def model_key(resource: Resource, model: BaseModel) -> str:
     meta = model.metadata  # type: ignore[attr-defined]
-    if resource in (PODS, PDBS, PODGROUPS):
+    if resource in (PODS, PDBS, *GANG_RESOURCES):
         return f"{meta.namespace or 'default'}/{meta.name}"
     return str(meta.name)
 
@@ -99,8 +101,11 @@ class ClusterCache:
     def __init__(self, *, listener: Optional[CacheListener] = None) -> None:
         self.lock = threading.RLock()
         self.listener = listener
-        self._objects: dict[Resource, dict[str, BaseModel]] = {
-            r: {} for r in (NODES, PODS, PDBS, PRIORITY_CLASSES, PODGROUPS)}
+        self._objects: dict[Resource, dict[str, BaseModel]] = {r: {} for r in WATCHED}
+        # The status conditions of each scheduling.k8s.io/v1alpha2 PodGroup, as the watch last
+        # showed them: a merge patch replaces the whole list, so the scheduler's own condition is
+        # written with the others kept (`core_group_conditions`).
+        self._conditions: dict[str, list[dict[str, Any]]] = {}
         self._synced: set[Resource] = set()
         self._assumed: dict[str, Assumption] = {}
         self._evicting: dict[str, Pod] = {}  # victim key -> its terminating look
@@ -117,11 +122,11 @@ class ClusterCache:
 
     def replace(self, resource: Resource, objects: Iterable[dict[str, Any]]) -> None:
         """The result of a full list: objects absent from it are deleted, the rest applied."""
-        parsed = [(object_key(obj), self._parse(resource, obj)) for obj in objects]  # outside the lock
+        parsed = [(object_key(obj), self._parse(resource, obj), obj) for obj in objects]  # outside the lock
         with self.lock:
-            for key, model in parsed:
-                self._store(resource, key, model)
-            seen = {key for key, _ in parsed}
+            for key, model, obj in parsed:
+                self._store(resource, key, model, obj)
+            seen = {key for key, _, _ in parsed}
             for key in [k for k in self._objects[resource] if k not in seen]:
                 self._delete(resource, key)
             self._synced.add(resource)
@@ -144,17 +149,20 @@ class ClusterCache:
         with self.lock:
             if newer_only and not self._is_newer(resource, key, obj):
                 return
-            self._store(resource, key, model)
+            self._store(resource, key, model, obj)
             self.changed.notify_all()
 
     def _parse(self, resource: Resource, obj: dict[str, Any]) -> Any:
         """The model, or the InputError that says why there is none."""
         try:
-            return parse_object(obj, resource.kind)
+            model = parse_object(obj, resource.kind, resource.api_version)
         except InputError as exc:
             return exc
+        if isinstance(model, CorePodGroup):
+            return model.pod_group()  # the one gang model, converted as a snapshot file's is
+        return model
 
-    def _store(self, resource: Resource, key: str, model: Any) -> None:
+    def _store(self, resource: Resource, key: str, model: Any, obj: dict[str, Any]) -> None:
         if isinstance(model, InputError):
             if self.invalid.get((resource.name, key)) != str(model):
                 log.warning("ignoring %s from the API server: %s", resource.name, model)
@@ -167,6 +175,9 @@ class ClusterCache:
         store = self._objects[resource]
         old = store.get(key)
         store[key] = model
+        if resource is CORE_PODGROUPS:
+            conditions = (obj.get("status") or {}).get("conditions")
+            self._conditions[key] = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
         self._notify(resource, old, model)
 
     def _is_newer(self, resource: Resource, key: str, obj: dict[str, Any]) -> bool:
@@ -188,6 +199,8 @@ class ClusterCache:
             return
         if resource is PRIORITY_CLASSES:
             self._resolved = {}
+        if resource is CORE_PODGROUPS:
+            self._conditions.pop(key, None)
         if resource is PODS:
             self._assumed.pop(key, None)
             self._evicting.pop(key, None)
@@ -209,7 +222,9 @@ class ClusterCache:
                     self.listener.pod_updated(old, pod)  # type: ignore[arg-type]
         elif resource is NODES and self.listener:
             self.listener.node_changed(old, new)  # type: ignore[arg-type]
-        elif resource is PODGROUPS and self.listener:
+        elif resource is WORKLOADS and self.listener:
+            self.listener.workload_changed(new)  # type: ignore[arg-type]
+        elif resource in GANG_RESOURCES and self.listener:
             self.listener.pod_group_changed(new)  # type: ignore[arg-type]
         elif resource is PDBS and self.listener:
             self.listener.pdb_changed(old, new)  # type: ignore[arg-type]
@@ -259,8 +274,52 @@ class ClusterCache:
             return len(self._objects[NODES])
 
     def pod_group(self, key: str) -> Optional[PodGroup]:
+        """The PodGroup of gang `key` among the PodGroup shapes (not a Workload's groups)."""
         with self.lock:
-            return self._objects[PODGROUPS].get(key)  # type: ignore[return-value]
+            for resource in GANG_RESOURCES:
+                if resource is not WORKLOADS and key in self._objects[resource]:
+                    return self._objects[resource][key]  # type: ignore[return-value]
+            return None
+
+    def core_group_conditions(self, key: str) -> Optional[tuple[str, list[dict[str, Any]]]]:
+        """The UID and status conditions of the scheduling.k8s.io/v1alpha2 PodGroup `key`
+        (namespace/name) that gang `key` stands for; None when the gang is of another shape (or gone)."""
+        with self.lock:
+            group = self._objects[CORE_PODGROUPS].get(key)
+            if group is None or self._shadowed(key, CORE_PODGROUPS):
+                return None
+            return group.metadata.uid or "", list(self._conditions.get(key, ()))  # type: ignore[attr-defined]
+
+    def _shadowed(self, key: str, resource: Resource) -> bool:
+        """Under the lock: gang `key` is also a PodGroup of a shape listed before `resource`."""
+        for earlier in GANG_RESOURCES[:GANG_RESOURCES.index(resource)]:
+            if earlier is not WORKLOADS and key in self._objects[earlier]:
+                return True
+        return False
+
+    def _pod_groups(self, pods: list[Pod]) -> list[PodGroup]:
+        """Under the lock: every gang of a snapshot, in one model. Two PodGroups of different
+        shapes with one namespace/name would be one gang key: the first shape in `GANG_RESOURCES`
+        is kept (and the clash logged), so one stray object cannot stop every window. A
+        Workload's gangs are those its pods name (each replica key its own), as for a file."""
+        groups: dict[str, PodGroup] = {}
+        for resource in GANG_RESOURCES:
+            if resource is WORKLOADS:
+                continue
+            for key, group in self._objects[resource].items():
+                if key in groups:
+                    if (resource.name, key) not in self.invalid:
+                        log.warning("ignoring %s %s: a PodGroup of another API has the same name", resource.name, key)
+                        self.invalid[(resource.name, key)] = "same name as a PodGroup of another API"
+                    continue
+                groups[key] = group  # type: ignore[assignment]
+        workloads: list[Workload] = list(self._objects[WORKLOADS].values())  # type: ignore[arg-type]
+        if workloads:
+            refs = {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
+                    for p in pods if (r := p.spec.workload_ref) is not None}
+            for group in workload_pod_groups(workloads, refs):
+                groups.setdefault(group.key, group)
+        return list(groups.values())
 
     def snapshot(self, window: Iterable[str] = ()) -> ClusterSnapshot:
         """Everything one decision reads: nodes, pods holding nodes (assumed ones included),
@@ -279,7 +338,7 @@ class ClusterCache:
             nodes = list(self._objects[NODES].values())
             pdbs = list(self._objects[PDBS].values())
             classes = list(self._objects[PRIORITY_CLASSES].values())
-            groups = list(self._objects[PODGROUPS].values())
+            groups = self._pod_groups(pods)
             memo = self._resolved
         # Pods resolved before are passed resolved: `build` then finds nothing to change in them
         # and keeps them as they are (the same objects as in the last snapshot).

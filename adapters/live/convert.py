@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from models import InputError, Pod
 
 # The per-object step of the file parser (kind table and validation with named errors).
-from adapters.snapshot_io import _KINDS, _validate_object
+from adapters.snapshot_io import _kind_of, _validate_object
 
 # Distinct pod specs remembered: a cluster has far fewer distinct specs than pods (one per
 # ReplicaSet, Job, ...); beyond this many the least recently used is forgotten.
@@ -44,9 +44,11 @@ def _fingerprint(spec: dict[str, Any]) -> Optional[bytes]:
         return None
 
 
-def parse_object(obj: dict[str, Any], kind: str) -> BaseModel:
-    """The model of one API object of `kind` (Pod, Node, ...); raises `InputError` naming it."""
-    spec = _KINDS.get(kind)
+def parse_object(obj: dict[str, Any], kind: str, api_version: Optional[str] = None) -> BaseModel:
+    """The model of one API object of `kind` (Pod, Node, ...); raises `InputError` naming it.
+    `api_version` tells apart kinds that two APIs name alike (scheduler-plugins' and Kubernetes'
+    own PodGroup); by default the object's own."""
+    spec = _kind_of(kind, api_version if api_version is not None else obj.get("apiVersion"))
     if spec is None:
         raise InputError(f"{kind} object", "kind", f"the scheduler does not read {kind} objects")
     position = f"watched {kind}"

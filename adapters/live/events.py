@@ -6,6 +6,13 @@ kube-scheduler records `Scheduled` ("Successfully assigned ns/name to node"),
 the same reasons and messages, so `kubectl describe pod` and event-based tooling read the
 same as with the default scheduler.
 
+A gang of a ``scheduling.k8s.io/v1alpha2`` PodGroup also gets that group's
+``PodGroupScheduled`` condition, as kube-scheduler 1.36 writes it: ``True`` once the gang is
+bound, ``False`` with reason ``Unschedulable`` and the window's message when no placement of it
+fits. Other gang shapes have no such condition. It is merge-patched through the status
+subresource with the group's other conditions kept as the watch last showed them (a merge
+patch replaces the list), and written only when it differs from what the watch shows.
+
 Reporting must never slow scheduling down: writes are queued and sent by a background
 worker, with the bounded retries of `retry.py`. If the API server cannot take them, they
 are dropped and counted (`events_dropped_total`), never retried forever or allowed to
@@ -26,13 +33,13 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from models import Pod
 
 from .clock import Clock
 from .errors import KubeError
-from .kube import KubeApi, now_micro
+from .kube import PODGROUP_SCHEDULED, KubeApi, now_micro
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)
@@ -52,6 +59,9 @@ EVENT_BACKOFFS = (0.2, 0.5)
 SCHEDULED, FAILED_SCHEDULING, PREEMPTED = "Scheduled", "FailedScheduling", "Preempted"
 # PodScheduled=False condition reasons, as kube-scheduler sets them.
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"
+# PodGroupScheduled=True: its reason and message (one message, so a gang bound in several
+# windows is not written again for each).
+GROUP_SCHEDULED, GROUP_SCHEDULED_MESSAGE = "Scheduled", "the pod group's gang is bound"
 
 
 def scheduled_message(pod_key: str, node: str) -> str:
@@ -69,18 +79,26 @@ class _Write:
     name: str
     event: Optional[dict[str, Any]] = None
     status: Optional[dict[str, Any]] = None
+    group_status: Optional[dict[str, Any]] = None  # a v1alpha2 PodGroup's status, not a pod's
     same: Optional[tuple[str, ...]] = None  # what makes a later event the same as this one
 
 
 class Reporter:
     def __init__(self, api: KubeApi, *, component: str, instance: str, clock: Clock, metrics: Any,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True,
+                 group_conditions: Callable[[str], Optional[tuple[str, list[dict[str, Any]]]]] = lambda key: None
+                 ) -> None:
         self.api = api
         self.component = component
         self.instance = instance
         self.clock = clock
         self.metrics = metrics
         self.enabled = enabled
+        # gang key -> the UID and conditions of its v1alpha2 PodGroup as watched (None: not such a gang)
+        self.group_conditions = group_conditions
+        # gang key -> (PodGroup UID, status, reason, message) last queued: not queued again while
+        # the watch has not shown it yet (a gang retried meanwhile would write it twice)
+        self._group_written: dict[str, tuple[str, str, str, str]] = {}
         self._queue: "queue.Queue[Optional[_Write]]" = queue.Queue(MAX_PENDING_WRITES)
         self._ids = itertools.count()
         self._reported: dict[str, str] = {}  # pod key -> last message written to its condition
@@ -139,6 +157,35 @@ class Reporter:
 
     def preempted(self, victim: Pod, preemptor: str, node: str) -> None:
         self._event(victim, PREEMPTED, preempted_message(preemptor, node), "Normal", "Preempting")
+
+    def pod_group_scheduled(self, gang: str, *, scheduled: bool, message: str = GROUP_SCHEDULED_MESSAGE,
+                            reason: str = GROUP_SCHEDULED) -> None:
+        """The `PodGroupScheduled` condition of gang `gang`'s v1alpha2 PodGroup (nothing for a gang
+        of another shape), unless the watch already shows it so."""
+        found = self.group_conditions(gang)
+        if found is None:
+            return
+        uid, conditions = found
+        status = "True" if scheduled else "False"
+        current = next((c for c in conditions if c.get("type") == PODGROUP_SCHEDULED), None)
+        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) \
+                == (status, reason, message):
+            return
+        with self._lock:
+            if self._group_written.get(gang) == (uid, status, reason, message):
+                return
+            if len(self._group_written) >= MAX_PENDING_WRITES:  # groups come and go: never let it grow
+                self._group_written.clear()
+            self._group_written[gang] = (uid, status, reason, message)
+        stamp = now_micro()[:19] + "Z"
+        if current is not None and current.get("status") == status and current.get("lastTransitionTime"):
+            stamp = current["lastTransitionTime"]  # the status stays: only reason or message change
+        condition = {"type": PODGROUP_SCHEDULED, "status": status, "reason": reason, "message": message,
+                     "lastTransitionTime": stamp}
+        others = [c for c in conditions if c.get("type") != PODGROUP_SCHEDULED]
+        namespace, name = gang.split("/", 1)
+        self._put(_Write(f"{PODGROUP_SCHEDULED} condition of podgroup {gang}", namespace, name,
+                         group_status={"conditions": [*others, condition]}))
 
     def forget(self, pod_key: str) -> None:
         """The pod is gone or bound: no condition of it to keep track of."""
@@ -208,6 +255,11 @@ class Reporter:
                     call_with_retries(lambda: self.api.create_event(write.namespace, write.event),
                                       what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
                                       should_continue=lambda: not self._stopping.is_set())
+                elif write.group_status is not None:
+                    call_with_retries(lambda: self.api.patch_pod_group_status(write.namespace, write.name,
+                                                                              write.group_status),
+                                      what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
+                                      should_continue=lambda: not self._stopping.is_set())
                 else:
                     call_with_retries(lambda: self.api.patch_pod_status(write.namespace, write.name, write.status),
                                       what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
@@ -215,6 +267,9 @@ class Reporter:
             except KubeError as exc:
                 self.metrics.events_dropped.inc()
                 log.debug("not recorded: %s", exc.message)
+                if write.group_status is not None:
+                    with self._lock:  # not written: the next verdict on the gang may write it again
+                        self._group_written.pop(f"{write.namespace}/{write.name}", None)
             except Exception:  # noqa: BLE001 - a reporting bug must not kill the writer
                 self.metrics.events_dropped.inc()
                 log.exception("writing %s failed", write.what)

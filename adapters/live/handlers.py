@@ -12,7 +12,9 @@ coarse, safe version of those hints:
   pod may fit now; victims awaited by a preemptor may all be gone;
 - a pod gets bound or changes labels: pods waiting for a required pod affinity may be
   satisfied now (nothing else becomes *more* feasible when a pod arrives);
-- a gang member or its PodGroup appears: the gang's waiting members try again;
+- a gang member or its PodGroup appears (any shape: scheduler-plugins', Kubernetes' v1alpha2 or
+  Volcano's), or the Workload its pods name: the gang's (the Workload's gangs') waiting members
+  try again;
 - a PodDisruptionBudget is deleted, changes its spec, or allows more disruptions than before:
   pods that may preempt try again. The live scheduler plans with hard budgets (the Eviction
   API refuses what a budget forbids), so a budget is what kept such a pod's victims in place,
@@ -28,6 +30,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from models import Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
+from models.workloads import KEY_SEPARATOR, Workload
 
 from .cache import ClusterCache, node_relevant
 from .queue import QueuedPod, SchedulingQueue
@@ -121,6 +124,11 @@ class QueueFeeder:
 
     def pod_group_changed(self, group: PodGroup) -> None:
         self.queue.activate_gang(group.key)
+
+    def workload_changed(self, workload: Workload) -> None:
+        # Its gangs are keyed namespace/workload:podGroup[:replicaKey] (`models.workloads`).
+        prefix = f"{workload.key}{KEY_SEPARATOR}"
+        self.queue.move_all(lambda qp: qp.gang is not None and qp.gang.startswith(prefix))
 
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None:
         if _budget_loosened(old, new):

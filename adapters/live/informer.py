@@ -10,8 +10,8 @@ list against what it held, so deletions missed meanwhile are seen too.
 
 Failures back off along a bounded sequence (the delay never exceeds its last value) and the
 informer never gives up: a scheduler without a current view must keep trying, and it says
-so in its logs and metrics. An optional resource that is not served (the PodGroup CRD not
-installed) counts as present and empty, and is looked for again now and then.
+so in its logs and metrics. An optional resource that is not served (a gang CRD not installed,
+an alpha gang API not enabled) counts as present and empty, and is looked for again now and then.
 
 `relist()` asks for a fresh list out of turn: a scheduler that has just become the leader
 cannot tell how far its watch lags behind the writes of the leader before it, and a list is
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 WATCH_TIMEOUT_SECONDS = 300
 # Delays before reconnecting after consecutive failures (seconds), the last one repeated.
 RECONNECT_BACKOFFS: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
-# How often an absent optional resource (the PodGroup CRD) is looked for again (seconds).
+# How often an absent optional resource (a gang API) is looked for again (seconds).
 ABSENT_RECHECK_SECONDS = 60.0
 
 
@@ -137,8 +137,8 @@ class Informer:
                     self._fail(exc, failures)
                     continue
                 if not self.absent:
-                    log.info("%s are not served by this API server (CRD not installed); scheduling without "
-                             "them, looking again every %.0fs", name, self.absent_recheck)
+                    log.info("%s are not served by this API server (a CRD not installed, an API not enabled); "
+                             "scheduling without them, looking again every %.0fs", name, self.absent_recheck)
                 self.absent = True
                 self.resource_version = None
                 self.cache.replace(self.resource, [])

@@ -3,7 +3,7 @@
 This is the one module that talks to `kubernetes.client` (the other is `errors.py`, which
 names its exception). Keeping the calls in one place is what lets the deploy manifests'
 ClusterRole list exactly the verbs used: `API_CALLS` below maps each client method called
-here to the (API group, resource, verb) the API server authorises it as, and a test checks
+here to every (API group, resource, verb) the API server authorises its calls as, and a test checks
 that table against this file's source and against `examples/deploy/rbac.yaml`.
 
 Answers are read raw (`_preload_content=False`) and decoded as JSON: for `pods/binding`
@@ -43,43 +43,74 @@ CONNECTION_POOL_SIZE = 64
 # (and a pod that finishes leaves the watch as DELETED), as kube-scheduler's informer asks.
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
-PODGROUP_GROUP, PODGROUP_VERSION, PODGROUP_PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
-
-# client method -> (API group, resource, verb) as RBAC names it. `list_*` methods are also
-# called with watch=True, which the API server authorises as the verb `watch`.
-API_CALLS: dict[str, tuple[str, str, str]] = {
-    "list_node": ("", "nodes", "list"),
-    "list_pod_for_all_namespaces": ("", "pods", "list"),
-    "list_pod_disruption_budget_for_all_namespaces": ("policy", "poddisruptionbudgets", "list"),
-    "list_priority_class": ("scheduling.k8s.io", "priorityclasses", "list"),
-    "list_cluster_custom_object": (PODGROUP_GROUP, PODGROUP_PLURAL, "list"),
-    "read_namespaced_pod": ("", "pods", "get"),
-    "create_namespaced_pod_binding": ("", "pods/binding", "create"),
-    "create_namespaced_pod_eviction": ("", "pods/eviction", "create"),
-    "patch_namespaced_pod_status": ("", "pods/status", "patch"),
-    "create_namespaced_event": ("", "events", "create"),
-    "read_namespaced_lease": ("coordination.k8s.io", "leases", "get"),
-    "create_namespaced_lease": ("coordination.k8s.io", "leases", "create"),
-    "replace_namespaced_lease": ("coordination.k8s.io", "leases", "update"),
-}
+Permission = tuple[str, str, str]  # (API group, resource[/subresource], verb), as RBAC names it
 
 
 @dataclass(frozen=True)
 class Resource:
     """A resource the scheduler lists and watches."""
 
-    name: str  # plural, as RBAC and logs name it
+    name: str  # as logs and metrics name it: the plural, qualified by its group where two share it
     kind: str
     api_version: str
-    optional: bool = False  # a CRD that may be absent (404): the scheduler works without it
+    optional: bool = False  # an API the server may not serve (404): the scheduler works without it
+    plural: str = ""  # the URL's plural, when `name` is qualified
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def path_plural(self) -> str:
+        return self.plural or self.name
 
 
 NODES = Resource("nodes", "Node", "v1")
 PODS = Resource("pods", "Pod", "v1")
 PDBS = Resource("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1")
 PRIORITY_CLASSES = Resource("priorityclasses", "PriorityClass", "scheduling.k8s.io/v1")
-PODGROUPS = Resource(PODGROUP_PLURAL, "PodGroup", f"{PODGROUP_GROUP}/{PODGROUP_VERSION}", optional=True)
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, PODGROUPS)
+# Gangs, in each shape `models.workloads` reads (one internal PodGroup model for all): each is
+# optional, a CRD not installed or an alpha API not enabled is looked for again now and then.
+# scheduler-plugins' coscheduling PodGroup (CRD);
+PODGROUPS = Resource("podgroups", "PodGroup", "scheduling.x-k8s.io/v1alpha1", optional=True)
+# Kubernetes 1.36's PodGroup (feature gate GenericWorkload), the one whose status the scheduler writes;
+CORE_PODGROUPS = Resource("podgroups.scheduling.k8s.io", "PodGroup", "scheduling.k8s.io/v1alpha2", optional=True,
+                          plural="podgroups")
+# Kubernetes 1.35's Workload, whose pod groups pods join through spec.workloadRef;
+WORKLOADS = Resource("workloads.scheduling.k8s.io", "Workload", "scheduling.k8s.io/v1alpha1", optional=True,
+                     plural="workloads")
+# Volcano's PodGroup (CRD).
+VOLCANO_PODGROUPS = Resource("podgroups.scheduling.volcano.sh", "PodGroup", "scheduling.volcano.sh/v1beta1",
+                             optional=True, plural="podgroups")
+GANG_RESOURCES: tuple[Resource, ...] = (PODGROUPS, CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES)
+# The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup).
+PODGROUP_SCHEDULED = "PodGroupScheduled"
+
+# client method -> every (API group, resource, verb) it is called for, as RBAC names it.
+# `list_*` methods are also called with watch=True, which the API server authorises as the
+# verb `watch`. The generic custom-object methods serve every gang API (none is in the typed
+# client), so one method stands for several permissions.
+API_CALLS: dict[str, tuple[Permission, ...]] = {
+    "list_node": (("", "nodes", "list"),),
+    "list_pod_for_all_namespaces": (("", "pods", "list"),),
+    "list_pod_disruption_budget_for_all_namespaces": (("policy", "poddisruptionbudgets", "list"),),
+    "list_priority_class": (("scheduling.k8s.io", "priorityclasses", "list"),),
+    "list_cluster_custom_object": tuple((r.group, r.path_plural, "list") for r in GANG_RESOURCES),
+    "patch_namespaced_custom_object_status": ((CORE_PODGROUPS.group, f"{CORE_PODGROUPS.path_plural}/status", "patch"),),
+    "read_namespaced_pod": (("", "pods", "get"),),
+    "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
+    "create_namespaced_pod_eviction": (("", "pods/eviction", "create"),),
+    "patch_namespaced_pod_status": (("", "pods/status", "patch"),),
+    "create_namespaced_event": (("", "events", "create"),),
+    "read_namespaced_lease": (("coordination.k8s.io", "leases", "get"),),
+    "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
+    "replace_namespaced_lease": (("coordination.k8s.io", "leases", "update"),),
+}
 
 
 def load_api_client(kubeconfig: Optional[str] = None, *, in_cluster: bool = False,
@@ -229,10 +260,11 @@ class KubeApi:
             return self.policy.list_pod_disruption_budget_for_all_namespaces
         if resource is PRIORITY_CLASSES:
             return self.scheduling.list_priority_class
-        if resource is PODGROUPS:
-            def podgroups(**kw: Any) -> Any:
-                return self.custom.list_cluster_custom_object(PODGROUP_GROUP, PODGROUP_VERSION, PODGROUP_PLURAL, **kw)
-            return podgroups
+        if resource in GANG_RESOURCES:
+            def gangs(**kw: Any) -> Any:
+                return self.custom.list_cluster_custom_object(resource.group, resource.version, resource.path_plural,
+                                                              **kw)
+            return gangs
         raise ValueError(f"not a watched resource: {resource.name}")
 
     def list(self, resource: Resource) -> tuple[list[dict[str, Any]], str]:
@@ -296,6 +328,15 @@ class KubeApi:
         """Strategic-merge PATCH of pods/{name}/status (conditions merge by type)."""
         _call(f"patch status of {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,
               {"status": status})
+
+    # --- pod groups ----------------------------------------------------------------------------
+
+    def patch_pod_group_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """JSON merge PATCH of a scheduling.k8s.io/v1alpha2 PodGroup's status subresource (the
+        typed client has no such API yet: the generic custom-object call makes the same request)."""
+        r = CORE_PODGROUPS
+        _call(f"patch status of podgroup {namespace}/{name}", self.custom.patch_namespaced_custom_object_status,
+              r.group, r.version, namespace, r.path_plural, name, {"status": status})
 
     # --- events --------------------------------------------------------------------------------
 

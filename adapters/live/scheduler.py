@@ -34,17 +34,19 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Union
 
 import solver
-from models import ClusterSnapshot, InputError, Plan, SchedulerConfig
+from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group_key
 
 from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
 from .cache import BINDING, DRY_RUN, ClusterCache, node_feasibility
 from .clock import Clock, SystemClock
 from .events import SCHEDULER_ERROR, Reporter
+from .events import UNSCHEDULABLE as UNSCHEDULABLE_REASON
 from .handlers import QueueFeeder
 from .informer import Informer
 from .kube import NODES, PODS, WATCHED, KubeApi
@@ -113,6 +115,7 @@ class Scheduler:
         self.reporter = Reporter(api, component=config.scheduler_name, instance=self.elector.identity,
                                  clock=self.clock, metrics=self.metrics, enabled=not options.dry_run)
         self.cache = ClusterCache()
+        self.reporter.group_conditions = self.cache.core_group_conditions
         self.binder = Binder(api, self.cache, self.queue, self.reporter, metrics=self.metrics, clock=self.clock,
                              settings=BinderSettings(concurrency=options.bind_concurrency,
                                                      preemption_timeout=options.preemption_timeout,
@@ -452,13 +455,33 @@ class Scheduler:
 
     def report_unschedulable(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> int:
         pods = snapshot.pod_by_key
+        rejected: dict[str, str] = {}  # gang -> the message of its first member left out
         for u in plan.unschedulable:
             self.queue.requeue_unschedulable(u.pod, u.message)
             self.metrics.attempts.labels(result="unschedulable").inc()
             self.reporter.failed_scheduling(pods[u.pod], u.message)
             log.info("%s is unschedulable: %s", u.pod, u.message)
             self.on_unschedulable(u.pod, u.message)
+            gang = pod_group_key(pods[u.pod])
+            if gang is not None:
+                rejected.setdefault(gang, u.message)
+        if rejected:
+            self._report_rejected_gangs(snapshot, plan, rejected)
         return len(plan.unschedulable)
+
+    def _report_rejected_gangs(self, snapshot: ClusterSnapshot, plan: Plan, rejected: dict[str, str]) -> None:
+        """A gang the window tried and rejected says so on its PodGroup too. Not one that placed
+        members (those left out beyond its minimum do not unschedule it), and not one with fewer
+        pods in existence than its minimum: kube-scheduler does not try such a gang (its pods wait
+        before the queue), so it has no verdict to report yet."""
+        pods = snapshot.pod_by_key
+        placed = {pod_group_key(pods[a.pod]) for a in plan.assignments if a.pod in pods}
+        existing = Counter(key for p in snapshot.pods if not p.is_terminal and (key := pod_group_key(p)) in rejected)
+        for gang, message in rejected.items():
+            group = snapshot.pod_group_by_key.get(gang)
+            if gang in placed or group is None or existing[gang] < group.spec.min_member:
+                continue
+            self.reporter.pod_group_scheduled(gang, scheduled=False, reason=UNSCHEDULABLE_REASON, message=message)
 
     def bind_or_evict(self, units: list[BindUnit]) -> None:
         self.binder.submit(units)

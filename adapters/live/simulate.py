@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO
 
 from models import Assignment, ClusterSnapshot, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
+from models.workloads import CorePodGroup, workload_pod_groups
 
 from .binder import Placement, Victim
 from .convert import parse_object
@@ -87,7 +88,7 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     import solver
 
     parsed: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "PriorityClass": [],
-                                    "PodGroup": []}
+                                    "PodGroup": [], "Workload": []}
     replayed: dict[str, str] = {}
     for obj in objects:
         kind = str(obj.get("kind"))
@@ -99,9 +100,14 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
             if bound.get(pod.key) == pod.spec.node_name and not pod.is_terminating:
                 replayed[pod.key] = pod.spec.node_name
                 model = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": ""})})
+        if isinstance(model, CorePodGroup):  # Kubernetes' own PodGroup, read into the one gang model
+            model = model.pod_group()
         parsed[kind].append(model)
+    refs = {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
+            for p in parsed["Pod"] if (r := p.spec.workload_ref) is not None}
+    groups = [*parsed["PodGroup"], *workload_pod_groups(parsed["Workload"], refs)]
     snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=parsed["Pod"], pdbs=parsed["PodDisruptionBudget"],
-                                     priority_classes=parsed["PriorityClass"], pod_groups=parsed["PodGroup"])
+                                     priority_classes=parsed["PriorityClass"], pod_groups=groups)
     left = [p.key for p in snapshot.pending_pods(config.scheduler_name) if p.key not in replayed]
     plan = Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in sorted(replayed.items())),
                 unschedulable=tuple(Unschedulable(pod=k, message="still pending") for k in sorted(left)),

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Optional
 from kubernetes import client
 
 from adapters.apiserver import FakeApiServer
+from adapters.apiserver.resources import GANG_APIS
 from adapters.live import LiveOptions, Scheduler
 from adapters.live.kube import KubeApi, configured_client
 from adapters.live.leader import LeaseSettings
@@ -45,7 +46,11 @@ def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110", z
 def pod(name: str, *, cpu: str = "100m", memory: str = "64Mi", scheduler: str = SCHEDULER, ns: str = NS,
         priority_class: Optional[str] = None, labels: Optional[dict[str, str]] = None,
         node_name: Optional[str] = None, running: bool = False, gang: Optional[str] = None,
-        anti_affinity: Optional[dict[str, str]] = None) -> dict[str, Any]:
+        anti_affinity: Optional[dict[str, str]] = None, scheduling_group: Optional[str] = None,
+        workload_ref: Optional[tuple[str, str]] = None, volcano_group: Optional[str] = None) -> dict[str, Any]:
+    """A pod; `gang` joins a scheduler-plugins PodGroup (label), `scheduling_group` a v1alpha2
+    PodGroup (spec.schedulingGroup), `workload_ref` (workload, pod group) a Workload's gang and
+    `volcano_group` a Volcano PodGroup (annotation)."""
     labels = dict(labels or {})
     if gang:
         labels[GROUP_LABEL] = gang
@@ -59,8 +64,14 @@ def pod(name: str, *, cpu: str = "100m", memory: str = "64Mi", scheduler: str = 
     if anti_affinity:
         spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": anti_affinity}, "topologyKey": "kubernetes.io/hostname"}]}}
+    if scheduling_group:
+        spec["schedulingGroup"] = {"podGroupName": scheduling_group}
+    if workload_ref:
+        spec["workloadRef"] = {"name": workload_ref[0], "podGroup": workload_ref[1]}
     obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
                            "metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": spec}
+    if volcano_group:
+        obj["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": volcano_group}
     if running:
         obj["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
     return obj
@@ -77,6 +88,27 @@ def pdb(name: str, *, min_available: int, **match: str) -> dict[str, Any]:
 
 def pod_group(name: str, min_member: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NS}, "spec": {"minMember": min_member}}
+
+
+def core_pod_group(name: str, min_count: int, *, topology_key: Optional[str] = None) -> dict[str, Any]:
+    """A Kubernetes 1.36 `scheduling.k8s.io/v1alpha2` PodGroup with a gang policy."""
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if topology_key:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    return {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def workload(name: str, groups: dict[str, int]) -> dict[str, Any]:
+    """A Kubernetes 1.35 `scheduling.k8s.io/v1alpha1` Workload: pod group name -> gang minCount."""
+    return {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"podGroups": [{"name": g, "policy": {"gang": {"minCount": n}}} for g, n in groups.items()]}}
+
+
+def volcano_pod_group(name: str, min_member: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": NS}, "spec": {"minMember": min_member}}
 
 
@@ -156,7 +188,9 @@ class Cluster:
         """Create objects through the API, as a user would (admission included)."""
         for obj in objects:
             kind = obj["kind"]
-            if kind == "Pod":
+            if kind == "Pod" and "workloadRef" in obj["spec"]:
+                self._create_other(obj)  # a 1.35 field the typed client (1.36's) no longer knows
+            elif kind == "Pod":
                 self.core.create_namespaced_pod(obj["metadata"].get("namespace", NS), obj)
             elif kind == "Node":
                 self.core.create_node(obj)
@@ -169,8 +203,12 @@ class Cluster:
         from adapters.apiserver.api import Request
 
         api_version, kind = obj["apiVersion"], obj["kind"]
+        if kind == "Pod":
+            path = f"/api/v1/namespaces/{obj['metadata'].get('namespace', NS)}/pods"
+            self.server.api.handle(Request("POST", path, body=json.dumps(obj).encode()))
+            return
         plural = {"PodGroup": "podgroups", "PodDisruptionBudget": "poddisruptionbudgets",
-                  "PriorityClass": "priorityclasses"}[kind]
+                  "PriorityClass": "priorityclasses", "Workload": "workloads"}[kind]
         base = f"/apis/{api_version}"
         path = f"{base}/namespaces/{obj['metadata'].get('namespace', NS)}/{plural}" if kind != "PriorityClass" \
             else f"{base}/{plural}"
@@ -196,8 +234,8 @@ class Cluster:
 
     def violations(self, config: Optional[SchedulerConfig] = None) -> list[str]:
         """Replay every bind the schedulers made on the final state through the validator."""
-        objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups")
-                   for o in self.server.store.list(key)]
+        objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups",
+                                 *(r.key for r in GANG_APIS.values())) for o in self.server.store.list(key)]
         bound_by_us = {k: n for k, n in self.binds}
         return final_state_violations(objects, bound_by_us, config or fast_config())
 

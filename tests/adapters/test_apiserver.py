@@ -607,6 +607,47 @@ def test_podgroups_absent_without_the_crd(make_server: Callable[..., FakeApiServ
     assert status_of(err.value)["message"] == "the server could not find the requested resource"
 
 
+CORE_PODGROUP = ("scheduling.k8s.io", "v1alpha2", NS, "podgroups")
+WORKLOAD = ("scheduling.k8s.io", "v1alpha1", NS, "workloads")
+VOLCANO_PODGROUP = ("scheduling.volcano.sh", "v1beta1", NS, "podgroups")
+
+
+def test_gang_apis_are_served_apart_from_one_another(server: FakeApiServer) -> None:
+    """Three `podgroups` resources and `workloads`: each its own storage, a v1alpha2 PodGroup's
+    status written only through its status subresource (a merge patch, as the scheduler sends)."""
+    custom = client.CustomObjectsApi(api_client(server))
+    for where, kind, spec in ((PODGROUP, "PodGroup", {"minMember": 2}),
+                              (CORE_PODGROUP, "PodGroup", {"schedulingPolicy": {"gang": {"minCount": 3}}}),
+                              (WORKLOAD, "Workload", {"podGroups": [{"name": "a", "policy": {"basic": {}}}]}),
+                              (VOLCANO_PODGROUP, "PodGroup", {"minMember": 4})):
+        custom.create_namespaced_custom_object(*where, {"apiVersion": f"{where[0]}/{where[1]}", "kind": kind,
+                                                        "metadata": {"name": "job"}, "spec": spec})
+    assert custom.list_namespaced_custom_object(*VOLCANO_PODGROUP)["items"][0]["spec"] == {"minMember": 4}
+    assert [i["spec"] for i in custom.list_cluster_custom_object(*CORE_PODGROUP[:2], "podgroups")["items"]] == \
+        [{"schedulingPolicy": {"gang": {"minCount": 3}}}]
+    condition = {"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled", "message": "bound",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    patched = custom.patch_namespaced_custom_object_status(*CORE_PODGROUP, "job",
+                                                           {"status": {"conditions": [condition]}, "spec": {}})
+    assert patched["status"]["conditions"] == [condition]
+    assert patched["spec"] == {"schedulingPolicy": {"gang": {"minCount": 3}}}  # spec untouched by a status write
+    with pytest.raises(ApiException) as err:
+        custom.patch_namespaced_custom_object_status(*WORKLOAD, "job", {"status": {}})
+    assert err.value.status == 404  # a Workload has no status subresource here
+
+
+def test_gang_apis_left_out_answer_404(make_server: Callable[..., FakeApiServer]) -> None:
+    server = make_server([], gang_apis=["scheduling.volcano.sh/v1beta1"])
+    custom = client.CustomObjectsApi(api_client(server))
+    for where in (CORE_PODGROUP, WORKLOAD):
+        with pytest.raises(ApiException) as err:
+            custom.list_namespaced_custom_object(*where)
+        assert err.value.status == 404
+    assert custom.list_namespaced_custom_object(*VOLCANO_PODGROUP)["items"] == []
+    with pytest.raises(ValueError, match="unknown gang APIs"):
+        FakeApiServer([], gang_apis=["scheduling.k8s.io/v9"])
+
+
 # --- faults --------------------------------------------------------------------------------
 
 def test_fail_the_next_requests(server: FakeApiServer, core: client.CoreV1Api) -> None:

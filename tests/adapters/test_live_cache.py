@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from typing import Any
 
@@ -10,10 +11,20 @@ import pytest
 
 from adapters.live.cache import BINDING, ClusterCache
 from adapters.live.convert import parse_object
-from adapters.live.kube import NODES, PDBS, PODGROUPS, PODS, PRIORITY_CLASSES
+from adapters.live.kube import (
+    CORE_PODGROUPS,
+    GANG_RESOURCES,
+    NODES,
+    PDBS,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    VOLCANO_PODGROUPS,
+    WORKLOADS,
+)
 from adapters.snapshot_io import read_snapshot
 from models import ClusterSnapshot, InputError
-from tests.adapters.live_harness import node, pod
+from tests.adapters.live_harness import core_pod_group, node, pod, pod_group, volcano_pod_group, workload
 
 
 class Recorder:
@@ -35,6 +46,9 @@ class Recorder:
     def pod_group_changed(self, g: Any) -> None:
         self.calls.append(("group", g.key))
 
+    def workload_changed(self, w: Any) -> None:
+        self.calls.append(("workload", w.key))
+
     def pdb_changed(self, old: Any, new: Any) -> None:
         self.calls.append(("pdb", (new or old).key))
 
@@ -43,7 +57,7 @@ def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Clu
     cache = ClusterCache()
     cache.replace(NODES, nodes)
     cache.replace(PODS, [dict(p, metadata={**p["metadata"], "resourceVersion": "5"}) for p in pods])
-    for resource in (PDBS, PRIORITY_CLASSES, PODGROUPS):
+    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES):
         cache.replace(resource, [])
     return cache
 
@@ -163,7 +177,48 @@ def test_synced_only_when_every_resource_was_listed() -> None:
     for resource in (PDBS, PRIORITY_CLASSES):
         cache.replace(resource, [])
     cache.mark_synced(PODGROUPS)  # an absent CRD
+    assert not cache.synced  # the other gang APIs are still to be listed (or found absent)
+    for resource in GANG_RESOURCES:
+        cache.mark_synced(resource)
     assert cache.synced
+
+
+def test_gangs_of_every_shape_become_the_pod_groups_a_snapshot_file_gives(tmp_path: Any) -> None:
+    groups = [pod_group("plugins", 2), core_pod_group("core", 3, topology_key="topology.kubernetes.io/zone"),
+              workload("wl", {"workers": 2}), volcano_pod_group("vc", 2)]
+    pods = [pod("p-0", gang="plugins"), pod("c-0", scheduling_group="core"),
+            pod("w-0", workload_ref=("wl", "workers")), pod("v-0", volcano_group="vc")]
+    objects = [node("n1"), *pods, *groups]
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    from_file = read_snapshot(path).snapshot
+    cache = synced_cache([node("n1")], pods)
+    for resource, obj in zip((PODGROUPS, CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS), groups):
+        cache.replace(resource, [obj])
+    live = cache.snapshot(f"default/{p['metadata']['name']}" for p in pods)
+    assert {g.key: g.spec for g in live.pod_groups} == {g.key: g.spec for g in from_file.pod_groups}
+    assert {g.key for g in live.pod_groups} == {"default/plugins", "default/core", "default/wl:workers", "default/vc"}
+    assert cache.core_group_conditions("default/core") is not None
+    assert cache.core_group_conditions("default/vc") is None  # only Kubernetes' own PodGroup has the condition
+
+
+def test_podgroups_of_two_apis_with_one_name_do_not_stop_snapshots(caplog: pytest.LogCaptureFixture) -> None:
+    cache = synced_cache([node("n1")], [pod("a", gang="same")])
+    cache.replace(PODGROUPS, [pod_group("same", 1)])
+    with caplog.at_level(logging.WARNING, logger="adapters.live"):
+        cache.replace(VOLCANO_PODGROUPS, [volcano_pod_group("same", 5)])
+        snapshot = cache.snapshot(["default/a"])
+    assert [(g.key, g.spec.min_member) for g in snapshot.pod_groups] == [("default/same", 1)]
+    assert "a PodGroup of another API has the same name" in caplog.text
+
+
+def test_a_workload_wakes_the_gangs_of_its_pod_groups() -> None:
+    listener = Recorder()
+    cache = synced_cache([node("n1")], [])
+    cache.listener = listener
+    cache.apply(WORKLOADS, "ADDED", workload("wl", {"a": 1}))
+    cache.apply(CORE_PODGROUPS, "ADDED", core_pod_group("core", 1))
+    assert listener.calls == [("workload", "default/wl"), ("group", "default/core")]
 
 
 def test_snapshots_reuse_resolved_pods_until_they_or_their_priority_classes_change() -> None:

@@ -33,6 +33,7 @@ from tests.adapters.live_harness import (
     node,
     pdb,
     pod,
+    core_pod_group,
     pod_group,
     priority_class,
     wait_for,
@@ -44,21 +45,28 @@ LIVE = ROOT / "adapters" / "live"
 
 Permission = tuple[str, str, str]  # (API group, resource[/subresource], verb)
 
-# How kube-apiserver authorises each client method (the generated client's REST paths).
-CLIENT_METHODS: dict[str, Permission] = {
-    "list_node": ("", "nodes", "list"),
-    "list_pod_for_all_namespaces": ("", "pods", "list"),
-    "list_pod_disruption_budget_for_all_namespaces": ("policy", "poddisruptionbudgets", "list"),
-    "list_priority_class": ("scheduling.k8s.io", "priorityclasses", "list"),
-    "list_cluster_custom_object": ("scheduling.x-k8s.io", "podgroups", "list"),
-    "read_namespaced_pod": ("", "pods", "get"),
-    "create_namespaced_pod_binding": ("", "pods/binding", "create"),
-    "create_namespaced_pod_eviction": ("", "pods/eviction", "create"),
-    "patch_namespaced_pod_status": ("", "pods/status", "patch"),
-    "create_namespaced_event": ("", "events", "create"),
-    "read_namespaced_lease": ("coordination.k8s.io", "leases", "get"),
-    "create_namespaced_lease": ("coordination.k8s.io", "leases", "create"),
-    "replace_namespaced_lease": ("coordination.k8s.io", "leases", "update"),
+# How kube-apiserver authorises each client method (the generated client's REST paths). The
+# generic custom-object methods take the group and plural as arguments: each is listed with
+# every (group, resource) the scheduler passes it — the four gang APIs it watches, and the
+# status of Kubernetes' own PodGroup, the one it writes.
+CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
+    "list_node": (("", "nodes", "list"),),
+    "list_pod_for_all_namespaces": (("", "pods", "list"),),
+    "list_pod_disruption_budget_for_all_namespaces": (("policy", "poddisruptionbudgets", "list"),),
+    "list_priority_class": (("scheduling.k8s.io", "priorityclasses", "list"),),
+    "list_cluster_custom_object": (("scheduling.x-k8s.io", "podgroups", "list"),
+                                   ("scheduling.k8s.io", "podgroups", "list"),
+                                   ("scheduling.k8s.io", "workloads", "list"),
+                                   ("scheduling.volcano.sh", "podgroups", "list")),
+    "patch_namespaced_custom_object_status": (("scheduling.k8s.io", "podgroups/status", "patch"),),
+    "read_namespaced_pod": (("", "pods", "get"),),
+    "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
+    "create_namespaced_pod_eviction": (("", "pods/eviction", "create"),),
+    "patch_namespaced_pod_status": (("", "pods/status", "patch"),),
+    "create_namespaced_event": (("", "events", "create"),),
+    "read_namespaced_lease": (("coordination.k8s.io", "leases", "get"),),
+    "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
+    "replace_namespaced_lease": (("coordination.k8s.io", "leases", "update"),),
 }
 API_OBJECTS = {"core", "policy", "scheduling", "custom", "coordination"}
 
@@ -96,8 +104,8 @@ def called_methods() -> set[str]:
 
 def required() -> set[Permission]:
     """What the code needs: each call's permission, and `watch` for every resource it lists."""
-    out = set(kube.API_CALLS.values())
-    out |= {(g, r, "watch") for g, r, v in kube.API_CALLS.values() if v == "list"}
+    out = {permission for permissions in kube.API_CALLS.values() for permission in permissions}
+    out |= {(g, r, "watch") for g, r, v in out if v == "list"}
     return out
 
 
@@ -106,7 +114,15 @@ def test_the_code_calls_exactly_the_methods_its_table_names() -> None:
 
 
 def test_the_table_says_how_the_api_server_authorises_each_call() -> None:
-    assert kube.API_CALLS == CLIENT_METHODS
+    assert {m: set(p) for m, p in kube.API_CALLS.items()} == {m: set(p) for m, p in CLIENT_METHODS.items()}
+
+
+def test_every_gang_api_watched_is_in_the_table() -> None:
+    """The custom-object lister serves each watched gang resource: each has its permission, and
+    nothing else is listed through it."""
+    watched = {(r.group, r.path_plural, "list") for r in kube.WATCHED if r in kube.GANG_RESOURCES}
+    assert watched == set(CLIENT_METHODS["list_cluster_custom_object"])
+    assert all(r.optional for r in kube.GANG_RESOURCES)
 
 
 def test_rbac_grants_exactly_what_the_code_calls() -> None:
@@ -138,7 +154,7 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
                        pod("low-0", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("low-1", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("filler", cpu="900m", priority_class="high", node_name="n2", running=True),
-                       pdb("b", min_available=1, app="b"), pod_group("job", 2)])
+                       pdb("b", min_available=1, app="b"), pod_group("job", 2), core_pod_group("core", 2)])
     seen: set[Permission] = set()
     handle = cluster.server.api.handle
 
@@ -154,10 +170,15 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
         # lease renewals, binds, a conflict read back, events, conditions, an eviction
         cluster.server.faults.fail("POST", r"/pods/conflicted/binding$", status=409)
         for obj in (pod("job-0", gang="job", cpu="10m"), pod("job-1", gang="job", cpu="10m"),
+                    pod("core-0", scheduling_group="core", cpu="10m"),
+                    pod("core-1", scheduling_group="core", cpu="10m"),
                     pod("conflicted", cpu="10m"), pod("too-big", cpu="64"), pod("high", cpu="1", priority_class="high")):
             # the test's own writes go around the recorder: only the scheduler's requests count
             handle(Request("POST", f"/api/v1/namespaces/{NS}/pods", body=json.dumps(obj).encode()))
         assert wait_for(lambda: cluster.node_of("high") and cluster.node_of("conflicted"), timeout=20)
+        # the v1alpha2 gang's PodGroupScheduled condition, written through podgroups/status
+        assert wait_for(lambda: (cluster.server.store.get("podgroups.scheduling.k8s.io", NS, "core") or {})
+                        .get("status"), timeout=20)
         # a restart of the watch from scratch (list again): history compacted while it was down
         cluster.server.faults.fail("GET", r"/pods$", watch=True, status=503, count=2)
         cluster.server.faults.drop_watches()

@@ -44,7 +44,7 @@ import yaml
 
 from adapters.apiserver import FakeApiServer, RequestRecord
 from adapters.live.serving import parse_addr
-from tests.adapters.live_harness import node, pod, pod_group, priority_class, wait_for
+from tests.adapters.live_harness import core_pod_group, node, pod, pod_group, priority_class, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "examples" / "deploy"
@@ -232,11 +232,13 @@ def _workload() -> list[dict[str, Any]]:
               "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "batch"}}}}
     group = pod_group("job", 2)
     group["metadata"]["namespace"] = WORK_NS
+    core_group = core_pod_group("core", 2)  # Kubernetes' own: its PodGroupScheduled condition is written
+    core_group["metadata"]["namespace"] = WORK_NS
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SCHEDULER_NS}},
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}},
             # n1 is too small for `urgent`; on n2 it needs the victim's room: preemption
             node("n1", cpu="1"), node("n2", cpu="2"), priority_class("low", 10), priority_class("high", 1000),
-            victim, spared, budget, group]
+            victim, spared, budget, group, core_group]
 
 
 def _new_pods() -> list[dict[str, Any]]:
@@ -246,6 +248,7 @@ def _new_pods() -> list[dict[str, Any]]:
         return obj
 
     return [worker("job-0", cpu="100m", gang="job"), worker("job-1", cpu="100m", gang="job"),
+            worker("core-0", cpu="100m", scheduling_group="core"), worker("core-1", cpu="100m", scheduling_group="core"),
             worker("conflicted", cpu="100m"), worker("too-big", cpu="64"),
             worker("urgent", cpu="1500m", priority_class="high")]
 
@@ -291,8 +294,11 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeployedRun]:
         server.faults.fail("POST", r"/pods/conflicted/binding$", status=409)  # read back with a get
         for obj in _new_pods():
             server.api.handle(_create(obj))
-        assert wait_for(lambda: all(_node_of(server, n) for n in ("job-0", "job-1", "conflicted", "urgent")),
+        assert wait_for(lambda: all(_node_of(server, n) for n in ("job-0", "job-1", "core-0", "core-1",
+                                                                  "conflicted", "urgent")),
                         timeout=60.0), "".join(lines)
+        assert wait_for(lambda: (server.store.get("podgroups.scheduling.k8s.io", WORK_NS, "core") or {})
+                        .get("status"), timeout=20.0), "".join(lines)
         assert wait_for(lambda: any(e.get("reason") == "FailedScheduling" for e in server.store.list("events")),
                         timeout=20.0)
         # the pods watch restarts from scratch: history compacted while it is down (410, then a list)
