@@ -551,9 +551,9 @@ _TOPOLOGY_SHAPES = {40: (2, 4, 5), 1000: (10, 10, 10), 5000: (25, 20, 10)}
 # members spread across a rack's nodes block it, and rack-sized ``wide`` gangs leave one CPU per
 # node that only ``fill`` members use.
 _TOPOLOGY_KINDS = (
-    ("wide", 3000, "8Gi", (2, 5), 0.45),
-    ("pair", 2000, "6Gi", (2, 6), 0.30),
-    ("fill", 1000, "2Gi", (3, 8), 0.25),
+    ("wide", 3000, "8Gi", (4, 4), 0.45),
+    ("pair", 2000, "6Gi", (4, 4), 0.30),
+    ("fill", 1000, "2Gi", (4, 4), 0.25),
 )
 _TOPOLOGY_OVERCOMMIT = 1.3  # total gang CPU demand / cluster CPU
 _PREFERRED_SHARE = 0.2  # gangs with no required rack that prefer one block, then one rack
