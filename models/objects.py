@@ -581,6 +581,34 @@ class PodGroupSpec(K8sModel):
     topology_key: Optional[str] = Field(default=None, alias="__topologyKey", exclude=True)
 
 
+# A gang's preferred topology: node label keys, widest first (``block,rack``); the solver keeps
+# the gang in as few domains of each as it can (``solver.plugins.gang.preferred``).
+PREFERRED_TOPOLOGY_ANNOTATION = "cpsat-scheduler.io/preferred-topology"
+
+
+def preferred_topology_keys(annotations: dict[str, str]) -> tuple[str, ...]:
+    """The keys of the preferred-topology annotation, widest first (none without it); a value
+    with an empty key (``"block,,rack"``, ``""``) or a key twice is refused."""
+    value = annotations.get(PREFERRED_TOPOLOGY_ANNOTATION)
+    if value is None:
+        return ()
+    keys = tuple(k.strip() for k in value.split(","))
+    if not all(keys):
+        raise ValueError(
+            f'annotations["{PREFERRED_TOPOLOGY_ANNOTATION}"]: "{value}" has an empty label key '
+            "(expected node label keys separated by commas, widest first)"
+        )
+    if len(set(keys)) != len(keys):
+        raise ValueError(f'annotations["{PREFERRED_TOPOLOGY_ANNOTATION}"]: "{value}" names a label key twice')
+    return keys
+
+
+def check_preferred_topology(metadata: ObjectMeta) -> ObjectMeta:
+    """A group's metadata, refused (naming the field) when its preferred topology does not parse."""
+    preferred_topology_keys(metadata.annotations)
+    return metadata
+
+
 class PodGroup(NamespacedObject):
     """scheduler-plugins coscheduling PodGroup (``scheduling.x-k8s.io/v1alpha1``)."""
 
@@ -588,6 +616,8 @@ class PodGroup(NamespacedObject):
     kind: Literal["PodGroup"] = "PodGroup"
     metadata: ObjectMeta
     spec: PodGroupSpec
+
+    _preferred = field_validator("metadata")(check_preferred_topology)
 
 
 

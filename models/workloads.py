@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from .objects import K8sModel, ListOf, NamespacedObject, ObjectMeta, PodGroup, PodGroupSpec
+from .objects import K8sModel, ListOf, NamespacedObject, ObjectMeta, PodGroup, PodGroupSpec, check_preferred_topology
 
 # What a pod of a Workload's gang is keyed by: namespace/workload:podGroup[:replicaKey]
 # (a colon is in no Kubernetes name, so the key cannot collide with a PodGroup's namespace/name).
@@ -75,6 +75,8 @@ class CorePodGroup(NamespacedObject):
     kind: Literal["PodGroup"] = "PodGroup"
     metadata: ObjectMeta
     spec: CorePodGroupSpec
+
+    _preferred = field_validator("metadata")(check_preferred_topology)
 
     def pod_group(self) -> PodGroup:
         spec = PodGroupSpec(min_member=self.spec.scheduling_policy.min_member)

@@ -26,6 +26,7 @@ import numpy as np
 
 from .plugins.gang import min_resources as gang_min_resources
 from .plugins.gang import permit as gangs_mod
+from .plugins.gang import preferred as gang_preferred
 from .plugins.gang import topology as gang_topology
 from .plugins.preemption import postfilter as preemption
 from .context import SchedulingContext
@@ -127,6 +128,8 @@ def schedule_greedy(
     within_domain: dict[str, np.ndarray] = {}
     # Gangs whose minResources PreFilter has answered (once, at the first member).
     admission_asked: set[str] = set()
+    # Gangs' members placed so far in the window, by node (a preferred topology's domains).
+    gang_nodes: dict[str, list[int]] = {}
 
     for done, pod in enumerate(queue_order(ctx, gangs)):
         if cancel is not None and cancel.is_set():
@@ -159,8 +162,11 @@ def schedule_greedy(
             feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
             if len(feasible):
                 chosen = feasible
-                walked = n if len(feasible) < to_find else int((position[chosen[-1]] - next_start) % n) + 1
+                walked = n if len(feasible) < to_find else int((position[feasible[-1]] - next_start) % n) + 1
                 next_start = (next_start + walked) % n
+                prefer = gang_preferred.keys_of(gang.group) if gang is not None else ()
+                if gang is not None and prefer:  # stay in the domains the gang's members use, widest first
+                    chosen = gang_preferred.narrow(prefer, state, chosen, gang_nodes.get(gang.key, ()))
                 if len(chosen) == 1:
                     node = int(chosen[0])
                 else:
@@ -169,6 +175,8 @@ def schedule_greedy(
                 state.add(pod, node)
                 result.placements[pod.key] = node
                 guard.placed(pod, node)
+                if gang is not None:
+                    gang_nodes.setdefault(gang.key, []).append(node)
             elif allowed is not None and len(cycle.feasible(walk, limit=1)):
                 refused = int((~allowed).sum())
                 reason = GUARD_REASON if within is None else gang_topology.outside_domain(topology_key)

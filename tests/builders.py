@@ -278,13 +278,16 @@ def make_namespace(name: str, labels: Optional[dict[str, str]] = None) -> Namesp
     return Namespace.model_validate({"metadata": {"name": name, "labels": labels or {}}})
 
 
-def make_pod_group(key: str, min_member: int, *, topology_key: Optional[str] = None) -> PodGroup:
+def make_pod_group(key: str, min_member: int, *, topology_key: Optional[str] = None,
+                   preferred: Optional[str] = None) -> PodGroup:
     """``topology_key``: every member in one domain of that node label, as a v1alpha2 PodGroup's
-    ``spec.schedulingConstraints.topology`` asks (``models.workloads``)."""
+    ``spec.schedulingConstraints.topology`` asks (``models.workloads``); ``preferred``: the
+    ``cpsat-scheduler.io/preferred-topology`` annotation's value (keys widest first)."""
     namespace, _, name = key.rpartition("/")
-    group = PodGroup.model_validate(
-        {"metadata": {"name": name, "namespace": namespace or "default"}, "spec": {"minMember": min_member}}
-    )
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace or "default"}
+    if preferred is not None:
+        metadata["annotations"] = {"cpsat-scheduler.io/preferred-topology": preferred}
+    group = PodGroup.model_validate({"metadata": metadata, "spec": {"minMember": min_member}})
     if topology_key is None:
         return group
     return group.model_copy(update={"spec": group.spec.model_copy(update={"topology_key": topology_key})})

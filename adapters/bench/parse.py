@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from models import ClusterSnapshot, Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models.workloads import CorePodGroup
 from models.objects import NodeSpec, NodeStatus, PodSpec
 
 from .kube import paused_gc
@@ -105,6 +106,8 @@ def parse_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
                 out["pods"].append(parser.pod(obj))
             elif kind == "Node":
                 out["nodes"].append(parser.node(obj))
+            elif kind == "PodGroup" and str(obj.get("apiVersion", "")).startswith("scheduling.k8s.io/"):
+                out["pod_groups"].append(CorePodGroup.model_validate(obj).pod_group())  # Kubernetes 1.36's own
             elif kind in _SIMPLE:
                 out[_KINDS[kind]].append(_SIMPLE[kind].model_validate(obj))
     return out

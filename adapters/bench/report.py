@@ -160,6 +160,8 @@ def _workload_tables(report: BenchReport) -> list[str]:
         numeric=set(range(2, 16)),
     )
 
+    lines += _gang_table(report)
+
     compared = [w for w in report.workloads if w.ratios()]
     if compared:
         lines += ["", "CPSAT / GREEDY (placed and weighted: higher is better; time: lower is better)"]
@@ -195,6 +197,30 @@ def _workload_tables(report: BenchReport) -> list[str]:
         lines += [f"  {n}" for n in notes]
 
     return lines
+
+
+def _gang_table(report: BenchReport) -> list[str]:
+    """Workloads with gangs: whole gangs placed, domains a placed gang spans per topology key,
+    and partly used domains where no waiting gang of that key fits (``gangs.gang_figures``)."""
+    rows = []
+    for w in report.workloads:
+        for k, (engine, result) in enumerate(w.results.items()):
+            g = result.gangs
+            if g is None:
+                continue
+            spans = ", ".join(f"{key} {mean:.2f}" for key, mean in g["spans"].items()) or "-"
+            frag = ", ".join(f"{key} {f['fragmented']} of {f['partly_used']} partly used ({f['domains']})"
+                             for key, f in g["fragmented"].items()) or "-"
+            rows.append((w.name if k == 0 else "", engine, f"{g['placed']:,} / {g['gangs']:,}",
+                         _num(g["placed_pods_in_gangs"]), spans, frag))
+    if not rows:
+        return []
+    return [
+        "",
+        "GANGS (placed: whole gangs; spans: mean domains per placed gang, per topology key; fragmented: "
+        "partly used domains no waiting gang of that key fits in, of those partly used (all domains))",
+        *_table(("WORKLOAD", "ENGINE", "GANGS PLACED", "PODS", "SPANS", "FRAGMENTED"), rows, numeric={2, 3}),
+    ]
 
 
 def repack_table(result: dict[str, Any]) -> list[str]:

@@ -63,6 +63,7 @@ from models import ClusterSnapshot, Plan, Pod, SchedulerConfig, pod_group_key
 
 from . import memory
 from .bounds import max_placeable_bound, min_nodes_bound
+from .gangs import gang_figures
 from .workloads import SCALE_TARGETS, WORKLOADS, Workload, generate
 
 ENGINES = ("cpsat", "greedy")
@@ -379,6 +380,7 @@ class EngineResult:
     priority_of: dict[str, int]
     spread: tuple[Optional[int], int] = (None, 0)
     greedy_decision_s: Optional[float] = None  # the greedy engine's own time, for the cpsat split
+    gangs: Optional[dict[str, Any]] = None  # ``gangs.gang_figures`` of the first run, when pods are in gangs
 
     @property
     def first(self) -> EngineRun:
@@ -469,6 +471,8 @@ class EngineResult:
             out["fallback_reason"] = fallback_reasons[0]
         if from_log:
             out["model_from_log"] = True
+        if self.gangs is not None:
+            out["gangs"] = self.gangs
         if len(self.runs) > 1:
             out["placed_per_repeat"] = [len(run.placed) for run in self.runs]
         return out
@@ -608,6 +612,7 @@ def measure(
     for engine in engines:
         result = EngineResult(engine, runs[engine], len(pending), weights, priority_of)
         result.spread = spread_skew(result.first.final, pending, config)
+        result.gangs = gang_figures(result.first.final, pending)
         results[engine] = result
     if "cpsat" in results and "greedy" in results:
         results["cpsat"].greedy_decision_s = sum(r.decision_s for r in runs["greedy"]) / repeat

@@ -28,6 +28,7 @@ from models.errors import InputError
 
 from ..plugins.gang import min_resources as gang_min_resources
 from ..plugins.gang import permit as gang_mod
+from ..plugins.gang import preferred as gang_preferred
 from ..plugins.gang import topology as gang_topology
 from .. import interrupt, progress
 from ..plugins.preemption import victim_room
@@ -644,7 +645,7 @@ def not_worse(ctx, ours: PlanPair, theirs: PlanPair, weights: dict[int, int]) ->
 
 # Why one plan was chosen over the other, by the first level of ``plan_value`` that differs.
 _LEVELS = ("places more by priority", "breaks fewer PodDisruptionBudgets", "evicts lower priorities",
-           "evicts fewer pods")
+           "evicts fewer pods", "keeps preferred-topology gangs in fewer domains")
 
 
 def choose(ctx, ours: PlanPair, theirs: PlanPair, weights: dict[int, int], *, scored: bool) -> tuple[bool, str]:
@@ -667,11 +668,13 @@ def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: 
                victim_weights: dict[int, int]) -> tuple:
     """Lexicographic value of a plan, as the model orders it: placement by priority tier, then
     PodDisruptionBudget violations, the victims' priority tiers (``victim_weights``, one scale for
-    every plan compared), the number of victims."""
+    every plan compared), the number of victims, then the domains preferred-topology gangs span
+    (``gang.preferred``), widest level first."""
     placed = sum(weights[ctx.pod(k).priority] for k in placements)
     return (
         placed,
         -PdbBudgets.of(ctx).violations(v.pod for v in victims),
         -sum(victim_weights[v.pod.priority] for v in victims),
         -len(victims),
+        tuple(-count for count in gang_preferred.spans(ctx, placements)),
     )

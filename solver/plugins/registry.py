@@ -7,7 +7,8 @@ find them. Adding a rule means a package in ``plugins/`` and a line here, nowher
   configuration (``scoring.weights``, kube-scheduler's defaults unless set).
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a ``WindowModel`` (the
   static ones only prune its variables); ``WINDOW_ENCODERS`` adds the window-wide rules a
-  scheduling window has and a re-packing does not (gangs, their required topology, victims' room).
+  scheduling window has and a re-packing does not (gangs, their required and preferred topology,
+  victims' room).
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported.
 """
 
@@ -20,6 +21,7 @@ from . import static_check
 from .balanced_allocation import score as balanced_allocation_score
 from .gang import check as gang_check
 from .gang import permit as gang
+from .gang import preferred as gang_preferred
 from .gang import topology as gang_topology
 from .image_locality import score as image_locality_score
 from .inter_pod_affinity import check as inter_pod_affinity_check
@@ -68,7 +70,9 @@ FILTER_ENCODERS: tuple[Encoder, ...] = (
     inter_pod_affinity.encode,
     pod_topology_spread.encode,
 )
-WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (gang.encode, gang_topology.encode, victim_room.encode)
+WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
+    gang.encode, gang_topology.encode, gang_preferred.encode, victim_room.encode,
+)
 
 Check = Callable[["Replay"], None]
 FINAL_CHECKS: tuple[Check, ...] = (

@@ -89,6 +89,19 @@ def test_fragmentation_shows_the_joint_placement_winning() -> None:
     assert cpsat["variables"] and cpsat["constraints"] and cpsat["classes"] == 3
 
 
+def test_topology_gangs_joint_placement_places_more_gangs_and_reports_them() -> None:
+    """The contended quick topology-gang window: CP-SAT places strictly more whole gangs than
+    greedy's one-gang-at-a-time TAS, and both report gangs, spans and fragmentation."""
+    result = measure(generate("topology-gang", "quick", 0), SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 5}}))
+    out = {engine: r.to_json() for engine, r in result.results.items()}
+    assert all(r["valid"] for r in out.values())
+    cpsat, greedy = out["cpsat"]["gangs"], out["greedy"]["gangs"]
+    assert cpsat["gangs"] == greedy["gangs"] and cpsat["placed"] > greedy["placed"]
+    assert set(cpsat["spans"]) == {"block", "rack"} and set(cpsat["fragmented"]) == {"rack"}
+    table = report_table(BenchReport([result], {"scale": "quick", "seed": 0, "window_size": 50000, "repeat": 1}))
+    assert "GANGS (placed" in table and f"{cpsat['placed']} / {cpsat['gangs']}" in table
+
+
 def test_weighted_placement_is_the_tier_weighted_sum() -> None:
     result = measure(tiny_priorities(), CONFIG)
     for engine in ("cpsat", "greedy"):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ortools.sat.python import cp_model
 
-from models.objects import PodGroup
+from models.objects import PodGroup, preferred_topology_keys
 from models.snapshot import POD_GROUP_LABEL
 
 from ...context import PodClass
@@ -204,7 +204,7 @@ def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
     for gang in gangs.values():  # in the order of their first members: queue order
         if gang.group is None or gang.running or gang.blocked(gang.members[0]):
             continue
-        if gang.group.spec.topology_key is not None:
+        if gang.group.spec.topology_key is not None or preferred_topology_keys(gang.group.metadata.annotations):
             continue  # its domain is its own choice (``topology``): never one of many
         for pod in gang.members:
             if pod.class_id not in base_of:

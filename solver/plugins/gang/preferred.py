@@ -1,0 +1,129 @@
+"""Preferred multi-level topology for gangs: as few domains as possible, widest level first.
+
+A PodGroup (any shape) may carry the ``cpsat-scheduler.io/preferred-topology`` annotation, node
+label keys from widest to narrowest (``topology.example.com/block,topology.example.com/rack``):
+its members should share one block if they can, then as few racks as they can. It is a
+preference, never a rule: the gang is still placed whole or not at all, and the objective keeps
+it below placement, PodDisruptionBudgets and victims (``spans_level``), so a pod is never left out,
+nor another evicted, to save a domain. ``models.objects.preferred_topology_keys`` parses the
+annotation once (an empty key is refused with the object and field named).
+
+* ``encode``: per gang and key, a bool per domain its members use; their count, summed over the
+  gangs of the window, is one lexicographic level per depth (widest first), below victims;
+* ``spans``: the same count read from a plan, so the solver's plan and greedy's are weighed alike;
+* ``narrow``: greedy's light touch — among a member's feasible nodes, those in the domains its
+  gang already uses, widest level first, whenever there are any.
+
+Members on a node without a key's label count no domain of that key. Gangs with preferred keys
+are never merged into a kind (``permit.kinds``): each counts its own domains.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from models.objects import PodGroup, preferred_topology_keys
+
+if TYPE_CHECKING:
+    from ...cpsat.model import Level, WindowModel
+    from ...state import ClusterState
+
+NAME = "GangPreferredTopology"
+# Objective levels, one per depth of the keys (0: the widest), placed just above ``score``.
+LEVEL_PREFIX = "topology_domains"
+
+
+def keys_of(group: Optional[PodGroup]) -> tuple[str, ...]:
+    """The group's preferred topology keys, widest first (empty: no preference)."""
+    return preferred_topology_keys(group.metadata.annotations) if group is not None else ()
+
+
+def spans_level(wm: WindowModel, depth: int) -> Level:
+    """The objective level counting domains at ``depth``, created below victims, above scores."""
+    from ...cpsat.model import Level
+
+    name = f"{LEVEL_PREFIX}[{depth}]"
+    found = next((lv for lv in wm.levels if lv.name == name), None)
+    if found is None:
+        found = Level(name)
+        # Wider levels first: each new depth goes just above the score level.
+        wm.levels.insert(wm.levels.index(wm.level("score")), found)
+    return found
+
+
+# --------------------------------------------------------------------------- CP-SAT encoding
+
+
+def encode(wm: WindowModel) -> None:
+    """For each gang with preferred keys, each key and each domain of it its members could use:
+    ``uses[g, k, d]`` is 1 whenever a member lands in domain ``d``; −Σ uses is the level of the
+    key's depth. A gang whose members can reach one domain only needs nothing."""
+    for gang in wm.gangs.values():
+        keys = keys_of(gang.group)
+        if not keys:
+            continue
+        members = [c for c in wm.classes if c.rep.group == gang.key and not isinstance(wm.placed[c.id], int)]
+        if not members:
+            continue
+        for depth, key in enumerate(keys):
+            in_domain: dict[int, list] = defaultdict(list)
+            bound: dict[int, int] = defaultdict(int)
+            for cls in members:
+                for d, vars_ in wm.class_vars_by_domain(cls.id, key).items():
+                    in_domain[d].extend(vars_)
+                    bound[d] += cls.size
+            if len(in_domain) < 2:
+                continue
+            level = spans_level(wm, depth)
+            for d, vars_ in sorted(in_domain.items()):
+                # uses[g, k, d]: some member of gang g runs in domain d of key k.
+                uses = wm.model.new_bool_var(f"uses[{gang.key},{key},{d}]")
+                wm.model.add(cp_model.LinearExpr.sum(vars_) <= bound[d] * uses)
+                level.add(uses, -1, 0, 1)
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def spans(ctx, placements: dict[str, int]) -> tuple[int, ...]:
+    """Per depth, the domains the window's preferred-topology gangs span in ``placements`` (pod
+    key -> node index), summed over the gangs: what ``encode``'s levels count."""
+    preferring = {g: keys for g, group in ctx.pod_groups.items() if (keys := keys_of(group))}
+    # One length for every plan of the window, so that tuples compare level by level.
+    out = [0] * max((len(keys) for keys in preferring.values()), default=0)
+    if not preferring:
+        return ()
+    nodes_of: dict[str, list[int]] = defaultdict(list)
+    for key, node in placements.items():
+        pod = ctx.pod(key)
+        if pod is not None and pod.group in preferring:
+            nodes_of[pod.group].append(node)
+    for group, nodes in nodes_of.items():
+        for depth, key in enumerate(preferring[group]):
+            ids = ctx.state.domains(key)[0]
+            out[depth] += len({int(ids[n]) for n in nodes} - {-1})
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- greedy
+
+
+def narrow(keys: tuple[str, ...], state: ClusterState, feasible: np.ndarray, used: Iterable[int]) -> np.ndarray:
+    """``feasible`` nodes narrowed, level by level from the widest, to the domains the gang's
+    members already use (``used``: their nodes), as long as some feasible node is left."""
+    used = list(used)
+    if not used or not len(feasible):
+        return feasible
+    for key in keys:
+        ids = state.domains(key)[0]
+        taken = {int(ids[n]) for n in used} - {-1}
+        inside = feasible[np.isin(ids[feasible], np.array(sorted(taken), dtype=ids.dtype))]
+        if not len(inside):
+            break
+        feasible = inside
+    return feasible
