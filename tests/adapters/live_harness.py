@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from kubernetes import client
 
@@ -253,3 +253,20 @@ class Cluster:
             api.close()
         self._api_client.close()
         self.server.stop()
+
+
+def cluster_factory(default: Optional[list[dict[str, Any]]] = None) -> Iterator[Callable[..., "Cluster"]]:
+    """The body of a test module's ``make_cluster`` fixture (``yield from cluster_factory()``):
+    makes clusters of the given objects (``default`` when none are given), closes them all after
+    the test, and checks that no scheduler thread outlives them."""
+    clusters: list[Cluster] = []
+
+    def make(objects: Optional[list[dict[str, Any]]] = None, **kwargs: Any) -> Cluster:
+        cluster = Cluster(objects if objects is not None else list(default or []), **kwargs)
+        clusters.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in clusters:
+        cluster.close()
+    assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()

@@ -18,12 +18,12 @@ from adapters.apiserver.resources import CORE_PODGROUPS
 from adapters.live.kube import CORE_PODGROUPS as WATCHED_CORE_PODGROUPS
 from adapters.live.kube import GANG_RESOURCES, VOLCANO_PODGROUPS, WORKLOADS
 from tests.adapters.live_harness import (
+    cluster_factory,
     NS,
     Cluster,
     core_pod_group,
     fast_config,
     fast_options,
-    live_threads,
     node,
     pod,
     volcano_pod_group,
@@ -34,17 +34,7 @@ from tests.adapters.live_harness import (
 
 @pytest.fixture
 def make_cluster() -> Iterator[Callable[..., Cluster]]:
-    clusters: list[Cluster] = []
-
-    def make(objects: list[dict[str, Any]], **kwargs: Any) -> Cluster:
-        cluster = Cluster(objects, **kwargs)
-        clusters.append(cluster)
-        return cluster
-
-    yield make
-    for cluster in clusters:
-        cluster.close()
-    assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
+    yield from cluster_factory()
 
 
 def scheduled_condition(cluster: Cluster, name: str) -> Optional[dict[str, Any]]:

@@ -17,11 +17,11 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 
 from tests.adapters.live_harness import (
+    cluster_factory,
     NS,
     Cluster,
     fast_config,
     fast_options,
-    live_threads,
     node,
     pdb,
     pod,
@@ -39,17 +39,7 @@ def cluster_with_victims(extra: list[dict[str, Any]] = ()) -> list[dict[str, Any
 
 @pytest.fixture
 def make_cluster() -> Iterator[Callable[..., Cluster]]:
-    clusters: list[Cluster] = []
-
-    def make(objects: list[dict[str, Any]], **kwargs: Any) -> Cluster:
-        cluster = Cluster(objects, **kwargs)
-        clusters.append(cluster)
-        return cluster
-
-    yield make
-    for cluster in clusters:
-        cluster.close()
-    assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
+    yield from cluster_factory()
 
 
 def _order_recorder(cluster: Cluster) -> list[tuple[str, str]]:

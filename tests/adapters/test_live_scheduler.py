@@ -17,6 +17,7 @@ import pytest
 
 from adapters.live.cache import DRY_RUN
 from tests.adapters.live_harness import (
+    cluster_factory,
     NS,
     Cluster,
     fast_config,
@@ -33,17 +34,7 @@ NODES = [node("n1"), node("n2"), node("n3", zone="b")]
 
 @pytest.fixture
 def make_cluster() -> Iterator[Callable[..., Cluster]]:
-    clusters: list[Cluster] = []
-
-    def make(objects: list[dict[str, Any]] = NODES, **kwargs: Any) -> Cluster:
-        cluster = Cluster(objects, **kwargs)
-        clusters.append(cluster)
-        return cluster
-
-    yield make
-    for cluster in clusters:
-        cluster.close()
-    assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
+    yield from cluster_factory(NODES)
 
 
 @pytest.mark.parametrize("engine", ["cpsat", "greedy"])

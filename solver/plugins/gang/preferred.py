@@ -29,6 +29,8 @@ from ortools.sat.python import cp_model
 
 from models.objects import PodGroup, preferred_topology_keys
 
+from . import topology
+
 if TYPE_CHECKING:
     from ...cpsat.model import Level, WindowModel
     from ...state import ClusterState
@@ -67,16 +69,11 @@ def encode(wm: WindowModel) -> None:
         keys = keys_of(gang.group)
         if not keys:
             continue
-        members = [c for c in wm.classes if c.rep.group == gang.key and not isinstance(wm.placed[c.id], int)]
+        members = topology.member_classes(wm, gang.key)
         if not members:
             continue
         for depth, key in enumerate(keys):
-            in_domain: dict[int, list] = defaultdict(list)
-            bound: dict[int, int] = defaultdict(int)
-            for cls in members:
-                for d, vars_ in wm.class_vars_by_domain(cls.id, key).items():
-                    in_domain[d].extend(vars_)
-                    bound[d] += cls.size
+            in_domain, bound = topology.members_by_domain(wm, members, key)
             if len(in_domain) < 2:
                 continue
             level = spans_level(wm, depth)

@@ -117,6 +117,23 @@ def allocation_ratio(state: ClusterState, nodes: np.ndarray) -> float:
 # --------------------------------------------------------------------------- CP-SAT encoding
 
 
+def member_classes(wm: WindowModel, group: str) -> list:
+    """The model classes of a gang's window members that may still place a pod."""
+    return [c for c in wm.classes if c.rep.group == group and not isinstance(wm.placed[c.id], int)]
+
+
+def members_by_domain(wm: WindowModel, members: list, key: str) -> tuple[dict[int, list], dict[int, int]]:
+    """Per domain of ``key``, the member classes' variables on its nodes, and the most pods they
+    could put there (the classes' sizes): what a gang's domain literals are tied to."""
+    in_domain: dict[int, list] = defaultdict(list)
+    bound: dict[int, int] = defaultdict(int)
+    for cls in members:
+        for d, vars_ in wm.class_vars_by_domain(cls.id, key).items():
+            in_domain[d].extend(vars_)
+            bound[d] += cls.size
+    return in_domain, bound
+
+
 def encode(wm: WindowModel) -> None:
     """One domain per topology gang: a bool per domain its members could use, at most one true,
     and a member class's pods in a domain only when that domain is chosen. Candidates were
@@ -126,16 +143,10 @@ def encode(wm: WindowModel) -> None:
         key = key_of(gang.group)
         if key is None:
             continue
-        members = [c for c in wm.classes if c.rep.group == gang.key and not isinstance(wm.placed[c.id], int)]
+        members = member_classes(wm, gang.key)
         if not members:
             continue
-        # Per domain, the member variables on its nodes, and the most pods they could hold.
-        in_domain: dict[int, list] = defaultdict(list)
-        bound: dict[int, int] = defaultdict(int)
-        for cls in members:
-            for d, vars_ in wm.class_vars_by_domain(cls.id, key).items():
-                in_domain[d].extend(vars_)
-                bound[d] += cls.size
+        in_domain, bound = members_by_domain(wm, members, key)
         if len(in_domain) < 2:
             continue  # one domain (or none) to choose from: the pruning already says it all
         # domain[g, d]: gang g puts its members in domain d of its key.
