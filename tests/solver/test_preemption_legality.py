@@ -188,3 +188,28 @@ def test_best_of_weighs_both_plans_victims_on_one_scale() -> None:
     placements = {"default/high": 0}
     assert not_worse(ctx, (placements, three_low), (placements, one_higher), weights)
     assert not not_worse(ctx, (placements, one_higher), (placements, three_low), weights)
+
+
+def test_a_budget_steered_preemption_and_a_later_one_make_a_legal_plan() -> None:
+    """kube-scheduler's own order (found by the long property run in greedy's plans): `high`
+    reprieves the budget-protected `low-a` and evicts `mid-b` instead; `mid` then evicts `low-a`
+    (the only way it fits, the budget notwithstanding: `pdb: soft`). In the final state `high`
+    would fit with `mid-b` kept, but only because `low-a` is gone — for `mid`, which comes after
+    `high` in the queue. The plan is kube-scheduler's, and the validator accepts it."""
+    node = make_node("n1", cpu="8", pods=2)
+    snapshot = make_snapshot(
+        [node],
+        [
+            make_pod("default/low-a", cpu="100m", labels={"app": "a"}, priority=0, node="n1"),
+            make_pod("default/mid-b", cpu="100m", labels={"app": "b"}, priority=10, node="n1"),
+            make_pod("default/high", cpu="100m", priority=100),
+            make_pod("default/mid", cpu="100m", priority=10),
+        ],
+        pdbs=[make_pdb("default/keep-a", {"app": "a"}, min_available=1, allowed=0)],
+    )
+    greedy = schedule(snapshot, FALLBACK, engine="greedy")
+    assert {(p.pod, p.preemptor) for p in greedy.preemptions} == {
+        ("default/mid-b", "default/high"), ("default/low-a", "default/mid")}
+    assert validate(snapshot, greedy, FALLBACK) == []
+    plan = schedule(snapshot, SOLVER)
+    assert validate(snapshot, plan, SOLVER) == [] and len(plan.assignments) >= len(greedy.assignments)

@@ -56,11 +56,14 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
     for v in replay.victims:
         by_node[v.node].append(v.pod)
     state = replay.before
+    preemptor_priority = {
+        v.pod.key: replay.window[v.preemptor].priority for v in replay.victims if v.preemptor in replay.window
+    }
     for index, victims in sorted(by_node.items()):
         running = list(state.pods_on[index].values())
         placed = replay.placed_on.get(index, [])
         for victim, users in needless_victims(
-            state.alloc[index], state.used[index], running, placed, victims, state.vector
+            state.alloc[index], state.used[index], running, placed, victims, state.vector, preemptor_priority
         ):
             if victim.key not in sound:
                 continue

@@ -23,8 +23,8 @@ model, so the two agree).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -81,13 +81,21 @@ def needless_victims(
     placed: Sequence[PodInfo],
     victims: Sequence[PodInfo],
     vector,
+    preemptor_priority: Optional[Mapping[str, int]] = None,
 ) -> list[tuple[PodInfo, list[PodInfo]]]:
     """On one node, the victims no outranking pod needs, each with the placed pods that use the
     room it frees (those that may not preempt it).
 
     ``alloc``/``used_before``: the node's allocatable and what its running pods use before the
     plan; ``running``: those pods (victims included); ``placed``: the window pods the plan puts
-    there; ``victims``: the pods the plan evicts there; ``vector``: a pod's request vector."""
+    there; ``victims``: the pods the plan evicts there; ``vector``: a pod's request vector.
+
+    The outranking pods of a level are judged with the lower victims gone, except a lower victim
+    whose preemptor (``preemptor_priority``: victim key -> its preemptor's priority) does not
+    outrank the level: that preemptor comes after them in the queue, so they arrived with the
+    victim still there. kube-scheduler plans so when a PodDisruptionBudget steers a preemption:
+    a pod evicts a higher-priority victim rather than a budget-protected lower one, which a later,
+    lower-priority pod then evicts (a long property run found it in greedy's plans)."""
     if _beyond_node_local(placed, running):
         return []
     out: list[tuple[PodInfo, list[PodInfo]]] = []
@@ -102,7 +110,7 @@ def needless_victims(
             demand += vec
             requested |= vec > 0
         for v in victims:
-            if v.priority < level:
+            if v.priority < level and (preemptor_priority is None or preemptor_priority.get(v.key, level + 1) > level):
                 demand -= vector(v)
         if outranking and bool((demand[requested] > alloc[requested]).any()):
             continue
