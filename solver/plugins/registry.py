@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from . import static_check
 from .balanced_allocation import score as balanced_allocation_score
 from .gang import check as gang_check
+from .gang import min_resources as gang_min_resources
 from .gang import permit as gang
 from .gang import preferred as gang_preferred
 from .gang import topology as gang_topology
@@ -71,7 +72,8 @@ FILTER_ENCODERS: tuple[Encoder, ...] = (
     pod_topology_spread.encode,
 )
 WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
-    gang.encode, gang_topology.encode, gang_preferred.encode, victim_room.encode,
+    # min_resources after gang: it orders the kinds' run counts gang.encode makes
+    gang.encode, gang_min_resources.encode, gang_topology.encode, gang_preferred.encode, victim_room.encode,
 )
 
 Check = Callable[["Replay"], None]

@@ -40,6 +40,7 @@ from .. import interrupt
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
 from ..plugins.gang import topology as gang_topology
+from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..plugins.registry import FILTER_ENCODERS
 from . import availability
 from .drain import greedy_drain
@@ -122,12 +123,10 @@ class RepackModel:
             nodes, ubs = cand[cls.id], upper[cls.id]
             have = dict(zip(nodes.tolist(), ubs.tolist()))
             vec = wm.vec[cls.id]
-            need = vec > 0
             for n, count in self.now[cls.id].items():
                 if n in have:
                     continue
-                free = state.alloc[n] - state.used[n]
-                room = int(np.min(free[need] // vec[need])) if need.any() else count
+                room = int(node_resources_fit.copies(vec, state.free[n])) if vec.any() else count
                 if room > 0:
                     have[n] = min(count, room)
             home = homes.get(cls.rep.group) if cls.rep.group else None

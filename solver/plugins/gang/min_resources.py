@@ -28,9 +28,10 @@ model may still admit a gang greedy refused, by placing other pods after it.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from models.objects import PodGroup
 from models.quantity import format_quantity
@@ -38,6 +39,9 @@ from models.resources import PODS
 
 from ...info import PodInfo
 from ...state import ClusterState
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
 
 
 def needed(group: PodGroup) -> dict[str, int]:
@@ -111,8 +115,9 @@ def gated(gangs: dict) -> set[str]:
             if g.group is not None and needed(g.group) and g.members and g.blocked(g.members[0]) is None}
 
 
-def encode(wm) -> None:
-    """Room for the gated gangs taken in queue order (``permit.encode`` calls this last).
+def encode(wm: WindowModel) -> None:
+    """Room for the gated gangs taken in queue order (after ``permit.encode``: it reads the
+    kinds' run counts; ``registry.WINDOW_ENCODERS`` keeps that order).
 
     A plan is admissible when some order of PreFilter calls admits every gang it places. Take
     the gated gangs first, in queue order, and every other pod after them: gang g is admitted
@@ -128,8 +133,6 @@ def encode(wm) -> None:
     order that admits it; greedy's own order admits no more, except where its preemption put
     more on a node than the node had free at the start. Prefix sums ``before[k, r]`` keep the
     encoding linear in the number of gated steps."""
-    from ortools.sat.python import cp_model
-
     gangs = wm.gangs
     keys = gated(gangs)
     if len(keys) < 2:
@@ -157,6 +160,7 @@ def encode(wm) -> None:
         classes = [c for c in wm.classes if c.rep.group == key and c.id in present]
         if not classes:
             continue
+        assert gang.group is not None  # ``gated`` keeps only gangs whose group exists
         need = needed(gang.group)
         room = free_room(state, sorted(need), gang.own)
         admitted = wm.model.new_bool_var(f"admitted[{key}]")

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Optional
 
 from ortools.sat.python import cp_model
 
-from models.objects import PodGroup, preferred_topology_keys
+from models.objects import PodGroup
 from models.snapshot import POD_GROUP_LABEL
 
 from ...context import PodClass
 from ...info import PodInfo
-from . import min_resources
+from . import min_resources, preferred, topology
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
@@ -204,7 +204,7 @@ def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
     for gang in gangs.values():  # in the order of their first members: queue order
         if gang.group is None or gang.running or gang.blocked(gang.members[0]):
             continue
-        if gang.group.spec.topology_key is not None or preferred_topology_keys(gang.group.metadata.annotations):
+        if topology.key_of(gang.group) is not None or preferred.keys_of(gang.group):
             continue  # its domain is its own choice (``topology``): never one of many
         for pod in gang.members:
             if pod.class_id not in base_of:
@@ -314,7 +314,6 @@ def encode(wm: WindowModel) -> None:
             wm.model.add(wm.placed[c.id] <= kind.per_gang[c.id] * runs)
         wm.gang_runs.append((kind, runs))
         wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
-    min_resources.encode(wm)
 
 
 def runs_in(kind: GangKind, placements) -> int:
