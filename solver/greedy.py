@@ -211,19 +211,34 @@ def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilt
     """Upstream's topology-aware scheduling for a gang with required topology: for every domain
     it may use (its running members' one, else each value of the key), place its members on a
     copy of the state, restricted to that domain's nodes; keep the domain that places the most,
-    then the fullest by allocation (bin-packing keeps whole domains free for the gangs behind).
-    Returns the chosen domain's nodes as a mask (none at all when no domain is possible). No
-    preemption in the trial: the real pass, restricted to the domain, may still preempt."""
+    then the fullest by allocation (bin-packing keeps whole domains free for the gangs behind),
+    then the first. Returns the chosen domain's nodes as a mask (none at all when no domain is
+    possible). No preemption in the trial: the real pass, restricted to the domain, may still
+    preempt.
+
+    The answer is that of a trial in every domain, at the cost of few: a domain's trial places at
+    most the members its free room could hold (``gang_topology.room_bound``), and one that places
+    every member ends exactly as full as its room says beforehand. Trying domains by that bound,
+    then by that fullness, the first trial placing every member is the answer, and a domain whose
+    bound is below the best trial so far cannot be."""
     key = gang_topology.key_of(gang.group)
     assert key is not None
     ids = gang_topology.domain_ids(state, key)
-    best: Optional[tuple[int, float]] = None
     chosen = np.zeros(len(ids), dtype=bool)
     # Running members pin the domain as the snapshot has them (victims a rolled-back gang returns
     # come back where they were).
     domains = gang_topology.candidate_domains(gang, ctx.state, key)
-    trial = state.copy() if domains else state  # one copy, each domain's trial taken back out
-    for d in domains:
+    if not domains:
+        return chosen
+    members = len(gang.members)
+    bound = gang_topology.room_bound(gang, state, key)
+    full = gang_topology.ratio_if_placed(gang, state, key)
+    order = sorted(domains, key=lambda d: (-min(members, int(bound[d])), -full[d], d))
+    best: Optional[tuple[int, float, int]] = None
+    trial = state.copy()  # one copy, each domain's trial taken back out
+    for d in order:
+        if best is not None and (best[0] == members or min(members, int(bound[d])) < best[0]):
+            break
         nodes = np.flatnonzero(ids == d)
         placed = []
         for pod in gang.members:
@@ -233,7 +248,7 @@ def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilt
             totals = score_nodes(pod, feasible, trial, sctx)
             trial.add(pod, int(feasible[int(np.argmax(totals))]))
             placed.append(pod)
-        rank = (len(placed), gang_topology.allocation_ratio(trial, nodes))
+        rank = (len(placed), gang_topology.allocation_ratio(trial, nodes), -d)
         for pod in placed:
             trial.remove(pod)
         if best is None or rank > best:

@@ -13,8 +13,8 @@ pods, higher priority first and smaller pods first within a priority, each pod b
 required anti-affinity followed as it goes (``_AntiBook``) — best fit puts an exclusive pod
 where little else would fit, which is what a window of anti-affine pods needs and greedy's
 LeastAllocated does not do. The engine hints whichever of the two places more (by priority
-tier); the packing is checked by ``complete`` like any hint. Gangs with required topology are
-left out of the packing (it chooses no domains); greedy's plan hints them.
+tier); the packing is checked by ``complete`` like any hint. A gang with required topology is
+packed into one domain of its key, the tightest that takes it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ortools.sat.python import cp_model
 
 from .. import interrupt
 from ..plugins.gang import topology as gang_topology
-from ..plugins.gang.permit import runs_in
+from ..plugins.gang.permit import domain_runs, runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..greedy import GreedyResult
 from ..state import PodMatcher
@@ -85,13 +85,6 @@ def _left_out_of_packing(cls) -> bool:
     it follows (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
     return bool(rep.host_ports or rep.affinity or rep.hard_spread)
-
-
-def _in_topology_gang(wm: WindowModel, cls) -> bool:
-    """A member of a gang with required topology: the packing does not choose domains, so it
-    leaves such gangs out (greedy's plan, which does, hints them)."""
-    group = cls.rep.group
-    return group is not None and gang_topology.key_of(wm.ctx.pod_groups.get(group)) is not None
 
 
 class _AntiBook:
@@ -156,13 +149,15 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     """Whole gangs and plain pods of the uncoupled classes, best fit (see the module note).
 
     Every other class is left empty. A gang whose members cannot reach its ``need`` is taken
-    back out; an elastic gang keeps every member that fits."""
+    back out; an elastic gang keeps every member that fits. A gang with required topology tries
+    the domains of its key whose free room could hold it, the tightest first, and stays in the
+    first that takes ``need`` of its members."""
     state = wm.state
     free = state.free.copy()
     scale = np.maximum(state.alloc.max(axis=0), 1)
-    skip = {c.id for c in wm.classes if _left_out_of_packing(c) or _in_topology_gang(wm, c)}
-    # (priority, share per pod, first pod's queue position, need, [(class, count)])
-    units: list[tuple[int, float, int, int, list[tuple[PodClass, int]]]] = []
+    skip = {c.id for c in wm.classes if _left_out_of_packing(c)}
+    # (priority, share per pod, first pod's queue position, need, [(class, count)], topology key)
+    units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Optional[str]]] = []
     in_gang: set[int] = set()
     for need, members, repeats in wm.gang_units:
         in_gang.update(c.id for c, _ in members)
@@ -171,18 +166,21 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
         pods = sum(k for _, k in members)
         share = sum(k * float((wm.vec[c.id] / scale).max()) for c, k in members) / max(pods, 1)
         first = min(c.id for c, _ in members)
-        units.extend((members[0][0].rep.priority, share, first, need, members) for _ in range(repeats))
+        key = _topology_key(wm, members[0][0])
+        units.extend((members[0][0].rep.priority, share, first, need, members, key) for _ in range(repeats))
     for cls in wm.classes:
-        if cls.id in in_gang or cls.id in skip or not wm.by_class.get(cls.id):
+        if cls.id in in_gang or cls.id in skip or _topology_key(wm, cls) or not wm.by_class.get(cls.id):
             continue
-        units.append((cls.rep.priority, float((wm.vec[cls.id] / scale).max()), cls.id, 0, [(cls, cls.size)]))
+        units.append((cls.rep.priority, float((wm.vec[cls.id] / scale).max()), cls.id, 0, [(cls, cls.size)], None))
     units.sort(key=lambda u: (-u[0], u[1], u[2]))
     nodes, ubs = wm.cand, wm.ub  # per class, in the order of its variables
     taken = {c.id: np.zeros(len(nodes[c.id]), dtype=np.int64) for c in wm.classes}
     book = _AntiBook(wm) if any(c.rep.anti_affinity for c in wm.classes) or state.anti_owners else None
-    counts: dict[tuple[int, int], int] = {}
-    for _, _, _, need, members in units:
-        placed = []  # (class id, position in its candidate list)
+
+    def place(members: list[tuple[PodClass, int]], within: Optional[np.ndarray]) -> list[tuple[int, int]]:
+        """Best fit of a unit's pods (onto nodes of ``within`` only, when given): the (class id,
+        position in its candidate list) of each pod placed."""
+        placed = []
         for cls, k in members:
             cand, vec = nodes[cls.id], wm.vec[cls.id]
             if not len(cand) or not vec.any():
@@ -191,6 +189,8 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
             anti = book is not None and book.involves(cls.id)
             room = free[np.ix_(cand, cols)] - vec[cols]  # per candidate, what one more pod leaves
             ok = node_resources_fit.fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
+            if within is not None:
+                ok &= within[cand]
             if anti:
                 assert book is not None  # anti implies a book
                 ok &= book.allowed(cls.id, cand)
@@ -219,17 +219,59 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
                     else:
                         ok[i] = ok[i] and bool(book.allowed(cls.id, cand[i:i + 1])[0])
                 left[i] = float((r / scale[cols]).max()) if ok[i] else np.inf
+        return placed
+
+    def undo(placed: list[tuple[int, int]]) -> None:
+        for c, i in placed:
+            free[nodes[c][i]] += wm.vec[c]
+            taken[c][i] -= 1
+            if book is not None and book.involves(c):
+                book.add(c, int(nodes[c][i]), -1)
+
+    counts: dict[tuple[int, int], int] = {}
+    for _, _, _, need, members, key in units:
+        if key is None:
+            placed = place(members, None)
+        else:
+            placed = []
+            for within in _domains_to_try(wm, members, need, key, free):
+                placed = place(members, within)
+                if len(placed) >= max(need, 1):
+                    break
+                undo(placed)
+                placed = []
         if len(placed) < need:
-            for c, i in placed:
-                free[nodes[c][i]] += wm.vec[c]
-                taken[c][i] -= 1
-                if book is not None and book.involves(c):
-                    book.add(c, int(nodes[c][i]), -1)
+            undo(placed)
             continue
         for c, i in placed:
-            key = (c, int(nodes[c][i]))
-            counts[key] = counts.get(key, 0) + 1
+            key_ = (c, int(nodes[c][i]))
+            counts[key_] = counts.get(key_, 0) + 1
     return counts
+
+
+def _topology_key(wm: WindowModel, cls) -> Optional[str]:
+    """The required topology key of the gang a class's pods belong to (None: none)."""
+    group = cls.rep.group
+    return gang_topology.key_of(wm.ctx.pod_groups.get(group)) if group is not None else None
+
+
+def _domains_to_try(wm: WindowModel, members, need: int, key: str, free: np.ndarray):
+    """Masks of the domains of ``key`` whose free room could hold ``need`` of a topology unit's
+    members (NodeResourcesFit alone, each counted as the smallest), the tightest first: best fit
+    at the domain's scale, which keeps roomy domains whole for wide gangs."""
+    ids = wm.state.domains(key)[0]
+    allowed = np.zeros(len(ids), dtype=bool)
+    for cls, _ in members:
+        allowed[wm.cand[cls.id]] = True
+    labelled = (ids >= 0) & allowed
+    if not labelled.any():
+        return
+    smallest = np.min([wm.vec[c.id] for c, _ in members], axis=0)
+    fit = np.zeros(len(ids))
+    fit[labelled] = node_resources_fit.copies(smallest, free[labelled])
+    room = np.bincount(ids[labelled], weights=fit[labelled], minlength=int(ids.max()) + 1)
+    for d in sorted((d for d in range(len(room)) if room[d] >= max(need, 1)), key=lambda d: (room[d], d)):
+        yield labelled & (ids == d)
 
 
 def counts_value(wm: WindowModel, counts: dict[tuple[int, int], int], weights: dict[int, int]) -> int:
@@ -252,8 +294,20 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
             wm.model.add_hint(placed_var, placed.get(c, 0))
     for key, var in wm.evict.items():
         wm.model.add_hint(var, 1 if key in evicted else 0)
+    by_class: dict[int, list[tuple[int, int]]] = {}
+    for (c, n), k in counts.items():
+        if k:
+            by_class.setdefault(c, []).append((n, k))
+    per_domain_of = {id(kind): per_domain for kind, per_domain in wm.gang_domain_runs}
     for kind, var in wm.gang_runs:
-        if placements is not None:
+        per_domain = per_domain_of.get(id(kind))
+        if per_domain is not None:  # a topology kind: its gangs per domain, and their sum
+            ids = wm.state.domains(kind.topology_key)[0]
+            runs_at = domain_runs(kind, by_class, ids, placements)
+            for d, dvar in per_domain.items():
+                wm.model.add_hint(dvar, runs_at.get(d, 0))
+            runs = sum(runs_at.get(d, 0) for d in per_domain)
+        elif placements is not None:
             runs = runs_in(kind, placements)
         else:  # counts built whole gang by whole gang: the fewest gangs that hold them
             runs = kind.runs_needed({c.id: placed.get(c.id, 0) for c in kind.classes})

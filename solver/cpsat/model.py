@@ -113,6 +113,8 @@ class WindowModel:
         # Gang kinds: each with the number of its gangs that run (see ``gang.encode``), and the
         # model class of every context class merged into a kind's class.
         self.gang_runs: list[tuple] = []
+        # Topology kinds: per domain, the number of the kind's gangs that run there.
+        self.gang_domain_runs: list[tuple] = []
         # The window's gangs by key and its kinds, set before encoding (``gang.encode`` reads them).
         self.gangs: dict[str, Gang] = {}
         self.gang_kinds: list[GangKind] = []

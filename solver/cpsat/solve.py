@@ -307,6 +307,9 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
                 wm.model.add_hint(placed, this.value(placed))
         for _, var in wm.gang_runs:
             wm.model.add_hint(var, this.value(var))
+        for _, per_domain in wm.gang_domain_runs:
+            for var in per_domain.values():
+                wm.model.add_hint(var, this.value(var))
     return solver, status_name, objective, bound
 
 
@@ -328,7 +331,9 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
                 sol.placements[pod.key] = n
                 placed_on.setdefault(n, []).append(pod)
     for kind, _ in wm.gang_runs:
-        for key, n in gang_mod.decode(kind, counts).items():
+        ids = wm.state.domains(kind.topology_key)[0] if kind.topology_key is not None else None
+        preferred_ids = tuple(wm.state.domains(key)[0] for key in kind.preferred_keys)
+        for key, n in gang_mod.decode(kind, counts, ids, preferred_ids).items():
             sol.placements[key] = n
             placed_on.setdefault(n, []).append(wm.ctx.pod(key))
     for key, var in wm.evict.items():

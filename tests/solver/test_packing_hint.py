@@ -19,7 +19,7 @@ from solver.cpsat import solve as cpsat
 from solver.cpsat.hint import HintSolution, _apply, counts_value, packing_counts
 from solver.filtering import StaticFilters
 from solver.scoring import ScoreContext
-from tests.builders import make_node, make_pod, make_snapshot, selector, term
+from tests.builders import make_node, make_pod, make_pod_group, make_snapshot, selector, term
 from tests.reliability.generators import windows
 
 CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=5.0, workers=2, seed=1)
@@ -86,6 +86,24 @@ def test_packing_respects_running_pods_anti_affinity_and_zones():
     plan, _ = packing_plan(snapshot)
     assert validate(snapshot, plan, CONFIG) == []
     assert sorted(plan.assignment_map().values()) == ["n2", "n3"]
+
+
+def test_packing_puts_each_topology_gang_in_one_rack_beside_plain_pods():
+    # Two racks of two 4-CPU nodes; four interchangeable rack-bound gangs of two 1-CPU members
+    # (one kind, counted per rack) and a plain pod. The packing takes each gang into the
+    # tightest rack that holds it, whole, and the plan replays clean.
+    rack = "example.com/rack"
+    nodes = [make_node(f"r{r}n{i}", cpu="4", labels={rack: f"r{r}"}) for r in range(2) for i in range(2)]
+    pods = [make_pod(f"ml/g{g}-{i}", cpu="1", group=f"g{g}") for g in range(4) for i in range(2)]
+    pods.append(make_pod("ml/plain", cpu="2"))
+    groups = [make_pod_group(f"ml/g{g}", 2, topology_key=rack) for g in range(4)]
+    snapshot = make_snapshot(nodes, pods, pod_groups=groups)
+    plan, _ = packing_plan(snapshot)
+    assert validate(snapshot, plan, CONFIG) == []
+    placed = plan.assignment_map()
+    assert len(placed) == 9
+    for g in range(4):
+        assert len({placed[f"ml/g{g}-{i}"][:2] for i in range(2)}) == 1, placed
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,

@@ -154,6 +154,11 @@ class GangKind:
     gangs: list[Gang]  # queue order
     need: int
     base_of: dict[int, int]  # context class id of a member -> its signature without the group
+    # The required topology key every gang of the kind shares (``topology``), None if none: the
+    # model then counts the kind's gangs per domain, and each gang lands in one domain.
+    topology_key: Optional[str] = None
+    # The preferred topology keys every gang of the kind shares (``preferred``), widest first.
+    preferred_keys: tuple[str, ...] = ()
     per_gang: dict[int, int] = field(default_factory=dict)  # model class id -> members per gang
     model_of: dict[int, int] = field(default_factory=dict)  # context class id -> model class id
     classes: list[PodClass] = field(default_factory=list)  # the kind's model classes
@@ -190,11 +195,13 @@ def selectors_read_group_label(ctx) -> bool:
 def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
     """Kinds of two or more interchangeable gangs (a gang on its own keeps its own encoding).
 
-    A gang qualifies when no selector reads the pod-group label, none of its members runs, it
-    is not blocked and it has no required topology (each such gang chooses its own domain).
-    Two are interchangeable when their members' signatures without the group match as
-    multisets, and their ``need`` and minResources match (namespace, priority and everything
-    else a rule reads are part of the signature)."""
+    A gang qualifies when no selector reads the pod-group label, none of its members runs and it
+    is not blocked. Two are interchangeable when their members' signatures without the group
+    match as multisets, and their ``need``, minResources, required topology key and preferred
+    topology keys match (namespace, priority and everything else a rule reads are part of the
+    signature). Gangs with a required topology key and no running member may choose any domain
+    of it, so they too are interchangeable: the kind counts its gangs per domain (``encode``);
+    a kind with preferred keys counts the domains its gangs touch (``preferred.encode``)."""
     if len(gangs) < 2 or selectors_read_group_label(ctx):
         return []
     labels = ctx.relevant_labels - {POD_GROUP_LABEL}
@@ -204,16 +211,15 @@ def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
     for gang in gangs.values():  # in the order of their first members: queue order
         if gang.group is None or gang.running or gang.blocked(gang.members[0]):
             continue
-        if topology.key_of(gang.group) is not None or preferred.keys_of(gang.group):
-            continue  # its domain is its own choice (``topology``): never one of many
         for pod in gang.members:
             if pod.class_id not in base_of:
                 sig = ctx.classes[pod.class_id].rep.scheduling_signature(labels, with_group=False)
                 base_of[pod.class_id] = base_ids.setdefault(sig, len(base_ids))
         shape = tuple(sorted(Counter(base_of[p.class_id] for p in gang.members).items()))
         min_resources = tuple(sorted(gang.group.spec.min_resources.items()))
-        by_key[shape, gang.need, min_resources].append(gang)
-    return [GangKind(group, need, base_of) for (_, need, _), group in by_key.items() if len(group) > 1]
+        by_key[shape, gang.need, min_resources, topology.key_of(gang.group), preferred.keys_of(gang.group)].append(gang)
+    return [GangKind(group, need, base_of, key, prefer)
+            for (_, need, _, key, prefer), group in by_key.items() if len(group) > 1]
 
 
 def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list[PodClass], dict[int, int]]:
@@ -246,28 +252,81 @@ def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list
     return out, alias
 
 
-def decode(kind: GangKind, counts: dict[int, list[tuple[int, int]]]) -> dict[str, int]:
+def decode(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain_ids=None,
+           preferred_ids: tuple = ()) -> dict[str, int]:
     """Pod key -> node for a kind whose model classes place ``counts`` (class id -> (node, pods)).
 
     The gangs that run are the first in queue order (priority, then creation, as the queue and
     greedy take them), as few as hold the pods; the pods go to them round robin, so each
-    running gang gets at least ``need`` members."""
+    running gang gets at least ``need`` members. A kind with a topology key is decoded domain by
+    domain (``domain_ids``: per node, its domain under the key), each domain's pods going to
+    gangs of its own, so every gang lies in one domain."""
+    if kind.topology_key is None:
+        return _deal(kind, kind.gangs, counts, preferred_ids)
+    assert domain_ids is not None, "a topology kind is decoded with its nodes' domains"
+    by_domain: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+    for c, entries in counts.items():
+        for n, k in entries:
+            by_domain[int(domain_ids[n])][c].append((n, k))
+    out: dict[str, int] = {}
+    first = 0
+    for d in sorted(by_domain):
+        part = by_domain[d]
+        runs = kind.runs_needed({c.id: sum(k for _, k in part.get(c.id, ())) for c in kind.classes})
+        out.update(_deal(kind, kind.gangs[first:first + runs], part, preferred_ids))
+        first += runs
+    return out
+
+
+def _deal(kind: GangKind, gangs: list[Gang], counts, domain_ids: tuple = ()) -> dict[str, int]:
+    """The pods of ``counts`` dealt to as few of ``gangs`` (from the first) as hold them.
+
+    How many pods of each class a gang gets is dealt round robin, one pod at a time over the
+    running gangs (so each reaches ``need``); which nodes it gets, in node order: the first gang
+    takes its pods of a class from the first nodes, the next from the ones after, and so on.
+    Nodes are ordered by their domains under the kind's preferred keys (``domain_ids``: per key,
+    per node), so a gang's members share as few domains as the counts allow."""
     totals = {c.id: sum(k for _, k in counts.get(c.id, ())) for c in kind.classes}
     runs = kind.runs_needed(totals)
     if runs == 0:
         return {}
     free = [{c.id: [p for p in gang.members if kind.model_of[p.class_id] == c.id] for c in kind.classes}
-            for gang in kind.gangs[:runs]]
-    out: dict[str, int] = {}
+            for gang in gangs[:runs]]
+    share = [{c.id: 0 for c in kind.classes} for _ in range(runs)]
     turn = 0
     for cls in kind.classes:
-        for n, k in sorted(counts.get(cls.id, ())):
-            for _ in range(k):
-                while not free[turn % runs][cls.id]:  # never loops with a feasible placement
-                    turn += 1
-                out[free[turn % runs][cls.id].pop(0).key] = n
+        for _ in range(totals[cls.id]):
+            while share[turn % runs][cls.id] == len(free[turn % runs][cls.id]):  # never loops when feasible
                 turn += 1
+            share[turn % runs][cls.id] += 1
+            turn += 1
+    out: dict[str, int] = {}
+    for cls in kind.classes:
+        slots = [n for n, k in sorted(counts.get(cls.id, ()), key=lambda e: (*(int(ids[e[0]]) for ids in domain_ids), e[0]))
+                 for _ in range(k)]
+        at = 0
+        for i in range(runs):
+            for pod in free[i][cls.id][: share[i][cls.id]]:
+                out[pod.key] = slots[at]
+                at += 1
     return out
+
+
+def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain_ids, placements=None) -> dict[int, int]:
+    """Per domain, a topology kind's gangs that run there: those of ``placements`` (pod key ->
+    node) by the domain of their members, else the fewest that hold the pods ``counts`` put there."""
+    if placements is not None:
+        runs: dict[int, int] = defaultdict(int)
+        for gang in kind.gangs:
+            node = next((placements[p.key] for p in gang.members if p.key in placements), None)
+            if node is not None:
+                runs[int(domain_ids[node])] += 1
+        return dict(runs)
+    totals: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for c in kind.classes:
+        for n, k in counts.get(c.id, ()):
+            totals[int(domain_ids[n])][c.id] += k
+    return {d: kind.runs_needed(t) for d, t in totals.items()}
 
 
 # --------------------------------------------------------------------------- CP-SAT encoding
@@ -309,11 +368,42 @@ def encode(wm: WindowModel) -> None:
         if not classes:
             continue
         runs = wm.model.new_int_var(0, len(kind.gangs), f"gangs[{kind.name}]")
-        wm.model.add(cp_model.LinearExpr.sum([wm.placed[c.id] for c in classes]) >= kind.need * runs)
-        for c in classes:
-            wm.model.add(wm.placed[c.id] <= kind.per_gang[c.id] * runs)
+        if kind.topology_key is not None:
+            _encode_domains(wm, kind, classes, runs)
+        else:
+            _encode_runs(wm, kind, [wm.placed[c.id] for c in classes], classes, runs)
         wm.gang_runs.append((kind, runs))
         wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
+
+
+def _encode_runs(wm: WindowModel, kind: GangKind, placed: list, classes: list, runs) -> None:
+    """``runs`` whole gangs of the kind hold the class totals ``placed`` (one per class): at least
+    ``need`` pods per gang, at most its members of each class per gang."""
+    wm.model.add(cp_model.LinearExpr.sum(placed) >= kind.need * runs)
+    for total, c in zip(placed, classes):
+        wm.model.add(total <= kind.per_gang[c.id] * runs)
+
+
+def _encode_domains(wm: WindowModel, kind: GangKind, classes: list, runs) -> None:
+    """A topology kind: per domain of its key, the gangs that run there hold the pods its classes
+    put on that domain's nodes, and ``runs`` is their sum. As each domain's pods split into whole
+    gangs of their own (``decode``), every gang lies in one domain."""
+    key = kind.topology_key
+    assert key is not None
+    by_domain: dict[int, dict[int, list]] = defaultdict(dict)
+    for c in classes:
+        for d, vars_ in wm.class_vars_by_domain(c.id, key).items():
+            by_domain[d][c.id] = vars_
+    per_domain = {}
+    for d in sorted(by_domain):
+        present = [c for c in classes if c.id in by_domain[d]]
+        # runs_in[k, d]: gangs of kind k whose members land in domain d.
+        here = wm.model.new_int_var(0, len(kind.gangs), f"gangs[{kind.name},{d}]")
+        totals = [cp_model.LinearExpr.sum(by_domain[d][c.id]) for c in present]
+        _encode_runs(wm, kind, totals, present, here)
+        per_domain[d] = here
+    wm.model.add(runs == cp_model.LinearExpr.sum(list(per_domain.values())))
+    wm.gang_domain_runs.append((kind, per_domain))
 
 
 def runs_in(kind: GangKind, placements) -> int:

@@ -14,8 +14,11 @@ annotation once (an empty key is refused with the object and field named).
 * ``narrow``: greedy's light touch — among a member's feasible nodes, those in the domains its
   gang already uses, widest level first, whenever there are any.
 
-Members on a node without a key's label count no domain of that key. Gangs with preferred keys
-are never merged into a kind (``permit.kinds``): each counts its own domains.
+Members on a node without a key's label count no domain of that key. Interchangeable gangs with
+the same keys share a kind (``permit.kinds``); the kind counts, per domain, the fewest of its
+gangs that its pods there must touch (``encode``), and its decoding deals each gang's pods from
+nodes in domain order, so the plan's gangs span what the model counted wherever the counts divide
+into whole gangs (``spans`` reads the plan itself, so greedy's plan wins any tie it loses).
 """
 
 from __future__ import annotations
@@ -64,10 +67,16 @@ def spans_level(wm: WindowModel, depth: int) -> Level:
 def encode(wm: WindowModel) -> None:
     """For each gang with preferred keys, each key and each domain of it its members could use:
     ``uses[g, k, d]`` is 1 whenever a member lands in domain ``d``; −Σ uses is the level of the
-    key's depth. A gang whose members can reach one domain only needs nothing."""
+    key's depth. A gang whose members can reach one domain only needs nothing. A kind of such
+    gangs: ``touch[k, key, d]``, at least the gangs its pods in domain ``d`` come from (each gang
+    brings at most its members of a class), summed into the same level."""
+    in_kind = {g.key for kind in wm.gang_kinds for g in kind.gangs}
+    for kind in wm.gang_kinds:
+        if kind.preferred_keys:
+            _encode_kind(wm, kind)
     for gang in wm.gangs.values():
         keys = keys_of(gang.group)
-        if not keys:
+        if not keys or gang.key in in_kind:
             continue
         members = topology.member_classes(wm, gang.key)
         if not members:
@@ -82,6 +91,26 @@ def encode(wm: WindowModel) -> None:
                 uses = wm.model.new_bool_var(f"uses[{gang.key},{key},{d}]")
                 wm.model.add(cp_model.LinearExpr.sum(vars_) <= bound[d] * uses)
                 level.add(uses, -1, 0, 1)
+
+
+def _encode_kind(wm: WindowModel, kind) -> None:
+    classes = [c for c in kind.classes if not isinstance(wm.placed[c.id], int)]
+    if not classes:
+        return
+    for depth, key in enumerate(kind.preferred_keys):
+        by_domain: dict[int, list[tuple]] = defaultdict(list)
+        for c in classes:
+            for d, vars_ in wm.class_vars_by_domain(c.id, key).items():
+                by_domain[d].append((c, vars_))
+        if len(by_domain) < 2:
+            continue
+        level = spans_level(wm, depth)
+        for d, entries in sorted(by_domain.items()):
+            # touch[k, key, d]: gangs of kind k with a member in domain d of key.
+            touch = wm.model.new_int_var(0, len(kind.gangs), f"touch[{kind.name},{key},{d}]")
+            for c, vars_ in entries:
+                wm.model.add(cp_model.LinearExpr.sum(vars_) <= kind.per_gang[c.id] * touch)
+            level.add(touch, -1, 0, len(kind.gangs))
 
 
 # --------------------------------------------------------------------------- plans

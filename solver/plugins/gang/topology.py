@@ -14,8 +14,8 @@ of the group land in nodes sharing one value of that label. The group's ``topolo
 * ``rejected`` and ``allocation_ratio``: the message for a gang no single domain holds, and the
   fullness greedy's domain choice prefers (upstream's TAS scores domains by allocation).
 
-Gangs with a topology key are never merged into a kind (``permit.kinds``): their domains are
-chosen one gang at a time.
+Interchangeable topology gangs with no running member share a kind (``permit.kinds``), counted
+per domain; every other topology gang gets its own domain literals here.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from models.objects import PodGroup
+
+from ..node_resources_fit import filter as node_resources_fit
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
@@ -108,10 +110,37 @@ def allocation_ratio(state: ClusterState, nodes: np.ndarray) -> float:
     them has (MostAllocated's reading of a domain; greedy prefers the fullest)."""
     if not len(nodes):
         return 0.0
-    alloc = state.alloc[nodes].sum(axis=0)
-    used = state.used[nodes].sum(axis=0)
+    return _ratio(state.alloc[nodes].sum(axis=0), state.used[nodes].sum(axis=0))
+
+
+def _ratio(alloc: np.ndarray, used: np.ndarray) -> float:
     has = alloc > 0
     return float((used[has] / alloc[has]).mean()) if has.any() else 0.0
+
+
+def room_bound(gang: Gang, state: ClusterState, key: str) -> np.ndarray:
+    """Per domain of ``key``, the most of the gang's window members its nodes' free room could
+    hold (NodeResourcesFit alone, each member counted as the smallest request of any): no
+    placement in the domain puts more there."""
+    ids = domain_ids(state, key)
+    smallest = np.min([state.vector(p) for p in gang.members], axis=0)
+    labelled = ids >= 0
+    fit = node_resources_fit.copies(smallest, state.free[labelled])
+    return np.bincount(ids[labelled], weights=fit, minlength=len(state.domains(key)[1]))
+
+
+def ratio_if_placed(gang: Gang, state: ClusterState, key: str) -> np.ndarray:
+    """Per domain of ``key``, its ``allocation_ratio`` once every window member of the gang is
+    placed on its nodes (the same whichever nodes they take)."""
+    ids = domain_ids(state, key)
+    asked = np.sum([state.vector(p) for p in gang.members], axis=0)
+    labelled = ids >= 0
+    count = len(state.domains(key)[1])
+    alloc = np.zeros((count, state.alloc.shape[1]), dtype=np.int64)
+    used = np.zeros_like(alloc)
+    np.add.at(alloc, ids[labelled], state.alloc[labelled])
+    np.add.at(used, ids[labelled], state.used[labelled])
+    return np.array([_ratio(alloc[d], used[d] + asked) for d in range(count)])
 
 
 # --------------------------------------------------------------------------- CP-SAT encoding
@@ -138,10 +167,12 @@ def encode(wm: WindowModel) -> None:
     """One domain per topology gang: a bool per domain its members could use, at most one true,
     and a member class's pods in a domain only when that domain is chosen. Candidates were
     already pruned to the domains the gang may choose (``prune``), so a pinned gang needs
-    nothing more. Choosing no domain, and so placing nothing, always stays allowed."""
+    nothing more. Choosing no domain, and so placing nothing, always stays allowed. Gangs merged
+    into a kind are counted per domain by the kind's encoding (``permit.encode``)."""
+    in_kind = {g.key for kind in wm.gang_kinds for g in kind.gangs}
     for gang in wm.gangs.values():
         key = key_of(gang.group)
-        if key is None:
+        if key is None or gang.key in in_kind:
             continue
         members = member_classes(wm, gang.key)
         if not members:

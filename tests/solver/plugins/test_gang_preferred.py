@@ -116,14 +116,30 @@ def test_spans_count_domains_per_level_and_narrow_keeps_to_used_domains() -> Non
     assert preferred.narrow((BLOCK, RACK), ctx.state, feasible, []).tolist() == feasible.tolist()
 
 
-def test_preferring_gangs_are_never_merged_into_a_kind() -> None:
+def test_interchangeable_preferring_gangs_share_a_kind_and_each_stays_in_one_rack() -> None:
     a, ga = gang("a", 2, "1")
     b, gb = gang("b", 2, "1", start=2)
     ctx = build_context(make_snapshot(blocks((2,)), [*a, *b], pod_groups=[ga, gb]), CONFIG)
-    assert permit.kinds(ctx, permit.collect(ctx)) == []
+    [kind] = permit.kinds(ctx, permit.collect(ctx))
+    assert kind.preferred_keys == (BLOCK, RACK)
     plain = [make_pod_group("ml/a", 2), make_pod_group("ml/b", 2)]
     ctx = build_context(make_snapshot(blocks((2,)), [*a, *b], pod_groups=plain), CONFIG)
-    assert len(permit.kinds(ctx, permit.collect(ctx))) == 1  # the same gangs without a preference merge
+    [kind] = permit.kinds(ctx, permit.collect(ctx))
+    assert kind.preferred_keys == ()  # the same gangs without a preference: a plain kind
+    # Four gangs of four 4-CPU members, two blocks of two racks of two 8-CPU nodes: a rack holds
+    # one gang exactly. The kind's plan puts each gang in one rack (4 blocks, 4 racks spanned).
+    pods, groups = [], []
+    for i in range(4):
+        p, g = gang(f"g{i}", 4, "4", start=4 * i)
+        pods += p
+        groups.append(g)
+    snapshot = make_snapshot(blocks((2, 2), (2, 2)), pods, pod_groups=groups)
+    ctx = build_context(snapshot, CONFIG)
+    assert len(permit.kinds(ctx, permit.collect(ctx))[0].gangs) == 4
+    plan = both(snapshot)["cpsat"]
+    assert len(plan.assignments) == 16
+    for i in range(4):
+        assert len({rack_of(n) for n in where(plan, f"ml/g{i}-")}) == 1, i
 
 
 @pytest.mark.parametrize("value", ["", f"{BLOCK},,{RACK}", f"{BLOCK}, "])

@@ -201,19 +201,44 @@ def test_nodes_without_the_label_never_host_members() -> None:
         assert set(placed(plan).values()) == {"n-r0-0"}, engine
 
 
-def test_topology_gangs_are_never_merged_into_a_kind() -> None:
+def test_interchangeable_topology_gangs_share_a_kind_counted_per_domain() -> None:
     g = Gangs().gang("a", 2, "8").gang("b", 2, "8")
     snapshot = g.snapshot(racks(2, 2))
     ctx = build_context(snapshot, CONFIG)
-    assert permit.kinds(ctx, permit.collect(ctx)) == []
+    [kind] = permit.kinds(ctx, permit.collect(ctx))
+    assert kind.topology_key == RACK and [gang.key for gang in kind.gangs] == ["ml/a", "ml/b"]
     untied = Gangs().gang("a", 2, "8", key=None).gang("b", 2, "8", key=None).snapshot(racks(2, 2))
     ctx = build_context(untied, CONFIG)
-    assert len(permit.kinds(ctx, permit.collect(ctx))) == 1  # the same gangs without topology merge
+    [kind] = permit.kinds(ctx, permit.collect(ctx))
+    assert kind.topology_key is None  # the same gangs without topology merge into a plain kind
     for engine, plan in both(snapshot).items():
         racks_of = {name: {rack_of(n) for p, n in placed(plan).items() if p.startswith(f"ml/{name}-")}
                     for name in ("a", "b")}
         assert racks_of["a"] and racks_of["b"] and racks_of["a"] != racks_of["b"], engine
         assert all(len(r) == 1 for r in racks_of.values()), engine
+
+
+def test_a_gang_with_a_running_member_keeps_its_own_domain_choice() -> None:
+    g = Gangs().gang("a", 2, "8").gang("b", 2, "8").gang("c", 1, "8", min_member=2, running_on=("n-r1-0",))
+    ctx = build_context(g.snapshot(racks(2, 2)), CONFIG)
+    [kind] = permit.kinds(ctx, permit.collect(ctx))
+    assert [gang.key for gang in kind.gangs] == ["ml/a", "ml/b"]
+
+
+def test_a_kind_of_many_topology_gangs_lands_each_gang_in_one_rack() -> None:
+    # Eight gangs of three 3-CPU members on four racks of three 8-CPU nodes: a rack holds two
+    # gangs (six members, two a node), so the joint plan runs all eight, each in one rack.
+    g = Gangs()
+    for i in range(8):
+        g.gang(f"g{i}", 3, "3")
+    snapshot = g.snapshot(racks(3, 3, 3, 3))
+    ctx = build_context(snapshot, CONFIG)
+    [kind] = permit.kinds(ctx, permit.collect(ctx))
+    assert len(kind.gangs) == 8
+    plan = both(snapshot)["cpsat"]
+    per_gang = {f"g{i}": {rack_of(n) for p, n in placed(plan).items() if p.startswith(f"ml/g{i}-")} for i in range(8)}
+    assert all(len(r) == 1 for r in per_gang.values()), per_gang
+    assert len(plan.assignments) == 24
 
 
 def test_allocation_ratio_and_candidate_domains() -> None:
