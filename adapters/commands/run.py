@@ -93,7 +93,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quick-window", type=non_negative_int, default=options.DEFAULT_QUICK_WINDOW, metavar="N",
                         help="windows of at most N pods that need no joint decision are decided by scheduleOne "
                         f"whatever the engine, as under light load kube-scheduler would (default "
-                        f"{options.DEFAULT_QUICK_WINDOW}; 0: never)")
+                        f"{options.DEFAULT_QUICK_WINDOW}; 0: never, and every window goes to the engine)")
+    parser.add_argument("--greedy-whole-windows", action=argparse.BooleanOptionalAction, default=True,
+                        help="a larger window of pods that need no joint decision is decided by scheduleOne first, "
+                        "and bound as it decided when it places every pod without preempting: no model places more "
+                        "(default: on; off with --quick-window 0 too)")
     parser.add_argument("--metrics-addr", type=address, metavar="HOST:PORT",
                         help=f"serve /healthz, /readyz and /metrics here (default {DEFAULT_METRICS_ADDR}; "
                         "with --simulate, not served unless given)")
@@ -145,7 +149,7 @@ def _live_options(args: argparse.Namespace, config: Any) -> Any:
         metrics_addr = parse_addr(DEFAULT_METRICS_ADDR)
     return LiveOptions(engine=args.engine, window_size=window_size(args.window_size, config),
                        window_wait=args.window_wait / 1000.0, adaptive_window=args.adaptive_window,
-                       quick_window=args.quick_window,
+                       quick_window=args.quick_window, greedy_whole=args.greedy_whole_windows,
                        dry_run=args.dry_run, leader_elect=args.leader_elect and not args.dry_run, lease=lease,
                        metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency,
                        stall_timeout=args.stall_timeout)

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from models import Pod
+from models import Pod, pod_group_key
 
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
 from .clock import Clock
@@ -553,6 +553,9 @@ class Binder:
         self.metrics.preemption_victims.inc()
         log.info("evicted %s from %s for %s", victim.key, victim.node, victim.preemptor)
         self.reporter.preempted(victim.pod, victim.preemptor, victim.node)
+        gang = pod_group_key(victim.pod)
+        if gang:
+            self.reporter.pod_group_disrupted(gang, victim.key, victim.preemptor, victim.node)
         self.on_evicted(victim)
         return None
 

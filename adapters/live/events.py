@@ -9,7 +9,8 @@ same as with the default scheduler.
 A gang of a ``scheduling.k8s.io/v1alpha2`` PodGroup also gets that group's
 ``PodGroupScheduled`` condition, as kube-scheduler 1.36 writes it: ``True`` once the gang is
 bound, ``False`` with reason ``Unschedulable`` and the window's message when no placement of it
-fits. Other gang shapes have no such condition. It is merge-patched through the status
+fits; and ``DisruptionTarget`` (``True``, reason ``PreemptionByScheduler``) once the scheduler
+evicts one of its running members for a preemptor. Other gang shapes have no such conditions. It is merge-patched through the status
 subresource with the group's other conditions kept as the watch last showed them (a merge
 patch replaces the list), and written only when it differs from what the watch shows.
 
@@ -39,7 +40,7 @@ from models import Pod
 
 from .clock import Clock
 from .errors import KubeError
-from .kube import PODGROUP_SCHEDULED, KubeApi, now_micro
+from .kube import PODGROUP_DISRUPTION_TARGET, PODGROUP_SCHEDULED, KubeApi, now_micro
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"
 # PodGroupScheduled=True: its reason and message (one message, so a gang bound in several
 # windows is not written again for each).
 GROUP_SCHEDULED, GROUP_SCHEDULED_MESSAGE = "Scheduled", "the pod group's gang is bound"
+# DisruptionTarget=True on a v1alpha2 PodGroup whose member the scheduler evicted: its reason.
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 def scheduled_message(pod_key: str, node: str) -> str:
@@ -98,7 +101,11 @@ class Reporter:
         self.group_conditions = group_conditions
         # gang key -> (PodGroup UID, status, reason, message) last queued: not queued again while
         # the watch has not shown it yet (a gang retried meanwhile would write it twice)
-        self._group_written: dict[str, tuple[str, str, str, str]] = {}
+        # Per (gang, condition type): the (uid, status, reason, message) last queued, and per
+        # gang the conditions queued (the watch may not show one yet when the next is written,
+        # and a merge patch replaces the whole list).
+        self._group_written: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+        self._group_sent: dict[str, dict[str, dict[str, Any]]] = {}
         self._queue: "queue.Queue[Optional[_Write]]" = queue.Queue(MAX_PENDING_WRITES)
         self._ids = itertools.count()
         self._reported: dict[str, str] = {}  # pod key -> last message written to its condition
@@ -162,29 +169,45 @@ class Reporter:
                             reason: str = GROUP_SCHEDULED) -> None:
         """The `PodGroupScheduled` condition of gang `gang`'s v1alpha2 PodGroup (nothing for a gang
         of another shape), unless the watch already shows it so."""
+        self._group_condition(gang, PODGROUP_SCHEDULED, "True" if scheduled else "False", reason, message)
+
+    def pod_group_disrupted(self, gang: str, victim: str, preemptor: str, node: str) -> None:
+        """The `DisruptionTarget` condition (reason `PreemptionByScheduler`) of gang `gang`'s
+        v1alpha2 PodGroup: a member of it was evicted to make room for a preemptor."""
+        self._group_condition(gang, PODGROUP_DISRUPTION_TARGET, "True", PREEMPTION_BY_SCHEDULER,
+                              f"member {victim} preempted by pod {preemptor} on node {node}")
+
+    def _group_condition(self, gang: str, ctype: str, status: str, reason: str, message: str) -> None:
         found = self.group_conditions(gang)
         if found is None:
             return
         uid, conditions = found
-        status = "True" if scheduled else "False"
-        current = next((c for c in conditions if c.get("type") == PODGROUP_SCHEDULED), None)
+        current = next((c for c in conditions if c.get("type") == ctype), None)
         if current is not None and (current.get("status"), current.get("reason"), current.get("message")) \
                 == (status, reason, message):
             return
         with self._lock:
-            if self._group_written.get(gang) == (uid, status, reason, message):
+            if self._group_written.get((gang, ctype)) == (uid, status, reason, message):
                 return
             if len(self._group_written) >= MAX_PENDING_WRITES:  # groups come and go: never let it grow
                 self._group_written.clear()
-            self._group_written[gang] = (uid, status, reason, message)
-        stamp = now_micro()[:19] + "Z"
-        if current is not None and current.get("status") == status and current.get("lastTransitionTime"):
-            stamp = current["lastTransitionTime"]  # the status stays: only reason or message change
-        condition = {"type": PODGROUP_SCHEDULED, "status": status, "reason": reason, "message": message,
-                     "lastTransitionTime": stamp}
-        others = [c for c in conditions if c.get("type") != PODGROUP_SCHEDULED]
+                self._group_sent.clear()
+            self._group_written[gang, ctype] = (uid, status, reason, message)
+            stamp = now_micro()[:19] + "Z"
+            if current is not None and current.get("status") == status and current.get("lastTransitionTime"):
+                stamp = current["lastTransitionTime"]  # the status stays: only reason or message change
+            condition = {"type": ctype, "status": status, "reason": reason, "message": message,
+                         "lastTransitionTime": stamp}
+            sent = self._group_sent.setdefault(gang, {})
+            if sent and next(iter(sent.values())).get("uid") != uid:
+                sent.clear()  # a new PodGroup of the same name
+            # The other conditions as the watch shows them, or as queued since when newer.
+            merged = {c.get("type"): c for c in conditions}
+            merged.update({t: {k: v for k, v in c.items() if k != "uid"} for t, c in sent.items()})
+            others = [c for t, c in merged.items() if t != ctype]
+            sent[ctype] = {**condition, "uid": uid}
         namespace, name = gang.split("/", 1)
-        self._put(_Write(f"{PODGROUP_SCHEDULED} condition of podgroup {gang}", namespace, name,
+        self._put(_Write(f"{ctype} condition of podgroup {gang}", namespace, name,
                          group_status={"conditions": [*others, condition]}))
 
     def forget(self, pod_key: str) -> None:
@@ -269,7 +292,8 @@ class Reporter:
                 log.debug("not recorded: %s", exc.message)
                 if write.group_status is not None:
                     with self._lock:  # not written: the next verdict on the gang may write it again
-                        self._group_written.pop(f"{write.namespace}/{write.name}", None)
+                        ctype = write.group_status["conditions"][-1]["type"]
+                        self._group_written.pop((f"{write.namespace}/{write.name}", ctype), None)
             except Exception:  # noqa: BLE001 - a reporting bug must not kill the writer
                 self.metrics.events_dropped.inc()
                 log.exception("writing %s failed", write.what)

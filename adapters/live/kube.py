@@ -90,6 +90,8 @@ GANG_RESOURCES: tuple[Resource, ...] = (PODGROUPS, CORE_PODGROUPS, WORKLOADS, VO
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES)
 # The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup).
 PODGROUP_SCHEDULED = "PodGroupScheduled"
+# ... and DisruptionTarget: the scheduler evicted a member of the group (to preempt).
+PODGROUP_DISRUPTION_TARGET = "DisruptionTarget"
 
 # client method -> every (API group, resource, verb) it is called for, as RBAC names it.
 # `list_*` methods are also called with watch=True, which the API server authorises as the

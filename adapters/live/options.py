@@ -32,6 +32,10 @@ DEFAULT_WINDOW_WAIT_MS = 200
 # time limit) of latency for little gain; a backlog (a burst, a stall) makes windows larger than
 # this, and those are decided jointly. 0: every window goes to the configured engine.
 DEFAULT_QUICK_WINDOW = 100
+# Larger windows of pods that need no joint decision are first decided by scheduleOne too
+# (`LiveOptions.greedy_whole`): when it places every pod without preempting, no model can place
+# more, and its plan (kube-scheduler's own per-pod choice) is bound as it is; the model decides
+# only windows where scheduleOne leaves pods out. Off with the quick window (0) or on its own.
 # Concurrent binds: binding is one small POST per pod; sixteen keep an API server busy
 # without flooding it (kube-scheduler binds each pod on its own goroutine, unbounded).
 DEFAULT_BIND_CONCURRENCY = 16
@@ -61,6 +65,7 @@ class LiveOptions:
     window_wait: float = DEFAULT_WINDOW_WAIT_MS / 1000.0  # seconds
     adaptive_window: bool = True  # wait only when a pod needs a joint decision (queue.needs_joint_decision)
     quick_window: int = DEFAULT_QUICK_WINDOW  # pods; see DEFAULT_QUICK_WINDOW
+    greedy_whole: bool = True  # see DEFAULT_QUICK_WINDOW; needs quick_window > 0
     dry_run: bool = False
     leader_elect: bool = True
     lease: LeaseSettings = field(default_factory=LeaseSettings)

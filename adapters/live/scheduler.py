@@ -11,7 +11,9 @@
    if the solver fails outright, the window is decided greedily. A *quick* window — few pods
    (`quick_window`), none needing a joint decision: the light-load case — is decided by
    `scheduleOne` whatever the engine, as kube-scheduler would decide each of its pods: a model
-   costs a second where the pods gain little from it; a backlog still makes large joint windows.
+   costs a second where the pods gain little from it. A larger window of such pods (a backlog)
+   is decided by `scheduleOne` first as well, and its plan kept when it places every pod without
+   preempting (`greedy_whole`): no model places more. The model decides the rest.
 4. **check** — `solver.validate` replays the plan; a plan it rejects is never acted on (the
    greedy plan is tried instead, and if that fails too the pods back off). A plan the solver
    took from CP-SAT was already replayed by `solver.schedule` against this very snapshot, and
@@ -329,9 +331,16 @@ class Scheduler:
 
     def decide(self, snapshot: ClusterSnapshot, window: list[QueuedPod]) -> Optional[Plan]:
         keys = [qp.key for qp in window]
-        engine = "greedy" if self.is_quick(window) else self.options.engine
+        joint = any(needs_joint_decision(qp.pod) for qp in window)
+        engine = "greedy" if self.is_quick(window, joint) else self.options.engine
         start = self.clock.now()
         self._failure = "scheduler error: the window could not be decided (see the scheduler's log)"
+        if engine != "greedy" and not joint and self.options.greedy_whole and self.options.quick_window > 0:
+            whole = self._greedy_whole(snapshot, keys)
+            if whole is not None:
+                self.metrics.solver_latency.labels(engine="greedy").observe(self.clock.now() - start)
+                self.metrics.solver_status.labels(status=whole.stats.status).inc()
+                return whole
         try:
             plan = solver.schedule(snapshot, self.config, engine=engine, window_keys=keys)
         except InputError as exc:  # the window breaks a configured limit: not worth a retry now
@@ -356,10 +365,28 @@ class Scheduler:
             self.metrics.fallbacks.inc()
         return plan
 
-    def is_quick(self, window: list[QueuedPod]) -> bool:
+    def is_quick(self, window: list[QueuedPod], joint: Optional[bool] = None) -> bool:
         """A light-load window that scheduleOne decides as well as a model would: at most
-        `quick_window` pods (a backlog makes larger windows), none needing a joint decision."""
-        return len(window) <= self.options.quick_window and not any(needs_joint_decision(qp.pod) for qp in window)
+        `quick_window` pods (a backlog makes larger windows), none needing a joint decision
+        (``joint``: whether one does, when already known)."""
+        if joint is None:
+            joint = any(needs_joint_decision(qp.pod) for qp in window)
+        return len(window) <= self.options.quick_window and not joint
+
+    def _greedy_whole(self, snapshot: ClusterSnapshot, keys: list[str]) -> Optional[Plan]:
+        """scheduleOne's plan for a window of independent pods if it places every one of them
+        without preempting (no plan places more; the model would only re-rank nodes), else None."""
+        try:
+            plan = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
+        except InputError:
+            return None  # the engine's call below meets the same error and reports it
+        except Exception:  # noqa: BLE001 - the model decides instead
+            log.exception("greedy scheduling of a window of %d pods failed; the model decides it", len(keys))
+            return None
+        if plan.unschedulable or plan.preemptions or plan.gated or len(plan.assignments) < len(keys):
+            return None
+        reason = "scheduleOne placed every pod of a window that needs no joint decision"
+        return plan.model_copy(update={"stats": plan.stats.model_copy(update={"plan_reason": reason})})
 
     def check(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> Optional[Plan]:
         """The plan if the validator accepts it (or the greedy one if that passes instead)."""

@@ -191,3 +191,29 @@ def test_each_replica_key_of_a_workload_is_a_gang_of_its_own(make_cluster: Calla
     assert cluster.node_of("r1-0") is None  # replica 1 has one of its two members
     cluster.create(member("r1-1", "1"))
     assert wait_for(lambda: all_bound(cluster, ["r1-0", "r1-1"]))
+
+
+def test_a_core_podgroup_whose_member_is_preempted_is_marked_a_disruption_target(
+        make_cluster: Callable[..., Cluster]) -> None:
+    from tests.adapters.live_harness import priority_class
+
+    group = core_pod_group("batch", 1)
+    group["status"] = {"conditions": [{"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled",
+                                       "message": "bound earlier", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    cluster = make_cluster([node("n1", cpu="2"), priority_class("low", 10), priority_class("high", 1000), group,
+                            *[pod(f"batch-{i}", cpu="1", priority_class="low", node_name="n1", running=True,
+                                  scheduling_group="batch") for i in range(2)]])
+    cluster.scheduler(fast_config(), fast_options(engine="cpsat"))
+    cluster.create(pod("urgent", cpu="2", priority_class="high"))
+    assert wait_for(lambda: cluster.node_of("urgent") == "n1")
+
+    def conditions() -> dict[str, dict[str, Any]]:
+        found = cluster.server.store.get(CORE_PODGROUPS.key, NS, "batch") or {}
+        return {c["type"]: c for c in (found.get("status") or {}).get("conditions") or []}
+
+    assert wait_for(lambda: "DisruptionTarget" in conditions())
+    target = conditions()["DisruptionTarget"]
+    assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+    assert "preempted by pod default/urgent on node n1" in target["message"]
+    assert conditions()["PodGroupScheduled"]["message"] == "bound earlier"  # kept beside it
+    assert cluster.violations() == []

@@ -356,3 +356,34 @@ def test_light_load_windows_are_quick_and_coupled_ones_go_to_the_engine(make_clu
     assert wait_for(lambda: cluster.node_of("job-0") and cluster.node_of("job-1"))
     assert sched.metrics.solver_latency.labels(engine="cpsat")._sum.get() > 0
     assert cluster.violations() == []
+
+
+def _backlog(make_cluster: Callable[..., Cluster], extra: list[dict[str, Any]], **options: Any) -> Any:
+    """Six independent pods (and ``extra``) waiting before the scheduler starts: one window of
+    more than the quick window's two pods."""
+    cluster = make_cluster()
+    cluster.create(*[pod(f"web-{i}", cpu="500m") for i in range(6)], *extra)
+    sched = cluster.scheduler(fast_config(), fast_options(engine="cpsat", quick_window=2, **options))
+    assert wait_for(lambda: all(cluster.node_of(f"web-{i}") for i in range(6)))
+    assert cluster.violations() == []
+    return sched
+
+
+def status_count(sched: Any, status: str) -> float:
+    return sched.metrics.solver_status.labels(status=status)._value.get()
+
+
+def test_a_backlog_window_scheduleone_places_whole_is_bound_as_it_decided(make_cluster: Callable[..., Cluster]) -> None:
+    sched = _backlog(make_cluster, [])
+    assert status_count(sched, "GREEDY") >= 1 and status_count(sched, "OPTIMAL") == 0
+
+
+def test_a_backlog_window_scheduleone_leaves_pods_out_of_goes_to_the_model(make_cluster: Callable[..., Cluster]) -> None:
+    sched = _backlog(make_cluster, [pod("huge", cpu="64")])
+    assert wait_for(lambda: sched.queue.where(f"{NS}/huge") == "unschedulable")
+    assert status_count(sched, "OPTIMAL") >= 1
+
+
+def test_without_greedy_whole_windows_every_large_window_goes_to_the_model(make_cluster: Callable[..., Cluster]) -> None:
+    sched = _backlog(make_cluster, [], greedy_whole=False)
+    assert status_count(sched, "OPTIMAL") >= 1 and status_count(sched, "GREEDY") == 0
