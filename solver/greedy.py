@@ -220,7 +220,9 @@ def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilt
     most the members its free room could hold (``gang_topology.room_bound``), and one that places
     every member ends exactly as full as its room says beforehand. Trying domains by that bound,
     then by that fullness, the first trial placing every member is the answer, and a domain whose
-    bound is below the best trial so far cannot be."""
+    bound is below the best trial so far cannot be. When no domain's bound reaches what the gang
+    needs, no trial can place it whole (it fails, or preempts in the domain chosen): the domain
+    with the largest bound, then the fullest, is taken without trials."""
     key = gang_topology.key_of(gang.group)
     assert key is not None
     ids = gang_topology.domain_ids(state, key)
@@ -234,8 +236,15 @@ def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilt
     bound = gang_topology.room_bound(gang, state, key)
     full = gang_topology.ratio_if_placed(gang, state, key)
     order = sorted(domains, key=lambda d: (-min(members, int(bound[d])), -full[d], d))
+    if bound[order[0]] < max(gang.need, 1):
+        # No domain's room holds the members the gang needs: no trial places it whole, and only
+        # preemption in the chosen domain could. Take the roomiest (then fullest) without trials.
+        return ids == order[0]
     best: Optional[tuple[int, float, int]] = None
-    trial = state.copy()  # one copy, each domain's trial taken back out
+    # The trials run on the state itself, each taken back out at once: it ends as it was (a
+    # copy per gang cost more than all the trials at 1,000 nodes), less the removal count,
+    # which is put back (no pod of it left the state).
+    trial, removals = state, state.removals
     for d in order:
         if best is not None and (best[0] == members or min(members, int(bound[d])) < best[0]):
             break
@@ -253,6 +262,7 @@ def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilt
             trial.remove(pod)
         if best is None or rank > best:
             best, chosen = rank, ids == d
+    state.removals = removals
     return chosen
 
 

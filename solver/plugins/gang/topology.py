@@ -136,11 +136,13 @@ def ratio_if_placed(gang: Gang, state: ClusterState, key: str) -> np.ndarray:
     asked = np.sum([state.vector(p) for p in gang.members], axis=0)
     labelled = ids >= 0
     count = len(state.domains(key)[1])
-    alloc = np.zeros((count, state.alloc.shape[1]), dtype=np.int64)
-    used = np.zeros_like(alloc)
-    np.add.at(alloc, ids[labelled], state.alloc[labelled])
-    np.add.at(used, ids[labelled], state.used[labelled])
-    return np.array([_ratio(alloc[d], used[d] + asked) for d in range(count)])
+    alloc, used = (np.stack([np.bincount(ids[labelled], weights=m[labelled, r], minlength=count)
+                             for r in range(m.shape[1])], axis=1) for m in (state.alloc, state.used))
+    used = used + asked
+    has = alloc > 0
+    ratio = np.divide(used, alloc, out=np.zeros_like(used), where=has)
+    # Mean over the resources some node of the domain has (``allocation_ratio``'s reading).
+    return np.where(has.any(axis=1), ratio.sum(axis=1) / np.maximum(has.sum(axis=1), 1), 0.0)
 
 
 # --------------------------------------------------------------------------- CP-SAT encoding
