@@ -8,6 +8,7 @@ split into the ones that hold node capacity and the ones waiting for a node.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Optional
 from functools import cached_property
 
 from pydantic import BaseModel, ConfigDict
@@ -49,12 +50,18 @@ class ClusterSnapshot(BaseModel):
         namespaces: Iterable[Namespace] = (),
         pvs: Iterable[PersistentVolume] = (),
         pvcs: Iterable[PersistentVolumeClaim] = (),
+        pod_keys: Optional[list[str]] = None,
     ) -> "ClusterSnapshot":
-        """Check names, resolve every pod's priority and preemption policy, freeze."""
+        """Check names, resolve every pod's priority and preemption policy, freeze.
+
+        ``pod_keys``: the pods' keys, in order, when the caller holds them already (the live
+        cache keeps its pods by key): they index the snapshot's pods without asking each pod."""
         nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
         priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
         _no_duplicates("nodes", [n.metadata.name for n in nodes])
-        _no_duplicates("pods", [p.key for p in pods])
+        if pod_keys is None or len(pod_keys) != len(pods):
+            pod_keys = [p.key for p in pods]
+        _no_duplicates("pods", pod_keys)
         _no_duplicates("poddisruptionbudgets", [p.key for p in pdbs])
         _no_duplicates("priorityclasses", [c.metadata.name for c in priority_classes])
         _no_duplicates("podgroups", [g.key for g in pod_groups])
@@ -75,7 +82,8 @@ class ClusterSnapshot(BaseModel):
                 spec = pod.spec.model_copy(update={"priority": priority, "preemption_policy": policy})
                 pod = pod.model_copy(update={"spec": spec})
             resolved.append(pod)
-        return cls(
+        # Every field is already of its type: no validation pass over tens of thousands of pods.
+        snapshot = cls.model_construct(
             nodes=tuple(nodes),
             pods=tuple(resolved),
             pdbs=tuple(pdbs),
@@ -85,6 +93,9 @@ class ClusterSnapshot(BaseModel):
             pvs=tuple(pvs),
             pvcs=tuple(pvcs),
         )
+        # Filled in as ``pod_position`` would be (a cached property: stored on first use).
+        snapshot.__dict__["pod_position"] = {key: i for i, key in enumerate(pod_keys)}
+        return snapshot
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -93,8 +104,14 @@ class ClusterSnapshot(BaseModel):
         return {n.metadata.name: n for n in self.nodes}
 
     @cached_property
+    def pod_position(self) -> dict[str, int]:
+        """Each pod's index in ``pods``, by key."""
+        return {p.key: i for i, p in enumerate(self.pods)}
+
+    @cached_property
     def pod_by_key(self) -> dict[str, Pod]:
-        return {p.key: p for p in self.pods}
+        pods = self.pods
+        return {key: pods[i] for key, i in self.pod_position.items()}
 
     @cached_property
     def pv_by_name(self) -> dict[str, PersistentVolume]:
@@ -130,15 +147,26 @@ class ClusterSnapshot(BaseModel):
     def pending_pods(self, scheduler_name: str = DEFAULT_SCHEDULER_NAME, *, all_pending: bool = False) -> list[Pod]:
         """Pods this scheduler should place: no node, not terminating, not terminal, not held by
         scheduling gates (kube-scheduler's PreEnqueue keeps those out of the queue), ours."""
-        return [
-            p
-            for p in self.pods
-            if not p.spec.node_name
-            and not p.is_terminating
-            and not p.is_terminal
-            and not p.spec.scheduling_gates
-            and (all_pending or p.spec.scheduler_name == scheduler_name)
-        ]
+        return [p for p in self.pods if is_pending(p, scheduler_name, all_pending)]
+
+    def pending_among(self, keys: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER_NAME, *,
+                      all_pending: bool = False) -> list[Pod]:
+        """``pending_pods`` restricted to ``keys``, in the snapshot's order, without a pass over
+        every pod (keys not in the snapshot are left out)."""
+        position, pods = self.pod_position, self.pods
+        found = sorted({i for key in keys if (i := position.get(key)) is not None})
+        return [pods[i] for i in found if is_pending(pods[i], scheduler_name, all_pending)]
+
+
+def is_pending(p: Pod, scheduler_name: str, all_pending: bool) -> bool:
+    """Whether this scheduler should place ``p`` (``ClusterSnapshot.pending_pods``)."""
+    return (
+        not p.spec.node_name
+        and not p.is_terminating
+        and not p.is_terminal
+        and not p.spec.scheduling_gates
+        and (all_pending or p.spec.scheduler_name == scheduler_name)
+    )
 
 
 # Volcano's pods name their PodGroup in this annotation.

@@ -152,11 +152,18 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
 
 
 def _gated(ctx) -> tuple[Gated, ...]:
-    """Our pending pods that scheduling gates hold out of the window, so none goes unmentioned."""
+    """Our pending pods that scheduling gates hold out of the window, so none goes unmentioned
+    (of the pods the decision was restricted to, when it was: the live scheduler's queue)."""
     name = ctx.config.scheduler_name
+    snapshot = ctx.snapshot
+    if ctx.window_keys is None:
+        pods = snapshot.pods
+    else:
+        position = snapshot.pod_position
+        pods = tuple(snapshot.pods[i] for i in sorted(position[k] for k in ctx.window_keys if k in position))
     return tuple(
         Gated(pod=p.key, gates=tuple(g.name for g in p.spec.scheduling_gates))
-        for p in ctx.snapshot.pods
+        for p in pods
         if p.spec.scheduling_gates and not p.spec.node_name and not p.is_terminal and not p.is_terminating
         and (p.spec.scheduler_name == name or _all_pending(ctx))
     )

@@ -50,6 +50,8 @@ class SchedulingContext:
     pod_groups: dict[str, PodGroup]
     image_nodes: dict[str, tuple[int, int]] = field(default_factory=dict)  # image -> (size, numNodes)
     notes: list[str] = field(default_factory=list)
+    # The pods the decision was restricted to (``build_context``'s ``window_keys``), None: all.
+    window_keys: Optional[frozenset[str]] = None
 
     @property
     def num_nodes(self) -> int:
@@ -91,11 +93,9 @@ def window_pods(
 ) -> list[Pod]:
     """The pending pods one decision places: ours (or all with ``all_pending``), and only
     those named in ``window_keys`` when it is given."""
-    pending = snapshot.pending_pods(config.scheduler_name, all_pending=all_pending)
     if window_keys is None:
-        return pending
-    wanted = set(window_keys)
-    return [p for p in pending if p.key in wanted]
+        return snapshot.pending_pods(config.scheduler_name, all_pending=all_pending)
+    return snapshot.pending_among(window_keys, config.scheduler_name, all_pending=all_pending)
 
 
 # PodInfos of bound pods from the last context built, by pod object: a caller that builds
@@ -300,4 +300,5 @@ def build_context(
         pod_groups=dict(snapshot.pod_group_by_key),
         image_nodes={k: (v[0], v[1]) for k, v in image_nodes.items()},
         notes=notes,
+        window_keys=frozenset(window_keys) if window_keys is not None else None,
     )

@@ -108,6 +108,11 @@ class ClusterState:
         # How many pods of each priority the state holds: preemption asks "is any pod below
         # this priority at all?" before looking node by node.
         self.priorities: Counter[int] = Counter()
+        # Copy on write: a copy shares the per-node pod dicts and port counters, and the
+        # per-group node counters, with the state it was copied from; each side copies one
+        # before its first change to it (``_own``, ``_own_group``). None: every one is its own.
+        self._owned: Optional[set[int]] = None
+        self._owned_groups: Optional[set[tuple]] = None
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -133,6 +138,7 @@ class ClusterState:
         if pod.key in self.where:
             raise ValueError(f"pod {pod.key} is already on node {self.nodes[self.where[pod.key]].name}")
         self.where[pod.key] = node
+        self._own(node)
         self.pods_on[node][pod.key] = pod
         vec = self.vector(pod)
         self.used[node] += vec
@@ -147,6 +153,7 @@ class ClusterState:
     def remove(self, pod: PodInfo) -> int:
         node = self.where.pop(pod.key)
         self.removals += 1
+        self._own(node)
         del self.pods_on[node][pod.key]
         vec = self.vector(pod)
         self.used[node] -= vec
@@ -162,11 +169,24 @@ class ClusterState:
         self.touched.append(node)
         return node
 
+    def _own(self, node: int) -> None:
+        """Make the node's pod dict and port counter this state's own before changing them."""
+        owned = self._owned
+        if owned is not None and node not in owned:
+            self.pods_on[node] = dict(self.pods_on[node])
+            self.ports_on[node] = Counter(self.ports_on[node])
+            owned.add(node)
+
     def _count(self, pod: PodInfo, node: int, delta: int) -> None:
         key = (pod.match_key, pod.terminating)
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = (pod, Counter())
+            if self._owned_groups is not None:
+                self._owned_groups.add(key)
+        elif self._owned_groups is not None and key not in self._owned_groups:
+            group = self._groups[key] = (group[0], Counter(group[1]))
+            self._owned_groups.add(key)
         per_node = group[1]
         per_node[node] += delta
         if not per_node[node]:
@@ -263,13 +283,16 @@ class ClusterState:
         other.used = self.used.copy()
         other.free = self.free.copy()
         other.nonzero = self.nonzero.copy()
-        other.pods_on = [dict(p) for p in self.pods_on]
-        other.ports_on = [Counter(p) for p in self.ports_on]
+        # Shared until written, on both sides (``_own``).
+        other.pods_on = list(self.pods_on)
+        other.ports_on = list(self.ports_on)
+        self._owned, other._owned = set(), set()
         other.where = dict(self.where)
         other._counters = {m: c.copy() for m, c in self._counters.items()}
         other._matching = {}  # holds this state's arrays
         other._match_cache = self._match_cache
-        other._groups = {key: (pod, Counter(per_node)) for key, (pod, per_node) in self._groups.items()}
+        other._groups = dict(self._groups)
+        self._owned_groups, other._owned_groups = set(), set()
         other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
         other.affinity_pods = dict(self.affinity_pods)
         other._domains = self._domains

@@ -327,6 +327,7 @@ class ClusterCache:
         wanted = set(window)
         with self.lock:
             pods: list[Pod] = []
+            keys: list[str] = []
             for key, pod in self._objects[PODS].items():
                 assumption = self._assumed.get(key)
                 if assumption is not None:
@@ -335,6 +336,9 @@ class ClusterCache:
                     pods.append(self._evicting.get(key) or pod)  # type: ignore[arg-type]
                 elif key in wanted:
                     pods.append(pod)  # type: ignore[arg-type]
+                else:
+                    continue
+                keys.append(key)
             nodes = list(self._objects[NODES].values())
             pdbs = list(self._objects[PDBS].values())
             classes = list(self._objects[PRIORITY_CLASSES].values())
@@ -343,12 +347,12 @@ class ClusterCache:
         # Pods resolved before are passed resolved: `build` then finds nothing to change in them
         # and keeps them as they are (the same objects as in the last snapshot).
         sources = pods
-        pods = [hit[1] if (hit := memo.get(p.key)) is not None and hit[0] is p else p for p in sources]
+        pods = [hit[1] if (hit := memo.get(key)) is not None and hit[0] is p else p for key, p in zip(keys, sources)]
         snapshot = ClusterSnapshot.build(nodes=nodes, pods=pods, pdbs=pdbs, priority_classes=classes,  # type: ignore[arg-type]
-                                         pod_groups=groups)  # type: ignore[arg-type]
+                                         pod_groups=groups, pod_keys=keys)  # type: ignore[arg-type]
         with self.lock:
             if self._resolved is memo:  # no priority class changed meanwhile
-                self._resolved = {out.key: (src, out) for src, out in zip(sources, snapshot.pods)}
+                self._resolved = {key: (src, out) for key, src, out in zip(keys, sources, snapshot.pods)}
         return snapshot
 
     # --- assumptions ---------------------------------------------------------------------------
