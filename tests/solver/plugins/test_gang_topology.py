@@ -334,3 +334,49 @@ def test_repack_keeps_a_topology_gang_in_the_rack_it_shares(web_kind, freed) -> 
     assert all(rack_of(moved.get(p, "n-r0-x")) == "r0" for p in ("ml/g-0", "ml/g-1"))
     assert result.freed_nodes == freed
     replay_ok(snapshot, result)
+
+
+# -- (e) a kind counted per domain decides as the gangs modelled one by one -------------------------
+
+
+def kinds_window(rng: random.Random) -> ClusterSnapshot:
+    """Racks of small nodes and a few gang shapes, each repeated (so gangs merge into kinds), each
+    shape with a required rack, a preferred rack, or neither; a plain pod or two beside them."""
+    nodes = racks(*[rng.randint(1, 3) for _ in range(rng.randint(2, 4))], cpu=str(rng.choice([4, 8])))
+    pods, groups = [], []
+    at = 0
+    for s in range(rng.randint(1, 3)):
+        members, cpu = rng.randint(1, 3), rng.choice(["1", "2", "3"])
+        need = rng.randint(1, members)
+        how = rng.choice(["rack", "rack", "preferred", None])
+        for r in range(rng.randint(2, 4)):
+            name = f"s{s}r{r}"
+            groups.append(make_pod_group(f"ml/{name}", need, topology_key=RACK if how == "rack" else None,
+                                         preferred=RACK if how == "preferred" else None))
+            for i in range(members):
+                pods.append(make_pod(f"ml/{name}-{i}", cpu=cpu, group=name, created=T0 + timedelta(seconds=at)))
+                at += 1
+    for i in range(rng.randint(0, 2)):
+        pods.append(make_pod(f"ml/plain-{i}", cpu=rng.choice(["1", "2"]), created=T0 + timedelta(seconds=at + i)))
+    return make_snapshot(nodes, pods, pod_groups=groups)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_a_kind_places_as_many_pods_as_its_gangs_one_by_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = kinds_window(random.Random(seed))
+    config = CONFIG.with_overrides(seed=1, workers=1)
+    merged = schedule(snapshot, config, engine="cpsat")
+    assert validate(snapshot, merged, config) == []
+    ctx = build_context(snapshot, config)
+    assert permit.kinds(ctx, permit.collect(ctx))  # the window does have kinds
+    with monkeypatch.context() as m:
+        m.setattr(permit, "kinds", lambda ctx, gangs: [])
+        apart = schedule(snapshot, config, engine="cpsat")
+    assert validate(snapshot, apart, config) == []
+    if merged.stats.status == apart.stats.status == "OPTIMAL":
+        assert len(merged.assignments) == len(apart.assignments)
+    for plan in (merged, apart):
+        for group in {a.pod.rsplit("-", 1)[0] for a in plan.assignments if not a.pod.startswith("ml/plain")}:
+            pg = next(g for g in snapshot.pod_groups if g.key == group)
+            if pg.spec.topology_key is not None:
+                assert len({rack_of(a.node) for a in plan.assignments if a.pod.rsplit("-", 1)[0] == group}) == 1
