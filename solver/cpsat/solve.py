@@ -507,9 +507,11 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
         run = runner[0]
         hints = [best_hint(wm, run.result, ctx, weights, budget) for wm in models]
     else:
-        hints = [best_hint(wm, None, ctx, weights, budget) for wm in models]
-        run = _GreedyRun(ctx, static)  # the state copy is taken before the solve registers nothing
+        # Greedy starts now, beside the hints: completing a hint and the solve run in CP-SAT,
+        # outside the interpreter, and greedy's plan is waited for at the end anyway.
+        run = _GreedyRun(ctx, static)
         runner.append(run)
+        hints = [best_hint(wm, None, ctx, weights, budget) for wm in models]
     hint = ", ".join(f"{n} {name}" for name, n in Counter(hints).items())
     completed = sum("completed" in h for h in hints)
     log.debug(
