@@ -187,7 +187,24 @@ def windows(draw: Any, *, max_nodes: int = 6, max_running: int = 6, max_template
             )
             created += 1
 
-    pod_groups = []
+    # Sometimes a family of interchangeable gangs (same members, need and constraint, a group each):
+    # the solver merges them into one gang kind, counted per zone when they require one zone.
+    family: list = []
+    if draw(st.integers(0, 3)) == 0:
+        members, count = draw(st.integers(1, 2)), draw(st.integers(2, 3))
+        how = draw(st.sampled_from(("zone", "zone", "preferred", None)))
+        app, priority = draw(st.sampled_from(APPS)), draw(st.sampled_from(PRIORITIES))
+        requests = _requests(draw, pending=True)
+        need = draw(st.integers(1, members))
+        for i in range(count):
+            for r in range(members):
+                pods.append(make_pod(f"default/fam{i}-{r}", labels={"app": app}, priority=priority, group=f"fam{i}",
+                                     created=at(created), **requests))
+                created += 1
+            family.append(make_pod_group(f"default/fam{i}", need, topology_key=ZONE if how == "zone" else None,
+                                         preferred=ZONE if how == "preferred" else None))
+
+    pod_groups = list(family)
     for g, existing in sorted(groups.items()):
         if draw(st.integers(0, 5)) == 0:
             continue  # labelled pods whose PodGroup does not exist
