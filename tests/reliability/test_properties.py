@@ -44,6 +44,7 @@ from models.plan import Plan
 from solver import schedule, validate
 from solver.context import build_context
 from solver.cpsat.solve import solve_window, tier_weights
+from solver.plugins.gang import preferred as gang_preferred
 from solver.scoring.final_state import plan_score
 from tests.builders import describe
 
@@ -148,10 +149,17 @@ def check_window(window: Window, seed: int, tally: Tally) -> None:
     assert solver.stats.fallback == (solver.stats.plan_from == "greedy"), solver.stats
     if solver.assignment_map().keys() == greedy.assignment_map().keys() and not solver.preemptions \
             and not greedy.preemptions:
-        # Same pods placed, no eviction: the plan scores at least greedy's on the final state.
-        ours, theirs = plan_score(snapshot, solver, fast), plan_score(snapshot, greedy, fast)
-        assert ours >= theirs, f"final-state score {ours} < greedy's {theirs}"
-        tally.scored += 1
+        # Same pods placed, no eviction: the plan keeps preferred-topology gangs in at most as
+        # many domains (the level above the scores), and if as many, scores at least greedy's
+        # on the final state.
+        index = {n.name: n.index for n in ctx.nodes}
+        ours_spans, their_spans = (gang_preferred.spans(ctx, {a.pod: index[a.node] for a in plan.assignments})
+                                   for plan in (solver, greedy))
+        assert ours_spans <= their_spans, f"preferred-topology domains {ours_spans} > greedy's {their_spans}"
+        if ours_spans == their_spans:
+            ours, theirs = plan_score(snapshot, solver, fast), plan_score(snapshot, greedy, fast)
+            assert ours >= theirs, f"final-state score {ours} < greedy's {theirs}"
+            tally.scored += 1
     tally.statuses[solver.stats.status] += 1
     g, s = value(greedy.assignment_map()), value(solver.assignment_map())
     assert s >= g, f"solver places tier-weighted {s} < greedy {g}"

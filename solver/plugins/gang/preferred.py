@@ -94,7 +94,8 @@ def encode(wm: WindowModel) -> None:
 
 
 def _encode_kind(wm: WindowModel, kind) -> None:
-    classes = [c for c in kind.classes if not isinstance(wm.placed[c.id], int)]
+    # The kind's classes in this component's model that may still place a pod.
+    classes = [c for c in kind.classes if c.id in wm.placed and not isinstance(wm.placed[c.id], int)]
     if not classes:
         return
     for depth, key in enumerate(kind.preferred_keys):

@@ -172,3 +172,19 @@ def test_bench_gang_figures_count_gangs_spans_and_fragmented_racks() -> None:
     assert figures["spans"] == {"block": 1.0, "rack": 2.0}
     assert figures["fragmented"] == {"rack": {"domains": 2, "partly_used": 2, "fragmented": 2}}
     assert gang_figures(final, []) is None
+
+
+def test_a_kind_of_preferring_gangs_that_fits_nowhere_leaves_the_rest_decided() -> None:
+    """Found by the long run: two interchangeable preferring gangs whose members ask for a GPU no
+    node has are a kind with no model class at all; the window's other pods are still decided."""
+    pods, groups = [], []
+    for i in range(2):
+        p, g = gang(f"gpu{i}", 1, "1", start=i)
+        pods += [pod.model_copy(update={"spec": pod.spec.model_copy(update={"containers": [
+            c.model_copy(update={"resources": c.resources.model_copy(update={"requests": {
+                **c.resources.requests, "example.com/gpu": 1}})}) for c in pod.spec.containers]})}) for pod in p]
+        groups.append(g)
+    lone = make_pod("ml/lone", cpu="1", created=T0 + timedelta(seconds=5))
+    snapshot = make_snapshot(blocks((1,)), [*pods, lone], pod_groups=groups)
+    for engine, plan in both(snapshot).items():
+        assert [a.pod for a in plan.assignments] == ["ml/lone"], engine
