@@ -14,7 +14,9 @@ annotation once (an empty key is refused with the object and field named).
 * ``narrow``: greedy's light touch — among a member's feasible nodes, those in the domains its
   gang already uses, widest level first, whenever there are any.
 
-Members on a node without a key's label count no domain of that key. Interchangeable gangs with
+A node without a key's label is a domain of its own under that key (``place_ids``): where its
+members run next to the others is not known, so it never counts for less than a domain and a
+gang is not steered onto unlabelled nodes. Interchangeable gangs with
 the same keys share a kind (``permit.kinds``); the kind counts, per domain, the fewest of its
 gangs that its pods there must touch (``encode``), and its decoding deals each gang's pods from
 nodes in domain order, so the plan's gangs span what the model counted wherever the counts divide
@@ -82,7 +84,12 @@ def encode(wm: WindowModel) -> None:
         if not members:
             continue
         for depth, key in enumerate(keys):
-            in_domain, bound = topology.members_by_domain(wm, members, key)
+            in_domain: dict[int, list] = defaultdict(list)
+            bound: dict[int, int] = defaultdict(int)
+            for cls in members:
+                for d, vars_ in places(wm, cls.id, key).items():
+                    in_domain[d].extend(vars_)
+                    bound[d] += cls.size
             if len(in_domain) < 2:
                 continue
             level = spans_level(wm, depth)
@@ -93,6 +100,23 @@ def encode(wm: WindowModel) -> None:
                 level.add(uses, -1, 0, 1)
 
 
+def place_ids(state: ClusterState, key: str) -> np.ndarray:
+    """Per node, the place its members count under ``key``: its domain's id, or for a node
+    lacking the label a place of its own (the domain count plus its index): where such a member
+    runs next to the others is not known, so it is never cheaper than a domain."""
+    ids, values = state.domains(key)
+    return np.where(ids >= 0, ids, len(values) + np.arange(len(ids)))
+
+
+def places(wm: WindowModel, cls_id: int, key: str) -> dict[int, list]:
+    """x[c, n] grouped by the place of n under ``key`` (``place_ids``)."""
+    ids = place_ids(wm.state, key)
+    out: dict[int, list] = defaultdict(list)
+    for n, var in wm.by_class.get(cls_id, []):
+        out[int(ids[n])].append(var)
+    return out
+
+
 def _encode_kind(wm: WindowModel, kind) -> None:
     # The kind's classes in this component's model that may still place a pod.
     classes = [c for c in kind.classes if c.id in wm.placed and not isinstance(wm.placed[c.id], int)]
@@ -101,7 +125,7 @@ def _encode_kind(wm: WindowModel, kind) -> None:
     for depth, key in enumerate(kind.preferred_keys):
         by_domain: dict[int, list[tuple]] = defaultdict(list)
         for c in classes:
-            for d, vars_ in wm.class_vars_by_domain(c.id, key).items():
+            for d, vars_ in places(wm, c.id, key).items():
                 by_domain[d].append((c, vars_))
         if len(by_domain) < 2:
             continue
@@ -132,8 +156,8 @@ def spans(ctx, placements: dict[str, int]) -> tuple[int, ...]:
             nodes_of[pod.group].append(node)
     for group, nodes in nodes_of.items():
         for depth, key in enumerate(preferring[group]):
-            ids = ctx.state.domains(key)[0]
-            out[depth] += len({int(ids[n]) for n in nodes} - {-1})
+            ids = place_ids(ctx.state, key)
+            out[depth] += len({int(ids[n]) for n in nodes})
     return tuple(out)
 
 

@@ -188,3 +188,19 @@ def test_a_kind_of_preferring_gangs_that_fits_nowhere_leaves_the_rest_decided() 
     snapshot = make_snapshot(blocks((1,)), [*pods, lone], pod_groups=groups)
     for engine, plan in both(snapshot).items():
         assert [a.pod for a in plan.assignments] == ["ml/lone"], engine
+
+
+def test_a_node_without_the_label_is_a_domain_of_its_own_and_never_cheaper() -> None:
+    """Seen in a long-run window: members on nodes lacking the key counted no domain, so the solver
+    preferred unlabelled nodes to one labelled rack. Each such node now counts as a domain."""
+    pods, group = gang("g", 2, "4")
+    unlabelled = [make_node(f"n-x-{i}", cpu="4", memory="32Gi") for i in range(2)]
+    snapshot = make_snapshot([*blocks((1,)), *unlabelled], pods, pod_groups=[group])  # one 8-CPU rack node
+    ctx = build_context(snapshot, CONFIG)
+    index = {n.name: n.index for n in ctx.state.nodes}
+    two_loose = {p.key: index[f"n-x-{i}"] for i, p in enumerate(pods)}
+    assert preferred.spans(ctx, two_loose) == (2, 2)
+    assert preferred.spans(ctx, {p.key: index["n-b0-r0-0"] for p in pods}) == (1, 1)
+    for engine, plan in both(snapshot).items():
+        if engine == "cpsat":
+            assert where(plan, "ml/g-") == ["n-b0-r0-0", "n-b0-r0-0"]
