@@ -213,3 +213,22 @@ def test_a_budget_steered_preemption_and_a_later_one_make_a_legal_plan() -> None
     assert validate(snapshot, greedy, FALLBACK) == []
     plan = schedule(snapshot, SOLVER)
     assert validate(snapshot, plan, SOLVER) == [] and len(plan.assignments) >= len(greedy.assignments)
+
+
+def test_an_overcommitted_resource_is_a_need_only_for_a_placed_pod_asking_for_it() -> None:
+    """Found by the long run: a node whose running pods already overcommit CPU. The model read
+    "the outranking pods need more CPU than is free" as true with no such pod placed there (free
+    is negative), so it evicted a pod whose room only a pod unable to preempt needed."""
+    nodes = [make_node("n0", cpu="1", pods=3, labels={"disk": "ssd"}), make_node("n1", cpu="1", pods=2)]
+    running = [make_pod("default/r0", cpu="100m", node="n0"), make_pod("default/r1", cpu="1", node="n0")]
+    pending = [
+        make_pod("default/cpu-high", cpu="100m", priority=10),  # may go to n0 or n1
+        make_pod("default/slot-high", cpu="0", priority=10, node_selector={"disk": "ssd"}),
+        make_pod("default/slot-low", cpu="0", priority=0, preemption_policy="Never", node_selector={"disk": "ssd"}),
+    ]
+    snapshot = make_snapshot(nodes, [*running, *pending])
+    plan = schedule(snapshot, SOLVER)
+    assert validate(snapshot, plan, SOLVER) == []
+    assert not (plan.stats.fallback_reason or "").startswith("solver plan failed validation"), plan.stats
+    if evicted(plan):
+        assert placed(plan).get("default/cpu-high") == "n0"  # the one pod whose need is real

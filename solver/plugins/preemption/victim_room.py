@@ -164,6 +164,12 @@ def encode(wm: WindowModel) -> None:
                 # The outranking pods need more of resource r than the node has free with this
                 # level's victims still there.
                 m.add(cp_model.LinearExpr.weighted_sum(vars_, coeffs) >= int(state.free[n, r]) + 1).only_enforce_if(short)
+                if state.free[n, r] < 0:
+                    # Running pods overcommit r already, so the sum above holds with nothing placed:
+                    # the need is there only if an outranking pod asking for r is placed (as the
+                    # check reads it: the resources the placed outranking pods request).
+                    asking = [var for cls, var in outranking if wm.vec[cls.id][r]]
+                    m.add(cp_model.LinearExpr.sum(asking) >= 1).only_enforce_if(short)
                 reasons.append(short)
             for victim, e in victims:
                 if victim.priority == level:
