@@ -149,13 +149,17 @@ class ClusterSnapshot(BaseModel):
         scheduling gates (kube-scheduler's PreEnqueue keeps those out of the queue), ours."""
         return [p for p in self.pods if is_pending(p, scheduler_name, all_pending)]
 
-    def pending_among(self, keys: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER_NAME, *,
-                      all_pending: bool = False) -> list[Pod]:
-        """``pending_pods`` restricted to ``keys``, in the snapshot's order, without a pass over
-        every pod (keys not in the snapshot are left out)."""
+    def pods_among(self, keys: Iterable[str]) -> list[Pod]:
+        """The pods named by ``keys``, in the snapshot's order, without a pass over every pod
+        (keys not in the snapshot are left out)."""
         position, pods = self.pod_position, self.pods
         found = sorted({i for key in keys if (i := position.get(key)) is not None})
-        return [pods[i] for i in found if is_pending(pods[i], scheduler_name, all_pending)]
+        return [pods[i] for i in found]
+
+    def pending_among(self, keys: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER_NAME, *,
+                      all_pending: bool = False) -> list[Pod]:
+        """``pending_pods`` restricted to ``keys`` (``pods_among``)."""
+        return [p for p in self.pods_among(keys) if is_pending(p, scheduler_name, all_pending)]
 
 
 def is_pending(p: Pod, scheduler_name: str, all_pending: bool) -> bool:

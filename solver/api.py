@@ -156,11 +156,7 @@ def _gated(ctx) -> tuple[Gated, ...]:
     (of the pods the decision was restricted to, when it was: the live scheduler's queue)."""
     name = ctx.config.scheduler_name
     snapshot = ctx.snapshot
-    if ctx.window_keys is None:
-        pods = snapshot.pods
-    else:
-        position = snapshot.pod_position
-        pods = tuple(snapshot.pods[i] for i in sorted(position[k] for k in ctx.window_keys if k in position))
+    pods = snapshot.pods if ctx.window_keys is None else snapshot.pods_among(ctx.window_keys)
     return tuple(
         Gated(pod=p.key, gates=tuple(g.name for g in p.spec.scheduling_gates))
         for p in pods

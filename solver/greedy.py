@@ -244,22 +244,22 @@ def _choose_domain(gang: gangs_mod.Gang, state: ClusterState, static: StaticFilt
     # The trials run on the state itself, each taken back out at once: it ends as it was (a
     # copy per gang cost more than all the trials at 1,000 nodes), less the removal count,
     # which is put back (no pod of it left the state).
-    trial, removals = state, state.removals
+    removals = state.removals
     for d in order:
         if best is not None and (best[0] == members or min(members, int(bound[d])) < best[0]):
             break
         nodes = np.flatnonzero(ids == d)
         placed = []
         for pod in gang.members:
-            feasible = Cycle(pod, trial, static, version=ctx.config.kubernetes_version).feasible(nodes)
+            feasible = Cycle(pod, state, static, version=ctx.config.kubernetes_version).feasible(nodes)
             if not len(feasible):
                 continue
-            totals = score_nodes(pod, feasible, trial, sctx)
-            trial.add(pod, int(feasible[int(np.argmax(totals))]))
+            totals = score_nodes(pod, feasible, state, sctx)
+            state.add(pod, int(feasible[int(np.argmax(totals))]))
             placed.append(pod)
-        rank = (len(placed), gang_topology.allocation_ratio(trial, nodes), -d)
+        rank = (len(placed), gang_topology.allocation_ratio(state, nodes), -d)
         for pod in placed:
-            trial.remove(pod)
+            state.remove(pod)
         if best is None or rank > best:
             best, chosen = rank, ids == d
     state.removals = removals

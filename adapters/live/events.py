@@ -101,11 +101,10 @@ class Reporter:
         self.group_conditions = group_conditions
         # gang key -> (PodGroup UID, status, reason, message) last queued: not queued again while
         # the watch has not shown it yet (a gang retried meanwhile would write it twice)
-        # Per (gang, condition type): the (uid, status, reason, message) last queued, and per
-        # gang the conditions queued (the watch may not show one yet when the next is written,
-        # and a merge patch replaces the whole list).
-        self._group_written: dict[tuple[str, str], tuple[str, str, str, str]] = {}
-        self._group_sent: dict[str, dict[str, dict[str, Any]]] = {}
+        # Per gang, the group's uid and the conditions queued for it, by type: not written again
+        # while unchanged, and merged into the next write (the watch may not show one yet, and a
+        # merge patch replaces the whole list).
+        self._group_sent: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {}
         self._queue: "queue.Queue[Optional[_Write]]" = queue.Queue(MAX_PENDING_WRITES)
         self._ids = itertools.count()
         self._reported: dict[str, str] = {}  # pod key -> last message written to its condition
@@ -187,25 +186,24 @@ class Reporter:
                 == (status, reason, message):
             return
         with self._lock:
-            if self._group_written.get((gang, ctype)) == (uid, status, reason, message):
+            sent_uid, sent = self._group_sent.get(gang, (uid, {}))
+            if sent_uid != uid:
+                sent = {}  # a new PodGroup of the same name
+            queued = sent.get(ctype)
+            if queued is not None and (queued["status"], queued["reason"], queued["message"]) == (status, reason, message):
                 return
-            if len(self._group_written) >= MAX_PENDING_WRITES:  # groups come and go: never let it grow
-                self._group_written.clear()
+            if len(self._group_sent) >= MAX_PENDING_WRITES:  # groups come and go: never let it grow
                 self._group_sent.clear()
-            self._group_written[gang, ctype] = (uid, status, reason, message)
             stamp = now_micro()[:19] + "Z"
             if current is not None and current.get("status") == status and current.get("lastTransitionTime"):
                 stamp = current["lastTransitionTime"]  # the status stays: only reason or message change
             condition = {"type": ctype, "status": status, "reason": reason, "message": message,
                          "lastTransitionTime": stamp}
-            sent = self._group_sent.setdefault(gang, {})
-            if sent and next(iter(sent.values())).get("uid") != uid:
-                sent.clear()  # a new PodGroup of the same name
             # The other conditions as the watch shows them, or as queued since when newer.
             merged = {c.get("type"): c for c in conditions}
-            merged.update({t: {k: v for k, v in c.items() if k != "uid"} for t, c in sent.items()})
+            merged.update(sent)
             others = [c for t, c in merged.items() if t != ctype]
-            sent[ctype] = {**condition, "uid": uid}
+            self._group_sent[gang] = (uid, {**sent, ctype: condition})
         namespace, name = gang.split("/", 1)
         self._put(_Write(f"{ctype} condition of podgroup {gang}", namespace, name,
                          group_status={"conditions": [*others, condition]}))
@@ -293,7 +291,8 @@ class Reporter:
                 if write.group_status is not None:
                     with self._lock:  # not written: the next verdict on the gang may write it again
                         ctype = write.group_status["conditions"][-1]["type"]
-                        self._group_written.pop((f"{write.namespace}/{write.name}", ctype), None)
+                        _, sent = self._group_sent.get(f"{write.namespace}/{write.name}", ("", {}))
+                        sent.pop(ctype, None)
             except Exception:  # noqa: BLE001 - a reporting bug must not kill the writer
                 self.metrics.events_dropped.inc()
                 log.exception("writing %s failed", write.what)

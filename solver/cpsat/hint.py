@@ -257,21 +257,15 @@ def _topology_key(wm: WindowModel, cls) -> Optional[str]:
 
 def _domains_to_try(wm: WindowModel, members, need: int, key: str, free: np.ndarray):
     """Masks of the domains of ``key`` whose free room could hold ``need`` of a topology unit's
-    members (NodeResourcesFit alone, each counted as the smallest), the tightest first: best fit
-    at the domain's scale, which keeps roomy domains whole for wide gangs."""
+    members (``topology.room_by_domain`` over their candidate nodes), the tightest first: best
+    fit at the domain's scale, which keeps roomy domains whole for wide gangs."""
     ids = wm.state.domains(key)[0]
     allowed = np.zeros(len(ids), dtype=bool)
     for cls, _ in members:
         allowed[wm.cand[cls.id]] = True
-    labelled = (ids >= 0) & allowed
-    if not labelled.any():
-        return
-    smallest = np.min([wm.vec[c.id] for c, _ in members], axis=0)
-    fit = np.zeros(len(ids))
-    fit[labelled] = node_resources_fit.copies(smallest, free[labelled])
-    room = np.bincount(ids[labelled], weights=fit[labelled], minlength=int(ids.max()) + 1)
+    room = gang_topology.room_by_domain(wm.state, key, [wm.vec[c.id] for c, _ in members], free, allowed)
     for d in sorted((d for d in range(len(room)) if room[d] >= max(need, 1)), key=lambda d: (room[d], d)):
-        yield labelled & (ids == d)
+        yield allowed & (ids == d)
 
 
 def counts_value(wm: WindowModel, counts: dict[tuple[int, int], int], weights: dict[int, int]) -> int:

@@ -126,6 +126,11 @@ class WindowModel:
         self.hint_complete = False  # the hint names every variable (``hint.complete``)
         self.alias: dict[int, int] = {}
 
+    @property
+    def gangs_in_kinds(self) -> set[str]:
+        """The keys of the gangs merged into a kind (their encodings are the kinds')."""
+        return {g.key for kind in self.gang_kinds for g in kind.gangs}
+
     def class_of(self, pod: PodInfo) -> int:
         """The model class a window pod is counted in."""
         return self.alias.get(pod.class_id, pod.class_id)

@@ -264,18 +264,27 @@ def decode(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain_ids=
     if kind.topology_key is None:
         return _deal(kind, kind.gangs, counts, preferred_ids)
     assert domain_ids is not None, "a topology kind is decoded with its nodes' domains"
-    by_domain: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-    for c, entries in counts.items():
-        for n, k in entries:
-            by_domain[int(domain_ids[n])][c].append((n, k))
     out: dict[str, int] = {}
     first = 0
-    for d in sorted(by_domain):
-        part = by_domain[d]
-        runs = kind.runs_needed({c.id: sum(k for _, k in part.get(c.id, ())) for c in kind.classes})
+    for _, part in sorted(_by_domain(counts, domain_ids).items()):
+        runs = kind.runs_needed(_totals(kind, part))
         out.update(_deal(kind, kind.gangs[first:first + runs], part, preferred_ids))
         first += runs
     return out
+
+
+def _by_domain(counts: dict[int, list[tuple[int, int]]], domain_ids) -> dict[int, dict[int, list[tuple[int, int]]]]:
+    """``counts`` (class id -> (node, pods)) split by the domain of each node."""
+    parts: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+    for c, entries in counts.items():
+        for n, k in entries:
+            parts[int(domain_ids[n])][c].append((n, k))
+    return parts
+
+
+def _totals(kind: GangKind, counts: dict[int, list[tuple[int, int]]]) -> dict[int, int]:
+    """Pods placed per model class of the kind."""
+    return {c.id: sum(k for _, k in counts.get(c.id, ())) for c in kind.classes}
 
 
 def _deal(kind: GangKind, gangs: list[Gang], counts, domain_ids: tuple = ()) -> dict[str, int]:
@@ -286,7 +295,7 @@ def _deal(kind: GangKind, gangs: list[Gang], counts, domain_ids: tuple = ()) -> 
     takes its pods of a class from the first nodes, the next from the ones after, and so on.
     Nodes are ordered by their domains under the kind's preferred keys (``domain_ids``: per key,
     per node), so a gang's members share as few domains as the counts allow."""
-    totals = {c.id: sum(k for _, k in counts.get(c.id, ())) for c in kind.classes}
+    totals = _totals(kind, counts)
     runs = kind.runs_needed(totals)
     if runs == 0:
         return {}
@@ -322,11 +331,7 @@ def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain
             if node is not None:
                 runs[int(domain_ids[node])] += 1
         return dict(runs)
-    totals: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for c in kind.classes:
-        for n, k in counts.get(c.id, ()):
-            totals[int(domain_ids[n])][c.id] += k
-    return {d: kind.runs_needed(t) for d, t in totals.items()}
+    return {d: kind.runs_needed(_totals(kind, part)) for d, part in _by_domain(counts, domain_ids).items()}
 
 
 # --------------------------------------------------------------------------- CP-SAT encoding
@@ -338,7 +343,7 @@ def encode(wm: WindowModel) -> None:
     Reads the window's gangs and kinds from ``wm.gangs`` and ``wm.gang_kinds``."""
     gangs: dict[str, Gang] = wm.gangs
     kinds_: list[GangKind] = wm.gang_kinds
-    in_kind = {g.key for kind in kinds_ for g in kind.gangs}
+    in_kind = wm.gangs_in_kinds
     present = {c.id for c in wm.classes if not isinstance(wm.placed[c.id], int)}
     for gang in gangs.values():
         if gang.key in in_kind:

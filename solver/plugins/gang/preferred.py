@@ -72,7 +72,7 @@ def encode(wm: WindowModel) -> None:
     key's depth. A gang whose members can reach one domain only needs nothing. A kind of such
     gangs: ``touch[k, key, d]``, at least the gangs its pods in domain ``d`` come from (each gang
     brings at most its members of a class), summed into the same level."""
-    in_kind = {g.key for kind in wm.gang_kinds for g in kind.gangs}
+    in_kind = wm.gangs_in_kinds
     for kind in wm.gang_kinds:
         if kind.preferred_keys:
             _encode_kind(wm, kind)
@@ -84,12 +84,7 @@ def encode(wm: WindowModel) -> None:
         if not members:
             continue
         for depth, key in enumerate(keys):
-            in_domain: dict[int, list] = defaultdict(list)
-            bound: dict[int, int] = defaultdict(int)
-            for cls in members:
-                for d, vars_ in places(wm, cls.id, key).items():
-                    in_domain[d].extend(vars_)
-                    bound[d] += cls.size
+            in_domain, bound = topology.members_by_domain(wm, members, key, lambda c, k: places(wm, c, k))
             if len(in_domain) < 2:
                 continue
             level = spans_level(wm, depth)

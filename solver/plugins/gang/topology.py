@@ -21,7 +21,7 @@ per domain; every other topology gang gets its own domain literals here.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -118,15 +118,20 @@ def _ratio(alloc: np.ndarray, used: np.ndarray) -> float:
     return float((used[has] / alloc[has]).mean()) if has.any() else 0.0
 
 
-def room_bound(gang: Gang, state: ClusterState, key: str) -> np.ndarray:
-    """Per domain of ``key``, the most of the gang's window members its nodes' free room could
-    hold (NodeResourcesFit alone, each member counted as the smallest request of any): no
-    placement in the domain puts more there."""
+def room_by_domain(state: ClusterState, key: str, vectors: list[np.ndarray], free: np.ndarray,
+                   within: Optional[np.ndarray] = None) -> np.ndarray:
+    """Per domain of ``key``, the most pods of requests ``vectors`` the nodes' ``free`` room could
+    hold (NodeResourcesFit alone, each pod counted as the smallest request of any; nodes outside
+    ``within`` left out): no placement in the domain puts more there."""
     ids = domain_ids(state, key)
-    smallest = np.min([state.vector(p) for p in gang.members], axis=0)
-    labelled = ids >= 0
-    fit = node_resources_fit.copies(smallest, state.free[labelled])
-    return np.bincount(ids[labelled], weights=fit, minlength=len(state.domains(key)[1]))
+    counted = ids >= 0 if within is None else (ids >= 0) & within
+    fit = node_resources_fit.copies(np.min(vectors, axis=0), free[counted])
+    return np.bincount(ids[counted], weights=fit, minlength=len(state.domains(key)[1]))
+
+
+def room_bound(gang: Gang, state: ClusterState, key: str) -> np.ndarray:
+    """Per domain of ``key``, the most of the gang's window members its free room could hold."""
+    return room_by_domain(state, key, [state.vector(p) for p in gang.members], state.free)
 
 
 def ratio_if_placed(gang: Gang, state: ClusterState, key: str) -> np.ndarray:
@@ -153,13 +158,16 @@ def member_classes(wm: WindowModel, group: str) -> list:
     return [c for c in wm.classes if c.rep.group == group and not isinstance(wm.placed[c.id], int)]
 
 
-def members_by_domain(wm: WindowModel, members: list, key: str) -> tuple[dict[int, list], dict[int, int]]:
+def members_by_domain(wm: WindowModel, members: list, key: str,
+                      grouped: Optional[Callable[[int, str], dict[int, list]]] = None) -> tuple[dict[int, list], dict[int, int]]:
     """Per domain of ``key``, the member classes' variables on its nodes, and the most pods they
-    could put there (the classes' sizes): what a gang's domain literals are tied to."""
+    could put there (the classes' sizes): what a gang's domain literals are tied to. ``grouped``:
+    a class's variables by domain (default ``wm.class_vars_by_domain``)."""
+    grouped = grouped or wm.class_vars_by_domain
     in_domain: dict[int, list] = defaultdict(list)
     bound: dict[int, int] = defaultdict(int)
     for cls in members:
-        for d, vars_ in wm.class_vars_by_domain(cls.id, key).items():
+        for d, vars_ in grouped(cls.id, key).items():
             in_domain[d].extend(vars_)
             bound[d] += cls.size
     return in_domain, bound
@@ -171,7 +179,7 @@ def encode(wm: WindowModel) -> None:
     already pruned to the domains the gang may choose (``prune``), so a pinned gang needs
     nothing more. Choosing no domain, and so placing nothing, always stays allowed. Gangs merged
     into a kind are counted per domain by the kind's encoding (``permit.encode``)."""
-    in_kind = {g.key for kind in wm.gang_kinds for g in kind.gangs}
+    in_kind = wm.gangs_in_kinds
     for gang in wm.gangs.values():
         key = key_of(gang.group)
         if key is None or gang.key in in_kind:
