@@ -7,11 +7,13 @@ split into the ones that hold node capacity and the ones waiting for a node.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Optional
 from functools import cached_property
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from .errors import InputError
 from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
@@ -23,10 +25,24 @@ DEFAULT_SCHEDULER_NAME = "cpsat-scheduler"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
+@dataclass(frozen=True, eq=False)
+class SnapshotDelta:
+    """How a snapshot differs from an earlier one of the same source (the live cache's last):
+    only the pods keyed in ``pods`` may differ — added, gone, or another object; every other pod
+    is the very same object in both, at the same place relative to the others. What a consumer
+    derived from ``base`` it may bring up to date from these keys instead of reading every pod
+    again (``solver/context.py``). Nodes and the other objects are not covered: compare them."""
+
+    base: "weakref.ReferenceType[ClusterSnapshot]"
+    pods: frozenset[str]
+
+
 class ClusterSnapshot(BaseModel):
     """Nodes, pods (bound, pending and terminal alike), PDBs, priority classes, pod groups."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    # (delta, this snapshot): a copy of the snapshot is not the one the delta was made for.
+    _delta: Optional[tuple[SnapshotDelta, "weakref.ReferenceType[ClusterSnapshot]"]] = PrivateAttr(default=None)
 
     nodes: tuple[Node, ...] = ()
     pods: tuple[Pod, ...] = ()
@@ -51,11 +67,18 @@ class ClusterSnapshot(BaseModel):
         pvs: Iterable[PersistentVolume] = (),
         pvcs: Iterable[PersistentVolumeClaim] = (),
         pod_keys: Optional[list[str]] = None,
+        resolved: bool = False,
+        pod_namespaces: Optional[Iterable[str]] = None,
+        delta: Optional[SnapshotDelta] = None,
     ) -> "ClusterSnapshot":
         """Check names, resolve every pod's priority and preemption policy, freeze.
 
-        ``pod_keys``: the pods' keys, in order, when the caller holds them already (the live
-        cache keeps its pods by key): they index the snapshot's pods without asking each pod."""
+        What a caller that keeps the cluster between snapshots (the live cache) already knows
+        need not be worked out again from every pod:
+        ``pod_keys``: the pods' keys, in order: they index the snapshot's pods;
+        ``resolved``: every pod went through ``resolve_pod`` with these priority classes;
+        ``pod_namespaces``: the namespaces the pods are in (any order, repeats allowed);
+        ``delta``: how the snapshot differs from the caller's last (``SnapshotDelta``)."""
         nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
         priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
         _no_duplicates("nodes", [n.metadata.name for n in nodes])
@@ -69,23 +92,13 @@ class ClusterSnapshot(BaseModel):
         pvs, pvcs = list(pvs), list(pvcs)
         _no_duplicates("persistentvolumes", [v.name for v in pvs])
         _no_duplicates("persistentvolumeclaims", [c.key for c in pvcs])
-        classes = {c.metadata.name: c for c in priority_classes}
-        resolved = []
-        for pod in pods:
-            try:
-                priority = resolve_priority(pod, classes)
-            except PriorityResolutionError as exc:
-                field, _, problem = str(exc).partition(": ")
-                raise InputError(f"pods/{pod.key}", field, problem) from None
-            policy = resolve_preemption_policy(pod, classes)
-            if priority != pod.spec.priority or policy != pod.spec.preemption_policy:
-                spec = pod.spec.model_copy(update={"priority": priority, "preemption_policy": policy})
-                pod = pod.model_copy(update={"spec": spec})
-            resolved.append(pod)
+        if not resolved:
+            classes = {c.metadata.name: c for c in priority_classes}
+            pods = [resolve_pod(pod, classes) for pod in pods]
         # Every field is already of its type: no validation pass over tens of thousands of pods.
         snapshot = cls.model_construct(
             nodes=tuple(nodes),
-            pods=tuple(resolved),
+            pods=tuple(pods),
             pdbs=tuple(pdbs),
             priority_classes=tuple(priority_classes),
             pod_groups=tuple(pod_groups),
@@ -94,8 +107,18 @@ class ClusterSnapshot(BaseModel):
             pvcs=tuple(pvcs),
         )
         # Filled in as ``pod_position`` would be (a cached property: stored on first use).
-        snapshot.__dict__["pod_position"] = {key: i for i, key in enumerate(pod_keys)}
+        snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pod_keys))))
+        if pod_namespaces is not None:
+            snapshot.__dict__["namespace_labels"] = _namespace_labels(set(pod_namespaces), namespaces)
+        if delta is not None:
+            snapshot._delta = (delta, weakref.ref(snapshot))
         return snapshot
+
+    @property
+    def delta(self) -> Optional[SnapshotDelta]:
+        """How this snapshot differs from its source's last one, when its source said so."""
+        held = self._delta
+        return held[0] if held is not None and held[1]() is self else None
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -129,13 +152,7 @@ class ClusterSnapshot(BaseModel):
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         """Labels of each namespace; a namespace seen only through its pods has the standard
         ``kubernetes.io/metadata.name`` label the API server sets on every namespace."""
-        labels: dict[str, dict[str, str]] = {}
-        for ns in {p.metadata.namespace for p in self.pods}:
-            labels[ns] = {"kubernetes.io/metadata.name": ns}
-        for namespace in self.namespaces:
-            meta = namespace.metadata
-            labels[meta.name] = {"kubernetes.io/metadata.name": meta.name, **meta.labels}
-        return labels
+        return _namespace_labels({p.metadata.namespace for p in self.pods}, self.namespaces)
 
     def bound_pods(self) -> list[Pod]:
         """Pods that hold node capacity: assigned to a node and not Succeeded/Failed.
@@ -160,6 +177,31 @@ class ClusterSnapshot(BaseModel):
                       all_pending: bool = False) -> list[Pod]:
         """``pending_pods`` restricted to ``keys`` (``pods_among``)."""
         return [p for p in self.pods_among(keys) if is_pending(p, scheduler_name, all_pending)]
+
+
+def _namespace_labels(pod_namespaces: set[str], namespaces: Iterable[Namespace]) -> dict[str, dict[str, str]]:
+    labels: dict[str, dict[str, str]] = {}
+    for ns in sorted(pod_namespaces):
+        labels[ns] = {"kubernetes.io/metadata.name": ns}
+    for namespace in namespaces:
+        meta = namespace.metadata
+        labels[meta.name] = {"kubernetes.io/metadata.name": meta.name, **meta.labels}
+    return labels
+
+
+def resolve_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
+    """The pod with its priority and preemption policy resolved from its PriorityClass (the
+    same object when they already are); an unknown class is an ``InputError`` naming the pod."""
+    try:
+        priority = resolve_priority(pod, classes)
+    except PriorityResolutionError as exc:
+        field, _, problem = str(exc).partition(": ")
+        raise InputError(f"pods/{pod.key}", field, problem) from None
+    policy = resolve_preemption_policy(pod, classes)
+    if priority != pod.spec.priority or policy != pod.spec.preemption_policy:
+        spec = pod.spec.model_copy(update={"priority": priority, "preemption_policy": policy})
+        pod = pod.model_copy(update={"spec": spec})
+    return pod
 
 
 def is_pending(p: Pod, scheduler_name: str, all_pending: bool) -> bool:
@@ -196,6 +238,8 @@ def pod_group_key(pod: Pod) -> str | None:
 
 
 def _no_duplicates(resource: str, names: list[str]) -> None:
+    if len(set(names)) == len(names):
+        return
     seen: set[str] = set()
     for name in names:
         if name in seen:

@@ -12,7 +12,11 @@ so no later window counts their room twice or picks them as victims again.
 holds every pod that occupies a node (assumed ones on their node) and, of the pods waiting
 for a node, only the window's: pods of other schedulers hold nothing, and our own pending
 pods outside the window are decided in a later window (the solver and the validator then
-agree on what the window is).
+agree on what the window is). The pods that hold nodes are kept as a snapshot shows them,
+updated pod by pod as events and assumptions come (`_refresh`), so a snapshot costs a copy,
+not a pass over every pod; and it says which pods changed since the last one (its `delta`),
+so the solver brings its own state up to date from those alone, as kube-scheduler updates
+only the NodeInfos whose generation moved.
 
 Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
 parsed once, by `convert.parse_object`; one that does not parse is left out and logged with
@@ -24,13 +28,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Optional, Protocol
 
 from pydantic import BaseModel
 
-from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup
+from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models.snapshot import SnapshotDelta, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
@@ -112,11 +119,19 @@ class ClusterCache:
         # objects that failed to parse, with the error (reported once per change)
         self.invalid: dict[tuple[str, str], str] = {}
         self.changed = threading.Condition(self.lock)
-        # Each pod as the last snapshot resolved it (priority and preemption policy from its
-        # class), keyed by the cached object it came from: a snapshot resolves only the pods that
-        # changed since, and an unchanged pod is the same object in every snapshot, so what the
-        # solver derives from it can be remembered too. Cleared when priority classes change.
-        self._resolved: dict[str, tuple[Pod, Pod]] = {}
+        # Every pod that holds a node as a snapshot shows it: assumed ones on their node, victims
+        # being evicted as terminating, priority and preemption policy resolved from its class.
+        # `_refresh` keeps it current on every change to a pod, an assumption or an eviction
+        # mark; a pod that changes moves to the end, so the pods a snapshot did not see change
+        # keep their order, ahead of those it did. `_sources`: what each was made from.
+        self._holding: dict[str, Pod] = {}
+        self._sources: dict[str, Pod] = {}
+        self._unresolved: dict[str, InputError] = {}  # holding pods whose priority class is unknown
+        self._namespaces: Counter[str] = Counter()  # of the holding pods
+        self._classes: dict[str, PriorityClass] = {}
+        # The last snapshot and its window's keys, and the holding pods changed since it.
+        self._last: Optional[tuple[weakref.ReferenceType[ClusterSnapshot], frozenset[str]]] = None
+        self._changed: set[str] = set()
 
     # --- feeding from list and watch -----------------------------------------------------------
 
@@ -170,11 +185,14 @@ class ClusterCache:
             self._delete(resource, key)
             return
         self.invalid.pop((resource.name, key), None)
-        if resource is PRIORITY_CLASSES:
-            self._resolved = {}
         store = self._objects[resource]
         old = store.get(key)
         store[key] = model
+        if resource is PODS:
+            self._reconcile_assumption(model)
+            self._refresh(key)
+        elif resource is PRIORITY_CLASSES:
+            self._resolve_all()
         if resource is CORE_PODGROUPS:
             conditions = (obj.get("status") or {}).get("conditions")
             self._conditions[key] = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
@@ -198,12 +216,13 @@ class ClusterCache:
         if old is None:
             return
         if resource is PRIORITY_CLASSES:
-            self._resolved = {}
+            self._resolve_all()
         if resource is CORE_PODGROUPS:
             self._conditions.pop(key, None)
         if resource is PODS:
             self._assumed.pop(key, None)
             self._evicting.pop(key, None)
+            self._refresh(key)
             if self.listener:
                 self.listener.pod_deleted(old)  # type: ignore[arg-type]
         elif resource is NODES and self.listener:
@@ -214,7 +233,6 @@ class ClusterCache:
     def _notify(self, resource: Resource, old: Optional[BaseModel], new: BaseModel) -> None:
         if resource is PODS:
             pod: Pod = new  # type: ignore[assignment]
-            self._reconcile_assumption(pod)
             if self.listener:
                 if old is None:
                     self.listener.pod_added(pod)
@@ -245,6 +263,49 @@ class ClusterCache:
             del self._assumed[key]
         else:
             assumption.pod = _on_node(pod, assumption.node)
+
+    def _refresh(self, key: str) -> None:
+        """Under the lock: make `_holding[key]` what a snapshot shows of pod `key` now."""
+        pod: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
+        assumption = self._assumed.get(key)
+        view: Optional[Pod] = None
+        if assumption is not None:
+            view = assumption.pod
+        elif pod is not None and pod.spec.node_name:
+            view = self._evicting.get(key) or pod
+        source = self._sources.get(key)
+        if source is view:
+            return
+        self._changed.add(key)
+        if source is not None:
+            del self._sources[key]
+            namespace = self._holding.pop(key).metadata.namespace
+            self._namespaces[namespace] -= 1
+            if not self._namespaces[namespace]:
+                del self._namespaces[namespace]
+            self._unresolved.pop(key, None)
+        if view is None:
+            return
+        self._sources[key] = view
+        self._holding[key] = self._resolve(key, view)
+        self._namespaces[view.metadata.namespace] += 1
+
+    def _resolve(self, key: str, pod: Pod) -> Pod:
+        """Under the lock: `pod` resolved against the priority classes (as it is, if it cannot
+        be: every snapshot then says why, naming the pod, until it can)."""
+        try:
+            return resolve_pod(pod, self._classes)
+        except InputError as exc:
+            self._unresolved[key] = exc
+            return pod
+
+    def _resolve_all(self) -> None:
+        """Under the lock: the priority classes changed; every holding pod is resolved again.
+        The next snapshot says nothing of what changed (its delta would name every pod)."""
+        self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()}  # type: ignore[attr-defined]
+        self._unresolved = {}
+        self._holding = {key: self._resolve(key, source) for key, source in self._sources.items()}
+        self._last = None
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -323,37 +384,30 @@ class ClusterCache:
 
     def snapshot(self, window: Iterable[str] = ()) -> ClusterSnapshot:
         """Everything one decision reads: nodes, pods holding nodes (assumed ones included),
-        the window's pending pods, PDBs, priority classes and pod groups."""
-        wanted = set(window)
+        the window's pending pods, PDBs, priority classes and pod groups. A pod whose priority
+        class is unknown makes it an `InputError` naming the pod."""
         with self.lock:
-            pods: list[Pod] = []
-            keys: list[str] = []
-            for key, pod in self._objects[PODS].items():
-                assumption = self._assumed.get(key)
-                if assumption is not None:
-                    pods.append(assumption.pod)
-                elif pod.spec.node_name:  # type: ignore[attr-defined]
-                    pods.append(self._evicting.get(key) or pod)  # type: ignore[arg-type]
-                elif key in wanted:
-                    pods.append(pod)  # type: ignore[arg-type]
-                else:
-                    continue
-                keys.append(key)
-            nodes = list(self._objects[NODES].values())
-            pdbs = list(self._objects[PDBS].values())
-            classes = list(self._objects[PRIORITY_CLASSES].values())
-            groups = self._pod_groups(pods)
-            memo = self._resolved
-        # Pods resolved before are passed resolved: `build` then finds nothing to change in them
-        # and keeps them as they are (the same objects as in the last snapshot).
-        sources = pods
-        pods = [hit[1] if (hit := memo.get(key)) is not None and hit[0] is p else p for key, p in zip(keys, sources)]
-        snapshot = ClusterSnapshot.build(nodes=nodes, pods=pods, pdbs=pdbs, priority_classes=classes,  # type: ignore[arg-type]
-                                         pod_groups=groups, pod_keys=keys)  # type: ignore[arg-type]
-        with self.lock:
-            if self._resolved is memo:  # no priority class changed meanwhile
-                self._resolved = {key: (src, out) for key, src, out in zip(keys, sources, snapshot.pods)}
-        return snapshot
+            objects = self._objects[PODS]
+            waiting = [(key, pod) for key in dict.fromkeys(window)
+                       if (pod := objects.get(key)) is not None and key not in self._holding]
+            if self._unresolved:
+                raise next(iter(self._unresolved.values()))
+            pending = [resolve_pod(pod, self._classes) for _, pod in waiting]  # type: ignore[arg-type]
+            keys = [*self._holding, *(key for key, _ in waiting)]
+            pods = [*self._holding.values(), *pending]
+            namespaces = [*self._namespaces, *(p.metadata.namespace for p in pending)]
+            window_keys = frozenset(key for key, _ in waiting)
+            last = self._last
+            delta = None
+            if last is not None and last[0]() is not None:
+                delta = SnapshotDelta(last[0], frozenset(self._changed | last[1] | window_keys))
+            snapshot = ClusterSnapshot.build(
+                nodes=self._objects[NODES].values(), pods=pods, pdbs=self._objects[PDBS].values(),  # type: ignore[arg-type]
+                priority_classes=self._classes.values(), pod_groups=self._pod_groups(pods),
+                pod_keys=keys, resolved=True, pod_namespaces=namespaces, delta=delta)
+            self._last = (weakref.ref(snapshot), window_keys)
+            self._changed = set()
+            return snapshot
 
     # --- assumptions ---------------------------------------------------------------------------
 
@@ -366,6 +420,7 @@ class ClusterCache:
             if node not in self._objects[NODES]:
                 return False
             self._assumed[key] = Assumption(_on_node(pod, node), node, state, now)
+            self._refresh(key)
             return True
 
     def set_state(self, key: str, state: str, *, expires: Optional[float] = None) -> bool:
@@ -383,6 +438,7 @@ class ClusterCache:
         with self.lock:
             found = self._assumed.pop(key, None) is not None
             if found:
+                self._refresh(key)
                 self.changed.notify_all()
             return found
 
@@ -411,12 +467,14 @@ class ClusterCache:
             if pod is None or not pod.spec.node_name:
                 return False
             self._evicting[key] = pod if pod.is_terminating else _terminating(pod)
+            self._refresh(key)
             return True
 
     def unmark_evicting(self, key: str) -> None:
         """The eviction was refused: the victim keeps running as it was."""
         with self.lock:
-            self._evicting.pop(key, None)
+            if self._evicting.pop(key, None) is not None:
+                self._refresh(key)
 
     def is_evicting(self, key: str) -> bool:
         with self.lock:

@@ -24,7 +24,7 @@ from adapters.live.kube import (
 )
 from adapters.snapshot_io import read_snapshot
 from models import ClusterSnapshot, InputError
-from tests.adapters.live_harness import core_pod_group, node, pod, pod_group, volcano_pod_group, workload
+from tests.adapters.live_harness import core_pod_group, node, pod, pod_group, priority_class, volcano_pod_group, workload
 
 
 class Recorder:
@@ -237,3 +237,115 @@ def test_snapshots_reuse_resolved_pods_until_they_or_their_priority_classes_chan
     cache.apply(PRIORITY_CLASSES, "MODIFIED", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                                                "metadata": {"name": "high"}, "value": 7})
     assert {p.key: p.spec.priority for p in cache.snapshot().pods} == {"default/a": 7, "default/b": 0}
+
+
+def _reference_snapshot(cache: ClusterCache, window: set[str]) -> ClusterSnapshot:
+    """What a snapshot must hold, worked out from scratch the plain way: every pod that holds a
+    node as the scheduler sees it (assumed ones on their node, victims terminating) and the
+    window's pending pods, resolved by `ClusterSnapshot.build` itself."""
+    pods = []
+    for key, p in cache._objects[PODS].items():
+        assumption = cache.assumption(key)
+        if assumption is not None:
+            pods.append(assumption.pod)
+        elif p.spec.node_name:  # type: ignore[attr-defined]
+            pods.append(cache._evicting.get(key) or p)
+        elif key in window:
+            pods.append(p)
+    return ClusterSnapshot.build(nodes=cache._objects[NODES].values(), pods=pods,  # type: ignore[arg-type]
+                                 pdbs=cache._objects[PDBS].values(),  # type: ignore[arg-type]
+                                 priority_classes=cache._objects[PRIORITY_CLASSES].values())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed: int) -> None:
+    """The cache keeps the pods holding nodes up to date event by event; each snapshot must
+    hold exactly what one built from every pod would, and its delta must name every pod that
+    is not the very same object, in the same order, as in the snapshot before."""
+    import random
+
+    from adapters.live.cache import BOUND
+
+    rng = random.Random(seed)
+    cache = synced_cache([node("n1"), node("n2"), node("n3")], [])
+    cache.replace(PRIORITY_CLASSES, [priority_class("high", 1000), priority_class("low", 1)])
+    rv = 10
+    names: list[str] = []
+    previous = None
+    checked = 0
+
+    def send(event: str, obj: dict[str, Any]) -> None:
+        nonlocal rv
+        rv += 1
+        cache.apply(PODS, event, dict(obj, metadata={**obj["metadata"], "resourceVersion": str(rv)}))
+
+    def current(name: str) -> Any:
+        return cache.pod(f"{name.split('/')[0]}/{name.split('/')[1]}")
+
+    for step in range(160):
+        op = rng.random()
+        pending = [k for k, p in cache._objects[PODS].items() if not p.spec.node_name and not cache.is_assumed(k)]
+        bound = [k for k, p in cache._objects[PODS].items() if p.spec.node_name]
+        if op < 0.25 or not names:
+            name = f"p{step}"
+            ns = rng.choice(["a", "b", "c"])
+            cls = rng.choice([None, None, "high", "low"])
+            names.append(f"{ns}/{name}")
+            send("ADDED", pod(name, ns=ns, priority_class=cls, labels={"v": str(rng.randint(0, 2))},
+                              node_name=rng.choice([None, None, "n1", "n2"]), running=rng.random() < 0.5))
+        elif op < 0.4 and pending:
+            key = rng.choice(pending)
+            cache.assume(key, rng.choice(["n1", "n2", "n3"]), state=BINDING, now=0.0)
+        elif op < 0.5 and cache.assumed():
+            key = rng.choice(sorted(cache.assumed()))
+            if rng.random() < 0.5:
+                cache.forget(key)
+            else:  # the watch shows the bind
+                ns, name = key.split("/")
+                send("MODIFIED", pod(name, ns=ns, node_name=cache.assumption(key).node, running=True))  # type: ignore[union-attr]
+                cache.set_state(key, BOUND)
+        elif op < 0.6 and bound:
+            key = rng.choice(bound)
+            if cache.is_evicting(key) and rng.random() < 0.5:
+                cache.unmark_evicting(key)
+            else:
+                cache.mark_evicting(key)
+        elif op < 0.75:
+            key = rng.choice(names)
+            ns, name = key.split("/")
+            p = current(key)
+            if p is not None:
+                send("DELETED", pod(name, ns=ns))
+        elif op < 0.93:
+            key = rng.choice(names)
+            ns, name = key.split("/")
+            p = current(key)
+            if p is not None:
+                send("MODIFIED", pod(name, ns=ns, labels={"v": "changed"}, node_name=p.spec.node_name, running=True))
+        elif op < 0.98:
+            cache.apply(PRIORITY_CLASSES, "MODIFIED", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                                       "metadata": {"name": rng.choice(["high", "low"])},
+                                                       "value": rng.randint(1, 1000)})
+        else:
+            cache.apply(PRIORITY_CLASSES, "DELETED", {"metadata": {"name": rng.choice(["high", "low"])}})
+        pending = [k for k, p in cache._objects[PODS].items() if not p.spec.node_name and not cache.is_assumed(k)]
+        window = set(rng.sample(pending, min(len(pending), rng.randint(0, 3))))
+        try:
+            expected = _reference_snapshot(cache, window)
+        except InputError:
+            with pytest.raises(InputError):
+                cache.snapshot(window)
+            continue
+        got = cache.snapshot(window)
+        assert {p.key: p.model_dump() for p in got.pods} == {p.key: p.model_dump() for p in expected.pods}
+        assert got.pod_by_key == {p.key: p for p in got.pods}
+        assert got.namespace_labels == expected.namespace_labels
+        delta = got.delta
+        if previous is not None and delta is not None and delta.base() is previous:
+            before = previous.pod_position
+            kept = [k for k in got.pod_position if k not in delta.pods]
+            assert all(previous.pods[before[k]] is got.pod_by_key[k] for k in kept)
+            assert [k for k in before if k not in delta.pods] == kept  # nothing else came or went, same order
+            checked += 1
+        previous = got
+    assert checked > 40, checked
