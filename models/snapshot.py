@@ -133,8 +133,7 @@ class ClusterSnapshot(BaseModel):
 
     @cached_property
     def pod_by_key(self) -> dict[str, Pod]:
-        pods = self.pods
-        return {key: pods[i] for key, i in self.pod_position.items()}
+        return dict(zip(self.pod_position, self.pods))  # pod_position runs in the pods' order
 
     @cached_property
     def pv_by_name(self) -> dict[str, PersistentVolume]:

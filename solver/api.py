@@ -120,7 +120,8 @@ def _solver_stats(sol) -> dict:
 def _validate(ctx: SchedulingContext, plan: Plan) -> list[str]:
     from .validate import validate
 
-    return validate(ctx.snapshot, plan, ctx.config, all_pending=_all_pending(ctx))
+    keys = sorted(ctx.window_keys) if ctx.window_keys is not None else None
+    return validate(ctx.snapshot, plan, ctx.config, all_pending=_all_pending(ctx), window_keys=keys)
 
 
 def _all_pending(ctx: SchedulingContext) -> bool:

@@ -6,7 +6,8 @@ classes.
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -45,7 +46,7 @@ class SchedulingContext:
     state: ClusterState
     window: list[PodInfo]  # pending pods in queue order
     classes: list[PodClass]
-    bound: list[PodInfo]
+    bound: list[PodInfo]  # pods holding nodes, in the snapshot's order
     relevant_labels: frozenset[str]
     pod_groups: dict[str, PodGroup]
     image_nodes: dict[str, tuple[int, int]] = field(default_factory=dict)  # image -> (size, numNodes)
@@ -57,11 +58,17 @@ class SchedulingContext:
     def num_nodes(self) -> int:
         return len(self.nodes)
 
+    # ``bound`` by key (built from it when not given).
+    bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
+
     def pod(self, key: str) -> Optional[PodInfo]:
-        return self._by_key.get(key)
+        hit = self._window_by_key.get(key)
+        return hit if hit is not None else self.bound_by_key.get(key)
 
     def __post_init__(self) -> None:
-        self._by_key = {p.key: p for p in [*self.bound, *self.window]}
+        self._window_by_key = {p.key: p for p in self.window}
+        if len(self.bound_by_key) != len(self.bound):
+            self.bound_by_key = {p.key: p for p in self.bound}
 
 
 def queue_order_key(pod: PodInfo) -> tuple:
@@ -69,14 +76,22 @@ def queue_order_key(pod: PodInfo) -> tuple:
     return (-pod.priority, pod.created, pod.key)
 
 
-def relevant_label_keys(snapshot: ClusterSnapshot, infos: list[PodInfo]) -> frozenset[str]:
-    """Every pod label key some selector in the snapshot can look at."""
-    keys: set[str] = {POD_GROUP_LABEL}
+def selector_keys(info: PodInfo) -> set[str]:
+    """The pod label keys the pod's own selectors look at (pod (anti-)affinity, spread)."""
+    keys: set[str] = set()
+    for term in (*info.affinity, *info.anti_affinity, *info.preferred_affinity, *info.preferred_anti_affinity):
+        keys |= term.selector.keys()
+    for c in info.spread:
+        keys |= c.selector.keys()
+    return keys
+
+
+def relevant_label_keys(snapshot: ClusterSnapshot, infos: Iterable[PodInfo], counted: Iterable[str] = ()) -> frozenset[str]:
+    """Every pod label key some selector in the snapshot can look at: those of ``infos``, of
+    the PodDisruptionBudgets, and ``counted`` (keys already gathered from other pods)."""
+    keys: set[str] = {POD_GROUP_LABEL, *counted}
     for info in infos:
-        for term in (*info.affinity, *info.anti_affinity, *info.preferred_affinity, *info.preferred_anti_affinity):
-            keys |= term.selector.keys()
-        for c in info.spread:
-            keys |= c.selector.keys()
+        keys |= selector_keys(info)
     for pdb in snapshot.pdbs:
         sel = pdb.spec.selector
         if sel is not None:
@@ -98,12 +113,11 @@ def window_pods(
     return snapshot.pending_among(window_keys, config.scheduler_name, all_pending=all_pending)
 
 
-# PodInfos of bound pods from the last context built, by pod object: a caller that builds
-# contexts again and again from snapshots sharing their (immutable) Pod objects — the live
-# scheduler, once per window and once per check — derives each bound pod's info once instead of
-# every time. Keyed by id() with the pod kept alongside (so an id is never reused while its entry
-# lives) and checked by identity; replaced on each build, so it holds one snapshot's pods at most.
-# A bound pod's info is never changed after it is made (only window pods get a class id).
+# PodInfos of bound pods from the last context built afresh, by pod object: a caller that
+# builds contexts again and again from snapshots sharing their (immutable) Pod objects derives
+# each bound pod's info once. Keyed by id() with the pod kept alongside (so an id is never
+# reused while its entry lives) and checked by identity; replaced on each such build, so it
+# holds one snapshot's pods at most. A bound pod's info is never changed after it is made.
 _bound_infos: dict[int, tuple[Pod, dict[str, str], bool, PodInfo]] = {}
 
 
@@ -117,6 +131,11 @@ def _bound_info(pod: Pod, ns_labels: dict[str, str], sidecar_ports: bool, memo: 
     return info
 
 
+def _holds_node(pod: Pod) -> bool:
+    """A pod ``ClusterSnapshot.bound_pods`` lists: on a node and not finished."""
+    return bool(pod.spec.node_name) and not pod.is_terminal
+
+
 @dataclass(eq=False)
 class _Assumed:
     """The bound pods of one snapshot assumed on its nodes: the costly part of a context (every
@@ -125,23 +144,38 @@ class _Assumed:
     snapshot: ClusterSnapshot  # held, so its id() is not reused while this lives
     sidecar_ports: bool
     ns_labels: dict[str, dict[str, str]]
-    resources: frozenset[str]
+    resources: frozenset[str]  # the state's columns: ``node_resources`` and every request's
+    node_resources: frozenset[str]
     nodes: list[NodeInfo]
     state: ClusterState  # never handed out: each context gets a copy
-    bound: list[PodInfo]
-    unknown_nodes: frozenset[str]
-    placed: dict[int, PodInfo]  # id(info) -> info, for every pod in ``state``
-    vectors: dict[int, np.ndarray]  # id(info) -> its request vector in ``state``
+    placed: dict[str, PodInfo]  # every pod in ``state``, by key, in the snapshot's order
+    vectors: dict[str, np.ndarray]  # key -> its request vector in ``state``
+    unknown: dict[str, str]  # bound pods on nodes the snapshot does not have: key -> node name
+    label_keys: Counter[str]  # selector keys of the pods in ``placed``, a count per pod
+    requested: Counter[str]  # resource names the pods in ``placed`` request, a count per pod
+
+    def place(self, info: PodInfo) -> None:
+        self.placed[info.key] = info
+        self.label_keys.update(selector_keys(info))
+        self.requested.update(info.requests)
+
+    def unplace(self, info: PodInfo) -> None:
+        del self.placed[info.key]
+        for counter, names in ((self.label_keys, selector_keys(info)), (self.requested, info.requests)):
+            for name in names:
+                counter[name] -= 1
+                if not counter[name]:
+                    del counter[name]
 
 
 # The last snapshot's assumed bound pods. The live scheduler builds a context for each window's
 # snapshot, and a second for the validator's replay of a greedy plan. The second takes a copy of
-# the first's state (a few ms) instead of adding every bound pod again; the next window's
-# snapshot, which shares the Node objects and the unchanged pods' infos (``_bound_infos``), is
-# brought up to date by removing the pods gone and adding the new ones (a window's binds)
-# instead of being rebuilt. With 3,000 bound pods that was ~45 ms of a 10-pod window's ~65 ms.
-# Anything else changed (a node, namespace labels, a new resource name, much of the cluster)
-# builds afresh. tests/solver/test_context_memo.py holds both to reading the same.
+# the first's state instead of adding every bound pod again; the next window's snapshot is
+# brought up to date from the last: when it says which pods changed (``ClusterSnapshot.delta``,
+# as the live cache does) by those alone, else by comparing every bound pod's object with the
+# last one's (``_update``). Anything else changed (a node, namespace labels, a resource name,
+# much of the cluster) builds afresh. tests/solver/test_context_memo.py holds all three to
+# reading the same.
 _assumed: Optional[_Assumed] = None
 _assumed_lock = threading.Lock()  # contexts may be built from several threads (bench, live)
 # Above this share of the bound pods changed, a fresh build is as cheap as an update.
@@ -151,85 +185,155 @@ REBUILD_SHARE = 4
 def _assume_bound(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo], last: Optional[_Assumed]) -> _Assumed:
     """A state with every bound pod of ``snapshot`` on its node, over the resources of the nodes,
     the bound pods and the ``window``: ``last`` brought up to date where it can be."""
-    global _bound_infos
     ns_labels = snapshot.namespace_labels
-    memo = _bound_infos
-    seen: dict[int, tuple[Pod, dict[str, str], bool, PodInfo]] = {}
-    infos_bound = [
-        _bound_info(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports, memo, seen) for p in snapshot.bound_pods()
-    ]
-    _bound_infos = seen
-
-    same_nodes = (
+    if (
         last is not None
         and last.sidecar_ports == sidecar_ports
         and len(last.nodes) == len(snapshot.nodes)
         and all(a is b for a, b in zip(last.snapshot.nodes, snapshot.nodes))
         and last.ns_labels == ns_labels
-    )
-    if last is not None and same_nodes:
-        resources = set(last.resources)
-        for info in (*infos_bound, *window):
-            resources.update(info.requests)
-        if resources == last.resources:
-            updated = _update(last, snapshot, infos_bound)
-            if updated is not None:
-                return updated
+    ):
+        delta = snapshot.delta
+        if delta is not None and delta.base() is last.snapshot:
+            updated = _apply_delta(last, snapshot, delta.pods)
+        else:
+            updated = _update(last, snapshot)
+        if updated is not None and updated.resources == _resources_of(updated, window):
+            return updated
+    return _fresh(snapshot, sidecar_ports, window)
 
+
+def _resources_of(assumed: _Assumed, window: list[PodInfo]) -> frozenset[str]:
+    """The columns a fresh state would have for these bound pods and ``window``."""
+    names = set(assumed.node_resources) | assumed.requested.keys()
+    for info in window:
+        names.update(info.requests)
+    return frozenset(names)
+
+
+def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]) -> _Assumed:
+    global _bound_infos
+    ns_labels = snapshot.namespace_labels
+    memo = _bound_infos
+    seen: dict[int, tuple[Pod, dict[str, str], bool, PodInfo]] = {}
+    infos = [_bound_info(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports, memo, seen) for p in snapshot.bound_pods()]
+    _bound_infos = seen
     nodes = [NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes)]
-    resources = {r for node in nodes for r in node.allocatable if is_tracked_resource(r)}
-    for info in (*infos_bound, *window):
+    node_resources = frozenset(r for node in nodes for r in node.allocatable if is_tracked_resource(r))
+    resources = set(node_resources)
+    for info in (*infos, *window):
         resources.update(info.requests)
     state = ClusterState(nodes, resources)
-    bound: list[PodInfo] = []
-    unknown_nodes: set[str] = set()
-    for info in infos_bound:
-        idx = state.node_index.get(info.node_name)
-        if idx is None:
-            unknown_nodes.add(info.node_name)
+    assumed = _Assumed(snapshot, sidecar_ports, ns_labels, frozenset(resources), node_resources, nodes, state,
+                       placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter())
+    for info in infos:
+        index = state.node_index.get(info.node_name)
+        if index is None:
+            assumed.unknown[info.key] = info.node_name
             continue
-        state.add(info, idx)
-        bound.append(info)
-    return _Assumed(
-        snapshot, sidecar_ports, ns_labels, frozenset(resources), nodes, state, bound, frozenset(unknown_nodes),
-        placed={id(info): info for info in bound}, vectors={id(info): state.vector(info) for info in bound},
-    )
+        state.add(info, index)
+        assumed.place(info)
+    assumed.vectors = {key: state.vector(info) for key, info in assumed.placed.items()}
+    return assumed
 
 
-def _update(last: _Assumed, snapshot: ClusterSnapshot, infos_bound: list[PodInfo]) -> Optional[_Assumed]:
-    """``last`` with the pods gone since removed and the new ones added, or None when so much
-    changed that a fresh build costs no more. ``last`` is given up either way."""
-    state, node_index = last.state, last.state.node_index
-    bound = [info for info in infos_bound if info.node_name in node_index]
-    unknown = frozenset(info.node_name for info in infos_bound if info.node_name not in node_index)
-    now = {id(info): info for info in bound}
-    gone = [info for k, info in last.placed.items() if k not in now]
-    new = [info for k, info in now.items() if k not in last.placed]
-    if (len(gone) + len(new)) * REBUILD_SHARE > max(len(bound), 1) and len(gone) + len(new) > 64:
+def _update(last: _Assumed, snapshot: ClusterSnapshot) -> Optional[_Assumed]:
+    """``last`` brought up to ``snapshot`` by comparing every bound pod with the one it had."""
+    ns_labels = snapshot.namespace_labels
+    current = {p.key: p for p in snapshot.bound_pods()}
+    changed = [key for key, p in current.items() if (info := last.placed.get(key)) is None or info.pod is not p]
+    changed += [key for key in (*last.placed, *last.unknown) if key not in current]
+    updated = _bring_up_to_date(last, snapshot, changed, lambda key: current.get(key), ns_labels)
+    if updated is None:
         return None
-    # Request vectors are cached by pod key, in a dict shared with every copy handed out: a pod
-    # gone and one new under the same key (recreated, resized) must not meet there, and window
-    # pods of earlier snapshots, cached there by those copies, must not linger. So the state
-    # gets its own dict: the gone pods' vectors while they are removed, then the kept pods'.
-    state._vectors = {info.key: last.vectors[id(info)] for info in gone}
+    updated.state._vectors = dict(updated.vectors)  # window pods of contexts handed out are not known here
+    position = snapshot.pod_position
+    keys = list(updated.placed)
+    if any(position[a] > position[b] for a, b in zip(keys, keys[1:])):
+        updated.placed = {key: updated.placed[key] for key in sorted(keys, key=position.__getitem__)}
+    _order_pods_on(updated.state, range(len(updated.nodes)), position)
+    return updated
+
+
+def _apply_delta(last: _Assumed, snapshot: ClusterSnapshot, keys: frozenset[str]) -> Optional[_Assumed]:
+    """``last`` brought up to ``snapshot`` from the keys of the pods that changed since alone."""
+    position, pods = snapshot.pod_position, snapshot.pods
+
+    def bound(key: str) -> Optional[Pod]:
+        index = position.get(key)
+        return pods[index] if index is not None and _holds_node(pods[index]) else None
+
+    # Earlier contexts cached the request vectors of their window pods by key in the state's
+    # dict (shared with their copies): each such pod is among these keys (the last window's
+    # pods are), so dropping them leaves only vectors of pods unchanged since.
+    vectors = last.state._vectors
+    updated = _bring_up_to_date(last, snapshot, sorted(keys, key=lambda k: position.get(k, -1)), bound,
+                                snapshot.namespace_labels)
+    if updated is not None:
+        for key in keys:
+            if key not in updated.placed:
+                vectors.pop(key, None)
+    return updated
+
+
+def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[str],
+                      current: Callable[[str], Optional[Pod]], ns_labels: dict[str, dict[str, str]]) -> Optional[_Assumed]:
+    """``last`` with the pods named in ``changed`` (in the snapshot's order) taken out and put
+    back as ``current`` has them now (None: not bound), or None when so much changed that a
+    fresh build costs no more. ``last`` is given up either way."""
+    if len(changed) * REBUILD_SHARE > max(len(last.placed), 1) and len(changed) > 64:
+        return None
+    state, node_index, sidecar_ports = last.state, last.state.node_index, last.sidecar_ports
+    gone: list[PodInfo] = []
+    new: list[PodInfo] = []
+    for key in changed:
+        pod = current(key)
+        old = last.placed.get(key)
+        last.unknown.pop(key, None)
+        if old is not None and old.pod is pod:
+            continue
+        if old is not None:
+            gone.append(old)
+        if pod is None:
+            continue
+        if pod.spec.node_name not in node_index:
+            last.unknown[key] = pod.spec.node_name
+            continue
+        info = PodInfo.of(pod, ns_labels.get(pod.metadata.namespace, {}), sidecar_ports=sidecar_ports)
+        if not last.resources.issuperset(info.requests):
+            return None  # a resource the state has no column for
+        new.append(info)
+    shared = state._vectors
     for info in gone:
+        shared[info.key] = last.vectors.pop(info.key)  # removed with the vector it was added with
         state.remove(info)
-    vectors = {k: v for k, v in last.vectors.items() if k in now}
-    state._vectors = {now[k].key: v for k, v in vectors.items()}
+        last.unplace(info)
+        del shared[info.key]
+    tail = next(reversed(last.placed), None)  # the last pod kept: every new one comes after it
+    position = snapshot.pod_position
+    touched = set()
     for info in new:
-        state.add(info, node_index[info.node_name])
-        vectors[id(info)] = state.vector(info)
-    # Pods on a node in the snapshot's order, as a fresh build has them (preemption breaks ties
-    # between equally important victims by it): new pods were added last.
-    position = {info.key: i for i, info in enumerate(bound)}
-    for n, on in enumerate(state.pods_on):
-        keys = list(on)
+        shared.pop(info.key, None)  # a window pod's of before, or a gone pod's under this key
+        index = node_index[info.node_name]
+        state.add(info, index)
+        last.place(info)
+        last.vectors[info.key] = state.vector(info)
+        touched.add(index)
+    if new and tail is not None and position[tail] > position[new[0].key]:
+        last.placed = {key: last.placed[key] for key in sorted(last.placed, key=position.__getitem__)}
+    _order_pods_on(state, touched, position)
+    return _Assumed(snapshot, sidecar_ports, last.ns_labels, last.resources, last.node_resources, last.nodes, state,
+                    last.placed, last.vectors, last.unknown, last.label_keys, last.requested)
+
+
+def _order_pods_on(state: ClusterState, nodes: Iterable[int], position: dict[str, int]) -> None:
+    """Each of these nodes' pods in the snapshot's order, as a fresh build adds them
+    (preemption breaks ties between equally important victims by it)."""
+    for n in nodes:
+        keys = list(state.pods_on[n])
         if any(position[a] > position[b] for a, b in zip(keys, keys[1:])):
+            on = state.pods_on[n]
             state.pods_on[n] = {k: on[k] for k in sorted(keys, key=position.__getitem__)}
-    return _Assumed(
-        snapshot, last.sidecar_ports, last.ns_labels, last.resources, last.nodes, state, bound, unknown,
-        placed=now, vectors=vectors,
-    )
 
 
 def build_context(
@@ -258,7 +362,8 @@ def build_context(
             _assumed = None  # given up before it is changed: a failure below leaves no half-updated state
             assumed = _assume_bound(snapshot, sidecar_ports, window, assumed)
             _assumed = assumed
-        nodes, bound, unknown_nodes = assumed.nodes, list(assumed.bound), assumed.unknown_nodes
+        nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
+        label_keys = list(assumed.label_keys)
         state = assumed.state.copy()
 
     notes: list[str] = []
@@ -268,7 +373,7 @@ def build_context(
             + ", ".join(sorted(unknown_nodes)[:5])
         )
 
-    relevant = relevant_label_keys(snapshot, [*bound, *window])
+    relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}
     classes: list[PodClass] = []
     for info in window:
@@ -295,7 +400,8 @@ def build_context(
         state=state,
         window=window,
         classes=classes,
-        bound=bound,
+        bound=list(bound_by_key.values()),
+        bound_by_key=bound_by_key,
         relevant_labels=relevant,
         pod_groups=dict(snapshot.pod_group_by_key),
         image_nodes={k: (v[0], v[1]) for k, v in image_nodes.items()},

@@ -44,6 +44,28 @@ def _static_key(pod: PodInfo) -> tuple:
     )
 
 
+# The last grouping of nodes by static signature: contexts built one after another from
+# snapshots with the same nodes share one list of NodeInfos (``solver/context.py``), and
+# windows of like pods read the same label keys.
+_last_groups: tuple[list[NodeInfo], frozenset[str], bool, list[np.ndarray]] = ([], frozenset(), False, [])
+
+
+def _node_groups(nodes: list[NodeInfo], keys: frozenset[str], by_name: bool) -> list[np.ndarray]:
+    """The nodes' indices grouped by what static filters read of them (read-only arrays)."""
+    global _last_groups
+    last = _last_groups
+    if last[0] is nodes and last[1] == keys and last[2] == by_name:
+        return last[3]
+    groups: dict[tuple, list[int]] = {}
+    for node in nodes:
+        groups.setdefault(node.static_signature(keys, by_name), []).append(node.index)
+    arrays = [np.array(ix, dtype=np.int64) for ix in groups.values()]
+    for array in arrays:
+        array.flags.writeable = False
+    _last_groups = (nodes, keys, by_name, arrays)
+    return arrays
+
+
 class StaticFilters:
     """First static failure of every node for a pod, cached per pod class and node signature."""
 
@@ -62,10 +84,7 @@ class StaticFilters:
                 keys.update(e.key for e in term.match_expressions)
                 if term.match_fields:
                     by_name = True
-        groups: dict[tuple, list[int]] = {}
-        for node in nodes:
-            groups.setdefault(node.static_signature(frozenset(keys), by_name), []).append(node.index)
-        self.groups = [np.array(ix, dtype=np.int64) for ix in groups.values()]
+        self.groups = _node_groups(nodes, frozenset(keys), by_name)
         self._static_keys: dict[tuple, tuple] = {}  # _cache_key -> _static_key
         self._statuses: dict[tuple, list[Status]] = {}
         self._masks: dict[tuple, np.ndarray] = {}

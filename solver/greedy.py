@@ -120,9 +120,10 @@ def schedule_greedy(
     # Running members of gangs admitted in this window: a later preemptor may not evict them
     # (the gang's minMember is judged on the final state).
     bound_members: dict[str, list[str]] = {}
-    for p in ctx.bound:
-        if p.group is not None:
-            bound_members.setdefault(p.group, []).append(p.key)
+    if any(p.group is not None for p in ctx.window):  # no gang in the window: no member to protect
+        for p in ctx.bound:
+            if p.group is not None:
+                bound_members.setdefault(p.group, []).append(p.key)
     protected: set[str] = set()
     # Topology gangs: the nodes of the domain each chose, chosen at its first member.
     within_domain: dict[str, np.ndarray] = {}

@@ -22,8 +22,25 @@ def _label(node: NodeInfo, keys: tuple[str, ...]) -> str:
     return ""
 
 
+# The last list of nodes ordered, and its order: contexts built one after another from
+# snapshots with the same nodes share one list of NodeInfos (``solver/context.py``).
+_last: tuple[list[NodeInfo], np.ndarray] = ([], np.zeros(0, dtype=np.int64))
+
+
 def node_tree_order(nodes: list[NodeInfo]) -> np.ndarray:
-    """Node indices round-robin across zones (zones in first-seen order, nodes in insertion order)."""
+    """Node indices round-robin across zones (zones in first-seen order, nodes in insertion
+    order). Read-only: the array may be the one handed out for the same list before."""
+    global _last
+    last = _last
+    if last[0] is nodes:
+        return last[1]
+    order = _tree_order(nodes)
+    order.flags.writeable = False
+    _last = (nodes, order)
+    return order
+
+
+def _tree_order(nodes: list[NodeInfo]) -> np.ndarray:
     zones: dict[tuple[str, str], list[int]] = {}
     for node in nodes:
         zones.setdefault((_label(node, REGION_KEYS), _label(node, ZONE_KEYS)), []).append(node.index)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Optional
 
 from models.config import SchedulerConfig
 from models.plan import Plan
@@ -29,10 +30,12 @@ from .plugins.registry import FINAL_CHECKS
 
 
 def validate(
-    snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig, *, all_pending: bool = False
+    snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig, *, all_pending: bool = False,
+    window_keys: Optional[list[str]] = None,
 ) -> list[str]:
-    """One line per violated hard rule; ``[]`` when the plan is valid."""
-    ctx = build_context(snapshot, config, all_pending=all_pending)
+    """One line per violated hard rule; ``[]`` when the plan is valid. ``window_keys``: the
+    pending pods the decision was restricted to, as given to ``schedule``."""
+    ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=window_keys)
     replay = Replay(ctx, plan)
     replay.check_plan()
     replay.build_final_state()
@@ -126,7 +129,7 @@ class Replay:
                 self.report(f"plan: {nom.pod} is nominated to node {nom.node} but assigned to {placed_on}")
 
         seen: Counter[str] = Counter()
-        bound = {p.key: p for p in self.ctx.bound}
+        bound = self.ctx.bound_by_key
         for v in self.plan.preemptions:
             seen[v.pod] += 1
             if seen[v.pod] == 2:

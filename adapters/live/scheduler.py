@@ -392,7 +392,8 @@ class Scheduler:
         """The plan if the validator accepts it (or the greedy one if that passes instead)."""
         if plan.stats.engine == "cpsat" and plan.stats.plan_from == "solver":
             return plan  # solver.schedule replayed it through solver.validate on this snapshot
-        problems = solver.validate(snapshot, plan, self.config)
+        keys = [qp.key for qp in window]
+        problems = solver.validate(snapshot, plan, self.config, window_keys=keys)
         if not problems:
             return plan
         self.metrics.invalid_plans.inc()
@@ -401,9 +402,8 @@ class Scheduler:
         if plan.stats.engine == "greedy":
             self._failure = f"scheduler error: no valid plan for this window ({problems[0]})"
             return None
-        keys = [qp.key for qp in window]
         greedy = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
-        problems = solver.validate(snapshot, greedy, self.config)
+        problems = solver.validate(snapshot, greedy, self.config, window_keys=keys)
         if problems:
             self.metrics.invalid_plans.inc()
             log.error("the greedy plan failed validation too: %s", "; ".join(problems[:5]))

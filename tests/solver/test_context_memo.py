@@ -6,12 +6,14 @@ and namespaces relabelled, as the live scheduler's windows see them."""
 from __future__ import annotations
 
 import random
+import weakref
 
 import numpy as np
 import pytest
 
 import solver.context as context
-from models import SchedulerConfig
+from models import ClusterSnapshot, SchedulerConfig
+from models.snapshot import SnapshotDelta
 from models.objects import Pod
 from solver.context import build_context
 from solver.state import PodMatcher
@@ -73,16 +75,20 @@ def _fresh(snapshot, config):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("told", ["nothing", "delta", "delta-reordered"])
+def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, told: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nothing``: the snapshot says nothing of what changed (every bound pod is compared with
+    the last); ``delta``: it names the pods that changed, moved to the end, as the live cache
+    does; ``delta-reordered``: it names them, put back anywhere (the others keep their order)."""
     updates: list[bool] = []
-    update = context._update
+    update = context._update if told == "nothing" else context._apply_delta
 
     def counting(*args):
         out = update(*args)
         updates.append(out is not None)
         return out
 
-    monkeypatch.setattr(context, "_update", counting)
+    monkeypatch.setattr(context, "_update" if told == "nothing" else "_apply_delta", counting)
     rng = random.Random(seed)
     config = SchedulerConfig()
     pods: dict[str, Pod] = {}
@@ -91,13 +97,27 @@ def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, monke
         key = f"{rng.choice(list(namespaces))}/p{i}"
         pods[key] = _pod(rng, key, rng.choice(NODES).metadata.name)
     context._assumed = None
+    previous = None
+    changed: set[str] = set()
     for step in range(15):
-        snapshot = make_snapshot(
-            NODES, list(pods.values()), namespaces=[make_namespace(n, labels) for n, labels in namespaces.items()]
+        ordered = list(pods)
+        if told != "nothing":
+            # Changed pods after the others, as the live cache has them (or anywhere).
+            kept = [k for k in ordered if k not in changed]
+            for key in sorted(k for k in ordered if k in changed):
+                kept.insert(len(kept) if told == "delta" else rng.randint(0, len(kept)), key)
+            ordered = kept
+        delta = SnapshotDelta(weakref.ref(previous), frozenset(changed)) if told != "nothing" and previous else None
+        snapshot = ClusterSnapshot.build(
+            nodes=NODES, pods=[pods[k] for k in ordered],
+            namespaces=[make_namespace(n, labels) for n, labels in namespaces.items()], delta=delta,
         )
+        previous, changed = snapshot, set()
         # The next snapshot reuses this one's pod objects where nothing changed, as the live cache does.
         pods = {p.key: p for p in snapshot.pods}
         decided = build_context(snapshot, config)
+        for info in decided.window:  # as an engine placing them does: their requests cached by key
+            decided.state.vector(info)
         replayed = build_context(snapshot, config)  # the validator's context of the same snapshot
         fresh = _fresh(snapshot, config)
         assert _reading(decided) == _reading(fresh), f"seed {seed} step {step}"
@@ -110,12 +130,21 @@ def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, monke
                 key = f"{rng.choice(list(namespaces))}/q{step}-{rng.randint(0, 999)}"
                 node = rng.choice(NODES).metadata.name if rng.random() < 0.8 else None
                 pods[key] = _pod(rng, key, node) if node else make_pod(key, cpu="200m", requests={"example.com/fpga": 1})
+                changed.add(key)
             elif change < 0.5 and keys:  # deleted
-                del pods[rng.choice(keys)]
+                key = rng.choice(keys)
+                del pods[key]
+                changed.add(key)
             elif change < 0.8 and keys:  # recreated under the same name, other requests and node
                 key = rng.choice(keys)
                 pods[key] = _pod(rng, key, rng.choice(NODES).metadata.name)
-            elif change < 0.9:  # a namespace relabelled (namespace selectors read it)
+                changed.add(key)
+            elif change < 0.9 and (waiting := sorted(k for k, p in pods.items() if not p.spec.node_name)):
+                # a window's pod bound (the contexts of its window cached its requests by its key)
+                key = rng.choice(waiting)
+                pods[key] = _pod(rng, key, rng.choice(NODES).metadata.name)
+                changed.add(key)
+            elif change < 0.95:  # a namespace relabelled (namespace selectors read it)
                 namespaces[rng.choice(list(namespaces))] = {"tier": str(rng.randint(1, 3))}
     assert sum(updates) >= 5  # most steps were brought up to date, not rebuilt
 

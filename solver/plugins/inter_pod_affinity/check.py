@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ...framework import names
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
@@ -37,9 +39,10 @@ def check_anti_affinity(replay: Replay) -> None:
     term of either: the owner's term matching the other pod in the owner's domain."""
     state, placed = replay.final, replay.assigned
     owners: dict = defaultdict(list)
-    for pod, index in state.pods():
-        for term in pod.anti_affinity:
-            owners[term].append((pod, index))
+    for index in sorted({int(n) for per_node in state.anti_owners.values() for n in np.flatnonzero(per_node)}):
+        for pod in state.pods_on[index].values():  # only nodes holding some term's owner
+            for term in pod.anti_affinity:
+                owners[term].append((pod, index))
     reported: set[tuple[str, str]] = set()
     for term, holders in owners.items():
         matcher = PodMatcher.of_term(term)
