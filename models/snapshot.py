@@ -67,6 +67,7 @@ class ClusterSnapshot(BaseModel):
         pvs: Iterable[PersistentVolume] = (),
         pvcs: Iterable[PersistentVolumeClaim] = (),
         pod_keys: Optional[list[str]] = None,
+        keyed: bool = False,
         resolved: bool = False,
         pod_namespaces: Optional[Iterable[str]] = None,
         delta: Optional[SnapshotDelta] = None,
@@ -76,22 +77,24 @@ class ClusterSnapshot(BaseModel):
         What a caller that keeps the cluster between snapshots (the live cache) already knows
         need not be worked out again from every pod:
         ``pod_keys``: the pods' keys, in order: they index the snapshot's pods;
+        ``keyed``: every list comes from a store keyed by name: no name can repeat;
         ``resolved``: every pod went through ``resolve_pod`` with these priority classes;
         ``pod_namespaces``: the namespaces the pods are in (any order, repeats allowed);
         ``delta``: how the snapshot differs from the caller's last (``SnapshotDelta``)."""
         nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
         priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
-        _no_duplicates("nodes", [n.metadata.name for n in nodes])
+        pvs, pvcs = list(pvs), list(pvcs)
         if pod_keys is None or len(pod_keys) != len(pods):
             pod_keys = [p.key for p in pods]
-        _no_duplicates("pods", pod_keys)
-        _no_duplicates("poddisruptionbudgets", [p.key for p in pdbs])
-        _no_duplicates("priorityclasses", [c.metadata.name for c in priority_classes])
-        _no_duplicates("podgroups", [g.key for g in pod_groups])
-        _no_duplicates("namespaces", [n.metadata.name for n in namespaces])
-        pvs, pvcs = list(pvs), list(pvcs)
-        _no_duplicates("persistentvolumes", [v.name for v in pvs])
-        _no_duplicates("persistentvolumeclaims", [c.key for c in pvcs])
+        if not keyed:
+            _no_duplicates("nodes", [n.metadata.name for n in nodes])
+            _no_duplicates("pods", pod_keys)
+            _no_duplicates("poddisruptionbudgets", [p.key for p in pdbs])
+            _no_duplicates("priorityclasses", [c.metadata.name for c in priority_classes])
+            _no_duplicates("podgroups", [g.key for g in pod_groups])
+            _no_duplicates("namespaces", [n.metadata.name for n in namespaces])
+            _no_duplicates("persistentvolumes", [v.name for v in pvs])
+            _no_duplicates("persistentvolumeclaims", [c.key for c in pvcs])
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
             pods = [resolve_pod(pod, classes) for pod in pods]
@@ -164,6 +167,11 @@ class ClusterSnapshot(BaseModel):
         """Pods this scheduler should place: no node, not terminating, not terminal, not held by
         scheduling gates (kube-scheduler's PreEnqueue keeps those out of the queue), ours."""
         return [p for p in self.pods if is_pending(p, scheduler_name, all_pending)]
+
+    def pod(self, key: str) -> Optional[Pod]:
+        """The pod ``key`` (namespace/name), without building ``pod_by_key``."""
+        index = self.pod_position.get(key)
+        return self.pods[index] if index is not None else None
 
     def pods_among(self, keys: Iterable[str]) -> list[Pod]:
         """The pods named by ``keys``, in the snapshot's order, without a pass over every pod

@@ -153,6 +153,7 @@ class _Assumed:
     unknown: dict[str, str]  # bound pods on nodes the snapshot does not have: key -> node name
     label_keys: Counter[str]  # selector keys of the pods in ``placed``, a count per pod
     requested: Counter[str]  # resource names the pods in ``placed`` request, a count per pod
+    image_nodes: dict[str, tuple[int, int]]  # image -> (size, numNodes), of ``nodes``
 
     def place(self, info: PodInfo) -> None:
         self.placed[info.key] = info
@@ -225,7 +226,8 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
         resources.update(info.requests)
     state = ClusterState(nodes, resources)
     assumed = _Assumed(snapshot, sidecar_ports, ns_labels, frozenset(resources), node_resources, nodes, state,
-                       placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter())
+                       placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter(),
+                       image_nodes=_image_nodes(nodes))
     for info in infos:
         index = state.node_index.get(info.node_name)
         if index is None:
@@ -323,7 +325,19 @@ def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[s
         last.placed = {key: last.placed[key] for key in sorted(last.placed, key=position.__getitem__)}
     _order_pods_on(state, touched, position)
     return _Assumed(snapshot, sidecar_ports, last.ns_labels, last.resources, last.node_resources, last.nodes, state,
-                    last.placed, last.vectors, last.unknown, last.label_keys, last.requested)
+                    last.placed, last.vectors, last.unknown, last.label_keys, last.requested, last.image_nodes)
+
+
+def _image_nodes(nodes: list[NodeInfo]) -> dict[str, tuple[int, int]]:
+    """Each image's size (as the first node reporting it gives it) and how many nodes have it."""
+    entries: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for node in nodes:
+        for name, size in node.images.items():
+            entry = entries[name]
+            if entry[1] == 0:
+                entry[0] = size
+            entry[1] += 1
+    return {k: (v[0], v[1]) for k, v in entries.items()}
 
 
 def _order_pods_on(state: ClusterState, nodes: Iterable[int], position: dict[str, int]) -> None:
@@ -364,6 +378,7 @@ def build_context(
             _assumed = assumed
         nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
         label_keys = list(assumed.label_keys)
+        image_nodes = assumed.image_nodes
         state = assumed.state.copy()
 
     notes: list[str] = []
@@ -385,14 +400,6 @@ def build_context(
         info.class_id = cls.id
         cls.pods.append(info)
 
-    image_nodes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for node in nodes:
-        for name, size in node.images.items():
-            entry = image_nodes[name]
-            if entry[1] == 0:
-                entry[0] = size
-            entry[1] += 1
-
     return SchedulingContext(
         snapshot=snapshot,
         config=config,
@@ -404,7 +411,7 @@ def build_context(
         bound_by_key=bound_by_key,
         relevant_labels=relevant,
         pod_groups=dict(snapshot.pod_group_by_key),
-        image_nodes={k: (v[0], v[1]) for k, v in image_nodes.items()},
+        image_nodes=image_nodes,
         notes=notes,
         window_keys=frozenset(window_keys) if window_keys is not None else None,
     )

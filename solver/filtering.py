@@ -66,6 +66,24 @@ def _node_groups(nodes: list[NodeInfo], keys: frozenset[str], by_name: bool) -> 
     return arrays
 
 
+# The static filters' verdicts for the last list of nodes, by what they read of a pod: the
+# contexts of one window after another share them while the nodes are the same. Dropped past
+# this many keys (pods naming their node, or one node each by affinity, are one key apiece).
+_VERDICTS_KEPT = 2048
+_verdicts: tuple[list[NodeInfo], tuple[dict, dict, dict, dict]] = ([], ({}, {}, {}, {}))
+
+
+def _shared_verdicts(nodes: list[NodeInfo]) -> tuple[dict, dict, dict, dict]:
+    """(statuses, masks, affinity masks, toleration masks) by static key, for ``nodes``."""
+    global _verdicts
+    last = _verdicts
+    if last[0] is nodes and len(last[1][0]) + len(last[1][2]) + len(last[1][3]) < _VERDICTS_KEPT:
+        return last[1]
+    fresh: tuple[dict, dict, dict, dict] = ({}, {}, {}, {})
+    _verdicts = (nodes, fresh)
+    return fresh
+
+
 class StaticFilters:
     """First static failure of every node for a pod, cached per pod class and node signature."""
 
@@ -86,10 +104,8 @@ class StaticFilters:
                     by_name = True
         self.groups = _node_groups(nodes, frozenset(keys), by_name)
         self._static_keys: dict[tuple, tuple] = {}  # _cache_key -> _static_key
-        self._statuses: dict[tuple, list[Status]] = {}
-        self._masks: dict[tuple, np.ndarray] = {}
-        self._affinity: dict[tuple, np.ndarray] = {}
-        self._tolerated: dict[tuple, np.ndarray] = {}
+        # Verdicts by _static_key: a node's verdict depends on the pod's static key alone.
+        self._statuses, self._masks, self._affinity, self._tolerated = _shared_verdicts(nodes)
 
     def _key(self, pod: PodInfo) -> tuple:
         key = _cache_key(pod)
@@ -125,7 +141,9 @@ class StaticFilters:
         key = self._key(pod)
         hit = self._masks.get(key)
         if hit is None:
-            hit = self._masks[key] = np.fromiter((s.ok for s in self.statuses(pod)), dtype=bool, count=len(self.nodes))
+            hit = np.fromiter((s.ok for s in self.statuses(pod)), dtype=bool, count=len(self.nodes))
+            hit.flags.writeable = False  # shared: by the pods of one static key, and across contexts
+            self._masks[key] = hit
         return hit
 
     def affinity_mask(self, pod: PodInfo) -> np.ndarray:
@@ -145,6 +163,7 @@ class StaticFilters:
             hit = np.zeros(len(self.nodes), dtype=bool)
             for group in self.groups:
                 hit[group] = check(self.nodes[int(group[0])])
+            hit.flags.writeable = False
             cache[key] = hit
         return hit
 

@@ -85,7 +85,7 @@ class Replay:
         for key, names in nodes_of.items():
             if len(names) > 1:
                 self.report(f"plan: {key} is assigned {len(names)} times ({', '.join(names)})")
-            pod = snapshot.pod_by_key.get(key)
+            pod = snapshot.pod(key)
             if pod is None:
                 self.report(f"plan: assigned pod {key} is not in the snapshot")
                 continue
@@ -136,7 +136,7 @@ class Replay:
                 self.report(f"preemption: victim {v.pod} is listed more than once")
             if seen[v.pod] > 1:
                 continue
-            pod = snapshot.pod_by_key.get(v.pod)
+            pod = snapshot.pod(v.pod)
             if pod is None:
                 self.report(f"preemption: victim {v.pod} is not in the snapshot")
             elif v.pod in self.window or not pod.spec.node_name:

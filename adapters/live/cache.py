@@ -94,6 +94,12 @@ def node_feasibility(node: Node) -> tuple:
     return (node.metadata.uid, node.metadata.labels, node.spec, node.allocatable)
 
 
+def _same_node(old: Node, new: Node) -> bool:
+    """Nothing a decision reads of the node changed (its status heartbeat, its
+    resourceVersion): the scheduler keeps the object it had."""
+    return old.metadata.uid == new.metadata.uid and node_relevant(old) == node_relevant(new)
+
+
 def _terminating(pod: Pod) -> Pod:
     """The pod as it will look once its eviction is under way (a deletionTimestamp set)."""
     meta = pod.metadata.model_copy(update={"deletion_timestamp": datetime.now(timezone.utc)})
@@ -187,6 +193,8 @@ class ClusterCache:
         self.invalid.pop((resource.name, key), None)
         store = self._objects[resource]
         old = store.get(key)
+        if resource is NODES and old is not None and _same_node(old, model):  # type: ignore[arg-type]
+            return  # a heartbeat: the node kept as it was, so the solver's view of it stays
         store[key] = model
         if resource is PODS:
             self._reconcile_assumption(model)
@@ -404,7 +412,7 @@ class ClusterCache:
             snapshot = ClusterSnapshot.build(
                 nodes=self._objects[NODES].values(), pods=pods, pdbs=self._objects[PDBS].values(),  # type: ignore[arg-type]
                 priority_classes=self._classes.values(), pod_groups=self._pod_groups(pods),
-                pod_keys=keys, resolved=True, pod_namespaces=namespaces, delta=delta)
+                pod_keys=keys, keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta)
             self._last = (weakref.ref(snapshot), window_keys)
             self._changed = set()
             return snapshot

@@ -61,7 +61,7 @@ class ScoreContext:
         strategy: Optional[str] = None,
     ) -> "ScoreContext":
         """``strategy`` overrides the configured one; by default ``packing`` means MostAllocated."""
-        index = NodeIndex(nodes)
+        index = NodeIndex.of(nodes)
         if strategy is None:
             strategy = PACKING_STRATEGY if config.profile == "packing" else config.scoring.strategy
         return ScoreContext(

@@ -27,6 +27,19 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 
 class NodeIndex:
+    # The last index made by ``of``: contexts built one after another from snapshots with the
+    # same nodes share one list of NodeInfos (``solver/context.py``), and so one index.
+    _last: Optional["NodeIndex"] = None
+
+    @classmethod
+    def of(cls, nodes: list[NodeInfo]) -> "NodeIndex":
+        """The index of ``nodes``: the last one made, when it was made for this very list."""
+        last = cls._last
+        if last is not None and last.nodes is nodes:
+            return last
+        index = cls._last = cls(nodes)
+        return index
+
     def __init__(self, nodes: list[NodeInfo]) -> None:
         self.nodes = nodes
         self.size = len(nodes)

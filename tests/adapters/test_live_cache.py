@@ -349,3 +349,23 @@ def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed:
             checked += 1
         previous = got
     assert checked > 40, checked
+
+
+def test_a_node_heartbeat_keeps_the_node_the_scheduler_had() -> None:
+    """A status update that changes nothing a decision reads (the kubelet's heartbeat: its
+    conditions, a new resourceVersion) leaves the cached Node as it was, so the next snapshot's
+    nodes are the same objects and the solver keeps what it derived from them; a change that
+    matters (a label, allocatable) replaces it."""
+    cache = synced_cache([node("n1"), node("n2")], [])
+    before = cache.snapshot().nodes
+    beat = node("n1")
+    beat["metadata"]["resourceVersion"] = "99"
+    beat["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-25T00:00:00Z"}]
+    cache.apply(NODES, "MODIFIED", beat)
+    after = cache.snapshot().nodes
+    assert all(a is b for a, b in zip(before, after))
+    relabelled = node("n1", zone="b")
+    cache.apply(NODES, "MODIFIED", relabelled)
+    changed = {n.metadata.name: n for n in cache.snapshot().nodes}
+    assert changed["n1"].metadata.labels["topology.kubernetes.io/zone"] == "b"
+    assert changed["n2"] is before[1]
