@@ -67,6 +67,7 @@ class ClusterSnapshot(BaseModel):
         pvs: Iterable[PersistentVolume] = (),
         pvcs: Iterable[PersistentVolumeClaim] = (),
         pod_keys: Optional[list[str]] = None,
+        node_names: Optional[list[str]] = None,
         keyed: bool = False,
         resolved: bool = False,
         pod_namespaces: Optional[Iterable[str]] = None,
@@ -76,7 +77,8 @@ class ClusterSnapshot(BaseModel):
 
         What a caller that keeps the cluster between snapshots (the live cache) already knows
         need not be worked out again from every pod:
-        ``pod_keys``: the pods' keys, in order: they index the snapshot's pods;
+        ``pod_keys``, ``node_names``: the pods' keys and the nodes' names, in order: they index
+        the snapshot's pods and nodes;
         ``keyed``: every list comes from a store keyed by name: no name can repeat;
         ``resolved``: every pod went through ``resolve_pod`` with these priority classes;
         ``pod_namespaces``: the namespaces the pods are in (any order, repeats allowed);
@@ -111,6 +113,8 @@ class ClusterSnapshot(BaseModel):
         )
         # Filled in as ``pod_position`` would be (a cached property: stored on first use).
         snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pod_keys))))
+        if node_names is not None and len(node_names) == len(nodes):
+            snapshot.__dict__["node_by_name"] = dict(zip(node_names, snapshot.nodes))
         if pod_namespaces is not None:
             snapshot.__dict__["namespace_labels"] = _namespace_labels(set(pod_namespaces), namespaces)
         if delta is not None:

@@ -90,6 +90,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction, default=True,
                         help="decide pods that need no joint decision at once, without the window wait "
                         "(default: on; --no-adaptive-window makes every window wait)")
+    parser.add_argument("--batch-wait", type=non_negative_int, default=options.DEFAULT_BATCH_WAIT_MS, metavar="MS",
+                        help="while pods stream in (each within MS of the one before), a window of pods that need no "
+                        "joint decision waits MS milliseconds after its first pod for those right behind it: a "
+                        "window per few pods instead of one per pod, for half the CPU; a lone pod never waits "
+                        f"(default {options.DEFAULT_BATCH_WAIT_MS}; 0: never)")
     parser.add_argument("--quick-window", type=non_negative_int, default=options.DEFAULT_QUICK_WINDOW, metavar="N",
                         help="windows of at most N pods that need no joint decision are decided by scheduleOne "
                         f"whatever the engine, as under light load kube-scheduler would (default "
@@ -149,6 +154,7 @@ def _live_options(args: argparse.Namespace, config: Any) -> Any:
         metrics_addr = parse_addr(DEFAULT_METRICS_ADDR)
     return LiveOptions(engine=args.engine, window_size=window_size(args.window_size, config),
                        window_wait=args.window_wait / 1000.0, adaptive_window=args.adaptive_window,
+                       batch_wait=args.batch_wait / 1000.0,
                        quick_window=args.quick_window, greedy_whole=args.greedy_whole_windows,
                        dry_run=args.dry_run, leader_elect=args.leader_elect and not args.dry_run, lease=lease,
                        metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency,
@@ -234,7 +240,8 @@ def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: thre
         log.info("serving /healthz, /readyz and /metrics on %s:%d", host, port)
     log.info("scheduling pods with schedulerName %s (engine %s, window %d pods / %d ms%s%s)", config.scheduler_name,
              options.engine, options.window_size, round(options.window_wait * 1000),
-             " when pods couple" if options.adaptive_window else "",
+             f" when pods couple, {round(options.batch_wait * 1000)} ms while pods stream in"
+             if options.adaptive_window else "",
              ", dry run" if options.dry_run else "")
     try:
         stop.wait(args.duration) if args.duration else stop.wait()

@@ -409,10 +409,11 @@ class ClusterCache:
             delta = None
             if last is not None and last[0]() is not None:
                 delta = SnapshotDelta(last[0], frozenset(self._changed | last[1] | window_keys))
+            nodes = self._objects[NODES]
             snapshot = ClusterSnapshot.build(
-                nodes=self._objects[NODES].values(), pods=pods, pdbs=self._objects[PDBS].values(),  # type: ignore[arg-type]
+                nodes=nodes.values(), pods=pods, pdbs=self._objects[PDBS].values(),  # type: ignore[arg-type]
                 priority_classes=self._classes.values(), pod_groups=self._pod_groups(pods),
-                pod_keys=keys, keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta)
+                pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta)
             self._last = (weakref.ref(snapshot), window_keys)
             self._changed = set()
             return snapshot

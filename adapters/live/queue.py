@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -113,6 +113,7 @@ class SchedulingQueue:
         self._gangs: dict[str, set[str]] = defaultdict(set)
         self._seq = itertools.count()
         self._closed = False
+        self._arrivals: deque[float] = deque(maxlen=2)  # when the last two new pods came
 
     # --- pods arriving, changing, leaving --------------------------------------------------------
 
@@ -128,6 +129,7 @@ class SchedulingQueue:
             now = self.clock.now()
             qp = QueuedPod(pod.key, pod, now, now)
             self._pods[pod.key] = qp
+            self._arrivals.append(now)
             gang = qp.gang
             if gang:
                 self._gangs[gang].add(pod.key)
@@ -191,10 +193,11 @@ class SchedulingQueue:
     # --- windows ---------------------------------------------------------------------------------
 
     def pop_window(self, max_size: int, wait: float, stop: Optional[threading.Event] = None, *,
-                   adaptive: bool = False) -> list[QueuedPod]:
+                   adaptive: bool = False, batch_wait: float = 0.0) -> list[QueuedPod]:
         """Block until a pod is active; then take up to `max_size` pods, waiting at most `wait`
         seconds for the window to fill. `adaptive`: wait only while some active pod needs a joint
-        decision (`needs_joint_decision`). Returns [] when the queue is closed or `stop` is set."""
+        decision (`needs_joint_decision`), or, when pods are streaming in (`streaming`), at most
+        `batch_wait` seconds. Returns [] when the queue is closed or `stop` is set."""
         def stopped() -> bool:
             return self._closed or (stop is not None and stop.is_set())
 
@@ -207,11 +210,12 @@ class SchedulingQueue:
                 if self._active:
                     break
                 self._cond.wait(self._idle_timeout(now))
-            deadline = self.clock.now() + wait
+            start = self.clock.now()
+            deadline = start + wait
+            batch_deadline = start + batch_wait if self.streaming(start, batch_wait) else start
             while len(self._active) < max_size and not stopped():
-                if adaptive and not self._active_couples_locked():
-                    break
-                left = deadline - self.clock.now()
+                limit = deadline if not adaptive or self._active_couples_locked() else batch_deadline
+                left = limit - self.clock.now()
                 if left <= 0:
                     break
                 self._cond.wait(left)
@@ -219,6 +223,13 @@ class SchedulingQueue:
             if stopped():
                 return []
             return self._take_locked(max_size)
+
+    def streaming(self, now: float, gap: float) -> bool:
+        """Pods are arriving one after another, each within `gap` seconds of the one before, and
+        the last just now: more will come within `gap`. A lone pod, or the first after a lull,
+        is not streaming."""
+        arrivals = self._arrivals
+        return gap > 0 and len(arrivals) == 2 and arrivals[1] - arrivals[0] <= gap and now - arrivals[1] <= gap
 
     def _active_couples_locked(self) -> bool:
         return any(needs_joint_decision(self._pods[key].pod) for key in self._pools[ACTIVE])

@@ -303,7 +303,7 @@ class Scheduler:
 
     def next_window(self) -> list[QueuedPod]:
         window = self.queue.pop_window(self.options.window_size, self.options.window_wait, self._stopping,
-                                      adaptive=self.options.adaptive_window)
+                                      adaptive=self.options.adaptive_window, batch_wait=self.options.batch_wait)
         if window:
             self.metrics.window_size.observe(len(window))
         return window

@@ -43,20 +43,26 @@ def _counts_on_domains(pod: Pod) -> bool:
 def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -> list[BindUnit]:
     """The plan's placements grouped into bind units, with their victims and what they wait for."""
     by_key = {qp.key: qp for qp in window}
-    pods = snapshot.pod_by_key
+
+    def pod_of(key: str) -> Pod:  # a window's few pods, without building snapshot.pod_by_key
+        pod = snapshot.pod(key)
+        if pod is None:  # a validated plan names only the snapshot's pods
+            raise KeyError(key)
+        return pod
+
     nominated = {n.pod for n in plan.nominations}
     victims_of: dict[str, list[Victim]] = defaultdict(list)
     on_node: dict[str, set[str]] = defaultdict(set)
     for v in plan.preemptions:
-        victims_of[v.preemptor].append(Victim(pods[v.pod], v.node, v.preemptor))
+        victims_of[v.preemptor].append(Victim(pod_of(v.pod), v.node, v.preemptor))
         on_node[v.node].add(v.pod)
     every_victim = {v.pod for v in plan.preemptions}
-    victims_reach_out = any(_has_required_anti_affinity(pods[v]) for v in every_victim)
+    victims_reach_out = any(_has_required_anti_affinity(pod_of(v)) for v in every_victim)
 
     groups: dict[str, list[Placement]] = defaultdict(list)
     gangs: dict[str, Optional[str]] = {}
     for a in plan.assignments:
-        pod = pods[a.pod]
+        pod = pod_of(a.pod)
         gang = pod_group_key(pod)
         unit_key = f"gang:{gang}" if gang else a.pod
         gangs[unit_key] = gang

@@ -229,3 +229,39 @@ def test_adaptive_window_takes_independent_pods_at_once_and_waits_for_coupled_on
     start = time.monotonic()
     assert keys(queue.pop_window(10, 0.3)) == ["default/web-1"]
     assert time.monotonic() - start >= 0.25
+
+
+def test_a_stream_of_pods_shares_windows_but_a_lone_pod_never_waits() -> None:
+    """The batch wait: while pods keep coming, each within the wait of the one before, a window
+    of independent pods waits that long for the pods right behind its first; a pod after a lull
+    (or the first one ever) is taken at once, as kube-scheduler would take it."""
+    import threading
+    import time
+
+    from adapters.live.clock import SystemClock
+
+    queue = SchedulingQueue(clock=SystemClock())
+    queue.add(make_pod("lone"))
+    start = time.monotonic()
+    assert keys(queue.pop_window(10, 5.0, adaptive=True, batch_wait=0.3)) == ["default/lone"]
+    assert time.monotonic() - start < 0.2  # no stream: taken at once
+    time.sleep(0.35)  # a lull longer than the wait
+    queue.add(make_pod("after-lull"))
+    start = time.monotonic()
+    assert keys(queue.pop_window(10, 5.0, adaptive=True, batch_wait=0.3)) == ["default/after-lull"]
+    assert time.monotonic() - start < 0.2
+    # Now a stream: pods 50 ms apart. The window waits for the ones behind its first.
+    queue.add(make_pod("s-0"))
+    for i, delay in enumerate((0.05, 0.1, 0.15), start=1):
+        threading.Timer(delay, lambda i=i: queue.add(make_pod(f"s-{i}"))).start()
+    time.sleep(0.06)  # s-1 arrived within the wait of s-0: streaming
+    start = time.monotonic()
+    window = keys(queue.pop_window(10, 5.0, adaptive=True, batch_wait=0.3))
+    assert window[:2] == ["default/s-0", "default/s-1"] and len(window) == 4
+    assert time.monotonic() - start < 1.0  # the batch wait, not the 5 s window wait
+    # With no batch wait, the stream's first pod is taken at once.
+    queue.add(make_pod("t-0"))
+    queue.add(make_pod("t-1"))
+    start = time.monotonic()
+    assert sorted(keys(queue.pop_window(10, 5.0, adaptive=True, batch_wait=0.0))) == ["default/t-0", "default/t-1"]
+    assert time.monotonic() - start < 0.2
