@@ -53,13 +53,12 @@ class SchedulingContext:
     notes: list[str] = field(default_factory=list)
     # The pods the decision was restricted to (``build_context``'s ``window_keys``), None: all.
     window_keys: Optional[frozenset[str]] = None
+    # ``bound`` by key (built from it when not given).
+    bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
 
     @property
     def num_nodes(self) -> int:
         return len(self.nodes)
-
-    # ``bound`` by key (built from it when not given).
-    bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
 
     def pod(self, key: str) -> Optional[PodInfo]:
         hit = self._window_by_key.get(key)
