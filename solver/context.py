@@ -112,24 +112,6 @@ def window_pods(
     return snapshot.pending_among(window_keys, config.scheduler_name, all_pending=all_pending)
 
 
-# PodInfos of bound pods from the last context built afresh, by pod object: a caller that
-# builds contexts again and again from snapshots sharing their (immutable) Pod objects derives
-# each bound pod's info once. Keyed by id() with the pod kept alongside (so an id is never
-# reused while its entry lives) and checked by identity; replaced on each such build, so it
-# holds one snapshot's pods at most. A bound pod's info is never changed after it is made.
-_bound_infos: dict[int, tuple[Pod, dict[str, str], bool, PodInfo]] = {}
-
-
-def _bound_info(pod: Pod, ns_labels: dict[str, str], sidecar_ports: bool, memo: dict, seen: dict) -> PodInfo:
-    hit = memo.get(id(pod))
-    if hit is not None and hit[0] is pod and hit[2] == sidecar_ports and hit[1] == ns_labels:
-        info = hit[3]
-    else:
-        info = PodInfo.of(pod, ns_labels, sidecar_ports=sidecar_ports)
-    seen[id(pod)] = (pod, ns_labels, sidecar_ports, info)
-    return info
-
-
 def _holds_node(pod: Pod) -> bool:
     """A pod ``ClusterSnapshot.bound_pods`` lists: on a node and not finished."""
     return bool(pod.spec.node_name) and not pod.is_terminal
@@ -186,13 +168,9 @@ def _assume_bound(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[P
     """A state with every bound pod of ``snapshot`` on its node, over the resources of the nodes,
     the bound pods and the ``window``: ``last`` brought up to date where it can be."""
     ns_labels = snapshot.namespace_labels
-    if (
-        last is not None
-        and last.sidecar_ports == sidecar_ports
-        and len(last.nodes) == len(snapshot.nodes)
-        and all(a is b for a, b in zip(last.snapshot.nodes, snapshot.nodes))
-        and last.ns_labels == ns_labels
-    ):
+    if last is None or last.sidecar_ports != sidecar_ports or last.ns_labels != ns_labels:
+        return _fresh(snapshot, sidecar_ports, window, {})
+    if len(last.nodes) == len(snapshot.nodes) and all(a is b for a, b in zip(last.snapshot.nodes, snapshot.nodes)):
         delta = snapshot.delta
         if delta is not None and delta.base() is last.snapshot:
             updated = _apply_delta(last, snapshot, delta.pods)
@@ -200,7 +178,9 @@ def _assume_bound(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[P
             updated = _update(last, snapshot)
         if updated is not None and updated.resources == _resources_of(updated, window):
             return updated
-    return _fresh(snapshot, sidecar_ports, window)
+    # An update given up may have changed ``last.placed``: what it holds is still an info per key
+    # (made from the pod object it names), for a fresh build to take where that object is current.
+    return _fresh(snapshot, sidecar_ports, window, last.placed)
 
 
 def _resources_of(assumed: _Assumed, window: list[PodInfo]) -> frozenset[str]:
@@ -211,13 +191,15 @@ def _resources_of(assumed: _Assumed, window: list[PodInfo]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]) -> _Assumed:
-    global _bound_infos
+def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo], reuse: dict[str, PodInfo]) -> _Assumed:
+    """Every bound pod added to a new state. ``reuse``: infos made before (same namespace labels
+    and version), by pod key: one made from the very same pod object is taken as it is."""
     ns_labels = snapshot.namespace_labels
-    memo = _bound_infos
-    seen: dict[int, tuple[Pod, dict[str, str], bool, PodInfo]] = {}
-    infos = [_bound_info(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports, memo, seen) for p in snapshot.bound_pods()]
-    _bound_infos = seen
+    infos = [
+        info if (info := reuse.get(p.key)) is not None and info.pod is p
+        else PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports)
+        for p in snapshot.bound_pods()
+    ]
     nodes = [NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes)]
     node_resources = frozenset(r for node in nodes for r in node.allocatable if is_tracked_resource(r))
     resources = set(node_resources)
