@@ -93,8 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-wait", type=non_negative_int, default=options.DEFAULT_BATCH_WAIT_MS, metavar="MS",
                         help="while pods stream in (each within MS of the one before), a window of pods that need no "
                         "joint decision waits MS milliseconds after its first pod for those right behind it: a "
-                        "window per few pods instead of one per pod, for half the CPU; a lone pod never waits "
-                        f"(default {options.DEFAULT_BATCH_WAIT_MS}; 0: never)")
+                        "window per few pods instead of one per pod, for half the CPU; a lone pod never waits, "
+                        f"and no window waits past --window-wait (default {options.DEFAULT_BATCH_WAIT_MS}; 0: never)")
     parser.add_argument("--quick-window", type=non_negative_int, default=options.DEFAULT_QUICK_WINDOW, metavar="N",
                         help="windows of at most N pods that need no joint decision are decided by scheduleOne "
                         f"whatever the engine, as under light load kube-scheduler would (default "

@@ -197,7 +197,7 @@ class SchedulingQueue:
         """Block until a pod is active; then take up to `max_size` pods, waiting at most `wait`
         seconds for the window to fill. `adaptive`: wait only while some active pod needs a joint
         decision (`needs_joint_decision`), or, when pods are streaming in (`streaming`), at most
-        `batch_wait` seconds. Returns [] when the queue is closed or `stop` is set."""
+        `batch_wait` seconds (never past `wait`). Returns [] when the queue is closed or `stop` is set."""
         def stopped() -> bool:
             return self._closed or (stop is not None and stop.is_set())
 
@@ -212,7 +212,7 @@ class SchedulingQueue:
                 self._cond.wait(self._idle_timeout(now))
             start = self.clock.now()
             deadline = start + wait
-            batch_deadline = start + batch_wait if self.streaming(start, batch_wait) else start
+            batch_deadline = start + min(batch_wait, wait) if self.streaming(start, batch_wait) else start
             while len(self._active) < max_size and not stopped():
                 limit = deadline if not adaptive or self._active_couples_locked() else batch_deadline
                 left = limit - self.clock.now()

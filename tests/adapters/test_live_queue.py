@@ -265,3 +265,18 @@ def test_a_stream_of_pods_shares_windows_but_a_lone_pod_never_waits() -> None:
     start = time.monotonic()
     assert sorted(keys(queue.pop_window(10, 5.0, adaptive=True, batch_wait=0.0))) == ["default/t-0", "default/t-1"]
     assert time.monotonic() - start < 0.2
+
+
+def test_the_batch_wait_never_outlasts_the_window_wait() -> None:
+    import threading
+    import time
+
+    from adapters.live.clock import SystemClock
+
+    queue = SchedulingQueue(clock=SystemClock())
+    queue.add(make_pod("a"))
+    queue.add(make_pod("b"))  # right behind: a stream
+    threading.Timer(0.4, lambda: queue.add(make_pod("late"))).start()
+    start = time.monotonic()
+    assert sorted(keys(queue.pop_window(10, 0.1, adaptive=True, batch_wait=5.0))) == ["default/a", "default/b"]
+    assert time.monotonic() - start < 0.35  # the 0.1 s window wait, not the 5 s batch wait
