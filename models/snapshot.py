@@ -165,7 +165,7 @@ class ClusterSnapshot(BaseModel):
 
         Terminating pods still hold their node's resources until the kubelet lets go.
         """
-        return [p for p in self.pods if p.spec.node_name and not p.is_terminal]
+        return [p for p in self.pods if holds_node(p)]
 
     def pending_pods(self, scheduler_name: str = DEFAULT_SCHEDULER_NAME, *, all_pending: bool = False) -> list[Pod]:
         """Pods this scheduler should place: no node, not terminating, not terminal, not held by
@@ -213,6 +213,11 @@ def resolve_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
         spec = pod.spec.model_copy(update={"priority": priority, "preemption_policy": policy})
         pod = pod.model_copy(update={"spec": spec})
     return pod
+
+
+def holds_node(p: Pod) -> bool:
+    """Whether ``p`` holds node capacity (``ClusterSnapshot.bound_pods``)."""
+    return bool(p.spec.node_name) and not p.is_terminal
 
 
 def is_pending(p: Pod, scheduler_name: str, all_pending: bool) -> bool:

@@ -16,9 +16,9 @@ import numpy as np
 from models.config import SchedulerConfig
 from models.objects import Pod, PodGroup
 from models.resources import is_tracked_resource
-from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot
+from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
-from .info import NodeInfo, PodInfo
+from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
 
 
@@ -112,11 +112,6 @@ def window_pods(
     return snapshot.pending_among(window_keys, config.scheduler_name, all_pending=all_pending)
 
 
-def _holds_node(pod: Pod) -> bool:
-    """A pod ``ClusterSnapshot.bound_pods`` lists: on a node and not finished."""
-    return bool(pod.spec.node_name) and not pod.is_terminal
-
-
 @dataclass(eq=False)
 class _Assumed:
     """The bound pods of one snapshot assumed on its nodes: the costly part of a context (every
@@ -134,7 +129,6 @@ class _Assumed:
     unknown: dict[str, str]  # bound pods on nodes the snapshot does not have: key -> node name
     label_keys: Counter[str]  # selector keys of the pods in ``placed``, a count per pod
     requested: Counter[str]  # resource names the pods in ``placed`` request, a count per pod
-    image_nodes: dict[str, tuple[int, int]]  # image -> (size, numNodes), of ``nodes``
 
     def place(self, info: PodInfo) -> None:
         self.placed[info.key] = info
@@ -207,8 +201,7 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
         resources.update(info.requests)
     state = ClusterState(nodes, resources)
     assumed = _Assumed(snapshot, sidecar_ports, ns_labels, frozenset(resources), node_resources, nodes, state,
-                       placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter(),
-                       image_nodes=_image_nodes(nodes))
+                       placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter())
     for info in infos:
         index = state.node_index.get(info.node_name)
         if index is None:
@@ -244,7 +237,7 @@ def _apply_delta(last: _Assumed, snapshot: ClusterSnapshot, keys: frozenset[str]
 
     def bound(key: str) -> Optional[Pod]:
         index = position.get(key)
-        return pods[index] if index is not None and _holds_node(pods[index]) else None
+        return pods[index] if index is not None and holds_node(pods[index]) else None
 
     # Earlier contexts cached the request vectors of their window pods by key in the state's
     # dict (shared with their copies): each such pod is among these keys (the last window's
@@ -306,7 +299,7 @@ def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[s
         last.placed = {key: last.placed[key] for key in sorted(last.placed, key=position.__getitem__)}
     _order_pods_on(state, touched, position)
     return _Assumed(snapshot, sidecar_ports, last.ns_labels, last.resources, last.node_resources, last.nodes, state,
-                    last.placed, last.vectors, last.unknown, last.label_keys, last.requested, last.image_nodes)
+                    last.placed, last.vectors, last.unknown, last.label_keys, last.requested)
 
 
 def _image_nodes(nodes: list[NodeInfo]) -> dict[str, tuple[int, int]]:
@@ -359,7 +352,6 @@ def build_context(
             _assumed = assumed
         nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
         label_keys = list(assumed.label_keys)
-        image_nodes = assumed.image_nodes
         state = assumed.state.copy()
 
     notes: list[str] = []
@@ -392,7 +384,7 @@ def build_context(
         bound_by_key=bound_by_key,
         relevant_labels=relevant,
         pod_groups=dict(snapshot.pod_group_by_key),
-        image_nodes=image_nodes,
+        image_nodes=node_derived(nodes, "image summary", lambda: _image_nodes(nodes)),
         notes=notes,
         window_keys=frozenset(window_keys) if window_keys is not None else None,
     )

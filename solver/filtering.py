@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from .framework import SUCCESS, Status, fit_error_message, reason_histogram, unresolvable
-from .info import NodeInfo, PodInfo
+from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
 from .plugins.inter_pod_affinity import filter as inter_pod_affinity
 from .plugins.node_affinity import filter as node_affinity
@@ -44,44 +44,30 @@ def _static_key(pod: PodInfo) -> tuple:
     )
 
 
-# The last grouping of nodes by static signature: contexts built one after another from
-# snapshots with the same nodes share one list of NodeInfos (``solver/context.py``), and
-# windows of like pods read the same label keys.
-_last_groups: tuple[list[NodeInfo], frozenset[str], bool, list[np.ndarray]] = ([], frozenset(), False, [])
-
-
 def _node_groups(nodes: list[NodeInfo], keys: frozenset[str], by_name: bool) -> list[np.ndarray]:
     """The nodes' indices grouped by what static filters read of them (read-only arrays)."""
-    global _last_groups
-    last = _last_groups
-    if last[0] is nodes and last[1] == keys and last[2] == by_name:
-        return last[3]
     groups: dict[tuple, list[int]] = {}
     for node in nodes:
         groups.setdefault(node.static_signature(keys, by_name), []).append(node.index)
     arrays = [np.array(ix, dtype=np.int64) for ix in groups.values()]
     for array in arrays:
         array.flags.writeable = False
-    _last_groups = (nodes, keys, by_name, arrays)
     return arrays
 
 
-# The static filters' verdicts for the last list of nodes, by what they read of a pod: the
-# contexts of one window after another share them while the nodes are the same. Dropped past
-# this many keys (pods naming their node, or one node each by affinity, are one key apiece).
+# The static filters' verdicts are kept per list of nodes (``node_derived``), by what they read of
+# a pod; emptied past this many keys (pods naming their node, or one node each by affinity, are
+# one key apiece).
 _VERDICTS_KEPT = 2048
-_verdicts: tuple[list[NodeInfo], tuple[dict, dict, dict, dict]] = ([], ({}, {}, {}, {}))
 
 
 def _shared_verdicts(nodes: list[NodeInfo]) -> tuple[dict, dict, dict, dict]:
     """(statuses, masks, affinity masks, toleration masks) by static key, for ``nodes``."""
-    global _verdicts
-    last = _verdicts
-    if last[0] is nodes and len(last[1][0]) + len(last[1][2]) + len(last[1][3]) < _VERDICTS_KEPT:
-        return last[1]
-    fresh: tuple[dict, dict, dict, dict] = ({}, {}, {}, {})
-    _verdicts = (nodes, fresh)
-    return fresh
+    verdicts: tuple[dict, dict, dict, dict] = node_derived(nodes, "static verdicts", lambda: ({}, {}, {}, {}))
+    if len(verdicts[0]) + len(verdicts[2]) + len(verdicts[3]) >= _VERDICTS_KEPT:
+        for cache in verdicts:
+            cache.clear()
+    return verdicts
 
 
 class StaticFilters:
@@ -102,7 +88,9 @@ class StaticFilters:
                 keys.update(e.key for e in term.match_expressions)
                 if term.match_fields:
                     by_name = True
-        self.groups = _node_groups(nodes, frozenset(keys), by_name)
+        label_keys = frozenset(keys)
+        self.groups = node_derived(nodes, ("static groups", label_keys, by_name),
+                                   lambda: _node_groups(nodes, label_keys, by_name))
         self._static_keys: dict[tuple, tuple] = {}  # _cache_key -> _static_key
         # Verdicts by _static_key: a node's verdict depends on the pod's static key alone.
         self._statuses, self._masks, self._affinity, self._tolerated = _shared_verdicts(nodes)

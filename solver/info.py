@@ -8,9 +8,10 @@ pods with equal keys are interchangeable for every rule and share the solver's c
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Optional
+from typing import Any, Optional, TypeVar
 
 from models.objects import Node, NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
 from models.resources import pod_host_ports, pod_nonzero_requests, pod_requests
@@ -197,3 +198,26 @@ class NodeInfo:
             tuple((t.key, t.value, t.effect) for t in self.taints),
             self.unschedulable,
         )
+
+
+T = TypeVar("T")
+# What is derived from a list of nodes alone (their order, static-filter groups and verdicts, the
+# scoring index), kept for the last list asked about: contexts built one window after another
+# from snapshots with the same nodes share one list of NodeInfos (``solver/context.py``), so
+# while the nodes stay the same none of it is worked out again. Past this many kinds of value it
+# starts over (each label-key set a window reads makes its own grouping).
+NODE_DERIVED_KEPT = 256
+_node_derived: tuple[list[NodeInfo], dict[Hashable, Any]] = ([], {})
+
+
+def node_derived(nodes: list[NodeInfo], what: Hashable, make: Callable[[], T]) -> T:
+    """``make()`` for ``nodes``, or what it gave before for this very list (by identity). The
+    value is shared: read-only to every caller."""
+    global _node_derived
+    held, values = _node_derived
+    if held is not nodes or len(values) >= NODE_DERIVED_KEPT:
+        values = {}
+        _node_derived = (nodes, values)
+    if what not in values:
+        values[what] = make()
+    return values[what]  # type: ignore[no-any-return]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .info import NodeInfo
+from .info import NodeInfo, node_derived
 
 ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_KEYS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
@@ -22,22 +22,10 @@ def _label(node: NodeInfo, keys: tuple[str, ...]) -> str:
     return ""
 
 
-# The last list of nodes ordered, and its order: contexts built one after another from
-# snapshots with the same nodes share one list of NodeInfos (``solver/context.py``).
-_last: tuple[list[NodeInfo], np.ndarray] = ([], np.zeros(0, dtype=np.int64))
-
-
 def node_tree_order(nodes: list[NodeInfo]) -> np.ndarray:
     """Node indices round-robin across zones (zones in first-seen order, nodes in insertion
     order). Read-only: the array may be the one handed out for the same list before."""
-    global _last
-    last = _last
-    if last[0] is nodes:
-        return last[1]
-    order = _tree_order(nodes)
-    order.flags.writeable = False
-    _last = (nodes, order)
-    return order
+    return node_derived(nodes, "tree order", lambda: _tree_order(nodes))
 
 
 def _tree_order(nodes: list[NodeInfo]) -> np.ndarray:
@@ -51,7 +39,9 @@ def _tree_order(nodes: list[NodeInfo]) -> np.ndarray:
         for z in lists:
             if i < len(z):
                 order.append(z[i])
-    return np.array(order, dtype=np.int64)
+    out = np.array(order, dtype=np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def num_feasible_nodes_to_find(num_nodes: int, percentage: int = 0) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from models.objects import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 
-from ..info import NodeInfo, PodInfo
+from ..info import NodeInfo, PodInfo, node_derived
 from ..plugins.taint_toleration.filter import untolerated
 
 # The only taint effect scoring looks at; NoSchedule/NoExecute are the filter's.
@@ -27,18 +27,10 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 
 class NodeIndex:
-    # The last index made by ``of``: contexts built one after another from snapshots with the
-    # same nodes share one list of NodeInfos (``solver/context.py``), and so one index.
-    _last: Optional["NodeIndex"] = None
-
     @classmethod
     def of(cls, nodes: list[NodeInfo]) -> "NodeIndex":
-        """The index of ``nodes``: the last one made, when it was made for this very list."""
-        last = cls._last
-        if last is not None and last.nodes is nodes:
-            return last
-        index = cls._last = cls(nodes)
-        return index
+        """The index of ``nodes``, made once per list of nodes (``node_derived``)."""
+        return node_derived(nodes, "scoring index", lambda: cls(nodes))
 
     def __init__(self, nodes: list[NodeInfo]) -> None:
         self.nodes = nodes
