@@ -135,6 +135,7 @@ class ClusterCache:
         self._unresolved: dict[str, InputError] = {}  # holding pods whose priority class is unknown
         self._namespaces: Counter[str] = Counter()  # of the holding pods
         self._classes: dict[str, PriorityClass] = {}
+        self._classes_changed = False  # since `_resolve_all`: the next snapshot resolves every pod again
         # The last snapshot and its window's keys, and the holding pods changed since it.
         self._last: Optional[tuple[weakref.ReferenceType[ClusterSnapshot], frozenset[str]]] = None
         self._changed: set[str] = set()
@@ -200,7 +201,7 @@ class ClusterCache:
             self._reconcile_assumption(model)
             self._refresh(key)
         elif resource is PRIORITY_CLASSES:
-            self._resolve_all()
+            self._classes_changed = True
         if resource is CORE_PODGROUPS:
             conditions = (obj.get("status") or {}).get("conditions")
             self._conditions[key] = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
@@ -224,7 +225,7 @@ class ClusterCache:
         if old is None:
             return
         if resource is PRIORITY_CLASSES:
-            self._resolve_all()
+            self._classes_changed = True
         if resource is CORE_PODGROUPS:
             self._conditions.pop(key, None)
         if resource is PODS:
@@ -308,9 +309,11 @@ class ClusterCache:
             return pod
 
     def _resolve_all(self) -> None:
-        """Under the lock: the priority classes changed; every holding pod is resolved again.
-        The next snapshot says nothing of what changed (its delta would name every pod)."""
+        """Under the lock, for a snapshot: the priority classes changed (a relist changes them
+        one by one, so this waits for the snapshot); every holding pod is resolved again. The
+        snapshot says nothing of what changed (its delta would name every pod)."""
         self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()}  # type: ignore[attr-defined]
+        self._classes_changed = False
         self._unresolved = {}
         self._holding = {key: self._resolve(key, source) for key, source in self._sources.items()}
         self._last = None
@@ -395,6 +398,8 @@ class ClusterCache:
         the window's pending pods, PDBs, priority classes and pod groups. A pod whose priority
         class is unknown makes it an `InputError` naming the pod."""
         with self.lock:
+            if self._classes_changed:
+                self._resolve_all()
             objects = self._objects[PODS]
             waiting = [(key, pod) for key in dict.fromkeys(window)
                        if (pod := objects.get(key)) is not None and key not in self._holding]
