@@ -22,7 +22,7 @@ from ..validate import validate
 from .bounds import lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
 from .order import OrderError, Step, order_moves
-from .pending import blocked_pending
+from .pending import BacklogCheck
 from .prune import idle_moves_undone
 from .problem import COST_SCALE, RepackProblem, build_problem, describe_node, with_window
 from .replay import PlannedStep, replay
@@ -80,9 +80,10 @@ class RepackResult:
     nodes: list[NodeReport]
     unmovable: dict[str, int]  # reason -> pods
     notes: list[str] = field(default_factory=list)
-    # Pending pods that fit somewhere today and nowhere after this plan (only with
-    # ``allow_blocking_pending``: otherwise a plan that blocks one is not returned).
+    # Pending pods that fit today (all together) and not after this plan, or only by preempting
+    # more than today (only with ``allow_blocking_pending``: otherwise such a plan is not returned).
     blocked_pending: list[str] = field(default_factory=list)
+    blocked_pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why
     # The plan as an operator carries it out: cordon, evict in order, remove (``runbook``).
     runbook: list[Action] = field(default_factory=list)
 
@@ -94,53 +95,93 @@ class RepackResult:
 def plan_repack(
     snapshot: ClusterSnapshot, config: Optional[SchedulerConfig] = None, options: Optional[RepackOptions] = None
 ) -> RepackResult:
-    """The best plan that leaves every pending pod that fits today a node to run on (or, with
-    ``allow_blocking_pending``, the best plan, naming the pending pods it blocks)."""
+    """The best plan after which the pending pods fit as well as today — all of them together,
+    with no more evictions than today (``pending``) — or, with ``allow_blocking_pending``, the
+    best plan, naming the pending pods it blocks and why."""
     config = config or SchedulerConfig()
     options = options or RepackOptions()
     if options.objective not in OBJECTIVES:
         raise InputError("", "--objective", f'unknown objective "{options.objective}" (choose {" or ".join(OBJECTIVES)})')
     result = _plan(snapshot, config, options)
-    blocked = _blocked(snapshot, config, result)
+    if not result.steps:
+        return result
+    check = BacklogCheck(snapshot, config)
+    if not check.matters:
+        return result
+    blocked = _blocked(check, result)
     if not blocked:
         return result
     if options.allow_blocking_pending:
-        result.blocked_pending = blocked
-        result.notes.append(f"the plan leaves {len(blocked)} pending pod(s) that fit today with no node: "
-                            + ", ".join(blocked[:5]) + (" ..." if len(blocked) > 5 else ""))
+        result.blocked_pending = sorted(blocked)
+        result.blocked_pending_reasons = blocked
+        result.notes.append(f"the plan leaves {len(blocked)} pending pod(s) that fit today with no place, or "
+                            "preempting where they need not today: " + _names(blocked, 5))
         return result
-    # Freeing fewer nodes leaves more room: the most nodes freed that blocks nobody, by halving
-    # the cap from the best plan's count (freeing none moves nothing, which blocks nobody).
     best_freed = len(result.freed_nodes)
     limit = options.time_limit if options.time_limit is not None else config.solver.time_limit_seconds
+    # First the plan built around the backlog: the pending pods held where the scheduler would
+    # pack them today (without preempting), so the moves keep every rule with them in place.
+    held = _held_plan(snapshot, config, options, check)
+    if held is not None and held.freed_nodes and not _blocked(check, held):
+        held.notes.append(_held_back(best_freed, blocked, held=True))
+        return held
+    # Freeing fewer nodes leaves more room: the most nodes freed that blocks nobody, by halving
+    # the cap from the best plan's count (freeing none moves nothing, which blocks nobody).
+    floor = len(held.freed_nodes) if held is not None and not _blocked(check, held) else 0
     cap, step = best_freed - 1, 1
-    while cap > 0:
+    while cap > floor:
         tried = _plan(snapshot, config, replace(options, target_free=cap if options.target_free is None else min(cap, options.target_free),
                                                 time_limit=max(limit / 4, 1.0)))
-        if not _blocked(snapshot, config, tried):
+        if not _blocked(check, tried):
             tried.notes.append(_held_back(best_freed, blocked))
             return tried
         cap, step = cap - step, step * 2
+    if held is not None and floor:
+        held.notes.append(_held_back(best_freed, blocked, held=True))
+        return held
     empty = _plan(snapshot, config, replace(options, target_free=0, max_moves=0))
     empty.notes.append(_held_back(best_freed, blocked))
     return empty
 
 
-def _blocked(snapshot: ClusterSnapshot, config: SchedulerConfig, result: "RepackResult") -> list[str]:
+def _blocked(check: BacklogCheck, result: "RepackResult") -> dict[str, str]:
     names = result.node_names
     final = {s.pod: names[s.target] for s in result.steps}  # the last step of a pod is where it ends
-    return blocked_pending(snapshot, config, final, result.freed_nodes)
+    return check.blocked(final, result.freed_nodes)
 
 
-def _held_back(best_freed: int, blocked: list[str]) -> str:
-    return (f"a plan freeing {best_freed} node(s) would leave {len(blocked)} pending pod(s) that fit today with no node "
-            f"({', '.join(blocked[:3])}{' ...' if len(blocked) > 3 else ''}): this plan frees fewer "
-            "(--allow-blocking-pending prints the other)")
+def _held_plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions,
+               check: BacklogCheck) -> Optional["RepackResult"]:
+    """The best plan with the backlog's pods held on the nodes a packing scheduler gives them
+    today without preempting (None when there is no such placement to hold)."""
+    where = check.packed()
+    if not where:
+        return None
+    limit = options.time_limit if options.time_limit is not None else config.solver.time_limit_seconds
+    try:
+        return _plan(snapshot, config, replace(options, time_limit=max(limit / 2, 1.0)), held=where)
+    except (RepackInfeasible, OrderError, RepackUnsafe):
+        return None
 
 
-def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions) -> "RepackResult":
+def _names(blocked: dict[str, str], n: int) -> str:
+    keys = sorted(blocked)
+    return ", ".join(keys[:n]) + (" ..." if len(keys) > n else "")
+
+
+def _held_back(best_freed: int, blocked: dict[str, str], *, held: bool = False) -> str:
+    first = sorted(blocked)[0]
+    how = ("this plan keeps the place of every pending pod that fits today and frees fewer"
+           if held else "this plan frees fewer")
+    return (f"a plan freeing {best_freed} node(s) would leave {len(blocked)} pending pod(s) that fit today with no "
+            f"place, or preempting where they need not today ({_names(blocked, 3)}; {first}: {blocked[first]}): "
+            f"{how} (--allow-blocking-pending prints the other)")
+
+
+def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions,
+          held: Optional[dict[str, str]] = None) -> "RepackResult":
     start = time.monotonic()
-    problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes)
+    problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=held)
     notes = list(problem.notes)
     try:
         placement = solve_placement(problem, options)
@@ -159,7 +200,7 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
     nodes = _node_reports(problem, final, names)
     freed = [r.name for r in nodes if r.freed]
     problems = replay(
-        snapshot,
+        problem.snapshot,  # with the held pending pods in place
         config,
         [PlannedStep(s.pod, names[s.source], names[s.target]) for s in steps],
         freed=freed,
@@ -178,8 +219,8 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         solver_bound = len(names) - int(placement.bound) - len(problem.keep)
         lower = max(lower, solver_bound)
     unmovable: dict[str, int] = {}
-    for verdict in problem.verdicts.values():
-        if not verdict.movable:
+    for key, verdict in problem.verdicts.items():
+        if not verdict.movable and key not in problem.held:
             assert verdict.reason is not None  # an unmovable verdict names its reason (movable._stays)
             unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
     empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
@@ -242,6 +283,10 @@ def _node_reports(problem: RepackProblem, final: dict[str, int], names: list[str
     cpu, mem = state.res_index[CPU], state.res_index[MEMORY]
     before = state.used.copy()
     after = state.used.copy()
+    for key in problem.held:  # pending pods held for the backlog run only after the plan
+        info = problem.ctx.pod(key)
+        assert info is not None  # bound in the problem's snapshot
+        before[state.node_index[problem.snapshot.pod_by_key[key].spec.node_name]] -= state.vector(info)
     busy_after = set(problem.pinned)
     for pod in problem.ctx.window:
         vec = state.vector(pod)
