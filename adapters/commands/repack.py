@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if args.apply and args.dry_run:
         raise InputError("--dry-run", "", "cannot be given with --apply: choose one")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
+    loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes(
+        "no node to free and none to move pods to")
     note(loaded.note())
 
     from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack
