@@ -158,8 +158,22 @@ def _held_plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: Repa
     if not where:
         return None
     limit = options.time_limit if options.time_limit is not None else config.solver.time_limit_seconds
+    short = replace(options, time_limit=max(limit / 3, 1.0))
+    hint: Optional[dict[str, str]] = None
     try:
-        return _plan(snapshot, config, replace(options, time_limit=max(limit / 2, 1.0)), held=where)
+        # Where the backlog goes is the model's choice too: a first solve places the pending pods
+        # with the movable ones (all of them, on nodes that stay: every rule between them holds),
+        # starting from the packed placement; the plan then holds them where that solve put them.
+        joint = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=where, held_move=True)
+        final = solve_placement(joint, short).final
+        if final:
+            names = [n.name for n in joint.nodes]
+            where = {key: names[final[key]] for key in where}
+            hint = {key: names[n] for key, n in final.items() if key not in where}
+    except RepackInfeasible:
+        pass  # the packed placement, held as it is
+    try:
+        return _plan(snapshot, config, short, held=where, hint=hint)
     except (RepackInfeasible, OrderError, RepackUnsafe):
         return None
 
@@ -179,12 +193,13 @@ def _held_back(best_freed: int, blocked: dict[str, str], *, held: bool = False) 
 
 
 def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions,
-          held: Optional[dict[str, str]] = None) -> "RepackResult":
+          held: Optional[dict[str, str]] = None, hint: Optional[dict[str, str]] = None) -> "RepackResult":
     start = time.monotonic()
     problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=held)
     notes = list(problem.notes)
+    index = problem.ctx.state.node_index
     try:
-        placement = solve_placement(problem, options)
+        placement = solve_placement(problem, options, first={k: index[n] for k, n in hint.items()} if hint else None)
     except RepackInfeasible as exc:
         raise RepackInfeasible(_diagnose(problem, str(exc))) from None
     final = placement.final

@@ -22,7 +22,7 @@ from .. import limits
 from ..context import SchedulingContext, build_context
 from ..plugins.preemption.pdb import PdbBudgets
 from ..filtering import StaticFilters
-from .movable import Movability, classify_all, held_for_backlog
+from .movable import MOVABLE, Movability, classify_all, held_for_backlog
 from .volumes import confined
 
 # Node costs enter the model as integers: thousandths of the configured unit.
@@ -116,10 +116,11 @@ class RepackProblem:
 
 def build_problem(
     snapshot: ClusterSnapshot, config: SchedulerConfig, *, keep_nodes: tuple[str, ...] = (),
-    held: Optional[dict[str, str]] = None,
+    held: Optional[dict[str, str]] = None, held_move: bool = False,
 ) -> RepackProblem:
     """``held``: pending pod -> node, pods that are to run there after the plan (they stay put
-    and keep their node busy, like a pod that may not move)."""
+    and keep their node busy, like a pod that may not move); with ``held_move`` they are placed
+    by the model like the movable pods instead, starting from there."""
     names = snapshot.node_by_name
     for name in keep_nodes:
         if name not in names:
@@ -132,7 +133,7 @@ def build_problem(
         snapshot = with_pods_bound(snapshot, held)
     running = running_pods(snapshot)
     verdicts = classify_all([p for p in running if p.key not in (held or {})], original, config.repack)
-    verdicts.update({key: held_for_backlog() for key in held or {}})
+    verdicts.update({key: MOVABLE if held_move else held_for_backlog() for key in held or {}})
     window = {key for key, v in verdicts.items() if v.movable}
     # The movable pods are placed again as one window: refused before they are copied unbound.
     limits.check_window(len(window), config.limits, what="movable running pods",
@@ -154,7 +155,7 @@ def build_problem(
         if verdict.pins:
             n = index[pod.spec.node_name]
             pinned.setdefault(n, []).append((pod.key, verdict.describe()))
-            if pod.key not in (held or {}):  # a held pod does not run yet
+            if pod.key not in (held or {}) or held_move:  # a held pod does not run yet
                 busy.add(n)
     keep = frozenset(index[name] for name in keep_nodes)
     # PodDisruptionBudgets read the cluster as it is (the window copies have no node: unhealthy;
@@ -173,7 +174,7 @@ def build_problem(
         cost=[node_cost(n.node, config) for n in ctx.nodes],
         budgets=budgets,
         notes=list(ctx.notes) + _lost_pods(snapshot),
-        held=frozenset(held or ()),
+        held=frozenset() if held_move else frozenset(held or ()),
     )
 
 
