@@ -119,26 +119,26 @@ def plan_repack(
         return result
     best_freed = len(result.freed_nodes)
     limit = options.time_limit if options.time_limit is not None else config.solver.time_limit_seconds
-    # First the plan built around the backlog: the pending pods held where the scheduler would
-    # pack them today (without preempting), so the moves keep every rule with them in place.
+    # First the plan built around the backlog (``_held_plan``): the pending pods that fit today
+    # placed with the movable pods, then held where they go, so every move keeps every rule with
+    # them in place. It is checked like any plan (the held placement is one answer, the
+    # scheduler's may differ).
     held = _held_plan(snapshot, config, options, check)
-    if held is not None and held.freed_nodes and not _blocked(check, held):
+    if held is not None and _blocked(check, held):
+        held = None
+    if held is not None and held.freed_nodes:
         held.notes.append(_held_back(best_freed, blocked, held=True))
         return held
     # Freeing fewer nodes leaves more room: the most nodes freed that blocks nobody, by halving
     # the cap from the best plan's count (freeing none moves nothing, which blocks nobody).
-    floor = len(held.freed_nodes) if held is not None and not _blocked(check, held) else 0
     cap, step = best_freed - 1, 1
-    while cap > floor:
+    while cap > 0:
         tried = _plan(snapshot, config, replace(options, target_free=cap if options.target_free is None else min(cap, options.target_free),
                                                 time_limit=max(limit / 4, 1.0)))
         if not _blocked(check, tried):
             tried.notes.append(_held_back(best_freed, blocked))
             return tried
         cap, step = cap - step, step * 2
-    if held is not None and floor:
-        held.notes.append(_held_back(best_freed, blocked, held=True))
-        return held
     empty = _plan(snapshot, config, replace(options, target_free=0, max_moves=0))
     empty.notes.append(_held_back(best_freed, blocked))
     return empty
