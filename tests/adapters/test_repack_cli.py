@@ -248,3 +248,22 @@ def test_plot_colours_say_what_became_of_each_node() -> None:
     long = "ip-10-0-12-34.eu-west-1.compute.internal"
     assert len(short_name(long)) == MAX_LABEL and short_name(long).startswith("ip-10-0-") and short_name(long).endswith("internal")
     assert short_name("node-1") == "node-1"
+
+
+def test_blocked_pending_says_which_pod_and_why(capsys) -> None:
+    """Issue 23: freeing worker-b-2 strands a pending web replica (required hostname
+    anti-affinity); the default plan does not free it and says why, the other names the pod."""
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "quickstart.yaml"
+    assert main(["repack", str(quickstart), "-o", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["moves"] == [] and plan["freed_nodes"] == [] and plan["blocked_pending_reasons"] == []
+    assert any("would leave 1 pending pod(s)" in n for n in plan["notes"])
+    assert main(["repack", str(quickstart), "-o", "json", "--allow-blocking-pending"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["freed_nodes"] == ["worker-b-2"]
+    [blocked] = plan["blocked_pending"]
+    assert blocked.startswith("shop/web-")
+    [why] = plan["blocked_pending_reasons"]
+    assert why["pod"] == blocked and "didn't match pod anti-affinity rules" in why["reason"]
+    assert main(["repack", str(quickstart), "--allow-blocking-pending"]) == 0
+    assert f"blocked pending: {blocked}: fits today, not after the plan: 0/5 nodes are available" in capsys.readouterr().out

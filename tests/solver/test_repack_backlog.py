@@ -112,3 +112,19 @@ def test_a_backlog_that_fits_nowhere_today_does_not_hold_the_plan_back() -> None
     result = plan_repack(snapshot, options=FAST)
     assert len(result.freed_nodes) == 2 and result.blocked_pending == []
     replay_ok(snapshot, result)
+
+
+def test_a_backlog_that_preempts_today_may_not_preempt_more() -> None:
+    """n0 is full of priority-0 pods, n1 and n2 half full; a priority-1000 pod of 3 CPU waits and
+    today evicts one 2-CPU pod. Moving web-2 next to web-1 frees n2, after which it would have to
+    evict both: the plan may not make it."""
+    running = [workload(f"default/low-{i}", "n0", cpu="1", priority=0) for i in range(4)]
+    running += [workload(f"default/web-{i}", f"n{i}", cpu="2", priority=0) for i in (1, 2)]
+    urgent = make_pod("default/urgent", cpu="3", priority=1000, scheduler="default-scheduler")
+    snapshot = make_snapshot([make_node(f"n{i}", cpu="4", memory="16Gi") for i in range(3)], [*running, urgent])
+    today = schedule(snapshot, SchedulerConfig(), all_pending=True)
+    result = plan_repack(snapshot, options=FAST)
+    after = backlog_after(snapshot, result)
+    assert len(after.assignments) == len(today.assignments) == 1
+    assert len(after.preemptions) <= len(today.preemptions)
+    replay_ok(snapshot, result)
