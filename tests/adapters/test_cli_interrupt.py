@@ -92,3 +92,38 @@ def test_ctrl_c_during_a_repack_exits_130_without_a_plan(tmp_path: Path) -> None
     assert time.monotonic() - sent < 30
     assert out == b""
     assert err.decode().strip().splitlines()[-1] == "cpsat-scheduler: interrupted: no plan printed"
+
+
+def test_ctrl_c_on_the_live_scheduler_stops_in_order_and_exits_130(tmp_path: Path) -> None:
+    """Against an API server: Ctrl-C stops it as SIGTERM does (the lease is released), but the
+    exit status says it was interrupted."""
+    from adapters.apiserver import FakeApiServer
+    from tests.adapters.live_harness import NS, node, pod, wait_for
+
+    server = FakeApiServer([node("n1")], kubelet_start_seconds=0.01).start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(json.dumps(server.kubeconfig()))
+        server.store.create("pods", pod("web-1"))
+        proc = subprocess.Popen([str(SCRIPT), "run", "--kubeconfig", str(kubeconfig), "--engine", "greedy",
+                                 "--metrics-addr", "127.0.0.1:0", "--lease-namespace", NS, "--lease-duration", "3",
+                                 "--renew-deadline", "2", "--retry-period", "0.2"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            def leading_and_bound() -> bool:
+                lease = server.store.get("leases", NS, "cpsat-scheduler") or {}
+                bound = (server.store.get("pods", NS, "web-1") or {}).get("spec", {}).get("nodeName")
+                return bool(bound and lease.get("spec", {}).get("holderIdentity"))
+
+            assert wait_for(leading_and_bound, timeout=30)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 130, err.decode()
+        assert err.decode().strip().splitlines()[-1] == "cpsat-scheduler: interrupted"
+        assert server.store.get("leases", NS, "cpsat-scheduler")["spec"]["holderIdentity"] == ""  # released
+    finally:
+        server.stop()
