@@ -127,3 +127,33 @@ def test_ctrl_c_on_the_live_scheduler_stops_in_order_and_exits_130(tmp_path: Pat
         assert server.store.get("leases", NS, "cpsat-scheduler")["spec"]["holderIdentity"] == ""  # released
     finally:
         server.stop()
+
+
+def test_ctrl_c_during_repack_apply_stops_between_polls_and_exits_130(tmp_path: Path) -> None:
+    """No scheduler places the replacement, so the run waits for it; Ctrl-C then stops the run
+    where it is, says so, and exits 130 (the plan printed before stays printed)."""
+    from tests.adapters.live_harness import Cluster
+    from tests.adapters.test_repack_apply import dump, two_nodes
+
+    cluster = Cluster(two_nodes(), replica_controllers=True)
+    try:
+        kubeconfig = cluster.server.kubeconfig_path(tmp_path)
+        proc = subprocess.Popen([str(SCRIPT), "repack", dump(tmp_path, two_nodes()), "-o", "json", "--apply",
+                                 "--kubeconfig", kubeconfig, "--wait-seconds", "120"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            _started(proc, proc.stderr, "apply: cordoned")
+            time.sleep(2)  # evicting, then waiting for a replacement nobody schedules
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 130, err.decode()
+        assert time.monotonic() - sent < 10
+        assert json.loads(out)["moves"]  # printed before the run began
+        assert "interrupted (Ctrl-C)" in err.decode()
+    finally:
+        cluster.close()
