@@ -18,6 +18,7 @@ from models.plan import Assignment, Plan, PlanStats
 from models.resources import CPU, MEMORY
 from models.snapshot import ClusterSnapshot
 
+from .. import progress
 from ..validate import validate
 from .bounds import lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
@@ -105,6 +106,7 @@ def plan_repack(
     result = _plan(snapshot, config, options)
     if not result.steps:
         return result
+    progress.stage("scheduling the pending pods today and after the plan (do they still fit together?)")
     check = BacklogCheck(snapshot, config)
     if not check.matters:
         return result
@@ -123,6 +125,7 @@ def plan_repack(
     # placed with the movable pods, then held where they go, so every move keeps every rule with
     # them in place. It is checked like any plan (the held placement is one answer, the
     # scheduler's may differ).
+    progress.stage(f"the plan strands {len(blocked)} pending pod(s): planning again around the backlog")
     held = _held_plan(snapshot, config, options, check)
     if held is not None and _blocked(check, held):
         held = None

@@ -36,7 +36,7 @@ from typing import Optional
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .. import interrupt
+from .. import interrupt, progress
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
 from ..plugins.gang import topology as gang_topology
@@ -447,6 +447,8 @@ def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optio
         starts.insert(0, first)
     used = model.complete_hint(starts, limit * HINT_SHARE)
     built = time.monotonic()
+    progress.stage(f"re-packing model: {len(model.model.Proto().variables)} variables; solving "
+                   f"(time limit {max(deadline - built, 0):.1f}s)")
     placement = model.solve(deadline, used)
     placement.build_time = built - start
     placement.solve_time = time.monotonic() - built
