@@ -77,6 +77,7 @@ def repack_json(result: RepackResult) -> dict[str, Any]:
         "unmovable": dict(sorted(result.unmovable.items())),
         "notes": list(result.notes),
         "blocked_pending": list(result.blocked_pending),
+        "blocked_pending_reasons": [{"pod": k, "reason": v} for k, v in sorted(result.blocked_pending_reasons.items())],
         "runbook": [_action_json(a) for a in result.runbook],
     }
 
@@ -209,6 +210,8 @@ def repack_table(result: RepackResult) -> str:
     )
     for note in result.notes:
         lines.append(f"note: {note}")
+    for pod in result.blocked_pending:
+        lines.append(f"blocked pending: {pod}: {result.blocked_pending_reasons.get(pod, 'fits today, not after the plan')}")
     return "\n".join(lines) + "\n"
 
 

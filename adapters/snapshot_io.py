@@ -158,6 +158,31 @@ class LoadedSnapshot:
             )
         return self
 
+    def require_nodes(self, why: str) -> "LoadedSnapshot":
+        """``require_nodes_or_pods``, and refuse pods with no Node at all: ``why`` says what the
+        command would do with nodes (a plan computed on no node is nothing, however it is printed)."""
+        self.require_nodes_or_pods()
+        if not self.snapshot.nodes:
+            raise InputError(
+                self.source, "nodes",
+                f"{len(self.snapshot.pods)} pod(s) but no Node: {why}; dump the nodes too "
+                "(kubectl get nodes,pods,pdb,priorityclasses -A -o yaml)",
+            )
+        return self
+
+    def require_pending(self, scheduler_name: str) -> "LoadedSnapshot":
+        """``require_nodes``, and refuse a snapshot with no pending pod of ``scheduler_name``."""
+        self.require_nodes("there is nowhere to schedule")
+        if self.snapshot.pending_pods(scheduler_name):
+            return self
+        others = len(self.snapshot.pending_pods(all_pending=True))
+        hint = (f"{others} pending pod(s) name another scheduler (set their spec.schedulerName, or "
+                "--scheduler-name)" if others else "every pod is bound already")
+        raise InputError(
+            self.source, "pods",
+            f'no pending pod with schedulerName "{scheduler_name}", so nothing to schedule: {hint}',
+        )
+
     def note(self) -> Optional[str]:
         """One line naming the skipped kinds, or None when every object was read."""
         if not self.skipped:

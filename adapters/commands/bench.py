@@ -128,7 +128,10 @@ def run(args: argparse.Namespace) -> int:
     dump_dir: Optional[Path] = None
     if args.dump:
         dump_dir = Path(args.dump)
-        dump_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            dump_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError("--dump", args.dump, f"cannot make the directory: {exc.strerror or exc}") from None
 
     inputs: list[dict[str, Any]] = []
 

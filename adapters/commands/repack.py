@@ -76,7 +76,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--wait-seconds", type=non_negative_float, default=300.0, metavar="S",
                         help="with --apply: how long one replacement may take to be Ready (default 300)")
     parser.add_argument("--plot", metavar="FILE.png", help="also draw per-node utilisation before and after (needs matplotlib)")
-    parser.set_defaults(handler=run)
+    # A decision in CP-SAT's C++ code: Ctrl-C stops it at once (``adapters.interrupts``), and
+    # --apply stops between polls on the same request.
+    parser.set_defaults(handler=run, decides=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if args.apply and args.dry_run:
         raise InputError("--dry-run", "", "cannot be given with --apply: choose one")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
+    loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes(
+        "no node to free and none to move pods to")
     note(loaded.note())
 
     from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack

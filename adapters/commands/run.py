@@ -23,6 +23,8 @@ from models import InputError
 from . import config_from_args, non_negative_float, non_negative_int, worker_count
 
 ENGINES = ("cpsat", "greedy")
+# Exit status after Ctrl-C (128 + SIGINT), as every command: see adapters.cli.
+EXIT_INTERRUPTED = 130
 # Where /healthz, /readyz and /metrics are served unless --metrics-addr says otherwise:
 # loopback only, so nothing is exposed by default (the Deployment names the pod's address).
 DEFAULT_METRICS_ADDR = "127.0.0.1:10251"
@@ -191,12 +193,17 @@ def _configure_logging(args: argparse.Namespace) -> None:
     logging.getLogger("adapters.live.binder.binds").setLevel(logging.NOTSET if verbose else logging.WARNING)
 
 
-def _stop_on_signals(stop: threading.Event) -> None:
+def _stop_on_signals(stop: threading.Event, interrupted: threading.Event) -> None:
+    """SIGTERM and SIGINT both stop the scheduler in order (binds in flight finish, the lease is
+    released); SIGINT — Ctrl-C — also marks the run ``interrupted``: it then exits 130 and a
+    simulation prints no summary, as no command shows a result cut short."""
     if threading.current_thread() is not threading.main_thread():
         return  # signals can only be handled on the main thread (tests call run() elsewhere)
 
     def handler(signum: int, frame: Optional[Any]) -> None:
         logging.getLogger("adapters.live").info("received %s; shutting down", signal.Signals(signum).name)
+        if signum == signal.SIGINT:
+            interrupted.set()
         stop.set()
 
     signal.signal(signal.SIGTERM, handler)
@@ -208,10 +215,16 @@ def run(args: argparse.Namespace, stop: Optional[threading.Event] = None) -> int
     _configure_logging(args)
     options = _live_options(args, config)
     stop = stop or threading.Event()
-    _stop_on_signals(stop)
+    interrupted = threading.Event()
+    _stop_on_signals(stop, interrupted)
     if args.simulate:
-        return _simulate(args, config, options, stop)
-    return _run_cluster(args, config, options, stop)
+        status = _simulate(args, config, options, stop, interrupted)
+    else:
+        status = _run_cluster(args, config, options, stop)
+    if interrupted.is_set():
+        print(f"cpsat-scheduler: interrupted{': no summary printed' if args.simulate else ''}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return status
 
 
 def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: threading.Event) -> int:
@@ -251,17 +264,24 @@ def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: thre
     return 0
 
 
-def _simulate(args: argparse.Namespace, config: Any, options: Any, stop: threading.Event) -> int:
+def _simulate(args: argparse.Namespace, config: Any, options: Any, stop: threading.Event,
+              interrupted: threading.Event) -> int:
     from adapters.apiserver import flatten
     from adapters.live.simulate import Simulation
     from adapters.snapshot_io import read_documents, read_snapshot
 
     max_bytes = config.limits.max_snapshot_bytes
-    read_snapshot(args.simulate, max_bytes=max_bytes)  # bad input stops here, with the object and field named
+    # Bad input stops here, with the object and field named; so does a snapshot with nothing to
+    # simulate (no Node, or no pending pod of ours): a run that binds nothing is no success.
+    read_snapshot(args.simulate, max_bytes=max_bytes).require_pending(config.scheduler_name)
     objects = flatten(d for d in read_documents(args.simulate, max_bytes=max_bytes) if isinstance(d, dict))
+    if interrupted.is_set():
+        return EXIT_INTERRUPTED
     simulation = Simulation(objects, config, options, arrival_rate=args.arrival_rate, duration=args.duration,
                             out=sys.stdout, stop=stop)
     result = simulation.run()
+    if interrupted.is_set():
+        return EXIT_INTERRUPTED  # what was decided is on stdout already; a summary of half a run is not
     out = sys.stdout
     out.write(f"\n{'would bind' if options.dry_run else 'bound'} {len(result.bound)} pod(s), evicted "
               f"{len(result.evicted)}, left {len(result.unschedulable)} unschedulable, in {result.elapsed:.1f}s "

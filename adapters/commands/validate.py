@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     max_bytes = config.limits.max_snapshot_bytes
     loaded = read_snapshot(args.snapshot, max_bytes=max_bytes).require_nodes_or_pods()
     note(loaded.note())
+    # Pending pods and no Node: what `schedule` refuses to decide is not replayed either.
+    loaded.decidable(config.scheduler_name, all_pending=args.all_pending)
 
     from solver import validate
     from solver.limits import check_snapshot

@@ -18,11 +18,12 @@ from models.plan import Assignment, Plan, PlanStats
 from models.resources import CPU, MEMORY
 from models.snapshot import ClusterSnapshot
 
+from .. import progress
 from ..validate import validate
 from .bounds import lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
 from .order import OrderError, Step, order_moves
-from .pending import blocked_pending
+from .pending import BacklogCheck
 from .prune import idle_moves_undone
 from .problem import COST_SCALE, RepackProblem, build_problem, describe_node, with_window
 from .replay import PlannedStep, replay
@@ -80,9 +81,10 @@ class RepackResult:
     nodes: list[NodeReport]
     unmovable: dict[str, int]  # reason -> pods
     notes: list[str] = field(default_factory=list)
-    # Pending pods that fit somewhere today and nowhere after this plan (only with
-    # ``allow_blocking_pending``: otherwise a plan that blocks one is not returned).
+    # Pending pods that fit today (all together) and not after this plan, or only by preempting
+    # more than today (only with ``allow_blocking_pending``: otherwise such a plan is not returned).
     blocked_pending: list[str] = field(default_factory=list)
+    blocked_pending_reasons: dict[str, str] = field(default_factory=dict)  # pod -> why
     # The plan as an operator carries it out: cordon, evict in order, remove (``runbook``).
     runbook: list[Action] = field(default_factory=list)
 
@@ -94,30 +96,49 @@ class RepackResult:
 def plan_repack(
     snapshot: ClusterSnapshot, config: Optional[SchedulerConfig] = None, options: Optional[RepackOptions] = None
 ) -> RepackResult:
-    """The best plan that leaves every pending pod that fits today a node to run on (or, with
-    ``allow_blocking_pending``, the best plan, naming the pending pods it blocks)."""
+    """The best plan after which the pending pods fit as well as today — all of them together,
+    with no more evictions than today (``pending``) — or, with ``allow_blocking_pending``, the
+    best plan, naming the pending pods it blocks and why."""
     config = config or SchedulerConfig()
     options = options or RepackOptions()
     if options.objective not in OBJECTIVES:
         raise InputError("", "--objective", f'unknown objective "{options.objective}" (choose {" or ".join(OBJECTIVES)})')
     result = _plan(snapshot, config, options)
-    blocked = _blocked(snapshot, config, result)
+    if not result.steps:
+        return result
+    progress.stage("scheduling the pending pods today and after the plan (do they still fit together?)")
+    check = BacklogCheck(snapshot, config)
+    if not check.matters:
+        return result
+    blocked = _blocked(check, result)
     if not blocked:
         return result
     if options.allow_blocking_pending:
-        result.blocked_pending = blocked
-        result.notes.append(f"the plan leaves {len(blocked)} pending pod(s) that fit today with no node: "
-                            + ", ".join(blocked[:5]) + (" ..." if len(blocked) > 5 else ""))
+        result.blocked_pending = sorted(blocked)
+        result.blocked_pending_reasons = blocked
+        result.notes.append(f"the plan leaves {len(blocked)} pending pod(s) that fit today with no place, or "
+                            "preempting where they need not today: " + _names(blocked, 5))
         return result
-    # Freeing fewer nodes leaves more room: the most nodes freed that blocks nobody, by halving
-    # the cap from the best plan's count (freeing none moves nothing, which blocks nobody).
     best_freed = len(result.freed_nodes)
     limit = options.time_limit if options.time_limit is not None else config.solver.time_limit_seconds
+    # First the plan built around the backlog (``_held_plan``): the pending pods that fit today
+    # placed with the movable pods, then held where they go, so every move keeps every rule with
+    # them in place. It is checked like any plan (the held placement is one answer, the
+    # scheduler's may differ).
+    progress.stage(f"the plan strands {len(blocked)} pending pod(s): planning again around the backlog")
+    held = _held_plan(snapshot, config, options, check)
+    if held is not None and _blocked(check, held):
+        held = None
+    if held is not None and held.freed_nodes:
+        held.notes.append(_held_back(best_freed, blocked, held=True))
+        return held
+    # Freeing fewer nodes leaves more room: the most nodes freed that blocks nobody, by halving
+    # the cap from the best plan's count (freeing none moves nothing, which blocks nobody).
     cap, step = best_freed - 1, 1
     while cap > 0:
         tried = _plan(snapshot, config, replace(options, target_free=cap if options.target_free is None else min(cap, options.target_free),
                                                 time_limit=max(limit / 4, 1.0)))
-        if not _blocked(snapshot, config, tried):
+        if not _blocked(check, tried):
             tried.notes.append(_held_back(best_freed, blocked))
             return tried
         cap, step = cap - step, step * 2
@@ -126,24 +147,62 @@ def plan_repack(
     return empty
 
 
-def _blocked(snapshot: ClusterSnapshot, config: SchedulerConfig, result: "RepackResult") -> list[str]:
+def _blocked(check: BacklogCheck, result: "RepackResult") -> dict[str, str]:
     names = result.node_names
     final = {s.pod: names[s.target] for s in result.steps}  # the last step of a pod is where it ends
-    return blocked_pending(snapshot, config, final, result.freed_nodes)
+    return check.blocked(final, result.freed_nodes)
 
 
-def _held_back(best_freed: int, blocked: list[str]) -> str:
-    return (f"a plan freeing {best_freed} node(s) would leave {len(blocked)} pending pod(s) that fit today with no node "
-            f"({', '.join(blocked[:3])}{' ...' if len(blocked) > 3 else ''}): this plan frees fewer "
-            "(--allow-blocking-pending prints the other)")
-
-
-def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions) -> "RepackResult":
-    start = time.monotonic()
-    problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes)
-    notes = list(problem.notes)
+def _held_plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions,
+               check: BacklogCheck) -> Optional["RepackResult"]:
+    """The best plan with the backlog's pods held on the nodes a packing scheduler gives them
+    today without preempting (None when there is no such placement to hold)."""
+    where = check.packed()
+    if not where:
+        return None
+    limit = options.time_limit if options.time_limit is not None else config.solver.time_limit_seconds
+    short = replace(options, time_limit=max(limit / 3, 1.0))
+    hint: Optional[dict[str, str]] = None
     try:
-        placement = solve_placement(problem, options)
+        # Where the backlog goes is the model's choice too: a first solve places the pending pods
+        # with the movable ones (all of them, on nodes that stay: every rule between them holds),
+        # starting from the packed placement; the plan then holds them where that solve put them.
+        joint = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=where, held_move=True)
+        final = solve_placement(joint, short).final
+        if final:
+            names = [n.name for n in joint.nodes]
+            where = {key: names[final[key]] for key in where}
+            hint = {key: names[n] for key, n in final.items() if key not in where}
+    except RepackInfeasible:
+        pass  # the packed placement, held as it is
+    try:
+        return _plan(snapshot, config, short, held=where, hint=hint)
+    except (RepackInfeasible, OrderError, RepackUnsafe):
+        return None
+
+
+def _names(blocked: dict[str, str], n: int) -> str:
+    keys = sorted(blocked)
+    return ", ".join(keys[:n]) + (" ..." if len(keys) > n else "")
+
+
+def _held_back(best_freed: int, blocked: dict[str, str], *, held: bool = False) -> str:
+    first = sorted(blocked)[0]
+    how = ("this plan keeps the place of every pending pod that fits today and frees fewer"
+           if held else "this plan frees fewer")
+    return (f"a plan freeing {best_freed} node(s) would leave {len(blocked)} pending pod(s) that fit today with no "
+            f"place, or preempting where they need not today ({_names(blocked, 3)}; {first}: {blocked[first]}): "
+            f"{how} (--allow-blocking-pending prints the other)")
+
+
+def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions,
+          held: Optional[dict[str, str]] = None, hint: Optional[dict[str, str]] = None) -> "RepackResult":
+    start = time.monotonic()
+    problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=held)
+    notes = list(problem.notes)
+    index = problem.ctx.state.node_index
+    try:
+        placement = solve_placement(problem, options, first={k: index[n] for k, n in hint.items()} if hint else None)
     except RepackInfeasible as exc:
         raise RepackInfeasible(_diagnose(problem, str(exc))) from None
     final = placement.final
@@ -159,7 +218,7 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
     nodes = _node_reports(problem, final, names)
     freed = [r.name for r in nodes if r.freed]
     problems = replay(
-        snapshot,
+        problem.snapshot,  # with the held pending pods in place
         config,
         [PlannedStep(s.pod, names[s.source], names[s.target]) for s in steps],
         freed=freed,
@@ -178,8 +237,8 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         solver_bound = len(names) - int(placement.bound) - len(problem.keep)
         lower = max(lower, solver_bound)
     unmovable: dict[str, int] = {}
-    for verdict in problem.verdicts.values():
-        if not verdict.movable:
+    for key, verdict in problem.verdicts.items():
+        if not verdict.movable and key not in problem.held:
             assert verdict.reason is not None  # an unmovable verdict names its reason (movable._stays)
             unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
     empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
@@ -242,6 +301,10 @@ def _node_reports(problem: RepackProblem, final: dict[str, int], names: list[str
     cpu, mem = state.res_index[CPU], state.res_index[MEMORY]
     before = state.used.copy()
     after = state.used.copy()
+    for key in problem.held:  # pending pods held for the backlog run only after the plan
+        info = problem.ctx.pod(key)
+        assert info is not None  # bound in the problem's snapshot
+        before[state.node_index[problem.snapshot.pod_by_key[key].spec.node_name]] -= state.vector(info)
     busy_after = set(problem.pinned)
     for pod in problem.ctx.window:
         vec = state.vector(pod)

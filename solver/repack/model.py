@@ -36,7 +36,7 @@ from typing import Optional
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .. import interrupt
+from .. import interrupt, progress
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
 from ..plugins.gang import topology as gang_topology
@@ -428,11 +428,12 @@ class RepackModel:
         return out
 
 
-def solve_placement(problem: RepackProblem, options: RepackOptions) -> Placement:
+def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optional[dict[str, int]] = None) -> Placement:
     """Build and solve the model within the time limit (the config's, unless the options say).
 
-    The search starts from the greedy drain's placement when the model accepts it whole, else
-    from the current one (nothing moves); whichever is used is also the fallback answer."""
+    The search starts from ``first`` (pod -> node, for every movable pod) if given and the model
+    accepts it whole, else from the greedy drain's placement, else from the current one (nothing
+    moves); whichever is used is also the fallback answer."""
     start = time.monotonic()
     limit = options.time_limit if options.time_limit is not None else problem.config.solver.time_limit_seconds
     deadline = start + limit
@@ -441,8 +442,13 @@ def solve_placement(problem: RepackProblem, options: RepackOptions) -> Placement
     )
     model = RepackModel(problem, options)
     model.build()
-    used = model.complete_hint([greedy, dict(problem.origin)], limit * HINT_SHARE)
+    starts = [greedy, dict(problem.origin)]
+    if first is not None and set(first) == set(problem.origin):
+        starts.insert(0, first)
+    used = model.complete_hint(starts, limit * HINT_SHARE)
     built = time.monotonic()
+    progress.stage(f"re-packing model: {len(model.model.Proto().variables)} variables; solving "
+                   f"(time limit {max(deadline - built, 0):.1f}s)")
     placement = model.solve(deadline, used)
     placement.build_time = built - start
     placement.solve_time = time.monotonic() - built

@@ -55,6 +55,8 @@ REASON_LOCAL_STORAGE = "uses local storage (repack.moveLocalStorage is off)"
 # A cluster add-on with no budget saying how many may be down (enable with repack.moveSystemPods).
 REASON_SYSTEM_NO_PDB = "kube-system pod without a PodDisruptionBudget (repack.moveSystemPods is off)"
 SYSTEM_NAMESPACE = "kube-system"
+# A pending pod the plan keeps a place for (``pending``): it is to run there after the plan.
+REASON_HELD = "pending: its place is kept for it (the backlog must still fit after the plan)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,11 @@ MOVABLE = Movability(True)
 
 def _stays(reason: str, *, pins: bool, detail: str = "") -> Movability:
     return Movability(False, reason, pins, detail)
+
+
+def held_for_backlog() -> Movability:
+    """The verdict of a pending pod placed, for the plan, where the backlog is to run."""
+    return _stays(REASON_HELD, pins=True)
 
 
 def controller_kind(pod: Pod) -> Optional[str]:

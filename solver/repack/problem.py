@@ -22,7 +22,7 @@ from .. import limits
 from ..context import SchedulingContext, build_context
 from ..plugins.preemption.pdb import PdbBudgets
 from ..filtering import StaticFilters
-from .movable import Movability, classify_all
+from .movable import MOVABLE, Movability, classify_all, held_for_backlog
 from .volumes import confined
 
 # Node costs enter the model as integers: thousandths of the configured unit.
@@ -87,6 +87,9 @@ class RepackProblem:
     cost: list[float]  # per node
     budgets: PdbBudgets
     notes: list[str] = field(default_factory=list)
+    # Pending pods held where the backlog will run (``pending``): bound in ``snapshot`` here,
+    # pinning their node, and counted in no "before" figure (they do not run yet).
+    held: frozenset[str] = frozenset()
     _running: Optional[SchedulingContext] = None
 
     @property
@@ -112,15 +115,25 @@ class RepackProblem:
 
 
 def build_problem(
-    snapshot: ClusterSnapshot, config: SchedulerConfig, *, keep_nodes: tuple[str, ...] = ()
+    snapshot: ClusterSnapshot, config: SchedulerConfig, *, keep_nodes: tuple[str, ...] = (),
+    held: Optional[dict[str, str]] = None, held_move: bool = False,
 ) -> RepackProblem:
+    """``held``: pending pod -> node, pods that are to run there after the plan (they stay put
+    and keep their node busy, like a pod that may not move); with ``held_move`` they are placed
+    by the model like the movable pods instead, starting from there."""
     names = snapshot.node_by_name
     for name in keep_nodes:
         if name not in names:
             raise InputError("--keep-node", name, "no node of that name in the snapshot")
     limits.check_nodes(snapshot, config.limits)
+    original = snapshot
+    if held:
+        from .pending import with_pods_bound
+
+        snapshot = with_pods_bound(snapshot, held)
     running = running_pods(snapshot)
-    verdicts = classify_all(running, snapshot, config.repack)
+    verdicts = classify_all([p for p in running if p.key not in (held or {})], original, config.repack)
+    verdicts.update({key: MOVABLE if held_move else held_for_backlog() for key in held or {}})
     window = {key for key, v in verdicts.items() if v.movable}
     # The movable pods are placed again as one window: refused before they are copied unbound.
     limits.check_window(len(window), config.limits, what="movable running pods",
@@ -142,10 +155,12 @@ def build_problem(
         if verdict.pins:
             n = index[pod.spec.node_name]
             pinned.setdefault(n, []).append((pod.key, verdict.describe()))
-            busy.add(n)
+            if pod.key not in (held or {}) or held_move:  # a held pod does not run yet
+                busy.add(n)
     keep = frozenset(index[name] for name in keep_nodes)
-    # PodDisruptionBudgets read the cluster as it is (the window copies have no node: unhealthy).
-    budgets = PdbBudgets.of(SimpleNamespace(snapshot=snapshot))
+    # PodDisruptionBudgets read the cluster as it is (the window copies have no node: unhealthy;
+    # held pending pods do not run: the original snapshot has them pending).
+    budgets = PdbBudgets.of(SimpleNamespace(snapshot=original))
     return RepackProblem(
         snapshot=snapshot,
         config=config,
@@ -159,6 +174,7 @@ def build_problem(
         cost=[node_cost(n.node, config) for n in ctx.nodes],
         budgets=budgets,
         notes=list(ctx.notes) + _lost_pods(snapshot),
+        held=frozenset() if held_move else frozenset(held or ()),
     )
 
 
@@ -167,7 +183,9 @@ def _lost_pods(snapshot: ClusterSnapshot) -> list[str]:
     lost = sorted({p.spec.node_name for p in snapshot.bound_pods() if p.spec.node_name not in names})
     if not lost:
         return []
-    return [f"{len(lost)} node(s) named by running pods are not in the snapshot; their pods are left out: " + ", ".join(lost[:5])]
+    more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+    return [f"{len(lost)} node(s) named by running pods are not in the snapshot; their pods are left out: "
+            + ", ".join(lost[:5]) + more]
 
 
 def describe_node(problem: RepackProblem, n: int) -> Optional[str]:

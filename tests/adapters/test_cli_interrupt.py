@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from adapters.bench import workloads
 
 SCRIPT = Path(sys.executable).with_name("cpsat-scheduler")
@@ -34,3 +36,124 @@ def test_ctrl_c_during_a_solve_exits_130_without_a_plan(tmp_path: Path) -> None:
     assert out == b""
     lines = err.decode().strip().splitlines()
     assert lines == ["cpsat-scheduler: interrupted: no plan printed"], err.decode()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "snapshots" / "quickstart.yaml"
+
+
+def _started(proc: subprocess.Popen, stream, marker: str, timeout: float = 60.0) -> list[str]:
+    """Lines read from ``stream`` until one holds ``marker`` (the process is then mid-run)."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line.decode())
+        if marker in seen[-1]:
+            return seen
+    raise AssertionError(f"never saw {marker!r}: {seen}")
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_on_a_simulation_exits_130_without_a_summary(sig: int, status: int) -> None:
+    """Eleven pods arriving at one a second: the signal lands while they still arrive. Ctrl-C
+    is an interruption (130, no "bound N pod(s)" summary of half a run); SIGTERM, how a
+    cluster stops a scheduler, still ends it in order with its summary."""
+    proc = subprocess.Popen([str(SCRIPT), "run", "--simulate", str(QUICKSTART), "--arrival-rate", "1",
+                             "--engine", "greedy", "--no-leader-elect"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = _started(proc, proc.stdout, "simulating http://")
+    time.sleep(1.5)
+    assert proc.poll() is None, "the simulation ended before the signal"
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    out_text = "".join(head) + out.decode()
+    assert proc.returncode == status, err.decode()
+    if status == 130:
+        assert "pod(s), evicted" not in out_text and "replayed through the validator" not in out_text
+        assert err.decode().strip().splitlines()[-1] == "cpsat-scheduler: interrupted: no summary printed"
+    else:
+        assert "pod(s), evicted" in out_text
+
+
+def test_ctrl_c_during_a_repack_exits_130_without_a_plan(tmp_path: Path) -> None:
+    snapshot = tmp_path / "repack.json"
+    snapshot.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": workloads.repack(1000, 0).objects}))
+    proc = subprocess.Popen([str(SCRIPT), "repack", str(snapshot), "--time-limit", "120", "-o", "json", "--progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _started(proc, proc.stderr, "re-packing model:")  # CP-SAT's C++ search is under way
+    time.sleep(1)
+    assert proc.poll() is None, "the plan was made before the interrupt"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert time.monotonic() - sent < 30
+    assert out == b""
+    assert err.decode().strip().splitlines()[-1] == "cpsat-scheduler: interrupted: no plan printed"
+
+
+def test_ctrl_c_on_the_live_scheduler_stops_in_order_and_exits_130(tmp_path: Path) -> None:
+    """Against an API server: Ctrl-C stops it as SIGTERM does (the lease is released), but the
+    exit status says it was interrupted."""
+    from adapters.apiserver import FakeApiServer
+    from tests.adapters.live_harness import NS, node, pod, wait_for
+
+    server = FakeApiServer([node("n1")], kubelet_start_seconds=0.01).start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(json.dumps(server.kubeconfig()))
+        server.store.create("pods", pod("web-1"))
+        proc = subprocess.Popen([str(SCRIPT), "run", "--kubeconfig", str(kubeconfig), "--engine", "greedy",
+                                 "--metrics-addr", "127.0.0.1:0", "--lease-namespace", NS, "--lease-duration", "3",
+                                 "--renew-deadline", "2", "--retry-period", "0.2"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            def leading_and_bound() -> bool:
+                lease = server.store.get("leases", NS, "cpsat-scheduler") or {}
+                bound = (server.store.get("pods", NS, "web-1") or {}).get("spec", {}).get("nodeName")
+                return bool(bound and lease.get("spec", {}).get("holderIdentity"))
+
+            assert wait_for(leading_and_bound, timeout=30)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 130, err.decode()
+        assert err.decode().strip().splitlines()[-1] == "cpsat-scheduler: interrupted"
+        assert server.store.get("leases", NS, "cpsat-scheduler")["spec"]["holderIdentity"] == ""  # released
+    finally:
+        server.stop()
+
+
+def test_ctrl_c_during_repack_apply_stops_between_polls_and_exits_130(tmp_path: Path) -> None:
+    """No scheduler places the replacement, so the run waits for it; Ctrl-C then stops the run
+    where it is, says so, and exits 130 (the plan printed before stays printed)."""
+    from tests.adapters.live_harness import Cluster
+    from tests.adapters.test_repack_apply import dump, two_nodes
+
+    cluster = Cluster(two_nodes(), replica_controllers=True)
+    try:
+        kubeconfig = cluster.server.kubeconfig_path(tmp_path)
+        proc = subprocess.Popen([str(SCRIPT), "repack", dump(tmp_path, two_nodes()), "-o", "json", "--apply",
+                                 "--kubeconfig", kubeconfig, "--wait-seconds", "120"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            _started(proc, proc.stderr, "apply: cordoned")
+            time.sleep(2)  # evicting, then waiting for a replacement nobody schedules
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 130, err.decode()
+        assert time.monotonic() - sent < 10
+        assert json.loads(out)["moves"]  # printed before the run began
+        assert "interrupted (Ctrl-C)" in err.decode()
+    finally:
+        cluster.close()

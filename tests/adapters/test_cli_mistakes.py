@@ -121,3 +121,59 @@ def test_repack_snapshot_after_keep_node(capsys) -> None:
     code, out, err = run(capsys, "repack", "--keep-node", "worker-a-1", str(QUICKSTART), "-o", "json")
     assert code == 0, err
     assert "worker-a-1" not in json.loads(out)["freed_nodes"]
+
+
+# --------------------------------------------------------------------------- issue 23, item 5
+
+RUNNING = ("- {apiVersion: v1, kind: Pod, metadata: {name: api-1, namespace: shop, ownerReferences: [{apiVersion: apps/v1, "
+           "kind: ReplicaSet, name: api, uid: u1, controller: true}]}, spec: {nodeName: n1, containers: [{name: c, image: x, "
+           "resources: {requests: {cpu: 100m}}}]}, status: {phase: Running}}\n")
+DEPLOYMENT = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "text", "want"),
+    [
+        (["repack"], listing(POD, RUNNING), "nodes: 2 pod(s) but no Node: no node to free and none to move pods to"),
+        (["repack"], DEPLOYMENT, "no Node and no Pod in the input (read: Deployment (1))"),
+        (["run", "--simulate"], listing(POD, RUNNING), "nodes: 2 pod(s) but no Node: there is nowhere to schedule"),
+        (["run", "--simulate"], DEPLOYMENT, "no Node and no Pod in the input (read: Deployment (1))"),
+        (["run", "--simulate"], "apiVersion: v1\nkind: List\nitems: []\n", "no Node and no Pod in the input"),
+        (["run", "--simulate"], listing(NODE, RUNNING.replace("nodeName: n1", "nodeName: n1")),
+         'pods: no pending pod with schedulerName "cpsat-scheduler", so nothing to schedule: every pod is bound already'),
+        (["run", "--simulate"], listing(NODE, POD.replace("schedulerName: cpsat-scheduler", "schedulerName: other")),
+         "1 pending pod(s) name another scheduler"),
+        (["validate"], listing(POD), "nodes: 1 pending pod(s) but no Node to place them on"),
+    ],
+    ids=["repack-pods-no-nodes", "repack-a-deployment", "simulate-pods-no-nodes", "simulate-a-deployment",
+         "simulate-an-empty-list", "simulate-nothing-pending", "simulate-only-others-pending", "validate-pods-no-nodes"],
+)
+def test_every_command_refuses_an_input_it_can_decide_nothing_from(capsys, tmp_path: Path, argv, text, want) -> None:
+    path = write(tmp_path, "snap.yaml", text)
+    extra = [write(tmp_path, "plan.json", '{"assignments": []}')] if argv == ["validate"] else []
+    code, out, err = run(capsys, *argv, path, *extra)
+    assert code == 2 and out == "", out
+    assert err and err[-1].startswith(f"cpsat-scheduler: error: {path}: ") and want in err[-1], err
+
+
+def test_repack_of_nodes_alone_is_an_empty_plan_not_an_error(capsys, tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "repack", write(tmp_path, "snap.yaml", listing(NODE)), "-o", "json")
+    assert code == 0 and json.loads(out)["moves"] == []
+
+
+def test_repack_note_counts_the_lost_nodes_it_names(capsys, tmp_path: Path) -> None:
+    """Running pods on six nodes the dump does not have: the note says six and lists five."""
+    lost = [RUNNING.replace("name: api-1", f"name: api-{i}").replace("nodeName: n1", f"nodeName: gone-{i}")
+            for i in range(6)]
+    code, out, _ = run(capsys, "repack", write(tmp_path, "snap.yaml", listing(NODE, *lost)), "-o", "json")
+    assert code == 0
+    notes = [n for n in json.loads(out)["notes"] if "not in the snapshot" in n]
+    assert notes == ["6 node(s) named by running pods are not in the snapshot; their pods are left out: "
+                     "gone-0, gone-1, gone-2, gone-3, gone-4 and 1 more"]
+
+
+def test_bench_dump_onto_a_file_names_it(capsys, tmp_path: Path) -> None:
+    taken = write(tmp_path, "taken", "x")
+    code, out, err = run(capsys, "bench", "-w", "basic", "--dump", taken, "--no-input-memory")
+    assert code == 2 and out == ""
+    assert err == [f"cpsat-scheduler: error: --dump: {taken}: cannot make the directory: File exists"]

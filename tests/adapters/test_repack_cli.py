@@ -214,8 +214,10 @@ def test_quickstart_keeps_postgres_in_its_volume_zone_and_coredns_in_place(capsy
 
 
 def test_the_runbook_cordons_first_then_evicts_in_order_then_removes(capsys) -> None:
+    # The plan that frees worker-b-2 strands a pending web replica (issue 23): only the
+    # --allow-blocking-pending plan moves anything on the bundled cluster.
     quickstart = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "quickstart.yaml"
-    assert main(["repack", str(quickstart), "-o", "json"]) == 0
+    assert main(["repack", str(quickstart), "-o", "json", "--allow-blocking-pending"]) == 0
     plan = json.loads(capsys.readouterr().out)
     book = plan["runbook"]
     kinds = [a["action"] for a in book]
@@ -228,7 +230,7 @@ def test_the_runbook_cordons_first_then_evicts_in_order_then_removes(capsys) -> 
         namespace, name = a["pod"].split("/")
         assert f"/api/v1/namespaces/{namespace}/pods/{name}/eviction" in a["command"]  # the Eviction API, not delete
         assert a["to"] in a["waits_for"]
-    assert main(["repack", str(quickstart)]) == 0
+    assert main(["repack", str(quickstart), "--allow-blocking-pending"]) == 0
     text = capsys.readouterr().out
     assert "RUNBOOK" in text and f"kubectl cordon {freed[0]}" in text
 
@@ -246,3 +248,22 @@ def test_plot_colours_say_what_became_of_each_node() -> None:
     long = "ip-10-0-12-34.eu-west-1.compute.internal"
     assert len(short_name(long)) == MAX_LABEL and short_name(long).startswith("ip-10-0-") and short_name(long).endswith("internal")
     assert short_name("node-1") == "node-1"
+
+
+def test_blocked_pending_says_which_pod_and_why(capsys) -> None:
+    """Issue 23: freeing worker-b-2 strands a pending web replica (required hostname
+    anti-affinity); the default plan does not free it and says why, the other names the pod."""
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "quickstart.yaml"
+    assert main(["repack", str(quickstart), "-o", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["moves"] == [] and plan["freed_nodes"] == [] and plan["blocked_pending_reasons"] == []
+    assert any("would leave 1 pending pod(s)" in n for n in plan["notes"])
+    assert main(["repack", str(quickstart), "-o", "json", "--allow-blocking-pending"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["freed_nodes"] == ["worker-b-2"]
+    [blocked] = plan["blocked_pending"]
+    assert blocked.startswith("shop/web-")
+    [why] = plan["blocked_pending_reasons"]
+    assert why["pod"] == blocked and "didn't match pod anti-affinity rules" in why["reason"]
+    assert main(["repack", str(quickstart), "--allow-blocking-pending"]) == 0
+    assert f"blocked pending: {blocked}: fits today, not after the plan: 0/5 nodes are available" in capsys.readouterr().out
