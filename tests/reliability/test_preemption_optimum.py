@@ -54,11 +54,12 @@ from solver.plugins.node_ports import filter as node_ports
 from solver.plugins.preemption.pdb import PdbBudgets
 from solver.plugins.preemption.victim_room import candidate_levels, entangling, may_preempt, needless_victims
 from solver.scoring import ScoreContext
-from tests.builders import describe, make_node, make_pdb, make_pod, make_snapshot
+from tests.builders import describe, make_node, make_pdb, make_pod, make_snapshot, spread, term
 
 from .generators import at
 
 DEFAULT_WINDOWS = 40
+DEFAULT_COUPLED_WINDOWS = 20
 WINDOW_SEED = 1
 LONG_WINDOWS = int(os.environ.get("CPSAT_OPTIMUM_WINDOWS", "1000"))
 CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=20.0, workers=2, seed=1)
@@ -66,8 +67,15 @@ CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=20.0, workers=2, se
 LEVELS = ("placement", "pdb_violations", "victim_priority", "victims")
 
 
+HOST = "kubernetes.io/hostname"
+
+
 @st.composite
-def tiny_windows(draw: Any) -> tuple[Any, SchedulerConfig]:
+def tiny_windows(draw: Any, *, coupled: bool = False) -> tuple[Any, SchedulerConfig]:
+    """``coupled``: pods may also carry hostname anti-affinity and hard hostname spread, rules the
+    victim rule does not weigh (an eviction there counts as needed: ``beyond_node_local``,
+    ``entangled``); such windows are kept smaller, since no victim set can then be pruned."""
+    running_max, pending_max = (3, 4) if coupled else (4, 6)
     nodes = [
         make_node(f"n{i}", cpu=draw(st.sampled_from(("1", "2", "2", "3", "4"))), memory="64Gi",
                   pods=draw(st.sampled_from((2, 3, 110, 110))))
@@ -80,7 +88,7 @@ def tiny_windows(draw: Any) -> tuple[Any, SchedulerConfig]:
     ports: dict[str, bool] = defaultdict(bool)
     overcommit = draw(st.integers(0, 5)) == 0  # now and then running pods overcommit their node
     pods = []
-    for j in range(draw(st.integers(1, 4))):  # preemption needs pods to evict
+    for j in range(draw(st.integers(1, running_max))):  # preemption needs pods to evict
         node = draw(st.sampled_from(sorted(cpu_of)))
         cpu = draw(st.sampled_from((500, 1000, 1000, 2000)))  # millicores
         port = draw(st.integers(0, 4)) == 0 and not ports[node]
@@ -89,15 +97,16 @@ def tiny_windows(draw: Any) -> tuple[Any, SchedulerConfig]:
         used[node] += cpu
         count[node] += 1
         ports[node] |= port
+        rules = {"pod_anti_affinity": [term({"app": "b"}, HOST)]} if coupled and draw(st.integers(0, 4)) == 0 else {}
         pods.append(make_pod(
-            f"default/run-{j}", cpu=f"{cpu}m", node=node, labels={"app": draw(st.sampled_from("ab"))},
+            f"default/run-{j}", cpu=f"{cpu}m", node=node, labels={"app": draw(st.sampled_from("ab"))}, **rules,
             priority=draw(st.sampled_from((0, 0, 10, 100))), host_ports=[80] if port else [],
             start_time=at(draw(st.integers(0, 3))),
         ))
     pending = 0
     for t in range(draw(st.integers(1, 3))):
         replicas = draw(st.integers(1, 3))
-        replicas = min(replicas, 6 - pending)
+        replicas = min(replicas, pending_max - pending)
         if replicas <= 0:
             break
         cpu = draw(st.sampled_from(("500m", "1", "1", "2", "3")))
@@ -105,10 +114,15 @@ def tiny_windows(draw: Any) -> tuple[Any, SchedulerConfig]:
         never = draw(st.integers(0, 4)) == 0
         port = draw(st.integers(0, 5)) == 0
         app = draw(st.sampled_from("ab"))
+        rules = {}
+        if coupled and draw(st.integers(0, 2)) == 0:
+            rules["pod_anti_affinity"] = [term({"app": draw(st.sampled_from("ab"))}, HOST)]
+        if coupled and draw(st.integers(0, 2)) == 0:
+            rules["spread"] = [spread(HOST, {"app": app}, max_skew=1)]
         for r in range(replicas):
             pods.append(make_pod(f"default/t{t}-{r}", cpu=cpu, priority=priority, labels={"app": app},
                                  preemption_policy="Never" if never else None, host_ports=[80] if port else [],
-                                 created=at(pending)))
+                                 created=at(pending), **rules))
             pending += 1
     pdbs = []
     if draw(st.booleans()):
@@ -135,9 +149,11 @@ def _distributions(k: int, bins: int):
         yield out
 
 
-def _node_options(ctx, n: int, placed: list, matchers, hard: bool) -> list[tuple[frozenset[str], dict[str, int]]]:
-    """The minimal victim sets on node ``n`` (each with a level per victim) that make ``placed``
-    a valid final state there under the local checks; [] when none does."""
+def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool) -> list[tuple[frozenset[str], dict[str, int]]]:
+    """The victim sets on node ``n`` (each with a level per victim) that make ``placed`` a valid
+    final state there under the local checks; [] when none does. ``minimal``: only the minimal
+    ones (sound when every rule of the window is node-local: a superset then costs more on every
+    level and makes nothing else valid)."""
     state = ctx.state
     alloc, used = state.alloc[n], state.used[n]
     running = list(state.pods_on[n].values())
@@ -156,7 +172,7 @@ def _node_options(ctx, n: int, placed: list, matchers, hard: bool) -> list[tuple
     for size in range(len(evictable) + 1):
         for victims in itertools.combinations(evictable, size):
             keys = frozenset(v.key for v in victims)
-            if any(f <= keys for f, _ in found):
+            if minimal and any(f <= keys for f, _ in found):
                 continue  # a superset of a valid set is worse on every level
             if hard and budgets.violations(victims):
                 continue
@@ -190,6 +206,7 @@ def _plan_of(ctx, placements: dict[str, int], victims: list[Victim]) -> Plan:
 def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victim], int]:
     """(value on the compared levels, placements, victims, candidate plans tried by ``validate``)."""
     ctx = build_context(snapshot, config)
+    local = not any(p.anti_affinity or p.hard_spread for p in [*ctx.window, *(q for q, _ in ctx.state.pods())])
     state, static = ctx.state, StaticFilters(ctx.nodes, ctx.window)
     weights = tier_weights([p.priority for p in ctx.window])
     scale = tier_weights([p.priority for p, _ in state.pods()])
@@ -218,7 +235,7 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
                     placements[pod.key] = n
         options = []
         for n, placed in on_node.items():
-            found = _node_options(ctx, n, placed, matchers, hard)
+            found = _node_options(ctx, n, placed, matchers, hard, local)
             if not found:
                 break
             options.append([(n, placed, keys, levels) for keys, levels in found])
@@ -321,25 +338,30 @@ def check_window(snapshot, config) -> None:
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def test_model_agrees_with_the_exhaustive_optimum() -> None:
+@pytest.mark.parametrize(("coupled", "windows"), [(False, DEFAULT_WINDOWS), (True, DEFAULT_COUPLED_WINDOWS)],
+                         ids=["node-local", "anti-affinity-and-spread"])
+def test_model_agrees_with_the_exhaustive_optimum(coupled: bool, windows: int) -> None:
     # A fixed seed and no example database: the same windows on every run (hypothesis's
     # ``derandomize`` draws mostly the smallest windows, few of which preempt).
     @seed(WINDOW_SEED)
-    @settings(max_examples=DEFAULT_WINDOWS, database=None, **_SETTINGS)
-    @given(tiny_windows())
+    @settings(max_examples=windows, database=None, **_SETTINGS)
+    @given(tiny_windows(coupled=coupled))
     def run(window):
         check_window(*window)
 
+    SEEN.update(dict.fromkeys(SEEN, 0))
     run()
     print(f"\nexhaustive optimum windows: {SEEN}")
 
 
 @pytest.mark.long
-def test_model_agrees_with_the_exhaustive_optimum_long() -> None:
+@pytest.mark.parametrize("coupled", [False, True], ids=["node-local", "anti-affinity-and-spread"])
+def test_model_agrees_with_the_exhaustive_optimum_long(coupled: bool) -> None:
     @settings(max_examples=LONG_WINDOWS, database=None, **_SETTINGS)
-    @given(tiny_windows())
+    @given(tiny_windows(coupled=coupled))
     def run(window):
         check_window(*window)
 
+    SEEN.update(dict.fromkeys(SEEN, 0))
     run()
     print(f"\nexhaustive optimum windows: {SEEN}")

@@ -239,3 +239,29 @@ def test_a_never_pod_above_the_level_is_there_at_its_turn() -> None:
     wrong = _plan({"default/high": "node-a", "default/keeper": "node-a"}, {"default/batch": "default/high"})
     problems = validate(snapshot, wrong, SOLVER)
     assert any("default/batch" in line and "default/keeper" in line for line in problems), problems
+
+
+def test_a_gangs_members_of_one_priority_are_one_batch_too() -> None:
+    """The two preemptors are one gang's members (minMember 2): one at a time, the first evicts v1
+    and the second v2; once the gang stands, v1 is reprieved (v2 alone makes room for both)."""
+    from datetime import datetime, timezone
+
+    from tests.builders import make_pod_group
+
+    early, late = datetime(2026, 1, 1, tzinfo=timezone.utc), datetime(2026, 1, 2, tzinfo=timezone.utc)
+    snapshot = make_snapshot(
+        [make_node("node-a", cpu="10", pods=110)],
+        [
+            make_pod("default/v1", cpu="3", node="node-a", priority=0, start_time=late),
+            make_pod("default/v2", cpu="5", node="node-a", priority=0, start_time=early),
+            make_pod("default/m1", cpu="4", priority=100, group="train", created=early),
+            make_pod("default/m2", cpu="2", priority=100, group="train", created=late),
+        ],
+        pod_groups=[make_pod_group("default/train", 2)],
+    )
+    greedy = schedule(snapshot, FALLBACK, engine="greedy")
+    assert {a.pod for a in greedy.assignments} == {"default/m1", "default/m2"}
+    assert {p.pod for p in greedy.preemptions} == {"default/v2"}
+    assert validate(snapshot, greedy, FALLBACK) == []
+    plan = schedule(snapshot, SOLVER)
+    assert validate(snapshot, plan, SOLVER) == [] and {p.pod for p in plan.preemptions} == {"default/v2"}
