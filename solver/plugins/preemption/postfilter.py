@@ -352,11 +352,12 @@ def reprieve_level(
     window's placements so far (all of priority ``level`` or above: the queue goes by priority).
     Returns the victims that stay evicted. Victims of nodes the rule does not judge (a placed pod
     with affinity or spread, a running pod with anti-affinity) and entangled ones stay evicted."""
+    here = [v for v in victims if v.node == node]
+    if len(here) < 2:
+        return victims  # the pod's own victims are needed (its own reprieve said so)
     window = _window_keys(ctx)
     matchers = entangling(ctx)
-    priority = {p.key: p.priority for p in ctx.window}
-    here = [v for v in victims if v.node == node]
-    candidates = [v for v in here if priority.get(v.preemptor) == level and not entangled(v.pod, matchers)]
+    candidates = [v for v in here if ctx.pod(v.preemptor).priority == level and not entangled(v.pod, matchers)]
     if not candidates:
         return victims
     placed = [p for p in state.pods_on[node].values() if p.key in window]
