@@ -242,8 +242,8 @@ def encode(wm: WindowModel) -> None:
                 requested |= wm.vec[cls.id] > 0
             reasons: dict[str, list] = {v.key: list(beyond) for v in checked}
             for r in np.flatnonzero(requested).tolist():
-                # room[n, L, r]: what the pods at or above L ask of r beyond the node's free room,
-                # with the victims evicted at L or above gone (and lower ones still there).
+                # What the pods at or above L ask of r beyond the node's free room, with the
+                # victims evicted at L or above gone (and lower ones still there).
                 asking = [(cls, var) for cls, var in above if wm.vec[cls.id][r]]
                 vars_ = [var for _, var in asking]
                 coeffs = [int(wm.vec[cls.id][r]) for cls, _ in asking]
@@ -261,17 +261,27 @@ def encode(wm: WindowModel) -> None:
                             coeffs.append(amount)
                         if lower:
                             hi += amount
-                room = m.new_int_var(lo, hi, f"room[{n},{level},{r}]")
-                m.add(room == cp_model.LinearExpr.weighted_sum(vars_, coeffs))
+                needs = {v.key: int(state.free[n, r]) + 1 - int(state.vector(v)[r]) for v in checked}
+                expr = cp_model.LinearExpr.weighted_sum(vars_, coeffs)
+                if len(set(needs.values())) > 1:
+                    # room[n, L, r]: one variable the victims' thresholds below all read.
+                    room = m.new_int_var(lo, hi, f"room[{n},{level},{r}]")
+                    m.add(room == expr)
+                    expr = room
                 short_at: dict[int, cp_model.IntVar] = {}
                 for v in checked:
-                    # With v back, r is over: room + v's share > free.
-                    need = int(state.free[n, r]) + 1 - int(state.vector(v)[r])
+                    # With v back, r is over: what the pods at or above L ask beyond the free room,
+                    # plus v's share, exceeds it.
+                    need = needs[v.key]
                     short = short_at.get(need)
                     if short is None:
                         short = short_at[need] = m.new_bool_var(f"room_need[{n},{level},{r},{need}]")
-                        m.add(room >= need).only_enforce_if(short)
-                        m.add(cp_model.LinearExpr.sum(vars_[:len(asking)]) >= 1).only_enforce_if(short)
+                        m.add(expr >= need).only_enforce_if(short)
+                        if state.free[n, r] < 0:
+                            # Running pods overcommit r already, so the sum above can hold with
+                            # nothing placed: the need is there only if a pod asking for r is
+                            # placed (``room_needed`` reads the resources placed pods request).
+                            m.add(cp_model.LinearExpr.sum(vars_[:len(asking)]) >= 1).only_enforce_if(short)
                     reasons[v.key].append(short)
             for cls, var in above:
                 if not cls.rep.host_ports:
