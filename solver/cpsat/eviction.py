@@ -1,10 +1,11 @@
 """Preemption as costed variables.
 
 For every running pod that some candidate window pod on its node outranks (and may preempt), a
-boolean ``evict[v]``, and per priority of a pod that may evict it ``level[v, L]`` (which of them it
-goes for; ``victim_room`` judges it needed at that level). Capacity, ports and anti-affinity read ``1 − evict[v]`` for v's share of
-the node. A pod is evicted only if a window pod of strictly higher priority, whose
-preemptionPolicy is not Never, is placed on the same node. Cost sits below placement in the
+boolean ``evict[v]``, and per priority L of the pods that may evict it ``level[v, L]``: the
+priority of the pod it goes for (``victim_room`` judges the eviction needed at that level).
+Capacity, ports and anti-affinity read ``1 − evict[v]`` for v's share of the node. A pod is
+evicted only if a window pod of strictly higher priority, whose preemptionPolicy is not Never, is
+placed on the same node. Cost sits below placement in the
 lexicographic objective: PodDisruptionBudget violations first (or forbidden with ``pdb: hard``),
 then the victims' priorities (one higher-priority victim outweighs any number of lower ones),
 then how many victims.
