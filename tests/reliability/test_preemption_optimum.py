@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import defaultdict
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pytest
