@@ -24,7 +24,9 @@ evicted it. Lifted to a window's final state, node by node:
 
   "Would not fit" is read on the node-local rules a victim takes room in: some resource one of
   those placed pods requests (the pod count included) is over the node's allocatable, or one of
-  them wants a host port ``v`` or a lower-level victim holds (``needless``; ``encode`` for CP-SAT).
+  them wants a host port ``v`` or a lower-level victim holds (``room_needed``, ``needless_victims``;
+  ``encode`` for CP-SAT). Pods placed below ``L(v)`` came after and are not weighed: a victim whose
+  room only they use was evicted needlessly, and the validator names them as the takers.
 * **Beyond the node.** Where a placed pod on the node has required (anti-)affinity or a hard
   topology spread constraint, or a running pod there has required anti-affinity, an eviction may be
   needed for rules this check does not weigh, and every eviction there is accepted as needed
@@ -41,11 +43,12 @@ What this admits, checked against kube-scheduler's sequential plans (greedy foll
 * Preemptors of different priorities on one node each judge their victims at their own level.
 * ``preemptionPolicy: Never`` pods preempt nothing but, placed at or above a level, are there at
   its turn.
-* A gang's members are pods like the others here (a gang never evicts its own members).
+* A gang's members are pods like the others here (a gang never evicts its own members); greedy
+  judges their victims once the gang stands (Permit).
 * Two preemptors of *one* priority on one node form one batch. kube-scheduler, taking them one at
   a time, can evict for the first a pod that the second's victims would have made unnecessary
   (two replicas of one Deployment do it). Greedy reprieves such victims once its next preemptor of
-  that priority on the node has chosen its own (``reprieve_level``), so its plans meet the rule
+  that priority on the node has chosen its own (``postfilter.reprieve_level``), so its plans meet the rule
   and evict no more than kube-scheduler's; the rule does not accept kube-scheduler's extra victim.
 
 The rule reads ``L(v)`` from the plan: the validator from the preemptor it names, the model from
