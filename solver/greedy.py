@@ -7,6 +7,8 @@ scheduler's uniform random choice when a tie-break seed is set); assume the pod 
 the next pod sees it. A pod that fits nowhere tries DefaultPreemption, else gets the FitError
 message. Gang members are placed tentatively and rolled back, victims included, when their group
 falls short of minMember — the Permit stage of coscheduling, so the fallback never half-places.
+A preemption on a node where pods of the same priority preempted before in the window reprieves
+their victims it makes unnecessary (``preemption.reprieve_level``: one priority, one batch).
 A gang whose minResources the free room left at its turn cannot cover places nothing (PreFilter).
 A gang with required topology first chooses its domain (``_choose_domain``, upstream's TAS: a
 trial placement per domain, the one placing most, then the fullest) and its members see only
@@ -186,6 +188,9 @@ def schedule_greedy(
                 _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed, frozenset(protected))
                 if pod.key in result.placements:
                     guard.placed(pod, result.placements[pod.key])
+                    if gang is None and pod.key in result.nominations:
+                        result.victims = preemption.reprieve_level(
+                            result.placements[pod.key], pod.priority, state, result.victims, ctx)
                 elif not pod.affinity and pod.class_id >= 0:
                     failed[pod.class_id] = _Failure(
                         state.removals, len(placed), result.unschedulable[pod.key],
@@ -197,6 +202,10 @@ def schedule_greedy(
         if gang is not None and last_member.get(pod.key) is gang:
             if _settle_gang(gang, state, result):
                 protected.update(bound_members.get(gang.key, ()))
+                for member in gang.members:  # its preemptions, now that they stand
+                    if member.key in result.nominations:
+                        result.victims = preemption.reprieve_level(
+                            result.nominations[member.key], member.priority, state, result.victims, ctx)
     return result
 
 

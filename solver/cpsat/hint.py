@@ -51,7 +51,8 @@ def greedy_counts(wm: WindowModel, greedy: GreedyResult, ctx) -> dict[tuple[int,
 def greedy_hint(wm: WindowModel, greedy: GreedyResult, ctx, counts: Optional[dict[tuple[int, int], int]] = None) -> None:
     """Hint greedy's plan (``counts``: its ``greedy_counts``, when already at hand)."""
     counts = greedy_counts(wm, greedy, ctx) if counts is None else counts
-    _apply(wm, counts, {v.pod.key for v in greedy.victims}, greedy.placements)
+    levels = {v.pod.key: ctx.pod(v.preemptor).priority for v in greedy.victims}
+    _apply(wm, counts, set(levels), greedy.placements, levels)
 
 
 def _coupled(wm: WindowModel, cls) -> bool:
@@ -274,9 +275,10 @@ def counts_value(wm: WindowModel, counts: dict[tuple[int, int], int], weights: d
     return sum(weights[priority[c]] * k for (c, _), k in counts.items() if c in priority)
 
 
-def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str], placements=None) -> dict[tuple[int, int], int]:
+def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str], placements=None,
+           levels: Optional[dict[str, int]] = None) -> dict[tuple[int, int], int]:
     """Hint these counts (permuted to the symmetry break's order, which is returned), these
-    evictions, and the gangs of each kind that run (from ``placements``, else from the counts)."""
+    evictions (at these ``levels``: victim -> its preemptor's priority), and the gangs of each kind that run (from ``placements``, else from the counts)."""
     counts = canonical(wm, counts)
     for (c, n), var in wm.x.items():
         wm.model.add_hint(var, counts.get((c, n), 0))
@@ -288,6 +290,10 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
             wm.model.add_hint(placed_var, placed.get(c, 0))
     for key, var in wm.evict.items():
         wm.model.add_hint(var, 1 if key in evicted else 0)
+        lams = wm.evict_level[key]
+        if len(lams) > 1:
+            for level, lam in lams.items():
+                wm.model.add_hint(lam, 1 if key in evicted and (levels or {}).get(key) == level else 0)
     by_class: dict[int, list[tuple[int, int]]] = {}
     for (c, n), k in counts.items():
         if k:

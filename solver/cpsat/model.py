@@ -5,6 +5,7 @@ read. Pods of one equivalence class share one integer variable per candidate nod
 
     x[c, n]   — how many pods of class c are placed on node n            (0 ≤ x ≤ ub[c, n])
     evict[v]  — running pod v is evicted to make room                    (bool)
+    level[v, L] — v is evicted for a pod of priority L on its node         (bool, one when evicted)
 
 Interchangeable gangs are one "kind" (``gang.kinds``): the members of a kind with one signature
 form one class, and an integer per kind counts the gangs that run (``gang_runs``).
@@ -91,6 +92,8 @@ class WindowModel:
         self.placed: dict[int, cp_model.IntVar | int] = {}
         self.evict: dict[str, cp_model.IntVar] = {}
         self.evict_pod: dict[str, tuple[PodInfo, int]] = {}
+        # Per victim, its eviction level literals by priority (``eviction.create``).
+        self.evict_level: dict[str, dict[int, cp_model.IntVar]] = {}
         # Objective levels, most important first; each rule appends to the level it affects.
         self.levels: list[Level] = [
             Level("placement"),

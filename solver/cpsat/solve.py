@@ -302,6 +302,10 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
             wm.model.add_hint(var, this.value(var))
         for var in wm.evict.values():
             wm.model.add_hint(var, this.value(var))
+        for levels in wm.evict_level.values():
+            if len(levels) > 1:
+                for var in levels.values():
+                    wm.model.add_hint(var, this.value(var))
         for placed in wm.placed.values():
             if not isinstance(placed, int):
                 wm.model.add_hint(placed, this.value(placed))
@@ -339,8 +343,9 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
     for key, var in wm.evict.items():
         if solver.value(var):
             victim, n = wm.evict_pod[key]
-            preemptors = [p for p in placed_on.get(n, []) if victim_room.may_preempt(p, victim)]
-            preemptor = max(preemptors, key=lambda p: (p.priority, p.key))
+            level = next(lv for lv, lam in wm.evict_level[key].items() if solver.value(lam))
+            preemptors = [p for p in placed_on.get(n, []) if p.priority == level and victim_room.may_preempt(p, victim)]
+            preemptor = min(preemptors, key=lambda p: p.key)
             sol.victims.append(Victim(victim, n, preemptor.key))
             sol.nominations[preemptor.key] = n
 
