@@ -63,20 +63,11 @@ from models import ClusterSnapshot, Plan, Pod, SchedulerConfig, pod_group_key
 
 from . import memory
 from .bounds import max_placeable_bound, min_nodes_bound
+from .defaults import DEFAULT_TIME_LIMITS as DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE as DEFAULT_WINDOW_SIZE
 from .gangs import gang_figures
 from .workloads import SCALE_TARGETS, WORKLOADS, Workload, generate
 
 ENGINES = ("cpsat", "greedy")
-# No cut by default: the whole queue is one decision, up to ``limits.maxWindowPods``. The model
-# grows with the window's variety (classes x candidate nodes), not its pod count, so a pod-count
-# cut buys no model size; what it costs is foresight. Cut a 14,625-pod gang queue into two
-# windows and cpsat fills window one with the early 3.5-CPU training gangs (more pods than greedy
-# places there, as its per-window guarantee says), leaving window two's small gangs 3 pods of
-# room: 7,310 placed in all against greedy's 8,829. Decided as one window it places 12,137.
-# ``--window-size N`` still cuts the queue, to imitate a live scheduler's windows.
-DEFAULT_WINDOW_SIZE: Optional[int] = None
-# CP-SAT time limit per window, by scale: quick keeps the whole suite near a minute on two cores.
-DEFAULT_TIME_LIMITS = {"quick": 5.0, "medium": 10.0, "large": 10.0}
 # The scale targets (issue 3): scale-3k must be decided within 20 s end to end, so the solver
 # gets 15 s and the rest is left for reading the window, greedy and the solver's own checks;
 # scale-10k must be decided within 10 s, and gets the solver's default limit of 10 s (with less,

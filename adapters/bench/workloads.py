@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 
 from models import ClusterSnapshot
 
+from .defaults import SCALE_TARGET_NAMES, WORKLOAD_NAMES
 from .kube import (
     SAFE_TO_EVICT,
     ZONES,
@@ -1065,6 +1066,8 @@ WORKLOADS: dict[str, Callable[..., Workload]] = {
     "mixed": mixed,
 }
 SCALE_TARGETS: dict[str, Callable[..., Workload]] = {"scale-3k": scale_3k, "scale-10k": scale_10k}
+# The command line lists the names from defaults.py without loading this module.
+assert tuple(WORKLOADS) == WORKLOAD_NAMES and tuple(SCALE_TARGETS) == SCALE_TARGET_NAMES, "update defaults.py"
 
 
 def generate(name: str, scale: str = "quick", seed: int = 0) -> Workload:
