@@ -38,9 +38,9 @@ def _repack_available() -> bool:
 
 
 def workload_names() -> list[str]:
-    from adapters.bench.defaults import SCALE_TARGET_NAMES, WORKLOAD_NAMES
+    from adapters.bench.defaults import REAL_SHAPED_NAMES, SCALE_TARGET_NAMES, WORKLOAD_NAMES
 
-    names = [*WORKLOAD_NAMES, *SCALE_TARGET_NAMES]
+    names = [*WORKLOAD_NAMES, *SCALE_TARGET_NAMES, *REAL_SHAPED_NAMES]
     if _repack_available():
         names.append(REPACK)
     return names
@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and throughput. Every plan is validated; an invalid plan, or cpsat placing less than "
         "greedy, exits 1.",
         epilog=f"workloads: {', '.join(names)}. The default suite is: {', '.join(WORKLOAD_NAMES)}. "
-        "scale-3k and scale-10k are the solver's scale targets (fixed sizes, any --scale)."
+        "scale-3k and scale-10k are the solver's scale targets (fixed sizes, any --scale); realistic is a "
+        "real-shaped cluster (3 zones, 40 running pods per node, 10,000 pending pods of 20 apps at "
+        "medium: 1,000 nodes; large: 5,000)."
         + (" repack compares re-packing with a descheduler-like baseline." if REPACK in names else ""),
     )
     parser.add_argument(
