@@ -27,6 +27,7 @@ from typing import Optional
 
 from models.errors import InputError, Interrupted
 
+from . import gc_control
 from .interrupts import sigint_stops_decisions
 
 PROG = "cpsat-scheduler"
@@ -98,6 +99,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traceback.print_exc()
         _error(f"internal error: {type(exc).__name__}: {exc}")
         return EXIT_FAILURE
+    finally:
+        gc_control.release()  # what a command kept out of the collector's sight (main() runs in tests too)
 
 
 # Characters that would end or rewrite the one-line message (input text is quoted in it):
