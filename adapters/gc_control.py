@@ -38,6 +38,11 @@ def keep_for_good() -> None:
     _frozen = True
 
 
+def kept() -> bool:
+    """Whether a command moved its input out of the collector's sight (and it is still there)."""
+    return _frozen
+
+
 def release() -> None:
     global _frozen
     if _frozen:

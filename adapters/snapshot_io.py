@@ -58,6 +58,7 @@ from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from . import item_stream
 from .gc_control import paused_gc
+from .interrupts import checkpoint
 from .input_size import CONFIG_LIMIT, SizeLimit, read_bounded, snapshot_limit
 
 __all__ = [
@@ -82,6 +83,9 @@ MAX_DEPTH = 500
 MAX_ALIAS_EXPANSION = 1_000_000
 
 _YAML_PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Objects read (or YAML collections closed) between two looks at whether Ctrl-C was pressed:
+# a few milliseconds of work.
+CHECK_EVERY = 256
 
 
 # --------------------------------------------------------------------------- kinds
@@ -220,11 +224,15 @@ class _Objects:
         self.skipped: Counter[str] = Counter()
         self.kindless: list[tuple[int, str, Any, tuple]] = []  # list items waiting for their list's kind
         self.shared: dict = {}  # equal leaf objects, one instance (``models.objects.compact``)
+        self.taken = 0
         # Pod specs read so far, by their text less ``nodeName``: the replicas of a workload have
         # one spec, which is validated (its quantities parsed, its terms built) once and shared.
         self.specs: dict[bytes, PodSpec] = {}
 
     def take(self, position: str, item: dict, kind: str, order: tuple) -> None:
+        self.taken += 1
+        if not self.taken % CHECK_EVERY:
+            checkpoint()  # Ctrl-C stops a long read within a fraction of a second
         spec = _kind_of(kind, item.get("apiVersion"))
         group = _group(item.get("apiVersion"))
         if spec is None or (group is not None and group not in spec.groups):
@@ -595,7 +603,7 @@ def _assemble(events: Any, label: str, sink: Optional[ItemSink] = None) -> list[
     constructor = yaml.constructor.SafeConstructor()
     plain_cache: dict[str, Any] = {}
     anchors: dict[str, tuple[Any, int]] = {}
-    expanded = 0
+    expanded = closed = 0
     documents: list[Any] = []
     stack: list[_Frame] = []
 
@@ -620,6 +628,9 @@ def _assemble(events: Any, label: str, sink: Optional[ItemSink] = None) -> list[
             stack.append(_Frame({} if is_map else [], is_map, event.anchor))
             continue
         elif cls is ev.MappingEndEvent or cls is ev.SequenceEndEvent:
+            closed += 1
+            if not closed % CHECK_EVERY:
+                checkpoint()
             frame = stack.pop()
             value, size = frame.value, frame.size
             for merged in frame.merges:  # explicit keys win over merged ones

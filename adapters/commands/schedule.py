@@ -95,6 +95,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)
+    snapshot = loaded.snapshot
+    stage(f"read {len(snapshot.nodes):,} node(s) and {len(snapshot.pods):,} pod(s); preparing the decision")
 
     from solver import schedule, validate
 
