@@ -258,10 +258,14 @@ def run_engine(
     for window in windows:
         snapshot = cluster.snapshot(window)
         gc.collect()  # garbage of the previous window is not this decision's cost
-        with _capture_solver_log() as log:
-            start = time.perf_counter()
-            plan = schedule_fn(snapshot, config, engine)
-            seconds = time.perf_counter() - start
+        gc.freeze()  # nor are collections walking the workload and the cluster (the CLI does the same)
+        try:
+            with _capture_solver_log() as log:
+                start = time.perf_counter()
+                plan = schedule_fn(snapshot, config, engine)
+                seconds = time.perf_counter() - start
+        finally:
+            gc.unfreeze()
         checked = time.perf_counter()
         violations = list(validate_fn(snapshot, plan, config))
         validate_s = time.perf_counter() - checked
