@@ -802,14 +802,16 @@ def _validate_pod(item: dict, position: str, shared: dict, specs: dict[bytes, Po
 
 def _spec_key(raw: dict) -> Optional[bytes]:
     """``raw`` less ``nodeName`` as bytes (marshal's version 0 writes no back-references, so
-    equal values give equal bytes), or None when ``nodeName`` is not a string or null."""
+    equal values give equal bytes), or None when ``nodeName`` is not a string or null, or when
+    something in ``raw`` has no bytes in marshal (a YAML date): such a spec is not shared."""
     node_name = raw.get("nodeName")
     if node_name is not None and type(node_name) is not str:
         return None  # the full validation names the problem
-    if "nodeName" not in raw:
-        return marshal.dumps(raw, 0)
-    rest = {k: v for k, v in raw.items() if k != "nodeName"}
-    return marshal.dumps(rest, 0)
+    rest = raw if "nodeName" not in raw else {k: v for k, v in raw.items() if k != "nodeName"}
+    try:
+        return marshal.dumps(rest, 0)
+    except ValueError:
+        return None  # a value JSON has not (YAML's unquoted dates): read this pod in full
 
 
 def _validate_model(model: type[BaseModel], data: Any, obj: str) -> Any:

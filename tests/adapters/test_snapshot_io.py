@@ -822,3 +822,24 @@ def test_a_replica_that_differs_is_still_checked(bad: dict[str, Any], field: str
     with pytest.raises(InputError) as err:
         read(_list(_replica("web-1", "node-a"), bad))
     assert str(err.value).startswith(f"pods/shop/web-2: {field}: {problem}")
+
+
+def test_replicas_with_yaml_dates_in_their_spec_are_read() -> None:
+    """An unquoted date in YAML is a date, not a string: a spec holding one is read in full for
+    each pod (not shared), and the dump reads as before."""
+    pod = """\
+- apiVersion: v1
+  kind: Pod
+  metadata: {{name: {name}, namespace: default}}
+  spec:
+    nodeName: {node}
+    containers:
+    - name: c
+      resources: {{requests: {{cpu: 100m}}}}
+      env:
+      - {{name: SINCE, value: 2001-12-14}}
+"""
+    text = "apiVersion: v1\nkind: List\nitems:\n" + pod.format(name="a", node="n1") + pod.format(name="b", node="n2")
+    pods = {p.metadata.name: p for p in read(text).snapshot.pods}
+    assert (pods["a"].spec.node_name, pods["b"].spec.node_name) == ("n1", "n2")
+    assert pods["b"].spec.containers[0].resources.requests["cpu"] == 100
