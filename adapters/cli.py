@@ -74,7 +74,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     its output is flushed: tearing down a snapshot of 50,000 pods and its model object by object
     takes seconds, after the answer (or after Ctrl-C) and for nothing."""
     status = _main(argv)
-    if argv is None and gc_control.kept():
+    # Not under a profiler, debugger or coverage tracer: they write their results at exit.
+    if argv is None and gc_control.kept() and sys.getprofile() is None and sys.gettrace() is None:
         _exit_now(status)
     gc_control.release()
     return status
