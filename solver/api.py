@@ -9,6 +9,7 @@ should never fire, and tests assert it does not.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Optional
 
@@ -17,7 +18,7 @@ from models.errors import InputError
 from models.plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
-from . import progress
+from . import interrupt, progress
 from .context import SchedulingContext, build_context
 from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
 from .greedy import schedule_greedy
@@ -51,7 +52,10 @@ def schedule(
     if engine == "greedy":
         progress.stage("greedy scheduleOne")
         static = StaticFilters(ctx.nodes, ctx.window)
-        result = schedule_greedy(ctx, static=static)
+        cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
+        with interrupt.stoppable(cancel=cancel):
+            result = schedule_greedy(ctx, static=static, cancel=cancel)
+        interrupt.check()
         return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
                           static, stats=dict(engine="greedy", status="GREEDY", plan_from="greedy",
                                              plan_reason="--engine greedy"), start=start, engine_greedy=True)

@@ -18,6 +18,7 @@ from models.objects import Pod, PodGroup
 from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
+from . import interrupt
 from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
 
@@ -192,7 +193,7 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
     infos = [
         info if (info := reuse.get(p.key)) is not None and info.pod is p
         else PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports)
-        for p in snapshot.bound_pods()
+        for p in interrupt.checked(snapshot.bound_pods())
     ]
     nodes = [NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes)]
     node_resources = frozenset(r for node in nodes for r in node.allocatable if is_tracked_resource(r))
@@ -202,7 +203,7 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
     state = ClusterState(nodes, resources)
     assumed = _Assumed(snapshot, sidecar_ports, ns_labels, frozenset(resources), node_resources, nodes, state,
                        placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter())
-    for info in infos:
+    for info in interrupt.checked(infos):
         index = state.node_index.get(info.node_name)
         if index is None:
             assumed.unknown[info.key] = info.node_name
@@ -340,7 +341,8 @@ def build_context(
     sidecar_ports = config.kubernetes_version == "1.34"
     ns_labels = snapshot.namespace_labels
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports) for p in pending_pods]
+    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports)
+              for p in interrupt.checked(pending_pods)]
     window.sort(key=queue_order_key)
 
     with _assumed_lock:

@@ -280,7 +280,7 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
     """Hint these counts (permuted to the symmetry break's order, which is returned), these
     evictions (at these ``levels``: victim -> its preemptor's priority), and the gangs of each kind that run (from ``placements``, else from the counts)."""
     counts = canonical(wm, counts)
-    for (c, n), var in wm.x.items():
+    for (c, n), var in interrupt.checked(wm.x.items(), every=8192):
         wm.model.add_hint(var, counts.get((c, n), 0))
     placed: dict[int, int] = {}
     for (c, _), k in counts.items():
@@ -365,6 +365,7 @@ def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dic
     ``wm.hint_solution`` when it wins). With greedy's plan at hand the hint is completed to every
     variable (``complete``); a packing the model rejects gives way to greedy's plan. Returns
     which hint stands."""
+    interrupt.check()
     packed = packing_counts(wm)
     value = counts_value(wm, packed, weights)
     other = first_fit_counts(wm) if greedy is None else greedy_counts(wm, greedy, ctx)

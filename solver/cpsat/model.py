@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
@@ -187,7 +188,7 @@ class WindowModel:
         free = state.alloc - state.used
         all_nodes = np.arange(len(state.nodes), dtype=np.int64)
         top, freed, others = freeable if freeable is not None else (None, None, frozenset())
-        for cls in self.classes:
+        for cls in interrupt.checked(self.classes, every=8):
             rep = cls.rep
             vec = state.vector(rep)
             can_preempt = self.allow_preemption and not rep.preempt_never
@@ -222,7 +223,7 @@ class WindowModel:
     def create_variables(self) -> None:
         """x[c, n]: pods of class c on node n; placed[c]: pods of class c placed anywhere."""
         m = self.model
-        for cls in self.classes:
+        for cls in interrupt.checked(self.classes, every=8):
             terms = []
             for n, ub in zip(self.cand[cls.id].tolist(), self.ub[cls.id].tolist()):
                 var = m.new_int_var(0, ub, f"x[{cls.id},{n}]")

@@ -346,3 +346,25 @@ def test_a_spread_pod_placed_before_a_later_preemption_is_a_plan_the_model_accep
     assert _accepts(snapshot, FAST)
     plan = schedule(snapshot, FAST)
     assert validate(snapshot, plan, FAST) == [] and len(plan.assignments) >= len(greedy.assignments)
+
+
+def test_bulk_objective_is_the_one_or_tools_writes() -> None:
+    """``solve.maximize`` writes the very objective ``CpModel.maximize`` does (repeated variables
+    merged, zeros dropped, by index, negated), only without a Python loop per term."""
+    import random
+
+    from ortools.sat.python import cp_model
+
+    from solver.cpsat.solve import maximize
+
+    rng = random.Random(7)
+    ours, theirs = cp_model.CpModel(), cp_model.CpModel()
+    for model in (ours, theirs):
+        for i in range(60):
+            model.new_int_var(0, 9, f"x{i}")
+    picks = [rng.randrange(60) for _ in range(400)]
+    coeffs = [rng.randint(-4, 4) for _ in picks]
+    maximize(ours, [ours.get_int_var_from_proto_index(i) for i in picks], coeffs)
+    theirs.maximize(cp_model.LinearExpr.weighted_sum([theirs.get_int_var_from_proto_index(i) for i in picks], coeffs))
+    assert str(ours.proto.objective) == str(theirs.proto.objective)
+    assert len(ours.proto.objective.vars) < 60
