@@ -107,6 +107,9 @@ class WindowModel:
         self.seeds: dict[tuple, cp_model.IntVar] = {}
         # Per affinity terms, the eviction literals a seed of them needs (``inter_pod_affinity``).
         self.seed_clearing: dict[tuple, list] = {}
+        # Per running pod that supports some class's affinity, the literal "it supports" (it
+        # stays, or is evicted for a pod that does not lean on it: ``inter_pod_affinity``).
+        self.affinity_support: dict[str, object] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False

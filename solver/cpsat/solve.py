@@ -340,7 +340,9 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
         if solver.value(var):
             victim, n = wm.evict_pod[key]
             preemptors = [p for p in placed_on.get(n, []) if victim_room.may_preempt(p, victim)]
-            preemptor = max(preemptors, key=lambda p: (p.priority, p.key))
+            # A pod whose affinity the victim may support is named last: the victim supports every
+            # pod but its own preemptor (``inter_pod_affinity.leans_on``).
+            preemptor = max(preemptors, key=lambda p: (not inter_pod_affinity.leans_on(p, victim), p.priority, p.key))
             sol.victims.append(Victim(victim, n, preemptor.key))
             sol.nominations[preemptor.key] = n
 
