@@ -19,6 +19,7 @@ from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
 from .info import NodeInfo, PodInfo, node_derived
+from .plugins.preemption import nominated
 from .state import ClusterState
 
 
@@ -55,6 +56,8 @@ class SchedulingContext:
     window_keys: Optional[frozenset[str]] = None
     # ``bound`` by key (built from it when not given).
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
+    # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
+    claims: nominated.Claims = field(default_factory=lambda: nominated.NONE)
 
     @property
     def num_nodes(self) -> int:
@@ -361,6 +364,10 @@ def build_context(
             + ", ".join(sorted(unknown_nodes)[:5])
         )
 
+    # Pods still waiting for their victims may not preempt: part of their signature.
+    nominated.mark_waiting(window, state)
+    claims = nominated.outside_claims(snapshot, window, state, ns_labels, sidecar_ports=sidecar_ports)
+
     relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}
     classes: list[PodClass] = []
@@ -387,4 +394,5 @@ def build_context(
         image_nodes=node_derived(nodes, "image summary", lambda: _image_nodes(nodes)),
         notes=notes,
         window_keys=frozenset(window_keys) if window_keys is not None else None,
+        claims=claims,
     )

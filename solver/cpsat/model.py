@@ -190,7 +190,7 @@ class WindowModel:
         for cls in self.classes:
             rep = cls.rep
             vec = state.vector(rep)
-            can_preempt = self.allow_preemption and not rep.preempt_never
+            can_preempt = self.allow_preemption and rep.may_preempt_others
             if top is not None:
                 own = rep.priority if can_preempt else np.iinfo(np.int64).min
                 if not (top > own).any():

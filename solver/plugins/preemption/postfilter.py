@@ -23,6 +23,7 @@ import numpy as np
 
 from ...framework import SUCCESS, Code, Status, fit_error_message, reason_histogram, unresolvable
 from ...info import PodInfo
+from . import nominated
 from .pdb import PdbBudgets
 from .victim_room import may_preempt
 from ...filtering import Cycle, StaticFilters
@@ -274,6 +275,8 @@ def default_preemption(
     take its gang below minMember in the final state)."""
     if pod.preempt_never:
         return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
+    if pod.waiting_on:
+        return PreemptionOutcome(None, message=f"preemption: {nominated.REASON_TERMINATING}")
     version = ctx.config.kubernetes_version
     statuses = cycle.statuses()
     n = len(statuses)

@@ -49,6 +49,9 @@ def why_not(preemptor: PodInfo, victim: PodInfo) -> list[str]:
         )
     if preemptor.preempt_never:
         reasons.append(f"{preemptor.key} has preemptionPolicy Never but evicts {victim.key}")
+    if preemptor.waiting_on:
+        reasons.append(f"{preemptor.key} evicts {victim.key}, but it waits for its victims on its nominated "
+                       f"node {preemptor.waiting_on}: it may not preempt again")
     if victim.group is not None and victim.group == preemptor.group:
         reasons.append(
             f"{victim.key} is evicted for {preemptor.key}, a member of its own PodGroup "
