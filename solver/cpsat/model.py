@@ -110,6 +110,8 @@ class WindowModel:
         # Per running pod that supports some class's affinity, the literal "it supports" (it
         # stays, or is evicted for a pod that does not lean on it: ``inter_pod_affinity``).
         self.affinity_support: dict[str, object] = {}
+        # Per (node, claim priority), "a class of priority ≤ it is placed there" (``nominated``).
+        self.claims_in_force: dict[tuple[int, int], object] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False

@@ -125,8 +125,8 @@ def test_the_validator_names_the_pod_that_took_a_nominated_pods_room() -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_pod_preempts_for_room_a_nominated_pod_keeps(engine: str) -> None:
     """kube-scheduler's preemption dry run filters with nominated pods too: ``mid`` (priority 50)
-    needs ``old`` gone, since ``nominee`` (priority 100) keeps 2 of the 4 CPUs. The model's
-    victim rule does not count claims: there the plan returned is greedy's, which is valid."""
+    needs ``old`` gone, since ``nominee`` (priority 100) keeps 2 of the 4 CPUs: the victim is
+    needed, for the model and the validator as for greedy."""
     snapshot = make_snapshot(
         [make_node("n0", cpu="4")],
         [make_pod("default/old", cpu="2", node="n0", priority=0),
@@ -135,6 +135,8 @@ def test_a_pod_preempts_for_room_a_nominated_pod_keeps(engine: str) -> None:
     )
     plan = schedule(snapshot, CONFIG, engine=engine)
     assert validate(snapshot, plan, CONFIG) == []
+    if engine == "cpsat":
+        assert plan.stats.status == "OPTIMAL"  # the model's own plan, not greedy's fallback
     assert plan.assignment_map() == {"default/mid": "n0"}
     assert [(p.pod, p.preemptor) for p in plan.preemptions] == [("default/old", "default/mid")]
 

@@ -29,9 +29,11 @@
 
    Claims take room only: a nominated pod's labels and (anti-)affinity terms, and its place in
    spread counts, are not added (kube-scheduler's second filter pass, without nominated pods,
-   would refuse a pod whose affinity only the nominated pod supported). Eviction is judged with
-   the claims counted as used room in the validator; the model's victim-room rule does not count
-   them, so there it evicts for a claim less readily than greedy.
+   would refuse a pod whose affinity only the nominated pod supported). Whether an eviction is
+   needed (``victim_room``) is judged with the claims of priority ≥ the lowest window pod placed
+   on the node counted as used room: by the validator (``claimed``) and the model
+   (``claim_terms``) alike — greedy's preemption, which filters with them, may need a victim
+   gone for them.
 """
 
 from __future__ import annotations
@@ -252,6 +254,35 @@ def claimed(replay: Replay, index: int) -> np.ndarray:
 
 
 # -- CP-SAT
+
+
+def claim_terms(wm: WindowModel, n: int, r: int) -> tuple[list, list[int]]:
+    """The room the claims on node ``n`` keep of resource ``r`` as the validator's victim-room
+    rule reads it (``claimed``: priority ≥ the lowest window pod placed there), as terms: per
+    claim priority ``w``, the literal "a class of priority ≤ w is placed on n" times what the
+    claims of priority exactly ``w`` request."""
+    claims: Claims = wm.ctx.claims
+    if not claims or n not in claims.on:
+        return [], []
+    by_priority: dict[int, int] = defaultdict(int)
+    for c in claims.on[n]:
+        by_priority[c.priority] += int(c.vector[r])
+    vars_, coeffs = [], []
+    for w, amount in sorted(by_priority.items()):
+        if not amount:
+            continue
+        lit = wm.claims_in_force.get((n, w))
+        if lit is None:
+            low = [(cls, var) for cls, var in wm.by_node[n] if cls.rep.priority <= w]
+            lit = (wm.new_presence(f"claims_in_force[{n},{w}]", [v for _, v in low],
+                                   sum(wm.ub_of(cls.id, n) for cls, _ in low))
+                   if low else 0)
+            wm.claims_in_force[(n, w)] = lit
+        if isinstance(lit, int):
+            continue
+        vars_.append(lit)
+        coeffs.append(amount)
+    return vars_, coeffs
 
 
 def encode(wm: WindowModel) -> None:

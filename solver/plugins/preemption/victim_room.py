@@ -31,6 +31,7 @@ from ortools.sat.python import cp_model
 
 from ...info import PodInfo
 from ..node_ports import filter as node_ports
+from . import nominated
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
@@ -163,6 +164,9 @@ def encode(wm: WindowModel) -> None:
                     if vec[r]:
                         vars_.append(e)
                         coeffs.append(-int(vec[r]))
+                claim_vars, claim_coeffs = nominated.claim_terms(wm, n, r)  # room nominated pods keep
+                vars_ += claim_vars
+                coeffs += claim_coeffs
                 short = m.new_bool_var(f"room_need[{n},{level},{r}]")
                 # The outranking pods need more of resource r than the node has free with this
                 # level's victims still there.
