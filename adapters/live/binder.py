@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from models import Pod, pod_group_key
+from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
 from .clock import Clock
 from .errors import ConnectionFailure, KubeError, NotFound, TooManyRequests
 from .events import SCHEDULER_ERROR, Reporter
-from .kube import KubeApi
+from .kube import KubeApi, now_micro
 from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
 
@@ -552,12 +553,33 @@ class Binder:
         self.metrics.evictions.labels(result="evicted").inc()
         self.metrics.preemption_victims.inc()
         log.info("evicted %s from %s for %s", victim.key, victim.node, victim.preemptor)
+        self._mark_preempted(victim)
         self.reporter.preempted(victim.pod, victim.preemptor, victim.node)
         gang = pod_group_key(victim.pod)
         if gang:
             self.reporter.pod_group_disrupted(gang, victim.key, victim.preemptor, victim.node)
         self.on_evicted(victim)
         return None
+
+    def _mark_preempted(self, victim: Victim) -> None:
+        """Say on the terminating victim that the scheduler's preemption removes it, as
+        kube-scheduler does: ``DisruptionTarget=True``, reason ``PreemptionByScheduler``. The
+        Eviction API has just set that condition with reason ``EvictionByEvictionAPI``; set after
+        it, this reason stays. Whoever schedules next — this scheduler after a restart or a
+        hand-over, or kube-scheduler — reads it to let the preemptor wait for its victims instead
+        of preempting again (PodEligibleToPreemptOthers). A pod gone already needs nothing."""
+        ns, name = victim.pod.metadata.namespace, victim.pod.metadata.name
+        condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
+                     "message": f"preempting to accommodate a higher priority pod ({victim.preemptor})",
+                     "lastTransitionTime": now_micro()[:19] + "Z"}
+        try:
+            call_with_retries(lambda: self.api.patch_pod_status(ns, name, {"conditions": [condition]}),
+                              what=f"mark {victim.key} preempted", backoffs=self.settings.backoffs,
+                              sleep=self.clock.sleep, should_continue=self.is_leader)
+        except NotFound:
+            pass
+        except KubeError as exc:  # informative: the eviction itself went through
+            log.info("could not mark %s as preempted: %s", victim.key, exc.message)
 
     def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = (),
                    message: Optional[str] = None) -> None:

@@ -133,6 +133,10 @@ class ClusterCache:
         self._holding: dict[str, Pod] = {}
         self._sources: dict[str, Pod] = {}
         self._unresolved: dict[str, InputError] = {}  # holding pods whose priority class is unknown
+        # Pending pods (any scheduler's, not assumed) with a status.nominatedNodeName: a snapshot
+        # carries those outside its window, whose room the decision must leave them
+        # (solver/plugins/preemption/nominated.py). Kept current by `_refresh`.
+        self._nominated: dict[str, Pod] = {}
         self._namespaces: Counter[str] = Counter()  # of the holding pods
         self._classes: dict[str, PriorityClass] = {}
         self._classes_changed = False  # since `_resolve_all`: the next snapshot resolves every pod again
@@ -277,6 +281,11 @@ class ClusterCache:
         """Under the lock: make `_holding[key]` what a snapshot shows of pod `key` now."""
         pod: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
         assumption = self._assumed.get(key)
+        if (pod is not None and assumption is None and pod.status.nominated_node_name and not pod.spec.node_name
+                and not pod.is_terminating and not pod.is_terminal):
+            self._nominated[key] = pod
+        else:
+            self._nominated.pop(key, None)
         view: Optional[Pod] = None
         if assumption is not None:
             view = assumption.pod
@@ -408,7 +417,18 @@ class ClusterCache:
             pending = [resolve_pod(pod, self._classes) for _, pod in waiting]  # type: ignore[arg-type]
             keys = [*self._holding, *(key for key, _ in waiting)]
             pods = [*self._holding.values(), *pending]
-            namespaces = [*self._namespaces, *(p.metadata.namespace for p in pending)]
+            # Pods nominated to a node and not decided now keep their room there; one whose
+            # priority class is unknown cannot be weighed and is left out.
+            inside = frozenset(key for key, _ in waiting)
+            for key, pod in self._nominated.items():
+                if key in inside:
+                    continue
+                try:
+                    pods.append(resolve_pod(pod, self._classes))
+                except InputError:
+                    continue
+                keys.append(key)
+            namespaces = [*self._namespaces, *(p.metadata.namespace for p in pods[len(self._holding):])]
             window_keys = frozenset(key for key, _ in waiting)
             last = self._last
             delta = None
