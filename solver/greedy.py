@@ -164,12 +164,18 @@ def schedule_greedy(
             held = nominated.hold(ctx.claims, state, pod, result.placements)
             cycle = Cycle(pod, state, static, version=version)
             walk = np.concatenate((order[next_start:], order[:next_start]))
-            feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
+            # kube-scheduler tries a pod's nominated node first: passing the filters, it is the
+            # one feasible node (no scoring, and the node walk does not move on).
+            feasible = nominated.nominated_node_fits(pod, cycle, allowed)
+            first = bool(len(feasible))
+            if not first:
+                feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
             if len(feasible):
                 nominated.release(state, held)
                 chosen = feasible
-                walked = n if len(feasible) < to_find else int((position[feasible[-1]] - next_start) % n) + 1
-                next_start = (next_start + walked) % n
+                if not first:
+                    walked = n if len(feasible) < to_find else int((position[feasible[-1]] - next_start) % n) + 1
+                    next_start = (next_start + walked) % n
                 prefer = gang_preferred.keys_of(gang.group) if gang is not None else ()
                 if gang is not None and prefer:  # stay in the domains the gang's members use, widest first
                     chosen = gang_preferred.narrow(prefer, state, chosen, gang_nodes.get(gang.key, ()))

@@ -202,3 +202,21 @@ def test_validate_on_the_command_line_refuses_a_waiting_pods_new_preemption(
     out, _ = capsys.readouterr()
     printed = json.loads(out)
     assert code == 0 and printed["preemptions"] == [] and printed["assignments"] == []
+
+
+def test_greedy_tries_the_nominated_node_first() -> None:
+    """kube-scheduler's scheduleOne filters a nominated pod on its nominated node first and takes
+    it when it passes, without scoring: ``busy`` (half full) wins over the empty ``idle`` that
+    LeastAllocated would pick; without the nomination, ``idle`` is chosen."""
+    def cluster(nominated):
+        return make_snapshot(
+            [make_node("idle", cpu="4"), make_node("busy", cpu="4")],
+            [make_pod("default/running", cpu="2", node="busy"),
+             make_pod("default/p", cpu="1", priority=100, nominated=nominated, created=T0)],
+        )
+
+    for nominated, expected in ((None, "idle"), ("busy", "busy")):
+        snapshot = cluster(nominated)
+        plan = schedule(snapshot, CONFIG, engine="greedy")
+        assert validate(snapshot, plan, CONFIG) == []
+        assert plan.assignment_map() == {"default/p": expected}

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -57,6 +57,7 @@ from ..node_ports import filter as node_ports
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
+    from ...filtering import Cycle
     from ...validate import Replay
 
 NAME = "DefaultPreemption"
@@ -94,6 +95,20 @@ def waiting_on(pod: PodInfo, state: ClusterState) -> str:
     if not any(q.priority < pod.priority and q.pod.terminating_by_preemption for q in state.pods_on[index].values()):
         return ""
     return "" if _unresolvable_for(pod, state.nodes[index]) else name
+
+
+def nominated_node_fits(pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> np.ndarray:
+    """The pod's nominated node alone when it passes every filter in ``cycle`` (and the window's
+    own mask ``allowed``), else no node: kube-scheduler's evaluateNominatedNode, which greedy runs
+    before walking the nodes."""
+    name = pod.pod.status.nominated_node_name
+    index = cycle.state.node_index.get(name) if name else None
+    if index is None or (allowed is not None and not allowed[index]):
+        return _NO_NODE
+    return cycle.feasible(np.array([index], dtype=np.int64))
+
+
+_NO_NODE = np.zeros(0, dtype=np.int64)
 
 
 def mark_waiting(window: Iterable[PodInfo], state: ClusterState) -> None:
