@@ -209,6 +209,17 @@ def hold(claims: Claims, state: ClusterState, pod: PodInfo, placed: Iterable[str
     return held
 
 
+def withheld(claims: Claims, free: np.ndarray) -> np.ndarray:
+    """A copy of ``free`` (nodes × resources) less every claim, whatever its priority: the room
+    a quick packing (the model's hint without greedy) may fill and still leave every claim its
+    room (``solver/cpsat/hint.py``)."""
+    out = free.copy()
+    for node, on in claims.on.items():
+        for c in on:
+            out[node] -= c.vector
+    return out
+
+
 def release(state: ClusterState, held: list[PodInfo]) -> None:
     """Take ``hold``'s claims back out (they were never pods of the state: removals unchanged)."""
     if not held:
