@@ -220,3 +220,38 @@ def test_greedy_tries_the_nominated_node_first() -> None:
         plan = schedule(snapshot, CONFIG, engine="greedy")
         assert validate(snapshot, plan, CONFIG) == []
         assert plan.assignment_map() == {"default/p": expected}
+
+
+CLAIM_YAML = """\
+apiVersion: v1
+kind: List
+items:
+- {kind: Node, apiVersion: v1, metadata: {name: n0}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+- kind: Pod
+  apiVersion: v1
+  metadata: {name: nominee, namespace: default}
+  spec: {schedulerName: default-scheduler, priority: 100, containers: [{name: c, resources: {requests: {cpu: "3"}}}]}
+  status: {nominatedNodeName: n0}
+- kind: Pod
+  apiVersion: v1
+  metadata: {name: low, namespace: default}
+  spec: {schedulerName: cpsat-scheduler, priority: 10, containers: [{name: c, resources: {requests: {cpu: "2"}}}]}
+"""
+
+
+def test_validate_on_the_command_line_names_the_pod_that_took_a_nominated_pods_room(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from adapters.cli import main
+
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(CLAIM_YAML)
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"assignments": [{"pod": "default/low", "node": "n0"}]}')
+    code = main(["validate", str(snap), str(plan)])
+    out, err = capsys.readouterr()
+    assert code == 1, (out, err)
+    assert ("nominated: default/low (priority 10) takes room on node n0 that default/nominee "
+            "(priority ≥ its own, nominated there) is waiting for: cpu short once they are added") in out + err
+    code = main(["schedule", str(snap), "--output", "json"])
+    printed = json.loads(capsys.readouterr().out)
+    assert code == 0 and printed["assignments"] == [] and [u["pod"] for u in printed["unschedulable"]] == ["default/low"]
