@@ -420,6 +420,7 @@ class ClusterCache:
             # Pods nominated to a node and not decided now keep their room there; one whose
             # priority class is unknown cannot be weighed and is left out.
             inside = frozenset(key for key, _ in waiting)
+            nominated = [key for key in self._nominated if key in inside]
             for key, pod in self._nominated.items():
                 if key in inside:
                     continue
@@ -428,6 +429,7 @@ class ClusterCache:
                 except InputError:
                     continue
                 keys.append(key)
+                nominated.append(key)
             namespaces = [*self._namespaces, *(p.metadata.namespace for p in pods[len(self._holding):])]
             window_keys = frozenset(key for key, _ in waiting)
             last = self._last
@@ -438,7 +440,8 @@ class ClusterCache:
             snapshot = ClusterSnapshot.build(
                 nodes=nodes.values(), pods=pods, pdbs=self._objects[PDBS].values(),  # type: ignore[arg-type]
                 priority_classes=self._classes.values(), pod_groups=self._pod_groups(pods),
-                pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta)
+                pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta,
+                nominated=nominated)
             self._last = (weakref.ref(snapshot), window_keys)
             self._changed = set()
             return snapshot

@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 from ortools.sat.python import cp_model
 
-from models.objects import Pod
 from models.snapshot import ClusterSnapshot
 
 from ...framework import Code, names
@@ -168,11 +167,10 @@ def outside_claims(snapshot: ClusterSnapshot, window: Iterable[PodInfo], state: 
     """The claims of the pending pods outside ``window`` nominated to a node of the snapshot."""
     inside = {p.key for p in window}
     on: dict[int, list[Claim]] = defaultdict(list)
-    for pod in snapshot.pods:
-        name = pod.status.nominated_node_name
-        if not name or pod.key in inside or not _pending(pod):
+    for pod in snapshot.nominated_pending:
+        if pod.key in inside:
             continue
-        index = state.node_index.get(name)
+        index = state.node_index.get(pod.status.nominated_node_name)
         if index is None:
             continue
         info = PodInfo.of(pod, ns_labels.get(pod.metadata.namespace, {}), sidecar_ports=sidecar_ports)
@@ -184,10 +182,6 @@ def outside_claims(snapshot: ClusterSnapshot, window: Iterable[PodInfo], state: 
         )
         on[index].append(Claim(phantom, index, state.vector(phantom)))
     return Claims(dict(on))
-
-
-def _pending(pod: Pod) -> bool:
-    return not pod.spec.node_name and not pod.is_terminating and not pod.is_terminal
 
 
 # -- greedy: the claims held on the nodes while one pod is filtered
