@@ -496,6 +496,7 @@ class Binder:
         for p in unit.placements:
             if p.nominated:
                 self._nominate(p)
+                self._clear_lower_nominations(p)
         for i, victim in enumerate(unit.victims):
             with self._lock:
                 given_up = unit.id not in self._waiting  # timed out, cancelled or shut down meanwhile
@@ -534,6 +535,22 @@ class Binder:
                               sleep=self.clock.sleep, should_continue=self.is_leader)
         except KubeError as exc:  # the nomination informs other schedulers; preemption goes on without it
             log.info("could not set nominatedNodeName of %s: %s", p.key, exc.message)
+
+    def _clear_lower_nominations(self, p: Placement) -> None:
+        """Pods of ours nominated to the node a preemptor now takes, of lower priority, lose the
+        nomination, as kube-scheduler clears them: the room they waited for is this pod's now."""
+        for other in self.cache.nominated_below(p.node, p.pod.spec.priority or 0, p.pod.spec.scheduler_name):
+            if other.key == p.key:
+                continue
+            ns, name = other.metadata.namespace, other.metadata.name
+            try:
+                call_with_retries(lambda: self.api.patch_pod_status(ns, name, {"nominatedNodeName": None}),
+                                  what=f"clear the nomination of {other.key}", backoffs=self.settings.backoffs,
+                                  sleep=self.clock.sleep, should_continue=self.is_leader)
+            except NotFound:
+                pass
+            except KubeError as exc:
+                log.info("could not clear the nomination of %s: %s", other.key, exc.message)
 
     def _evict(self, victim: Victim) -> Optional[str]:
         """Evict one victim; None when it is evicted or gone, else why it was refused."""

@@ -338,6 +338,22 @@ class ClusterCache:
         with self.lock:
             return self._objects[PODS].get(key)  # type: ignore[return-value]
 
+    def nominated_below(self, node: str, priority: int, scheduler_name: str) -> list[Pod]:
+        """Pending pods of `scheduler_name` nominated to `node` with a priority below `priority`
+        (those whose priority class is unknown left out)."""
+        with self.lock:
+            out = []
+            for pod in self._nominated.values():
+                if pod.status.nominated_node_name != node or pod.spec.scheduler_name != scheduler_name:
+                    continue
+                try:
+                    resolved = resolve_pod(pod, self._classes)
+                except InputError:
+                    continue
+                if (resolved.spec.priority or 0) < priority:
+                    out.append(pod)
+            return out
+
     def pods(self) -> list[Pod]:
         with self.lock:
             return list(self._objects[PODS].values())  # type: ignore[arg-type]

@@ -2,8 +2,8 @@
 server: a pod waiting for the victims of its preemption keeps its `nominatedNodeName` and preempts
 nothing more, whether the scheduler preempted for it a moment ago or another scheduler (or an
 earlier leader) did; the victims say who evicted them, as kube-scheduler's do; a nomination that
-no preemption backs any longer is cleared; and the room a pod outside the window is nominated to
-stays its own."""
+no preemption backs any longer is cleared, and so are lower pods' nominations to a node a
+preemptor takes; and the room a pod outside the window is nominated to stays its own."""
 
 from __future__ import annotations
 
@@ -124,3 +124,22 @@ def test_room_a_pod_of_another_scheduler_is_nominated_to_stays_its_own(make_clus
     cluster.create(pod("ours", cpu="2", priority_class="low"))
     assert wait_for(lambda: cluster.node_of("ours") == "n2")
     assert cluster.node_of("theirs") is None
+
+
+def test_a_preemptor_clears_the_nominations_of_lower_pods_to_its_node(make_cluster: Callable[..., Cluster]) -> None:
+    # `mid` (priority 500) waits on n1 for a victim of its own preemption; `high` (priority 1000)
+    # now preempts on n1 too. As kube-scheduler does, `mid` loses its nomination: n1's room is
+    # `high`'s now, and `mid` must look again.
+    victim = pod("low-1", cpu="1", priority_class="low", node_name="n1", running=True)
+    victim["metadata"]["deletionTimestamp"] = "2030-01-01T00:00:00Z"
+    victim["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True",
+                                           "reason": "PreemptionByScheduler"})
+    mid = pod("mid", cpu="1", priority_class="mid")
+    mid["status"] = {"nominatedNodeName": "n1"}
+    cluster = make_cluster([node("n1", cpu="2"), priority_class("low", 10), priority_class("mid", 500),
+                            priority_class("high", 1000), victim,
+                            pod("low-2", cpu="1", priority_class="low", node_name="n1", running=True),
+                            mid, pod("high", cpu="2", priority_class="high")], kubelet_grace_seconds=60.0)
+    cluster.scheduler(fast_config(), fast_options(window_size=1))
+    assert wait_for(lambda: (cluster.pod("high") or {}).get("status", {}).get("nominatedNodeName") == "n1")
+    assert wait_for(lambda: not (cluster.pod("mid") or {}).get("status", {}).get("nominatedNodeName"))
