@@ -514,10 +514,45 @@ class PodSpec(K8sModel):
         return "" if v is None else v
 
 
+# The pod condition kube-scheduler sets on a victim of its preemption (status True, reason
+# PREEMPTION_BY_SCHEDULER) before deleting it.
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+class PodCondition(K8sModel):
+    """One of ``status.conditions``: kube-scheduler reads ``DisruptionTarget`` (``True``, reason
+    ``PreemptionByScheduler``) to tell a victim of its own preemption."""
+
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+
+    @field_validator("type", "status", "reason", mode="before")
+    @classmethod
+    def _null_string(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
 class PodStatus(K8sModel):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: Optional[datetime] = None
+    conditions: ListOf[PodCondition] = []
+
+    @field_validator("nominated_node_name", mode="before")
+    @classmethod
+    def _null_nomination(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+    @field_validator("conditions", mode="before")
+    @classmethod
+    def _disruption_only(cls, v: Any) -> Any:
+        # Only DisruptionTarget is read; a dump's pods carry four or five conditions each, kept
+        # out of memory (anything else in the list is left for validation to name).
+        if isinstance(v, list):
+            return [c for c in v if not (isinstance(c, dict) and c.get("type") != DISRUPTION_TARGET)]
+        return v
 
 
 class Pod(NamespacedObject):
@@ -540,6 +575,18 @@ class Pod(NamespacedObject):
     @property
     def is_terminating(self) -> bool:
         return self.metadata.deletion_timestamp is not None
+
+    @property
+    def terminating_by_preemption(self) -> bool:
+        """Being deleted as a victim of a scheduler's preemption: a deletionTimestamp and the
+        condition DisruptionTarget=True with reason PreemptionByScheduler (kube-scheduler's
+        PodTerminatingByPreemption, 1.31 onwards)."""
+        if self.metadata.deletion_timestamp is None:
+            return False
+        for c in self.status.conditions:
+            if c.type == DISRUPTION_TARGET:
+                return c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
+        return False
 
 
 # --------------------------------------------------------------------------- nodes

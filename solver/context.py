@@ -20,6 +20,7 @@ from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
 from . import interrupt
 from .info import NodeInfo, PodInfo, node_derived
+from .plugins.preemption import nominated
 from .state import ClusterState
 
 
@@ -56,6 +57,8 @@ class SchedulingContext:
     window_keys: Optional[frozenset[str]] = None
     # ``bound`` by key (built from it when not given).
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
+    # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
+    claims: nominated.Claims = field(default_factory=lambda: nominated.NONE)
 
     @property
     def num_nodes(self) -> int:
@@ -363,6 +366,10 @@ def build_context(
             + ", ".join(sorted(unknown_nodes)[:5])
         )
 
+    # Pods still waiting for their victims may not preempt: part of their signature.
+    nominated.mark_waiting(window, state)
+    claims = nominated.outside_claims(snapshot, window, state, ns_labels, sidecar_ports=sidecar_ports)
+
     relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}
     classes: list[PodClass] = []
@@ -389,4 +396,5 @@ def build_context(
         image_nodes=node_derived(nodes, "image summary", lambda: _image_nodes(nodes)),
         notes=notes,
         window_keys=frozenset(window_keys) if window_keys is not None else None,
+        claims=claims,
     )

@@ -116,6 +116,9 @@ class PodInfo:
     # Filled by the context builder: index of the pod's equivalence class in the window.
     class_id: int = -1
     match_key: tuple = field(default=())
+    # Set by the context builder (``plugins/preemption/nominated``): the nominated node where
+    # victims of this pod's earlier preemption are still terminating; it may not preempt again.
+    waiting_on: str = ""
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True) -> "PodInfo":
@@ -181,6 +184,12 @@ class PodInfo:
         return tuple(c for c in self.spread if not c.hard)
 
     @property
+    def may_preempt_others(self) -> bool:
+        """Eligible to preempt (DefaultPreemption's PodEligibleToPreemptOthers): not
+        ``preemptionPolicy: Never``, and not waiting for victims on its nominated node."""
+        return not self.preempt_never and not self.waiting_on
+
+    @property
     def has_required_pod_terms(self) -> bool:
         return bool(self.affinity or self.anti_affinity)
 
@@ -206,6 +215,7 @@ class PodInfo:
             self.spread,
             self.priority,
             self.preempt_never,
+            self.waiting_on,
             self.group if with_group else None,
             self.images,
             self.containers,

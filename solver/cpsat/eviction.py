@@ -40,7 +40,7 @@ def top_preemptor(classes, cand: dict, num_nodes: int) -> np.ndarray:
     candidates (the lowest int64 where none has): no running pod at or above it can go."""
     top = np.full(num_nodes, np.iinfo(np.int64).min, dtype=np.int64)
     for cls in classes:
-        if not cls.rep.preempt_never and len(cand[cls.id]):
+        if cls.rep.may_preempt_others and len(cand[cls.id]):
             np.maximum.at(top, cand[cls.id], cls.rep.priority)
     return top
 
@@ -51,7 +51,7 @@ def create(wm: WindowModel) -> None:
         return
     m, state = wm.model, wm.state
     for n, entries in wm.by_node.items():
-        preemptors = [(cls, var) for cls, var in entries if not cls.rep.preempt_never]
+        preemptors = [(cls, var) for cls, var in entries if cls.rep.may_preempt_others]
         if not preemptors:
             continue
         top = max(cls.rep.priority for cls, _ in preemptors)

@@ -28,6 +28,7 @@ from .. import interrupt
 from ..plugins.gang import topology as gang_topology
 from ..plugins.gang.permit import domain_runs, runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.preemption import nominated
 from ..greedy import GreedyResult
 from ..state import PodMatcher
 from .symmetry import canonical
@@ -63,7 +64,7 @@ def _coupled(wm: WindowModel, cls) -> bool:
 
 
 def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
-    free = wm.state.free.copy()
+    free = nominated.withheld(wm.ctx.claims, wm.state.free)
     counts: dict[tuple[int, int], int] = {}
     for cls in sorted(wm.classes, key=lambda c: (-c.rep.priority, c.id)):
         entries = wm.by_class.get(cls.id)
@@ -154,7 +155,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     the domains of its key whose free room could hold it, the tightest first, and stays in the
     first that takes ``need`` of its members."""
     state = wm.state
-    free = state.free.copy()
+    free = nominated.withheld(wm.ctx.claims, state.free)
     scale = np.maximum(state.alloc.max(axis=0), 1)
     skip = {c.id for c in wm.classes if _left_out_of_packing(c)}
     # (priority, share per pod, first pod's queue position, need, [(class, count)], topology key)

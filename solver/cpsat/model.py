@@ -111,6 +111,11 @@ class WindowModel:
         self.seeds: dict[tuple, cp_model.IntVar] = {}
         # Per affinity terms, the eviction literals a seed of them needs (``inter_pod_affinity``).
         self.seed_clearing: dict[tuple, list] = {}
+        # Per running pod that supports some class's affinity, the literal "it supports" (it
+        # stays, or is evicted for a pod that does not lean on it: ``inter_pod_affinity``).
+        self.affinity_support: dict[str, object] = {}
+        # Per (node, claim priority), "a class of priority ≤ it is placed there" (``nominated``).
+        self.claims_in_force: dict[tuple[int, int], object] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False
@@ -191,7 +196,7 @@ class WindowModel:
         for cls in interrupt.checked(self.classes, every=8):
             rep = cls.rep
             vec = state.vector(rep)
-            can_preempt = self.allow_preemption and not rep.preempt_never
+            can_preempt = self.allow_preemption and rep.may_preempt_others
             if top is not None:
                 own = rep.priority if can_preempt else np.iinfo(np.int64).min
                 if not (top > own).any():

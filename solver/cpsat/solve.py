@@ -367,7 +367,9 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
             victim, n = wm.evict_pod[key]
             level = next(lv for lv, lam in wm.evict_level[key].items() if solver.value(lam))
             preemptors = [p for p in placed_on.get(n, []) if p.priority == level and victim_room.may_preempt(p, victim)]
-            preemptor = min(preemptors, key=lambda p: p.key)
+            # A pod whose affinity the victim may support is named last: the victim supports every
+            # pod but its own preemptor (``inter_pod_affinity.leans_on``).
+            preemptor = min(preemptors, key=lambda p: (inter_pod_affinity.leans_on(p, victim), p.key))
             sol.victims.append(Victim(victim, n, preemptor.key))
             sol.nominations[preemptor.key] = n
 

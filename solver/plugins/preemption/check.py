@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ...framework import names
 from ...info import PodInfo
+from . import nominated
 from .pdb import disruptions_allowed, pdbs_covering
 from .victim_room import entangling, needless_victims, why_not
 
@@ -65,8 +66,9 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
     for index, victims in sorted(by_node.items()):
         running = list(state.pods_on[index].values())
         placed = replay.placed_on.get(index, [])
+        used = state.used[index] + nominated.claimed(replay, index)  # room nominated pods wait for
         for victim, users in needless_victims(
-            state.alloc[index], state.used[index], running, placed, victims, levels, state.vector, matchers
+            state.alloc[index], used, running, placed, victims, levels, state.vector, matchers
         ):
             if victim.key not in sound:
                 continue

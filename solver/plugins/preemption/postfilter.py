@@ -25,6 +25,7 @@ import numpy as np
 
 from ...framework import SUCCESS, Code, Status, fit_error_message, reason_histogram, unresolvable
 from ...info import PodInfo
+from . import nominated
 from .pdb import PdbBudgets
 from .victim_room import beyond_node_local, entangled, entangling, may_preempt
 from ..node_ports import filter as node_ports
@@ -277,6 +278,8 @@ def default_preemption(
     take its gang below minMember in the final state)."""
     if pod.preempt_never:
         return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
+    if pod.waiting_on:
+        return PreemptionOutcome(None, message=f"preemption: {nominated.REASON_TERMINATING}")
     version = ctx.config.kubernetes_version
     statuses = cycle.statuses()
     n = len(statuses)

@@ -67,6 +67,7 @@ from ortools.sat.python import cp_model
 from ...info import PodInfo
 from ...state import PodMatcher
 from ..node_ports import filter as node_ports
+from . import nominated
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
@@ -85,6 +86,9 @@ def why_not(preemptor: PodInfo, victim: PodInfo) -> list[str]:
         )
     if preemptor.preempt_never:
         reasons.append(f"{preemptor.key} has preemptionPolicy Never but evicts {victim.key}")
+    if preemptor.waiting_on:
+        reasons.append(f"{preemptor.key} evicts {victim.key}, but it waits for its victims on its nominated "
+                       f"node {preemptor.waiting_on}: it may not preempt again")
     if victim.group is not None and victim.group == preemptor.group:
         reasons.append(
             f"{victim.key} is evicted for {preemptor.key}, a member of its own PodGroup "
@@ -252,6 +256,12 @@ def encode(wm: WindowModel) -> None:
                 coeffs = [int(wm.vec[cls.id][r]) for cls, _ in asking]
                 hi = sum(int(wm.vec[cls.id][r]) * wm.ub_of(cls.id, n) for cls, _ in asking)
                 lo = 0
+                # Room nominated pods outside the window keep on the node counts as used, as the
+                # validator reads it (``nominated.claimed``).
+                claim_vars, claim_coeffs = nominated.claim_terms(wm, n, r)
+                vars_ += claim_vars
+                coeffs += claim_coeffs
+                hi += sum(claim_coeffs)
                 for w in victims:
                     amount = int(state.vector(w)[r])
                     if amount:
