@@ -1,0 +1,27 @@
+"""Dynamic Resource Allocation (``resource.k8s.io/v1``; SEMANTICS §3.11): which devices a pod's
+ResourceClaims may take on a node, and the allocation itself.
+
+- ``cel.py``: the CEL device selectors (compiled once, evaluated once per device);
+- ``devices.py``: the slices' devices, where each can be used, interchangeable devices as kinds;
+- ``allocator.py``: kube-scheduler's one-pod-at-a-time allocation with backtracking;
+- ``check.py``: the allocation read on a plan's final state, for the validator.
+
+``for_snapshot`` builds the rule for one snapshot.
+"""
+
+from __future__ import annotations
+
+from models.snapshot import ClusterSnapshot
+
+from .allocator import AllocationError, ClaimAllocation, DeviceResult, DraState, Rules
+from .devices import Inventory
+
+NAME = "DynamicResources"
+
+__all__ = ["AllocationError", "ClaimAllocation", "DeviceResult", "DraState", "Inventory", "NAME", "Rules",
+           "for_snapshot"]
+
+
+def for_snapshot(snapshot: ClusterSnapshot) -> Rules:
+    """The allocation rule over ``snapshot``'s slices, classes and claims."""
+    return Rules(Inventory(snapshot.resource_slices), snapshot.device_class_by_name, snapshot.resource_claims)
