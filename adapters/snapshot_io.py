@@ -54,6 +54,7 @@ from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 from models.objects import compact
 from models.storage import PersistentVolume, PersistentVolumeClaim
 from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from models.plan import DeviceAllocation
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from . import item_stream
@@ -385,6 +386,7 @@ _PLAN_ENTRIES: dict[str, type[BaseModel]] = {
     "unschedulable": Unschedulable,
     "nominations": Nomination,
     "gated": Gated,
+    "allocations": DeviceAllocation,
 }
 
 

@@ -11,17 +11,31 @@ ResourceClaims may take on a node, and the allocation itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 from models.snapshot import ClusterSnapshot
 
 from .allocator import AllocationError, ClaimAllocation, DeviceResult, DraState, Rules
 from .devices import Inventory
+from .hold import DraHold
 
 NAME = "DynamicResources"
 
 __all__ = ["AllocationError", "ClaimAllocation", "DeviceResult", "DraState", "Inventory", "NAME", "Rules",
-           "for_snapshot"]
+           "for_snapshot", "hold_for"]
 
 
 def for_snapshot(snapshot: ClusterSnapshot) -> Rules:
-    """The allocation rule over ``snapshot``'s slices, classes and claims."""
-    return Rules(Inventory(snapshot.resource_slices), snapshot.device_class_by_name, snapshot.resource_claims)
+    """The allocation rule over ``snapshot``'s slices, classes and claims (built once per
+    snapshot: its compiled selectors and per-device results serve every context of it)."""
+    rules = snapshot.__dict__.get("_dra_rules")
+    if rules is None:
+        rules = Rules(Inventory(snapshot.resource_slices), snapshot.device_class_by_name, snapshot.resource_claims)
+        snapshot.__dict__["_dra_rules"] = rules
+    return rules
+
+
+def hold_for(snapshot: ClusterSnapshot, nodes: list[Any]) -> DraHold:
+    """A fresh ``DraHold`` for a state of ``snapshot`` (the snapshot's allocations held)."""
+    rules = for_snapshot(snapshot)
+    return DraHold(rules, snapshot, nodes, rules.initial_state())

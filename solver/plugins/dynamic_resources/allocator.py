@@ -231,6 +231,22 @@ class Rules:
                 if record is not None:
                     _consume(state, record, +1)
 
+    @staticmethod
+    def release(state: DraState, allocation: ClaimAllocation, inventory: Inventory) -> None:
+        """Undo ``commit`` of one allocation."""
+        _release(state, allocation, inventory)
+
+
+def _release(state: DraState, allocation: ClaimAllocation, inventory: Inventory) -> None:
+    del state.allocations[allocation.claim]
+    for r in allocation.results:
+        device_id = (r.driver, r.pool, r.device)
+        if state.used.get(device_id) == allocation.claim:
+            del state.used[device_id]
+            record = inventory.devices.get(device_id)
+            if record is not None:
+                _consume(state, record, -1)
+
 
 def _consume(state: DraState, record: DeviceRecord, sign: int) -> None:
     for use in record.device.consumes_counters:

@@ -122,3 +122,48 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
         elif c.distinct_attribute is not None and len(set(map(repr, values))) != len(values):
             out.append(f"resourceclaim {key}: constraints[{i}]: devices share a value of {attribute} (distinctAttribute)")
     return out
+
+
+def check(replay: Any) -> None:
+    """The validator's DRA check (``plugins.registry.FINAL_CHECKS``): the snapshot's allocations
+    and the plan's (``Plan.allocations``) read together on the final state; one ``dra:`` line
+    per broken rule."""
+    from pydantic import ValidationError
+
+    from models.dra import AllocationResult
+
+    from . import for_snapshot
+    from .allocator import DeviceResult
+
+    ctx = replay.ctx
+    snapshot = ctx.snapshot
+    placed = [(pod, index) for pod, index in replay.placed() if pod.pod.spec.resource_claims]
+    if not placed and not replay.plan.allocations:
+        return
+    rules = for_snapshot(snapshot)
+    claims: dict[str, ResourceClaim] = dict(snapshot.resource_claim_by_key)
+    pod_claims = {}
+    for pod, _ in placed:
+        pod_claims[pod.key] = snapshot.pod_claims(pod.pod)
+        for pc in pod_claims[pod.key]:
+            if pc.claim is not None:
+                claims.setdefault(pc.key, pc.claim)
+    allocations: dict[str, ClaimAllocation] = dict(rules.initial_state().allocations)
+    for i, entry in enumerate(replay.plan.allocations):
+        try:
+            result = AllocationResult.model_validate(entry.allocation)
+        except ValidationError as exc:
+            replay.report(f"dra: plan allocations[{i}] ({entry.claim}): not a ResourceClaim allocation: "
+                          f"{exc.errors(include_url=False)[0]['msg']}")
+            continue
+        if entry.claim in allocations:
+            replay.report(f"dra: plan allocates resourceclaim {entry.claim}, which the snapshot has allocated already")
+            continue
+        if entry.claim not in claims:
+            replay.report(f"dra: plan allocates resourceclaim {entry.claim}, which no placed pod uses")
+            continue
+        results = tuple(DeviceResult(r.request, r.driver, r.pool, r.device) for r in result.devices.results)
+        allocations[entry.claim] = ClaimAllocation(entry.claim, results, result.node_selector)
+    rows = [(pod.pod, ctx.nodes[index].node, pod_claims[pod.key]) for pod, index in placed]
+    for line in problems(rules, claims, allocations, rows):
+        replay.report(f"dra: {line}")

@@ -1,0 +1,81 @@
+"""The DRA part of a ``ClusterState``: the devices held as pods come and go.
+
+A state that has one (``ClusterState.dra``, set by the context builder when the snapshot has
+claims or slices) allocates a pod's unallocated claims when the pod is added on a node — the
+allocation the DynamicResources filter found there — and gives them back when the last pod of
+the state using them is removed (a gang rolled back, a trial placement undone). Claims the
+snapshot had allocated stay allocated whatever is removed: a preemption victim's devices are
+not counted as freed (kube-scheduler frees them only once the claim is deallocated).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from models.dra import PodClaim
+
+from .allocator import AllocationError, ClaimAllocation, DraState, Rules
+
+
+class DraHold:
+    def __init__(self, rules: Rules, snapshot: Any, nodes: list[Any], state: DraState,
+                 users: Optional[dict[str, set[str]]] = None, shared: Optional[dict] = None) -> None:
+        self.rules, self.snapshot, self.nodes = rules, snapshot, nodes
+        self.state = state
+        self.users: dict[str, set[str]] = users if users is not None else {}  # claims allocated here -> pods
+        self._shared = shared if shared is not None else {"claims": {}}
+        self.version = 0
+        self._fits: dict[tuple[str, int], tuple[int, Optional[list[ClaimAllocation]], str]] = {}
+
+    def copy(self) -> "DraHold":
+        return DraHold(self.rules, self.snapshot, self.nodes, self.state.copy(),
+                       {k: set(v) for k, v in self.users.items()}, self._shared)
+
+    def claims_of(self, pod: Any) -> list[PodClaim]:
+        """The pod's resolved claims (``ClusterSnapshot.pod_claims``), read once per pod."""
+        cache = self._shared["claims"]
+        hit = cache.get(pod.key)
+        if hit is None:
+            hit = cache[pod.key] = self.snapshot.pod_claims(pod.pod)
+        return hit
+
+    def allocation(self, pod: Any, node: int) -> tuple[Optional[list[ClaimAllocation]], str]:
+        """What the pod's claims would be given on ``node`` now, or None and why not."""
+        key = (pod.key, node)
+        hit = self._fits.get(key)
+        if hit is not None and hit[0] == self.version:
+            return hit[1], hit[2]
+        try:
+            found, why = self.rules.allocate(self.claims_of(pod), self.nodes[node].node, self.state)
+        except AllocationError as exc:
+            found, why = None, str(exc)
+        self._fits[key] = (self.version, found, why)
+        return found, why
+
+    def add(self, pod: Any, node: int) -> None:
+        if not pod.pod.spec.resource_claims:
+            return
+        found, _ = self.allocation(pod, node)
+        self.version += 1
+        if found:
+            self.rules.commit(self.state, found, self.rules.inventory)
+        for pc in self.claims_of(pod):
+            if pc.key and pc.key in self.state.allocations and pc.key not in self.rules.allocated_claims:
+                self.users.setdefault(pc.key, set()).add(pod.key)
+
+    def remove(self, pod: Any) -> None:
+        if not pod.pod.spec.resource_claims:
+            return
+        self.version += 1
+        for pc in self.claims_of(pod):
+            users = self.users.get(pc.key)
+            if users is None or pod.key not in users:
+                continue
+            users.discard(pod.key)
+            if not users:
+                del self.users[pc.key]
+                self.rules.release(self.state, self.state.allocations[pc.key], self.rules.inventory)
+
+    def added_allocations(self) -> dict[str, ClaimAllocation]:
+        """The allocations made in this state (not the snapshot's), by claim."""
+        return {k: self.state.allocations[k] for k in sorted(self.users)}

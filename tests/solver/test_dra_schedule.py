@@ -1,0 +1,102 @@
+"""Dynamic Resource Allocation wired into the decision: greedy allocates like kube-scheduler's
+DynamicResources plugin, every plan carries its allocations and passes the validator, and the
+validator refuses a plan that shares a device."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.snapshot_io import load_plan, load_snapshot
+from models import SchedulerConfig
+from solver.api import schedule
+from solver.context import build_context
+from solver.validate import validate
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples/snapshots/dra"
+CLI = Path(sys.executable).with_name("cpsat-scheduler")
+
+
+def devices(plan) -> dict[str, list[str]]:
+    return {a.claim: [f"{r['pool']}/{r['device']}" for r in a.allocation["devices"]["results"]] for a in plan.allocations}
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_contended_gpus_one_pod_waits_and_no_device_is_shared(engine: str) -> None:
+    snap = load_snapshot(EXAMPLES / "contended.yaml")
+    plan = schedule(snap, engine=engine)
+    assert sorted(a.pod for a in plan.assignments) == ["ml/train-0", "ml/train-1"]
+    assert [(u.pod, u.message.split(". ")[0]) for u in plan.unschedulable] == [
+        ("ml/train-2", "0/2 nodes are available: 2 cannot allocate all claims")]
+    assert devices(plan) == {"ml/train-0-gpus-": ["n0/gpu-0", "n0/gpu-1"], "ml/train-1-gpus-": ["n1/gpu-0", "n1/gpu-1"]}
+    assert {a.pod: a.node for a in plan.assignments} == {"ml/train-0": "n0", "ml/train-1": "n1"}
+    assert validate(snap, plan, SchedulerConfig()) == []
+
+
+def test_example_keeps_allocated_claim_and_pair_in_one_domain() -> None:
+    snap = load_snapshot(EXAMPLES / "gpus.yaml")
+    plan = schedule(snap)
+    assert validate(snap, plan, SchedulerConfig()) == []
+    got = devices(plan)
+    assert "ml/held" not in got  # allocated in the snapshot: not allocated again
+    assert "gpu-node-1/gpu-0" not in sum(got.values(), [])  # held's device
+    pair = got["ml/pair-nvlink"]
+    assert len(pair) == 2 and all(d.startswith("gpu-node-0/") for d in pair)  # the big-GPU class: node 0's a100s
+    assert len({int(d[-1]) // 2 for d in pair}) == 1  # one NVLink domain (gpu-0/1 or gpu-2/3)
+    assert {a.pod: a.node for a in plan.assignments}["ml/train-pair"] == "gpu-node-0"
+
+
+def test_state_gives_devices_back_when_a_pod_is_removed() -> None:
+    snap = load_snapshot(EXAMPLES / "contended.yaml")
+    ctx = build_context(snap, SchedulerConfig())
+    state = ctx.state.copy()
+    first, second, third = ctx.window
+    state.add(first, 0)
+    assert len(state.dra.state.used) == 2
+    copy = state.copy()
+    copy.add(second, 0)  # nothing left on n0 for it: no allocation is made
+    assert len(copy.dra.state.used) == 2 and len(state.dra.state.used) == 2
+    state.remove(first)
+    assert state.dra.state.used == {} and state.dra.added_allocations() == {}
+
+
+def test_plan_round_trips_and_validate_names_both_claims_of_a_shared_device(tmp_path: Path) -> None:
+    snapshot_path = EXAMPLES / "contended.yaml"
+    out = subprocess.run([str(CLI), "schedule", "-o", "json", str(snapshot_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(out.stdout)
+    assert load_plan(plan_path).allocations[0].allocation == data["allocations"][0]["allocation"]
+    ok = subprocess.run([str(CLI), "validate", str(snapshot_path), str(plan_path)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    # train-1 gets n0's devices too, and is moved onto n0
+    data["allocations"][1]["allocation"] = data["allocations"][0]["allocation"]
+    data["assignments"] = [{"pod": a["pod"], "node": "n0"} for a in data["assignments"]]
+    plan_path.write_text(json.dumps(data))
+    bad = subprocess.run([str(CLI), "validate", str(snapshot_path), str(plan_path)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert ("dra: device gpu.example.com/n0/gpu-0 is given to 2 claims: ml/train-0-gpus-, ml/train-1-gpus-"
+            in bad.stdout + bad.stderr)
+
+
+def test_plan_without_allocations_is_invalid_for_pods_with_claims(tmp_path: Path) -> None:
+    snap = load_snapshot(EXAMPLES / "contended.yaml")
+    plan = schedule(snap, engine="greedy")
+    stripped = plan.model_copy(update={"allocations": ()})
+    assert validate(snap, stripped, SchedulerConfig()) == [
+        "dra: pod ml/train-0 on n0: resourceclaim ml/train-0-gpus- is not allocated",
+        "dra: pod ml/train-1 on n1: resourceclaim ml/train-1-gpus- is not allocated",
+    ]
+
+
+def test_table_lists_devices() -> None:
+    out = subprocess.run([str(CLI), "schedule", str(EXAMPLES / "gpus.yaml")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "DEVICES: 3 claims allocated" in out.stdout
+    assert "ml/worker-gpu-x7k2q  ml/worker      gpu      gpu.example.com/gpu-node-1/gpu-1" in out.stdout
