@@ -100,3 +100,26 @@ def test_table_lists_devices() -> None:
     assert out.returncode == 0, out.stderr
     assert "DEVICES: 3 claims allocated" in out.stdout
     assert "ml/worker-gpu-x7k2q  ml/worker      gpu      gpu.example.com/gpu-node-1/gpu-1" in out.stdout
+
+
+def test_pods_differing_only_in_their_claim_are_decided_apart(tmp_path: Path) -> None:
+    import yaml
+
+    items = yaml.safe_load((EXAMPLES / "contended.yaml").read_text())["items"]
+    pods = [i for i in items if i["kind"] == "Pod"]
+    for i, name in enumerate(["big", "small"]):
+        count = 8 if name == "big" else 1
+        items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                      "metadata": {"name": name, "namespace": "ml"},
+                      "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                          "deviceClassName": "gpu.example.com", "count": count}}]}}})
+        pods[i]["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": name}]
+    items.remove(pods[2])
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    snap = load_snapshot(path)
+    ctx = build_context(snap, SchedulerConfig())
+    assert len(ctx.classes) == 2
+    plan = schedule(snap, engine="greedy")
+    assert [a.pod for a in plan.assignments] == ["ml/train-1"]
+    assert [u.pod for u in plan.unschedulable] == ["ml/train-0"]
