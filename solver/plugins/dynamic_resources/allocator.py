@@ -269,12 +269,26 @@ def counters_fit(inventory: Inventory, state: DraState, record: DeviceRecord) ->
     return True
 
 
+_PINS: dict[str, NodeSelector] = {}
+
+
+def _node_pin(name: str) -> NodeSelector:
+    """The node selector of one node by name (``matchFields metadata.name In [name]``), as
+    kube-scheduler writes it for node-local devices."""
+    pin = _PINS.get(name)
+    if pin is None:
+        pin = _PINS[name] = NodeSelector(node_selector_terms=[NodeSelectorTerm.model_validate(
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]})])
+    return pin
+
+
 class _Search:
     """The backtracking search over one pod's unallocated claims on one node."""
 
     def __init__(self, rules: Rules, claims: list[tuple[str, ResourceClaim]], node: Node, state: DraState) -> None:
         self.rules, self.node = rules, node
-        self.state = state.copy()
+        self.state = state  # changed while searching; every change is undone before ``run`` returns
+        self.undos: list[Callable[[], None]] = []
         self.kinds: list[DeviceKind] = rules.inventory.kinds_on(node)
         self.steps = 0
         self.reason = ""
@@ -292,13 +306,16 @@ class _Search:
         self.picked: list[list[DeviceResult]] = [[] for _ in claims]
 
     def run(self) -> Optional[list[ClaimAllocation]]:
-        if not self._solve(0):
-            return None
+        found = self._solve(0)
         out = []
-        for ci, (key, _claim) in enumerate(self.claims):
-            results = tuple(self.picked[ci])
-            out.append(ClaimAllocation(key, results, self._node_selector(results)))
-        return out
+        if found:
+            for ci, (key, _claim) in enumerate(self.claims):
+                results = tuple(self.picked[ci])
+                out.append(ClaimAllocation(key, results, self._node_selector(results)))
+        for undo in self.undos:  # recorded innermost first: the takes undone in reverse
+            undo()
+        self.undos.clear()
+        return out if found else None
 
     def _node_selector(self, results: tuple[DeviceResult, ...]) -> Optional[NodeSelector]:
         """The nodes the allocation admits: the node itself when any device is node-local or
@@ -306,8 +323,7 @@ class _Search:
         the only one; every node when every device is usable from every node."""
         scopes = [self.rules.inventory.devices[(r.driver, r.pool, r.device)].scope for r in results]
         if any(s.node_name is not None for s in scopes) or len({s.key() for s in scopes if s.selector is not None}) > 1:
-            return NodeSelector(node_selector_terms=[NodeSelectorTerm.model_validate(
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [self.node.name]}]})])
+            return _node_pin(self.node.name)
         for s in scopes:
             if s.selector is not None:
                 return s.selector
@@ -344,6 +360,7 @@ class _Search:
             undo = self._take(ci, key, alt, record)
             if undo is not None:
                 if self._pick(i, ci, key, alt, remaining - 1, position):
+                    self.undos.append(undo)
                     return True
                 undo()
         return False
@@ -365,6 +382,7 @@ class _Search:
                 return False
             undos.append(undo)
         if self._solve(i + 1):
+            self.undos.extend(undos)
             return True
         for u in reversed(undos):
             u()

@@ -121,6 +121,9 @@ class Inventory:
                 record = DeviceRecord(spec.driver, spec.pool.name, device, scope, kind.index)
                 kind.members.append(record)
                 self.devices[record.id] = record
+        self._on: dict[str, tuple[Node, list[DeviceKind]]] = {}
+        self._local: Optional[dict[str, list[DeviceKind]]] = None
+        self._wide: list[DeviceKind] = []
         self.pools: dict[tuple[str, str], PoolInfo] = {
             key: PoolInfo(key[0], key[1], newest[key], seen_slices.get(key, 0) >= wanted.get(key, 1),
                           counters.get(key, {}))
@@ -128,7 +131,21 @@ class Inventory:
         }
 
     def kinds_on(self, node: Node) -> list[DeviceKind]:
-        return [k for k in self.kinds if k.scope.admits(node)]
+        """The kinds ``node`` can use, in the slices' order (read once per node)."""
+        hit = self._on.get(node.name)
+        if hit is None or hit[0] is not node:
+            if self._local is None:
+                self._local = {}
+                self._wide = []
+                for k in self.kinds:
+                    if k.scope.node_name is not None:
+                        self._local.setdefault(k.scope.node_name, []).append(k)
+                    else:
+                        self._wide.append(k)
+            found = [*self._local.get(node.name, ()), *(k for k in self._wide if k.scope.admits(node))]
+            found.sort(key=lambda k: k.index)
+            hit = self._on[node.name] = (node, found)
+        return hit[1]
 
 
 def _device_shape(device: Device) -> str:
