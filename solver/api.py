@@ -157,12 +157,21 @@ def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
     its placement order, each pod given what the DynamicResources filter finds on its node."""
     if ctx.state.dra is None or not any(ctx.pod(k).pod.spec.resource_claims for k in placements):
         return ()
-    final = ctx.state.copy()
+    base = ctx.state.copy()
     for v in victims:
-        final.remove(v.pod)
+        base.remove(v.pod)
+    final = base.copy()
     for key, n in placements.items():
         final.add(ctx.pod(key), n)
     dra = final.dra
+    pods = [ctx.pod(key) for key in placements]
+    if not dra.complete(pods):
+        # In placement order some pod found its node's devices taken in a way that strands it;
+        # the node's claims chosen together may all fit (the solver counted them that way).
+        dra = base.dra.copy()
+        dra.place_jointly([(ctx.pod(key), n) for key, n in placements.items()])
+        if not dra.complete(pods):
+            dra = final.dra  # the validator names what is missing
     return tuple(DeviceAllocation(claim=key, pods=tuple(sorted(dra.users[key])), allocation=a.to_json())
                  for key, a in dra.added_allocations().items())
 

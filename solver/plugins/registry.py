@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from . import static_check
 from .balanced_allocation import score as balanced_allocation_score
 from .dynamic_resources import check as dynamic_resources_check
+from .dynamic_resources import encode as dynamic_resources_encode
 from .dynamic_resources import filter as dynamic_resources
 from .gang import check as gang_check
 from .gang import min_resources as gang_min_resources
@@ -72,6 +73,7 @@ FILTER_ENCODERS: tuple[Encoder, ...] = (
     node_ports.encode,
     inter_pod_affinity.encode,
     pod_topology_spread.encode,
+    dynamic_resources_encode.encode,
 )
 WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
     # min_resources after gang: it orders the kinds' run counts gang.encode makes

@@ -106,6 +106,12 @@ class _Alt:
     count: int
     tolerations: tuple[DeviceToleration, ...]
 
+    @property
+    def match_key(self) -> tuple:
+        """What decides which devices the alternative may take (not its name or count)."""
+        return (self.class_name, tuple(s.cel.expression for s in self.selectors),
+                tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations))
+
 
 def _alternatives(request: DeviceRequest) -> list[_Alt]:
     if request.exactly is not None:
@@ -137,7 +143,7 @@ class Rules:
         self.inventory = inventory
         self.classes = classes
         self.cache = SelectorCache()
-        self._candidate: dict[tuple[int, int], bool] = {}
+        self._candidate: dict[tuple[tuple, int], bool] = {}
         self.allocated_claims = {c.key: c for c in claims if c.status.allocation is not None}
 
     def initial_state(self) -> DraState:
@@ -160,7 +166,7 @@ class Rules:
     def candidate(self, claim: str, alt: _Alt, record: DeviceRecord) -> bool:
         """Whether ``record`` meets ``alt``'s class and selectors and its taints are tolerated
         (cached by request and device kind); ``AllocationError`` when a selector fails."""
-        key = (id(alt), record.kind)
+        key = (alt.match_key, record.kind)
         hit = self._candidate.get(key)
         if hit is not None:
             return hit

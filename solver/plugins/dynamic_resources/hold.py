@@ -76,6 +76,32 @@ class DraHold:
                 del self.users[pc.key]
                 self.rules.release(self.state, self.state.allocations[pc.key], self.rules.inventory)
 
+    def place_jointly(self, placed: list[tuple[Any, int]]) -> None:
+        """Allocate for pods already placed (a plan's), node by node, all claims of a node's
+        pods in one search: a joint placement (the solver's) may need devices chosen together
+        where allocating pod by pod in some order would strand them."""
+        by_node: dict[int, list[Any]] = {}
+        for pod, node in placed:
+            if pod.pod.spec.resource_claims:
+                by_node.setdefault(node, []).append(pod)
+        self.version += 1
+        for node, pods in by_node.items():
+            claims = [pc for p in pods for pc in self.claims_of(p)]
+            try:
+                found, _ = self.rules.allocate(claims, self.nodes[node].node, self.state)
+            except AllocationError:
+                found = None
+            if found:
+                self.rules.commit(self.state, found, self.rules.inventory)
+            for p in pods:
+                for pc in self.claims_of(p):
+                    if pc.key and pc.key in self.state.allocations and pc.key not in self.rules.allocated_claims:
+                        self.users.setdefault(pc.key, set()).add(p.key)
+
+    def complete(self, pods: list[Any]) -> bool:
+        """Whether every needed claim of ``pods`` is allocated in this state."""
+        return all(not pc.needed or pc.key in self.state.allocations for p in pods for pc in self.claims_of(p))
+
     def added_allocations(self) -> dict[str, ClaimAllocation]:
         """The allocations made in this state (not the snapshot's), by claim."""
         return {k: self.state.allocations[k] for k in sorted(self.users)}
