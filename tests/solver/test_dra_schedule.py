@@ -154,3 +154,29 @@ def test_model_size_follows_device_kinds_not_devices(tmp_path: Path) -> None:
         assert plan.stats.fallback_reason is None or "validation" not in plan.stats.fallback_reason
         sizes[per_node] = plan.stats.variables
     assert sizes[2] is not None and sizes[20] == sizes[2]
+
+
+@pytest.mark.parametrize("pinned, moved", [(True, "ml/web"), (False, "ml/serving")])
+def test_repack_leaves_a_pod_with_node_local_devices_where_they_are(tmp_path: Path, pinned: bool, moved: str) -> None:
+    """``serving`` (1 CPU) holds a GPU of gpu-node-1 through an allocated claim; ``web`` (8 CPU)
+    runs on gpu-node-0. Freeing a node moves the small pod — unless its devices pin it."""
+    import yaml
+
+    items = [i for i in yaml.safe_load((EXAMPLES / "gpus.yaml").read_text())["items"]
+             if i["kind"] != "Pod" or i["metadata"]["name"] == "serving"]
+    items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "ml"},
+                  "spec": {"nodeName": "gpu-node-0", "containers": [{"name": "c", "resources": {"requests": {"cpu": "8"}}}]},
+                  "status": {"phase": "Running"}})
+    if not pinned:
+        serving = next(i for i in items if i["kind"] == "Pod" and i["metadata"]["name"] == "serving")
+        del serving["spec"]["resourceClaims"], serving["spec"]["containers"][0]["resources"]["claims"]
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = tmp_path / "config.yaml"
+    config.write_text("repack:\n  moveBarePods: true\n")
+    out = subprocess.run([str(CLI), "repack", "--config", str(config), "-o", "json", str(snap)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    steps = json.loads(out.stdout)
+    moves = [m["pod"] for m in steps.get("moves", [])]
+    assert moves == [moved], steps

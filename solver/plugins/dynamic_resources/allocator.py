@@ -204,7 +204,7 @@ class Rules:
             if not pc.needed:
                 continue
             if pc.claim is None:
-                return None, f"waiting for {pc.waiting}"
+                return None, pc.waiting
             held = state.allocations.get(pc.key)
             if held is not None:
                 if not held.admits(node):
