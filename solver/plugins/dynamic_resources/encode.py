@@ -49,15 +49,23 @@ def encode(wm: "WindowModel") -> None:
             if pc.needed and pc.claim is not None and pc.key not in start.allocations and pc.key not in counted:
                 own.append((pc.key, pc.claim))
                 counted.add(pc.key)
+        # The full search only where counting kinds says too little (All requests); elsewhere
+        # the counts below close a node with no kind a request may take.
+        search = any(pc.claim is not None and any(a.mode == "All" for r in pc.claim.spec.devices.requests
+                                                  for a in _alternatives(r)) for pc in claims)
         for n, x in wm.by_class.get(cls.id, []):
             node = wm.state.nodes[n].node
-            try:
-                found, _ = rules.allocate(claims, node, start)
-            except AllocationError:
-                found = None
-            if found is None:
-                m.add(x == 0)  # not even in the snapshot's state: never once others took devices
+            if not _may_use(claims, node, start):
+                m.add(x == 0)
                 continue
+            if search:
+                try:
+                    found, _ = rules.allocate(claims, node, start)
+                except AllocationError:
+                    found = None
+                if found is None:
+                    m.add(x == 0)  # not even in the snapshot's state: never once others took devices
+                    continue
             kinds = inventory.kinds_on(node)
             for key, claim in own:
                 _encode_claim(m, rules, key, claim, kinds, x, takes)
@@ -66,6 +74,20 @@ def encode(wm: "WindowModel") -> None:
         free = sum(1 for r in kind.members if r.id not in start.used)
         m.add(cp_model.LinearExpr.sum([v for v, _ in entries]) <= free)
     _encode_counters(m, inventory, start, takes)
+
+
+def _may_use(claims: list, node: Any, start: Any) -> bool:
+    """Whether none of the claims rules the node out before any device is counted: every
+    needed claim exists, and an allocated one admits the node."""
+    for pc in claims:
+        if not pc.needed:
+            continue
+        if pc.claim is None:
+            return False
+        held = start.allocations.get(pc.key)
+        if held is not None and not held.admits(node):
+            return False
+    return True
 
 
 def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: list, x: Any,
