@@ -180,3 +180,46 @@ def test_repack_leaves_a_pod_with_node_local_devices_where_they_are(tmp_path: Pa
     steps = json.loads(out.stdout)
     moves = [m["pod"] for m in steps.get("moves", [])]
     assert moves == [moved], steps
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_device_every_node_reaches_is_given_once(tmp_path: Path, engine: str) -> None:
+    """One network-attached device (``allNodes``) and two pods wanting it on different nodes:
+    taking it from n0 must be seen from n1 (the filter's cache is per node for node-local
+    devices only)."""
+    import yaml
+
+    items = [i for i in yaml.safe_load((EXAMPLES / "contended.yaml").read_text())["items"]
+             if i["kind"] not in ("ResourceSlice", "Pod")]
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "fabric"},
+                  "spec": {"driver": "gpu.example.com", "allNodes": True,
+                           "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                           "devices": [{"name": "switch-0"}]}})
+    for i, node in enumerate(["n0", "n1"]):
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "ml"},
+                      "spec": {"schedulerName": "cpsat-scheduler", "nodeSelector": {"kubernetes.io/hostname": node},
+                               "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "one"}],
+                               "containers": [{"name": "c"}]}})
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": "one", "namespace": "ml"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                      "deviceClassName": "gpu.example.com"}}]}}}})
+    for item in items:
+        if item["kind"] == "Node":
+            item["metadata"]["labels"] = {"kubernetes.io/hostname": item["metadata"]["name"]}
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    snap = load_snapshot(path)
+    if engine == "greedy":  # the filter asked before and after the other pod takes the device
+        state = build_context(snap, SchedulerConfig()).state
+        p0, p1 = (next(p for p in build_context(snap, SchedulerConfig()).window if p.key == k) for k in ("ml/p0", "ml/p1"))
+        assert state.dra.allocation(p1, 1)[0] is not None
+        state.add(p0, 0)
+        assert state.dra.allocation(p1, 1) == (None, "cannot allocate all claims")
+        state.remove(p0)
+        assert state.dra.allocation(p1, 1)[0] is not None
+    plan = schedule(snap, engine=engine)
+    assert len(plan.assignments) == 1 and len(plan.unschedulable) == 1
+    assert [a.allocation for a in plan.allocations] == [
+        {"devices": {"results": [{"request": "gpus", "driver": "gpu.example.com", "pool": "fabric", "device": "switch-0"}]}}]
+    assert validate(snap, plan, SchedulerConfig()) == []
