@@ -223,3 +223,19 @@ def test_a_device_every_node_reaches_is_given_once(tmp_path: Path, engine: str) 
     assert [a.allocation for a in plan.allocations] == [
         {"devices": {"results": [{"request": "gpus", "driver": "gpu.example.com", "pool": "fabric", "device": "switch-0"}]}}]
     assert validate(snap, plan, SchedulerConfig()) == []
+
+
+def test_solver_places_more_gpu_pods_than_one_pod_at_a_time(tmp_path: Path) -> None:
+    """6 nodes of 8 GPUs in two NVLink domains, 20 pods of 1, 2, 4 or 8 GPUs (pairs and quads
+    within a domain): kube-scheduler's order strands devices that a joint choice uses."""
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(subprocess.run([sys.executable, str(ROOT / "examples/dra_gpu_pool.py"), "6", "20"],
+                                   capture_output=True, text=True, check=True).stdout)
+    snap = load_snapshot(pool)
+    greedy = schedule(snap, engine="greedy")
+    cpsat = schedule(snap, engine="cpsat")
+    assert (len(greedy.assignments), len(cpsat.assignments)) == (18, 19)
+    assert cpsat.stats.plan_from == "solver"
+    for plan in (greedy, cpsat):
+        assert validate(snap, plan, SchedulerConfig()) == []
+        assert len(plan.allocations) == len(plan.assignments)
