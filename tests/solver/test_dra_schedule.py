@@ -239,3 +239,30 @@ def test_solver_places_more_gpu_pods_than_one_pod_at_a_time(tmp_path: Path) -> N
     for plan in (greedy, cpsat):
         assert validate(snap, plan, SchedulerConfig()) == []
         assert len(plan.allocations) == len(plan.assignments)
+
+
+def test_a_gang_that_falls_short_gives_its_devices_back(tmp_path: Path) -> None:
+    """Two nodes of 2 GPUs; a gang of three 2-GPU pods (minMember 3) cannot all land, so none
+    does — and a pod behind it in the queue gets the GPUs the gang's members held for a moment."""
+    import yaml
+
+    items = [i for i in yaml.safe_load((EXAMPLES / "contended.yaml").read_text())["items"] if i["kind"] != "Pod"]
+    items.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                  "metadata": {"name": "trainers", "namespace": "ml"}, "spec": {"minMember": 3}})
+    for i in range(4):
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": f"t{i}", "namespace": "ml",
+                            "creationTimestamp": f"2026-01-01T00:00:0{i}Z"},
+               "spec": {"schedulerName": "cpsat-scheduler",
+                        "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}],
+                        "containers": [{"name": "c"}]}}
+        if i < 3:
+            pod["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "trainers"}
+        items.append(pod)
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    snap = load_snapshot(path)
+    plan = schedule(snap, engine="greedy")
+    assert [a.pod for a in plan.assignments] == ["ml/t3"]
+    assert [a.claim for a in plan.allocations] == ["ml/t3-gpus-"]
+    assert validate(snap, plan, SchedulerConfig()) == []
