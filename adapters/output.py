@@ -58,6 +58,17 @@ def plan_table(plan: Plan) -> str:
         rows = [(n.node, n.pod) for n in sorted(plan.nominations, key=lambda n: (n.node, n.pod))]
         lines += _columns(("NODE", "POD"), rows)
 
+    if plan.allocations:
+        lines.append("")
+        lines.append(f"DEVICES: {_count(len(plan.allocations), 'claim')} allocated (Dynamic Resource Allocation)")
+        rows = []
+        for entry in sorted(plan.allocations, key=lambda e: e.claim):
+            results = entry.allocation.get("devices", {}).get("results", [])
+            for i, r in enumerate(results):
+                rows.append((entry.claim if i == 0 else "", ", ".join(entry.pods) if i == 0 else "",
+                             r.get("request", ""), f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}"))
+        lines += _columns(("CLAIM", "PODS", "REQUEST", "DEVICE"), rows)
+
     if plan.unschedulable:
         lines.append("")
         lines.append(f"UNSCHEDULABLE: {_count(len(plan.unschedulable), 'pod')}")

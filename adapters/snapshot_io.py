@@ -54,6 +54,8 @@ from models import (
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 from models.objects import PodSpec, compact, compact_pod
 from models.storage import PersistentVolume, PersistentVolumeClaim
+from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from models.plan import DeviceAllocation
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from . import item_stream
@@ -114,6 +116,11 @@ _KINDS: dict[str, _Kind] = {
     "Namespace": _Kind("namespaces", Namespace, frozenset({""}), False),
     "PersistentVolume": _Kind("persistentvolumes", PersistentVolume, frozenset({""}), False),
     "PersistentVolumeClaim": _Kind("persistentvolumeclaims", PersistentVolumeClaim, frozenset({""}), True),
+    # Dynamic Resource Allocation (``models.dra``): resource.k8s.io/v1 (GA in 1.34).
+    "DeviceClass": _Kind("deviceclasses", DeviceClass, frozenset({"resource.k8s.io"}), False),
+    "ResourceSlice": _Kind("resourceslices", ResourceSlice, frozenset({"resource.k8s.io"}), False),
+    "ResourceClaim": _Kind("resourceclaims", ResourceClaim, frozenset({"resource.k8s.io"}), True),
+    "ResourceClaimTemplate": _Kind("resourceclaimtemplates", ResourceClaimTemplate, frozenset({"resource.k8s.io"}), True),
 }
 
 
@@ -306,6 +313,10 @@ class _Objects:
             namespaces=objects["Namespace"],
             pvs=objects["PersistentVolume"],
             pvcs=objects["PersistentVolumeClaim"],
+            device_classes=objects["DeviceClass"],
+            resource_slices=objects["ResourceSlice"],
+            resource_claims=objects["ResourceClaim"],
+            resource_claim_templates=objects["ResourceClaimTemplate"],
         )
         return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(self.skipped))
 
@@ -397,6 +408,7 @@ _PLAN_ENTRIES: dict[str, type[BaseModel]] = {
     "unschedulable": Unschedulable,
     "nominations": Nomination,
     "gated": Gated,
+    "allocations": DeviceAllocation,
 }
 
 

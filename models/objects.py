@@ -442,9 +442,18 @@ class ContainerPort(K8sModel):
         return "TCP" if v in (None, "") else v
 
 
+class ResourceClaimRef(K8sModel):
+    """``containers[].resources.claims[]``: a container uses one of the pod's claims (or one
+    request of it)."""
+
+    name: str = Field(min_length=1)
+    request: str = ""
+
+
 class ResourceRequirements(K8sModel):
     requests: ResourceList = {}
     limits: ResourceList = {}
+    claims: ListOf[ResourceClaimRef] = []
 
     @model_validator(mode="after")
     def _default_requests_from_limits(self) -> "ResourceRequirements":
@@ -487,6 +496,29 @@ class WorkloadReference(K8sModel):
     pod_group_replica_key: str = ""
 
 
+class PodResourceClaim(K8sModel):
+    """``spec.resourceClaims[]``: a claim the pod uses, by name or made from a template (DRA,
+    ``models.dra``)."""
+
+    name: str = Field(min_length=1)
+    resource_claim_name: Optional[str] = None
+    resource_claim_template_name: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "PodResourceClaim":
+        if bool(self.resource_claim_name) == bool(self.resource_claim_template_name):
+            raise ValueError("exactly one of resourceClaimName, resourceClaimTemplateName must be set")
+        return self
+
+
+class PodResourceClaimStatus(K8sModel):
+    """``status.resourceClaimStatuses[]``: the claim made for a pod's template entry (no name:
+    the pod needs no claim for it)."""
+
+    name: str = Field(min_length=1)
+    resource_claim_name: Optional[str] = None
+
+
 class PodSpec(K8sModel):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -504,6 +536,7 @@ class PodSpec(K8sModel):
     volumes: ListOf[dict[str, Any]] = []
     scheduling_gates: ListOf[PodSchedulingGate] = []
     host_network: bool = False
+    resource_claims: ListOf[PodResourceClaim] = []
     # Gang membership in Kubernetes' own APIs (``models.workloads``).
     scheduling_group: Optional[PodSchedulingGroup] = None  # 1.36: scheduling.k8s.io/v1alpha2 PodGroup
     workload_ref: Optional[WorkloadReference] = None  # 1.35: scheduling.k8s.io/v1alpha1 Workload
@@ -512,6 +545,21 @@ class PodSpec(K8sModel):
     @classmethod
     def _null_string(cls, v: Any) -> Any:
         return "" if v is None else v
+
+    @model_validator(mode="after")
+    def _claims_named(self) -> "PodSpec":
+        """A container may use only the claims the pod lists (as the API server checks)."""
+        if not self.resource_claims and not any(c.resources.claims for c in (*self.containers, *self.init_containers)):
+            return self
+        names = [c.name for c in self.resource_claims]
+        if len(set(names)) != len(names):
+            raise ValueError("resourceClaims: names must be unique")
+        for c in (*self.containers, *self.init_containers):
+            for ref in c.resources.claims:
+                if ref.name not in names:
+                    raise ValueError(f'container "{c.name}": resources.claims names "{ref.name}", '
+                                     "which spec.resourceClaims does not list")
+        return self
 
 
 # The pod condition kube-scheduler sets on a victim of its preemption (status True, reason
@@ -553,6 +601,7 @@ class PodStatus(K8sModel):
         if isinstance(v, list):
             return [c for c in v if not (isinstance(c, dict) and c.get("type") != DISRUPTION_TARGET)]
         return v
+    resource_claim_statuses: ListOf[PodResourceClaimStatus] = []
 
 
 class Pod(NamespacedObject):

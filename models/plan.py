@@ -45,6 +45,18 @@ class Gated(_PlanModel):
     gates: tuple[str, ...] = ()
 
 
+class DeviceAllocation(_PlanModel):
+    """A ResourceClaim the plan allocates (Dynamic Resource Allocation): ``allocation`` in the
+    shape of ``ResourceClaim.status.allocation`` (``devices.results[]`` of request, driver,
+    pool, device; ``nodeSelector`` when the devices are not reachable from every node), and the
+    plan's pods that use it. A claim still to be made from a template is named as its
+    ``metadata.generateName`` (``<pod>-<claim>-``)."""
+
+    claim: str
+    pods: tuple[str, ...] = ()
+    allocation: dict[str, Any]
+
+
 class PlanStats(_PlanModel):
     engine: str
     status: str
@@ -80,6 +92,8 @@ class Plan(_PlanModel):
     nominations: tuple[Nomination, ...] = ()
     # Pods waiting on scheduling gates, which kube-scheduler (and we) leave out of the window.
     gated: tuple[Gated, ...] = ()
+    # Devices the plan gives to pending pods' ResourceClaims.
+    allocations: tuple[DeviceAllocation, ...] = ()
     stats: PlanStats
 
     def assignment_map(self) -> dict[str, str]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from .errors import InputError
 from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from .storage import PersistentVolume, PersistentVolumeClaim
+from .dra import DeviceClass, PodClaim, ResourceClaim, ResourceClaimTemplate, ResourceSlice, resolve_pod_claims
 from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
@@ -53,6 +54,11 @@ class ClusterSnapshot(BaseModel):
     # Where persistent data lives (read by ``repack``: a pod moves only where its volume can follow).
     pvs: tuple[PersistentVolume, ...] = ()
     pvcs: tuple[PersistentVolumeClaim, ...] = ()
+    # Dynamic Resource Allocation (``models.dra``).
+    device_classes: tuple[DeviceClass, ...] = ()
+    resource_slices: tuple[ResourceSlice, ...] = ()
+    resource_claims: tuple[ResourceClaim, ...] = ()
+    resource_claim_templates: tuple[ResourceClaimTemplate, ...] = ()
 
     @classmethod
     def build(
@@ -66,6 +72,10 @@ class ClusterSnapshot(BaseModel):
         namespaces: Iterable[Namespace] = (),
         pvs: Iterable[PersistentVolume] = (),
         pvcs: Iterable[PersistentVolumeClaim] = (),
+        device_classes: Iterable[DeviceClass] = (),
+        resource_slices: Iterable[ResourceSlice] = (),
+        resource_claims: Iterable[ResourceClaim] = (),
+        resource_claim_templates: Iterable[ResourceClaimTemplate] = (),
         pod_keys: Optional[list[str]] = None,
         node_names: Optional[list[str]] = None,
         keyed: bool = False,
@@ -88,6 +98,8 @@ class ClusterSnapshot(BaseModel):
         nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
         priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
         pvs, pvcs = list(pvs), list(pvcs)
+        device_classes, resource_slices = list(device_classes), list(resource_slices)
+        resource_claims, resource_claim_templates = list(resource_claims), list(resource_claim_templates)
         if pod_keys is None or len(pod_keys) != len(pods):
             pod_keys = [p.key for p in pods]
         if not keyed:
@@ -99,6 +111,10 @@ class ClusterSnapshot(BaseModel):
             _no_duplicates("namespaces", [n.metadata.name for n in namespaces])
             _no_duplicates("persistentvolumes", [v.name for v in pvs])
             _no_duplicates("persistentvolumeclaims", [c.key for c in pvcs])
+            _no_duplicates("deviceclasses", [c.name for c in device_classes])
+            _no_duplicates("resourceslices", [s.name for s in resource_slices])
+            _no_duplicates("resourceclaims", [c.key for c in resource_claims])
+            _no_duplicates("resourceclaimtemplates", [t.key for t in resource_claim_templates])
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
             pods = [resolve_pod(pod, classes) for pod in pods]
@@ -112,6 +128,10 @@ class ClusterSnapshot(BaseModel):
             namespaces=tuple(namespaces),
             pvs=tuple(pvs),
             pvcs=tuple(pvcs),
+            device_classes=tuple(device_classes),
+            resource_slices=tuple(resource_slices),
+            resource_claims=tuple(resource_claims),
+            resource_claim_templates=tuple(resource_claim_templates),
         )
         # Filled in as ``pod_position`` would be (a cached property: stored on first use).
         snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pod_keys))))
@@ -156,6 +176,24 @@ class ClusterSnapshot(BaseModel):
     @cached_property
     def pvc_by_key(self) -> dict[str, PersistentVolumeClaim]:
         return {c.key: c for c in self.pvcs}
+
+    @cached_property
+    def device_class_by_name(self) -> dict[str, DeviceClass]:
+        return {c.name: c for c in self.device_classes}
+
+    @cached_property
+    def resource_claim_by_key(self) -> dict[str, ResourceClaim]:
+        return {c.key: c for c in self.resource_claims}
+
+    @cached_property
+    def resource_claim_template_by_key(self) -> dict[str, ResourceClaimTemplate]:
+        return {t.key: t for t in self.resource_claim_templates}
+
+    def pod_claims(self, pod: Pod) -> list[PodClaim]:
+        """The DRA claims of ``pod`` (``models.dra.resolve_pod_claims``); none for most pods."""
+        if not pod.spec.resource_claims:
+            return []
+        return resolve_pod_claims(pod, self.resource_claim_by_key, self.resource_claim_template_by_key)
 
     @cached_property
     def pod_group_by_key(self) -> dict[str, PodGroup]:

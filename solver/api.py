@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from models.config import SchedulerConfig
 from models.errors import InputError
-from models.plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
+from models.plan import Assignment, DeviceAllocation, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
 from . import interrupt, progress
@@ -155,7 +155,31 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         placed=len(assignments),
     )
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
-                gated=_gated(ctx), stats=PlanStats(**stats))
+                gated=_gated(ctx), allocations=_allocations(ctx, placements, victims), stats=PlanStats(**stats))
+
+
+def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
+    """The devices the placed pods' claims get: the plan replayed on the snapshot's state in
+    its placement order, each pod given what the DynamicResources filter finds on its node."""
+    if ctx.state.dra is None or not any(ctx.pod(k).pod.spec.resource_claims for k in placements):
+        return ()
+    base = ctx.state.copy()
+    for v in victims:
+        base.remove(v.pod)
+    final = base.copy()
+    for key, n in placements.items():
+        final.add(ctx.pod(key), n)
+    dra = final.dra
+    pods = [ctx.pod(key) for key in placements]
+    if not dra.complete(pods):
+        # In placement order some pod found its node's devices taken in a way that strands it;
+        # the node's claims chosen together may all fit (the solver counted them that way).
+        dra = base.dra.copy()
+        dra.place_jointly([(ctx.pod(key), n) for key, n in placements.items()])
+        if not dra.complete(pods):
+            dra = final.dra  # the validator names what is missing
+    return tuple(DeviceAllocation(claim=key, pods=tuple(sorted(dra.users[key])), allocation=a.to_json())
+                 for key, a in dra.added_allocations().items())
 
 
 def _gated(ctx) -> tuple[Gated, ...]:

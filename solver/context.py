@@ -358,6 +358,10 @@ def build_context(
         nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
         label_keys = list(assumed.label_keys)
         state = assumed.state.copy()
+    if snapshot.resource_claims or snapshot.resource_slices or any(p.pod.spec.resource_claims for p in window):
+        from .plugins.dynamic_resources import hold_for
+
+        state.dra = hold_for(snapshot, nodes)
 
     notes: list[str] = []
     if unknown_nodes:

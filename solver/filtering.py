@@ -18,6 +18,7 @@ import numpy as np
 from .framework import SUCCESS, Status, fit_error_message, reason_histogram, unresolvable
 from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
+from .plugins.dynamic_resources import filter as dynamic_resources
 from .plugins.inter_pod_affinity import filter as inter_pod_affinity
 from .plugins.node_affinity import filter as node_affinity
 from .plugins.node_ports import filter as node_ports
@@ -174,12 +175,13 @@ class Cycle:
         self.version = version
         self.spread = pod_topology_spread.prefilter(pod, state, static.affinity_mask(pod), static.tolerated_mask(pod))
         self.affinity = inter_pod_affinity.prefilter(pod, state)
+        self.dra = dynamic_resources.applies(pod, state)
         self._statuses: Optional[list[Status]] = None
 
     @property
     def node_local(self) -> bool:
         """Whether only node-local filters (ports, resources) can fail beyond the static ones."""
-        return not self.spread and self.affinity is None
+        return not self.spread and self.affinity is None and not self.dra
 
     def dynamic_status(self, node: NodeInfo) -> Status:
         pod, state = self.pod, self.state
@@ -190,6 +192,8 @@ class Cycle:
             status = pod_topology_spread.filter(pod, node, self.spread)
         if status.ok:
             status = inter_pod_affinity.filter(pod, node, self.affinity)
+        if status.ok and self.dra:
+            status = dynamic_resources.filter(pod, node, state)
         return status
 
     def status(self, node: NodeInfo) -> Status:
@@ -224,6 +228,9 @@ class Cycle:
                 if code:
                     out[n] = plugin.STATUSES[code]
             idx = idx[codes == 0]
+        if self.dra:
+            for n in idx.tolist():
+                out[n] = dynamic_resources.filter(pod, self.static.nodes[n], state)
         return out
 
     def _resource_statuses(self, idx: np.ndarray, out: list[Status]) -> np.ndarray:
@@ -265,7 +272,7 @@ class Cycle:
             nodes = np.arange(len(self.static.nodes), dtype=np.int64)
         if allowed is not None:
             nodes = nodes[allowed[nodes]]
-        if not self.spread and self.affinity is None:
+        if not self.spread and self.affinity is None and not self.dra:
             mask = self._local_mask()
             if limit is not None and len(nodes) > 2 * limit:
                 # Usually the head of the walk already holds ``limit`` feasible nodes: the same
@@ -341,6 +348,8 @@ class Cycle:
         nodes = nodes[ok]
         if self.pod.host_ports and len(nodes):
             nodes = nodes[node_ports.feasible(self.pod, nodes, self.state)]
+        if self.dra and len(nodes):
+            nodes = nodes[dynamic_resources.feasible(self.pod, nodes, self.state)]
         return nodes
 
     def fit_error(self, *, postfilter: Optional[str] = None) -> str:

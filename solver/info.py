@@ -219,6 +219,9 @@ class PodInfo:
             self.group if with_group else None,
             self.images,
             self.containers,
+            # A pod with ResourceClaims is a class of its own: its claims are its own devices
+            # (two pods of one template make two claims, which may be allocated differently).
+            self.key if spec.resource_claims else None,
         )
 
 

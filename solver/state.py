@@ -105,6 +105,9 @@ class ClusterState:
         self.local_cache: dict[tuple, tuple[int, Any]] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self.removals = 0  # pods taken out of the state so far
+        # Devices of Dynamic Resource Allocation (``plugins.dynamic_resources.hold.DraHold``),
+        # when the snapshot has claims: allocated as pods are added, given back as removed.
+        self.dra: Any = None
         # How many pods of each priority the state holds: preemption asks "is any pod below
         # this priority at all?" before looking node by node.
         self.priorities: Counter[int] = Counter()
@@ -149,6 +152,8 @@ class ClusterState:
         self.priorities[pod.priority] += 1
         self._count(pod, node, +1)
         self.touched.append(node)
+        if self.dra is not None:
+            self.dra.add(pod, node)
 
     def remove(self, pod: PodInfo) -> int:
         node = self.where.pop(pod.key)
@@ -167,6 +172,8 @@ class ClusterState:
             del self.priorities[pod.priority]
         self._count(pod, node, -1)
         self.touched.append(node)
+        if self.dra is not None:
+            self.dra.remove(pod)
         return node
 
     def _own(self, node: int) -> None:
@@ -301,4 +308,5 @@ class ClusterState:
         other._vectors = self._vectors
         other.removals = 0
         other.priorities = Counter(self.priorities)
+        other.dra = self.dra.copy() if self.dra is not None else None
         return other

@@ -86,7 +86,8 @@ def _left_out_of_packing(cls) -> bool:
     """Rules the packing does not follow: the class is left out of it. Required anti-affinity
     it follows (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
-    return bool(rep.host_ports or rep.affinity or rep.hard_spread)
+    # ResourceClaims: devices the packing does not count (DynamicResources).
+    return bool(rep.host_ports or rep.affinity or rep.hard_spread or rep.pod.spec.resource_claims)
 
 
 class _AntiBook:

@@ -36,6 +36,8 @@ def node_groups(wm: WindowModel) -> list[list[int]]:
             continue
         if any(c[n] for c in counters):
             continue
+        if state.dra is not None and any(cls.rep.pod.spec.resource_claims for cls, _ in entries):
+            continue  # devices set nodes apart that look alike otherwise (DRA's own encoding)
         node = state.nodes[n]
         key = (
             tuple(sorted((k, v) for k, v in node.labels.items() if k != HOSTNAME)),

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 
 from . import static_check
 from .balanced_allocation import score as balanced_allocation_score
+from .dynamic_resources import check as dynamic_resources_check
+from .dynamic_resources import encode as dynamic_resources_encode
+from .dynamic_resources import filter as dynamic_resources
 from .gang import check as gang_check
 from .gang import min_resources as gang_min_resources
 from .gang import permit as gang
@@ -51,7 +54,7 @@ if TYPE_CHECKING:
     from ..validate import Replay
 
 STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
-DYNAMIC_FILTERS = (node_ports, node_resources_fit, pod_topology_spread, inter_pod_affinity)
+DYNAMIC_FILTERS = (node_ports, node_resources_fit, pod_topology_spread, inter_pod_affinity, dynamic_resources)
 FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, *DYNAMIC_FILTERS))
 
 SCORE_PLUGINS = (
@@ -71,6 +74,7 @@ FILTER_ENCODERS: tuple[Encoder, ...] = (
     node_ports.encode,
     inter_pod_affinity.encode,
     pod_topology_spread.encode,
+    dynamic_resources_encode.encode,
 )
 WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
     # min_resources after gang: it orders the kinds' run counts gang.encode makes
@@ -90,4 +94,5 @@ FINAL_CHECKS: tuple[Check, ...] = (
     gang_topology.check,
     preemption_check.check,
     nominated.check,
+    dynamic_resources_check.check,
 )

@@ -59,6 +59,11 @@ def with_window(snapshot: ClusterSnapshot, window: set[str], scheduler_name: str
         priority_classes=snapshot.priority_classes,
         pod_groups=snapshot.pod_groups,
         namespaces=snapshot.namespaces,
+        # Devices stay where they are: a moved pod's allocated claims still pin it.
+        device_classes=snapshot.device_classes,
+        resource_slices=snapshot.resource_slices,
+        resource_claims=snapshot.resource_claims,
+        resource_claim_templates=snapshot.resource_claim_templates,
     )
 
 

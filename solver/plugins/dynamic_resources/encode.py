@@ -1,0 +1,176 @@
+"""DynamicResources in the CP-SAT window model: device kinds per node, counted.
+
+For each pod of the window with unallocated claims and each node it may go to, every request
+takes ``count`` devices spread over the device kinds (``devices.DeviceKind``) the node can use
+and the request may take: ``y[pod, node, request, kind]`` integer counts summing to ``count`` when
+the pod is on the node (``firstAvailable``: one subrequest chosen, ``use[...]`` booleans). Each
+kind gives at most its free devices over the whole window (a kind reachable from several nodes
+is one pool for all of them), shared counters of partitionable devices are not overdrawn,
+``matchAttribute`` picks one value of the attribute for the constrained requests (kinds without
+the attribute are out), ``distinctAttribute`` takes at most one device of each value.
+
+The model's size follows the device kinds a node can use, not its devices: identical devices of
+a pool are one count. Pods whose claims are allocated already may only go where the allocation
+admits, and a pod whose claims cannot be allocated on a node even in the snapshot's state (no
+device there it may take) is kept off it. What is not encoded — ``All`` requests and a claim
+shared by several pending pods are only pruned this way — is left to the validator: a solver
+plan it refuses is replaced by greedy's (``solver.api``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from ortools.sat.python import cp_model
+
+from .allocator import AllocationError, _alternatives, attribute_value
+
+if TYPE_CHECKING:
+    from ...cpsat.model import WindowModel
+
+
+def encode(wm: "WindowModel") -> None:
+    dra = wm.state.dra
+    if dra is None:
+        return
+    rules, inventory, start = dra.rules, dra.rules.inventory, dra.state
+    m = wm.model
+    takes: dict[int, list[tuple[Any, int]]] = defaultdict(list)  # kind -> (count var, 1)
+    counted: set[str] = set()  # claims encoded once, for the first pod that uses them
+    for cls in wm.classes:
+        rep = cls.rep
+        if not rep.pod.spec.resource_claims:
+            continue
+        claims = dra.claims_of(rep)
+        own = []
+        for pc in claims:
+            if pc.needed and pc.claim is not None and pc.key not in start.allocations and pc.key not in counted:
+                own.append((pc.key, pc.claim))
+                counted.add(pc.key)
+        # The full search only where counting kinds says too little (All requests); elsewhere
+        # the counts below close a node with no kind a request may take.
+        search = any(pc.claim is not None and any(a.mode == "All" for r in pc.claim.spec.devices.requests
+                                                  for a in _alternatives(r)) for pc in claims)
+        for n, x in wm.by_class.get(cls.id, []):
+            node = wm.state.nodes[n].node
+            if not _may_use(claims, node, start):
+                m.add(x == 0)
+                continue
+            if search:
+                try:
+                    found, _ = rules.allocate(claims, node, start)
+                except AllocationError:
+                    found = None
+                if found is None:
+                    m.add(x == 0)  # not even in the snapshot's state: never once others took devices
+                    continue
+            kinds = inventory.kinds_on(node)
+            for key, claim in own:
+                _encode_claim(m, rules, key, claim, kinds, x, takes)
+    for k, entries in takes.items():
+        kind = inventory.kinds[k]
+        free = sum(1 for r in kind.members if r.id not in start.used)
+        m.add(cp_model.LinearExpr.sum([v for v, _ in entries]) <= free)
+    _encode_counters(m, inventory, start, takes)
+
+
+def _may_use(claims: list, node: Any, start: Any) -> bool:
+    """Whether none of the claims rules the node out before any device is counted: every
+    needed claim exists, and an allocated one admits the node."""
+    for pc in claims:
+        if not pc.needed:
+            continue
+        if pc.claim is None:
+            return False
+        held = start.allocations.get(pc.key)
+        if held is not None and not held.admits(node):
+            return False
+    return True
+
+
+def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: list, x: Any,
+                  takes: dict[int, list[tuple[Any, int]]]) -> None:
+    # per request: (alternative name, kind) -> count var
+    per_alt: dict[str, dict[int, Any]] = {}
+    for request in claim.spec.devices.requests:
+        alts = _alternatives(request)
+        chosen = []
+        for alt in alts:
+            fits = []
+            for kind in kinds:
+                sample = kind.members[0]
+                try:
+                    if rules.candidate(key, alt, sample):
+                        fits.append(kind)
+                except AllocationError:
+                    continue
+            use = x if len(alts) == 1 else m.new_bool_var(f"dra_use[{key},{alt.name}]")
+            if alt.mode == "All" or not fits:
+                if alt.mode != "All":
+                    m.add(use == 0)  # no kind on this node the alternative may take
+                chosen.append(use)
+                continue
+            ys = {}
+            for kind in fits:
+                y = m.new_int_var(0, min(alt.count, len(kind.members)), f"dra_y[{key},{alt.name},{kind.index}]")
+                ys[kind.index] = y
+                takes[kind.index].append((y, 1))
+            m.add(cp_model.LinearExpr.sum(list(ys.values())) == alt.count * use)
+            per_alt[alt.name] = ys
+            chosen.append(use)
+        if len(alts) > 1:
+            m.add(cp_model.LinearExpr.sum(chosen) == x)
+    kind_by_index = {k.index: k for k in kinds}
+    for c in claim.spec.devices.constraints:
+        attribute = c.match_attribute or c.distinct_attribute or ""
+        covered = [(k, y) for name, row in per_alt.items()
+                   if not c.requests or name in c.requests or name.split("/")[0] in c.requests for k, y in row.items()]
+        by_value: dict[str, list[Any]] = defaultdict(list)
+        for k, y in covered:
+            value = attribute_value(kind_by_index[k].members[0], attribute)
+            if value is None:
+                m.add(y == 0)
+            else:
+                by_value[repr(value)].append(y)
+        if c.match_attribute is not None:
+            pick = {v: m.new_bool_var(f"dra_match[{key},{v}]") for v in by_value}
+            m.add(cp_model.LinearExpr.sum(list(pick.values())) <= 1)
+            for v, group in by_value.items():
+                for y in group:
+                    m.add(y == 0).only_enforce_if(pick[v].Not())
+        else:
+            for group in by_value.values():
+                m.add(cp_model.LinearExpr.sum(group) <= 1)
+
+
+def _encode_counters(m: cp_model.CpModel, inventory: Any, start: Any, takes: dict[int, list[tuple[Any, int]]]) -> None:
+    rows: dict[tuple[str, str, str, str], list[tuple[Any, Fraction]]] = defaultdict(list)
+    for k, entries in takes.items():
+        kind = inventory.kinds[k]
+        for use in kind.sample.consumes_counters:
+            for name, c in use.counters.items():
+                for y, _ in entries:
+                    rows[(kind.driver, kind.pool, use.counter_set, name)].append((y, c.value))
+    for (driver, pool, counter_set, name), terms in rows.items():
+        info = inventory.pools.get((driver, pool))
+        total = info.counters.get(counter_set, {}).get(name) if info is not None else None
+        if total is None:
+            for y, _ in terms:
+                m.add(y == 0)
+            continue
+        held = start.counters.get((driver, pool, counter_set), {}).get(name, Fraction(0))
+        # Integer coefficients: every amount over the common denominator.
+        den = 1
+        for _, v in terms:
+            den = den * v.denominator // _gcd(den, v.denominator)
+        den = den * (total - held).denominator // _gcd(den, (total - held).denominator)
+        m.add(cp_model.LinearExpr.weighted_sum([y for y, _ in terms], [int(v * den) for _, v in terms])
+              <= int((total - held) * den))
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a

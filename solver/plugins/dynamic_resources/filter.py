@@ -1,0 +1,40 @@
+"""DynamicResources Filter: a pod with ResourceClaims fits a node only where every claim is
+allocated already and admits the node, or can be allocated from devices the node can use
+(``allocator.Rules.allocate``). Pods without claims always pass. The state's ``dra``
+(``hold.DraHold``) holds what earlier pods of the decision took."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...framework import SUCCESS, Status, unresolvable, unschedulable
+from ...info import NodeInfo, PodInfo
+from ...state import ClusterState
+
+NAME = "DynamicResources"
+# kube-scheduler's reason when no allocation of the pod's claims exists on the node.
+REASON = "cannot allocate all claims"
+
+
+def applies(pod: PodInfo, state: ClusterState) -> bool:
+    return state.dra is not None and bool(pod.pod.spec.resource_claims)
+
+
+def filter(pod: PodInfo, node: NodeInfo, state: ClusterState) -> Status:
+    if not applies(pod, state):
+        return SUCCESS
+    assert state.dra is not None
+    found, why = state.dra.allocation(pod, node.index)
+    if found is not None:
+        return SUCCESS
+    if why.startswith(REASON):
+        return unschedulable(NAME, why)
+    return unresolvable(NAME, why)
+
+
+def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
+    if not applies(pod, state):
+        return np.ones(len(nodes), dtype=bool)
+    assert state.dra is not None
+    dra = state.dra
+    return np.fromiter((dra.allocation(pod, int(n))[0] is not None for n in nodes), dtype=bool, count=len(nodes))

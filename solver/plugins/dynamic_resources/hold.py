@@ -1,0 +1,154 @@
+"""The DRA part of a ``ClusterState``: the devices held as pods come and go.
+
+A state that has one (``ClusterState.dra``, set by the context builder when the snapshot has
+claims or slices) allocates a pod's unallocated claims when the pod is added on a node — the
+allocation the DynamicResources filter found there — and gives them back when the last pod of
+the state using them is removed (a gang rolled back, a trial placement undone). Claims the
+snapshot had allocated stay allocated whatever is removed: a preemption victim's devices are
+not counted as freed (kube-scheduler frees them only once the claim is deallocated).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from models.dra import PodClaim
+
+from .allocator import AllocationError, ClaimAllocation, DraState, Rules
+
+
+class DraHold:
+    """Kept current by ``ClusterState.add`` / ``remove``; what the filter asks it is cached per
+    pod and node, and stays valid while nothing it read changed: an allocation found on a node
+    while no device of that node (nor one reachable from several nodes) was taken or given back,
+    a failure while no device was given back and no claim that several pods share changed (a
+    failure cannot turn into a success by devices being taken)."""
+
+    def __init__(self, rules: Rules, snapshot: Any, nodes: list[Any], state: DraState,
+                 users: Optional[dict[str, set[str]]] = None, shared: Optional[dict] = None) -> None:
+        self.rules, self.snapshot, self.nodes = rules, snapshot, nodes
+        self.state = state
+        self.users: dict[str, set[str]] = users if users is not None else {}  # claims allocated here -> pods
+        self._shared = shared if shared is not None else {"claims": {}}
+        self.wide = 0  # devices reachable from several nodes changed, or a shared claim
+        self.local: dict[int, int] = {}  # node -> changes of its own devices
+        self.released = 0  # devices given back
+        self._fits: dict[tuple[str, int], tuple[int, int, int, Optional[list[ClaimAllocation]], str]] = {}
+
+    def copy(self) -> "DraHold":
+        return DraHold(self.rules, self.snapshot, self.nodes, self.state.copy(),
+                       {k: set(v) for k, v in self.users.items()}, self._shared)
+
+    def claims_of(self, pod: Any) -> list[PodClaim]:
+        """The pod's resolved claims (``ClusterSnapshot.pod_claims``), read once per pod."""
+        cache = self._shared["claims"]
+        hit = cache.get(pod.key)
+        if hit is None:
+            hit = cache[pod.key] = self.snapshot.pod_claims(pod.pod)
+        return hit
+
+    def _shared_claims(self) -> set[str]:
+        """Claims more than one pod of the snapshot uses."""
+        found = self._shared.get("shared")
+        if found is None:
+            seen: set[str] = set()
+            found = set()
+            for p in self.snapshot.pods:
+                if p.spec.resource_claims:
+                    for pc in self.snapshot.pod_claims(p):
+                        if pc.key in seen:
+                            found.add(pc.key)
+                        seen.add(pc.key)
+            self._shared["shared"] = found
+        return found
+
+    def _changed(self, allocations: list[ClaimAllocation], *, released: bool) -> None:
+        index = self._shared.get("index")
+        if index is None:
+            index = self._shared["index"] = {n.name: n.index for n in self.nodes}
+        devices = self.rules.inventory.devices
+        shared = self._shared_claims()
+        for allocation in allocations:
+            if allocation.claim in shared:
+                self.wide += 1
+            for r in allocation.results:
+                record = devices.get((r.driver, r.pool, r.device))
+                node = index.get(record.scope.node_name) if record is not None and record.scope.node_name else None
+                if node is None:
+                    self.wide += 1
+                else:
+                    self.local[node] = self.local.get(node, 0) + 1
+        if released:
+            self.released += 1
+
+    def allocation(self, pod: Any, node: int) -> tuple[Optional[list[ClaimAllocation]], str]:
+        """What the pod's claims would be given on ``node`` now, or None and why not."""
+        key = (pod.key, node)
+        hit = self._fits.get(key)
+        local = self.local.get(node, 0)
+        if hit is not None:
+            if hit[3] is not None and hit[0] == self.wide and hit[1] == local:
+                return hit[3], hit[4]
+            if hit[3] is None and hit[2] == self.released and hit[0] == self.wide:
+                return None, hit[4]
+        try:
+            found, why = self.rules.allocate(self.claims_of(pod), self.nodes[node].node, self.state)
+        except AllocationError as exc:
+            found, why = None, str(exc)
+        self._fits[key] = (self.wide, local, self.released, found, why)
+        return found, why
+
+    def add(self, pod: Any, node: int) -> None:
+        if not pod.pod.spec.resource_claims:
+            return
+        found, _ = self.allocation(pod, node)
+        if found:
+            self.rules.commit(self.state, found, self.rules.inventory)
+            self._changed(found, released=False)
+        for pc in self.claims_of(pod):
+            if pc.key and pc.key in self.state.allocations and pc.key not in self.rules.allocated_claims:
+                self.users.setdefault(pc.key, set()).add(pod.key)
+
+    def remove(self, pod: Any) -> None:
+        if not pod.pod.spec.resource_claims:
+            return
+        for pc in self.claims_of(pod):
+            users = self.users.get(pc.key)
+            if users is None or pod.key not in users:
+                continue
+            users.discard(pod.key)
+            if not users:
+                del self.users[pc.key]
+                allocation = self.state.allocations[pc.key]
+                self.rules.release(self.state, allocation, self.rules.inventory)
+                self._changed([allocation], released=True)
+
+    def place_jointly(self, placed: list[tuple[Any, int]]) -> None:
+        """Allocate for pods already placed (a plan's), node by node, all claims of a node's
+        pods in one search: a joint placement (the solver's) may need devices chosen together
+        where allocating pod by pod in some order would strand them."""
+        by_node: dict[int, list[Any]] = {}
+        for pod, node in placed:
+            if pod.pod.spec.resource_claims:
+                by_node.setdefault(node, []).append(pod)
+        for node, pods in by_node.items():
+            claims = [pc for p in pods for pc in self.claims_of(p)]
+            try:
+                found, _ = self.rules.allocate(claims, self.nodes[node].node, self.state)
+            except AllocationError:
+                found = None
+            if found:
+                self.rules.commit(self.state, found, self.rules.inventory)
+                self._changed(found, released=False)
+            for p in pods:
+                for pc in self.claims_of(p):
+                    if pc.key and pc.key in self.state.allocations and pc.key not in self.rules.allocated_claims:
+                        self.users.setdefault(pc.key, set()).add(p.key)
+
+    def complete(self, pods: list[Any]) -> bool:
+        """Whether every needed claim of ``pods`` is allocated in this state."""
+        return all(not pc.needed or pc.key in self.state.allocations for p in pods for pc in self.claims_of(p))
+
+    def added_allocations(self) -> dict[str, ClaimAllocation]:
+        """The allocations made in this state (not the snapshot's), by claim."""
+        return {k: self.state.allocations[k] for k in sorted(self.users)}
