@@ -29,12 +29,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def control_plane(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     plane = ControlPlane(tmp_path_factory.mktemp("controlplane"))
     request.addfinalizer(plane.stop)
+    failed: ControlPlaneError | None = None
     try:
         plane.start()
     except ControlPlaneError as exc:
-        if exc.step == "build (finding Go)" and not os.environ.get("CI"):
-            pytest.skip(f"e2e tier skipped: {exc} (install Go 1.26 to run it; CI never skips it)")
-        pytest.fail(str(exc), pytrace=False)
+        failed = exc
+    if failed is not None:
+        if failed.step == "build (finding Go)" and not os.environ.get("CI"):
+            pytest.skip(f"e2e tier skipped: {failed} (install Go 1.26 to run it; CI never skips it)")
+        pytest.fail(str(failed), pytrace=False)
     yield plane
 
 
