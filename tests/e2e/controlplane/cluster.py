@@ -25,6 +25,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -210,9 +211,7 @@ class ControlPlane:
         out = open(self.log(name), "ab")
         try:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=self.directory,
-                                    **({"process_group": self.state.pgid} if self.state.pgid else
-                                       {"process_group": 0}))
+                                    cwd=self.directory, **_in_group(self.state.pgid))
         except OSError as exc:
             raise ControlPlaneError(f"starting {name}", self.log(name), str(exc)) from None
         finally:
@@ -276,6 +275,13 @@ class ControlPlane:
                                     self.log("kube-apiserver"), f"{type(exc).__name__}: {exc}") from None
         _kubeconfig(self.scheduler_kubeconfig, self.state.server, self.directory / "pki" / "ca.crt",
                     {"token": token}, "cpsat-scheduler")
+
+
+def _in_group(pgid: int) -> dict[str, Any]:
+    """Popen arguments that put the child in process group `pgid` (0: a new group it leads)."""
+    if sys.version_info >= (3, 11):
+        return {"process_group": pgid}
+    return {"preexec_fn": lambda: os.setpgid(0, pgid)}
 
 
 def ensure_default_service_account(core: Any, namespace: str) -> None:
