@@ -46,8 +46,9 @@ KINDS: tuple[ListedKind, ...] = (
     ListedKind("v1", "Pod", "pods", True),
     ListedKind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True),
     ListedKind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
-    ListedKind("v1", "PersistentVolume", "persistentvolumes", False),
-    ListedKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True),
+    # every real server serves these; a test server may not (then: no volumes, as in a dump without them)
+    ListedKind("v1", "PersistentVolume", "persistentvolumes", False, optional=True),
+    ListedKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, optional=True),
     # gangs: Kubernetes' own (1.36 PodGroups; 1.35 Workloads), scheduler-plugins' and Volcano's CRDs
     ListedKind("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups", True, optional=True),
     ListedKind("scheduling.k8s.io/v1alpha1", "Workload", "workloads", True, optional=True),
