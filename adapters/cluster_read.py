@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from models import InputError
 
-__all__ = ["KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
+__all__ = ["AS_KUBECTL_PLUGIN", "KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,17 @@ def add_cluster_options(parser: argparse.ArgumentParser, *, kubeconfig: bool = T
                         help="read the cluster of the pod's service account instead of a SNAPSHOT")
 
 
-def cluster_requested(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
-                or getattr(args, "in_cluster", False))
+# Set when run as the kubectl plugin `kubectl cpsat` (the executable kubectl-cpsat): then a command
+# given no SNAPSHOT reads the current kubeconfig's cluster, as every kubectl command does.
+AS_KUBECTL_PLUGIN = False
+
+
+def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) -> bool:
+    """Read the cluster: --kubeconfig, --context or --in-cluster was given, or, as the kubectl
+    plugin, no snapshot was."""
+    explicit = bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
+                    or getattr(args, "in_cluster", False))
+    return explicit or (AS_KUBECTL_PLUGIN and not snapshot_given)
 
 
 @dataclass(frozen=True)
@@ -106,8 +114,10 @@ def read_cluster(args: argparse.Namespace) -> ClusterSource:
     in_cluster = bool(getattr(args, "in_cluster", False))
     where = "in-cluster service account" if in_cluster else (args.kubeconfig or os.environ.get("KUBECONFIG")
                                                               or "~/.kube/config")
+    # $KUBECONFIG as it is now (the client reads it once, when first imported)
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
-        api = load_api_client(args.kubeconfig, in_cluster=in_cluster, context=args.context)
+        api = load_api_client(kubeconfig, in_cluster=in_cluster, context=args.context)
     except Exception as exc:  # noqa: BLE001 - the config loader's errors vary; none carries the file's content
         raise InputError(where, "", f"cannot load cluster credentials: {type(exc).__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")) from None

@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     if args.apply and args.dry_run:
         raise InputError("--dry-run", "", "cannot be given with --apply: choose one")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    if args.snapshot is None and cluster_requested(args) and not _snapshot_after_keep_node(args):
+    given = args.snapshot is not None or _snapshot_after_keep_node(args)
+    if not given and cluster_requested(args, snapshot_given=False):
         cluster = read_cluster(args)
         loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
     else:

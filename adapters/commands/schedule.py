@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     from adapters.snapshot_io import read_snapshot
 
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    if cluster_requested(args):
+    if cluster_requested(args, snapshot_given=args.snapshot is not None):
         if args.snapshot is not None:
             raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")
         stage("reading the cluster")

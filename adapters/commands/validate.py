@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     max_bytes = config.limits.max_snapshot_bytes
-    if cluster_requested(args):
+    if cluster_requested(args, snapshot_given=args.plan is not None):
         if args.plan is not None:
             raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")
         args.plan = args.snapshot          # the one positional is the plan

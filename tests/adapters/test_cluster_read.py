@@ -98,3 +98,22 @@ def test_the_readme_clusterrole_is_what_is_listed() -> None:
     block = re.search(r"```yaml\n(kind: ClusterRole\nmetadata: \{name: cpsat-cluster-reader\}.*?)```", readme, re.DOTALL)
     assert block, "README: the cpsat-cluster-reader ClusterRole"
     assert yaml.safe_load(block.group(1))["rules"] == READ_RULES
+
+
+def test_as_the_kubectl_plugin_no_snapshot_means_the_current_cluster(
+        server: FakeApiServer, snapshot: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from adapters import cluster_read
+    from adapters.cli import kubectl_plugin
+
+    monkeypatch.setenv("KUBECONFIG", server.kubeconfig_path(tmp_path))
+    monkeypatch.setattr(cluster_read, "AS_KUBECTL_PLUGIN", False)   # restored after the test
+    code = kubectl_plugin(["schedule", "-o", "json", "--workers", "1", "--seed", "7"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    code, expected, err = cli(capsys, "schedule", snapshot, "-o", "json", "--workers", "1", "--seed", "7")
+    assert placements(out) == placements(expected)
+    # a SNAPSHOT given is still read from the file
+    code = kubectl_plugin(["schedule", snapshot, "-o", "json", "--workers", "1", "--seed", "7"])
+    out, err = capsys.readouterr()
+    assert (code, placements(out)) == (0, placements(expected))
