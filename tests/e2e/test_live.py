@@ -152,3 +152,25 @@ def test_two_replicas_one_leader_and_failover(cluster: Cluster) -> None:
     assert wait_for(lambda: len(cluster.bound()) == 10, timeout=60), standby.text()[-3000:]
     assert wait_for(lambda: len(cluster.events("Scheduled")) == 10)   # each pod bound once, each event written
     _no_denials(standby.text())
+
+
+def test_a_restart_mid_burst_loses_nothing(cluster: Cluster) -> None:
+    nodes = [cluster.node(f"n{i}", cpu="4", memory="8Gi") for i in range(3)]
+    first = cluster.scheduler(name="before")
+    names = [f"burst-{i:03d}" for i in range(90)]
+    for name in names[:45]:
+        cluster.pod(name, cpu="100m", memory="64Mi")
+    assert wait_for(lambda: len(cluster.bound()) >= 10, timeout=60), first.text()[-3000:]
+    first.stop()                                   # SIGTERM mid-burst, as a rolling update does
+    for name in names[45:]:                        # the burst goes on while no scheduler runs
+        cluster.pod(name, cpu="100m", memory="64Mi")
+    second = cluster.scheduler(name="after")
+    assert wait_for(lambda: len(cluster.bound()) == len(names), timeout=90), second.text()[-3000:]
+    assert set(cluster.bound().values()) <= set(nodes)
+    # each pod bound once: its node never changed once set
+    for name in names:
+        seen = {e["node"] for e in cluster.pods.history(name) if e["node"]}
+        assert len(seen) == 1, (name, seen)
+    assert cluster.overcommitted() == []
+    assert wait_for(lambda: sorted(e.involved_object.name for e in cluster.events("Scheduled")) == names)
+    _no_denials(first.text() + second.text())
