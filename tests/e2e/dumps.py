@@ -139,6 +139,11 @@ class Applier:
     def delete(self) -> None:
         for api_version, kind, namespace, name in reversed(self.created):
             try:
+                if kind in ("PersistentVolume", "PersistentVolumeClaim"):
+                    # admission's pv/pvc-protection finalizers; their controller would lift them
+                    self._resource(api_version, kind).patch(
+                        body={"metadata": {"finalizers": None}}, name=name, namespace=namespace or None,
+                        content_type="application/merge-patch+json")
                 self._resource(api_version, kind).delete(name=name, namespace=namespace or None,
                                                          body={"gracePeriodSeconds": 0})
             except ApiException:
