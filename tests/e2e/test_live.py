@@ -174,3 +174,28 @@ def test_a_restart_mid_burst_loses_nothing(cluster: Cluster) -> None:
     assert cluster.overcommitted() == []
     assert wait_for(lambda: sorted(e.involved_object.name for e in cluster.events("Scheduled")) == names)
     _no_denials(first.text() + second.text())
+
+
+def test_a_1_36_workload_gang_runs_through_its_podgroup(cluster: Cluster) -> None:
+    """1.36's Workload (v1alpha2) holds pod group templates; a PodGroup made from one carries the
+    gang policy, and pods join the PodGroup (spec.schedulingGroup)."""
+    cluster.node("n1", cpu="2", memory="4Gi")
+    cluster.node("n2", cpu="2", memory="4Gi")
+    cluster.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", cluster.ns, "workloads", {
+        "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload", "metadata": {"name": "job"},
+        "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}]}})
+    cluster.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", cluster.ns, "podgroups", {
+        "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "metadata": {"name": "job-workers-0"},
+        "spec": {"podGroupTemplateRef": {"workload": {"workloadName": "job", "podGroupTemplateName": "workers"}},
+                 "schedulingPolicy": {"gang": {"minCount": 4}}}})
+    sched = cluster.scheduler()
+    names = [f"worker-{i}" for i in range(4)]
+    for name in names[:3]:
+        cluster.pod(name, cpu="1", group="job-workers-0")
+    time.sleep(3)
+    assert cluster.bound() == {}                   # three of four: the gang waits whole
+    cluster.pod(names[3], cpu="1", group="job-workers-0")
+    assert wait_for(lambda: set(cluster.bound()) == set(names), timeout=60), sched.text()[-3000:]
+    assert wait_for(lambda: cluster.group_conditions("job-workers-0").get("PodGroupScheduled", {})
+                    .get("status") == "True")
+    _no_denials(sched.text())
