@@ -145,6 +145,8 @@ def test_two_replicas_one_leader_and_failover(cluster: Cluster) -> None:
         cluster.pod(f"before-{i}")
     assert wait_for(lambda: len(cluster.bound()) == 5, timeout=60), leader.text()[-3000:]
     assert "became the leader" not in standby.text()
+    # (events are written after the binds; a crash before they are sent loses them, so wait)
+    assert wait_for(lambda: len(cluster.events("Scheduled")) == 5)
     leader.kill()                                           # a crash: the Lease is not handed over
     assert wait_for(lambda: holder() == _identity(standby.text()), timeout=30), standby.text()[-3000:]
     for i in range(5):
