@@ -19,6 +19,7 @@ from tests.e2e.harness import Cluster
 HERE = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).resolve().is_relative_to(HERE):
