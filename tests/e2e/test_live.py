@@ -201,3 +201,26 @@ def test_a_1_36_workload_gang_runs_through_its_podgroup(cluster: Cluster) -> Non
     assert wait_for(lambda: cluster.group_conditions("job-workers-0").get("PodGroupScheduled", {})
                     .get("status") == "True")
     _no_denials(sched.text())
+
+
+def test_preemption_goes_to_the_node_whose_victims_the_budget_allows(cluster: Cluster) -> None:
+    n1 = cluster.node("n1", cpu="2", memory="4Gi")
+    n2 = cluster.node("n2", cpu="2", memory="4Gi")
+    cluster.priority_class("low", 10)
+    cluster.priority_class("high", 1000)
+    for node, app in ((n1, "guarded"), (n2, "free")):
+        for i in range(2):
+            name = f"{app}-{i}"
+            cluster.pod(name, cpu="1", priority_class="low", node=node, labels={"app": app})
+            cluster.running(name)
+    cluster.policy.create_namespaced_pod_disruption_budget(cluster.ns, {
+        "metadata": {"name": "guarded"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}}})
+    cluster.budget_status("guarded", allowed=0, healthy=2, desired=2, expected=2)
+    sched = cluster.scheduler()
+    cluster.pod("urgent", cpu="2", priority_class="high")
+    assert wait_for(lambda: cluster.node_of("urgent") == n2, timeout=60), sched.text()[-3000:]
+    assert cluster.exists("guarded-0") and cluster.exists("guarded-1")
+    assert not cluster.exists("free-0") and not cluster.exists("free-1")
+    assert cluster.pods.index("urgent", lambda e: e["nominated"] == n2 and not e["node"]) >= 0
+    assert cluster.overcommitted() == []
+    _no_denials(sched.text())
