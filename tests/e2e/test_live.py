@@ -4,8 +4,10 @@ of examples/deploy/rbac.yaml: every call it makes meets the real RBAC authorizer
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 from kubernetes import client, config
@@ -224,3 +226,38 @@ def test_preemption_goes_to_the_node_whose_victims_the_budget_allows(cluster: Cl
     assert cluster.pods.index("urgent", lambda e: e["nominated"] == n2 and not e["node"]) >= 0
     assert cluster.overcommitted() == []
     _no_denials(sched.text())
+
+
+def test_repack_apply_stops_when_the_real_eviction_api_refuses(cluster: Cluster, tmp_path: Path) -> None:
+    """The dump had no PodDisruptionBudget; the cluster has one now that allows no disruption:
+    `repack --apply` cordons, the real Eviction API answers 429, and the run stops there."""
+    import argparse
+    import subprocess
+    import sys
+
+    from adapters.cluster_read import read_cluster
+    from tests.e2e.harness import REPO
+
+    nodes = [cluster.node(f"n{i}", cpu="4", memory="8Gi") for i in range(2)]
+    for name, node in (("web-a", nodes[0]), ("web-b", nodes[1])):
+        cluster.core.create_namespaced_pod(cluster.ns, {"metadata": {
+            "name": name, "labels": {"app": "web"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9f",
+                                 "uid": "0b6e4c3e-0000-4000-8000-000000000001", "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                                       "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]}})
+        cluster.running(name)
+    admin = str(cluster.plane.admin_kubeconfig)
+    dump = tmp_path / "cluster.json"
+    dump.write_text(read_cluster(argparse.Namespace(kubeconfig=admin, context=None, in_cluster=False)).text)
+    cluster.policy.create_namespaced_pod_disruption_budget(cluster.ns, {
+        "metadata": {"name": "web"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}})
+    cluster.budget_status("web", allowed=0, healthy=2, desired=2, expected=2)
+    done = subprocess.run([sys.executable, "-m", "adapters", "repack", str(dump), "-o", "json", "--apply",
+                           "--kubeconfig", admin, "--wait-seconds", "20"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert f"stopped at action 2 of 3: eviction of {cluster.ns}/web-" in done.stderr
+    [freed] = json.loads(done.stdout)["freed_nodes"]
+    assert cluster.core.read_node(freed).spec.unschedulable is True          # cordoned first
+    assert cluster.exists("web-a") and cluster.exists("web-b")               # nothing evicted
