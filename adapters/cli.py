@@ -166,5 +166,15 @@ def _version() -> str:
         return "unknown"
 
 
+def kubectl_plugin(argv: Optional[Sequence[str]] = None) -> int:
+    """The kubectl plugin (`kubectl cpsat schedule|repack|validate ...`, installed as the
+    executable kubectl-cpsat): the same command line, reading the current kubeconfig's cluster
+    ($KUBECONFIG, ~/.kube/config; --context to choose) when no SNAPSHOT is given."""
+    from adapters import cluster_read
+
+    cluster_read.AS_KUBECTL_PLUGIN = True
+    return main(argv)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

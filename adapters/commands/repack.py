@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from adapters.gc_control import keep_for_good
+from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
 from models import InputError
 
 from . import add_progress_option, non_negative_float, non_negative_int, note, progress_lines, stage, worker_count
@@ -72,8 +73,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the first surprise stops it (exit 1, saying where)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing (the default)")
-    parser.add_argument("--kubeconfig", metavar="FILE", help="with --apply: the cluster's kubeconfig (default: the client's)")
-    parser.add_argument("--context", metavar="NAME", help="with --apply: the kubeconfig context")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="the cluster's kubeconfig: read instead of a SNAPSHOT "
+                        "when none is given (read-only: list calls), and where --apply acts (default: the client's)")
+    parser.add_argument("--context", metavar="NAME", help="the kubeconfig context (with --kubeconfig or --apply)")
+    add_cluster_options(parser, kubeconfig=False)
     parser.add_argument("--wait-seconds", type=non_negative_float, default=300.0, metavar="S",
                         help="with --apply: how long one replacement may take to be Ready (default 300)")
     parser.add_argument("--plot", metavar="FILE.png", help="also draw per-node utilisation before and after (needs matplotlib)")
@@ -101,8 +104,13 @@ def run(args: argparse.Namespace) -> int:
     if args.apply and args.dry_run:
         raise InputError("--dry-run", "", "cannot be given with --apply: choose one")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes(
-        "no node to free and none to move pods to")
+    given = args.snapshot is not None or _snapshot_after_keep_node(args)
+    if not given and cluster_requested(args, snapshot_given=False):
+        cluster = read_cluster(args)
+        loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
+    else:
+        loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes)
+    loaded = loaded.require_nodes("no node to free and none to move pods to")
     keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
 
@@ -172,6 +180,10 @@ def _apply(args: argparse.Namespace, result, config) -> int:
         return 1
     print(f"cpsat-scheduler: apply: done, {len(applied.done)} action(s)", file=sys.stderr)
     return 0
+
+
+def _snapshot_after_keep_node(args: argparse.Namespace) -> bool:
+    return bool(args.keep_node) and (args.keep_node[-1] == "-" or Path(args.keep_node[-1]).is_file())
 
 
 def _snapshot_arg(args: argparse.Namespace) -> str:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from adapters.gc_control import keep_for_good
+from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
 from models import InputError
 
 from . import (
@@ -41,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "examples/snapshots/quickstart.yaml.",
     )
     parser.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file, or - for stdin")
+    add_cluster_options(parser)
     parser.add_argument("--engine", choices=ENGINES, default="cpsat", help="cpsat (default) or greedy (kube-scheduler's scheduleOne)")
     parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
@@ -86,10 +88,18 @@ def _run(args: argparse.Namespace) -> int:
     from adapters.output import dump_plan
     from adapters.snapshot_io import read_snapshot
 
-    source = snapshot_source(args.snapshot)
-    stage(f"reading {source}")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    loaded = read_snapshot(source, max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
+    if cluster_requested(args, snapshot_given=args.snapshot is not None):
+        if args.snapshot is not None:
+            raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")
+        stage("reading the cluster")
+        cluster = read_cluster(args)
+        loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
+    else:
+        source = snapshot_source(args.snapshot)
+        stage(f"reading {source}")
+        loaded = read_snapshot(source, max_bytes=config.limits.max_snapshot_bytes)
+    loaded = loaded.require_nodes_or_pods()
     keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
     if not args.all_pending:

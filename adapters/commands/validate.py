@@ -7,6 +7,9 @@ otherwise; exit 2 when the snapshot, the plan or the config cannot be read.
 from __future__ import annotations
 
 import argparse
+import sys
+
+from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
 
 from . import add_config_options, config_from_args, note
 
@@ -18,21 +21,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Replay PLAN (as printed by `schedule --output json|yaml`) on SNAPSHOT and "
         "report every violated hard rule, one per line. Exit 0 if valid, 1 if not, 2 on bad input.",
     )
-    parser.add_argument("snapshot", metavar="SNAPSHOT", help="snapshot file, or - for stdin")
-    parser.add_argument("plan", metavar="PLAN", help="plan file (JSON or YAML), or - for stdin")
+    parser.add_argument("snapshot", metavar="SNAPSHOT", help="snapshot file, or - for stdin (with "
+                        "--kubeconfig/--context/--in-cluster: left out, the cluster is read instead)")
+    parser.add_argument("plan", metavar="PLAN", nargs="?", help="plan file (JSON or YAML), or - for stdin")
+    add_cluster_options(parser)
     add_config_options(parser)
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, usage_error=lambda message: _usage_error(parser, message))
+
+
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
     from adapters.snapshot_io import load_plan, read_snapshot
     from models import InputError
 
-    if args.snapshot == "-" and args.plan == "-":
-        raise InputError("", "PLAN", "only one of SNAPSHOT and PLAN can be read from stdin")
     config = config_from_args(args)
     max_bytes = config.limits.max_snapshot_bytes
-    loaded = read_snapshot(args.snapshot, max_bytes=max_bytes).require_nodes_or_pods()
+    if cluster_requested(args, snapshot_given=args.plan is not None):
+        if args.plan is not None:
+            raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")
+        args.plan = args.snapshot          # the one positional is the plan
+        cluster = read_cluster(args)
+        loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=max_bytes)
+    else:
+        if args.plan is None:        # as argparse says it (PLAN is optional only with a cluster)
+            return int(args.usage_error("the following arguments are required: PLAN"))
+        if args.snapshot == "-" and args.plan == "-":
+            raise InputError("", "PLAN", "only one of SNAPSHOT and PLAN can be read from stdin")
+        loaded = read_snapshot(args.snapshot, max_bytes=max_bytes)
+    loaded = loaded.require_nodes_or_pods()
     note(loaded.note())
     # Pending pods and no Node: what `schedule` refuses to decide is not replayed either.
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)

@@ -32,6 +32,8 @@ import json
 import os
 import re
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -49,6 +51,7 @@ DRAIN_SECONDS = 120.0
 # How long the scheduler gets to stop after SIGTERM (a pod's default termination grace).
 STOP_GRACE_SECONDS = 30.0
 PHASES = ("burst", "backlog", "steady")
+PEER = "kube-scheduler"  # the engine name of the real kube-scheduler run as the peer
 
 
 @dataclass
@@ -133,14 +136,19 @@ class Bench:
             target.create_pods(backlog)
         with tempfile.TemporaryDirectory() as tmp:
             log_path = Path(tmp) / "scheduler.log"
-            debug = ["--debug"] if args.keep_logs else []  # per-window phase timings in the log
-            cmd = [sys.executable, "-m", "adapters", *debug, "run", "--kubeconfig", target.kubeconfig,
-                   "--engine", engine, "--no-leader-elect", "--metrics-addr", "127.0.0.1:0",
-                   "--window-size", str(args.window_size), "--window-wait", str(args.window_wait),
-                   "--time-limit", str(args.time_limit), "--workers", str(args.workers),
-                   "--scheduler-name", args.scheduler_name, *args.scheduler_args]
-            if args.context:
-                cmd += ["--context", args.context]
+            peer_port = 0
+            if engine == PEER:
+                peer_port = free_port()
+                cmd = kube_scheduler_command(args, target.kubeconfig, Path(tmp), peer_port)
+            else:
+                debug = ["--debug"] if args.keep_logs else []  # per-window phase timings in the log
+                cmd = [sys.executable, "-m", "adapters", *debug, "run", "--kubeconfig", target.kubeconfig,
+                       "--engine", engine, "--no-leader-elect", "--metrics-addr", "127.0.0.1:0",
+                       "--window-size", str(args.window_size), "--window-wait", str(args.window_wait),
+                       "--time-limit", str(args.time_limit), "--workers", str(args.workers),
+                       "--scheduler-name", args.scheduler_name, *args.scheduler_args]
+                if args.context:
+                    cmd += ["--context", args.context]
             started = time.monotonic()
             with open(log_path, "w") as log_file:
                 proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
@@ -151,7 +159,7 @@ class Bench:
                     result.cpu_seconds = process_cpu_seconds(proc.pid)
                     phases["backlog"] = (backlog, result)
                     target.delete_pods(backlog)
-                self._wait_ready(log_path, proc)
+                self._wait_ready(log_path, proc, peer_port)
                 steady = [f"{engine}-steady-{i:05d}" for i in range(int(args.rate * args.duration))]
                 phases["steady"] = self._measured(proc, recorder, steady,
                                                   create=lambda names: self._steady(target, engine, names))
@@ -160,7 +168,7 @@ class Bench:
                     print(f"[{engine}] burst of {args.burst} pods", file=sys.stderr)
                     names = [f"{engine}-burst-{i:05d}" for i in range(args.burst)]
                     phases["burst"] = self._measured(proc, recorder, names, create=target.create_pods, trim=True)
-                metrics = self._metrics(self._wait_ready(log_path, proc))
+                metrics = ({} if engine == PEER else self._metrics(self._wait_ready(log_path, proc)))
             finally:
                 proc.send_signal(signal.SIGTERM)  # promptly: events still queued must be flushed now
                 try:
@@ -212,10 +220,12 @@ class Bench:
             time.sleep(0.05)
 
     @staticmethod
-    def _wait_ready(log_path: Path, proc: subprocess.Popen) -> int:
-        """The port of the scheduler's status server (from its log), once /readyz says ready."""
+    def _wait_ready(log_path: Path, proc: subprocess.Popen, peer_port: int = 0) -> int:
+        """The port of the scheduler's status server (from its log), once /readyz says ready;
+        `peer_port`: kube-scheduler's, served over HTTPS with its own certificate."""
         deadline = time.monotonic() + 120
-        port = None
+        port = peer_port or None
+        context = ssl._create_unverified_context() if peer_port else None  # its self-signed certificate
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"the scheduler exited with status {proc.returncode}: "
@@ -227,7 +237,9 @@ class Bench:
                     time.sleep(0.1)
                     continue
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+                scheme = "https" if peer_port else "http"
+                with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}/readyz", timeout=2,
+                                            context=context) as resp:
                     if resp.status == 200:
                         return port
             except OSError:
@@ -258,6 +270,31 @@ class Bench:
         return out
 
 
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def kube_scheduler_command(args: argparse.Namespace, kubeconfig: str, directory: Path, port: int) -> list[str]:
+    """The real kube-scheduler as the peer: one profile taking the bench's schedulerName, no
+    leader election, its client allowed --peer-qps requests a second (burst twice that) so that
+    client-side throttling is not what limits it."""
+    import yaml
+
+    settings = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                "clientConnection": {"kubeconfig": kubeconfig, "qps": float(args.peer_qps),
+                                     "burst": int(2 * args.peer_qps)},
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": args.scheduler_name}]}
+    path = directory / "kube-scheduler.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    command = [args.kube_scheduler, f"--config={path}", f"--authentication-kubeconfig={kubeconfig}",
+               f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}",
+               "--v=1", *args.peer_args]
+    return command
+
+
 def _fmt(value: Optional[float], unit: str = "s") -> str:
     return "-" if value is None else f"{value:.2f}{unit}"
 
@@ -273,27 +310,34 @@ def _rows(r: EngineResult) -> list[tuple[str, PhaseResult]]:
 
 def report(results: list[EngineResult], args: argparse.Namespace) -> str:
     where = f"API server of {args.kubeconfig}" if args.kubeconfig else "in-memory API server"
+    # throughput is compared with the real kube-scheduler when it ran, else with our greedy
+    baseline = PEER if any(r.engine == PEER for r in results) else "greedy"
+    versus = "vs kube" if baseline == PEER else "vs greedy"
+    width = max(7, *(len(r.engine) for r in results))
     lines = [f"live scheduler benchmark on the {where}: {args.nodes} nodes; burst {args.burst}, backlog "
              f"{args.backlog}, steady {args.rate:g} pods/s for {args.duration:g}s; window {args.window_size} pods / "
              f"{args.window_wait} ms; CP-SAT limit {args.time_limit:g}s x {args.workers} workers; "
              f"{os.cpu_count()} cores",
              "",
-             f"{'engine':<7} {'phase':<8} {'bound':>11} {'seconds':>8} {'pods/s':>8} {'vs greedy':>9} {'p50':>7} "
+             f"{'engine':<{width}} {'phase':<8} {'bound':>11} {'seconds':>8} {'pods/s':>8} {versus:>9} {'p50':>7} "
              f"{'p99':>7} {'CPU s':>7} {'CPU ms/pod':>10} {'events':>11}"]
-    greedy = {name: phase for r in results if r.engine == "greedy" for name, phase in _rows(r)}
+    base = {name: phase for r in results if r.engine == baseline for name, phase in _rows(r)}
     for r in results:
         for name, ph in _rows(r):
             ratio = "-"
-            other = greedy.get(name)
-            if r.engine != "greedy" and other is not None and other.throughput and ph.throughput:
+            other = base.get(name)
+            if r.engine != baseline and other is not None and other.throughput and ph.throughput:
                 ratio = f"{ph.throughput / other.throughput:.2f}x"
             per_pod = (f"{1000 * ph.cpu_seconds / ph.bound:.1f}" if ph.cpu_seconds is not None and ph.bound
                        else "-")
-            lines.append(f"{r.engine:<7} {name:<8} {ph.bound:>5}/{ph.pods:<5} {ph.seconds:>8.2f} "
+            lines.append(f"{r.engine:<{width}} {name:<8} {ph.bound:>5}/{ph.pods:<5} {ph.seconds:>8.2f} "
                          f"{_fmt(ph.throughput, ''):>8} {ratio:>9} {_ms(ph.p50):>7} {_ms(ph.p99):>7} "
                          f"{_fmt(ph.cpu_seconds, ''):>7} {per_pod:>10} {ph.events:>5}/{ph.bound:<5}")
     lines.append("")
     for r in results:
+        if r.engine == PEER:
+            lines.append(f"{PEER}: {args.kube_scheduler} (client QPS {args.peer_qps:g}, burst {int(2 * args.peer_qps)})")
+            continue
         statuses = ", ".join(f"{k} {int(v)}" for k, v in sorted(r.solver_status.items()))
         lines.append(f"{r.engine}: {r.windows} windows (mean {r.mean_window} pods): {statuses}; "
                      f"{int(r.fallbacks)} fallbacks, {int(r.events_dropped)} events dropped before shutdown")
@@ -310,8 +354,17 @@ def run(**settings: Any) -> list[EngineResult]:
         if not hasattr(args, name):
             raise TypeError(f"unknown benchmark setting {name!r}")
         setattr(args, name, value)
-    engines = ["cpsat", "greedy"] if args.engine == "both" else [args.engine]
-    return [Bench(args).run_engine(engine) for engine in engines]
+    return [Bench(args).run_engine(engine) for engine in engines_of(args)]
+
+
+def engines_of(args: argparse.Namespace) -> list[str]:
+    """Which schedulers run, one after the other: both = CP-SAT and greedy; peer = CP-SAT and the
+    real kube-scheduler (--kube-scheduler), on the same server."""
+    if args.engine in ("peer", PEER):
+        if not args.kube_scheduler or not args.kubeconfig:
+            raise SystemExit("python -m adapters.live.bench: error: --engine peer and kube-scheduler need "
+                             "--kube-scheduler PATH (its binary) and --kubeconfig PATH (a real API server)")
+    return {"both": ["cpsat", "greedy"], "peer": ["cpsat", PEER]}.get(args.engine, [args.engine])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -331,7 +384,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="schedulerName of the bench pods and of the scheduler started (default cpsat-scheduler)")
     parser.add_argument("--scheduler-arg", dest="scheduler_args", action="append", default=[], metavar="ARG",
                         help="one more argument for `cpsat-scheduler run` (repeatable), e.g. --scheduler-arg=--quick-window=0")
-    parser.add_argument("--engine", choices=("cpsat", "greedy", "both"), default="both")
+    parser.add_argument("--engine", choices=("cpsat", "greedy", "both", PEER, "peer"), default="both",
+                        help="both: CP-SAT then greedy; peer: CP-SAT then the real kube-scheduler (needs "
+                        "--kube-scheduler and --kubeconfig)")
+    parser.add_argument("--kube-scheduler", metavar="PATH",
+                        help="the kube-scheduler binary run as the peer (e.g. python -m tests.e2e.controlplane build)")
+    parser.add_argument("--peer-qps", type=float, default=1000.0,
+                        help="kube-scheduler's client QPS (burst twice that), high so that it is not the limit")
+    parser.add_argument("--peer-arg", dest="peer_args", action="append", default=[], metavar="ARG",
+                        help="one more argument for kube-scheduler (repeatable)")
     parser.add_argument("--time-limit", type=float, default=1.0, help="CP-SAT time limit per window")
     parser.add_argument("--workers", type=int, default=2, help="CP-SAT workers (one per core here)")
     parser.add_argument("--window-size", type=int, default=500)
@@ -343,8 +404,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    engines = ["cpsat", "greedy"] if args.engine == "both" else [args.engine]
-    results = [Bench(args).run_engine(engine) for engine in engines]
+    results = [Bench(args).run_engine(engine) for engine in engines_of(args)]
     text = report(results, args)
     print(text)
     if args.json:

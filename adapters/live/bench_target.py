@@ -176,6 +176,7 @@ class ClusterTarget:
         try:
             self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                         "metadata": {"name": self.namespace, "labels": {RUN_LABEL: self.run}}})
+            self._default_service_account()
             list(self._pool.map(self._create_node, range(nodes)))
             for target in (self._watch_pods, self._watch_events, self._heartbeat):
                 thread = threading.Thread(target=target, name=f"bench-{target.__name__}", daemon=True)
@@ -186,6 +187,18 @@ class ClusterTarget:
             raise
         print(f"[bench] created namespace {self.namespace} and {nodes} fake nodes labelled {RUN_LABEL}={self.run}",
               file=sys.stderr)
+
+    def _default_service_account(self) -> None:
+        """The namespace's `default` service account, which the ServiceAccount admission plugin
+        wants before it admits a pod: a controller-manager makes it soon after the namespace; a
+        control plane without one (the e2e tier's) never does."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.core.create_namespaced_service_account(self.namespace, {"metadata": {"name": "default"}})
+        except ApiException as exc:
+            if exc.status not in (404, 409):   # 404: a server without service accounts needs none
+                raise
 
     def _create_node(self, i: int) -> None:
         name = self.node_names[i]

@@ -1,0 +1,178 @@
+"""Reading a snapshot straight from a cluster, read-only: every kind the snapshot parser reads,
+listed from the API server as `kubectl get KIND -A -o json` would, and handed to the parser as
+one List, exactly as a dump would be.
+
+`schedule`, `validate` and `repack` take `--kubeconfig PATH` / `--context NAME` / `--in-cluster`
+in place of a SNAPSHOT. Only `list` calls are made (in pages of 500); a kind whose API the server
+does not serve (a CRD not installed, an alpha API off) is left out, as it would be from a dump.
+The ClusterRole a reader needs is `READ_RULES` (README: "Read straight from a cluster").
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from models import InputError
+
+__all__ = ["AS_KUBECTL_PLUGIN", "KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
+
+
+@dataclass(frozen=True)
+class ListedKind:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    optional: bool = False      # an API a cluster may not serve
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    def path(self) -> str:
+        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        return f"{base}/{self.plural}"
+
+
+# What the snapshot parser reads (adapters/snapshot_io.py), in each API version a cluster serves it.
+KINDS: tuple[ListedKind, ...] = (
+    ListedKind("v1", "Namespace", "namespaces", False),
+    ListedKind("v1", "Node", "nodes", False),
+    ListedKind("v1", "Pod", "pods", True),
+    ListedKind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True),
+    ListedKind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
+    # every real server serves these; a test server may not (then: no volumes, as in a dump without them)
+    ListedKind("v1", "PersistentVolume", "persistentvolumes", False, optional=True),
+    ListedKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, optional=True),
+    # gangs: Kubernetes' own (1.36 PodGroups; 1.35 Workloads), scheduler-plugins' and Volcano's CRDs
+    ListedKind("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups", True, optional=True),
+    ListedKind("scheduling.k8s.io/v1alpha1", "Workload", "workloads", True, optional=True),
+    ListedKind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups", True, optional=True),
+    ListedKind("scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups", True, optional=True),
+    ListedKind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", True, optional=True),
+)
+
+
+def _rules() -> list[dict[str, Any]]:
+    by_group: dict[str, list[str]] = {}
+    for kind in KINDS:
+        by_group.setdefault(kind.group, [])
+        if kind.plural not in by_group[kind.group]:
+            by_group[kind.group].append(kind.plural)
+    return [{"apiGroups": [group], "resources": plurals, "verbs": ["list"]} for group, plurals in by_group.items()]
+
+
+# The ClusterRole rules reading a cluster needs: `list` on each kind above, nothing else.
+READ_RULES: list[dict[str, Any]] = _rules()
+
+
+def add_cluster_options(parser: argparse.ArgumentParser, *, kubeconfig: bool = True) -> None:
+    """--kubeconfig/--context/--in-cluster: read the cluster instead of a SNAPSHOT. `kubeconfig`
+    False: the command already has --kubeconfig and --context (repack's --apply)."""
+    if kubeconfig:
+        parser.add_argument("--kubeconfig", metavar="PATH",
+                            help="read the cluster of this kubeconfig instead of a SNAPSHOT (read-only: list calls)")
+        parser.add_argument("--context", metavar="NAME", help="with --kubeconfig: the kubeconfig context")
+    parser.add_argument("--in-cluster", action="store_true",
+                        help="read the cluster of the pod's service account instead of a SNAPSHOT")
+
+
+# Set when run as the kubectl plugin `kubectl cpsat` (the executable kubectl-cpsat): then a command
+# given no SNAPSHOT reads the current kubeconfig's cluster, as every kubectl command does.
+AS_KUBECTL_PLUGIN = False
+
+
+def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) -> bool:
+    """Read the cluster: --kubeconfig, --context or --in-cluster was given, or, as the kubectl
+    plugin, no snapshot was."""
+    explicit = bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
+                    or getattr(args, "in_cluster", False))
+    return explicit or (AS_KUBECTL_PLUGIN and not snapshot_given)
+
+
+@dataclass(frozen=True)
+class ClusterSource:
+    """A List read from a cluster, as text the snapshot parser reads like a file; `label` names
+    the cluster in messages."""
+    text: str
+    label: str
+
+    def open(self) -> io.StringIO:
+        return io.StringIO(self.text)
+
+
+def read_cluster(args: argparse.Namespace) -> ClusterSource:
+    """Every kind in KINDS listed from the cluster of args' kubeconfig/context/in-cluster.
+    Refusals, unreachable servers and bad credentials are input errors naming the cluster."""
+    from adapters.live.kube import load_api_client
+
+    in_cluster = bool(getattr(args, "in_cluster", False))
+    where = "in-cluster service account" if in_cluster else (args.kubeconfig or os.environ.get("KUBECONFIG")
+                                                              or "~/.kube/config")
+    # $KUBECONFIG as it is now (the client reads it once, when first imported)
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    try:
+        api = load_api_client(kubeconfig, in_cluster=in_cluster, context=args.context)
+    except Exception as exc:  # noqa: BLE001 - the config loader's errors vary; none carries the file's content
+        raise InputError(where, "", f"cannot load cluster credentials: {type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")) from None
+    label = f"cluster {api.configuration.host}"
+    try:
+        items: list[dict[str, Any]] = []
+        for kind in KINDS:
+            items.extend(_list(api, kind, label))
+    finally:
+        api.close()
+    document = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+    return ClusterSource(json.dumps(document), label)
+
+
+_CORE_LISTS = {"namespaces": "list_namespace", "nodes": "list_node", "pods": "list_pod_for_all_namespaces",
+               "persistentvolumes": "list_persistent_volume",
+               "persistentvolumeclaims": "list_persistent_volume_claim_for_all_namespaces"}
+
+
+def _list(api: Any, kind: ListedKind, label: str) -> list[dict[str, Any]]:
+    from urllib3.exceptions import HTTPError
+
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    if kind.api_version == "v1":
+        call = getattr(client.CoreV1Api(api), _CORE_LISTS[kind.plural])
+    else:
+        group, version = kind.api_version.split("/")
+        custom = client.CustomObjectsApi(api)
+
+        def call(**kwargs: Any) -> Any:
+            return custom.list_cluster_custom_object(group, version, kind.plural, **kwargs)
+    items: list[dict[str, Any]] = []
+    token: Optional[str] = None
+    while True:
+        paging: dict[str, Any] = {"limit": 500, **({"_continue": token} if token else {})}
+        try:
+            answer = call(_preload_content=False, _request_timeout=60, **paging)
+            try:
+                body = json.loads(answer.data)
+            finally:
+                answer.release_conn()
+        except ApiException as exc:
+            if exc.status == 404 and kind.optional:
+                return []
+            if exc.status in (401, 403):
+                raise InputError(label, kind.plural, f"{exc.status} {exc.reason}: listing {kind.plural}"
+                                 f" ({kind.group or 'core'} API group) needs the `list` verb; see README "
+                                 "'Read straight from a cluster' for the ClusterRole") from None
+            raise InputError(label, kind.plural, f"listing {kind.plural} failed: {exc.status} {exc.reason}") from None
+        except (HTTPError, OSError) as exc:
+            raise InputError(label, "", f"cannot reach the API server: {type(exc).__name__}: {exc}") from None
+        for item in body.get("items") or []:
+            items.append({"apiVersion": kind.api_version, "kind": kind.kind, **item})
+        token = (body.get("metadata") or {}).get("continue")
+        if not token:
+            return items

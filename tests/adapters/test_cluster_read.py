@@ -1,0 +1,119 @@
+"""`schedule`, `validate` and `repack` reading a cluster (`--kubeconfig`) instead of a SNAPSHOT,
+against the in-memory API server (no Go needed; tests/e2e/test_read_cluster.py does the same
+against a real 1.36 server): the same plan as from the file, list calls only, paging, and the
+README's ClusterRole is exactly what is listed."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adapters.apiserver import FakeApiServer
+from adapters.cli import main
+from adapters.cluster_read import READ_RULES
+
+REPO = Path(__file__).resolve().parents[2]
+# The in-memory server stores no PersistentVolumes: the example without its PV and PVC, here and
+# in the file each plan is compared with (the e2e tier reads them from the real server).
+OBJECTS = [o for o in yaml.safe_load((REPO / "examples" / "snapshots" / "quickstart.yaml").read_text())["items"]
+           if o["kind"] not in ("PersistentVolume", "PersistentVolumeClaim")]
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> str:
+    path = tmp_path / "quickstart-without-volumes.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": OBJECTS}))
+    return str(path)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def placements(out: str) -> tuple[list[tuple[str, str]], list[str]]:
+    plan = json.loads(out)
+    return (sorted((a["pod"], a["node"]) for a in plan["assignments"]), sorted(u["pod"] for u in plan["unschedulable"]))
+
+
+@pytest.fixture
+def server() -> FakeApiServer:
+    made = FakeApiServer(OBJECTS, kubelet=False, disruption_controller=False).start()
+    yield made
+    made.stop()
+
+
+def test_schedule_from_the_cluster_gives_the_files_plan_with_list_calls_only(
+        server: FakeApiServer, snapshot: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = server.kubeconfig_path(tmp_path)
+    server.requests.keep()
+    code, out, err = cli(capsys, "schedule", "--kubeconfig", kubeconfig, "-o", "json", "--workers", "1", "--seed", "7")
+    assert code == 0, err
+    records = server.requests.records
+    assert {r.method for r in records} == {"GET"} and not any(r.watch for r in records)
+    assert {r.path for r in records} >= {"/api/v1/nodes", "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"}
+    code, expected, err = cli(capsys, "schedule", snapshot, "-o", "json", "--workers", "1", "--seed", "7")
+    assert code == 0, err
+    assert placements(out) == placements(expected)
+    plan = tmp_path / "plan.json"
+    plan.write_text(out)
+    code, out, err = cli(capsys, "validate", "--kubeconfig", kubeconfig, str(plan))
+    assert (code, out.startswith("OK: plan is valid")) == (0, True), err
+
+
+def test_repack_from_the_cluster_gives_the_files_plan(server: FakeApiServer, snapshot: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "repack", "--kubeconfig", server.kubeconfig_path(tmp_path), "-o", "json",
+                         "--workers", "1", "--seed", "7")
+    assert code == 0, err
+    code, expected, err = cli(capsys, "repack", snapshot, "-o", "json", "--workers", "1", "--seed", "7")
+    assert code == 0, err
+    keys = ("moves", "freed_nodes", "before", "after")
+    assert {k: json.loads(out)[k] for k in keys} == {k: json.loads(expected)[k] for k in keys}
+
+
+def test_a_snapshot_and_a_cluster_together_are_refused(server: FakeApiServer, snapshot: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "schedule", snapshot, "--kubeconfig", server.kubeconfig_path(tmp_path))
+    assert (code, out) == (2, "")
+    assert "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both" in err
+
+
+def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server = FakeApiServer([]).start()
+    kubeconfig = server.kubeconfig_path(tmp_path)
+    server.stop()
+    code, out, err = cli(capsys, "schedule", "--kubeconfig", kubeconfig)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and "cannot reach the API server" in err
+
+
+def test_the_readme_clusterrole_is_what_is_listed() -> None:
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"```yaml\n(kind: ClusterRole\nmetadata: \{name: cpsat-cluster-reader\}.*?)```", readme, re.DOTALL)
+    assert block, "README: the cpsat-cluster-reader ClusterRole"
+    assert yaml.safe_load(block.group(1))["rules"] == READ_RULES
+
+
+def test_as_the_kubectl_plugin_no_snapshot_means_the_current_cluster(
+        server: FakeApiServer, snapshot: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from adapters import cluster_read
+    from adapters.cli import kubectl_plugin
+
+    monkeypatch.setenv("KUBECONFIG", server.kubeconfig_path(tmp_path))
+    monkeypatch.setattr(cluster_read, "AS_KUBECTL_PLUGIN", False)   # restored after the test
+    code = kubectl_plugin(["schedule", "-o", "json", "--workers", "1", "--seed", "7"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    code, expected, err = cli(capsys, "schedule", snapshot, "-o", "json", "--workers", "1", "--seed", "7")
+    assert placements(out) == placements(expected)
+    # a SNAPSHOT given is still read from the file
+    code = kubectl_plugin(["schedule", snapshot, "-o", "json", "--workers", "1", "--seed", "7"])
+    out, err = capsys.readouterr()
+    assert (code, placements(out)) == (0, placements(expected))

@@ -1,0 +1,9 @@
+"""A real Kubernetes control plane for the tests: built from the Go module beside this file
+(`build`), started and stopped on 127.0.0.1 (`cluster`). `python -m tests.e2e.controlplane` is its
+command line."""
+
+from .build import ControlPlaneError, ensure_built, required_version
+from .cluster import FEATURE_GATES, RUNTIME_CONFIG, ControlPlane, State, stop_processes
+
+__all__ = ["ControlPlane", "ControlPlaneError", "FEATURE_GATES", "RUNTIME_CONFIG", "State", "ensure_built",
+           "required_version", "stop_processes"]

@@ -1,0 +1,73 @@
+"""The control plane itself: cached builds, the APIs it serves, its one command, and what a
+failed start leaves behind (one line naming the step and its log; no process)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from tests.e2e.controlplane import ControlPlane, ControlPlaneError, State, ensure_built
+from tests.e2e.controlplane import cluster as cluster_module
+from tests.e2e.controlplane.cluster import _is_ours
+from tests.e2e.harness import REPO
+
+NAMES = {"etcd", "kube-apiserver", "kube-scheduler"}
+
+
+def test_a_second_build_builds_nothing(control_plane: ControlPlane) -> None:
+    again = ensure_built(quiet=True)
+    assert not again.built and again.seconds < 5
+    assert control_plane.built is not None and again.bin_dir == control_plane.built.bin_dir
+    assert not str(again.bin_dir).startswith(str(REPO))      # the cache is outside the repository
+
+
+def test_the_server_is_1_36_and_serves_the_gang_and_dra_apis(control_plane: ControlPlane) -> None:
+    api = config.new_client_from_config(str(control_plane.admin_kubeconfig))
+    assert client.VersionApi(api).get_code().git_version == "v1.36.3"
+    served = {v.group_version for g in client.ApisApi(api).get_api_versions().groups for v in g.versions}
+    assert {"scheduling.k8s.io/v1alpha2", "resource.k8s.io/v1"} <= served
+    # a 1.35 Workload (v1alpha1) is not served any more
+    assert "scheduling.k8s.io/v1alpha1" not in served
+    resources = {r.name for r in client.CustomObjectsApi(api).get_api_resources("scheduling.k8s.io", "v1alpha2").resources}
+    assert {"podgroups", "podgroups/status", "workloads"} <= resources
+    api.close()
+
+
+def test_a_failed_start_names_the_step_and_its_log_and_leaves_nothing_running(
+        control_plane: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_module, "START_TIMEOUT", 0.0)     # nothing can be ready in no time
+    plane = ControlPlane(tmp_path / "cp")
+    with pytest.raises(ControlPlaneError) as failed:
+        plane.start()
+    message = str(failed.value)
+    assert "\n" not in message and message.startswith("control plane: starting etcd failed")
+    assert f"(log: {tmp_path / 'cp' / 'etcd.log'})" in message
+    assert plane.state is not None and plane.state.pids
+    assert not any(_is_ours(pid, NAMES) for pid in plane.state.pids.values())
+
+
+def test_up_and_down_start_and_stop_exactly_their_processes(control_plane: ControlPlane, tmp_path: Path) -> None:
+    directory = tmp_path / "cp"
+    command = [sys.executable, "-m", "tests.e2e.controlplane"]
+    up = subprocess.run([*command, "up", "--dir", str(directory)], cwd=REPO, capture_output=True, text=True,
+                        timeout=300)
+    assert up.returncode == 0, up.stderr
+    state = State.load(directory)
+    try:
+        assert f"server      {state.server}" in up.stdout
+        assert all(_is_ours(pid, NAMES) for pid in state.pids.values())
+        as_scheduler = client.CoreV1Api(config.new_client_from_config(str(directory / "cpsat-scheduler.kubeconfig")))
+        assert as_scheduler.list_node().items == []             # it may list nodes, and there are none
+        down = subprocess.run([*command, "down", "--dir", str(directory)], cwd=REPO, capture_output=True,
+                              text=True, timeout=60)
+        assert down.returncode == 0, down.stderr
+        assert not any(_is_ours(pid, NAMES) for pid in state.pids.values())
+        # the session's own control plane was not touched
+        assert control_plane.state is not None
+        assert all(_is_ours(pid, NAMES) for pid in control_plane.state.pids.values())
+    finally:
+        cluster_module.stop_processes(state.pids, state.pgid)
