@@ -52,7 +52,7 @@ from models import (
 )
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 from models.objects import compact
-from models.storage import PersistentVolume, PersistentVolumeClaim
+from models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from . import item_stream
@@ -108,6 +108,8 @@ _KINDS: dict[str, _Kind] = {
     "Namespace": _Kind("namespaces", Namespace, frozenset({""}), False),
     "PersistentVolume": _Kind("persistentvolumes", PersistentVolume, frozenset({""}), False),
     "PersistentVolumeClaim": _Kind("persistentvolumeclaims", PersistentVolumeClaim, frozenset({""}), True),
+    "StorageClass": _Kind("storageclasses", StorageClass, frozenset({"storage.k8s.io"}), False),
+    "CSINode": _Kind("csinodes", CSINode, frozenset({"storage.k8s.io"}), False),
 }
 
 
@@ -284,6 +286,8 @@ class _Objects:
             namespaces=objects["Namespace"],
             pvs=objects["PersistentVolume"],
             pvcs=objects["PersistentVolumeClaim"],
+            storage_classes=objects["StorageClass"],
+            csi_nodes=objects["CSINode"],
         )
         return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(self.skipped))
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from .errors import InputError
 from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
-from .storage import PersistentVolume, PersistentVolumeClaim
+from .storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
@@ -53,6 +53,9 @@ class ClusterSnapshot(BaseModel):
     # Where persistent data lives (read by ``repack``: a pod moves only where its volume can follow).
     pvs: tuple[PersistentVolume, ...] = ()
     pvcs: tuple[PersistentVolumeClaim, ...] = ()
+    # What the volume plugins read besides claims and volumes (``solver/plugins/volume_*``).
+    storage_classes: tuple[StorageClass, ...] = ()
+    csi_nodes: tuple[CSINode, ...] = ()
 
     @classmethod
     def build(
@@ -66,6 +69,8 @@ class ClusterSnapshot(BaseModel):
         namespaces: Iterable[Namespace] = (),
         pvs: Iterable[PersistentVolume] = (),
         pvcs: Iterable[PersistentVolumeClaim] = (),
+        storage_classes: Iterable[StorageClass] = (),
+        csi_nodes: Iterable[CSINode] = (),
         pod_keys: Optional[list[str]] = None,
         node_names: Optional[list[str]] = None,
         keyed: bool = False,
@@ -86,6 +91,7 @@ class ClusterSnapshot(BaseModel):
         nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
         priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
         pvs, pvcs = list(pvs), list(pvcs)
+        storage_classes, csi_nodes = list(storage_classes), list(csi_nodes)
         if pod_keys is None or len(pod_keys) != len(pods):
             pod_keys = [p.key for p in pods]
         if not keyed:
@@ -97,6 +103,8 @@ class ClusterSnapshot(BaseModel):
             _no_duplicates("namespaces", [n.metadata.name for n in namespaces])
             _no_duplicates("persistentvolumes", [v.name for v in pvs])
             _no_duplicates("persistentvolumeclaims", [c.key for c in pvcs])
+            _no_duplicates("storageclasses", [c.name for c in storage_classes])
+            _no_duplicates("csinodes", [c.name for c in csi_nodes])
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
             pods = [resolve_pod(pod, classes) for pod in pods]
@@ -110,6 +118,8 @@ class ClusterSnapshot(BaseModel):
             namespaces=tuple(namespaces),
             pvs=tuple(pvs),
             pvcs=tuple(pvcs),
+            storage_classes=tuple(storage_classes),
+            csi_nodes=tuple(csi_nodes),
         )
         # Filled in as ``pod_position`` would be (a cached property: stored on first use).
         snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pod_keys))))

@@ -19,6 +19,7 @@ from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
 from .info import NodeInfo, PodInfo, node_derived
+from .plugins.volume_catalog import VolumeCatalog
 from .state import ClusterState
 
 
@@ -353,6 +354,8 @@ def build_context(
         nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
         label_keys = list(assumed.label_keys)
         state = assumed.state.copy()
+    if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
+        state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
 
     notes: list[str] = []
     if unknown_nodes:

@@ -16,6 +16,7 @@ from typing import Any, Optional, TypeVar
 from models.objects import Node, NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
 from models.resources import pod_host_ports, pod_nonzero_requests, pod_requests
 from models.snapshot import pod_group_key
+from models.storage import pod_claims
 
 from .terms import AffinityTerm, SpreadConstraint
 
@@ -61,6 +62,8 @@ class PodInfo:
     # Filled by the context builder: index of the pod's equivalence class in the window.
     class_id: int = -1
     match_key: tuple = field(default=())
+    # The PersistentVolumeClaims the pod mounts, as namespace/name (``models.storage.pod_claims``).
+    claims: tuple[str, ...] = ()
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True) -> "PodInfo":
@@ -119,6 +122,7 @@ class PodInfo:
             start_time=pod.status.start_time,
             terminating=pod.is_terminating,
             match_key=(ns, tuple(sorted(labels.items()))),
+            claims=tuple(f"{ns}/{c}" for c in pod_claims(pod.metadata.name, spec.volumes)),
         )
 
     @property
@@ -158,6 +162,7 @@ class PodInfo:
             self.group if with_group else None,
             self.images,
             self.containers,
+            self.claims,
         )
 
 
