@@ -58,6 +58,13 @@ def plan_table(plan: Plan) -> str:
         rows = [(n.node, n.pod) for n in sorted(plan.nominations, key=lambda n: (n.node, n.pod))]
         lines += _columns(("NODE", "POD"), rows)
 
+    if plan.volume_bindings:
+        lines.append("")
+        lines.append(f"VOLUMES: {_count(len(plan.volume_bindings), 'claim')} bound for the first time")
+        rows = [(b.node, b.claim, b.volume if b.volume is not None else "(provisioned)", b.pod)
+                for b in sorted(plan.volume_bindings, key=lambda b: (b.node, b.claim))]
+        lines += _columns(("NODE", "CLAIM", "VOLUME", "POD"), rows)
+
     if plan.unschedulable:
         lines.append("")
         lines.append(f"UNSCHEDULABLE: {_count(len(plan.unschedulable), 'pod')}")

@@ -45,6 +45,19 @@ class Gated(_PlanModel):
     gates: tuple[str, ...] = ()
 
 
+class VolumeBinding(_PlanModel):
+    """How a WaitForFirstConsumer claim of a placed pod gets its volume: bound to an existing
+    PersistentVolume (``volume``), or provisioned (``volume`` null, ``provisioned`` true) for
+    ``node`` (kube-scheduler's ``volume.kubernetes.io/selected-node``). ``pod``: its first
+    consumer in the plan."""
+
+    claim: str
+    pod: str
+    node: str
+    volume: Optional[str] = None
+    provisioned: bool = False
+
+
 class PlanStats(_PlanModel):
     engine: str
     status: str
@@ -80,6 +93,8 @@ class Plan(_PlanModel):
     nominations: tuple[Nomination, ...] = ()
     # Pods waiting on scheduling gates, which kube-scheduler (and we) leave out of the window.
     gated: tuple[Gated, ...] = ()
+    # The volumes the plan's WaitForFirstConsumer claims take (``plugins/volume_binding``).
+    volume_bindings: tuple[VolumeBinding, ...] = ()
     stats: PlanStats
 
     def assignment_map(self) -> dict[str, str]:

@@ -23,6 +23,7 @@ from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
 from .greedy import schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
+from .plugins.volume_binding.filter import bindings_of
 
 ENGINES = ("cpsat", "greedy")
 # Appended to a left-out pod's message when it would have fit on its own.
@@ -148,8 +149,9 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         nodes=len(ctx.nodes),
         placed=len(assignments),
     )
+    volumes = bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes)
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
-                gated=_gated(ctx), stats=PlanStats(**stats))
+                gated=_gated(ctx), volume_bindings=volumes, stats=PlanStats(**stats))
 
 
 def _gated(ctx) -> tuple[Gated, ...]:

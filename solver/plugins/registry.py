@@ -44,6 +44,13 @@ from .preemption import check as preemption_check
 from .preemption import victim_room
 from .taint_toleration import filter as taint_toleration
 from .taint_toleration import score as taint_toleration_score
+from .node_volume_limits import check as node_volume_limits_check
+from .node_volume_limits import encode as node_volume_limits
+from .volume_binding import check as volume_binding_check
+from .volume_binding import encode as volume_binding
+from .volume_restrictions import check as volume_restrictions_check
+from .volume_restrictions import encode as volume_restrictions
+from .volume_zone import check as volume_zone_check
 
 if TYPE_CHECKING:
     from ..cpsat.model import WindowModel
@@ -74,6 +81,8 @@ FILTER_ENCODERS: tuple[Encoder, ...] = (
 WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
     # min_resources after gang: it orders the kinds' run counts gang.encode makes
     gang.encode, gang_min_resources.encode, gang_topology.encode, gang_preferred.encode, victim_room.encode,
+    # the volume plugins' window-wide parts (their node-local parts prune candidates)
+    volume_restrictions.encode, node_volume_limits.encode, volume_binding.encode,
 )
 
 Check = Callable[["Replay"], None]
@@ -81,6 +90,10 @@ FINAL_CHECKS: tuple[Check, ...] = (
     static_check.check,
     node_resources_fit_check.check,
     node_ports_check.check,
+    volume_restrictions_check.check,
+    node_volume_limits_check.check,
+    volume_binding_check.check,
+    volume_zone_check.check,
     inter_pod_affinity_check.check_anti_affinity,
     inter_pod_affinity_check.check_affinity,
     pod_topology_spread_check.check,

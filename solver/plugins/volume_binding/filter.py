@@ -6,13 +6,17 @@ claims once per cycle (``VolumeCycle``), then one node at a time. Each rule is i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Optional
+
+from models.plan import VolumeBinding
 
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...state import ClusterState
 from ..node_volume_limits import rules as limits
 from ..volume_restrictions import rules as restrictions
+from ..volume_catalog import VolumeCatalog
 from ..volume_zone import rules as zone
 from . import rules as binding
 
@@ -80,3 +84,29 @@ def release(pod: PodInfo, state: ClusterState) -> None:
     gone = {c for c in pod.claims if c not in state.claim_users}
     if gone:
         state.pv_taken = {v: c for v, c in state.pv_taken.items() if c not in gone}
+
+
+def claim_uses(placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: VolumeCatalog) -> dict[str, list[tuple[str, NodeInfo]]]:
+    """The delayed claims of the placed pods: claim -> [(pod key, node)] in the order given."""
+    uses: dict[str, list[tuple[str, NodeInfo]]] = {}
+    for pod, node in placed:
+        for claim in binding.delayed_claims(pod.claims, catalog):
+            uses.setdefault(claim, []).append((pod.key, node))
+    return uses
+
+
+def bindings_of(placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: VolumeCatalog) -> tuple[VolumeBinding, ...]:
+    """The plan's ``volume_bindings``: a volume (or provisioning) for every delayed claim of the
+    placed pods (``rules.plan_bindings``), sorted by claim."""
+    if not catalog:
+        return ()
+    uses = claim_uses(placed, catalog)
+    if not uses:
+        return ()
+    chosen = binding.plan_bindings({k: [(n.name, n.labels) for _, n in v] for k, v in uses.items()}, catalog)
+    out = []
+    for claim in sorted(chosen):
+        pod, node = uses[claim][0]
+        volume = chosen[claim]
+        out.append(VolumeBinding(claim=claim, pod=pod, node=node.name, volume=volume, provisioned=volume is None))
+    return tuple(out)

@@ -191,3 +191,45 @@ def delayed_claims(claim_keys: Collection[str], catalog: VolumeCatalog) -> list[
         if claim is not None and not claim.spec.volume_name and catalog.delayed(claim):
             out.append(key)
     return out
+
+
+Use = tuple[str, Mapping[str, str]]  # (node name, node labels) where a claim is mounted
+
+
+def plan_bindings(uses: Mapping[str, list[Use]], catalog: VolumeCatalog,
+                  given: Optional[Mapping[str, Optional[str]]] = None) -> dict[str, Optional[str]]:
+    """For the delayed claims in ``uses`` (claim -> the nodes of the pods mounting it), a volume
+    each (None: provisioned), no volume twice: a maximum matching that binds every claim its
+    nodes cannot provision for, and prefers an existing volume otherwise (as kube-scheduler
+    looks for one before provisioning). ``given``: claims already decided (kept, their volumes
+    taken). Claims with no way out are left out of the answer."""
+    import networkx as nx
+
+    given = dict(given or {})
+    taken = {v for v in given.values() if v is not None}
+    open_claims = sorted(k for k in uses if k not in given)
+    must = {k for k in open_claims
+            if not all((cls := catalog.storage_class(catalog.claims[k])) is not None and can_provision(cls, labels)
+                       for _, labels in uses[k])}
+    graph = nx.Graph()
+    heavy = len(open_claims) + 1
+    for key in open_claims:
+        claim = catalog.claims[key]
+        class_name = catalog.class_name(claim)
+        for pv in candidates(claim, class_name, catalog):
+            if pv.name in taken or not all(admits(pv, node, labels) for node, labels in uses[key]):
+                continue
+            # Heavier for claims that need a volume; a smaller volume weighs a little more.
+            weight = (heavy if key in must else 1) * 4 * heavy - 1.0 / (2 + pv.size.bit_length())
+            graph.add_edge(("claim", key), ("pv", pv.name), weight=weight)
+    matched: dict[str, str] = {}
+    for a, b in nx.max_weight_matching(graph):
+        claim_side, pv_side = (a, b) if a[0] == "claim" else (b, a)
+        matched[claim_side[1]] = pv_side[1]
+    out: dict[str, Optional[str]] = dict(given)
+    for key in open_claims:
+        if key in matched:
+            out[key] = matched[key]
+        elif key not in must:
+            out[key] = None
+    return out
