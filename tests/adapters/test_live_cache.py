@@ -57,7 +57,7 @@ def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Clu
     cache = ClusterCache()
     cache.replace(NODES, nodes)
     cache.replace(PODS, [dict(p, metadata={**p["metadata"], "resourceVersion": "5"}) for p in pods])
-    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES):
+    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES):
         cache.replace(resource, [])
     return cache
 
