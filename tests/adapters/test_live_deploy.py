@@ -68,7 +68,7 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
     "replace_namespaced_lease": (("coordination.k8s.io", "leases", "update"),),
 }
-API_OBJECTS = {"core", "policy", "scheduling", "custom", "coordination"}
+API_OBJECTS = {"core", "policy", "scheduling", "custom", "coordination", "storage"}
 
 
 def documents(name: str) -> list[dict[str, Any]]:
