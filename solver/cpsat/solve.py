@@ -366,7 +366,7 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
         mask &= pod_topology_spread.prune(rep, state)
         mask &= gang_topology.prune(rep, gangs, state)
         if rep.claims:
-            mask &= volume_binding.prune(rep, state)
+            mask &= volume_binding.prune(rep, state, can_evict)
         return mask
 
     probe.compute_candidates(extra_prune)

@@ -14,6 +14,7 @@ from adapters.live.convert import parse_object
 from adapters.live.kube import (
     CORE_PODGROUPS,
     GANG_RESOURCES,
+    VOLUME_RESOURCES,
     NODES,
     PDBS,
     PODGROUPS,

@@ -28,17 +28,25 @@ if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
 
 
-def prune(pod: PodInfo, state: ClusterState) -> np.ndarray:
+def prune(pod: PodInfo, state: ClusterState, can_evict=lambda other: False) -> np.ndarray:
     """Nodes the pod's claims allow by VolumeBinding and VolumeZone with no volume yet taken in
-    the window; False everywhere when a PreFilter fails, or a running pod the model does not
-    evict for it holds one of its ReadWriteOncePod claims (greedy's preemption may still)."""
+    the window; False everywhere when a PreFilter fails. When running pods hold one of its
+    ReadWriteOncePod claims, only their node, if they are all there and the pod may evict them
+    (kube-scheduler's preemption frees the claim by evicting on the candidate node only)."""
     ok = np.ones(len(state.nodes), dtype=bool)
     if not pod.claims:
         return ok
     cycle = VolumeCycle(pod, state)
-    if cycle.failed is not None or cycle.holders:
+    if cycle.failed is not None:
         ok[:] = False
         return ok
+    if cycle.holders:
+        where = {state.where[k] for k in cycle.holders}
+        holders = [state.pods_on[n][k] for k in cycle.holders for n in where if k in state.pods_on[n]]
+        ok[:] = False
+        if len(where) != 1 or not all(can_evict(h) for h in holders):
+            return ok
+        ok[next(iter(where))] = True
     for node in state.nodes:
         if rules.reasons(cycle.binding, node.name, node.labels, {}):
             ok[node.index] = False

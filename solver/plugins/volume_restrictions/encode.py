@@ -1,6 +1,7 @@
 """VolumeRestrictions (ReadWriteOncePod) in the CP-SAT model: the window's pods mounting one
-ReadWriteOncePod claim place at most one pod between them. A claim a running pod holds already
-prunes every node (``volume_binding.encode.prune``), so only the window's own pods count here."""
+ReadWriteOncePod claim place at most one pod between them; where a running pod holds the claim
+(its node is the only candidate left, ``volume_binding.encode.prune``) a pod goes there only if
+the holder is evicted: x[k, n] ≤ ub · evict[holder]."""
 
 from __future__ import annotations
 
@@ -23,3 +24,13 @@ def encode(wm: WindowModel) -> None:
                 users.setdefault(claim, []).append(wm.placed[cls.id])
     for placed in users.values():
         wm.model.add(cp_model.LinearExpr.sum(placed) <= 1)
+    state = wm.state
+    for cls in wm.classes:
+        if not cls.rep.claims:
+            continue
+        holders = rules.holders(cls.rep.key, rules.rwop_claims(cls.rep.claims, catalog), state.claim_users)
+        for key in holders:
+            node = state.where.get(key)
+            for n, x in wm.by_class.get(cls.id, []):
+                evict = wm.evict.get(key) if n == node else None
+                wm.model.add(x == 0 if evict is None else x <= wm.ub_of(cls.id, n) * evict)
