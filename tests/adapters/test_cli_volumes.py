@@ -241,3 +241,21 @@ def test_bad_volume_objects_exit_2_naming_object_and_field(item: dict, field: st
     assert main(["schedule", snap]) == 2
     err = capsys.readouterr().err
     assert field in err and item["metadata"]["name"] in err, err
+
+
+def test_the_example_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/snapshots/volumes.yaml, as its header describes it, with either engine."""
+    path = str(Path(__file__).parents[2] / "examples" / "snapshots" / "volumes.yaml")
+    for engine in ("cpsat", "greedy"):
+        plan = schedule(capsys, path, engine)
+        assert {a["pod"]: a["node"] for a in plan["assignments"]} == {
+            "db/pg-0": "worker-c", "db/cache-0": "worker-b", "etl/ingest-0": "worker-b", "etl/transform-0": "worker-a"}
+        assert {(b["claim"], b["volume"]) for b in plan["volume_bindings"]} == {
+            ("db/cache-0", None), ("etl/spool", "local-nvme-b"), ("etl/transform-0-scratch", None)}
+        reasons = {u["pod"]: u["message"] for u in plan["unschedulable"]}
+        assert reasons["web/uploads-0"].startswith('0/3 nodes are available: persistentvolumeclaim "uploads" not found.')
+        assert reasons["web/legacy-0"].startswith("0/3 nodes are available: pod has unbound immediate "
+                                                  "PersistentVolumeClaims.")
+        assert reasons["reports/exporter-1"].startswith(
+            "0/3 nodes are available: 3 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
+            "access mode already in-use by another pod.")

@@ -181,6 +181,9 @@ def test_synced_only_when_every_resource_was_listed() -> None:
     assert not cache.synced  # the other gang APIs are still to be listed (or found absent)
     for resource in GANG_RESOURCES:
         cache.mark_synced(resource)
+    assert not cache.synced  # claims, volumes, classes and CSINodes are still to be listed
+    for resource in VOLUME_RESOURCES:
+        cache.mark_synced(resource)  # an API not served, or not granted
     assert cache.synced
 
 
