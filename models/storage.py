@@ -172,7 +172,7 @@ class StorageClass(K8sModel):
     kind: Literal["StorageClass"] = "StorageClass"
     metadata: ObjectMeta
     provisioner: str = ""
-    volume_binding_mode: Literal["Immediate", "WaitForFirstConsumer"] = IMMEDIATE
+    volume_binding_mode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
     allowed_topologies: ListOf[TopologySelectorTerm] = []
 
     _mode = field_validator("volume_binding_mode", mode="before")(lambda cls, v: IMMEDIATE if v is None else v)

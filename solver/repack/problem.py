@@ -59,6 +59,11 @@ def with_window(snapshot: ClusterSnapshot, window: set[str], scheduler_name: str
         priority_classes=snapshot.priority_classes,
         pod_groups=snapshot.pod_groups,
         namespaces=snapshot.namespaces,
+        # what the volume filters read of a moved pod's claims
+        pvs=snapshot.pvs,
+        pvcs=snapshot.pvcs,
+        storage_classes=snapshot.storage_classes,
+        csi_nodes=snapshot.csi_nodes,
     )
 
 

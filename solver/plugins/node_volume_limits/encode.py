@@ -32,13 +32,13 @@ def encode(wm: WindowModel) -> None:
             continue
         flags: dict[str, dict[str, list]] = {}  # driver -> claim -> what puts it on the node
         for cls, var in new:
-            for driver, claims in rules.by_driver(cls.rep.claims, catalog).items():
-                for claim in claims:
+            for driver, mounted in rules.by_driver(cls.rep.claims, catalog).items():
+                for claim in mounted:
                     flags.setdefault(driver, {}).setdefault(claim, []).append(("x", var, wm.ub_of(cls.id, n)))
         for pod in wm.state.pods_on[n].values():
-            for driver, claims in rules.by_driver(pod.claims, catalog).items():
+            for driver, held in rules.by_driver(pod.claims, catalog).items():
                 if driver in flags:
-                    for claim in claims:
+                    for claim in held:
                         flags[driver].setdefault(claim, []).append(("run", wm.evictable(pod), 1))
         for driver, claims in sorted(flags.items()):
             limit = limits.get(driver)
