@@ -55,7 +55,8 @@ def schedule(
         result = schedule_greedy(ctx, static=static)
         return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
                           static, stats=dict(engine="greedy", status="GREEDY", plan_from="greedy",
-                                             plan_reason="--engine greedy"), start=start, engine_greedy=True)
+                                             plan_reason="--engine greedy"), start=start, engine_greedy=True,
+                          volumes_taken=_taken(result))
     try:
         outcome = solve_window(ctx)
     except ModelInvalidError as exc:
@@ -67,7 +68,8 @@ def schedule(
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable, static,
                           stats=dict(engine="cpsat", status="FALLBACK", fallback=True, fallback_reason=reason,
                                      plan_from="greedy", plan_reason=reason),
-                          start=start, engine_greedy=True)
+                          start=start, engine_greedy=True,
+                          volumes_taken=_taken(greedy))
     return _plan_from_outcome(ctx, outcome, start)
 
 
@@ -87,7 +89,8 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
             stats.update(_solver_stats(sol))
         assert greedy is not None  # only a plan the solver chose comes without greedy's
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
-                          outcome.static, stats=stats, start=start, engine_greedy=True)
+                          outcome.static, stats=stats, start=start, engine_greedy=True,
+                          volumes_taken=_taken(greedy))
     stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
                  plan_reason=outcome.chosen_because, **_solver_stats(sol))
     if sol.objective is not None and sol.bound is not None:
@@ -102,7 +105,8 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
         stats = dict(base, status="FALLBACK", fallback=True, fallback_reason=reason, plan_from="greedy",
                      plan_reason=reason)
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
-                          outcome.static, stats=stats, start=start, engine_greedy=True)
+                          outcome.static, stats=stats, start=start, engine_greedy=True,
+                          volumes_taken=_taken(greedy))
     return plan
 
 
@@ -130,7 +134,8 @@ def _all_pending(ctx: SchedulingContext) -> bool:
     return bool(names - {ctx.config.scheduler_name})
 
 
-def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False) -> Plan:
+def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,
+               volumes_taken=None) -> Plan:
     nodes = ctx.nodes
     assignments = tuple(Assignment(pod=k, node=nodes[n].name) for k, n in placements.items())
     preemptions = tuple(Preemption(pod=v.pod.key, node=nodes[v.node].name, preemptor=v.preemptor) for v in victims)
@@ -149,9 +154,14 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         nodes=len(ctx.nodes),
         placed=len(assignments),
     )
-    volumes = bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes)
+    volumes = bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes, volumes_taken)
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
                 gated=_gated(ctx), volume_bindings=volumes, stats=PlanStats(**stats))
+
+
+def _taken(result) -> Optional[dict[str, str]]:
+    """The volumes greedy's Reserve gave the window's claims (volume -> claim)."""
+    return result.state.pv_taken if result.state is not None else None
 
 
 def _gated(ctx) -> tuple[Gated, ...]:

@@ -6,7 +6,7 @@ claims once per cycle (``VolumeCycle``), then one node at a time. Each rule is i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from models.plan import VolumeBinding
@@ -95,15 +95,20 @@ def claim_uses(placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: VolumeCatalo
     return uses
 
 
-def bindings_of(placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: VolumeCatalog) -> tuple[VolumeBinding, ...]:
+def bindings_of(placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: VolumeCatalog,
+                taken: Optional[Mapping[str, str]] = None) -> tuple[VolumeBinding, ...]:
     """The plan's ``volume_bindings``: a volume (or provisioning) for every delayed claim of the
-    placed pods (``rules.plan_bindings``), sorted by claim."""
+    placed pods, sorted by claim. ``taken`` (volume -> claim): what the engine reserved as it
+    placed them (greedy: kube-scheduler's Reserve), kept; the other claims are matched
+    (``rules.plan_bindings``; the model's choice is one such matching)."""
     if not catalog:
         return ()
     uses = claim_uses(placed, catalog)
     if not uses:
         return ()
-    chosen = binding.plan_bindings({k: [(n.name, n.labels) for _, n in v] for k, v in uses.items()}, catalog)
+    given = {claim: volume for volume, claim in (taken or {}).items() if claim in uses}
+    chosen = binding.plan_bindings({k: [(n.name, n.labels) for _, n in v] for k, v in uses.items()}, catalog,
+                                   given=given)
     out = []
     for claim in sorted(chosen):
         pod, node = uses[claim][0]

@@ -205,3 +205,28 @@ def test_filters_run_in_kube_schedulers_order_and_stop_at_the_first_failure():
     assert verdict(scene(nodes, pods[:1], **base, csi_nodes=[make_csi_node("n1", {"disk.csi": 0})])
                    .status("n1", "default/p")) == (U, (LIMIT,))
     assert verdict(scene(nodes, pods[:1], **base).status("n1", "default/p")) == (UU, (NODE_CONFLICT,))
+
+
+def test_the_model_matches_claims_to_volumes_where_greedy_takes_the_smallest():
+    """kube-scheduler's Reserve gives each claim the smallest volume that fits it: default/a takes
+    the fast disk that only default/b's selector accepts, and b waits. The model matches both."""
+    from solver import schedule, validate
+
+    local = make_storage_class("local", provisioner="kubernetes.io/no-provisioner")
+    snap = make_snapshot(
+        [make_node("n1")],
+        [make_pod("default/a", claims=["ca"]), make_pod("default/b", claims=["cb"])],
+        pvcs=[make_pvc("default/ca", storage_class="local", size="5Gi"),
+              make_pvc("default/cb", storage_class="local", size="5Gi", selector={"matchLabels": {"disk": "fast"}})],
+        pvs=[make_pv("fast", storage_class="local", size="10Gi", labels={"disk": "fast"}),
+             make_pv("slow", storage_class="local", size="20Gi")],
+        storage_classes=[local],
+    )
+    config = SchedulerConfig()
+    greedy = schedule(snap, config, engine="greedy")
+    assert [a.pod for a in greedy.assignments] == ["default/a"]
+    assert [(b.claim, b.volume) for b in greedy.volume_bindings] == [("default/ca", "fast")]
+    best = schedule(snap, config, engine="cpsat")
+    assert sorted(a.pod for a in best.assignments) == ["default/a", "default/b"]
+    assert {(b.claim, b.volume) for b in best.volume_bindings} == {("default/ca", "slow"), ("default/cb", "fast")}
+    assert validate(snap, best, config) == [] and validate(snap, greedy, config) == []
