@@ -259,3 +259,22 @@ def test_the_example_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
         assert reasons["reports/exporter-1"].startswith(
             "0/3 nodes are available: 3 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
             "access mode already in-use by another pod.")
+
+
+def test_run_simulate_watches_the_volume_kinds(capsys: pytest.CaptureFixture[str],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """The live scheduler against the in-memory API server: the server stores claims, volumes,
+    classes and CSINodes (it used to say "not loading v1/PersistentVolume"), the watch reads
+    them, and the pods are decided as ``schedule`` decides them."""
+    path = str(Path(__file__).parents[2] / "examples" / "snapshots" / "volumes.yaml")
+    status = main(["run", "--simulate", path, "--arrival-rate", "100", "--engine", "cpsat", "--time-limit", "2",
+                   "--no-leader-elect"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "not loading" not in caplog.text
+    for pod, node in (("db/pg-0", "worker-c"), ("etl/ingest-0", "worker-b"), ("etl/transform-0", "worker-a")):
+        assert f"bound         {pod} -> {node}" in out
+    assert ('unschedulable web/uploads-0: 0/3 nodes are available: persistentvolumeclaim "uploads" not found.'
+            in out)
+    assert "left 3 unschedulable" in out
+    assert "final state replayed through the validator: no violations" in out
