@@ -56,7 +56,7 @@ def greedy_hint(wm: WindowModel, greedy: GreedyResult, ctx, counts: Optional[dic
 
 def _coupled(wm: WindowModel, cls) -> bool:
     rep = cls.rep
-    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group:
+    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group or rep.claims:
         return True
     return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
 
@@ -81,10 +81,11 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
 
 
 def _left_out_of_packing(cls) -> bool:
-    """Rules the packing does not follow: the class is left out of it. Required anti-affinity
-    it follows (``_AntiBook``), in both directions and over any topology key."""
+    """Rules the packing does not follow: the class is left out of it (claims: one volume per
+    claim, ReadWriteOncePod, per-node CSI counts). Required anti-affinity it follows
+    (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
-    return bool(rep.host_ports or rep.affinity or rep.hard_spread)
+    return bool(rep.host_ports or rep.affinity or rep.hard_spread or rep.claims)
 
 
 class _AntiBook:
