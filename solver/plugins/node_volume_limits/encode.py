@@ -3,7 +3,7 @@ window's pods use, one flag per unique claim of that driver on the node,
 
     on[c, n] ≥ x[k, n] / ub        for every class k mounting c
     on[c, n] ≥ 1 − evict[v]        for every running pod v on n mounting c (1 if v stays for sure)
-    Σ_c on[c, n] ≤ limit(n, driver)
+    Σ_c on[c, n] ≤ limit(n, driver)    enforced when a claim no running pod there holds is on
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def encode(wm: WindowModel) -> None:
             limit = limits.get(driver)
             if limit is None:
                 continue
-            total = []
+            total, new = [], []
             fixed = 0
             for claim, sources in sorted(claims.items()):
                 if any(kind == "run" and var is None for kind, var, _ in sources):
@@ -57,4 +57,13 @@ def encode(wm: WindowModel) -> None:
                     else:
                         m.add(on >= 1 - var)
                 total.append(on)
-            m.add(cp_model.LinearExpr.sum(total) + fixed <= limit)
+                if all(kind == "x" for kind, _, _ in sources):
+                    new.append(on)  # no running pod of the node holds it: the window attaches it
+            if not new:
+                continue
+            # The limit binds when the window attaches a volume (a node already over it keeps
+            # what it has, as the filter only refuses what adds to it).
+            adds = m.new_bool_var(f"vol_added[{n},{driver}]")
+            for on in new:
+                m.add(on <= adds)
+            m.add(cp_model.LinearExpr.sum(total) + fixed <= limit).only_enforce_if(adds)

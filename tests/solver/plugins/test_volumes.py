@@ -230,3 +230,25 @@ def test_the_model_matches_claims_to_volumes_where_greedy_takes_the_smallest():
     assert sorted(a.pod for a in best.assignments) == ["default/a", "default/b"]
     assert {(b.claim, b.volume) for b in best.volume_bindings} == {("default/ca", "slow"), ("default/cb", "fast")}
     assert validate(snap, best, config) == [] and validate(snap, greedy, config) == []
+
+
+def test_a_node_already_over_its_volume_limit_takes_only_volumes_it_has():
+    """A running pod holds two volumes where the CSINode now allows one: a pod sharing one of
+    them may still come, a pod with a new volume may not — in greedy, in the model (which must
+    not turn infeasible over what runs already) and in the validator."""
+    from solver import schedule, validate
+
+    snap = make_snapshot(
+        [make_node("n1")],
+        [make_pod("default/r", node="n1", claims=["a", "b"]), make_pod("default/p", claims=["a"]),
+         make_pod("default/q", claims=["c"])],
+        pvcs=[make_pvc(f"default/{c}", volume=f"pv-{c}") for c in "abc"],
+        pvs=[make_pv(f"pv-{c}", claim=f"default/{c}") for c in "abc"], storage_classes=[make_storage_class()],
+        csi_nodes=[make_csi_node("n1", {"disk.csi": 1})],
+    )
+    config = SchedulerConfig()
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, config, engine=engine)
+        assert [a.pod for a in plan.assignments] == ["default/p"], engine
+        assert plan.unschedulable[0].message.startswith(f"0/1 nodes are available: 1 {LIMIT}.")
+        assert validate(snap, plan, config) == []
