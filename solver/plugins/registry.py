@@ -51,6 +51,10 @@ from .volume_binding import encode as volume_binding
 from .volume_restrictions import check as volume_restrictions_check
 from .volume_restrictions import encode as volume_restrictions
 from .volume_zone import check as volume_zone_check
+from .node_volume_limits import rules as node_volume_limits_rules
+from .volume_binding import rules as volume_binding_rules
+from .volume_restrictions import rules as volume_restrictions_rules
+from .volume_zone import rules as volume_zone_rules
 
 if TYPE_CHECKING:
     from ..cpsat.model import WindowModel
@@ -58,7 +62,11 @@ if TYPE_CHECKING:
 
 STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
 DYNAMIC_FILTERS = (node_ports, node_resources_fit, pod_topology_spread, inter_pod_affinity)
-FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, *DYNAMIC_FILTERS))
+# The volume filters run between NodeResourcesFit and PodTopologySpread, as one cycle for a pod
+# with claims (``volume_binding/filter.py``: VolumeCycle); their rules, in order:
+VOLUME_FILTERS = (volume_restrictions_rules, node_volume_limits_rules, volume_binding_rules, volume_zone_rules)
+FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, node_ports, node_resources_fit, *VOLUME_FILTERS,
+                                      pod_topology_spread, inter_pod_affinity))
 
 SCORE_PLUGINS = (
     taint_toleration_score,
