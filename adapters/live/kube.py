@@ -44,6 +44,10 @@ CONNECTION_POOL_SIZE = 64
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 Permission = tuple[str, str, str]  # (API group, resource[/subresource], verb), as RBAC names it
+# What VolumeBinding's PreBind writes: the node a claim's volume is provisioned for; a volume
+# reserved for a claim by a controller (the scheduler), which the PV controller then completes.
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,9 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
     "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
     "create_namespaced_pod_eviction": (("", "pods/eviction", "create"),),
     "patch_namespaced_pod_status": (("", "pods/status", "patch"),),
+    # VolumeBinding's PreBind: a chosen volume's claimRef, a claim's selected node
+    "patch_persistent_volume": (("", "persistentvolumes", "patch"),),
+    "patch_namespaced_persistent_volume_claim": (("", "persistentvolumeclaims", "patch"),),
     "create_namespaced_event": (("", "events", "create"),),
     "read_namespaced_lease": (("coordination.k8s.io", "leases", "get"),),
     "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
@@ -350,6 +357,23 @@ class KubeApi:
         """Strategic-merge PATCH of pods/{name}/status (conditions merge by type)."""
         _call(f"patch status of {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,
               {"status": status})
+
+    # --- volumes (VolumeBinding's PreBind) -----------------------------------------------------
+
+    def reserve_volume(self, volume: str, namespace: str, claim: str, claim_uid: str) -> None:
+        """PATCH a PersistentVolume's ``spec.claimRef`` to the claim the scheduler chose it for,
+        marked as bound by a controller: the PV controller then binds the claim to it."""
+        ref: dict[str, Any] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace,
+                               "name": claim, **({"uid": claim_uid} if claim_uid else {})}
+        body = {"metadata": {"annotations": {BOUND_BY_CONTROLLER: "yes"}}, "spec": {"claimRef": ref}}
+        _call(f"reserve volume {volume} for {namespace}/{claim}", self.core.patch_persistent_volume, volume, body)
+
+    def select_node(self, namespace: str, claim: str, node: str) -> None:
+        """PATCH a claim's ``volume.kubernetes.io/selected-node`` annotation: its provisioner
+        creates the volume for that node."""
+        body = {"metadata": {"annotations": {SELECTED_NODE: node}}}
+        _call(f"select node {node} for {namespace}/{claim}", self.core.patch_namespaced_persistent_volume_claim,
+              claim, namespace, body)
 
     # --- pod groups ----------------------------------------------------------------------------
 
