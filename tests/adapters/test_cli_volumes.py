@@ -81,9 +81,9 @@ CASES = {
         items=[node("n-b", "eu-1b"), storage_class(), pvc("data", volume="pv-c"), pv("pv-c", "data", zone="eu-1c"),
                pod("pg", ["data"])],
         pod="db/pg", wrong="n-b", placed=None,
-        message="0/1 nodes are available: 1 node(s) had volume node affinity conflict.",
+        message="0/1 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity.",
         rule="VolumeBinding: db/pg on node n-b: the node affinity of volume pv-c (claim db/data) does not admit "
-             "the node (node(s) had volume node affinity conflict)"),
+             "the node (node(s) didn't match PersistentVolume's node affinity)"),
     "wait-for-first-consumer-class-allows-zone-c-only": dict(
         items=[node("n-a", "eu-1a", cpu="16"), node("n-c", "eu-1c"), storage_class(zones=("eu-1c",)), pvc("data"),
                pod("pg", ["data"])],

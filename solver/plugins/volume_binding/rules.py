@@ -25,8 +25,10 @@ NOT_FOUND = 'persistentvolumeclaim "{}" not found'
 BEING_DELETED = 'persistentvolumeclaim "{}" is being deleted'
 CLASS_NOT_FOUND = 'storageclass.storage.k8s.io "{}" not found'
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-# Filter reasons (all UnschedulableAndUnresolvable).
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+# Filter reasons (all UnschedulableAndUnresolvable). NODE_CONFLICT is the current text (events of
+# 1.3x clusters show it); releases before said "node(s) had volume node affinity conflict", the
+# string SEMANTICS.md §3.10 still lists.
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 

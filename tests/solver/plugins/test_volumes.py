@@ -21,7 +21,7 @@ from tests.solver.plugins.filter_helpers import OK, U, UU, case, verdict
 NOT_FOUND = 'persistentvolumeclaim "{}" not found'
 BEING_DELETED = 'persistentvolumeclaim "{}" is being deleted'
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 RWOP = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
