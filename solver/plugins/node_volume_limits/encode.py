@@ -27,11 +27,11 @@ def encode(wm: WindowModel) -> None:
         limits = catalog.limits.get(wm.state.nodes[n].name)
         if not limits:
             continue
-        new = [(cls, var) for cls, var in entries if cls.rep.claims]
-        if not new:
+        mounting = [(cls, var) for cls, var in entries if cls.rep.claims]
+        if not mounting:
             continue
         flags: dict[str, dict[str, list]] = {}  # driver -> claim -> what puts it on the node
-        for cls, var in new:
+        for cls, var in mounting:
             for driver, mounted in rules.by_driver(cls.rep.claims, catalog).items():
                 for claim in mounted:
                     flags.setdefault(driver, {}).setdefault(claim, []).append(("x", var, wm.ub_of(cls.id, n)))
@@ -44,7 +44,8 @@ def encode(wm: WindowModel) -> None:
             limit = limits.get(driver)
             if limit is None:
                 continue
-            total, new = [], []
+            total: list[cp_model.IntVar] = []
+            attached: list[cp_model.IntVar] = []
             fixed = 0
             for claim, sources in sorted(claims.items()):
                 if any(kind == "run" and var is None for kind, var, _ in sources):
@@ -58,12 +59,12 @@ def encode(wm: WindowModel) -> None:
                         m.add(on >= 1 - var)
                 total.append(on)
                 if all(kind == "x" for kind, _, _ in sources):
-                    new.append(on)  # no running pod of the node holds it: the window attaches it
-            if not new:
+                    attached.append(on)  # no running pod of the node holds it: the window attaches it
+            if not attached:
                 continue
             # The limit binds when the window attaches a volume (a node already over it keeps
             # what it has, as the filter only refuses what adds to it).
             adds = m.new_bool_var(f"vol_added[{n},{driver}]")
-            for on in new:
+            for on in attached:
                 m.add(on <= adds)
             m.add(cp_model.LinearExpr.sum(total) + fixed <= limit).only_enforce_if(adds)
