@@ -15,11 +15,23 @@ import select
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Optional
 
 # How often the watcher looks up from its socket to see whether the decision is over.
 POLL_SECONDS = 0.2
+
+# While a decision runs under ``sigint_stops_decisions``: ``solver.interrupt.check``.
+_check: Optional[Callable[[], None]] = None
+
+
+def checkpoint() -> None:
+    """Raise ``Interrupted`` if Ctrl-C was pressed during the decision under way; nothing outside
+    one. For long work in the adapters (reading a large snapshot), called between chunks of it:
+    the signal handler only takes note, so work that never looks would run to its end first."""
+    if _check is not None:
+        _check()
 
 
 @contextmanager
@@ -48,6 +60,8 @@ def sigint_stops_decisions() -> Iterator[None]:
             if signal.SIGINT in data:
                 interrupt.request()
 
+    global _check
+    _check = interrupt.check
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
     # The Python-level handler only notes the signal: raising KeyboardInterrupt in the main thread
     # would cut the decision at an arbitrary point instead of stopping it in order.
@@ -57,6 +71,7 @@ def sigint_stops_decisions() -> Iterator[None]:
     try:
         yield
     finally:
+        _check = None
         done.set()
         watcher.join()
         signal.signal(signal.SIGINT, previous_handler)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import marshal
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -51,11 +52,13 @@ from models import (
     Unschedulable,
 )
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
-from models.objects import compact
+from models.objects import PodSpec, compact, compact_pod
 from models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from . import item_stream
+from .gc_control import paused_gc
+from .interrupts import checkpoint
 from .input_size import CONFIG_LIMIT, SizeLimit, read_bounded, snapshot_limit
 
 __all__ = [
@@ -80,6 +83,9 @@ MAX_DEPTH = 500
 MAX_ALIAS_EXPANSION = 1_000_000
 
 _YAML_PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Objects read (or YAML collections closed) between two looks at whether Ctrl-C was pressed:
+# a few milliseconds of work.
+CHECK_EVERY = 256
 
 
 # --------------------------------------------------------------------------- kinds
@@ -214,6 +220,11 @@ def read_snapshot(source: Source, *, label: Optional[str] = None,
     and on an input of more than ``max_bytes`` (``limits.maxSnapshotBytes``) before parsing it."""
     label = label or _label(source)
     text = _read_text(source, label, snapshot_limit(max_bytes))
+    with paused_gc():  # millions of small objects, no cycle among them
+        return _read_objects(text, label)
+
+
+def _read_objects(text: str, label: str) -> LoadedSnapshot:
     objects = _Objects()
     try:
         _stream_objects(text, label, objects)
@@ -240,14 +251,25 @@ class _Objects:
         self.skipped: Counter[str] = Counter()
         self.kindless: list[tuple[int, str, Any, tuple]] = []  # list items waiting for their list's kind
         self.shared: dict = {}  # equal leaf objects, one instance (``models.objects.compact``)
+        self.taken = 0
+        # Pod specs read so far, by their text less ``nodeName``: the replicas of a workload have
+        # one spec, which is validated (its quantities parsed, its terms built) once and shared.
+        self.specs: dict[bytes, PodSpec] = {}
 
     def take(self, position: str, item: dict, kind: str, order: tuple) -> None:
+        self.taken += 1
+        if not self.taken % CHECK_EVERY:
+            checkpoint()  # Ctrl-C stops a long read within a fraction of a second
         spec = _kind_of(kind, item.get("apiVersion"))
         group = _group(item.get("apiVersion"))
         if spec is None or (group is not None and group not in spec.groups):
             self.skipped[kind if spec is None else f"{kind} ({item['apiVersion']})"] += 1
             return
-        self.by_kind[spec.slot or kind].append((order, _validate_object(spec, item, position, self.shared)))
+        if spec.model is Pod:
+            obj = _validate_pod(item, position, self.shared, self.specs)
+        else:
+            obj = _validate_object(spec, item, position, self.shared)
+        self.by_kind[spec.slot or kind].append((order, obj))
 
     def list_item(self, document: int, index: int, position: str, item: Any) -> None:
         """An element of a List whose own kind may not be known yet (kubectl writes ``kind``
@@ -610,7 +632,7 @@ def _assemble(events: Any, label: str, sink: Optional[ItemSink] = None) -> list[
     constructor = yaml.constructor.SafeConstructor()
     plain_cache: dict[str, Any] = {}
     anchors: dict[str, tuple[Any, int]] = {}
-    expanded = 0
+    expanded = closed = 0
     documents: list[Any] = []
     stack: list[_Frame] = []
 
@@ -635,6 +657,9 @@ def _assemble(events: Any, label: str, sink: Optional[ItemSink] = None) -> list[
             stack.append(_Frame({} if is_map else [], is_map, event.anchor))
             continue
         elif cls is ev.MappingEndEvent or cls is ev.SequenceEndEvent:
+            closed += 1
+            if not closed % CHECK_EVERY:
+                checkpoint()
             frame = stack.pop()
             value, size = frame.value, frame.size
             for merged in frame.merges:  # explicit keys win over merged ones
@@ -782,6 +807,40 @@ def _object_name(spec: _Kind, item: dict, position: str) -> str:
 
 def _validate_object(spec: _Kind, item: dict, position: str, shared: Optional[dict] = None) -> BaseModel:
     return compact(_validate_model(spec.model, item, _object_name(spec, item, position)), shared)
+
+
+def _validate_pod(item: dict, position: str, shared: dict, specs: dict[bytes, PodSpec]) -> BaseModel:
+    """A Pod, its spec shared with every earlier pod whose spec is the same but for ``nodeName``.
+
+    A spec seen for the first time is validated with its pod as any object is, so a problem in
+    it is reported exactly as before; a spec equal to one read already is valid as that one was
+    and is not validated again (only ``nodeName`` differs: the shared spec is copied with it)."""
+    raw = item.get("spec")
+    key = _spec_key(raw) if type(raw) is dict else None
+    cached = specs.get(key) if key is not None else None
+    if cached is None:
+        pod = _validate_object(_KINDS["Pod"], item, position, shared)
+        if key is not None:
+            specs[key] = pod.spec  # type: ignore[attr-defined]
+        return pod
+    node_name = raw.get("nodeName") or ""  # type: ignore[union-attr]
+    spec = cached if cached.node_name == node_name else cached.model_copy(update={"node_name": node_name})
+    pod = _validate_model(Pod, {**item, "spec": spec}, _object_name(_KINDS["Pod"], item, position))
+    return compact_pod(pod, shared)
+
+
+def _spec_key(raw: dict) -> Optional[bytes]:
+    """``raw`` less ``nodeName`` as bytes (marshal's version 0 writes no back-references, so
+    equal values give equal bytes), or None when ``nodeName`` is not a string or null, or when
+    something in ``raw`` has no bytes in marshal (a YAML date): such a spec is not shared."""
+    node_name = raw.get("nodeName")
+    if node_name is not None and type(node_name) is not str:
+        return None  # the full validation names the problem
+    rest = raw if "nodeName" not in raw else {k: v for k, v in raw.items() if k != "nodeName"}
+    try:
+        return marshal.dumps(rest, 0)
+    except ValueError:
+        return None  # a value JSON has not (YAML's unquoted dates): read this pod in full
 
 
 def _validate_model(model: type[BaseModel], data: Any, obj: str) -> Any:

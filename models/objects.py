@@ -80,6 +80,37 @@ def compact(model: BaseModel, shared: Optional[dict] = None) -> BaseModel:
     return model
 
 
+def _share_fields_set(obj: BaseModel) -> None:
+    names = obj.__pydantic_fields_set__
+    key = frozenset(names)
+    same = _FIELDS_SETS.get(key)
+    if same is None:
+        same = _FIELDS_SETS[key] = set(key)
+    object.__setattr__(obj, "__pydantic_fields_set__", same)
+
+
+def compact_pod(pod: "Pod", shared: dict) -> "Pod":
+    """``compact(pod, shared, shallow=pod.spec)`` written out for a pod whose spec is shared
+    already: the reader's path for every replica after the first, tens of thousands per dump.
+    What it leaves out of the general walk is only what ObjectMeta and PodStatus do not have."""
+    _share_fields_set(pod)
+    _share_fields_set(pod.spec)
+    meta = pod.metadata
+    _share_fields_set(meta)
+    fields = meta.__dict__
+    for name in ("labels", "annotations"):
+        value = fields[name]
+        if value:
+            fields[name] = {sys.intern(k): sys.intern(v) for k, v in value.items()}
+    owners = meta.owner_references
+    if owners:
+        _share_items(owners, shared)
+        for owner in owners:
+            _share_fields_set(owner)
+    _share_fields_set(pod.status)
+    return pod
+
+
 def _share_items(items: list, shared: dict) -> None:
     """Replace each hashable model in ``items`` by the first equal one seen (frozen models with
     only scalar fields hash; the rest raise TypeError and are kept)."""
@@ -154,9 +185,10 @@ class ObjectMeta(K8sModel):
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
-    labels: LabelMap = {}
-    annotations: LabelMap = {}
-    owner_references: ListOf[OwnerReference] = []
+    # Factories, not ``{}``: pydantic deep-copies a mutable default for every object that lacks it.
+    labels: LabelMap = Field(default_factory=dict)
+    annotations: LabelMap = Field(default_factory=dict)
+    owner_references: ListOf[OwnerReference] = Field(default_factory=list)
     creation_timestamp: Optional[datetime] = None
     deletion_timestamp: Optional[datetime] = None
 
@@ -496,10 +528,45 @@ class PodSpec(K8sModel):
         return volumes
 
 
+# The pod condition kube-scheduler sets on a victim of its preemption (status True, reason
+# PREEMPTION_BY_SCHEDULER) before deleting it.
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+class PodCondition(K8sModel):
+    """One of ``status.conditions``: kube-scheduler reads ``DisruptionTarget`` (``True``, reason
+    ``PreemptionByScheduler``) to tell a victim of its own preemption."""
+
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+
+    @field_validator("type", "status", "reason", mode="before")
+    @classmethod
+    def _null_string(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
 class PodStatus(K8sModel):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: Optional[datetime] = None
+    conditions: ListOf[PodCondition] = []
+
+    @field_validator("nominated_node_name", mode="before")
+    @classmethod
+    def _null_nomination(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+    @field_validator("conditions", mode="before")
+    @classmethod
+    def _disruption_only(cls, v: Any) -> Any:
+        # Only DisruptionTarget is read; a dump's pods carry four or five conditions each, kept
+        # out of memory (anything else in the list is left for validation to name).
+        if isinstance(v, list):
+            return [c for c in v if not (isinstance(c, dict) and c.get("type") != DISRUPTION_TARGET)]
+        return v
 
 
 class Pod(NamespacedObject):
@@ -522,6 +589,18 @@ class Pod(NamespacedObject):
     @property
     def is_terminating(self) -> bool:
         return self.metadata.deletion_timestamp is not None
+
+    @property
+    def terminating_by_preemption(self) -> bool:
+        """Being deleted as a victim of a scheduler's preemption: a deletionTimestamp and the
+        condition DisruptionTarget=True with reason PreemptionByScheduler (kube-scheduler's
+        PodTerminatingByPreemption, 1.31 onwards)."""
+        if self.metadata.deletion_timestamp is None:
+            return False
+        for c in self.status.conditions:
+            if c.type == DISRUPTION_TARGET:
+                return c.status == "True" and c.reason == PREEMPTION_BY_SCHEDULER
+        return False
 
 
 # --------------------------------------------------------------------------- nodes

@@ -77,6 +77,7 @@ class ClusterSnapshot(BaseModel):
         resolved: bool = False,
         pod_namespaces: Optional[Iterable[str]] = None,
         delta: Optional[SnapshotDelta] = None,
+        nominated: Optional[Iterable[str]] = None,
     ) -> "ClusterSnapshot":
         """Check names, resolve every pod's priority and preemption policy, freeze.
 
@@ -87,7 +88,8 @@ class ClusterSnapshot(BaseModel):
         ``keyed``: every list comes from a store keyed by name: no name can repeat;
         ``resolved``: every pod went through ``resolve_pod`` with these priority classes;
         ``pod_namespaces``: the namespaces the pods are in (any order, repeats allowed);
-        ``delta``: how the snapshot differs from the caller's last (``SnapshotDelta``)."""
+        ``delta``: how the snapshot differs from the caller's last (``SnapshotDelta``);
+        ``nominated``: the keys of every pod ``nominated_pending`` may hold (a superset)."""
         nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
         priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
         pvs, pvcs = list(pvs), list(pvcs)
@@ -129,6 +131,11 @@ class ClusterSnapshot(BaseModel):
             snapshot.__dict__["namespace_labels"] = _namespace_labels(set(pod_namespaces), namespaces)
         if delta is not None:
             snapshot._delta = (delta, weakref.ref(snapshot))
+        if nominated is not None:
+            position = snapshot.__dict__["pod_position"]
+            found = sorted(i for key in nominated if (i := position.get(key)) is not None)
+            snapshot.__dict__["nominated_pending"] = tuple(
+                p for p in (snapshot.pods[i] for i in found) if _nominated_pending(p))
         return snapshot
 
     @property
@@ -169,6 +176,12 @@ class ClusterSnapshot(BaseModel):
         """Labels of each namespace; a namespace seen only through its pods has the standard
         ``kubernetes.io/metadata.name`` label the API server sets on every namespace."""
         return _namespace_labels({p.metadata.namespace for p in self.pods}, self.namespaces)
+
+    @cached_property
+    def nominated_pending(self) -> tuple[Pod, ...]:
+        """Pending pods (no node, not terminating or finished) with a ``status.nominatedNodeName``,
+        in the snapshot's order."""
+        return tuple(p for p in self.pods if _nominated_pending(p))
 
     def bound_pods(self) -> list[Pod]:
         """Pods that hold node capacity: assigned to a node and not Succeeded/Failed.
@@ -223,6 +236,10 @@ def resolve_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
         spec = pod.spec.model_copy(update={"priority": priority, "preemption_policy": policy})
         pod = pod.model_copy(update={"spec": spec})
     return pod
+
+
+def _nominated_pending(p: Pod) -> bool:
+    return bool(p.status.nominated_node_name) and not p.spec.node_name and not p.is_terminating and not p.is_terminal
 
 
 def holds_node(p: Pod) -> bool:

@@ -9,6 +9,7 @@ should never fire, and tests assert it does not.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Optional
 
@@ -17,12 +18,14 @@ from models.errors import InputError
 from models.plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
-from . import progress
+from . import interrupt, progress
 from .context import SchedulingContext, build_context
 from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
 from .greedy import schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
+from .plugins.preemption import nominated
+from .state import ClusterState
 from .plugins.volume_binding.filter import bindings_of
 
 ENGINES = ("cpsat", "greedy")
@@ -52,7 +55,10 @@ def schedule(
     if engine == "greedy":
         progress.stage("greedy scheduleOne")
         static = StaticFilters(ctx.nodes, ctx.window)
-        result = schedule_greedy(ctx, static=static)
+        cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
+        with interrupt.stoppable(cancel=cancel):
+            result = schedule_greedy(ctx, static=static, cancel=cancel)
+        interrupt.check()
         return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
                           static, stats=dict(engine="greedy", status="GREEDY", plan_from="greedy",
                                              plan_reason="--engine greedy"), start=start, engine_greedy=True,
@@ -205,6 +211,7 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
     gangs = gang_mod.collect(ctx)
     by_class: dict[int, str] = {}
     out: dict[str, str] = {}
+    before: Optional[ClusterState] = None  # the context's state, copied once to hold claims on
     for pod in pods:
         gang = gangs.get(pod.group) if pod.group else None
         blocked = gang.blocked(pod) if gang else None
@@ -213,6 +220,7 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
             continue
         msg = by_class.get(pod.class_id)
         if msg is None:
+            held = nominated.hold(ctx.claims, final, pod, placements)  # filtered with nominated pods
             cycle = Cycle(pod, final, static, version=ctx.config.kubernetes_version)
             feasible_now = len(cycle.feasible())
             placed = sum(1 for m in gang.members if m.key in placements) if gang is not None else 0
@@ -228,13 +236,23 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
                 msg = (gang_mod.rejected(gang.key, placed, gang.need) if key is None
                        else gang_topology.rejected(gang.key, key, gang.need, gang.min_member))
             else:
-                msg = cycle.fit_error() if not feasible_now else (
+                postfilter = f"preemption: {nominated.REASON_TERMINATING}" if pod.waiting_on else None
+                msg = cycle.fit_error(postfilter=postfilter) if not feasible_now else (
                     "the window's joint placement left this pod out (it fits the final state only by "
                     "breaking a window-level rule such as topology spread or a gang)"
                 )
-                alone = Cycle(pod, ctx.state, static, version=ctx.config.kubernetes_version).feasible()
-                if len(alone) and not feasible_now:
-                    msg += NOTE_JOINT
+                if not feasible_now:
+                    nominated.release(final, held)
+                    held = []
+                    if ctx.claims and before is None:
+                        before = ctx.state.copy()
+                    start = before if before is not None else ctx.state
+                    held_before = nominated.hold(ctx.claims, start, pod, ())
+                    alone = Cycle(pod, start, static, version=ctx.config.kubernetes_version).feasible()
+                    nominated.release(start, held_before)
+                    if len(alone):
+                        msg += NOTE_JOINT
+            nominated.release(final, held)
             by_class[pod.class_id] = msg
         out[pod.key] = msg
     return out

@@ -18,7 +18,9 @@ from models.objects import Pod, PodGroup
 from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
+from . import interrupt
 from .info import NodeInfo, PodInfo, node_derived
+from .plugins.preemption import nominated
 from .plugins.volume_catalog import VolumeCatalog
 from .state import ClusterState
 
@@ -56,6 +58,8 @@ class SchedulingContext:
     window_keys: Optional[frozenset[str]] = None
     # ``bound`` by key (built from it when not given).
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
+    # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
+    claims: nominated.Claims = field(default_factory=lambda: nominated.NONE)
 
     @property
     def num_nodes(self) -> int:
@@ -193,7 +197,7 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
     infos = [
         info if (info := reuse.get(p.key)) is not None and info.pod is p
         else PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports)
-        for p in snapshot.bound_pods()
+        for p in interrupt.checked(snapshot.bound_pods())
     ]
     nodes = [NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes)]
     node_resources = frozenset(r for node in nodes for r in node.allocatable if is_tracked_resource(r))
@@ -203,7 +207,7 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
     state = ClusterState(nodes, resources)
     assumed = _Assumed(snapshot, sidecar_ports, ns_labels, frozenset(resources), node_resources, nodes, state,
                        placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter())
-    for info in infos:
+    for info in interrupt.checked(infos):
         index = state.node_index.get(info.node_name)
         if index is None:
             assumed.unknown[info.key] = info.node_name
@@ -341,7 +345,8 @@ def build_context(
     sidecar_ports = config.kubernetes_version == "1.34"
     ns_labels = snapshot.namespace_labels
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports) for p in pending_pods]
+    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports)
+              for p in interrupt.checked(pending_pods)]
     window.sort(key=queue_order_key)
 
     with _assumed_lock:
@@ -363,6 +368,10 @@ def build_context(
             f"{len(unknown_nodes)} node(s) named by bound pods are not in the snapshot; their pods are ignored: "
             + ", ".join(sorted(unknown_nodes)[:5])
         )
+
+    # Pods still waiting for their victims may not preempt: part of their signature.
+    nominated.mark_waiting(window, state)
+    claims = nominated.outside_claims(snapshot, window, state, ns_labels, sidecar_ports=sidecar_ports)
 
     relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}
@@ -390,4 +399,5 @@ def build_context(
         image_nodes=node_derived(nodes, "image summary", lambda: _image_nodes(nodes)),
         notes=notes,
         window_keys=frozenset(window_keys) if window_keys is not None else None,
+        claims=claims,
     )

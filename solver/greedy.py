@@ -7,6 +7,8 @@ scheduler's uniform random choice when a tie-break seed is set); assume the pod 
 the next pod sees it. A pod that fits nowhere tries DefaultPreemption, else gets the FitError
 message. Gang members are placed tentatively and rolled back, victims included, when their group
 falls short of minMember — the Permit stage of coscheduling, so the fallback never half-places.
+A preemption on a node where pods of the same priority preempted before in the window reprieves
+their victims it makes unnecessary (``preemption.reprieve_level``: one priority, one batch).
 A gang whose minResources the free room left at its turn cannot cover places nothing (PreFilter).
 A gang with required topology first chooses its domain (``_choose_domain``, upstream's TAS: a
 trial placement per domain, the one placing most, then the fullest) and its members see only
@@ -28,6 +30,7 @@ from .plugins.gang import min_resources as gang_min_resources
 from .plugins.gang import permit as gangs_mod
 from .plugins.gang import preferred as gang_preferred
 from .plugins.gang import topology as gang_topology
+from .plugins.preemption import nominated
 from .plugins.preemption import postfilter as preemption
 from .context import SchedulingContext
 from .info import PodInfo
@@ -158,13 +161,23 @@ def schedule_greedy(
             result.unschedulable[pod.key] = entry.message
             failed[pod.class_id] = replace(entry, placed_at=len(placed))  # checked up to here
         else:
+            # Pods nominated to a node from outside the window keep their room there: held on
+            # the nodes while this pod is filtered (and preempts), taken out before it is scored.
+            held = nominated.hold(ctx.claims, state, pod, result.placements)
             cycle = Cycle(pod, state, static, version=version)
             walk = np.concatenate((order[next_start:], order[:next_start]))
-            feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
+            # kube-scheduler tries a pod's nominated node first: passing the filters, it is the
+            # one feasible node (no scoring, and the node walk does not move on).
+            feasible = nominated.nominated_node_fits(pod, cycle, allowed)
+            first = bool(len(feasible))
+            if not first:
+                feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
             if len(feasible):
+                nominated.release(state, held)
                 chosen = feasible
-                walked = n if len(feasible) < to_find else int((position[feasible[-1]] - next_start) % n) + 1
-                next_start = (next_start + walked) % n
+                if not first:
+                    walked = n if len(feasible) < to_find else int((position[feasible[-1]] - next_start) % n) + 1
+                    next_start = (next_start + walked) % n
                 prefer = gang_preferred.keys_of(gang.group) if gang is not None else ()
                 if gang is not None and prefer:  # stay in the domains the gang's members use, widest first
                     chosen = gang_preferred.narrow(prefer, state, chosen, gang_nodes.get(gang.key, ()))
@@ -179,13 +192,18 @@ def schedule_greedy(
                 if gang is not None:
                     gang_nodes.setdefault(gang.key, []).append(node)
             elif allowed is not None and len(cycle.feasible(walk, limit=1)):
+                nominated.release(state, held)
                 refused = int((~allowed).sum())
                 reason = GUARD_REASON if within is None else gang_topology.outside_domain(topology_key)
                 result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {reason}."
             else:
                 _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed, frozenset(protected))
+                nominated.release(state, held)
                 if pod.key in result.placements:
                     guard.placed(pod, result.placements[pod.key])
+                    if gang is None and pod.key in result.nominations:
+                        result.victims = preemption.reprieve_level(
+                            result.placements[pod.key], pod.priority, state, result.victims, ctx)
                 elif not pod.affinity and pod.class_id >= 0:
                     failed[pod.class_id] = _Failure(
                         state.removals, len(placed), result.unschedulable[pod.key],
@@ -197,6 +215,10 @@ def schedule_greedy(
         if gang is not None and last_member.get(pod.key) is gang:
             if _settle_gang(gang, state, result):
                 protected.update(bound_members.get(gang.key, ()))
+                for member in gang.members:  # its preemptions, now that they stand
+                    if member.key in result.nominations:
+                        result.victims = preemption.reprieve_level(
+                            result.nominations[member.key], member.priority, state, result.victims, ctx)
     return result
 
 

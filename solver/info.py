@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional, TypeVar
 
-from models.objects import Node, NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
+from models.objects import Node, NodeSelector, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration
 from models.resources import pod_host_ports, pod_nonzero_requests, pod_requests
 from models.snapshot import pod_group_key
 from models.storage import pod_claims
@@ -28,6 +28,61 @@ def normalize_image(name: str) -> str:
     if ":" not in name.rsplit("/", 1)[-1] and "@" not in name:
         return name + ":latest"
     return name
+
+
+@dataclass(frozen=True, slots=True)
+class _SpecDerived:
+    """What a PodInfo derives from the pod's spec alone (read-only, shared between pods)."""
+
+    requests: dict[str, int]
+    nonzero_cpu: int
+    nonzero_mem: int
+    host_ports: tuple[tuple[str, str, int], ...]
+    node_selector: dict[str, str]
+    preferred_node_terms: tuple[tuple[int, NodeSelectorTerm], ...]
+    tolerations: tuple[Toleration, ...]
+    images: tuple[str, ...]
+    containers: int
+
+
+# The replicas of a workload share their spec's parts (``adapters.snapshot_io`` reads one spec
+# per workload; a pod on another node is a copy that differs in nodeName alone), so what is
+# derived from those parts is worked out once per workload, not once per pod: by the identity
+# of every spec field but nodeName. Each entry holds the field values, so an id in a key cannot
+# be reused while the entry lives. Started over past SPEC_DERIVED_KEPT entries.
+SPEC_DERIVED_KEPT = 8192
+_SPEC_FIELDS = tuple(name for name in PodSpec.model_fields if name != "node_name")
+_spec_cache: dict[tuple, tuple[tuple, _SpecDerived]] = {}
+
+
+def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
+    fields = pod.spec.__dict__
+    values = tuple([fields[name] for name in _SPEC_FIELDS])
+    key = (sidecar_ports, *map(id, values))
+    hit = _spec_cache.get(key)
+    if hit is not None:
+        return hit[1]
+    spec = pod.spec
+    node_aff = spec.affinity.node_affinity if spec.affinity else None
+    nz_cpu, nz_mem = pod_nonzero_requests(pod)
+    derived = _SpecDerived(
+        requests=pod_requests(pod),
+        nonzero_cpu=nz_cpu,
+        nonzero_mem=nz_mem,
+        host_ports=pod_host_ports(pod, include_sidecars=sidecar_ports),
+        node_selector=dict(spec.node_selector),
+        preferred_node_terms=tuple(
+            (t.weight, t.preference)
+            for t in (node_aff.preferred_during_scheduling_ignored_during_execution if node_aff else [])
+        ),
+        tolerations=tuple(spec.tolerations),
+        images=tuple(normalize_image(c.image) for c in [*spec.init_containers, *spec.containers] if c.image),
+        containers=len(spec.containers) + len(spec.init_containers),
+    )
+    if len(_spec_cache) >= SPEC_DERIVED_KEPT:
+        _spec_cache.clear()
+    _spec_cache[key] = (values, derived)
+    return derived
 
 
 @dataclass(eq=False, slots=True)
@@ -62,6 +117,9 @@ class PodInfo:
     # Filled by the context builder: index of the pod's equivalence class in the window.
     class_id: int = -1
     match_key: tuple = field(default=())
+    # Set by the context builder (``plugins/preemption/nominated``): the nominated node where
+    # victims of this pod's earlier preemption are still terminating; it may not preempt again.
+    waiting_on: str = ""
     # The PersistentVolumeClaims the pod mounts, as namespace/name (``models.storage.pod_claims``).
     claims: tuple[str, ...] = ()
 
@@ -88,8 +146,7 @@ class PodInfo:
                 for w in group.preferred_during_scheduling_ignored_during_execution
             )
 
-        nz_cpu, nz_mem = pod_nonzero_requests(pod)
-        images = tuple(normalize_image(c.image) for c in [*spec.init_containers, *spec.containers] if c.image)
+        derived = _spec_derived(pod, sidecar_ports)
         return PodInfo(
             pod=pod,
             key=pod.key,
@@ -98,26 +155,23 @@ class PodInfo:
             ns_labels=ns_labels,
             priority=spec.priority or 0,
             preempt_never=spec.preemption_policy == "Never",
-            requests=pod_requests(pod),
-            nonzero_cpu=nz_cpu,
-            nonzero_mem=nz_mem,
-            host_ports=pod_host_ports(pod, include_sidecars=sidecar_ports),
+            requests=derived.requests,
+            nonzero_cpu=derived.nonzero_cpu,
+            nonzero_mem=derived.nonzero_mem,
+            host_ports=derived.host_ports,
             node_name=spec.node_name,
-            node_selector=dict(spec.node_selector),
+            node_selector=derived.node_selector,
             required_node_affinity=node_aff.required_during_scheduling_ignored_during_execution if node_aff else None,
-            preferred_node_terms=tuple(
-                (t.weight, t.preference)
-                for t in (node_aff.preferred_during_scheduling_ignored_during_execution if node_aff else [])
-            ),
-            tolerations=tuple(spec.tolerations),
+            preferred_node_terms=derived.preferred_node_terms,
+            tolerations=derived.tolerations,
             affinity=required(pod_aff),
             anti_affinity=required(pod_anti),
             preferred_affinity=preferred(pod_aff),
             preferred_anti_affinity=preferred(pod_anti),
             spread=tuple(SpreadConstraint.resolve(c, labels) for c in spec.topology_spread_constraints),
             group=pod_group_key(pod),
-            images=images,
-            containers=len(spec.containers) + len(spec.init_containers),
+            images=derived.images,
+            containers=derived.containers,
             created=pod.metadata.creation_timestamp or _EPOCH,
             start_time=pod.status.start_time,
             terminating=pod.is_terminating,
@@ -132,6 +186,12 @@ class PodInfo:
     @property
     def soft_spread(self) -> tuple[SpreadConstraint, ...]:
         return tuple(c for c in self.spread if not c.hard)
+
+    @property
+    def may_preempt_others(self) -> bool:
+        """Eligible to preempt (DefaultPreemption's PodEligibleToPreemptOthers): not
+        ``preemptionPolicy: Never``, and not waiting for victims on its nominated node."""
+        return not self.preempt_never and not self.waiting_on
 
     @property
     def has_required_pod_terms(self) -> bool:
@@ -159,6 +219,7 @@ class PodInfo:
             self.spread,
             self.priority,
             self.preempt_never,
+            self.waiting_on,
             self.group if with_group else None,
             self.images,
             self.containers,

@@ -211,6 +211,8 @@ def make_pod(
     phase: Optional[str] = None,
     created: Optional[datetime] = None,
     start_time: Optional[datetime] = None,
+    nominated: Optional[str] = None,
+    preempted: bool = False,
     claims: Sequence[str] = (),
     ephemeral: Sequence[str] = (),
 ) -> Pod:
@@ -219,7 +221,9 @@ def make_pod(
 
     ``pod_affinity`` / ``pod_anti_affinity`` take required terms (see ``term``); ``affinity``
     is a raw Affinity dict merged underneath them. ``sidecar_ports`` go on a restartable init
-    container. ``group`` sets the coscheduling pod-group label.
+    container. ``group`` sets the coscheduling pod-group label. ``nominated`` sets
+    ``status.nominatedNodeName``; ``preempted`` marks a victim of scheduler preemption being
+    deleted (a deletionTimestamp and DisruptionTarget=True, reason PreemptionByScheduler).
     """
     namespace, _, name = key.rpartition("/")
     namespace = namespace or "default"
@@ -269,7 +273,7 @@ def make_pod(
         "labels": pod_labels,
         "creationTimestamp": (created or T0).isoformat(),
     }
-    if terminating:
+    if terminating or preempted:
         metadata["deletionTimestamp"] = (T0 + timedelta(hours=1)).isoformat()
     status: dict[str, Any] = {}
     if phase is not None:
@@ -278,6 +282,10 @@ def make_pod(
         status["phase"] = "Running"
     if start_time is not None:
         status["startTime"] = start_time.isoformat()
+    if nominated is not None:
+        status["nominatedNodeName"] = nominated
+    if preempted:
+        status["conditions"] = [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]
     return Pod.model_validate({"metadata": metadata, "spec": spec, "status": status})
 
 

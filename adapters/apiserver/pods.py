@@ -165,7 +165,15 @@ def evict(api: "Api", namespace: str, name: str, eviction: dict[str, Any]) -> di
             raise not_found("pods", "", name)
         if not _can_ignore_pdb(pod):
             _check_budget(api, pod)
-        delete(api, api.store.peek("pods", namespace, name) or pod, options.get("gracePeriodSeconds"))
+        current = api.store.peek("pods", namespace, name) or pod
+        if not is_terminating(current):
+            # As the pod registry does (PodDisruptionConditions, GA in 1.31): the pod is marked
+            # DisruptionTarget=True, reason EvictionByEvictionAPI, before it is deleted.
+            marked = copy.deepcopy(current)
+            set_condition(marked.setdefault("status", {}), "DisruptionTarget", "True",
+                          reason="EvictionByEvictionAPI", message="Eviction API: evicting")
+            current = api.store.update("pods", marked)
+        delete(api, current, options.get("gracePeriodSeconds"))
     return status_object(201)
 
 

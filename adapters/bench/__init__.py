@@ -1,22 +1,49 @@
 """Benchmark inputs: deterministic workload generators (Kubernetes API dicts), their parsing into
-a ``ClusterSnapshot``, and bounds that show how far from the limit a placement is."""
+a ``ClusterSnapshot``, and bounds that show how far from the limit a placement is.
 
-from .bounds import PlaceableBound, max_placeable_bound, min_nodes_bound, placeable_bound
-from .parse import as_list, dump, parse_objects, to_snapshot
-from .workloads import (
-    SCALE_TARGETS,
-    SCALES,
-    WORKLOADS,
-    Workload,
-    generate,
-    repack,
-    scale_3k,
-    scale_10k,
-    suite,
-)
+The names below load on first use, so that ``cpsat-scheduler --help`` reads the workload names
+(``defaults.py``) without loading the models, numpy and the generators."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bounds import PlaceableBound, max_placeable_bound, min_nodes_bound, placeable_bound
+    from .parse import as_list, dump, parse_objects, to_snapshot
+    from .workloads import (
+        SCALE_TARGETS,
+        SCALES,
+        WORKLOADS,
+        Workload,
+        generate,
+        repack,
+        scale_3k,
+        scale_10k,
+        suite,
+    )
+
+_WHERE = {
+    **dict.fromkeys(("PlaceableBound", "max_placeable_bound", "min_nodes_bound", "placeable_bound"), "bounds"),
+    **dict.fromkeys(("as_list", "dump", "parse_objects", "to_snapshot"), "parse"),
+    **dict.fromkeys(
+        ("SCALE_TARGETS", "SCALES", "WORKLOADS", "Workload", "generate", "repack", "scale_3k", "scale_10k", "suite"),
+        "workloads",
+    ),
+}
 
 __all__ = [
     "PlaceableBound", "SCALES", "SCALE_TARGETS", "WORKLOADS", "Workload", "as_list", "dump",
     "generate", "max_placeable_bound", "min_nodes_bound", "parse_objects", "placeable_bound",
     "repack", "scale_10k", "scale_3k", "suite", "to_snapshot",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value
+    return value

@@ -46,6 +46,7 @@ def measure(objects: Iterable[dict[str, Any]], *, yaml: bool = False) -> dict[st
         "peak_mib": figures["peak_mib"],
         "growth_mib": round(growth, 1),
         "ratio": round(growth / file_mib, 2) if file_mib else None,
+        "read_s": figures.get("read_s"),
     }
 
 
@@ -54,10 +55,14 @@ def _main(path: str) -> None:
 
     from .memory import peak_rss_mib, reset_peak
 
+    import time
+
     reset_peak()
     baseline = peak_rss_mib()
+    start = time.perf_counter()
     read_snapshot(path)
-    print(json.dumps({"baseline_mib": baseline, "peak_mib": peak_rss_mib()}))
+    seconds = round(time.perf_counter() - start, 2)
+    print(json.dumps({"baseline_mib": baseline, "peak_mib": peak_rss_mib(), "read_s": seconds}))
 
 
 if __name__ == "__main__":

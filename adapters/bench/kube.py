@@ -15,15 +15,13 @@ server without a controller manager leaves their pods alone.
 
 from __future__ import annotations
 
-import gc
 import marshal
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 
+from adapters.gc_control import paused_gc as paused_gc  # re-exported: the generators pause it too
 from models import DEFAULT_SCHEDULER_NAME, POD_GROUP_LABEL
 
 # Characters Kubernetes uses for generated name suffixes and template hashes (no vowels).
@@ -189,24 +187,6 @@ def tolerate(key: str, effect: str = "NoSchedule", value: Optional[str] = None) 
 
 
 # --------------------------------------------------------------------------- the factory
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building or parsing many objects.
-
-    Tens of thousands of fresh dicts trigger collection after collection, each walking every
-    object made so far — a third of the time at the large scale — and none of them can form a
-    cycle. Reference counting still frees everything as usual.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
 
 
 _NAIVE_EPOCH = EPOCH.replace(tzinfo=None)

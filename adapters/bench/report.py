@@ -47,12 +47,14 @@ def input_table(rows: list[dict[str, Any]]) -> list[str]:
     from .input_memory import MAX_RATIO
 
     out = [f"INPUT (each workload as a compact JSON List, read in a fresh process; target: peak at most {MAX_RATIO:g}x the file)",
-           "  WORKLOAD              FILE MiB   PEAK MiB   x FILE"]
+           "  WORKLOAD              FILE MiB   PEAK MiB   x FILE   READ s"]
     for row in rows:
         if "error" in row:
             out.append(f"  {row['workload']:<20}  {row['file_mib']:>8}   failed: {' '.join(row['error'])}")
             continue
-        out.append(f"  {row['workload']:<20}  {row['file_mib']:>8}   {row['growth_mib']:>8}   {row['ratio']:>6.1f}")
+        seconds = row.get("read_s")
+        out.append(f"  {row['workload']:<20}  {row['file_mib']:>8}   {row['growth_mib']:>8}   {row['ratio']:>6.1f}"
+                   f"   {'-' if seconds is None else f'{seconds:6.2f}'}")
     return out
 
 
@@ -146,6 +148,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
                     _seconds(r["greedy_s"]),
                     _seconds(r["build_s"]),
                     _seconds(r["solve_s"]),
+                    _seconds(r.get("validate_s")),
                     _num(r["classes"]),
                     _num(r["components"]),
                     _num(r["variables"]),
@@ -155,9 +158,9 @@ def _workload_tables(report: BenchReport) -> list[str]:
             )
     lines += _table(
         ("WORKLOAD", "ENGINE", "WINDOWS", "LIMIT s", "P50 ms", "P99 ms", "DECISION s", "PODS/s", "GREEDY s", "BUILD s",
-         "SOLVE s", "CLASSES", "COMPONENTS", "VARIABLES", "CONSTRAINTS", "PEAK RSS MiB"),
+         "SOLVE s", "VALIDATE s", "CLASSES", "COMPONENTS", "VARIABLES", "CONSTRAINTS", "PEAK RSS MiB"),
         rows,
-        numeric=set(range(2, 16)),
+        numeric=set(range(2, 17)),
     )
 
     lines += _gang_table(report)

@@ -24,8 +24,9 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from models import ClusterSnapshot
+from models import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 
+from .defaults import REAL_SHAPED_NAMES, SCALE_TARGET_NAMES, WORKLOAD_NAMES
 from .kube import (
     SAFE_TO_EVICT,
     ZONES,
@@ -1022,6 +1023,73 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
     return _finish(f"repack-{nodes}", "repack", seed, f, _Part(witness=None), inspect.getdoc(repack) or "")
 
 
+# --------------------------------------------------------------------------- real-shaped
+
+
+# Nodes, running pods per node and pending pods of the real-shaped cluster at each scale.
+_REALISTIC = {"quick": (100, 40, 1000), "medium": (1000, 40, 10000), "large": (5000, 30, 10000)}
+_REALISTIC_APPS = 20
+# Request shapes (CPU millicores, memory MiB): running pods are small; pending pods take any of
+# 4 x 4 shapes, so 20 apps make up to 320 classes (with the spread apps, what a dump of a busy
+# cluster holds: a few hundred distinct pod specs among thousands of pods).
+_RUNNING_SHAPES = ((50, 64), (100, 128), (100, 256), (200, 256), (250, 512), (300, 384), (500, 768))
+_PENDING_CPU = (100, 250, 500, 1000)
+_PENDING_MEMORY = (256, 512, 1024, 2048)
+
+
+@_gc_paused
+def realistic(scale: str = "quick", seed: int = 0) -> Workload:
+    """A real-shaped cluster (issue 24): 1,000 nodes (medium; quick 100, large 5,000) in 3 zones,
+    three quarters 16-CPU and a quarter 32-CPU, running 40 pods each (30 at large: 150,000) --
+    two DaemonSet pods and the rest from 20 apps with random small requests -- and 10,000
+    pending pods (quick 1,000) of the same 20 apps with random requests from 16 shapes, about
+    315 classes; the pods of 2 apps, a tenth of the queue, spread over zones (maxSkew 1,
+    DoNotSchedule). Everything pending fits."""
+    if scale not in _REALISTIC:
+        raise ValueError(f"unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
+    count, per_node, pending = _REALISTIC[scale]
+    placed_by_default = functools.partial(PodTemplate, scheduler_name="default-scheduler")
+    f = Factory(seed)
+    width = max(4, len(str(count - 1)))
+    nodes: list[str] = []
+    for i in range(count):
+        name = f"node-{i:0{width}d}"
+        big = i % 4 == 3
+        f.node(name, cpu="32" if big else "16", memory="128Gi" if big else "64Gi", zone=ZONES[i % 3],
+               instance_type="m5.8xlarge" if big else "m5.4xlarge")
+        nodes.append(name)
+    for ds, cpu, memory in (("kube-proxy", "100m", "128Mi"), ("node-exporter", "50m", "64Mi")):
+        template = placed_by_default(ds, {"cpu": cpu, "memory": memory}, priority=2000001000,
+                                     priority_class="system-node-critical")
+        f.pods(f.daemonset(ds, "kube-system"), template, list(nodes))
+    apps = [f"app-{i:02d}" for i in range(_REALISTIC_APPS)]
+    spread_apps = set(apps[:2])
+    owners = {app: f.replicaset(app, "prod") for app in apps}
+
+    templates: dict[tuple[str, int, int, bool], PodTemplate] = {}
+
+    def template(app: str, cpu: int, memory: int, running: bool) -> PodTemplate:
+        """One template per shape, so that pods of one shape share it (and the factory's spec)."""
+        key = (app, cpu, memory, running)
+        if key not in templates:
+            spread = (zone_spread(match_labels(app=app)),) if app in spread_apps else ()
+            templates[key] = PodTemplate(app, {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}, spread=spread,
+                                         scheduler_name="default-scheduler" if running else DEFAULT_SCHEDULER_NAME)
+        return templates[key]
+
+    for x in nodes:
+        for _ in range(per_node - 2):
+            app = f.rng.choice(apps)
+            cpu, memory = f.rng.choice(_RUNNING_SHAPES)
+            f.pod(owners[app], template(app, cpu, memory, True), x)
+    # Pending pods, in random order: the spread apps take a tenth of the queue, the 18 others the rest.
+    plain = apps[2:]
+    for k in range(pending):
+        app = f.rng.choice(apps[:2]) if k % 10 == 0 else f.rng.choice(plain)
+        f.pod(owners[app], template(app, f.rng.choice(_PENDING_CPU), f.rng.choice(_PENDING_MEMORY), False), None)
+    return _finish("realistic", scale, seed, f, _Part(witness=None), inspect.getdoc(realistic) or "")
+
+
 # --------------------------------------------------------------------------- registry
 
 
@@ -1065,6 +1133,11 @@ WORKLOADS: dict[str, Callable[..., Workload]] = {
     "mixed": mixed,
 }
 SCALE_TARGETS: dict[str, Callable[..., Workload]] = {"scale-3k": scale_3k, "scale-10k": scale_10k}
+# Real-shaped clusters, sized by --scale, outside the default suite (a medium one is 50,000 pods).
+REAL_SHAPED: dict[str, Callable[..., Workload]] = {"realistic": realistic}
+# The command line lists the names from defaults.py without loading this module.
+assert tuple(WORKLOADS) == WORKLOAD_NAMES and tuple(SCALE_TARGETS) == SCALE_TARGET_NAMES, "update defaults.py"
+assert tuple(REAL_SHAPED) == REAL_SHAPED_NAMES, "update defaults.py"
 
 
 def generate(name: str, scale: str = "quick", seed: int = 0) -> Workload:
@@ -1073,10 +1146,42 @@ def generate(name: str, scale: str = "quick", seed: int = 0) -> Workload:
         return WORKLOADS[name](scale, seed)
     if name in SCALE_TARGETS:
         return SCALE_TARGETS[name](seed)
-    known = ", ".join([*WORKLOADS, *SCALE_TARGETS])
+    if name in REAL_SHAPED:
+        return REAL_SHAPED[name](scale, seed)
+    known = ", ".join([*WORKLOADS, *SCALE_TARGETS, *REAL_SHAPED])
     raise ValueError(f"unknown workload {name!r}; expected one of {known}")
 
 
 def suite(scale: str = "quick", seed: int = 0, names: Optional[list[str]] = None) -> list[Workload]:
     """Every benchmark workload (or ``names``) at ``scale``."""
     return [generate(name, scale, seed) for name in (names or list(WORKLOADS))]
+
+
+def _main(argv: Optional[list[str]] = None) -> None:
+    """``python -m adapters.bench.workloads NAME [--scale S] [--seed N] FILE``: write a workload as
+    a kubectl-style List (JSON, or YAML for .yaml), e.g. a real-shaped dump for ``schedule``."""
+    import argparse
+
+    from .parse import as_list, dump
+
+    parser = argparse.ArgumentParser(prog="python -m adapters.bench.workloads", description=_main.__doc__)
+    parser.add_argument("name", choices=[*WORKLOADS, *SCALE_TARGETS, *REAL_SHAPED])
+    parser.add_argument("file")
+    parser.add_argument("--scale", choices=SCALES, default="quick")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compact", action="store_true", help="JSON without indentation (as the API server sends it)")
+    args = parser.parse_args(argv)
+    workload = generate(args.name, args.scale, args.seed)
+    if args.compact:
+        import json
+
+        with open(args.file, "w", encoding="utf-8") as fh:
+            json.dump(as_list(workload.objects), fh, separators=(",", ":"))
+    else:
+        dump(workload, args.file)
+    meta = workload.metadata
+    print(f"{args.file}: {meta['nodes']} nodes, {meta['running']} running pods, {meta['pods']} pending pods")
+
+
+if __name__ == "__main__":
+    _main()

@@ -12,9 +12,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from models import SchedulerConfig
+if TYPE_CHECKING:  # loaded by a command that reads its config, not by --help or --version
+    from models import SchedulerConfig
 
 __all__ = [
     "add_config_options",
@@ -72,6 +73,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace, **overrides: object) -> SchedulerConfig:
     """The config file (or defaults), with command-line flags winning over it."""
     from adapters.snapshot_io import load_config
+    from models import SchedulerConfig
 
     config = load_config(args.config) if getattr(args, "config", None) else SchedulerConfig()
     return config.with_overrides(scheduler_name=getattr(args, "scheduler_name", None), **overrides)

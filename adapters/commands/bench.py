@@ -38,9 +38,9 @@ def _repack_available() -> bool:
 
 
 def workload_names() -> list[str]:
-    from adapters.bench import SCALE_TARGETS, WORKLOADS
+    from adapters.bench.defaults import REAL_SHAPED_NAMES, SCALE_TARGET_NAMES, WORKLOAD_NAMES
 
-    names = [*WORKLOADS, *SCALE_TARGETS]
+    names = [*WORKLOAD_NAMES, *SCALE_TARGET_NAMES, *REAL_SHAPED_NAMES]
     if _repack_available():
         names.append(REPACK)
     return names
@@ -54,8 +54,7 @@ def positive_int(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from adapters.bench import WORKLOADS
-    from adapters.bench.runner import DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE
+    from adapters.bench.defaults import DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE, WORKLOAD_NAMES
 
     names = workload_names()
     parser = subparsers.add_parser(
@@ -66,8 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "placement, nodes used, gap, spread skew, victims, decision latency p50/p99, model size, "
         "and throughput. Every plan is validated; an invalid plan, or cpsat placing less than "
         "greedy, exits 1.",
-        epilog=f"workloads: {', '.join(names)}. The default suite is: {', '.join(WORKLOADS)}. "
-        "scale-3k and scale-10k are the solver's scale targets (fixed sizes, any --scale)."
+        epilog=f"workloads: {', '.join(names)}. The default suite is: {', '.join(WORKLOAD_NAMES)}. "
+        "scale-3k and scale-10k are the solver's scale targets (fixed sizes, any --scale); realistic is a "
+        "real-shaped cluster (3 zones, 40 running pods per node, 10,000 pending pods of 20 apps at "
+        "medium: 1,000 nodes; large: 5,000)."
         + (" repack compares re-packing with a descheduler-like baseline." if REPACK in names else ""),
     )
     parser.add_argument(

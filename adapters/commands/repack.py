@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from adapters.gc_control import keep_for_good
 from models import InputError
 
 from . import add_progress_option, non_negative_float, non_negative_int, note, progress_lines, stage, worker_count
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
     loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes).require_nodes(
         "no node to free and none to move pods to")
+    keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
 
     from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack

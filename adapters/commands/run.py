@@ -62,7 +62,7 @@ def address(text: str) -> tuple[str, int]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from adapters.live import leader, options, simulate
+    from adapters.live import defaults  # the help shows them; the client and solver load in run()
 
     parser = subparsers.add_parser(
         "run",
@@ -83,24 +83,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                         help="elect a leader on a coordination.k8s.io Lease before scheduling (default: on)")
-    parser.add_argument("--window-size", type=positive_int, default=options.DEFAULT_WINDOW_SIZE, metavar="N",
-                        help=f"most pods decided together (default {options.DEFAULT_WINDOW_SIZE})")
-    parser.add_argument("--window-wait", type=non_negative_int, default=options.DEFAULT_WINDOW_WAIT_MS,
+    parser.add_argument("--window-size", type=positive_int, default=defaults.DEFAULT_WINDOW_SIZE, metavar="N",
+                        help=f"most pods decided together (default {defaults.DEFAULT_WINDOW_SIZE})")
+    parser.add_argument("--window-wait", type=non_negative_int, default=defaults.DEFAULT_WINDOW_WAIT_MS,
                         metavar="MS", help="how long a window waits to fill after its first pod, in milliseconds "
-                        f"(default {options.DEFAULT_WINDOW_WAIT_MS}); with the adaptive window only pods that need a "
+                        f"(default {defaults.DEFAULT_WINDOW_WAIT_MS}); with the adaptive window only pods that need a "
                         "joint decision (gangs, required inter-pod (anti-)affinity, hard topology spread) wait")
     parser.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction, default=True,
                         help="decide pods that need no joint decision at once, without the window wait "
                         "(default: on; --no-adaptive-window makes every window wait)")
-    parser.add_argument("--batch-wait", type=non_negative_int, default=options.DEFAULT_BATCH_WAIT_MS, metavar="MS",
+    parser.add_argument("--batch-wait", type=non_negative_int, default=defaults.DEFAULT_BATCH_WAIT_MS, metavar="MS",
                         help="while pods stream in (each within MS of the one before), a window of pods that need no "
                         "joint decision waits MS milliseconds after its first pod for those right behind it: a "
                         "window per few pods instead of one per pod, for half the CPU; a lone pod never waits, "
-                        f"and no window waits past --window-wait (default {options.DEFAULT_BATCH_WAIT_MS}; 0: never)")
-    parser.add_argument("--quick-window", type=non_negative_int, default=options.DEFAULT_QUICK_WINDOW, metavar="N",
+                        f"and no window waits past --window-wait (default {defaults.DEFAULT_BATCH_WAIT_MS}; 0: never)")
+    parser.add_argument("--quick-window", type=non_negative_int, default=defaults.DEFAULT_QUICK_WINDOW, metavar="N",
                         help="windows of at most N pods that need no joint decision are decided by scheduleOne "
                         f"whatever the engine, as under light load kube-scheduler would (default "
-                        f"{options.DEFAULT_QUICK_WINDOW}; 0: never, and every window goes to the engine)")
+                        f"{defaults.DEFAULT_QUICK_WINDOW}; 0: never, and every window goes to the engine)")
     parser.add_argument("--greedy-whole-windows", action=argparse.BooleanOptionalAction, default=True,
                         help="a larger window of pods that need no joint decision is decided by scheduleOne first, "
                         "and bound as it decided when it places every pod without preempting: no model places more "
@@ -116,24 +116,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="CP-SAT time limit per window (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N",
                         help="CP-SAT worker threads (config solver.workers)")
-    parser.add_argument("--bind-concurrency", type=positive_int, default=options.DEFAULT_BIND_CONCURRENCY,
-                        metavar="N", help=f"binds in flight at once (default {options.DEFAULT_BIND_CONCURRENCY})")
+    parser.add_argument("--bind-concurrency", type=positive_int, default=defaults.DEFAULT_BIND_CONCURRENCY,
+                        metavar="N", help=f"binds in flight at once (default {defaults.DEFAULT_BIND_CONCURRENCY})")
     parser.add_argument("--lease-namespace", default="kube-system", metavar="NS",
                         help="namespace of the leader-election Lease (default kube-system)")
-    parser.add_argument("--lease-name", default=leader.LEASE_NAME, metavar="NAME",
-                        help=f"name of the Lease (default {leader.LEASE_NAME})")
-    parser.add_argument("--lease-duration", type=positive_float, default=leader.LEASE_DURATION_SECONDS,
+    parser.add_argument("--lease-name", default=defaults.LEASE_NAME, metavar="NAME",
+                        help=f"name of the Lease (default {defaults.LEASE_NAME})")
+    parser.add_argument("--lease-duration", type=positive_float, default=defaults.LEASE_DURATION_SECONDS,
                         metavar="SECONDS", help="how long a lease holds without renewal (default 15)")
-    parser.add_argument("--renew-deadline", type=positive_float, default=leader.RENEW_DEADLINE_SECONDS,
+    parser.add_argument("--renew-deadline", type=positive_float, default=defaults.RENEW_DEADLINE_SECONDS,
                         metavar="SECONDS", help="a leader that cannot renew for this long stops (default 10)")
-    parser.add_argument("--retry-period", type=positive_float, default=leader.RETRY_PERIOD_SECONDS,
+    parser.add_argument("--retry-period", type=positive_float, default=defaults.RETRY_PERIOD_SECONDS,
                         metavar="SECONDS", help="how often the lease is renewed or tried (default 2)")
     parser.add_argument("--stall-timeout", type=non_negative_float, metavar="SECONDS",
                         help="/healthz fails when one window has been in the loop this long (default: 3 x the "
-                        f"time limit + {options.STALL_GRACE_SECONDS:.0f}; 0: never)")
-    parser.add_argument("--arrival-rate", type=non_negative_float, default=simulate.DEFAULT_ARRIVAL_RATE,
+                        f"time limit + {defaults.STALL_GRACE_SECONDS:.0f}; 0: never)")
+    parser.add_argument("--arrival-rate", type=non_negative_float, default=defaults.DEFAULT_ARRIVAL_RATE,
                         metavar="PODS_PER_S", help="with --simulate: the snapshot's pending pods arrive at this "
-                        f"rate (default {simulate.DEFAULT_ARRIVAL_RATE:g}; 0: all there from the start)")
+                        f"rate (default {defaults.DEFAULT_ARRIVAL_RATE:g}; 0: all there from the start)")
     parser.add_argument("--duration", type=positive_float, metavar="SECONDS",
                         help="stop after this long (with --simulate it also stops once everything is bound)")
     parser.add_argument("--verbose", "-v", action="store_true", help="log every decision (INFO level)")

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from adapters.gc_control import keep_for_good
 from models import InputError
 
 from . import (
@@ -89,10 +90,13 @@ def _run(args: argparse.Namespace) -> int:
     stage(f"reading {source}")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
     loaded = read_snapshot(source, max_bytes=config.limits.max_snapshot_bytes).require_nodes_or_pods()
+    keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)
+    snapshot = loaded.snapshot
+    stage(f"read {len(snapshot.nodes):,} node(s) and {len(snapshot.pods):,} pod(s); preparing the decision")
 
     from solver import schedule, validate
 

@@ -19,9 +19,29 @@ solver. One module per concern:
   through `bench_target.py` (the bench's own client: fake nodes, a namespace), a real one.
 
 Nothing here is imported by `solver/` or `models/`.
+
+The names below load on first use, so that the command line can read the defaults it shows
+(`defaults.py`) without loading the client and the solver.
 """
 
-from .options import LiveOptions
-from .scheduler import CycleResult, Scheduler
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .options import LiveOptions
+    from .scheduler import CycleResult, Scheduler
+
+_WHERE = {"LiveOptions": "options", "CycleResult": "scheduler", "Scheduler": "scheduler"}
 
 __all__ = ["CycleResult", "LiveOptions", "Scheduler"]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value
+    return value

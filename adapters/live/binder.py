@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from models import Pod, pod_group_key
+from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
 from .clock import Clock
 from .errors import ConnectionFailure, KubeError, NotFound, TooManyRequests
 from .events import SCHEDULER_ERROR, Reporter
-from .kube import KubeApi
+from .kube import KubeApi, now_micro
 from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
 
@@ -526,6 +527,7 @@ class Binder:
         for p in unit.placements:
             if p.nominated:
                 self._nominate(p)
+                self._clear_lower_nominations(p)
         for i, victim in enumerate(unit.victims):
             with self._lock:
                 given_up = unit.id not in self._waiting  # timed out, cancelled or shut down meanwhile
@@ -565,6 +567,22 @@ class Binder:
         except KubeError as exc:  # the nomination informs other schedulers; preemption goes on without it
             log.info("could not set nominatedNodeName of %s: %s", p.key, exc.message)
 
+    def _clear_lower_nominations(self, p: Placement) -> None:
+        """Pods of ours nominated to the node a preemptor now takes, of lower priority, lose the
+        nomination, as kube-scheduler clears them: the room they waited for is this pod's now."""
+        for other in self.cache.nominated_below(p.node, p.pod.spec.priority or 0, p.pod.spec.scheduler_name):
+            if other.key == p.key:
+                continue
+            ns, name = other.metadata.namespace, other.metadata.name
+            try:
+                call_with_retries(lambda: self.api.patch_pod_status(ns, name, {"nominatedNodeName": None}),
+                                  what=f"clear the nomination of {other.key}", backoffs=self.settings.backoffs,
+                                  sleep=self.clock.sleep, should_continue=self.is_leader)
+            except NotFound:
+                pass
+            except KubeError as exc:
+                log.info("could not clear the nomination of %s: %s", other.key, exc.message)
+
     def _evict(self, victim: Victim) -> Optional[str]:
         """Evict one victim; None when it is evicted or gone, else why it was refused."""
         ns, name = victim.pod.metadata.namespace, victim.pod.metadata.name
@@ -583,12 +601,33 @@ class Binder:
         self.metrics.evictions.labels(result="evicted").inc()
         self.metrics.preemption_victims.inc()
         log.info("evicted %s from %s for %s", victim.key, victim.node, victim.preemptor)
+        self._mark_preempted(victim)
         self.reporter.preempted(victim.pod, victim.preemptor, victim.node)
         gang = pod_group_key(victim.pod)
         if gang:
             self.reporter.pod_group_disrupted(gang, victim.key, victim.preemptor, victim.node)
         self.on_evicted(victim)
         return None
+
+    def _mark_preempted(self, victim: Victim) -> None:
+        """Say on the terminating victim that the scheduler's preemption removes it, as
+        kube-scheduler does: ``DisruptionTarget=True``, reason ``PreemptionByScheduler``. The
+        Eviction API has just set that condition with reason ``EvictionByEvictionAPI``; set after
+        it, this reason stays. Whoever schedules next — this scheduler after a restart or a
+        hand-over, or kube-scheduler — reads it to let the preemptor wait for its victims instead
+        of preempting again (PodEligibleToPreemptOthers). A pod gone already needs nothing."""
+        ns, name = victim.pod.metadata.namespace, victim.pod.metadata.name
+        condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
+                     "message": f"preempting to accommodate a higher priority pod ({victim.preemptor})",
+                     "lastTransitionTime": now_micro()[:19] + "Z"}
+        try:
+            call_with_retries(lambda: self.api.patch_pod_status(ns, name, {"conditions": [condition]}),
+                              what=f"mark {victim.key} preempted", backoffs=self.settings.backoffs,
+                              sleep=self.clock.sleep, should_continue=self.is_leader)
+        except NotFound:
+            pass
+        except KubeError as exc:  # informative: the eviction itself went through
+            log.info("could not mark %s as preempted: %s", victim.key, exc.message)
 
     def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = (),
                    message: Optional[str] = None) -> None:

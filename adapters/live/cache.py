@@ -135,6 +135,10 @@ class ClusterCache:
         self._holding: dict[str, Pod] = {}
         self._sources: dict[str, Pod] = {}
         self._unresolved: dict[str, InputError] = {}  # holding pods whose priority class is unknown
+        # Pending pods (any scheduler's, not assumed) with a status.nominatedNodeName: a snapshot
+        # carries those outside its window, whose room the decision must leave them
+        # (solver/plugins/preemption/nominated.py). Kept current by `_refresh`.
+        self._nominated: dict[str, Pod] = {}
         self._namespaces: Counter[str] = Counter()  # of the holding pods
         self._classes: dict[str, PriorityClass] = {}
         self._classes_changed = False  # since `_resolve_all`: the next snapshot resolves every pod again
@@ -283,6 +287,11 @@ class ClusterCache:
         """Under the lock: make `_holding[key]` what a snapshot shows of pod `key` now."""
         pod: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
         assumption = self._assumed.get(key)
+        if (pod is not None and assumption is None and pod.status.nominated_node_name and not pod.spec.node_name
+                and not pod.is_terminating and not pod.is_terminal):
+            self._nominated[key] = pod
+        else:
+            self._nominated.pop(key, None)
         view: Optional[Pod] = None
         if assumption is not None:
             view = assumption.pod
@@ -334,6 +343,22 @@ class ClusterCache:
     def pod(self, key: str) -> Optional[Pod]:
         with self.lock:
             return self._objects[PODS].get(key)  # type: ignore[return-value]
+
+    def nominated_below(self, node: str, priority: int, scheduler_name: str) -> list[Pod]:
+        """Pending pods of `scheduler_name` nominated to `node` with a priority below `priority`
+        (those whose priority class is unknown left out)."""
+        with self.lock:
+            out = []
+            for pod in self._nominated.values():
+                if pod.status.nominated_node_name != node or pod.spec.scheduler_name != scheduler_name:
+                    continue
+                try:
+                    resolved = resolve_pod(pod, self._classes)
+                except InputError:
+                    continue
+                if (resolved.spec.priority or 0) < priority:
+                    out.append(pod)
+            return out
 
     def pods(self) -> list[Pod]:
         with self.lock:
@@ -414,7 +439,20 @@ class ClusterCache:
             pending = [resolve_pod(pod, self._classes) for _, pod in waiting]  # type: ignore[arg-type]
             keys = [*self._holding, *(key for key, _ in waiting)]
             pods = [*self._holding.values(), *pending]
-            namespaces = [*self._namespaces, *(p.metadata.namespace for p in pending)]
+            # Pods nominated to a node and not decided now keep their room there; one whose
+            # priority class is unknown cannot be weighed and is left out.
+            inside = frozenset(key for key, _ in waiting)
+            nominated = [key for key in self._nominated if key in inside]
+            for key, pod in self._nominated.items():
+                if key in inside:
+                    continue
+                try:
+                    pods.append(resolve_pod(pod, self._classes))
+                except InputError:
+                    continue
+                keys.append(key)
+                nominated.append(key)
+            namespaces = [*self._namespaces, *(p.metadata.namespace for p in pods[len(self._holding):])]
             window_keys = frozenset(key for key, _ in waiting)
             last = self._last
             delta = None
@@ -427,7 +465,8 @@ class ClusterCache:
                 pvcs=self._objects[PVCS].values(), pvs=self._objects[PVS].values(),  # type: ignore[arg-type]
                 storage_classes=self._objects[STORAGE_CLASSES].values(),  # type: ignore[arg-type]
                 csi_nodes=self._objects[CSI_NODES].values(),  # type: ignore[arg-type]
-                pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta)
+                pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta,
+                nominated=nominated)
             self._last = (weakref.ref(snapshot), window_keys)
             self._changed = set()
             return snapshot

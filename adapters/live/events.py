@@ -148,18 +148,24 @@ class Reporter:
             self._reported.pop(pod.key, None)
         self._event(pod, SCHEDULED, scheduled_message(pod.key, node), "Normal", "Binding")
 
-    def failed_scheduling(self, pod: Pod, message: str, *, reason: str = UNSCHEDULABLE) -> None:
+    def failed_scheduling(self, pod: Pod, message: str, *, reason: str = UNSCHEDULABLE,
+                          clear_nomination: bool = False) -> None:
         """A `FailedScheduling` event and the `PodScheduled=False` condition: `Unschedulable`
-        when no node fits, `SchedulerError` when the attempt failed otherwise (a bind error)."""
+        when no node fits, `SchedulerError` when the attempt failed otherwise (a bind error).
+        `clear_nomination`: the same status write removes `nominatedNodeName`, as kube-scheduler
+        does when a preemption finds no node for the pod (a stale nomination keeps room others
+        may not take)."""
         self._event(pod, FAILED_SCHEDULING, message, "Warning", "Scheduling")
         with self._lock:
-            if self._reported.get(pod.key) == message:
+            if self._reported.get(pod.key) == message and not clear_nomination:
                 return
             self._reported[pod.key] = message
         condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                      "lastTransitionTime": now_micro()[:19] + "Z", "lastProbeTime": None}
-        self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name,
-                         status={"conditions": [condition]}))
+        status: dict[str, Any] = {"conditions": [condition]}
+        if clear_nomination:
+            status["nominatedNodeName"] = None
+        self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name, status=status))
 
     def preempted(self, victim: Pod, preemptor: str, node: str) -> None:
         self._event(victim, PREEMPTED, preempted_message(preemptor, node), "Normal", "Preempting")

@@ -26,16 +26,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .clock import Clock
+from .defaults import (  # re-exported: client-go's defaults, kept where they load cheaply
+    LEASE_DURATION_SECONDS as LEASE_DURATION_SECONDS,
+    LEASE_NAME as LEASE_NAME,
+    RENEW_DEADLINE_SECONDS as RENEW_DEADLINE_SECONDS,
+    RETRY_PERIOD_SECONDS as RETRY_PERIOD_SECONDS,
+)
 from .errors import Conflict, KubeError, NotFound
 from .kube import KubeApi, now_micro
 
 log = logging.getLogger(__name__)
-
-# client-go's (and kube-scheduler's) defaults, in seconds.
-LEASE_DURATION_SECONDS = 15.0
-RENEW_DEADLINE_SECONDS = 10.0
-RETRY_PERIOD_SECONDS = 2.0
-LEASE_NAME = "cpsat-scheduler"
 
 
 def default_identity() -> str:

@@ -10,61 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .defaults import (  # the defaults the command line shows, kept where they load cheaply
+    DEFAULT_WINDOW_SIZE as DEFAULT_WINDOW_SIZE,
+    DEFAULT_WINDOW_WAIT_MS as DEFAULT_WINDOW_WAIT_MS,
+    DEFAULT_BATCH_WAIT_MS as DEFAULT_BATCH_WAIT_MS,
+    DEFAULT_QUICK_WINDOW as DEFAULT_QUICK_WINDOW,
+    DEFAULT_BIND_CONCURRENCY as DEFAULT_BIND_CONCURRENCY,
+    DEFAULT_PREEMPTION_TIMEOUT as DEFAULT_PREEMPTION_TIMEOUT,
+    DEFAULT_UNCERTAIN_BIND_TTL as DEFAULT_UNCERTAIN_BIND_TTL,
+    HOUSEKEEPING_SECONDS as HOUSEKEEPING_SECONDS,
+    STALL_GRACE_SECONDS as STALL_GRACE_SECONDS,
+)
 from .informer import RECONNECT_BACKOFFS, WATCH_TIMEOUT_SECONDS
 from .leader import LeaseSettings
 from .queue import QueueSettings
 from .retry import DEFAULT_BACKOFFS
-
-# Pods per window: a burst of this many is decided jointly; more wait for the next window.
-# Each window also pays a cost that grows with the cluster, not the window (snapshot, the
-# solver's view of every bound pod, validation): under a backlog, large windows amortise it,
-# while the pods of a few Deployments still make a small CP-SAT model (one class per spec).
-DEFAULT_WINDOW_SIZE = 500
-# How long the first pod of a window waits for company (milliseconds). Long enough that pods
-# created together (a Deployment scaling, a Job's gang) share a window, short enough not to
-# matter next to pod start-up. With the adaptive window (the default) only pods that need a
-# joint decision (gangs, required inter-pod (anti-)affinity, hard spread) wait: waiting cannot
-# improve the plan of a pod that is decided as well on its own, and it costs its latency.
-DEFAULT_WINDOW_WAIT_MS = 200
-# While pods stream in (each within this many milliseconds of the one before), a window of pods
-# that need no joint decision still waits this long after its first pod, for the pods right
-# behind it. Not for a better plan: every window has a fixed cost (snapshot, the solver's view
-# of the cluster, validation, a bind batch), and at 100 pods/s one window per pod spent 6.8 ms
-# of CPU per pod where windows of ~4 pods spend 4.2, for ~25 ms more latency (p50 6 -> 29 ms,
-# p99 80 -> 63 ms; `python -m adapters.live.bench --burst 0 --backlog 0`, 500 nodes; 20 ms gave
-# 5.0 ms/pod, 50 ms 3.9 ms/pod at p50 46 ms). A lone pod, or the first after a lull, never
-# waits. 0: never.
-DEFAULT_BATCH_WAIT_MS = 30
-# Windows of at most this many pods, none of which needs a joint decision, are decided by
-# scheduleOne whatever the engine (see `Scheduler.is_quick`). Under light load the adaptive
-# window makes windows of a few pods, and a CP-SAT model would cost each of them a second (the
-# time limit) of latency for little gain; a backlog (a burst, a stall) makes windows larger than
-# this, and those are decided jointly. 0: every window goes to the configured engine.
-DEFAULT_QUICK_WINDOW = 100
-# Larger windows of pods that need no joint decision are first decided by scheduleOne too
-# (`LiveOptions.greedy_whole`): when it places every pod without preempting, no model can place
-# more, and its plan (kube-scheduler's own per-pod choice) is bound as it is; the model decides
-# only windows where scheduleOne leaves pods out. Off with the quick window (0) or on its own.
-# Concurrent binds: binding is one small POST per pod; sixteen keep an API server busy
-# without flooding it (kube-scheduler binds each pod on its own goroutine, unbounded).
-DEFAULT_BIND_CONCURRENCY = 16
-# How long a preemptor waits for its victims to go (seconds). A victim gets its
-# terminationGracePeriodSeconds (30 s by default) to stop; four times that covers slow
-# kubelets, after which the room is given back and the preemptor tries again.
-DEFAULT_PREEMPTION_TIMEOUT = 120.0
-# How long a bind whose outcome is unknown keeps its node reserved (seconds), counted from the
-# read-back. The watch shows a bound pod within moments; a request whose answer was lost was
-# sent at least the client's read timeout (30 s) earlier, so with this it has had over a minute,
-# past the API server's own request timeout (60 s by default), to land. Longer only wastes room.
-DEFAULT_UNCERTAIN_BIND_TTL = 30.0
-# Housekeeping period (seconds): backoff expiry, preemption timeouts, gauges.
-HOUSEKEEPING_SECONDS = 0.5
-# /healthz fails when one window has been in the loop longer than this (seconds): the loop is
-# hung, and a restart (kubelet's liveness probe) is the way out. A window's work is bounded by
-# the solver's time limit, plus greedy's fallback and the snapshot and validation, which grow
-# with the cluster (some 10 s each at 5,000 nodes, measured), so the default is derived from the
-# time limit: three times it, plus STALL_GRACE_SECONDS.
-STALL_GRACE_SECONDS = 120.0
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Union
 
 import solver
-from models import ClusterSnapshot, InputError, Plan, SchedulerConfig, pod_group_key
+from models import ClusterSnapshot, InputError, Plan, Pod, SchedulerConfig, pod_group_key
+from solver.plugins.preemption.nominated import REASON_TERMINATING
 
 from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
 from .cache import BINDING, DRY_RUN, ClusterCache, node_feasibility
@@ -486,7 +487,8 @@ class Scheduler:
         for u in plan.unschedulable:
             self.queue.requeue_unschedulable(u.pod, u.message)
             self.metrics.attempts.labels(result="unschedulable").inc()
-            self.reporter.failed_scheduling(pods[u.pod], u.message)
+            self.reporter.failed_scheduling(pods[u.pod], u.message,
+                                            clear_nomination=self._nomination_lapses(pods[u.pod], u.message))
             log.info("%s is unschedulable: %s", u.pod, u.message)
             self.on_unschedulable(u.pod, u.message)
             gang = pod_group_key(pods[u.pod])
@@ -495,6 +497,14 @@ class Scheduler:
         if rejected:
             self._report_rejected_gangs(snapshot, plan, rejected)
         return len(plan.unschedulable)
+
+    def _nomination_lapses(self, pod: Pod, message: str) -> bool:
+        """Whether a left-out pod's `nominatedNodeName` goes, as kube-scheduler clears it: the
+        pod tried preemption and found no node. A pod still waiting for its victims keeps it
+        (it was not eligible to preempt: the nomination stands), and so does every pod while
+        preemption is off (kube-scheduler then runs no PostFilter)."""
+        return (bool(pod.status.nominated_node_name) and self.config.preemption.enabled
+                and REASON_TERMINATING not in message)
 
     def _report_rejected_gangs(self, snapshot: ClusterSnapshot, plan: Plan, rejected: dict[str, str]) -> None:
         """A gang the window tried and rejected says so on its PodGroup too. Not one that placed

@@ -25,12 +25,11 @@ from models.workloads import CorePodGroup, workload_pod_groups
 
 from .binder import Placement, Victim
 from .convert import parse_object
+from .defaults import DEFAULT_ARRIVAL_RATE as DEFAULT_ARRIVAL_RATE  # re-exported
 from .kube import KubeApi, configured_client
 from .options import LiveOptions
 from .scheduler import Scheduler
 
-# Default arrival rate of the snapshot's pending pods (pods per second): slow enough to watch.
-DEFAULT_ARRIVAL_RATE = 10.0
 # The scheduler must stay idle this long before the simulation calls it finished (seconds):
 # long enough for a bind's watch event or a requeue to show up.
 SETTLE_SECONDS = 0.5

@@ -1,9 +1,11 @@
 """Preemption as costed variables.
 
 For every running pod that some candidate window pod on its node outranks (and may preempt), a
-boolean ``evict[v]``. Capacity, ports and anti-affinity read ``1 − evict[v]`` for v's share of
-the node. A pod is evicted only if a window pod of strictly higher priority, whose
-preemptionPolicy is not Never, is placed on the same node. Cost sits below placement in the
+boolean ``evict[v]``, and per priority L of the pods that may evict it ``level[v, L]``: the
+priority of the pod it goes for (``victim_room`` judges the eviction needed at that level).
+Capacity, ports and anti-affinity read ``1 − evict[v]`` for v's share of the node. A pod is
+evicted only if a window pod of strictly higher priority, whose preemptionPolicy is not Never, is
+placed on the same node. Cost sits below placement in the
 lexicographic objective: PodDisruptionBudget violations first (or forbidden with ``pdb: hard``),
 then the victims' priorities (one higher-priority victim outweighs any number of lower ones),
 then how many victims.
@@ -38,7 +40,7 @@ def top_preemptor(classes, cand: dict, num_nodes: int) -> np.ndarray:
     candidates (the lowest int64 where none has): no running pod at or above it can go."""
     top = np.full(num_nodes, np.iinfo(np.int64).min, dtype=np.int64)
     for cls in classes:
-        if not cls.rep.preempt_never and len(cand[cls.id]):
+        if cls.rep.may_preempt_others and len(cand[cls.id]):
             np.maximum.at(top, cand[cls.id], cls.rep.priority)
     return top
 
@@ -49,7 +51,7 @@ def create(wm: WindowModel) -> None:
         return
     m, state = wm.model, wm.state
     for n, entries in wm.by_node.items():
-        preemptors = [(cls, var) for cls, var in entries if not cls.rep.preempt_never]
+        preemptors = [(cls, var) for cls, var in entries if cls.rep.may_preempt_others]
         if not preemptors:
             continue
         top = max(cls.rep.priority for cls, _ in preemptors)
@@ -58,13 +60,28 @@ def create(wm: WindowModel) -> None:
                 continue
             # Only a placed window pod of strictly higher priority on the same node justifies it.
             # A gang member never evicts a running member of its own group.
-            outranking = [var for cls, var in preemptors if may_preempt(cls.rep, victim)]
-            if not outranking:
+            by_level: dict[int, list] = defaultdict(list)
+            for cls, var in preemptors:
+                if may_preempt(cls.rep, victim):
+                    by_level[cls.rep.priority].append(var)
+            if not by_level:
                 continue
             evict = m.new_bool_var(f"evict[{victim.key}]")
             wm.evict[victim.key] = evict
             wm.evict_pod[victim.key] = (victim, n)
-            m.add(evict <= cp_model.LinearExpr.sum(outranking))
+            # level[v, L]: v is evicted for a pod of priority L placed on its node (``victim_room``
+            # judges the eviction at that level); exactly one when v is evicted.
+            if len(by_level) == 1:
+                (level, outranking), = by_level.items()
+                wm.evict_level[victim.key] = {level: evict}
+                m.add(evict <= cp_model.LinearExpr.sum(outranking))
+                continue
+            levels = {}
+            for level, outranking in sorted(by_level.items()):
+                lam = levels[level] = m.new_bool_var(f"level[{victim.key},{level}]")
+                m.add(lam <= cp_model.LinearExpr.sum(outranking))
+            wm.evict_level[victim.key] = levels
+            m.add(cp_model.LinearExpr.sum(list(levels.values())) == evict)
 
 
 def encode_costs(wm: WindowModel, ctx) -> None:

@@ -28,6 +28,7 @@ from .. import interrupt
 from ..plugins.gang import topology as gang_topology
 from ..plugins.gang.permit import domain_runs, runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.preemption import nominated
 from ..greedy import GreedyResult
 from ..state import PodMatcher
 from .symmetry import canonical
@@ -51,7 +52,8 @@ def greedy_counts(wm: WindowModel, greedy: GreedyResult, ctx) -> dict[tuple[int,
 def greedy_hint(wm: WindowModel, greedy: GreedyResult, ctx, counts: Optional[dict[tuple[int, int], int]] = None) -> None:
     """Hint greedy's plan (``counts``: its ``greedy_counts``, when already at hand)."""
     counts = greedy_counts(wm, greedy, ctx) if counts is None else counts
-    _apply(wm, counts, {v.pod.key for v in greedy.victims}, greedy.placements)
+    levels = {v.pod.key: ctx.pod(v.preemptor).priority for v in greedy.victims}
+    _apply(wm, counts, set(levels), greedy.placements, levels)
 
 
 def _coupled(wm: WindowModel, cls) -> bool:
@@ -62,7 +64,7 @@ def _coupled(wm: WindowModel, cls) -> bool:
 
 
 def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
-    free = wm.state.free.copy()
+    free = nominated.withheld(wm.ctx.claims, wm.state.free)
     counts: dict[tuple[int, int], int] = {}
     for cls in sorted(wm.classes, key=lambda c: (-c.rep.priority, c.id)):
         entries = wm.by_class.get(cls.id)
@@ -154,7 +156,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     the domains of its key whose free room could hold it, the tightest first, and stays in the
     first that takes ``need`` of its members."""
     state = wm.state
-    free = state.free.copy()
+    free = nominated.withheld(wm.ctx.claims, state.free)
     scale = np.maximum(state.alloc.max(axis=0), 1)
     skip = {c.id for c in wm.classes if _left_out_of_packing(c)}
     # (priority, share per pod, first pod's queue position, need, [(class, count)], topology key)
@@ -275,11 +277,12 @@ def counts_value(wm: WindowModel, counts: dict[tuple[int, int], int], weights: d
     return sum(weights[priority[c]] * k for (c, _), k in counts.items() if c in priority)
 
 
-def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str], placements=None) -> dict[tuple[int, int], int]:
+def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str], placements=None,
+           levels: Optional[dict[str, int]] = None) -> dict[tuple[int, int], int]:
     """Hint these counts (permuted to the symmetry break's order, which is returned), these
-    evictions, and the gangs of each kind that run (from ``placements``, else from the counts)."""
+    evictions (at these ``levels``: victim -> its preemptor's priority), and the gangs of each kind that run (from ``placements``, else from the counts)."""
     counts = canonical(wm, counts)
-    for (c, n), var in wm.x.items():
+    for (c, n), var in interrupt.checked(wm.x.items(), every=8192):
         wm.model.add_hint(var, counts.get((c, n), 0))
     placed: dict[int, int] = {}
     for (c, _), k in counts.items():
@@ -289,6 +292,10 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
             wm.model.add_hint(placed_var, placed.get(c, 0))
     for key, var in wm.evict.items():
         wm.model.add_hint(var, 1 if key in evicted else 0)
+        lams = wm.evict_level[key]
+        if len(lams) > 1:
+            for level, lam in lams.items():
+                wm.model.add_hint(lam, 1 if key in evicted and (levels or {}).get(key) == level else 0)
     by_class: dict[int, list[tuple[int, int]]] = {}
     for (c, n), k in counts.items():
         if k:
@@ -360,6 +367,7 @@ def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dic
     ``wm.hint_solution`` when it wins). With greedy's plan at hand the hint is completed to every
     variable (``complete``); a packing the model rejects gives way to greedy's plan. Returns
     which hint stands."""
+    interrupt.check()
     packed = packing_counts(wm)
     value = counts_value(wm, packed, weights)
     other = first_fit_counts(wm) if greedy is None else greedy_counts(wm, greedy, ctx)

@@ -5,6 +5,7 @@ read. Pods of one equivalence class share one integer variable per candidate nod
 
     x[c, n]   — how many pods of class c are placed on node n            (0 ≤ x ≤ ub[c, n])
     evict[v]  — running pod v is evicted to make room                    (bool)
+    level[v, L] — v is evicted for a pod of priority L on its node         (bool, one when evicted)
 
 Interchangeable gangs are one "kind" (``gang.kinds``): the members of a kind with one signature
 form one class, and an integer per kind counts the gangs that run (``gang_runs``).
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 from ortools.sat.python import cp_model
 
+from .. import interrupt
 from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
@@ -91,6 +93,8 @@ class WindowModel:
         self.placed: dict[int, cp_model.IntVar | int] = {}
         self.evict: dict[str, cp_model.IntVar] = {}
         self.evict_pod: dict[str, tuple[PodInfo, int]] = {}
+        # Per victim, its eviction level literals by priority (``eviction.create``).
+        self.evict_level: dict[str, dict[int, cp_model.IntVar]] = {}
         # Objective levels, most important first; each rule appends to the level it affects.
         self.levels: list[Level] = [
             Level("placement"),
@@ -107,6 +111,11 @@ class WindowModel:
         self.seeds: dict[tuple, cp_model.IntVar] = {}
         # Per affinity terms, the eviction literals a seed of them needs (``inter_pod_affinity``).
         self.seed_clearing: dict[tuple, list] = {}
+        # Per running pod that supports some class's affinity, the literal "it supports" (it
+        # stays, or is evicted for a pod that does not lean on it: ``inter_pod_affinity``).
+        self.affinity_support: dict[str, object] = {}
+        # Per (node, claim priority), "a class of priority ≤ it is placed there" (``nominated``).
+        self.claims_in_force: dict[tuple[int, int], object] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False
@@ -187,10 +196,10 @@ class WindowModel:
         free = state.alloc - state.used
         all_nodes = np.arange(len(state.nodes), dtype=np.int64)
         top, freed, others = freeable if freeable is not None else (None, None, frozenset())
-        for cls in self.classes:
+        for cls in interrupt.checked(self.classes, every=8):
             rep = cls.rep
             vec = state.vector(rep)
-            can_preempt = self.allow_preemption and not rep.preempt_never
+            can_preempt = self.allow_preemption and rep.may_preempt_others
             if top is not None:
                 own = rep.priority if can_preempt else np.iinfo(np.int64).min
                 if not (top > own).any():
@@ -222,7 +231,7 @@ class WindowModel:
     def create_variables(self) -> None:
         """x[c, n]: pods of class c on node n; placed[c]: pods of class c placed anywhere."""
         m = self.model
-        for cls in self.classes:
+        for cls in interrupt.checked(self.classes, every=8):
             terms = []
             for n, ub in zip(self.cand[cls.id].tolist(), self.ub[cls.id].tolist()):
                 var = m.new_int_var(0, ub, f"x[{cls.id},{n}]")

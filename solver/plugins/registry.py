@@ -41,6 +41,7 @@ from .pod_topology_spread import check as pod_topology_spread_check
 from .pod_topology_spread import filter as pod_topology_spread
 from .pod_topology_spread import score as pod_topology_spread_score
 from .preemption import check as preemption_check
+from .preemption import nominated
 from .preemption import victim_room
 from .taint_toleration import filter as taint_toleration
 from .taint_toleration import score as taint_toleration_score
@@ -89,6 +90,7 @@ FILTER_ENCODERS: tuple[Encoder, ...] = (
 WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
     # min_resources after gang: it orders the kinds' run counts gang.encode makes
     gang.encode, gang_min_resources.encode, gang_topology.encode, gang_preferred.encode, victim_room.encode,
+    nominated.encode,
     # the volume plugins' window-wide parts (their node-local parts prune candidates)
     volume_restrictions.encode, node_volume_limits.encode, volume_binding.encode,
 )
@@ -108,4 +110,5 @@ FINAL_CHECKS: tuple[Check, ...] = (
     gang_check.check,
     gang_topology.check,
     preemption_check.check,
+    nominated.check,
 )

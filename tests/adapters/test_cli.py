@@ -398,3 +398,27 @@ def test_script_closed_stdout_is_quiet(argv: list[str]) -> None:
 def test_python_dash_m_adapters() -> None:
     done = subprocess.run([sys.executable, "-m", "adapters", "--version"], capture_output=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith(b"cpsat-scheduler ")
+
+
+# What only a decision needs: --version and --help must not pay for it at every start-up.
+HEAVY_MODULES = ("ortools", "kubernetes", "pydantic", "numpy", "networkx", "solver", "yaml")
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["run", "--help"], ["bench", "--help"]])
+def test_start_up_loads_no_solver_client_or_models(argv: list[str]) -> None:
+    """`--version` and `--help` print without importing the solver, OR-tools, the Kubernetes client
+    or the pydantic models (they once took ~4.5 s to start); the command still answers in full."""
+    code = (
+        "import sys\n"
+        "from adapters.cli import main\n"
+        f"status = main({argv!r})\n"
+        f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY_MODULES!r}))\n"
+        "print('STATUS', status, 'HEAVY', ','.join(heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    last = done.stdout.decode().splitlines()[-1]
+    assert last == "STATUS 0 HEAVY ", done.stdout.decode() + done.stderr.decode()
+    if argv == ["--version"]:
+        assert done.stdout.startswith(b"cpsat-scheduler ")
+    else:
+        assert b"usage: cpsat-scheduler" in done.stdout

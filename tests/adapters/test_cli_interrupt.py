@@ -157,3 +157,52 @@ def test_ctrl_c_during_repack_apply_stops_between_polls_and_exits_130(tmp_path: 
         assert "interrupted (Ctrl-C)" in err.decode()
     finally:
         cluster.close()
+
+
+def _interrupt_at(snapshot: Path, stage: str, *extra: str) -> tuple[int, float, bytes, list[str]]:
+    """Run `schedule --progress` on ``snapshot``, press Ctrl-C once the progress line ``stage``
+    is out, and return (exit status, seconds from the signal to the exit, stdout, stderr lines)."""
+    proc = subprocess.Popen([str(SCRIPT), "schedule", str(snapshot), "--progress", "-o", "json", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    lines = []
+    for raw in proc.stderr:
+        lines.append(raw.decode().rstrip())
+        if stage in lines[-1]:
+            break
+    else:
+        raise AssertionError(f"no progress line {stage!r}: {lines}")
+    time.sleep(0.3)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, time.monotonic() - sent, out, lines + err.decode().splitlines()
+
+
+def _dump(path: Path, objects: list) -> Path:
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, separators=(",", ":")))
+    return path
+
+
+def test_ctrl_c_while_reading_stops_the_read(tmp_path: Path) -> None:
+    """A dump of 45,000 pods takes seconds to read; Ctrl-C during the read ends the command
+    there (no later stage starts), exit 130, nothing on stdout."""
+    objects = workloads.realistic("quick", 0).objects
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    copies = [{**o, "metadata": {**o["metadata"], "name": f"{o['metadata']['name']}-{k}"}} for k in range(8) for o in pods]
+    status, seconds, out, lines = _interrupt_at(_dump(tmp_path / "big.json", objects + copies), "reading ")
+    assert (status, out) == (130, b"")
+    assert lines[-1] == "cpsat-scheduler: interrupted: no plan printed"
+    assert not any("] read " in line for line in lines), lines  # stopped inside the read
+    assert seconds < 10
+
+
+def test_ctrl_c_while_building_the_model_stops_the_build(tmp_path: Path) -> None:
+    """The model of 300 classes x 100 nodes takes seconds to build; Ctrl-C during the build
+    ends the command before any solve starts, exit 130, nothing on stdout."""
+    snapshot = _dump(tmp_path / "realistic.json", workloads.realistic("quick", 0).objects)
+    status, seconds, out, lines = _interrupt_at(snapshot, "building the CP-SAT model")
+    assert (status, out) == (130, b"")
+    assert lines[-1] == "cpsat-scheduler: interrupted: no plan printed"
+    assert not any("solving:" in line for line in lines), lines  # stopped inside the build
+    assert seconds < 10

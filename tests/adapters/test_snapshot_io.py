@@ -778,3 +778,68 @@ def test_plan_errors(text: str, message: str) -> None:
     with pytest.raises(InputError) as info:
         load_plan(io.StringIO(text))
     assert str(info.value) == message
+
+
+# --------------------------------------------------------------------------- replicas share a spec
+
+
+def _replica(name: str, node: Any, cpu: Any = "250m") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "web", "image": "nginx:1.27", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}],
+    }
+    if node is not ...:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "shop", "labels": {"app": "web"}},
+            "spec": spec}
+
+
+def _list(*items: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)})
+
+
+def test_replicas_with_one_spec_share_it_but_keep_their_node() -> None:
+    """Pods whose specs differ only in nodeName are read once: the containers and tolerations are
+    one object, while each pod keeps its own node (none for the pending one)."""
+    snapshot = read(_list(_replica("web-1", "node-a"), _replica("web-2", "node-b"), _replica("web-3", ...),
+                          _replica("web-4", None), _replica("web-5", "node-a", cpu="500m"))).snapshot
+    pods = {p.metadata.name: p for p in snapshot.pods}
+    assert [pods[f"web-{i}"].spec.node_name for i in range(1, 6)] == ["node-a", "node-b", "", "", "node-a"]
+    assert pods["web-1"].spec.containers is pods["web-2"].spec.containers is pods["web-3"].spec.containers
+    assert pods["web-4"].spec.tolerations is pods["web-1"].spec.tolerations
+    assert pods["web-5"].spec.containers is not pods["web-1"].spec.containers
+    assert pods["web-5"].spec.containers[0].resources.requests["cpu"] == 500
+    assert pods["web-2"].spec == pods["web-1"].spec.model_copy(update={"node_name": "node-b"})
+
+
+@pytest.mark.parametrize("bad, field, problem", [
+    (_replica("web-2", "node-a", cpu="12x"), "spec.containers[0].resources.requests.cpu", '"12x" is not a quantity'),
+    (_replica("web-2", 7), "spec.nodeName", "7 is not a string"),
+])
+def test_a_replica_that_differs_is_still_checked(bad: dict[str, Any], field: str, problem: str) -> None:
+    """After a spec is shared, a pod whose spec differs (a bad quantity, a nodeName that is not a
+    string) is validated in full and its problem named as for the first pod."""
+    with pytest.raises(InputError) as err:
+        read(_list(_replica("web-1", "node-a"), bad))
+    assert str(err.value).startswith(f"pods/shop/web-2: {field}: {problem}")
+
+
+def test_replicas_with_yaml_dates_in_their_spec_are_read() -> None:
+    """An unquoted date in YAML is a date, not a string: a spec holding one is read in full for
+    each pod (not shared), and the dump reads as before."""
+    pod = """\
+- apiVersion: v1
+  kind: Pod
+  metadata: {{name: {name}, namespace: default}}
+  spec:
+    nodeName: {node}
+    containers:
+    - name: c
+      resources: {{requests: {{cpu: 100m}}}}
+      env:
+      - {{name: SINCE, value: 2001-12-14}}
+"""
+    text = "apiVersion: v1\nkind: List\nitems:\n" + pod.format(name="a", node="n1") + pod.format(name="b", node="n2")
+    pods = {p.metadata.name: p for p in read(text).snapshot.pods}
+    assert (pods["a"].spec.node_name, pods["b"].spec.node_name) == ("n1", "n2")
+    assert pods["b"].spec.containers[0].resources.requests["cpu"] == 100

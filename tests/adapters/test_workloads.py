@@ -549,3 +549,27 @@ def test_min_nodes_bound_by_hand():
     load = [_pod(f"p{i}", cpu="3500m") for i in range(2)]
     assert min_nodes_bound(_snap(*[_node(n) for n in "abc"], *daemons, *load)) == 2
     assert min_nodes_bound(_snap(_node("a"))) == 0
+
+
+# --------------------------------------------------------------------------- real-shaped
+
+
+def test_realistic_is_shaped_like_a_production_dump() -> None:
+    """Issue 24's cluster at quick scale: 100 nodes in 3 zones running 40 pods each, 1,000
+    pending pods of 20 apps in a few hundred distinct specs, a tenth of them spread over zones;
+    the same seed gives the same dump."""
+    workload = generate("realistic", "quick", 0)
+    meta = workload.metadata
+    assert (meta["nodes"], meta["running"], meta["pods"]) == (100, 4000, 1000)
+    snapshot = workload.snapshot()
+    assert len({n.metadata.labels["topology.kubernetes.io/zone"] for n in snapshot.nodes}) == 3
+    per_node = Counter(p.spec.node_name for p in snapshot.pods if p.spec.node_name)
+    assert set(per_node.values()) == {40}
+    pending = snapshot.pending_pods(DEFAULT_SCHEDULER_NAME)
+    assert len(pending) == 1000
+    assert len({p.metadata.labels["app"] for p in snapshot.pods if p.metadata.namespace == "prod"}) == 20
+    shapes = {(p.metadata.labels["app"], tuple(sorted(pod_requests(p).items()))) for p in pending}
+    assert 250 <= len(shapes) <= 320
+    spread = [p for p in pending if p.spec.topology_spread_constraints]
+    assert 80 <= len(spread) <= 120
+    assert generate("realistic", "quick", 0).objects == workload.objects

@@ -6,7 +6,9 @@ nodes and about a dozen pods) so that thousands of windows run through every eng
 while each window can still combine resources (cpu, memory, pods, an extended resource), taints
 and tolerations, node selectors and required node affinity, pod affinity and anti-affinity by
 hostname and zone, topology spread (hard and soft, minDomains), host ports, priorities with
-preemption (and ``Never``), PodDisruptionBudgets and gangs with running members.
+preemption (and ``Never``), PodDisruptionBudgets and gangs with running members, and nominated
+pods: victims of an earlier preemption still terminating, pending pods nominated to a node, and
+another scheduler's pending pods whose nominated room the window must leave.
 
 Pending pods come from *templates* with one to four replicas, as Deployments and Jobs make them,
 so equivalence classes with several pods (count variables) are exercised as well as singletons.
@@ -21,6 +23,7 @@ from typing import Any, Optional
 from hypothesis import strategies as st
 
 from models.config import SchedulerConfig
+from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodCondition
 from models.snapshot import ClusterSnapshot
 from tests.builders import (
     T0,
@@ -239,6 +242,7 @@ def windows(draw: Any, *, max_nodes: int = 6, max_running: int = 6, max_template
             },
         }
     )
+    pods = _nominations(draw, pods, names)
     # Volumes, drawn last so the windows drawn before them stay as they were.
     volumes = _volumes(draw, nodes, pods) if draw(st.integers(0, 3)) == 0 else {}
     pods = volumes.pop("pods", pods)
@@ -298,6 +302,32 @@ def _volumes(draw: Any, nodes: list, pods: list) -> dict[str, Any]:
 
     return {"pods": [mounting(p) for p in pods], "pvcs": claims, "pvs": pvs, "storage_classes": classes,
             "csi_nodes": csi}
+
+
+def _nominations(draw: Any, pods: list, names: list[str]) -> list:
+    """Now and then (drawn last, so the windows drawn before stay as they were): a running pod
+    being deleted as a victim of preemption (DisruptionTarget, PreemptionByScheduler), pending
+    pods of ours nominated to a node (waiting for such victims, or not), and a pending pod of
+    another scheduler nominated to a node, whose room the window must leave it."""
+    if draw(st.integers(0, 2)):
+        return pods
+    out = list(pods)
+    for i, p in enumerate(out):
+        if p.spec.node_name and draw(st.integers(0, 3)) == 0:
+            out[i] = p.model_copy(update={
+                "metadata": p.metadata.model_copy(update={"deletion_timestamp": T0 + timedelta(hours=1)}),
+                "status": p.status.model_copy(update={"conditions": [
+                    PodCondition(type=DISRUPTION_TARGET, status="True", reason=PREEMPTION_BY_SCHEDULER)]}),
+            })
+        elif not p.spec.node_name and draw(st.integers(0, 2)) == 0:
+            out[i] = p.model_copy(update={"status": p.status.model_copy(
+                update={"nominated_node_name": draw(st.sampled_from(names))})})
+    for k in range(draw(st.integers(0, 2))):
+        port = {"host_ports": [draw(st.sampled_from((80, 8080)))]} if draw(st.integers(0, 3)) == 0 else {}
+        out.append(make_pod(f"default/theirs-{k}", scheduler="default-scheduler", nominated=draw(st.sampled_from(names)),
+                            priority=draw(st.sampled_from(PRIORITIES)), labels={"app": draw(st.sampled_from(APPS))},
+                            **_requests(draw, pending=True), **port))
+    return out
 
 
 def dump(window: Window) -> str:

@@ -195,9 +195,8 @@ def check_window(window: Window, seed: int, tally: Tally) -> None:
 
 def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value, greedy_value: int, tally: Tally) -> None:
     """The API preferred greedy's plan: the solver's own solution, when proven optimal, must still
-    place as much — except in the known model gap (test_solver_vs_greedy_cases.py), recognised
-    by greedy's plan needing what the model cannot express: a pod whose affinity support a later
-    pod's preemption evicted."""
+    place as much. (The one known model gap, affinity support a later preemption evicted, is
+    closed: such a window fails here like any other.)"""
     own_ctx = build_context(window.snapshot, config)
     outcome = solve_window(own_ctx)
     sol, greedy = outcome.solution, outcome.greedy
@@ -209,34 +208,12 @@ def _own_solution_not_worse(window: Window, config: SchedulerConfig, ctx, value,
     if own >= greedy_value:
         tally.greedy_better["same placement, greedy's victims preferred"] += 1
         return
-    if _support_evicted_later(own_ctx, greedy):
-        tally.greedy_better["known gap: affinity support a later preemption evicted"] += 1
-        return
     if tally.gap_dir is not None:
         tally.greedy_better[NEW_GAP] += 1
         tally.gap_dir.mkdir(parents=True, exist_ok=True)
         (tally.gap_dir / f"window-{tally.windows + 1}.jsonl").write_text(dump(window))
         return
     raise AssertionError(f"solver's proven optimum places tier-weighted {own} < greedy {greedy_value}")
-
-
-def _support_evicted_later(ctx, greedy) -> bool:
-    """Whether a pod greedy placed had the support of its required affinity in a running pod
-    that another pod's preemption evicted afterwards: valid in that order (the validator's
-    reading), out of the model's reach, which reads support on the final state."""
-    for v in greedy.victims:
-        victim = v.pod
-        for key, n in greedy.placements.items():
-            pod = ctx.pod(key)
-            if key == v.preemptor or not pod.affinity:
-                continue
-            if not all(t.matches(victim.namespace, victim.labels, victim.ns_labels) for t in pod.affinity):
-                continue
-            here, there = ctx.nodes[n].labels, ctx.nodes[v.node].labels
-            if any(here.get(t.topology_key) is not None and here.get(t.topology_key) == there.get(t.topology_key)
-                   for t in pod.affinity):
-                return True
-    return False
 
 
 _SETTINGS = dict(

@@ -25,9 +25,10 @@ case is the smallest window shown to the lead:
   (capacity, host ports and anti-affinity alike), though the final state is valid — also on
   another node, when the victim's anti-affinity kept the pod out of their shared zone: its
   candidate nodes counted only what its own class could evict;
-* open (``xfail``, strict, so a fix shows up): a pod placed beside the running pod that
-  supports its affinity, which a later pod then evicts, is supported on the final state only by
-  window pods that need it in turn.
+* fixed: a pod placed beside the running pod that supports its affinity, which a later pod then
+  evicts, was supported on the final state only by window pods that need it in turn: a victim
+  now supports every pod but its own preemptor in the model too, as in the validator (the plan
+  names a preemptor that does not lean on it).
 """
 
 from __future__ import annotations
@@ -280,10 +281,6 @@ def test_pod_uses_a_zone_another_window_pod_freed_by_preemption():
     check(snapshot)
 
 
-# --------------------------------------------------------------------------- open
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the model reads affinity on the final state; greedy's support may be a pod a later preemption evicts")
 def test_affinity_supported_by_a_pod_a_later_preemption_evicts():
     # The long run's window 3,055, reduced. p arrives while r (app=b) runs on n1 and is placed
     # beside it; q then evicts r for room and is supported by p. In the final state p and q

@@ -325,6 +325,30 @@ def test_greedy_plan_as_a_full_hint_is_accepted_by_the_model(snapshot):
     assert _accepts(snapshot, FAST), describe(snapshot)
 
 
+def test_affinity_support_a_later_preemption_evicts_is_a_plan_the_model_accepts() -> None:
+    """Found by the property above (issue 23, item 6): greedy places p0 (required affinity to
+    app=a in its zone) on n1 beside run3, its only support in z1; p2 then evicts run3 for room.
+    kube-scheduler checks p0's affinity at its turn and never again, so the plan is legal (the
+    validator agrees); the model read support on the final state, without run3, and refused it."""
+    nodes = [make_node("n0", cpu="2", memory="32Gi", labels={"zone": "z0"}),
+             make_node("n1", cpu="7", memory="32Gi", labels={"zone": "z1"})]
+    running = [make_pod(f"default/run{i}", cpu="1", labels={"app": "a"}, priority=0, node=node)
+               for i, node in enumerate(["n0", "n0", "n0", "n1"])]
+    pending = [make_pod("default/p0", cpu="3", labels={"app": "a"}, priority=10,
+                        pod_affinity=[term({"app": "a"}, "zone")], created=at(0)),
+               make_pod("default/p1", cpu="1", labels={"app": "a"}, priority=0, created=at(1)),
+               make_pod("default/p2", cpu="4", labels={"app": "b"}, priority=10, created=at(2))]
+    snapshot = make_snapshot(nodes, [*running, *pending])
+    greedy = schedule(snapshot, FAST, engine="greedy")
+    assert greedy.assignment_map() == {"default/p0": "n1", "default/p2": "n1"}
+    assert [(v.pod, v.preemptor) for v in greedy.preemptions] == [("default/run3", "default/p2")]
+    assert validate(snapshot, greedy, FAST) == []
+    assert _accepts(snapshot, FAST)
+    plan = schedule(snapshot, FAST)
+    assert validate(snapshot, plan, FAST) == [] and plan.stats.status != "FALLBACK"
+    assert len(plan.assignments) >= len(greedy.assignments)
+
+
 def test_a_spread_pod_placed_before_a_later_preemption_is_a_plan_the_model_accepts() -> None:
     """Found by the property above: greedy places p1 (zone spread, maxSkew 1) in z1 while z0 holds
     three matching pods, then p2 evicts those three from z0. kube-scheduler checks p1's skew at
@@ -346,3 +370,25 @@ def test_a_spread_pod_placed_before_a_later_preemption_is_a_plan_the_model_accep
     assert _accepts(snapshot, FAST)
     plan = schedule(snapshot, FAST)
     assert validate(snapshot, plan, FAST) == [] and len(plan.assignments) >= len(greedy.assignments)
+
+
+def test_bulk_objective_is_the_one_or_tools_writes() -> None:
+    """``solve.maximize`` writes the very objective ``CpModel.maximize`` does (repeated variables
+    merged, zeros dropped, by index, negated), only without a Python loop per term."""
+    import random
+
+    from ortools.sat.python import cp_model
+
+    from solver.cpsat.solve import maximize
+
+    rng = random.Random(7)
+    ours, theirs = cp_model.CpModel(), cp_model.CpModel()
+    for model in (ours, theirs):
+        for i in range(60):
+            model.new_int_var(0, 9, f"x{i}")
+    picks = [rng.randrange(60) for _ in range(400)]
+    coeffs = [rng.randint(-4, 4) for _ in picks]
+    maximize(ours, [ours.get_int_var_from_proto_index(i) for i in picks], coeffs)
+    theirs.maximize(cp_model.LinearExpr.weighted_sum([theirs.get_int_var_from_proto_index(i) for i in picks], coeffs))
+    assert str(ours.proto.objective) == str(theirs.proto.objective)
+    assert len(ours.proto.objective.vars) < 60

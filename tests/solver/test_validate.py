@@ -187,7 +187,7 @@ def _cases():
     out.append(case(
         "capacity-worsens-overcommit", snap, make_plan(snap, {"default/p": "n1"}),
         ["capacity: node n1 cpu over by 500m after placing default/p (already over by 200m before the plan;"
-         " the plan makes it worse)"],
+         " a pod asking for it fits only once it is not)"],
     ))
 
     # -- static rules

@@ -21,6 +21,7 @@ from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...terms import AffinityTerm
 from ...state import ClusterState, PodMatcher
+from ..preemption.victim_room import may_preempt
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
@@ -322,9 +323,50 @@ def _settled_everywhere(wm: WindowModel, cls) -> bool:
     return True
 
 
+def leans_on(pod: PodInfo, victim: PodInfo) -> bool:
+    """Whether ``victim`` could be what supports ``pod``'s required affinity (it matches all of
+    its terms). A victim runs until its own preemptor arrives, so it supports every pod placed
+    before that one: a plan names as preemptor a pod that does not lean on it where it can
+    (``solver/cpsat/solve.py``), and then the victim supports every pod it matches."""
+    return bool(pod.affinity) and AllTerms(pod.affinity).matches(victim)
+
+
+def _supports(wm: WindowModel, pod: PodInfo, evict) -> object:
+    """The literal "running pod ``pod`` supports the affinity of the pods beside it": it stays,
+    or it is evicted for a placed pod that does not lean on it (kube-scheduler checks affinity at
+    each pod's turn and never again, so pods placed before the preemptor keep their support).
+    Created once per pod."""
+    cache = wm.affinity_support
+    lit = cache.get(pod.key)
+    if lit is None:
+        n = wm.evict_pod[pod.key][1]
+        m = wm.model
+        # The plan names the victim's preemptor at the level it is evicted at (the priority of
+        # that pod, ``victim_room``): a lender must be placed at that level.
+        lent = []
+        for level, at_level in wm.evict_level.get(pod.key, {}).items():
+            lenders = [var for cls, var in wm.by_node.get(n, ())
+                       if cls.rep.priority == level and may_preempt(cls.rep, pod) and not leans_on(cls.rep, pod)]
+            if not lenders:
+                continue
+            # lent[pod, L]: evicted at level L, and a pod of priority L that does not lean on it
+            # is placed beside it (the plan names that one).
+            b = m.new_bool_var(f"lent[{pod.key},{level}]")
+            m.add_implication(b, at_level)
+            m.add(cp_model.LinearExpr.sum(lenders) >= 1).only_enforce_if(b)
+            lent.append(b)
+        if not lent:
+            lit = evict.Not()
+        else:
+            lit = m.new_bool_var(f"supports[{pod.key}]")
+            m.add_bool_or([evict.Not(), *lent]).only_enforce_if(lit)
+        cache[pod.key] = lit
+    return lit
+
+
 def _running_anchors(wm: WindowModel, supporters, ids: np.ndarray) -> tuple[set[int], dict[int, list]]:
     """Domains (under the key of ``ids``) where a running supporter cannot be evicted, and per
-    other domain the literals "this supporter stays"."""
+    other domain the literals "this supporter supports" (``_supports``)."""
     settled: set[int] = set()
     kept: dict[int, list] = {}
     for pod, node in supporters:
@@ -335,7 +377,7 @@ def _running_anchors(wm: WindowModel, supporters, ids: np.ndarray) -> tuple[set[
         if evict is None:
             settled.add(d)
         else:
-            kept.setdefault(d, []).append(evict.Not())
+            kept.setdefault(d, []).append(_supports(wm, pod, evict))
     return settled, kept
 
 

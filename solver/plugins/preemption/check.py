@@ -2,8 +2,9 @@
 
 Each victim runs on the named node and its preemptor is placed there and may preempt it
 (``victim_room.why_not``: strictly higher priority, not ``preemptionPolicy: Never``, not a
-member of the victim's own PodGroup); the victim's room is needed by the pods placed there that
-outrank it (``victim_room.needless_victims``); with ``preemption.pdb: hard`` no budget's
+member of the victim's own PodGroup); the victim's room is needed at its level, its preemptor's
+priority: with it back and the other victims of that level or above gone, the pods placed there at
+that level or above would not fit (``victim_room.needless_victims``); with ``preemption.pdb: hard`` no budget's
 allowance is exceeded.
 """
 
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from ...framework import names
 from ...info import PodInfo
+from . import nominated
 from .pdb import disruptions_allowed, pdbs_covering
-from .victim_room import needless_victims, why_not
+from .victim_room import entangling, needless_victims, why_not
 
 if TYPE_CHECKING:
     from ...validate import Replay
@@ -50,30 +52,31 @@ def check(replay: Replay) -> None:
 
 
 def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
-    """Each victim's room is needed by the pods that outrank it (``victim_room``); checked
-    for the victims whose preemptor is otherwise in order (the others are reported already)."""
+    """Each victim is needed at its level, its named preemptor's priority (``victim_room``);
+    checked for the victims whose preemptor is otherwise in order (the others are reported
+    already, and are judged here as if evicted just above their own priority)."""
     by_node: dict[int, list[PodInfo]] = defaultdict(list)
+    levels: dict[str, int] = {}
     for v in replay.victims:
         by_node[v.node].append(v.pod)
+        preemptor = replay.window.get(v.preemptor)
+        levels[v.pod.key] = preemptor.priority if v.pod.key in sound and preemptor is not None else v.pod.priority + 1
     state = replay.before
-    preemptor_priority = {
-        v.pod.key: replay.window[v.preemptor].priority for v in replay.victims if v.preemptor in replay.window
-    }
+    matchers = entangling(replay.ctx)
     for index, victims in sorted(by_node.items()):
         running = list(state.pods_on[index].values())
         placed = replay.placed_on.get(index, [])
+        used = state.used[index] + nominated.claimed(replay, index)  # room nominated pods wait for
         for victim, users in needless_victims(
-            state.alloc[index], state.used[index], running, placed, victims, state.vector, preemptor_priority
+            state.alloc[index], used, running, placed, victims, levels, state.vector, matchers
         ):
             if victim.key not in sound:
                 continue
-            who = (
-                f"its room goes to {names(p.key for p in users)}, which may not preempt it"
-                if users else "no placed pod needs its room"
-            )
+            who = f"its room goes to {names(p.key for p in users)}, placed after it" if users else "no placed pod needs its room"
             replay.report(
                 f"preemption: {victim.key} (priority {victim.priority}) is evicted from node "
-                f"{replay.node_name(index)}, but the pods placed there that outrank it fit without it; {who}"
+                f"{replay.node_name(index)} for a pod of priority {levels[victim.key]}, but the pods placed there "
+                f"at that priority or above fit without it (the other victims gone); {who}"
             )
 
 

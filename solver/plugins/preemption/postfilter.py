@@ -5,7 +5,9 @@ Unschedulable, not UnschedulableAndUnresolvable), find on each the smallest set 
 lower-priority victims (remove them all, then reprieve the most important back one by one,
 PodDisruptionBudget-violating ones first), and pick the node by kube-scheduler's criteria:
 fewest PDB violations, lowest top victim priority, smallest priority sum, fewest victims,
-latest start among the top victims.
+latest start among the top victims. When a pod preempts on a node where pods of its own priority
+already preempted in the window, ``reprieve_level`` puts back their victims it no longer needs
+(the window's reading of the reprieve; ``victim_room``).
 
 The CP-SAT model treats preemption as costed variables instead (``solver/cpsat``); this module
 is what the greedy fallback does, so falling back never silently drops preemption.
@@ -23,8 +25,10 @@ import numpy as np
 
 from ...framework import SUCCESS, Code, Status, fit_error_message, reason_histogram, unresolvable
 from ...info import PodInfo
+from . import nominated
 from .pdb import PdbBudgets
-from .victim_room import may_preempt
+from .victim_room import beyond_node_local, entangled, entangling, may_preempt
+from ..node_ports import filter as node_ports
 from ...filtering import Cycle, StaticFilters
 from ..node_resources_fit import filter as node_resources_fit
 from ...state import ClusterState
@@ -274,6 +278,8 @@ def default_preemption(
     take its gang below minMember in the final state)."""
     if pod.preempt_never:
         return PreemptionOutcome(None, message=f"preemption: {REASON_NEVER}")
+    if pod.waiting_on:
+        return PreemptionOutcome(None, message=f"preemption: {nominated.REASON_TERMINATING}")
     version = ctx.config.kubernetes_version
     statuses = cycle.statuses()
     n = len(statuses)
@@ -330,3 +336,51 @@ def default_preemption(
         per_node[i] = status
     hist = reason_histogram(per_node)
     return PreemptionOutcome(None, message=f"preemption: {fit_error_message(n, hist)}")
+
+
+def reprieve_level(
+    node: int,
+    level: int,
+    state: ClusterState,
+    victims: list,
+    ctx,
+) -> list:
+    """After a pod of priority ``level`` preempted on ``node``, put back the victims that earlier
+    preemptors of that same priority took there and that the node no longer needs: the window's
+    reading of the reprieve (``victim_room``: pods of one priority are one batch, so each victim of
+    the level must be needed with all the others gone). kube-scheduler, one pod at a time, would
+    keep them evicted; the room they return is the room its later pods would have found.
+
+    ``victims``: the window's victims so far (``pod``, ``node``, ``preemptor``); the state holds the
+    window's placements so far (all of priority ``level`` or above: the queue goes by priority).
+    Returns the victims that stay evicted. Victims of nodes the rule does not judge (a placed pod
+    with affinity or spread, a running pod with anti-affinity) and entangled ones stay evicted."""
+    here = [v for v in victims if v.node == node]
+    if len(here) < 2:
+        return victims  # the pod's own victims are needed (its own reprieve said so)
+    window = _window_keys(ctx)
+    matchers = entangling(ctx)
+    candidates = [v for v in here if ctx.pod(v.preemptor).priority == level and not entangled(v.pod, matchers)]
+    if not candidates:
+        return victims
+    placed = [p for p in state.pods_on[node].values() if p.key in window]
+    running = [p for p in state.pods_on[node].values() if p.key not in window] + [v.pod for v in here]
+    if beyond_node_local(placed, running):
+        return victims
+    budgets = PdbBudgets.of(ctx)
+    keys = {v.pod.key for v in candidates}
+    spent = budgets.spent(v.pod for v in victims if v.pod.key not in keys)
+    violating, safe = budgets.split(sorted((v.pod for v in candidates), key=_importance), spent)
+    requested = np.zeros(state.alloc.shape[1], dtype=bool)
+    for p in placed:
+        requested |= state.vector(p) > 0
+    back: set[str] = set()
+    for pod in (*violating, *safe):
+        demand = state.alloc[node] - state.free[node] + state.vector(pod)
+        if bool((demand[requested] > state.alloc[node][requested]).any()):
+            continue
+        if pod.host_ports and any(p.host_ports and node_ports.ports_conflict(p.host_ports, pod.host_ports) for p in placed):
+            continue
+        state.add(pod, node)
+        back.add(pod.key)
+    return [v for v in victims if v.pod.key not in back] if back else victims

@@ -1,36 +1,73 @@
-"""Who may preempt whom, and when an eviction is needed.
+"""Who may preempt whom, and when an eviction is needed: one rule for the model, greedy and the
+validator.
 
 kube-scheduler places pods one at a time, highest priority first. A pod preempts only when it does
-not fit the node as it is at its turn, and then evicts the fewest, lowest-priority pods that make
-it fit. Lifted to a window's final state, on each node:
+not fit the node as it is at its turn; it then takes every lower-priority pod off, and puts each
+back (most important first, PodDisruptionBudget-violating ones before the others) unless the pod no
+longer fits with it: its *reprieve*. A victim is never kept out for a pod that could not have
+evicted it. Lifted to a window's final state, node by node:
 
-* a pod ``p`` may preempt a running pod ``v`` only if ``p`` outranks ``v`` (strictly higher
+* **Who.** A pod ``p`` may preempt a running pod ``v`` only if ``p`` outranks ``v`` (strictly higher
   priority), ``p``'s preemptionPolicy is not ``Never``, and ``v`` is not a member of ``p``'s own
-  PodGroup (``may_preempt``);
-* a victim of priority ``w`` is evicted only if the window pods placed there that outrank it do
-  not fit without it — with every lower-priority victim of the plan already gone, since
-  kube-scheduler gives up the lowest priorities first. Otherwise its room would go to a pod that
-  could not have preempted it (equal or lower priority, or ``Never``), which is what a
-  sequential scheduler never does (``needless_victims``; ``encode`` for CP-SAT).
+  PodGroup (``why_not`` / ``may_preempt``).
+* **When.** Each victim ``v`` has a *level* ``L(v)``: the priority of its preemptor, a pod placed
+  on ``v``'s node that may preempt it (the plan names it). ``v`` stays evicted only if, putting it
+  back, the node would not fit the pods that were there at that level's turn:
 
-"Do not fit" is read on the node-local rules a victim can be in the way of: every resource the
-outranking pods request (the pod count included) and host ports. Where a required
-(anti-)affinity term or a topology spread constraint is involved on the node, an eviction may be
-needed for reasons this check does not weigh, and it is accepted as needed (both here and in the
-model, so the two agree).
+  - every window pod placed on the node with priority ≥ ``L(v)`` (the preemptor, the pods before
+    it, and its equals: pods of one priority are taken as one batch — no order among them);
+  - every running pod the plan keeps, and every victim of a *lower* level (``L(w) < L(v)``:
+    evicted later, by a pod that came after), which is still there;
+  - ``v`` itself; every other victim of level ≥ ``L(v)`` is gone — ties of priority are no
+    exception, so of two victims of one priority, both evicted for one pod, each must be needed
+    with the other gone (issue 23's case 1).
+
+  "Would not fit" is read on the node-local rules a victim takes room in: some resource one of
+  those placed pods requests (the pod count included) is over the node's allocatable, or one of
+  them wants a host port ``v`` or a lower-level victim holds (``room_needed``, ``needless_victims``;
+  ``encode`` for CP-SAT). Pods placed below ``L(v)`` came after and are not weighed: a victim whose
+  room only they use was evicted needlessly, and the validator names them as the takers.
+* **Beyond the node.** Where a placed pod on the node has required (anti-)affinity or a hard
+  topology spread constraint, or a running pod there has required anti-affinity, an eviction may be
+  needed for rules this check does not weigh, and every eviction there is accepted as needed
+  (``beyond_node_local``). So is a victim that a required anti-affinity term or a hard spread
+  constraint of some window pod counts (``entangled``): putting it back could break that pod's rule
+  on another node of its domain, which greedy's reprieve (below) would then have to weigh.
+
+What this admits, checked against kube-scheduler's sequential plans (greedy follows them):
+
+* A preemptor of a higher priority decides with the pods of lower levels still there, so a pod
+  that a PodDisruptionBudget steers onto a higher-priority victim, whose protected lower victim a
+  later, lower-priority pod then evicts, makes a valid plan (the two victims are of different
+  levels; commit d11a100's case).
+* Preemptors of different priorities on one node each judge their victims at their own level.
+* ``preemptionPolicy: Never`` pods preempt nothing but, placed at or above a level, are there at
+  its turn.
+* A gang's members are pods like the others here (a gang never evicts its own members); greedy
+  judges their victims once the gang stands (Permit).
+* Two preemptors of *one* priority on one node form one batch. kube-scheduler, taking them one at
+  a time, can evict for the first a pod that the second's victims would have made unnecessary
+  (two replicas of one Deployment do it). Greedy reprieves such victims once its next preemptor of
+  that priority on the node has chosen its own (``postfilter.reprieve_level``), so its plans meet the rule
+  and evict no more than kube-scheduler's; the rule does not accept kube-scheduler's extra victim.
+
+The rule reads ``L(v)`` from the plan: the validator from the preemptor it names, the model from
+a level variable per victim (``eviction.create``), greedy from its actual preemptor.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from ...info import PodInfo
+from ...state import PodMatcher
 from ..node_ports import filter as node_ports
+from . import nominated
 
 if TYPE_CHECKING:
     from ...cpsat.model import WindowModel
@@ -49,6 +86,9 @@ def why_not(preemptor: PodInfo, victim: PodInfo) -> list[str]:
         )
     if preemptor.preempt_never:
         reasons.append(f"{preemptor.key} has preemptionPolicy Never but evicts {victim.key}")
+    if preemptor.waiting_on:
+        reasons.append(f"{preemptor.key} evicts {victim.key}, but it waits for its victims on its nominated "
+                       f"node {preemptor.waiting_on}: it may not preempt again")
     if victim.group is not None and victim.group == preemptor.group:
         reasons.append(
             f"{victim.key} is evicted for {preemptor.key}, a member of its own PodGroup "
@@ -62,120 +102,224 @@ def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
     return not why_not(preemptor, victim)
 
 
-def _beyond_node_local(placed: Iterable[PodInfo], running: Iterable[PodInfo]) -> bool:
+def beyond_node_local(placed: Iterable[PodInfo], running: Iterable[PodInfo]) -> bool:
     """Whether a placement on the node can hinge on other pods beyond resources and ports: a
-    placed pod with required (anti-)affinity or spread, or with claims (a ReadWriteOncePod claim
-    or a CSI volume count a victim holds), or a running pod's anti-affinity."""
-    return (any(p.affinity or p.anti_affinity or p.spread or p.claims for p in placed)
+    placed pod with required (anti-)affinity or hard spread, or with claims (a ReadWriteOncePod
+    claim or a CSI volume count a victim holds), or a running pod's anti-affinity."""
+    return (any(p.affinity or p.anti_affinity or p.hard_spread or p.claims for p in placed)
             or any(q.anti_affinity for q in running))
 
 
-def _port_blocked(outranking: Iterable[PodInfo], running: Iterable[PodInfo], level: int) -> bool:
-    """Whether an outranking pod wants a host port a running pod of priority ≥ ``level`` holds."""
-    holders = [q for q in running if q.host_ports and q.priority >= level]
-    return any(node_ports.ports_conflict(p.host_ports, q.host_ports) for p in outranking if p.host_ports for q in holders)
+def entangling(ctx) -> tuple[PodMatcher, ...]:
+    """The matchers of the window's required anti-affinity terms and hard spread constraints (a
+    victim one of them counts is ``entangled``), built once per context."""
+    hit = ctx.__dict__.get("_preemption_entangling")
+    if hit is None:
+        found: set[PodMatcher] = set()
+        for p in ctx.window:
+            found.update(PodMatcher.of_term(t) for t in p.anti_affinity)
+            found.update(PodMatcher.of_spread(c.selector, p.namespace) for c in p.hard_spread)
+        hit = ctx.__dict__["_preemption_entangling"] = tuple(found)
+    return hit
+
+
+def entangled(victim: PodInfo, matchers: Sequence[PodMatcher]) -> bool:
+    """Whether a window pod's required anti-affinity or hard spread counts ``victim``: putting it
+    back could break that pod's rule elsewhere in its domain, so its eviction counts as needed."""
+    return any(m.matches(victim) for m in matchers)
+
+
+def _conflict(pods: Iterable[PodInfo], holders: Iterable[PodInfo]) -> list[PodInfo]:
+    """The pods of ``pods`` wanting a host port one of ``holders`` holds."""
+    held = [q for q in holders if q.host_ports]
+    if not held:
+        return []
+    return [p for p in pods if p.host_ports and any(node_ports.ports_conflict(p.host_ports, q.host_ports) for q in held)]
+
+
+def room_needed(
+    alloc: np.ndarray,
+    used: np.ndarray,
+    victim: PodInfo,
+    level: int,
+    placed: Sequence[PodInfo],
+    victims: Sequence[PodInfo],
+    levels: Mapping[str, int],
+    vector,
+) -> bool:
+    """The rule for one victim: with ``victim`` back and the node as it was at its level's turn,
+    the pods placed there at or above ``level`` would not fit (module docstring).
+
+    ``used``: what the node's running pods use before the plan (victims included); ``placed``:
+    the window pods the plan puts on the node; ``victims``: every pod the plan evicts there, each
+    with its level in ``levels``; ``vector``: a pod's request vector."""
+    above = [p for p in placed if p.priority >= level]
+    if not above:
+        return False
+    demand = used.astype(np.int64).copy()
+    requested = np.zeros(len(alloc), dtype=bool)
+    for p in above:
+        vec = vector(p)
+        demand += vec
+        requested |= vec > 0
+    for w in victims:
+        if w.key != victim.key and levels[w.key] >= level:
+            demand -= vector(w)
+    if bool((demand[requested] > alloc[requested]).any()):
+        return True
+    there = [victim, *(w for w in victims if levels[w.key] < level)]
+    return bool(_conflict(above, there))
+
+
+def room_users(victim: PodInfo, level: int, placed: Sequence[PodInfo]) -> list[PodInfo]:
+    """Who takes a needless victim's room: the pods placed on its node below its level (those
+    wanting one of its host ports, if any do)."""
+    after = [p for p in placed if p.priority < level]
+    return _conflict(after, [victim]) or after
 
 
 def needless_victims(
     alloc: np.ndarray,
-    used_before: np.ndarray,
+    used: np.ndarray,
     running: Sequence[PodInfo],
     placed: Sequence[PodInfo],
     victims: Sequence[PodInfo],
+    levels: Mapping[str, int],
     vector,
-    preemptor_priority: Optional[Mapping[str, int]] = None,
+    matchers: Sequence[PodMatcher] = (),
 ) -> list[tuple[PodInfo, list[PodInfo]]]:
-    """On one node, the victims no outranking pod needs, each with the placed pods that use the
-    room it frees (those that may not preempt it).
-
-    ``alloc``/``used_before``: the node's allocatable and what its running pods use before the
-    plan; ``running``: those pods (victims included); ``placed``: the window pods the plan puts
-    there; ``victims``: the pods the plan evicts there; ``vector``: a pod's request vector.
-
-    The outranking pods of a level are judged with the lower victims gone, except a lower victim
-    whose preemptor (``preemptor_priority``: victim key -> its preemptor's priority) does not
-    outrank the level: that preemptor comes after them in the queue, so they arrived with the
-    victim still there. kube-scheduler plans so when a PodDisruptionBudget steers a preemption:
-    a pod evicts a higher-priority victim rather than a budget-protected lower one, which a later,
-    lower-priority pod then evicts (a long property run found it in greedy's plans)."""
-    if _beyond_node_local(placed, running):
+    """On one node, the victims the rule does not keep evicted, each with the pods that take its
+    room (``room_users``). ``running``: the node's pods before the plan (victims included);
+    ``matchers``: the window's ``entangling`` ones."""
+    if beyond_node_local(placed, running):
         return []
-    out: list[tuple[PodInfo, list[PodInfo]]] = []
-    for level in sorted({v.priority for v in victims}):
-        outranking = [p for p in placed if p.priority > level]
-        if _port_blocked(outranking, running, level):
-            continue
-        demand = used_before.astype(np.int64).copy()
-        requested = np.zeros(len(alloc), dtype=bool)
-        for p in outranking:
-            vec = vector(p)
-            demand += vec
-            requested |= vec > 0
-        for v in victims:
-            if v.priority < level and (preemptor_priority is None or preemptor_priority.get(v.key, level + 1) > level):
-                demand -= vector(v)
-        if outranking and bool((demand[requested] > alloc[requested]).any()):
-            continue
-        for v in victims:
-            if v.priority == level:
-                out.append((v, [p for p in placed if not may_preempt(p, v)]))
-    return out
+    return [
+        (v, room_users(v, levels[v.key], placed))
+        for v in victims
+        if not entangled(v, matchers) and not room_needed(alloc, used, v, levels[v.key], placed, victims, levels, vector)
+    ]
+
+
+def candidate_levels(victim: PodInfo, preemptors: Iterable[PodInfo]) -> list[int]:
+    """The levels a victim may be evicted at: the priorities of the pods that may preempt it."""
+    return sorted({p.priority for p in preemptors if may_preempt(p, victim)})
 
 
 def encode(wm: WindowModel) -> None:
-    """CP-SAT: ``evict[v]`` only when the placed classes that outrank ``v`` would not fit the node
-    with ``v`` still there (and every lower-priority evicted pod gone): on some resource they
-    request, or on a host port a running pod of ``v``'s priority or above holds."""
+    """CP-SAT: ``level[v, L]`` (``eviction.create``) only when, with ``v`` back, the placed classes
+    at or above ``L`` would not fit the node — its running pods kept, victims of lower levels
+    there, every other victim of level ≥ ``L`` gone — on some resource one of them requests, or on
+    a host port ``v`` or a lower-level victim holds."""
     if not wm.evict:
         return
     m, state = wm.model, wm.state
-    victims_on: dict[int, list[tuple[PodInfo, cp_model.IntVar]]] = defaultdict(list)
+    matchers = entangling(wm.ctx)
+    victims_on: dict[int, list[PodInfo]] = defaultdict(list)
     for key, (victim, n) in wm.evict_pod.items():
-        victims_on[n].append((victim, wm.evict[key]))
+        victims_on[n].append(victim)
     for n, victims in victims_on.items():
         entries = wm.by_node[n]
         running = list(state.pods_on[n].values())
-        if _beyond_node_local((), running):
+        if beyond_node_local((), running):
             continue
-        # A placed pod whose placement can hinge on other pods' rules makes every eviction on the
+        # A placed class whose placement can hinge on other pods' rules makes every eviction on the
         # node count as needed (the check does not weigh those rules): its presence is a reason.
         beyond = [
             wm.new_presence(f"beyond_local[{n},{cls.id}]", [var], wm.ub_of(cls.id, n))
             for cls, var in entries
-            if _beyond_node_local((cls.rep,), ())
+            if beyond_node_local((cls.rep,), ())
         ]
-        for level in sorted({v.priority for v, _ in victims}):
-            outranking = [(cls, var) for cls, var in entries if cls.rep.priority > level]
-            reasons = list(beyond)
-            holders = [q for q in running if q.host_ports and q.priority >= level]
-            for cls, var in outranking:
-                if cls.rep.host_ports and any(node_ports.ports_conflict(cls.rep.host_ports, q.host_ports) for q in holders):
-                    reasons.append(wm.new_presence(f"port_need[{n},{level},{cls.id}]", [var], wm.ub_of(cls.id, n)))
-            lower = [(state.vector(v), e) for v, e in victims if v.priority < level]
+        evict = {v.key: wm.evict[v.key] for v in victims}
+        lam = {v.key: wm.evict_level[v.key] for v in victims}
+
+        presence: dict[int, cp_model.IntVar] = {}
+
+        def below(w: PodInfo, level: int) -> list:
+            """Literals: ``w`` is evicted at a level below ``level`` (it is there at that turn)."""
+            return [var for lv, var in lam[w.key].items() if lv < level]
+
+        for level in sorted({lv for v in victims for lv in lam[v.key]}):
+            checked = [v for v in victims if level in lam[v.key] and not entangled(v, matchers)]
+            if not checked:
+                continue
+            above = [(cls, var) for cls, var in entries if cls.rep.priority >= level]
+            for cls, var in above:
+                if cls.rep.host_ports and cls.id not in presence:
+                    presence[cls.id] = wm.new_presence(f"placed_on[{n},{cls.id}]", [var], wm.ub_of(cls.id, n))
             requested = np.zeros(state.free.shape[1], dtype=bool)
-            for cls, _ in outranking:
+            for cls, _ in above:
                 requested |= wm.vec[cls.id] > 0
+            reasons: dict[str, list] = {v.key: list(beyond) for v in checked}
             for r in np.flatnonzero(requested).tolist():
-                vars_ = [var for cls, var in outranking if wm.vec[cls.id][r]]
-                coeffs = [int(wm.vec[cls.id][r]) for cls, var in outranking if wm.vec[cls.id][r]]
-                for vec, e in lower:
-                    if vec[r]:
-                        vars_.append(e)
-                        coeffs.append(-int(vec[r]))
-                short = m.new_bool_var(f"room_need[{n},{level},{r}]")
-                # The outranking pods need more of resource r than the node has free with this
-                # level's victims still there.
-                m.add(cp_model.LinearExpr.weighted_sum(vars_, coeffs) >= int(state.free[n, r]) + 1).only_enforce_if(short)
-                if state.free[n, r] < 0:
-                    # Running pods overcommit r already, so the sum above holds with nothing placed:
-                    # the need is there only if an outranking pod asking for r is placed (as the
-                    # check reads it: the resources the placed outranking pods request).
-                    asking = [var for cls, var in outranking if wm.vec[cls.id][r]]
-                    m.add(cp_model.LinearExpr.sum(asking) >= 1).only_enforce_if(short)
-                reasons.append(short)
-            for victim, e in victims:
-                if victim.priority == level:
-                    if reasons:
-                        m.add_bool_or(reasons).only_enforce_if(e)
-                    else:
-                        m.add(e == 0)
+                # What the pods at or above L ask of r beyond the node's free room, with the
+                # victims evicted at L or above gone (and lower ones still there).
+                asking = [(cls, var) for cls, var in above if wm.vec[cls.id][r]]
+                vars_ = [var for _, var in asking]
+                coeffs = [int(wm.vec[cls.id][r]) for cls, _ in asking]
+                hi = sum(int(wm.vec[cls.id][r]) * wm.ub_of(cls.id, n) for cls, _ in asking)
+                lo = 0
+                # Room nominated pods outside the window keep on the node counts as used, as the
+                # validator reads it (``nominated.claimed``).
+                claim_vars, claim_coeffs = nominated.claim_terms(wm, n, r)
+                vars_ += claim_vars
+                coeffs += claim_coeffs
+                hi += sum(claim_coeffs)
+                for w in victims:
+                    amount = int(state.vector(w)[r])
+                    if amount:
+                        vars_.append(evict[w.key])
+                        coeffs.append(-amount)
+                        lo -= amount
+                        lower = below(w, level)
+                        for var in lower:
+                            vars_.append(var)
+                            coeffs.append(amount)
+                        if lower:
+                            hi += amount
+                needs = {v.key: int(state.free[n, r]) + 1 - int(state.vector(v)[r]) for v in checked}
+                expr = cp_model.LinearExpr.weighted_sum(vars_, coeffs)
+                if len(set(needs.values())) > 1:
+                    # room[n, L, r]: one variable the victims' thresholds below all read.
+                    room = m.new_int_var(lo, hi, f"room[{n},{level},{r}]")
+                    m.add(room == expr)
+                    expr = room
+                short_at: dict[int, cp_model.IntVar] = {}
+                for v in checked:
+                    # With v back, r is over: what the pods at or above L ask beyond the free room,
+                    # plus v's share, exceeds it.
+                    need = needs[v.key]
+                    short = short_at.get(need)
+                    if short is None:
+                        short = short_at[need] = m.new_bool_var(f"room_need[{n},{level},{r},{need}]")
+                        m.add(expr >= need).only_enforce_if(short)
+                        if state.free[n, r] < 0:
+                            # Running pods overcommit r already, so the sum above can hold with
+                            # nothing placed: the need is there only if a pod asking for r is
+                            # placed (``room_needed`` reads the resources placed pods request).
+                            m.add(cp_model.LinearExpr.sum(vars_[:len(asking)]) >= 1).only_enforce_if(short)
+                    reasons[v.key].append(short)
+            for cls, var in above:
+                if not cls.rep.host_ports:
+                    continue
+                for v in checked:
+                    if v.host_ports and node_ports.ports_conflict(cls.rep.host_ports, v.host_ports):
+                        reasons[v.key].append(presence[cls.id])
+                for w in victims:
+                    if not (w.host_ports and node_ports.ports_conflict(cls.rep.host_ports, w.host_ports)):
+                        continue
+                    lower = below(w, level)
+                    if not lower:
+                        continue
+                    # port_need[n, L, c, w]: class c is placed and wants a port w holds, w being
+                    # evicted below L (so there at L's turn).
+                    b = m.new_bool_var(f"port_need[{n},{level},{cls.id},{w.key}]")
+                    m.add_implication(b, presence[cls.id])
+                    m.add_bool_or(lower).only_enforce_if(b)
+                    for v in checked:
+                        if v.key != w.key:
+                            reasons[v.key].append(b)
+            for v in checked:
+                if reasons[v.key]:
+                    m.add_bool_or(reasons[v.key]).only_enforce_if(lam[v.key][level])
+                else:
+                    m.add(lam[v.key][level] == 0)

@@ -1,0 +1,369 @@
+"""One preemption rule, and the optimum under it (issue 23, item 7).
+
+On tiny windows (at most 3 nodes, 6 pending pods, 4 running pods of mixed and equal priorities,
+``preemptionPolicy: Never``, a PodDisruptionBudget, host ports), an exhaustive search over every
+placement and every victim set — each victim with every level (preemptor priority) it could be
+evicted at — finds the best plan the validator accepts, on the model's own lexicographic levels
+(``solver.cpsat.solve.plan_value``: pods placed by priority tier, PodDisruptionBudget violations,
+victims' priority tiers, victim count). Then:
+
+* the model's own solution (``solve_window``, proven OPTIMAL) has exactly that value on every
+  level, and the plan ``schedule`` returns too;
+* the exhaustive optimum, fixed into the model (placements, evictions, levels), is feasible: the
+  model can build the plan the validator accepts;
+* the model's plan and greedy's pass the validator, and greedy's value is never above the search's
+  (else the search missed a plan the validator accepts).
+
+The soft-score level is left out: the model scores against the cluster before the window (README,
+"Known limitations"), so its score level is not the final state's and cannot be compared exactly.
+
+Pruning keeps the search exact: a pod goes only to nodes its static filters and its requests
+allow; pods of one class are interchangeable (placements are counts per class and node); victims
+are looked for only on nodes where a pod that may preempt them is placed; per node only the
+minimal valid victim sets are kept (a superset costs more on every level, whatever the other nodes
+do); the local checks used to prune (final capacity and host ports, the victim rule of
+``victim_room``, who may preempt whom, hard budgets) are necessary conditions of the validator's,
+and the best candidates are then put through ``validate`` itself until one passes.
+
+The default run checks a fixed, derandomized set of windows; ``pytest -m long`` draws new ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, seed, settings
+from hypothesis import strategies as st
+from ortools.sat.python import cp_model
+
+from models import Assignment, Nomination, Plan, PlanStats, Preemption, Unschedulable
+from models.config import SchedulerConfig
+from solver import schedule, validate
+from solver.context import build_context
+from solver.cpsat import solve as cpsat
+from solver.cpsat.solve import plan_value, solve_window, tier_weights
+from solver.cpsat.symmetry import canonical
+from solver.filtering import StaticFilters
+from solver.greedy import Victim
+from solver.plugins.node_ports import filter as node_ports
+from solver.plugins.preemption.pdb import PdbBudgets
+from solver.plugins.preemption.victim_room import candidate_levels, entangling, may_preempt, needless_victims
+from solver.scoring import ScoreContext
+from tests.builders import describe, make_node, make_pdb, make_pod, make_snapshot, term
+
+from .generators import at
+
+DEFAULT_WINDOWS = 40
+DEFAULT_COUPLED_WINDOWS = 20
+WINDOW_SEED = 1
+LONG_WINDOWS = int(os.environ.get("CPSAT_OPTIMUM_WINDOWS", "1000"))
+CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=20.0, workers=2, seed=1)
+# The levels compared: placement, PDB violations, victim priorities, victim count.
+LEVELS = ("placement", "pdb_violations", "victim_priority", "victims")
+
+
+HOST = "kubernetes.io/hostname"
+
+
+@st.composite
+def tiny_windows(draw: Any, *, coupled: bool = False) -> tuple[Any, SchedulerConfig]:
+    """``coupled``: pods may also carry required hostname anti-affinity, a rule the victim rule does
+    not weigh (an eviction there counts as needed: ``beyond_node_local``, ``entangled``); such
+    windows are kept smaller, since no victim set can then be pruned. Hard topology spread is left
+    out: the validator reads it as "some order of the plan passes" (a pod without the constraint
+    may pile onto a spread pod's domain after it), the model on the final state, so on spread
+    windows the model can miss plans the validator accepts with no preemption involved (found by
+    this test; README, "Known limitations")."""
+    running_max, pending_max = (3, 4) if coupled else (4, 6)
+    nodes = [
+        make_node(f"n{i}", cpu=draw(st.sampled_from(("1", "2", "2", "3", "4"))), memory="64Gi",
+                  pods=draw(st.sampled_from((2, 3, 110, 110))))
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    cpu_of = {n.metadata.name: n.status.allocatable["cpu"] for n in nodes}
+    pods_of = {n.metadata.name: int(n.status.allocatable["pods"]) for n in nodes}
+    used: dict[str, int] = defaultdict(int)
+    count: dict[str, int] = defaultdict(int)
+    ports: dict[str, bool] = defaultdict(bool)
+    overcommit = draw(st.integers(0, 5)) == 0  # now and then running pods overcommit their node
+    pods = []
+    for j in range(draw(st.integers(1, running_max))):  # preemption needs pods to evict
+        node = draw(st.sampled_from(sorted(cpu_of)))
+        cpu = draw(st.sampled_from((500, 1000, 1000, 2000)))  # millicores
+        port = draw(st.integers(0, 4)) == 0 and not ports[node]
+        if not overcommit and (used[node] + cpu > cpu_of[node] or count[node] + 1 > pods_of[node]):
+            continue  # running pods fit their node
+        used[node] += cpu
+        count[node] += 1
+        ports[node] |= port
+        rules = {"pod_anti_affinity": [term({"app": "b"}, HOST)]} if coupled and draw(st.integers(0, 4)) == 0 else {}
+        pods.append(make_pod(
+            f"default/run-{j}", cpu=f"{cpu}m", node=node, labels={"app": draw(st.sampled_from("ab"))}, **rules,
+            priority=draw(st.sampled_from((0, 0, 10, 100))), host_ports=[80] if port else [],
+            start_time=at(draw(st.integers(0, 3))),
+        ))
+    pending = 0
+    for t in range(draw(st.integers(1, 3))):
+        replicas = draw(st.integers(1, 3))
+        replicas = min(replicas, pending_max - pending)
+        if replicas <= 0:
+            break
+        cpu = draw(st.sampled_from(("500m", "1", "1", "2", "3")))
+        priority = draw(st.sampled_from((0, 10, 10, 100, 1000, 1000)))
+        never = draw(st.integers(0, 4)) == 0
+        port = draw(st.integers(0, 5)) == 0
+        app = draw(st.sampled_from("ab"))
+        rules = {}
+        if coupled and draw(st.integers(0, 2)) == 0:
+            rules["pod_anti_affinity"] = [term({"app": draw(st.sampled_from("ab"))}, HOST)]
+        for r in range(replicas):
+            pods.append(make_pod(f"default/t{t}-{r}", cpu=cpu, priority=priority, labels={"app": app},
+                                 preemption_policy="Never" if never else None, host_ports=[80] if port else [],
+                                 created=at(pending), **rules))
+            pending += 1
+    pdbs = []
+    if draw(st.booleans()):
+        how = draw(st.sampled_from(("allowed", "min")))
+        if how == "allowed":
+            pdbs.append(make_pdb("default/keep-a", {"app": "a"}, allowed=draw(st.integers(0, 1))))
+        else:
+            pdbs.append(make_pdb("default/keep-a", {"app": "a"}, min_available=draw(st.integers(1, 2))))
+    config = CONFIG.with_overrides(preemption={"enabled": True, "pdb": draw(st.sampled_from(("soft", "soft", "hard")))})
+    return make_snapshot(nodes, pods, pdbs=pdbs), config
+
+
+# --------------------------------------------------------------------------- the exhaustive search
+
+
+def _distributions(k: int, bins: int):
+    """Every way to put k interchangeable pods into ``bins`` bins (the last bin: not placed)."""
+    for cut in itertools.combinations(range(k + bins - 1), bins - 1):
+        prev, out = -1, []
+        for c in cut:
+            out.append(c - prev - 1)
+            prev = c
+        out.append(k + bins - 1 - prev - 1)
+        yield out
+
+
+def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool) -> list[tuple[frozenset[str], dict[str, int]]]:
+    """The victim sets on node ``n`` (each with a level per victim) that make ``placed`` a valid
+    final state there under the local checks; [] when none does. ``minimal``: only the minimal
+    ones (sound when every rule of the window is node-local: a superset then costs more on every
+    level and makes nothing else valid)."""
+    state = ctx.state
+    alloc, used = state.alloc[n], state.used[n]
+    running = list(state.pods_on[n].values())
+    budgets = PdbBudgets.of(ctx)
+    evictable = [v for v in running if candidate_levels(v, placed)] if ctx.config.preemption.enabled else []
+    requested = np.zeros(len(alloc), dtype=bool)
+    total = np.zeros(len(alloc), dtype=np.int64)
+    for p in placed:
+        vec = state.vector(p)
+        requested |= vec > 0
+        total += vec
+    for i, p in enumerate(placed):
+        if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for q in placed[i + 1:] if p.host_ports):
+            return []
+    found: list[tuple[frozenset[str], dict[str, int]]] = []
+    for size in range(len(evictable) + 1):
+        for victims in itertools.combinations(evictable, size):
+            keys = frozenset(v.key for v in victims)
+            if minimal and any(f <= keys for f, _ in found):
+                continue  # a superset of a valid set is worse on every level
+            if hard and budgets.violations(victims):
+                continue
+            free = alloc - used - total + sum((state.vector(v) for v in victims), np.zeros(len(alloc), dtype=np.int64))
+            if (free[requested] < 0).any():
+                continue
+            kept = [q for q in running if q.key not in keys]
+            if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for p in placed if p.host_ports for q in kept):
+                continue
+            choices = [candidate_levels(v, placed) for v in victims]
+            for levels in itertools.product(*choices):
+                level_of = {v.key: lv for v, lv in zip(victims, levels)}
+                if not needless_victims(alloc, used, running, placed, list(victims), level_of, state.vector, matchers):
+                    found.append((keys, level_of))
+                    break
+    return found
+
+
+def _plan_of(ctx, placements: dict[str, int], victims: list[Victim]) -> Plan:
+    node = [nd.name for nd in ctx.nodes]
+    evicting = {v.node for v in victims}
+    return Plan(
+        assignments=[Assignment(pod=k, node=node[n]) for k, n in sorted(placements.items())],
+        preemptions=[Preemption(pod=v.pod.key, node=node[v.node], preemptor=v.preemptor) for v in victims],
+        nominations=[Nomination(pod=k, node=node[n]) for k, n in sorted(placements.items()) if n in evicting],
+        unschedulable=[Unschedulable(pod=p.key, message="left out") for p in ctx.window if p.key not in placements],
+        stats=PlanStats(engine="exhaustive", status="OPTIMAL"),
+    )
+
+
+def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victim], int]:
+    """(value on the compared levels, placements, victims, candidate plans tried by ``validate``)."""
+    ctx = build_context(snapshot, config)
+    local = not any(p.anti_affinity or p.affinity or p.hard_spread for p in [*ctx.window, *(q for q, _ in ctx.state.pods())])
+    state, static = ctx.state, StaticFilters(ctx.nodes, ctx.window)
+    weights = tier_weights([p.priority for p in ctx.window])
+    scale = tier_weights([p.priority for p, _ in state.pods()])
+    matchers = entangling(ctx)
+    hard = config.preemption.pdb == "hard"
+    nodes = list(range(len(ctx.nodes)))
+    classes = ctx.classes
+    allowed = {
+        c.id: [n for n in nodes if static.mask(c.rep)[n] and (state.vector(c.rep) <= state.alloc[n]).all()]
+        for c in classes
+    }
+    per_class = [
+        [dict(zip(allowed[c.id], d[:-1])) for d in _distributions(c.size, len(allowed[c.id]) + 1)]
+        for c in classes
+    ]
+    candidates = []
+    for choice in itertools.product(*per_class):
+        on_node: dict[int, list] = defaultdict(list)
+        placements: dict[str, int] = {}
+        for c, counts in zip(classes, choice):
+            pods = iter(c.pods)
+            for n, k in counts.items():
+                for _ in range(k):
+                    pod = next(pods)
+                    on_node[n].append(pod)
+                    placements[pod.key] = n
+        options = []
+        for n, placed in on_node.items():
+            found = _node_options(ctx, n, placed, matchers, hard, local)
+            if not found:
+                break
+            options.append([(n, placed, keys, levels) for keys, levels in found])
+        else:
+            for combo in itertools.product(*options):
+                victims = []
+                for n, placed, keys, levels in combo:
+                    for v in state.pods_on[n].values():
+                        if v.key in keys:
+                            preemptor = min(p.key for p in placed if p.priority == levels[v.key] and may_preempt(p, v))
+                            victims.append(Victim(v, n, preemptor))
+                if hard and PdbBudgets.of(ctx).violations(v.pod for v in victims):
+                    continue
+                value = plan_value(ctx, placements, victims, weights, scale)[:len(LEVELS)]
+                candidates.append((value, placements, victims))
+    candidates.sort(key=lambda c: c[0], reverse=True)
+    tried = 0
+    for value, placements, victims in candidates:
+        tried += 1
+        problems = validate(snapshot, _plan_of(ctx, placements, victims), config)
+        note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in victims]} -> {problems}")
+        if not problems:
+            return value, placements, victims, tried
+    raise AssertionError("no valid plan found: the empty plan at least must be valid")
+
+
+def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Victim]) -> bool:
+    """The plan fixed into the model (one component of every class): is it feasible?"""
+    ctx = build_context(snapshot, config)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    cand, ubs = cpsat.candidates(ctx, ctx.classes, static, {}, True)
+    live = [c for c in ctx.classes if len(cand[c.id])]
+    if not live:
+        return not placements
+    wm = cpsat.build_component(ctx, live, static, cand, ubs, {}, ScoreContext.of(ctx),
+                               tier_weights([p.priority for p in ctx.window]), True)
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    for key, n in placements.items():
+        counts[ctx.pod(key).class_id, n] += 1
+    if any(key not in wm.x for key in counts):
+        return False
+    counts = canonical(wm, dict(counts))
+    for key, var in wm.x.items():
+        wm.model.add(var == counts.get(key, 0))
+    level_of = {v.pod.key: ctx.pod(v.preemptor).priority for v in victims}
+    if any(key not in wm.evict for key in level_of):
+        return False
+    for key, var in wm.evict.items():
+        wm.model.add(var == (1 if key in level_of else 0))
+        if key in level_of:
+            if level_of[key] not in wm.evict_level[key]:
+                return False
+            wm.model.add(wm.evict_level[key][level_of[key]] == 1)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 10
+    solver.parameters.num_workers = 1
+    return solver.solve(wm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+SEEN = {"windows": 0, "with victims": 0, "victims at two levels on a node": 0, "greedy below": 0}
+
+
+def check_window(snapshot, config) -> None:
+    note(describe(snapshot))
+    note(f"pdb: {config.preemption.pdb}")
+    ctx = build_context(snapshot, config)
+    weights = tier_weights([p.priority for p in ctx.window])
+    scale = tier_weights([p.priority for p, _ in ctx.state.pods()])
+    best, placements, victims, _ = exhaustive_best(snapshot, config)
+    note(f"exhaustive optimum {best}: {placements} victims {[(v.pod.key, v.preemptor) for v in victims]}")
+    SEEN["windows"] += 1
+    SEEN["with victims"] += bool(victims)
+    levels_on = defaultdict(set)
+    for v in victims:
+        levels_on[v.node].add(ctx.pod(v.preemptor).priority)
+    SEEN["victims at two levels on a node"] += any(len(s) > 1 for s in levels_on.values())
+
+    outcome = solve_window(build_context(snapshot, config))
+    sol = outcome.solution
+    assert sol is not None and sol.status == "OPTIMAL", sol
+    own = plan_value(ctx, sol.placements, sol.victims, weights, scale)[:len(LEVELS)]
+    note(f"model's optimum {own}: {sol.placements} victims {[(v.pod.key, v.preemptor) for v in sol.victims]}")
+    assert validate(snapshot, _plan_of(ctx, sol.placements, sol.victims), config) == []
+    assert own == best, f"model {dict(zip(LEVELS, own))} vs exhaustive {dict(zip(LEVELS, best))}"
+    assert _model_builds(snapshot, config, placements, victims), "the model refuses the exhaustive optimum"
+
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == []
+    returned = plan_value(ctx, {a.pod: ctx.state.node_index[a.node] for a in plan.assignments},
+                          [Victim(ctx.bound_by_key[p.pod], ctx.state.node_index[p.node], p.preemptor) for p in plan.preemptions],
+                          weights, scale)[:len(LEVELS)]
+    assert returned == best
+    greedy = outcome.greedy
+    if greedy is not None:
+        value = plan_value(ctx, greedy.placements, greedy.victims, weights, scale)[:len(LEVELS)]
+        assert value <= best, f"greedy {value} above the exhaustive optimum {best}: the search missed a plan"
+        SEEN["greedy below"] += value < best
+
+
+_SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize(("coupled", "windows"), [(False, DEFAULT_WINDOWS), (True, DEFAULT_COUPLED_WINDOWS)],
+                         ids=["node-local", "anti-affinity"])
+def test_model_agrees_with_the_exhaustive_optimum(coupled: bool, windows: int) -> None:
+    # A fixed seed and no example database: the same windows on every run (hypothesis's
+    # ``derandomize`` draws mostly the smallest windows, few of which preempt).
+    @seed(WINDOW_SEED)
+    @settings(max_examples=windows, database=None, **_SETTINGS)
+    @given(tiny_windows(coupled=coupled))
+    def run(window):
+        check_window(*window)
+
+    SEEN.update(dict.fromkeys(SEEN, 0))
+    run()
+    print(f"\nexhaustive optimum windows: {SEEN}")
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("coupled", [False, True], ids=["node-local", "anti-affinity"])
+def test_model_agrees_with_the_exhaustive_optimum_long(coupled: bool) -> None:
+    @settings(max_examples=LONG_WINDOWS, database=None, **_SETTINGS)
+    @given(tiny_windows(coupled=coupled))
+    def run(window):
+        check_window(*window)
+
+    SEEN.update(dict.fromkeys(SEEN, 0))
+    run()
+    print(f"\nexhaustive optimum windows: {SEEN}")
