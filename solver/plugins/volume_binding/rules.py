@@ -25,6 +25,8 @@ NOT_FOUND = 'persistentvolumeclaim "{}" not found'
 BEING_DELETED = 'persistentvolumeclaim "{}" is being deleted'
 CLASS_NOT_FOUND = 'storageclass.storage.k8s.io "{}" not found'
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+# Set on a claim by PreBind for its provisioner: the volume is being made for that node.
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
 # Filter reasons (all UnschedulableAndUnresolvable). NODE_CONFLICT is the current text (events of
 # 1.3x clusters show it); releases before said "node(s) had volume node affinity conflict", the
 # string SEMANTICS.md §3.10 still lists.
@@ -41,6 +43,7 @@ class Delayed:
     key: str
     candidates: tuple[PersistentVolume, ...]
     storage_class: StorageClass
+    selected_node: str = ""  # provisioning for this node is under way: only it will do
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ def prefilter(namespace: str, claim_keys: tuple[str, ...], catalog: VolumeCatalo
         if cls is None or not catalog.delayed(claim):
             immediate = True
             continue
-        delayed.append(Delayed(key, candidates(claim, class_name, catalog), cls))
+        selected = claim.metadata.annotations.get(SELECTED_NODE, "")
+        delayed.append(Delayed(key, () if selected else candidates(claim, class_name, catalog), cls, selected))
     if immediate:
         return PodVolumes(error=UNBOUND_IMMEDIATE)
     return PodVolumes(bound=tuple(bound), delayed=tuple(delayed))
@@ -135,6 +139,11 @@ def choose(claims: PodVolumes, node_name: str, labels: Mapping[str, str],
     used = set()
     held = {claim: volume for volume, claim in taken.items()}
     for d in claims.delayed:
+        if d.selected_node:
+            if d.selected_node != node_name or not can_provision(d.storage_class, labels):
+                return None
+            chosen[d.key] = None
+            continue
         if d.key in held:  # another pod of the window already took a volume for this claim
             pv = next((pv for pv in d.candidates if pv.name == held[d.key]), None)
             if pv is None or not admits(pv, node_name, labels):
@@ -171,6 +180,9 @@ def fits_binding(claim_key: str, volume: Optional[str], catalog: VolumeCatalog, 
     ``volume`` must match the claim and admit the node, or (None) the class must provision there."""
     claim = catalog.claims[claim_key]
     cls = catalog.storage_class(claim)
+    selected = claim.metadata.annotations.get(SELECTED_NODE, "")
+    if selected and (volume is not None or selected != node_name):
+        return f"its volume is being provisioned for node {selected} ({SELECTED_NODE})"
     if volume is None:
         if cls is None or not can_provision(cls, labels):
             return "its class cannot provision a volume on this node"
@@ -213,9 +225,12 @@ def plan_bindings(uses: Mapping[str, list[Use]], catalog: VolumeCatalog,
     must = {k for k in open_claims
             if not all((cls := catalog.storage_class(catalog.claims[k])) is not None and can_provision(cls, labels)
                        for _, labels in uses[k])}
+    selected = {k: s for k in open_claims if (s := catalog.claims[k].metadata.annotations.get(SELECTED_NODE, ""))}
     graph = nx.Graph()
     heavy = len(open_claims) + 1
     for key in open_claims:
+        if key in selected:
+            continue  # provisioned for its node: no volume to match
         claim = catalog.claims[key]
         class_name = catalog.class_name(claim)
         for pv in candidates(claim, class_name, catalog):
@@ -230,7 +245,10 @@ def plan_bindings(uses: Mapping[str, list[Use]], catalog: VolumeCatalog,
         matched[claim_side[1]] = pv_side[1]
     out: dict[str, Optional[str]] = dict(given)
     for key in open_claims:
-        if key in matched:
+        if key in selected:
+            if key not in must and all(node == selected[key] for node, _ in uses[key]):
+                out[key] = None
+        elif key in matched:
             out[key] = matched[key]
         elif key not in must:
             out[key] = None

@@ -252,3 +252,26 @@ def test_a_node_already_over_its_volume_limit_takes_only_volumes_it_has():
         assert [a.pod for a in plan.assignments] == ["default/p"], engine
         assert plan.unschedulable[0].message.startswith(f"0/1 nodes are available: 1 {LIMIT}.")
         assert validate(snap, plan, config) == []
+
+
+def test_a_claim_whose_provisioning_is_under_way_is_used_on_its_selected_node_only():
+    """PreBind set ``volume.kubernetes.io/selected-node: n-c`` (kube-scheduler's or ours): the
+    volume is being made there, so every other node fails VolumeBinding, whatever volumes or
+    topologies would have done."""
+    claim = make_pvc("default/d")
+    claim = claim.model_copy(update={"metadata": claim.metadata.model_copy(
+        update={"annotations": {"volume.kubernetes.io/selected-node": "n-c"}})})
+    nodes = [zone_node("n-b", "eu-1b"), zone_node("n-c", "eu-1c")]
+    sc = scene(nodes, [make_pod("default/p", claims=["d"])], pvcs=[claim], pvs=[make_pv("spare")],
+               storage_classes=[make_storage_class()])
+    assert verdict(sc.status("n-b", "default/p")) == (UU, (BIND_CONFLICT,))
+    assert sc.status("n-c", "default/p").ok
+    from solver import schedule, validate
+
+    snap = make_snapshot(nodes, [make_pod("default/p", claims=["d"])], pvcs=[claim], pvs=[make_pv("spare")],
+                         storage_classes=[make_storage_class()])
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, SchedulerConfig(), engine=engine)
+        assert [(a.pod, a.node) for a in plan.assignments] == [("default/p", "n-c")]
+        assert [(b.claim, b.volume, b.provisioned) for b in plan.volume_bindings] == [("default/d", None, True)]
+        assert validate(snap, plan, SchedulerConfig()) == []
