@@ -68,6 +68,12 @@ def plan_table(plan: Plan) -> str:
                 rows.append((entry.claim if i == 0 else "", ", ".join(entry.pods) if i == 0 else "",
                              r.get("request", ""), f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}"))
         lines += _columns(("CLAIM", "PODS", "REQUEST", "DEVICE"), rows)
+    if plan.volume_bindings:
+        lines.append("")
+        lines.append(f"VOLUMES: {_count(len(plan.volume_bindings), 'claim')} bound for the first time")
+        rows = [(b.node, b.claim, b.volume if b.volume is not None else "(provisioned)", b.pod)
+                for b in sorted(plan.volume_bindings, key=lambda b: (b.node, b.claim))]
+        lines += _columns(("NODE", "CLAIM", "VOLUME", "POD"), rows)
 
     if plan.unschedulable:
         lines.append("")

@@ -56,6 +56,7 @@ from models.objects import PodSpec, compact, compact_pod
 from models.storage import PersistentVolume, PersistentVolumeClaim
 from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.plan import DeviceAllocation
+from models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from . import item_stream
@@ -121,6 +122,8 @@ _KINDS: dict[str, _Kind] = {
     "ResourceSlice": _Kind("resourceslices", ResourceSlice, frozenset({"resource.k8s.io"}), False),
     "ResourceClaim": _Kind("resourceclaims", ResourceClaim, frozenset({"resource.k8s.io"}), True),
     "ResourceClaimTemplate": _Kind("resourceclaimtemplates", ResourceClaimTemplate, frozenset({"resource.k8s.io"}), True),
+    "StorageClass": _Kind("storageclasses", StorageClass, frozenset({"storage.k8s.io"}), False),
+    "CSINode": _Kind("csinodes", CSINode, frozenset({"storage.k8s.io"}), False),
 }
 
 
@@ -317,6 +320,8 @@ class _Objects:
             resource_slices=objects["ResourceSlice"],
             resource_claims=objects["ResourceClaim"],
             resource_claim_templates=objects["ResourceClaimTemplate"],
+            storage_classes=objects["StorageClass"],
+            csi_nodes=objects["CSINode"],
         )
         return LoadedSnapshot(snapshot=snapshot, source=label, skipped=dict(self.skipped))
 

@@ -560,6 +560,19 @@ class PodSpec(K8sModel):
                     raise ValueError(f'container "{c.name}": resources.claims names "{ref.name}", '
                                      "which spec.resourceClaims does not list")
         return self
+    @field_validator("volumes")
+    @classmethod
+    def _claims_readable(cls, volumes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A volume needs a name, and a ``persistentVolumeClaim`` source a ``claimName``: the
+        volume plugins look claims up by them (``models.storage.pod_claims``)."""
+        for i, volume in enumerate(volumes):
+            if not isinstance(volume.get("name"), str) or not volume["name"]:
+                raise ValueError(f"volumes[{i}].name is missing (each volume needs a name)")
+            source = volume.get("persistentVolumeClaim")
+            if source is not None and (not isinstance(source, dict) or not isinstance(source.get("claimName"), str)
+                                       or not source["claimName"]):
+                raise ValueError(f"volumes[{i}].persistentVolumeClaim.claimName is missing (the claim to mount)")
+        return volumes
 
 
 # The pod condition kube-scheduler sets on a victim of its preemption (status True, reason

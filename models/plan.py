@@ -55,6 +55,17 @@ class DeviceAllocation(_PlanModel):
     claim: str
     pods: tuple[str, ...] = ()
     allocation: dict[str, Any]
+class VolumeBinding(_PlanModel):
+    """How a WaitForFirstConsumer claim of a placed pod gets its volume: bound to an existing
+    PersistentVolume (``volume``), or provisioned (``volume`` null, ``provisioned`` true) for
+    ``node`` (kube-scheduler's ``volume.kubernetes.io/selected-node``). ``pod``: its first
+    consumer in the plan."""
+
+    claim: str
+    pod: str
+    node: str
+    volume: Optional[str] = None
+    provisioned: bool = False
 
 
 class PlanStats(_PlanModel):
@@ -94,6 +105,8 @@ class Plan(_PlanModel):
     gated: tuple[Gated, ...] = ()
     # Devices the plan gives to pending pods' ResourceClaims.
     allocations: tuple[DeviceAllocation, ...] = ()
+    # The volumes the plan's WaitForFirstConsumer claims take (``plugins/volume_binding``).
+    volume_bindings: tuple[VolumeBinding, ...] = ()
     stats: PlanStats
 
     def assignment_map(self) -> dict[str, str]:

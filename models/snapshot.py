@@ -19,6 +19,7 @@ from .errors import InputError
 from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from .storage import PersistentVolume, PersistentVolumeClaim
 from .dra import DeviceClass, PodClaim, ResourceClaim, ResourceClaimTemplate, ResourceSlice, resolve_pod_claims
+from .storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
@@ -59,6 +60,9 @@ class ClusterSnapshot(BaseModel):
     resource_slices: tuple[ResourceSlice, ...] = ()
     resource_claims: tuple[ResourceClaim, ...] = ()
     resource_claim_templates: tuple[ResourceClaimTemplate, ...] = ()
+    # What the volume plugins read besides claims and volumes (``solver/plugins/volume_*``).
+    storage_classes: tuple[StorageClass, ...] = ()
+    csi_nodes: tuple[CSINode, ...] = ()
 
     @classmethod
     def build(
@@ -76,6 +80,8 @@ class ClusterSnapshot(BaseModel):
         resource_slices: Iterable[ResourceSlice] = (),
         resource_claims: Iterable[ResourceClaim] = (),
         resource_claim_templates: Iterable[ResourceClaimTemplate] = (),
+        storage_classes: Iterable[StorageClass] = (),
+        csi_nodes: Iterable[CSINode] = (),
         pod_keys: Optional[list[str]] = None,
         node_names: Optional[list[str]] = None,
         keyed: bool = False,
@@ -100,6 +106,7 @@ class ClusterSnapshot(BaseModel):
         pvs, pvcs = list(pvs), list(pvcs)
         device_classes, resource_slices = list(device_classes), list(resource_slices)
         resource_claims, resource_claim_templates = list(resource_claims), list(resource_claim_templates)
+        storage_classes, csi_nodes = list(storage_classes), list(csi_nodes)
         if pod_keys is None or len(pod_keys) != len(pods):
             pod_keys = [p.key for p in pods]
         if not keyed:
@@ -115,6 +122,8 @@ class ClusterSnapshot(BaseModel):
             _no_duplicates("resourceslices", [s.name for s in resource_slices])
             _no_duplicates("resourceclaims", [c.key for c in resource_claims])
             _no_duplicates("resourceclaimtemplates", [t.key for t in resource_claim_templates])
+            _no_duplicates("storageclasses", [c.name for c in storage_classes])
+            _no_duplicates("csinodes", [c.name for c in csi_nodes])
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
             pods = [resolve_pod(pod, classes) for pod in pods]
@@ -132,6 +141,8 @@ class ClusterSnapshot(BaseModel):
             resource_slices=tuple(resource_slices),
             resource_claims=tuple(resource_claims),
             resource_claim_templates=tuple(resource_claim_templates),
+            storage_classes=tuple(storage_classes),
+            csi_nodes=tuple(csi_nodes),
         )
         # Filled in as ``pod_position`` would be (a cached property: stored on first use).
         snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pod_keys))))

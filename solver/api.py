@@ -26,6 +26,7 @@ from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
 from .plugins.preemption import nominated
 from .state import ClusterState
+from .plugins.volume_binding.filter import bindings_of
 
 ENGINES = ("cpsat", "greedy")
 # Appended to a left-out pod's message when it would have fit on its own.
@@ -60,7 +61,8 @@ def schedule(
         interrupt.check()
         return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
                           static, stats=dict(engine="greedy", status="GREEDY", plan_from="greedy",
-                                             plan_reason="--engine greedy"), start=start, engine_greedy=True)
+                                             plan_reason="--engine greedy"), start=start, engine_greedy=True,
+                          volumes_taken=_taken(result))
     try:
         outcome = solve_window(ctx)
     except ModelInvalidError as exc:
@@ -72,7 +74,8 @@ def schedule(
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable, static,
                           stats=dict(engine="cpsat", status="FALLBACK", fallback=True, fallback_reason=reason,
                                      plan_from="greedy", plan_reason=reason),
-                          start=start, engine_greedy=True)
+                          start=start, engine_greedy=True,
+                          volumes_taken=_taken(greedy))
     return _plan_from_outcome(ctx, outcome, start)
 
 
@@ -92,7 +95,8 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
             stats.update(_solver_stats(sol))
         assert greedy is not None  # only a plan the solver chose comes without greedy's
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
-                          outcome.static, stats=stats, start=start, engine_greedy=True)
+                          outcome.static, stats=stats, start=start, engine_greedy=True,
+                          volumes_taken=_taken(greedy))
     stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
                  plan_reason=outcome.chosen_because, **_solver_stats(sol))
     if sol.objective is not None and sol.bound is not None:
@@ -107,7 +111,8 @@ def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: flo
         stats = dict(base, status="FALLBACK", fallback=True, fallback_reason=reason, plan_from="greedy",
                      plan_reason=reason)
         return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
-                          outcome.static, stats=stats, start=start, engine_greedy=True)
+                          outcome.static, stats=stats, start=start, engine_greedy=True,
+                          volumes_taken=_taken(greedy))
     return plan
 
 
@@ -135,7 +140,8 @@ def _all_pending(ctx: SchedulingContext) -> bool:
     return bool(names - {ctx.config.scheduler_name})
 
 
-def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False) -> Plan:
+def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,
+               volumes_taken=None) -> Plan:
     nodes = ctx.nodes
     assignments = tuple(Assignment(pod=k, node=nodes[n].name) for k, n in placements.items())
     preemptions = tuple(Preemption(pod=v.pod.key, node=nodes[v.node].name, preemptor=v.preemptor) for v in victims)
@@ -154,8 +160,10 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         nodes=len(ctx.nodes),
         placed=len(assignments),
     )
+    volumes = bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes, volumes_taken)
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
-                gated=_gated(ctx), allocations=_allocations(ctx, placements, victims), stats=PlanStats(**stats))
+                gated=_gated(ctx), allocations=_allocations(ctx, placements, victims), volume_bindings=volumes,
+                stats=PlanStats(**stats))
 
 
 def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
@@ -180,6 +188,11 @@ def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
             dra = final.dra  # the validator names what is missing
     return tuple(DeviceAllocation(claim=key, pods=tuple(sorted(dra.users[key])), allocation=a.to_json())
                  for key, a in dra.added_allocations().items())
+
+
+def _taken(result) -> Optional[dict[str, str]]:
+    """The volumes greedy's Reserve gave the window's claims (volume -> claim)."""
+    return result.state.pv_taken if result.state is not None else None
 
 
 def _gated(ctx) -> tuple[Gated, ...]:

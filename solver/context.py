@@ -21,6 +21,7 @@ from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 from . import interrupt
 from .info import NodeInfo, PodInfo, node_derived
 from .plugins.preemption import nominated
+from .plugins.volume_catalog import VolumeCatalog
 from .state import ClusterState
 
 
@@ -362,6 +363,8 @@ def build_context(
         from .plugins.dynamic_resources import hold_for
 
         state.dra = hold_for(snapshot, nodes)
+    if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
+        state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
 
     notes: list[str] = []
     if unknown_nodes:

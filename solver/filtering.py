@@ -25,6 +25,7 @@ from .plugins.node_ports import filter as node_ports
 from .plugins.node_resources_fit import filter as node_resources_fit
 from .plugins.pod_topology_spread import filter as pod_topology_spread
 from .plugins.taint_toleration import filter as taint_toleration
+from .plugins.volume_binding.filter import VolumeCycle
 from .plugins.registry import STATIC_FILTERS
 
 
@@ -176,18 +177,22 @@ class Cycle:
         self.spread = pod_topology_spread.prefilter(pod, state, static.affinity_mask(pod), static.tolerated_mask(pod))
         self.affinity = inter_pod_affinity.prefilter(pod, state)
         self.dra = dynamic_resources.applies(pod, state)
+        # The volume plugins' PreFilters: only for a pod that mounts claims.
+        self.volumes = VolumeCycle(pod, state) if pod.claims else None
         self._statuses: Optional[list[Status]] = None
 
     @property
     def node_local(self) -> bool:
         """Whether only node-local filters (ports, resources) can fail beyond the static ones."""
-        return not self.spread and self.affinity is None and not self.dra
+        return not self.spread and self.affinity is None and not self.dra and self.volumes is None
 
     def dynamic_status(self, node: NodeInfo) -> Status:
         pod, state = self.pod, self.state
         status = node_ports.filter(pod, node, state)
         if status.ok:
             status = node_resources_fit.filter(pod, node, state, version=self.version)
+        if status.ok and self.volumes is not None:
+            status = self.volumes.status(node)
         if status.ok:
             status = pod_topology_spread.filter(pod, node, self.spread)
         if status.ok:
@@ -197,6 +202,8 @@ class Cycle:
         return status
 
     def status(self, node: NodeInfo) -> Status:
+        if self.volumes is not None and self.volumes.failed is not None:
+            return self.volumes.failed  # a failed PreFilter is every node's status
         static = self.static.statuses(self.pod)[node.index]
         return static if not static.ok else self.dynamic_status(node)
 
@@ -212,6 +219,8 @@ class Cycle:
 
     def _all_statuses(self) -> list[Status]:
         pod, state = self.pod, self.state
+        if self.volumes is not None and self.volumes.failed is not None:
+            return [self.volumes.failed] * len(self.static.nodes)
         out = list(self.static.statuses(pod))
         idx = np.flatnonzero(self.static.mask(pod))
         if pod.host_ports and len(idx):
@@ -220,6 +229,15 @@ class Cycle:
                 out[n] = node_ports.filter(pod, self.static.nodes[n], state)
             idx = idx[port_ok]
         idx = self._resource_statuses(idx, out)
+        if self.volumes is not None and len(idx):
+            keep = []
+            for n in idx.tolist():
+                status = self.volumes.status(self.static.nodes[n])
+                if status.ok:
+                    keep.append(n)
+                else:
+                    out[n] = status
+            idx = np.array(keep, dtype=np.int64)
         for plugin, pre in ((pod_topology_spread, self.spread), (inter_pod_affinity, self.affinity)):
             if not len(idx) or not pre:
                 continue
@@ -272,7 +290,9 @@ class Cycle:
             nodes = np.arange(len(self.static.nodes), dtype=np.int64)
         if allowed is not None:
             nodes = nodes[allowed[nodes]]
-        if not self.spread and self.affinity is None and not self.dra:
+        if self.volumes is not None and self.volumes.failed is not None:
+            return nodes[:0]
+        if self.node_local:
             mask = self._local_mask()
             if limit is not None and len(nodes) > 2 * limit:
                 # Usually the head of the walk already holds ``limit`` feasible nodes: the same
@@ -345,6 +365,9 @@ class Cycle:
         ok = node_resources_fit.feasible(self.pod, nodes, self.state)
         ok &= pod_topology_spread.feasible(nodes, self.spread)
         ok &= inter_pod_affinity.feasible(nodes, self.affinity)
+        if self.volumes is not None:
+            ok &= np.fromiter((self.volumes.status(self.static.nodes[n]).ok for n in nodes.tolist()),
+                              dtype=bool, count=len(nodes))
         nodes = nodes[ok]
         if self.pod.host_ports and len(nodes):
             nodes = nodes[node_ports.feasible(self.pod, nodes, self.state)]
@@ -357,6 +380,8 @@ class Cycle:
         statuses = self.statuses()
         # A failed PreFilter replaces the histogram with its own message.
         prefilter = node_affinity.REASON_CONFLICT if node_affinity.prefilter_node_names(self.pod) == set() else None
+        if prefilter is None and self.volumes is not None:
+            prefilter = self.volumes.error
         return fit_error_message(
             len(statuses), reason_histogram(statuses, failed_only=True), prefilter=prefilter, postfilter=postfilter
         )

@@ -16,6 +16,7 @@ from typing import Any, Optional, TypeVar
 from models.objects import Node, NodeSelector, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration
 from models.resources import pod_host_ports, pod_nonzero_requests, pod_requests
 from models.snapshot import pod_group_key
+from models.storage import pod_claims
 
 from .terms import AffinityTerm, SpreadConstraint
 
@@ -119,6 +120,8 @@ class PodInfo:
     # Set by the context builder (``plugins/preemption/nominated``): the nominated node where
     # victims of this pod's earlier preemption are still terminating; it may not preempt again.
     waiting_on: str = ""
+    # The PersistentVolumeClaims the pod mounts, as namespace/name (``models.storage.pod_claims``).
+    claims: tuple[str, ...] = ()
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True) -> "PodInfo":
@@ -173,6 +176,7 @@ class PodInfo:
             start_time=pod.status.start_time,
             terminating=pod.is_terminating,
             match_key=(ns, tuple(sorted(labels.items()))),
+            claims=tuple(f"{ns}/{c}" for c in pod_claims(pod.metadata.name, spec.volumes)),
         )
 
     @property
@@ -222,6 +226,7 @@ class PodInfo:
             # A pod with ResourceClaims is a class of its own: its claims are its own devices
             # (two pods of one template make two claims, which may be allocated differently).
             self.key if spec.resource_claims else None,
+            self.claims,
         )
 
 

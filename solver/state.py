@@ -20,6 +20,7 @@ import numpy as np
 from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 from .info import NodeInfo, PodInfo
+from .plugins.volume_catalog import EMPTY, VolumeCatalog
 from .terms import NOTHING, AffinityTerm, Selector
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
@@ -116,6 +117,12 @@ class ClusterState:
         # before its first change to it (``_own``, ``_own_group``). None: every one is its own.
         self._owned: Optional[set[int]] = None
         self._owned_groups: Optional[set[tuple]] = None
+        # Volumes (``plugins/volume_*``): what the snapshot says of claims, volumes, classes and
+        # CSI limits; which pods use each claim (claim -> pod -> node); and the volumes window
+        # claims took so far (volume -> claim; VolumeBinding's Reserve).
+        self.volumes: VolumeCatalog = EMPTY
+        self.claim_users: dict[str, dict[str, int]] = {}
+        self.pv_taken: dict[str, str] = {}
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -151,6 +158,12 @@ class ClusterState:
         self.ports_on[node].update(pod.host_ports)
         self.priorities[pod.priority] += 1
         self._count(pod, node, +1)
+        for claim in pod.claims:
+            self.claim_users[claim] = {**self.claim_users.get(claim, {}), pod.key: node}
+        if pod.claims and self.volumes:
+            from .plugins.volume_binding.filter import reserve
+
+            reserve(pod, self.nodes[node], self)
         self.touched.append(node)
         if self.dra is not None:
             self.dra.add(pod, node)
@@ -171,6 +184,16 @@ class ClusterState:
         if not self.priorities[pod.priority]:
             del self.priorities[pod.priority]
         self._count(pod, node, -1)
+        for claim in pod.claims:
+            users = {k: v for k, v in self.claim_users.get(claim, {}).items() if k != pod.key}
+            if users:
+                self.claim_users[claim] = users
+            else:
+                self.claim_users.pop(claim, None)
+        if pod.claims and self.pv_taken:
+            from .plugins.volume_binding.filter import release
+
+            release(pod, self)
         self.touched.append(node)
         if self.dra is not None:
             self.dra.remove(pod)
@@ -309,4 +332,7 @@ class ClusterState:
         other.removals = 0
         other.priorities = Counter(self.priorities)
         other.dra = self.dra.copy() if self.dra is not None else None
+        other.volumes = self.volumes
+        other.claim_users = dict(self.claim_users)  # each value is replaced, never changed in place
+        other.pv_taken = dict(self.pv_taken)
         return other

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from models.config import SchedulerConfig
 from models.objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from models.snapshot import DEFAULT_SCHEDULER_NAME, POD_GROUP_LABEL, ClusterSnapshot
 from solver.context import SchedulingContext, build_context
 from solver.framework import Status
@@ -212,6 +213,8 @@ def make_pod(
     start_time: Optional[datetime] = None,
     nominated: Optional[str] = None,
     preempted: bool = False,
+    claims: Sequence[str] = (),
+    ephemeral: Sequence[str] = (),
 ) -> Pod:
     """A pod named ``namespace/name``: one container with the given requests, bound when
     ``node`` is given, ours (``schedulerName: cpsat-scheduler``) by default.
@@ -246,6 +249,10 @@ def make_pod(
         spec["initContainers"] = [
             {"name": "sidecar", "restartPolicy": "Always", "ports": [_port(p) for p in sidecar_ports]}
         ]
+    volumes = [{"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+    volumes += [{"name": v, "ephemeral": {"volumeClaimTemplate": {"spec": {}}}} for v in ephemeral]
+    if volumes:
+        spec["volumes"] = volumes
     if node is not None:
         spec["nodeName"] = node
     if priority is not None:
@@ -340,8 +347,12 @@ def make_snapshot(
     priority_classes: Iterable[PriorityClass] = (),
     pvs: Iterable = (),
     pvcs: Iterable = (),
+    storage_classes: Iterable = (),
+    csi_nodes: Iterable = (),
 ) -> ClusterSnapshot:
     return ClusterSnapshot.build(
+        storage_classes=storage_classes,
+        csi_nodes=csi_nodes,
         nodes=nodes,
         pods=pods,
         pdbs=pdbs,
@@ -435,3 +446,55 @@ def describe(snapshot: ClusterSnapshot) -> str:
     for b in snapshot.pdbs:
         lines.append(f"pdb {b.key} allowed={b.status.disruptions_allowed}")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- volumes
+
+
+def make_pvc(key: str, *, storage_class: Optional[str] = "standard", volume: str = "", size: str = "10Gi",
+             modes: Sequence[str] = ("ReadWriteOnce",), deleting: bool = False, **spec: Any) -> PersistentVolumeClaim:
+    """A claim ``namespace/name``; bound to ``volume`` when given."""
+    namespace, _, name = key.rpartition("/")
+    body: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}},
+                            "storageClassName": storage_class, **spec}
+    if volume:
+        body["volumeName"] = volume
+    meta: dict[str, Any] = {"name": name, "namespace": namespace or "default"}
+    if deleting:
+        meta["deletionTimestamp"] = T0.isoformat()
+    return PersistentVolumeClaim.model_validate({"metadata": meta, "spec": body,
+                                                 "status": {"phase": "Bound" if volume else "Pending"}})
+
+
+def make_pv(name: str, *, storage_class: str = "standard", size: str = "10Gi", claim: Optional[str] = None,
+            zone: Optional[str] = None, labels: Optional[dict[str, str]] = None, driver: Optional[str] = "disk.csi",
+            modes: Sequence[str] = ("ReadWriteOnce",), node_affinity: Optional[dict] = None) -> PersistentVolume:
+    """A volume; ``zone`` gives it node affinity for ``topology.kubernetes.io/zone``; ``claim``
+    (``namespace/name``) its claimRef."""
+    spec: dict[str, Any] = {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": storage_class}
+    if driver:
+        spec["csi"] = {"driver": driver, "volumeHandle": f"vol-{name}"}
+    if zone is not None:
+        node_affinity = {"required": {"nodeSelectorTerms": [node_term(("topology.kubernetes.io/zone", "In", [zone]))]}}
+    if node_affinity is not None:
+        spec["nodeAffinity"] = node_affinity
+    if claim is not None:
+        ns, _, claim_name = claim.rpartition("/")
+        spec["claimRef"] = {"namespace": ns or "default", "name": claim_name}
+    return PersistentVolume.model_validate({"metadata": {"name": name, "labels": labels or {}}, "spec": spec,
+                                            "status": {"phase": "Bound" if claim else "Available"}})
+
+
+def make_storage_class(name: str = "standard", *, mode: str = "WaitForFirstConsumer", provisioner: str = "disk.csi",
+                       zones: Sequence[str] = ()) -> StorageClass:
+    body: dict[str, Any] = {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": mode}
+    if zones:
+        body["allowedTopologies"] = [{"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone",
+                                                                  "values": list(zones)}]}]
+    return StorageClass.model_validate(body)
+
+
+def make_csi_node(name: str, limits: dict[str, Optional[int]]) -> CSINode:
+    drivers = [{"name": d, "nodeID": name, **({"allocatable": {"count": c}} if c is not None else {})}
+               for d, c in limits.items()]
+    return CSINode.model_validate({"metadata": {"name": name}, "spec": {"drivers": drivers}})

@@ -186,7 +186,16 @@ VOLCANO_PODGROUPS = Resource(
 # What `gang_apis` names each by (FakeApiServer): its group/version.
 GANG_APIS: dict[str, Resource] = {r.api_version: r for r in (CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS)}
 
-BUILTIN: tuple[Resource, ...] = (PODS, NODES, NAMESPACES, EVENTS, EVENTS_V1, PDBS, PRIORITY_CLASSES, LEASES)
+# What the volume plugins read (the scheduler lists and watches them; PVs and claims have a status).
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True,
+                status_subresource=True, field_labels=_META_FIELDS)
+PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", False,
+               status_subresource=True, field_labels=_META_FIELDS)
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
+
+BUILTIN: tuple[Resource, ...] = (PODS, NODES, NAMESPACES, EVENTS, EVENTS_V1, PDBS, PRIORITY_CLASSES, LEASES,
+                                 PVCS, PVS, STORAGE_CLASSES, CSI_NODES)
 
 
 class Registry:

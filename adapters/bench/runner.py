@@ -147,6 +147,10 @@ class _Cluster:
             priority_classes=self.base.priority_classes,
             pod_groups=self.base.pod_groups,
             namespaces=self.base.namespaces,
+            pvs=self.base.pvs,
+            pvcs=self.base.pvcs,
+            storage_classes=self.base.storage_classes,
+            csi_nodes=self.base.csi_nodes,
         )
 
     def apply(self, plan: Plan, window: Sequence[Pod]) -> None:

@@ -66,6 +66,8 @@ class Placement:
     pod: Pod  # as the window's snapshot saw it (its UID is the bind precondition)
     node: str
     nominated: bool = False  # a preemptor: its nominatedNodeName is set before evicting
+    # PreBind: (claim key, volume to reserve for it or None to provision on `node`, claim uid)
+    volumes: tuple[tuple[str, Optional[str], str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -399,12 +401,41 @@ class Binder:
                     unanswered.append(exc)
                 raise
 
+        if p.volumes and not self._prebind_volumes(p):
+            return False
         try:
             call_with_retries(bind, what=f"bind {key} to {p.node}", backoffs=self.settings.backoffs,
                               sleep=self.clock.sleep, should_continue=self.is_leader)
         except KubeError as exc:
             return self._after_failed_bind(p, exc, unanswered=bool(unanswered))
         self._bound(p)
+        return True
+
+    def _prebind_volumes(self, p: Placement) -> bool:
+        """VolumeBinding's PreBind, before the pod is bound: each first-time claim's chosen volume
+        gets the claim as its claimRef, or the claim gets the node to provision for (its
+        ``volume.kubernetes.io/selected-node``). The PV controller and the provisioner finish
+        the binding; the kubelet waits for it. A write that fails sends the pod back to the
+        queue unbound (kube-scheduler unreserves it the same way)."""
+        for claim, volume, uid in p.volumes:
+            ns, _, name = claim.partition("/")
+            if volume is not None:
+                def write() -> None:
+                    self.api.reserve_volume(volume, ns, name, uid)
+                what = f"reserve volume {volume} for {claim}"
+            else:
+                def write() -> None:
+                    self.api.select_node(ns, name, p.node)
+                what = f"select node {p.node} for {claim}"
+            try:
+                call_with_retries(write, what=what, backoffs=self.settings.backoffs, sleep=self.clock.sleep,
+                                  should_continue=self.is_leader)
+            except KubeError as exc:
+                log.warning("not binding %s: %s failed: %s", p.key, what, exc)
+                self.cache.forget(p.key)
+                self.metrics.binds.labels(result="prebind-failed").inc()
+                self.queue.requeue_error(p.key)
+                return False
         return True
 
     def _bound(self, p: Placement) -> None:

@@ -41,7 +41,8 @@ from models.snapshot import SnapshotDelta, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
-from .kube import CORE_PODGROUPS, GANG_RESOURCES, NODES, PDBS, PODS, PRIORITY_CLASSES, WATCHED, WORKLOADS, Resource
+from .kube import (CORE_PODGROUPS, CSI_NODES, GANG_RESOURCES, NODES, PDBS, PODS, PRIORITY_CLASSES, PVCS, PVS,
+                   STORAGE_CLASSES, VOLUME_RESOURCES, WATCHED, WORKLOADS, Resource)
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class CacheListener(Protocol):
     def pod_group_changed(self, group: PodGroup) -> None: ...
     def workload_changed(self, workload: Workload) -> None: ...
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None: ...
+    def volumes_changed(self, kind: str) -> None: ...
 
 
 @dataclass
@@ -79,7 +81,7 @@ def object_key(obj: dict[str, Any]) -> str:
 
 def model_key(resource: Resource, model: BaseModel) -> str:
     meta = model.metadata  # type: ignore[attr-defined]
-    if resource in (PODS, PDBS, *GANG_RESOURCES):
+    if resource in (PODS, PDBS, PVCS, *GANG_RESOURCES):
         return f"{meta.namespace or 'default'}/{meta.name}"
     return str(meta.name)
 
@@ -242,6 +244,8 @@ class ClusterCache:
             self.listener.node_changed(old, None)  # type: ignore[arg-type]
         elif resource is PDBS and self.listener:
             self.listener.pdb_changed(old, None)  # type: ignore[arg-type]
+        elif resource in VOLUME_RESOURCES and self.listener:
+            self.listener.volumes_changed(resource.kind)
 
     def _notify(self, resource: Resource, old: Optional[BaseModel], new: BaseModel) -> None:
         if resource is PODS:
@@ -259,6 +263,8 @@ class ClusterCache:
             self.listener.pod_group_changed(new)  # type: ignore[arg-type]
         elif resource is PDBS and self.listener:
             self.listener.pdb_changed(old, new)  # type: ignore[arg-type]
+        elif resource in VOLUME_RESOURCES and self.listener:
+            self.listener.volumes_changed(resource.kind)
 
     def _reconcile_assumption(self, pod: Pod) -> None:
         """A watched pod that has a node ends its assumption; one still unbound refreshes it."""
@@ -456,6 +462,9 @@ class ClusterCache:
             snapshot = ClusterSnapshot.build(
                 nodes=nodes.values(), pods=pods, pdbs=self._objects[PDBS].values(),  # type: ignore[arg-type]
                 priority_classes=self._classes.values(), pod_groups=self._pod_groups(pods),
+                pvcs=self._objects[PVCS].values(), pvs=self._objects[PVS].values(),  # type: ignore[arg-type]
+                storage_classes=self._objects[STORAGE_CLASSES].values(),  # type: ignore[arg-type]
+                csi_nodes=self._objects[CSI_NODES].values(),  # type: ignore[arg-type]
                 pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta,
                 nominated=nominated)
             self._last = (weakref.ref(snapshot), window_keys)

@@ -15,6 +15,8 @@ coarse, safe version of those hints:
 - a gang member or its PodGroup appears (any shape: scheduler-plugins', Kubernetes' v1alpha2 or
   Volcano's), or the Workload its pods name: the gang's (the Workload's gangs') waiting members
   try again;
+- a PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode appears, changes or goes:
+  pods that mount claims try again (a claim bound or created, a volume freed, a limit raised);
 - a PodDisruptionBudget is deleted, changes its spec, or allows more disruptions than before:
   pods that may preempt try again. The live scheduler plans with hard budgets (the Eviction
   API refuses what a budget forbids), so a budget is what kept such a pod's victims in place,
@@ -40,6 +42,11 @@ def _waits_for_affinity(qp: QueuedPod) -> bool:
     affinity = qp.pod.spec.affinity
     return bool(affinity and affinity.pod_affinity
                 and affinity.pod_affinity.required_during_scheduling_ignored_during_execution)
+
+
+def _mounts_claims(qp: QueuedPod) -> bool:
+    return any(isinstance(v.get("persistentVolumeClaim"), dict) or isinstance(v.get("ephemeral"), dict)
+               for v in qp.pod.spec.volumes)
 
 
 def _may_preempt(qp: QueuedPod) -> bool:
@@ -133,3 +140,8 @@ class QueueFeeder:
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None:
         if _budget_loosened(old, new):
             self.queue.move_all(_may_preempt)
+
+    def volumes_changed(self, kind: str) -> None:
+        """A claim, volume, storage class or CSINode appeared, changed or went: pods that mount
+        claims may fit now (a claim created or bound, a volume freed, a limit raised)."""
+        self.queue.move_all(_mounts_claims)

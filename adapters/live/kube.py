@@ -44,6 +44,10 @@ CONNECTION_POOL_SIZE = 64
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 Permission = tuple[str, str, str]  # (API group, resource[/subresource], verb), as RBAC names it
+# What VolumeBinding's PreBind writes: the node a claim's volume is provisioned for; a volume
+# reserved for a claim by a controller (the scheduler), which the PV controller then completes.
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,14 @@ WORKLOADS = Resource("workloads.scheduling.k8s.io", "Workload", "scheduling.k8s.
 VOLCANO_PODGROUPS = Resource("podgroups.scheduling.volcano.sh", "PodGroup", "scheduling.volcano.sh/v1beta1",
                              optional=True, plural="podgroups")
 GANG_RESOURCES: tuple[Resource, ...] = (PODGROUPS, CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS)
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES)
+# What the volume plugins read (``solver/plugins/volume_*``): each optional, so a server that
+# does not serve one (or RBAC that does not grant it) leaves the scheduler working without it.
+PVCS = Resource("persistentvolumeclaims", "PersistentVolumeClaim", "v1", optional=True)
+PVS = Resource("persistentvolumes", "PersistentVolume", "v1", optional=True)
+STORAGE_CLASSES = Resource("storageclasses", "StorageClass", "storage.k8s.io/v1", optional=True)
+CSI_NODES = Resource("csinodes", "CSINode", "storage.k8s.io/v1", optional=True)
+VOLUME_RESOURCES: tuple[Resource, ...] = (PVCS, PVS, STORAGE_CLASSES, CSI_NODES)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES)
 # The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup).
 PODGROUP_SCHEDULED = "PodGroupScheduled"
 # ... and DisruptionTarget: the scheduler evicted a member of the group (to preempt).
@@ -102,12 +113,19 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
     "list_pod_for_all_namespaces": (("", "pods", "list"),),
     "list_pod_disruption_budget_for_all_namespaces": (("policy", "poddisruptionbudgets", "list"),),
     "list_priority_class": (("scheduling.k8s.io", "priorityclasses", "list"),),
+    "list_persistent_volume_claim_for_all_namespaces": (("", "persistentvolumeclaims", "list"),),
+    "list_persistent_volume": (("", "persistentvolumes", "list"),),
+    "list_storage_class": (("storage.k8s.io", "storageclasses", "list"),),
+    "list_csi_node": (("storage.k8s.io", "csinodes", "list"),),
     "list_cluster_custom_object": tuple((r.group, r.path_plural, "list") for r in GANG_RESOURCES),
     "patch_namespaced_custom_object_status": ((CORE_PODGROUPS.group, f"{CORE_PODGROUPS.path_plural}/status", "patch"),),
     "read_namespaced_pod": (("", "pods", "get"),),
     "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
     "create_namespaced_pod_eviction": (("", "pods/eviction", "create"),),
     "patch_namespaced_pod_status": (("", "pods/status", "patch"),),
+    # VolumeBinding's PreBind: a chosen volume's claimRef, a claim's selected node
+    "patch_persistent_volume": (("", "persistentvolumes", "patch"),),
+    "patch_namespaced_persistent_volume_claim": (("", "persistentvolumeclaims", "patch"),),
     "create_namespaced_event": (("", "events", "create"),),
     "read_namespaced_lease": (("coordination.k8s.io", "leases", "get"),),
     "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
@@ -243,6 +261,7 @@ class KubeApi:
         self.core = client.CoreV1Api(api_client)
         self.policy = client.PolicyV1Api(api_client)
         self.scheduling = client.SchedulingV1Api(api_client)
+        self.storage = client.StorageV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
 
@@ -262,6 +281,14 @@ class KubeApi:
             return self.policy.list_pod_disruption_budget_for_all_namespaces
         if resource is PRIORITY_CLASSES:
             return self.scheduling.list_priority_class
+        if resource is PVCS:
+            return self.core.list_persistent_volume_claim_for_all_namespaces
+        if resource is PVS:
+            return self.core.list_persistent_volume
+        if resource is STORAGE_CLASSES:
+            return self.storage.list_storage_class
+        if resource is CSI_NODES:
+            return self.storage.list_csi_node
         if resource in GANG_RESOURCES:
             def gangs(**kw: Any) -> Any:
                 return self.custom.list_cluster_custom_object(resource.group, resource.version, resource.path_plural,
@@ -330,6 +357,23 @@ class KubeApi:
         """Strategic-merge PATCH of pods/{name}/status (conditions merge by type)."""
         _call(f"patch status of {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,
               {"status": status})
+
+    # --- volumes (VolumeBinding's PreBind) -----------------------------------------------------
+
+    def reserve_volume(self, volume: str, namespace: str, claim: str, claim_uid: str) -> None:
+        """PATCH a PersistentVolume's ``spec.claimRef`` to the claim the scheduler chose it for,
+        marked as bound by a controller: the PV controller then binds the claim to it."""
+        ref: dict[str, Any] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace,
+                               "name": claim, **({"uid": claim_uid} if claim_uid else {})}
+        body = {"metadata": {"annotations": {BOUND_BY_CONTROLLER: "yes"}}, "spec": {"claimRef": ref}}
+        _call(f"reserve volume {volume} for {namespace}/{claim}", self.core.patch_persistent_volume, volume, body)
+
+    def select_node(self, namespace: str, claim: str, node: str) -> None:
+        """PATCH a claim's ``volume.kubernetes.io/selected-node`` annotation: its provisioner
+        creates the volume for that node."""
+        body = {"metadata": {"annotations": {SELECTED_NODE: node}}}
+        _call(f"select node {node} for {namespace}/{claim}", self.core.patch_namespaced_persistent_volume_claim,
+              claim, namespace, body)
 
     # --- pod groups ----------------------------------------------------------------------------
 

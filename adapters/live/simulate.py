@@ -87,7 +87,8 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     import solver
 
     parsed: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "PriorityClass": [],
-                                    "PodGroup": [], "Workload": []}
+                                    "PodGroup": [], "Workload": [], "PersistentVolumeClaim": [],
+                                    "PersistentVolume": [], "StorageClass": [], "CSINode": []}
     replayed: dict[str, str] = {}
     for obj in objects:
         kind = str(obj.get("kind"))
@@ -106,7 +107,9 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
             for p in parsed["Pod"] if (r := p.spec.workload_ref) is not None}
     groups = [*parsed["PodGroup"], *workload_pod_groups(parsed["Workload"], refs)]
     snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=parsed["Pod"], pdbs=parsed["PodDisruptionBudget"],
-                                     priority_classes=parsed["PriorityClass"], pod_groups=groups)
+                                     priority_classes=parsed["PriorityClass"], pod_groups=groups,
+                                     pvcs=parsed["PersistentVolumeClaim"], pvs=parsed["PersistentVolume"],
+                                     storage_classes=parsed["StorageClass"], csi_nodes=parsed["CSINode"])
     left = [p.key for p in snapshot.pending_pods(config.scheduler_name) if p.key not in replayed]
     plan = Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in sorted(replayed.items())),
                 unschedulable=tuple(Unschedulable(pod=k, message="still pending") for k in sorted(left)),
@@ -192,7 +195,8 @@ class Simulation:
         finally:
             scheduler.stop()
             self.result.elapsed = time.monotonic() - self._t0
-            objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups")
+            objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups",
+                                     "persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
                        for o in server.store.list(key)]
             api.close()
             server.stop()

@@ -59,6 +59,13 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
     every_victim = {v.pod for v in plan.preemptions}
     victims_reach_out = any(_has_required_anti_affinity(pod_of(v)) for v in every_victim)
 
+    # What each pod's first-time claims take (VolumeBinding's PreBind writes it before the bind):
+    # (claim key, volume or None to provision, the claim's uid).
+    volumes_of: dict[str, list[tuple[str, Optional[str], str]]] = defaultdict(list)
+    for b in plan.volume_bindings:
+        claim = snapshot.pvc_by_key.get(b.claim)
+        volumes_of[b.pod].append((b.claim, b.volume, claim.metadata.uid if claim is not None else ""))
+
     groups: dict[str, list[Placement]] = defaultdict(list)
     gangs: dict[str, Optional[str]] = {}
     for a in plan.assignments:
@@ -66,7 +73,8 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
         gang = pod_group_key(pod)
         unit_key = f"gang:{gang}" if gang else a.pod
         gangs[unit_key] = gang
-        groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated))
+        groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated,
+                                          volumes=tuple(volumes_of.get(a.pod, ()))))
 
     units = []
     for unit_key, placements in groups.items():

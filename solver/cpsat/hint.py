@@ -58,7 +58,7 @@ def greedy_hint(wm: WindowModel, greedy: GreedyResult, ctx, counts: Optional[dic
 
 def _coupled(wm: WindowModel, cls) -> bool:
     rep = cls.rep
-    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group:
+    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group or rep.claims:
         return True
     return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
 
@@ -83,11 +83,12 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
 
 
 def _left_out_of_packing(cls) -> bool:
-    """Rules the packing does not follow: the class is left out of it. Required anti-affinity
-    it follows (``_AntiBook``), in both directions and over any topology key."""
+    """Rules the packing does not follow: the class is left out of it (claims: one volume per
+    claim, ReadWriteOncePod, per-node CSI counts). Required anti-affinity it follows
+    (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
-    # ResourceClaims: devices the packing does not count (DynamicResources).
-    return bool(rep.host_ports or rep.affinity or rep.hard_spread or rep.pod.spec.resource_claims)
+    # ResourceClaims: devices the packing does not count (DynamicResources); volume claims.
+    return bool(rep.host_ports or rep.affinity or rep.hard_spread or rep.claims or rep.pod.spec.resource_claims)
 
 
 class _AntiBook:

@@ -134,6 +134,9 @@ class WindowModel:
         self.hint_solution: Optional[HintSolution] = None
         self.hint_complete = False  # the hint names every variable (``hint.complete``)
         self.alias: dict[int, int] = {}
+        # Delayed claims' volume choices: claim -> ({volume: bind var}, provisioned var)
+        # (``plugins/volume_binding/encode.py``).
+        self.volume_vars: dict[str, tuple[dict[str, cp_model.IntVar], cp_model.IntVar]] = {}
 
     @property
     def gangs_in_kinds(self) -> set[str]:

@@ -45,6 +45,7 @@ from .components import components
 from .hint import HintSolution, best_hint, counts_value, greedy_counts
 from .symmetry import break_symmetry
 from .model import Level, WindowModel
+from ..plugins.volume_binding import encode as volume_binding
 from ..plugins.registry import WINDOW_ENCODERS
 
 log = logging.getLogger("cpsat_scheduler.solver")
@@ -393,6 +394,8 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
         mask &= inter_pod_affinity.prune(rep, state, can_evict)
         mask &= pod_topology_spread.prune(rep, state)
         mask &= gang_topology.prune(rep, gangs, state)
+        if rep.claims:
+            mask &= volume_binding.prune(rep, state, can_evict)
         return mask
 
     probe.compute_candidates(extra_prune)

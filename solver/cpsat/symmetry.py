@@ -4,7 +4,8 @@ permutation.
 Two candidate nodes are interchangeable when nothing in the model tells them apart: the same
 labels apart from their hostname, taints, allocatable and free resources, images, candidate
 classes with the same bounds and score coefficients, no eviction variables, and no running pod
-any rule looks at (host ports, (anti-)affinity terms, pods counted by a term). Swapping two such
+any rule looks at (host ports, (anti-)affinity terms, pods counted by a term), and no pod with
+claims on them or among their candidate classes. Swapping two such
 nodes maps every solution to one of the same value, so the first class's count on them may be
 required to be non-increasing along the group — a lexicographic symmetry break, which the
 config's ``solver.breakSymmetry`` turns on (off by default: measured slower than CP-SAT's own
@@ -38,6 +39,9 @@ def node_groups(wm: WindowModel) -> list[list[int]]:
             continue
         if state.dra is not None and any(cls.rep.pod.spec.resource_claims for cls, _ in entries):
             continue  # devices set nodes apart that look alike otherwise (DRA's own encoding)
+        # Claims: a volume's node affinity may name the host, and CSINode limits differ per node.
+        if any(p.claims for p in state.pods_on[n].values()) or any(cls.rep.claims for cls, _ in entries):
+            continue
         node = state.nodes[n]
         key = (
             tuple(sorted((k, v) for k, v in node.labels.items() if k != HOSTNAME)),

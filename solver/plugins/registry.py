@@ -48,6 +48,17 @@ from .preemption import nominated
 from .preemption import victim_room
 from .taint_toleration import filter as taint_toleration
 from .taint_toleration import score as taint_toleration_score
+from .node_volume_limits import check as node_volume_limits_check
+from .node_volume_limits import encode as node_volume_limits
+from .volume_binding import check as volume_binding_check
+from .volume_binding import encode as volume_binding
+from .volume_restrictions import check as volume_restrictions_check
+from .volume_restrictions import encode as volume_restrictions
+from .volume_zone import check as volume_zone_check
+from .node_volume_limits import rules as node_volume_limits_rules
+from .volume_binding import rules as volume_binding_rules
+from .volume_restrictions import rules as volume_restrictions_rules
+from .volume_zone import rules as volume_zone_rules
 
 if TYPE_CHECKING:
     from ..cpsat.model import WindowModel
@@ -55,7 +66,11 @@ if TYPE_CHECKING:
 
 STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
 DYNAMIC_FILTERS = (node_ports, node_resources_fit, pod_topology_spread, inter_pod_affinity, dynamic_resources)
-FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, *DYNAMIC_FILTERS))
+# The volume filters run between NodeResourcesFit and PodTopologySpread, as one cycle for a pod
+# with claims (``volume_binding/filter.py``: VolumeCycle); their rules, in order:
+VOLUME_FILTERS = (volume_restrictions_rules, node_volume_limits_rules, volume_binding_rules, volume_zone_rules)
+FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, node_ports, node_resources_fit, *VOLUME_FILTERS,
+                                      pod_topology_spread, inter_pod_affinity, dynamic_resources))
 
 SCORE_PLUGINS = (
     taint_toleration_score,
@@ -80,6 +95,8 @@ WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
     # min_resources after gang: it orders the kinds' run counts gang.encode makes
     gang.encode, gang_min_resources.encode, gang_topology.encode, gang_preferred.encode, victim_room.encode,
     nominated.encode,
+    # the volume plugins' window-wide parts (their node-local parts prune candidates)
+    volume_restrictions.encode, node_volume_limits.encode, volume_binding.encode,
 )
 
 Check = Callable[["Replay"], None]
@@ -87,6 +104,10 @@ FINAL_CHECKS: tuple[Check, ...] = (
     static_check.check,
     node_resources_fit_check.check,
     node_ports_check.check,
+    volume_restrictions_check.check,
+    node_volume_limits_check.check,
+    volume_binding_check.check,
+    volume_zone_check.check,
     inter_pod_affinity_check.check_anti_affinity,
     inter_pod_affinity_check.check_affinity,
     pod_topology_spread_check.check,

@@ -64,6 +64,11 @@ def with_window(snapshot: ClusterSnapshot, window: set[str], scheduler_name: str
         resource_slices=snapshot.resource_slices,
         resource_claims=snapshot.resource_claims,
         resource_claim_templates=snapshot.resource_claim_templates,
+        # what the volume filters read of a moved pod's claims
+        pvs=snapshot.pvs,
+        pvcs=snapshot.pvcs,
+        storage_classes=snapshot.storage_classes,
+        csi_nodes=snapshot.csi_nodes,
     )
 
 

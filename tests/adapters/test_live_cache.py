@@ -14,6 +14,7 @@ from adapters.live.convert import parse_object
 from adapters.live.kube import (
     CORE_PODGROUPS,
     GANG_RESOURCES,
+    VOLUME_RESOURCES,
     NODES,
     PDBS,
     PODGROUPS,
@@ -57,7 +58,7 @@ def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Clu
     cache = ClusterCache()
     cache.replace(NODES, nodes)
     cache.replace(PODS, [dict(p, metadata={**p["metadata"], "resourceVersion": "5"}) for p in pods])
-    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES):
+    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES):
         cache.replace(resource, [])
     return cache
 
@@ -180,6 +181,9 @@ def test_synced_only_when_every_resource_was_listed() -> None:
     assert not cache.synced  # the other gang APIs are still to be listed (or found absent)
     for resource in GANG_RESOURCES:
         cache.mark_synced(resource)
+    assert not cache.synced  # claims, volumes, classes and CSINodes are still to be listed
+    for resource in VOLUME_RESOURCES:
+        cache.mark_synced(resource)  # an API not served, or not granted
     assert cache.synced
 
 

@@ -54,6 +54,10 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "list_pod_for_all_namespaces": (("", "pods", "list"),),
     "list_pod_disruption_budget_for_all_namespaces": (("policy", "poddisruptionbudgets", "list"),),
     "list_priority_class": (("scheduling.k8s.io", "priorityclasses", "list"),),
+    "list_persistent_volume_claim_for_all_namespaces": (("", "persistentvolumeclaims", "list"),),
+    "list_persistent_volume": (("", "persistentvolumes", "list"),),
+    "list_storage_class": (("storage.k8s.io", "storageclasses", "list"),),
+    "list_csi_node": (("storage.k8s.io", "csinodes", "list"),),
     "list_cluster_custom_object": (("scheduling.x-k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "workloads", "list"),
@@ -63,12 +67,14 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
     "create_namespaced_pod_eviction": (("", "pods/eviction", "create"),),
     "patch_namespaced_pod_status": (("", "pods/status", "patch"),),
+    "patch_persistent_volume": (("", "persistentvolumes", "patch"),),
+    "patch_namespaced_persistent_volume_claim": (("", "persistentvolumeclaims", "patch"),),
     "create_namespaced_event": (("", "events", "create"),),
     "read_namespaced_lease": (("coordination.k8s.io", "leases", "get"),),
     "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
     "replace_namespaced_lease": (("coordination.k8s.io", "leases", "update"),),
 }
-API_OBJECTS = {"core", "policy", "scheduling", "custom", "coordination"}
+API_OBJECTS = {"core", "policy", "scheduling", "custom", "coordination", "storage"}
 
 
 def documents(name: str) -> list[dict[str, Any]]:
@@ -154,7 +160,8 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
                        pod("low-0", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("low-1", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("filler", cpu="900m", priority_class="high", node_name="n2", running=True),
-                       pdb("b", min_available=1, app="b"), pod_group("job", 2), core_pod_group("core", 2)])
+                       pdb("b", min_available=1, app="b"), pod_group("job", 2), core_pod_group("core", 2),
+                       *_storage()])
     seen: set[Permission] = set()
     handle = cluster.server.api.handle
 
@@ -172,10 +179,12 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
         for obj in (pod("job-0", gang="job", cpu="10m"), pod("job-1", gang="job", cpu="10m"),
                     pod("core-0", scheduling_group="core", cpu="10m"),
                     pod("core-1", scheduling_group="core", cpu="10m"),
-                    pod("conflicted", cpu="10m"), pod("too-big", cpu="64"), pod("high", cpu="1", priority_class="high")):
+                    pod("conflicted", cpu="10m"), pod("too-big", cpu="64"), pod("high", cpu="1", priority_class="high"),
+                    _stateful()):
             # the test's own writes go around the recorder: only the scheduler's requests count
             handle(Request("POST", f"/api/v1/namespaces/{NS}/pods", body=json.dumps(obj).encode()))
-        assert wait_for(lambda: cluster.node_of("high") and cluster.node_of("conflicted"), timeout=20)
+        assert wait_for(lambda: cluster.node_of("high") and cluster.node_of("conflicted") and cluster.node_of("stateful"),
+                        timeout=20)
         # the v1alpha2 gang's PodGroupScheduled condition, written through podgroups/status
         assert wait_for(lambda: (cluster.server.store.get("podgroups.scheduling.k8s.io", NS, "core") or {})
                         .get("status"), timeout=20)
@@ -191,6 +200,31 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
     assert wait_for(lambda: not live_threads(), timeout=5.0)
     assert seen - granted() == set(), "requests the manifests do not allow"
     assert granted() - seen == set(), "permissions the scheduler never used"
+
+
+def _storage() -> list[dict[str, Any]]:
+    """Claims a pod mounts for the first time: one its class provisions (PreBind: the claim's
+    selected node), one a local volume serves (PreBind: the volume's claimRef)."""
+    def claim(name: str, storage_class: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NS},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                         "resources": {"requests": {"storage": "1Gi"}}}}
+
+    def storage_class(name: str, provisioner: str) -> dict[str, Any]:
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
+
+    disk = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-1"},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local"}}
+    return [storage_class("fast", "disk.csi.example.com"), storage_class("local", "kubernetes.io/no-provisioner"),
+            disk, claim("scratch", "fast"), claim("spool", "local")]
+
+
+def _stateful() -> dict[str, Any]:
+    obj = pod("stateful", cpu="10m")
+    obj["spec"]["volumes"] = [{"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}},
+                              {"name": "spool", "persistentVolumeClaim": {"claimName": "spool"}}]
+    return obj
 
 
 # --- the Deployment and its companions -------------------------------------------------------

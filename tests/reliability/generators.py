@@ -27,11 +27,15 @@ from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodCondit
 from models.snapshot import ClusterSnapshot
 from tests.builders import (
     T0,
+    make_csi_node,
     make_node,
     make_pdb,
     make_pod,
     make_pod_group,
+    make_pv,
+    make_pvc,
     make_snapshot,
+    make_storage_class,
     node_term,
     required_node_affinity,
     spread,
@@ -239,8 +243,65 @@ def windows(draw: Any, *, max_nodes: int = 6, max_running: int = 6, max_template
         }
     )
     pods = _nominations(draw, pods, names)
-    snapshot = make_snapshot(nodes, pods, pdbs=pdbs, pod_groups=pod_groups)
+    # Volumes, drawn last so the windows drawn before them stay as they were.
+    volumes = _volumes(draw, nodes, pods) if draw(st.integers(0, 3)) == 0 else {}
+    pods = volumes.pop("pods", pods)
+    snapshot = make_snapshot(nodes, pods, pdbs=pdbs, pod_groups=pod_groups, **volumes)
     return Window(snapshot, config)
+
+
+def _volumes(draw: Any, nodes: list, pods: list) -> dict[str, Any]:
+    """Claims for a few pods (running and pending): bound zonal volumes, WaitForFirstConsumer
+    claims of a class that provisions (in some zones) or of local volumes (a few, pinned to
+    nodes or zones), ReadWriteOncePod claims two pods share, a claim that does not exist; and
+    CSINode limits on some nodes."""
+    classes = [make_storage_class("wffc", zones=draw(st.sampled_from(((), ("z0",), ("z1", "z2"))))),
+               make_storage_class("local", provisioner="kubernetes.io/no-provisioner"),
+               make_storage_class("now", mode="Immediate")]
+    pvs = []
+    for i in range(draw(st.integers(0, 3))):
+        where = draw(st.sampled_from(("zone", "host", "any")))
+        kw: dict[str, Any] = {}
+        if where == "zone":
+            kw["zone"] = f"z{draw(st.integers(0, 2))}"
+        elif where == "host":
+            host = draw(st.sampled_from([n.metadata.name for n in nodes]))
+            kw["node_affinity"] = {"required": {"nodeSelectorTerms": [node_term((HOST, "In", [host]))]}}
+        pvs.append(make_pv(f"local-{i}", storage_class="local", size=draw(st.sampled_from(("5Gi", "10Gi", "20Gi"))), **kw))
+    claims = []
+    mounts: dict[str, list[str]] = {}
+    candidates = [p.key for p in pods]
+    for c in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(("bound", "bound", "wffc", "local", "local", "rwop", "missing", "immediate")))
+        name = f"default/claim-{c}"
+        users = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2 if kind == "rwop" else 1, unique=True))
+        if kind == "bound":
+            zone = draw(st.sampled_from((None, "z0", "z1")))
+            claims.append(make_pvc(name, volume=f"pv-{c}"))
+            pvs.append(make_pv(f"pv-{c}", claim=name, zone=zone, labels={ZONE: zone} if zone else None,
+                               driver=draw(st.sampled_from(("disk.csi", "disk.csi", "other.csi")))))
+        elif kind == "rwop":
+            claims.append(make_pvc(name, volume=f"pv-{c}", modes=["ReadWriteOncePod"]))
+            pvs.append(make_pv(f"pv-{c}", claim=name, modes=["ReadWriteOncePod"]))
+        elif kind == "wffc":
+            claims.append(make_pvc(name, storage_class="wffc"))
+        elif kind == "local":
+            claims.append(make_pvc(name, storage_class="local", size=draw(st.sampled_from(("5Gi", "10Gi")))))
+        elif kind == "immediate":
+            claims.append(make_pvc(name, storage_class="now"))
+        for user in users:
+            mounts.setdefault(user, []).append(name.split("/", 1)[1])
+    csi = [make_csi_node(n.metadata.name, {"disk.csi": draw(st.integers(0, 2))}) for n in nodes
+           if draw(st.integers(0, 2)) == 0]
+
+    def mounting(pod):
+        if pod.key not in mounts:
+            return pod
+        volumes = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(mounts[pod.key])]
+        return pod.model_copy(update={"spec": pod.spec.model_copy(update={"volumes": volumes})})
+
+    return {"pods": [mounting(p) for p in pods], "pvcs": claims, "pvs": pvs, "storage_classes": classes,
+            "csi_nodes": csi}
 
 
 def _nominations(draw: Any, pods: list, names: list[str]) -> list:
@@ -274,7 +335,8 @@ def dump(window: Window) -> str:
     import json
 
     snap = window.snapshot
-    objects = [*snap.nodes, *snap.pods, *snap.pdbs, *snap.pod_groups]
+    objects = [*snap.nodes, *snap.pods, *snap.pdbs, *snap.pod_groups, *snap.storage_classes, *snap.pvs, *snap.pvcs,
+               *snap.csi_nodes]
     lines = [json.dumps(o.model_dump(by_alias=True, exclude_defaults=True, mode="json")) for o in objects]
     # A PodGroup's topology key is internal (never dumped with it): listed on its own.
     topology = {g.key: g.spec.topology_key for g in snap.pod_groups if g.spec.topology_key is not None}

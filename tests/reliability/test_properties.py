@@ -72,6 +72,7 @@ class Tally:
     round_trips: int = 0
     preemptions: int = 0  # windows where some plan preempts
     gangs_placed: int = 0  # windows where a gang member is placed by the solver
+    volumes_placed: int = 0  # windows where a pod mounting a claim is placed by the solver
     scored: int = 0  # windows whose plans were compared on the final-state score
     started: float = field(default_factory=time.monotonic)
     # The long run counts new model gaps (the solver's own optimum below greedy's; the plan
@@ -88,7 +89,8 @@ class Tally:
             f"reliability properties: {self.windows} windows; plans validated: {engines}; "
             f"violations {self.violations}; solver vs greedy: better {self.better}, equal {self.equal}, "
             f"worse 0; deterministic reruns {self.deterministic}; JSON round-trips {self.round_trips}; "
-            f"windows with preemption {self.preemptions}, with a gang placed {self.gangs_placed}; "
+            f"windows with preemption {self.preemptions}, with a gang placed {self.gangs_placed}, "
+            f"with a pod mounting a claim placed {self.volumes_placed}; "
             f"final-state scores compared (same pods placed) {self.scored}, solver below greedy 0; "
             f"solver status: {statuses}; greedy's plan preferred because: {why or 'never'}; "
             + (f"new model gaps' windows in {self.gap_dir}; " if self.greedy_better.get(NEW_GAP) else "")
@@ -185,6 +187,7 @@ def check_window(window: Window, seed: int, tally: Tally) -> None:
         _round_trip(plan, tally)
     tally.preemptions += any(p.preemptions for p in (greedy, solver))
     tally.gangs_placed += any(ctx.pod(a.pod).group for a in solver.assignments)
+    tally.volumes_placed += any(ctx.pod(a.pod).claims for a in solver.assignments)
     tally.windows += 1
     if tally.progress_every and tally.windows % tally.progress_every == 0:
         print(f"\n[{tally.windows} windows] {tally.line()}", flush=True)

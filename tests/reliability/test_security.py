@@ -238,7 +238,25 @@ def _workload() -> list[dict[str, Any]]:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}},
             # n1 is too small for `urgent`; on n2 it needs the victim's room: preemption
             node("n1", cpu="1"), node("n2", cpu="2"), priority_class("low", 10), priority_class("high", 1000),
-            victim, spared, budget, group, core_group]
+            victim, spared, budget, group, core_group, *_storage()]
+
+
+def _storage() -> list[dict[str, Any]]:
+    """Two WaitForFirstConsumer claims for `stateful`: one its class provisions (PreBind sets the
+    claim's selected node), one a local volume serves (PreBind sets the volume's claimRef)."""
+    def claim(name: str, storage_class: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": WORK_NS},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                         "resources": {"requests": {"storage": "1Gi"}}}}
+
+    def storage_class(name: str, provisioner: str) -> dict[str, Any]:
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
+
+    disk = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-1"},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local"}}
+    return [storage_class("fast", "disk.csi.example.com"), storage_class("local", "kubernetes.io/no-provisioner"),
+            disk, claim("scratch", "fast"), claim("spool", "local")]
 
 
 def _new_pods() -> list[dict[str, Any]]:
@@ -247,7 +265,10 @@ def _new_pods() -> list[dict[str, Any]]:
         obj["spec"]["containers"][0]["env"] = [{"name": "DB_PASSWORD", "value": POD_SECRET}]
         return obj
 
-    return [worker("job-0", cpu="100m", gang="job"), worker("job-1", cpu="100m", gang="job"),
+    stateful = worker("stateful", cpu="100m")
+    stateful["spec"]["volumes"] = [{"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}},
+                                   {"name": "spool", "persistentVolumeClaim": {"claimName": "spool"}}]
+    return [stateful, worker("job-0", cpu="100m", gang="job"), worker("job-1", cpu="100m", gang="job"),
             worker("core-0", cpu="100m", scheduling_group="core"), worker("core-1", cpu="100m", scheduling_group="core"),
             worker("conflicted", cpu="100m"), worker("too-big", cpu="64"),
             worker("urgent", cpu="1500m", priority_class="high")]
@@ -295,7 +316,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeployedRun]:
         for obj in _new_pods():
             server.api.handle(_create(obj))
         assert wait_for(lambda: all(_node_of(server, n) for n in ("job-0", "job-1", "core-0", "core-1",
-                                                                  "conflicted", "urgent")),
+                                                                  "conflicted", "urgent", "stateful")),
                         timeout=60.0), "".join(lines)
         assert wait_for(lambda: (server.store.get("podgroups.scheduling.k8s.io", WORK_NS, "core") or {})
                         .get("status"), timeout=20.0), "".join(lines)

@@ -104,8 +104,10 @@ def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
 
 def beyond_node_local(placed: Iterable[PodInfo], running: Iterable[PodInfo]) -> bool:
     """Whether a placement on the node can hinge on other pods beyond resources and ports: a
-    placed pod with required (anti-)affinity or spread, or a running pod's anti-affinity."""
-    return any(p.affinity or p.anti_affinity or p.hard_spread for p in placed) or any(q.anti_affinity for q in running)
+    placed pod with required (anti-)affinity or hard spread, or with claims (a ReadWriteOncePod
+    claim or a CSI volume count a victim holds), or a running pod's anti-affinity."""
+    return (any(p.affinity or p.anti_affinity or p.hard_spread or p.claims for p in placed)
+            or any(q.anti_affinity for q in running))
 
 
 def entangling(ctx) -> tuple[PodMatcher, ...]:

@@ -1,0 +1,1 @@
+"""VolumeRestrictions: a ReadWriteOncePod claim serves one pod (filter, CP-SAT encoding, final check)."""

@@ -1,0 +1,1 @@
+"""VolumeZone: a bound volume's zone and region labels must match the node's (filter, final check)."""
