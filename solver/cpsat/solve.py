@@ -41,6 +41,7 @@ from ..plugins.node_ports import filter as node_ports
 from ..plugins.pod_topology_spread import filter as pod_topology_spread
 from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
+from . import node_classes
 from .components import components
 from .hint import HintSolution, best_hint, counts_value, greedy_counts
 from .symmetry import break_symmetry
@@ -95,6 +96,13 @@ class Solution:
     node_groups: int = 0  # groups of interchangeable nodes whose symmetry was broken
     greedy_components: int = 0  # components where the solver found nothing and greedy stood in
     hint_components: int = 0  # components where the packing hint beat what the solve found (or nothing)
+    # The step the decision degraded to because the per-node model would overrun the limit
+    # ("node classes"), how many node classes it used, pods decoding could not fit, and whether
+    # the solve was skipped (the build used the whole limit).
+    degraded: Optional[str] = None
+    node_classes: Optional[int] = None
+    decode_lost: int = 0
+    solve_skipped: bool = False
     gang_rejected: dict[str, str] = field(default_factory=dict)
 
 
@@ -107,6 +115,7 @@ class CpsatOutcome:
     static: StaticFilters
     greedy_time: float
     chosen_because: Optional[str] = None  # why the returned plan was picked (``choose``)
+    degraded: Optional[str] = None  # the step taken when the per-node model would overrun ("node classes", "greedy")
 
 
 def tier_weights(priorities: list[int]) -> dict[int, int]:
@@ -515,6 +524,10 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
                        linked_groups=frozenset(gated) if len(gated) > 1 else frozenset())
     sol = Solution(components=len(parts))
     pairs = sum(len(cand[c.id]) for part in parts for c in part)
+    left = deadline - time.monotonic()
+    if pairs * BUILD_SECONDS_PER_PAIR > BUILD_SHARE * left:
+        # The per-node model would not be built (and loaded by CP-SAT) in time: degrade.
+        return _degraded(ctx, static, runner, start, deadline, pairs, weights, allow_preemption)
     progress.stage(f"building the CP-SAT model: {len(parts)} component(s), {pairs:,} class x node pair(s); "
                    f"{_time_left(start, deadline)}")
     models = [
@@ -557,6 +570,12 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     unsolved = []  # components the solve found nothing for: greedy or the packing stands in
     for i, (part, wm) in enumerate(zip(parts, models)):
         t1 = time.monotonic()
+        if t1 >= deadline:
+            # The build used the whole limit: CP-SAT would spend its loading of the model to
+            # answer UNKNOWN. The packing hint or greedy stands in.
+            sol.solve_skipped = True
+            unsolved.append((i, wm, "UNKNOWN"))
+            continue
         part_deadline = max(deadlines[i], t1 + MIN_COMPONENT_SECONDS)
         solver, status, obj, bnd = _solve_component(wm, cfg.solver, part_deadline)
         log.debug("component %d: %s in %.2fs (objective %s, bound %s)", i, status, time.monotonic() - t1, obj, bnd)
@@ -619,6 +638,96 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     interrupt.check()
     better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, static, run.seconds, why)
+
+
+# What one class x node pair costs, from the build through CP-SAT loading the model (measured on
+# the realistic medium dump, 2 busy cores: 33 s to build 320,000 pairs, 10 s for CP-SAT to load
+# their 640,000 variables).
+BUILD_SECONDS_PER_PAIR = 1.3e-4
+# Share of the time left the build may be estimated to take before the decision degrades.
+BUILD_SHARE = 0.4
+
+
+def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: int, weights,
+              allow_preemption: bool) -> CpsatOutcome:
+    """The decision in steps down from the per-node model: (a) node classes (``node_classes``),
+    when the window allows them and some bucketing fits the budget; else (c) greedy's plan."""
+    build_start = time.monotonic()
+    budget_pairs = node_classes.pairs_budget(BUILD_SHARE * (deadline - build_start), BUILD_SECONDS_PER_PAIR)
+    why = node_classes.not_eligible(ctx, allow_preemption)
+    buckets = None
+    if why is None:
+        buckets = node_classes.choose_buckets(ctx, budget_pairs // max(len(ctx.classes), 1))
+        if buckets is None:
+            why = f"even {node_classes.MIN_BUCKETS} free-room buckets leave too many node classes"
+    if not runner:
+        runner.append(_GreedyRun(ctx, static))
+    run = runner[0]
+    estimate = f"{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
+    if buckets is None:
+        step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
+        progress.stage(f"degraded to {step}; waiting for greedy's plan")
+        greedy = run.wait()
+        interrupt.check()
+        return CpsatOutcome(greedy, None, False, f"degraded to {step}", static, run.seconds, degraded="greedy")
+    reduced = node_classes.reduce(ctx, buckets)
+    rctx = reduced.ctx
+    rstatic = StaticFilters(rctx.nodes, rctx.window)
+    cand, ubs = candidates(rctx, rctx.classes, rstatic, {}, allow_preemption)
+    parts = components([c for c in rctx.classes if len(cand[c.id])], cand, {}, allow_preemption, rctx.state)
+    rpairs = sum(len(cand[c.id]) for part in parts for c in part)
+    step = (f"node classes: the per-node model ({estimate}) would overrun the time limit; "
+            f"{len(ctx.nodes):,} nodes make {len(rctx.nodes):,} node classes ({buckets} free-room buckets per resource)")
+    progress.stage(f"degraded to {step}: building {rpairs:,} class x node-class pair(s); {_time_left(start, deadline)}")
+    sctx = ScoreContext.of(rctx)
+    models = [build_component(rctx, part, rstatic, cand, ubs, {}, sctx, weights, allow_preemption) for part in parts]
+    sol = Solution(components=len(parts), degraded="node classes", node_classes=len(rctx.nodes))
+    for wm in models:
+        nv, nc = wm.size()
+        sol.variables += nv
+        sol.constraints += nc
+    hint_budget = COMPLETE_HINT_SHARE * max(0.0, deadline - time.monotonic()) / max(len(models), 1)
+    for wm in models:
+        best_hint(wm, None, rctx, weights, hint_budget)
+    sol.build_time = time.monotonic() - build_start
+    solve_start = time.monotonic()
+    pseudo = Solution()
+    statuses = []
+    if time.monotonic() >= deadline:
+        # The build used the whole limit: CP-SAT would spend its loading time to answer UNKNOWN.
+        progress.stage("the build used the time limit: the solve is skipped, the packing hint stands")
+        sol.solve_skipped = True
+    else:
+        progress.stage(f"solving over node classes: {sol.variables:,} variables, {sol.constraints:,} constraints; "
+                       f"{_time_left(start, deadline)}")
+    deadlines = _component_deadlines(parts, solve_start, deadline)
+    for i, wm in enumerate(models):
+        solver, status = None, "UNKNOWN"
+        if not sol.solve_skipped:
+            solver, status, _, _ = _solve_component(wm, ctx.config.solver, max(deadlines[i], time.monotonic() + MIN_COMPONENT_SECONDS))
+        if solver is not None and _packing_value(wm) <= _placement_value(wm, solver):
+            _extract(wm, solver, pseudo)
+            statuses.append(status)
+        elif wm.hint_solution is not None:
+            _extract(wm, wm.hint_solution, pseudo)
+            sol.hint_components += 1
+            statuses.append("FEASIBLE")
+        elif status != "OPTIMAL" or solver is None:
+            statuses.append("FEASIBLE")  # nothing from this component: greedy's plan is weighed below
+    sol.placements, lost = node_classes.decode(reduced, ctx, pseudo.placements)
+    sol.decode_lost = lost
+    sol.solve_time = time.monotonic() - solve_start
+    # Bounds over node classes are not bounds of the real problem: none are reported.
+    sol.status = "FEASIBLE"
+    log.debug("node classes: %d, %d variables, %d constraints, %d pod(s) lost in decoding",
+              len(rctx.nodes), sol.variables, sol.constraints, lost)
+    if not run.done:
+        progress.stage("waiting for greedy's plan, to return the better of the two")
+    greedy = run.wait()
+    interrupt.check()
+    scored = final_state.affordable(ctx)
+    better, chosen = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
+    return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded="node classes")
 
 
 # Each component gets at least this long, even when the ones before it overran their share.
