@@ -120,7 +120,8 @@ def _solver_stats(sol) -> dict:
         node_groups=sol.node_groups,
         greedy_components=sol.greedy_components,
         node_classes=sol.node_classes,
-        decode_lost=sol.decode_lost if sol.degraded == "node classes" else None,
+        decode_lost=sol.decode_lost if sol.node_classes is not None else None,
+        greedy_rest_placed=sol.greedy_rest if sol.node_classes is not None else None,
         solve_skipped=sol.solve_skipped,
     )
 

@@ -38,7 +38,7 @@ from ..state import ClusterState
 
 HOSTNAME = "kubernetes.io/hostname"
 # Buckets per resource tried first; halved until the reduced model fits its budget.
-FIRST_BUCKETS = 32
+FIRST_BUCKETS = 512
 MIN_BUCKETS = 2
 
 

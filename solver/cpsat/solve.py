@@ -13,6 +13,7 @@ lexicographically, and the better of the two plans returned.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -43,7 +44,7 @@ from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
 from . import node_classes
 from .components import components
-from .hint import HintSolution, best_hint, counts_value, greedy_counts
+from .hint import HintSolution, best_hint, counts_value, first_fit_counts, greedy_counts
 from .symmetry import break_symmetry
 from .model import Level, WindowModel
 from ..plugins.registry import WINDOW_ENCODERS
@@ -102,6 +103,7 @@ class Solution:
     degraded: Optional[str] = None
     node_classes: Optional[int] = None
     decode_lost: int = 0
+    greedy_rest: int = 0  # pods greedy placed on top of the node-class plan
     solve_skipped: bool = False
     gang_rejected: dict[str, str] = field(default_factory=dict)
 
@@ -646,6 +648,11 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
 BUILD_SECONDS_PER_PAIR = 1.3e-4
 # Share of the time left the build may be estimated to take before the decision degrades.
 BUILD_SHARE = 0.4
+# The node-class model costs more per pair (each pseudo node holds many running pods, and its
+# fixed costs weigh more at this size): measured 6 s for 15,680 pairs on 2 busy cores. It may take
+# this share of the time left, the rest is the solve's.
+NODE_CLASS_SECONDS_PER_PAIR = 3e-4
+NODE_CLASS_BUILD_SHARE = 0.3
 
 
 def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: int, weights,
@@ -653,7 +660,7 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
     """The decision in steps down from the per-node model: (a) node classes (``node_classes``),
     when the window allows them and some bucketing fits the budget; else (c) greedy's plan."""
     build_start = time.monotonic()
-    budget_pairs = node_classes.pairs_budget(BUILD_SHARE * (deadline - build_start), BUILD_SECONDS_PER_PAIR)
+    budget_pairs = node_classes.pairs_budget(NODE_CLASS_BUILD_SHARE * (deadline - build_start), NODE_CLASS_SECONDS_PER_PAIR)
     why = node_classes.not_eligible(ctx, allow_preemption)
     buckets = None
     if why is None:
@@ -687,12 +694,17 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
         sol.variables += nv
         sol.constraints += nc
     hint_budget = COMPLETE_HINT_SHARE * max(0.0, deadline - time.monotonic()) / max(len(models), 1)
+    fallbacks = []  # per component, the hint read as a plan: what stands when the solve finds less
     for wm in models:
         best_hint(wm, None, rctx, weights, hint_budget)
+        if wm.hint_solution is None:
+            counts = first_fit_counts(wm)
+            fallbacks.append(HintSolution(wm, counts, counts_value(wm, counts, weights)))
+        else:
+            fallbacks.append(wm.hint_solution)
     sol.build_time = time.monotonic() - build_start
     solve_start = time.monotonic()
     pseudo = Solution()
-    statuses = []
     if time.monotonic() >= deadline:
         # The build used the whole limit: CP-SAT would spend its loading time to answer UNKNOWN.
         progress.stage("the build used the time limit: the solve is skipped, the packing hint stands")
@@ -705,17 +717,25 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
         solver, status = None, "UNKNOWN"
         if not sol.solve_skipped:
             solver, status, _, _ = _solve_component(wm, ctx.config.solver, max(deadlines[i], time.monotonic() + MIN_COMPONENT_SECONDS))
-        if solver is not None and _packing_value(wm) <= _placement_value(wm, solver):
+        if solver is not None and fallbacks[i].placement_value <= _placement_value(wm, solver):
             _extract(wm, solver, pseudo)
-            statuses.append(status)
-        elif wm.hint_solution is not None:
-            _extract(wm, wm.hint_solution, pseudo)
+        else:
+            _extract(wm, fallbacks[i], pseudo)
             sol.hint_components += 1
-            statuses.append("FEASIBLE")
-        elif status != "OPTIMAL" or solver is None:
-            statuses.append("FEASIBLE")  # nothing from this component: greedy's plan is weighed below
     sol.placements, lost = node_classes.decode(reduced, ctx, pseudo.placements)
     sol.decode_lost = lost
+    rest = [p for p in ctx.window if p.key not in sol.placements]
+    if rest:  # cheaper than the whole window's greedy run, which is waited for anyway
+        # (c) greedy for the rest: what the node-class plan left (what the solve found no place
+        # for in its time, what decoding could not fit) goes through scheduleOne on top of it.
+        progress.stage(f"greedy for the rest: {len(rest):,} pod(s) the node-class plan left")
+        state = ctx.state.copy()
+        for key, n in sol.placements.items():
+            state.add(ctx.pod(key), n)
+        more = schedule_greedy(dataclasses.replace(ctx, window=rest), static=static, allow_preemption=False, state=state)
+        sol.placements.update(more.placements)
+        sol.greedy_rest = len(more.placements)
+        sol.degraded = "node classes + greedy for the rest"
     sol.solve_time = time.monotonic() - solve_start
     # Bounds over node classes are not bounds of the real problem: none are reported.
     sol.status = "FEASIBLE"
@@ -727,7 +747,7 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
     interrupt.check()
     scored = final_state.affordable(ctx)
     better, chosen = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
-    return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded="node classes")
+    return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded=sol.degraded)
 
 
 # Each component gets at least this long, even when the ones before it overran their share.
