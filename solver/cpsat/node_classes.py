@@ -8,8 +8,9 @@ number of members, and it holds every running pod of its members (so rules that 
 per domain count the same). The ordinary model is built over the pseudo nodes, with all its
 encodings unchanged: one count variable per pod class and node class instead of per node.
 
-Decoding puts each pseudo node's pods onto its real members by first fit (largest requests
-first) into their real free room; a pod that fits no member (the aggregate hides
+Decoding puts each pseudo node's pods onto its real members (largest requests first; first
+fit under the packing profile, else the member with room for the most copies) into their real
+free room; a pod that fits no member (the aggregate hides
 fragmentation) stays unplaced. Members share every label a rule reads, so the pods' domains —
 and with them topology spread counts — are the ones the model decided. The plan then goes
 through the same choice against greedy and the same validator as any other.
@@ -144,9 +145,11 @@ def choose_buckets(ctx: SchedulingContext, max_classes: int) -> Optional[int]:
 
 def decode(reduced: Reduced, ctx: SchedulingContext, placements: dict[str, int]) -> tuple[dict[str, int], int]:
     """Real nodes for a plan over pseudo nodes: per pseudo node, its pods (largest request
-    first) go to the first member with room for them in its real free room. Returns the
-    placements and how many pods fit no member."""
+    first) go, in real free room, to the first member with room for them under the packing
+    profile, else to the member with room for the most further copies (the spreading profiles
+    spread). Returns the placements and how many pods fit no member."""
     state = ctx.state
+    packing = ctx.config.profile == "packing"
     on: dict[int, list] = defaultdict(list)
     for key, k in placements.items():
         on[k].append(ctx.pod(key))
@@ -158,11 +161,18 @@ def decode(reduced: Reduced, ctx: SchedulingContext, placements: dict[str, int])
         pods.sort(key=lambda p: (tuple(-state.vector(p)), p.key))
         for pod in pods:
             vec = state.vector(pod)
-            fits = np.flatnonzero(node_resources_fit.fits(vec, room))
-            if not len(fits):
-                lost += 1
-                continue
-            i = int(fits[0])
+            if packing:
+                fits = np.flatnonzero(node_resources_fit.fits(vec, room))
+                if not len(fits):
+                    lost += 1
+                    continue
+                i = int(fits[0])
+            else:
+                copies = node_resources_fit.copies(vec, room)
+                i = int(np.argmax(copies))
+                if copies[i] <= 0:
+                    lost += 1
+                    continue
             room[i] -= vec
             out[pod.key] = group[i]
     return out, lost
