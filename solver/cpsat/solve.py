@@ -744,11 +744,18 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
     sol.status = "FEASIBLE"
     log.debug("node classes: %d, %d variables, %d constraints, %d pod(s) lost in decoding",
               len(rctx.nodes), sol.variables, sol.constraints, lost)
+    scored = final_state.affordable(ctx)
+    if len(sol.placements) == len(ctx.window) and not run.done and not scored:
+        # Every pod placed, no victim: greedy's plan cannot be better (``plan_value``).
+        run.cancel.set()
+        run.wait()
+        interrupt.check()
+        return CpsatOutcome(None, sol, True, None, static, run.seconds,
+                            "greedy not needed: the solver's plan places every pod", degraded=sol.degraded)
     if not run.done:
         progress.stage("waiting for greedy's plan, to return the better of the two")
     greedy = run.wait()
     interrupt.check()
-    scored = final_state.affordable(ctx)
     better, chosen = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded=sol.degraded)
 
