@@ -17,8 +17,8 @@ through the same choice against greedy and the same validator as any other.
 
 Only windows whose rules are all per-domain or per-class may be reduced this way: no gangs, no
 host ports, no inter-pod (anti-)affinity (in the window or held by running pods), no
-``nodeName``, no preemption (no eviction variable could name a concrete pod's node), and no
-rule that reads the hostname label.
+``nodeName``, no volume or device claim (counted per node), no preemption (no eviction
+variable could name a concrete pod's node), and no rule that reads the hostname label.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def not_eligible(ctx: SchedulingContext, allow_preemption: bool) -> Optional[str
     state = ctx.state
     if state.anti_owners or state.affinity_pods:
         return "running pods hold inter-pod (anti-)affinity terms"
-    lowest_running = min(state.priorities, default=None) if any(state.priorities.values()) else None
+    lowest_running = min((p for p, n in state.priorities.items() if n > 0), default=None)
     for pod in ctx.window:
         if pod.group:
             return "the window has gangs"
@@ -60,9 +60,20 @@ def not_eligible(ctx: SchedulingContext, allow_preemption: bool) -> Optional[str
             return "the window has inter-pod (anti-)affinity"
         if pod.pod.spec.node_name:
             return "the window has pods naming their node"
+        if _per_node_claims(pod):
+            return "the window has volumes or device claims (counted per node)"
         if allow_preemption and not pod.preempt_never and lowest_running is not None and lowest_running < pod.priority:
             return "a window pod could preempt"
     return None
+
+
+def _per_node_claims(pod) -> bool:
+    """Whether the pod uses a volume or device claim: attach limits and devices are counted per
+    node, which a node class's aggregate cannot express."""
+    spec = pod.pod.spec
+    if getattr(spec, "resource_claims", None):
+        return True
+    return any(key in volume for volume in spec.volumes for key in ("persistentVolumeClaim", "ephemeral", "csi"))
 
 
 @dataclass
