@@ -120,3 +120,17 @@ def test_a_model_that_fits_the_budget_is_not_degraded():
     snapshot = alike_cluster(nodes=12, pending=20)
     plan = schedule(snapshot, CONFIG, engine="cpsat")
     assert plan.stats.degraded is None and plan.stats.node_classes is None
+
+
+def test_a_build_that_used_the_whole_limit_skips_the_solve(monkeypatch):
+    # No degrading (the estimate says every model is free), and a limit the build alone uses up:
+    # CP-SAT is not asked to load the model only to answer UNKNOWN.
+    monkeypatch.setattr(cpsat, "BUILD_SECONDS_PER_PAIR", 0.0)
+    monkeypatch.setattr(cpsat, "BUILD_SHARE", 0.0)
+    snapshot = alike_cluster(nodes=12, pending=40)
+    config = CONFIG.with_overrides(time_limit_seconds=0.001)
+    greedy = schedule(snapshot, config, engine="greedy")
+    plan = schedule(snapshot, config, engine="cpsat")
+    assert plan.stats.solve_skipped is True and plan.stats.degraded is None
+    assert validate(snapshot, plan, config) == []
+    assert len(plan.assignments) >= len(greedy.assignments)
