@@ -515,6 +515,11 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     # Interchangeable gangs share classes: the model follows the variety of gangs, not their number.
     kinds = gang_mod.kinds(ctx, gangs)
     classes, alias = gang_mod.merge_classes(ctx.classes, kinds)
+    # What the static filters leave is an upper bound on the pairs, known before the candidate
+    # pass (itself seconds at 5,000 nodes): when even the bound is far past the budget, degrade now.
+    upper = sum(int(static.mask(c.rep).sum()) for c in interrupt.checked(classes, every=32))
+    if upper * BUILD_SECONDS_PER_PAIR > EARLY_FACTOR * BUILD_SHARE * (deadline - time.monotonic()):
+        return _degraded(ctx, static, runner, start, deadline, upper, weights, allow_preemption, bound_only=True)
     cand, ubs = candidates(ctx, classes, static, gangs, allow_preemption)
     groups = {c.rep.group for c in classes if c.rep.group}
     running_members: dict[str, list] = {}
@@ -648,6 +653,9 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
 BUILD_SECONDS_PER_PAIR = 1.3e-4
 # Share of the time left the build may be estimated to take before the decision degrades.
 BUILD_SHARE = 0.4
+# ... and the degrading is decided before the candidate pass when the static filters' upper bound
+# on the pairs is this many times past that share (resources and rules prune rarely more).
+EARLY_FACTOR = 4
 # The node-class model costs more per pair (each pseudo node holds many running pods, and its
 # fixed costs weigh more at this size): measured 6 s for 15,680 pairs on 2 busy cores. It may take
 # this share of the time left, the rest is the solve's.
@@ -656,7 +664,7 @@ NODE_CLASS_BUILD_SHARE = 0.3
 
 
 def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: int, weights,
-              allow_preemption: bool) -> CpsatOutcome:
+              allow_preemption: bool, bound_only: bool = False) -> CpsatOutcome:
     """The decision in steps down from the per-node model: (a) node classes (``node_classes``),
     when the window allows them and some bucketing fits the budget; else (c) greedy's plan."""
     build_start = time.monotonic()
@@ -670,7 +678,7 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
     if not runner:
         runner.append(_GreedyRun(ctx, static))
     run = runner[0]
-    estimate = f"{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
+    estimate = f"{'up to ' if bound_only else ''}{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
     if buckets is None:
         step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
         progress.stage(f"degraded to {step}; waiting for greedy's plan")
