@@ -675,13 +675,13 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
         buckets = node_classes.choose_buckets(ctx, budget_pairs // max(len(ctx.classes), 1))
         if buckets is None:
             why = f"even {node_classes.MIN_BUCKETS} free-room buckets leave too many node classes"
-    if not runner:
-        runner.append(_GreedyRun(ctx, static))
-    run = runner[0]
     estimate = f"{'up to ' if bound_only else ''}{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
     if buckets is None:
         step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
         progress.stage(f"degraded to {step}; waiting for greedy's plan")
+        if not runner:
+            runner.append(_GreedyRun(ctx, static))
+        run = runner[0]
         greedy = run.wait()
         interrupt.check()
         return CpsatOutcome(greedy, None, False, f"degraded to {step}", static, run.seconds, degraded="greedy")
@@ -753,13 +753,19 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
     log.debug("node classes: %d, %d variables, %d constraints, %d pod(s) lost in decoding",
               len(rctx.nodes), sol.variables, sol.constraints, lost)
     scored = final_state.affordable(ctx)
-    if len(sol.placements) == len(ctx.window) and not run.done and not scored:
-        # Every pod placed, no victim: greedy's plan cannot be better (``plan_value``).
-        run.cancel.set()
-        run.wait()
+    if len(sol.placements) == len(ctx.window) and not (runner and runner[0].done) and not scored:
+        # Every pod placed, no victim: greedy's plan cannot be better (``plan_value``). The
+        # whole window's greedy run is started only when it may be (it would hold the
+        # interpreter through the build), so usually it never runs.
+        for run in runner:
+            run.cancel.set()
+            run.wait()
         interrupt.check()
-        return CpsatOutcome(None, sol, True, None, static, run.seconds,
+        return CpsatOutcome(None, sol, True, None, static, runner[0].seconds if runner else 0.0,
                             "greedy not needed: the solver's plan places every pod", degraded=sol.degraded)
+    if not runner:
+        runner.append(_GreedyRun(ctx, static))
+    run = runner[0]
     if not run.done:
         progress.stage("waiting for greedy's plan, to return the better of the two")
     greedy = run.wait()
