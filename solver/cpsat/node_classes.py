@@ -114,8 +114,8 @@ def reduce(ctx: SchedulingContext, buckets: int) -> Reduced:
     for k, group in enumerate(members):
         reduced.alloc[k] = state.used[group].sum(axis=0) + len(group) * floor[group[0]]
     reduced.free = reduced.alloc.copy()
-    for k, group in enumerate(interrupt.checked(members, every=32)):
-        for n in group:
+    for k, group in enumerate(members):
+        for n in interrupt.checked(group, every=64):
             for pod in state.pods_on[n].values():
                 reduced.add(pod, k)
     return Reduced(dataclasses.replace(ctx, nodes=pseudo, state=reduced), members, buckets)

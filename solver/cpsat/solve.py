@@ -743,7 +743,11 @@ def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: i
         state = ctx.state.copy()
         for key, n in sol.placements.items():
             state.add(ctx.pod(key), n)
-        more = schedule_greedy(dataclasses.replace(ctx, window=rest), static=static, allow_preemption=False, state=state)
+        cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
+        with interrupt.stoppable(cancel=cancel):
+            more = schedule_greedy(dataclasses.replace(ctx, window=rest), static=static, allow_preemption=False,
+                                   state=state, cancel=cancel)
+        interrupt.check()
         sol.placements.update(more.placements)
         sol.greedy_rest = len(more.placements)
         sol.degraded = "node classes + greedy for the rest"
