@@ -94,6 +94,15 @@ class PlanStats(_PlanModel):
     # Which engine's plan this is ("solver" or "greedy") and why it was returned.
     plan_from: Optional[str] = None
     plan_reason: Optional[str] = None
+    # When the per-node model would overrun the time limit, the step the decision degraded to
+    # ("node classes", "node classes + greedy for the rest" or "greedy"; null: none), the node classes the model was built over, the
+    # pods decoding to real nodes could not fit, and whether the CP-SAT solve was skipped because
+    # the build had used the whole limit.
+    degraded: Optional[str] = None
+    node_classes: Optional[int] = None
+    decode_lost: Optional[int] = None
+    greedy_rest_placed: Optional[int] = None  # pods greedy placed on top of the node-class plan
+    solve_skipped: Optional[bool] = None
 
 
 class Plan(_PlanModel):

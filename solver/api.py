@@ -82,7 +82,8 @@ def schedule(
 def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: float) -> Plan:
     greedy, sol = outcome.greedy, outcome.solution
     # Greedy is None when the solver proved optimality before greedy finished (it was stopped).
-    base: dict[str, Any] = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None)
+    base: dict[str, Any] = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None,
+                                degraded=outcome.degraded)
     if sol is None or not outcome.chose_solver:
         # Greedy's plan is returned: as the fallback (the solver had nothing in time, or failed),
         # or because it beat the solver's (GREEDY_BETTER). Either way ``fallback`` says so.
@@ -125,6 +126,10 @@ def _solver_stats(sol) -> dict:
         components=sol.components,
         node_groups=sol.node_groups,
         greedy_components=sol.greedy_components,
+        node_classes=sol.node_classes,
+        decode_lost=sol.decode_lost if sol.node_classes is not None else None,
+        greedy_rest_placed=sol.greedy_rest if sol.node_classes is not None else None,
+        solve_skipped=sol.solve_skipped,
     )
 
 

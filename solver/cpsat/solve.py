@@ -13,6 +13,7 @@ lexicographically, and the better of the two plans returned.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -41,8 +42,9 @@ from ..plugins.node_ports import filter as node_ports
 from ..plugins.pod_topology_spread import filter as pod_topology_spread
 from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
+from . import node_classes
 from .components import components
-from .hint import HintSolution, best_hint, counts_value, greedy_counts
+from .hint import HintSolution, best_hint, counts_value, first_fit_counts, greedy_counts
 from .symmetry import break_symmetry
 from .model import Level, WindowModel
 from ..plugins.volume_binding import encode as volume_binding
@@ -96,6 +98,14 @@ class Solution:
     node_groups: int = 0  # groups of interchangeable nodes whose symmetry was broken
     greedy_components: int = 0  # components where the solver found nothing and greedy stood in
     hint_components: int = 0  # components where the packing hint beat what the solve found (or nothing)
+    # The step the decision degraded to because the per-node model would overrun the limit
+    # ("node classes"), how many node classes it used, pods decoding could not fit, and whether
+    # the solve was skipped (the build used the whole limit).
+    degraded: Optional[str] = None
+    node_classes: Optional[int] = None
+    decode_lost: int = 0
+    greedy_rest: int = 0  # pods greedy placed on top of the node-class plan
+    solve_skipped: bool = False
     gang_rejected: dict[str, str] = field(default_factory=dict)
 
 
@@ -108,6 +118,7 @@ class CpsatOutcome:
     static: StaticFilters
     greedy_time: float
     chosen_because: Optional[str] = None  # why the returned plan was picked (``choose``)
+    degraded: Optional[str] = None  # the step taken when the per-node model would overrun ("node classes", "greedy")
 
 
 def tier_weights(priorities: list[int]) -> dict[int, int]:
@@ -121,10 +132,10 @@ def tier_weights(priorities: list[int]) -> dict[int, int]:
     return weights
 
 
-def _solver(cfg, budget: float, num_variables: int = 0, hint_complete: bool = False) -> cp_model.CpSolver:
+def _solver(cfg, budget: float, num_variables: int = 0, hint_complete: bool = False, presolve: bool = True) -> cp_model.CpSolver:
     solver = interrupt.new_solver()
     params = solver.parameters
-    if num_variables > (PRESOLVE_MAX_VARIABLES_HINTED if hint_complete else PRESOLVE_MAX_VARIABLES):
+    if not presolve or num_variables > (PRESOLVE_MAX_VARIABLES_HINTED if hint_complete else PRESOLVE_MAX_VARIABLES):
         params.cp_model_presolve = False
     if cfg.parameters:
         _merge_parameters(params, cfg.parameters)
@@ -279,7 +290,7 @@ def _encode_crowding(wm: WindowModel, cls: PodClass, entries, drops: np.ndarray)
         score.add(crowd, -1, 0, top)
 
 
-def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
+def _solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
     stages = _stages(wm.levels)
     num_variables = len(wm.model.Proto().variables)
     if not stages:
@@ -295,7 +306,7 @@ def _solve_component(wm: WindowModel, cfg, deadline: float) -> tuple[Optional[cp
         budget = remaining * (FIRST_STAGE_SHARE if i == 0 and len(stages) > 1 else 1.0 / (len(stages) - i))
         terms, coeffs = _stage_terms(stage)
         maximize(wm.model, terms, coeffs)
-        this = _solver(cfg, budget, num_variables, hint_complete=wm.hint_complete and i == 0)
+        this = _solver(cfg, budget, num_variables, hint_complete=wm.hint_complete and i == 0, presolve=presolve)
         with interrupt.stoppable(this):
             status = this.solve(wm.model)
         interrupt.check()
@@ -509,6 +520,11 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     # Interchangeable gangs share classes: the model follows the variety of gangs, not their number.
     kinds = gang_mod.kinds(ctx, gangs)
     classes, alias = gang_mod.merge_classes(ctx.classes, kinds)
+    # What the static filters leave is an upper bound on the pairs, known before the candidate
+    # pass (itself seconds at 5,000 nodes): when even the bound is far past the budget, degrade now.
+    upper = sum(int(static.mask(c.rep).sum()) for c in interrupt.checked(classes, every=32))
+    if upper * BUILD_SECONDS_PER_PAIR > EARLY_FACTOR * BUILD_SHARE * (deadline - time.monotonic()):
+        return _degraded(ctx, static, runner, start, deadline, upper, weights, allow_preemption, bound_only=True)
     cand, ubs = candidates(ctx, classes, static, gangs, allow_preemption)
     groups = {c.rep.group for c in classes if c.rep.group}
     running_members: dict[str, list] = {}
@@ -520,6 +536,10 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
                        linked_groups=frozenset(gated) if len(gated) > 1 else frozenset())
     sol = Solution(components=len(parts))
     pairs = sum(len(cand[c.id]) for part in parts for c in part)
+    left = deadline - time.monotonic()
+    if pairs * BUILD_SECONDS_PER_PAIR > BUILD_SHARE * left:
+        # The per-node model would not be built (and loaded by CP-SAT) in time: degrade.
+        return _degraded(ctx, static, runner, start, deadline, pairs, weights, allow_preemption)
     progress.stage(f"building the CP-SAT model: {len(parts)} component(s), {pairs:,} class x node pair(s); "
                    f"{_time_left(start, deadline)}")
     models = [
@@ -562,6 +582,12 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     unsolved = []  # components the solve found nothing for: greedy or the packing stands in
     for i, (part, wm) in enumerate(zip(parts, models)):
         t1 = time.monotonic()
+        if t1 >= deadline:
+            # The build used the whole limit: CP-SAT would spend its loading of the model to
+            # answer UNKNOWN. The packing hint or greedy stands in.
+            sol.solve_skipped = True
+            unsolved.append((i, wm, "UNKNOWN"))
+            continue
         part_deadline = max(deadlines[i], t1 + MIN_COMPONENT_SECONDS)
         solver, status, obj, bnd = _solve_component(wm, cfg.solver, part_deadline)
         log.debug("component %d: %s in %.2fs (objective %s, bound %s)", i, status, time.monotonic() - t1, obj, bnd)
@@ -624,6 +650,137 @@ def _solve_beside_greedy(ctx, static, runner: list, start: float, deadline: floa
     interrupt.check()
     better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, static, run.seconds, why)
+
+
+# What one class x node pair costs, from the build through CP-SAT loading the model (measured on
+# the realistic medium dump, 2 busy cores: 33 s to build 320,000 pairs, 10 s for CP-SAT to load
+# their 640,000 variables).
+BUILD_SECONDS_PER_PAIR = 1.3e-4
+# Share of the time left the build may be estimated to take before the decision degrades.
+BUILD_SHARE = 0.4
+# ... and the degrading is decided before the candidate pass when the static filters' upper bound
+# on the pairs is this many times past that share (resources and rules prune rarely more).
+EARLY_FACTOR = 4
+# The node-class model costs more per pair (each pseudo node holds many running pods, and its
+# fixed costs weigh more at this size): measured 6 s for 15,680 pairs on 2 busy cores. It may take
+# this share of the time left, the rest is the solve's.
+NODE_CLASS_SECONDS_PER_PAIR = 3e-4
+NODE_CLASS_BUILD_SHARE = 0.3
+
+
+def _degraded(ctx, static, runner: list, start: float, deadline: float, pairs: int, weights,
+              allow_preemption: bool, bound_only: bool = False) -> CpsatOutcome:
+    """The decision in steps down from the per-node model: (a) node classes (``node_classes``),
+    when the window allows them and some bucketing fits the budget; else (c) greedy's plan."""
+    build_start = time.monotonic()
+    budget_pairs = node_classes.pairs_budget(NODE_CLASS_BUILD_SHARE * (deadline - build_start), NODE_CLASS_SECONDS_PER_PAIR)
+    why = node_classes.not_eligible(ctx, allow_preemption)
+    buckets = None
+    if why is None:
+        buckets = node_classes.choose_buckets(ctx, budget_pairs // max(len(ctx.classes), 1))
+        if buckets is None:
+            why = f"even {node_classes.MIN_BUCKETS} free-room buckets leave too many node classes"
+    estimate = f"{'up to ' if bound_only else ''}{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
+    if buckets is None:
+        step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
+        progress.stage(f"degraded to {step}; waiting for greedy's plan")
+        if not runner:
+            runner.append(_GreedyRun(ctx, static))
+        run = runner[0]
+        greedy = run.wait()
+        interrupt.check()
+        return CpsatOutcome(greedy, None, False, f"degraded to {step}", static, run.seconds, degraded="greedy")
+    reduced = node_classes.reduce(ctx, buckets)
+    rctx = reduced.ctx
+    rstatic = StaticFilters(rctx.nodes, rctx.window)
+    cand, ubs = candidates(rctx, rctx.classes, rstatic, {}, allow_preemption)
+    parts = components([c for c in rctx.classes if len(cand[c.id])], cand, {}, allow_preemption, rctx.state)
+    rpairs = sum(len(cand[c.id]) for part in parts for c in part)
+    step = (f"node classes: the per-node model ({estimate}) would overrun the time limit; "
+            f"{len(ctx.nodes):,} nodes make {len(rctx.nodes):,} node classes ({buckets} free-room buckets per resource)")
+    progress.stage(f"degraded to {step}: building {rpairs:,} class x node-class pair(s); {_time_left(start, deadline)}")
+    sctx = ScoreContext.of(rctx)
+    models = [build_component(rctx, part, rstatic, cand, ubs, {}, sctx, weights, allow_preemption) for part in parts]
+    sol = Solution(components=len(parts), degraded="node classes", node_classes=len(rctx.nodes))
+    for wm in models:
+        nv, nc = wm.size()
+        sol.variables += nv
+        sol.constraints += nc
+    hint_budget = COMPLETE_HINT_SHARE * max(0.0, deadline - time.monotonic()) / max(len(models), 1)
+    fallbacks = []  # per component, the hint read as a plan: what stands when the solve finds less
+    for wm in models:
+        best_hint(wm, None, rctx, weights, hint_budget)
+        if wm.hint_solution is None:
+            counts = first_fit_counts(wm)
+            fallbacks.append(HintSolution(wm, counts, counts_value(wm, counts, weights)))
+        else:
+            fallbacks.append(wm.hint_solution)
+    sol.build_time = time.monotonic() - build_start
+    solve_start = time.monotonic()
+    pseudo = Solution()
+    if time.monotonic() >= deadline:
+        # The build used the whole limit: CP-SAT would spend its loading time to answer UNKNOWN.
+        progress.stage("the build used the time limit: the solve is skipped, the packing hint stands")
+        sol.solve_skipped = True
+    else:
+        progress.stage(f"solving over node classes: {sol.variables:,} variables, {sol.constraints:,} constraints; "
+                       f"{_time_left(start, deadline)}")
+    deadlines = _component_deadlines(parts, solve_start, deadline)
+    for i, wm in enumerate(models):
+        solver, status = None, "UNKNOWN"
+        if not sol.solve_skipped:
+            # Without presolve: on the realistic medium dump's 10,644 variables presolve took 6.5 s
+            # of 7.7 and the search then found nothing; without it the search starts at once.
+            solver, status, _, _ = _solve_component(wm, ctx.config.solver, max(deadlines[i], time.monotonic() + MIN_COMPONENT_SECONDS),
+                                                    presolve=False)
+        if solver is not None and fallbacks[i].placement_value <= _placement_value(wm, solver):
+            _extract(wm, solver, pseudo)
+        else:
+            _extract(wm, fallbacks[i], pseudo)
+            sol.hint_components += 1
+    sol.placements, lost = node_classes.decode(reduced, ctx, pseudo.placements)
+    sol.decode_lost = lost
+    rest = [p for p in ctx.window if p.key not in sol.placements]
+    if rest:  # cheaper than the whole window's greedy run, which is waited for anyway
+        # (c) greedy for the rest: what the node-class plan left (what the solve found no place
+        # for in its time, what decoding could not fit) goes through scheduleOne on top of it.
+        progress.stage(f"greedy for the rest: {len(rest):,} pod(s) the node-class plan left")
+        state = ctx.state.copy()
+        for key, n in sol.placements.items():
+            state.add(ctx.pod(key), n)
+        cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
+        with interrupt.stoppable(cancel=cancel):
+            more = schedule_greedy(dataclasses.replace(ctx, window=rest), static=static, allow_preemption=False,
+                                   state=state, cancel=cancel)
+        interrupt.check()
+        sol.placements.update(more.placements)
+        sol.greedy_rest = len(more.placements)
+        sol.degraded = "node classes + greedy for the rest"
+    sol.solve_time = time.monotonic() - solve_start
+    # Bounds over node classes are not bounds of the real problem: none are reported.
+    sol.status = "FEASIBLE"
+    log.debug("node classes: %d, %d variables, %d constraints, %d pod(s) lost in decoding",
+              len(rctx.nodes), sol.variables, sol.constraints, lost)
+    scored = final_state.affordable(ctx)
+    if len(sol.placements) == len(ctx.window) and not (runner and runner[0].done) and not scored:
+        # Every pod placed, no victim: greedy's plan cannot be better (``plan_value``). The
+        # whole window's greedy run is started only when it may be (it would hold the
+        # interpreter through the build), so usually it never runs.
+        for run in runner:
+            run.cancel.set()
+            run.wait()
+        interrupt.check()
+        return CpsatOutcome(None, sol, True, None, static, runner[0].seconds if runner else 0.0,
+                            "greedy not needed: the solver's plan places every pod", degraded=sol.degraded)
+    if not runner:
+        runner.append(_GreedyRun(ctx, static))
+    run = runner[0]
+    if not run.done:
+        progress.stage("waiting for greedy's plan, to return the better of the two")
+    greedy = run.wait()
+    interrupt.check()
+    better, chosen = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
+    return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded=sol.degraded)
 
 
 # Each component gets at least this long, even when the ones before it overran their share.
