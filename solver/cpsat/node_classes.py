@@ -50,6 +50,8 @@ def not_eligible(ctx: SchedulingContext, allow_preemption: bool) -> Optional[str
     state = ctx.state
     if state.anti_owners or state.affinity_pods:
         return "running pods hold inter-pod (anti-)affinity terms"
+    if ctx.claims:
+        return "pods nominated outside the window keep room on their nodes (counted per node)"
     lowest_running = min((p for p, n in state.priorities.items() if n > 0), default=None)
     for pod in ctx.window:
         if pod.group:
