@@ -114,8 +114,9 @@ class WindowModel:
         # Per running pod that supports some class's affinity, the literal "it supports" (it
         # stays, or is evicted for a pod that does not lean on it: ``inter_pod_affinity``).
         self.affinity_support: dict[str, object] = {}
-        # Per (node, claim priority), "a class of priority ≤ it is placed there" (``nominated``).
-        self.claims_in_force: dict[tuple[int, int], object] = {}
+        # Per (node, claim priority), "a gang class and a class of priority ≤ it are placed there";
+        # under (node, None), "a gang class is placed there" (``nominated.claim_terms``).
+        self.claims_in_force: dict[tuple[int, Optional[int]], object] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False

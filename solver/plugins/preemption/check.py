@@ -66,9 +66,9 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
     for index, victims in sorted(by_node.items()):
         running = list(state.pods_on[index].values())
         placed = replay.placed_on.get(index, [])
-        used = state.used[index] + nominated.claimed(replay, index)  # room nominated pods wait for
         for victim, users in needless_victims(
-            state.alloc[index], used, running, placed, victims, levels, state.vector, matchers
+            state.alloc[index], state.used[index], running, placed, victims, levels, state.vector, matchers,
+            lambda level, index=index: nominated.claimed(replay, index, level),  # room nominated pods wait for
         ):
             if victim.key not in sound:
                 continue
