@@ -349,6 +349,32 @@ def test_affinity_support_a_later_preemption_evicts_is_a_plan_the_model_accepts(
     assert len(plan.assignments) >= len(greedy.assignments)
 
 
+def test_a_victim_supports_the_pods_beside_it_when_its_preemptor_leans_on_it_too() -> None:
+    """``q`` (affinity to tier=x) is placed beside ``v``, its only support; ``p`` (affinity to
+    app=a, which ``v`` and ``q`` both carry) then evicts ``v`` for room and has ``q``'s support.
+    Both lean on ``v``: the plan names ``p`` its preemptor and ``v`` supports ``q`` (the validator
+    agrees, and greedy makes the plan). The model's own optimum must place both too: it read a
+    victim evicted for a pod that leans on it as supporting nobody, placed ``q`` alone and fell back
+    to greedy's plan (GREEDY_BETTER)."""
+    snapshot = make_snapshot(
+        [make_node("n0", cpu="4")],
+        [make_pod("default/v", cpu="2", node="n0", priority=0, labels={"app": "a", "tier": "x"}),
+         make_pod("default/q", cpu="1", priority=100, labels={"app": "a"},
+                  pod_affinity=[term({"tier": "x"}, "kubernetes.io/hostname")], created=at(0)),
+         make_pod("default/p", cpu="2", priority=100, labels={"app": "p"},
+                  pod_affinity=[term({"app": "a"}, "kubernetes.io/hostname")], created=at(1))],
+    )
+    greedy = schedule(snapshot, FAST, engine="greedy")
+    assert greedy.assignment_map() == {"default/q": "n0", "default/p": "n0"}
+    assert validate(snapshot, greedy, FAST) == []
+    outcome = cpsat.solve_window(build_context(snapshot, FAST))
+    assert outcome.solution is not None and outcome.solution.status == "OPTIMAL"
+    assert outcome.solution.placements == {"default/q": 0, "default/p": 0}
+    assert [(v.pod.key, v.preemptor) for v in outcome.solution.victims] == [("default/v", "default/p")]
+    plan = schedule(snapshot, FAST)
+    assert validate(snapshot, plan, FAST) == [] and plan.stats.status == "OPTIMAL"
+
+
 def test_a_spread_pod_placed_before_a_later_preemption_is_a_plan_the_model_accepts() -> None:
     """Found by the property above: greedy places p1 (zone spread, maxSkew 1) in z1 while z0 holds
     three matching pods, then p2 evicts those three from z0. kube-scheduler checks p1's skew at
