@@ -73,8 +73,11 @@ HOST = "kubernetes.io/hostname"
 
 
 @st.composite
-def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False) -> tuple[Any, SchedulerConfig]:
-    """``nominated``: also, drawn last, running pods terminating as victims of an earlier
+def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
+                 affinity: bool = False) -> tuple[Any, SchedulerConfig]:
+    """``affinity``: coupled windows whose pending pods may also carry required hostname pod
+    affinity to app=a or app=b (a victim supports the affinity of every pod but its own
+    preemptor). ``nominated``: also, drawn last, running pods terminating as victims of an earlier
     preemption, pending pods of ours nominated to a node (waiting for such victims, so preempting
     nothing, or not), and another scheduler's pending pods nominated to a node, whose room (claims)
     the window must leave. ``coupled``: pods may also carry required hostname anti-affinity, a rule the victim rule does
@@ -126,6 +129,8 @@ def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False) -
         rules = {}
         if coupled and draw(st.integers(0, 2)) == 0:
             rules["pod_anti_affinity"] = [term({"app": draw(st.sampled_from("ab"))}, HOST)]
+        if affinity and draw(st.integers(0, 1)) == 0:
+            rules["pod_affinity"] = [term({"app": draw(st.sampled_from("ab"))}, HOST)]
         for r in range(replicas):
             pods.append(make_pod(f"default/t{t}-{r}", cpu=cpu, priority=priority, labels={"app": app},
                                  preemption_policy="Never" if never else None, host_ports=[80] if port else [],
@@ -283,24 +288,30 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
             options.append([(n, placed, keys, levels) for keys, levels in found])
         else:
             for combo in itertools.product(*options):
-                victims = []
+                victims, namings = [], []
                 for n, placed, keys, levels in combo:
                     for v in state.pods_on[n].values():
                         if v.key in keys:
-                            preemptor = min(p.key for p in placed if p.priority == levels[v.key] and may_preempt(p, v))
-                            victims.append(Victim(v, n, preemptor))
+                            at_level = [p for p in placed if p.priority == levels[v.key] and may_preempt(p, v)]
+                            victims.append(Victim(v, n, min(p.key for p in at_level)))
+                            # Which pod is named matters only to affinity (a victim supports every
+                            # pod but its preemptor): one per class then, else the first.
+                            by_class = {p.class_id: p.key for p in sorted(at_level, key=lambda p: p.key, reverse=True)}
+                            namings.append(sorted(by_class.values()) if not local else [victims[-1].preemptor])
                 if hard and PdbBudgets.of(ctx).violations(v.pod for v in victims):
                     continue
                 value = plan_value(ctx, placements, victims, weights, scale)[:len(LEVELS)]
-                candidates.append((value, placements, victims))
+                candidates.append((value, placements, victims, namings))
     candidates.sort(key=lambda c: c[0], reverse=True)
     tried = 0
-    for value, placements, victims in candidates:
-        tried += 1
-        problems = validate(snapshot, _plan_of(ctx, placements, victims), config)
-        note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in victims]} -> {problems}")
-        if not problems:
-            return value, placements, victims, tried
+    for value, placements, victims, namings in candidates:
+        for names in itertools.product(*namings):
+            tried += 1
+            named = [Victim(v.pod, v.node, k) for v, k in zip(victims, names)]
+            problems = validate(snapshot, _plan_of(ctx, placements, named), config)
+            note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in named]} -> {problems}")
+            if not problems:
+                return value, placements, named, tried
     raise AssertionError("no valid plan found: the empty plan at least must be valid")
 
 
@@ -382,14 +393,14 @@ _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, Hea
 
 @pytest.mark.parametrize(("coupled", "nominated", "windows"),
                          [(False, False, DEFAULT_WINDOWS), (True, False, DEFAULT_COUPLED_WINDOWS),
-                          (False, True, DEFAULT_NOMINATED_WINDOWS)],
-                         ids=["node-local", "anti-affinity", "nominated"])
-def test_model_agrees_with_the_exhaustive_optimum(coupled: bool, nominated: bool, windows: int) -> None:
+                          (False, True, DEFAULT_NOMINATED_WINDOWS), ("affinity", False, DEFAULT_COUPLED_WINDOWS)],
+                         ids=["node-local", "anti-affinity", "nominated", "affinity"])
+def test_model_agrees_with_the_exhaustive_optimum(coupled: Any, nominated: bool, windows: int) -> None:
     # A fixed seed and no example database: the same windows on every run (hypothesis's
     # ``derandomize`` draws mostly the smallest windows, few of which preempt).
     @seed(WINDOW_SEED)
     @settings(max_examples=windows, database=None, **_SETTINGS)
-    @given(tiny_windows(coupled=coupled, nominated=nominated))
+    @given(tiny_windows(coupled=bool(coupled), nominated=nominated, affinity=coupled == "affinity"))
     def run(window):
         check_window(*window)
 
@@ -399,11 +410,11 @@ def test_model_agrees_with_the_exhaustive_optimum(coupled: bool, nominated: bool
 
 
 @pytest.mark.long
-@pytest.mark.parametrize(("coupled", "nominated"), [(False, False), (True, False), (False, True)],
-                         ids=["node-local", "anti-affinity", "nominated"])
-def test_model_agrees_with_the_exhaustive_optimum_long(coupled: bool, nominated: bool) -> None:
+@pytest.mark.parametrize(("coupled", "nominated"), [(False, False), (True, False), (False, True), ("affinity", False)],
+                         ids=["node-local", "anti-affinity", "nominated", "affinity"])
+def test_model_agrees_with_the_exhaustive_optimum_long(coupled: Any, nominated: bool) -> None:
     @settings(max_examples=LONG_WINDOWS, database=None, **_SETTINGS)
-    @given(tiny_windows(coupled=coupled, nominated=nominated))
+    @given(tiny_windows(coupled=bool(coupled), nominated=nominated, affinity=coupled == "affinity"))
     def run(window):
         check_window(*window)
 
