@@ -115,7 +115,7 @@ class WindowModel:
         # class's pods" (it stays, or is evicted for a pod of another class), and per such victim
         # the class the plan names its preemptor from (``inter_pod_affinity``).
         self.affinity_support: dict[tuple[str, int], object] = {}
-        self.preemptor_named: dict[str, dict[int, object]] = {}
+        self.preemptor_named: dict[str, dict[int, cp_model.IntVar]] = {}
         # Per (node, claim priority), "a gang class and a class of priority ≤ it are placed there";
         # under (node, None), "a gang class is placed there" (``nominated.claim_terms``).
         self.claims_in_force: dict[tuple[int, Optional[int]], object] = {}

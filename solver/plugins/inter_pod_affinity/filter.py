@@ -331,7 +331,7 @@ def leans_on(pod: PodInfo, victim: PodInfo) -> bool:
     return bool(pod.affinity) and AllTerms(pod.affinity).matches(victim)
 
 
-def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, object]:
+def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntVar]:
     """Per class that may evict ``victim`` at one of its levels, the literal "the plan names a pod
     of this class, placed on the victim's node, as its preemptor": exactly one when it is evicted,
     at the level it is evicted at (``victim_room``). Created once per victim, for victims whose

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -321,10 +321,11 @@ def _in_force(wm: WindowModel, n: int, w: int):
     if not gang or not low:
         return 0
     m = wm.model
-    gang_here = wm.claims_in_force.get((n, None))
-    if gang_here is None:
-        gang_here = wm.claims_in_force[(n, None)] = wm.new_presence(
+    cached = wm.claims_in_force.get((n, None))
+    if cached is None:
+        cached = wm.claims_in_force[(n, None)] = wm.new_presence(
             f"gang_on[{n}]", [v for _, v in gang], sum(wm.ub_of(cls.id, n) for cls, _ in gang))
+    gang_here = cast(cp_model.IntVar, cached)
     low_here = wm.new_presence(f"low_on[{n},{w}]", [v for _, v in low], sum(wm.ub_of(cls.id, n) for cls, _ in low))
     both = m.new_bool_var(f"claims_in_force[{n},{w}]")
     m.add_implication(both, gang_here)
