@@ -371,8 +371,8 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
             if named:
                 # The model chose the class whose pod is named (the victim supports every other
                 # pod's affinity: ``inter_pod_affinity.named_preemptor``).
-                cls_id = next(c for c, b in named.items() if solver.value(b))
-                preemptors = [p for p in preemptors if p.class_id == cls_id]
+                chosen = {c for c, b in named.items() if solver.value(b)}
+                preemptors = [p for p in preemptors if wm.class_of(p) in chosen] or preemptors
             # A pod whose affinity the victim may support is named last: the victim supports every
             # pod but its own preemptor (``inter_pod_affinity.leans_on``).
             preemptor = min(preemptors, key=lambda p: (inter_pod_affinity.leans_on(p, victim), p.key))

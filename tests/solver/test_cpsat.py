@@ -23,7 +23,7 @@ from solver.cpsat.symmetry import canonical
 from solver.greedy import schedule_greedy
 from solver.filtering import StaticFilters
 from solver.scoring import ScoreContext
-from tests.builders import T0, describe, make_node, make_pod, make_snapshot, term
+from tests.builders import T0, describe, make_node, make_pod, make_pod_group, make_snapshot, term
 
 FAST = SchedulerConfig().with_overrides(time_limit_seconds=10.0, workers=2, seed=1)
 
@@ -373,6 +373,26 @@ def test_a_victim_supports_the_pods_beside_it_when_its_preemptor_leans_on_it_too
     assert [(v.pod.key, v.preemptor) for v in outcome.solution.victims] == [("default/v", "default/p")]
     plan = schedule(snapshot, FAST)
     assert validate(snapshot, plan, FAST) == [] and plan.stats.status == "OPTIMAL"
+
+
+def test_a_victim_supporting_affinity_evicted_for_a_merged_gang_is_named_a_preemptor() -> None:
+    """Found by the long property run: two one-member gangs of one shape are one model class (an
+    alias of their own classes); ``run`` supports ``t``'s affinity and is evicted for one of them.
+    The plan must name a gang member as its preemptor (it raised: no pod of the model's class)."""
+    snapshot = make_snapshot(
+        [make_node("n2", cpu="1"), make_node("n3", cpu="1")],
+        [make_pod("default/run", cpu="100m", node="n3", priority=0, labels={"app": "a"}),
+         make_pod("default/t", cpu="0", priority=0, labels={"app": "a"}, preemption_policy="Never",
+                  node_selector={"kubernetes.io/hostname": "n3"},
+                  pod_affinity=[term({"app": "a"}, "kubernetes.io/hostname")], created=at(0)),
+         *(make_pod(f"default/fam{i}-0", cpu="1", priority=1000, group=f"fam{i}", created=at(1 + i)) for i in range(2))],
+        pod_groups=[make_pod_group(f"default/fam{i}", 1) for i in range(2)],
+    )
+    plan = schedule(snapshot, FAST)
+    assert validate(snapshot, plan, FAST) == []
+    assert plan.assignment_map()["default/t"] == "n3"
+    assert {a.pod for a in plan.assignments} == {"default/t", "default/fam0-0", "default/fam1-0"}
+    assert [(p.pod, p.node) for p in plan.preemptions] == [("default/run", "n3")]
 
 
 def test_a_spread_pod_placed_before_a_later_preemption_is_a_plan_the_model_accepts() -> None:
