@@ -375,6 +375,27 @@ def test_a_victim_supports_the_pods_beside_it_when_its_preemptor_leans_on_it_too
     assert validate(snapshot, plan, FAST) == [] and plan.stats.status == "OPTIMAL"
 
 
+def test_a_victim_supports_the_replicas_of_its_own_preemptor() -> None:
+    """Found by the exhaustive-optimum test: ``run`` (app=b, anti-affinity to app=b) must go for
+    any replica of ``t`` (affinity to app=b, matching itself) to join n0. Evicted for ``t-0``, it
+    supports ``t-1`` beside it, which supports ``t-0``; ``t-2`` starts its group on another node
+    (the victim is no running match). The validator accepts all three; the model read a victim
+    evicted for a pod of a class as supporting none of that class and placed two."""
+    snapshot = make_snapshot(
+        [make_node(f"n{i}", cpu="1", pods=2) for i in range(3)],
+        [make_pod("default/run", cpu="500m", node="n0", priority=0, labels={"app": "b"}, host_ports=[80],
+                  pod_anti_affinity=[term({"app": "b"}, "kubernetes.io/hostname")]),
+         *(make_pod(f"default/t-{i}", cpu="500m", priority=10, labels={"app": "b"},
+                    pod_affinity=[term({"app": "b"}, "kubernetes.io/hostname")], created=at(i)) for i in range(3))],
+    )
+    config = FAST.with_overrides(preemption={"enabled": True})
+    outcome = cpsat.solve_window(build_context(snapshot, config))
+    assert outcome.solution is not None and outcome.solution.status == "OPTIMAL"
+    assert len(outcome.solution.placements) == 3
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == [] and len(plan.assignments) == 3
+
+
 def test_a_victim_supporting_affinity_evicted_for_a_merged_gang_is_named_a_preemptor() -> None:
     """Found by the long property run: two one-member gangs of one shape are one model class (an
     alias of their own classes); ``run`` supports ``t``'s affinity and is evicted for one of them.

@@ -352,27 +352,42 @@ def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntV
     return named
 
 
-def _supports(wm: WindowModel, pod: PodInfo, evict, cls) -> object:
-    """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods": it stays,
-    or it is evicted for a pod of another class (kube-scheduler checks affinity at each pod's turn
-    and never again, so pods placed before the preemptor keep their support; the validator reads
-    a victim as supporting every pod but its named preemptor). Created once per pod and class."""
+def _supports(wm: WindowModel, pod: PodInfo, evict, cls, key: str) -> object:
+    """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods in its
+    domain under ``key``": it stays, or it is evicted for a pod of another class, or for one of
+    ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
+    has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
+    pod's turn and never again, so pods placed before the preemptor keep their support; the
+    validator reads a victim as supporting every pod but its named preemptor). Created once per
+    pod, class and key."""
     cache = wm.affinity_support
-    lit = cache.get((pod.key, cls.id))
+    lit = cache.get((pod.key, cls.id, key))
     if lit is None:
-        others = [b for c, b in named_preemptor(wm, pod).items() if c != cls.id]
+        m = wm.model
+        named = named_preemptor(wm, pod)
+        others = [b for c, b in named.items() if c != cls.id]
+        own = named.get(cls.id)
+        if own is not None and cls.size >= 2 and AllTerms(cls.rep.affinity).matches(cls.rep):
+            d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
+            beside = wm.class_vars_by_domain(cls.id, key).get(d, []) if d >= 0 else []
+            if beside:
+                pair = m.new_bool_var(f"supports_kin[{pod.key},{cls.id},{key}]")
+                m.add_implication(pair, own)
+                m.add(cp_model.LinearExpr.sum(beside) >= 2).only_enforce_if(pair)
+                others.append(pair)
         if not others:
             lit = evict.Not()
         else:
-            lit = wm.model.new_bool_var(f"supports[{pod.key},{cls.id}]")
-            wm.model.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
-        cache[(pod.key, cls.id)] = lit
+            lit = m.new_bool_var(f"supports[{pod.key},{cls.id},{key}]")
+            m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
+        cache[(pod.key, cls.id, key)] = lit
     return lit
 
 
-def _running_anchors(wm: WindowModel, supporters, ids: np.ndarray, cls) -> tuple[set[int], dict[int, list]]:
-    """Domains (under the key of ``ids``) where a running supporter cannot be evicted, and per
-    other domain the literals "this supporter supports ``cls``'s pods" (``_supports``)."""
+def _running_anchors(wm: WindowModel, supporters, key: str, cls) -> tuple[set[int], dict[int, list]]:
+    """Domains (under ``key``) where a running supporter cannot be evicted, and per other domain
+    the literals "this supporter supports ``cls``'s pods" (``_supports``)."""
+    ids = wm.state.domains(key)[0]
     settled: set[int] = set()
     kept: dict[int, list] = {}
     for pod, node in supporters:
@@ -383,7 +398,7 @@ def _running_anchors(wm: WindowModel, supporters, ids: np.ndarray, cls) -> tuple
         if evict is None:
             settled.add(d)
         else:
-            kept.setdefault(d, []).append(_supports(wm, pod, evict, cls))
+            kept.setdefault(d, []).append(_supports(wm, pod, evict, cls, key))
     return settled, kept
 
 
@@ -430,7 +445,7 @@ class _Anchoring:
         running = self._running.get((o.id, t))
         if running is None:
             supporters = _running_matching(wm.state, AllTerms(o.rep.affinity))
-            running = self._running[o.id, t] = _running_anchors(wm, supporters, wm.state.domains(key)[0], o)
+            running = self._running[o.id, t] = _running_anchors(wm, supporters, key, o)
         settled, kept = running
         lit: bool | cp_model.IntVar | None
         if e in settled:
@@ -527,7 +542,7 @@ def _encode_affinity(wm: WindowModel, cls, anchoring: _Anchoring) -> None:
     for t, term in enumerate(rep.affinity):
         ids = state.domains(term.topology_key)[0]
         # Running supporters per domain; one that cannot be evicted settles the domain.
-        settled, kept = _running_anchors(wm, supporters, ids, cls)
+        settled, kept = _running_anchors(wm, supporters, term.topology_key, cls)
         for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
             if d in settled:
                 continue  # a running pod that stays supports the whole domain
