@@ -1,7 +1,9 @@
 """One preemption rule, and the optimum under it (issue 23, item 7).
 
 On tiny windows (at most 3 nodes, 6 pending pods, 4 running pods of mixed and equal priorities,
-``preemptionPolicy: Never``, a PodDisruptionBudget, host ports), an exhaustive search over every
+``preemptionPolicy: Never``, a PodDisruptionBudget, host ports; separate sets with required
+hostname anti-affinity, with required pod affinity, and with nominated pods — claims of another
+scheduler's pods, pods waiting for their victims), an exhaustive search over every
 placement and every victim set — each victim with every level (preemptor priority) it could be
 evicted at — finds the best plan the validator accepts, on the model's own lexicographic levels
 (``solver.cpsat.solve.plan_value``: pods placed by priority tier, PodDisruptionBudget violations,
