@@ -111,11 +111,14 @@ class WindowModel:
         self.seeds: dict[tuple, cp_model.IntVar] = {}
         # Per affinity terms, the eviction literals a seed of them needs (``inter_pod_affinity``).
         self.seed_clearing: dict[tuple, list] = {}
-        # Per running pod that supports some class's affinity, the literal "it supports" (it
-        # stays, or is evicted for a pod that does not lean on it: ``inter_pod_affinity``).
-        self.affinity_support: dict[str, object] = {}
-        # Per (node, claim priority), "a class of priority ≤ it is placed there" (``nominated``).
-        self.claims_in_force: dict[tuple[int, int], object] = {}
+        # Per (running pod, class, key) whose affinity it may support, the literal "it supports
+        # that class's pods in its domain" (it stays, or is evicted for another pod), and per victim
+        # the class the plan names its preemptor from (``inter_pod_affinity``).
+        self.affinity_support: dict[tuple[str, int, str], object] = {}
+        self.preemptor_named: dict[str, dict[int, cp_model.IntVar]] = {}
+        # Per (node, claim priority), "a gang class and a class of priority ≤ it are placed there";
+        # under (node, None), "a gang class is placed there" (``nominated.claim_terms``).
+        self.claims_in_force: dict[tuple[int, Optional[int]], object] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False

@@ -379,6 +379,12 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
             victim, n = wm.evict_pod[key]
             level = next(lv for lv, lam in wm.evict_level[key].items() if solver.value(lam))
             preemptors = [p for p in placed_on.get(n, []) if p.priority == level and victim_room.may_preempt(p, victim)]
+            named = wm.preemptor_named.get(key)
+            if named:
+                # The model chose the class whose pod is named (the victim supports every other
+                # pod's affinity: ``inter_pod_affinity.named_preemptor``).
+                chosen = {c for c, b in named.items() if solver.value(b)}
+                preemptors = [p for p in preemptors if wm.class_of(p) in chosen] or preemptors
             # A pod whose affinity the victim may support is named last: the victim supports every
             # pod but its own preemptor (``inter_pod_affinity.leans_on``).
             preemptor = min(preemptors, key=lambda p: (inter_pod_affinity.leans_on(p, victim), p.key))

@@ -1,7 +1,9 @@
 """One preemption rule, and the optimum under it (issue 23, item 7).
 
 On tiny windows (at most 3 nodes, 6 pending pods, 4 running pods of mixed and equal priorities,
-``preemptionPolicy: Never``, a PodDisruptionBudget, host ports), an exhaustive search over every
+``preemptionPolicy: Never``, a PodDisruptionBudget, host ports; separate sets with required
+hostname anti-affinity, with required pod affinity, and with nominated pods — claims of another
+scheduler's pods, pods waiting for their victims), an exhaustive search over every
 placement and every victim set — each victim with every level (preemptor priority) it could be
 evicted at — finds the best plan the validator accepts, on the model's own lexicographic levels
 (``solver.cpsat.solve.plan_value``: pods placed by priority tier, PodDisruptionBudget violations,
@@ -54,12 +56,14 @@ from solver.plugins.node_ports import filter as node_ports
 from solver.plugins.preemption.pdb import PdbBudgets
 from solver.plugins.preemption.victim_room import candidate_levels, entangling, may_preempt, needless_victims
 from solver.scoring import ScoreContext
+from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodCondition
 from tests.builders import describe, make_node, make_pdb, make_pod, make_snapshot, term
 
 from .generators import at
 
 DEFAULT_WINDOWS = 40
 DEFAULT_COUPLED_WINDOWS = 20
+DEFAULT_NOMINATED_WINDOWS = 30
 WINDOW_SEED = 1
 LONG_WINDOWS = int(os.environ.get("CPSAT_OPTIMUM_WINDOWS", "1000"))
 CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=20.0, workers=2, seed=1)
@@ -71,8 +75,14 @@ HOST = "kubernetes.io/hostname"
 
 
 @st.composite
-def tiny_windows(draw: Any, *, coupled: bool = False) -> tuple[Any, SchedulerConfig]:
-    """``coupled``: pods may also carry required hostname anti-affinity, a rule the victim rule does
+def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
+                 affinity: bool = False) -> tuple[Any, SchedulerConfig]:
+    """``affinity``: coupled windows whose pending pods may also carry required hostname pod
+    affinity to app=a or app=b (a victim supports the affinity of every pod but its own
+    preemptor). ``nominated``: also, drawn last, running pods terminating as victims of an earlier
+    preemption, pending pods of ours nominated to a node (waiting for such victims, so preempting
+    nothing, or not), and another scheduler's pending pods nominated to a node, whose room (claims)
+    the window must leave. ``coupled``: pods may also carry required hostname anti-affinity, a rule the victim rule does
     not weigh (an eviction there counts as needed: ``beyond_node_local``, ``entangled``); such
     windows are kept smaller, since no victim set can then be pruned. Hard topology spread is left
     out: the validator reads it as "some order of the plan passes" (a pod without the constraint
@@ -121,6 +131,8 @@ def tiny_windows(draw: Any, *, coupled: bool = False) -> tuple[Any, SchedulerCon
         rules = {}
         if coupled and draw(st.integers(0, 2)) == 0:
             rules["pod_anti_affinity"] = [term({"app": draw(st.sampled_from("ab"))}, HOST)]
+        if affinity and draw(st.integers(0, 1)) == 0:
+            rules["pod_affinity"] = [term({"app": draw(st.sampled_from("ab"))}, HOST)]
         for r in range(replicas):
             pods.append(make_pod(f"default/t{t}-{r}", cpu=cpu, priority=priority, labels={"app": app},
                                  preemption_policy="Never" if never else None, host_ports=[80] if port else [],
@@ -134,7 +146,31 @@ def tiny_windows(draw: Any, *, coupled: bool = False) -> tuple[Any, SchedulerCon
         else:
             pdbs.append(make_pdb("default/keep-a", {"app": "a"}, min_available=draw(st.integers(1, 2))))
     config = CONFIG.with_overrides(preemption={"enabled": True, "pdb": draw(st.sampled_from(("soft", "soft", "hard")))})
+    if nominated:
+        pods = _nominations(draw, pods, sorted(cpu_of))
     return make_snapshot(nodes, pods, pdbs=pdbs), config
+
+
+def _nominations(draw: Any, pods: list, names: list[str]) -> list:
+    """Victims of an earlier preemption still terminating, pending pods of ours nominated to a
+    node, and 1–2 pending pods of another scheduler nominated to a node (claims)."""
+    out = list(pods)
+    for i, p in enumerate(out):
+        if p.spec.node_name and draw(st.integers(0, 2)) == 0:
+            out[i] = p.model_copy(update={
+                "metadata": p.metadata.model_copy(update={"deletion_timestamp": at(10)}),
+                "status": p.status.model_copy(update={"conditions": [
+                    PodCondition(type=DISRUPTION_TARGET, status="True", reason=PREEMPTION_BY_SCHEDULER)]}),
+            })
+        elif not p.spec.node_name and draw(st.integers(0, 2)) == 0:
+            out[i] = p.model_copy(update={"status": p.status.model_copy(
+                update={"nominated_node_name": draw(st.sampled_from(names))})})
+    for k in range(draw(st.integers(1, 2))):
+        port = {"host_ports": [80]} if draw(st.integers(0, 3)) == 0 else {}
+        out.append(make_pod(f"default/theirs-{k}", scheduler="default-scheduler", nominated=draw(st.sampled_from(names)),
+                            cpu=draw(st.sampled_from(("500m", "1", "2"))), priority=draw(st.sampled_from((0, 10, 100, 1000))),
+                            labels={"app": draw(st.sampled_from("ab"))}, created=at(20 + k), **port))
+    return out
 
 
 # --------------------------------------------------------------------------- the exhaustive search
@@ -170,6 +206,14 @@ def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool
     for i, p in enumerate(placed):
         if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for q in placed[i + 1:] if p.host_ports):
             return []
+    # Claims of nominated pods outside the window (``nominated``): each placed pod leaves the room
+    # of those of priority >= its own, and the victim rule counts those of priority >= the
+    # victim's level as used (no gangs here).
+    claims = ctx.claims
+    honoured = {p.key: claims.room(n, p.priority, len(alloc)) for p in placed}
+    if any(p.host_ports and node_ports.ports_conflict(p.host_ports, c.pod.host_ports)
+           for p in placed for c in claims.at_least(n, p.priority) if c.pod.host_ports):
+        return []
     found: list[tuple[frozenset[str], dict[str, int]]] = []
     for size in range(len(evictable) + 1):
         for victims in itertools.combinations(evictable, size):
@@ -181,13 +225,16 @@ def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool
             free = alloc - used - total + sum((state.vector(v) for v in victims), np.zeros(len(alloc), dtype=np.int64))
             if (free[requested] < 0).any():
                 continue
+            if any((free - honoured[p.key] < np.minimum(alloc - used, 0))[state.vector(p) > 0].any() for p in placed):
+                continue
             kept = [q for q in running if q.key not in keys]
             if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for p in placed if p.host_ports for q in kept):
                 continue
             choices = [candidate_levels(v, placed) for v in victims]
             for levels in itertools.product(*choices):
                 level_of = {v.key: lv for v, lv in zip(victims, levels)}
-                if not needless_victims(alloc, used, running, placed, list(victims), level_of, state.vector, matchers):
+                if not needless_victims(alloc, used, running, placed, list(victims), level_of, state.vector, matchers,
+                                        lambda level: claims.room(n, level, len(alloc))):
                     found.append((keys, level_of))
                     break
     return found
@@ -243,24 +290,30 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
             options.append([(n, placed, keys, levels) for keys, levels in found])
         else:
             for combo in itertools.product(*options):
-                victims = []
+                victims, namings = [], []
                 for n, placed, keys, levels in combo:
                     for v in state.pods_on[n].values():
                         if v.key in keys:
-                            preemptor = min(p.key for p in placed if p.priority == levels[v.key] and may_preempt(p, v))
-                            victims.append(Victim(v, n, preemptor))
+                            at_level = [p for p in placed if p.priority == levels[v.key] and may_preempt(p, v)]
+                            victims.append(Victim(v, n, min(p.key for p in at_level)))
+                            # Which pod is named matters only to affinity (a victim supports every
+                            # pod but its preemptor): one per class then, else the first.
+                            by_class = {p.class_id: p.key for p in sorted(at_level, key=lambda p: p.key, reverse=True)}
+                            namings.append(sorted(by_class.values()) if not local else [victims[-1].preemptor])
                 if hard and PdbBudgets.of(ctx).violations(v.pod for v in victims):
                     continue
                 value = plan_value(ctx, placements, victims, weights, scale)[:len(LEVELS)]
-                candidates.append((value, placements, victims))
+                candidates.append((value, placements, victims, namings))
     candidates.sort(key=lambda c: c[0], reverse=True)
     tried = 0
-    for value, placements, victims in candidates:
-        tried += 1
-        problems = validate(snapshot, _plan_of(ctx, placements, victims), config)
-        note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in victims]} -> {problems}")
-        if not problems:
-            return value, placements, victims, tried
+    for value, placements, victims, namings in candidates:
+        for names in itertools.product(*namings):
+            tried += 1
+            named = [Victim(v.pod, v.node, k) for v, k in zip(victims, names)]
+            problems = validate(snapshot, _plan_of(ctx, placements, named), config)
+            note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in named]} -> {problems}")
+            if not problems:
+                return value, placements, named, tried
     raise AssertionError("no valid plan found: the empty plan at least must be valid")
 
 
@@ -340,14 +393,16 @@ def check_window(snapshot, config) -> None:
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize(("coupled", "windows"), [(False, DEFAULT_WINDOWS), (True, DEFAULT_COUPLED_WINDOWS)],
-                         ids=["node-local", "anti-affinity"])
-def test_model_agrees_with_the_exhaustive_optimum(coupled: bool, windows: int) -> None:
+@pytest.mark.parametrize(("coupled", "nominated", "windows"),
+                         [(False, False, DEFAULT_WINDOWS), (True, False, DEFAULT_COUPLED_WINDOWS),
+                          (False, True, DEFAULT_NOMINATED_WINDOWS), ("affinity", False, DEFAULT_COUPLED_WINDOWS)],
+                         ids=["node-local", "anti-affinity", "nominated", "affinity"])
+def test_model_agrees_with_the_exhaustive_optimum(coupled: Any, nominated: bool, windows: int) -> None:
     # A fixed seed and no example database: the same windows on every run (hypothesis's
     # ``derandomize`` draws mostly the smallest windows, few of which preempt).
     @seed(WINDOW_SEED)
     @settings(max_examples=windows, database=None, **_SETTINGS)
-    @given(tiny_windows(coupled=coupled))
+    @given(tiny_windows(coupled=bool(coupled), nominated=nominated, affinity=coupled == "affinity"))
     def run(window):
         check_window(*window)
 
@@ -357,10 +412,11 @@ def test_model_agrees_with_the_exhaustive_optimum(coupled: bool, windows: int) -
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("coupled", [False, True], ids=["node-local", "anti-affinity"])
-def test_model_agrees_with_the_exhaustive_optimum_long(coupled: bool) -> None:
+@pytest.mark.parametrize(("coupled", "nominated"), [(False, False), (True, False), (False, True), ("affinity", False)],
+                         ids=["node-local", "anti-affinity", "nominated", "affinity"])
+def test_model_agrees_with_the_exhaustive_optimum_long(coupled: Any, nominated: bool) -> None:
     @settings(max_examples=LONG_WINDOWS, database=None, **_SETTINGS)
-    @given(tiny_windows(coupled=coupled))
+    @given(tiny_windows(coupled=bool(coupled), nominated=nominated, affinity=coupled == "affinity"))
     def run(window):
         check_window(*window)
 

@@ -23,7 +23,7 @@ from solver.cpsat.symmetry import canonical
 from solver.greedy import schedule_greedy
 from solver.filtering import StaticFilters
 from solver.scoring import ScoreContext
-from tests.builders import T0, describe, make_node, make_pod, make_snapshot, term
+from tests.builders import T0, describe, make_node, make_pod, make_pod_group, make_snapshot, term
 
 FAST = SchedulerConfig().with_overrides(time_limit_seconds=10.0, workers=2, seed=1)
 
@@ -347,6 +347,73 @@ def test_affinity_support_a_later_preemption_evicts_is_a_plan_the_model_accepts(
     plan = schedule(snapshot, FAST)
     assert validate(snapshot, plan, FAST) == [] and plan.stats.status != "FALLBACK"
     assert len(plan.assignments) >= len(greedy.assignments)
+
+
+def test_a_victim_supports_the_pods_beside_it_when_its_preemptor_leans_on_it_too() -> None:
+    """``q`` (affinity to tier=x) is placed beside ``v``, its only support; ``p`` (affinity to
+    app=a, which ``v`` and ``q`` both carry) then evicts ``v`` for room and has ``q``'s support.
+    Both lean on ``v``: the plan names ``p`` its preemptor and ``v`` supports ``q`` (the validator
+    agrees, and greedy makes the plan). The model's own optimum must place both too: it read a
+    victim evicted for a pod that leans on it as supporting nobody, placed ``q`` alone and fell back
+    to greedy's plan (GREEDY_BETTER)."""
+    snapshot = make_snapshot(
+        [make_node("n0", cpu="4")],
+        [make_pod("default/v", cpu="2", node="n0", priority=0, labels={"app": "a", "tier": "x"}),
+         make_pod("default/q", cpu="1", priority=100, labels={"app": "a"},
+                  pod_affinity=[term({"tier": "x"}, "kubernetes.io/hostname")], created=at(0)),
+         make_pod("default/p", cpu="2", priority=100, labels={"app": "p"},
+                  pod_affinity=[term({"app": "a"}, "kubernetes.io/hostname")], created=at(1))],
+    )
+    greedy = schedule(snapshot, FAST, engine="greedy")
+    assert greedy.assignment_map() == {"default/q": "n0", "default/p": "n0"}
+    assert validate(snapshot, greedy, FAST) == []
+    outcome = cpsat.solve_window(build_context(snapshot, FAST))
+    assert outcome.solution is not None and outcome.solution.status == "OPTIMAL"
+    assert outcome.solution.placements == {"default/q": 0, "default/p": 0}
+    assert [(v.pod.key, v.preemptor) for v in outcome.solution.victims] == [("default/v", "default/p")]
+    plan = schedule(snapshot, FAST)
+    assert validate(snapshot, plan, FAST) == [] and plan.stats.status == "OPTIMAL"
+
+
+def test_a_victim_supports_the_replicas_of_its_own_preemptor() -> None:
+    """Found by the exhaustive-optimum test: ``run`` (app=b, anti-affinity to app=b) must go for
+    any replica of ``t`` (affinity to app=b, matching itself) to join n0. Evicted for ``t-0``, it
+    supports ``t-1`` beside it, which supports ``t-0``; ``t-2`` starts its group on another node
+    (the victim is no running match). The validator accepts all three; the model read a victim
+    evicted for a pod of a class as supporting none of that class and placed two."""
+    snapshot = make_snapshot(
+        [make_node(f"n{i}", cpu="1", pods=2) for i in range(3)],
+        [make_pod("default/run", cpu="500m", node="n0", priority=0, labels={"app": "b"}, host_ports=[80],
+                  pod_anti_affinity=[term({"app": "b"}, "kubernetes.io/hostname")]),
+         *(make_pod(f"default/t-{i}", cpu="500m", priority=10, labels={"app": "b"},
+                    pod_affinity=[term({"app": "b"}, "kubernetes.io/hostname")], created=at(i)) for i in range(3))],
+    )
+    config = FAST.with_overrides(preemption={"enabled": True})
+    outcome = cpsat.solve_window(build_context(snapshot, config))
+    assert outcome.solution is not None and outcome.solution.status == "OPTIMAL"
+    assert len(outcome.solution.placements) == 3
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == [] and len(plan.assignments) == 3
+
+
+def test_a_victim_supporting_affinity_evicted_for_a_merged_gang_is_named_a_preemptor() -> None:
+    """Found by the long property run: two one-member gangs of one shape are one model class (an
+    alias of their own classes); ``run`` supports ``t``'s affinity and is evicted for one of them.
+    The plan must name a gang member as its preemptor (it raised: no pod of the model's class)."""
+    snapshot = make_snapshot(
+        [make_node("n2", cpu="1"), make_node("n3", cpu="1")],
+        [make_pod("default/run", cpu="100m", node="n3", priority=0, labels={"app": "a"}),
+         make_pod("default/t", cpu="0", priority=0, labels={"app": "a"}, preemption_policy="Never",
+                  node_selector={"kubernetes.io/hostname": "n3"},
+                  pod_affinity=[term({"app": "a"}, "kubernetes.io/hostname")], created=at(0)),
+         *(make_pod(f"default/fam{i}-0", cpu="1", priority=1000, group=f"fam{i}", created=at(1 + i)) for i in range(2))],
+        pod_groups=[make_pod_group(f"default/fam{i}", 1) for i in range(2)],
+    )
+    plan = schedule(snapshot, FAST)
+    assert validate(snapshot, plan, FAST) == []
+    assert plan.assignment_map()["default/t"] == "n3"
+    assert {a.pod for a in plan.assignments} == {"default/t", "default/fam0-0", "default/fam1-0"}
+    assert [(p.pod, p.node) for p in plan.preemptions] == [("default/run", "n3")]
 
 
 def test_a_spread_pod_placed_before_a_later_preemption_is_a_plan_the_model_accepts() -> None:

@@ -255,3 +255,40 @@ def test_validate_on_the_command_line_names_the_pod_that_took_a_nominated_pods_r
     code = main(["schedule", str(snap), "--output", "json"])
     printed = json.loads(capsys.readouterr().out)
     assert code == 0 and printed["assignments"] == [] and [u["pod"] for u in printed["unschedulable"]] == ["default/low"]
+
+
+def late_claim_cluster():
+    """n0 (5 CPU) runs ``old`` (priority 5, 2 CPU); ``nominee`` (priority 0, 1 CPU, another
+    scheduler's) waits for room there. ``high`` (priority 10, 3 CPU) fits beside ``old`` (it
+    honours no claim below its own priority); ``low`` (priority 0, 1 CPU) honours the claim and
+    does not fit, and may not evict ``old``."""
+    return make_snapshot(
+        [make_node("n0", cpu="5")],
+        [make_pod("default/old", cpu="2", node="n0", priority=5),
+         make_pod("default/nominee", cpu="1", priority=0, nominated="n0", scheduler=OTHER),
+         make_pod("default/high", cpu="3", priority=10, created=T0),
+         make_pod("default/low", cpu="1", priority=0, created=T0)],
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_claim_only_a_later_lower_pod_honours_needs_no_victim(engine: str) -> None:
+    """kube-scheduler places ``high`` without preempting (the claim of priority 0 is not held for
+    a pod of priority 10) and leaves ``low`` pending: evicting ``old`` "for high" only so that
+    ``low`` gets in beside the claim is an eviction no higher-priority pod needs (issue 23 item 1)."""
+    snapshot = late_claim_cluster()
+    plan = schedule(snapshot, CONFIG, engine=engine)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert plan.assignment_map() == {"default/high": "n0"}
+    assert plan.preemptions == ()
+
+
+def test_the_validator_refuses_a_victim_only_a_lower_pods_claim_needs() -> None:
+    snapshot = late_claim_cluster()
+    wrong = make_plan(snapshot, {"default/high": "n0", "default/low": "n0"},
+                      victims=[("default/old", "n0", "default/high")])
+    assert validate(snapshot, wrong, CONFIG) == [
+        "preemption: default/old (priority 5) is evicted from node n0 for a pod of priority 10, but the pods "
+        "placed there at that priority or above fit without it (the other victims gone); its room goes to "
+        "default/low, placed after it"
+    ]

@@ -325,48 +325,69 @@ def _settled_everywhere(wm: WindowModel, cls) -> bool:
 
 def leans_on(pod: PodInfo, victim: PodInfo) -> bool:
     """Whether ``victim`` could be what supports ``pod``'s required affinity (it matches all of
-    its terms). A victim runs until its own preemptor arrives, so it supports every pod placed
-    before that one: a plan names as preemptor a pod that does not lean on it where it can
-    (``solver/cpsat/solve.py``), and then the victim supports every pod it matches."""
+    its terms). A victim runs until its own preemptor arrives, so it supports every pod but that
+    one: the model names the class of that pod (``named_preemptor``), and a plan names as
+    preemptor a pod that does not lean on it where it can (``solver/cpsat/solve.py``)."""
     return bool(pod.affinity) and AllTerms(pod.affinity).matches(victim)
 
 
-def _supports(wm: WindowModel, pod: PodInfo, evict) -> object:
-    """The literal "running pod ``pod`` supports the affinity of the pods beside it": it stays,
-    or it is evicted for a placed pod that does not lean on it (kube-scheduler checks affinity at
-    each pod's turn and never again, so pods placed before the preemptor keep their support).
-    Created once per pod."""
+def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntVar]:
+    """Per class that may evict ``victim`` at one of its levels, the literal "the plan names a pod
+    of this class, placed on the victim's node, as its preemptor": exactly one when it is evicted,
+    at the level it is evicted at (``victim_room``). Created once per victim, for victims whose
+    support some pod's affinity reads (``solver/cpsat/solve.py`` names the preemptor from them)."""
+    named = wm.preemptor_named.get(victim.key)
+    if named is None:
+        m, n = wm.model, wm.evict_pod[victim.key][1]
+        levels = wm.evict_level[victim.key]
+        named = {}
+        for cls, var in wm.by_node.get(n, ()):
+            if cls.rep.priority in levels and cls.rep.may_preempt_others and may_preempt(cls.rep, victim):
+                b = m.new_bool_var(f"named[{victim.key},{cls.id}]")
+                m.add_implication(b, levels[cls.rep.priority])
+                m.add(var >= 1).only_enforce_if(b)
+                named[cls.id] = b
+        m.add(cp_model.LinearExpr.sum(list(named.values())) == wm.evict[victim.key])
+        wm.preemptor_named[victim.key] = named
+    return named
+
+
+def _supports(wm: WindowModel, pod: PodInfo, evict, cls, key: str) -> object:
+    """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods in its
+    domain under ``key``": it stays, or it is evicted for a pod of another class, or for one of
+    ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
+    has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
+    pod's turn and never again, so pods placed before the preemptor keep their support; the
+    validator reads a victim as supporting every pod but its named preemptor). Created once per
+    pod, class and key."""
     cache = wm.affinity_support
-    lit = cache.get(pod.key)
+    lit = cache.get((pod.key, cls.id, key))
     if lit is None:
-        n = wm.evict_pod[pod.key][1]
         m = wm.model
-        # The plan names the victim's preemptor at the level it is evicted at (the priority of
-        # that pod, ``victim_room``): a lender must be placed at that level.
-        lent = []
-        for level, at_level in wm.evict_level.get(pod.key, {}).items():
-            lenders = [var for cls, var in wm.by_node.get(n, ())
-                       if cls.rep.priority == level and may_preempt(cls.rep, pod) and not leans_on(cls.rep, pod)]
-            if not lenders:
-                continue
-            # lent[pod, L]: evicted at level L, and a pod of priority L that does not lean on it
-            # is placed beside it (the plan names that one).
-            b = m.new_bool_var(f"lent[{pod.key},{level}]")
-            m.add_implication(b, at_level)
-            m.add(cp_model.LinearExpr.sum(lenders) >= 1).only_enforce_if(b)
-            lent.append(b)
-        if not lent:
+        named = named_preemptor(wm, pod)
+        others = [b for c, b in named.items() if c != cls.id]
+        own = named.get(cls.id)
+        if own is not None and cls.size >= 2 and AllTerms(cls.rep.affinity).matches(cls.rep):
+            d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
+            beside = wm.class_vars_by_domain(cls.id, key).get(d, []) if d >= 0 else []
+            if beside:
+                pair = m.new_bool_var(f"supports_kin[{pod.key},{cls.id},{key}]")
+                m.add_implication(pair, own)
+                m.add(cp_model.LinearExpr.sum(beside) >= 2).only_enforce_if(pair)
+                others.append(pair)
+        if not others:
             lit = evict.Not()
         else:
-            lit = m.new_bool_var(f"supports[{pod.key}]")
-            m.add_bool_or([evict.Not(), *lent]).only_enforce_if(lit)
-        cache[pod.key] = lit
+            lit = m.new_bool_var(f"supports[{pod.key},{cls.id},{key}]")
+            m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
+        cache[(pod.key, cls.id, key)] = lit
     return lit
 
 
-def _running_anchors(wm: WindowModel, supporters, ids: np.ndarray) -> tuple[set[int], dict[int, list]]:
-    """Domains (under the key of ``ids``) where a running supporter cannot be evicted, and per
-    other domain the literals "this supporter supports" (``_supports``)."""
+def _running_anchors(wm: WindowModel, supporters, key: str, cls) -> tuple[set[int], dict[int, list]]:
+    """Domains (under ``key``) where a running supporter cannot be evicted, and per other domain
+    the literals "this supporter supports ``cls``'s pods" (``_supports``)."""
+    ids = wm.state.domains(key)[0]
     settled: set[int] = set()
     kept: dict[int, list] = {}
     for pod, node in supporters:
@@ -377,7 +398,7 @@ def _running_anchors(wm: WindowModel, supporters, ids: np.ndarray) -> tuple[set[
         if evict is None:
             settled.add(d)
         else:
-            kept.setdefault(d, []).append(_supports(wm, pod, evict))
+            kept.setdefault(d, []).append(_supports(wm, pod, evict, cls, key))
     return settled, kept
 
 
@@ -424,7 +445,7 @@ class _Anchoring:
         running = self._running.get((o.id, t))
         if running is None:
             supporters = _running_matching(wm.state, AllTerms(o.rep.affinity))
-            running = self._running[o.id, t] = _running_anchors(wm, supporters, wm.state.domains(key)[0])
+            running = self._running[o.id, t] = _running_anchors(wm, supporters, key, o)
         settled, kept = running
         lit: bool | cp_model.IntVar | None
         if e in settled:
@@ -521,7 +542,7 @@ def _encode_affinity(wm: WindowModel, cls, anchoring: _Anchoring) -> None:
     for t, term in enumerate(rep.affinity):
         ids = state.domains(term.topology_key)[0]
         # Running supporters per domain; one that cannot be evicted settles the domain.
-        settled, kept = _running_anchors(wm, supporters, ids)
+        settled, kept = _running_anchors(wm, supporters, term.topology_key, cls)
         for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
             if d in settled:
                 continue  # a running pod that stays supports the whole domain

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ...framework import names
 from ...info import PodInfo
 from . import nominated
@@ -66,9 +68,12 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
     for index, victims in sorted(by_node.items()):
         running = list(state.pods_on[index].values())
         placed = replay.placed_on.get(index, [])
-        used = state.used[index] + nominated.claimed(replay, index)  # room nominated pods wait for
+
+        def claimed(level: int, index: int = index) -> np.ndarray:
+            return nominated.claimed(replay, index, level)  # room nominated pods wait for
+
         for victim, users in needless_victims(
-            state.alloc[index], used, running, placed, victims, levels, state.vector, matchers
+            state.alloc[index], state.used[index], running, placed, victims, levels, state.vector, matchers, claimed
         ):
             if victim.key not in sound:
                 continue

@@ -58,8 +58,8 @@ a level variable per victim (``eviction.create``), greedy from its actual preemp
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -146,17 +146,22 @@ def room_needed(
     victims: Sequence[PodInfo],
     levels: Mapping[str, int],
     vector,
+    claimed: Optional[Callable[[int], np.ndarray]] = None,
 ) -> bool:
     """The rule for one victim: with ``victim`` back and the node as it was at its level's turn,
     the pods placed there at or above ``level`` would not fit (module docstring).
 
     ``used``: what the node's running pods use before the plan (victims included); ``placed``:
     the window pods the plan puts on the node; ``victims``: every pod the plan evicts there, each
-    with its level in ``levels``; ``vector``: a pod's request vector."""
+    with its level in ``levels``; ``vector``: a pod's request vector; ``claimed``: per level, the
+    room nominated pods outside the window keep there at that level's turn
+    (``nominated.claimed``)."""
     above = [p for p in placed if p.priority >= level]
     if not above:
         return False
     demand = used.astype(np.int64).copy()
+    if claimed is not None:
+        demand += claimed(level)
     requested = np.zeros(len(alloc), dtype=bool)
     for p in above:
         vec = vector(p)
@@ -187,16 +192,18 @@ def needless_victims(
     levels: Mapping[str, int],
     vector,
     matchers: Sequence[PodMatcher] = (),
+    claimed: Optional[Callable[[int], np.ndarray]] = None,
 ) -> list[tuple[PodInfo, list[PodInfo]]]:
     """On one node, the victims the rule does not keep evicted, each with the pods that take its
     room (``room_users``). ``running``: the node's pods before the plan (victims included);
-    ``matchers``: the window's ``entangling`` ones."""
+    ``matchers``: the window's ``entangling`` ones; ``claimed``: as for ``room_needed``."""
     if beyond_node_local(placed, running):
         return []
     return [
         (v, room_users(v, levels[v.key], placed))
         for v in victims
-        if not entangled(v, matchers) and not room_needed(alloc, used, v, levels[v.key], placed, victims, levels, vector)
+        if not entangled(v, matchers)
+        and not room_needed(alloc, used, v, levels[v.key], placed, victims, levels, vector, claimed)
     ]
 
 
@@ -258,9 +265,10 @@ def encode(wm: WindowModel) -> None:
                 coeffs = [int(wm.vec[cls.id][r]) for cls, _ in asking]
                 hi = sum(int(wm.vec[cls.id][r]) * wm.ub_of(cls.id, n) for cls, _ in asking)
                 lo = 0
-                # Room nominated pods outside the window keep on the node counts as used, as the
-                # validator reads it (``nominated.claimed``).
-                claim_vars, claim_coeffs = nominated.claim_terms(wm, n, r)
+                # Room nominated pods outside the window keep on the node at L's turn counts as
+                # used, as the validator reads it (``nominated.claimed``): a constant part (the
+                # claims the pod of priority L honours) and terms.
+                claim_vars, claim_coeffs, claim_const = nominated.claim_terms(wm, n, r, level)
                 vars_ += claim_vars
                 coeffs += claim_coeffs
                 hi += sum(claim_coeffs)
@@ -276,7 +284,7 @@ def encode(wm: WindowModel) -> None:
                             coeffs.append(amount)
                         if lower:
                             hi += amount
-                needs = {v.key: int(state.free[n, r]) + 1 - int(state.vector(v)[r]) for v in checked}
+                needs = {v.key: int(state.free[n, r]) + 1 - int(state.vector(v)[r]) - claim_const for v in checked}
                 expr = cp_model.LinearExpr.weighted_sum(vars_, coeffs)
                 if len(set(needs.values())) > 1:
                     # room[n, L, r]: one variable the victims' thresholds below all read.
@@ -292,10 +300,10 @@ def encode(wm: WindowModel) -> None:
                     if short is None:
                         short = short_at[need] = m.new_bool_var(f"room_need[{n},{level},{r},{need}]")
                         m.add(expr >= need).only_enforce_if(short)
-                        if state.free[n, r] < 0:
-                            # Running pods overcommit r already, so the sum above can hold with
-                            # nothing placed: the need is there only if a pod asking for r is
-                            # placed (``room_needed`` reads the resources placed pods request).
+                        if state.free[n, r] - claim_const - sum(claim_coeffs) < 0:
+                            # Running pods (or claims) overcommit r already, so the sum above can
+                            # hold with nothing placed: the need is there only if a pod asking for
+                            # r is placed (``room_needed`` reads the resources placed pods request).
                             m.add(cp_model.LinearExpr.sum(vars_[:len(asking)]) >= 1).only_enforce_if(short)
                     reasons[v.key].append(short)
             for cls, var in above:
