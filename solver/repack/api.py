@@ -213,7 +213,9 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
     final, undone = idle_moves_undone(problem, final, _freed(problem, final))
     if undone:
         notes.append(f"{len(undone)} move(s) between nodes that stay were dropped: they made room for no freed node")
-    steps = order_moves(problem, final, max_steps=options.max_moves)
+    if placement.phases is not None:
+        progress.stage(f"ordering {sum(1 for k, n in final.items() if n != problem.origin[k])} move(s) round by round")
+    steps = order_moves(problem, final, max_steps=options.max_moves, phases=placement.phases)
     names = [n.name for n in problem.nodes]
     nodes = _node_reports(problem, final, names)
     freed = [r.name for r in nodes if r.freed]

@@ -86,6 +86,8 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
         now: dict[int, int] = {}
         for pod in cls.pods:
             now[problem.origin[pod.key]] = now.get(problem.origin[pod.key], 0) + 1
+        if cls.id not in cand:  # decided in rounds: no candidates for the whole cluster
+            return None
         terms = []
         for n, ub in zip(cand[cls.id].tolist(), upper[cls.id].tolist()):
             x = solver.NumVar(0.0, float(ub), f"x[{cls.id},{n}]")

@@ -85,6 +85,8 @@ class Placement:
     started_better: bool = False  # the starting placement beat (or replaced) the solver's answer
     candidates: dict[int, np.ndarray] = field(default_factory=dict)  # class -> candidate nodes
     upper: dict[int, np.ndarray] = field(default_factory=dict)  # class -> bound per candidate
+    rounds: list = field(default_factory=list)  # ``rounds.RoundReport`` per round, when decided in rounds
+    phases: Optional[list[list[str]]] = None  # per round, the pods it moves (walked in that order)
 
 
 class RepackInfeasible(RuntimeError):
@@ -212,7 +214,7 @@ class RepackModel:
                 size = sum(cls.size for cls in covered)
                 m.add(size - cp_model.LinearExpr.sum(stays) <= budget.allowed)
         # Replicas that ask to be apart per node stay at least as apart as today.
-        availability.encode(self)
+        self.encode_apart()
         # --max-moves: pods moved in total.
         total = sum(cls.size for cls in self.classes)
         if self.options.max_moves is not None:
@@ -232,6 +234,9 @@ class RepackModel:
         self.levels.append(("stays", list(self.stay.values()), [1] * len(self.stay)))
         self.levels = [lv for lv in self.levels if lv[1]]
         self._hint(hint or self.problem.origin)
+
+    def encode_apart(self) -> None:
+        availability.encode(self)
 
     def _stays_by_class(self) -> dict[int, list]:
         out: dict[int, list] = {}
@@ -437,6 +442,17 @@ def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optio
     start = time.monotonic()
     limit = options.time_limit if options.time_limit is not None else problem.config.solver.time_limit_seconds
     deadline = start + limit
+    from . import rounds  # it builds on this module's model
+
+    if len(problem.origin) > rounds.ROUNDS_ABOVE:
+        progress.stage(f"{len(problem.origin)} movable pods: re-packing in rounds of {rounds.BATCH} drain candidates "
+                       f"(time limit {limit:.1f}s)")
+        done = rounds.solve_in_rounds(problem, options, deadline)
+        placement = done.placement
+        placement.rounds = done.rounds
+        placement.phases = done.phases
+        placement.solve_time = time.monotonic() - start
+        return placement
     greedy = greedy_drain(
         problem, max_moves=options.max_moves, target_free=options.target_free, by_cost=options.objective == "cost"
     )
