@@ -215,7 +215,8 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         notes.append(f"{len(undone)} move(s) between nodes that stay were dropped: they made room for no freed node")
     if placement.phases is not None:
         progress.stage(f"ordering {sum(1 for k, n in final.items() if n != problem.origin[k])} move(s) round by round")
-    steps = order_moves(problem, final, max_steps=options.max_moves, phases=placement.phases)
+    steps = order_moves(problem, final, max_steps=options.max_moves, phases=placement.phases,
+                        checked=placement.checked if not undone else frozenset())
     names = [n.name for n in problem.nodes]
     nodes = _node_reports(problem, final, names)
     freed = [r.name for r in nodes if r.freed]
@@ -243,6 +244,10 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         if not verdict.movable and key not in problem.held:
             assert verdict.reason is not None  # an unmovable verdict names its reason (movable._stays)
             unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
+    freed_index = {names.index(name) for name in freed}
+    needed = sum(1 for n in problem.origin.values() if n in freed_index)
+    if steps:
+        notes.append(_tradeoff(len(freed), len(steps), needed, options.max_moves, len(placement.rounds)))
     empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
     stats = {
         "status": placement.status,
@@ -262,7 +267,14 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         "movable_pods": len(problem.origin),
         "pod_classes": len(problem.ctx.classes),
         "nodes": len(names),
+        # How the plan trades freed nodes against evictions (``--max-moves`` caps the evictions):
+        # the evictions, and the fewest that could free these nodes (their movable pods).
+        "evictions": len(steps),
+        "evictions_needed_by_freed": needed,
+        "evictions_per_freed_node": round(len(steps) / len(freed), 3) if freed else None,
     }
+    if placement.rounds:
+        stats["rounds"] = [r.as_dict() for r in placement.rounds]
     return RepackResult(
         steps=steps,
         node_names=names,
@@ -282,6 +294,17 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         notes=notes,
         runbook=runbook(snapshot, steps, names, freed),
     )
+
+
+def _tradeoff(freed: int, evictions: int, needed: int, cap: Optional[int], rounds: int) -> str:
+    how = f"decided in {rounds} round(s) of drain candidates, fewest evictions first; " if rounds else ""
+    extra = evictions - needed
+    line = (f"{how}{freed} node(s) freed for {evictions} eviction(s)"
+            + (f" ({evictions / freed:.1f} per node)" if freed else "")
+            + f": {needed} to empty the freed nodes"
+            + (f", {extra} more to make room or break cycles" if extra > 0 else "")
+            + (f"; --max-moves {cap} capped them" if cap is not None else "; --max-moves N caps them (fewer nodes freed)"))
+    return line
 
 
 def _units(value: Optional[float], objective: str) -> Optional[float]:

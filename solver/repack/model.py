@@ -87,6 +87,7 @@ class Placement:
     upper: dict[int, np.ndarray] = field(default_factory=dict)  # class -> bound per candidate
     rounds: list = field(default_factory=list)  # ``rounds.RoundReport`` per round, when decided in rounds
     phases: Optional[list[list[str]]] = None  # per round, the pods it moves (walked in that order)
+    checked: frozenset[str] = frozenset()  # of those, moves already checked in that order
 
 
 class RepackInfeasible(RuntimeError):
@@ -451,6 +452,7 @@ def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optio
         placement = done.placement
         placement.rounds = done.rounds
         placement.phases = done.phases
+        placement.checked = done.checked
         placement.solve_time = time.monotonic() - start
         return placement
     greedy = greedy_drain(

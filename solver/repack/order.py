@@ -77,6 +77,10 @@ class _Walk:
     # Groups of moves walked one after the other (rounds: each was decided on the cluster as the
     # rounds before it left it); None: one group.
     phases: Optional[list[list[str]]] = None
+    # Moves already checked by kube-scheduler's filters in the phases' order on the cluster as it
+    # is at that point of the walk (rounds' greedy drains): applied without checking again. The
+    # replay still checks every step.
+    checked: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         problem = self.problem
@@ -148,6 +152,11 @@ class _Walk:
         seen = {k for group in groups for k in group}
         rest = [k for k in self.moves if k not in seen]
         for group in [*groups, rest]:
+            if len(group) == 1 and group[0] in self.checked and group[0] in self.moves:
+                key = group[0]
+                self.into[self.moves[key].target].discard(key)
+                self.apply(key, self.moves[key].target, buffer=False)
+                continue
             self.walk({k: self.moves[k] for k in group if k in self.moves})
         return self.steps
 
@@ -266,10 +275,10 @@ class _Walk:
 
 
 def order_moves(problem: RepackProblem, final: dict[str, int], *, max_steps: Optional[int] = None,
-                phases: Optional[list[list[str]]] = None) -> list[Step]:
+                phases: Optional[list[list[str]]] = None, checked: frozenset[str] = frozenset()) -> list[Step]:
     """Numbered steps taking every movable pod to its node in ``final``; ``OrderError`` if the
     walk finds no safe order. ``phases``: pods whose moves are walked group after group."""
     moves = {m.pod: m for m in moves_of(problem, final)}
     if not moves:
         return []
-    return _Walk(problem, moves, final, max_steps, phases=phases).run()
+    return _Walk(problem, moves, final, max_steps, phases=phases, checked=checked).run()

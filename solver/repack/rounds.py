@@ -75,6 +75,7 @@ class RoundsResult:
     placement: Placement
     rounds: list[RoundReport] = field(default_factory=list)
     phases: list[list[str]] = field(default_factory=list)
+    checked: frozenset[str] = frozenset()
 
 
 class _RoundModel(RepackModel):
@@ -144,6 +145,7 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
     tried: set[int] = set()
     reports: list[RoundReport] = []
     phases: list[list[str]] = []  # per round, the pods it moves (the order walks round by round)
+    checked: set[str] = set()  # moves the greedy drain checked in the phases' order
     version = ctx.config.kubernetes_version
     status, barren, best_bound = "FEASIBLE", 0, None
     queue = list(drain)
@@ -173,6 +175,7 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
         # a candidate whose such pod finds no place stays out of the round.
         early: list[tuple[str, int, int]] = []  # (pod, from, to), in order
         start: dict[str, int] = {}  # where the greedy walk put the other pods: the model's start
+        sequence: list[str] = []  # the pods of the nodes it drained whole, in its order
         for n in list(batch):
             mine = sorted(on[n], key=lambda k: (not topology_keys(pods[k]), -int(state.vector(pods[k])[cols[0]]), k))
             spread = sum(1 for k in mine if topology_keys(pods[k]))
@@ -200,6 +203,7 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
             early += done[:spread]
             if len(done) == len(mine):
                 start.update({key: to for key, _, to in done[spread:]})
+                sequence += [key for key, _, _ in done]
             else:  # the model may still find room for the rest; they start at home
                 for key, src, to in reversed(done[spread:]):
                     state.remove(pods[key])
@@ -215,8 +219,14 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
         model = _RoundModel(sub, opts, targets, limits)
         final = dict(sub.origin)
         round_status = "UNKNOWN"
+        greedy_whole = bool(keys) and set(start) == set(keys)
         try:
-            if keys:
+            if greedy_whole:
+                # Every candidate drained: no plan frees more of them, and each of their pods
+                # moves once, the fewest moves that free them. The model has nothing to add.
+                final = {**sub.origin, **start}
+                round_status = "OPTIMAL"
+            elif keys:
                 model.build()
                 used = model.complete_hint([{**sub.origin, **start}, dict(sub.origin)], slice_ * 0.2)
                 placement = model.solve(started + slice_, used)
@@ -254,10 +264,15 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 cur[key] = n
         # The early moves were each checked in this order on the cluster as it was then: they
         # are walked one by one, then the model's moves as one group.
-        early_moved = [k for k in phase if k in early_keys]
-        phases.extend([k] for k in early_moved)
-        if len(phase) > len(early_moved):
-            phases.append([k for k in phase if k not in early_keys])
+        if greedy_whole:  # each move was checked in this order, on the cluster as it was then
+            in_phase = set(phase)
+            phases.extend([k] for k in sequence if k in in_phase)
+            checked.update(k for k in sequence if k in in_phase)
+        else:
+            early_moved = [k for k in phase if k in early_keys]
+            phases.extend([k] for k in early_moved)
+            if len(phase) > len(early_moved):
+                phases.append([k for k in phase if k not in early_keys])
         gained = [n for n in batch if not on[n]]
         freed.update(gained)
         if moves_left is not None:
@@ -281,7 +296,7 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
         placement.objective = float(sum(problem.cost_units(n) for n in freed))
     else:
         placement.objective = float(len(freed))
-    return RoundsResult(placement=placement, rounds=reports, phases=phases)
+    return RoundsResult(placement=placement, rounds=reports, phases=phases, checked=frozenset(checked))
 
 
 def topology_keys(pod) -> list[str]:
@@ -351,6 +366,8 @@ def _apart_limits(sub: RepackProblem, groups, caps, keys: list[str], cur: dict[s
     """Per (round class, target node) that asks to be apart: how many more of it the node may
     take — its groups' most-on-one-node today, less their pods outside the round already there."""
     out: dict[tuple[int, int], int] = {}
+    if not groups:
+        return out
     in_round = set(keys)
     outside: dict[tuple, Counter] = defaultdict(Counter)
     for g in groups:
