@@ -176,6 +176,7 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
         early: list[tuple[str, int, int]] = []  # (pod, from, to), in order
         start: dict[str, int] = {}  # where the greedy walk put the other pods: the model's start
         sequence: list[str] = []  # the pods of the nodes it drained whole, in its order
+        left = list(budget_left)  # PodDisruptionBudgets' evictions left as the greedy walk goes
         for n in list(batch):
             mine = sorted(on[n], key=lambda k: (not topology_keys(pods[k]), -int(state.vector(pods[k])[cols[0]]), k))
             spread = sum(1 for k in mine if topology_keys(pods[k]))
@@ -184,6 +185,8 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 continue
             done = []
             for key in mine:
+                if any(left[i] <= 0 for i in covering[key]):  # its PodDisruptionBudget is spent
+                    break
                 state.remove(pods[key])
                 feasible = Cycle(pods[key], state, problem.static, version=version).feasible()
                 feasible = feasible[targets[feasible]]
@@ -194,10 +197,14 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 to = int(feasible[int(np.argmin(room.max(axis=1)))])
                 state.add(pods[key], to)
                 done.append((key, n, to))
+                for i in covering[key]:
+                    left[i] -= 1
             if len(done) < spread:  # a pod bound to its domain found no place: the node stays
                 for key, src, to in reversed(done):
                     state.remove(pods[key])
                     state.add(pods[key], src)
+                    for i in covering[key]:
+                        left[i] += 1
                 batch.remove(n)
                 continue
             early += done[:spread]
@@ -208,6 +215,8 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 for key, src, to in reversed(done[spread:]):
                     state.remove(pods[key])
                     state.add(pods[key], src)
+                    for i in covering[key]:
+                        left[i] += 1
         early_keys = {k for k, _, _ in early}
         keys = sorted(k for n in batch for k in on[n] if k not in early_keys)
         for key in keys:
