@@ -90,6 +90,15 @@ class Placement:
     checked: frozenset[str] = frozenset()  # of those, moves already checked in that order
 
 
+def level_range(lv_vars: list, coeffs: list) -> int:
+    """The most a level Σ c·v can vary over the variables' domains."""
+    total = 0
+    for var, c in zip(lv_vars, coeffs):
+        domain = var.proto.domain
+        total += abs(c) * (max(domain) - min(domain))
+    return total
+
+
 class RepackInfeasible(RuntimeError):
     """No final state keeps every rule — the current one included (the message says why)."""
 
@@ -272,20 +281,23 @@ class RepackModel:
     def stages(self) -> list[list[tuple[str, list, list]]]:
         """One weighted stage when the levels' ranges multiply below ``MAX_STAGE_RANGE``."""
         span = 1
-        for _, _, coeffs in self.levels:
-            span *= sum(abs(c) for c in coeffs) + 1
+        for _, lv_vars, coeffs in self.levels:
+            span *= level_range(lv_vars, coeffs) + 1
         return [self.levels] if span <= MAX_STAGE_RANGE else [[lv] for lv in self.levels]
 
     @staticmethod
     def stage_expr(stage) -> tuple[cp_model.LinearExpr, int]:
-        """Σ M_i · level_i, M_i the product of the ranges of the levels after it; and M_0."""
+        """Σ M_i · level_i, M_i the product of the ranges of the levels after it; and M_0.
+        A level's range counts each variable's whole domain (a ``stay`` counts up to the pods of
+        its class on the node): with only the coefficients, more stays could outweigh one more
+        freed node, and the bound read back from the weighted sum overstated the freed nodes."""
         vars_, coeffs = [], []
         mult = 1
         for _, lv_vars, lv_coeffs in reversed(stage):
             vars_ += lv_vars
             coeffs += [c * mult for c in lv_coeffs]
             top = mult
-            mult *= sum(abs(c) for c in lv_coeffs) + 1
+            mult *= level_range(lv_vars, lv_coeffs) + 1
         return cp_model.LinearExpr.weighted_sum(vars_, coeffs), top
 
     def complete_hint(self, starts: list[dict[str, int]], budget: float) -> Optional[dict[str, int]]:
