@@ -20,7 +20,7 @@ from models.snapshot import ClusterSnapshot
 
 from .. import progress
 from ..validate import validate
-from .bounds import lp_bound, nodes_bound, per_resource_bound
+from .bounds import grouped_lp_bound, lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
 from .order import OrderError, Step, order_moves
 from .pending import BacklogCheck
@@ -231,7 +231,8 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         raise RepackUnsafe(problems)
 
     per_resource = per_resource_bound(problem)
-    lp = lp_bound(problem, placement.candidates, placement.upper)
+    lp = (grouped_lp_bound(problem) if placement.rounds or not placement.candidates
+          else lp_bound(problem, placement.candidates, placement.upper))
     lower = nodes_bound(per_resource, lp, len(problem.pinned))
     solver_bound = None
     if options.objective == "nodes" and options.max_moves is None and options.target_free is None and placement.bound is not None:
