@@ -128,7 +128,11 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
 
     by_cost = options.objective == "cost"
     drain = [n for n in on if problem.freeable(n)]
-    drain.sort(key=lambda n: (-problem.cost[n] / max(len(on[n]), 1) if by_cost else 0.0, len(on[n]), load(n), n))
+    # Small nodes before large ones among equals: the large ones then hold what stays (freeing a
+    # 32-CPU node that looks half empty gives away the room of two 16-CPU ones).
+    size = state.alloc[:, cols[:2]].astype(np.float64) / np.maximum(state.alloc[:, cols[:2]].max(axis=0), 1)
+    drain.sort(key=lambda n: (-problem.cost[n] / max(len(on[n]), 1) if by_cost else 0.0, len(on[n]),
+                              float(size[n].sum()), load(n), n))
     # Replicas that ask to be apart: per group, the most on one node today (the replay's check).
     groups: dict[tuple, Counter] = defaultdict(Counter)
     for key, n in cur.items():
@@ -334,7 +338,9 @@ def _receivers(problem: RepackProblem, state, batch: list[int], keys: list[str],
     smallest = min((state.vector(pods[k])[cols] for k in keys), key=lambda v: float(v.sum()), default=None)
     have = np.zeros(len(cols), dtype=np.float64)
     schedulable = np.array([not node.node.spec.unschedulable for node in problem.nodes], dtype=bool)
-    for n in np.argsort(-fill, kind="stable").tolist():
+    # The largest nodes first (they are drained last), the fullest among them.
+    size = (state.alloc[:, cols[:2]] / np.maximum(state.alloc[:, cols[:2]].max(axis=0), 1)).sum(axis=1)
+    for n in np.lexsort((-fill, -size)).tolist():
         if mask[n] or n in excluded or not schedulable[n]:
             continue
         if smallest is not None and (free[n] < smallest).any():
