@@ -163,21 +163,21 @@ def grouped_lp_bound(problem: RepackProblem) -> Optional[float]:
     rows: dict[tuple, list[tuple[Any, np.ndarray]]] = {key: [] for key in groups}
     for cls in problem.ctx.classes:
         vec = state.vector(cls.rep)
-        terms = []
+        terms: list[Any] = []
         for key in groups:
             x = solver.NumVar(0.0, float(cls.size), f"x[{cls.id},{len(terms)}]")
             terms.append(x)
             rows[key].append((x, vec))
         solver.Add(solver.Sum(terms) == float(cls.size))
     for key, entries in rows.items():
-        members = float(len(groups[key]))
+        count = float(len(groups[key]))
         for r in range(len(state.resources)):
             coeffs = [(x, float(vec[r])) for x, vec in entries if vec[r]]
             if not coeffs:
                 continue
             lhs = solver.Sum([c * x for x, c in coeffs])
             cap = float(caps[key][r])
-            solver.Add(lhs <= cap * y[key] if key in y else lhs <= cap * members)
+            solver.Add(lhs <= cap * y[key] if key in y else lhs <= cap * count)
     solver.Minimize(solver.Sum(list(y.values())) if y else 0)
     if solver.Solve() != pywraplp.Solver.OPTIMAL:
         return None
