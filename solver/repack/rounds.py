@@ -182,6 +182,7 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
         sequence: list[str] = []  # the pods of the nodes it drained whole, in its order
         left = list(budget_left)  # PodDisruptionBudgets' evictions left as the greedy walk goes
         for n in list(batch):
+            interrupt.check()  # Ctrl-C: between nodes of the walk, not only between rounds
             mine = sorted(on[n], key=lambda k: (not topology_keys(pods[k]), -int(state.vector(pods[k])[cols[0]]), k))
             spread = sum(1 for k in mine if topology_keys(pods[k]))
             if moves_left is not None and len(mine) > moves_left - len(early) - len(start):
