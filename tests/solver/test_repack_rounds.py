@@ -87,3 +87,21 @@ def test_rounds_json_keeps_its_shape(in_rounds, monkeypatch):
         assert key in one_model["stats"]
     assert {"round", "candidates", "receivers", "freed", "moves", "status", "seconds"} <= set(in_rounds_out["stats"]["rounds"][0])
     assert in_rounds_out["stats"]["evictions"] == len(in_rounds_out["moves"])
+
+
+def test_repack_command_reports_each_round_and_caps_evictions(in_rounds, tmp_path, capsys):
+    from adapters.bench.parse import dump
+    from adapters.bench.workloads import repack
+    from adapters.cli import main
+
+    path = dump(repack(40, 3), tmp_path / "cluster.json")
+    code = main(["repack", str(path), "--progress", "-o", "json", "--max-moves", "20", "--time-limit", "10"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["stats"]["evictions"] == len(plan["moves"]) <= 20
+    lines = [line for line in err.splitlines() if " round " in line and "candidate node(s) freed" in line]
+    assert len(lines) == len(plan["stats"]["rounds"]) >= 1
+    last = plan["stats"]["rounds"][-1]
+    assert f"round {last['round']}: {last['freed']} of {last['candidates']}" in lines[-1]
+    assert any("--max-moves 20 capped them" in note for note in plan["notes"])
