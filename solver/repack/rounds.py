@@ -161,6 +161,9 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
             break
         batch = [n for n in queue[:BATCH] if n not in received]
         queue = queue[BATCH:]
+        if free_left is not None:  # --target-free: no more candidates than nodes left to free
+            queue = batch[free_left:] + queue
+            batch = batch[:free_left]
         if not batch:
             continue
         tried.update(batch)

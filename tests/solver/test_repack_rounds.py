@@ -105,3 +105,11 @@ def test_repack_command_reports_each_round_and_caps_evictions(in_rounds, tmp_pat
     last = plan["stats"]["rounds"][-1]
     assert f"round {last['round']}: {last['freed']} of {last['candidates']}" in lines[-1]
     assert any("--max-moves 20 capped them" in note for note in plan["notes"])
+
+
+@pytest.mark.parametrize("target", [1, 3])
+def test_rounds_honour_target_free(in_rounds, target):
+    snapshot = zoned_cluster()
+    result = plan_repack(snapshot, options=RepackOptions(time_limit=10, target_free=target))
+    assert len(result.freed_nodes) == target  # 18 nodes 30% full: the cap, not the cluster, stops it
+    replay_ok(snapshot, result)
