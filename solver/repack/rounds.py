@@ -1,25 +1,31 @@
 """Re-packing a large cluster in rounds: a few drain candidates at a time, a small model each.
 
 One model over every movable pod and every node (``model``) does not fit a time limit of
-seconds once a cluster runs tens of thousands of pods: 1,000 nodes × 40,000 pods built for
-minutes and returned nothing. Here the nodes are drained a batch at a time instead:
+seconds once a cluster runs tens of thousands of pods: 1,000 nodes × 38,000 movable pods built
+for minutes and returned nothing. Here the nodes are drained a batch at a time instead:
 
 * the drain candidates, cheapest first: the busy freeable nodes with the fewest movable pods
-  (each is that many evictions to free), then the least loaded (``--objective cost``: the most
-  expensive per eviction first);
-* per round, a batch of candidates and the *receivers* the batch may use: the fullest nodes that
-  still have room, enough for about twice the batch's requests, never a node freed before; the
-  batch's pods are the model's window, every other pod is where the rounds so far put it, so the
-  model's rules (capacity, ports, inter-pod (anti-)affinity, topology spread) hold on the whole
-  cluster;
-* the round's model is the re-packing model itself (``RepackModel``: freed candidates, then fewest
-  moves), its candidate nodes cut down to the batch and its receivers, its budgets what the rounds
-  before left: ``--max-moves``, ``--target-free`` and every PodDisruptionBudget;
+  (each is that many evictions to free), smaller nodes before larger ones, then the least loaded
+  (``--objective cost``: the most cost per eviction first);
+* per round, a batch of candidates and the *receivers* the batch may use: the largest, then
+  fullest, nodes with room, enough for ``RECEIVER_ROOM`` times the batch's requests, never a node
+  freed or drained before; a candidate receives nothing;
+* a greedy walk drains each candidate onto the receivers, one pod at a time, where
+  kube-scheduler's filters admit it on the cluster as it is then (pods counted per topology
+  domain first: a candidate whose such pod finds no place leaves the batch), spending
+  ``--max-moves`` and the PodDisruptionBudgets as it goes. A batch emptied whole is done: no plan
+  frees more of it, and each of its pods moves once, the fewest moves that free it;
+* otherwise the round's model is the re-packing model itself (``RepackModel``: freed candidates,
+  then fewest moves) over the batch's other pods, starting from the walk's placement: its
+  candidate nodes cut down to the receivers (and each pod's own node), its budgets what the
+  rounds before left (``--max-moves``, ``--target-free``, every PodDisruptionBudget), for an equal
+  share of the time left. A candidate it leaves busy gets its pods back (it received nothing);
 * a pod moves at most once (a node that received pods is never drained later), so the rounds
-  compose into one final placement that ``order`` turns into steps and ``replay`` checks whole.
+  compose into one final placement; ``order`` walks it round by round (the walk's moves, already
+  checked in their order, one by one) and ``replay`` checks it whole.
 
-Each round gets an equal share of the time left; rounds stop at the time limit, when the budget
-is spent, or when two rounds in a row free nothing.
+Rounds stop at the time limit, when ``--max-moves`` or ``--target-free`` is spent, when no
+candidate is left, or when two rounds in a row free nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Optional
 
 import numpy as np
 
