@@ -20,7 +20,7 @@ from models.snapshot import ClusterSnapshot
 
 from .. import progress
 from ..validate import validate
-from .bounds import lp_bound, nodes_bound, per_resource_bound
+from .bounds import grouped_lp_bound, lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
 from .order import OrderError, Step, order_moves
 from .pending import BacklogCheck
@@ -213,7 +213,10 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
     final, undone = idle_moves_undone(problem, final, _freed(problem, final))
     if undone:
         notes.append(f"{len(undone)} move(s) between nodes that stay were dropped: they made room for no freed node")
-    steps = order_moves(problem, final, max_steps=options.max_moves)
+    if placement.phases is not None:
+        progress.stage(f"ordering {sum(1 for k, n in final.items() if n != problem.origin[k])} move(s) round by round")
+    steps = order_moves(problem, final, max_steps=options.max_moves, phases=placement.phases,
+                        checked=placement.checked if not undone else frozenset())
     names = [n.name for n in problem.nodes]
     nodes = _node_reports(problem, final, names)
     freed = [r.name for r in nodes if r.freed]
@@ -228,7 +231,8 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         raise RepackUnsafe(problems)
 
     per_resource = per_resource_bound(problem)
-    lp = lp_bound(problem, placement.candidates, placement.upper)
+    lp = (grouped_lp_bound(problem) if placement.rounds or not placement.candidates
+          else lp_bound(problem, placement.candidates, placement.upper))
     lower = nodes_bound(per_resource, lp, len(problem.pinned))
     solver_bound = None
     if options.objective == "nodes" and options.max_moves is None and options.target_free is None and placement.bound is not None:
@@ -241,6 +245,10 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         if not verdict.movable and key not in problem.held:
             assert verdict.reason is not None  # an unmovable verdict names its reason (movable._stays)
             unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
+    freed_index = {names.index(name) for name in freed}
+    needed = sum(1 for n in problem.origin.values() if n in freed_index)
+    if steps:
+        notes.append(_tradeoff(len(freed), len(steps), needed, options.max_moves, len(placement.rounds)))
     empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
     stats = {
         "status": placement.status,
@@ -260,7 +268,14 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         "movable_pods": len(problem.origin),
         "pod_classes": len(problem.ctx.classes),
         "nodes": len(names),
+        # How the plan trades freed nodes against evictions (``--max-moves`` caps the evictions):
+        # the evictions, and the fewest that could free these nodes (their movable pods).
+        "evictions": len(steps),
+        "evictions_needed_by_freed": needed,
+        "evictions_per_freed_node": round(len(steps) / len(freed), 3) if freed else None,
     }
+    if placement.rounds:
+        stats["rounds"] = [r.as_dict() for r in placement.rounds]
     return RepackResult(
         steps=steps,
         node_names=names,
@@ -280,6 +295,17 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         notes=notes,
         runbook=runbook(snapshot, steps, names, freed),
     )
+
+
+def _tradeoff(freed: int, evictions: int, needed: int, cap: Optional[int], rounds: int) -> str:
+    how = f"decided in {rounds} round(s) of drain candidates, fewest evictions first; " if rounds else ""
+    extra = evictions - needed
+    line = (f"{how}{freed} node(s) freed for {evictions} eviction(s)"
+            + (f" ({evictions / freed:.1f} per node)" if freed else "")
+            + f": {needed} to empty the freed nodes"
+            + (f", {extra} more to make room or break cycles" if extra > 0 else "")
+            + (f"; --max-moves {cap} capped them" if cap is not None else "; --max-moves N caps them (fewer nodes freed)"))
+    return line
 
 
 def _units(value: Optional[float], objective: str) -> Optional[float]:

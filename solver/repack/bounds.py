@@ -86,6 +86,8 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
         now: dict[int, int] = {}
         for pod in cls.pods:
             now[problem.origin[pod.key]] = now.get(problem.origin[pod.key], 0) + 1
+        if cls.id not in cand:  # decided in rounds: no candidates for the whole cluster
+            return None
         terms = []
         for n, ub in zip(cand[cls.id].tolist(), upper[cls.id].tolist()):
             x = solver.NumVar(0.0, float(ub), f"x[{cls.id},{n}]")
@@ -127,3 +129,56 @@ def nodes_bound(per_resource: dict[str, int], lp: Optional[float], pinned: int) 
     if lp is not None:
         best = max(best, math.ceil(lp - LP_TOLERANCE))
     return best
+
+
+def grouped_lp_bound(problem: RepackProblem) -> Optional[float]:
+    """A cheap LP bound for clusters decided in rounds (no per-node model to relax): the LP of
+    ``lp_bound`` with the nodes of one allocatable size merged into one group (its room the
+    largest room among them, pinned and kept busy nodes a group of their own, in use), any pod
+    class allowed on any group. Each per-node solution sums to a grouped one, so the optimum is
+    at most the per-node LP's: still a lower bound on the nodes in use, with one variable per
+    class and group instead of per class and node. It keeps every resource at once, which the
+    per-resource bound does not."""
+    from ortools.linear_solver import pywraplp
+
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    if solver is None:
+        return None
+    state = problem.ctx.state
+    room = state.alloc - state.used
+    groups: dict[tuple, list[int]] = {}
+    for node in problem.nodes:
+        n = node.index
+        fixed = n in problem.pinned or (n in problem.keep and n in problem.busy_before)
+        groups.setdefault((fixed, state.alloc[n].tobytes()), []).append(n)
+    fixed_count = 0
+    y: dict[tuple, Any] = {}
+    caps: dict[tuple, np.ndarray] = {}
+    for key, members in groups.items():
+        caps[key] = np.maximum(room[members].max(axis=0), 0)
+        if key[0]:
+            fixed_count += len(members)
+        else:
+            y[key] = solver.NumVar(0.0, float(len(members)), f"y[{len(y)}]")
+    rows: dict[tuple, list[tuple[Any, np.ndarray]]] = {key: [] for key in groups}
+    for cls in problem.ctx.classes:
+        vec = state.vector(cls.rep)
+        terms: list[Any] = []
+        for key in groups:
+            x = solver.NumVar(0.0, float(cls.size), f"x[{cls.id},{len(terms)}]")
+            terms.append(x)
+            rows[key].append((x, vec))
+        solver.Add(solver.Sum(terms) == float(cls.size))
+    for key, entries in rows.items():
+        count = float(len(groups[key]))
+        for r in range(len(state.resources)):
+            coeffs = [(x, float(vec[r])) for x, vec in entries if vec[r]]
+            if not coeffs:
+                continue
+            lhs = solver.Sum([c * x for x, c in coeffs])
+            cap = float(caps[key][r])
+            solver.Add(lhs <= cap * y[key] if key in y else lhs <= cap * count)
+    solver.Minimize(solver.Sum(list(y.values())) if y else 0)
+    if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    return fixed_count + solver.Objective().Value()

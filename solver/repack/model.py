@@ -85,6 +85,18 @@ class Placement:
     started_better: bool = False  # the starting placement beat (or replaced) the solver's answer
     candidates: dict[int, np.ndarray] = field(default_factory=dict)  # class -> candidate nodes
     upper: dict[int, np.ndarray] = field(default_factory=dict)  # class -> bound per candidate
+    rounds: list = field(default_factory=list)  # ``rounds.RoundReport`` per round, when decided in rounds
+    phases: Optional[list[list[str]]] = None  # per round, the pods it moves (walked in that order)
+    checked: frozenset[str] = frozenset()  # of those, moves already checked in that order
+
+
+def level_range(lv_vars: list, coeffs: list) -> int:
+    """The most a level Σ c·v can vary over the variables' domains."""
+    total = 0
+    for var, c in zip(lv_vars, coeffs):
+        domain = var.proto.domain
+        total += abs(c) * (max(domain) - min(domain))
+    return total
 
 
 class RepackInfeasible(RuntimeError):
@@ -212,7 +224,7 @@ class RepackModel:
                 size = sum(cls.size for cls in covered)
                 m.add(size - cp_model.LinearExpr.sum(stays) <= budget.allowed)
         # Replicas that ask to be apart per node stay at least as apart as today.
-        availability.encode(self)
+        self.encode_apart()
         # --max-moves: pods moved in total.
         total = sum(cls.size for cls in self.classes)
         if self.options.max_moves is not None:
@@ -232,6 +244,9 @@ class RepackModel:
         self.levels.append(("stays", list(self.stay.values()), [1] * len(self.stay)))
         self.levels = [lv for lv in self.levels if lv[1]]
         self._hint(hint or self.problem.origin)
+
+    def encode_apart(self) -> None:
+        availability.encode(self)
 
     def _stays_by_class(self) -> dict[int, list]:
         out: dict[int, list] = {}
@@ -266,20 +281,23 @@ class RepackModel:
     def stages(self) -> list[list[tuple[str, list, list]]]:
         """One weighted stage when the levels' ranges multiply below ``MAX_STAGE_RANGE``."""
         span = 1
-        for _, _, coeffs in self.levels:
-            span *= sum(abs(c) for c in coeffs) + 1
+        for _, lv_vars, coeffs in self.levels:
+            span *= level_range(lv_vars, coeffs) + 1
         return [self.levels] if span <= MAX_STAGE_RANGE else [[lv] for lv in self.levels]
 
     @staticmethod
     def stage_expr(stage) -> tuple[cp_model.LinearExpr, int]:
-        """Σ M_i · level_i, M_i the product of the ranges of the levels after it; and M_0."""
+        """Σ M_i · level_i, M_i the product of the ranges of the levels after it; and M_0.
+        A level's range counts each variable's whole domain (a ``stay`` counts up to the pods of
+        its class on the node): with only the coefficients, more stays could outweigh one more
+        freed node, and the bound read back from the weighted sum overstated the freed nodes."""
         vars_, coeffs = [], []
         mult = 1
         for _, lv_vars, lv_coeffs in reversed(stage):
             vars_ += lv_vars
             coeffs += [c * mult for c in lv_coeffs]
             top = mult
-            mult *= sum(abs(c) for c in lv_coeffs) + 1
+            mult *= level_range(lv_vars, lv_coeffs) + 1
         return cp_model.LinearExpr.weighted_sum(vars_, coeffs), top
 
     def complete_hint(self, starts: list[dict[str, int]], budget: float) -> Optional[dict[str, int]]:
@@ -437,6 +455,18 @@ def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optio
     start = time.monotonic()
     limit = options.time_limit if options.time_limit is not None else problem.config.solver.time_limit_seconds
     deadline = start + limit
+    from . import rounds  # it builds on this module's model
+
+    if len(problem.origin) > rounds.ROUNDS_ABOVE:
+        progress.stage(f"{len(problem.origin)} movable pods: re-packing in rounds of {rounds.BATCH} drain candidates "
+                       f"(time limit {limit:.1f}s)")
+        done = rounds.solve_in_rounds(problem, options, deadline)
+        placement = done.placement
+        placement.rounds = done.rounds
+        placement.phases = done.phases
+        placement.checked = done.checked
+        placement.solve_time = time.monotonic() - start
+        return placement
     greedy = greedy_drain(
         problem, max_moves=options.max_moves, target_free=options.target_free, by_cost=options.objective == "cost"
     )

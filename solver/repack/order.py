@@ -74,6 +74,13 @@ class _Walk:
     final: dict[str, int]
     max_steps: Optional[int]
     steps: list[Step] = field(default_factory=list)
+    # Groups of moves walked one after the other (rounds: each was decided on the cluster as the
+    # rounds before it left it); None: one group.
+    phases: Optional[list[list[str]]] = None
+    # Moves already checked by kube-scheduler's filters in the phases' order on the cluster as it
+    # is at that point of the walk (rounds' greedy drains): applied without checking again. The
+    # replay still checks every step.
+    checked: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         problem = self.problem
@@ -141,17 +148,32 @@ class _Walk:
     # -- the walk --------------------------------------------------------------------------------
 
     def run(self) -> list[Step]:
-        waiting = dict(self.moves)
+        groups = self.phases if self.phases is not None else [list(self.moves)]
+        seen = {k for group in groups for k in group}
+        rest = [k for k in self.moves if k not in seen]
+        for group in [*groups, rest]:
+            if len(group) == 1 and group[0] in self.checked and group[0] in self.moves:
+                key = group[0]
+                self.into[self.moves[key].target].discard(key)
+                self.apply(key, self.moves[key].target, buffer=False)
+                continue
+            self.walk({k: self.moves[k] for k in group if k in self.moves})
+        return self.steps
+
+    def walk(self, waiting: dict[str, Move]) -> None:
         to_check = set(waiting)
         heap: list[tuple[tuple, str]] = []
+        queued: set[str] = set()  # in the heap, found ready (checked again when popped)
         while waiting:
-            for key in sorted(to_check):
+            for key in sorted(to_check - queued):
                 if key in waiting and self.ready(key):
                     heapq.heappush(heap, (self.priority(key), key))
+                    queued.add(key)
             to_check = set()
             chosen = None
             while heap:
                 _, key = heapq.heappop(heap)
+                queued.discard(key)
                 if key in waiting and self.ready(key):
                     chosen = key
                     break
@@ -163,7 +185,6 @@ class _Walk:
             self.into[move.target].discard(chosen)
             source = self.apply(chosen, move.target, buffer=False)
             to_check = (self.into.get(source, set()) | self.nonlocal_moves) & set(waiting)
-        return self.steps
 
     # -- deadlocks -------------------------------------------------------------------------------
 
@@ -253,10 +274,11 @@ class _Walk:
         return OrderError(message, lines)
 
 
-def order_moves(problem: RepackProblem, final: dict[str, int], *, max_steps: Optional[int] = None) -> list[Step]:
+def order_moves(problem: RepackProblem, final: dict[str, int], *, max_steps: Optional[int] = None,
+                phases: Optional[list[list[str]]] = None, checked: frozenset[str] = frozenset()) -> list[Step]:
     """Numbered steps taking every movable pod to its node in ``final``; ``OrderError`` if the
-    walk finds no safe order."""
+    walk finds no safe order. ``phases``: pods whose moves are walked group after group."""
     moves = {m.pod: m for m in moves_of(problem, final)}
     if not moves:
         return []
-    return _Walk(problem, moves, final, max_steps).run()
+    return _Walk(problem, moves, final, max_steps, phases=phases, checked=checked).run()
