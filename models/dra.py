@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
-from .objects import K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta
+from .objects import K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, toleration_matches
 from .quantity import QuantityError, parse_quantity
 
 # The annotation the resourceclaim controller puts on a claim it made from a template: the name
@@ -266,13 +266,7 @@ class DeviceToleration(DraModel):
     toleration_seconds: Optional[int] = None
 
     def tolerates(self, taint: DeviceTaint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        return self.value == taint.value
+        return toleration_matches(self, taint)
 
 
 class CapacityRequirements(DraModel):

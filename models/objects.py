@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from typing import Annotated, Any, Literal, Optional, TypeVar
+from typing import Annotated, Any, Literal, Optional, Protocol, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -388,6 +388,43 @@ class Taint(K8sModel):
     effect: TaintEffect
 
 
+class _TolerationLike(Protocol):
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def operator(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def effect(self) -> str: ...
+
+
+class _TaintLike(Protocol):
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def effect(self) -> str: ...
+
+
+def toleration_matches(toleration: _TolerationLike, taint: _TaintLike) -> bool:
+    """Whether a toleration tolerates a taint, one rule for node taints and DRA device taints: an
+    empty effect or key matches any, ``Exists`` any value, else the values are equal."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
 class Toleration(K8sModel):
     key: str = ""
     operator: Literal["Exists", "Equal", ""] = ""
@@ -396,13 +433,7 @@ class Toleration(K8sModel):
     toleration_seconds: Optional[int] = None
 
     def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        return self.value == taint.value
+        return toleration_matches(self, taint)
 
 
 # --------------------------------------------------------------------------- pods

@@ -6,8 +6,9 @@ The names below load on first use, so that ``cpsat-scheduler --help`` reads the 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from models.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .bounds import PlaceableBound, max_placeable_bound, min_nodes_bound, placeable_bound
@@ -40,10 +41,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{where}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -26,8 +26,9 @@ The names below load on first use, so that the command line can read the default
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from models.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .options import LiveOptions
@@ -38,10 +39,4 @@ _WHERE = {"LiveOptions": "options", "CycleResult": "scheduler", "Scheduler": "sc
 __all__ = ["CycleResult", "LiveOptions", "Scheduler"]
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{where}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -114,6 +114,25 @@ def volcano_pod_group(name: str, min_member: int) -> dict[str, Any]:
 
 # --- waiting ---------------------------------------------------------------------------------
 
+def first_time_claims(namespace: str) -> list[dict[str, Any]]:
+    """Two WaitForFirstConsumer claims a pod mounts for the first time: ``scratch``, which its
+    class provisions (PreBind sets the claim's selected node), and ``spool``, which a local volume
+    serves (PreBind sets the volume's claimRef) — with their StorageClasses and the volume."""
+    def claim(name: str, storage_class: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                         "resources": {"requests": {"storage": "1Gi"}}}}
+
+    def storage_class(name: str, provisioner: str) -> dict[str, Any]:
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
+
+    disk = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-1"},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local"}}
+    return [storage_class("fast", "disk.csi.example.com"), storage_class("local", "kubernetes.io/no-provisioner"),
+            disk, claim("scratch", "fast"), claim("spool", "local")]
+
+
 def wait_for(condition: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
     """Poll until `condition()` is truthy (returned) or `timeout` passes (its last value)."""
     deadline = time.monotonic() + timeout

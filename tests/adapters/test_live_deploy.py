@@ -29,6 +29,7 @@ from tests.adapters.live_harness import (
     NS,
     Cluster,
     fast_options,
+    first_time_claims,
     live_threads,
     node,
     pdb,
@@ -161,7 +162,7 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
                        pod("low-1", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("filler", cpu="900m", priority_class="high", node_name="n2", running=True),
                        pdb("b", min_available=1, app="b"), pod_group("job", 2), core_pod_group("core", 2),
-                       *_storage()])
+                       *first_time_claims(NS)])
     seen: set[Permission] = set()
     handle = cluster.server.api.handle
 
@@ -200,24 +201,6 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
     assert wait_for(lambda: not live_threads(), timeout=5.0)
     assert seen - granted() == set(), "requests the manifests do not allow"
     assert granted() - seen == set(), "permissions the scheduler never used"
-
-
-def _storage() -> list[dict[str, Any]]:
-    """Claims a pod mounts for the first time: one its class provisions (PreBind: the claim's
-    selected node), one a local volume serves (PreBind: the volume's claimRef)."""
-    def claim(name: str, storage_class: str) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NS},
-                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
-                         "resources": {"requests": {"storage": "1Gi"}}}}
-
-    def storage_class(name: str, provisioner: str) -> dict[str, Any]:
-        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-                "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
-
-    disk = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-1"},
-            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local"}}
-    return [storage_class("fast", "disk.csi.example.com"), storage_class("local", "kubernetes.io/no-provisioner"),
-            disk, claim("scratch", "fast"), claim("spool", "local")]
 
 
 def _stateful() -> dict[str, Any]:

@@ -44,7 +44,9 @@ import yaml
 
 from adapters.apiserver import FakeApiServer, RequestRecord
 from adapters.live.serving import parse_addr
-from tests.adapters.live_harness import core_pod_group, node, pod, pod_group, priority_class, wait_for
+from tests.adapters.live_harness import (
+    core_pod_group, first_time_claims, node, pod, pod_group, priority_class, wait_for,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "examples" / "deploy"
@@ -238,25 +240,7 @@ def _workload() -> list[dict[str, Any]]:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}},
             # n1 is too small for `urgent`; on n2 it needs the victim's room: preemption
             node("n1", cpu="1"), node("n2", cpu="2"), priority_class("low", 10), priority_class("high", 1000),
-            victim, spared, budget, group, core_group, *_storage()]
-
-
-def _storage() -> list[dict[str, Any]]:
-    """Two WaitForFirstConsumer claims for `stateful`: one its class provisions (PreBind sets the
-    claim's selected node), one a local volume serves (PreBind sets the volume's claimRef)."""
-    def claim(name: str, storage_class: str) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": WORK_NS},
-                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
-                         "resources": {"requests": {"storage": "1Gi"}}}}
-
-    def storage_class(name: str, provisioner: str) -> dict[str, Any]:
-        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-                "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
-
-    disk = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-1"},
-            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local"}}
-    return [storage_class("fast", "disk.csi.example.com"), storage_class("local", "kubernetes.io/no-provisioner"),
-            disk, claim("scratch", "fast"), claim("spool", "local")]
+            victim, spared, budget, group, core_group, *first_time_claims(WORK_NS)]
 
 
 def _new_pods() -> list[dict[str, Any]]:

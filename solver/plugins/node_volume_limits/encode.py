@@ -46,6 +46,9 @@ def encode(wm: WindowModel) -> None:
                 continue
             total: list[cp_model.IntVar] = []
             attached: list[cp_model.IntVar] = []
+            # Claims running pods of the node hold that the plan may evict, with a window pod
+            # mounting them: (mounted[c, n], the holders' evict literals).
+            reattached: list[tuple[cp_model.IntVar, list]] = []
             fixed = 0
             for claim, sources in sorted(claims.items()):
                 if any(kind == "run" and var is None for kind, var, _ in sources):
@@ -60,11 +63,21 @@ def encode(wm: WindowModel) -> None:
                 total.append(on)
                 if all(kind == "x" for kind, _, _ in sources):
                     attached.append(on)  # no running pod of the node holds it: the window attaches it
-            if not attached:
+                    continue
+                mounts = [(var, ub) for kind, var, ub in sources if kind == "x"]
+                if mounts:
+                    mounted = m.new_bool_var(f"vol_mounted[{n},{claim}]")
+                    for var, ub in mounts:
+                        m.add(var <= ub * mounted)
+                    reattached.append((mounted, [var for kind, var, _ in sources if kind == "run"]))
+            if not attached and not reattached:
                 continue
             # The limit binds when the window attaches a volume (a node already over it keeps
-            # what it has, as the filter only refuses what adds to it).
+            # what it has, as the filter only refuses what adds to it) — also one a running pod
+            # held, when the plan evicts every holder and a window pod mounts it again.
             adds = m.new_bool_var(f"vol_added[{n},{driver}]")
             for on in attached:
                 m.add(on <= adds)
+            for mounted, holders in reattached:
+                m.add(mounted + cp_model.LinearExpr.sum(holders) - len(holders) <= adds)
             m.add(cp_model.LinearExpr.sum(total) + fixed <= limit).only_enforce_if(adds)

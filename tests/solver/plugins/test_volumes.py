@@ -254,6 +254,30 @@ def test_a_node_already_over_its_volume_limit_takes_only_volumes_it_has():
         assert validate(snap, plan, config) == []
 
 
+def test_a_volume_whose_holder_is_evicted_is_attached_anew_and_counts_against_the_limit():
+    """A running pod holds a ReadWriteOncePod claim on a node whose CSINode allows no volume of
+    its driver; a higher-priority pod mounts the same claim. Evicting the holder would free the
+    claim, but mounting it again attaches a volume the node may not take: the pod stays pending,
+    in greedy, in the model (which placed it and evicted the holder; found by the long property
+    run) and in the validator."""
+    from solver import schedule, validate
+
+    snap = make_snapshot(
+        [make_node("n1")],
+        [make_pod("default/holder", node="n1", priority=0, claims=["a"]),
+         make_pod("default/p", priority=10, claims=["a"])],
+        pvcs=[make_pvc("default/a", volume="pv-a", modes=("ReadWriteOncePod",))],
+        pvs=[make_pv("pv-a", claim="default/a", modes=("ReadWriteOncePod",))], storage_classes=[make_storage_class()],
+        csi_nodes=[make_csi_node("n1", {"disk.csi": 0})],
+    )
+    config = SchedulerConfig()
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, config, engine=engine)
+        assert (plan.assignments, plan.preemptions) == ((), ()), engine
+        assert plan.stats.fallback_reason is None or "validation" not in plan.stats.fallback_reason, engine
+        assert validate(snap, plan, config) == []
+
+
 def test_a_claim_whose_provisioning_is_under_way_is_used_on_its_selected_node_only():
     """PreBind set ``volume.kubernetes.io/selected-node: n-c`` (kube-scheduler's or ours): the
     volume is being made there, so every other node fails VolumeBinding, whatever volumes or
