@@ -292,3 +292,22 @@ def test_the_validator_refuses_a_victim_only_a_lower_pods_claim_needs() -> None:
         "placed there at that priority or above fit without it (the other victims gone); its room goes to "
         "default/low, placed after it"
     ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_reprieve_keeps_the_room_a_nominated_pod_waits_for(engine: str) -> None:
+    """Three pods of priority 10 come to a two-pod node whose pods are leaving, beside another
+    scheduler's pod of priority 10 nominated there with host port 80. Greedy's same-level
+    reprieve put a victim back where only the claim's room was free, and the plan gave the
+    nominated pod's slot away (found by the long property run; the validator refused greedy's
+    plan). Every plan now keeps the claim's room and port."""
+    snapshot = make_snapshot(
+        [make_node("n0", cpu="1", pods=2)],
+        [make_pod("default/run-0", node="n0", cpu="100m", priority=0, terminating=True, host_ports=[80]),
+         make_pod("default/run-1", node="n0", cpu="100m", priority=0, terminating=True),
+         *(make_pod(f"default/t1-{i}", cpu="0", priority=10) for i in range(3)),
+         make_pod("default/theirs-0", cpu="0", priority=10, nominated="n0", host_ports=[80],
+                  scheduler="default-scheduler")],
+    )
+    plan = schedule(snapshot, CONFIG, engine=engine)
+    assert validate(snapshot, plan, CONFIG) == []

@@ -66,10 +66,10 @@ def encode(wm: WindowModel) -> None:
                     continue
                 mounts = [(var, ub) for kind, var, ub in sources if kind == "x"]
                 if mounts:
-                    mounted = m.new_bool_var(f"vol_mounted[{n},{claim}]")
+                    mounted_here = m.new_bool_var(f"vol_mounted[{n},{claim}]")
                     for var, ub in mounts:
-                        m.add(var <= ub * mounted)
-                    reattached.append((mounted, [var for kind, var, _ in sources if kind == "run"]))
+                        m.add(var <= ub * mounted_here)
+                    reattached.append((mounted_here, [var for kind, var, _ in sources if kind == "run"]))
             if not attached and not reattached:
                 continue
             # The limit binds when the window attaches a volume (a node already over it keeps
@@ -78,6 +78,6 @@ def encode(wm: WindowModel) -> None:
             adds = m.new_bool_var(f"vol_added[{n},{driver}]")
             for on in attached:
                 m.add(on <= adds)
-            for mounted, holders in reattached:
-                m.add(mounted + cp_model.LinearExpr.sum(holders) - len(holders) <= adds)
+            for mounted_here, holders in reattached:
+                m.add(mounted_here + cp_model.LinearExpr.sum(holders) - len(holders) <= adds)
             m.add(cp_model.LinearExpr.sum(total) + fixed <= limit).only_enforce_if(adds)

@@ -374,12 +374,17 @@ def reprieve_level(
     requested = np.zeros(state.alloc.shape[1], dtype=bool)
     for p in placed:
         requested |= state.vector(p) > 0
+    # Nominated pods outside the window keep their room and ports against pods of the level
+    # (``nominated``: the claims a preemptor of that priority honours).
+    claims = ctx.claims.at_least(node, level) if ctx.claims else []
+    claimed = sum((c.vector for c in claims), np.zeros(state.alloc.shape[1], dtype=np.int64))
+    holders = [*placed, *(c.pod for c in claims)]
     back: set[str] = set()
     for pod in (*violating, *safe):
-        demand = state.alloc[node] - state.free[node] + state.vector(pod)
+        demand = state.alloc[node] - state.free[node] + state.vector(pod) + claimed
         if bool((demand[requested] > state.alloc[node][requested]).any()):
             continue
-        if pod.host_ports and any(p.host_ports and node_ports.ports_conflict(p.host_ports, pod.host_ports) for p in placed):
+        if pod.host_ports and any(p.host_ports and node_ports.ports_conflict(p.host_ports, pod.host_ports) for p in holders):
             continue
         state.add(pod, node)
         back.add(pod.key)
