@@ -21,8 +21,9 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
-from .objects import K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, toleration_matches
-from .quantity import QuantityError, parse_quantity
+from .objects import (
+    K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, _quantity_value, toleration_matches,
+)
 
 # The annotation the resourceclaim controller puts on a claim it made from a template: the name
 # of the pod's entry in ``spec.resourceClaims`` the claim is for.
@@ -40,17 +41,8 @@ class DraModel(K8sModel):
     )
 
 
-def _quantity(raw: Any) -> Fraction:
-    try:
-        value = parse_quantity(raw)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if value < 0:
-        raise ValueError(f'"{raw}" must be non-negative')
-    return value
-
-
-Quantity = Annotated[Fraction, BeforeValidator(_quantity)]
+# One quantity, exact and non-negative, read by the same rule as a ResourceList's.
+Quantity = Annotated[Fraction, BeforeValidator(_quantity_value)]
 
 
 # Versions whose objects have the v1 shape (v1beta2 is the same schema under its beta name).
