@@ -139,7 +139,9 @@ class LiveScheduler:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(15)
+                # a pod's default termination grace: its shutdown may finish binds and then take
+                # up to 15 s (DRAIN_SECONDS) to send its queued events; a SIGKILL before loses them
+                self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()

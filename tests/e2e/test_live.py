@@ -66,7 +66,8 @@ def test_preemption_evicts_through_the_eviction_api_within_the_budget(cluster: C
     assert 0 <= nominated < bound and 0 <= deleted < bound
     # the API server's Eviction API marked the victim before deleting it
     assert cluster.pods.index(victim, lambda e: e["conditions"].get("DisruptionTarget", ("",))[0] == "True") >= 0
-    preempted = [e for e in cluster.events("Preempted") if e.involved_object.name == victim]
+    # events are sent by a background writer, never ahead of a bind: the event may trail it
+    preempted = wait_for(lambda: [e for e in cluster.events("Preempted") if e.involved_object.name == victim])
     assert preempted and f"{cluster.ns}/high-0" in preempted[0].message
     # the Eviction API took the disruption from the budget; the next preemptor must not evict
     budget = cluster.policy.read_namespaced_pod_disruption_budget("batch", cluster.ns)
