@@ -1081,8 +1081,9 @@ def sigterm_mid_bind(run: Run) -> None:
          "--retry-period", "0.2", "--window-wait", "20", "--bind-concurrency", "2"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "CPSAT_DEBUG": ""})
     try:
+        # a new process on a loaded 2-core machine takes 10-20 s to import and take the lease
         assert wait_for(lambda: (server.store.get("leases", NS, "cpsat-scheduler") or {}).get("spec", {})
-                        .get("holderIdentity"), timeout=30.0)
+                        .get("holderIdentity"), timeout=120.0)
         server.faults.delay("POST", r"/binding$", seconds=0.5)
         run.create(*workload(count=8), pod("huge", cpu="3"))
         assert wait_for(lambda: server.faults.injected["delay"] >= 2, timeout=15.0)
