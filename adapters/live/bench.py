@@ -50,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DRAIN_SECONDS = 120.0
 # How long the scheduler gets to stop after SIGTERM (a pod's default termination grace).
 STOP_GRACE_SECONDS = 30.0
+# After the scheduler stopped, how long the events of its last binds may take to be seen (seconds).
+EVENTS_SECONDS = 30.0
 PHASES = ("burst", "backlog", "steady")
 PEER = "kube-scheduler"  # the engine name of the real kube-scheduler run as the peer
 
@@ -179,7 +181,13 @@ class Bench:
                 if args.keep_logs:
                     target_log = Path(args.keep_logs) / f"scheduler-{engine}.log"
                     target_log.write_text(log_path.read_text())
-        time.sleep(1.0)  # the last events' watch notifications (a real API server's watch lags a little)
+        # The last events reach the recorder through a watch, which lags (a real API server's more,
+        # a loaded machine's much more): wait until each bound pod's event is in, or EVENTS_SECONDS
+        # pass (an event the scheduler never wrote is then counted missing).
+        deadline = time.monotonic() + EVENTS_SECONDS
+        while time.monotonic() < deadline and any(recorder.count_events(names) < result.bound
+                                                  for names, result in phases.values()):
+            time.sleep(0.1)
         for names, result in phases.values():
             result.events = recorder.count_events(names)
         empty = PhaseResult(pods=0, bound=0, seconds=0.0)
