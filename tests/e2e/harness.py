@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.controlplane.cluster import ensure_default_service_account, free_port
+from tests.e2e.controlplane.cluster import ensure_default_service_account
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULER = "cpsat-scheduler"
@@ -106,11 +107,14 @@ class LiveScheduler:
 
     def __init__(self, plane: ControlPlane, log: Path, *extra: str, lease_duration: float = 4.0) -> None:
         self.log = log
-        self.metrics_port = free_port()
+        # port 0: the process takes a free port itself and logs it (a port picked here and bound
+        # by the process seconds later could be taken by then: the machine is shared)
+        self.metrics_port = 0
+        self._log_start = log.stat().st_size if log.exists() else 0   # the log is appended to
         command = [sys.executable, "-m", "adapters", "run", f"--kubeconfig={plane.scheduler_kubeconfig}",
                    "--lease-namespace=cpsat-scheduler", f"--lease-duration={lease_duration}",
                    f"--renew-deadline={lease_duration * 0.75}", "--retry-period=0.5",
-                   f"--metrics-addr=127.0.0.1:{self.metrics_port}", "--window-wait=100", "--time-limit=5",
+                   "--metrics-addr=127.0.0.1:0", "--window-wait=100", "--time-limit=5",
                    "--verbose", *extra]
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
@@ -122,6 +126,11 @@ class LiveScheduler:
 
     def ready(self) -> bool:
         """/readyz answers 200: the caches are synced (and, with leader election, it leads)."""
+        if not self.metrics_port:
+            found = re.search(r"/metrics on 127\.0\.0\.1:(\d+)", self.log.read_bytes()[self._log_start:].decode(errors="replace"))
+            if not found:
+                return False
+            self.metrics_port = int(found.group(1))
         try:
             with socket.create_connection(("127.0.0.1", self.metrics_port), timeout=1) as sock:
                 sock.sendall(b"GET /readyz HTTP/1.0\r\nHost: x\r\n\r\n")
@@ -292,7 +301,8 @@ class Cluster:
                   wait_ready: bool = True) -> LiveScheduler:
         sched = LiveScheduler(self.plane, self.workdir / f"{name}.log", *extra, lease_duration=lease_duration)
         self.schedulers.append(sched)
-        if wait_ready and not wait_for(sched.ready, timeout=60):
+        # a new process on the loaded 2-core machine takes 10-20 s to import and take the lease
+        if wait_ready and not wait_for(sched.ready, timeout=120):
             raise AssertionError(f"the live scheduler never became ready; log: {sched.log}\n{sched.text()[-3000:]}")
         return sched
 
