@@ -506,18 +506,23 @@ def bind_timeout_then_server_errors(run: Run) -> None:
     read-back shows the pod still unbound, and the scheduler forgets the assumption. The room must
     not be handed to another pod while the timed-out request can still land."""
     run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
-    first = threading.Event()
+    first, commit = threading.Event(), threading.Event()
     handle = run.server.api.handle
 
     def slow_first_bind(request: Request) -> Any:
         if request.path.endswith("/pods/slow/binding") and not first.is_set():
             first.set()
             run.server.faults.fail("POST", r"/pods/slow/binding$", status=500, count=2)  # the retries
-            time.sleep(1.2)  # the server is slow: this one commits long after the client gave up
+            # The server is slow: this one commits long after the client gave up, once the test has
+            # seen the scheduler give up (a fixed 1.2 s here was outrun by a loaded machine's retries).
+            commit.wait(30)
         return handle(request)
 
     run.monkeypatch.setattr(run.server.api, "handle", slow_first_bind)
-    sched = run.start(queue=QueueSettings(initial_backoff=1.0, max_backoff=2.0, max_unschedulable=30.0))
+    # the uncertain room is kept until the watch shows the outcome or this long: longer than a
+    # loaded machine takes to decide the rival, so the rival meets the reservation
+    sched = run.start(queue=QueueSettings(initial_backoff=1.0, max_backoff=2.0, max_unschedulable=30.0),
+                      uncertain_bind_ttl=30.0)
     run.create(pod("filler", cpu="2"))  # one of the two nodes is full: one 2-CPU room is left
     assert wait_for(lambda: len(run.cluster.bound()) == 1)
     run.create(pod("slow", cpu="2"))
@@ -527,12 +532,16 @@ def bind_timeout_then_server_errors(run: Run) -> None:
         assumption = sched.cache.assumption(f"{NS}/slow")
         return len(refused) == 2 and (assumption is None or assumption.state != BINDING)
 
-    assert wait_for(bind_gave_up, timeout=5.0)
-    assert run.cluster.node_of("slow") is None  # the first attempt has not landed yet
-    assert _assumed_in_state(sched, UNCERTAIN) == [f"{NS}/slow"]  # its room stays reserved
-    run.create(pod("rival", cpu="2"))  # arrives while the timed-out bind is still being processed
-    assert wait_for(lambda: run.cluster.node_of("slow"), timeout=5.0)  # the late commit
-    assert wait_for(lambda: f"{NS}/rival" in sched.queue.unschedulable())  # it never got slow's room
+    try:
+        assert wait_for(bind_gave_up, timeout=10.0)
+        assert run.cluster.node_of("slow") is None  # the first attempt has not landed yet
+        assert _assumed_in_state(sched, UNCERTAIN) == [f"{NS}/slow"]  # its room stays reserved
+        run.create(pod("rival", cpu="2"))  # arrives while the timed-out bind is still being processed
+        assert wait_for(lambda: f"{NS}/rival" in sched.queue.unschedulable())  # it never got slow's room
+    finally:
+        commit.set()
+    assert wait_for(lambda: run.cluster.node_of("slow"), timeout=10.0)  # the late commit
+    assert wait_for(lambda: f"{NS}/rival" in sched.queue.unschedulable())
     assert run.cluster.node_of("rival") is None
     run.outcome = ("bind timed out, its retries got 500 and the read-back showed it unbound: kept uncertain, "
                    "so the rival was refused the room; then the first attempt landed late")
