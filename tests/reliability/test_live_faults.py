@@ -547,9 +547,10 @@ def bind_timeout_then_server_errors(run: Run) -> None:
                    "so the rival was refused the room; then the first attempt landed late")
 
 
-def _lose_bind_answer(run: Run, name: str) -> None:
+def _lose_bind_answer(run: Run, name: str, commit: Optional[threading.Event] = None) -> None:
     """The first bind of pod `name` is answered too late (the client times out, the server commits
-    it 0.6 s later), its retries get 503 and so does every read-back: its outcome is unknown."""
+    it 0.6 s later, or once `commit` is set), its retries get 503 and so does every read-back: its
+    outcome is unknown."""
     run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
     handle = run.server.api.handle
     first = threading.Event()
@@ -559,7 +560,10 @@ def _lose_bind_answer(run: Run, name: str) -> None:
             first.set()
             run.server.faults.fail("POST", rf"/pods/{name}/binding$", status=503, count=2)  # the retries
             run.server.faults.fail("GET", rf"/pods/{name}$", status=503, count=3)  # every read-back attempt
-            time.sleep(0.6)
+            if commit is None:
+                time.sleep(0.6)
+            else:
+                commit.wait(30)
         return handle(request)
 
     run.monkeypatch.setattr(run.server.api, "handle", slow_first_bind)
@@ -619,14 +623,21 @@ def pod_recreated_while_bind_uncertain(run: Run) -> None:
     """A bind's outcome is unknown (answer lost, read-backs 503), and meanwhile the pod is deleted and
     created again under the same name: the uncertain attempt ends with the deletion, and the new pod
     must then be scheduled, not dropped from the queue with the old attempt."""
-    _lose_bind_answer(run, "phoenix")
+    # The lost bind reaches the server only once the new pod is bound (it then meets a bound pod):
+    # landing 0.6 s after it was sent, it could end the uncertainty (the watch shows the old pod
+    # bound) before a loaded machine's test even saw it.
+    late = threading.Event()
+    _lose_bind_answer(run, "phoenix", commit=late)
     sched = run.start()
     run.create(pod("phoenix", cpu="500m"))
-    assert wait_for(lambda: _assumed_in_state(sched, UNCERTAIN) == [f"{NS}/phoenix"])
-    old = run.cluster.pod("phoenix")["metadata"]["uid"]  # type: ignore[index]
-    run.cluster.core.delete_namespaced_pod("phoenix", NS, grace_period_seconds=0)
-    run.create(pod("phoenix", cpu="500m"))
-    assert wait_for(lambda: run.cluster.node_of("phoenix"), timeout=5.0)
+    try:
+        assert wait_for(lambda: _assumed_in_state(sched, UNCERTAIN) == [f"{NS}/phoenix"])
+        old = run.cluster.pod("phoenix")["metadata"]["uid"]  # type: ignore[index]
+        run.cluster.core.delete_namespaced_pod("phoenix", NS, grace_period_seconds=0)
+        run.create(pod("phoenix", cpu="500m"))
+        assert wait_for(lambda: run.cluster.node_of("phoenix"), timeout=10.0)
+    finally:
+        late.set()
     assert run.cluster.pod("phoenix")["metadata"]["uid"] != old  # type: ignore[index]
     run.create(*workload(count=4), pod("huge", cpu="3"))
     run.outcome = "bind uncertain, the pod re-created under its name: the attempt ended, the new pod bound"
