@@ -403,6 +403,23 @@ class Run:
         assert answer.code == 201, answer
 
 
+def _hold(run: Run, method: str, path: str) -> tuple[threading.Event, threading.Event]:
+    """The first `method` request whose path matches `path` waits at the server until the second
+    returned event is set (at most 30 s); the first is set when it arrives. A slow request that
+    lasts until the test has done its part, where a fixed delay could end first on a loaded machine."""
+    handle = run.server.api.handle
+    release, seen = threading.Event(), threading.Event()
+
+    def holding(request: Request) -> Any:
+        if request.method == method and re.search(path, request.path) and not seen.is_set():
+            seen.set()
+            release.wait(30)
+        return handle(request)
+
+    run.monkeypatch.setattr(run.server.api, "handle", holding)
+    return seen, release
+
+
 def _assumed_in_state(sched: Scheduler, state: str) -> list[str]:
     return [k for k, a in sched.cache.assumed().items() if a.state == state]
 
@@ -646,12 +663,15 @@ def pod_recreated_while_bind_uncertain(run: Run) -> None:
 def bind_conflict(run: Run) -> None:
     """409: another scheduler really binds the pod (to another node) while ours is deciding it."""
     sched = run.start()
-    run.server.faults.delay("POST", r"/pods/contested/binding$", seconds=0.4, count=1)
+    sent, slow = _hold(run, "POST", r"/pods/contested/binding$")   # until the other scheduler has bound it
     run.create(*workload(count=4), pod("contested", cpu="100m"), pod("huge", cpu="3"))
-    assert wait_for(lambda: sched.cache.is_assumed(f"{NS}/contested"))
-    ours = sched.cache.assumption(f"{NS}/contested").node  # type: ignore[union-attr]
-    theirs = next(n for n in ("n1", "n2", "n3") if n != ours)
-    run.bind_behind_the_schedulers_back("contested", theirs)
+    try:
+        assert wait_for(sent.is_set)   # our bind is at the server
+        ours = sched.cache.assumption(f"{NS}/contested").node  # type: ignore[union-attr]
+        theirs = next(n for n in ("n1", "n2", "n3") if n != ours)
+        run.bind_behind_the_schedulers_back("contested", theirs)
+    finally:
+        slow.set()
     assert wait_for(lambda: sched.metrics.binds.labels(result="conflict")._value.get() == 1)
     assert run.cluster.node_of("contested") == theirs
     assert [b.status for b in run.ledger.attempts() if b.pod == f"{NS}/contested"] == [409]
@@ -811,11 +831,14 @@ def gang_member_deleted_while_awaiting_victims(run: Run) -> None:
     other must not be bound alone (a split gang): the gang is whole or not at all. Once the job
     creates the member again, the gang is placed whole."""
     sched = run.start()
-    run.server.faults.delay("POST", r"/pods/big/eviction$", seconds=0.5, count=1)
+    _, slow = _hold(run, "POST", r"/pods/big/eviction$")   # until the member is deleted
     run.create(pod("pair-0", cpu="1", priority_class="high", gang="pair"),
                pod("pair-1", cpu="1", priority_class="high", gang="pair"))
-    assert wait_for(lambda: len(_assumed_in_state(sched, AWAITING_VICTIMS)) == 2)
-    run.cluster.core.delete_namespaced_pod("pair-1", NS, grace_period_seconds=0)
+    try:
+        assert wait_for(lambda: len(_assumed_in_state(sched, AWAITING_VICTIMS)) == 2)
+        run.cluster.core.delete_namespaced_pod("pair-1", NS, grace_period_seconds=0)
+    finally:
+        slow.set()
     assert wait_for(lambda: run.cluster.pod("big") is None)  # the victim is gone: the room is free
     assert wait_for(lambda: f"{NS}/pair-0" in sched.queue.unschedulable(), timeout=5.0)
     assert run.cluster.node_of("pair-0") is None
