@@ -38,8 +38,8 @@ def gpu_claim(name: str, count: int = 1) -> dict[str, Any]:
                                                                             "count": count}}]}}}
 
 
-def claiming(name: str, *claims: str, template: Optional[str] = None) -> dict[str, Any]:
-    obj = pod(name, cpu="100m")
+def claiming(name: str, *claims: str, template: Optional[str] = None, cpu: str = "100m") -> dict[str, Any]:
+    obj = pod(name, cpu=cpu)
     entries: list[dict[str, str]] = [{"name": c, "resourceClaimName": c} for c in claims]
     if template:
         entries.append({"name": "gpu", "resourceClaimTemplateName": template})
