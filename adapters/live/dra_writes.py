@@ -57,7 +57,11 @@ RESERVED_FOR_MAX = 256
 API_CALLS: dict[str, tuple[Permission, ...]] = {
     "get_namespaced_custom_object": ((GROUP, PLURAL, "get"),),
     "replace_namespaced_custom_object": ((GROUP, PLURAL, "update"),),
-    "replace_namespaced_custom_object_status": ((GROUP, f"{PLURAL}/status", "update"),),
+    # kube-apiserver (1.36) also checks, when status.allocation or status.reservedFor change,
+    # that the writer may `update` the synthetic resource `resourceclaims/binding` (cluster-wide):
+    # without it the write is refused as Invalid ("... requires resource=resourceclaims/binding").
+    "replace_namespaced_custom_object_status": ((GROUP, f"{PLURAL}/status", "update"),
+                                                (GROUP, f"{PLURAL}/binding", "update")),
 }
 
 
