@@ -425,7 +425,7 @@ class Binder:
     @property
     def claim_writer(self) -> ClaimWriter:
         if self._claim_writer is None:
-            self._claim_writer = ClaimWriter(self.api.api_client, backoffs=self.settings.backoffs,
+            self._claim_writer = ClaimWriter(self.api, backoffs=self.settings.backoffs,
                                              sleep=self.clock.sleep, should_continue=self.is_leader)
         return self._claim_writer
 

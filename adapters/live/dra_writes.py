@@ -33,12 +33,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from kubernetes import client
-
 from models.dra import AllocationResult, ResourceClaim
 
 from .errors import Conflict, KubeError, NotFound
-from .kube import Permission, call_client
+from .kube import KubeApi, Permission, call_client
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)
@@ -146,9 +144,9 @@ class ClaimWriter:
     """PreBind and Unreserve of a pod's claims. Every call is bounded-retried for what can heal
     (connections, 5xx, 429); a 409 reads the claim again."""
 
-    def __init__(self, api_client: client.ApiClient, *, backoffs: Sequence[float], sleep: Callable[[float], None],
+    def __init__(self, api: KubeApi, *, backoffs: Sequence[float], sleep: Callable[[float], None],
                  should_continue: Callable[[], bool]) -> None:
-        self.custom = client.CustomObjectsApi(api_client)
+        self.custom = api.custom  # the client's generic calls, made through kube.py's API objects
         self.backoffs = backoffs
         self.sleep = sleep
         self.should_continue = should_continue
