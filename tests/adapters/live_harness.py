@@ -255,7 +255,8 @@ class Cluster:
         """Replay every bind the schedulers made on the final state through the validator."""
         objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups",
                                  *(r.key for r in GANG_APIS.values()), "persistentvolumeclaims", "persistentvolumes",
-                                 "storageclasses", "csinodes") for o in self.server.store.list(key)]
+                                 "storageclasses", "csinodes", "deviceclasses", "resourceslices", "resourceclaims",
+                                 "resourceclaimtemplates") for o in self.server.store.list(key)]
         bound_by_us = {k: n for k, n in self.binds}
         return final_state_violations(objects, bound_by_us, config or fast_config())
 
