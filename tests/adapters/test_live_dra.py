@@ -206,3 +206,84 @@ def test_simulate_places_the_gpu_example_with_claims_made_from_templates(capsys:
     assert "bound 3 pod(s), evicted 0, left 0 unschedulable" in out
     assert "final state replayed through the validator: no violations" in out
     assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
+
+
+# --- the pieces, each against the same server ----------------------------------------------------
+
+def _writer(cluster: Cluster) -> Any:
+    from adapters.live.dra_writes import ClaimWriter
+    from adapters.live.kube import KubeApi, configured_client
+
+    api = KubeApi(configured_client(cluster.server.client_configuration()))
+    cluster._apis.append(api)
+    return ClaimWriter(api, backoffs=(0.01,), sleep=lambda s: None, should_continue=lambda: True)
+
+
+def _allocation(device: str) -> dict[str, Any]:
+    return {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "n-b", "device": device}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["n-b"]}]}]}}
+
+
+def test_a_claim_allocated_other_devices_meanwhile_is_not_overwritten(make_cluster: Any) -> None:
+    from adapters.live.dra_writes import ClaimUse, ClaimWriteError
+
+    cluster = make_cluster()
+    add_claim(cluster, gpu_claim("raced"))
+    writer = _writer(cluster)
+    writer.reserve("default/first", "uid-1", [ClaimUse("default/raced", "", _allocation("gpu-1"))])
+    with pytest.raises(ClaimWriteError, match="allocated other devices meanwhile"):
+        writer.reserve("default/second", "uid-2", [ClaimUse("default/raced", "", _allocation("gpu-0"))])
+    claim = stored_claim(cluster, "raced")
+    assert devices(claim) == [(DRIVER, "n-b", "gpu-1")]
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == ["uid-1"]
+    # the same devices are accepted: the pod joins reservedFor
+    writer.reserve("default/third", "uid-3", [ClaimUse("default/raced", "", _allocation("gpu-1"))])
+    assert [r["uid"] for r in stored_claim(cluster, "raced")["status"]["reservedFor"]] == ["uid-1", "uid-3"]
+
+
+def test_release_keeps_an_allocation_another_pod_still_uses(make_cluster: Any) -> None:
+    from adapters.live.dra_writes import FINALIZER, ClaimUse
+
+    cluster = make_cluster()
+    add_claim(cluster, gpu_claim("kept"))
+    writer = _writer(cluster)
+    writer.reserve("default/writer", "uid-w", [ClaimUse("default/kept", "", _allocation("gpu-0"))])
+    writer.reserve("default/joiner", "uid-j", [ClaimUse("default/kept", "", None)])
+    writer.release("default/writer")  # it wrote the allocation, but the joiner uses it
+    claim = stored_claim(cluster, "kept")
+    assert devices(claim) == [(DRIVER, "n-b", "gpu-0")] and FINALIZER in claim["metadata"]["finalizers"]
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == ["uid-j"]
+    writer.release("default/joiner")  # it did not write the allocation: the allocation stays
+    claim = stored_claim(cluster, "kept")
+    assert devices(claim) and not claim["status"].get("reservedFor")
+
+
+def test_the_cache_shows_a_window_s_allocation_until_the_watch_does(make_cluster: Any) -> None:
+    from adapters.live.cache import ClusterCache
+    from adapters.live.kube import RESOURCE_CLAIMS
+
+    cache = ClusterCache()
+    claim = gpu_claim("pending")
+    claim["metadata"].update(uid="c1", resourceVersion="1")
+    cache.replace(RESOURCE_CLAIMS, [claim])
+
+    def allocated() -> list[str]:
+        return [c.metadata.name for c in cache.snapshot().resource_claims if c.status.allocation is not None]
+    assert allocated() == []
+    cache.assume_claims("default/p", [("default/pending", _allocation("gpu-0"))])
+    assert allocated() == ["pending"]  # the next window does not hand gpu-0 out again
+    assert cache.claims.held("default/pending")
+    written = {**claim, "metadata": {**claim["metadata"], "resourceVersion": "2"},
+               "status": {"allocation": _allocation("gpu-0"),
+                          "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}}
+    cache.apply(RESOURCE_CLAIMS, "MODIFIED", written)
+    assert allocated() == ["pending"] and not cache.claims.held("default/pending")  # the watch shows it now
+    cache.assume_claims("default/q", [("default/pending", None)])  # allocated already: nothing to hold
+    assert not cache.claims.held("default/pending")
+    other = gpu_claim("other")
+    other["metadata"].update(uid="c2", resourceVersion="3")
+    cache.apply(RESOURCE_CLAIMS, "ADDED", other)
+    cache.assume_claims("default/r", [("default/other", _allocation("gpu-1"))])
+    cache.forget("default/r")  # the bind failed before the write: the devices are free again
+    assert sorted(allocated()) == ["pending"]
