@@ -287,3 +287,14 @@ def test_the_cache_shows_a_window_s_allocation_until_the_watch_does(make_cluster
     cache.assume_claims("default/r", [("default/other", _allocation("gpu-1"))])
     cache.forget("default/r")  # the bind failed before the write: the devices are free again
     assert sorted(allocated()) == ["pending"]
+
+
+def test_a_scheduler_not_granted_the_dra_apis_schedules_without_them(make_cluster: Any) -> None:
+    """A ClusterRole from before this scheduler read resource.k8s.io (403 on the list): it syncs
+    and schedules the other pods, rather than waiting forever for a cache it may not fill."""
+    cluster = make_cluster()
+    cluster.server.faults.fail("GET", r"/apis/resource\.k8s\.io/v1/(resourceslices|deviceclasses|resourceclaims)",
+                               status=403, count=None, reason="Forbidden")
+    cluster.scheduler(options=fast_options())
+    cluster.create(pod("plain"))
+    assert wait_for(lambda: cluster.node_of("plain"), timeout=10)
