@@ -211,7 +211,8 @@ class ClaimWriter:
             try:
                 if allocation is None:
                     if use.allocation is None:
-                        raise ClaimWriteError(f"resourceclaim {key} is no longer allocated")
+                        raise ClaimWriteError(f"resourceclaim {key} is not allocated (its allocation is not written "
+                                              "yet, or was taken back)")
                     finalizers = list(meta.get("finalizers") or [])
                     if FINALIZER not in finalizers:
                         meta["finalizers"] = [*finalizers, FINALIZER]

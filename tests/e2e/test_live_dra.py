@@ -155,6 +155,21 @@ def test_claims_are_allocated_reserved_and_read_back_from_the_real_server(cluste
         assert cluster.node_of("late") is None
         assert not (dra.read("late-gpu").get("status") or {}).get("allocation")
         assert plain not in cluster.bound().values()
+
+        # the driver of the other node publishes two GPUs: the waiting pod is placed there, and a
+        # claim two pods share is allocated once (the last device) and reserved for both
+        dra.publish(plain, 2)
+        assert wait_for(lambda: cluster.node_of("late"), timeout=60) == plain, sched.text()[-3000:]
+        assert [d[1] for d in _devices(dra.read("late-gpu"))] == [plain]
+        dra.claim("shared-gpu")
+        dra.pod("reader-0", [{"name": "gpu", "resourceClaimName": "shared-gpu"}])
+        dra.pod("reader-1", [{"name": "gpu", "resourceClaimName": "shared-gpu"}])
+        assert wait_for(lambda: cluster.node_of("reader-0") and cluster.node_of("reader-1"), timeout=60), \
+            sched.text()[-3000:]
+        assert cluster.node_of("reader-0") == cluster.node_of("reader-1") == plain
+        shared = dra.read("shared-gpu")
+        assert len(_devices(shared)) == 1 and _devices(shared) != _devices(dra.read("late-gpu"))
+        assert sorted(r["name"] for r in shared["status"]["reservedFor"]) == ["reader-0", "reader-1"]
         _no_denials(sched.text())
     finally:
         for sched in cluster.schedulers:
