@@ -175,3 +175,38 @@ def test_claims_are_allocated_reserved_and_read_back_from_the_real_server(cluste
         for sched in cluster.schedulers:
             sched.stop()
         dra.close()
+
+
+def test_a_released_claim_is_deallocated_on_the_real_server(cluster: Cluster) -> None:
+    """What a failed bind undoes, as the scheduler's identity (its RBAC) on the real server:
+    the claim written for a pod, then released — reservedFor emptied, the allocation and the
+    finalizer gone — every step accepted by kube-apiserver's validation."""
+    from adapters.live.dra_writes import FINALIZER, ClaimUse, ClaimWriter
+    from adapters.live.kube import KubeApi, load_api_client
+
+    gpu_node = cluster.node("gpus")
+    dra = Dra(cluster)
+    api = KubeApi(load_api_client(str(cluster.plane.scheduler_kubeconfig)))
+    try:
+        dra.make_class()
+        dra.publish(gpu_node, 1)
+        dra.claim("undone")
+        writer = ClaimWriter(api, backoffs=(0.2, 0.5), sleep=lambda s: None, should_continue=lambda: True)
+        allocation = {"devices": {"results": [{"request": "gpu", "driver": dra.driver, "pool": gpu_node,
+                                               "device": "gpu-0"}]},
+                      "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                          {"key": "metadata.name", "operator": "In", "values": [gpu_node]}]}]}}
+        pod_uid = "0b5c6a4e-2f55-4c55-9d0a-7d1f3e9a1c11"
+        writer.reserve(f"{cluster.ns}/consumer", pod_uid, [ClaimUse(f"{cluster.ns}/undone", "", allocation)])
+        written = dra.read("undone")
+        assert _devices(written) == [(dra.driver, gpu_node, "gpu-0")]
+        assert written["status"]["reservedFor"] == [{"resource": "pods", "name": "consumer", "uid": pod_uid}]
+        assert FINALIZER in written["metadata"]["finalizers"]
+        writer.release(f"{cluster.ns}/consumer")
+        released = dra.read("undone")
+        assert not (released.get("status") or {}).get("allocation")
+        assert not (released.get("status") or {}).get("reservedFor")
+        assert FINALIZER not in (released["metadata"].get("finalizers") or [])
+    finally:
+        api.close()
+        dra.close()
