@@ -19,7 +19,7 @@ from models import ClusterSnapshot, Namespace, Node, Pod, PodDisruptionBudget, P
 from models.workloads import CorePodGroup
 from models.objects import NodeSpec, NodeStatus, PodSpec
 
-from .kube import paused_gc
+from .objects import paused_gc
 
 _KINDS = {
     "Node": "nodes",

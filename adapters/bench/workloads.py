@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 from models import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 
 from .defaults import REAL_SHAPED_NAMES, SCALE_TARGET_NAMES, WORKLOAD_NAMES
-from .kube import (
+from .objects import (
     SAFE_TO_EVICT,
     ZONES,
     Factory,

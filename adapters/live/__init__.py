@@ -4,7 +4,7 @@ It runs beside kube-scheduler and places the pods whose `spec.schedulerName` nam
 way kube-scheduler places its own, but a window of pods at a time through the CP-SAT
 solver. One module per concern:
 
-- `kube.py` — every API call, through the official client (the only module of the
+- `api_client.py` — every API call, through the official client (the only module of the
   scheduler that uses it), and `errors.py` — the adapter's own error classes;
 - `informer.py` + `cache.py` + `convert.py` — list+watch into a cache of parsed models,
   with the scheduler's assumptions on top;

@@ -46,7 +46,7 @@ from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, Cluster
 from .clock import Clock
 from .errors import ConnectionFailure, KubeError, NotFound, TooManyRequests
 from .events import SCHEDULER_ERROR, Reporter
-from .kube import KubeApi, now_micro
+from .api_client import KubeApi, now_micro
 from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
 

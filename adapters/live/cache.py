@@ -41,7 +41,7 @@ from models.snapshot import SnapshotDelta, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
-from .kube import (CORE_PODGROUPS, CSI_NODES, GANG_RESOURCES, NODES, PDBS, PODS, PRIORITY_CLASSES, PVCS, PVS,
+from .api_client import (CORE_PODGROUPS, CSI_NODES, GANG_RESOURCES, NODES, PDBS, PODS, PRIORITY_CLASSES, PVCS, PVS,
                    STORAGE_CLASSES, VOLUME_RESOURCES, WATCHED, WORKLOADS, Resource)
 
 log = logging.getLogger(__name__)

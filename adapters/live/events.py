@@ -40,7 +40,7 @@ from models import Pod
 
 from .clock import Clock
 from .errors import KubeError
-from .kube import PODGROUP_DISRUPTION_TARGET, PODGROUP_SCHEDULED, KubeApi, now_micro
+from .api_client import PODGROUP_DISRUPTION_TARGET, PODGROUP_SCHEDULED, KubeApi, now_micro
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)

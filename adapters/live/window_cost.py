@@ -23,7 +23,7 @@ from models import SchedulerConfig
 
 from .bench_target import node_object, pod_object
 from .cache import BINDING, ClusterCache
-from .kube import NODES, PODS, WATCHED
+from .api_client import NODES, PODS, WATCHED
 from .scheduler import with_hard_budgets
 
 WARM_UP = 20

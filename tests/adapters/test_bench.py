@@ -18,7 +18,7 @@ import pytest
 
 from adapters.bench import generate
 from adapters.bench import runner as bench_runner
-from adapters.bench.kube import Factory, PodTemplate
+from adapters.bench.objects import Factory, PodTemplate
 from adapters.bench.report import plot_report, repack_table, report_table
 from adapters.bench.runner import BenchReport, cut_windows, measure, queue_order, run_suite
 from adapters.bench.workloads import Workload, _finish, _Part

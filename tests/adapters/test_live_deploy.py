@@ -1,7 +1,7 @@
 """`examples/deploy/`: least-privilege RBAC that matches the code, and a safe Deployment.
 
 The ClusterRole and Role must grant exactly what the scheduler calls, no more and no less,
-checked three ways: (1) the client methods `adapters/live/kube.py` uses are exactly those in
+checked three ways: (1) the client methods `adapters/live/api_client.py` uses are exactly those in
 its `API_CALLS` table; (2) that table agrees with how the API server authorises each method
 (a table kept here, independently); (3) a scenario that makes every kind of call runs against
 the API server with each request recorded and turned into RBAC terms (group, resource,
@@ -23,7 +23,7 @@ import yaml
 
 from adapters.apiserver.api import Request
 from adapters.cli import build_parser
-from adapters.live import kube
+from adapters.live import api_client
 from adapters.snapshot_io import load_config
 from tests.adapters.live_harness import (
     NS,
@@ -99,8 +99,8 @@ def granted() -> set[Permission]:
 
 
 def called_methods() -> set[str]:
-    """Client methods `kube.py` reaches through its API objects (self.core.list_node, ...)."""
-    tree = ast.parse((LIVE / "kube.py").read_text())
+    """Client methods `api_client.py` reaches through its API objects (self.core.list_node, ...)."""
+    tree = ast.parse((LIVE / "api_client.py").read_text())
     found = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr in API_OBJECTS \
@@ -111,25 +111,25 @@ def called_methods() -> set[str]:
 
 def required() -> set[Permission]:
     """What the code needs: each call's permission, and `watch` for every resource it lists."""
-    out = {permission for permissions in kube.API_CALLS.values() for permission in permissions}
+    out = {permission for permissions in api_client.API_CALLS.values() for permission in permissions}
     out |= {(g, r, "watch") for g, r, v in out if v == "list"}
     return out
 
 
 def test_the_code_calls_exactly_the_methods_its_table_names() -> None:
-    assert called_methods() == set(kube.API_CALLS)
+    assert called_methods() == set(api_client.API_CALLS)
 
 
 def test_the_table_says_how_the_api_server_authorises_each_call() -> None:
-    assert {m: set(p) for m, p in kube.API_CALLS.items()} == {m: set(p) for m, p in CLIENT_METHODS.items()}
+    assert {m: set(p) for m, p in api_client.API_CALLS.items()} == {m: set(p) for m, p in CLIENT_METHODS.items()}
 
 
 def test_every_gang_api_watched_is_in_the_table() -> None:
     """The custom-object lister serves each watched gang resource: each has its permission, and
     nothing else is listed through it."""
-    watched = {(r.group, r.path_plural, "list") for r in kube.WATCHED if r in kube.GANG_RESOURCES}
+    watched = {(r.group, r.path_plural, "list") for r in api_client.WATCHED if r in api_client.GANG_RESOURCES}
     assert watched == set(CLIENT_METHODS["list_cluster_custom_object"])
-    assert all(r.optional for r in kube.GANG_RESOURCES)
+    assert all(r.optional for r in api_client.GANG_RESOURCES)
 
 
 def test_rbac_grants_exactly_what_the_code_calls() -> None:
