@@ -15,8 +15,9 @@ solver. One module per concern:
 - `leader.py` — Lease-based leader election; `serving.py` + `metrics.py` — health and
   Prometheus metrics;
 - `simulate.py` — the same loop against the in-memory API server (`run --simulate`);
-  `bench.py` — its latency, throughput and CPU benchmark, on the in-memory API server or,
-  through `bench_target.py` (the bench's own client: fake nodes, a namespace), a real one.
+  `window_cost.py` — what one window costs the loop. The live benchmark (latency, throughput,
+  CPU) is beside the others, `adapters/bench/live.py`; `bench.py` here only forwards the
+  command `python -m adapters.live.bench` to it, kept for scripts.
 
 Nothing here is imported by `solver/` or `models/`.
 

@@ -379,14 +379,14 @@ def test_only_the_adapter_talks_to_the_api() -> None:
     keeps of its calls (checked against rbac.yaml by tests/adapters/test_live_deploy.py) covers the
     program. `repack --apply` is an operator's command with the operator's credentials: its own
     calls are in its own table (`APPLY_CALLS`, checked by tests/adapters/test_repack_apply.py), and
-    `bench --live --kubeconfig` sets up its fake nodes with the user's own (bench_target.py);
+    `bench --live --kubeconfig` sets up its fake nodes with the user's own (bench/live_target.py);
     `schedule`/`repack`/`validate --kubeconfig` list objects with the user's own, read-only
     (cluster_read.py, whose `READ_RULES` the README's ClusterRole is checked against by
     tests/adapters/test_cluster_read.py)."""
     api_classes = re.compile(r"\b(\w+V\d\w*Api|CustomObjectsApi|ApiClient)\(")
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").rglob("*.py")
                    if api_classes.search(p.read_text()) and "apiserver" not in p.parts)
-    assert users == ["adapters/cluster_read.py", "adapters/live/api_client.py", "adapters/live/bench_target.py",
+    assert users == ["adapters/bench/live_target.py", "adapters/cluster_read.py", "adapters/live/api_client.py",
                      "adapters/repack_apply.py"]
 
 
