@@ -31,7 +31,9 @@ _REQUIREMENT = re.compile(
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -112,6 +114,11 @@ def _split_unescaped(text: str, sep: str) -> list[str]:
     return [p.replace("\\" + sep, sep) for p in parts]
 
 
+def _field_check(path: str, value: str, *, equal: bool) -> Predicate:
+    """Whether an object's field at `path` is (or, not `equal`, is not) `value`."""
+    return lambda obj: (field_value(obj, path) == value) is equal
+
+
 def parse_field_selector(text: str | None, resource: Resource) -> Predicate:
     """Compile a field selector; fields the real server does not index are a 400."""
     checks: list[Predicate] = []
@@ -126,8 +133,5 @@ def parse_field_selector(text: str | None, resource: Resource) -> Predicate:
         if label not in resource.field_labels:
             raise bad_request(f'field label not supported: {label}')
         path = resource.field_paths.get(label, label)
-        if op == "!=":
-            checks.append(lambda obj, p=path, v=value: field_value(obj, p) != v)
-        else:
-            checks.append(lambda obj, p=path, v=value: field_value(obj, p) == v)
+        checks.append(_field_check(path, value, equal=op != "!="))
     return lambda obj: all(check(obj) for check in checks)

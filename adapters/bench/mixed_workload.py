@@ -32,7 +32,7 @@ def _mixed(f: Factory, n: int, ns: str, prefix: str) -> Part:
         build = _BUILDERS[name]
         start = len(f.objects)
         sub = build(f, max(12, round(share * n)), name, name)
-        part.witness.update(sub.witness or {})
+        part.witness.update(sub.witness)
         part.evictions += sub.evictions
         pending_by_component.append(
             [o for o in f.objects[start:] if o["kind"] == "Pod" and "nodeName" not in o["spec"]]

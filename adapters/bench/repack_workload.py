@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import Any
 
 from .objects import (
     SAFE_TO_EVICT,
@@ -42,10 +43,10 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
     free: dict[str, int] = {}
     for i, kind in enumerate(kinds):
         name = f"node-{i:0{width}d}"
-        cpu, memory = ("4", "16Gi") if kind == "m5.xlarge" else ("8", "32Gi")
-        f.node(name, cpu=cpu, memory=memory, zone=ZONES[i % 3], instance_type=kind)
+        cores, node_memory = ("4", "16Gi") if kind == "m5.xlarge" else ("8", "32Gi")
+        f.node(name, cpu=cores, memory=node_memory, zone=ZONES[i % 3], instance_type=kind)
         names.append(name)
-        free[name] = int(cpu) * 1000
+        free[name] = int(cores) * 1000
     zone_of = {x: ZONES[i % 3] for i, x in enumerate(names)}
 
     # DaemonSets: one pod on every node.
@@ -94,7 +95,7 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
         f.pdb(sts, ns, match_labels(app=sts), expected=len(hosts), max_unavailable=1)
 
     # Then fill every node up to its target with ordinary workloads.
-    catalogue = [
+    catalogue: list[tuple[str, int, str, dict[str, Any]]] = [
         ("frontend", 250, "512Mi", {}),
         ("cart", 250, "1Gi", {}),
         ("catalog", 500, "1Gi", {}),
@@ -125,4 +126,4 @@ def repack(nodes: int = 100, seed: int = 0) -> Workload:
     bare = placed_by_default("debug", {"cpu": "100m", "memory": "128Mi"})
     for x in order[: max(1, nodes // 50)]:
         f.pod(Owner("", "", ns, ""), bare, x)
-    return finish(f"repack-{nodes}", "repack", seed, f, Part(witness=None), inspect.getdoc(repack) or "")
+    return finish(f"repack-{nodes}", "repack", seed, f, None, inspect.getdoc(repack) or "")

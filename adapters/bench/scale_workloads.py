@@ -35,7 +35,7 @@ def scale_3k(seed: int = 0) -> Workload:
         owner = f.replicaset(app, ns)
         hosts = [x for j, x in enumerate(nodes) for k in range(2) if (2 * j + k) % len(running) == i]
         f.pods(owner, PodTemplate(app, {"cpu": cpu, "memory": memory}), hosts)
-    specs = [
+    specs: list[tuple[str, str, str, dict[str, Any]]] = [
         ("frontend", "250m", "512Mi", {}),
         ("checkout", "500m", "1Gi", {}),
         ("cart", "100m", "256Mi", {}),
@@ -48,7 +48,7 @@ def scale_3k(seed: int = 0) -> Workload:
         ("reports", "2", "4Gi", {}),
     ]
     _deployment_mix(f, ns, specs, 300)
-    return finish("scale-3k", "target", seed, f, Part(witness=None), inspect.getdoc(scale_3k) or "")
+    return finish("scale-3k", "target", seed, f, None, inspect.getdoc(scale_3k) or "")
 
 
 @gc_paused
@@ -57,7 +57,7 @@ def scale_10k(seed: int = 0) -> Workload:
     of 10 classes (1,000 each, 100m to 2 CPU). A decision is due within 10 s."""
     f = Factory(seed)
     make_nodes(f, "node", 5000, cpu="8", memory="32Gi", instance_type="bench.2xlarge")
-    specs = [
+    specs: list[tuple[str, str, str, dict[str, Any]]] = [
         (f"svc-{i}", cpu, memory, {})
         for i, (cpu, memory) in enumerate(
             [("100m", "128Mi"), ("250m", "512Mi"), ("500m", "1Gi"), ("750m", "1536Mi"), ("1", "2Gi"),
@@ -65,7 +65,7 @@ def scale_10k(seed: int = 0) -> Workload:
         )
     ]
     _deployment_mix(f, "scale", specs, 1000)
-    return finish("scale-10k", "target", seed, f, Part(witness=None), inspect.getdoc(scale_10k) or "")
+    return finish("scale-10k", "target", seed, f, None, inspect.getdoc(scale_10k) or "")
 
 
 # --------------------------------------------------------------------------- real-shaped
@@ -103,10 +103,10 @@ def realistic(scale: str = "quick", seed: int = 0) -> Workload:
         f.node(name, cpu="32" if big else "16", memory="128Gi" if big else "64Gi", zone=ZONES[i % 3],
                instance_type="m5.8xlarge" if big else "m5.4xlarge")
         nodes.append(name)
-    for ds, cpu, memory in (("kube-proxy", "100m", "128Mi"), ("node-exporter", "50m", "64Mi")):
-        template = placed_by_default(ds, {"cpu": cpu, "memory": memory}, priority=2000001000,
-                                     priority_class="system-node-critical")
-        f.pods(f.daemonset(ds, "kube-system"), template, list(nodes))
+    for ds, ds_cpu, ds_memory in (("kube-proxy", "100m", "128Mi"), ("node-exporter", "50m", "64Mi")):
+        daemon = placed_by_default(ds, {"cpu": ds_cpu, "memory": ds_memory}, priority=2000001000,
+                                   priority_class="system-node-critical")
+        f.pods(f.daemonset(ds, "kube-system"), daemon, list(nodes))
     apps = [f"app-{i:02d}" for i in range(_REALISTIC_APPS)]
     spread_apps = set(apps[:2])
     owners = {app: f.replicaset(app, "prod") for app in apps}
@@ -132,4 +132,4 @@ def realistic(scale: str = "quick", seed: int = 0) -> Workload:
     for k in range(pending):
         app = f.rng.choice(apps[:2]) if k % 10 == 0 else f.rng.choice(plain)
         f.pod(owners[app], template(app, f.rng.choice(_PENDING_CPU), f.rng.choice(_PENDING_MEMORY), False), None)
-    return finish("realistic", scale, seed, f, Part(witness=None), inspect.getdoc(realistic) or "")
+    return finish("realistic", scale, seed, f, None, inspect.getdoc(realistic) or "")

@@ -63,7 +63,7 @@ class Workload:
 class Part:
     """What a workload builder knows about its own pods: a placement of them, and its victims."""
 
-    witness: Optional[dict[str, str]] = field(default_factory=dict)
+    witness: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
 
 
@@ -131,10 +131,11 @@ def single(name: str, scale: str, seed: int, build: Callable[[Factory, int, str,
     return finish(name, scale, seed, f, part, doc)
 
 
-def finish(name: str, scale: str, seed: int, f: Factory, part: Part, description: str) -> Workload:
+def finish(name: str, scale: str, seed: int, f: Factory, part: Optional[Part], description: str) -> Workload:
+    """The workload ``f`` made, with ``part``'s known placement (None: no placement is known)."""
     nodes = sum(1 for o in f.objects if o["kind"] == "Node")
     pending = list(f.pending)
-    witness = part.witness
+    witness = part.witness if part is not None else None
     metadata: dict[str, Any] = {
         "scale": scale,
         "seed": seed,
@@ -144,6 +145,6 @@ def finish(name: str, scale: str, seed: int, f: Factory, part: Part, description
         "pending": pending,
         "achievable": len(witness) if witness is not None else None,
         "witness": witness,
-        "witness_evictions": list(part.evictions),
+        "witness_evictions": list(part.evictions) if part is not None else [],
     }
     return Workload(name=name, description=description, objects=f.objects, metadata=metadata)

@@ -327,7 +327,8 @@ class ClusterCache:
         """Under the lock, for a snapshot: the priority classes changed (a relist changes them
         one by one, so this waits for the snapshot); every holding pod is resolved again. The
         snapshot says nothing of what changed (its delta would name every pod)."""
-        self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()}  # type: ignore[attr-defined]
+        self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()
+                         if isinstance(c, PriorityClass)}  # all are: the store holds each resource's own model
         self._classes_changed = False
         self._unresolved = {}
         self._holding = {key: self._resolve(key, source) for key, source in self._sources.items()}
