@@ -30,7 +30,7 @@ def _share(part: Optional[int], whole: Optional[int]) -> str:
     return f"{100 * part / whole:.0f}%"
 
 
-def _table(header: Sequence[str], rows: list[Sequence[str]], numeric: set[int]) -> list[str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]) -> list[str]:
     """Columns two spaces apart; numeric columns right-aligned; blank trailing cells trimmed."""
     cells = [list(map(str, header))] + [list(map(str, r)) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
@@ -96,7 +96,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
         "",
         "QUALITY (bound: most pods any placement can place; min nodes: fewest nodes that could host every pod)",
     ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for w in report.workloads:
         for k, (engine, result) in enumerate(w.results.items()):
             r = result.to_json()
@@ -205,7 +205,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
 def _gang_table(report: BenchReport) -> list[str]:
     """Workloads with gangs: whole gangs placed, domains a placed gang spans per topology key,
     and partly used domains where no waiting gang of that key fits (``gangs.gang_figures``)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for w in report.workloads:
         for k, (engine, result) in enumerate(w.results.items()):
             g = result.gangs

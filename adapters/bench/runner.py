@@ -194,7 +194,7 @@ class _SolverLog(logging.Handler):
         self.figures: dict[str, float] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        args = record.args if isinstance(record.args, tuple) else ()
+        args: tuple[Any, ...] = record.args if isinstance(record.args, tuple) else ()
         try:
             if record.msg.startswith("built ") and len(args) >= 4:
                 self.figures.update(components=int(args[0]), variables=int(args[1]), constraints=int(args[2]),

@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace, result, config) -> int:
-    from adapters.live.kube import KubeApi, load_api_client
+    from adapters.live.api_client import KubeApi, load_api_client
     from adapters.repack_apply import ApplyApi, apply_runbook
 
     try:

@@ -35,6 +35,7 @@ import itertools
 import logging
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -47,7 +48,7 @@ from .clock import Clock
 from .dra_writes import ClaimUse, ClaimWriteError, ClaimWriter
 from .errors import ConnectionFailure, KubeError, NotFound, TooManyRequests
 from .events import SCHEDULER_ERROR, Reporter
-from .kube import KubeApi, now_micro
+from .api_client import KubeApi, now_micro
 from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
 
@@ -266,9 +267,9 @@ class Binder:
                         self._uncertain[key] = self.clock.now() + UNCERTAIN_RECHECK_SECONDS
                 return
             spec, meta = (current or {}).get("spec") or {}, (current or {}).get("metadata") or {}
-            if spec.get("nodeName") and meta.get("uid") == uid:
+            if current is not None and spec.get("nodeName") and meta.get("uid") == uid:
                 log.info("bind of %s was unconfirmed; the server has it bound to %s", key, spec["nodeName"])
-                self.cache.observe_pod(current)  # type: ignore[arg-type] - ends the assumption, keeps the room
+                self.cache.observe_pod(current)  # ends the assumption, keeps the room
             elif self.cache.forget(key):
                 log.warning("bind of %s to %s did not land; forgetting it and trying again", key, node)
                 self._release_claims(key)
@@ -671,7 +672,7 @@ class Binder:
         except KubeError as exc:  # informative: the eviction itself went through
             log.info("could not mark %s as preempted: %s", victim.key, exc.message)
 
-    def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = (),
+    def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: Sequence[Victim] = (),
                    message: Optional[str] = None) -> None:
         for victim in untouched:
             self.cache.unmark_evicting(victim.key)

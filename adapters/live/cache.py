@@ -42,9 +42,9 @@ from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
 from .dra_writes import ClaimOverlay
-from .kube import (CORE_PODGROUPS, CSI_NODES, DEVICE_CLASSES, DRA_RESOURCES, GANG_RESOURCES, NODES, PDBS, PODS,
-                   PRIORITY_CLASSES, PVCS, PVS, RESOURCE_CLAIMS, RESOURCE_SLICES, STORAGE_CLASSES, VOLUME_RESOURCES,
-                   WATCHED, WORKLOADS, Resource)
+from .api_client import (CORE_PODGROUPS, CSI_NODES, DEVICE_CLASSES, DRA_RESOURCES, GANG_RESOURCES, NODES, PDBS, PODS,
+                         PRIORITY_CLASSES, PVCS, PVS, RESOURCE_CLAIMS, RESOURCE_SLICES, STORAGE_CLASSES, VOLUME_RESOURCES,
+                         WATCHED, WORKLOADS, Resource)
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +345,8 @@ class ClusterCache:
         """Under the lock, for a snapshot: the priority classes changed (a relist changes them
         one by one, so this waits for the snapshot); every holding pod is resolved again. The
         snapshot says nothing of what changed (its delta would name every pod)."""
-        self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()}  # type: ignore[attr-defined]
+        self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()
+                         if isinstance(c, PriorityClass)}  # all are: the store holds each resource's own model
         self._classes_changed = False
         self._unresolved = {}
         self._holding = {key: self._resolve(key, source) for key, source in self._sources.items()}

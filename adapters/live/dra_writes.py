@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from models.dra import AllocationResult, ResourceClaim
 
 from .errors import Conflict, KubeError, NotFound
-from .kube import KubeApi, Permission, call_client
+from .api_client import KubeApi, Permission, call_client
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class ClaimWriter:
 
     def __init__(self, api: KubeApi, *, backoffs: Sequence[float], sleep: Callable[[float], None],
                  should_continue: Callable[[], bool]) -> None:
-        self.custom = api.custom  # the client's generic calls, made through kube.py's API objects
+        self.custom = api.custom  # the client's generic calls, made through api_client.py's API objects
         self.backoffs = backoffs
         self.sleep = sleep
         self.should_continue = should_continue

@@ -29,7 +29,7 @@ from typing import Any, Optional, Sequence
 from .cache import ClusterCache
 from .clock import Clock
 from .errors import Gone, KubeError, NotFound
-from .kube import KubeApi, Resource, WatchStream
+from .api_client import KubeApi, Resource, WatchStream
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ from .events import SCHEDULER_ERROR, Reporter
 from .events import UNSCHEDULABLE as UNSCHEDULABLE_REASON
 from .handlers import QueueFeeder
 from .informer import Informer
-from .kube import NODES, PODS, WATCHED, KubeApi
+from .api_client import NODES, PODS, WATCHED, KubeApi
 from .leader import AlwaysLeader, LeaderElector
 from .metrics import Metrics
 from .options import STALL_GRACE_SECONDS, LiveOptions

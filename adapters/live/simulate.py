@@ -26,7 +26,7 @@ from models.workloads import CorePodGroup, workload_pod_groups
 from .binder import Placement, Victim
 from .convert import parse_object
 from .defaults import DEFAULT_ARRIVAL_RATE as DEFAULT_ARRIVAL_RATE  # re-exported
-from .kube import KubeApi, configured_client
+from .api_client import KubeApi, configured_client
 from .options import LiveOptions
 from .scheduler import Scheduler
 

@@ -6,7 +6,7 @@ binds, and as many running pods leaving — timed per step.
 
     python -m adapters.live.window_cost [--nodes 500] [--bound 3000] [--window 4] [--windows 200]
 
-The live benchmark (`python -m adapters.live.bench`) measures the whole scheduler process;
+The live benchmark (`python -m adapters.bench.live`) measures the whole scheduler process;
 this isolates the part that grows with the cluster, so a change to the snapshot, the solver's
 kept state or the validator shows here first. The first 20 windows are not counted (warm-up).
 """
@@ -21,9 +21,9 @@ from typing import Any, Optional
 import solver
 from models import SchedulerConfig
 
-from .bench_target import node_object, pod_object
+from adapters.bench.live_target import node_object, pod_object
 from .cache import BINDING, ClusterCache
-from .kube import NODES, PODS, WATCHED
+from .api_client import NODES, PODS, WATCHED
 from .scheduler import with_hard_budgets
 
 WARM_UP = 20

@@ -17,7 +17,7 @@ from kubernetes import client
 from adapters.apiserver import FakeApiServer
 from adapters.apiserver.resources import GANG_APIS
 from adapters.live import LiveOptions, Scheduler
-from adapters.live.kube import KubeApi, configured_client
+from adapters.live.api_client import KubeApi, configured_client
 from adapters.live.leader import LeaseSettings
 from adapters.live.queue import QueueSettings
 from adapters.live.simulate import final_state_violations

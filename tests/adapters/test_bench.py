@@ -18,10 +18,10 @@ import pytest
 
 from adapters.bench import generate
 from adapters.bench import runner as bench_runner
-from adapters.bench.kube import Factory, PodTemplate
+from adapters.bench.objects import Factory, PodTemplate
 from adapters.bench.report import plot_report, repack_table, report_table
 from adapters.bench.runner import BenchReport, cut_windows, measure, queue_order, run_suite
-from adapters.bench.workloads import Workload, _finish, _Part
+from adapters.bench.workload_kit import Workload, finish
 from adapters.cli import main
 from models import Assignment, Plan, PlanStats, SchedulerConfig, Unschedulable, pod_group_key
 
@@ -51,7 +51,7 @@ def tiny_priorities() -> Workload:
     f.node("node-0", cpu="4", memory="16Gi", zone="bench-1a")
     f.pods(f.replicaset("small", "t"), PodTemplate("small", {"cpu": "1", "memory": "1Gi"}), [None] * 3)
     f.pods(f.replicaset("big", "t"), PodTemplate("big", {"cpu": "4", "memory": "1Gi"}, priority=1000, priority_class="high"), [None])
-    return _finish("tiny", "quick", 0, f, _Part(witness=None), "tiny")
+    return finish("tiny", "quick", 0, f, None, "tiny")
 
 
 # --------------------------------------------------------------------------- the JSON contract

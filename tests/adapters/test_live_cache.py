@@ -11,7 +11,7 @@ import pytest
 
 from adapters.live.cache import BINDING, ClusterCache
 from adapters.live.convert import parse_object
-from adapters.live.kube import (
+from adapters.live.api_client import (
     CORE_PODGROUPS,
     DRA_RESOURCES,
     GANG_RESOURCES,

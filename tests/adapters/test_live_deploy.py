@@ -1,7 +1,7 @@
 """`examples/deploy/`: least-privilege RBAC that matches the code, and a safe Deployment.
 
 The ClusterRole and Role must grant exactly what the scheduler calls, no more and no less,
-checked three ways: (1) the client methods `adapters/live/kube.py` uses are exactly those in
+checked three ways: (1) the client methods `adapters/live/api_client.py` uses are exactly those in
 its `API_CALLS` table; (2) that table agrees with how the API server authorises each method
 (a table kept here, independently); (3) a scenario that makes every kind of call runs against
 the API server with each request recorded and turned into RBAC terms (group, resource,
@@ -23,7 +23,7 @@ import yaml
 
 from adapters.apiserver.api import Request
 from adapters.cli import build_parser
-from adapters.live import dra_writes, kube
+from adapters.live import api_client, dra_writes
 from adapters.snapshot_io import load_config
 from tests.adapters.test_live_dra import claiming, device_class, gpu_claim, gpu_slice
 from tests.adapters.live_harness import (
@@ -86,8 +86,8 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "replace_namespaced_custom_object_status": (("resource.k8s.io", "resourceclaims/status", "update"),
                                                 ("resource.k8s.io", "resourceclaims/binding", "update")),
 }
-# Every client call of the live scheduler: kube.py's, and the claim writes of dra_writes.py.
-API_CALLS = {**kube.API_CALLS, **dra_writes.API_CALLS}
+# Every client call of the live scheduler: api_client.py's, and the claim writes of dra_writes.py.
+API_CALLS = {**api_client.API_CALLS, **dra_writes.API_CALLS}
 API_OBJECTS = {"core", "policy", "scheduling", "custom", "coordination", "storage"}
 
 
@@ -112,10 +112,10 @@ def granted() -> set[Permission]:
 
 
 def called_methods() -> set[str]:
-    """Client methods `kube.py` and `dra_writes.py` reach through their API objects
+    """Client methods `api_client.py` and `dra_writes.py` reach through their API objects
     (self.core.list_node, ...)."""
     found = set()
-    for n in (n for f in ("kube.py", "dra_writes.py") for n in ast.walk(ast.parse((LIVE / f).read_text()))):
+    for n in (n for f in ("api_client.py", "dra_writes.py") for n in ast.walk(ast.parse((LIVE / f).read_text()))):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr in API_OBJECTS \
                 and isinstance(n.value.value, ast.Name) and n.value.value.id == "self":
             found.add(n.attr)
@@ -140,10 +140,10 @@ def test_the_table_says_how_the_api_server_authorises_each_call() -> None:
 def test_every_gang_api_watched_is_in_the_table() -> None:
     """The custom-object lister serves each watched gang resource: each has its permission, and
     nothing else is listed through it."""
-    watched = {(r.group, r.path_plural, "list") for r in kube.WATCHED
-               if r in kube.GANG_RESOURCES or r in kube.DRA_RESOURCES}
+    watched = {(r.group, r.path_plural, "list") for r in api_client.WATCHED
+               if r in api_client.GANG_RESOURCES or r in api_client.DRA_RESOURCES}
     assert watched == set(CLIENT_METHODS["list_cluster_custom_object"])
-    assert all(r.optional for r in kube.GANG_RESOURCES)
+    assert all(r.optional for r in api_client.GANG_RESOURCES)
 
 
 def test_rbac_grants_exactly_what_the_code_calls() -> None:

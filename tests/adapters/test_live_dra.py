@@ -212,7 +212,7 @@ def test_simulate_places_the_gpu_example_with_claims_made_from_templates(capsys:
 
 def _writer(cluster: Cluster) -> Any:
     from adapters.live.dra_writes import ClaimWriter
-    from adapters.live.kube import KubeApi, configured_client
+    from adapters.live.api_client import KubeApi, configured_client
 
     api = KubeApi(configured_client(cluster.server.client_configuration()))
     cluster._apis.append(api)
@@ -261,7 +261,7 @@ def test_release_keeps_an_allocation_another_pod_still_uses(make_cluster: Any) -
 
 def test_the_cache_shows_a_window_s_allocation_until_the_watch_does(make_cluster: Any) -> None:
     from adapters.live.cache import ClusterCache
-    from adapters.live.kube import RESOURCE_CLAIMS
+    from adapters.live.api_client import RESOURCE_CLAIMS
 
     cache = ClusterCache()
     claim = gpu_claim("pending")

@@ -182,7 +182,7 @@ def test_a_released_claim_is_deallocated_on_the_real_server(cluster: Cluster) ->
     the claim written for a pod, then released — reservedFor emptied, the allocation and the
     finalizer gone — every step accepted by kube-apiserver's validation."""
     from adapters.live.dra_writes import FINALIZER, ClaimUse, ClaimWriter
-    from adapters.live.kube import KubeApi, load_api_client
+    from adapters.live.api_client import KubeApi, load_api_client
 
     gpu_node = cluster.node("gpus")
     dra = Dra(cluster)
