@@ -32,11 +32,12 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable, Optional, Protocol
+from typing import Any, Iterable, Optional, Protocol, cast
 
 from pydantic import BaseModel
 
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models.dra import ResourceClaim
 from models.snapshot import SnapshotDelta, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
@@ -280,7 +281,8 @@ class ClusterCache:
             self.listener.volumes_changed(resource.kind)
         elif resource in DRA_RESOURCES:
             if resource is RESOURCE_CLAIMS:
-                self.claims.seen(new.metadata.namespace + "/" + new.metadata.name, new)  # type: ignore[attr-defined]
+                claim = cast(ResourceClaim, new)
+                self.claims.seen(f"{claim.metadata.namespace}/{claim.metadata.name}", claim)
             if self.listener:
                 self.listener.devices_changed(resource.kind)
 
