@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 
 from models import ClusterSnapshot, Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.workloads import CorePodGroup
+from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.objects import NodeSpec, NodeStatus, PodSpec
 
 from .kube import paused_gc
@@ -28,8 +29,14 @@ _KINDS = {
     "PriorityClass": "priority_classes",
     "PodGroup": "pod_groups",
     "Namespace": "namespaces",
+    "DeviceClass": "device_classes",
+    "ResourceSlice": "resource_slices",
+    "ResourceClaim": "resource_claims",
+    "ResourceClaimTemplate": "resource_claim_templates",
 }
-_SIMPLE = {"PodDisruptionBudget": PodDisruptionBudget, "PriorityClass": PriorityClass, "PodGroup": PodGroup, "Namespace": Namespace}
+_SIMPLE = {"PodDisruptionBudget": PodDisruptionBudget, "PriorityClass": PriorityClass, "PodGroup": PodGroup, "Namespace": Namespace,
+           "DeviceClass": DeviceClass, "ResourceSlice": ResourceSlice, "ResourceClaim": ResourceClaim,
+           "ResourceClaimTemplate": ResourceClaimTemplate}
 
 
 def _read_keys(model: type) -> frozenset[str]:
