@@ -34,6 +34,7 @@ class DraHold:
         self.local: dict[int, int] = {}  # node -> changes of its own devices
         self.released = 0  # devices given back
         self._fits: dict[tuple[str, int], tuple[int, int, int, Optional[list[ClaimAllocation]], str]] = {}
+        self._shapes: dict[tuple[str, int], tuple[int, int, int, bool]] = {}  # ``fits`` per claim shape
 
     def copy(self) -> "DraHold":
         return DraHold(self.rules, self.snapshot, self.nodes, self.state.copy(),
@@ -97,6 +98,26 @@ class DraHold:
             found, why = None, str(exc)
         self._fits[key] = (self.wide, local, self.released, found, why)
         return found, why
+
+    def fits(self, pod: Any, node: int) -> bool:
+        """Whether the pod's claims can be allocated on ``node`` now. Pods whose claims are all
+        still to be made from equal templates (``PodInfo.devices_key``) get equal answers in
+        one state, so the answer is kept per such shape too, under the same validity as
+        ``allocation``'s: one pod's search serves its template's other pods."""
+        shape = getattr(pod, "devices_key", "")
+        if not shape:
+            return self.allocation(pod, node)[0] is not None
+        key = (shape, node)
+        hit = self._shapes.get(key)
+        local = self.local.get(node, 0)
+        if hit is not None:
+            if hit[3] and hit[0] == self.wide and hit[1] == local:
+                return True
+            if not hit[3] and hit[2] == self.released and hit[0] == self.wide:
+                return False
+        ok = self.allocation(pod, node)[0] is not None
+        self._shapes[key] = (self.wide, local, self.released, ok)
+        return ok
 
     def add(self, pod: Any, node: int) -> None:
         if not pod.pod.spec.resource_claims:
