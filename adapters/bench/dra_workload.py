@@ -261,3 +261,47 @@ def allocated_claims(claims: dict[str, Any], plan: Any, window: Sequence[Pod], s
                           "reservedFor": [{"resource": "pods", "name": p.metadata.name, "uid": p.metadata.uid or ""}
                                           for p in users]}
         claims[allocation.claim] = ResourceClaim.model_validate(data)
+
+
+def model_sizes(scale: str = "medium", seed: int = 0, pool_scale: int = 10,
+                time_limit: Optional[float] = None) -> dict[str, Any]:
+    """What the CP-SAT model's size follows: the ``dra`` workload's window decided by the cpsat
+    engine as it is and with every node's pool ``pool_scale`` times larger (identical devices,
+    the same pods), with the model's variables, constraints and device kinds of each."""
+    from models import SchedulerConfig
+    from solver import schedule
+    from solver.plugins.dynamic_resources import for_snapshot
+
+    config = SchedulerConfig()
+    if time_limit is not None:
+        config = config.with_overrides(time_limit_seconds=time_limit)
+    out: dict[str, Any] = {}
+    for factor in (1, pool_scale):
+        snapshot = dra(scale, seed, factor).snapshot()
+        plan = schedule(snapshot, config, engine="cpsat")
+        inventory = for_snapshot(snapshot).inventory
+        out[f"x{factor}"] = {"devices": len(inventory.devices), "device_kinds": len(inventory.kinds),
+                             "variables": plan.stats.variables, "constraints": plan.stats.constraints,
+                             "placed": len(plan.assignments), "pods": len(snapshot.pods), "status": plan.stats.status}
+    small, large = out["x1"]["variables"], out[f"x{pool_scale}"]["variables"]
+    out["variables_ratio"] = round(large / small, 3) if small and large else None
+    return out
+
+
+def _main(argv: Optional[list[str]] = None) -> None:
+    """``python -m adapters.bench.dra_workload [--scale S] [--pool-scale K]``: the model's size on
+    the dra workload and on the same pods over a pool K times larger (JSON)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m adapters.bench.dra_workload", description=_main.__doc__)
+    parser.add_argument("--scale", choices=tuple(DRA_NODES), default="medium")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pool-scale", type=int, default=10)
+    parser.add_argument("--time-limit", type=float, default=None)
+    args = parser.parse_args(argv)
+    print(json.dumps(model_sizes(args.scale, args.seed, args.pool_scale, args.time_limit), indent=1))
+
+
+if __name__ == "__main__":
+    _main()
