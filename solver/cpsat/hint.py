@@ -19,7 +19,7 @@ packed into one domain of its key, the tightest that takes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -121,7 +121,7 @@ class _DeviceBook:
             for pc in claims:
                 if not pc.needed:
                     continue
-                chosen: dict[str, tuple[object, int]] = {}
+                chosen: dict[str, tuple[Any, int]] = {}
                 for request in pc.claim.spec.devices.requests:
                     (alt,) = _alternatives(request)
                     fits = [k for k in kinds if rules.candidate(pc.key, alt, k.members[0])]
