@@ -33,6 +33,9 @@ class DraHold:
         self.wide = 0  # devices reachable from several nodes changed, or a shared claim
         self.local: dict[int, int] = {}  # node -> changes of its own devices
         self.released = 0  # devices given back
+        # node -> its own devices given back: a failure there can turn into a success only then
+        # (or when a device reachable from several nodes, or a shared claim, changed: ``wide``)
+        self.freed: dict[int, int] = {}
         self._fits: dict[tuple[str, int], tuple[int, int, int, Optional[list[ClaimAllocation]], str]] = {}
         self._shapes: dict[tuple[str, int], tuple[int, int, int, bool]] = {}  # ``fits`` per claim shape
 
@@ -79,6 +82,8 @@ class DraHold:
                     self.wide += 1
                 else:
                     self.local[node] = self.local.get(node, 0) + 1
+                    if released:
+                        self.freed[node] = self.freed.get(node, 0) + 1
         if released:
             self.released += 1
 
@@ -90,13 +95,13 @@ class DraHold:
         if hit is not None:
             if hit[3] is not None and hit[0] == self.wide and hit[1] == local:
                 return hit[3], hit[4]
-            if hit[3] is None and hit[2] == self.released and hit[0] == self.wide:
+            if hit[3] is None and hit[2] == self.freed.get(node, 0) and hit[0] == self.wide:
                 return None, hit[4]
         try:
             found, why = self.rules.allocate(self.claims_of(pod), self.nodes[node].node, self.state)
         except AllocationError as exc:
             found, why = None, str(exc)
-        self._fits[key] = (self.wide, local, self.released, found, why)
+        self._fits[key] = (self.wide, local, self.freed.get(node, 0), found, why)
         return found, why
 
     def fits(self, pod: Any, node: int) -> bool:
@@ -113,10 +118,10 @@ class DraHold:
         if hit is not None:
             if hit[3] and hit[0] == self.wide and hit[1] == local:
                 return True
-            if not hit[3] and hit[2] == self.released and hit[0] == self.wide:
+            if not hit[3] and hit[2] == self.freed.get(node, 0) and hit[0] == self.wide:
                 return False
         ok = self.allocation(pod, node)[0] is not None
-        self._shapes[key] = (self.wide, local, self.released, ok)
+        self._shapes[key] = (self.wide, local, self.freed.get(node, 0), ok)
         return ok
 
     def add(self, pod: Any, node: int) -> None:
