@@ -21,8 +21,9 @@ class DraHold:
     """Kept current by ``ClusterState.add`` / ``remove``; what the filter asks it is cached per
     pod and node, and stays valid while nothing it read changed: an allocation found on a node
     while no device of that node (nor one reachable from several nodes) was taken or given back,
-    a failure while no device was given back and no claim that several pods share changed (a
-    failure cannot turn into a success by devices being taken)."""
+    a failure while no device of that node was given back, no device reachable from several
+    nodes changed and no claim that several pods share changed (a failure cannot turn into a
+    success by devices being taken, nor by another node's own devices given back)."""
 
     def __init__(self, rules: Rules, snapshot: Any, nodes: list[Any], state: DraState,
                  users: Optional[dict[str, set[str]]] = None, shared: Optional[dict] = None) -> None:
