@@ -69,3 +69,26 @@ def test_gang_members_share_one_nvlink_domain_and_stranded_counts_free_devices_n
     eight = [p for p in pending if p.spec.resource_claims[0].resource_claim_template_name == "gpu-8"]
     figures = dra_figures(snapshot, eight)
     assert figures is not None and figures["stranded"] == 4 * 10 and figures["stranded_nodes"] == 4
+
+
+def test_windows_carry_the_devices_earlier_windows_allocated() -> None:
+    """Cut into windows, each later window is decided on a cluster whose claims hold what the
+    earlier plans allocated: no device is given twice, every bound pod's claim is allocated."""
+    from collections import Counter
+
+    from adapters.bench.runner import cut_windows, queue_order, run_engine
+    from models import SchedulerConfig
+
+    snapshot = dra("quick", 0).snapshot()
+    config = SchedulerConfig().with_overrides(time_limit_seconds=1.0)
+    windows = cut_windows(queue_order(snapshot.pending_pods(config.scheduler_name)), 20)
+    assert len(windows) == 3
+    run = run_engine(snapshot, windows, "greedy", config)
+    assert not run.invalid and len(run.placed) > 20
+    claims = {c.key: c for c in run.final.resource_claims}
+    held = Counter((r.pool, r.device) for c in claims.values() if c.status.allocation is not None
+                   for r in c.status.allocation.devices.results)
+    assert held and max(held.values()) == 1
+    for pod in run.final.bound_pods():
+        for pc in run.final.pod_claims(pod):
+            assert pc.key in claims and claims[pc.key].status.allocation is not None
