@@ -363,6 +363,11 @@ def build_context(
         from .plugins.dynamic_resources import hold_for
 
         state.dra = hold_for(snapshot, nodes)
+        from .plugins.dynamic_resources.encode import template_signature
+
+        for info in window:
+            if info.pod.spec.resource_claims:
+                info.devices_key = template_signature(state.dra, info)
     if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
         state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
 

@@ -122,6 +122,10 @@ class PodInfo:
     waiting_on: str = ""
     # The PersistentVolumeClaims the pod mounts, as namespace/name (``models.storage.pod_claims``).
     claims: tuple[str, ...] = ()
+    # Set by the context builder (``dynamic_resources.template_signature``): what the pod's
+    # ResourceClaims ask for, when every one is still to be made from a template; pods with equal
+    # text ask for equal devices, each for its own claim, and may share a class.
+    devices_key: str = ""
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True) -> "PodInfo":
@@ -223,9 +227,12 @@ class PodInfo:
             self.group if with_group else None,
             self.images,
             self.containers,
-            # A pod with ResourceClaims is a class of its own: its claims are its own devices
-            # (two pods of one template make two claims, which may be allocated differently).
-            self.key if spec.resource_claims else None,
+            # A pod with ResourceClaims is a class of its own — its claims are its own devices,
+            # two pods of one template make two claims, which may be allocated differently —
+            # unless its claims are all still to be made from templates that count devices by
+            # kind (``devices_key``): then each pod of the class takes the same number of devices
+            # per request, and the model counts them per class (``dynamic_resources.encode``).
+            (self.devices_key or self.key) if spec.resource_claims else None,
             self.claims,
         )
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from models import ClusterSnapshot, Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.workloads import CorePodGroup
+from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.objects import NodeSpec, NodeStatus, PodSpec
 
 from .objects import paused_gc
@@ -30,8 +31,14 @@ _KINDS = {
     "PriorityClass": "priority_classes",
     "PodGroup": "pod_groups",
     "Namespace": "namespaces",
+    "DeviceClass": "device_classes",
+    "ResourceSlice": "resource_slices",
+    "ResourceClaim": "resource_claims",
+    "ResourceClaimTemplate": "resource_claim_templates",
 }
-_SIMPLE: dict[str, type[BaseModel]] = {"PodDisruptionBudget": PodDisruptionBudget, "PriorityClass": PriorityClass, "PodGroup": PodGroup, "Namespace": Namespace}
+_SIMPLE: dict[str, type[BaseModel]] = {"PodDisruptionBudget": PodDisruptionBudget, "PriorityClass": PriorityClass, "PodGroup": PodGroup, "Namespace": Namespace,
+                                      "DeviceClass": DeviceClass, "ResourceSlice": ResourceSlice, "ResourceClaim": ResourceClaim,
+                                      "ResourceClaimTemplate": ResourceClaimTemplate}
 
 
 def _read_keys(model: type[BaseModel]) -> frozenset[str]:

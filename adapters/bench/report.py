@@ -164,6 +164,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
     )
 
     lines += _gang_table(report)
+    lines += _dra_table(report)
 
     compared = [w for w in report.workloads if w.ratios()]
     if compared:
@@ -223,6 +224,27 @@ def _gang_table(report: BenchReport) -> list[str]:
         "GANGS (placed: whole gangs; spans: mean domains per placed gang, per topology key; fragmented: "
         "partly used domains no waiting gang of that key fits in, of those partly used (all domains))",
         *_table(("WORKLOAD", "ENGINE", "GANGS PLACED", "PODS", "SPANS", "FRAGMENTED"), rows, numeric={2, 3}),
+    ]
+
+
+def _dra_table(report: BenchReport) -> list[str]:
+    """Workloads with devices (DRA): devices in use, free, and stranded — free on nodes where no
+    waiting pod's claims can be allocated (``dra_workload.dra_figures``)."""
+    rows = []
+    for w in report.workloads:
+        for k, (engine, result) in enumerate(w.results.items()):
+            d = result.dra
+            if d is None:
+                continue
+            rows.append((w.name if k == 0 else "", engine, _num(d["devices"]), _num(d["used"]), _num(d["free"]),
+                         _num(d["stranded"]), _num(d["stranded_nodes"]), _num(d["waiting_pods"])))
+    if not rows:
+        return []
+    return [
+        "",
+        "DEVICES (DRA; stranded: free devices on nodes where no waiting pod's claims can be allocated)",
+        *_table(("WORKLOAD", "ENGINE", "DEVICES", "USED", "FREE", "STRANDED", "ON NODES", "WAITING PODS"), rows,
+                numeric={2, 3, 4, 5, 6, 7}),
     ]
 
 

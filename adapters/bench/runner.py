@@ -65,6 +65,7 @@ from . import memory
 from .bounds import max_placeable_bound, min_nodes_bound
 from .defaults import DEFAULT_TIME_LIMITS as DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE as DEFAULT_WINDOW_SIZE
 from .gangs import gang_figures
+from .dra_workload import dra_figures
 from .workloads import REAL_SHAPED, SCALE_TARGETS, WORKLOADS, Workload, generate
 
 ENGINES = ("cpsat", "greedy")
@@ -137,6 +138,7 @@ class _Cluster:
     def __init__(self, base: ClusterSnapshot, pending: set[str]) -> None:
         self.base = base
         self.pods: dict[str, Pod] = {p.key: p for p in base.pods if p.key not in pending}
+        self.claims: dict[str, Any] = {c.key: c for c in base.resource_claims}  # allocations of earlier windows added
 
     def snapshot(self, window: Sequence[Pod] = ()) -> ClusterSnapshot:
         # The constructor, not ``build``: priorities are resolved already, names already unique.
@@ -151,10 +153,19 @@ class _Cluster:
             pvcs=self.base.pvcs,
             storage_classes=self.base.storage_classes,
             csi_nodes=self.base.csi_nodes,
+            device_classes=self.base.device_classes,
+            resource_slices=self.base.resource_slices,
+            resource_claims=tuple(self.claims.values()),
+            resource_claim_templates=self.base.resource_claim_templates,
         )
 
-    def apply(self, plan: Plan, window: Sequence[Pod]) -> None:
-        """Victims leave, placed window pods run where the plan put them."""
+    def apply(self, plan: Plan, window: Sequence[Pod], snapshot: Optional[ClusterSnapshot] = None) -> None:
+        """Victims leave, placed window pods run where the plan put them (with the devices the
+        plan allocates their claims)."""
+        if snapshot is not None and plan.allocations:
+            from .dra_workload import allocated_claims
+
+            allocated_claims(self.claims, plan, window, snapshot)
         for victim in plan.preemptions:
             self.pods.pop(victim.pod, None)
         by_key = {p.key: p for p in window}
@@ -277,7 +288,7 @@ def run_engine(
                                     validate_s))
         placed += [a.pod for a in plan.assignments]
         victims += len(plan.preemptions)
-        cluster.apply(plan, window)
+        cluster.apply(plan, window, snapshot)
     return EngineRun(engine, records, cluster.snapshot(), placed, victims)
 
 
@@ -384,6 +395,7 @@ class EngineResult:
     spread: tuple[Optional[int], int] = (None, 0)
     greedy_decision_s: Optional[float] = None  # the greedy engine's own time, for the cpsat split
     gangs: Optional[dict[str, Any]] = None  # ``gangs.gang_figures`` of the first run, when pods are in gangs
+    dra: Optional[dict[str, Any]] = None  # ``dra_workload.dra_figures`` of the first run, when there are devices
 
     @property
     def first(self) -> EngineRun:
@@ -477,6 +489,8 @@ class EngineResult:
             out["model_from_log"] = True
         if self.gangs is not None:
             out["gangs"] = self.gangs
+        if self.dra is not None:
+            out["dra"] = self.dra
         if len(self.runs) > 1:
             out["placed_per_repeat"] = [len(run.placed) for run in self.runs]
         return out
@@ -617,6 +631,7 @@ def measure(
         result = EngineResult(engine, runs[engine], len(pending), weights, priority_of)
         result.spread = spread_skew(result.first.final, pending, config)
         result.gangs = gang_figures(result.first.final, pending)
+        result.dra = dra_figures(result.first.final, pending)
         results[engine] = result
     if "cpsat" in results and "greedy" in results:
         results["cpsat"].greedy_decision_s = sum(r.decision_s for r in runs["greedy"]) / repeat

@@ -50,7 +50,14 @@ WORKLOADS: dict[str, Callable[..., Workload]] = {
 }
 SCALE_TARGETS: dict[str, Callable[..., Workload]] = {"scale-3k": scale_3k, "scale-10k": scale_10k}
 # Real-shaped clusters, sized by --scale, outside the default suite (a medium one is 50,000 pods).
-REAL_SHAPED: dict[str, Callable[..., Workload]] = {"realistic": realistic}
+def _dra(scale: str = "quick", seed: int = 0) -> Workload:
+    """GPUs as DRA devices in NVLink domains (``dra_workload.dra``)."""
+    from .dra_workload import dra
+
+    return dra(scale, seed)
+
+
+REAL_SHAPED: dict[str, Callable[..., Workload]] = {"realistic": realistic, "dra": _dra}
 # The command line lists the names from defaults.py without loading this module.
 assert tuple(WORKLOADS) == WORKLOAD_NAMES and tuple(SCALE_TARGETS) == SCALE_TARGET_NAMES, "update defaults.py"
 assert tuple(REAL_SHAPED) == REAL_SHAPED_NAMES, "update defaults.py"
