@@ -220,11 +220,13 @@ class _Deciding:
         static = static if static is not None else StaticFilters(self.ctx.nodes, self.ctx.window)
         if result is None:
             result = self._greedy(static)
+        stats: dict[str, Any]
         if error:  # as the engine greedy decided it: the model never gave an answer
             stats = dict(engine="greedy", status="GREEDY", plan_from="greedy", plan_reason=reason)
         else:
-            stats = dict(base or {}, engine=engine, status="FALLBACK", fallback=True, fallback_reason=reason,
-                         plan_from="greedy", plan_reason=reason)
+            stats = dict(base) if base is not None else {}
+            stats.update(engine=engine, status="FALLBACK", fallback=True, fallback_reason=reason, plan_from="greedy",
+                         plan_reason=reason)
         return self._checked(self._greedy_plan(result, static, stats), PlanSource.FALLBACK, reason)
 
     def _from_outcome(self, outcome: CpsatOutcome) -> Decision:
