@@ -134,7 +134,11 @@ def decide(request: ScheduleRequest) -> Decision:
 
 
 class _Deciding:
-    """One ``decide`` call: the context built once, each plan validated once."""
+    """One ``decide`` call: the context built once, each plan validated once. A plan that needs
+    nothing more of the context lets it go before the validator builds its own (two windows'
+    worth of state alive at once survive the collector's young generations, and cost a full
+    collection every few hundred windows); one that may still need it (the model's, greedy's
+    being the fallback) keeps it."""
 
     def __init__(self, request: ScheduleRequest) -> None:
         self.request = request
@@ -145,32 +149,41 @@ class _Deciding:
         self.greedy_runs = 0
         self.validations = 0
         self.solver_ran = False
+        self._ctx: Optional[SchedulingContext] = None
+        self._outcome: Optional[CpsatOutcome] = None
+
+    @property
+    def ctx(self) -> SchedulingContext:
+        """The window's context (built again from the memory if it was let go)."""
+        if self._ctx is None:
+            request = self.request
+            self._ctx = build_context(request.snapshot, self.config, all_pending=request.all_pending,
+                                      window_keys=self.keys, memory=self.memory)
+        return self._ctx
 
     def run(self) -> Decision:
         request, config = self.request, self.config
         self.start = time.monotonic()
         # A snapshot or window past config.limits is refused before anything is built for it.
         check_snapshot(request.snapshot, config, all_pending=request.all_pending, window_keys=self.keys)
-        ctx = self.ctx = build_context(request.snapshot, config, all_pending=request.all_pending,
-                                       window_keys=self.keys, memory=self.memory)
+        ctx = self.ctx
         progress.stage(f"{len(ctx.window)} pending pod(s) in {len(ctx.classes)} class(es), {len(ctx.nodes)} node(s)")
+        del ctx
         if request.engine == "greedy":
-            progress.stage("greedy scheduleOne")
-            static = StaticFilters(ctx.nodes, ctx.window)
-            cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
-            with interrupt.stoppable(cancel=cancel):
-                result = self._greedy(static, cancel=cancel)
-            interrupt.check()
-            plan = self._greedy_plan(result, static, dict(engine="greedy", status="GREEDY", plan_from="greedy",
-                                                         plan_reason="--engine greedy"))
+            plan = self._greedy_engine()
+            self._ctx = None
             return self._checked(plan, PlanSource.GREEDY)
         if request.greedy_first:
             decision = self._greedy_whole()
             if decision is not None:
                 return decision
+        return self._solve()
+
+    def _solve(self) -> Decision:
+        request = self.request
         self.solver_ran = True
         try:
-            outcome = solve_window(ctx)
+            self._outcome = solve_window(self.ctx)
         except ModelInvalidError as exc:
             # CP-SAT refused the model (e.g. quantities near 2**62 whose sums could overflow int64):
             # an encoding's limit, not the user's error. The decision is still due: greedy's plan.
@@ -183,9 +196,20 @@ class _Deciding:
             progress.stage(f"the solver failed ({type(exc).__name__}); greedy scheduleOne decides")
             return self._fallback(f"the solver failed: {type(exc).__name__}: {str(exc)[:200]}", engine="greedy",
                                   error=True)
-        return self._from_outcome(outcome)
+        return self._from_outcome()
 
     # -- the plans ---------------------------------------------------------------------------
+
+    def _greedy_engine(self) -> Plan:
+        progress.stage("greedy scheduleOne")
+        ctx = self.ctx
+        static = StaticFilters(ctx.nodes, ctx.window)
+        cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
+        with interrupt.stoppable(cancel=cancel):
+            result = self._greedy(static, cancel=cancel)
+        interrupt.check()
+        return self._greedy_plan(result, static, dict(engine="greedy", status="GREEDY", plan_from="greedy",
+                                                     plan_reason="--engine greedy"))
 
     def _greedy(self, static: StaticFilters, **kw: Any) -> GreedyResult:
         self.greedy_runs += 1
@@ -198,6 +222,17 @@ class _Deciding:
     def _greedy_whole(self) -> Optional[Decision]:
         """Greedy's plan when it places every pod of the window without preempting, else None
         (the model decides; greedy runs again beside it, on a state of its own)."""
+        plan = self._greedy_whole_plan()
+        if plan is None:
+            return None
+        self._ctx = None  # built again only if the validator refuses the plan
+        problems = self._validate(plan)
+        if problems:
+            self.rejected.append(Rejected(PlanSource.GREEDY, tuple(problems)))
+            return None
+        return self._decision(plan, PlanSource.GREEDY, ())
+
+    def _greedy_whole_plan(self) -> Optional[Plan]:
         ctx = self.ctx
         static = StaticFilters(ctx.nodes, ctx.window)
         result = self._greedy(static)
@@ -205,13 +240,7 @@ class _Deciding:
             return None
         plan = self._greedy_plan(result, static, dict(engine="greedy", status="GREEDY", plan_from="greedy",
                                                      plan_reason=REASON_GREEDY_WHOLE))
-        if plan.gated:
-            return None
-        problems = self._validate(plan)
-        if problems:
-            self.rejected.append(Rejected(PlanSource.GREEDY, tuple(problems)))
-            return None
-        return self._decision(plan, PlanSource.GREEDY, ())
+        return None if plan.gated else plan
 
     def _fallback(self, reason: str, *, engine: str, error: bool = False,
                   result: Optional[GreedyResult] = None, static: Optional[StaticFilters] = None,
@@ -229,7 +258,9 @@ class _Deciding:
                          plan_reason=reason)
         return self._checked(self._greedy_plan(result, static, stats), PlanSource.FALLBACK, reason)
 
-    def _from_outcome(self, outcome: CpsatOutcome) -> Decision:
+    def _from_outcome(self) -> Decision:
+        outcome = self._outcome
+        assert outcome is not None
         ctx = self.ctx
         greedy, sol = outcome.greedy, outcome.solution
         if greedy is not None:
@@ -249,8 +280,10 @@ class _Deciding:
             if sol is not None:
                 stats.update(_solver_stats(sol))
             assert greedy is not None  # only a plan the solver chose comes without greedy's
-            return self._checked(self._greedy_plan(greedy, outcome.static, stats), source,
-                                 reason if source is PlanSource.FALLBACK else None)
+            plan = self._greedy_plan(greedy, outcome.static, stats)
+            del ctx, greedy, sol, outcome  # nothing more is needed of them
+            self._ctx = self._outcome = None
+            return self._checked(plan, source, reason if source is PlanSource.FALLBACK else None)
         stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
                      plan_reason=outcome.chosen_because, **_solver_stats(sol))
         if sol.objective is not None and sol.bound is not None:

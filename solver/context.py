@@ -226,6 +226,7 @@ def _update(last: _Assumed, snapshot: ClusterSnapshot, specs: SpecMemo) -> Optio
     updated = _bring_up_to_date(last, snapshot, changed, lambda key: current.get(key), ns_labels, specs)
     if updated is None:
         return None
+    updated.state.keep_vectors_of(updated.placed)  # window pods of earlier contexts are not known here
     position = snapshot.pod_position
     keys = list(updated.placed)
     if any(position[a] > position[b] for a, b in zip(keys, keys[1:])):
@@ -242,8 +243,13 @@ def _apply_delta(last: _Assumed, snapshot: ClusterSnapshot, keys: frozenset[str]
         index = position.get(key)
         return pods[index] if index is not None and holds_node(pods[index]) else None
 
-    return _bring_up_to_date(last, snapshot, sorted(keys, key=lambda k: position.get(k, -1)), bound,
-                             snapshot.namespace_labels, specs)
+    updated = _bring_up_to_date(last, snapshot, sorted(keys, key=lambda k: position.get(k, -1)), bound,
+                                snapshot.namespace_labels, specs)
+    if updated is not None:
+        # Earlier contexts cached their window pods' vectors in the state's dict (shared with
+        # their copies): each such pod is among these keys, so this leaves no pod gone since.
+        updated.state.forget_vectors(key for key in keys if key not in updated.placed)
+    return updated
 
 
 def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[str],

@@ -145,6 +145,18 @@ class ClusterState:
         self._vectors[pod.key] = (pod.requests, vec)
         return vec
 
+    def forget_vectors(self, keys: Iterable[str]) -> None:
+        """Drop the request vectors cached for these pod keys (pods gone from the cluster), so
+        a state kept window after window does not hold every pod it ever saw."""
+        vectors = self._vectors
+        for key in keys:
+            vectors.pop(key, None)
+
+    def keep_vectors_of(self, keys: Iterable[str]) -> None:
+        """Keep only the vectors cached for these pod keys (copies made before keep theirs)."""
+        vectors = self._vectors
+        self._vectors = {key: hit for key in keys if (hit := vectors.get(key)) is not None}
+
     # -- membership --------------------------------------------------------------------------
 
     def add(self, pod: PodInfo, node: int) -> None:
