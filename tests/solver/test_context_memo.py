@@ -120,6 +120,8 @@ def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, told:
         assert _reading(decided) == _reading(fresh), f"seed {seed} step {step}"
         assert _reading(replayed) == _reading(fresh), f"seed {seed} step {step}"
         assert decided.state is not replayed.state  # each context owns its state
+        # The kept state holds request vectors of this snapshot's pods only: none of a pod gone.
+        assert set(memory.assumed.state._vectors) <= {p.key for p in snapshot.pods}, f"seed {seed} step {step}"
         for _ in range(rng.randint(0, 6)):
             change = rng.random()
             keys = sorted(pods)
