@@ -10,9 +10,10 @@ order (higher priority first, then older, then by name — kube-scheduler's Prio
 * window *k* is decided against the cluster the earlier windows left: their placed pods are bound
   where the plan put them, their victims are gone, and pods they left out stay out (each pod is
   considered in exactly one window, by both engines alike);
-* the decision time of a window is the wall clock around ``solver.schedule`` — everything a
-  caller waits for, including the solver's own safety checks — and nothing else: parsing,
-  applying the plan and this module's validation are not counted;
+* the decision time of a window is the wall clock around one ``solver.decide`` call —
+  everything a caller waits for, including the solver's own safety checks and its validation of
+  the plan — and nothing else: parsing, applying the plan and this module's own validation are
+  not counted; the run's ``SolverMemory`` carries the kept state from window to window;
 * every plan is checked by ``solver.validate`` against the snapshot it was decided on; a plan
   that fails is recorded with its violations and fails the run.
 
