@@ -169,3 +169,19 @@ def test_the_old_form_returns_the_decisions_plan() -> None:
     old = solver.schedule(snapshot, CONFIG, engine="greedy")
     new = decide(ScheduleRequest(snapshot, CONFIG, engine="greedy")).plan
     assert old.assignments == new.assignments and old.unschedulable == new.unschedulable
+
+
+def test_all_pending_is_passed_on_not_guessed() -> None:
+    """With ``all_pending`` the gated pods of every scheduler are named, though no pod of
+    another scheduler is in the window (the flag was once guessed from the window's pods)."""
+    from models.objects import PodSchedulingGate
+
+    ours = make_pod("default/ours", cpu="100m")
+    theirs = make_pod("default/theirs", cpu="100m", scheduler="default-scheduler")
+    theirs = theirs.model_copy(update={"spec": theirs.spec.model_copy(
+        update={"scheduling_gates": [PodSchedulingGate(name="example.com/quota")]})})
+    snapshot = make_snapshot([make_node("n1")], [ours, theirs])
+    every = decide(ScheduleRequest(snapshot, CONFIG, engine="greedy", all_pending=True))
+    assert [g.pod for g in every.plan.gated] == ["default/theirs"] and every.validated
+    only_ours = decide(ScheduleRequest(snapshot, CONFIG, engine="greedy"))
+    assert only_ours.plan.gated == () and only_ours.validated
