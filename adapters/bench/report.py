@@ -129,7 +129,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
         numeric={1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13},
     )
 
-    lines += ["", "TIME (decision = wall clock around one schedule() call per window; model size: largest window; "
+    lines += ["", "TIME (decision = wall clock around one decide() call per window, its validation included; model size: largest window; "
               "peak RSS: the process's resident-memory high-water mark while the workload ran, both engines)"]
     rows = []
     for w in report.workloads:

@@ -10,9 +10,10 @@ order (higher priority first, then older, then by name — kube-scheduler's Prio
 * window *k* is decided against the cluster the earlier windows left: their placed pods are bound
   where the plan put them, their victims are gone, and pods they left out stay out (each pod is
   considered in exactly one window, by both engines alike);
-* the decision time of a window is the wall clock around ``solver.schedule`` — everything a
-  caller waits for, including the solver's own safety checks — and nothing else: parsing,
-  applying the plan and this module's validation are not counted;
+* the decision time of a window is the wall clock around one ``solver.decide`` call —
+  everything a caller waits for, including the solver's own safety checks and its validation of
+  the plan — and nothing else: parsing, applying the plan and this module's own validation are
+  not counted; the run's ``SolverMemory`` carries the kept state from window to window;
 * every plan is checked by ``solver.validate`` against the snapshot it was decided on; a plan
   that fails is recorded with its violations and fails the run.
 
@@ -78,21 +79,23 @@ TARGET_TIME_LIMITS = {"scale-3k": 15.0, "scale-10k": 10.0}
 VIOLATIONS_KEPT = 5
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-ScheduleFn = Callable[[ClusterSnapshot, SchedulerConfig, str], Plan]
-ValidateFn = Callable[[ClusterSnapshot, Plan, SchedulerConfig], list[str]]
+# (snapshot, config, engine, *, memory): ``memory`` is the run's ``solver.SolverMemory``, what the
+# solver keeps from one window to the next (a replacement may ignore it).
+ScheduleFn = Callable[..., Plan]
+ValidateFn = Callable[..., list[str]]
 ProgressFn = Callable[[str], None]
 
 
-def _schedule(snapshot: ClusterSnapshot, config: SchedulerConfig, engine: str) -> Plan:
-    from solver import schedule
+def _schedule(snapshot: ClusterSnapshot, config: SchedulerConfig, engine: str, *, memory: Any = None) -> Plan:
+    from solver import ScheduleRequest, decide
 
-    return schedule(snapshot, config, engine=engine)
+    return decide(ScheduleRequest(snapshot, config, engine=engine, memory=memory)).plan
 
 
-def _validate(snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig) -> list[str]:
+def _validate(snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig, *, memory: Any = None) -> list[str]:
     from solver import validate
 
-    return validate(snapshot, plan, config)
+    return validate(snapshot, plan, config, memory=memory)
 
 
 # --------------------------------------------------------------------------- windows
@@ -265,6 +268,9 @@ def run_engine(
     # Looked up at call time: the module functions are the seam tests replace.
     schedule_fn = schedule_fn or _schedule
     validate_fn = validate_fn or _validate
+    from solver import SolverMemory
+
+    memory = SolverMemory()  # the run's: each window's state brought up to date from the last
     # Every pod waiting for us starts outside the cluster; each enters with its window.
     cluster = _Cluster(base, {p.key for p in base.pending_pods(config.scheduler_name)} | {p.key for w in windows for p in w})
     records: list[WindowRecord] = []
@@ -277,12 +283,12 @@ def run_engine(
         try:
             with _capture_solver_log() as log:
                 start = time.perf_counter()
-                plan = schedule_fn(snapshot, config, engine)
+                plan = schedule_fn(snapshot, config, engine, memory=memory)
                 seconds = time.perf_counter() - start
         finally:
             gc.unfreeze()
         checked = time.perf_counter()
-        violations = list(validate_fn(snapshot, plan, config))
+        violations = list(validate_fn(snapshot, plan, config, memory=memory))
         validate_s = time.perf_counter() - checked
         records.append(WindowRecord(len(window), seconds, plan, violations, log.figures if engine == "cpsat" else {},
                                     validate_s))

@@ -165,14 +165,14 @@ def test_each_window_is_decided_on_the_state_the_earlier_ones_left() -> None:
 # --------------------------------------------------------------------------- failures are loud
 
 
-def _crowd_the_first_node(snapshot, config, engine) -> Plan:
+def _crowd_the_first_node(snapshot, config, engine, **_) -> Plan:
     """An invalid plan: every pending pod on the first node."""
     node = snapshot.nodes[0].metadata.name
     pods = snapshot.pending_pods(config.scheduler_name)
     return Plan(assignments=tuple(Assignment(pod=p.key, node=node) for p in pods), stats=PlanStats(engine=engine, status="BROKEN"))
 
 
-def _cpsat_places_nothing(snapshot, config, engine) -> Plan:
+def _cpsat_places_nothing(snapshot, config, engine, **_) -> Plan:
     """A valid plan that places nothing, from cpsat only; greedy is the real one."""
     if engine == "greedy":
         return bench_runner._schedule(snapshot, config, engine)
@@ -235,8 +235,8 @@ def test_invalid_plan_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: p
 def test_below_greedy_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     real = bench_runner._schedule
 
-    def cpsat_empty(snapshot, config, engine):
-        return _cpsat_places_nothing(snapshot, config, engine) if engine == "cpsat" else real(snapshot, config, engine)
+    def cpsat_empty(snapshot, config, engine, **kw):
+        return _cpsat_places_nothing(snapshot, config, engine) if engine == "cpsat" else real(snapshot, config, engine, **kw)
 
     monkeypatch.setattr(bench_runner, "_schedule", cpsat_empty)
     code, out, _ = run(capsys, "-w", "basic", "--time-limit", "1", "-o", "json")
