@@ -109,7 +109,7 @@ class ClusterSource:
 def read_cluster(args: argparse.Namespace) -> ClusterSource:
     """Every kind in KINDS listed from the cluster of args' kubeconfig/context/in-cluster.
     Refusals, unreachable servers and bad credentials are input errors naming the cluster."""
-    from adapters.live.kube import load_api_client
+    from adapters.live.api_client import load_api_client
 
     in_cluster = bool(getattr(args, "in_cluster", False))
     where = "in-cluster service account" if in_cluster else (args.kubeconfig or os.environ.get("KUBECONFIG")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -41,7 +42,7 @@ def plan_table(plan: Plan) -> str:
     nodes = len(by_node)
     lines.append(f"ASSIGNED: {_count(len(plan.assignments), 'pod')} on {_count(nodes, 'node')}")
     if by_node:
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for node in sorted(by_node):
             for i, pod in enumerate(sorted(by_node[node])):
                 rows.append((node if i == 0 else "", pod))
@@ -119,7 +120,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Left-aligned columns, indented two spaces; the last column is never padded."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header) - 1)]
     out = []

@@ -20,7 +20,7 @@ from typing import Any, Optional
 from kubernetes import client
 
 from adapters.live.errors import KubeError, NotFound, TooManyRequests
-from adapters.live.kube import KubeApi, call_client
+from adapters.live.api_client import KubeApi, call_client
 from solver.repack.runbook import Action
 
 # How long one replacement may take to be scheduled, started and Ready.

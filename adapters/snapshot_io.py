@@ -30,6 +30,7 @@ from typing import IO, Any, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 from yaml import events as ev
 from yaml.nodes import ScalarNode
 
@@ -305,7 +306,8 @@ class _Objects:
             self.take(position, item, item_kind, order)
 
     def loaded(self, label: str) -> LoadedSnapshot:
-        objects = {kind: [obj for _, obj in sorted(entries, key=lambda e: e[0])] for kind, entries in self.by_kind.items()}
+        objects: dict[str, list[Any]] = {kind: [obj for _, obj in sorted(entries, key=lambda e: e[0])]
+                                         for kind, entries in self.by_kind.items()}  # each kind's own model
         snapshot = ClusterSnapshot.build(
             nodes=objects["Node"],
             pods=objects["Pod"],
@@ -768,7 +770,9 @@ def _items(documents: list[Any], label: str):
     own label for a single top-level object.
     """
     several = len(documents) > 1
-    pending = [(f"documents[{i}]" if several else label, doc, None) for i, doc in enumerate(documents)]
+    # (position, object, the kind its List gives it)
+    pending: list[tuple[str, Any, Optional[str]]] = [
+        (f"documents[{i}]" if several else label, doc, None) for i, doc in enumerate(documents)]
     pending.reverse()
     while pending:
         position, obj, inferred_kind = pending.pop()
@@ -807,7 +811,9 @@ def _group(api_version: Any) -> Optional[str]:
 
 def _object_name(spec: _Kind, item: dict, position: str) -> str:
     meta = item.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict):
+        return position
+    name = meta.get("name")
     if not isinstance(name, str) or not name:
         return position
     if not spec.namespaced:
@@ -912,7 +918,7 @@ def _json_path(loc: tuple, data: Any, error_type: str) -> str:
 _PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
-def _problem(error: dict) -> str:
+def _problem(error: ErrorDetails) -> str:
     kind = error["type"]
     value = error.get("input")
     ctx = error.get("ctx") or {}

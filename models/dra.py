@@ -432,7 +432,7 @@ class PodClaim(K8sModel):
 
 
 def resolve_pod_claims(pod: Any, claims: dict[str, ResourceClaim],
-                       templates: dict[str, ResourceClaimTemplate]) -> list[PodClaim]:
+                       templates: dict[str, ResourceClaimTemplate], *, from_templates: bool = True) -> list[PodClaim]:
     """The claims of ``pod`` (a ``models.Pod``), in ``spec.resourceClaims`` order.
 
     A template entry is read, in this order: (1) ``status.resourceClaimStatuses`` names the
@@ -440,7 +440,8 @@ def resolve_pod_claims(pod: Any, claims: dict[str, ResourceClaim],
     (owner reference with ``controller: true`` naming it) and annotated
     ``resource.kubernetes.io/pod-claim-name: <entry>``, as the resourceclaim controller looks
     for it; (3) else the template, made into a claim named ``template_claim_name`` — the
-    controller's name less its random suffix — with ``from_template`` set."""
+    controller's name less its random suffix — with ``from_template`` set; without
+    ``from_templates`` (the live scheduler), the pod waits for the controller to make it."""
     ns = pod.metadata.namespace
     statuses = {s.name: s for s in pod.status.resource_claim_statuses}
     out: list[PodClaim] = []
@@ -466,6 +467,11 @@ def resolve_pod_claims(pod: Any, claims: dict[str, ResourceClaim],
             out.append(PodClaim(name=entry.name, key=owned.key, claim=owned))
             continue
         tkey = f"{ns}/{entry.resource_claim_template_name}"
+        if not from_templates:
+            out.append(PodClaim(name=entry.name, waiting=f'pod "{pod.metadata.namespace}/{pod.metadata.name}": '
+                                f'ResourceClaim not created yet (entry "{entry.name}", from resourceclaimtemplate '
+                                f'{tkey}; made by kube-controller-manager\'s resourceclaim controller)'))
+            continue
         template = templates.get(tkey)
         if template is None:
             out.append(PodClaim(name=entry.name, waiting=f"resourceclaimtemplate {tkey} does not exist"))

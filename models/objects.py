@@ -28,6 +28,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from .labels import check_values_fit_operator, requirement_matches, selector_matches
 from .quantity import QuantityError, parse_quantity, to_units
 
 
@@ -223,10 +224,7 @@ class LabelSelectorRequirement(K8sModel):
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> "LabelSelectorRequirement":
-        if self.operator in ("In", "NotIn") and not self.values:
-            raise ValueError(f"operator {self.operator} needs at least one value")
-        if self.operator in ("Exists", "DoesNotExist") and self.values:
-            raise ValueError(f"operator {self.operator} takes no values")
+        check_values_fit_operator(self.operator, self.values)
         return self
 
 
@@ -237,39 +235,14 @@ class LabelSelector(K8sModel):
     match_expressions: ListOf[LabelSelectorRequirement] = []
 
     def matches(self, labels: dict[str, str]) -> bool:
-        for key, value in self.match_labels.items():
-            if labels.get(key) != value:
-                return False
-        for req in self.match_expressions:
-            present = req.key in labels
-            if req.operator == "In":
-                if not present or labels[req.key] not in req.values:
-                    return False
-            elif req.operator == "NotIn":
-                if present and labels[req.key] in req.values:
-                    return False
-            elif req.operator == "Exists":
-                if not present:
-                    return False
-            elif present:  # DoesNotExist
-                return False
-        return True
+        requirements = ((r.key, r.operator, r.values) for r in self.match_expressions)
+        return selector_matches(self.match_labels.items(), requirements, labels)
 
     def is_empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
 
 
 NodeOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
-
-
-def _parse_int64(text: str) -> Optional[int]:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        return None
-    if not text.strip() or text != text.strip() or "_" in text:
-        return None
-    return value if -(2**63) <= value < 2**63 else None
 
 
 class NodeSelectorRequirement(K8sModel):
@@ -279,33 +252,11 @@ class NodeSelectorRequirement(K8sModel):
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> "NodeSelectorRequirement":
-        if self.operator in ("In", "NotIn") and not self.values:
-            raise ValueError(f"operator {self.operator} needs at least one value")
-        if self.operator in ("Exists", "DoesNotExist") and self.values:
-            raise ValueError(f"operator {self.operator} takes no values")
-        if self.operator in ("Gt", "Lt"):
-            if len(self.values) != 1 or _parse_int64(self.values[0]) is None:
-                raise ValueError(f"operator {self.operator} needs exactly one integer value")
+        check_values_fit_operator(self.operator, self.values)
         return self
 
     def matches(self, labels: dict[str, str]) -> bool:
-        present = self.key in labels
-        op = self.operator
-        if op == "In":
-            return present and labels[self.key] in self.values
-        if op == "NotIn":
-            return not present or labels[self.key] not in self.values
-        if op == "Exists":
-            return present
-        if op == "DoesNotExist":
-            return not present
-        if not present:
-            return False
-        have = _parse_int64(labels[self.key])
-        want = _parse_int64(self.values[0])
-        if have is None or want is None:
-            return False
-        return have > want if op == "Gt" else have < want
+        return requirement_matches(labels, self.key, self.operator, self.values)
 
 
 class NodeSelectorFieldRequirement(K8sModel):
@@ -388,20 +339,6 @@ class Taint(K8sModel):
     effect: TaintEffect
 
 
-class _TolerationLike(Protocol):
-    @property
-    def key(self) -> str: ...
-
-    @property
-    def operator(self) -> str: ...
-
-    @property
-    def value(self) -> str: ...
-
-    @property
-    def effect(self) -> str: ...
-
-
 class _TaintLike(Protocol):
     @property
     def key(self) -> str: ...
@@ -411,6 +348,13 @@ class _TaintLike(Protocol):
 
     @property
     def effect(self) -> str: ...
+
+
+class _TolerationLike(_TaintLike, Protocol):
+    """A taint's key, value and effect, and how the value is compared."""
+
+    @property
+    def operator(self) -> str: ...
 
 
 def toleration_matches(toleration: _TolerationLike, taint: _TaintLike) -> bool:

@@ -60,6 +60,11 @@ class ClusterSnapshot(BaseModel):
     resource_slices: tuple[ResourceSlice, ...] = ()
     resource_claims: tuple[ResourceClaim, ...] = ()
     resource_claim_templates: tuple[ResourceClaimTemplate, ...] = ()
+    # Whether a pod's template entry that names no claim yet is read as the claim the template
+    # would make (a dump taken before the controller made it), or waits for kube-controller-
+    # manager's resourceclaim controller to make it (the live scheduler: it writes claims'
+    # status, and only a claim that exists has one).
+    claims_from_templates: bool = True
     # What the volume plugins read besides claims and volumes (``solver/plugins/volume_*``).
     storage_classes: tuple[StorageClass, ...] = ()
     csi_nodes: tuple[CSINode, ...] = ()
@@ -82,6 +87,7 @@ class ClusterSnapshot(BaseModel):
         resource_claim_templates: Iterable[ResourceClaimTemplate] = (),
         storage_classes: Iterable[StorageClass] = (),
         csi_nodes: Iterable[CSINode] = (),
+        claims_from_templates: bool = True,
         pod_keys: Optional[list[str]] = None,
         node_names: Optional[list[str]] = None,
         keyed: bool = False,
@@ -143,6 +149,7 @@ class ClusterSnapshot(BaseModel):
             resource_claim_templates=tuple(resource_claim_templates),
             storage_classes=tuple(storage_classes),
             csi_nodes=tuple(csi_nodes),
+            claims_from_templates=claims_from_templates,
         )
         # Filled in as ``pod_position`` would be (a cached property: stored on first use).
         snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pod_keys))))
@@ -204,7 +211,8 @@ class ClusterSnapshot(BaseModel):
         """The DRA claims of ``pod`` (``models.dra.resolve_pod_claims``); none for most pods."""
         if not pod.spec.resource_claims:
             return []
-        return resolve_pod_claims(pod, self.resource_claim_by_key, self.resource_claim_template_by_key)
+        return resolve_pod_claims(pod, self.resource_claim_by_key, self.resource_claim_template_by_key,
+                                  from_templates=self.claims_from_templates)
 
     @cached_property
     def pod_group_by_key(self) -> dict[str, PodGroup]:

@@ -1,29 +1,37 @@
-"""``schedule``: a snapshot in, a ``Plan`` out — the one entry point adapters call.
+"""``decide``: a request (a snapshot, a config, an engine, the window) in, a ``Decision`` out —
+the one entry point adapters call, once per window.
 
 Engines: ``greedy`` (kube-scheduler's scheduleOne, one pod at a time) and ``cpsat`` (the window
 solved as one model per independent component, greedy as hint and fallback). Every plan is
-checked by the independent validator before it leaves; a solver plan that fails it is replaced
-by the greedy plan (marked as a fallback, with the violations as the reason) — a safety net that
-should never fire, and tests assert it does not.
+checked by the independent validator before it leaves, whichever engine made it; a solver plan
+that fails it is replaced by the greedy plan (a fallback, with the violations as the reason) — a
+safety net that should never fire, and tests assert it does not. The decision says in typed
+fields which plan it is (``PlanSource``), whether the validator accepted it, and why it fell
+back: no caller reads that out of the plan's ``stats`` strings.
+
+``schedule`` is the older form (a snapshot in, the plan out), kept for library users and tests.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Optional
 
 from models.config import SchedulerConfig
-from models.errors import InputError
+from models.errors import InputError, Interrupted
 from models.plan import Assignment, DeviceAllocation, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
 from . import interrupt, progress
 from .context import SchedulingContext, build_context
 from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
-from .greedy import schedule_greedy
+from .greedy import GreedyResult, schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
+from .memory import SolverMemory
 from .plugins.preemption import nominated
 from .state import ClusterState
 from .plugins.volume_binding.filter import bindings_of
@@ -34,6 +42,73 @@ NOTE_JOINT = (
     " (it fits the cluster on its own: its room went to pods of higher priority or to a better"
     " joint placement of the window)"
 )
+# ``plan_reason`` of greedy's plan taken first (``ScheduleRequest.greedy_first``).
+REASON_GREEDY_WHOLE = "scheduleOne placed every pod of a window that needs no joint decision"
+
+
+class PlanSource(str, Enum):
+    """Whose plan a decision is."""
+
+    SOLVER = "solver"  # the CP-SAT model's
+    GREEDY = "greedy"  # greedy scheduleOne's, on its merits: --engine greedy, greedy first, or better than the model's
+    FALLBACK = "fallback"  # greedy scheduleOne's because the model's could not be used (``Decision.fallback_reason``)
+
+
+@dataclass(frozen=True)
+class ScheduleRequest:
+    """One window to decide.
+
+    ``all_pending``: every pending pod whatever its ``schedulerName`` (not only the config's).
+    ``window_keys``: only these pending pods (the live scheduler's queue); None: all of them.
+    ``greedy_first``: run greedy scheduleOne first and take its plan when it places every pod of
+    the window without preempting (no plan places more; the model would only re-rank nodes).
+    ``fall_back_on_error``: an exception inside the CP-SAT engine gives greedy's plan (reason
+    named) instead of being raised — what a long-running scheduler wants, not a CLI run.
+    ``memory``: what the caller keeps between its decisions (None: kept for this one alone).
+    """
+
+    snapshot: ClusterSnapshot
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    engine: str = "cpsat"
+    all_pending: bool = False
+    window_keys: Optional[tuple[str, ...]] = None
+    greedy_first: bool = False
+    fall_back_on_error: bool = False
+    memory: Optional[SolverMemory] = None
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A plan the validator refused on the way to a decision."""
+
+    source: PlanSource
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What ``decide`` made of a request.
+
+    ``plan`` is to be acted on only when ``validated``; otherwise it is the last plan tried and
+    ``problems`` are the validator's lines for it (a bug to report). ``solver_ran``: the CP-SAT
+    model was asked (not the greedy engine, nor a window greedy settled first). ``rejected``:
+    every plan the validator refused, the returned one included when not validated.
+    """
+
+    plan: Plan
+    source: PlanSource
+    validated: bool
+    problems: tuple[str, ...] = ()
+    fallback_reason: Optional[str] = None
+    solver_ran: bool = False
+    rejected: tuple[Rejected, ...] = ()
+    greedy_runs: int = 0  # greedy scheduleOne runs the decision made (beside the solve included)
+    validations: int = 0  # validator replays the decision made
+
+    @property
+    def greedy_instead_of_solver(self) -> bool:
+        """The model ran but greedy's plan was taken (a fallback, or greedy's was better)."""
+        return self.solver_ran and self.source is not PlanSource.SOLVER
 
 
 def schedule(
@@ -43,78 +118,207 @@ def schedule(
     engine: str = "cpsat",
     all_pending: bool = False,
     window_keys: Optional[list[str]] = None,
+    memory: Optional[SolverMemory] = None,
 ) -> Plan:
-    if engine not in ENGINES:
-        raise InputError("", "--engine", f'unknown engine "{engine}" (choose {" or ".join(ENGINES)})')
-    config = config or SchedulerConfig()
-    start = time.monotonic()
-    # A snapshot or window past config.limits is refused before anything is built for it.
-    check_snapshot(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    progress.stage(f"{len(ctx.window)} pending pod(s) in {len(ctx.classes)} class(es), {len(ctx.nodes)} node(s)")
-    if engine == "greedy":
+    """``decide``'s plan (validated there; a plan that is not comes back as it is)."""
+    request = ScheduleRequest(snapshot, config or SchedulerConfig(), engine=engine, all_pending=all_pending,
+                              window_keys=tuple(window_keys) if window_keys is not None else None, memory=memory)
+    return decide(request).plan
+
+
+def decide(request: ScheduleRequest) -> Decision:
+    """Decide one window: the plan, validated, with greedy's when the model's cannot be used."""
+    if request.engine not in ENGINES:
+        raise InputError("", "--engine", f'unknown engine "{request.engine}" (choose {" or ".join(ENGINES)})')
+    return _Deciding(request).run()
+
+
+class _Deciding:
+    """One ``decide`` call: the context built once, each plan validated once. A plan that needs
+    nothing more of the context lets it go before the validator builds its own (two windows'
+    worth of state alive at once survive the collector's young generations, and cost a full
+    collection every few hundred windows); one that may still need it (the model's, greedy's
+    being the fallback) keeps it."""
+
+    def __init__(self, request: ScheduleRequest) -> None:
+        self.request = request
+        self.memory = request.memory if request.memory is not None else SolverMemory()
+        self.config = request.config
+        self.keys = list(request.window_keys) if request.window_keys is not None else None
+        self.rejected: list[Rejected] = []
+        self.greedy_runs = 0
+        self.validations = 0
+        self.solver_ran = False
+        self._ctx: Optional[SchedulingContext] = None
+        self._outcome: Optional[CpsatOutcome] = None
+
+    @property
+    def ctx(self) -> SchedulingContext:
+        """The window's context (built again from the memory if it was let go)."""
+        if self._ctx is None:
+            request = self.request
+            self._ctx = build_context(request.snapshot, self.config, all_pending=request.all_pending,
+                                      window_keys=self.keys, memory=self.memory)
+        return self._ctx
+
+    def run(self) -> Decision:
+        request, config = self.request, self.config
+        self.start = time.monotonic()
+        # A snapshot or window past config.limits is refused before anything is built for it.
+        check_snapshot(request.snapshot, config, all_pending=request.all_pending, window_keys=self.keys)
+        ctx = self.ctx
+        progress.stage(f"{len(ctx.window)} pending pod(s) in {len(ctx.classes)} class(es), {len(ctx.nodes)} node(s)")
+        del ctx
+        if request.engine == "greedy":
+            plan = self._greedy_engine()
+            self._ctx = None
+            return self._checked(plan, PlanSource.GREEDY)
+        if request.greedy_first:
+            decision = self._greedy_whole()
+            if decision is not None:
+                return decision
+        return self._solve()
+
+    def _solve(self) -> Decision:
+        request = self.request
+        self.solver_ran = True
+        try:
+            self._outcome = solve_window(self.ctx)
+        except ModelInvalidError as exc:
+            # CP-SAT refused the model (e.g. quantities near 2**62 whose sums could overflow int64):
+            # an encoding's limit, not the user's error. The decision is still due: greedy's plan.
+            return self._fallback("CP-SAT refused the model: " + str(exc).splitlines()[0][:200], engine="cpsat")
+        except (InputError, Interrupted):
+            raise
+        except Exception as exc:  # noqa: BLE001 - only when asked: a long-running caller decides greedily
+            if not request.fall_back_on_error:
+                raise
+            progress.stage(f"the solver failed ({type(exc).__name__}); greedy scheduleOne decides")
+            return self._fallback(f"the solver failed: {type(exc).__name__}: {str(exc)[:200]}", engine="greedy",
+                                  error=True)
+        return self._from_outcome()
+
+    # -- the plans ---------------------------------------------------------------------------
+
+    def _greedy_engine(self) -> Plan:
         progress.stage("greedy scheduleOne")
+        ctx = self.ctx
         static = StaticFilters(ctx.nodes, ctx.window)
         cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
         with interrupt.stoppable(cancel=cancel):
-            result = schedule_greedy(ctx, static=static, cancel=cancel)
+            result = self._greedy(static, cancel=cancel)
         interrupt.check()
-        return _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
-                          static, stats=dict(engine="greedy", status="GREEDY", plan_from="greedy",
-                                             plan_reason="--engine greedy"), start=start, engine_greedy=True,
-                          volumes_taken=_taken(result))
-    try:
-        outcome = solve_window(ctx)
-    except ModelInvalidError as exc:
-        # CP-SAT refused the model (e.g. quantities near 2**62 whose sums could overflow int64):
-        # an encoding's limit, not the user's error. The decision is still due: greedy's plan.
+        return self._greedy_plan(result, static, dict(engine="greedy", status="GREEDY", plan_from="greedy",
+                                                     plan_reason="--engine greedy"))
+
+    def _greedy(self, static: StaticFilters, **kw: Any) -> GreedyResult:
+        self.greedy_runs += 1
+        return schedule_greedy(self.ctx, static=static, **kw)
+
+    def _greedy_plan(self, result: GreedyResult, static: StaticFilters, stats: dict) -> Plan:
+        return _plan_from(self.ctx, result.placements, result.victims, result.nominations, result.unschedulable,
+                          static, stats=stats, start=self.start, engine_greedy=True, volumes_taken=_taken(result))
+
+    def _greedy_whole(self) -> Optional[Decision]:
+        """Greedy's plan when it places every pod of the window without preempting, else None
+        (the model decides; greedy runs again beside it, on a state of its own)."""
+        plan = self._greedy_whole_plan()
+        if plan is None:
+            return None
+        self._ctx = None  # built again only if the validator refuses the plan
+        problems = self._validate(plan)
+        if problems:
+            self.rejected.append(Rejected(PlanSource.GREEDY, tuple(problems)))
+            return None
+        return self._decision(plan, PlanSource.GREEDY, ())
+
+    def _greedy_whole_plan(self) -> Optional[Plan]:
+        ctx = self.ctx
         static = StaticFilters(ctx.nodes, ctx.window)
-        greedy = schedule_greedy(ctx, static=static)
-        reason = "CP-SAT refused the model: " + str(exc).splitlines()[0][:200]
-        return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable, static,
-                          stats=dict(engine="cpsat", status="FALLBACK", fallback=True, fallback_reason=reason,
-                                     plan_from="greedy", plan_reason=reason),
-                          start=start, engine_greedy=True,
-                          volumes_taken=_taken(greedy))
-    return _plan_from_outcome(ctx, outcome, start)
+        result = self._greedy(static)
+        if result.unschedulable or result.victims or len(result.placements) < len(ctx.window):
+            return None
+        plan = self._greedy_plan(result, static, dict(engine="greedy", status="GREEDY", plan_from="greedy",
+                                                     plan_reason=REASON_GREEDY_WHOLE))
+        return None if plan.gated else plan
 
+    def _fallback(self, reason: str, *, engine: str, error: bool = False,
+                  result: Optional[GreedyResult] = None, static: Optional[StaticFilters] = None,
+                  base: Optional[dict] = None) -> Decision:
+        """Greedy's plan because the model's cannot be used (``reason``)."""
+        static = static if static is not None else StaticFilters(self.ctx.nodes, self.ctx.window)
+        if result is None:
+            result = self._greedy(static)
+        stats: dict[str, Any]
+        if error:  # as the engine greedy decided it: the model never gave an answer
+            stats = dict(engine="greedy", status="GREEDY", plan_from="greedy", plan_reason=reason)
+        else:
+            stats = dict(base) if base is not None else {}
+            stats.update(engine=engine, status="FALLBACK", fallback=True, fallback_reason=reason, plan_from="greedy",
+                         plan_reason=reason)
+        return self._checked(self._greedy_plan(result, static, stats), PlanSource.FALLBACK, reason)
 
-def _plan_from_outcome(ctx: SchedulingContext, outcome: CpsatOutcome, start: float) -> Plan:
-    greedy, sol = outcome.greedy, outcome.solution
-    # Greedy is None when the solver proved optimality before greedy finished (it was stopped).
-    base: dict[str, Any] = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None,
-                                degraded=outcome.degraded)
-    if sol is None or not outcome.chose_solver:
-        # Greedy's plan is returned: as the fallback (the solver had nothing in time, or failed),
-        # or because it beat the solver's (GREEDY_BETTER). Either way ``fallback`` says so.
-        reason = outcome.fallback_reason
-        status = "FALLBACK" if reason is not None else "GREEDY_BETTER"
-        reason = reason or outcome.chosen_because
-        stats = dict(base, status=status, fallback=True, fallback_reason=reason, plan_from="greedy",
-                     plan_reason=reason)
-        if sol is not None:
-            stats.update(_solver_stats(sol))
-        assert greedy is not None  # only a plan the solver chose comes without greedy's
-        return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
-                          outcome.static, stats=stats, start=start, engine_greedy=True,
-                          volumes_taken=_taken(greedy))
-    stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
-                 plan_reason=outcome.chosen_because, **_solver_stats(sol))
-    if sol.objective is not None and sol.bound is not None:
-        denom = max(abs(sol.bound), 1.0)
-        stats["gap"] = round(abs(sol.bound - sol.objective) / denom, 6)
-    plan = _plan_from(ctx, sol.placements, sol.victims, sol.nominations, {}, outcome.static, stats=stats, start=start)
-    problems = _validate(ctx, plan)
-    if problems:
-        if greedy is None:
-            greedy = schedule_greedy(ctx, static=outcome.static)
+    def _from_outcome(self) -> Decision:
+        outcome = self._outcome
+        assert outcome is not None
+        ctx = self.ctx
+        greedy, sol = outcome.greedy, outcome.solution
+        if greedy is not None:
+            self.greedy_runs += 1  # beside the solve
+        # Greedy is None when the solver proved optimality before greedy finished (it was stopped).
+        base: dict[str, Any] = dict(engine="cpsat", greedy_placed=len(greedy.placements) if greedy is not None else None,
+                                    degraded=outcome.degraded)
+        if sol is None or not outcome.chose_solver:
+            # Greedy's plan is returned: as the fallback (the solver had nothing in time, or failed),
+            # or because it beat the solver's (GREEDY_BETTER). Either way ``fallback`` says so.
+            reason = outcome.fallback_reason
+            status = "FALLBACK" if reason is not None else "GREEDY_BETTER"
+            source = PlanSource.FALLBACK if reason is not None else PlanSource.GREEDY
+            reason = reason or outcome.chosen_because
+            stats = dict(base, status=status, fallback=True, fallback_reason=reason, plan_from="greedy",
+                         plan_reason=reason)
+            if sol is not None:
+                stats.update(_solver_stats(sol))
+            assert greedy is not None  # only a plan the solver chose comes without greedy's
+            plan = self._greedy_plan(greedy, outcome.static, stats)
+            del ctx, greedy, sol, outcome  # nothing more is needed of them
+            self._ctx = self._outcome = None
+            return self._checked(plan, source, reason if source is PlanSource.FALLBACK else None)
+        stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
+                     plan_reason=outcome.chosen_because, **_solver_stats(sol))
+        if sol.objective is not None and sol.bound is not None:
+            denom = max(abs(sol.bound), 1.0)
+            stats["gap"] = round(abs(sol.bound - sol.objective) / denom, 6)
+        plan = _plan_from(ctx, sol.placements, sol.victims, sol.nominations, {}, outcome.static, stats=stats,
+                          start=self.start)
+        problems = self._validate(plan)
+        if not problems:
+            return self._decision(plan, PlanSource.SOLVER, ())
+        self.rejected.append(Rejected(PlanSource.SOLVER, tuple(problems)))
         reason = "solver plan failed validation: " + "; ".join(problems[:3])
-        stats = dict(base, status="FALLBACK", fallback=True, fallback_reason=reason, plan_from="greedy",
-                     plan_reason=reason)
-        return _plan_from(ctx, greedy.placements, greedy.victims, greedy.nominations, greedy.unschedulable,
-                          outcome.static, stats=stats, start=start, engine_greedy=True,
-                          volumes_taken=_taken(greedy))
-    return plan
+        return self._fallback(reason, engine="cpsat", result=greedy, static=outcome.static, base=base)
+
+    # -- validation --------------------------------------------------------------------------
+
+    def _validate(self, plan: Plan) -> list[str]:
+        from .validate import validate
+
+        progress.stage("validating the plan")
+        self.validations += 1
+        return validate(self.request.snapshot, plan, self.config, all_pending=self.request.all_pending,
+                        window_keys=self.keys, memory=self.memory)
+
+    def _checked(self, plan: Plan, source: PlanSource, fallback_reason: Optional[str] = None) -> Decision:
+        problems = tuple(self._validate(plan))
+        if problems:
+            self.rejected.append(Rejected(source, problems))
+        return self._decision(plan, source, problems, fallback_reason)
+
+    def _decision(self, plan: Plan, source: PlanSource, problems: tuple[str, ...],
+                  fallback_reason: Optional[str] = None) -> Decision:
+        return Decision(plan=plan, source=source, validated=not problems, problems=problems,
+                        fallback_reason=fallback_reason, solver_ran=self.solver_ran, rejected=tuple(self.rejected),
+                        greedy_runs=self.greedy_runs, validations=self.validations)
 
 
 def _solver_stats(sol) -> dict:
@@ -131,18 +335,6 @@ def _solver_stats(sol) -> dict:
         greedy_rest_placed=sol.greedy_rest if sol.node_classes is not None else None,
         solve_skipped=sol.solve_skipped,
     )
-
-
-def _validate(ctx: SchedulingContext, plan: Plan) -> list[str]:
-    from .validate import validate
-
-    keys = sorted(ctx.window_keys) if ctx.window_keys is not None else None
-    return validate(ctx.snapshot, plan, ctx.config, all_pending=_all_pending(ctx), window_keys=keys)
-
-
-def _all_pending(ctx: SchedulingContext) -> bool:
-    names = {p.pod.spec.scheduler_name for p in ctx.window}
-    return bool(names - {ctx.config.scheduler_name})
 
 
 def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,
@@ -210,7 +402,7 @@ def _gated(ctx) -> tuple[Gated, ...]:
         Gated(pod=p.key, gates=tuple(g.name for g in p.spec.scheduling_gates))
         for p in pods
         if p.spec.scheduling_gates and not p.spec.node_name and not p.is_terminal and not p.is_terminating
-        and (p.spec.scheduler_name == name or _all_pending(ctx))
+        and (p.spec.scheduler_name == name or ctx.all_pending)
     )
 
 

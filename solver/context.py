@@ -5,13 +5,11 @@ classes.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
 
 from models.config import SchedulerConfig
 from models.objects import Pod, PodGroup
@@ -19,7 +17,8 @@ from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
 from . import interrupt
-from .info import NodeInfo, PodInfo, node_derived
+from .info import NodeInfo, NodeList, PodInfo, SpecMemo, node_derived
+from .memory import SolverMemory
 from .plugins.preemption import nominated
 from .plugins.volume_catalog import VolumeCatalog
 from .state import ClusterState
@@ -56,6 +55,8 @@ class SchedulingContext:
     notes: list[str] = field(default_factory=list)
     # The pods the decision was restricted to (``build_context``'s ``window_keys``), None: all.
     window_keys: Optional[frozenset[str]] = None
+    # Whether the window takes every pending pod whatever its schedulerName (``build_context``).
+    all_pending: bool = False
     # ``bound`` by key (built from it when not given).
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
     # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
@@ -127,10 +128,9 @@ class _Assumed:
     ns_labels: dict[str, dict[str, str]]
     resources: frozenset[str]  # the state's columns: ``node_resources`` and every request's
     node_resources: frozenset[str]
-    nodes: list[NodeInfo]
+    nodes: NodeList
     state: ClusterState  # never handed out: each context gets a copy
     placed: dict[str, PodInfo]  # every pod in ``state``, by key, in the snapshot's order
-    vectors: dict[str, np.ndarray]  # key -> its request vector in ``state``
     unknown: dict[str, str]  # bound pods on nodes the snapshot does not have: key -> node name
     label_keys: Counter[str]  # selector keys of the pods in ``placed``, a count per pod
     requested: Counter[str]  # resource names the pods in ``placed`` request, a count per pod
@@ -149,37 +149,36 @@ class _Assumed:
                     del counter[name]
 
 
-# The last snapshot's assumed bound pods. The live scheduler builds a context for each window's
-# snapshot, and a second for the validator's replay of a greedy plan. The second takes a copy of
-# the first's state instead of adding every bound pod again; the next window's snapshot is
-# brought up to date from the last: when it says which pods changed (``ClusterSnapshot.delta``,
-# as the live cache does) by those alone, else by comparing every bound pod's object with the
-# last one's (``_update``). Anything else changed (a node, namespace labels, a resource name,
-# much of the cluster) builds afresh. tests/solver/test_context_memo.py holds all three to
-# reading the same.
-_assumed: Optional[_Assumed] = None
-_assumed_lock = threading.Lock()  # contexts may be built from several threads (bench, live)
+# The last snapshot's assumed bound pods are kept in the caller's ``SolverMemory``. The live
+# scheduler builds a context for each window's snapshot, and a second for the validator's replay
+# of the plan. The second takes a copy of the first's state instead of adding every bound pod
+# again; the next window's snapshot is brought up to date from the last: when it says which pods
+# changed (``ClusterSnapshot.delta``, as the live cache does) by those alone, else by comparing
+# every bound pod's object with the last one's (``_update``). Anything else changed (a node,
+# namespace labels, a resource name, much of the cluster) builds afresh.
+# tests/solver/test_context_memo.py holds all three to reading the same.
 # Above this share of the bound pods changed, a fresh build is as cheap as an update.
 REBUILD_SHARE = 4
 
 
-def _assume_bound(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo], last: Optional[_Assumed]) -> _Assumed:
+def _assume_bound(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo], last: Optional[_Assumed],
+                  specs: SpecMemo) -> _Assumed:
     """A state with every bound pod of ``snapshot`` on its node, over the resources of the nodes,
     the bound pods and the ``window``: ``last`` brought up to date where it can be."""
     ns_labels = snapshot.namespace_labels
     if last is None or last.sidecar_ports != sidecar_ports or last.ns_labels != ns_labels:
-        return _fresh(snapshot, sidecar_ports, window, {})
+        return _fresh(snapshot, sidecar_ports, window, {}, specs)
     if len(last.nodes) == len(snapshot.nodes) and all(a is b for a, b in zip(last.snapshot.nodes, snapshot.nodes)):
         delta = snapshot.delta
         if delta is not None and delta.base() is last.snapshot:
-            updated = _apply_delta(last, snapshot, delta.pods)
+            updated = _apply_delta(last, snapshot, delta.pods, specs)
         else:
-            updated = _update(last, snapshot)
+            updated = _update(last, snapshot, specs)
         if updated is not None and updated.resources == _resources_of(updated, window):
             return updated
     # An update given up may have changed ``last.placed``: what it holds is still an info per key
     # (made from the pod object it names), for a fresh build to take where that object is current.
-    return _fresh(snapshot, sidecar_ports, window, last.placed)
+    return _fresh(snapshot, sidecar_ports, window, last.placed, specs)
 
 
 def _resources_of(assumed: _Assumed, window: list[PodInfo]) -> frozenset[str]:
@@ -190,23 +189,24 @@ def _resources_of(assumed: _Assumed, window: list[PodInfo]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo], reuse: dict[str, PodInfo]) -> _Assumed:
+def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo], reuse: dict[str, PodInfo],
+           specs: SpecMemo) -> _Assumed:
     """Every bound pod added to a new state. ``reuse``: infos made before (same namespace labels
     and version), by pod key: one made from the very same pod object is taken as it is."""
     ns_labels = snapshot.namespace_labels
     infos = [
         info if (info := reuse.get(p.key)) is not None and info.pod is p
-        else PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports)
+        else PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports, specs=specs)
         for p in interrupt.checked(snapshot.bound_pods())
     ]
-    nodes = [NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes)]
+    nodes = NodeList(NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes))
     node_resources = frozenset(r for node in nodes for r in node.allocatable if is_tracked_resource(r))
     resources = set(node_resources)
     for info in (*infos, *window):
         resources.update(info.requests)
     state = ClusterState(nodes, resources)
     assumed = _Assumed(snapshot, sidecar_ports, ns_labels, frozenset(resources), node_resources, nodes, state,
-                       placed={}, vectors={}, unknown={}, label_keys=Counter(), requested=Counter())
+                       placed={}, unknown={}, label_keys=Counter(), requested=Counter())
     for info in interrupt.checked(infos):
         index = state.node_index.get(info.node_name)
         if index is None:
@@ -214,20 +214,19 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
             continue
         state.add(info, index)
         assumed.place(info)
-    assumed.vectors = {key: state.vector(info) for key, info in assumed.placed.items()}
     return assumed
 
 
-def _update(last: _Assumed, snapshot: ClusterSnapshot) -> Optional[_Assumed]:
+def _update(last: _Assumed, snapshot: ClusterSnapshot, specs: SpecMemo) -> Optional[_Assumed]:
     """``last`` brought up to ``snapshot`` by comparing every bound pod with the one it had."""
     ns_labels = snapshot.namespace_labels
     current = {p.key: p for p in snapshot.bound_pods()}
     changed = [key for key, p in current.items() if (info := last.placed.get(key)) is None or info.pod is not p]
     changed += [key for key in (*last.placed, *last.unknown) if key not in current]
-    updated = _bring_up_to_date(last, snapshot, changed, lambda key: current.get(key), ns_labels)
+    updated = _bring_up_to_date(last, snapshot, changed, lambda key: current.get(key), ns_labels, specs)
     if updated is None:
         return None
-    updated.state._vectors = dict(updated.vectors)  # window pods of contexts handed out are not known here
+    updated.state.keep_vectors_of(updated.placed)  # window pods of earlier contexts are not known here
     position = snapshot.pod_position
     keys = list(updated.placed)
     if any(position[a] > position[b] for a, b in zip(keys, keys[1:])):
@@ -236,7 +235,7 @@ def _update(last: _Assumed, snapshot: ClusterSnapshot) -> Optional[_Assumed]:
     return updated
 
 
-def _apply_delta(last: _Assumed, snapshot: ClusterSnapshot, keys: frozenset[str]) -> Optional[_Assumed]:
+def _apply_delta(last: _Assumed, snapshot: ClusterSnapshot, keys: frozenset[str], specs: SpecMemo) -> Optional[_Assumed]:
     """``last`` brought up to ``snapshot`` from the keys of the pods that changed since alone."""
     position, pods = snapshot.pod_position, snapshot.pods
 
@@ -244,21 +243,18 @@ def _apply_delta(last: _Assumed, snapshot: ClusterSnapshot, keys: frozenset[str]
         index = position.get(key)
         return pods[index] if index is not None and holds_node(pods[index]) else None
 
-    # Earlier contexts cached the request vectors of their window pods by key in the state's
-    # dict (shared with their copies): each such pod is among these keys (the last window's
-    # pods are), so dropping them leaves only vectors of pods unchanged since.
-    vectors = last.state._vectors
     updated = _bring_up_to_date(last, snapshot, sorted(keys, key=lambda k: position.get(k, -1)), bound,
-                                snapshot.namespace_labels)
+                                snapshot.namespace_labels, specs)
     if updated is not None:
-        for key in keys:
-            if key not in updated.placed:
-                vectors.pop(key, None)
+        # Earlier contexts cached their window pods' vectors in the state's dict (shared with
+        # their copies): each such pod is among these keys, so this leaves no pod gone since.
+        updated.state.forget_vectors(key for key in keys if key not in updated.placed)
     return updated
 
 
 def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[str],
-                      current: Callable[[str], Optional[Pod]], ns_labels: dict[str, dict[str, str]]) -> Optional[_Assumed]:
+                      current: Callable[[str], Optional[Pod]], ns_labels: dict[str, dict[str, str]],
+                      specs: SpecMemo) -> Optional[_Assumed]:
     """``last`` with the pods named in ``changed`` (in the snapshot's order) taken out and put
     back as ``current`` has them now (None: not bound), or None when so much changed that a
     fresh build costs no more. ``last`` is given up either way."""
@@ -280,31 +276,26 @@ def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[s
         if pod.spec.node_name not in node_index:
             last.unknown[key] = pod.spec.node_name
             continue
-        info = PodInfo.of(pod, ns_labels.get(pod.metadata.namespace, {}), sidecar_ports=sidecar_ports)
+        info = PodInfo.of(pod, ns_labels.get(pod.metadata.namespace, {}), sidecar_ports=sidecar_ports, specs=specs)
         if not last.resources.issuperset(info.requests):
             return None  # a resource the state has no column for
         new.append(info)
-    shared = state._vectors
     for info in gone:
-        shared[info.key] = last.vectors.pop(info.key)  # removed with the vector it was added with
-        state.remove(info)
+        state.remove(info)  # with the vector of its own requests (``ClusterState.vector``)
         last.unplace(info)
-        del shared[info.key]
     tail = next(reversed(last.placed), None)  # the last pod kept: every new one comes after it
     position = snapshot.pod_position
     touched = set()
     for info in new:
-        shared.pop(info.key, None)  # a window pod's of before, or a gone pod's under this key
         index = node_index[info.node_name]
         state.add(info, index)
         last.place(info)
-        last.vectors[info.key] = state.vector(info)
         touched.add(index)
     if new and tail is not None and position[tail] > position[new[0].key]:
         last.placed = {key: last.placed[key] for key in sorted(last.placed, key=position.__getitem__)}
     _order_pods_on(state, touched, position)
     return _Assumed(snapshot, sidecar_ports, last.ns_labels, last.resources, last.node_resources, last.nodes, state,
-                    last.placed, last.vectors, last.unknown, last.label_keys, last.requested)
+                    last.placed, last.unknown, last.label_keys, last.requested)
 
 
 def _image_nodes(nodes: list[NodeInfo]) -> dict[str, tuple[int, int]]:
@@ -335,27 +326,31 @@ def build_context(
     *,
     all_pending: bool = False,
     window_keys: Optional[list[str]] = None,
+    memory: Optional[SolverMemory] = None,
 ) -> SchedulingContext:
     """Parse once into infos; assume bound pods; order and group the pending window.
 
     ``window_keys`` restricts the window to those pending pods (the live scheduler's queue).
-    The configured limits are the callers' to check first (``solver/limits.py``).
+    ``memory``: what the caller keeps between decisions, brought up to date here (None: this
+    context alone, nothing kept). The configured limits are the callers' to check first
+    (``solver/limits.py``).
     """
-    global _assumed
+    memory = memory if memory is not None else SolverMemory()
     sidecar_ports = config.kubernetes_version == "1.34"
     ns_labels = snapshot.namespace_labels
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports)
+    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports, specs=memory.specs)
               for p in interrupt.checked(pending_pods)]
     window.sort(key=queue_order_key)
 
-    with _assumed_lock:
-        assumed = _assumed
+    with memory.lock:
+        assumed = memory.assumed
         same = assumed is not None and assumed.snapshot is snapshot and assumed.sidecar_ports == sidecar_ports
         if assumed is None or not same or not all(r in assumed.resources for info in window for r in info.requests):
-            _assumed = None  # given up before it is changed: a failure below leaves no half-updated state
-            assumed = _assume_bound(snapshot, sidecar_ports, window, assumed)
-            _assumed = assumed
+            memory.assumed = None  # given up before it is changed: a failure below leaves no half-updated state
+            assumed = _assume_bound(snapshot, sidecar_ports, window, assumed, memory.specs)
+            memory.assumed = assumed
+        memory.contexts_built += 1
         nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
         label_keys = list(assumed.label_keys)
         state = assumed.state.copy()
@@ -363,6 +358,11 @@ def build_context(
         from .plugins.dynamic_resources import hold_for
 
         state.dra = hold_for(snapshot, nodes)
+        from .plugins.dynamic_resources.encode import template_signature
+
+        for info in window:
+            if info.pod.spec.resource_claims:
+                info.devices_key = template_signature(state.dra, info)
     if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
         state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
 
@@ -403,5 +403,6 @@ def build_context(
         image_nodes=node_derived(nodes, "image summary", lambda: _image_nodes(nodes)),
         notes=notes,
         window_keys=frozenset(window_keys) if window_keys is not None else None,
+        all_pending=all_pending,
         claims=claims,
     )

@@ -8,7 +8,8 @@ pods with equal keys are interchangeable for every rule and share the solver's c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import threading
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional, TypeVar
@@ -52,20 +53,35 @@ class _SpecDerived:
 # be reused while the entry lives. Started over past SPEC_DERIVED_KEPT entries.
 SPEC_DERIVED_KEPT = 8192
 _SPEC_FIELDS = tuple(name for name in PodSpec.model_fields if name != "node_name")
-_spec_cache: dict[tuple, tuple[tuple, _SpecDerived]] = {}
+
+
+class SpecMemo:
+    """What ``PodInfo.of`` derived from each spec seen, kept by its caller (``SolverMemory``).
+    Safe to share between threads: an entry never changes once made, and a lookup that misses
+    while another thread starts over only works the value out again."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple, tuple[tuple, _SpecDerived]] = {}
+
+    def derived(self, pod: Pod, sidecar_ports: bool) -> _SpecDerived:
+        fields = pod.spec.__dict__
+        values = tuple([fields[name] for name in _SPEC_FIELDS])
+        key = (sidecar_ports, *map(id, values))
+        hit = self._entries.get(key)
+        if hit is not None:
+            return hit[1]
+        derived = _spec_derived(pod, sidecar_ports)
+        if len(self._entries) >= SPEC_DERIVED_KEPT:
+            self._entries = {}
+        self._entries[key] = (values, derived)
+        return derived
 
 
 def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
-    fields = pod.spec.__dict__
-    values = tuple([fields[name] for name in _SPEC_FIELDS])
-    key = (sidecar_ports, *map(id, values))
-    hit = _spec_cache.get(key)
-    if hit is not None:
-        return hit[1]
     spec = pod.spec
     node_aff = spec.affinity.node_affinity if spec.affinity else None
     nz_cpu, nz_mem = pod_nonzero_requests(pod)
-    derived = _SpecDerived(
+    return _SpecDerived(
         requests=pod_requests(pod),
         nonzero_cpu=nz_cpu,
         nonzero_mem=nz_mem,
@@ -79,10 +95,6 @@ def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
         images=tuple(normalize_image(c.image) for c in [*spec.init_containers, *spec.containers] if c.image),
         containers=len(spec.containers) + len(spec.init_containers),
     )
-    if len(_spec_cache) >= SPEC_DERIVED_KEPT:
-        _spec_cache.clear()
-    _spec_cache[key] = (values, derived)
-    return derived
 
 
 @dataclass(eq=False, slots=True)
@@ -122,9 +134,15 @@ class PodInfo:
     waiting_on: str = ""
     # The PersistentVolumeClaims the pod mounts, as namespace/name (``models.storage.pod_claims``).
     claims: tuple[str, ...] = ()
+    # Set by the context builder (``dynamic_resources.template_signature``): what the pod's
+    # ResourceClaims ask for, when every one is still to be made from a template; pods with equal
+    # text ask for equal devices, each for its own claim, and may share a class.
+    devices_key: str = ""
 
     @staticmethod
-    def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True) -> "PodInfo":
+    def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,
+           specs: Optional[SpecMemo] = None) -> "PodInfo":
+        """``specs``: what earlier pods' specs gave, to share with replicas (None: worked out)."""
         spec = pod.spec
         labels = pod.metadata.labels
         ns = pod.metadata.namespace
@@ -146,7 +164,7 @@ class PodInfo:
                 for w in group.preferred_during_scheduling_ignored_during_execution
             )
 
-        derived = _spec_derived(pod, sidecar_ports)
+        derived = specs.derived(pod, sidecar_ports) if specs is not None else _spec_derived(pod, sidecar_ports)
         return PodInfo(
             pod=pod,
             key=pod.key,
@@ -223,9 +241,12 @@ class PodInfo:
             self.group if with_group else None,
             self.images,
             self.containers,
-            # A pod with ResourceClaims is a class of its own: its claims are its own devices
-            # (two pods of one template make two claims, which may be allocated differently).
-            self.key if spec.resource_claims else None,
+            # A pod with ResourceClaims is a class of its own — its claims are its own devices,
+            # two pods of one template make two claims, which may be allocated differently —
+            # unless its claims are all still to be made from templates that count devices by
+            # kind (``devices_key``): then each pod of the class takes the same number of devices
+            # per request, and the model counts them per class (``dynamic_resources.encode``).
+            (self.devices_key or self.key) if spec.resource_claims else None,
             self.claims,
         )
 
@@ -270,23 +291,33 @@ class NodeInfo:
 
 
 T = TypeVar("T")
-# What is derived from a list of nodes alone (their order, static-filter groups and verdicts, the
-# scoring index), kept for the last list asked about: contexts built one window after another
-# from snapshots with the same nodes share one list of NodeInfos (``solver/context.py``), so
-# while the nodes stay the same none of it is worked out again. Past this many kinds of value it
-# starts over (each label-key set a window reads makes its own grouping).
+# Past this many kinds of value a list's derived values start over (each label-key set a window
+# reads makes its own grouping of the nodes).
 NODE_DERIVED_KEPT = 256
-_node_derived: tuple[list[NodeInfo], dict[Hashable, Any]] = ([], {})
+
+
+class NodeList(list[NodeInfo]):
+    """A list of nodes that carries what is derived from it alone (their order, static-filter
+    groups and verdicts, the scoring index): contexts built one window after another from
+    snapshots with the same nodes share one ``NodeList`` (``solver/context.py``, kept in the
+    caller's ``SolverMemory``), so while the nodes stay the same none of it is worked out again.
+    Greedy's thread and the solve read it at once: a lock guards the making."""
+
+    def __init__(self, nodes: Iterable[NodeInfo] = ()) -> None:
+        super().__init__(nodes)
+        self.derived: dict[Hashable, Any] = {}
+        self.lock = threading.RLock()  # a value may be made of other values of the list
 
 
 def node_derived(nodes: list[NodeInfo], what: Hashable, make: Callable[[], T]) -> T:
-    """``make()`` for ``nodes``, or what it gave before for this very list (by identity). The
-    value is shared: read-only to every caller."""
-    global _node_derived
-    held, values = _node_derived
-    if held is not nodes or len(values) >= NODE_DERIVED_KEPT:
-        values = {}
-        _node_derived = (nodes, values)
-    if what not in values:
-        values[what] = make()
-    return values[what]  # type: ignore[no-any-return]
+    """``make()`` for ``nodes``, or what it gave before for this very list when it is a
+    ``NodeList`` (a plain list keeps nothing). The value is shared: read-only to every caller."""
+    if not isinstance(nodes, NodeList):
+        return make()
+    with nodes.lock:
+        values = nodes.derived
+        if what not in values:
+            if len(values) >= NODE_DERIVED_KEPT:
+                values.clear()
+            values[what] = make()
+        return values[what]  # type: ignore[no-any-return]

@@ -104,7 +104,10 @@ class ClusterState:
         # (len(touched) when computed, value): the value is the caller's (a node mask in
         # filtering, (mask, usage) in preemption).
         self.local_cache: dict[tuple, tuple[int, Any]] = {}
-        self._vectors: dict[str, np.ndarray] = {}
+        # Request vectors by pod key, each with the requests dict it was made from: a pod of the
+        # same key whose requests are another object (a new version of it) gets its own. Shared
+        # with copies (same columns) and safe to: an entry is never changed, only replaced.
+        self._vectors: dict[str, tuple[dict[str, int], np.ndarray]] = {}
         self.removals = 0  # pods taken out of the state so far
         # Devices of Dynamic Resource Allocation (``plugins.dynamic_resources.hold.DraHold``),
         # when the snapshot has claims: allocated as pods are added, given back as removed.
@@ -128,9 +131,9 @@ class ClusterState:
 
     def vector(self, pod: PodInfo) -> np.ndarray:
         """The pod's request as a row over ``resources`` (``pods`` = 1). Read-only, cached."""
-        vec = self._vectors.get(pod.key)
-        if vec is not None:
-            return vec
+        hit = self._vectors.get(pod.key)
+        if hit is not None and hit[0] is pod.requests:
+            return hit[1]
         vec = np.zeros(len(self.resources), dtype=np.int64)
         for name, value in pod.requests.items():
             idx = self.res_index.get(name)
@@ -139,8 +142,20 @@ class ClusterState:
             vec[idx] = value
         vec[self.res_index[PODS]] = 1
         vec.flags.writeable = False
-        self._vectors[pod.key] = vec
+        self._vectors[pod.key] = (pod.requests, vec)
         return vec
+
+    def forget_vectors(self, keys: Iterable[str]) -> None:
+        """Drop the request vectors cached for these pod keys (pods gone from the cluster), so
+        a state kept window after window does not hold every pod it ever saw."""
+        vectors = self._vectors
+        for key in keys:
+            vectors.pop(key, None)
+
+    def keep_vectors_of(self, keys: Iterable[str]) -> None:
+        """Keep only the vectors cached for these pod keys (copies made before keep theirs)."""
+        vectors = self._vectors
+        self._vectors = {key: hit for key in keys if (hit := vectors.get(key)) is not None}
 
     # -- membership --------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from models.labels import selector_matches
 from models.objects import LabelSelector, PodAffinityTerm, TopologySpreadConstraint
 
 
@@ -41,25 +42,7 @@ class Selector:
         return not self.nothing and not self.equals and not self.exprs
 
     def matches(self, labels: dict[str, str]) -> bool:
-        if self.nothing:
-            return False
-        for key, value in self.equals:
-            if labels.get(key) != value:
-                return False
-        for key, op, values in self.exprs:
-            have = labels.get(key)
-            if op == "In":
-                if have is None or have not in values:
-                    return False
-            elif op == "NotIn":
-                if have is not None and have in values:
-                    return False
-            elif op == "Exists":
-                if have is None:
-                    return False
-            elif have is not None:  # DoesNotExist
-                return False
-        return True
+        return not self.nothing and selector_matches(self.equals, self.exprs, labels)
 
     def keys(self) -> set[str]:
         return {k for k, _ in self.equals} | {k for k, _, _ in self.exprs}

@@ -26,16 +26,18 @@ from models.snapshot import ClusterSnapshot
 from .context import SchedulingContext, build_context
 from .filtering import StaticFilters
 from .info import PodInfo
+from .memory import SolverMemory
 from .plugins.registry import FINAL_CHECKS
 
 
 def validate(
     snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig, *, all_pending: bool = False,
-    window_keys: Optional[list[str]] = None,
+    window_keys: Optional[list[str]] = None, memory: Optional[SolverMemory] = None,
 ) -> list[str]:
     """One line per violated hard rule; ``[]`` when the plan is valid. ``window_keys``: the
-    pending pods the decision was restricted to, as given to ``schedule``."""
-    ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=window_keys)
+    pending pods the decision was restricted to, as given to ``schedule``. ``memory``: the
+    caller's (``solver.memory``), to build on the state its decision built."""
+    ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=window_keys, memory=memory)
     replay = Replay(ctx, plan)
     replay.check_plan()
     replay.build_final_state()

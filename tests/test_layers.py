@@ -1,5 +1,5 @@
 """The layering holds: adapters -> solver -> models, only adapters talk to a cluster, and in the
-live scheduler only kube.py and errors.py touch the Kubernetes client. The contracts are in
+live scheduler only api_client.py and errors.py touch the Kubernetes client. The contracts are in
 pyproject.toml ([tool.importlinter]); import-linter checks them on every test run."""
 
 from __future__ import annotations

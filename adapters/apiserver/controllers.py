@@ -356,3 +356,87 @@ class ReplicaControllers:
         with self._store.lock:
             if self._store.peek("pods", namespace, name) is None:
                 self._store.create("pods", pod)
+
+
+class ResourceClaimController:
+    """kube-controller-manager's resourceclaim controller, reduced to what a scheduler waits for:
+    a pod whose ``spec.resourceClaims`` entry names a ResourceClaimTemplate gets, after `delay`,
+    a ResourceClaim made from the template — named ``<pod>-<entry>-`` plus five random characters
+    (both parts cut in proportion past 57 characters), owned by the pod (``controller: true``),
+    annotated ``resource.kubernetes.io/pod-claim-name: <entry>`` — and the entry in its
+    ``status.resourceClaimStatuses``. A template created later is looked for again then.
+    Nothing is deallocated or deleted. Off unless the server is asked for it."""
+
+    POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
+    ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+    def __init__(self, store: Store, timers: Timers, *, delay: float = 0.02) -> None:
+        self._store = store
+        self._timers = timers
+        self.delay = delay
+        self._names = itertools.count(1)
+        store.add_listener(self.on_change)
+
+    def _wanted(self, pod: dict[str, Any]) -> bool:
+        if is_terminating(pod):
+            return False
+        made = {s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+        return any(e.get("resourceClaimTemplateName") and e.get("name") not in made
+                   for e in (pod.get("spec") or {}).get("resourceClaims") or [])
+
+    def on_change(self, key: str, type_: str, obj: dict[str, Any], prev: dict[str, Any] | None) -> None:
+        if type_ == DELETED:
+            return
+        if key == "pods" and self._wanted(obj):
+            self._later(obj)
+        elif key == "resourceclaimtemplates":
+            namespace = obj["metadata"].get("namespace", "")
+            for pod in list(self._store.items("pods", namespace)):
+                if self._wanted(pod):
+                    self._later(pod)
+
+    def _later(self, pod: dict[str, Any]) -> None:
+        m = pod["metadata"]
+        uid, namespace, name = m.get("uid", ""), m.get("namespace", ""), m["name"]
+        self._timers.call_later(self.delay, lambda: self._make(uid, namespace, name))
+
+    def _claim_name(self, pod: str, entry: str) -> str:
+        base, limit = f"{pod}-{entry}-", 57
+        if len(base) > limit:
+            total = len(base)
+            base = f"{pod[: len(pod) * limit // total]}-{entry[: len(entry) * limit // total]}-"
+        n = next(self._names)
+        return base + "".join(self.ALPHABET[(n * 7 + i * 11) % len(self.ALPHABET)] for i in range(5))
+
+    def _make(self, uid: str, namespace: str, name: str) -> None:
+        with self._store.lock:
+            pod = self._store.peek("pods", namespace, name)
+            if pod is None or pod["metadata"].get("uid") != uid or not self._wanted(pod):
+                return
+            statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
+            made = {s.get("name") for s in statuses}
+            for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+                template_name = entry.get("resourceClaimTemplateName")
+                if not template_name or entry.get("name") in made:
+                    continue
+                template = self._store.peek("resourceclaimtemplates", namespace, template_name)
+                if template is None:
+                    continue  # made when the template appears
+                body = (template.get("spec") or {})
+                extra = body.get("metadata") or {}
+                claim_name = self._claim_name(name, entry["name"])
+                self._store.create("resourceclaims", {
+                    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                    "metadata": {"name": claim_name, "namespace": namespace,
+                                 "labels": dict(extra.get("labels") or {}),
+                                 "annotations": {**(extra.get("annotations") or {}), self.POD_CLAIM_NAME: entry["name"]},
+                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
+                                                      "controller": True, "blockOwnerDeletion": True}],
+                                 "creationTimestamp": now_rfc3339()},
+                    "spec": copy.deepcopy(body.get("spec") or {})})
+                statuses.append({"name": entry["name"], "resourceClaimName": claim_name})
+            if len(statuses) == len(made):
+                return
+            pod = copy.deepcopy(pod)
+            pod.setdefault("status", {})["resourceClaimStatuses"] = statuses
+            self._store.update("pods", pod)

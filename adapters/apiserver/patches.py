@@ -16,7 +16,7 @@ Failures raise `ApiError` (422 for a patch that cannot apply, 400 for a malforme
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Optional
 
 from .errors import ApiError, bad_request
 
@@ -122,35 +122,43 @@ def _pointer(path: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
-def _parent(doc: Any, tokens: list[str], path: str) -> Any:
+def _member(container: Any, token: str) -> Optional[str | int]:
+    """Where `token` names a member that exists in `container` (a key of an object, an index of
+    a list), that key or index; else None."""
+    if isinstance(container, dict):
+        return token if token in container else None
+    if isinstance(container, list) and token.isdigit() and int(token) < len(container):
+        return int(token)
+    return None
+
+
+def _parent(doc: Any, path: str) -> tuple[Any, str]:
+    """The container the last token of non-empty `path` points into, and that token; every token
+    before it must name a member that exists."""
+    tokens = _pointer(path)
     cur = doc
     for token in tokens[:-1]:
-        if isinstance(cur, dict) and token in cur:
-            cur = cur[token]
-        elif isinstance(cur, list) and token.isdigit() and int(token) < len(cur):
-            cur = cur[int(token)]
-        else:
+        at = _member(cur, token)
+        if at is None:
             raise ApiError(422, f"jsonpatch: path {path!r} does not exist", "Invalid")
-    return cur
+        cur = cur[at]
+    return cur, tokens[-1]
 
 
 def _get(doc: Any, path: str) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
+    if not _pointer(path):
         return doc
-    parent, last = _parent(doc, tokens, path), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent[last]
-    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
-        return parent[int(last)]
-    raise ApiError(422, f"jsonpatch: path {path!r} does not exist", "Invalid")
+    parent, last = _parent(doc, path)
+    at = _member(parent, last)
+    if at is None:
+        raise ApiError(422, f"jsonpatch: path {path!r} does not exist", "Invalid")
+    return parent[at]
 
 
 def _add(doc: Any, path: str, value: Any) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
+    if not _pointer(path):
         return value
-    parent, last = _parent(doc, tokens, path), tokens[-1]
+    parent, last = _parent(doc, path)
     if isinstance(parent, dict):
         parent[last] = value
     elif isinstance(parent, list):
@@ -166,16 +174,13 @@ def _add(doc: Any, path: str, value: Any) -> Any:
 
 
 def _remove(doc: Any, path: str) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
+    if not _pointer(path):
         raise ApiError(422, "jsonpatch: cannot remove the whole document", "Invalid")
-    parent, last = _parent(doc, tokens, path), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        del parent[last]
-    elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
-        del parent[int(last)]
-    else:
+    parent, last = _parent(doc, path)
+    at = _member(parent, last)
+    if at is None:
         raise ApiError(422, f"jsonpatch: remove: path {path!r} does not exist", "Invalid")
+    del parent[at]
     return doc
 
 

@@ -194,8 +194,18 @@ PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", False,
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 
+# Dynamic Resource Allocation (resource.k8s.io/v1, GA in Kubernetes 1.34): a claim's status
+# (allocation, reservedFor) is written through its status subresource, as the scheduler does.
+DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False, generation=True)
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, generation=True)
+RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True,
+                           status_subresource=True, generation=True)
+RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True,
+                                    generation=True)
+
 BUILTIN: tuple[Resource, ...] = (PODS, NODES, NAMESPACES, EVENTS, EVENTS_V1, PDBS, PRIORITY_CLASSES, LEASES,
-                                 PVCS, PVS, STORAGE_CLASSES, CSI_NODES)
+                                 PVCS, PVS, STORAGE_CLASSES, CSI_NODES,
+                                 DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 
 
 class Registry:

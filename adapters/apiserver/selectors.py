@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
+from models.labels import Requirement, parse_int64, selector_matches
+
 from .errors import bad_request
 from .resources import Resource
 
@@ -18,6 +20,8 @@ Predicate = Callable[[dict[str, Any]], bool]
 
 # one label-selector requirement: key, operator, values
 _SET_OPS = {"in", "notin"}
+# the other operators, as the requirement each one is
+_VALUE_OPS = {"=": "In", "==": "In", "!=": "NotIn", ">": "Gt", "<": "Lt"}
 _REQUIREMENT = re.compile(
     r"""^\s*(?P<neg>!)?\s*(?P<key>[A-Za-z0-9./_-]+)\s*
         (?:(?P<op>==|=|!=|>|<|\s+in\s*|\s+notin\s*)\s*(?P<rest>.*))?$""",
@@ -27,7 +31,9 @@ _REQUIREMENT = re.compile(
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -47,8 +53,10 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 
 def parse_label_selector(text: str | None) -> Predicate:
-    """Compile a query-string label selector; empty matches everything."""
-    checks: list[Callable[[Mapping[str, str]], bool]] = []
+    """Compile a query-string label selector; empty matches everything. Each part is one of the
+    requirements `models.labels` matches: `k=v`/`k==v` (In), `k!=v` (NotIn), `k in (..)`,
+    `k notin (..)`, `k` (Exists), `!k` (DoesNotExist), `k>n` (Gt), `k<n` (Lt)."""
+    requirements: list[Requirement] = []
     for part in _split_top_level(text or ""):
         m = _REQUIREMENT.match(part)
         if not m:
@@ -57,65 +65,31 @@ def parse_label_selector(text: str | None) -> Predicate:
         if neg:
             if op:
                 raise bad_request(f"unable to parse requirement: {part!r}")
-            checks.append(lambda labels, k=key: k not in labels)
+            requirements.append((key, "DoesNotExist", ()))
         elif not op:
-            checks.append(lambda labels, k=key: k in labels)
+            requirements.append((key, "Exists", ()))
         elif op in _SET_OPS:
             rest = (rest or "").strip()
             if not (rest.startswith("(") and rest.endswith(")")):
                 raise bad_request(f"unable to parse requirement: {part!r}: expected a parenthesised set")
             values = frozenset(v.strip() for v in rest[1:-1].split(",") if v.strip())
-            checks.append(_set_check(key, op, values))
+            requirements.append((key, "In" if op == "in" else "NotIn", values))
         else:
-            checks.append(_value_check(key, op, (rest or "").strip()))
-    return lambda obj: all(check(_labels(obj)) for check in checks)
-
-
-def _set_check(key: str, op: str, values: frozenset[str]) -> Callable[[Mapping[str, str]], bool]:
-    if op == "in":
-        return lambda labels: key in labels and labels[key] in values
-    return lambda labels: key not in labels or labels[key] not in values
-
-
-def _value_check(key: str, op: str, value: str) -> Callable[[Mapping[str, str]], bool]:
-    if op in ("=", "=="):
-        return lambda labels: labels.get(key) == value
-    if op == "!=":
-        return lambda labels: labels.get(key) != value
-    try:
-        bound = int(value)
-    except ValueError:
-        raise bad_request(f"unable to parse requirement: {key}{op}{value}: for 'Gt', 'Lt' operators, "
-                          "the value must be an integer") from None
-
-    def compare(labels: Mapping[str, str]) -> bool:
-        try:
-            have = int(labels[key])
-        except (KeyError, ValueError):
-            return False
-        return have > bound if op == ">" else have < bound
-
-    return compare
+            value = (rest or "").strip()
+            if op in (">", "<") and parse_int64(value) is None:
+                raise bad_request(f"unable to parse requirement: {key}{op}{value}: for 'Gt', 'Lt' operators, "
+                                  "the value must be an integer")
+            requirements.append((key, _VALUE_OPS[op], (value,)))
+    return lambda obj: selector_matches((), requirements, _labels(obj))
 
 
 def match_label_selector(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
     """A structured LabelSelector: `None` matches nothing, `{}` matches everything."""
     if selector is None:
         return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op == "In" and not (key in labels and labels[key] in values):
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
+    expressions = selector.get("matchExpressions") or []
+    requirements = ((e.get("key"), e.get("operator"), e.get("values") or ()) for e in expressions)
+    return selector_matches((selector.get("matchLabels") or {}).items(), requirements, labels)
 
 
 # --- field selectors ----------------------------------------------------------------------
@@ -140,6 +114,11 @@ def _split_unescaped(text: str, sep: str) -> list[str]:
     return [p.replace("\\" + sep, sep) for p in parts]
 
 
+def _field_check(path: str, value: str, *, equal: bool) -> Predicate:
+    """Whether an object's field at `path` is (or, not `equal`, is not) `value`."""
+    return lambda obj: (field_value(obj, path) == value) is equal
+
+
 def parse_field_selector(text: str | None, resource: Resource) -> Predicate:
     """Compile a field selector; fields the real server does not index are a 400."""
     checks: list[Predicate] = []
@@ -154,8 +133,5 @@ def parse_field_selector(text: str | None, resource: Resource) -> Predicate:
         if label not in resource.field_labels:
             raise bad_request(f'field label not supported: {label}')
         path = resource.field_paths.get(label, label)
-        if op == "!=":
-            checks.append(lambda obj, p=path, v=value: field_value(obj, p) != v)
-        else:
-            checks.append(lambda obj, p=path, v=value: field_value(obj, p) == v)
+        checks.append(_field_check(path, value, equal=op != "!="))
     return lambda obj: all(check(obj) for check in checks)

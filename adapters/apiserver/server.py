@@ -17,7 +17,7 @@ import time
 from typing import Any, Iterable
 
 from .api import Api
-from .controllers import DisruptionController, Kubelet, ReplicaControllers, Timers
+from .controllers import DisruptionController, Kubelet, ReplicaControllers, ResourceClaimController, Timers
 from .faults import FaultInjector
 from .handler import HttpServer
 from .request_log import RequestLog
@@ -74,6 +74,8 @@ class FakeApiServer:
         kubelet_start_seconds: delay from bind to Running (0: within the bind request).
         kubelet_grace_seconds: delay from graceful delete to removal (0: at once).
         disruption_controller: keep PodDisruptionBudget status up to date.
+        resourceclaim_controller: make the claims of pods' ResourceClaimTemplates, as
+            kube-controller-manager's resourceclaim controller does (controllers.py).
         history_limit: watch history kept per resource; older resourceVersions get 410.
         bookmark_interval: seconds between BOOKMARK events for watches that allow them.
         watch_timeout_seconds: how long a watch without timeoutSeconds lasts.
@@ -93,6 +95,7 @@ class FakeApiServer:
         kubelet_grace_seconds: float = 0.2,
         disruption_controller: bool = True,
         replica_controllers: bool = False,
+        resourceclaim_controller: bool = False,
         history_limit: int = 1000,
         bookmark_interval: float = 1.0,
         watch_timeout_seconds: float = 1800.0,
@@ -109,6 +112,8 @@ class FakeApiServer:
         self.disruption = DisruptionController(self.store) if disruption_controller else None
         # ReplicaSet/StatefulSet pods deleted come back as new pending pods (``repack --apply``).
         self.replicas = ReplicaControllers(self.store, self.timers) if replica_controllers else None
+        # Claims made from a pod's ResourceClaimTemplates (``cpsat-scheduler run --simulate``).
+        self.claims = ResourceClaimController(self.store, self.timers) if resourceclaim_controller else None
         self.faults = FaultInjector(drop_watches=self.drop_watches, compact=self.store.compact, restart=self._restart)
         # every request served, with its answer (tests count binds and verbs from it)
         self.requests = RequestLog()

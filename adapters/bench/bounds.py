@@ -201,14 +201,14 @@ def _apply_anti_affinity(cluster: _Cluster, pod: Pod, counts: np.ndarray) -> int
     total = int(counts.sum())
     ns, labels = pod.metadata.namespace, pod.metadata.labels
     for term in _required_anti_affinity(pod):
-        scope = _simple_scope(term, ns)
-        if scope is None:
+        scope, selector = _simple_scope(term, ns), term.label_selector
+        if scope is None or selector is None:
             continue
         key = term.topology_key
         domain = [n.metadata.labels.get(key) for n in cluster.nodes]
         blocked = set()
         for other in cluster.bound:
-            if other.metadata.namespace not in scope or not term.label_selector.matches(other.metadata.labels):
+            if other.metadata.namespace not in scope or not selector.matches(other.metadata.labels):
                 continue
             if _can_preempt(pod) and _priority(other) < _priority(pod):
                 continue  # preemption could remove it
@@ -217,7 +217,7 @@ def _apply_anti_affinity(cluster: _Cluster, pod: Pod, counts: np.ndarray) -> int
                 blocked.add(value)
         allowed = np.array([d is None or d not in blocked for d in domain], dtype=bool)
         counts = np.where(allowed, counts, 0)
-        if ns in scope and term.label_selector.matches(labels):
+        if ns in scope and selector.matches(labels):
             keyless = sum(int(c) for c, d in zip(counts, domain) if d is None)
             domains = {d for c, d in zip(counts, domain) if d is not None and c > 0}
             total = min(total, keyless + len(domains))
@@ -255,7 +255,7 @@ def placeable_bound(snapshot: ClusterSnapshot, pending: Optional[Iterable[Pod]] 
     for g, group in enumerate(groups):
         gk = pod_group_key(group[0])
         pg = snapshot.pod_group_by_key.get(gk) if gk else None
-        if pg is not None and gang_cap[gk] < pg.spec.min_member - bound_members[gk]:
+        if gk and pg is not None and gang_cap[gk] < pg.spec.min_member - bound_members[gk]:
             caps[g] = 0
 
     # One resource at a time over the whole window: smallest requests first fill the room.
@@ -336,7 +336,8 @@ def min_nodes_bound(snapshot: ClusterSnapshot, pods: Optional[Iterable[Pod]] = N
     for group in _equivalence_groups(p for p in load if _required_anti_affinity(p)):
         pod = group[0]
         for term in _required_anti_affinity(pod):
-            scope = _simple_scope(term, pod.metadata.namespace)
-            if scope and term.topology_key == HOSTNAME and pod.metadata.namespace in scope and term.label_selector.matches(pod.metadata.labels):
+            scope, selector = _simple_scope(term, pod.metadata.namespace), term.label_selector
+            if (scope and selector is not None and term.topology_key == HOSTNAME and pod.metadata.namespace in scope
+                    and selector.matches(pod.metadata.labels)):
                 need = max(need, len(group))
     return need

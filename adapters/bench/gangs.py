@@ -33,9 +33,9 @@ def gang_figures(final: ClusterSnapshot, decided: Sequence[Pod]) -> Optional[dic
     """The figures above, or None when no decided pod belongs to a gang."""
     members: dict[str, list[str]] = defaultdict(list)
     for pod in decided:
-        group = pod_group_key(pod)
-        if group is not None:
-            members[group].append(pod.key)
+        member_of = pod_group_key(pod)
+        if member_of is not None:
+            members[member_of].append(pod.key)
     if not members:
         return None
     groups = final.pod_group_by_key

@@ -15,11 +15,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from pydantic import BaseModel
+
 from models import ClusterSnapshot, Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.workloads import CorePodGroup
+from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.objects import NodeSpec, NodeStatus, PodSpec
 
-from .kube import paused_gc
+from .objects import paused_gc
 
 _KINDS = {
     "Node": "nodes",
@@ -28,11 +31,17 @@ _KINDS = {
     "PriorityClass": "priority_classes",
     "PodGroup": "pod_groups",
     "Namespace": "namespaces",
+    "DeviceClass": "device_classes",
+    "ResourceSlice": "resource_slices",
+    "ResourceClaim": "resource_claims",
+    "ResourceClaimTemplate": "resource_claim_templates",
 }
-_SIMPLE = {"PodDisruptionBudget": PodDisruptionBudget, "PriorityClass": PriorityClass, "PodGroup": PodGroup, "Namespace": Namespace}
+_SIMPLE: dict[str, type[BaseModel]] = {"PodDisruptionBudget": PodDisruptionBudget, "PriorityClass": PriorityClass, "PodGroup": PodGroup, "Namespace": Namespace,
+                                      "DeviceClass": DeviceClass, "ResourceSlice": ResourceSlice, "ResourceClaim": ResourceClaim,
+                                      "ResourceClaimTemplate": ResourceClaimTemplate}
 
 
-def _read_keys(model: type) -> frozenset[str]:
+def _read_keys(model: type[BaseModel]) -> frozenset[str]:
     """The JSON keys a model reads (its fields' aliases); other keys cannot change the result."""
     return frozenset(k for name, f in model.model_fields.items() for k in (name, f.alias or name))
 
@@ -118,7 +127,7 @@ def to_snapshot(source: Any) -> ClusterSnapshot:
     objects = getattr(source, "objects", source)
     if isinstance(objects, dict):
         objects = objects.get("items") or []
-    parsed = parse_objects(objects)
+    parsed: dict[str, Any] = parse_objects(objects)  # lists of each model, by build's argument name
     with paused_gc():
         return ClusterSnapshot.build(**parsed)
 

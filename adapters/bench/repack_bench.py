@@ -53,7 +53,7 @@ def high_node_utilization(snapshot, config: SchedulerConfig, *, threshold: int =
         return (state.used[nodes][:, [cpu, mem]] / alloc[nodes]).max(axis=1)
 
     budget_left = [b.allowed for b in problem.budgets.budgets]
-    current = {key: now.pod(key) for key in problem.origin}
+    current = {key: info for key in problem.origin if (info := now.pod(key)) is not None}  # every running pod
     window = {key: problem.window_pod(key) for key in problem.origin}
     all_nodes = np.arange(len(names))
     under = [n for n in all_nodes.tolist() if n in problem.busy_before and utilisation([n])[0] * 100 < threshold]

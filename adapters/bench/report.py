@@ -30,7 +30,7 @@ def _share(part: Optional[int], whole: Optional[int]) -> str:
     return f"{100 * part / whole:.0f}%"
 
 
-def _table(header: Sequence[str], rows: list[Sequence[str]], numeric: set[int]) -> list[str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]) -> list[str]:
     """Columns two spaces apart; numeric columns right-aligned; blank trailing cells trimmed."""
     cells = [list(map(str, header))] + [list(map(str, r)) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
@@ -96,7 +96,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
         "",
         "QUALITY (bound: most pods any placement can place; min nodes: fewest nodes that could host every pod)",
     ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for w in report.workloads:
         for k, (engine, result) in enumerate(w.results.items()):
             r = result.to_json()
@@ -129,7 +129,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
         numeric={1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13},
     )
 
-    lines += ["", "TIME (decision = wall clock around one schedule() call per window; model size: largest window; "
+    lines += ["", "TIME (decision = wall clock around one decide() call per window, its validation included; model size: largest window; "
               "peak RSS: the process's resident-memory high-water mark while the workload ran, both engines)"]
     rows = []
     for w in report.workloads:
@@ -164,6 +164,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
     )
 
     lines += _gang_table(report)
+    lines += _dra_table(report)
 
     compared = [w for w in report.workloads if w.ratios()]
     if compared:
@@ -205,7 +206,7 @@ def _workload_tables(report: BenchReport) -> list[str]:
 def _gang_table(report: BenchReport) -> list[str]:
     """Workloads with gangs: whole gangs placed, domains a placed gang spans per topology key,
     and partly used domains where no waiting gang of that key fits (``gangs.gang_figures``)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for w in report.workloads:
         for k, (engine, result) in enumerate(w.results.items()):
             g = result.gangs
@@ -223,6 +224,27 @@ def _gang_table(report: BenchReport) -> list[str]:
         "GANGS (placed: whole gangs; spans: mean domains per placed gang, per topology key; fragmented: "
         "partly used domains no waiting gang of that key fits in, of those partly used (all domains))",
         *_table(("WORKLOAD", "ENGINE", "GANGS PLACED", "PODS", "SPANS", "FRAGMENTED"), rows, numeric={2, 3}),
+    ]
+
+
+def _dra_table(report: BenchReport) -> list[str]:
+    """Workloads with devices (DRA): devices in use, free, and stranded — free on nodes where no
+    waiting pod's claims can be allocated (``dra_workload.dra_figures``)."""
+    rows = []
+    for w in report.workloads:
+        for k, (engine, result) in enumerate(w.results.items()):
+            d = result.dra
+            if d is None:
+                continue
+            rows.append((w.name if k == 0 else "", engine, _num(d["devices"]), _num(d["used"]), _num(d["free"]),
+                         _num(d["stranded"]), _num(d["stranded_nodes"]), _num(d["waiting_pods"])))
+    if not rows:
+        return []
+    return [
+        "",
+        "DEVICES (DRA; stranded: free devices on nodes where no waiting pod's claims can be allocated)",
+        *_table(("WORKLOAD", "ENGINE", "DEVICES", "USED", "FREE", "STRANDED", "ON NODES", "WAITING PODS"), rows,
+                numeric={2, 3, 4, 5, 6, 7}),
     ]
 
 

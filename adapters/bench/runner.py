@@ -10,9 +10,10 @@ order (higher priority first, then older, then by name — kube-scheduler's Prio
 * window *k* is decided against the cluster the earlier windows left: their placed pods are bound
   where the plan put them, their victims are gone, and pods they left out stay out (each pod is
   considered in exactly one window, by both engines alike);
-* the decision time of a window is the wall clock around ``solver.schedule`` — everything a
-  caller waits for, including the solver's own safety checks — and nothing else: parsing,
-  applying the plan and this module's validation are not counted;
+* the decision time of a window is the wall clock around one ``solver.decide`` call —
+  everything a caller waits for, including the solver's own safety checks and its validation of
+  the plan — and nothing else: parsing, applying the plan and this module's own validation are
+  not counted; the run's ``SolverMemory`` carries the kept state from window to window;
 * every plan is checked by ``solver.validate`` against the snapshot it was decided on; a plan
   that fails is recorded with its violations and fails the run.
 
@@ -65,6 +66,7 @@ from . import memory
 from .bounds import max_placeable_bound, min_nodes_bound
 from .defaults import DEFAULT_TIME_LIMITS as DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE as DEFAULT_WINDOW_SIZE
 from .gangs import gang_figures
+from .dra_workload import dra_figures
 from .workloads import REAL_SHAPED, SCALE_TARGETS, WORKLOADS, Workload, generate
 
 ENGINES = ("cpsat", "greedy")
@@ -77,21 +79,23 @@ TARGET_TIME_LIMITS = {"scale-3k": 15.0, "scale-10k": 10.0}
 VIOLATIONS_KEPT = 5
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-ScheduleFn = Callable[[ClusterSnapshot, SchedulerConfig, str], Plan]
-ValidateFn = Callable[[ClusterSnapshot, Plan, SchedulerConfig], list[str]]
+# (snapshot, config, engine, *, memory): ``memory`` is the run's ``solver.SolverMemory``, what the
+# solver keeps from one window to the next (a replacement may ignore it).
+ScheduleFn = Callable[..., Plan]
+ValidateFn = Callable[..., list[str]]
 ProgressFn = Callable[[str], None]
 
 
-def _schedule(snapshot: ClusterSnapshot, config: SchedulerConfig, engine: str) -> Plan:
-    from solver import schedule
+def _schedule(snapshot: ClusterSnapshot, config: SchedulerConfig, engine: str, *, memory: Any = None) -> Plan:
+    from solver import ScheduleRequest, decide
 
-    return schedule(snapshot, config, engine=engine)
+    return decide(ScheduleRequest(snapshot, config, engine=engine, memory=memory)).plan
 
 
-def _validate(snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig) -> list[str]:
+def _validate(snapshot: ClusterSnapshot, plan: Plan, config: SchedulerConfig, *, memory: Any = None) -> list[str]:
     from solver import validate
 
-    return validate(snapshot, plan, config)
+    return validate(snapshot, plan, config, memory=memory)
 
 
 # --------------------------------------------------------------------------- windows
@@ -137,6 +141,7 @@ class _Cluster:
     def __init__(self, base: ClusterSnapshot, pending: set[str]) -> None:
         self.base = base
         self.pods: dict[str, Pod] = {p.key: p for p in base.pods if p.key not in pending}
+        self.claims: dict[str, Any] = {c.key: c for c in base.resource_claims}  # allocations of earlier windows added
 
     def snapshot(self, window: Sequence[Pod] = ()) -> ClusterSnapshot:
         # The constructor, not ``build``: priorities are resolved already, names already unique.
@@ -151,10 +156,19 @@ class _Cluster:
             pvcs=self.base.pvcs,
             storage_classes=self.base.storage_classes,
             csi_nodes=self.base.csi_nodes,
+            device_classes=self.base.device_classes,
+            resource_slices=self.base.resource_slices,
+            resource_claims=tuple(self.claims.values()),
+            resource_claim_templates=self.base.resource_claim_templates,
         )
 
-    def apply(self, plan: Plan, window: Sequence[Pod]) -> None:
-        """Victims leave, placed window pods run where the plan put them."""
+    def apply(self, plan: Plan, window: Sequence[Pod], snapshot: Optional[ClusterSnapshot] = None) -> None:
+        """Victims leave, placed window pods run where the plan put them (with the devices the
+        plan allocates their claims)."""
+        if snapshot is not None and plan.allocations:
+            from .dra_workload import allocated_claims
+
+            allocated_claims(self.claims, plan, window, snapshot)
         for victim in plan.preemptions:
             self.pods.pop(victim.pod, None)
         by_key = {p.key: p for p in window}
@@ -194,7 +208,7 @@ class _SolverLog(logging.Handler):
         self.figures: dict[str, float] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        args = record.args if isinstance(record.args, tuple) else ()
+        args: tuple[Any, ...] = record.args if isinstance(record.args, tuple) else ()
         try:
             if record.msg.startswith("built ") and len(args) >= 4:
                 self.figures.update(components=int(args[0]), variables=int(args[1]), constraints=int(args[2]),
@@ -254,6 +268,9 @@ def run_engine(
     # Looked up at call time: the module functions are the seam tests replace.
     schedule_fn = schedule_fn or _schedule
     validate_fn = validate_fn or _validate
+    from solver import SolverMemory
+
+    memory = SolverMemory()  # the run's: each window's state brought up to date from the last
     # Every pod waiting for us starts outside the cluster; each enters with its window.
     cluster = _Cluster(base, {p.key for p in base.pending_pods(config.scheduler_name)} | {p.key for w in windows for p in w})
     records: list[WindowRecord] = []
@@ -266,18 +283,18 @@ def run_engine(
         try:
             with _capture_solver_log() as log:
                 start = time.perf_counter()
-                plan = schedule_fn(snapshot, config, engine)
+                plan = schedule_fn(snapshot, config, engine, memory=memory)
                 seconds = time.perf_counter() - start
         finally:
             gc.unfreeze()
         checked = time.perf_counter()
-        violations = list(validate_fn(snapshot, plan, config))
+        violations = list(validate_fn(snapshot, plan, config, memory=memory))
         validate_s = time.perf_counter() - checked
         records.append(WindowRecord(len(window), seconds, plan, violations, log.figures if engine == "cpsat" else {},
                                     validate_s))
         placed += [a.pod for a in plan.assignments]
         victims += len(plan.preemptions)
-        cluster.apply(plan, window)
+        cluster.apply(plan, window, snapshot)
     return EngineRun(engine, records, cluster.snapshot(), placed, victims)
 
 
@@ -384,6 +401,7 @@ class EngineResult:
     spread: tuple[Optional[int], int] = (None, 0)
     greedy_decision_s: Optional[float] = None  # the greedy engine's own time, for the cpsat split
     gangs: Optional[dict[str, Any]] = None  # ``gangs.gang_figures`` of the first run, when pods are in gangs
+    dra: Optional[dict[str, Any]] = None  # ``dra_workload.dra_figures`` of the first run, when there are devices
 
     @property
     def first(self) -> EngineRun:
@@ -477,6 +495,8 @@ class EngineResult:
             out["model_from_log"] = True
         if self.gangs is not None:
             out["gangs"] = self.gangs
+        if self.dra is not None:
+            out["dra"] = self.dra
         if len(self.runs) > 1:
             out["placed_per_repeat"] = [len(run.placed) for run in self.runs]
         return out
@@ -617,6 +637,7 @@ def measure(
         result = EngineResult(engine, runs[engine], len(pending), weights, priority_of)
         result.spread = spread_skew(result.first.final, pending, config)
         result.gangs = gang_figures(result.first.final, pending)
+        result.dra = dra_figures(result.first.final, pending)
         results[engine] = result
     if "cpsat" in results and "greedy" in results:
         results["cpsat"].greedy_decision_s = sum(r.decision_s for r in runs["greedy"]) / repeat

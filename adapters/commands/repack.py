@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
 
+    from solver import SolverMemory
     from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack
 
     options = RepackOptions(
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with progress_lines(args):
             stage("planning the moves")
-            result = plan_repack(loaded.snapshot, config, options)
+            result = plan_repack(loaded.snapshot, config, options, memory=SolverMemory())  # this run's
     except (OrderError, RepackInfeasible) as exc:
         print(f"cpsat-scheduler: no plan: {exc}", file=sys.stderr)
         return 1
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace, result, config) -> int:
-    from adapters.live.kube import KubeApi, load_api_client
+    from adapters.live.api_client import KubeApi, load_api_client
     from adapters.repack_apply import ApplyApi, apply_runbook
 
     try:

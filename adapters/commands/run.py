@@ -229,7 +229,7 @@ def run(args: argparse.Namespace, stop: Optional[threading.Event] = None) -> int
 
 def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: threading.Event) -> int:
     from adapters.live import Scheduler
-    from adapters.live.kube import KubeApi, load_api_client
+    from adapters.live.api_client import KubeApi, load_api_client
 
     in_cluster = args.in_cluster or (not args.kubeconfig and bool(os.environ.get("KUBERNETES_SERVICE_HOST")))
     try:

@@ -108,19 +108,19 @@ def _run(args: argparse.Namespace) -> int:
     snapshot = loaded.snapshot
     stage(f"read {len(snapshot.nodes):,} node(s) and {len(snapshot.pods):,} pod(s); preparing the decision")
 
-    from solver import schedule, validate
+    from solver import ScheduleRequest, decide
 
-    plan = schedule(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending)
-    stage("validating the plan")
-    violations = validate(loaded.snapshot, plan, config, all_pending=args.all_pending)
-    if violations:
+    # One decision: validated inside (whichever engine made the plan), greedy's plan if the
+    # model's cannot be used; the decision says whether the plan passed.
+    decision = decide(ScheduleRequest(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending))
+    if not decision.validated:
         print(
-            f"cpsat-scheduler: refusing to print a plan that fails validation ({len(violations)} "
+            f"cpsat-scheduler: refusing to print a plan that fails validation ({len(decision.problems)} "
             "violation(s)); this is a bug, please report it with the snapshot:",
             file=sys.stderr,
         )
-        for line in violations:
+        for line in decision.problems:
             print(f"  {line}", file=sys.stderr)
         return 1
-    sys.stdout.write(dump_plan(plan, args.output))
+    sys.stdout.write(dump_plan(decision.plan, args.output))
     return 0

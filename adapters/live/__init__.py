@@ -4,7 +4,7 @@ It runs beside kube-scheduler and places the pods whose `spec.schedulerName` nam
 way kube-scheduler places its own, but a window of pods at a time through the CP-SAT
 solver. One module per concern:
 
-- `kube.py` — every API call, through the official client (the only module of the
+- `api_client.py` — every API call, through the official client (the only module of the
   scheduler that uses it), and `errors.py` — the adapter's own error classes;
 - `informer.py` + `cache.py` + `convert.py` — list+watch into a cache of parsed models,
   with the scheduler's assumptions on top;
@@ -15,8 +15,9 @@ solver. One module per concern:
 - `leader.py` — Lease-based leader election; `serving.py` + `metrics.py` — health and
   Prometheus metrics;
 - `simulate.py` — the same loop against the in-memory API server (`run --simulate`);
-  `bench.py` — its latency, throughput and CPU benchmark, on the in-memory API server or,
-  through `bench_target.py` (the bench's own client: fake nodes, a namespace), a real one.
+  `window_cost.py` — what one window costs the loop. The live benchmark (latency, throughput,
+  CPU) is beside the others, `adapters/bench/live.py`; `bench.py` here only forwards the
+  command `python -m adapters.live.bench` to it, kept for scripts.
 
 Nothing here is imported by `solver/` or `models/`.
 

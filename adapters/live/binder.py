@@ -35,6 +35,7 @@ import itertools
 import logging
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -44,9 +45,10 @@ from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
 from .clock import Clock
+from .dra_writes import ClaimUse, ClaimWriteError, ClaimWriter
 from .errors import ConnectionFailure, KubeError, NotFound, TooManyRequests
 from .events import SCHEDULER_ERROR, Reporter
-from .kube import KubeApi, now_micro
+from .api_client import KubeApi, now_micro
 from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
 
@@ -68,6 +70,9 @@ class Placement:
     nominated: bool = False  # a preemptor: its nominatedNodeName is set before evicting
     # PreBind: (claim key, volume to reserve for it or None to provision on `node`, claim uid)
     volumes: tuple[tuple[str, Optional[str], str], ...] = ()
+    # DynamicResources' PreBind: the pod's claims, each with the allocation the window chose
+    # (None: allocated already, the pod is only added to reservedFor); see `dra_writes.py`
+    claims: tuple[ClaimUse, ...] = ()
 
     @property
     def key(self) -> str:
@@ -137,6 +142,7 @@ class Binder:
         self._busy = 0  # units submitted and not finished
         self._uncertain: dict[str, float] = {}  # pods whose bind outcome is unknown -> when to give up
         self._settling: set[str] = set()  # of those, the ones being read back now (`_settle_uncertain`)
+        self._claim_writer: Optional[ClaimWriter] = None
 
     # --- entry points ------------------------------------------------------------------------
 
@@ -261,11 +267,12 @@ class Binder:
                         self._uncertain[key] = self.clock.now() + UNCERTAIN_RECHECK_SECONDS
                 return
             spec, meta = (current or {}).get("spec") or {}, (current or {}).get("metadata") or {}
-            if spec.get("nodeName") and meta.get("uid") == uid:
+            if current is not None and spec.get("nodeName") and meta.get("uid") == uid:
                 log.info("bind of %s was unconfirmed; the server has it bound to %s", key, spec["nodeName"])
-                self.cache.observe_pod(current)  # type: ignore[arg-type] - ends the assumption, keeps the room
+                self.cache.observe_pod(current)  # ends the assumption, keeps the room
             elif self.cache.forget(key):
                 log.warning("bind of %s to %s did not land; forgetting it and trying again", key, node)
+                self._release_claims(key)
             self.queue.requeue_error(key)  # the queue drops a pod bound or deleted meanwhile
             with self._lock:
                 self._uncertain.pop(key, None)
@@ -403,13 +410,47 @@ class Binder:
 
         if p.volumes and not self._prebind_volumes(p):
             return False
+        if p.claims and not self._prebind_claims(p):
+            return False
         try:
             call_with_retries(bind, what=f"bind {key} to {p.node}", backoffs=self.settings.backoffs,
                               sleep=self.clock.sleep, should_continue=self.is_leader)
         except KubeError as exc:
-            return self._after_failed_bind(p, exc, unanswered=bool(unanswered))
+            ok = self._after_failed_bind(p, exc, unanswered=bool(unanswered))
+            if p.claims and not ok and not self.cache.is_assumed(key):  # not bound, nor maybe bound
+                self._release_claims(key)
+            return ok
         self._bound(p)
         return True
+
+    @property
+    def claim_writer(self) -> ClaimWriter:
+        if self._claim_writer is None:
+            self._claim_writer = ClaimWriter(self.api, backoffs=self.settings.backoffs,
+                                             sleep=self.clock.sleep, should_continue=self.is_leader)
+        return self._claim_writer
+
+    def _prebind_claims(self, p: Placement) -> bool:
+        """DynamicResources' PreBind, before the pod is bound: each claim's allocation and the
+        pod in its reservedFor (`dra_writes.py`). A write that fails releases what was written
+        and sends the pod back to the queue unbound, as kube-scheduler's Unreserve does."""
+        try:
+            self.claim_writer.reserve(p.key, p.pod.metadata.uid, p.claims)
+        except (ClaimWriteError, KubeError) as exc:
+            why = exc.message if isinstance(exc, KubeError) else str(exc)
+            log.warning("not binding %s: writing its resourceclaims failed: %s", p.key, why)
+            self.claim_writer.release(p.key)
+            self.cache.forget(p.key)
+            self.metrics.binds.labels(result="prebind-failed").inc()
+            self.reporter.failed_scheduling(p.pod, f"running PreBind plugin \"DynamicResources\": {why}",
+                                            reason=SCHEDULER_ERROR)
+            self.queue.requeue_error(p.key)
+            return False
+        return True
+
+    def _release_claims(self, key: str) -> None:
+        if self._claim_writer is not None and self._claim_writer.has_written(key):
+            self._claim_writer.release(key)
 
     def _prebind_volumes(self, p: Placement) -> bool:
         """VolumeBinding's PreBind, before the pod is bound: each first-time claim's chosen volume
@@ -440,6 +481,8 @@ class Binder:
 
     def _bound(self, p: Placement) -> None:
         bind_log.info("bound %s to %s", p.key, p.node)
+        if self._claim_writer is not None:
+            self._claim_writer.settled(p.key)
         self.cache.set_state(p.key, BOUND)
         self.queue.done(p.key)
         self.metrics.binds.labels(result="bound").inc()
@@ -629,7 +672,7 @@ class Binder:
         except KubeError as exc:  # informative: the eviction itself went through
             log.info("could not mark %s as preempted: %s", victim.key, exc.message)
 
-    def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: list[Victim] = (),
+    def _give_back(self, unit: BindUnit, *, requeue: Callable[[str], None], untouched: Sequence[Victim] = (),
                    message: Optional[str] = None) -> None:
         for victim in untouched:
             self.cache.unmark_evicting(victim.key)

@@ -32,17 +32,20 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable, Optional, Protocol
+from typing import Any, Iterable, Optional, Protocol, cast
 
 from pydantic import BaseModel
 
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models.dra import ResourceClaim
 from models.snapshot import SnapshotDelta, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
-from .kube import (CORE_PODGROUPS, CSI_NODES, GANG_RESOURCES, NODES, PDBS, PODS, PRIORITY_CLASSES, PVCS, PVS,
-                   STORAGE_CLASSES, VOLUME_RESOURCES, WATCHED, WORKLOADS, Resource)
+from .dra_writes import ClaimOverlay
+from .api_client import (CORE_PODGROUPS, CSI_NODES, DEVICE_CLASSES, DRA_RESOURCES, GANG_RESOURCES, NODES, PDBS, PODS,
+                         PRIORITY_CLASSES, PVCS, PVS, RESOURCE_CLAIMS, RESOURCE_SLICES, STORAGE_CLASSES, VOLUME_RESOURCES,
+                         WATCHED, WORKLOADS, Resource)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,7 @@ class CacheListener(Protocol):
     def workload_changed(self, workload: Workload) -> None: ...
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None: ...
     def volumes_changed(self, kind: str) -> None: ...
+    def devices_changed(self, kind: str) -> None: ...
 
 
 @dataclass
@@ -81,7 +85,7 @@ def object_key(obj: dict[str, Any]) -> str:
 
 def model_key(resource: Resource, model: BaseModel) -> str:
     meta = model.metadata  # type: ignore[attr-defined]
-    if resource in (PODS, PDBS, PVCS, *GANG_RESOURCES):
+    if resource in (PODS, PDBS, PVCS, RESOURCE_CLAIMS, *GANG_RESOURCES):
         return f"{meta.namespace or 'default'}/{meta.name}"
     return str(meta.name)
 
@@ -145,6 +149,10 @@ class ClusterCache:
         # The last snapshot and its window's keys, and the holding pods changed since it.
         self._last: Optional[tuple[weakref.ReferenceType[ClusterSnapshot], frozenset[str]]] = None
         self._changed: set[str] = set()
+        # Claims a window allocated whose status.allocation the watch does not show yet
+        # (``dra_writes.ClaimOverlay``): a snapshot shows them allocated, so no later window
+        # hands their devices out again before the PreBind write is seen.
+        self.claims = ClaimOverlay()
 
     # --- feeding from list and watch -----------------------------------------------------------
 
@@ -236,6 +244,7 @@ class ClusterCache:
             self._conditions.pop(key, None)
         if resource is PODS:
             self._assumed.pop(key, None)
+            self.claims.forget(key)
             self._evicting.pop(key, None)
             self._refresh(key)
             if self.listener:
@@ -246,6 +255,11 @@ class ClusterCache:
             self.listener.pdb_changed(old, None)  # type: ignore[arg-type]
         elif resource in VOLUME_RESOURCES and self.listener:
             self.listener.volumes_changed(resource.kind)
+        elif resource in DRA_RESOURCES:
+            if resource is RESOURCE_CLAIMS:
+                self.claims.seen(key, None)
+            if self.listener:
+                self.listener.devices_changed(resource.kind)
 
     def _notify(self, resource: Resource, old: Optional[BaseModel], new: BaseModel) -> None:
         if resource is PODS:
@@ -265,6 +279,12 @@ class ClusterCache:
             self.listener.pdb_changed(old, new)  # type: ignore[arg-type]
         elif resource in VOLUME_RESOURCES and self.listener:
             self.listener.volumes_changed(resource.kind)
+        elif resource in DRA_RESOURCES:
+            if resource is RESOURCE_CLAIMS:
+                claim = cast(ResourceClaim, new)
+                self.claims.seen(f"{claim.metadata.namespace}/{claim.metadata.name}", claim)
+            if self.listener:
+                self.listener.devices_changed(resource.kind)
 
     def _reconcile_assumption(self, pod: Pod) -> None:
         """A watched pod that has a node ends its assumption; one still unbound refreshes it."""
@@ -327,7 +347,8 @@ class ClusterCache:
         """Under the lock, for a snapshot: the priority classes changed (a relist changes them
         one by one, so this waits for the snapshot); every holding pod is resolved again. The
         snapshot says nothing of what changed (its delta would name every pod)."""
-        self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()}  # type: ignore[attr-defined]
+        self._classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()
+                         if isinstance(c, PriorityClass)}  # all are: the store holds each resource's own model
         self._classes_changed = False
         self._unresolved = {}
         self._holding = {key: self._resolve(key, source) for key, source in self._sources.items()}
@@ -465,6 +486,10 @@ class ClusterCache:
                 pvcs=self._objects[PVCS].values(), pvs=self._objects[PVS].values(),  # type: ignore[arg-type]
                 storage_classes=self._objects[STORAGE_CLASSES].values(),  # type: ignore[arg-type]
                 csi_nodes=self._objects[CSI_NODES].values(),  # type: ignore[arg-type]
+                device_classes=self._objects[DEVICE_CLASSES].values(),  # type: ignore[arg-type]
+                resource_slices=self._objects[RESOURCE_SLICES].values(),  # type: ignore[arg-type]
+                resource_claims=self.claims.view(self._objects[RESOURCE_CLAIMS]),  # type: ignore[arg-type]
+                claims_from_templates=False,
                 pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta,
                 nominated=nominated)
             self._last = (weakref.ref(snapshot), window_keys)
@@ -495,9 +520,17 @@ class ClusterCache:
             assumption.expires = expires
             return True
 
+    def assume_claims(self, key: str, claims: Iterable[tuple[str, Optional[dict[str, Any]]]]) -> None:
+        """The claims assumed pod `key` is given: (claim key, the allocation the window chose for
+        it, or None when it is allocated already). Shown allocated until the watch shows them so
+        or the pod's assumption is forgotten."""
+        with self.lock:
+            self.claims.assume(key, claims, self._objects[RESOURCE_CLAIMS])  # type: ignore[arg-type]
+
     def forget(self, key: str) -> bool:
         """Drop an assumption (a failed bind); True if there was one."""
         with self.lock:
+            self.claims.forget(key)
             found = self._assumed.pop(key, None) is not None
             if found:
                 self._refresh(key)

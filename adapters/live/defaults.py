@@ -20,7 +20,7 @@ DEFAULT_WINDOW_WAIT_MS = 200
 # behind it. Not for a better plan: every window has a fixed cost (snapshot, the solver's view
 # of the cluster, validation, a bind batch), and at 100 pods/s one window per pod spent 6.8 ms
 # of CPU per pod where windows of ~4 pods spend 4.2, for ~25 ms more latency (p50 6 -> 29 ms,
-# p99 80 -> 63 ms; `python -m adapters.live.bench --burst 0 --backlog 0`, 500 nodes; 20 ms gave
+# p99 80 -> 63 ms; `python -m adapters.bench.live --burst 0 --backlog 0`, 500 nodes; 20 ms gave
 # 5.0 ms/pod, 50 ms 3.9 ms/pod at p50 46 ms). A lone pod, or the first after a lull, never
 # waits. 0: never.
 DEFAULT_BATCH_WAIT_MS = 30

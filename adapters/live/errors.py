@@ -1,4 +1,4 @@
-"""The live scheduler's own API errors, so nothing above `kube.py` sees the client's exceptions.
+"""The live scheduler's own API errors, so nothing above `api_client.py` sees the client's exceptions.
 
 The official client raises `ApiException` for every HTTP error and several urllib3 exceptions
 for transport trouble. The scheduler needs to decide on *kinds* of failure: a 409 on a bind

@@ -40,7 +40,7 @@ from models import Pod
 
 from .clock import Clock
 from .errors import KubeError
-from .kube import PODGROUP_DISRUPTION_TARGET, PODGROUP_SCHEDULED, KubeApi, now_micro
+from .api_client import PODGROUP_DISRUPTION_TARGET, PODGROUP_SCHEDULED, KubeApi, now_micro
 from .retry import call_with_retries
 
 log = logging.getLogger(__name__)
@@ -277,18 +277,20 @@ class Reporter:
             if self._stopping.is_set():  # past the drain deadline: what is left is dropped
                 self.metrics.events_dropped.inc()
                 continue
+            # the one body this write has, named before the calls below read it
+            event, group_status, status = write.event, write.group_status, write.status
             try:
-                if write.event is not None:
-                    call_with_retries(lambda: self.api.create_event(write.namespace, write.event),
+                if event is not None:
+                    call_with_retries(lambda: self.api.create_event(write.namespace, event),
                                       what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
                                       should_continue=lambda: not self._stopping.is_set())
-                elif write.group_status is not None:
+                elif group_status is not None:
                     call_with_retries(lambda: self.api.patch_pod_group_status(write.namespace, write.name,
-                                                                              write.group_status),
+                                                                              group_status),
                                       what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
                                       should_continue=lambda: not self._stopping.is_set())
-                else:
-                    call_with_retries(lambda: self.api.patch_pod_status(write.namespace, write.name, write.status),
+                elif status is not None:
+                    call_with_retries(lambda: self.api.patch_pod_status(write.namespace, write.name, status),
                                       what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
                                       should_continue=lambda: not self._stopping.is_set())
             except KubeError as exc:

@@ -17,6 +17,8 @@ coarse, safe version of those hints:
   try again;
 - a PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode appears, changes or goes:
   pods that mount claims try again (a claim bound or created, a volume freed, a limit raised);
+- a DeviceClass, ResourceSlice or ResourceClaim appears, changes or goes: pods with
+  ResourceClaims try again (a claim made from its template, a device published or freed);
 - a PodDisruptionBudget is deleted, changes its spec, or allows more disruptions than before:
   pods that may preempt try again. The live scheduler plans with hard budgets (the Eviction
   API refuses what a budget forbids), so a budget is what kept such a pod's victims in place,
@@ -68,8 +70,13 @@ def _budget_loosened(old: Optional[PodDisruptionBudget], new: Optional[PodDisrup
 
 
 def _placement_inputs(pod: Pod) -> tuple:
-    """What about a pending pod its placement depends on (not its status)."""
-    return (pod.spec, pod.metadata.labels)
+    """What about a pending pod its placement depends on (of its status, only the claims the
+    resourceclaim controller made for it)."""
+    return (pod.spec, pod.metadata.labels, pod.status.resource_claim_statuses)
+
+
+def _has_resource_claims(qp: QueuedPod) -> bool:
+    return bool(qp.pod.spec.resource_claims)
 
 
 class QueueFeeder:
@@ -145,3 +152,8 @@ class QueueFeeder:
         """A claim, volume, storage class or CSINode appeared, changed or went: pods that mount
         claims may fit now (a claim created or bound, a volume freed, a limit raised)."""
         self.queue.move_all(_mounts_claims)
+
+    def devices_changed(self, kind: str) -> None:
+        """A DeviceClass, ResourceSlice or ResourceClaim appeared, changed or went: pods with
+        claims may fit now (a claim made or deallocated, a device published)."""
+        self.queue.move_all(_has_resource_claims)

@@ -11,7 +11,9 @@ list against what it held, so deletions missed meanwhile are seen too.
 Failures back off along a bounded sequence (the delay never exceeds its last value) and the
 informer never gives up: a scheduler without a current view must keep trying, and it says
 so in its logs and metrics. An optional resource that is not served (a gang CRD not installed,
-an alpha gang API not enabled) counts as present and empty, and is looked for again now and then.
+an alpha gang API not enabled), or not granted to the scheduler (403: a ClusterRole older than
+the scheduler's reading of that API), counts as present and empty, and is looked for again now
+and then.
 
 `relist()` asks for a fresh list out of turn: a scheduler that has just become the leader
 cannot tell how far its watch lags behind the writes of the leader before it, and a list is
@@ -27,7 +29,7 @@ from typing import Any, Optional, Sequence
 from .cache import ClusterCache
 from .clock import Clock
 from .errors import Gone, KubeError, NotFound
-from .kube import KubeApi, Resource, WatchStream
+from .api_client import KubeApi, Resource, WatchStream
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +146,17 @@ class Informer:
                 self.cache.replace(self.resource, [])
                 self.clock.wait(self._stop, self.absent_recheck)
             except KubeError as exc:
+                if exc.status == 403 and self.resource.optional:
+                    # not granted (a ClusterRole from before the scheduler read this API, e.g.
+                    # resource.k8s.io): scheduled without it, as if not served, rather than never synced
+                    if not self.absent:
+                        log.warning("%s may not be listed by this scheduler (%s); scheduling without them, "
+                                    "looking again every %.0fs", name, exc.message, self.absent_recheck)
+                    self.absent = True
+                    self.resource_version = None
+                    self.cache.replace(self.resource, [])
+                    self.clock.wait(self._stop, self.absent_recheck)
+                    continue
                 if self._take_cut():
                     continue  # the watch was cut by relist(): list now, no failure
                 failures += 1

@@ -33,7 +33,7 @@ from .defaults import (  # re-exported: client-go's defaults, kept where they lo
     RETRY_PERIOD_SECONDS as RETRY_PERIOD_SECONDS,
 )
 from .errors import Conflict, KubeError, NotFound
-from .kube import KubeApi, now_micro
+from .api_client import KubeApi, now_micro
 
 log = logging.getLogger(__name__)
 

@@ -6,18 +6,18 @@
    arrived within the window wait (adaptive: pods that need no joint decision do not wait). The window comes first and the snapshot after it, so the
    decision sees the cluster as it is once the wait is over, not as it was before.
 2. **snapshot** — freeze the cache, assumed pods included, into a `ClusterSnapshot`.
-3. **decide** — `solver.schedule` with the configured engine and time limit. CP-SAT returns
-   its best plan or, at the limit, the greedy `scheduleOne` plan, so a window never stalls;
-   if the solver fails outright, the window is decided greedily. A *quick* window — few pods
+3. **decide** — one `solver.decide` call with the configured engine and time limit. CP-SAT
+   returns its best plan or, at the limit, the greedy `scheduleOne` plan, so a window never
+   stalls; if the solver fails outright, the window is decided greedily. A *quick* window — few pods
    (`quick_window`), none needing a joint decision: the light-load case — is decided by
    `scheduleOne` whatever the engine, as kube-scheduler would decide each of its pods: a model
    costs a second where the pods gain little from it. A larger window of such pods (a backlog)
    is decided by `scheduleOne` first as well, and its plan kept when it places every pod without
    preempting (`greedy_whole`): no model places more. The model decides the rest.
-4. **check** — `solver.validate` replays the plan; a plan it rejects is never acted on (the
-   greedy plan is tried instead, and if that fails too the pods back off). A plan the solver
-   took from CP-SAT was already replayed by `solver.schedule` against this very snapshot, and
-   is not replayed twice.
+4. **check** — `solver.decide` has replayed every plan it returns through `solver.validate`
+   against this very snapshot (a model's plan it rejects is replaced by greedy's there); the
+   decision says in typed fields whether the plan passed. One it did not is never acted on: the
+   pods back off.
 5. **assume** — every decision goes into the cache before any API call, so the next window
    already counts it; victims are shown as terminating so no room is promised twice.
 6. **report** — pods left out go back to the queue as unschedulable, with a
@@ -52,7 +52,7 @@ from .events import SCHEDULER_ERROR, Reporter
 from .events import UNSCHEDULABLE as UNSCHEDULABLE_REASON
 from .handlers import QueueFeeder
 from .informer import Informer
-from .kube import NODES, PODS, WATCHED, KubeApi
+from .api_client import NODES, PODS, WATCHED, KubeApi
 from .leader import AlwaysLeader, LeaderElector
 from .metrics import Metrics
 from .options import STALL_GRACE_SECONDS, LiveOptions
@@ -118,6 +118,8 @@ class Scheduler:
         self.reporter = Reporter(api, component=config.scheduler_name, instance=self.elector.identity,
                                  clock=self.clock, metrics=self.metrics, enabled=not options.dry_run)
         self.cache = ClusterCache()
+        # What the solver keeps from one window's decision to the next (its kept state): ours.
+        self.memory = solver.SolverMemory()
         self.reporter.group_conditions = self.cache.core_group_conditions
         self.binder = Binder(api, self.cache, self.queue, self.reporter, metrics=self.metrics, clock=self.clock,
                              settings=BinderSettings(concurrency=options.bind_concurrency,
@@ -266,9 +268,9 @@ class Scheduler:
         if not window or snapshot is None:
             return result
         with self._phase("decide", result):
-            plan = self.decide(snapshot, window)
+            decision = self.decide(snapshot, window)
         with self._phase("check", result):
-            plan = self.check(snapshot, window, plan) if plan is not None else None
+            plan = self.check(window, decision) if decision is not None else None
         result.plan = plan
         if plan is None:
             self.give_back(window, error=True, message=self._failure)
@@ -330,41 +332,35 @@ class Scheduler:
             self.give_back(waiting, error=True, message=f"scheduler error: {exc}")
             return [], None
 
-    def decide(self, snapshot: ClusterSnapshot, window: list[QueuedPod]) -> Optional[Plan]:
-        keys = [qp.key for qp in window]
+    def decide(self, snapshot: ClusterSnapshot, window: list[QueuedPod]) -> Optional[solver.Decision]:
+        """One `solver.decide` call for the window: it validates whatever plan it returns and
+        falls back to greedy's when the model's cannot be used; None when it refused the window."""
+        keys = tuple(qp.key for qp in window)
         joint = any(needs_joint_decision(qp.pod) for qp in window)
         engine = "greedy" if self.is_quick(window, joint) else self.options.engine
+        greedy_first = engine != "greedy" and not joint and self.options.greedy_whole and self.options.quick_window > 0
         start = self.clock.now()
         self._failure = "scheduler error: the window could not be decided (see the scheduler's log)"
-        if engine != "greedy" and not joint and self.options.greedy_whole and self.options.quick_window > 0:
-            whole = self._greedy_whole(snapshot, keys)
-            if whole is not None:
-                self.metrics.solver_latency.labels(engine="greedy").observe(self.clock.now() - start)
-                self.metrics.solver_status.labels(status=whole.stats.status).inc()
-                return whole
+        request = solver.ScheduleRequest(snapshot, self.config, engine=engine, window_keys=keys,
+                                         greedy_first=greedy_first, fall_back_on_error=True, memory=self.memory)
         try:
-            plan = solver.schedule(snapshot, self.config, engine=engine, window_keys=keys)
+            decision = solver.decide(request)
         except InputError as exc:  # the window breaks a configured limit: not worth a retry now
             log.error("window of %d pods refused: %s", len(keys), exc)
             self._failure = f"scheduler error: {exc}"
             return None
-        except Exception:  # noqa: BLE001 - the solver failed: the greedy scheduleOne decides instead
-            if engine == "greedy":
-                log.exception("greedy scheduling of a window of %d pods failed", len(keys))
-                return None
-            log.exception("solver failed on a window of %d pods; deciding it greedily", len(keys))
+        except Exception:  # noqa: BLE001 - greedy failed too (a model's failure falls back inside)
+            log.exception("scheduling a window of %d pods failed", len(keys))
+            return None
+        self.metrics.solver_latency.labels(engine="cpsat" if decision.solver_ran else "greedy").observe(
+            self.clock.now() - start)
+        self.metrics.solver_status.labels(status=decision.plan.stats.status).inc()
+        if decision.fallback_reason is not None and decision.solver_ran:
+            log.warning("window of %d pods: greedy's plan instead of the model's: %s", len(keys),
+                        decision.fallback_reason)
+        if decision.greedy_instead_of_solver:
             self.metrics.fallbacks.inc()
-            engine = "greedy"
-            try:
-                plan = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
-            except Exception:  # noqa: BLE001
-                log.exception("greedy scheduling of a window of %d pods failed too", len(keys))
-                return None
-        self.metrics.solver_latency.labels(engine=engine).observe(self.clock.now() - start)
-        self.metrics.solver_status.labels(status=plan.stats.status).inc()
-        if plan.stats.fallback:
-            self.metrics.fallbacks.inc()
-        return plan
+        return decision
 
     def is_quick(self, window: list[QueuedPod], joint: Optional[bool] = None) -> bool:
         """A light-load window that scheduleOne decides as well as a model would: at most
@@ -374,44 +370,17 @@ class Scheduler:
             joint = any(needs_joint_decision(qp.pod) for qp in window)
         return len(window) <= self.options.quick_window and not joint
 
-    def _greedy_whole(self, snapshot: ClusterSnapshot, keys: list[str]) -> Optional[Plan]:
-        """scheduleOne's plan for a window of independent pods if it places every one of them
-        without preempting (no plan places more; the model would only re-rank nodes), else None."""
-        try:
-            plan = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
-        except InputError:
-            return None  # the engine's call below meets the same error and reports it
-        except Exception:  # noqa: BLE001 - the model decides instead
-            log.exception("greedy scheduling of a window of %d pods failed; the model decides it", len(keys))
-            return None
-        if plan.unschedulable or plan.preemptions or plan.gated or len(plan.assignments) < len(keys):
-            return None
-        reason = "scheduleOne placed every pod of a window that needs no joint decision"
-        return plan.model_copy(update={"stats": plan.stats.model_copy(update={"plan_reason": reason})})
-
-    def check(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> Optional[Plan]:
-        """The plan if the validator accepts it (or the greedy one if that passes instead)."""
-        if plan.stats.engine == "cpsat" and plan.stats.plan_from == "solver":
-            return plan  # solver.schedule replayed it through solver.validate on this snapshot
-        keys = [qp.key for qp in window]
-        problems = solver.validate(snapshot, plan, self.config, window_keys=keys)
-        if not problems:
-            return plan
-        self.metrics.invalid_plans.inc()
-        log.error("the %s plan for %d pods failed validation and is not acted on: %s", plan.stats.engine,
-                  len(window), "; ".join(problems[:5]))
-        if plan.stats.engine == "greedy":
-            self._failure = f"scheduler error: no valid plan for this window ({problems[0]})"
-            return None
-        greedy = solver.schedule(snapshot, self.config, engine="greedy", window_keys=keys)
-        problems = solver.validate(snapshot, greedy, self.config, window_keys=keys)
-        if problems:
+    def check(self, window: list[QueuedPod], decision: solver.Decision) -> Optional[Plan]:
+        """The decision's plan if the validator accepted it (`solver.decide` replayed every plan
+        it tried on this very snapshot); the plans it refused are counted and logged."""
+        for rejected in decision.rejected:
             self.metrics.invalid_plans.inc()
-            log.error("the greedy plan failed validation too: %s", "; ".join(problems[:5]))
-            self._failure = f"scheduler error: no valid plan for this window ({problems[0]})"
+            log.error("the %s plan for %d pods failed validation and is not acted on: %s", rejected.source.value,
+                      len(window), "; ".join(rejected.problems[:5]))
+        if not decision.validated:
+            self._failure = f"scheduler error: no valid plan for this window ({decision.problems[0]})"
             return None
-        self.metrics.fallbacks.inc()
-        return greedy
+        return decision.plan
 
     def assume(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> list[BindUnit]:
         """Put every decision into the cache, as units that are bound together (`units.py`).
@@ -433,6 +402,9 @@ class Scheduler:
                 dropped_victims |= {v.key for v in unit.victims}
                 continue
             kept.append(unit)
+            for p in unit.placements:  # devices the window allocated stay taken until the watch shows them
+                if p.claims:
+                    self.cache.assume_claims(p.key, [(c.claim, c.allocation) for c in p.claims])
         while dropped_victims:  # units counting on victims that nobody will evict now
             waiting = [u for u in kept if u.waits_for & dropped_victims]
             dropped_victims = set()

@@ -26,7 +26,7 @@ from models.workloads import CorePodGroup, workload_pod_groups
 from .binder import Placement, Victim
 from .convert import parse_object
 from .defaults import DEFAULT_ARRIVAL_RATE as DEFAULT_ARRIVAL_RATE  # re-exported
-from .kube import KubeApi, configured_client
+from .api_client import KubeApi, configured_client
 from .options import LiveOptions
 from .scheduler import Scheduler
 
@@ -88,7 +88,8 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
 
     parsed: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "PriorityClass": [],
                                     "PodGroup": [], "Workload": [], "PersistentVolumeClaim": [],
-                                    "PersistentVolume": [], "StorageClass": [], "CSINode": []}
+                                    "PersistentVolume": [], "StorageClass": [], "CSINode": [], "DeviceClass": [],
+                                    "ResourceSlice": [], "ResourceClaim": [], "ResourceClaimTemplate": []}
     replayed: dict[str, str] = {}
     for obj in objects:
         kind = str(obj.get("kind"))
@@ -109,7 +110,10 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=parsed["Pod"], pdbs=parsed["PodDisruptionBudget"],
                                      priority_classes=parsed["PriorityClass"], pod_groups=groups,
                                      pvcs=parsed["PersistentVolumeClaim"], pvs=parsed["PersistentVolume"],
-                                     storage_classes=parsed["StorageClass"], csi_nodes=parsed["CSINode"])
+                                     storage_classes=parsed["StorageClass"], csi_nodes=parsed["CSINode"],
+                                     device_classes=parsed["DeviceClass"], resource_slices=parsed["ResourceSlice"],
+                                     resource_claims=parsed["ResourceClaim"],
+                                     resource_claim_templates=parsed["ResourceClaimTemplate"])
     left = [p.key for p in snapshot.pending_pods(config.scheduler_name) if p.key not in replayed]
     plan = Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in sorted(replayed.items())),
                 unschedulable=tuple(Unschedulable(pod=k, message="still pending") for k in sorted(left)),
@@ -172,7 +176,7 @@ class Simulation:
         from adapters.apiserver.errors import ApiError
 
         server = FakeApiServer(self.preload, kubelet_start_seconds=KUBELET_START_SECONDS,
-                               kubelet_grace_seconds=KUBELET_GRACE_SECONDS).start()
+                               kubelet_grace_seconds=KUBELET_GRACE_SECONDS, resourceclaim_controller=True).start()
         api = KubeApi(configured_client(server.client_configuration()))
         scheduler = Scheduler(api, self.config, self.options, on_bound=self._bound, on_evicted=self._evicted,
                               on_unschedulable=self._unschedulable)
@@ -196,7 +200,8 @@ class Simulation:
             scheduler.stop()
             self.result.elapsed = time.monotonic() - self._t0
             objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups",
-                                     "persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
+                                     "persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes",
+                                     "deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
                        for o in server.store.list(key)]
             api.close()
             server.stop()

@@ -25,6 +25,7 @@ from typing import Optional
 from models import ClusterSnapshot, Plan, Pod, pod_group_key
 
 from .binder import BindUnit, Placement, Victim
+from .dra_writes import ClaimUse
 from .queue import QueuedPod
 
 
@@ -66,6 +67,16 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
         claim = snapshot.pvc_by_key.get(b.claim)
         volumes_of[b.pod].append((b.claim, b.volume, claim.metadata.uid if claim is not None else ""))
 
+    # What each pod's ResourceClaims take (DynamicResources' PreBind writes it before the bind):
+    # the window's allocation of a claim, or none for one the snapshot has allocated already.
+    allocated = {a.claim: a.allocation for a in plan.allocations}
+
+    def claims_of(pod: Pod) -> tuple[ClaimUse, ...]:
+        if not pod.spec.resource_claims:
+            return ()
+        return tuple(ClaimUse(pc.key, pc.claim.metadata.uid or "", allocated.get(pc.key))
+                     for pc in snapshot.pod_claims(pod) if pc.needed and pc.key and pc.claim is not None)
+
     groups: dict[str, list[Placement]] = defaultdict(list)
     gangs: dict[str, Optional[str]] = {}
     for a in plan.assignments:
@@ -74,7 +85,7 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
         unit_key = f"gang:{gang}" if gang else a.pod
         gangs[unit_key] = gang
         groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated,
-                                          volumes=tuple(volumes_of.get(a.pod, ()))))
+                                          volumes=tuple(volumes_of.get(a.pod, ())), claims=claims_of(pod)))
 
     units = []
     for unit_key, placements in groups.items():

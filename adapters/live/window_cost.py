@@ -2,11 +2,12 @@
 around it: a `ClusterCache` fed directly (no HTTP), `--bound` pods running on `--nodes` nodes,
 then window after window of `--window` new pods taken through the loop's steps — snapshot,
 scheduleOne's decision, the validator's replay, assuming the plan, the watch confirming the
-binds, and as many running pods leaving — timed per step.
+binds, and as many running pods leaving — timed per step. The decision is one `solver.decide`
+call, as in the live loop: it validates its plan itself ("decide and check").
 
     python -m adapters.live.window_cost [--nodes 500] [--bound 3000] [--window 4] [--windows 200]
 
-The live benchmark (`python -m adapters.live.bench`) measures the whole scheduler process;
+The live benchmark (`python -m adapters.bench.live`) measures the whole scheduler process;
 this isolates the part that grows with the cluster, so a change to the snapshot, the solver's
 kept state or the validator shows here first. The first 20 windows are not counted (warm-up).
 """
@@ -21,13 +22,13 @@ from typing import Any, Optional
 import solver
 from models import SchedulerConfig
 
-from .bench_target import node_object, pod_object
+from adapters.bench.live_target import node_object, pod_object
 from .cache import BINDING, ClusterCache
-from .kube import NODES, PODS, WATCHED
+from .api_client import NODES, PODS, WATCHED
 from .scheduler import with_hard_budgets
 
 WARM_UP = 20
-PHASES = ("snapshot", "decide", "check", "assume and confirm")
+PHASES = ("snapshot", "decide and check", "assume and confirm")
 
 
 def _pod(name: str, i: int, rv: int, node: Optional[str] = None) -> dict[str, Any]:
@@ -39,7 +40,8 @@ def _pod(name: str, i: int, rv: int, node: Optional[str] = None) -> dict[str, An
 
 
 def measure(nodes: int, bound: int, window: int, windows: int) -> dict[str, float]:
-    """Milliseconds per window for each step, after the warm-up."""
+    """Milliseconds per window for each step, after the warm-up; and under ``contexts``, how
+    many contexts each window built (the decision's and the validator's replays)."""
     cache = ClusterCache()
     for resource in WATCHED:
         if resource not in (NODES, PODS):
@@ -48,7 +50,9 @@ def measure(nodes: int, bound: int, window: int, windows: int) -> dict[str, floa
     cache.replace(PODS, [_pod(f"run-{i}", i, i + 1, f"node-{i % nodes}") for i in range(bound)])
     running = [f"run-{i}" for i in range(bound)]  # oldest first
     config = with_hard_budgets(SchedulerConfig())
+    memory = solver.SolverMemory()  # the loop's, as the live scheduler keeps one
     rv, made = bound + 1, 0
+    contexts = 0
     spent = dict.fromkeys(PHASES, 0.0)
     for w in range(windows + WARM_UP):
         keys = []
@@ -60,11 +64,12 @@ def measure(nodes: int, bound: int, window: int, windows: int) -> dict[str, floa
         t0 = time.perf_counter()
         snapshot = cache.snapshot(keys)
         t1 = time.perf_counter()
-        plan = solver.schedule(snapshot, config, engine="greedy", window_keys=keys)
-        t2 = time.perf_counter()
-        problems = solver.validate(snapshot, plan, config, window_keys=keys)
-        if problems:
-            raise SystemExit(f"window {w}: the plan failed validation: {problems[0]}")
+        built = memory.contexts_built
+        decision = solver.decide(solver.ScheduleRequest(snapshot, config, engine="greedy", window_keys=tuple(keys),
+                                                        memory=memory))
+        if not decision.validated:
+            raise SystemExit(f"window {w}: the plan failed validation: {decision.problems[0]}")
+        plan = decision.plan
         t3 = time.perf_counter()
         for a in plan.assignments:
             cache.assume(a.pod, a.node, state=BINDING, now=0.0)
@@ -78,9 +83,10 @@ def measure(nodes: int, bound: int, window: int, windows: int) -> dict[str, floa
         del running[:len(plan.assignments)]
         t4 = time.perf_counter()
         if w >= WARM_UP:
-            for phase, took in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            for phase, took in zip(PHASES, (t1 - t0, t3 - t1, t4 - t3)):
                 spent[phase] += took
-    return {phase: 1000 * total / windows for phase, total in spent.items()}
+            contexts += memory.contexts_built - built
+    return {**{phase: 1000 * total / windows for phase, total in spent.items()}, "contexts": contexts / windows}
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -94,9 +100,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if min(args.nodes, args.window, args.windows) < 1 or args.bound < 0:
         parser.error("--nodes, --window and --windows must be at least 1, --bound at least 0")
     per = measure(args.nodes, args.bound, args.window, args.windows)
+    contexts = per.pop("contexts")
     steps = ", ".join(f"{phase} {ms:.2f}" for phase, ms in per.items())
     print(f"{args.nodes} nodes, {args.bound} running pods, windows of {args.window}: ms per window: {steps}; "
-          f"total {sum(per.values()):.2f}")
+          f"total {sum(per.values()):.2f}; contexts built per window {contexts:.1f}")
     return 0
 
 

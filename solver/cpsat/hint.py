@@ -19,7 +19,7 @@ packed into one domain of its key, the tightest that takes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -82,13 +82,87 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     return counts
 
 
-def _left_out_of_packing(cls) -> bool:
+def _left_out_of_packing(cls, devices: Optional["_DeviceBook"] = None) -> bool:
     """Rules the packing does not follow: the class is left out of it (claims: one volume per
     claim, ReadWriteOncePod, per-node CSI counts). Required anti-affinity it follows
-    (``_AntiBook``), in both directions and over any topology key."""
+    (``_AntiBook``), in both directions and over any topology key; ResourceClaims only where
+    ``_DeviceBook`` counts their devices."""
     rep = cls.rep
-    # ResourceClaims: devices the packing does not count (DynamicResources); volume claims.
-    return bool(rep.host_ports or rep.affinity or rep.hard_spread or rep.claims or rep.pod.spec.resource_claims)
+    if rep.host_ports or rep.affinity or rep.hard_spread or rep.claims:
+        return True
+    return bool(rep.pod.spec.resource_claims) and (devices is None or cls.id not in devices.rows)
+
+
+class _DeviceBook:
+    """Devices for the packing (DynamicResources), where counting them is exact: a class whose
+    claims are all still to be made from ExactCount templates (``PodInfo.devices_key``) and
+    whose every request may take, on each candidate node, devices of one node-local kind only
+    (``matchAttribute`` then holds when that kind has the attribute; ``distinctAttribute`` only
+    over single devices). Per such class and candidate, the devices one pod takes per kind;
+    other classes with claims stay out of the packing."""
+
+    def __init__(self, wm: WindowModel) -> None:
+        self.free: dict[int, int] = {}
+        self.rows: dict[int, list[Optional[dict[int, int]]]] = {}
+        dra = wm.state.dra
+        if dra is None:
+            return
+        from ..plugins.dynamic_resources.allocator import AllocationError, _alternatives, attribute_value
+
+        rules, inventory = dra.rules, dra.rules.inventory
+        for kind in inventory.kinds:
+            self.free[kind.index] = sum(1 for r in kind.members if r.id not in dra.state.used)
+
+        def need(claims: list, node) -> Optional[dict[int, int]]:
+            """Devices per kind one pod takes on ``node``; None: it cannot go there; raises
+            LookupError where one kind per request does not describe the choice."""
+            kinds = inventory.kinds_on(node)
+            out: dict[int, int] = {}
+            for pc in claims:
+                if not pc.needed:
+                    continue
+                chosen: dict[str, tuple[Any, int]] = {}
+                for request in pc.claim.spec.devices.requests:
+                    (alt,) = _alternatives(request)
+                    fits = [k for k in kinds if rules.candidate(pc.key, alt, k.members[0])]
+                    if not fits:
+                        return None
+                    if len(fits) > 1 or fits[0].scope.node_name is None:
+                        raise LookupError
+                    chosen[request.name] = (fits[0], alt.count)
+                for c in pc.claim.spec.devices.constraints:
+                    covered = [v for name, v in chosen.items() if not c.requests or name in c.requests]
+                    attribute = c.match_attribute or c.distinct_attribute or ""
+                    values = [attribute_value(k.members[0], attribute) for k, _ in covered]
+                    if any(v is None for v in values):
+                        return None
+                    if c.match_attribute is not None and len({repr(v) for v in values}) > 1:
+                        return None
+                    if c.distinct_attribute is not None and (len(covered) > 1 or any(n > 1 for _, n in covered)):
+                        raise LookupError
+                for k, n in chosen.values():
+                    out[k.index] = out.get(k.index, 0) + n
+            return out
+
+        for cls in wm.classes:
+            rep = cls.rep
+            if not rep.pod.spec.resource_claims or not rep.devices_key:
+                continue
+            claims = dra.claims_of(rep)
+            try:
+                self.rows[cls.id] = [need(claims, wm.state.nodes[n].node) for n in wm.cand[cls.id].tolist()]
+            except (LookupError, AllocationError, ValueError):
+                continue
+
+    def cap(self, row: Optional[dict[int, int]]) -> int:
+        """Pods more that the free devices take (a large number for a pod that takes none)."""
+        if row is None:
+            return 0
+        return min((self.free[k] // n for k, n in row.items() if n > 0), default=1 << 30)
+
+    def take(self, row: Optional[dict[int, int]], pods: int) -> None:
+        for k, n in (row or {}).items():
+            self.free[k] -= pods * n
 
 
 class _AntiBook:
@@ -159,7 +233,8 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     state = wm.state
     free = nominated.withheld(wm.ctx.claims, state.free)
     scale = np.maximum(state.alloc.max(axis=0), 1)
-    skip = {c.id for c in wm.classes if _left_out_of_packing(c)}
+    devices = _DeviceBook(wm)
+    skip = {c.id for c in wm.classes if _left_out_of_packing(c, devices)}
     # (priority, share per pod, first pod's queue position, need, [(class, count)], topology key)
     units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Optional[str]]] = []
     in_gang: set[int] = set()
@@ -198,6 +273,10 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
             if anti:
                 assert book is not None  # anti implies a book
                 ok &= book.allowed(cls.id, cand)
+            rows = devices.rows.get(cls.id)
+            if rows is not None:
+                cap = np.fromiter((devices.cap(r) for r in rows), dtype=np.int64, count=len(rows))
+                ok &= cap > 0
             left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
             while k > 0:
                 i = int(left.argmin())  # best fit: the node this pod fills most ...
@@ -207,6 +286,10 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
                 # under anti-affinity: each may close the domain to the next).
                 here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
                                           int(node_resources_fit.copies(vec, free[cand[i]])))
+                if rows is not None:
+                    here = min(here, int(cap[i]))
+                    devices.take(rows[i], here)
+                    cap[i] = devices.cap(rows[i])
                 free[cand[i]] -= here * vec
                 taken[cls.id][i] += here
                 placed.extend([(cls.id, i)] * here)
@@ -215,6 +298,8 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
                 # entry, or the whole mask when a domain spans more nodes than this one.
                 r = free[cand[i], cols] - vec[cols]  # what one more pod would leave
                 ok[i] = bool(node_resources_fit.fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
+                if rows is not None:
+                    ok[i] = ok[i] and cap[i] > 0
                 if anti:
                     assert book is not None
                     if book.add(cls.id, int(cand[i])):
@@ -229,6 +314,8 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
         for c, i in placed:
             free[nodes[c][i]] += wm.vec[c]
             taken[c][i] -= 1
+            if c in devices.rows:
+                devices.take(devices.rows[c][i], -1)
             if book is not None and book.involves(c):
                 book.add(c, int(nodes[c][i]), -1)
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import interrupt
 from ..context import SchedulingContext
-from ..info import NodeInfo
+from ..info import NodeList
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..state import ClusterState
 
@@ -108,7 +108,7 @@ def reduce(ctx: SchedulingContext, buckets: int) -> Reduced:
         )
         groups[key].append(n)
     members = list(groups.values())
-    pseudo: list[NodeInfo] = []
+    pseudo = NodeList()  # its derived values kept while the reduced context lives
     for k, group in enumerate(members):
         rep = ctx.nodes[group[0]]
         pseudo.append(dataclasses.replace(rep, index=k, name=f"{rep.name}(+{len(group) - 1})"))

@@ -19,6 +19,7 @@ from models.resources import CPU, MEMORY
 from models.snapshot import ClusterSnapshot
 
 from .. import progress
+from ..memory import SolverMemory
 from ..validate import validate
 from .bounds import grouped_lp_bound, lp_bound, nodes_bound, per_resource_bound
 from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
@@ -94,20 +95,23 @@ class RepackResult:
 
 
 def plan_repack(
-    snapshot: ClusterSnapshot, config: Optional[SchedulerConfig] = None, options: Optional[RepackOptions] = None
+    snapshot: ClusterSnapshot, config: Optional[SchedulerConfig] = None, options: Optional[RepackOptions] = None,
+    *, memory: Optional[SolverMemory] = None,
 ) -> RepackResult:
     """The best plan after which the pending pods fit as well as today — all of them together,
     with no more evictions than today (``pending``) — or, with ``allow_blocking_pending``, the
-    best plan, naming the pending pods it blocks and why."""
+    best plan, naming the pending pods it blocks and why. ``memory``: the caller's, what the
+    solver keeps between the many contexts one re-packing builds (None: one for this call)."""
+    memory = memory if memory is not None else SolverMemory()
     config = config or SchedulerConfig()
     options = options or RepackOptions()
     if options.objective not in OBJECTIVES:
         raise InputError("", "--objective", f'unknown objective "{options.objective}" (choose {" or ".join(OBJECTIVES)})')
-    result = _plan(snapshot, config, options)
+    result = _plan(snapshot, config, options, memory=memory)
     if not result.steps:
         return result
     progress.stage("scheduling the pending pods today and after the plan (do they still fit together?)")
-    check = BacklogCheck(snapshot, config)
+    check = BacklogCheck(snapshot, config, memory)
     if not check.matters:
         return result
     blocked = _blocked(check, result)
@@ -126,7 +130,7 @@ def plan_repack(
     # them in place. It is checked like any plan (the held placement is one answer, the
     # scheduler's may differ).
     progress.stage(f"the plan strands {len(blocked)} pending pod(s): planning again around the backlog")
-    held = _held_plan(snapshot, config, options, check)
+    held = _held_plan(snapshot, config, options, check, memory)
     if held is not None and _blocked(check, held):
         held = None
     if held is not None and held.freed_nodes:
@@ -137,12 +141,12 @@ def plan_repack(
     cap, step = best_freed - 1, 1
     while cap > 0:
         tried = _plan(snapshot, config, replace(options, target_free=cap if options.target_free is None else min(cap, options.target_free),
-                                                time_limit=max(limit / 4, 1.0)))
+                                                time_limit=max(limit / 4, 1.0)), memory=memory)
         if not _blocked(check, tried):
             tried.notes.append(_held_back(best_freed, blocked))
             return tried
         cap, step = cap - step, step * 2
-    empty = _plan(snapshot, config, replace(options, target_free=0, max_moves=0))
+    empty = _plan(snapshot, config, replace(options, target_free=0, max_moves=0), memory=memory)
     empty.notes.append(_held_back(best_freed, blocked))
     return empty
 
@@ -154,7 +158,7 @@ def _blocked(check: BacklogCheck, result: "RepackResult") -> dict[str, str]:
 
 
 def _held_plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions,
-               check: BacklogCheck) -> Optional["RepackResult"]:
+               check: BacklogCheck, memory: SolverMemory) -> Optional["RepackResult"]:
     """The best plan with the backlog's pods held on the nodes a packing scheduler gives them
     today without preempting (None when there is no such placement to hold)."""
     where = check.packed()
@@ -167,7 +171,8 @@ def _held_plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: Repa
         # Where the backlog goes is the model's choice too: a first solve places the pending pods
         # with the movable ones (all of them, on nodes that stay: every rule between them holds),
         # starting from the packed placement; the plan then holds them where that solve put them.
-        joint = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=where, held_move=True)
+        joint = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=where, held_move=True,
+                              memory=memory)
         final = solve_placement(joint, short).final
         if final:
             names = [n.name for n in joint.nodes]
@@ -176,7 +181,7 @@ def _held_plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: Repa
     except RepackInfeasible:
         pass  # the packed placement, held as it is
     try:
-        return _plan(snapshot, config, short, held=where, hint=hint)
+        return _plan(snapshot, config, short, held=where, hint=hint, memory=memory)
     except (RepackInfeasible, OrderError, RepackUnsafe):
         return None
 
@@ -196,9 +201,10 @@ def _held_back(best_freed: int, blocked: dict[str, str], *, held: bool = False) 
 
 
 def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOptions,
-          held: Optional[dict[str, str]] = None, hint: Optional[dict[str, str]] = None) -> "RepackResult":
+          held: Optional[dict[str, str]] = None, hint: Optional[dict[str, str]] = None,
+          memory: Optional[SolverMemory] = None) -> "RepackResult":
     start = time.monotonic()
-    problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=held)
+    problem = build_problem(snapshot, config, keep_nodes=options.keep_nodes, held=held, memory=memory)
     notes = list(problem.notes)
     index = problem.ctx.state.node_index
     try:
@@ -226,6 +232,7 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         [PlannedStep(s.pod, names[s.source], names[s.target]) for s in steps],
         freed=freed,
         max_moves=options.max_moves,
+        memory=memory,
     )
     if problems:
         raise RepackUnsafe(problems)
@@ -371,7 +378,7 @@ def _diagnose(problem: RepackProblem, message: str) -> str:
         assignments=tuple(Assignment(pod=key, node=problem.nodes[n].name) for key, n in sorted(problem.origin.items())),
         stats=PlanStats(engine="repack", status="current"),
     )
-    lines = validate(with_window(snapshot, movable, config.scheduler_name), plan, config)
+    lines = validate(with_window(snapshot, movable, config.scheduler_name), plan, config, memory=problem.memory)
     if not lines:
         return message
     return f"{message}: the cluster as it runs already breaks rules a plan must keep: " + " | ".join(lines[:5])

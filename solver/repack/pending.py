@@ -24,6 +24,8 @@ from models.config import SchedulerConfig
 from models.plan import Plan
 from models.snapshot import ClusterSnapshot
 
+from ..memory import SolverMemory
+
 # The backlog is scheduled with at most this CP-SAT time limit (seconds) per check: it is a
 # side question of the plan, asked several times while a plan is looked for.
 CHECK_TIME_LIMIT = 5.0
@@ -46,15 +48,18 @@ class Backlog:
         return Counter(self.priority[key] for key in self.placed)
 
 
-def schedule_backlog(snapshot: ClusterSnapshot, config: SchedulerConfig, *, engine: str = "greedy") -> Optional[Backlog]:
+def schedule_backlog(snapshot: ClusterSnapshot, config: SchedulerConfig, *, engine: str = "greedy",
+                     memory: Optional[SolverMemory] = None) -> Optional[Backlog]:
     """The pending pods of every scheduler scheduled together on ``snapshot`` (None if none)."""
-    from ..api import schedule
+    from ..api import ScheduleRequest, decide
 
     pending = snapshot.pending_pods(all_pending=True)
     if not pending or not snapshot.nodes:
         return None
     limit = min(config.solver.time_limit_seconds, CHECK_TIME_LIMIT)
-    plan = schedule(snapshot, config.with_overrides(time_limit_seconds=limit), engine=engine, all_pending=True)
+    request = ScheduleRequest(snapshot, config.with_overrides(time_limit_seconds=limit), engine=engine, all_pending=True,
+                              memory=memory)
+    plan = decide(request).plan  # validated there; only its counts are read
     return _backlog(plan, {p.key: p.spec.priority or 0 for p in pending})
 
 
@@ -82,13 +87,14 @@ class BacklogCheck:
     """The pending pods scheduled on the cluster as it runs (once), and the question asked of
     every candidate plan: which of them does it block, and why."""
 
-    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, config: SchedulerConfig, memory: Optional[SolverMemory] = None) -> None:
         self.snapshot = snapshot
         self.config = config
-        greedy = schedule_backlog(snapshot, config, engine="greedy")
+        self.memory = memory
+        greedy = schedule_backlog(snapshot, config, engine="greedy", memory=memory)
         # Greedy is the cheap answer; when it leaves pods out, CP-SAT says how many fit at best.
         if greedy is not None and (greedy.unschedulable or greedy.victims):
-            best = schedule_backlog(snapshot, config, engine="cpsat")
+            best = schedule_backlog(snapshot, config, engine="cpsat", memory=memory)
             if best is not None and not worse(greedy, best):
                 greedy = best
         self.before: Optional[Backlog] = greedy
@@ -107,9 +113,9 @@ class BacklogCheck:
         if before is None or not before.placed or before.victims:
             return {}
         packing = self.config.model_copy(update={"profile": "packing"})
-        packed = schedule_backlog(self.snapshot, packing, engine="greedy")
+        packed = schedule_backlog(self.snapshot, packing, engine="greedy", memory=self.memory)
         if packed is None or packed.victims or worse(before, packed):
-            packed = schedule_backlog(self.snapshot, packing, engine="cpsat")
+            packed = schedule_backlog(self.snapshot, packing, engine="cpsat", memory=self.memory)
         if packed is None or packed.victims or worse(before, packed):
             return {}
         return packed.placed
@@ -124,9 +130,9 @@ class BacklogCheck:
         if not final and not freed:
             return {}  # nothing changes
         state = after_plan(self.snapshot, final, set(freed))
-        after = schedule_backlog(state, self.config, engine="greedy")
+        after = schedule_backlog(state, self.config, engine="greedy", memory=self.memory)
         if after is not None and worse(before, after):
-            best = schedule_backlog(state, self.config, engine="cpsat")
+            best = schedule_backlog(state, self.config, engine="cpsat", memory=self.memory)
             if best is not None and not worse(after, best):
                 after = best
         if after is None:  # every node freed

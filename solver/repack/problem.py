@@ -20,6 +20,7 @@ from models.snapshot import ClusterSnapshot
 
 from .. import limits
 from ..context import SchedulingContext, build_context
+from ..memory import SolverMemory
 from ..plugins.preemption.pdb import PdbBudgets
 from ..filtering import StaticFilters
 from .movable import MOVABLE, Movability, classify_all, held_for_backlog
@@ -100,6 +101,9 @@ class RepackProblem:
     # Pending pods held where the backlog will run (``pending``): bound in ``snapshot`` here,
     # pinning their node, and counted in no "before" figure (they do not run yet).
     held: frozenset[str] = frozenset()
+    # What the solver keeps between the contexts of one re-packing (``solver.memory``): the
+    # caller's, shared by every context built for it.
+    memory: Optional[SolverMemory] = None
     _running: Optional[SchedulingContext] = None
 
     @property
@@ -120,13 +124,14 @@ class RepackProblem:
         """The cluster as it runs now, every running pod bound (built once; callers that change
         the state work on ``running().state.copy()``)."""
         if self._running is None:
-            self._running = build_context(with_window(self.snapshot, set(), self.config.scheduler_name), self.ctx.config)
+            self._running = build_context(with_window(self.snapshot, set(), self.config.scheduler_name), self.ctx.config,
+                                          memory=self.memory)
         return self._running
 
 
 def build_problem(
     snapshot: ClusterSnapshot, config: SchedulerConfig, *, keep_nodes: tuple[str, ...] = (),
-    held: Optional[dict[str, str]] = None, held_move: bool = False,
+    held: Optional[dict[str, str]] = None, held_move: bool = False, memory: Optional[SolverMemory] = None,
 ) -> RepackProblem:
     """``held``: pending pod -> node, pods that are to run there after the plan (they stay put
     and keep their node busy, like a pod that may not move); with ``held_move`` they are placed
@@ -155,7 +160,8 @@ def build_problem(
             "scoring": config.scoring.model_copy(update={"weights": {k: 0 for k in config.scoring.weights}}),
         }
     )
-    ctx = build_context(with_window(snapshot, window, config.scheduler_name, verdicts), quiet, window_keys=sorted(window))
+    ctx = build_context(with_window(snapshot, window, config.scheduler_name, verdicts), quiet, window_keys=sorted(window),
+                        memory=memory)
     index = ctx.state.node_index
     origin = {key: index[snapshot.pod_by_key[key].spec.node_name] for key in window}
     pinned: dict[int, list[tuple[str, str]]] = {}
@@ -185,6 +191,7 @@ def build_problem(
         budgets=budgets,
         notes=list(ctx.notes) + _lost_pods(snapshot),
         held=frozenset() if held_move else frozenset(held or ()),
+        memory=memory,
     )
 
 

@@ -26,7 +26,7 @@ def idle_moves_undone(problem: RepackProblem, final: dict[str, int], freed: set[
     undone = []
     for key in idle:
         trial = {**final, key: origin[key]}
-        if not validate(snapshot, _plan(problem, trial), problem.config):
+        if not validate(snapshot, _plan(problem, trial), problem.config, memory=problem.memory):
             final = trial
             undone.append(key)
     return final, undone

@@ -28,6 +28,7 @@ from models.plan import Assignment, Plan, PlanStats
 from models.snapshot import ClusterSnapshot
 
 from ..context import build_context
+from ..memory import SolverMemory
 from ..info import PodInfo
 from ..plugins.preemption.pdb import covers, disruptions_allowed
 from ..filtering import Cycle, StaticFilters
@@ -53,9 +54,10 @@ def replay(
     *,
     freed: Sequence[str] = (),
     max_moves: Optional[int] = None,
+    memory: Optional[SolverMemory] = None,
 ) -> list[str]:
     problems: list[str] = []
-    ctx = build_context(with_window(snapshot, set(), config.scheduler_name), config)
+    ctx = build_context(with_window(snapshot, set(), config.scheduler_name), config, memory=memory)
     state, index, nodes = ctx.state, ctx.state.node_index, ctx.nodes
     moving = sorted({s.pod for s in steps})
     unbound: dict[str, PodInfo] = {}
@@ -130,6 +132,6 @@ def replay(
             assignments=tuple(Assignment(pod=key, node=final[key]) for key in sorted(moved)),
             stats=PlanStats(engine="repack", status="replay"),
         )
-        for line in validate(with_window(snapshot, moved, config.scheduler_name), plan, config):
+        for line in validate(with_window(snapshot, moved, config.scheduler_name), plan, config, memory=memory):
             problems.append(f"final state: {line}")
     return problems

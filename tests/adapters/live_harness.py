@@ -17,7 +17,7 @@ from kubernetes import client
 from adapters.apiserver import FakeApiServer
 from adapters.apiserver.resources import GANG_APIS
 from adapters.live import LiveOptions, Scheduler
-from adapters.live.kube import KubeApi, configured_client
+from adapters.live.api_client import KubeApi, configured_client
 from adapters.live.leader import LeaseSettings
 from adapters.live.queue import QueueSettings
 from adapters.live.simulate import final_state_violations
@@ -255,7 +255,8 @@ class Cluster:
         """Replay every bind the schedulers made on the final state through the validator."""
         objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups",
                                  *(r.key for r in GANG_APIS.values()), "persistentvolumeclaims", "persistentvolumes",
-                                 "storageclasses", "csinodes") for o in self.server.store.list(key)]
+                                 "storageclasses", "csinodes", "deviceclasses", "resourceslices", "resourceclaims",
+                                 "resourceclaimtemplates") for o in self.server.store.list(key)]
         bound_by_us = {k: n for k, n in self.binds}
         return final_state_violations(objects, bound_by_us, config or fast_config())
 

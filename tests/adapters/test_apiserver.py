@@ -552,6 +552,38 @@ def test_json_and_merge_patches(core: client.CoreV1Api) -> None:
     assert p.metadata.labels == {"tier": "front"}
 
 
+def test_json_patch_pointers_reach_into_objects_and_lists() -> None:
+    """RFC 6902 paths: escaped `~1`/`~0` tokens, list indices and `-`, and 422 for a member that
+    is not there (400 for a pointer that is not one)."""
+    from adapters.apiserver.errors import ApiError
+    from adapters.apiserver.patches import json_patch
+
+    doc = {"metadata": {"annotations": {"a/b": "1", "m~n": "2"}},
+           "spec": {"tolerations": [{"key": "x"}, {"key": "y"}]}}
+    out = json_patch(doc, [
+        {"op": "replace", "path": "/metadata/annotations/a~1b", "value": "one"},
+        {"op": "remove", "path": "/metadata/annotations/m~0n"},
+        {"op": "add", "path": "/spec/tolerations/1", "value": {"key": "between"}},
+        {"op": "add", "path": "/spec/tolerations/-", "value": {"key": "last"}},
+        {"op": "move", "from": "/spec/tolerations/0", "path": "/spec/first"},
+        {"op": "copy", "from": "/spec/first/key", "path": "/metadata/annotations/copied"},
+        {"op": "test", "path": "/spec/tolerations/2/key", "value": "last"},
+    ])
+    assert out == {"metadata": {"annotations": {"a/b": "one", "copied": "x"}},
+                   "spec": {"tolerations": [{"key": "between"}, {"key": "y"}, {"key": "last"}], "first": {"key": "x"}}}
+    assert doc["spec"]["tolerations"] == [{"key": "x"}, {"key": "y"}]  # the target is not changed
+    for operations in ([{"op": "remove", "path": "/spec/tolerations/2"}],
+                       [{"op": "replace", "path": "/spec/missing/key", "value": 1}],
+                       [{"op": "add", "path": "/spec/tolerations/0/key/deeper", "value": 1}],
+                       [{"op": "test", "path": "/spec/tolerations/0/key", "value": "nope"}]):
+        with pytest.raises(ApiError) as err:
+            json_patch(doc, operations)
+        assert err.value.code == 422, operations
+    with pytest.raises(ApiError) as err:
+        json_patch(doc, [{"op": "add", "path": "spec", "value": 1}])
+    assert err.value.code == 400
+
+
 def test_lease_update_with_stale_version_is_409(server: FakeApiServer) -> None:
     leases = client.CoordinationV1Api(api_client(server))
     created = leases.create_namespaced_lease(NS, lease("sched", "a"))

@@ -18,10 +18,10 @@ import pytest
 
 from adapters.bench import generate
 from adapters.bench import runner as bench_runner
-from adapters.bench.kube import Factory, PodTemplate
+from adapters.bench.objects import Factory, PodTemplate
 from adapters.bench.report import plot_report, repack_table, report_table
 from adapters.bench.runner import BenchReport, cut_windows, measure, queue_order, run_suite
-from adapters.bench.workloads import Workload, _finish, _Part
+from adapters.bench.workload_kit import Workload, finish
 from adapters.cli import main
 from models import Assignment, Plan, PlanStats, SchedulerConfig, Unschedulable, pod_group_key
 
@@ -51,7 +51,7 @@ def tiny_priorities() -> Workload:
     f.node("node-0", cpu="4", memory="16Gi", zone="bench-1a")
     f.pods(f.replicaset("small", "t"), PodTemplate("small", {"cpu": "1", "memory": "1Gi"}), [None] * 3)
     f.pods(f.replicaset("big", "t"), PodTemplate("big", {"cpu": "4", "memory": "1Gi"}, priority=1000, priority_class="high"), [None])
-    return _finish("tiny", "quick", 0, f, _Part(witness=None), "tiny")
+    return finish("tiny", "quick", 0, f, None, "tiny")
 
 
 # --------------------------------------------------------------------------- the JSON contract
@@ -165,14 +165,14 @@ def test_each_window_is_decided_on_the_state_the_earlier_ones_left() -> None:
 # --------------------------------------------------------------------------- failures are loud
 
 
-def _crowd_the_first_node(snapshot, config, engine) -> Plan:
+def _crowd_the_first_node(snapshot, config, engine, **_) -> Plan:
     """An invalid plan: every pending pod on the first node."""
     node = snapshot.nodes[0].metadata.name
     pods = snapshot.pending_pods(config.scheduler_name)
     return Plan(assignments=tuple(Assignment(pod=p.key, node=node) for p in pods), stats=PlanStats(engine=engine, status="BROKEN"))
 
 
-def _cpsat_places_nothing(snapshot, config, engine) -> Plan:
+def _cpsat_places_nothing(snapshot, config, engine, **_) -> Plan:
     """A valid plan that places nothing, from cpsat only; greedy is the real one."""
     if engine == "greedy":
         return bench_runner._schedule(snapshot, config, engine)
@@ -235,8 +235,8 @@ def test_invalid_plan_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: p
 def test_below_greedy_exits_1(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     real = bench_runner._schedule
 
-    def cpsat_empty(snapshot, config, engine):
-        return _cpsat_places_nothing(snapshot, config, engine) if engine == "cpsat" else real(snapshot, config, engine)
+    def cpsat_empty(snapshot, config, engine, **kw):
+        return _cpsat_places_nothing(snapshot, config, engine) if engine == "cpsat" else real(snapshot, config, engine, **kw)
 
     monkeypatch.setattr(bench_runner, "_schedule", cpsat_empty)
     code, out, _ = run(capsys, "-w", "basic", "--time-limit", "1", "-o", "json")

@@ -207,7 +207,7 @@ def raising(exc: BaseException):
 
 def test_internal_error_is_one_line_without_traceback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("CPSAT_DEBUG", raising=False)
-    monkeypatch.setattr("solver.schedule", raising(RuntimeError("boom")))
+    monkeypatch.setattr("solver.decide", raising(RuntimeError("boom")))
     code, out, err = run(capsys, "schedule")
     assert (code, out, err) == (1, "", "cpsat-scheduler: internal error: RuntimeError: boom\n")
 
@@ -218,7 +218,7 @@ def test_debug_shows_the_traceback(argv: list[str], env: str | None, monkeypatch
                                    capsys: pytest.CaptureFixture[str]) -> None:
     if env:
         monkeypatch.setenv("CPSAT_DEBUG", env)
-    monkeypatch.setattr("solver.schedule", raising(RuntimeError("boom")))
+    monkeypatch.setattr("solver.decide", raising(RuntimeError("boom")))
     code, _, err = run(capsys, *argv)
     assert code == 1
     assert "Traceback (most recent call last)" in err and err.endswith("cpsat-scheduler: internal error: RuntimeError: boom\n")
@@ -233,12 +233,16 @@ def test_debug_shows_the_traceback(argv: list[str], env: str | None, monkeypatch
 )
 def test_interrupt_and_broken_pipe(exc: BaseException, code: int, err: str, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("solver.schedule", raising(exc))
+    monkeypatch.setattr("solver.decide", raising(exc))
     assert run(capsys, "schedule")[0::2] == (code, err)
 
 
 def test_schedule_refuses_a_plan_the_validator_rejects(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("solver.validate", lambda *a, **k: ["capacity: node worker-a-1 cpu over by 100m"])
+    import sys
+
+    # The validator ``solver.decide`` replays every plan through.
+    monkeypatch.setattr(sys.modules["solver.validate"], "validate",
+                        lambda *a, **k: ["capacity: node worker-a-1 cpu over by 100m"])
     code, out, err = run(capsys, "schedule", "--engine", "greedy")
     assert (code, out) == (1, "")
     assert "refusing to print a plan that fails validation (1 violation(s))" in err
@@ -321,13 +325,13 @@ def test_flags_override_the_config_file(tmp_path: Path, monkeypatch: pytest.Monk
     import solver
 
     seen = []
-    real = solver.schedule
+    real = solver.decide
 
-    def spy(snapshot: Any, config: Any, **kwargs: Any) -> Any:
-        seen.append(config)
-        return real(snapshot, config, **kwargs)
+    def spy(request: Any) -> Any:
+        seen.append(request.config)
+        return real(request)
 
-    monkeypatch.setattr("solver.schedule", spy)
+    monkeypatch.setattr("solver.decide", spy)
     config = write(tmp_path, "c.yaml", "solver: {timeLimitSeconds: 7, workers: 2, seed: 3}\nschedulerName: nobody\n")
     plan_of(capsys, "schedule", "-o", "json", "--config", config)
     plan_of(capsys, "schedule", "-o", "json", "--config", config, "--time-limit", "1.5", "--workers", "1", "--seed", "9",

@@ -11,8 +11,9 @@ import pytest
 
 from adapters.live.cache import BINDING, ClusterCache
 from adapters.live.convert import parse_object
-from adapters.live.kube import (
+from adapters.live.api_client import (
     CORE_PODGROUPS,
+    DRA_RESOURCES,
     GANG_RESOURCES,
     VOLUME_RESOURCES,
     NODES,
@@ -58,7 +59,7 @@ def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Clu
     cache = ClusterCache()
     cache.replace(NODES, nodes)
     cache.replace(PODS, [dict(p, metadata={**p["metadata"], "resourceVersion": "5"}) for p in pods])
-    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES):
+    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES, *DRA_RESOURCES):
         cache.replace(resource, [])
     return cache
 
@@ -184,6 +185,9 @@ def test_synced_only_when_every_resource_was_listed() -> None:
     assert not cache.synced  # claims, volumes, classes and CSINodes are still to be listed
     for resource in VOLUME_RESOURCES:
         cache.mark_synced(resource)  # an API not served, or not granted
+    assert not cache.synced  # device classes, slices and claims are still to be listed
+    for resource in DRA_RESOURCES:
+        cache.mark_synced(resource)
     assert cache.synced
 
 

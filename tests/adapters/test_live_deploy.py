@@ -1,7 +1,7 @@
 """`examples/deploy/`: least-privilege RBAC that matches the code, and a safe Deployment.
 
 The ClusterRole and Role must grant exactly what the scheduler calls, no more and no less,
-checked three ways: (1) the client methods `adapters/live/kube.py` uses are exactly those in
+checked three ways: (1) the client methods `adapters/live/api_client.py` uses are exactly those in
 its `API_CALLS` table; (2) that table agrees with how the API server authorises each method
 (a table kept here, independently); (3) a scenario that makes every kind of call runs against
 the API server with each request recorded and turned into RBAC terms (group, resource,
@@ -23,8 +23,9 @@ import yaml
 
 from adapters.apiserver.api import Request
 from adapters.cli import build_parser
-from adapters.live import kube
+from adapters.live import api_client, dra_writes
 from adapters.snapshot_io import load_config
+from tests.adapters.test_live_dra import claiming, device_class, gpu_claim, gpu_slice
 from tests.adapters.live_harness import (
     NS,
     Cluster,
@@ -62,7 +63,10 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "list_cluster_custom_object": (("scheduling.x-k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "workloads", "list"),
-                                   ("scheduling.volcano.sh", "podgroups", "list")),
+                                   ("scheduling.volcano.sh", "podgroups", "list"),
+                                   ("resource.k8s.io", "deviceclasses", "list"),
+                                   ("resource.k8s.io", "resourceslices", "list"),
+                                   ("resource.k8s.io", "resourceclaims", "list")),
     "patch_namespaced_custom_object_status": (("scheduling.k8s.io", "podgroups/status", "patch"),),
     "read_namespaced_pod": (("", "pods", "get"),),
     "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
@@ -74,7 +78,16 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "read_namespaced_lease": (("coordination.k8s.io", "leases", "get"),),
     "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
     "replace_namespaced_lease": (("coordination.k8s.io", "leases", "update"),),
+    # DynamicResources' PreBind (adapters/live/dra_writes.py): read a claim, its finalizer, its status
+    "get_namespaced_custom_object": (("resource.k8s.io", "resourceclaims", "get"),),
+    "replace_namespaced_custom_object": (("resource.k8s.io", "resourceclaims", "update"),),
+    # ... and, when it changes allocation or reservedFor, kube-apiserver's extra check on the
+    # synthetic resourceclaims/binding (seen refusing the write on a real 1.36 server)
+    "replace_namespaced_custom_object_status": (("resource.k8s.io", "resourceclaims/status", "update"),
+                                                ("resource.k8s.io", "resourceclaims/binding", "update")),
 }
+# Every client call of the live scheduler: api_client.py's, and the claim writes of dra_writes.py.
+API_CALLS = {**api_client.API_CALLS, **dra_writes.API_CALLS}
 API_OBJECTS = {"core", "policy", "scheduling", "custom", "coordination", "storage"}
 
 
@@ -99,10 +112,10 @@ def granted() -> set[Permission]:
 
 
 def called_methods() -> set[str]:
-    """Client methods `kube.py` reaches through its API objects (self.core.list_node, ...)."""
-    tree = ast.parse((LIVE / "kube.py").read_text())
+    """Client methods `api_client.py` and `dra_writes.py` reach through their API objects
+    (self.core.list_node, ...)."""
     found = set()
-    for n in ast.walk(tree):
+    for n in (n for f in ("api_client.py", "dra_writes.py") for n in ast.walk(ast.parse((LIVE / f).read_text()))):
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr in API_OBJECTS \
                 and isinstance(n.value.value, ast.Name) and n.value.value.id == "self":
             found.add(n.attr)
@@ -111,25 +124,26 @@ def called_methods() -> set[str]:
 
 def required() -> set[Permission]:
     """What the code needs: each call's permission, and `watch` for every resource it lists."""
-    out = {permission for permissions in kube.API_CALLS.values() for permission in permissions}
+    out = {permission for permissions in API_CALLS.values() for permission in permissions}
     out |= {(g, r, "watch") for g, r, v in out if v == "list"}
     return out
 
 
 def test_the_code_calls_exactly_the_methods_its_table_names() -> None:
-    assert called_methods() == set(kube.API_CALLS)
+    assert called_methods() == set(API_CALLS)
 
 
 def test_the_table_says_how_the_api_server_authorises_each_call() -> None:
-    assert {m: set(p) for m, p in kube.API_CALLS.items()} == {m: set(p) for m, p in CLIENT_METHODS.items()}
+    assert {m: set(p) for m, p in API_CALLS.items()} == {m: set(p) for m, p in CLIENT_METHODS.items()}
 
 
 def test_every_gang_api_watched_is_in_the_table() -> None:
     """The custom-object lister serves each watched gang resource: each has its permission, and
     nothing else is listed through it."""
-    watched = {(r.group, r.path_plural, "list") for r in kube.WATCHED if r in kube.GANG_RESOURCES}
+    watched = {(r.group, r.path_plural, "list") for r in api_client.WATCHED
+               if r in api_client.GANG_RESOURCES or r in api_client.DRA_RESOURCES}
     assert watched == set(CLIENT_METHODS["list_cluster_custom_object"])
-    assert all(r.optional for r in kube.GANG_RESOURCES)
+    assert all(r.optional for r in api_client.GANG_RESOURCES)
 
 
 def test_rbac_grants_exactly_what_the_code_calls() -> None:
@@ -162,7 +176,7 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
                        pod("low-1", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("filler", cpu="900m", priority_class="high", node_name="n2", running=True),
                        pdb("b", min_available=1, app="b"), pod_group("job", 2), core_pod_group("core", 2),
-                       *first_time_claims(NS)])
+                       *first_time_claims(NS), device_class(), gpu_slice("n2", 1), gpu_claim("gpu")])
     seen: set[Permission] = set()
     handle = cluster.server.api.handle
 
@@ -170,6 +184,10 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
         permission = authorization(request.method, request.path, request.query)
         if permission is not None:
             seen.add(permission)
+        if permission == ("resource.k8s.io", "resourceclaims/status", "update"):
+            # kube-apiserver authorises a change of allocation or reservedFor a second time, as an
+            # update of resourceclaims/binding; every status write of the scheduler changes one
+            seen.add(("resource.k8s.io", "resourceclaims/binding", "update"))
         return handle(request)
 
     try:
@@ -177,15 +195,17 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
         sched = cluster.scheduler(options=fast_options(leader_elect=True))
         # lease renewals, binds, a conflict read back, events, conditions, an eviction
         cluster.server.faults.fail("POST", r"/pods/conflicted/binding$", status=409)
+        # a pod with a ResourceClaim whose first bind is refused: the claim is written, then released
+        cluster.server.faults.fail("POST", r"/pods/gpu-user/binding$", status=403, count=1)
         for obj in (pod("job-0", gang="job", cpu="10m"), pod("job-1", gang="job", cpu="10m"),
                     pod("core-0", scheduling_group="core", cpu="10m"),
                     pod("core-1", scheduling_group="core", cpu="10m"),
                     pod("conflicted", cpu="10m"), pod("too-big", cpu="64"), pod("high", cpu="1", priority_class="high"),
-                    _stateful()):
+                    _stateful(), claiming("gpu-user", "gpu", cpu="10m")):
             # the test's own writes go around the recorder: only the scheduler's requests count
             handle(Request("POST", f"/api/v1/namespaces/{NS}/pods", body=json.dumps(obj).encode()))
-        assert wait_for(lambda: cluster.node_of("high") and cluster.node_of("conflicted") and cluster.node_of("stateful"),
-                        timeout=20)
+        assert wait_for(lambda: cluster.node_of("high") and cluster.node_of("conflicted") and cluster.node_of("stateful")
+                        and cluster.node_of("gpu-user"), timeout=20)
         # the v1alpha2 gang's PodGroupScheduled condition, written through podgroups/status
         assert wait_for(lambda: (cluster.server.store.get("podgroups.scheduling.k8s.io", NS, "core") or {})
                         .get("status"), timeout=20)

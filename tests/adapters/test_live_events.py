@@ -9,7 +9,7 @@ import pytest
 
 from adapters.live.clock import SystemClock
 from adapters.live.events import Reporter
-from adapters.live.kube import KubeApi, configured_client
+from adapters.live.api_client import KubeApi, configured_client
 from adapters.live.metrics import Metrics
 from models import Pod
 from tests.adapters.live_harness import Cluster, node, pod

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 
 from adapters.apiserver.resources import CORE_PODGROUPS
-from adapters.live.kube import CORE_PODGROUPS as WATCHED_CORE_PODGROUPS
-from adapters.live.kube import GANG_RESOURCES, VOLCANO_PODGROUPS, WORKLOADS
+from adapters.live.api_client import CORE_PODGROUPS as WATCHED_CORE_PODGROUPS
+from adapters.live.api_client import GANG_RESOURCES, VOLCANO_PODGROUPS, WORKLOADS
 from tests.adapters.live_harness import (
     cluster_factory,
     NS,

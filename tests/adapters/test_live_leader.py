@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 
 from adapters.live.clock import ManualClock
-from adapters.live.kube import KubeApi, configured_client
+from adapters.live.api_client import KubeApi, configured_client
 from adapters.live.leader import LeaderElector, LeaseSettings
 from tests.adapters.live_harness import NS, Cluster, fast_options, live_threads, node, pod, wait_for
 

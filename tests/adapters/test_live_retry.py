@@ -25,7 +25,7 @@ from adapters.live.errors import (
     ServerError,
     TooManyRequests,
 )
-from adapters.live.kube import PODS, KubeApi, configured_client
+from adapters.live.api_client import PODS, KubeApi, configured_client
 from adapters.live.retry import call_with_retries
 from tests.adapters.live_harness import NS, node, pod
 
@@ -81,12 +81,12 @@ def test_a_request_cut_after_it_was_sent_may_have_been_delivered(server: FakeApi
                                                                   monkeypatch: Any, cut: str) -> None:
     # The server may have committed a write whose answer never came: the caller must not take
     # a later refusal, or an unbound read-back, as the whole truth.
-    import adapters.live.kube as kube
+    import adapters.live.api_client as api_client
 
     if cut == "disconnect":
         server.faults.disconnect("POST", r"/binding$")
     else:
-        monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.1))
+        monkeypatch.setattr(api_client, "REQUEST_TIMEOUT", (2.0, 0.1))
         server.faults.delay("POST", r"/binding$", seconds=0.5)
     with pytest.raises(ConnectionFailure) as err:
         api.bind(NS, "p", "", "n1")
@@ -103,11 +103,11 @@ def test_watch_from_a_compacted_version_raises_gone(server: FakeApiServer, api: 
 
 
 def test_list_pages_through_large_results(server: FakeApiServer, api: KubeApi, monkeypatch: Any) -> None:
-    import adapters.live.kube as kube
+    import adapters.live.api_client as api_client
 
     for i in range(7):
         server.store.create("pods", pod(f"extra-{i}"))
-    monkeypatch.setattr(kube, "LIST_PAGE_SIZE", 3)
+    monkeypatch.setattr(api_client, "LIST_PAGE_SIZE", 3)
     items, version = api.list(PODS)
     assert len(items) == 8 and int(version) == server.store.resource_version
     assert all(item["kind"] == "Pod" and item["apiVersion"] == "v1" for item in items)

@@ -3,7 +3,7 @@ and against the real kube-scheduler 1.36, one after the other (`--engine peer`).
 
 from __future__ import annotations
 
-from adapters.live import bench
+from adapters.bench import live as bench
 from tests.e2e.controlplane import ControlPlane
 
 

@@ -42,13 +42,13 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import pytest
 from kubernetes import client
 
-import adapters.live.kube as kube
+import adapters.live.api_client as api_client
 from adapters.apiserver import FakeApiServer, RequestRecord
 from adapters.apiserver.api import Request
 from adapters.apiserver.handler import Handler
 from adapters.live import Scheduler
 from adapters.live.cache import AWAITING_VICTIMS, BINDING, UNCERTAIN
-from adapters.live.kube import now_micro
+from adapters.live.api_client import now_micro
 from adapters.live.queue import ACTIVE, BACKOFF, IN_FLIGHT, QueueSettings
 from adapters.live.convert import parse_object
 from adapters.live.simulate import final_state_violations
@@ -508,7 +508,7 @@ def bind_server_errors(run: Run) -> None:
 def bind_timeouts(run: Run) -> None:
     """Binds answered after the client's read timeout: the server commits them anyway, the retry
     gets a 409 for the scheduler's own bind, and reading the pod back shows it done."""
-    run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
+    run.monkeypatch.setattr(api_client, "REQUEST_TIMEOUT", (2.0, 0.25))
     sched = run.start()
     run.server.faults.delay("POST", r"/binding$", seconds=0.6, count=3)
     run.create(*workload(count=6), pod("huge", cpu="3"))
@@ -522,7 +522,7 @@ def bind_timeout_then_server_errors(run: Run) -> None:
     """A bind times out client-side and lands late at the server; meanwhile its retries get 500s, the
     read-back shows the pod still unbound, and the scheduler forgets the assumption. The room must
     not be handed to another pod while the timed-out request can still land."""
-    run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
+    run.monkeypatch.setattr(api_client, "REQUEST_TIMEOUT", (2.0, 0.25))
     first, commit = threading.Event(), threading.Event()
     handle = run.server.api.handle
 
@@ -568,7 +568,7 @@ def _lose_bind_answer(run: Run, name: str, commit: Optional[threading.Event] = N
     """The first bind of pod `name` is answered too late (the client times out, the server commits
     it 0.6 s later, or once `commit` is set), its retries get 503 and so does every read-back: its
     outcome is unknown."""
-    run.monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2.0, 0.25))
+    run.monkeypatch.setattr(api_client, "REQUEST_TIMEOUT", (2.0, 0.25))
     handle = run.server.api.handle
     first = threading.Event()
 
@@ -612,7 +612,7 @@ def bind_uncertain_past_ttl_watch_lagging(run: Run) -> None:
     apply = sched.cache.apply
 
     def stalling(resource: Any, event_type: str, obj: dict[str, Any], **kw: Any) -> None:
-        if not kw and resource is kube.PODS and obj["metadata"]["name"] == "unlucky" \
+        if not kw and resource is api_client.PODS and obj["metadata"]["name"] == "unlucky" \
                 and (obj.get("spec") or {}).get("nodeName") and not stalled.is_set():
             stalled.set()
             gate.clear()
@@ -971,7 +971,7 @@ def failover_with_lagging_watch(run: Run) -> None:
     apply = second.cache.apply
 
     def lagging(resource: Any, event_type: str, obj: dict[str, Any], **kw: Any) -> None:
-        if resource is kube.PODS:
+        if resource is api_client.PODS:
             gate.wait()
         apply(resource, event_type, obj, **kw)
 

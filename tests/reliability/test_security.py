@@ -375,18 +375,18 @@ def test_the_lease_is_written_only_in_the_schedulers_namespace_and_by_name(deplo
 
 
 def test_only_the_adapter_talks_to_the_api() -> None:
-    """Every client API class of the scheduler is made in `adapters/live/kube.py`, so the table it
+    """Every client API class of the scheduler is made in `adapters/live/api_client.py`, so the table it
     keeps of its calls (checked against rbac.yaml by tests/adapters/test_live_deploy.py) covers the
     program. `repack --apply` is an operator's command with the operator's credentials: its own
     calls are in its own table (`APPLY_CALLS`, checked by tests/adapters/test_repack_apply.py), and
-    `bench --live --kubeconfig` sets up its fake nodes with the user's own (bench_target.py);
+    `bench --live --kubeconfig` sets up its fake nodes with the user's own (bench/live_target.py);
     `schedule`/`repack`/`validate --kubeconfig` list objects with the user's own, read-only
     (cluster_read.py, whose `READ_RULES` the README's ClusterRole is checked against by
     tests/adapters/test_cluster_read.py)."""
     api_classes = re.compile(r"\b(\w+V\d\w*Api|CustomObjectsApi|ApiClient)\(")
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").rglob("*.py")
                    if api_classes.search(p.read_text()) and "apiserver" not in p.parts)
-    assert users == ["adapters/cluster_read.py", "adapters/live/bench_target.py", "adapters/live/kube.py",
+    assert users == ["adapters/bench/live_target.py", "adapters/cluster_read.py", "adapters/live/api_client.py",
                      "adapters/repack_apply.py"]
 
 

@@ -34,7 +34,7 @@ import pytest
 from adapters.apiserver.api import Request
 from adapters.apiserver.errors import ApiError
 from adapters.live import Scheduler
-from adapters.live.kube import now_micro
+from adapters.live.api_client import now_micro
 from adapters.live.queue import QueueSettings
 from tests.adapters.live_harness import (
     NS,

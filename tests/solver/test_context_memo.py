@@ -1,4 +1,5 @@
-"""The assumed bound pods kept between contexts (``solver/context.py``, ``_assumed``): a context
+"""The assumed bound pods kept between contexts (``solver/context.py``, in the caller's
+``SolverMemory``): a context
 built from the last one's state, brought up to date, must read exactly as one built afresh — over
 sequences of snapshots in which pods are bound, deleted, moved, recreated with other requests,
 and namespaces relabelled, as the live scheduler's windows see them."""
@@ -16,6 +17,7 @@ from models import ClusterSnapshot, SchedulerConfig
 from models.snapshot import SnapshotDelta
 from models.objects import Pod
 from solver.context import build_context
+from solver.memory import SolverMemory
 from solver.state import PodMatcher
 from solver.terms import Selector
 from tests.builders import make_namespace, make_node, make_pod, make_snapshot, term
@@ -66,12 +68,7 @@ def _reading(ctx) -> dict:
 
 
 def _fresh(snapshot, config):
-    saved = context._assumed
-    context._assumed = None
-    try:
-        return build_context(snapshot, config)
-    finally:
-        context._assumed = saved
+    return build_context(snapshot, config)  # no memory: built afresh
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -96,7 +93,7 @@ def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, told:
     for i in range(30):
         key = f"{rng.choice(list(namespaces))}/p{i}"
         pods[key] = _pod(rng, key, rng.choice(NODES).metadata.name)
-    context._assumed = None
+    memory = SolverMemory()
     previous = None
     changed: set[str] = set()
     for step in range(15):
@@ -115,14 +112,16 @@ def test_a_context_brought_up_to_date_reads_as_one_built_afresh(seed: int, told:
         previous, changed = snapshot, set()
         # The next snapshot reuses this one's pod objects where nothing changed, as the live cache does.
         pods = {p.key: p for p in snapshot.pods}
-        decided = build_context(snapshot, config)
+        decided = build_context(snapshot, config, memory=memory)
         for info in decided.window:  # as an engine placing them does: their requests cached by key
             decided.state.vector(info)
-        replayed = build_context(snapshot, config)  # the validator's context of the same snapshot
+        replayed = build_context(snapshot, config, memory=memory)  # the validator's context of the same snapshot
         fresh = _fresh(snapshot, config)
         assert _reading(decided) == _reading(fresh), f"seed {seed} step {step}"
         assert _reading(replayed) == _reading(fresh), f"seed {seed} step {step}"
         assert decided.state is not replayed.state  # each context owns its state
+        # The kept state holds request vectors of this snapshot's pods only: none of a pod gone.
+        assert set(memory.assumed.state._vectors) <= {p.key for p in snapshot.pods}, f"seed {seed} step {step}"
         for _ in range(rng.randint(0, 6)):
             change = rng.random()
             keys = sorted(pods)
@@ -153,10 +152,11 @@ def test_a_changed_context_never_leaks_into_one_handed_out_before() -> None:
     """A context's state is its own: the next snapshot's update does not change it."""
     config = SchedulerConfig()
     first = make_snapshot(NODES, [make_pod("default/a", cpu="1", node="n0")])
-    ctx = build_context(first, config)
+    memory = SolverMemory()
+    ctx = build_context(first, config, memory=memory)
     used = ctx.state.used.copy()
     second = make_snapshot(NODES, [*first.pods, make_pod("default/b", cpu="2", node="n0")])
-    later = build_context(second, config)
+    later = build_context(second, config, memory=memory)
     assert np.array_equal(ctx.state.used, used)
     assert sorted(ctx.state.where) == ["default/a"]
     assert sorted(later.state.where) == ["default/a", "default/b"]

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import solver.greedy as greedy_mod
-from adapters.bench.workloads import WORKLOADS, generate, to_snapshot
+from adapters.bench.parse import to_snapshot
+from adapters.bench.workloads import WORKLOADS, generate
 from models.config import SchedulerConfig
 from models.objects import Node, Pod
 from models.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot

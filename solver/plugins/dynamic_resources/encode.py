@@ -67,8 +67,9 @@ def encode(wm: "WindowModel") -> None:
                     m.add(x == 0)  # not even in the snapshot's state: never once others took devices
                     continue
             kinds = inventory.kinds_on(node)
+            ub = wm.ub_of(cls.id, n)
             for key, claim in own:
-                _encode_claim(m, rules, key, claim, kinds, x, takes)
+                _encode_claim(m, rules, key, claim, kinds, x, takes, ub)
     for k, entries in takes.items():
         kind = inventory.kinds[k]
         free = sum(1 for r in kind.members if r.id not in start.used)
@@ -90,8 +91,37 @@ def _may_use(claims: list, node: Any, start: Any) -> bool:
     return True
 
 
+def template_signature(dra: Any, info: Any) -> str:
+    """What a pod's claims ask for, as text, when each is still to be made from a template and
+    asks for an exact count of devices (no ``firstAvailable``, no ``All``): pods with equal text
+    may share a model class, whose requests are then counted ``count`` devices per pod placed.
+    "" when some claim is named, made already, allocated or shared (the pod keeps a class of
+    its own)."""
+    cache = dra._shared.setdefault("signature", {})
+    parts = []
+    for pc in dra.claims_of(info):
+        if not pc.needed:
+            parts.append(f"{pc.name}=-")
+            continue
+        if pc.claim is None or not pc.from_template or pc.key in dra.state.allocations:
+            return ""
+        spec = pc.claim.spec
+        text = cache.get(id(spec))
+        if text is None:
+            exact = all(r.exactly is not None and r.exactly.allocation_mode == "ExactCount" and not r.exactly.admin_access
+                        for r in spec.devices.requests)
+            text = cache[id(spec)] = (spec.model_dump_json() if exact else ""), spec
+            # (the spec is kept with its text: an id is only unique while its object lives)
+        if not text[0]:
+            return ""
+        parts.append(f"{pc.name}={text[0]}")
+    return "dra-templates:" + "|".join(parts)
+
+
 def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: list, x: Any,
-                  takes: dict[int, list[tuple[Any, int]]]) -> None:
+                  takes: dict[int, list[tuple[Any, int]]], ub: int = 1) -> None:
+    """``x`` pods on the node (at most ``ub``), each with a claim like ``claim``: a class of
+    several pods only when ``template_signature`` let them share it (every request ExactCount)."""
     # per request: (alternative name, kind) -> count var
     per_alt: dict[str, dict[int, Any]] = {}
     for request in claim.spec.devices.requests:
@@ -114,7 +144,7 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 continue
             ys = {}
             for kind in fits:
-                y = m.new_int_var(0, min(alt.count, len(kind.members)), f"dra_y[{key},{alt.name},{kind.index}]")
+                y = m.new_int_var(0, min(alt.count * ub, len(kind.members)), f"dra_y[{key},{alt.name},{kind.index}]")
                 ys[kind.index] = y
                 takes[kind.index].append((y, 1))
             m.add(cp_model.LinearExpr.sum(list(ys.values())) == alt.count * use)
@@ -134,7 +164,19 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 m.add(y == 0)
             else:
                 by_value[repr(value)].append(y)
-        if c.match_attribute is not None:
+        if c.match_attribute is not None and ub > 1:
+            # Each pod picks one value: z[v] pods, each taking its requests' counts of devices
+            # with value v.
+            count_of = {alt.name: alt.count for r in claim.spec.devices.requests for alt in _alternatives(r)}
+            names = [name for name in per_alt if not c.requests or name in c.requests or name.split("/")[0] in c.requests]
+            z = {v: m.new_int_var(0, ub, f"dra_match[{key},{v}]") for v in by_value}
+            m.add(cp_model.LinearExpr.sum(list(z.values())) == x)
+            for v in by_value:
+                for name in names:
+                    group = [y for k, y in per_alt[name].items()
+                             if repr(attribute_value(kind_by_index[k].members[0], attribute)) == v]
+                    m.add(cp_model.LinearExpr.sum(group) == count_of[name] * z[v])
+        elif c.match_attribute is not None:
             pick = {v: m.new_bool_var(f"dra_match[{key},{v}]") for v in by_value}
             m.add(cp_model.LinearExpr.sum(list(pick.values())) <= 1)
             for v, group in by_value.items():
@@ -142,7 +184,7 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                     m.add(y == 0).only_enforce_if(pick[v].Not())
         else:
             for group in by_value.values():
-                m.add(cp_model.LinearExpr.sum(group) <= 1)
+                m.add(cp_model.LinearExpr.sum(group) <= (x if ub > 1 else 1))
 
 
 def _encode_counters(m: cp_model.CpModel, inventory: Any, start: Any, takes: dict[int, list[tuple[Any, int]]]) -> None:

@@ -37,4 +37,4 @@ def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray
         return np.ones(len(nodes), dtype=bool)
     assert state.dra is not None
     dra = state.dra
-    return np.fromiter((dra.allocation(pod, int(n))[0] is not None for n in nodes), dtype=bool, count=len(nodes))
+    return np.fromiter((dra.fits(pod, int(n)) for n in nodes), dtype=bool, count=len(nodes))

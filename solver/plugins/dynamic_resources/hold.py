@@ -21,8 +21,9 @@ class DraHold:
     """Kept current by ``ClusterState.add`` / ``remove``; what the filter asks it is cached per
     pod and node, and stays valid while nothing it read changed: an allocation found on a node
     while no device of that node (nor one reachable from several nodes) was taken or given back,
-    a failure while no device was given back and no claim that several pods share changed (a
-    failure cannot turn into a success by devices being taken)."""
+    a failure while no device of that node was given back, no device reachable from several
+    nodes changed and no claim that several pods share changed (a failure cannot turn into a
+    success by devices being taken, nor by another node's own devices given back)."""
 
     def __init__(self, rules: Rules, snapshot: Any, nodes: list[Any], state: DraState,
                  users: Optional[dict[str, set[str]]] = None, shared: Optional[dict] = None) -> None:
@@ -33,7 +34,11 @@ class DraHold:
         self.wide = 0  # devices reachable from several nodes changed, or a shared claim
         self.local: dict[int, int] = {}  # node -> changes of its own devices
         self.released = 0  # devices given back
+        # node -> its own devices given back: a failure there can turn into a success only then
+        # (or when a device reachable from several nodes, or a shared claim, changed: ``wide``)
+        self.freed: dict[int, int] = {}
         self._fits: dict[tuple[str, int], tuple[int, int, int, Optional[list[ClaimAllocation]], str]] = {}
+        self._shapes: dict[tuple[str, int], tuple[int, int, int, bool]] = {}  # ``fits`` per claim shape
 
     def copy(self) -> "DraHold":
         return DraHold(self.rules, self.snapshot, self.nodes, self.state.copy(),
@@ -78,6 +83,8 @@ class DraHold:
                     self.wide += 1
                 else:
                     self.local[node] = self.local.get(node, 0) + 1
+                    if released:
+                        self.freed[node] = self.freed.get(node, 0) + 1
         if released:
             self.released += 1
 
@@ -89,14 +96,34 @@ class DraHold:
         if hit is not None:
             if hit[3] is not None and hit[0] == self.wide and hit[1] == local:
                 return hit[3], hit[4]
-            if hit[3] is None and hit[2] == self.released and hit[0] == self.wide:
+            if hit[3] is None and hit[2] == self.freed.get(node, 0) and hit[0] == self.wide:
                 return None, hit[4]
         try:
             found, why = self.rules.allocate(self.claims_of(pod), self.nodes[node].node, self.state)
         except AllocationError as exc:
             found, why = None, str(exc)
-        self._fits[key] = (self.wide, local, self.released, found, why)
+        self._fits[key] = (self.wide, local, self.freed.get(node, 0), found, why)
         return found, why
+
+    def fits(self, pod: Any, node: int) -> bool:
+        """Whether the pod's claims can be allocated on ``node`` now. Pods whose claims are all
+        still to be made from equal templates (``PodInfo.devices_key``) get equal answers in
+        one state, so the answer is kept per such shape too, under the same validity as
+        ``allocation``'s: one pod's search serves its template's other pods."""
+        shape = getattr(pod, "devices_key", "")
+        if not shape:
+            return self.allocation(pod, node)[0] is not None
+        key = (shape, node)
+        hit = self._shapes.get(key)
+        local = self.local.get(node, 0)
+        if hit is not None:
+            if hit[3] and hit[0] == self.wide and hit[1] == local:
+                return True
+            if not hit[3] and hit[2] == self.freed.get(node, 0) and hit[0] == self.wide:
+                return False
+        ok = self.allocation(pod, node)[0] is not None
+        self._shapes[key] = (self.wide, local, self.freed.get(node, 0), ok)
+        return ok
 
     def add(self, pod: Any, node: int) -> None:
         if not pod.pod.spec.resource_claims:

@@ -72,6 +72,13 @@ def pod_object(name: str, i: int, namespace: str, scheduler: str, *, run: Option
             "spec": spec}
 
 
+
+def _body(obj: dict[str, Any]) -> Any:
+    """An object as a request body: the client sends a dict as it is, though its annotations
+    name only its generated model classes."""
+    return obj
+
+
 class Recorder:
     """Creation, binding and `Scheduled`-event times of pods, by pod name."""
 
@@ -174,8 +181,8 @@ class ClusterTarget:
         self._threads: list[threading.Thread] = []
         self._pool = ThreadPoolExecutor(self.CREATE_THREADS, thread_name_prefix="bench-create")
         try:
-            self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
-                                        "metadata": {"name": self.namespace, "labels": {RUN_LABEL: self.run}}})
+            self.core.create_namespace(_body({"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": self.namespace, "labels": {RUN_LABEL: self.run}}}))
             self._default_service_account()
             list(self._pool.map(self._create_node, range(nodes)))
             for target in (self._watch_pods, self._watch_events, self._heartbeat):
@@ -195,14 +202,14 @@ class ClusterTarget:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            self.core.create_namespaced_service_account(self.namespace, {"metadata": {"name": "default"}})
+            self.core.create_namespaced_service_account(self.namespace, _body({"metadata": {"name": "default"}}))
         except ApiException as exc:
             if exc.status not in (404, 409):   # 404: a server without service accounts needs none
                 raise
 
     def _create_node(self, i: int) -> None:
         name = self.node_names[i]
-        self.core.create_node(node_object(name, i, run=self.run))
+        self.core.create_node(_body(node_object(name, i, run=self.run)))
         # Some API servers drop a node's status on create: set it through the status subresource.
         self.core.patch_node_status(name, {"status": node_status()})
 
@@ -253,8 +260,8 @@ class ClusterTarget:
         list(self._pool.map(lambda item: self.create_pod(item[1], first_index + item[0]), enumerate(names)))
 
     def create_pod(self, name: str, i: int) -> None:
-        self.core.create_namespaced_pod(self.namespace, pod_object(name, i, self.namespace, self.scheduler,
-                                                                   run=self.run))
+        self.core.create_namespaced_pod(self.namespace, _body(pod_object(name, i, self.namespace, self.scheduler,
+                                                                         run=self.run)))
 
     def delete_pods(self, names: list[str]) -> None:
         # No kubelet confirms a graceful deletion on a fake node: gracePeriodSeconds=0.

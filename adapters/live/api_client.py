@@ -98,7 +98,16 @@ PVS = Resource("persistentvolumes", "PersistentVolume", "v1", optional=True)
 STORAGE_CLASSES = Resource("storageclasses", "StorageClass", "storage.k8s.io/v1", optional=True)
 CSI_NODES = Resource("csinodes", "CSINode", "storage.k8s.io/v1", optional=True)
 VOLUME_RESOURCES: tuple[Resource, ...] = (PVCS, PVS, STORAGE_CLASSES, CSI_NODES)
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES)
+# What the DynamicResources plugin reads (``solver/plugins/dynamic_resources``), GA in 1.34:
+# each optional, so a server without resource.k8s.io/v1 leaves the scheduler working without
+# it. Listed through the generic custom-object call (the same URL the typed client would use);
+# the claims' PreBind writes are in ``dra_writes.py``.
+DEVICE_CLASSES = Resource("deviceclasses", "DeviceClass", "resource.k8s.io/v1", optional=True)
+RESOURCE_SLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1", optional=True)
+RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v1", optional=True)
+DRA_RESOURCES: tuple[Resource, ...] = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES,
+                                 *DRA_RESOURCES)
 # The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup).
 PODGROUP_SCHEDULED = "PodGroupScheduled"
 # ... and DisruptionTarget: the scheduler evicted a member of the group (to preempt).
@@ -117,7 +126,7 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
     "list_persistent_volume": (("", "persistentvolumes", "list"),),
     "list_storage_class": (("storage.k8s.io", "storageclasses", "list"),),
     "list_csi_node": (("storage.k8s.io", "csinodes", "list"),),
-    "list_cluster_custom_object": tuple((r.group, r.path_plural, "list") for r in GANG_RESOURCES),
+    "list_cluster_custom_object": tuple((r.group, r.path_plural, "list") for r in (*GANG_RESOURCES, *DRA_RESOURCES)),
     "patch_namespaced_custom_object_status": ((CORE_PODGROUPS.group, f"{CORE_PODGROUPS.path_plural}/status", "patch"),),
     "read_namespaced_pod": (("", "pods", "get"),),
     "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
@@ -289,7 +298,7 @@ class KubeApi:
             return self.storage.list_storage_class
         if resource is CSI_NODES:
             return self.storage.list_csi_node
-        if resource in GANG_RESOURCES:
+        if resource in GANG_RESOURCES or resource in DRA_RESOURCES:
             def gangs(**kw: Any) -> Any:
                 return self.custom.list_cluster_custom_object(resource.group, resource.version, resource.path_plural,
                                                               **kw)

@@ -19,6 +19,7 @@ import marshal
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from adapters.gc_control import paused_gc as paused_gc  # re-exported: the generators pause it too
@@ -405,7 +406,7 @@ class Factory:
     def daemonset(self, name: str, namespace: str) -> Owner:
         return Owner("DaemonSet", name, namespace, self.uid(), self.token(10))
 
-    def pods(self, owner: Owner, template: PodTemplate, nodes: list[Optional[str]], *, group: str = "") -> list[dict[str, Any]]:
+    def pods(self, owner: Owner, template: PodTemplate, nodes: Sequence[Optional[str]], *, group: str = "") -> list[dict[str, Any]]:
         """One pod of ``owner`` per entry of ``nodes``: bound and Running on that node, or pending
         (``None``). StatefulSet pods continue the ordinals of earlier calls."""
         out = []

@@ -1,0 +1,300 @@
+"""The live scheduler and Dynamic Resource Allocation, against the in-memory API server: it
+watches DeviceClasses, ResourceSlices and ResourceClaims, allocates a pod's claims with its node,
+and writes what kube-scheduler's DynamicResources PreBind writes before the binding (the claim's
+finalizer, ``status.allocation`` and the pod in ``status.reservedFor``); a failed bind releases
+what it wrote."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Optional
+
+import pytest
+
+from adapters.apiserver.api import Request
+from adapters.live.dra_writes import FINALIZER
+from tests.adapters.live_harness import NS, Cluster, cluster_factory, fast_options, node, pod, wait_for
+
+DRIVER = "gpu.example.com"
+
+
+def device_class(name: str = "gpu") -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+
+
+def gpu_slice(node_name: str, gpus: int) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node_name}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node_name,
+                     "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": "a100"}}}
+                                 for i in range(gpus)]}}
+
+
+def gpu_claim(name: str, count: int = 1) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+                                                                            "allocationMode": "ExactCount",
+                                                                            "count": count}}]}}}
+
+
+def claiming(name: str, *claims: str, template: Optional[str] = None, cpu: str = "100m") -> dict[str, Any]:
+    obj = pod(name, cpu=cpu)
+    entries: list[dict[str, str]] = [{"name": c, "resourceClaimName": c} for c in claims]
+    if template:
+        entries.append({"name": "gpu", "resourceClaimTemplateName": template})
+    obj["spec"]["resourceClaims"] = entries
+    obj["spec"]["containers"][0]["resources"]["claims"] = [{"name": e["name"]} for e in entries]
+    return obj
+
+
+def post(cluster: Cluster, path: str, obj: dict[str, Any]) -> Any:
+    return cluster.server.api.handle(Request("POST", path, body=json.dumps(obj).encode()))
+
+
+def add_claim(cluster: Cluster, obj: dict[str, Any]) -> None:
+    assert post(cluster, f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims", obj).code == 201
+
+
+def stored_claim(cluster: Cluster, name: str) -> dict[str, Any]:
+    return cluster.server.store.get("resourceclaims", NS, name) or {}
+
+
+def devices(claim: dict[str, Any]) -> list[tuple[str, str, str]]:
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return sorted((r["driver"], r["pool"], r["device"]) for r in results)
+
+
+@pytest.fixture
+def make_cluster() -> Iterator[Any]:
+    yield from cluster_factory([node("n-a"), node("n-b"), device_class(), gpu_slice("n-b", 2)])
+
+
+def test_a_pod_with_a_claim_gets_its_device_written_before_it_is_bound(make_cluster: Any) -> None:
+    cluster = make_cluster()
+    cluster.scheduler(options=fast_options())
+    add_claim(cluster, gpu_claim("train-gpu"))
+    written: list[tuple[str, bool, bool]] = []  # (what changed, claim allocated, pod bound) in order
+
+    def record(key: str, event: str, obj: dict[str, Any], prev: Optional[dict[str, Any]]) -> None:
+        if key == "resourceclaims" and event == "MODIFIED":
+            written.append(("claim", bool((obj.get("status") or {}).get("allocation")), bool(cluster.node_of("train"))))
+        if key == "pods" and event == "MODIFIED" and (obj.get("spec") or {}).get("nodeName"):
+            written.append(("pod", bool((stored_claim(cluster, "train-gpu").get("status") or {}).get("allocation")),
+                            True))
+    cluster.server.store.add_listener(record)
+    cluster.create(claiming("train", "train-gpu"))
+    assert wait_for(lambda: cluster.node_of("train"), timeout=10) == "n-b"  # the only node with GPUs
+    claim = stored_claim(cluster, "train-gpu")
+    assert devices(claim) == [(DRIVER, "n-b", "gpu-0")] or devices(claim) == [(DRIVER, "n-b", "gpu-1")]
+    allocation = claim["status"]["allocation"]
+    assert allocation["devices"]["results"][0]["request"] == "gpu"
+    assert allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n-b"]
+    uid = cluster.pod("train")["metadata"]["uid"]
+    assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "train", "uid": uid}]
+    assert FINALIZER in claim["metadata"]["finalizers"]
+    # the claim was written (finalizer, then allocation) before the binding, never after
+    assert [w[0] for w in written[-3:]] == ["claim", "claim", "pod"]
+    assert written[-2][1] and not written[-2][2] and written[-1][1]
+
+
+def test_two_pods_do_not_share_a_device_and_a_third_waits_for_one(make_cluster: Any) -> None:
+    cluster = make_cluster()
+    cluster.scheduler(options=fast_options())
+    for name in ("a", "b", "c"):
+        add_claim(cluster, gpu_claim(f"{name}-gpu"))
+    cluster.create(*(claiming(name, f"{name}-gpu") for name in ("a", "b", "c")))
+    assert wait_for(lambda: sum(bool(cluster.node_of(n)) for n in ("a", "b", "c")) == 2, timeout=10)
+    bound = [n for n in ("a", "b", "c") if cluster.node_of(n)]
+    taken = [d for n in bound for d in devices(stored_claim(cluster, f"{n}-gpu"))]
+    assert sorted(taken) == [(DRIVER, "n-b", "gpu-0"), (DRIVER, "n-b", "gpu-1")]
+    waiting = next(n for n in ("a", "b", "c") if n not in bound)
+    assert not (stored_claim(cluster, f"{waiting}-gpu").get("status") or {}).get("allocation")
+    assert wait_for(lambda: any(e["involvedObject"]["name"] == waiting for e in cluster.events("FailedScheduling")))
+    # a third node's GPUs published by its driver: the waiting pod is placed there
+    cluster.create(node("n-c"))
+    assert post(cluster, "/apis/resource.k8s.io/v1/resourceslices", gpu_slice("n-c", 1)).code == 201
+    assert wait_for(lambda: cluster.node_of(waiting), timeout=10) == "n-c"
+    assert devices(stored_claim(cluster, f"{waiting}-gpu")) == [(DRIVER, "n-c", "gpu-0")]
+
+
+def test_a_shared_claim_is_allocated_once_and_reserved_for_each_pod(make_cluster: Any) -> None:
+    cluster = make_cluster()
+    cluster.scheduler(options=fast_options())
+    add_claim(cluster, gpu_claim("shared", count=2))
+    cluster.create(claiming("first", "shared"))
+    assert wait_for(lambda: cluster.node_of("first"), timeout=10) == "n-b"
+    cluster.create(claiming("second", "shared"))
+    assert wait_for(lambda: cluster.node_of("second"), timeout=10) == "n-b"
+    claim = stored_claim(cluster, "shared")
+    assert devices(claim) == [(DRIVER, "n-b", "gpu-0"), (DRIVER, "n-b", "gpu-1")]
+    assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["first", "second"]
+
+
+def test_a_claim_from_a_template_waits_for_the_controller_to_make_it(make_cluster: Any) -> None:
+    cluster = make_cluster()
+    cluster.scheduler(options=fast_options())
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "one-gpu", "namespace": NS}, "spec": {"spec": gpu_claim("x")["spec"]}}
+    assert post(cluster, f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaimtemplates", template).code == 201
+    cluster.create(claiming("tpl", template="one-gpu"))
+    assert wait_for(lambda: any(e["involvedObject"]["name"] == "tpl" and "ResourceClaim not created yet" in e["message"]
+                                for e in cluster.events("FailedScheduling")), timeout=10)
+    assert cluster.node_of("tpl") is None
+    assert cluster.server.store.list("resourceclaims") == []  # the scheduler makes no claim
+    # the resourceclaim controller's part: the claim, owned by the pod, and the pod's status naming it
+    pod_obj = cluster.pod("tpl")
+    made = gpu_claim("tpl-gpu-x7k2q")
+    made["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    made["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "tpl",
+                                            "uid": pod_obj["metadata"]["uid"], "controller": True}]
+    add_claim(cluster, made)
+    status = {"status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "tpl-gpu-x7k2q"}]}}
+    cluster.server.api.handle(Request("PATCH", f"/api/v1/namespaces/{NS}/pods/tpl/status",
+                                      content_type="application/merge-patch+json", body=json.dumps(status).encode()))
+    assert wait_for(lambda: cluster.node_of("tpl"), timeout=10) == "n-b"
+    assert devices(stored_claim(cluster, "tpl-gpu-x7k2q"))
+
+
+def test_a_failed_bind_releases_the_claim_it_allocated(make_cluster: Any) -> None:
+    cluster = make_cluster()
+    cluster.scheduler(options=fast_options())
+    add_claim(cluster, gpu_claim("doomed-gpu"))
+    releases: list[dict[str, Any]] = []
+
+    def record(key: str, event: str, obj: dict[str, Any], prev: Optional[dict[str, Any]]) -> None:
+        if key == "resourceclaims" and prev and (prev.get("status") or {}).get("allocation") \
+                and not (obj.get("status") or {}).get("allocation"):
+            releases.append(obj)
+    cluster.server.store.add_listener(record)
+    cluster.server.faults.fail("POST", r"/pods/doomed/binding$", status=500, count=3)  # every retry refused
+    cluster.create(claiming("doomed", "doomed-gpu"))
+    assert wait_for(lambda: releases, timeout=10)
+    released = releases[0]
+    assert not (released["status"] or {}).get("reservedFor")
+    # the pod backs off and is tried again: then it binds, its claim written anew
+    assert wait_for(lambda: cluster.node_of("doomed"), timeout=10) == "n-b"
+    assert devices(stored_claim(cluster, "doomed-gpu"))
+    assert [r["name"] for r in stored_claim(cluster, "doomed-gpu")["status"]["reservedFor"]] == ["doomed"]
+
+
+def test_a_claim_changed_under_the_write_is_read_again(make_cluster: Any) -> None:
+    cluster = make_cluster()
+    cluster.scheduler(options=fast_options())
+    add_claim(cluster, gpu_claim("busy-gpu"))
+    cluster.server.faults.fail("PUT", r"/resourceclaims/busy-gpu/status$", status=409, count=1)
+    cluster.create(claiming("busy", "busy-gpu"))
+    assert wait_for(lambda: cluster.node_of("busy"), timeout=10) == "n-b"
+    claim = stored_claim(cluster, "busy-gpu")
+    assert len(devices(claim)) == 1 and [r["name"] for r in claim["status"]["reservedFor"]] == ["busy"]
+
+
+def test_simulate_places_the_gpu_example_with_claims_made_from_templates(capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --simulate` on the DRA example: the in-memory server plays the resourceclaim
+    controller (claims of templates), the scheduler writes every allocation, and the final
+    state — devices included — passes the validator."""
+    from pathlib import Path
+
+    from adapters.cli import main
+    from tests.adapters.live_harness import live_threads
+
+    gpus = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "dra" / "gpus.yaml"
+    status = main(["run", "--simulate", str(gpus), "--arrival-rate", "100", "--engine", "cpsat", "--time-limit", "2",
+                   "--no-leader-elect", "--duration", "20"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "bound 3 pod(s), evicted 0, left 0 unschedulable" in out
+    assert "final state replayed through the validator: no violations" in out
+    assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
+
+
+# --- the pieces, each against the same server ----------------------------------------------------
+
+def _writer(cluster: Cluster) -> Any:
+    from adapters.live.dra_writes import ClaimWriter
+    from adapters.live.api_client import KubeApi, configured_client
+
+    api = KubeApi(configured_client(cluster.server.client_configuration()))
+    cluster._apis.append(api)
+    return ClaimWriter(api, backoffs=(0.01,), sleep=lambda s: None, should_continue=lambda: True)
+
+
+def _allocation(device: str) -> dict[str, Any]:
+    return {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "n-b", "device": device}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["n-b"]}]}]}}
+
+
+def test_a_claim_allocated_other_devices_meanwhile_is_not_overwritten(make_cluster: Any) -> None:
+    from adapters.live.dra_writes import ClaimUse, ClaimWriteError
+
+    cluster = make_cluster()
+    add_claim(cluster, gpu_claim("raced"))
+    writer = _writer(cluster)
+    writer.reserve("default/first", "uid-1", [ClaimUse("default/raced", "", _allocation("gpu-1"))])
+    with pytest.raises(ClaimWriteError, match="allocated other devices meanwhile"):
+        writer.reserve("default/second", "uid-2", [ClaimUse("default/raced", "", _allocation("gpu-0"))])
+    claim = stored_claim(cluster, "raced")
+    assert devices(claim) == [(DRIVER, "n-b", "gpu-1")]
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == ["uid-1"]
+    # the same devices are accepted: the pod joins reservedFor
+    writer.reserve("default/third", "uid-3", [ClaimUse("default/raced", "", _allocation("gpu-1"))])
+    assert [r["uid"] for r in stored_claim(cluster, "raced")["status"]["reservedFor"]] == ["uid-1", "uid-3"]
+
+
+def test_release_keeps_an_allocation_another_pod_still_uses(make_cluster: Any) -> None:
+    from adapters.live.dra_writes import FINALIZER, ClaimUse
+
+    cluster = make_cluster()
+    add_claim(cluster, gpu_claim("kept"))
+    writer = _writer(cluster)
+    writer.reserve("default/writer", "uid-w", [ClaimUse("default/kept", "", _allocation("gpu-0"))])
+    writer.reserve("default/joiner", "uid-j", [ClaimUse("default/kept", "", None)])
+    writer.release("default/writer")  # it wrote the allocation, but the joiner uses it
+    claim = stored_claim(cluster, "kept")
+    assert devices(claim) == [(DRIVER, "n-b", "gpu-0")] and FINALIZER in claim["metadata"]["finalizers"]
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == ["uid-j"]
+    writer.release("default/joiner")  # it did not write the allocation: the allocation stays
+    claim = stored_claim(cluster, "kept")
+    assert devices(claim) and not claim["status"].get("reservedFor")
+
+
+def test_the_cache_shows_a_window_s_allocation_until_the_watch_does(make_cluster: Any) -> None:
+    from adapters.live.cache import ClusterCache
+    from adapters.live.api_client import RESOURCE_CLAIMS
+
+    cache = ClusterCache()
+    claim = gpu_claim("pending")
+    claim["metadata"].update(uid="c1", resourceVersion="1")
+    cache.replace(RESOURCE_CLAIMS, [claim])
+
+    def allocated() -> list[str]:
+        return [c.metadata.name for c in cache.snapshot().resource_claims if c.status.allocation is not None]
+    assert allocated() == []
+    cache.assume_claims("default/p", [("default/pending", _allocation("gpu-0"))])
+    assert allocated() == ["pending"]  # the next window does not hand gpu-0 out again
+    assert cache.claims.held("default/pending")
+    written = {**claim, "metadata": {**claim["metadata"], "resourceVersion": "2"},
+               "status": {"allocation": _allocation("gpu-0"),
+                          "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}}
+    cache.apply(RESOURCE_CLAIMS, "MODIFIED", written)
+    assert allocated() == ["pending"] and not cache.claims.held("default/pending")  # the watch shows it now
+    cache.assume_claims("default/q", [("default/pending", None)])  # allocated already: nothing to hold
+    assert not cache.claims.held("default/pending")
+    other = gpu_claim("other")
+    other["metadata"].update(uid="c2", resourceVersion="3")
+    cache.apply(RESOURCE_CLAIMS, "ADDED", other)
+    cache.assume_claims("default/r", [("default/other", _allocation("gpu-1"))])
+    cache.forget("default/r")  # the bind failed before the write: the devices are free again
+    assert sorted(allocated()) == ["pending"]
+
+
+def test_a_scheduler_not_granted_the_dra_apis_schedules_without_them(make_cluster: Any) -> None:
+    """A ClusterRole from before this scheduler read resource.k8s.io (403 on the list): it syncs
+    and schedules the other pods, rather than waiting forever for a cache it may not fill."""
+    cluster = make_cluster()
+    cluster.server.faults.fail("GET", r"/apis/resource\.k8s\.io/v1/(resourceslices|deviceclasses|resourceclaims)",
+                               status=403, count=None, reason="Forbidden")
+    cluster.scheduler(options=fast_options())
+    cluster.create(pod("plain"))
+    assert wait_for(lambda: cluster.node_of("plain"), timeout=10)
