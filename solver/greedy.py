@@ -34,19 +34,13 @@ from .plugins.preemption import nominated
 from .plugins.preemption import postfilter as preemption
 from .context import SchedulingContext
 from .info import PodInfo
+from .plugin_api import Victim
 from .node_order import node_tree_order, num_feasible_nodes_to_find
 from .filtering import Cycle, StaticFilters
 from .scoring import ScoreContext, score_nodes
 from .scoring.cache import ScoreCache
 from .state import ClusterState, PodMatcher
 from .plugins.pod_topology_spread.window_guard import REASON as GUARD_REASON, SpreadGuard
-
-
-@dataclass
-class Victim:
-    pod: PodInfo
-    node: int
-    preemptor: str
 
 
 @dataclass

@@ -26,6 +26,7 @@ from models.snapshot import ClusterSnapshot
 from .context import SchedulingContext, build_context
 from .filtering import StaticFilters
 from .info import PodInfo
+from .plugin_api import Victim
 from .plugins.registry import FINAL_CHECKS
 
 
@@ -42,15 +43,6 @@ def validate(
     for check in FINAL_CHECKS:
         check(replay)
     return replay.problems
-
-
-@dataclass
-class Victim:
-    """A well-formed eviction of the plan: the running pod, its node's index, the preemptor named."""
-
-    pod: PodInfo
-    node: int
-    preemptor: str
 
 
 @dataclass

@@ -29,6 +29,7 @@ from ..plugins.gang import topology as gang_topology
 from ..plugins.gang.permit import domain_runs, runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..plugins.preemption import nominated
+from ..plugins.registry import per_node_state
 from ..greedy import GreedyResult
 from ..state import PodMatcher
 from .symmetry import canonical
@@ -83,12 +84,12 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
 
 
 def _left_out_of_packing(cls) -> bool:
-    """Rules the packing does not follow: the class is left out of it (claims: one volume per
-    claim, ReadWriteOncePod, per-node CSI counts). Required anti-affinity it follows
-    (``_AntiBook``), in both directions and over any topology key."""
+    """Rules the packing does not follow: the class is left out of it (any rule keeping state per
+    node for it, ``Plugin.per_node_state``: one volume per claim, ReadWriteOncePod, per-node CSI
+    counts, devices). Required anti-affinity it follows (``_AntiBook``), in both directions and
+    over any topology key."""
     rep = cls.rep
-    # ResourceClaims: devices the packing does not count (DynamicResources); volume claims.
-    return bool(rep.host_ports or rep.affinity or rep.hard_spread or rep.claims or rep.pod.spec.resource_claims)
+    return bool(rep.host_ports or rep.affinity or rep.hard_spread or per_node_state(rep))
 
 
 class _AntiBook:

@@ -30,6 +30,7 @@ from .. import interrupt
 from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
+from ..plugin_api import Level
 from ..plugins.node_ports import filter as node_ports
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..state import ClusterState
@@ -38,35 +39,6 @@ from .eviction import top_preemptor
 if TYPE_CHECKING:
     from ..plugins.gang.permit import Gang, GangKind
     from .hint import HintSolution
-
-
-@dataclass
-class Level:
-    """One lexicographic objective level: maximise Σ coeff·var. Each term carries its variable's
-    bounds, so the level's range is known without reading the model back."""
-
-    name: str
-    terms: list[tuple[cp_model.IntVar, int]] = field(default_factory=list)
-    constant: int = 0
-    low: int = 0
-    high: int = 0
-
-    def add(self, var, coeff: int, lo: int, hi: int) -> None:
-        """Add ``coeff · var`` with ``lo ≤ var ≤ hi``."""
-        if coeff:
-            coeff = int(coeff)
-            self.terms.append((var, coeff))
-            self.low += min(coeff * lo, coeff * hi)
-            self.high += max(coeff * lo, coeff * hi)
-
-    def bounds(self) -> tuple[int, int]:
-        return self.low + self.constant, self.high + self.constant
-
-    def expr(self):
-        if not self.terms:
-            return self.constant
-        vars_, coeffs = zip(*self.terms)
-        return cp_model.LinearExpr.weighted_sum(list(vars_), list(coeffs)) + self.constant
 
 
 class WindowModel:

@@ -30,16 +30,14 @@ from models.errors import InputError
 from ..plugins.gang import min_resources as gang_min_resources
 from ..plugins.gang import permit as gang_mod
 from ..plugins.gang import preferred as gang_preferred
-from ..plugins.gang import topology as gang_topology
 from .. import interrupt, progress
 from ..plugins.preemption import victim_room
 from ..plugins.preemption.pdb import PdbBudgets
 from ..context import PodClass, SchedulingContext
-from ..greedy import GreedyResult, Victim, schedule_greedy
+from ..greedy import GreedyResult, schedule_greedy
+from ..plugin_api import Victim
 from ..filtering import StaticFilters
-from ..plugins.inter_pod_affinity import filter as inter_pod_affinity
-from ..plugins.node_ports import filter as node_ports
-from ..plugins.pod_topology_spread import filter as pod_topology_spread
+from ..plugins.inter_pod_affinity import encode as inter_pod_affinity
 from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
 from . import node_classes
@@ -47,8 +45,7 @@ from .components import components
 from .hint import HintSolution, best_hint, counts_value, first_fit_counts, greedy_counts
 from .symmetry import break_symmetry
 from .model import Level, WindowModel
-from ..plugins.volume_binding import encode as volume_binding
-from ..plugins.registry import WINDOW_ENCODERS
+from ..plugins.registry import PRUNES, WINDOW_ENCODERS
 
 log = logging.getLogger("cpsat_scheduler.solver")
 
@@ -407,12 +404,9 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
         def can_evict(other) -> bool:
             return (can_preempt and eviction.can_evict(rep, other, allow_preemption)) or other.key in others
 
-        mask = node_ports.blocked_by_running(rep, state, can_evict)
-        mask &= inter_pod_affinity.prune(rep, state, can_evict)
-        mask &= pod_topology_spread.prune(rep, state)
-        mask &= gang_topology.prune(rep, gangs, state)
-        if rep.claims:
-            mask &= volume_binding.prune(rep, state, can_evict)
+        mask = np.ones(len(state.nodes), dtype=bool)
+        for prune in PRUNES:
+            mask &= prune(rep, state, can_evict, gangs)
         return mask
 
     probe.compute_candidates(extra_prune)

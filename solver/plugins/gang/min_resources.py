@@ -41,7 +41,7 @@ from ...info import PodInfo
 from ...state import ClusterState
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 
 def needed(group: PodGroup) -> dict[str, int]:

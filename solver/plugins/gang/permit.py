@@ -19,21 +19,24 @@ gangs that run. ``decode`` turns the kind's per-node counts back into whole gang
 
 from __future__ import annotations
 
+import copy
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, TypeVar
 
 from ortools.sat.python import cp_model
 
 from models.objects import PodGroup
 from models.snapshot import POD_GROUP_LABEL
 
-from ...context import PodClass
+from ...plugin_api import ClassView as PodClass
 from ...info import PodInfo
 from . import min_resources, preferred, topology
 
+C = TypeVar("C", bound=PodClass)  # the caller's class type: merged classes are copies of its own
+
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 NAME = "Coscheduling"
 
@@ -222,7 +225,7 @@ def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
             for (_, need, _, key, prefer), group in by_key.items() if len(group) > 1]
 
 
-def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list[PodClass], dict[int, int]]:
+def merge_classes(classes: list[C], kinds_: list[GangKind]) -> tuple[list[C], dict[int, int]]:
     """The model's classes: a kind's members of one signature share one class, which keeps the
     id of the first gang's class; every other class stays as it is. Returns the classes, in id
     order, and the alias from each merged-away context class id to its model class id. Fills
@@ -230,13 +233,16 @@ def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list
     if not kinds_:
         return classes, {}
     alias: dict[int, int] = {}
-    merged: dict[int, PodClass] = {}
+    context_class = {c.id: c for c in classes}
+    merged: dict[int, C] = {}
     for kind in kinds_:
-        by_base: dict[int, PodClass] = {}
+        by_base: dict[int, C] = {}
         for pod in kind.gangs[0].members:
             base = kind.base_of[pod.class_id]
             if base not in by_base:
-                by_base[base] = PodClass(pod.class_id, [])
+                first = copy.copy(context_class[pod.class_id])  # the context's class type, its pods set below
+                first.pods = []
+                by_base[base] = first
                 kind.classes.append(by_base[base])
                 kind.per_gang[pod.class_id] = 0
             kind.per_gang[by_base[base].id] += 1
@@ -247,7 +253,7 @@ def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list
                 kind.model_of[pod.class_id] = cls.id
                 if pod.class_id != cls.id:
                     alias[pod.class_id] = cls.id
-        merged.update((c.id, c) for c in kind.classes)
+        merged.update((c.id, c) for c in by_base.values())  # the classes this kind got, in order
     out = [merged.get(c.id, c) for c in classes if c.id not in alias]
     return out, alias
 

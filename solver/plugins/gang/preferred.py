@@ -37,7 +37,7 @@ from models.objects import PodGroup, preferred_topology_keys
 from . import topology
 
 if TYPE_CHECKING:
-    from ...cpsat.model import Level, WindowModel
+    from ...plugin_api import EncodeModel as WindowModel, Level
     from ...state import ClusterState
 
 NAME = "GangPreferredTopology"
@@ -52,7 +52,7 @@ def keys_of(group: Optional[PodGroup]) -> tuple[str, ...]:
 
 def spans_level(wm: WindowModel, depth: int) -> Level:
     """The objective level counting domains at ``depth``, created below victims, above scores."""
-    from ...cpsat.model import Level
+    from ...plugin_api import Level
 
     name = f"{LEVEL_PREFIX}[{depth}]"
     found = next((lv for lv in wm.levels if lv.name == name), None)

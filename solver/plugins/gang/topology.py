@@ -31,9 +31,9 @@ from models.objects import PodGroup
 from ..node_resources_fit import filter as node_resources_fit
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
     from ...state import ClusterState
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
     from .permit import Gang
 
 NAME = "GangTopology"

@@ -55,9 +55,9 @@ from ..node_affinity import filter as node_affinity
 from ..node_ports import filter as node_ports
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
-    from ...filtering import Cycle
-    from ...validate import Replay
+    from ...plugin_api import EncodeModel as WindowModel
+    from ...plugin_api import CycleView as Cycle
+    from ...plugin_api import ReplayView as Replay
 
 NAME = "DefaultPreemption"
 # The pod waits for victims of its earlier preemption on its nominated node (kube-scheduler's words).

@@ -25,7 +25,7 @@ from . import rules
 from .filter import VolumeCycle
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 
 def prune(pod: PodInfo, state: ClusterState, can_evict=lambda other: False) -> np.ndarray:
