@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -79,6 +79,8 @@ class Level:
 
 
 # --------------------------------------------------------------------------- views of the engines
+
+T = TypeVar("T")
 
 
 class ClassView(Protocol):
@@ -171,20 +173,12 @@ class EncodeModel(Protocol):
     evict_level: dict[str, dict[int, cp_model.IntVar]]
     levels: list[Level]
     vec: dict[int, np.ndarray]
-    seeds: dict[tuple, cp_model.IntVar]
-    seed_clearing: dict[tuple, list]
-    affinity_support: dict[tuple[str, int, str], object]
-    preemptor_named: dict[str, dict[int, cp_model.IntVar]]
-    claims_in_force: dict[tuple[int, Optional[int]], object]
-    gang_runs: list[tuple]
-    gang_domain_runs: list[tuple]
-    gangs: Any
-    gang_kinds: Any
-    gang_units: list[tuple]
-    volume_vars: dict[str, tuple[dict[str, cp_model.IntVar], cp_model.IntVar]]
+    encodings: dict[str, Any]
 
-    @property
-    def gangs_in_kinds(self) -> set[str]: ...
+    def encoding(self, name: str, make: Callable[[], T]) -> T:
+        """Plugin ``name``'s own encoding object (its variables, what its hint and decode read),
+        made by ``make`` the first time; the model keeps only what every rule shares."""
+        ...
 
     def class_of(self, pod: PodInfo) -> int: ...
 

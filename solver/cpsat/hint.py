@@ -26,6 +26,7 @@ from ortools.sat.python import cp_model
 
 from .. import interrupt
 from ..plugins.gang import topology as gang_topology
+from ..plugins.gang.encoding import encoding as gang_encoding
 from ..plugins.gang.permit import domain_runs, runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..plugins.preemption import nominated
@@ -164,7 +165,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     # (priority, share per pod, first pod's queue position, need, [(class, count)], topology key)
     units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Optional[str]]] = []
     in_gang: set[int] = set()
-    for need, members, repeats in wm.gang_units:
+    for need, members, repeats in gang_encoding(wm).units:
         in_gang.update(c.id for c, _ in members)
         if any(c.id in skip for c, _ in members):
             continue
@@ -302,8 +303,9 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
     for (c, n), k in counts.items():
         if k:
             by_class.setdefault(c, []).append((n, k))
-    per_domain_of = {id(kind): per_domain for kind, per_domain in wm.gang_domain_runs}
-    for kind, var in wm.gang_runs:
+    gangs = gang_encoding(wm)
+    per_domain_of = {id(kind): per_domain for kind, per_domain in gangs.domain_runs}
+    for kind, var in gangs.runs:
         per_domain = per_domain_of.get(id(kind))
         if per_domain is not None:  # a topology kind: its gangs per domain, and their sum
             ids = wm.state.domains(kind.topology_key)[0]

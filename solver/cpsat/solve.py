@@ -224,7 +224,7 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
         wm.cand[cls.id], wm.ub[cls.id] = cand[cls.id], ubs[cls.id]
     wm.create_variables()
     eviction.create(wm)
-    wm.gangs, wm.gang_kinds = gangs, list(kinds)
+    wm.encodings[gang_mod.NAME] = gang_mod.GangEncoding(gangs, list(kinds))
     for encode in WINDOW_ENCODERS:
         interrupt.check()
         encode(wm)
@@ -340,11 +340,8 @@ def _solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = Tru
         for placed in wm.placed.values():
             if not isinstance(placed, int):
                 wm.model.add_hint(placed, this.value(placed))
-        for _, var in wm.gang_runs:
+        for var in gang_mod.encoding(wm).hint_vars():
             wm.model.add_hint(var, this.value(var))
-        for _, per_domain in wm.gang_domain_runs:
-            for var in per_domain.values():
-                wm.model.add_hint(var, this.value(var))
     return solver, status_name, objective, bound
 
 
@@ -355,7 +352,8 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
         if k:
             counts.setdefault(c, []).append((n, k))
     placed_on: dict[int, list] = {}
-    in_kind = {c.id for kind, _ in wm.gang_runs for c in kind.classes}
+    gang_runs = gang_mod.encoding(wm).runs
+    in_kind = {c.id for kind, _ in gang_runs for c in kind.classes}
     for cls in wm.classes:
         if cls.id in in_kind:
             continue
@@ -365,7 +363,7 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
                 pod = next(pods)
                 sol.placements[pod.key] = n
                 placed_on.setdefault(n, []).append(pod)
-    for kind, _ in wm.gang_runs:
+    for kind, _ in gang_runs:
         ids = wm.state.domains(kind.topology_key)[0] if kind.topology_key is not None else None
         preferred_ids = tuple(wm.state.domains(key)[0] for key in kind.preferred_keys)
         for key, n in gang_mod.decode(kind, counts, ids, preferred_ids).items():
@@ -376,7 +374,7 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
             victim, n = wm.evict_pod[key]
             level = next(lv for lv, lam in wm.evict_level[key].items() if solver.value(lam))
             preemptors = [p for p in placed_on.get(n, []) if p.priority == level and victim_room.may_preempt(p, victim)]
-            named = wm.preemptor_named.get(key)
+            named = inter_pod_affinity.encoding(wm).preemptor_named.get(key)
             if named:
                 # The model chose the class whose pod is named (the victim supports every other
                 # pod's affinity: ``inter_pod_affinity.named_preemptor``).

@@ -32,13 +32,13 @@ from models.snapshot import POD_GROUP_LABEL
 from ...plugin_api import ClassView as PodClass
 from ...info import PodInfo
 from . import min_resources, preferred, topology
+from .encoding import NAME, GangEncoding, encoding  # the engine seeds the encoding with the window's gangs
 
 C = TypeVar("C", bound=PodClass)  # the caller's class type: merged classes are copies of its own
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
 
-NAME = "Coscheduling"
 
 
 def not_enough_siblings(pod: PodInfo, count: int, min_member: int) -> str:
@@ -346,10 +346,11 @@ def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain
 def encode(wm: WindowModel) -> None:
     """All-or-nothing: a gang's window members place 0 pods or at least ``need`` of them; a
     kind runs a whole number of its gangs, and places between ``need`` and all members of each.
-    Reads the window's gangs and kinds from ``wm.gangs`` and ``wm.gang_kinds``."""
-    gangs: dict[str, Gang] = wm.gangs
-    kinds_: list[GangKind] = wm.gang_kinds
-    in_kind = wm.gangs_in_kinds
+    Reads the window's gangs and kinds from its encoding (``encoding.GangEncoding``)."""
+    enc = encoding(wm)
+    gangs: dict[str, Gang] = enc.gangs
+    kinds_: list[GangKind] = enc.kinds
+    in_kind = enc.in_kinds
     present = {c.id for c in wm.classes if not isinstance(wm.placed[c.id], int)}
     for gang in gangs.values():
         if gang.key in in_kind:
@@ -373,7 +374,7 @@ def encode(wm: WindowModel) -> None:
         wm.model.add(expr >= deficit * runs - len(evicted) * (1 - runs))
         wm.model.add(cp_model.LinearExpr.sum(placed) <= total * runs)
         if gang.need > 0:
-            wm.gang_units.append((gang.need, [(c, c.size) for c in members], 1))
+            enc.units.append((gang.need, [(c, c.size) for c in members], 1))
     for kind in kinds_:
         classes = [c for c in kind.classes if c.id in present]
         if not classes:
@@ -383,8 +384,8 @@ def encode(wm: WindowModel) -> None:
             _encode_domains(wm, kind, classes, runs)
         else:
             _encode_runs(wm, kind, [wm.placed[c.id] for c in classes], classes, runs)
-        wm.gang_runs.append((kind, runs))
-        wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
+        enc.runs.append((kind, runs))
+        enc.units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
 
 
 def _encode_runs(wm: WindowModel, kind: GangKind, placed: list, classes: list, runs) -> None:
@@ -414,7 +415,7 @@ def _encode_domains(wm: WindowModel, kind: GangKind, classes: list, runs) -> Non
         _encode_runs(wm, kind, totals, present, here)
         per_domain[d] = here
     wm.model.add(runs == cp_model.LinearExpr.sum(list(per_domain.values())))
-    wm.gang_domain_runs.append((kind, per_domain))
+    encoding(wm).domain_runs.append((kind, per_domain))
 
 
 def runs_in(kind: GangKind, placements) -> int:

@@ -7,17 +7,38 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from dataclasses import dataclass, field
+
 import networkx as nx
 import numpy as np
 from ortools.sat.python import cp_model
 
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
-from .filter import AllTerms
+from .filter import NAME, AllTerms
 from ..preemption.victim_room import may_preempt
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
+
+
+@dataclass
+class AffinityEncoding:
+    """InterPodAffinity's part of a window model."""
+
+    # Self-affinity seed per (terms, domain), shared by the classes of one affinity group.
+    seeds: dict[tuple, cp_model.IntVar] = field(default_factory=dict)
+    # Per affinity terms, the eviction literals a seed of them needs.
+    seed_clearing: dict[tuple, list] = field(default_factory=dict)
+    # Per (running pod, class, key) whose affinity it may support, the literal "it supports that
+    # class's pods in its domain" (it stays, or is evicted for another pod).
+    support: dict[tuple[str, int, str], object] = field(default_factory=dict)
+    # Per victim, the class the plan names its preemptor from (``named_preemptor``); decode reads it.
+    preemptor_named: dict[str, dict[int, cp_model.IntVar]] = field(default_factory=dict)
+
+
+def encoding(wm: WindowModel) -> AffinityEncoding:
+    return wm.encoding(NAME, AffinityEncoding)
 
 
 # Window semantics (DESIGN.md): in the final state no two pods violate a required anti-affinity
@@ -113,7 +134,7 @@ def _order_seeds(wm: WindowModel, classes) -> None:
     group too. Other pods come after every seed, so a class that merely matches a seed's terms
     (with support of its own) leaves the seed alone."""
     by_terms: dict[tuple, list] = {}
-    for (terms, _), seed in wm.seeds.items():
+    for (terms, _), seed in encoding(wm).seeds.items():
         by_terms.setdefault(terms, []).append(seed)
     members = {terms: [c.rep for c in classes if c.rep.affinity == terms and AllTerms(terms).matches(c.rep)]
                for terms in by_terms}
@@ -168,7 +189,7 @@ def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntV
     of this class, placed on the victim's node, as its preemptor": exactly one when it is evicted,
     at the level it is evicted at (``victim_room``). Created once per victim, for victims whose
     support some pod's affinity reads (``solver/cpsat/solve.py`` names the preemptor from them)."""
-    named = wm.preemptor_named.get(victim.key)
+    named = encoding(wm).preemptor_named.get(victim.key)
     if named is None:
         m, n = wm.model, wm.evict_pod[victim.key][1]
         levels = wm.evict_level[victim.key]
@@ -180,7 +201,7 @@ def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntV
                 m.add(var >= 1).only_enforce_if(b)
                 named[cls.id] = b
         m.add(cp_model.LinearExpr.sum(list(named.values())) == wm.evict[victim.key])
-        wm.preemptor_named[victim.key] = named
+        encoding(wm).preemptor_named[victim.key] = named
     return named
 
 
@@ -192,7 +213,7 @@ def _supports(wm: WindowModel, pod: PodInfo, evict, cls, key: str) -> object:
     pod's turn and never again, so pods placed before the preemptor keep their support; the
     validator reads a victim as supporting every pod but its named preemptor). Created once per
     pod, class and key."""
-    cache = wm.affinity_support
+    cache = encoding(wm).support
     lit = cache.get((pod.key, cls.id, key))
     if lit is None:
         m = wm.model
@@ -329,10 +350,11 @@ def _clearing(wm: WindowModel, terms) -> list:
     ``terms`` on a node with the first term's key: a seed needs every one of them gone
     ("anywhere" is kube-scheduler's: a match on a node without the key does not count). Kept per
     terms: every seed domain of a group and every class it may anchor asks again."""
-    hit = wm.seed_clearing.get(terms)
+    clearing = encoding(wm).seed_clearing
+    hit = clearing.get(terms)
     if hit is None:
         keyed = wm.state.domains(terms[0].topology_key)[0]
-        hit = wm.seed_clearing[terms] = [
+        hit = clearing[terms] = [
             wm.evictable(p) for p, n in _running_matching(wm.state, AllTerms(terms)) if keyed[n] >= 0
         ]
     return hit
@@ -349,9 +371,10 @@ def _may_seed(wm: WindowModel, cls) -> bool:
 def _seed(wm: WindowModel, terms, d: int):
     """seed[terms, d]: the group with these terms starts from nothing in domain ``d`` of its
     term's key (created once, shared by the group's classes and by those it anchors)."""
-    seed = wm.seeds.get((terms, d))
+    seeds = encoding(wm).seeds
+    seed = seeds.get((terms, d))
     if seed is None:
-        seed = wm.seeds[terms, d] = wm.model.new_bool_var(f"seed[{terms[0].topology_key},{d},{len(wm.seeds)}]")
+        seed = seeds[terms, d] = wm.model.new_bool_var(f"seed[{terms[0].topology_key},{d},{len(seeds)}]")
         for evict in _clearing(wm, terms):
             wm.model.add_implication(seed, evict)
     return seed

@@ -302,14 +302,21 @@ def claim_terms(wm: WindowModel, n: int, r: int, level: int) -> tuple[list, list
         if w >= level:
             const += amount
             continue
-        lit = wm.claims_in_force.get((n, w))
+        in_force = _claims_in_force(wm)
+        lit = in_force.get((n, w))
         if lit is None:
-            lit = wm.claims_in_force[(n, w)] = _in_force(wm, n, w)
+            lit = in_force[(n, w)] = _in_force(wm, n, w)
         if isinstance(lit, int):
             continue
         vars_.append(lit)
         coeffs.append(amount)
     return vars_, coeffs, const
+
+
+def _claims_in_force(wm: WindowModel) -> dict[tuple[int, Optional[int]], object]:
+    """This rule's encoding: per (node, claim priority), "a gang class and a class of priority ≤ it
+    are placed there"; under (node, None), "a gang class is placed there"."""
+    return wm.encoding(f"{NAME}/claims", dict)
 
 
 def _in_force(wm: WindowModel, n: int, w: int):
@@ -321,9 +328,10 @@ def _in_force(wm: WindowModel, n: int, w: int):
     if not gang or not low:
         return 0
     m = wm.model
-    cached = wm.claims_in_force.get((n, None))
+    in_force = _claims_in_force(wm)
+    cached = in_force.get((n, None))
     if cached is None:
-        cached = wm.claims_in_force[(n, None)] = wm.new_presence(
+        cached = in_force[(n, None)] = wm.new_presence(
             f"gang_on[{n}]", [v for _, v in gang], sum(wm.ub_of(cls.id, n) for cls, _ in gang))
     gang_here = cast(cp_model.IntVar, cached)
     low_here = wm.new_presence(f"low_on[{n},{w}]", [v for _, v in low], sum(wm.ub_of(cls.id, n) for cls, _ in low))
