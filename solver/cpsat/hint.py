@@ -33,6 +33,7 @@ from ..plugins.preemption import nominated
 from ..plugins.registry import per_node_state
 from ..greedy import GreedyResult
 from ..state import PodMatcher
+from .model import HintSolution
 from .symmetry import canonical
 
 if TYPE_CHECKING:
@@ -350,20 +351,6 @@ def complete(wm: WindowModel, budget: float) -> Optional[bool]:
         wm.model.add_hint(var, solver.value(var))
     wm.hint_complete = True
     return True
-
-
-class HintSolution:
-    """The packing hint read like a solver's answer (placements only, no evictions), for the
-    engine to extract when the solve finds nothing in its time. The packing meets every rule by
-    construction (capacity from the free room, whole gangs, anti-affinity checked pod by pod,
-    no class another coupling rule touches), and the plan is validated as any other."""
-
-    def __init__(self, wm: WindowModel, counts: dict[tuple[int, int], int], value: int) -> None:
-        self.values = {wm.x[key].index: k for key, k in counts.items()}
-        self.placement_value = value
-
-    def value(self, var) -> int:
-        return self.values.get(var.index, 0)
 
 
 def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], budget: float) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -37,9 +37,6 @@ from ..plugins.node_ports import filter as node_ports
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..state import ClusterState
 from .eviction import top_preemptor
-
-if TYPE_CHECKING:
-    from .hint import HintSolution
 
 T = TypeVar("T")
 
@@ -250,3 +247,17 @@ class WindowModel:
     def size(self) -> tuple[int, int]:
         proto = self.model.Proto()
         return len(proto.variables), len(proto.constraints)
+
+
+class HintSolution:
+    """The packing hint read like a solver's answer (placements only, no evictions), for the
+    engine to extract when the solve finds nothing in its time. The packing meets every rule by
+    construction (capacity from the free room, whole gangs, anti-affinity checked pod by pod,
+    no class another coupling rule touches), and the plan is validated as any other."""
+
+    def __init__(self, wm: WindowModel, counts: dict[tuple[int, int], int], value: int) -> None:
+        self.values = {wm.x[key].index: k for key, k in counts.items()}
+        self.placement_value = value
+
+    def value(self, var) -> int:
+        return self.values.get(var.index, 0)

@@ -42,9 +42,9 @@ from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
 from . import node_classes
 from .components import components
-from .hint import HintSolution, best_hint, counts_value, first_fit_counts, greedy_counts
+from .hint import best_hint, counts_value, first_fit_counts, greedy_counts
 from .symmetry import break_symmetry
-from .model import Level, WindowModel
+from .model import HintSolution, Level, WindowModel
 from ..plugins.registry import PRUNES, WINDOW_ENCODERS
 
 log = logging.getLogger("cpsat_scheduler.solver")
