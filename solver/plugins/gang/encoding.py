@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from ortools.sat.python import cp_model
 
     from ...plugin_api import EncodeModel
-    from .permit import Gang, GangKind
+    from .group import Gang, GangKind
 
 NAME = "Coscheduling"
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
     from ...state import ClusterState
     from ...plugin_api import ReplayView as Replay
-    from .permit import Gang
+    from .group import Gang
 
 NAME = "GangTopology"
 
