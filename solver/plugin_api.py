@@ -31,10 +31,8 @@ from .info import NodeInfo, PodInfo
 from .state import ClusterState
 
 if TYPE_CHECKING:
-    from models.config import ScoringConfig, SchedulerConfig
-    from models.objects import PodGroup
+    from models.config import ScoringConfig
     from models.plan import Plan
-    from models.snapshot import ClusterSnapshot
 
 
 # --------------------------------------------------------------------------- value types
@@ -94,25 +92,6 @@ class ClassView(Protocol):
 
     @property
     def size(self) -> int: ...
-
-
-class ContextView(Protocol):
-    """The scheduling context of one decision (``context.SchedulingContext``), as plugins read it."""
-
-    snapshot: ClusterSnapshot
-    config: SchedulerConfig
-    nodes: list[NodeInfo]
-    state: ClusterState
-    window: list[PodInfo]
-    bound: list[PodInfo]
-    relevant_labels: frozenset[str]
-    pod_groups: dict[str, PodGroup]
-
-    @property
-    def classes(self) -> Any: ...
-
-    @property
-    def claims(self) -> Any: ...
 
 
 class StaticView(Protocol):
@@ -218,16 +197,6 @@ class ReplayView(Protocol):
     def node_name(self, index: int) -> str: ...
 
     def placed(self) -> Iterable[tuple[PodInfo, int]]: ...
-
-
-class NodeIndexView(Protocol):
-    """Per-snapshot node lookups the score plugins share (``scoring.node_index.NodeIndex``)."""
-
-    def term_mask(self, term: Any) -> np.ndarray: ...
-
-    def prefer_no_schedule_counts(self, tolerations: Any) -> np.ndarray: ...
-
-    def image_mask(self, image: str) -> np.ndarray: ...
 
 
 class ScoreView(Protocol):
