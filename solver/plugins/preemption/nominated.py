@@ -52,7 +52,10 @@ from ...framework import Code, names
 from ...info import NodeInfo, PodInfo
 from ...state import ClusterState
 from ..node_affinity import filter as node_affinity
+from ..node_name import filter as node_name
 from ..node_ports import filter as node_ports
+from ..node_unschedulable import filter as node_unschedulable
+from ..taint_toleration import filter as taint_toleration
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -64,6 +67,10 @@ NAME = "DefaultPreemption"
 REASON_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 # A phantom of a nominated pod held on its node while greedy filters a pod: its key's prefix.
 _PHANTOM = "nominated:"
+# The static filters, in the registry's order (``registry.STATIC_FILTERS``; a test holds the two
+# equal): named here, since the registry lists this module and importing it back would close a
+# circle.
+STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
 
 
 # --------------------------------------------------------------------------- 1. eligibility
@@ -71,8 +78,6 @@ _PHANTOM = "nominated:"
 
 def _unresolvable_for(pod: PodInfo, node: NodeInfo) -> bool:
     """Whether a static filter makes ``node`` UnschedulableAndUnresolvable for ``pod``."""
-    from ..registry import STATIC_FILTERS  # the registry lists this module too: imported late
-
     allowed = node_affinity.prefilter_node_names(pod)
     if allowed is not None and node.name not in allowed:
         return True
