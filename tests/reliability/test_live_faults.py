@@ -761,12 +761,12 @@ def victim_given_back_while_deciding(run: Run) -> None:
     seen: dict[str, Any] = {}
 
     def deciding(snapshot: Any, window: list[Any]) -> Any:
-        plan = decide(snapshot, window)
+        decision = decide(snapshot, window)
         if "victims" not in seen and any(qp.key == f"{NS}/urgent" for qp in window):
             seen["on node"] = snapshot.pod_by_key[f"{NS}/waiting"].spec.node_name
-            seen["victims"] = [v.pod for v in plan.preemptions] if plan is not None else []
+            seen["victims"] = [v.pod for v in decision.plan.preemptions] if decision is not None else []
             seen["given back"] = wait_for(lambda: not sched.cache.is_assumed(f"{NS}/waiting"))
-        return plan
+        return decision
 
     run.monkeypatch.setattr(sched, "decide", deciding)
     run.create(pod("waiting", cpu="1500m", priority_class="low"))
