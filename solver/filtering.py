@@ -146,6 +146,10 @@ class StaticFilters:
             self._tolerated, pod, lambda n: taint_toleration.untolerated(pod.tolerations, n.taints) is None
         )
 
+    def cycle(self, pod: PodInfo, state: ClusterState, *, version: str = "1.34") -> "Cycle":
+        """One pod's filter cycle against ``state`` with these static verdicts."""
+        return Cycle(pod, state, self, version=version)
+
     def _per_group(self, cache, pod, check) -> np.ndarray:
         key = self._key(pod)
         hit = cache.get(key)

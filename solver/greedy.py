@@ -34,19 +34,13 @@ from .plugins.preemption import nominated
 from .plugins.preemption import postfilter as preemption
 from .context import SchedulingContext
 from .info import PodInfo
+from .plugin_api import Victim
 from .node_order import node_tree_order, num_feasible_nodes_to_find
 from .filtering import Cycle, StaticFilters
 from .scoring import ScoreContext, score_nodes
 from .scoring.cache import ScoreCache
 from .state import ClusterState, PodMatcher
 from .plugins.pod_topology_spread.window_guard import REASON as GUARD_REASON, SpreadGuard
-
-
-@dataclass
-class Victim:
-    pod: PodInfo
-    node: int
-    preemptor: str
 
 
 @dataclass
@@ -108,8 +102,7 @@ def schedule_greedy(
     position[order] = np.arange(n)
     to_find = num_feasible_nodes_to_find(n, cfg.percentage_of_nodes_to_score)
     next_start = 0
-    gangs = gangs_mod.collect(ctx)
-    last_member = {g.members[-1].key: g for g in gangs.values()}
+    gangs = GangBook.of(ctx)
     result = GreedyResult(state=state)
     guard = SpreadGuard(state, static)
     # A pod that found no node (nor victims) fails again, with the same message, as long as no
@@ -120,38 +113,23 @@ def schedule_greedy(
     # the same nodes. Anti-affinity only grows stricter with placements.
     failed: dict[int, _Failure] = {}
     placed: list[PodInfo] = []
-    # Running members of gangs admitted in this window: a later preemptor may not evict them
-    # (the gang's minMember is judged on the final state).
-    bound_members: dict[str, list[str]] = {}
-    if any(p.group is not None for p in ctx.window):  # no gang in the window: no member to protect
-        for p in ctx.bound:
-            if p.group is not None:
-                bound_members.setdefault(p.group, []).append(p.key)
-    protected: set[str] = set()
-    # Topology gangs: the nodes of the domain each chose, chosen at its first member.
-    within_domain: dict[str, np.ndarray] = {}
-    # Gangs whose minResources PreFilter has answered (once, at the first member).
-    admission_asked: set[str] = set()
-    # Gangs' members placed so far in the window, by node (a preferred topology's domains).
-    gang_nodes: dict[str, list[int]] = {}
 
-    for done, pod in enumerate(queue_order(ctx, gangs)):
+    for done, pod in enumerate(queue_order(ctx, gangs.by_key)):
         if cancel is not None and cancel.is_set():
             result.cancelled = True
             break
         if progress is not None:
             progress[0] = done
-        gang = gangs.get(pod.group) if pod.group else None
-        if gang is not None and gang.key not in admission_asked:
-            _admit(gang, state, result)
-            admission_asked.add(gang.key)
+        gang = gangs.by_key.get(pod.group) if pod.group else None
+        if gang is not None:
+            gangs.admit(gang, state, result)
         blocked = gang.blocked(pod) if gang else None
         within = None
         topology_key = gang_topology.key_of(gang.group) if gang is not None else None
         if gang is not None and not blocked and topology_key is not None:
-            within = within_domain.get(gang.key)
+            within = gangs.domain.get(gang.key)
             if within is None:
-                within = within_domain[gang.key] = _choose_domain(gang, state, static, ctx, sctx)
+                within = gangs.domain[gang.key] = _choose_domain(gang, state, static, ctx, sctx)
         if blocked:
             result.unschedulable[pod.key] = f"0/{n} nodes are available: {blocked}." if n else blocked
         elif n == 0:
@@ -180,7 +158,7 @@ def schedule_greedy(
                     next_start = (next_start + walked) % n
                 prefer = gang_preferred.keys_of(gang.group) if gang is not None else ()
                 if gang is not None and prefer:  # stay in the domains the gang's members use, widest first
-                    chosen = gang_preferred.narrow(prefer, state, chosen, gang_nodes.get(gang.key, ()))
+                    chosen = gang_preferred.narrow(prefer, state, chosen, gangs.nodes_used.get(gang.key, ()))
                 if len(chosen) == 1:
                     node = int(chosen[0])
                 else:
@@ -190,14 +168,14 @@ def schedule_greedy(
                 result.placements[pod.key] = node
                 guard.placed(pod, node)
                 if gang is not None:
-                    gang_nodes.setdefault(gang.key, []).append(node)
+                    gangs.nodes_used.setdefault(gang.key, []).append(node)
             elif allowed is not None and len(cycle.feasible(walk, limit=1)):
                 nominated.release(state, held)
                 refused = int((~allowed).sum())
                 reason = GUARD_REASON if within is None else gang_topology.outside_domain(topology_key)
                 result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {reason}."
             else:
-                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed, frozenset(protected))
+                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed, frozenset(gangs.protected))
                 nominated.release(state, held)
                 if pod.key in result.placements:
                     guard.placed(pod, result.placements[pod.key])
@@ -212,9 +190,8 @@ def schedule_greedy(
                     )
             if pod.key in result.placements:
                 placed.append(pod)
-        if gang is not None and last_member.get(pod.key) is gang:
-            if _settle_gang(gang, state, result):
-                protected.update(bound_members.get(gang.key, ()))
+        if gang is not None and gangs.last_member.get(pod.key) is gang:
+            if gangs.settle(gang, state, result):
                 for member in gang.members:  # its preemptions, now that they stand
                     if member.key in result.nominations:
                         result.victims = preemption.reprieve_level(
@@ -327,6 +304,52 @@ def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allow
         return
     postfilter = outcome.message if outcome is not None else None
     result.unschedulable[pod.key] = cycle.fit_error(postfilter=postfilter)
+
+
+@dataclass
+class GangBook:
+    """Greedy's gang bookkeeping for one window, in one place: coscheduling's PreFilter
+    (minResources, asked once per gang), its Permit (the last member settles the gang), and
+    topology-aware placement (a required domain chosen once, the nodes a preferred topology
+    narrows to)."""
+
+    by_key: dict[str, gangs_mod.Gang]  # the window's gangs
+    last_member: dict[str, gangs_mod.Gang]  # key of each gang's last member in queue order -> gang
+    # Running members of the window's gangs, by gang; once a gang keeps its window placements,
+    # they are ``protected``: a later preemptor may not evict them (minMember is judged on the
+    # final state).
+    bound_members: dict[str, list[str]] = field(default_factory=dict)
+    protected: set[str] = field(default_factory=set)
+    # Topology gangs: the nodes of the domain each chose, chosen at its first member.
+    domain: dict[str, np.ndarray] = field(default_factory=dict)
+    # Gangs whose minResources PreFilter has answered (once, at the first member).
+    admission_asked: set[str] = field(default_factory=set)
+    # Gangs' members placed so far in the window, by node (a preferred topology's domains).
+    nodes_used: dict[str, list[int]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(ctx: SchedulingContext) -> "GangBook":
+        gangs = gangs_mod.collect(ctx)
+        book = GangBook(gangs, {g.members[-1].key: g for g in gangs.values()})
+        if any(p.group is not None for p in ctx.window):  # no gang in the window: no member to protect
+            for p in ctx.bound:
+                if p.group is not None:
+                    book.bound_members.setdefault(p.group, []).append(p.key)
+        return book
+
+    def admit(self, gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> None:
+        """The gang's minResources PreFilter, at its first member only."""
+        if gang.key not in self.admission_asked:
+            _admit(gang, state, result)
+            self.admission_asked.add(gang.key)
+
+    def settle(self, gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> bool:
+        """Permit at the gang's last member (``_settle_gang``); a gang that keeps its window
+        placements protects its running members from later preemptors."""
+        if not _settle_gang(gang, state, result):
+            return False
+        self.protected.update(self.bound_members.get(gang.key, ()))
+        return True
 
 
 def _admit(gang: gangs_mod.Gang, state: ClusterState, result: GreedyResult) -> None:

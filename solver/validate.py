@@ -27,6 +27,7 @@ from .context import SchedulingContext, build_context
 from .filtering import StaticFilters
 from .info import PodInfo
 from .memory import SolverMemory
+from .plugin_api import Victim
 from .plugins.registry import FINAL_CHECKS
 
 
@@ -44,15 +45,6 @@ def validate(
     for check in FINAL_CHECKS:
         check(replay)
     return replay.problems
-
-
-@dataclass
-class Victim:
-    """A well-formed eviction of the plan: the running pod, its node's index, the preemptor named."""
-
-    pod: PodInfo
-    node: int
-    preemptor: str
 
 
 @dataclass

@@ -24,7 +24,7 @@ from ..plugins.preemption.pdb import PdbBudgets
 from ..plugins.preemption.victim_room import may_preempt
 
 if TYPE_CHECKING:
-    from .model import WindowModel
+    from ..plugin_api import EncodeModel as WindowModel
 
 # Above this, exact tier weights for victim priorities are abandoned for a linear priority cost.
 MAX_TIER_WEIGHT = 2**40

@@ -25,12 +25,16 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
+from ..plugins import dynamic_resources
 from ..plugins.gang import topology as gang_topology
+from ..plugins.gang.encoding import encoding as gang_encoding
 from ..plugins.gang.permit import domain_runs, runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..plugins.preemption import nominated
+from ..plugins.registry import per_node_state
 from ..greedy import GreedyResult
 from ..state import PodMatcher
+from .model import HintSolution
 from .symmetry import canonical
 
 if TYPE_CHECKING:
@@ -83,14 +87,15 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
 
 
 def _left_out_of_packing(cls, devices: Optional["_DeviceBook"] = None) -> bool:
-    """Rules the packing does not follow: the class is left out of it (claims: one volume per
-    claim, ReadWriteOncePod, per-node CSI counts). Required anti-affinity it follows
-    (``_AntiBook``), in both directions and over any topology key; ResourceClaims only where
-    ``_DeviceBook`` counts their devices."""
+    """Rules the packing does not follow: the class is left out of it (any rule keeping state per
+    node for it, ``Plugin.per_node_state``: one volume per claim, ReadWriteOncePod, per-node CSI
+    counts, devices), except devices where ``_DeviceBook`` counts them exactly. Required
+    anti-affinity it follows (``_AntiBook``), in both directions and over any topology key."""
     rep = cls.rep
-    if rep.host_ports or rep.affinity or rep.hard_spread or rep.claims:
+    if rep.host_ports or rep.affinity or rep.hard_spread:
         return True
-    return bool(rep.pod.spec.resource_claims) and (devices is None or cls.id not in devices.rows)
+    counted = (dynamic_resources.NAME,) if devices is not None and cls.id in devices.rows else ()
+    return per_node_state(rep, besides=counted)
 
 
 class _DeviceBook:
@@ -238,7 +243,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     # (priority, share per pod, first pod's queue position, need, [(class, count)], topology key)
     units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Optional[str]]] = []
     in_gang: set[int] = set()
-    for need, members, repeats in wm.gang_units:
+    for need, members, repeats in gang_encoding(wm).units:
         in_gang.update(c.id for c, _ in members)
         if any(c.id in skip for c, _ in members):
             continue
@@ -388,8 +393,9 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
     for (c, n), k in counts.items():
         if k:
             by_class.setdefault(c, []).append((n, k))
-    per_domain_of = {id(kind): per_domain for kind, per_domain in wm.gang_domain_runs}
-    for kind, var in wm.gang_runs:
+    gangs = gang_encoding(wm)
+    per_domain_of = {id(kind): per_domain for kind, per_domain in gangs.domain_runs}
+    for kind, var in gangs.runs:
         per_domain = per_domain_of.get(id(kind))
         if per_domain is not None:  # a topology kind: its gangs per domain, and their sum
             ids = wm.state.domains(kind.topology_key)[0]
@@ -434,20 +440,6 @@ def complete(wm: WindowModel, budget: float) -> Optional[bool]:
         wm.model.add_hint(var, solver.value(var))
     wm.hint_complete = True
     return True
-
-
-class HintSolution:
-    """The packing hint read like a solver's answer (placements only, no evictions), for the
-    engine to extract when the solve finds nothing in its time. The packing meets every rule by
-    construction (capacity from the free room, whole gangs, anti-affinity checked pod by pod,
-    no class another coupling rule touches), and the plan is validated as any other."""
-
-    def __init__(self, wm: WindowModel, counts: dict[tuple[int, int], int], value: int) -> None:
-        self.values = {wm.x[key].index: k for key, k in counts.items()}
-        self.placement_value = value
-
-    def value(self, var) -> int:
-        return self.values.get(var.index, 0)
 
 
 def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], budget: float) -> str:

@@ -8,7 +8,9 @@ read. Pods of one equivalence class share one integer variable per candidate nod
     level[v, L] — v is evicted for a pod of priority L on its node         (bool, one when evicted)
 
 Interchangeable gangs are one "kind" (``gang.kinds``): the members of a kind with one signature
-form one class, and an integer per kind counts the gangs that run (``gang_runs``).
+form one class, and an integer per kind counts the gangs that run (``GangEncoding.runs``).
+Each plugin keeps its own variables in its encoding object (``encodings``, by plugin name); the
+model itself holds only what every rule shares: classes, candidates, x, placed, evictions, levels.
 
 Candidate nodes are pruned before any variable exists: static filters, resources (against what
 the node has free, or could have free after evicting lower-priority pods), and window-independent
@@ -20,8 +22,8 @@ can lift). Each coupling rule adds its constraints from its own predicate module
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from collections.abc import Callable
+from typing import Any, Optional, TypeVar
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -30,43 +32,13 @@ from .. import interrupt
 from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
+from ..plugin_api import Level
 from ..plugins.node_ports import filter as node_ports
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..state import ClusterState
 from .eviction import top_preemptor
 
-if TYPE_CHECKING:
-    from ..plugins.gang.permit import Gang, GangKind
-    from .hint import HintSolution
-
-
-@dataclass
-class Level:
-    """One lexicographic objective level: maximise Σ coeff·var. Each term carries its variable's
-    bounds, so the level's range is known without reading the model back."""
-
-    name: str
-    terms: list[tuple[cp_model.IntVar, int]] = field(default_factory=list)
-    constant: int = 0
-    low: int = 0
-    high: int = 0
-
-    def add(self, var, coeff: int, lo: int, hi: int) -> None:
-        """Add ``coeff · var`` with ``lo ≤ var ≤ hi``."""
-        if coeff:
-            coeff = int(coeff)
-            self.terms.append((var, coeff))
-            self.low += min(coeff * lo, coeff * hi)
-            self.high += max(coeff * lo, coeff * hi)
-
-    def bounds(self) -> tuple[int, int]:
-        return self.low + self.constant, self.high + self.constant
-
-    def expr(self):
-        if not self.terms:
-            return self.constant
-        vars_, coeffs = zip(*self.terms)
-        return cp_model.LinearExpr.weighted_sum(list(vars_), list(coeffs)) + self.constant
+T = TypeVar("T")
 
 
 class WindowModel:
@@ -107,44 +79,26 @@ class WindowModel:
         self.vec: dict[int, np.ndarray] = {c.id: self.state.vector(c.rep) for c in classes}
         self._ub: dict[tuple[int, int], int] = {}
         self._node_used: dict[int, cp_model.IntVar] = {}
-        # Self-affinity seed per (terms, domain), shared by the classes of one affinity group.
-        self.seeds: dict[tuple, cp_model.IntVar] = {}
-        # Per affinity terms, the eviction literals a seed of them needs (``inter_pod_affinity``).
-        self.seed_clearing: dict[tuple, list] = {}
-        # Per (running pod, class, key) whose affinity it may support, the literal "it supports
-        # that class's pods in its domain" (it stays, or is evicted for another pod), and per victim
-        # the class the plan names its preemptor from (``inter_pod_affinity``).
-        self.affinity_support: dict[tuple[str, int, str], object] = {}
-        self.preemptor_named: dict[str, dict[int, cp_model.IntVar]] = {}
-        # Per (node, claim priority), "a gang class and a class of priority ≤ it are placed there";
-        # under (node, None), "a gang class is placed there" (``nominated.claim_terms``).
-        self.claims_in_force: dict[tuple[int, Optional[int]], object] = {}
+        # Each plugin's own encoding (its variables, what its hint and decode read), by plugin
+        # name: created by the plugin on first use (``encoding``), never read by another plugin.
+        self.encodings: dict[str, Any] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False
-        # Gang kinds: each with the number of its gangs that run (see ``gang.encode``), and the
-        # model class of every context class merged into a kind's class.
-        self.gang_runs: list[tuple] = []
-        # Topology kinds: per domain, the number of the kind's gangs that run there.
-        self.gang_domain_runs: list[tuple] = []
-        # The window's gangs by key and its kinds, set before encoding (``gang.encode`` reads them).
-        self.gangs: dict[str, Gang] = {}
-        self.gang_kinds: list[GangKind] = []
-        # Whole-gang units for hints: (need, [(class, members per gang)], number of such gangs).
-        self.gang_units: list[tuple] = []
         # The packing, when it is the hint (``hint.HintSolution``); it stands in for a solve
         # that finds less.
         self.hint_solution: Optional[HintSolution] = None
         self.hint_complete = False  # the hint names every variable (``hint.complete``)
+        # Context class id -> the model class it is counted in, for classes merged into another
+        # (gang kinds' classes, ``gang.merge_classes``).
         self.alias: dict[int, int] = {}
-        # Delayed claims' volume choices: claim -> ({volume: bind var}, provisioned var)
-        # (``plugins/volume_binding/encode.py``).
-        self.volume_vars: dict[str, tuple[dict[str, cp_model.IntVar], cp_model.IntVar]] = {}
 
-    @property
-    def gangs_in_kinds(self) -> set[str]:
-        """The keys of the gangs merged into a kind (their encodings are the kinds')."""
-        return {g.key for kind in self.gang_kinds for g in kind.gangs}
+    def encoding(self, name: str, make: Callable[[], T]) -> T:
+        """Plugin ``name``'s encoding object, made by ``make`` the first time it is asked for."""
+        found = self.encodings.get(name)
+        if found is None:
+            found = self.encodings[name] = make()
+        return found
 
     def class_of(self, pod: PodInfo) -> int:
         """The model class a window pod is counted in."""
@@ -293,3 +247,17 @@ class WindowModel:
     def size(self) -> tuple[int, int]:
         proto = self.model.Proto()
         return len(proto.variables), len(proto.constraints)
+
+
+class HintSolution:
+    """The packing hint read like a solver's answer (placements only, no evictions), for the
+    engine to extract when the solve finds nothing in its time. The packing meets every rule by
+    construction (capacity from the free room, whole gangs, anti-affinity checked pod by pod,
+    no class another coupling rule touches), and the plan is validated as any other."""
+
+    def __init__(self, wm: WindowModel, counts: dict[tuple[int, int], int], value: int) -> None:
+        self.values = {wm.x[key].index: k for key, k in counts.items()}
+        self.placement_value = value
+
+    def value(self, var) -> int:
+        return self.values.get(var.index, 0)

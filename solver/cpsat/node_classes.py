@@ -35,6 +35,7 @@ from .. import interrupt
 from ..context import SchedulingContext
 from ..info import NodeList
 from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.registry import per_node_state  # volumes, devices: counted per node, which a class's aggregate cannot express
 from ..state import ClusterState
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -62,20 +63,11 @@ def not_eligible(ctx: SchedulingContext, allow_preemption: bool) -> Optional[str
             return "the window has inter-pod (anti-)affinity"
         if pod.pod.spec.node_name:
             return "the window has pods naming their node"
-        if _per_node_claims(pod):
+        if per_node_state(pod):
             return "the window has volumes or device claims (counted per node)"
         if allow_preemption and not pod.preempt_never and lowest_running is not None and lowest_running < pod.priority:
             return "a window pod could preempt"
     return None
-
-
-def _per_node_claims(pod) -> bool:
-    """Whether the pod uses a volume or device claim: attach limits and devices are counted per
-    node, which a node class's aggregate cannot express."""
-    spec = pod.pod.spec
-    if getattr(spec, "resource_claims", None):
-        return True
-    return any(key in volume for volume in spec.volumes for key in ("persistentVolumeClaim", "ephemeral", "csi"))
 
 
 @dataclass

@@ -30,25 +30,22 @@ from models.errors import InputError
 from ..plugins.gang import min_resources as gang_min_resources
 from ..plugins.gang import permit as gang_mod
 from ..plugins.gang import preferred as gang_preferred
-from ..plugins.gang import topology as gang_topology
 from .. import interrupt, progress
 from ..plugins.preemption import victim_room
 from ..plugins.preemption.pdb import PdbBudgets
 from ..context import PodClass, SchedulingContext
-from ..greedy import GreedyResult, Victim, schedule_greedy
+from ..greedy import GreedyResult, schedule_greedy
+from ..plugin_api import Victim
 from ..filtering import StaticFilters
-from ..plugins.inter_pod_affinity import filter as inter_pod_affinity
-from ..plugins.node_ports import filter as node_ports
-from ..plugins.pod_topology_spread import filter as pod_topology_spread
+from ..plugins.inter_pod_affinity import encode as inter_pod_affinity
 from ..scoring import ScoreContext, crowding, final_state, score_nodes
 from . import eviction
 from . import node_classes
 from .components import components
-from .hint import HintSolution, best_hint, counts_value, first_fit_counts, greedy_counts
+from .hint import best_hint, counts_value, first_fit_counts, greedy_counts
 from .symmetry import break_symmetry
-from .model import Level, WindowModel
-from ..plugins.volume_binding import encode as volume_binding
-from ..plugins.registry import WINDOW_ENCODERS
+from .model import HintSolution, Level, WindowModel
+from ..plugins.registry import PRUNES, WINDOW_ENCODERS
 
 log = logging.getLogger("cpsat_scheduler.solver")
 
@@ -227,7 +224,7 @@ def build_component(ctx, classes, static, cand, ubs, gangs, sctx, weights, allow
         wm.cand[cls.id], wm.ub[cls.id] = cand[cls.id], ubs[cls.id]
     wm.create_variables()
     eviction.create(wm)
-    wm.gangs, wm.gang_kinds = gangs, list(kinds)
+    wm.encodings[gang_mod.NAME] = gang_mod.GangEncoding(gangs, list(kinds))
     for encode in WINDOW_ENCODERS:
         interrupt.check()
         encode(wm)
@@ -343,11 +340,8 @@ def _solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = Tru
         for placed in wm.placed.values():
             if not isinstance(placed, int):
                 wm.model.add_hint(placed, this.value(placed))
-        for _, var in wm.gang_runs:
+        for var in gang_mod.encoding(wm).hint_vars():
             wm.model.add_hint(var, this.value(var))
-        for _, per_domain in wm.gang_domain_runs:
-            for var in per_domain.values():
-                wm.model.add_hint(var, this.value(var))
     return solver, status_name, objective, bound
 
 
@@ -358,7 +352,8 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
         if k:
             counts.setdefault(c, []).append((n, k))
     placed_on: dict[int, list] = {}
-    in_kind = {c.id for kind, _ in wm.gang_runs for c in kind.classes}
+    gang_runs = gang_mod.encoding(wm).runs
+    in_kind = {c.id for kind, _ in gang_runs for c in kind.classes}
     for cls in wm.classes:
         if cls.id in in_kind:
             continue
@@ -368,7 +363,7 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
                 pod = next(pods)
                 sol.placements[pod.key] = n
                 placed_on.setdefault(n, []).append(pod)
-    for kind, _ in wm.gang_runs:
+    for kind, _ in gang_runs:
         ids = wm.state.domains(kind.topology_key)[0] if kind.topology_key is not None else None
         preferred_ids = tuple(wm.state.domains(key)[0] for key in kind.preferred_keys)
         for key, n in gang_mod.decode(kind, counts, ids, preferred_ids).items():
@@ -379,7 +374,7 @@ def _extract(wm: WindowModel, solver: cp_model.CpSolver | HintSolution, sol: Sol
             victim, n = wm.evict_pod[key]
             level = next(lv for lv, lam in wm.evict_level[key].items() if solver.value(lam))
             preemptors = [p for p in placed_on.get(n, []) if p.priority == level and victim_room.may_preempt(p, victim)]
-            named = wm.preemptor_named.get(key)
+            named = inter_pod_affinity.encoding(wm).preemptor_named.get(key)
             if named:
                 # The model chose the class whose pod is named (the victim supports every other
                 # pod's affinity: ``inter_pod_affinity.named_preemptor``).
@@ -407,12 +402,9 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
         def can_evict(other) -> bool:
             return (can_preempt and eviction.can_evict(rep, other, allow_preemption)) or other.key in others
 
-        mask = node_ports.blocked_by_running(rep, state, can_evict)
-        mask &= inter_pod_affinity.prune(rep, state, can_evict)
-        mask &= pod_topology_spread.prune(rep, state)
-        mask &= gang_topology.prune(rep, gangs, state)
-        if rep.claims:
-            mask &= volume_binding.prune(rep, state, can_evict)
+        mask = np.ones(len(state.nodes), dtype=bool)
+        for prune in PRUNES:
+            mask &= prune(rep, state, can_evict, gangs)
         return mask
 
     probe.compute_candidates(extra_prune)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from ..plugins.registry import per_node_state
+
 if TYPE_CHECKING:
     from .model import WindowModel
 
@@ -37,10 +39,9 @@ def node_groups(wm: WindowModel) -> list[list[int]]:
             continue
         if any(c[n] for c in counters):
             continue
-        if state.dra is not None and any(cls.rep.pod.spec.resource_claims for cls, _ in entries):
-            continue  # devices set nodes apart that look alike otherwise (DRA's own encoding)
-        # Claims: a volume's node affinity may name the host, and CSINode limits differ per node.
-        if any(p.claims for p in state.pods_on[n].values()) or any(cls.rep.claims for cls, _ in entries):
+        # State a rule keeps per node (``Plugin.per_node_state``): a volume's node affinity may name
+        # the host, CSINode limits differ per node, devices set nodes apart that look alike otherwise.
+        if any(per_node_state(p) for p in state.pods_on[n].values()) or any(per_node_state(cls.rep) for cls, _ in entries):
             continue
         node = state.nodes[n]
         key = (

@@ -2,9 +2,12 @@
 
 A plugin package keeps side by side what the rest of the solver needs of one rule:
 
+- ``plugin.py``: ``PLUGIN``, the one object naming what the package implements (filter, prune,
+  encode, score, final checks, whether it keeps state per node) — ``plugin_api.Plugin``;
 - ``filter.py``: the Filter (and PreFilter) with kube-scheduler's reasons, vectorised over
-  nodes, the rule's one predicate (``node_resources_fit.fits``, ``pod_topology_spread.skew_floor``,
-  ...) and its CP-SAT encoding as a hard constraint (``encode``);
+  nodes, and the rule's one predicate (``node_resources_fit.fits``, ``pod_topology_spread.skew_floor``,
+  ...);
+- ``encode.py``: the same rule as CP-SAT constraints on the window model, beside its filter;
 - ``score.py``: the Score (and PreScore/NormalizeScore) of the default profile;
 - ``check.py``: the rule read on a plan's final state, for the independent validator.
 
@@ -14,7 +17,8 @@ who may preempt whom (``victim_room.why_not``/``may_preempt``), which victims a 
 and PodDisruptionBudgets. ``static_check.py`` replays the four static filters for the validator
 and ``helper.py`` holds the arithmetic the score plugins share.
 
-``registry.py`` lists them all once — filters in kube order, scores, CP-SAT encoders, final
-checks — and is what greedy's filtering, the scoring, CP-SAT, re-packing and the validator read.
-Nothing here imports the CP-SAT window model or the engines that call the plugins.
+``registry.py`` lists the ``PLUGIN`` objects once and derives from them what greedy's filtering,
+the scoring, CP-SAT, re-packing and the validator read. A plugin imports its types from
+``solver.plugin_api`` and the basics under it, never an engine that calls it (an import-linter
+contract in pyproject.toml holds this, type-only imports included).
 """

@@ -1,119 +1,109 @@
 """Every rule the scheduler knows, listed once: where greedy, CP-SAT, re-packing and the validator
-find them. Adding a rule means a package in ``plugins/`` and a line here, nowhere else.
+find them. Adding a rule means a package in ``plugins/`` exporting ``PLUGIN`` (``plugin.py``) and
+one line in ``PLUGINS`` below, nowhere else.
 
-* ``STATIC_FILTERS`` / ``DYNAMIC_FILTERS``: filter plugins in kube-scheduler's default order (the
-  first failure is a node's status); static ones read only pod and node, dynamic ones the state.
-* ``SCORE_PLUGINS``: score plugins in kube-scheduler's order; their weights come from the
-  configuration (``scoring.weights``, kube-scheduler's defaults unless set).
-* ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a ``WindowModel`` (the
-  static ones only prune its variables); ``WINDOW_ENCODERS`` adds the window-wide rules a
-  scheduling window has and a re-packing does not (gangs, their required and preferred topology,
-  victims' room).
-* ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported.
+``PLUGINS`` is in kube-scheduler's default filter order (the first failure is a node's status),
+and score plugins follow it too. The CP-SAT model is built, and the validator reports, in orders
+of their own, as kube-scheduler's profile lists plugins per extension point: ``ENCODE_ORDER`` and
+``CHECK_ORDER`` name the plugins whose place there differs; a plugin they do not name runs after
+them, in ``PLUGINS`` order. What the engines read:
+
+* ``STATIC_FILTERS``: filters reading only pod and node (they prune the solver's variables);
+  ``VOLUME_FILTERS``: the volume rules greedy runs as one cycle for a pod with claims;
+* ``SCORE_PLUGINS``: score plugins; their weights come from the configuration (``scoring.weights``,
+  kube-scheduler's defaults unless set);
+* ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a window model (re-packing
+  uses these); ``WINDOW_ENCODERS`` adds the window-wide rules a scheduling window has and a
+  re-packing does not (gangs, their required and preferred topology, victims' room, volumes);
+* ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
+* ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
 
+from ..info import PodInfo
+from ..plugin_api import Check, Encoder, Plugin
 from . import static_check
-from .balanced_allocation import score as balanced_allocation_score
-from .dynamic_resources import check as dynamic_resources_check
-from .dynamic_resources import encode as dynamic_resources_encode
-from .dynamic_resources import filter as dynamic_resources
-from .gang import check as gang_check
-from .gang import min_resources as gang_min_resources
-from .gang import permit as gang
-from .gang import preferred as gang_preferred
-from .gang import topology as gang_topology
-from .image_locality import score as image_locality_score
-from .inter_pod_affinity import check as inter_pod_affinity_check
-from .inter_pod_affinity import filter as inter_pod_affinity
-from .inter_pod_affinity import score as inter_pod_affinity_score
-from .node_affinity import filter as node_affinity
-from .node_affinity import score as node_affinity_score
-from .node_name import filter as node_name
-from .node_ports import check as node_ports_check
-from .node_ports import filter as node_ports
-from .node_resources_fit import check as node_resources_fit_check
-from .node_resources_fit import filter as node_resources_fit
-from .node_resources_fit import score as node_resources_fit_score
-from .node_unschedulable import filter as node_unschedulable
-from .pod_topology_spread import check as pod_topology_spread_check
-from .pod_topology_spread import filter as pod_topology_spread
-from .pod_topology_spread import score as pod_topology_spread_score
-from .preemption import check as preemption_check
-from .preemption import nominated
-from .preemption import victim_room
-from .taint_toleration import filter as taint_toleration
-from .taint_toleration import score as taint_toleration_score
-from .node_volume_limits import check as node_volume_limits_check
-from .node_volume_limits import encode as node_volume_limits
-from .volume_binding import check as volume_binding_check
-from .volume_binding import encode as volume_binding
-from .volume_restrictions import check as volume_restrictions_check
-from .volume_restrictions import encode as volume_restrictions
-from .volume_zone import check as volume_zone_check
-from .node_volume_limits import rules as node_volume_limits_rules
-from .volume_binding import rules as volume_binding_rules
-from .volume_restrictions import rules as volume_restrictions_rules
-from .volume_zone import rules as volume_zone_rules
+from .balanced_allocation.plugin import PLUGIN as balanced_allocation
+from .dynamic_resources.plugin import PLUGIN as dynamic_resources
+from .gang.plugin import PLUGIN as gang
+from .image_locality.plugin import PLUGIN as image_locality
+from .inter_pod_affinity.plugin import PLUGIN as inter_pod_affinity
+from .node_affinity.plugin import PLUGIN as node_affinity
+from .node_name.plugin import PLUGIN as node_name
+from .node_ports.plugin import PLUGIN as node_ports
+from .node_resources_fit.plugin import PLUGIN as node_resources_fit
+from .node_unschedulable.plugin import PLUGIN as node_unschedulable
+from .node_volume_limits.plugin import PLUGIN as node_volume_limits
+from .pod_topology_spread.plugin import PLUGIN as pod_topology_spread
+from .preemption.plugin import PLUGIN as preemption
+from .taint_toleration.plugin import PLUGIN as taint_toleration
+from .volume_binding.plugin import PLUGIN as volume_binding
+from .volume_restrictions.plugin import PLUGIN as volume_restrictions
+from .volume_zone.plugin import PLUGIN as volume_zone
 
-if TYPE_CHECKING:
-    from ..cpsat.model import WindowModel
-    from ..validate import Replay
-
-STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
-DYNAMIC_FILTERS = (node_ports, node_resources_fit, pod_topology_spread, inter_pod_affinity, dynamic_resources)
-# The volume filters run between NodeResourcesFit and PodTopologySpread, as one cycle for a pod
-# with claims (``volume_binding/filter.py``: VolumeCycle); their rules, in order:
-VOLUME_FILTERS = (volume_restrictions_rules, node_volume_limits_rules, volume_binding_rules, volume_zone_rules)
-FILTER_NAMES = tuple(m.NAME for m in (*STATIC_FILTERS, node_ports, node_resources_fit, *VOLUME_FILTERS,
-                                      pod_topology_spread, inter_pod_affinity, dynamic_resources))
-
-SCORE_PLUGINS = (
-    taint_toleration_score,
-    node_affinity_score,
-    node_resources_fit_score,
-    pod_topology_spread_score,
-    inter_pod_affinity_score,
-    balanced_allocation_score,
-    image_locality_score,
+PLUGINS: tuple[Plugin, ...] = (
+    node_unschedulable,
+    node_name,
+    taint_toleration,
+    node_affinity,
+    node_ports,
+    node_resources_fit,
+    volume_restrictions,
+    node_volume_limits,
+    volume_binding,
+    volume_zone,
+    pod_topology_spread,
+    inter_pod_affinity,
+    dynamic_resources,
+    balanced_allocation,
+    image_locality,
+    gang,
+    preemption,
 )
+
+# The CP-SAT model's build order (variables and constraints are numbered in it, and the search
+# follows them): the filters' encodings first, then the window-wide ones.
+ENCODE_ORDER = (node_resources_fit, node_ports, inter_pod_affinity, pod_topology_spread, dynamic_resources,
+                gang, preemption, volume_restrictions, node_volume_limits, volume_binding)
+# The validator's report order, after the static filters' one check.
+CHECK_ORDER = (node_resources_fit, node_ports, volume_restrictions, node_volume_limits, volume_binding, volume_zone,
+               inter_pod_affinity, pod_topology_spread, gang, preemption, dynamic_resources)
+
+
+def _ordered(first: Iterable[Plugin]) -> tuple[Plugin, ...]:
+    """``first``, then every other plugin in ``PLUGINS`` order."""
+    named = tuple(first)
+    return named + tuple(p for p in PLUGINS if p not in named)
+
+
+STATIC_FILTERS: tuple[Any, ...] = tuple(p.filter for p in PLUGINS if p.static)
+# Greedy runs the volume rules as one cycle for a pod with claims (``volume_binding/filter.py``).
+_VOLUME_PLUGINS = (volume_restrictions, node_volume_limits, volume_binding, volume_zone)
+VOLUME_FILTERS = tuple(p.filter for p in _VOLUME_PLUGINS)
+DYNAMIC_FILTERS = tuple(p.filter for p in PLUGINS if not p.static and p.filter is not None and p not in _VOLUME_PLUGINS)
+FILTER_NAMES = tuple(p.name for p in PLUGINS if p.filter is not None)
+
+# Candidate pruning before CP-SAT's variables exist (every plugin's mask is and-ed).
+PRUNES = tuple(p.prune for p in PLUGINS if p.prune is not None)
+
+SCORE_PLUGINS: tuple[Any, ...] = tuple(p.score for p in PLUGINS if p.score is not None)
 SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
 
-Encoder = Callable[["WindowModel"], None]
-FILTER_ENCODERS: tuple[Encoder, ...] = (
-    node_resources_fit.encode,
-    node_ports.encode,
-    inter_pod_affinity.encode,
-    pod_topology_spread.encode,
-    dynamic_resources_encode.encode,
-)
-WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + (
-    # min_resources after gang: it orders the kinds' run counts gang.encode makes
-    gang.encode, gang_min_resources.encode, gang_topology.encode, gang_preferred.encode, victim_room.encode,
-    nominated.encode,
-    # the volume plugins' window-wide parts (their node-local parts prune candidates)
-    volume_restrictions.encode, node_volume_limits.encode, volume_binding.encode,
-)
+FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for p in _ordered(ENCODE_ORDER) for e in p.encode)
+WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + tuple(e for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
 
-Check = Callable[["Replay"], None]
-FINAL_CHECKS: tuple[Check, ...] = (
-    static_check.check,
-    node_resources_fit_check.check,
-    node_ports_check.check,
-    volume_restrictions_check.check,
-    node_volume_limits_check.check,
-    volume_binding_check.check,
-    volume_zone_check.check,
-    inter_pod_affinity_check.check_anti_affinity,
-    inter_pod_affinity_check.check_affinity,
-    pod_topology_spread_check.check,
-    gang_check.check,
-    gang_topology.check,
-    preemption_check.check,
-    nominated.check,
-    dynamic_resources_check.check,
-)
+FINAL_CHECKS: tuple[Check, ...] = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
+
+_PER_NODE: tuple[tuple[str, Callable[[PodInfo], bool]], ...] = tuple(
+    (p.name, p.per_node_state) for p in PLUGINS if p.per_node_state is not None)
+
+
+def per_node_state(pod: PodInfo, besides: Collection[str] = ()) -> bool:
+    """Whether some rule keeps state per node for ``pod`` (its volumes, its devices): nodes alike in
+    every other way are then not interchangeable for it. ``besides``: the names of plugins whose
+    per-node state the caller accounts for itself (the packing hint counts devices where exact)."""
+    return any(uses(pod) for name, uses in _PER_NODE if name not in besides)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..validate import Replay
+    from ..plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

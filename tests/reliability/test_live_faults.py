@@ -801,7 +801,7 @@ def victim_given_back_while_deciding(run: Run) -> None:
     seen: dict[str, Any] = {}
 
     def deciding(snapshot: Any, window: list[Any]) -> Any:
-        decision = decide(snapshot, window)   # a solver.Decision since decide() returns one
+        decision = decide(snapshot, window)
         if "victims" not in seen and any(qp.key == f"{NS}/urgent" for qp in window):
             seen["on node"] = snapshot.pod_by_key[f"{NS}/waiting"].spec.node_name
             seen["victims"] = [v.pod for v in decision.plan.preemptions] if decision is not None else []

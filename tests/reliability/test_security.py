@@ -44,6 +44,7 @@ import yaml
 
 from adapters.apiserver import FakeApiServer, RequestRecord
 from adapters.live.serving import parse_addr
+from tests.adapters.test_live_dra import claiming, device_class, gpu_claim, gpu_slice
 from tests.adapters.live_harness import (
     core_pod_group, first_time_claims, node, pod, pod_group, priority_class, wait_for,
 )
@@ -105,6 +106,20 @@ def attributes(method: str, path: str, query: dict[str, str]) -> Attributes:
         verb = {"POST": "create", "PUT": "update", "PATCH": "patch",
                 "DELETE": "delete" if name else "deletecollection"}[method]
     return Attributes(verb=verb, group=group, resource=resource, namespace=namespace, name=name)
+
+
+def checks(record: RequestRecord) -> list[Attributes]:
+    """Every authorisation kube-apiserver makes for one request: its request-info, and for a
+    status write of a ResourceClaim the second check on the synthetic resourceclaims/binding
+    (1.36 refuses a change of allocation or reservedFor without it; every status write of the
+    scheduler makes one)."""
+    a = attributes(record.method, record.path, record.query)
+    out = [a]
+    if a.resource_request and a.group == "resource.k8s.io" and a.resource == "resourceclaims/status" \
+            and a.verb in ("update", "patch"):
+        out.append(Attributes(verb="update", group=a.group, resource="resourceclaims/binding",
+                              namespace=a.namespace, name=a.name))
+    return out
 
 
 @dataclass(frozen=True)
@@ -234,13 +249,16 @@ def _workload() -> list[dict[str, Any]]:
               "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "batch"}}}}
     group = pod_group("job", 2)
     group["metadata"]["namespace"] = WORK_NS
+    claim = gpu_claim("accelerator")
     core_group = core_pod_group("core", 2)  # Kubernetes' own: its PodGroupScheduled condition is written
     core_group["metadata"]["namespace"] = WORK_NS
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SCHEDULER_NS}},
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}},
             # n1 is too small for `urgent`; on n2 it needs the victim's room: preemption
             node("n1", cpu="1"), node("n2", cpu="2"), priority_class("low", 10), priority_class("high", 1000),
-            victim, spared, budget, group, core_group, *first_time_claims(WORK_NS)]
+            victim, spared, budget, group, core_group, *first_time_claims(WORK_NS),
+            # a pod with a device claim: the claim's finalizer, allocation and reservedFor are written
+            device_class(), gpu_slice("n1", 1), {**claim, "metadata": {**claim["metadata"], "namespace": WORK_NS}}]
 
 
 def _new_pods() -> list[dict[str, Any]]:
@@ -252,7 +270,10 @@ def _new_pods() -> list[dict[str, Any]]:
     stateful = worker("stateful", cpu="100m")
     stateful["spec"]["volumes"] = [{"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}},
                                    {"name": "spool", "persistentVolumeClaim": {"claimName": "spool"}}]
-    return [stateful, worker("job-0", cpu="100m", gang="job"), worker("job-1", cpu="100m", gang="job"),
+    accelerated = claiming("accelerated", "accelerator")
+    accelerated["metadata"]["namespace"] = WORK_NS
+    accelerated["spec"]["containers"][0]["env"] = [{"name": "DB_PASSWORD", "value": POD_SECRET}]
+    return [stateful, accelerated, worker("job-0", cpu="100m", gang="job"), worker("job-1", cpu="100m", gang="job"),
             worker("core-0", cpu="100m", scheduling_group="core"), worker("core-1", cpu="100m", scheduling_group="core"),
             worker("conflicted", cpu="100m"), worker("too-big", cpu="64"),
             worker("urgent", cpu="1500m", priority_class="high")]
@@ -300,7 +321,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeployedRun]:
         for obj in _new_pods():
             server.api.handle(_create(obj))
         assert wait_for(lambda: all(_node_of(server, n) for n in ("job-0", "job-1", "core-0", "core-1",
-                                                                  "conflicted", "urgent", "stateful")),
+                                                                  "conflicted", "urgent", "stateful", "accelerated")),
                         timeout=60.0), "".join(lines)
         assert wait_for(lambda: (server.store.get("podgroups.scheduling.k8s.io", WORK_NS, "core") or {})
                         .get("status"), timeout=20.0), "".join(lines)
@@ -352,17 +373,17 @@ def test_every_request_is_allowed_by_the_shipped_roles(deployed: DeployedRun) ->
     allowed = grants()
     denied = set()
     for r in deployed.records:
-        a = attributes(r.method, r.path, r.query)
-        if not a.resource_request:
-            if not (r.method == "GET" and DEFAULT_NON_RESOURCE.match(r.path)):
-                denied.add(f"{r.method} {r.path} (non-resource)")
-        elif not any(g.allows(a) for g in allowed):
-            denied.add(f"{a.verb} {a.group or 'core'}/{a.resource} {a.namespace}/{a.name}".rstrip("/"))
+        for a in checks(r):
+            if not a.resource_request:
+                if not (r.method == "GET" and DEFAULT_NON_RESOURCE.match(r.path)):
+                    denied.add(f"{r.method} {r.path} (non-resource)")
+            elif not any(g.allows(a) for g in allowed):
+                denied.add(f"{a.verb} {a.group or 'core'}/{a.resource} {a.namespace}/{a.name}".rstrip("/"))
     assert sorted(denied) == []
 
 
 def test_every_permission_the_roles_grant_is_used(deployed: DeployedRun) -> None:
-    used = [attributes(r.method, r.path, r.query) for r in deployed.records]
+    used = [a for r in deployed.records for a in checks(r)]
     unused = [g for g in grants() if not any(g.allows(a) for a in used)]
     assert unused == []
 

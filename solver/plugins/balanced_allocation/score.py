@@ -22,7 +22,7 @@ from ..helper import MAX_NODE_SCORE
 from ..node_resources_fit.score import allocatable_and_requested
 
 if TYPE_CHECKING:
-    from ...scoring import ScoreContext
+    from ...plugin_api import ScoreView as ScoreContext
 
 NAME = "NodeResourcesBalancedAllocation"
 # Versions whose PreScore skips best-effort pods (SEMANTICS.md §0).

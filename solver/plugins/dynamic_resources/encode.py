@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 from .allocator import AllocationError, _alternatives, attribute_value
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 
 def encode(wm: "WindowModel") -> None:

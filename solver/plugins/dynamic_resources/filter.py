@@ -16,6 +16,12 @@ NAME = "DynamicResources"
 REASON = "cannot allocate all claims"
 
 
+def uses_node_state(pod: PodInfo) -> bool:
+    """Whether the pod asks for devices: each node has its own, so nodes alike in every other way
+    are not interchangeable for it (the plugin's ``per_node_state``)."""
+    return bool(pod.pod.spec.resource_claims)
+
+
 def applies(pod: PodInfo, state: ClusterState) -> bool:
     return state.dra is not None and bool(pod.pod.spec.resource_claims)
 

@@ -19,7 +19,7 @@ from ...framework import names
 from .permit import reaches_min_member
 
 if TYPE_CHECKING:
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

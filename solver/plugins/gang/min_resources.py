@@ -39,9 +39,10 @@ from models.resources import PODS
 
 from ...info import PodInfo
 from ...state import ClusterState
+from .encoding import encoding
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 
 def needed(group: PodGroup) -> dict[str, int]:
@@ -133,7 +134,8 @@ def encode(wm: WindowModel) -> None:
     order that admits it; greedy's own order admits no more, except where its preemption put
     more on a node than the node had free at the start. Prefix sums ``before[k, r]`` keep the
     encoding linear in the number of gated steps."""
-    gangs = wm.gangs
+    enc = encoding(wm)
+    gangs = enc.gangs
     keys = gated(gangs)
     if len(keys) < 2:
         return
@@ -142,7 +144,7 @@ def encode(wm: WindowModel) -> None:
     position = {key: i for i, key in enumerate(gangs)}
     steps = []  # (position, name, classes, runs literal, need, room, discount per resource)
     in_kind: set[str] = set()
-    for kind, runs in wm.gang_runs:
+    for kind, runs in enc.runs:
         in_kind.update(g.key for g in kind.gangs)
         if kind.gangs[0].key not in keys:
             continue

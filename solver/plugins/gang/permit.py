@@ -19,88 +19,25 @@ gangs that run. ``decode`` turns the kind's per-node counts back into whole gang
 
 from __future__ import annotations
 
+import copy
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, TypeVar
 
 from ortools.sat.python import cp_model
 
-from models.objects import PodGroup
 from models.snapshot import POD_GROUP_LABEL
 
-from ...context import PodClass
-from ...info import PodInfo
+from ...plugin_api import ClassView as PodClass
 from . import min_resources, preferred, topology
+# The gang data and the minMember rule live in group.py; permit is where the rest of the solver finds them.
+from .group import REASON_NOT_FOUND, Gang, GangKind, not_enough_siblings, reaches_min_member, rejected
+from .encoding import NAME, GangEncoding, encoding  # the engine seeds the encoding with the window's gangs
+
+C = TypeVar("C", bound=PodClass)  # the caller's class type: merged classes are copies of its own
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
-NAME = "Coscheduling"
-
-
-def not_enough_siblings(pod: PodInfo, count: int, min_member: int) -> str:
-    """Coscheduling PreFilter's message when fewer group pods exist than minMember."""
-    return (
-        f"pre-filter pod {pod.pod.metadata.name} cannot find enough sibling pods, "
-        f"current pods number: {count}, minMember of group: {min_member}"
-    )
-
-
-# A pod labelled for a PodGroup that does not exist (Permit rejects it).
-REASON_NOT_FOUND = "PodGroup not found"
-
-
-def rejected(group: str, placed: int, need: int) -> str:
-    """Why a gang placed nothing: the whole group could not land together."""
-    return (
-        f"PodGroup {group} gets rejected: only {placed} of the {need} member(s) it still needs "
-        f"could be placed together, so none is placed (all-or-nothing)"
-    )
-
-
-def reaches_min_member(placed: int, running: int, min_member: int) -> bool:
-    """The coscheduling Permit rule, in one place: a PodGroup's members placed now plus those
-    running (less any being evicted) reach its minMember. Greedy's Permit, the gang messages and
-    the validator ask it; the CP-SAT encoding (``encode``) states the same sum as a constraint."""
-    return placed + running >= min_member
-
-
-@dataclass(eq=False)
-class Gang:
-    key: str
-    group: Optional[PodGroup]
-    running: int  # members already bound (non-terminal)
-    existing: int  # members in existence (bound or pending, non-terminal)
-    members: list[PodInfo] = field(default_factory=list)  # window members, queue order
-    own: list[PodInfo] = field(default_factory=list)  # members in the state (running, or terminating)
-    # Why PreFilter refuses the group for lack of room (``min_resources``), None if it is admitted
-    # or sets no minResources. ``collect`` asks at the window's start; greedy asks again at the
-    # gang's turn and keeps that answer here.
-    refused: Optional[str] = None
-
-    @property
-    def min_member(self) -> int:
-        return self.group.spec.min_member if self.group is not None else 0
-
-    @property
-    def need(self) -> int:
-        """Window members that must place for the group to reach minMember (0: any number)."""
-        return max(0, self.min_member - self.running)
-
-    def reaches(self, placed: int, evicted: int = 0) -> bool:
-        """Whether ``placed`` window members bring the group to minMember, with ``evicted`` of its
-        running members gone (``reaches_min_member``)."""
-        return reaches_min_member(placed, self.running - evicted, self.min_member)
-
-    def blocked(self, pod: PodInfo) -> Optional[str]:
-        """Why no member can be placed in this window at all, if that is so."""
-        if self.group is None:
-            return REASON_NOT_FOUND
-        if self.existing < self.min_member:
-            return not_enough_siblings(pod, self.existing, self.min_member)
-        if len(self.members) < self.need:
-            return not_enough_siblings(pod, self.running + len(self.members), self.min_member)
-        return self.refused
 
 
 def collect(ctx) -> dict[str, Gang]:
@@ -137,40 +74,6 @@ def collect(ctx) -> dict[str, Gang]:
 
 
 # --------------------------------------------------------------------------- gang kinds
-
-
-@dataclass(eq=False)
-class GangKind:
-    """Gangs that are interchangeable for every rule, modelled as one.
-
-    Every gang of a kind has the same window members up to the group itself (``per_gang``:
-    members of each model class per gang), the same ``need``, and no running member. The model
-    places T_c pods of each class c of the kind and runs ``runs`` of its gangs; a placement
-    splits into whole gangs exactly when runs·need ≤ Σ_c T_c and T_c ≤ runs·per_gang[c] for
-    every c. Handing the pods out one at a time, round robin over the running gangs, gives each
-    gang ⌊T/runs⌋ or ⌈T/runs⌉ pods in all, and at most ⌈T_c/runs⌉ ≤ per_gang[c] of class c.
-    """
-
-    gangs: list[Gang]  # queue order
-    need: int
-    base_of: dict[int, int]  # context class id of a member -> its signature without the group
-    # The required topology key every gang of the kind shares (``topology``), None if none: the
-    # model then counts the kind's gangs per domain, and each gang lands in one domain.
-    topology_key: Optional[str] = None
-    # The preferred topology keys every gang of the kind shares (``preferred``), widest first.
-    preferred_keys: tuple[str, ...] = ()
-    per_gang: dict[int, int] = field(default_factory=dict)  # model class id -> members per gang
-    model_of: dict[int, int] = field(default_factory=dict)  # context class id -> model class id
-    classes: list[PodClass] = field(default_factory=list)  # the kind's model classes
-
-    @property
-    def name(self) -> str:
-        return self.gangs[0].key
-
-    def runs_needed(self, totals: dict[int, int]) -> int:
-        """Fewest gangs that hold ``totals`` pods per model class: each runs as complete as it
-        can (an elastic gang gets its members above minMember before another gang starts)."""
-        return max((-(-t // self.per_gang[c]) for c, t in totals.items() if t), default=0)
 
 
 def selectors_read_group_label(ctx) -> bool:
@@ -222,7 +125,7 @@ def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
             for (_, need, _, key, prefer), group in by_key.items() if len(group) > 1]
 
 
-def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list[PodClass], dict[int, int]]:
+def merge_classes(classes: list[C], kinds_: list[GangKind]) -> tuple[list[C], dict[int, int]]:
     """The model's classes: a kind's members of one signature share one class, which keeps the
     id of the first gang's class; every other class stays as it is. Returns the classes, in id
     order, and the alias from each merged-away context class id to its model class id. Fills
@@ -230,13 +133,16 @@ def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list
     if not kinds_:
         return classes, {}
     alias: dict[int, int] = {}
-    merged: dict[int, PodClass] = {}
+    context_class = {c.id: c for c in classes}
+    merged: dict[int, C] = {}
     for kind in kinds_:
-        by_base: dict[int, PodClass] = {}
+        by_base: dict[int, C] = {}
         for pod in kind.gangs[0].members:
             base = kind.base_of[pod.class_id]
             if base not in by_base:
-                by_base[base] = PodClass(pod.class_id, [])
+                first = copy.copy(context_class[pod.class_id])  # the context's class type, its pods set below
+                first.pods = []
+                by_base[base] = first
                 kind.classes.append(by_base[base])
                 kind.per_gang[pod.class_id] = 0
             kind.per_gang[by_base[base].id] += 1
@@ -247,7 +153,7 @@ def merge_classes(classes: list[PodClass], kinds_: list[GangKind]) -> tuple[list
                 kind.model_of[pod.class_id] = cls.id
                 if pod.class_id != cls.id:
                     alias[pod.class_id] = cls.id
-        merged.update((c.id, c) for c in kind.classes)
+        merged.update((c.id, c) for c in by_base.values())  # the classes this kind got, in order
     out = [merged.get(c.id, c) for c in classes if c.id not in alias]
     return out, alias
 
@@ -340,10 +246,11 @@ def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain
 def encode(wm: WindowModel) -> None:
     """All-or-nothing: a gang's window members place 0 pods or at least ``need`` of them; a
     kind runs a whole number of its gangs, and places between ``need`` and all members of each.
-    Reads the window's gangs and kinds from ``wm.gangs`` and ``wm.gang_kinds``."""
-    gangs: dict[str, Gang] = wm.gangs
-    kinds_: list[GangKind] = wm.gang_kinds
-    in_kind = wm.gangs_in_kinds
+    Reads the window's gangs and kinds from its encoding (``encoding.GangEncoding``)."""
+    enc = encoding(wm)
+    gangs: dict[str, Gang] = enc.gangs
+    kinds_: list[GangKind] = enc.kinds
+    in_kind = enc.in_kinds
     present = {c.id for c in wm.classes if not isinstance(wm.placed[c.id], int)}
     for gang in gangs.values():
         if gang.key in in_kind:
@@ -367,7 +274,7 @@ def encode(wm: WindowModel) -> None:
         wm.model.add(expr >= deficit * runs - len(evicted) * (1 - runs))
         wm.model.add(cp_model.LinearExpr.sum(placed) <= total * runs)
         if gang.need > 0:
-            wm.gang_units.append((gang.need, [(c, c.size) for c in members], 1))
+            enc.units.append((gang.need, [(c, c.size) for c in members], 1))
     for kind in kinds_:
         classes = [c for c in kind.classes if c.id in present]
         if not classes:
@@ -377,8 +284,8 @@ def encode(wm: WindowModel) -> None:
             _encode_domains(wm, kind, classes, runs)
         else:
             _encode_runs(wm, kind, [wm.placed[c.id] for c in classes], classes, runs)
-        wm.gang_runs.append((kind, runs))
-        wm.gang_units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
+        enc.runs.append((kind, runs))
+        enc.units.append((kind.need, [(c, kind.per_gang[c.id]) for c in classes], len(kind.gangs)))
 
 
 def _encode_runs(wm: WindowModel, kind: GangKind, placed: list, classes: list, runs) -> None:
@@ -408,7 +315,7 @@ def _encode_domains(wm: WindowModel, kind: GangKind, classes: list, runs) -> Non
         _encode_runs(wm, kind, totals, present, here)
         per_domain[d] = here
     wm.model.add(runs == cp_model.LinearExpr.sum(list(per_domain.values())))
-    wm.gang_domain_runs.append((kind, per_domain))
+    encoding(wm).domain_runs.append((kind, per_domain))
 
 
 def runs_in(kind: GangKind, placements) -> int:

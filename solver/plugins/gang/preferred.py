@@ -34,10 +34,12 @@ from ortools.sat.python import cp_model
 
 from models.objects import PodGroup, preferred_topology_keys
 
+from ...plugin_api import Level
 from . import topology
+from .encoding import encoding
 
 if TYPE_CHECKING:
-    from ...cpsat.model import Level, WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
     from ...state import ClusterState
 
 NAME = "GangPreferredTopology"
@@ -52,8 +54,6 @@ def keys_of(group: Optional[PodGroup]) -> tuple[str, ...]:
 
 def spans_level(wm: WindowModel, depth: int) -> Level:
     """The objective level counting domains at ``depth``, created below victims, above scores."""
-    from ...cpsat.model import Level
-
     name = f"{LEVEL_PREFIX}[{depth}]"
     found = next((lv for lv in wm.levels if lv.name == name), None)
     if found is None:
@@ -72,11 +72,12 @@ def encode(wm: WindowModel) -> None:
     key's depth. A gang whose members can reach one domain only needs nothing. A kind of such
     gangs: ``touch[k, key, d]``, at least the gangs its pods in domain ``d`` come from (each gang
     brings at most its members of a class), summed into the same level."""
-    in_kind = wm.gangs_in_kinds
-    for kind in wm.gang_kinds:
+    enc = encoding(wm)
+    in_kind = enc.in_kinds
+    for kind in enc.kinds:
         if kind.preferred_keys:
             _encode_kind(wm, kind)
-    for gang in wm.gangs.values():
+    for gang in enc.gangs.values():
         keys = keys_of(gang.group)
         if not keys or gang.key in in_kind:
             continue

@@ -29,12 +29,13 @@ from ortools.sat.python import cp_model
 from models.objects import PodGroup
 
 from ..node_resources_fit import filter as node_resources_fit
+from .encoding import encoding
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
     from ...state import ClusterState
-    from ...validate import Replay
-    from .permit import Gang
+    from ...plugin_api import ReplayView as Replay
+    from .group import Gang
 
 NAME = "GangTopology"
 
@@ -179,8 +180,9 @@ def encode(wm: WindowModel) -> None:
     already pruned to the domains the gang may choose (``prune``), so a pinned gang needs
     nothing more. Choosing no domain, and so placing nothing, always stays allowed. Gangs merged
     into a kind are counted per domain by the kind's encoding (``permit.encode``)."""
-    in_kind = wm.gangs_in_kinds
-    for gang in wm.gangs.values():
+    enc = encoding(wm)
+    in_kind = enc.in_kinds
+    for gang in enc.gangs.values():
         key = key_of(gang.group)
         if key is None or gang.key in in_kind:
             continue

@@ -19,7 +19,7 @@ from ...state import ClusterState
 from ..helper import MAX_NODE_SCORE
 
 if TYPE_CHECKING:
-    from ...scoring import ScoreContext
+    from ...plugin_api import ScoreView as ScoreContext
 
 NAME = "ImageLocality"
 MIB = 1024 * 1024

@@ -31,7 +31,7 @@ from ...state import ClusterState, PodMatcher
 from .filter import AllTerms
 
 if TYPE_CHECKING:
-    from ...validate import Replay, Victim
+    from ...plugin_api import ReplayView as Replay, Victim
 
 
 def check_anti_affinity(replay: Replay) -> None:

@@ -35,7 +35,7 @@ from ...terms import AffinityTerm
 from ..helper import MAX_NODE_SCORE
 
 if TYPE_CHECKING:
-    from ...scoring import ScoreContext
+    from ...plugin_api import ScoreView as ScoreContext
 
 NAME = "InterPodAffinity"
 

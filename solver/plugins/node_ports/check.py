@@ -9,7 +9,7 @@ from ...info import PodInfo
 from .filter import WILDCARD, conflicts
 
 if TYPE_CHECKING:
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

@@ -17,7 +17,7 @@ from models.resources import PODS
 from ...framework import names
 
 if TYPE_CHECKING:
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

@@ -30,7 +30,7 @@ from ...state import ClusterState
 from ..helper import MAX_NODE_SCORE, broken_linear
 
 if TYPE_CHECKING:
-    from ...scoring import ScoreContext
+    from ...plugin_api import ScoreView as ScoreContext
 
 NAME = "NodeResourcesFit"
 LEAST_ALLOCATED = "LeastAllocated"

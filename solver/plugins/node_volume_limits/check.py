@@ -10,7 +10,7 @@ from ..volume_binding.filter import node_claims
 from . import rules
 
 if TYPE_CHECKING:
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

@@ -28,7 +28,7 @@ from .filter import domain_counts, eligible_nodes, floor_is_zero, skew_floor
 
 if TYPE_CHECKING:
     from ...terms import SpreadConstraint
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

@@ -10,18 +10,13 @@ default, taints ignored by default).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...terms import SpreadConstraint
 from ...state import ClusterState, PodMatcher
-
-if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
 
 NAME = "PodTopologySpread"
 # The node lacks a constraint's topology key.
@@ -142,88 +137,3 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
         counts = np.where(has, cc.domain_counts[np.where(has, dom, 0)], 0)
         ok &= has & (counts + cc.self_match - cc.global_min <= cc.constraint.max_skew)
     return ok
-
-
-# --------------------------------------------------------------------------- CP-SAT encoding
-#
-# Window semantics: a window pod may be in domain d only if, in the final state,
-# count(d) − min over eligible domains ≤ maxSkew (min is 0 while fewer than minDomains domains
-# are eligible). Counts include running pods and window pods on eligible nodes; the pod's own
-# domain is counted less the evicted pods, the minimum with them (``_domain_counts``).
-
-
-def prune(pod: PodInfo, state: ClusterState) -> np.ndarray:
-    """Nodes lacking a hard constraint's topology key never pass (UnschedulableAndUnresolvable)."""
-    ok = np.ones(len(state.nodes), dtype=bool)
-    for c in pod.hard_spread:
-        ok &= state.domains(c.topology_key)[0] >= 0
-    return ok
-
-
-def encode(wm: WindowModel) -> None:
-    state, m = wm.state, wm.model
-    counters: dict[tuple, tuple] = {}
-    classes = [c for c in wm.classes if wm.by_class.get(c.id)]
-    for cls in classes:
-        rep = cls.rep
-        hard = rep.hard_spread
-        if not hard:
-            continue
-        for k, c in enumerate(hard):
-            eligible = eligible_nodes(
-                rep, hard, state, wm.static.affinity_mask(rep), wm.static.tolerated_mask(rep), policy=c
-            )
-            key = (c.selector, rep.namespace, c.topology_key, c.min_domains, eligible.tobytes())
-            if key not in counters:
-                counters[key] = _domain_counts(wm, c, rep.namespace, eligible, classes, f"{cls.id}_{k}")
-            counts, low = counters[key]
-            for d, own in wm.class_vars_by_domain(cls.id, c.topology_key).items():
-                if d not in counts:
-                    continue  # not an eligible domain: pruned by the static filters already
-                present = wm.new_presence(f"spread[{cls.id},{k},{d}]", own, cls.size)
-                m.add(counts[d] - low <= c.max_skew).only_enforce_if(present)
-
-
-def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag):
-    """count[d] (expression) for every eligible domain, and the min variable over them."""
-    state, m = wm.state, wm.model
-    matcher = PodMatcher.of_spread(c.selector, namespace)
-    ids, _ = state.domains(c.topology_key)
-    running = state.match_counts(matcher)
-    counted = [o for o in classes if matcher.matches(o.rep)]
-    evictable: dict[int, list] = {}
-    for pod, node in state.pods():
-        if eligible[node] and ids[node] >= 0 and state.matches(matcher, pod):
-            evict = wm.evictable(pod)
-            if evict is not None:
-                evictable.setdefault(int(ids[node]), []).append(evict)
-    domains = sorted({int(d) for d in ids[eligible] if d >= 0})
-    counts: dict[int, cp_model.IntVar | int] = {}
-    kept: dict[int, cp_model.IntVar | int] = {}  # the same with the victims still running
-    bound_hi = 0
-    for d in domains:
-        in_d = eligible & (ids == d)
-        base = int(running[in_d].sum())
-        window = [v for o in counted for n, v in wm.by_class.get(o.id, []) if in_d[n]]
-        gone = evictable.get(d, [])
-        hi = base + sum(wm.ub_of(o.id, n) for o in counted for n, _ in wm.by_class.get(o.id, []) if in_d[n])
-        bound_hi = max(bound_hi, hi)
-        if window:
-            kept[d] = m.new_int_var(base, hi, f"kept[{tag},{d}]")
-            m.add(kept[d] == base + cp_model.LinearExpr.sum(window))
-        else:
-            kept[d] = base
-        if not gone:
-            counts[d] = kept[d]
-            continue
-        var = m.new_int_var(base - len(gone), hi, f"count[{tag},{d}]")
-        m.add(var == kept[d] - cp_model.LinearExpr.sum(gone))
-        counts[d] = var
-    if floor_is_zero(len(domains), c.min_domains):
-        return counts, 0
-    # The global minimum with the victims still running: a pod with the constraint may arrive
-    # before the preemptions that remove them, and kube-scheduler never checks it again (the
-    # validator's reading, check.py). The pod's own domain is counted without its victims.
-    low = m.new_int_var(0, bound_hi, f"min[{tag}]")
-    m.add_min_equality(low, [kept[d] for d in domains])
-    return counts, low

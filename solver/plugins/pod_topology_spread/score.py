@@ -47,7 +47,7 @@ from ...terms import Selector, SpreadConstraint
 from ..helper import MAX_NODE_SCORE, go_log, round_half_away
 
 if TYPE_CHECKING:
-    from ...scoring import ScoreContext
+    from ...plugin_api import ScoreView as ScoreContext
 
 NAME = "PodTopologySpread"
 HOSTNAME_KEY = "kubernetes.io/hostname"

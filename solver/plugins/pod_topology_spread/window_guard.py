@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...info import PodInfo
-from ...filtering import StaticFilters
+from ...plugin_api import StaticView as StaticFilters
 from . import filter as pod_topology_spread
 from ...state import ClusterState, PodMatcher
 from ...terms import SpreadConstraint

@@ -22,7 +22,7 @@ from .pdb import disruptions_allowed, pdbs_covering
 from .victim_room import entangling, needless_victims, why_not
 
 if TYPE_CHECKING:
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

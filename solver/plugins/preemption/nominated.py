@@ -52,18 +52,25 @@ from ...framework import Code, names
 from ...info import NodeInfo, PodInfo
 from ...state import ClusterState
 from ..node_affinity import filter as node_affinity
+from ..node_name import filter as node_name
 from ..node_ports import filter as node_ports
+from ..node_unschedulable import filter as node_unschedulable
+from ..taint_toleration import filter as taint_toleration
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
-    from ...filtering import Cycle
-    from ...validate import Replay
+    from ...plugin_api import EncodeModel as WindowModel
+    from ...plugin_api import CycleView as Cycle
+    from ...plugin_api import ReplayView as Replay
 
 NAME = "DefaultPreemption"
 # The pod waits for victims of its earlier preemption on its nominated node (kube-scheduler's words).
 REASON_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 # A phantom of a nominated pod held on its node while greedy filters a pod: its key's prefix.
 _PHANTOM = "nominated:"
+# The static filters, in the registry's order (``registry.STATIC_FILTERS``; a test holds the two
+# equal): named here, since the registry lists this module and importing it back would close a
+# circle.
+STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
 
 
 # --------------------------------------------------------------------------- 1. eligibility
@@ -71,8 +78,6 @@ _PHANTOM = "nominated:"
 
 def _unresolvable_for(pod: PodInfo, node: NodeInfo) -> bool:
     """Whether a static filter makes ``node`` UnschedulableAndUnresolvable for ``pod``."""
-    from ..registry import STATIC_FILTERS  # the registry lists this module too: imported late
-
     allowed = node_affinity.prefilter_node_names(pod)
     if allowed is not None and node.name not in allowed:
         return True
@@ -302,14 +307,21 @@ def claim_terms(wm: WindowModel, n: int, r: int, level: int) -> tuple[list, list
         if w >= level:
             const += amount
             continue
-        lit = wm.claims_in_force.get((n, w))
+        in_force = _claims_in_force(wm)
+        lit = in_force.get((n, w))
         if lit is None:
-            lit = wm.claims_in_force[(n, w)] = _in_force(wm, n, w)
+            lit = in_force[(n, w)] = _in_force(wm, n, w)
         if isinstance(lit, int):
             continue
         vars_.append(lit)
         coeffs.append(amount)
     return vars_, coeffs, const
+
+
+def _claims_in_force(wm: WindowModel) -> dict[tuple[int, Optional[int]], object]:
+    """This rule's encoding: per (node, claim priority), "a gang class and a class of priority ≤ it
+    are placed there"; under (node, None), "a gang class is placed there"."""
+    return wm.encoding(f"{NAME}/claims", dict)
 
 
 def _in_force(wm: WindowModel, n: int, w: int):
@@ -321,9 +333,10 @@ def _in_force(wm: WindowModel, n: int, w: int):
     if not gang or not low:
         return 0
     m = wm.model
-    cached = wm.claims_in_force.get((n, None))
+    in_force = _claims_in_force(wm)
+    cached = in_force.get((n, None))
     if cached is None:
-        cached = wm.claims_in_force[(n, None)] = wm.new_presence(
+        cached = in_force[(n, None)] = wm.new_presence(
             f"gang_on[{n}]", [v for _, v in gang], sum(wm.ub_of(cls.id, n) for cls, _ in gang))
     gang_here = cast(cp_model.IntVar, cached)
     low_here = wm.new_presence(f"low_on[{n},{w}]", [v for _, v in low], sum(wm.ub_of(cls.id, n) for cls, _ in low))

@@ -29,7 +29,7 @@ from . import nominated
 from .pdb import PdbBudgets
 from .victim_room import beyond_node_local, entangled, entangling, may_preempt
 from ..node_ports import filter as node_ports
-from ...filtering import Cycle, StaticFilters
+from ...plugin_api import CycleView as Cycle, StaticView as StaticFilters
 from ..node_resources_fit import filter as node_resources_fit
 from ...state import ClusterState
 
@@ -69,7 +69,7 @@ def _importance(pod: PodInfo) -> tuple:
 
 
 def _fits(pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, version: str) -> Status:
-    return Cycle(pod, state, static, version=version).status(static.nodes[node])
+    return static.cycle(pod, state, version=version).status(static.nodes[node])
 
 
 def select_victims(

@@ -70,7 +70,7 @@ from ..node_ports import filter as node_ports
 from . import nominated
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 
 def why_not(preemptor: PodInfo, victim: PodInfo) -> list[str]:

@@ -16,7 +16,7 @@ from ...state import ClusterState
 from ..helper import default_normalize
 
 if TYPE_CHECKING:
-    from ...scoring import ScoreContext
+    from ...plugin_api import ScoreView as ScoreContext
 
 NAME = "TaintToleration"
 

@@ -25,7 +25,7 @@ from . import rules
 from .filter import VolumeCycle
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 
 def prune(pod: PodInfo, state: ClusterState, can_evict=lambda other: False) -> np.ndarray:
@@ -75,6 +75,8 @@ def encode(wm: WindowModel) -> None:
         for d in claims.delayed:
             delayed[d.key] = d
             users.setdefault(d.key, []).append(cls)
+    # This rule's encoding: per delayed claim, ({volume: bind var}, provisioned var).
+    volume_vars: dict[str, tuple[dict[str, cp_model.IntVar], cp_model.IntVar]] = wm.encoding(rules.NAME, dict)
     by_volume: dict[str, list] = {}
     for key in sorted(delayed):
         d = delayed[key]
@@ -83,7 +85,7 @@ def encode(wm: WindowModel) -> None:
         m.add(cp_model.LinearExpr.sum([*binds.values(), prov]) <= 1)
         for name, var in binds.items():
             by_volume.setdefault(name, []).append(var)
-        wm.volume_vars[key] = (binds, prov)
+        volume_vars[key] = (binds, prov)
         pvs = {pv.name: pv for pv in d.candidates}
         for cls in users[key]:
             for n, x in wm.by_class[cls.id]:

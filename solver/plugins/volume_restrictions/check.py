@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from . import rules
 
 if TYPE_CHECKING:
-    from ...validate import Replay
+    from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

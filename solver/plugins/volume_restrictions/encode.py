@@ -12,7 +12,7 @@ from ortools.sat.python import cp_model
 from . import rules
 
 if TYPE_CHECKING:
-    from ...cpsat.model import WindowModel
+    from ...plugin_api import EncodeModel as WindowModel
 
 
 def encode(wm: WindowModel) -> None:

@@ -1,0 +1,1 @@
+"""CP-SAT engine: the window model, its hint, decomposition and the solve beside greedy."""

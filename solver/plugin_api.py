@@ -1,0 +1,250 @@
+"""What a plugin may know of the engines that call it: the floor every plugin stands on.
+
+kube-scheduler's plugins depend *down* on ``framework/interface.go``, never on the scheduler that
+runs them; here the same holds. A plugin imports its types from this module (and the basics under
+it: ``framework``, ``info``, ``state``, ``terms``, ``models``), never from greedy, CP-SAT, the
+validator, the scoring engine or re-packing (an import-linter contract in pyproject.toml says so).
+
+It holds
+
+* ``Plugin``: the one object each plugin package exports as ``PLUGIN``, naming what it
+  implements; ``plugins/registry.py`` lists those objects and the engines loop over the list;
+* small value types a plugin builds or reads: ``Victim``, ``Level``;
+* views (protocols) of the engines' objects a plugin is handed: the window model it encodes into
+  (``EncodeModel``), the replayed plan it checks (``ReplayView``), the score context
+  (``ScoreView``), the static filters and one pod's filter cycle (``StaticView``, ``CycleView``)
+  and a pod class (``ClassView``). An engine's object satisfies its view by shape; nothing here
+  imports an engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .framework import Status
+from .info import NodeInfo, PodInfo
+from .state import ClusterState
+
+if TYPE_CHECKING:
+    from models.config import ScoringConfig
+    from models.plan import Plan
+
+
+# --------------------------------------------------------------------------- value types
+
+
+@dataclass
+class Victim:
+    """A running pod a plan evicts: the pod, its node's index, and the preemptor named for it."""
+
+    pod: PodInfo
+    node: int
+    preemptor: str
+
+
+@dataclass
+class Level:
+    """One lexicographic objective level: maximise Σ coeff·var. Each term carries its variable's
+    bounds, so the level's range is known without reading the model back."""
+
+    name: str
+    terms: list[tuple[cp_model.IntVar, int]] = field(default_factory=list)
+    constant: int = 0
+    low: int = 0
+    high: int = 0
+
+    def add(self, var, coeff: int, lo: int, hi: int) -> None:
+        """Add ``coeff · var`` with ``lo ≤ var ≤ hi``."""
+        if coeff:
+            coeff = int(coeff)
+            self.terms.append((var, coeff))
+            self.low += min(coeff * lo, coeff * hi)
+            self.high += max(coeff * lo, coeff * hi)
+
+    def bounds(self) -> tuple[int, int]:
+        return self.low + self.constant, self.high + self.constant
+
+    def expr(self):
+        if not self.terms:
+            return self.constant
+        vars_, coeffs = zip(*self.terms)
+        return cp_model.LinearExpr.weighted_sum(list(vars_), list(coeffs)) + self.constant
+
+
+# --------------------------------------------------------------------------- views of the engines
+
+T = TypeVar("T")
+
+
+class ClassView(Protocol):
+    """Pending pods interchangeable for every rule (``context.PodClass``)."""
+
+    id: int
+    pods: list[PodInfo]
+
+    @property
+    def rep(self) -> PodInfo: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+class StaticView(Protocol):
+    """The static filters' cached verdicts (``filtering.StaticFilters``)."""
+
+    nodes: list[NodeInfo]
+
+    def statuses(self, pod: PodInfo) -> list[Status]: ...
+
+    def mask(self, pod: PodInfo) -> np.ndarray: ...
+
+    def affinity_mask(self, pod: PodInfo) -> np.ndarray: ...
+
+    def tolerated_mask(self, pod: PodInfo) -> np.ndarray: ...
+
+    def cycle(self, pod: PodInfo, state: ClusterState, *, version: str = ...) -> CycleView: ...
+
+
+class CycleView(Protocol):
+    """One pod's filter cycle against one state (``filtering.Cycle``)."""
+
+    pod: PodInfo
+    state: ClusterState
+    version: str
+
+    @property
+    def static(self) -> StaticView: ...
+
+    @property
+    def node_local(self) -> bool: ...
+
+    def status(self, node: NodeInfo) -> Status: ...
+
+    def statuses(self) -> list[Status]: ...
+
+    def dynamic_status(self, node: NodeInfo) -> Status: ...
+
+    def feasible(self, candidates: Optional[np.ndarray] = None) -> np.ndarray: ...
+
+
+class EncodeModel(Protocol):
+    """The CP-SAT window model an encoder adds its constraints to (``cpsat.model.WindowModel``):
+    x[c, n] pods of class c on node n, evict[v], the objective levels, and the shared helpers."""
+
+    ctx: Any
+    state: ClusterState
+    static: Any
+    classes: Any
+    model: cp_model.CpModel
+    allow_preemption: bool
+    x: dict[tuple[int, int], cp_model.IntVar]
+    cand: dict[int, np.ndarray]
+    by_node: Any
+    by_class: Any
+    placed: dict[int, cp_model.IntVar | int]
+    evict: dict[str, cp_model.IntVar]
+    evict_pod: dict[str, tuple[PodInfo, int]]
+    evict_level: dict[str, dict[int, cp_model.IntVar]]
+    levels: list[Level]
+    vec: dict[int, np.ndarray]
+    encodings: dict[str, Any]
+
+    def encoding(self, name: str, make: Callable[[], T]) -> T:
+        """Plugin ``name``'s own encoding object (its variables, what its hint and decode read),
+        made by ``make`` the first time; the model keeps only what every rule shares."""
+        ...
+
+    def class_of(self, pod: PodInfo) -> int: ...
+
+    def ub_of(self, cls_id: int, node: int) -> int: ...
+
+    def level(self, name: str) -> Level: ...
+
+    def class_vars_by_domain(self, cls_id: int, key: str) -> dict[int, list]: ...
+
+    def new_presence(self, name: str, vars_: list, bound: int) -> Any: ...
+
+    def node_used(self, n: int) -> Any: ...
+
+    def evictable(self, pod: PodInfo) -> Optional[cp_model.IntVar]: ...
+
+
+class ReplayView(Protocol):
+    """A plan replayed on its snapshot (``validate.Replay``): the states a final check reads
+    (``before`` the snapshot, ``base`` less the victims, ``final`` plus the assignments) and
+    ``report`` for each violation."""
+
+    ctx: Any
+    plan: Plan
+    problems: list[str]
+    assigned: dict[str, int]
+    victims: list[Victim]
+    nodes: list[NodeInfo]
+    window: dict[str, PodInfo]
+    static: Any
+    before: ClusterState
+    base: ClusterState
+    final: ClusterState
+    placed_on: dict[int, list[PodInfo]]
+
+    def report(self, line: str) -> None: ...
+
+    def node_name(self, index: int) -> str: ...
+
+    def placed(self) -> Iterable[tuple[PodInfo, int]]: ...
+
+
+class ScoreView(Protocol):
+    """What score plugins read besides the pod and the state (``scoring.ScoreContext``)."""
+
+    scoring: ScoringConfig
+    strategy: str
+    kubernetes_version: str
+    num_nodes: int
+    image_nodes: Mapping[str, tuple[int, int]]
+    memo: dict[str, Any]
+
+    @property
+    def index(self) -> Any: ...
+
+
+# --------------------------------------------------------------------------- the plugin object
+
+Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constraints
+# (pod, state, can_evict, gangs) -> mask of the nodes the pod may ever use in the window, whatever
+# the window does; ``can_evict(running pod)``: whether some eviction of the window may remove it;
+# ``gangs``: the window's gangs by key.
+Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
+Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """What one plugin package implements, named once (``<plugin>/__init__.py``: ``PLUGIN``).
+
+    * ``filter``: the module whose ``filter`` is the rule's Filter (``static``: it reads only pod
+      and node, so it prunes variables and needs no encoding);
+    * ``score``: the module whose ``score`` is the rule's Score (its ``NAME`` keys the weight);
+    * ``prune``: nodes the rule rules out before any variable exists (``Prune``);
+    * ``encode``: the rule as CP-SAT constraints on the window model, for scheduling and
+      re-packing; ``window_encode``: window-wide parts only a scheduling window has;
+    * ``checks``: the validator's final-state checks of the rule;
+    * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
+      mounted, devices held): nodes alike in every other way are not interchangeable for it, so
+      the node-class and symmetry reductions and the packing hint leave windows using it alone.
+    """
+
+    name: str
+    filter: Optional[Any] = None
+    static: bool = False
+    score: Optional[Any] = None
+    prune: Optional[Prune] = None
+    encode: tuple[Encoder, ...] = ()
+    window_encode: tuple[Encoder, ...] = ()
+    checks: tuple[Check, ...] = ()
+    per_node_state: Optional[Callable[[PodInfo], bool]] = None

@@ -1,0 +1,9 @@
+"""DynamicResources: devices for ResourceClaims (filter, encoding, final check)."""
+
+from __future__ import annotations
+
+from ...plugin_api import Plugin
+from . import check, encode, filter
+
+PLUGIN = Plugin(filter.NAME, filter=filter, encode=(encode.encode,), checks=(check.check,),
+                per_node_state=filter.uses_node_state)

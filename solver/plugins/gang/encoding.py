@@ -1,0 +1,46 @@
+"""Coscheduling's part of a window model (``GangEncoding``): what the engine hands the gang
+encoders (the window's gangs and kinds) and the variables they make, which the hint and the
+decoding read. Kept by the model under the plugin's name, apart from what every rule shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+    from ...plugin_api import EncodeModel
+    from .group import Gang, GangKind
+
+NAME = "Coscheduling"
+
+
+@dataclass
+class GangEncoding:
+    # The window's gangs by key, and its kinds of interchangeable gangs (``permit.kinds``).
+    gangs: dict[str, Gang] = field(default_factory=dict)
+    kinds: list[GangKind] = field(default_factory=list)
+    # Per kind, the number of its gangs that run (``permit.encode``).
+    runs: list[tuple] = field(default_factory=list)  # (GangKind, IntVar)
+    # Topology kinds: per domain, the number of the kind's gangs that run there.
+    domain_runs: list[tuple] = field(default_factory=list)  # (GangKind, {domain: IntVar})
+    # Whole-gang units for hints: (need, [(class, members per gang)], number of such gangs).
+    units: list[tuple] = field(default_factory=list)
+
+    @property
+    def in_kinds(self) -> set[str]:
+        """The keys of the gangs merged into a kind (their encodings are the kinds')."""
+        return {g.key for kind in self.kinds for g in kind.gangs}
+
+    def hint_vars(self) -> list[cp_model.IntVar]:
+        """Every run count, the kinds' first, then per domain: what a solution's hint repeats."""
+        out = [var for _, var in self.runs]
+        for _, per_domain in self.domain_runs:
+            out.extend(per_domain.values())
+        return out
+
+
+def encoding(wm: EncodeModel) -> GangEncoding:
+    """The window model's gang encoding (empty when the engine gave it no gangs)."""
+    return wm.encoding(NAME, GangEncoding)

@@ -1,0 +1,18 @@
+"""Coscheduling: all-or-nothing groups, their minResources, required and preferred topology
+(window-wide encodings, final checks; greedy runs its Permit itself)."""
+
+from __future__ import annotations
+
+from ...plugin_api import Plugin
+from . import check, min_resources, permit, preferred, topology
+
+
+def prune(pod, state, can_evict, gangs):
+    """A topology gang's members: the nodes of the domains it may take."""
+    return topology.prune(pod, gangs, state)
+
+
+PLUGIN = Plugin(permit.NAME, prune=prune,
+                # min_resources after permit: it orders the kinds' run counts permit.encode makes
+                window_encode=(permit.encode, min_resources.encode, topology.encode, preferred.encode),
+                checks=(check.check, topology.check))

@@ -1,0 +1,419 @@
+"""InterPodAffinity as CP-SAT: required anti-affinity in the final state, required affinity met
+by a running pod, a placed pod of the window, or the self-affinity seed a group's first pod is
+allowed; the victims' support and the preemptor a plan names."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ...info import PodInfo
+from ...state import ClusterState, PodMatcher
+from .filter import NAME, AllTerms
+from ..preemption.victim_room import may_preempt
+
+if TYPE_CHECKING:
+    from ...plugin_api import EncodeModel as WindowModel
+
+
+@dataclass
+class AffinityEncoding:
+    """InterPodAffinity's part of a window model."""
+
+    # Self-affinity seed per (terms, domain), shared by the classes of one affinity group.
+    seeds: dict[tuple, cp_model.IntVar] = field(default_factory=dict)
+    # Per affinity terms, the eviction literals a seed of them needs.
+    seed_clearing: dict[tuple, list] = field(default_factory=dict)
+    # Per (running pod, class, key) whose affinity it may support, the literal "it supports that
+    # class's pods in its domain" (it stays, or is evicted for another pod).
+    support: dict[tuple[str, int, str], object] = field(default_factory=dict)
+    # Per victim, the class the plan names its preemptor from (``named_preemptor``); decode reads it.
+    preemptor_named: dict[str, dict[int, cp_model.IntVar]] = field(default_factory=dict)
+
+
+def encoding(wm: WindowModel) -> AffinityEncoding:
+    return wm.encoding(NAME, AffinityEncoding)
+
+
+# Window semantics (DESIGN.md): in the final state no two pods violate a required anti-affinity
+# term of either, and every window pod with required affinity has a matching pod other than
+# itself in its domain — or is the one seed of its class where nothing matched before.
+
+
+def _running_matching(state: ClusterState, matcher) -> list[tuple[PodInfo, int]]:
+    return [(p, n) for p, n in state.pods() if state.matches(matcher, p)]
+
+
+def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
+    """Nodes the pod can never use in this window, whatever the window does: a topology key is
+    missing, or a running pod that may not be evicted blocks the domain by anti-affinity."""
+    ok = np.ones(len(state.nodes), dtype=bool)
+    for term in pod.affinity:
+        ok &= state.domains(term.topology_key)[0] >= 0
+    for term in pod.anti_affinity:
+        ids = state.domains(term.topology_key)[0]
+        for other, node in _running_matching(state, PodMatcher.of_term(term)):
+            if ids[node] >= 0 and not can_evict(other):
+                ok &= ids != ids[node]
+    for term in state.anti_owners:
+        if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
+            continue
+        ids = state.domains(term.topology_key)[0]
+        for other, node in state.pods():
+            if term in other.anti_affinity and ids[node] >= 0 and not can_evict(other):
+                ok &= ids != ids[node]
+    return ok
+
+
+def encode(wm: WindowModel) -> None:
+    state, m = wm.state, wm.model
+    classes = [c for c in wm.classes if wm.by_class.get(c.id)]
+    anchoring = _Anchoring(wm, classes, _support_components(wm, classes))
+    for cls in classes:
+        rep = cls.rep
+        # The class's own anti-affinity terms: where it is present, nothing it matches may be.
+        for t, term in enumerate(rep.anti_affinity):
+            matched = [o for o in classes if term.matches(o.rep.namespace, o.rep.labels, o.rep.ns_labels)]
+            running = _running_matching(state, PodMatcher.of_term(term))
+            ids = state.domains(term.topology_key)[0]
+            running_by_domain: dict[int, list] = {}
+            for other, node in running:
+                if ids[node] >= 0:
+                    running_by_domain.setdefault(int(ids[node]), []).append(other)
+            for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+                if cls in matched:
+                    m.add(cp_model.LinearExpr.sum(own) <= 1)
+                others = [v for o in matched if o is not cls for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])]
+                blockers = [wm.evictable(p) for p in running_by_domain.get(d, [])]
+                if not others and not blockers:
+                    continue
+                present = wm.new_presence(f"anti[{cls.id},{t},{d}]", own, cls.size)
+                if others:
+                    m.add(cp_model.LinearExpr.sum(others) == 0).only_enforce_if(present)
+                for evict in blockers:
+                    if evict is None:
+                        m.add(present == 0)
+                    else:
+                        m.add_implication(present, evict)
+        # Running pods' anti-affinity terms that match this class: their domains need them gone.
+        for term in state.anti_owners:
+            if not term.matches(rep.namespace, rep.labels, rep.ns_labels):
+                continue
+            ids = state.domains(term.topology_key)[0]
+            owners_by_domain: dict[int, list] = {}
+            for other, node in state.pods():
+                if term in other.anti_affinity and ids[node] >= 0:
+                    owners_by_domain.setdefault(int(ids[node]), []).append(other)
+            for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+                owners = owners_by_domain.get(d)
+                if not owners:
+                    continue
+                present = wm.new_presence(f"xanti[{cls.id},{d}]", own, cls.size)
+                for other in owners:
+                    evict = wm.evictable(other)
+                    if evict is None:
+                        m.add(present == 0)
+                    else:
+                        m.add_implication(present, evict)
+        if rep.affinity:
+            _encode_affinity(wm, cls, anchoring)
+    _order_seeds(wm, classes)
+
+
+def _order_seeds(wm: WindowModel, classes) -> None:
+    """Seeds go first, each before every pod matching its terms, so the seeds of a plan must
+    admit an order in which none matches the terms of a seed before it (the validator's
+    ``may_escape``). One seed per strongly connected component of "a member of group A matches
+    B's terms" keeps them acyclic: a group matches its own terms, so that is one seed domain per
+    group too. Other pods come after every seed, so a class that merely matches a seed's terms
+    (with support of its own) leaves the seed alone."""
+    by_terms: dict[tuple, list] = {}
+    for (terms, _), seed in encoding(wm).seeds.items():
+        by_terms.setdefault(terms, []).append(seed)
+    members = {terms: [c.rep for c in classes if c.rep.affinity == terms and AllTerms(terms).matches(c.rep)]
+               for terms in by_terms}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(by_terms)
+    graph.add_edges_from((a, b) for a in by_terms for b in by_terms
+                         if a != b and any(AllTerms(b).matches(rep) for rep in members[a]))
+    for component in nx.strongly_connected_components(graph):
+        wm.model.add_at_most_one([s for terms in component for s in by_terms[terms]])
+
+
+def _support_components(wm: WindowModel, classes) -> dict[int, int]:
+    """The strongly connected component of each class with required affinity, in the graph of
+    who may anchor whom (an edge o -> c where o, itself with required affinity, matches all of
+    c's terms and c may need a window pod: somewhere it can go, no running pod that stays
+    supports it). Anchoring across components never closes a cycle, so an order exists in which
+    each pod finds its support before it; within one, only seeds break the circle."""
+    with_affinity = [c for c in classes if c.rep.affinity]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(c.id for c in with_affinity)
+    for c in with_affinity:
+        if _settled_everywhere(wm, c):
+            continue
+        matcher = AllTerms(c.rep.affinity)
+        graph.add_edges_from((o.id, c.id) for o in with_affinity if o is not c and matcher.matches(o.rep))
+    return {cid: i for i, component in enumerate(nx.strongly_connected_components(graph)) for cid in component}
+
+
+def _settled_everywhere(wm: WindowModel, cls) -> bool:
+    """Whether, under every term, each domain the class can use holds a running pod matching
+    all its terms that cannot be evicted: the class then needs no window pod at all."""
+    state = wm.state
+    supporters = _running_matching(state, AllTerms(cls.rep.affinity))
+    for term in cls.rep.affinity:
+        ids = state.domains(term.topology_key)[0]
+        settled = {int(ids[n]) for p, n in supporters if ids[n] >= 0 and wm.evictable(p) is None}
+        if not set(wm.class_vars_by_domain(cls.id, term.topology_key)) <= settled:
+            return False
+    return True
+
+
+def leans_on(pod: PodInfo, victim: PodInfo) -> bool:
+    """Whether ``victim`` could be what supports ``pod``'s required affinity (it matches all of
+    its terms). A victim runs until its own preemptor arrives, so it supports every pod but that
+    one: the model names the class of that pod (``named_preemptor``), and a plan names as
+    preemptor a pod that does not lean on it where it can (``solver/cpsat/solve.py``)."""
+    return bool(pod.affinity) and AllTerms(pod.affinity).matches(victim)
+
+
+def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntVar]:
+    """Per class that may evict ``victim`` at one of its levels, the literal "the plan names a pod
+    of this class, placed on the victim's node, as its preemptor": exactly one when it is evicted,
+    at the level it is evicted at (``victim_room``). Created once per victim, for victims whose
+    support some pod's affinity reads (``solver/cpsat/solve.py`` names the preemptor from them)."""
+    named = encoding(wm).preemptor_named.get(victim.key)
+    if named is None:
+        m, n = wm.model, wm.evict_pod[victim.key][1]
+        levels = wm.evict_level[victim.key]
+        named = {}
+        for cls, var in wm.by_node.get(n, ()):
+            if cls.rep.priority in levels and cls.rep.may_preempt_others and may_preempt(cls.rep, victim):
+                b = m.new_bool_var(f"named[{victim.key},{cls.id}]")
+                m.add_implication(b, levels[cls.rep.priority])
+                m.add(var >= 1).only_enforce_if(b)
+                named[cls.id] = b
+        m.add(cp_model.LinearExpr.sum(list(named.values())) == wm.evict[victim.key])
+        encoding(wm).preemptor_named[victim.key] = named
+    return named
+
+
+def _supports(wm: WindowModel, pod: PodInfo, evict, cls, key: str) -> object:
+    """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods in its
+    domain under ``key``": it stays, or it is evicted for a pod of another class, or for one of
+    ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
+    has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
+    pod's turn and never again, so pods placed before the preemptor keep their support; the
+    validator reads a victim as supporting every pod but its named preemptor). Created once per
+    pod, class and key."""
+    cache = encoding(wm).support
+    lit = cache.get((pod.key, cls.id, key))
+    if lit is None:
+        m = wm.model
+        named = named_preemptor(wm, pod)
+        others = [b for c, b in named.items() if c != cls.id]
+        own = named.get(cls.id)
+        if own is not None and cls.size >= 2 and AllTerms(cls.rep.affinity).matches(cls.rep):
+            d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
+            beside = wm.class_vars_by_domain(cls.id, key).get(d, []) if d >= 0 else []
+            if beside:
+                pair = m.new_bool_var(f"supports_kin[{pod.key},{cls.id},{key}]")
+                m.add_implication(pair, own)
+                m.add(cp_model.LinearExpr.sum(beside) >= 2).only_enforce_if(pair)
+                others.append(pair)
+        if not others:
+            lit = evict.Not()
+        else:
+            lit = m.new_bool_var(f"supports[{pod.key},{cls.id},{key}]")
+            m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
+        cache[(pod.key, cls.id, key)] = lit
+    return lit
+
+
+def _running_anchors(wm: WindowModel, supporters, key: str, cls) -> tuple[set[int], dict[int, list]]:
+    """Domains (under ``key``) where a running supporter cannot be evicted, and per other domain
+    the literals "this supporter supports ``cls``'s pods" (``_supports``)."""
+    ids = wm.state.domains(key)[0]
+    settled: set[int] = set()
+    kept: dict[int, list] = {}
+    for pod, node in supporters:
+        d = int(ids[node])
+        if d < 0:
+            continue
+        evict = wm.evictable(pod)
+        if evict is None:
+            settled.add(d)
+        else:
+            kept.setdefault(d, []).append(_supports(wm, pod, evict, cls, key))
+    return settled, kept
+
+
+class _Anchoring:
+    """Where the pods of a class are anchored without a window pod of their own support
+    component: by a running pod that stays, by a window pod that needs no support (no required
+    affinity) or comes from another component, or by their group's seed. A class anchored so in
+    a domain may anchor a class of its own component there (``kin_support``) without closing a
+    cycle: in the order, the outside support comes first, then it, then the class it anchors."""
+
+    def __init__(self, wm: WindowModel, classes, components: dict[int, int]) -> None:
+        self.wm, self.classes, self.components = wm, classes, components
+        self._sources: dict[int, tuple] = {}
+        self._outside: dict[tuple[int, int, int], object] = {}
+        self._running: dict[tuple[int, int], tuple] = {}
+
+    def sources(self, cls) -> tuple[list, list, list]:
+        """Window classes matching all of ``cls``'s terms: without required affinity
+        (grounded), with it from another component (anchored), of its own component (kin). The
+        members of its own group are none of these: they follow its seed."""
+        hit = self._sources.get(cls.id)
+        if hit is None:
+            rep = cls.rep
+            matcher = AllTerms(rep.affinity)
+            grounded = [o for o in self.classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
+            in_group = matcher.matches(rep)
+            # A class with the group's terms that does not match them is no member: the group's
+            # pods anchor it as any other class's would.
+            rivals = [o for o in self.classes if o is not cls and o.rep.affinity and matcher.matches(o.rep)
+                      and not (in_group and o.rep.affinity == rep.affinity)]
+            anchored = [o for o in rivals if self.components[o.id] != self.components[cls.id]]
+            kin = [o for o in rivals if self.components[o.id] == self.components[cls.id]]
+            hit = self._sources[cls.id] = (grounded, anchored, kin)
+        return hit
+
+    def outside(self, o, t: int, e: int):
+        """For ``o``'s pods in domain ``e`` of its term ``t``: True where a running pod that
+        cannot be evicted supports them, None where nothing outside their component can, else
+        a literal that implies such support (created once)."""
+        cache = (o.id, t, e)
+        if cache in self._outside:
+            return self._outside[cache]
+        wm, key = self.wm, o.rep.affinity[t].topology_key
+        running = self._running.get((o.id, t))
+        if running is None:
+            supporters = _running_matching(wm.state, AllTerms(o.rep.affinity))
+            running = self._running[o.id, t] = _running_anchors(wm, supporters, key, o)
+        settled, kept = running
+        lit: bool | cp_model.IntVar | None
+        if e in settled:
+            lit = True
+        else:
+            grounded, anchored, _ = self.sources(o)
+            options = kept.get(e, []) + [v for q in (*grounded, *anchored)
+                                         for v in wm.class_vars_by_domain(q.id, key).get(e, [])]
+            if len(o.rep.affinity) == 1 and _may_seed(wm, o):
+                options.append(_seed(wm, o.rep.affinity, e))
+            lit = None
+            if options:
+                lit = wm.model.new_bool_var(f"outside[{o.id},{t},{e}]")
+                wm.model.add(cp_model.LinearExpr.sum(options) >= 1).only_enforce_if(lit)
+        self._outside[cache] = lit
+        return lit
+
+    def kin_support(self, cls, o, t: int, d: int) -> list:
+        """Support for ``cls`` in domain ``d`` of its term ``t`` from ``o``, a class of its own
+        component: ``o``'s pods there, counted only on nodes whose domains (under each of
+        ``o``'s terms) anchor them from outside the component. One literal per such set of
+        domains (just ``d`` when ``o``'s terms use ``cls``'s key)."""
+        wm = self.wm
+        ids = wm.state.domains(cls.rep.affinity[t].topology_key)[0]
+        o_ids = [wm.state.domains(u.topology_key)[0] for u in o.rep.affinity]
+        by_domains: dict[tuple, list] = defaultdict(list)
+        for n, var in wm.by_class.get(o.id, []):
+            if ids[n] == d:
+                by_domains[tuple(int(i[n]) for i in o_ids)].append(var)
+        out = []
+        for domains, o_vars in by_domains.items():
+            lits = [self.outside(o, u, e) for u, e in enumerate(domains)]
+            if any(lit is None for lit in lits):
+                continue
+            lits = [lit for lit in lits if lit is not True]
+            if not lits:
+                out += o_vars
+                continue
+            via = wm.model.new_bool_var(f"kin[{cls.id},{o.id},{t},{d},{len(out)}]")
+            wm.model.add(cp_model.LinearExpr.sum(o_vars) >= 1).only_enforce_if(via)
+            for lit in lits:
+                wm.model.add_implication(via, lit)
+            out.append(via)
+        return out
+
+
+def _clearing(wm: WindowModel, terms) -> list:
+    """``evict[v]`` (or None where v may not be evicted) for every running pod matching all of
+    ``terms`` on a node with the first term's key: a seed needs every one of them gone
+    ("anywhere" is kube-scheduler's: a match on a node without the key does not count). Kept per
+    terms: every seed domain of a group and every class it may anchor asks again."""
+    clearing = encoding(wm).seed_clearing
+    hit = clearing.get(terms)
+    if hit is None:
+        keyed = wm.state.domains(terms[0].topology_key)[0]
+        hit = clearing[terms] = [
+            wm.evictable(p) for p, n in _running_matching(wm.state, AllTerms(terms)) if keyed[n] >= 0
+        ]
+    return hit
+
+
+def _may_seed(wm: WindowModel, cls) -> bool:
+    """Whether pods of the class may start their group by the self-affinity escape: a single term
+    they match themselves, and every running match could be evicted."""
+    terms = cls.rep.affinity
+    return (len(terms) == 1 and AllTerms(terms).matches(cls.rep)
+            and all(e is not None for e in _clearing(wm, terms)))
+
+
+def _seed(wm: WindowModel, terms, d: int):
+    """seed[terms, d]: the group with these terms starts from nothing in domain ``d`` of its
+    term's key (created once, shared by the group's classes and by those it anchors)."""
+    seeds = encoding(wm).seeds
+    seed = seeds.get((terms, d))
+    if seed is None:
+        seed = seeds[terms, d] = wm.model.new_bool_var(f"seed[{terms[0].topology_key},{d},{len(seeds)}]")
+        for evict in _clearing(wm, terms):
+            wm.model.add_implication(seed, evict)
+    return seed
+
+
+def _encode_affinity(wm: WindowModel, cls, anchoring: _Anchoring) -> None:
+    """Every pod of the class is anchored, as a sequential order would need (the validator's
+    reading): in its domain under each term's key, a running pod matches all its terms, or a
+    window pod does that needs no support of its own (no required affinity) or is anchored from
+    another component of the support graph (``_support_components``), or, of its own
+    component, is anchored from outside it (``_Anchoring``). Where nothing running matches
+    anywhere, a class that matches its own single term may instead start from one seed domain
+    and grow there. Classes with the very same terms that match them (replicas differing only
+    in priority or size) form one group with one seed domain; seeds are ordered in
+    ``_order_seeds``."""
+    state, m, rep = wm.state, wm.model, cls.rep
+    grounded, anchored, kin = anchoring.sources(cls)
+    supporters = _running_matching(state, AllTerms(rep.affinity))
+    escape = _may_seed(wm, cls)
+    for t, term in enumerate(rep.affinity):
+        ids = state.domains(term.topology_key)[0]
+        # Running supporters per domain; one that cannot be evicted settles the domain.
+        settled, kept = _running_anchors(wm, supporters, term.topology_key, cls)
+        for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
+            if d in settled:
+                continue  # a running pod that stays supports the whole domain
+            support = kept.get(d, []) + [
+                v for o in (*grounded, *anchored) for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
+            ]
+            for o in kin:
+                support += anchoring.kin_support(cls, o, t, d)
+            present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
+            if escape:
+                seed = _seed(wm, rep.affinity, d)
+                if support:
+                    m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if([present, seed.Not()])
+                else:
+                    m.add_implication(present, seed)
+            elif support:
+                m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if(present)
+            else:
+                m.add(present == 0)

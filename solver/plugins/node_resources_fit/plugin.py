@@ -1,0 +1,8 @@
+"""NodeResourcesFit: requests against allocatable (filter, encoding, check) and its score."""
+
+from __future__ import annotations
+
+from ...plugin_api import Plugin
+from . import check, encode, filter, score
+
+PLUGIN = Plugin(filter.NAME, filter=filter, score=score, encode=(encode.encode,), checks=(check.check,))

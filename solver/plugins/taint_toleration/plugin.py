@@ -1,0 +1,8 @@
+"""TaintToleration: NoSchedule/NoExecute taints (static) and PreferNoSchedule (score)."""
+
+from __future__ import annotations
+
+from ...plugin_api import Plugin
+from . import filter, score
+
+PLUGIN = Plugin(filter.NAME, filter=filter, static=True, score=score)
