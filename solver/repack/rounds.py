@@ -11,7 +11,8 @@ for minutes and returned nothing. Here the nodes are drained a batch at a time i
   fullest, nodes with room, enough for ``RECEIVER_ROOM`` times the batch's requests, never a node
   freed or drained before; a candidate receives nothing;
 * a greedy walk drains each candidate onto the receivers, one pod at a time, where
-  kube-scheduler's filters admit it on the cluster as it is then (pods counted per topology
+  kube-scheduler's filters admit it on the cluster as it is then, onto the receiver it leaves
+  fullest in every resource together (least squared room, ``_fit``) (pods counted per topology
   domain first: a candidate whose such pod finds no place leaves the batch), spending
   ``--max-moves`` and the PodDisruptionBudgets as it goes. A batch emptied whole is done: no plan
   frees more of it, and each of its pods moves once, the fewest moves that free it;
