@@ -9,7 +9,7 @@ final state obeys exactly the rules a scheduled window obeys.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Optional
 
@@ -124,8 +124,14 @@ class RepackProblem:
         """The cluster as it runs now, every running pod bound (built once; callers that change
         the state work on ``running().state.copy()``)."""
         if self._running is None:
-            self._running = build_context(with_window(self.snapshot, set(), self.config.scheduler_name), self.ctx.config,
-                                          memory=self.memory)
+            # The problem's own state (every pod that stays) with each movable pod added where
+            # it runs: the same cluster as a context built afresh from the snapshot, without
+            # reading 40,000 pods again (the replay still builds its own from the snapshot).
+            state = self.ctx.state.copy()
+            for pod in self.ctx.window:
+                state.add(pod, self.origin[pod.key])
+            self._running = replace(self.ctx, state=state, window=[], classes=[], bound=[*self.ctx.bound, *self.ctx.window],
+                                    bound_by_key={})
         return self._running
 
 

@@ -11,7 +11,8 @@ for minutes and returned nothing. Here the nodes are drained a batch at a time i
   fullest, nodes with room, enough for ``RECEIVER_ROOM`` times the batch's requests, never a node
   freed or drained before; a candidate receives nothing;
 * a greedy walk drains each candidate onto the receivers, one pod at a time, where
-  kube-scheduler's filters admit it on the cluster as it is then (pods counted per topology
+  kube-scheduler's filters admit it on the cluster as it is then, onto the receiver it leaves
+  fullest in every resource together (least squared room, ``_fit``) (pods counted per topology
   domain first: a candidate whose such pod finds no place leaves the batch), spending
   ``--max-moves`` and the PodDisruptionBudgets as it goes. A batch emptied whole is done: no plan
   frees more of it, and each of its pods moves once, the fewest moves that free it;
@@ -51,7 +52,7 @@ from .problem import RepackProblem
 ROUNDS_ABOVE = 3000
 # Drain candidates per round, and the share of a round's requests its receivers must hold.
 BATCH = 25
-RECEIVER_ROOM = 1.5
+RECEIVER_ROOM = 2.0
 # Fewest seconds a round is given (a round that cannot finish in it still returns its hint).
 MIN_SLICE = 0.5
 # Rounds in a row that free nothing before the rounds stop.
@@ -115,11 +116,11 @@ class _RoundModel(RepackModel):
 def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: float) -> RoundsResult:
     """The final node of every movable pod after draining batch by batch until ``deadline``."""
     ctx = problem.ctx
-    state = ctx.state.copy()  # every pod that stays; the movable ones are added where they run
+    # Every pod that stays, and the movable ones where they run: the problem's running cluster
+    # (built once; the order walk starts from it too).
+    state = problem.running().state.copy()
     pods = {p.key: p for p in ctx.window}
     cur = dict(problem.origin)
-    for key, n in cur.items():
-        state.add(pods[key], n)
     cls_of = {p.key: cls.id for cls in ctx.classes for p in cls.pods}
     on: dict[int, list[str]] = defaultdict(list)
     for key, n in cur.items():
@@ -207,7 +208,7 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                     state.add(pods[key], n)
                     break
                 room = (state.free[feasible][:, cols] - state.vector(pods[key])[cols]) / alloc[feasible]
-                to = int(feasible[int(np.argmin(room.max(axis=1)))])
+                to = int(feasible[int(np.argmin(_fit(room)))])
                 state.add(pods[key], to)
                 done.append((key, n, to))
                 for i in covering[key]:
@@ -235,20 +236,22 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
         for key in keys:
             state.remove(pods[key])
         round_moves = moves_left - len(early) if moves_left is not None else None
-        sub = _round_problem(problem, state, batch, keys, pods, cls_of, cur, budget_left, covering, early_keys)
-        limits = _apart_limits(sub, groups, caps, keys, cur, pods, targets)
-        opts = replace(options, max_moves=round_moves, target_free=free_left, time_limit=slice_)
-        model = _RoundModel(sub, opts, targets, limits)
-        final = dict(sub.origin)
+        origin = {k: cur[k] for k in keys}
+        final = dict(origin)
         round_status = "UNKNOWN"
         greedy_whole = bool(keys) and set(start) == set(keys)
         try:
             if greedy_whole:
                 # Every candidate drained: no plan frees more of them, and each of their pods
-                # moves once, the fewest moves that free them. The model has nothing to add.
-                final = {**sub.origin, **start}
+                # moves once, the fewest moves that free them. The model has nothing to add (and
+                # is not built: the round's problem costs more than the walk itself).
+                final = {**origin, **start}
                 round_status = "OPTIMAL"
             elif keys:
+                sub = _round_problem(problem, state, batch, keys, pods, cls_of, cur, budget_left, covering, early_keys)
+                limits = _apart_limits(sub, groups, caps, keys, cur, pods, targets)
+                opts = replace(options, max_moves=round_moves, target_free=free_left, time_limit=slice_)
+                model = _RoundModel(sub, opts, targets, limits)
                 model.build()
                 used = model.complete_hint([{**sub.origin, **start}, dict(sub.origin)], slice_ * 0.2)
                 placement = model.solve(started + slice_, used)
@@ -319,6 +322,15 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
     else:
         placement.objective = float(len(freed))
     return RoundsResult(placement=placement, rounds=reports, phases=phases, checked=frozenset(checked))
+
+
+def _fit(room: np.ndarray) -> np.ndarray:
+    """How badly each receiver would fit a pod: the squared room each resource would have left
+    (a fraction of allocatable per resource, rows are receivers), summed. Smallest is best: the
+    fullest node in every resource at once, where the largest single room (the old measure)
+    let nodes short of one resource take pods they had no room in the other for (1,000-node
+    real-shaped dump: 584 nodes freed against 581)."""
+    return (room * room).sum(axis=1)
 
 
 def topology_keys(pod) -> list[str]:

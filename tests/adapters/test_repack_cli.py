@@ -267,3 +267,18 @@ def test_blocked_pending_says_which_pod_and_why(capsys) -> None:
     assert why["pod"] == blocked and "didn't match pod anti-affinity rules" in why["reason"]
     assert main(["repack", str(quickstart), "--allow-blocking-pending"]) == 0
     assert f"blocked pending: {blocked}: fits today, not after the plan: 0/5 nodes are available" in capsys.readouterr().out
+
+
+def test_repack_gives_the_collector_back(tmp_path, capsys):
+    """The command plans with the cyclic collector paused (for speed on large dumps) and turns
+    it back on when done, with a plan and when no plan is printed, so a caller in the same
+    process (the live loop, a test run) keeps collecting."""
+    import gc
+
+    assert gc.isenabled()
+    code, out, _ = run(capsys, "repack", half_empty(tmp_path), "-o", "json")
+    assert code == 0 and json.loads(out)["freed_nodes"]
+    assert gc.isenabled()
+    code, _, _ = run(capsys, "repack", half_empty(tmp_path), "--objective", "nonsense")
+    assert code == 2
+    assert gc.isenabled()

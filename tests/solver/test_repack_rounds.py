@@ -113,3 +113,53 @@ def test_rounds_honour_target_free(in_rounds, target):
     result = plan_repack(snapshot, options=RepackOptions(time_limit=10, target_free=target))
     assert len(result.freed_nodes) == target  # 18 nodes 30% full: the cap, not the cluster, stops it
     replay_ok(snapshot, result)
+
+
+def two_receivers():
+    """Two 5-CPU nodes to drain (one 1-CPU pod, one 4.5-CPU pod) and two 10-CPU receivers: ``rb``
+    balanced (5 CPU, 5Gi free), ``ra`` short of memory (6 CPU, 1Gi free). The small pod fits
+    both; only ``ra`` leaves room for the large one."""
+    nodes = [make_node(n, cpu=c, memory=m) for n, c, m in
+             (("c1", "5", "5Gi"), ("c2", "5", "5Gi"), ("rb", "10", "10Gi"), ("ra", "10", "10Gi"))]
+    pods = [workload("default/small", "c1", cpu="1", memory="1Gi", owner="small"),
+            workload("default/large", "c2", cpu="4500m", memory="4608Mi", owner="large"),
+            workload("default/rb-pod", "rb", cpu="5", memory="5Gi", owner="rb"),
+            workload("default/ra-pod", "ra", cpu="4", memory="9Gi", owner="ra")]
+    return make_snapshot(nodes=nodes, pods=pods)
+
+
+def test_round_walk_fills_the_receiver_full_in_every_resource(monkeypatch):
+    """The walk puts the small pod where it leaves the least room in every resource together
+    (``ra``: no memory left), so the large one still finds ``rb``: both nodes are emptied by the
+    walk itself, each move checked once in order (by the largest single room left it went to
+    ``rb`` and the large pod had no place: the walk failed and the round needed the model)."""
+    import time
+
+    from solver.repack.model import RepackOptions as Options
+    from solver.repack.problem import build_problem
+
+    monkeypatch.setattr(rounds, "BATCH", 2)
+    problem = build_problem(two_receivers(), SchedulerConfig())
+    done = rounds.solve_in_rounds(problem, Options(time_limit=10), time.monotonic() + 10)
+    names = [n.name for n in problem.nodes]
+    assert {k: names[n] for k, n in done.placement.final.items()} == {
+        "default/small": "ra", "default/large": "rb", "default/rb-pod": "rb", "default/ra-pod": "ra"}
+    assert done.checked == {"default/small", "default/large"}  # the walk's moves: no model ran
+    assert done.rounds[0].freed == 2
+
+
+def test_running_cluster_is_the_snapshot_as_it_runs():
+    """``problem.running()`` (the order walk's start) is the cluster a context built afresh from
+    the snapshot holds: the same pods on the same nodes, the same requests per node."""
+    from solver.context import build_context
+    from solver.repack.problem import build_problem, with_window
+
+    snapshot = zoned_cluster()
+    config = SchedulerConfig()
+    problem = build_problem(snapshot, config)
+    fresh = build_context(with_window(snapshot, set(), config.scheduler_name), problem.ctx.config).state
+    mine = problem.running()
+    assert dict(mine.state.where) == dict(fresh.where)
+    assert (mine.state.used == fresh.used).all()
+    for key in problem.origin:
+        assert mine.pod(key) is not None and mine.pod(key).key == key
