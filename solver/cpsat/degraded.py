@@ -152,8 +152,7 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
     run = runner[0]
     if not run.done:
         progress.stage("waiting for greedy's plan, to return the better of the two")
-    greedy = run.wait()
-    interrupt.check()
+    greedy = run.plan()
     better, chosen = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded=sol.degraded)
 

@@ -52,6 +52,13 @@ class GreedyRun:
             raise self.error
         return self.result if self.done else None
 
+    def plan(self) -> GreedyResult:
+        """Greedy's plan, waited for as long as it takes (what greedy raised is raised here)."""
+        result = self.wait()
+        interrupt.check()
+        assert result is not None  # finished without raising: it has its plan
+        return result
+
     @property
     def seconds(self) -> float:
         return (self.finished or time.monotonic()) - self.started

@@ -245,7 +245,7 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
         packing = packing_value(wm) if status != "INFEASIBLE" else -1
         # A packing of every pod of the component cannot be beaten: greedy is not waited for.
         if packing == full_value(wm, weights) or \
-                packing > counts_value(wm, greedy_counts(wm, run.wait(), ctx), weights):
+                packing > counts_value(wm, greedy_counts(wm, run.plan(), ctx), weights):
             log.debug("component %d: the packing hint stands in", i)
             assert wm.hint_solution is not None  # packing_value is -1 without it
             extract(wm, wm.hint_solution, sol)
@@ -253,7 +253,7 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
         else:
             # Greedy's placements for its classes stand in (components share no node and no
             # rule, so the two plans combine).
-            take_from_greedy(wm, run.wait(), ctx, sol)
+            take_from_greedy(wm, run.plan(), ctx, sol)
             sol.greedy_components += 1
     sol.solve_time = time.monotonic() - solve_start
     sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
