@@ -14,9 +14,10 @@ lexicographically, and the better of the two plans returned.
    marked. A model that would not be built in time degrades in steps (``degraded``).
 
 With one worker (``solver.workers: 1``) and a fixed seed the decision is reproducible whenever the
-time limit is not what stops it: greedy's plan, when it goes first, is waited for before the hint
-is chosen (not only while it is quick), and each component's solve is bounded by deterministic
-work, its share of the limit by pods, not by the wall-clock time the build happened to leave.
+time limit is not what stops it: the hint is chosen without greedy's plan (whether greedy had
+finished was a race between threads), greedy running beside the solve, and each component's solve
+is bounded by deterministic work, its share of the limit by pods, not by the wall-clock time the
+build happened to leave.
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
         # Nothing to decide (no pending pod, or no node to put one on): the empty model is
         # trivially optimal, and greedy's plan (every pod explained) is the same decision.
         return CpsatOutcome(greedy, Solution(), True, None, static, greedy_time, "nothing to decide")
-    greedy_first = estimated_greedy_seconds(ctx) <= GREEDY_FIRST_SHARE * limit
+    # With one worker the hint must not depend on which thread is faster (greedy finishing
+    # before the build or not): the hint is then chosen without greedy's plan, by a rule that
+    # reads no clock (the packing or first fit, ``hint.best_hint``), and greedy runs beside the
+    # solve as for a large window; its plan is still weighed against the solver's at the end.
+    greedy_first = not deterministic(ctx) and estimated_greedy_seconds(ctx) <= GREEDY_FIRST_SHARE * limit
     runner: list[GreedyRun] = []
     try:
         if greedy_first:
@@ -104,11 +109,8 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
             runner.append(GreedyRun(ctx, static))
             # The estimate cannot see pods that fail (each one costs a pass over every node and
             # a preemption dry run): if greedy overruns, the model is built and hinted without
-            # its plan, and greedy finishes beside the solve instead of eating its time. With one
-            # worker the hint must not depend on which thread is faster: greedy's plan is waited
-            # for, up to the whole limit (past it, the limit is what binds).
-            wait = limit if deterministic(ctx) else GREEDY_FIRST_WAIT_SHARE * limit
-            if runner[0].wait(wait) is None and not runner[0].done:
+            # its plan, and greedy finishes beside the solve instead of eating its time.
+            if runner[0].wait(GREEDY_FIRST_WAIT_SHARE * limit) is None and not runner[0].done:
                 log.debug("greedy still running after %.1fs; building the model beside it", time.monotonic() - start)
                 progress.stage("greedy is slow: building the model beside it")
             interrupt.check()

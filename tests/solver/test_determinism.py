@@ -1,10 +1,11 @@
 """One CP-SAT worker and a fixed seed give the same plan twice, whichever thread is faster.
 
-Greedy goes first on a small window and its plan is the solver's hint. It used to be waited for
-only 40% of the limit: a greedy that happened to be slow (a busy machine) left the model a first-fit
-hint instead, and CP-SAT, hinted differently, returned another of the equally good plans. The
-window below is one where that happened (checked against the code before the fix); greedy's delay
-is made with a sleep, the time limit is far from binding (every solve is OPTIMAL)."""
+Greedy goes first on a small window and its plan is the solver's hint. It is waited for only 40%
+of the limit: a greedy that happened to be slow (a busy machine) left the model a first-fit hint
+instead, and CP-SAT, hinted differently, returned another of the equally good plans. The window
+below is one where that happened (checked against the code before the fix: one worker now hints
+without greedy's plan); greedy's delay is made with a sleep, the time limit is far from binding
+(every solve is OPTIMAL)."""
 
 from __future__ import annotations
 
