@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -211,6 +211,42 @@ class ScoreView(Protocol):
 
     @property
     def index(self) -> Any: ...
+
+
+class Values(Protocol):
+    """A solution's values: a CP-SAT solver after its solve, or a hint read as a plan."""
+
+    def value(self, var: Any) -> int: ...
+
+
+@runtime_checkable
+class PlacementDecoder(Protocol):
+    """An encoding that decodes some classes' placements itself (``cpsat/decode.py`` asks every
+    encoding the window model holds): the classes it decodes, and their pods' nodes from the
+    model's counts (class id -> [(node, pods)])."""
+
+    def decoded_classes(self) -> set[int]: ...
+
+    def decode(self, wm: EncodeModel, counts: Mapping[int, list[tuple[int, int]]]) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class PreemptorNamer(Protocol):
+    """An encoding with a say in which placed pod a victim is evicted for: ``narrow`` keeps the
+    candidates the model chose among ``preemptors`` (all of them when it chose none), and
+    ``rank`` orders what is left (lowest first; ties go to the pod's key)."""
+
+    def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values: Values,
+               class_of: Callable[[PodInfo], int]) -> list[PodInfo]: ...
+
+    def rank(self, pod: PodInfo, victim: PodInfo) -> Any: ...
+
+
+@runtime_checkable
+class CarriesHint(Protocol):
+    """An encoding whose own variables a staged solve hints the next stage with (``hint_vars``)."""
+
+    def hint_vars(self) -> list[cp_model.IntVar]: ...
 
 
 # --------------------------------------------------------------------------- the plugin object

@@ -325,8 +325,8 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
     live = [c for c in ctx.classes if len(cand[c.id])]
     if not live:
         return not placements
-    wm = cpsat.build_component(ctx, live, static, cand, ubs, {}, ScoreContext.of(ctx),
-                               tier_weights([p.priority for p in ctx.window]), True)
+    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx),
+                                                  tier_weights([p.priority for p in ctx.window]), True), live)
     counts: dict[tuple[int, int], int] = defaultdict(int)
     for key, n in placements.items():
         counts[ctx.pod(key).class_id, n] += 1

@@ -18,6 +18,7 @@ from ortools.sat.python import cp_model
 from models.config import SchedulerConfig
 from solver import schedule, validate
 from solver.context import build_context
+from solver.cpsat import greedy_run
 from solver.cpsat import solve as cpsat
 from solver.cpsat.symmetry import canonical
 from solver.greedy import schedule_greedy
@@ -123,21 +124,21 @@ def test_greedy_that_overruns_its_estimate_finishes_beside_the_solve(monkeypatch
     pods = [make_pod(f"default/p-{i}", cpu="1", created=at(i)) for i in range(6)]
     snap = make_snapshot(nodes, pods)
     slow_seconds, limit = 3.0, 2.0
-    real = cpsat.schedule_greedy
+    real = greedy_run.schedule_greedy
 
     def slow_greedy(*args, **kwargs):
         time.sleep(slow_seconds)
         return real(*args, **kwargs)
 
     solves: list[float] = []
-    real_solve = cpsat._solve_component
+    real_solve = cpsat.solve_component
 
     def timed_solve(*args, **kwargs):
         solves.append(time.monotonic())
         return real_solve(*args, **kwargs)
 
-    monkeypatch.setattr(cpsat, "schedule_greedy", slow_greedy)
-    monkeypatch.setattr(cpsat, "_solve_component", timed_solve)
+    monkeypatch.setattr(greedy_run, "schedule_greedy", slow_greedy)
+    monkeypatch.setattr(cpsat, "solve_component", timed_solve)
     monkeypatch.setattr(cpsat, "estimated_greedy_seconds", lambda ctx: 0.0)
     config = FAST.with_overrides(time_limit_seconds=limit)
     started = time.monotonic()
@@ -249,8 +250,9 @@ def _accepts(snapshot, config) -> bool:
     live = [c for c in ctx.classes if len(cand[c.id])]
     if not live:
         return not greedy.placements
-    wm = cpsat.build_component(ctx, live, static, cand, ubs, gangs, ScoreContext.of(ctx),
-                               cpsat.tier_weights([p.priority for p in ctx.window]), config.preemption.enabled)
+    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx),
+                                                  cpsat.tier_weights([p.priority for p in ctx.window]),
+                                                  config.preemption.enabled, gangs), live)
     counts = {}
     for key, n in greedy.placements.items():
         c = ctx.pod(key).class_id

@@ -184,7 +184,7 @@ def _model(snapshot):
     cand, ubs = cpsat.candidates(ctx, classes, static, gangs, True)
     weights = cpsat.tier_weights([p.priority for p in ctx.window])
     live = [c for c in classes if len(cand[c.id])]
-    wm = cpsat.build_component(ctx, live, static, cand, ubs, gangs, ScoreContext.of(ctx), weights, True, kinds, alias)
+    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, True, gangs, kinds, alias), live)
     return ctx, static, wm, weights
 
 

@@ -17,6 +17,7 @@ from models.config import SchedulerConfig
 from solver import schedule, validate
 from solver.context import build_context
 from solver.cpsat import node_classes
+from solver.cpsat import degraded as steps
 from solver.cpsat import solve as cpsat
 from tests.builders import make_node, make_pod, make_snapshot, spread
 
@@ -26,9 +27,9 @@ CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=5.0, workers=2, see
 @pytest.fixture
 def too_big(monkeypatch):
     """Every class x node pair costs a second to build: any per-node model overruns the limit."""
-    monkeypatch.setattr(cpsat, "BUILD_SECONDS_PER_PAIR", 1.0)
+    monkeypatch.setattr(steps, "BUILD_SECONDS_PER_PAIR", 1.0)
     # ... while a node-class model of a few hundred pairs fits its share.
-    monkeypatch.setattr(cpsat, "NODE_CLASS_SECONDS_PER_PAIR", 1e-4)
+    monkeypatch.setattr(steps, "NODE_CLASS_SECONDS_PER_PAIR", 1e-4)
 
 
 def alike_cluster(seed: int = 3, nodes: int = 60, running: int = 4, pending: int = 150):
@@ -125,8 +126,8 @@ def test_a_model_that_fits_the_budget_is_not_degraded():
 def test_a_build_that_used_the_whole_limit_skips_the_solve(monkeypatch):
     # No degrading (the estimate says every model is free), and a limit the build alone uses up:
     # CP-SAT is not asked to load the model only to answer UNKNOWN.
-    monkeypatch.setattr(cpsat, "BUILD_SECONDS_PER_PAIR", 0.0)
-    monkeypatch.setattr(cpsat, "BUILD_SHARE", 0.0)
+    monkeypatch.setattr(steps, "BUILD_SECONDS_PER_PAIR", 0.0)
+    monkeypatch.setattr(steps, "BUILD_SHARE", 0.0)
     snapshot = alike_cluster(nodes=12, pending=40)
     config = CONFIG.with_overrides(time_limit_seconds=0.001)
     greedy = schedule(snapshot, config, engine="greedy")

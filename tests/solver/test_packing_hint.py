@@ -16,6 +16,7 @@ from solver import schedule, validate
 from solver.api import _plan_from
 from solver.context import build_context
 from solver.cpsat import solve as cpsat
+from solver.cpsat.decode import extract
 from solver.cpsat.hint import HintSolution, _apply, counts_value, packing_counts
 from solver.filtering import StaticFilters
 from solver.scoring import ScoreContext
@@ -41,10 +42,10 @@ def packing_plan(snapshot, config=CONFIG):
     sol = cpsat.Solution()
     value = 0
     if live:
-        wm = cpsat.build_component(ctx, live, static, cand, ubs, gangs, ScoreContext.of(ctx), weights, allow, kinds, alias)
+        wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, allow, gangs, kinds, alias), live)
         packed = packing_counts(wm)
         value = counts_value(wm, packed, weights)
-        cpsat._extract(wm, HintSolution(wm, _apply(wm, packed, set()), value), sol)
+        extract(wm, HintSolution(wm, _apply(wm, packed, set()), value), sol)
     plan = _plan_from(ctx, sol.placements, [], {}, {}, static, stats=dict(engine="cpsat", status="FEASIBLE"),
                       start=time.monotonic())
     return plan, value

@@ -33,6 +33,21 @@ class GangEncoding:
         """The keys of the gangs merged into a kind (their encodings are the kinds')."""
         return {g.key for kind in self.kinds for g in kind.gangs}
 
+    # Decoding (``plugin_api.PlacementDecoder``): the kinds' classes are decoded as whole gangs.
+    def decoded_classes(self) -> set[int]:
+        return {c.id for kind, _ in self.runs for c in kind.classes}
+
+    def decode(self, wm: EncodeModel, counts) -> dict[str, int]:
+        """Pod key -> node for the pods of the kinds' classes (``permit.decode``, kind by kind)."""
+        from .permit import decode  # permit builds on this module
+
+        out: dict[str, int] = {}
+        for kind, _ in self.runs:
+            ids = wm.state.domains(kind.topology_key)[0] if kind.topology_key is not None else None
+            preferred_ids = tuple(wm.state.domains(key)[0] for key in kind.preferred_keys)
+            out.update(decode(kind, counts, ids, preferred_ids))
+        return out
+
     def hint_vars(self) -> list[cp_model.IntVar]:
         """Every run count, the kinds' first, then per domain: what a solution's hint repeats."""
         out = [var for _, var in self.runs]

@@ -36,6 +36,21 @@ class AffinityEncoding:
     # Per victim, the class the plan names its preemptor from (``named_preemptor``); decode reads it.
     preemptor_named: dict[str, dict[int, cp_model.IntVar]] = field(default_factory=dict)
 
+    # Decoding (``plugin_api.PreemptorNamer``): which placed pod a victim is named for.
+    def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values, class_of) -> list[PodInfo]:
+        """The preemptors of the class the model chose (the victim supports every other pod's
+        affinity: ``named_preemptor``); all of them when the model named none."""
+        named = self.preemptor_named.get(victim.key)
+        if not named:
+            return preemptors
+        chosen = {c for c, b in named.items() if values.value(b)}
+        return [p for p in preemptors if class_of(p) in chosen] or preemptors
+
+    def rank(self, pod: PodInfo, victim: PodInfo) -> bool:
+        """A pod whose affinity the victim may support is named last: the victim supports every
+        pod but its own preemptor (``leans_on``)."""
+        return leans_on(pod, victim)
+
 
 def encoding(wm: WindowModel) -> AffinityEncoding:
     return wm.encoding(NAME, AffinityEncoding)
@@ -72,6 +87,7 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
 
 
 def encode(wm: WindowModel) -> None:
+    encoding(wm)  # held even when empty: the decode asks it to name every victim's preemptor
     state, m = wm.state, wm.model
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
     anchoring = _Anchoring(wm, classes, _support_components(wm, classes))
@@ -180,7 +196,7 @@ def leans_on(pod: PodInfo, victim: PodInfo) -> bool:
     """Whether ``victim`` could be what supports ``pod``'s required affinity (it matches all of
     its terms). A victim runs until its own preemptor arrives, so it supports every pod but that
     one: the model names the class of that pod (``named_preemptor``), and a plan names as
-    preemptor a pod that does not lean on it where it can (``solver/cpsat/solve.py``)."""
+    preemptor a pod that does not lean on it where it can (``AffinityEncoding.rank``)."""
     return bool(pod.affinity) and AllTerms(pod.affinity).matches(victim)
 
 
@@ -188,7 +204,7 @@ def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntV
     """Per class that may evict ``victim`` at one of its levels, the literal "the plan names a pod
     of this class, placed on the victim's node, as its preemptor": exactly one when it is evicted,
     at the level it is evicted at (``victim_room``). Created once per victim, for victims whose
-    support some pod's affinity reads (``solver/cpsat/solve.py`` names the preemptor from them)."""
+    support some pod's affinity reads (``AffinityEncoding.narrow`` names the preemptor from them)."""
     named = encoding(wm).preemptor_named.get(victim.key)
     if named is None:
         m, n = wm.model, wm.evict_pod[victim.key][1]

@@ -1,0 +1,85 @@
+"""Reading a plan off a solved model: placements from the counts x[c, n], victims with the pod each
+is evicted for (``extract``), and greedy's placements standing in for a component the solve found
+nothing for (``take_from_greedy``).
+
+The engine calls no plugin by name here: an encoding the window model holds that decodes some
+classes itself (gang kinds: whole gangs) declares it (``plugin_api.PlacementDecoder``), and one that
+has a say in a victim's preemptor (inter-pod affinity) declares that (``plugin_api.PreemptorNamer``)."""
+
+from __future__ import annotations
+
+from ..greedy import GreedyResult
+from ..plugin_api import PlacementDecoder, PreemptorNamer, Values, Victim
+from ..plugins.preemption import victim_room
+from .model import WindowModel
+from .outcome import Solution
+
+
+def extract(wm: WindowModel, values: Values, sol: Solution) -> None:
+    """Add the plan ``values`` (a solved CP-SAT solver, or a hint read as a plan) gives ``wm``'s
+    classes to ``sol``."""
+    counts: dict[int, list[tuple[int, int]]] = {}
+    for (c, n), var in wm.x.items():
+        k = values.value(var)
+        if k:
+            counts.setdefault(c, []).append((n, k))
+    encodings = list(wm.encodings.values())
+    decoders = [enc for enc in encodings if isinstance(enc, PlacementDecoder)]
+    decoded: set[int] = set()
+    for dec in decoders:
+        decoded |= dec.decoded_classes()
+    placed_on: dict[int, list] = {}
+    for cls in wm.classes:
+        if cls.id in decoded:
+            continue
+        pods = iter(cls.pods)
+        for n, k in sorted(counts.get(cls.id, [])):
+            for _ in range(k):
+                pod = next(pods)
+                sol.placements[pod.key] = n
+                placed_on.setdefault(n, []).append(pod)
+    for dec in decoders:
+        for key, n in dec.decode(wm, counts).items():
+            sol.placements[key] = n
+            placed_on.setdefault(n, []).append(wm.ctx.pod(key))
+    namers = [enc for enc in encodings if isinstance(enc, PreemptorNamer)]
+    for key, var in wm.evict.items():
+        if values.value(var):
+            victim, n = wm.evict_pod[key]
+            level = next(lv for lv, lam in wm.evict_level[key].items() if values.value(lam))
+            preemptors = [p for p in placed_on.get(n, []) if p.priority == level and victim_room.may_preempt(p, victim)]
+            for namer in namers:
+                preemptors = namer.narrow(victim, preemptors, values, wm.class_of)
+            preemptor = min(preemptors, key=lambda p: (tuple(namer.rank(p, victim) for namer in namers), p.key))
+            sol.victims.append(Victim(victim, n, preemptor.key))
+            sol.nominations[preemptor.key] = n
+
+
+def take_from_greedy(wm: WindowModel, greedy: GreedyResult, ctx, sol: Solution) -> None:
+    """Greedy's placements, victims and nominations for ``wm``'s classes (components share no
+    node and no rule, so greedy's plan for one combines with the solver's for the others)."""
+    classes = {c.id for c in wm.classes}
+    members = {p.key for c in wm.classes for p in c.pods}
+    for key, node in greedy.placements.items():
+        if wm.class_of(ctx.pod(key)) in classes:
+            sol.placements[key] = node
+    for victim in greedy.victims:
+        if victim.preemptor in members:
+            sol.victims.append(victim)
+    for key, node in greedy.nominations.items():
+        if key in members:
+            sol.nominations[key] = node
+
+
+def packing_value(wm: WindowModel) -> int:
+    """The packing hint's placement value, or -1 when the hint was not the packing."""
+    return wm.hint_solution.placement_value if wm.hint_solution is not None else -1
+
+
+def full_value(wm: WindowModel, weights: dict[int, int]) -> int:
+    """The placement value of every pod of the component placed."""
+    return sum(weights[c.rep.priority] * c.size for c in wm.classes)
+
+
+def placement_value(wm: WindowModel, values: Values) -> int:
+    return sum(coeff * values.value(var) for var, coeff in wm.level("placement").terms)

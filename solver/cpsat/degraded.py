@@ -1,0 +1,158 @@
+"""The decision in steps down from the per-node model, when building it would overrun the time
+limit: node classes (``node_classes``), greedy for what they leave, or greedy's plan alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+
+from .. import interrupt, progress
+from ..filtering import StaticFilters
+from ..greedy import schedule_greedy
+from ..scoring import ScoreContext, final_state
+from . import node_classes
+from .build import BuildInput, build_component, candidates
+from .choose import choose
+from .components import components
+from .decode import extract, placement_value
+from .greedy_run import GreedyRun
+from .hint import best_hint, counts_value, first_fit_counts
+from .model import HintSolution
+from .outcome import CpsatOutcome, Solution
+from .stages import (COMPLETE_HINT_SHARE, MIN_COMPONENT_SECONDS, component_deadlines, solve_component,
+                     time_left)
+
+log = logging.getLogger("cpsat_scheduler.solver")
+
+# What one class x node pair costs, from the build through CP-SAT loading the model (measured on
+# the realistic medium dump, 2 busy cores: 33 s to build 320,000 pairs, 10 s for CP-SAT to load
+# their 640,000 variables).
+BUILD_SECONDS_PER_PAIR = 1.3e-4
+# Share of the time left the build may be estimated to take before the decision degrades.
+BUILD_SHARE = 0.4
+# ... and the degrading is decided before the candidate pass when the static filters' upper bound
+# on the pairs is this many times past that share (resources and rules prune rarely more).
+EARLY_FACTOR = 4
+# The node-class model costs more per pair (each pseudo node holds many running pods, and its
+# fixed costs weigh more at this size): measured 6 s for 15,680 pairs on 2 busy cores. It may take
+# this share of the time left, the rest is the solve's.
+NODE_CLASS_SECONDS_PER_PAIR = 3e-4
+NODE_CLASS_BUILD_SHARE = 0.3
+
+
+def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float, pairs: int, weights,
+              allow_preemption: bool, bound_only: bool = False) -> CpsatOutcome:
+    """The decision in steps down from the per-node model: (a) node classes (``node_classes``),
+    when the window allows them and some bucketing fits the budget; else (c) greedy's plan."""
+    build_start = time.monotonic()
+    budget_pairs = node_classes.pairs_budget(NODE_CLASS_BUILD_SHARE * (deadline - build_start), NODE_CLASS_SECONDS_PER_PAIR)
+    why = node_classes.not_eligible(ctx, allow_preemption)
+    buckets = None
+    if why is None:
+        buckets = node_classes.choose_buckets(ctx, budget_pairs // max(len(ctx.classes), 1))
+        if buckets is None:
+            why = f"even {node_classes.MIN_BUCKETS} free-room buckets leave too many node classes"
+    estimate = f"{'up to ' if bound_only else ''}{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
+    if buckets is None:
+        step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
+        progress.stage(f"degraded to {step}; waiting for greedy's plan")
+        if not runner:
+            runner.append(GreedyRun(ctx, static))
+        run = runner[0]
+        greedy = run.wait()
+        interrupt.check()
+        return CpsatOutcome(greedy, None, False, f"degraded to {step}", static, run.seconds, degraded="greedy")
+    reduced = node_classes.reduce(ctx, buckets)
+    rctx = reduced.ctx
+    rstatic = StaticFilters(rctx.nodes, rctx.window)
+    cand, ubs = candidates(rctx, rctx.classes, rstatic, {}, allow_preemption)
+    parts = components([c for c in rctx.classes if len(cand[c.id])], cand, {}, allow_preemption, rctx.state)
+    rpairs = sum(len(cand[c.id]) for part in parts for c in part)
+    step = (f"node classes: the per-node model ({estimate}) would overrun the time limit; "
+            f"{len(ctx.nodes):,} nodes make {len(rctx.nodes):,} node classes ({buckets} free-room buckets per resource)")
+    progress.stage(f"degraded to {step}: building {rpairs:,} class x node-class pair(s); {time_left(start, deadline)}")
+    sctx = ScoreContext.of(rctx)
+    inp = BuildInput(rctx, rstatic, cand, ubs, sctx, weights, allow_preemption)
+    models = [build_component(inp, part) for part in parts]
+    sol = Solution(components=len(parts), degraded="node classes", node_classes=len(rctx.nodes))
+    for wm in models:
+        nv, nc = wm.size()
+        sol.variables += nv
+        sol.constraints += nc
+    hint_budget = COMPLETE_HINT_SHARE * max(0.0, deadline - time.monotonic()) / max(len(models), 1)
+    fallbacks = []  # per component, the hint read as a plan: what stands when the solve finds less
+    for wm in models:
+        best_hint(wm, None, rctx, weights, hint_budget)
+        if wm.hint_solution is None:
+            counts = first_fit_counts(wm)
+            fallbacks.append(HintSolution(wm, counts, counts_value(wm, counts, weights)))
+        else:
+            fallbacks.append(wm.hint_solution)
+    sol.build_time = time.monotonic() - build_start
+    solve_start = time.monotonic()
+    pseudo = Solution()
+    if time.monotonic() >= deadline:
+        # The build used the whole limit: CP-SAT would spend its loading time to answer UNKNOWN.
+        progress.stage("the build used the time limit: the solve is skipped, the packing hint stands")
+        sol.solve_skipped = True
+    else:
+        progress.stage(f"solving over node classes: {sol.variables:,} variables, {sol.constraints:,} constraints; "
+                       f"{time_left(start, deadline)}")
+    deadlines = component_deadlines(parts, solve_start, deadline)
+    for i, wm in enumerate(models):
+        solver, status = None, "UNKNOWN"
+        if not sol.solve_skipped:
+            # Without presolve: on the realistic medium dump's 10,644 variables presolve took 6.5 s
+            # of 7.7 and the search then found nothing; without it the search starts at once.
+            solver, status, _, _ = solve_component(wm, ctx.config.solver, max(deadlines[i], time.monotonic() + MIN_COMPONENT_SECONDS),
+                                                    presolve=False)
+        if solver is not None and fallbacks[i].placement_value <= placement_value(wm, solver):
+            extract(wm, solver, pseudo)
+        else:
+            extract(wm, fallbacks[i], pseudo)
+            sol.hint_components += 1
+    sol.placements, lost = node_classes.decode(reduced, ctx, pseudo.placements)
+    sol.decode_lost = lost
+    rest = [p for p in ctx.window if p.key not in sol.placements]
+    if rest:  # cheaper than the whole window's greedy run, which is waited for anyway
+        # (c) greedy for the rest: what the node-class plan left (what the solve found no place
+        # for in its time, what decoding could not fit) goes through scheduleOne on top of it.
+        progress.stage(f"greedy for the rest: {len(rest):,} pod(s) the node-class plan left")
+        state = ctx.state.copy()
+        for key, n in sol.placements.items():
+            state.add(ctx.pod(key), n)
+        cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
+        with interrupt.stoppable(cancel=cancel):
+            more = schedule_greedy(dataclasses.replace(ctx, window=rest), static=static, allow_preemption=False,
+                                   state=state, cancel=cancel)
+        interrupt.check()
+        sol.placements.update(more.placements)
+        sol.greedy_rest = len(more.placements)
+        sol.degraded = "node classes + greedy for the rest"
+    sol.solve_time = time.monotonic() - solve_start
+    # Bounds over node classes are not bounds of the real problem: none are reported.
+    sol.status = "FEASIBLE"
+    log.debug("node classes: %d, %d variables, %d constraints, %d pod(s) lost in decoding",
+              len(rctx.nodes), sol.variables, sol.constraints, lost)
+    scored = final_state.affordable(ctx)
+    if len(sol.placements) == len(ctx.window) and not (runner and runner[0].done) and not scored:
+        # Every pod placed, no victim: greedy's plan cannot be better (``plan_value``). The
+        # whole window's greedy run is started only when it may be (it would hold the
+        # interpreter through the build), so usually it never runs.
+        for run in runner:
+            run.cancel.set()
+            run.wait()
+        interrupt.check()
+        return CpsatOutcome(None, sol, True, None, static, runner[0].seconds if runner else 0.0,
+                            "greedy not needed: the solver's plan places every pod", degraded=sol.degraded)
+    if not runner:
+        runner.append(GreedyRun(ctx, static))
+    run = runner[0]
+    if not run.done:
+        progress.stage("waiting for greedy's plan, to return the better of the two")
+    greedy = run.plan()
+    better, chosen = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
+    return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded=sol.degraded)
+
