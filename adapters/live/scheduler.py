@@ -72,6 +72,45 @@ log = logging.getLogger(__name__)
 QUIET_GEN0_THRESHOLD = 10_000
 
 
+class InterpreterTuning:
+    """The process-wide settings a running scheduler wants (`LiveOptions.switch_interval`,
+    `quiet_collector`): set by the first scheduler started in the process, given back as they
+    were by the last one stopped (tests and `--simulate` run several in one process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._switch_before = 0.0
+        self._gc_before: Optional[tuple[int, ...]] = None
+
+    def acquire(self, switch_interval: Optional[float], quiet_collector: bool) -> None:
+        with self._lock:
+            self._users += 1
+            if self._users > 1:
+                return
+            self._switch_before = sys.getswitchinterval()
+            if switch_interval is not None:
+                sys.setswitchinterval(switch_interval)
+            if quiet_collector:
+                self._gc_before = gc.get_threshold()
+                gc.freeze()
+                gc.set_threshold(QUIET_GEN0_THRESHOLD, *self._gc_before[1:])
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            sys.setswitchinterval(self._switch_before)
+            if self._gc_before is not None:
+                gc.set_threshold(*self._gc_before)
+                gc.unfreeze()  # back in the collector's sight: the process may go on without us
+                self._gc_before = None
+
+
+_INTERPRETER = InterpreterTuning()
+
+
 class GcClock:
     """Seconds spent in the cyclic collector, per generation (debug logs only: a pause of the
     whole process shows on whichever window or bind it falls)."""
@@ -172,8 +211,7 @@ class Scheduler:
         self._started = False
         self._stopped = False
         self._gc_clock: Optional[GcClock] = None
-        self._switch_interval_before: Optional[float] = None
-        self._gc_before: Optional[tuple[int, ...]] = None  # the collector's thresholds before start
+        self._tuned = False  # the interpreter's settings are ours (`InterpreterTuning`) until stop
         self._froze_synced = False  # the cluster as first listed was put out of the collector's sight
         # Leadership terms: a window decided in one term is not acted on in another (another
         # leader may have acted in between), and a new term first lists pods and nodes afresh.
@@ -185,17 +223,13 @@ class Scheduler:
     def start(self) -> "Scheduler":
         """Start watching, electing, serving and scheduling; returns at once."""
         self._started = True
-        if self.options.switch_interval is not None:  # process-wide: the scheduler is the process's work
-            self._switch_interval_before = sys.getswitchinterval()
-            sys.setswitchinterval(self.options.switch_interval)
-        if self.options.quiet_collector and self._gc_before is None:
+        if self.options.switch_interval is not None or self.options.quiet_collector:
             # Every full collection walks every tracked object: the client's thousands of model
             # classes, the solver's and pydantic's, then the whole cluster, and holds every thread
             # meanwhile (the watch included: a pod's latency started before its ADDED event was
             # read). None of that is garbage in a cycle; refcounting still frees what is dropped.
-            self._gc_before = gc.get_threshold()
-            gc.freeze()
-            gc.set_threshold(QUIET_GEN0_THRESHOLD, *self._gc_before[1:])
+            _INTERPRETER.acquire(self.options.switch_interval, self.options.quiet_collector)
+            self._tuned = True
         if log.isEnabledFor(logging.DEBUG) and self._gc_clock is None:
             self._gc_clock = GcClock()
             gc.callbacks.append(self._gc_clock)
@@ -233,11 +267,9 @@ class Scheduler:
             self.status_server.stop()
         if self._gc_clock is not None and self._gc_clock in gc.callbacks:
             gc.callbacks.remove(self._gc_clock)
-        if self._switch_interval_before is not None:
-            sys.setswitchinterval(self._switch_interval_before)
-        if self._gc_before is not None:
-            gc.set_threshold(*self._gc_before)
-            gc.unfreeze()  # back in the collector's sight: this process may go on without us
+        if self._tuned:
+            self._tuned = False
+            _INTERPRETER.release()
         log.info("scheduler stopped")
 
     def wait_synced(self, timeout: float) -> bool:
@@ -268,7 +300,7 @@ class Scheduler:
             if not (self.elector.is_leader() and self.cache.synced and self._caught_up()):
                 self._stopping.wait(STANDBY_POLL_SECONDS)
                 continue
-            if self._gc_before is not None and not self._froze_synced:
+            if self._tuned and self.options.quiet_collector and not self._froze_synced:
                 self._froze_synced = True
                 gc.freeze()  # the cluster as first listed: long-lived, walked by no collection now
             try:

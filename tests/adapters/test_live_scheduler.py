@@ -404,6 +404,23 @@ def test_a_running_scheduler_shortens_the_switch_interval_and_gives_it_back(make
     assert sys.getswitchinterval() == pytest.approx(before)
 
 
+def test_the_interpreter_settings_last_until_the_last_scheduler_stops(make_cluster: Callable[..., Cluster]) -> None:
+    # Two replicas in one process (as the leader-election tests run them): the first to stop
+    # leaves the settings to the one still running; the last gives back the process's own.
+    import gc
+    import sys
+
+    before, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    cluster = make_cluster()
+    first = cluster.scheduler(options=fast_options(switch_interval=0.002))
+    second = cluster.scheduler(options=fast_options(switch_interval=0.002))
+    assert gc.get_threshold()[0] > thresholds[0]
+    first.stop()
+    assert sys.getswitchinterval() == pytest.approx(0.002) and gc.get_threshold()[0] > thresholds[0]
+    second.stop()
+    assert sys.getswitchinterval() == pytest.approx(before) and gc.get_threshold() == thresholds
+
+
 def test_debug_log_breaks_each_pods_latency_down(make_cluster: Callable[..., Cluster],
                                                  caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="adapters.live")
