@@ -63,6 +63,7 @@ class PhaseResult:
     seconds: float  # from the first creation (backlog: the scheduler's start) to the last binding
     p50: Optional[float] = None
     p99: Optional[float] = None
+    p90: Optional[float] = None
     max: Optional[float] = None
     throughput: Optional[float] = None  # bindings per second
     cpu_seconds: Optional[float] = None  # the scheduler process's, over the phase
@@ -102,6 +103,7 @@ def phase_result(recorder: Recorder, names: list[str], *, trim: bool = False,
     if latencies and since is None:
         result.p50, result.p99, result.max = (_percentile(latencies, 0.5), _percentile(latencies, 0.99),
                                               max(latencies))
+        result.p90 = _percentile(latencies, 0.9)
     if trim and len(binds) >= 10:
         low, high = binds[len(binds) // 10], binds[(len(binds) * 9) // 10]
         middle = (len(binds) * 9) // 10 - len(binds) // 10
@@ -188,6 +190,10 @@ class Bench:
         while time.monotonic() < deadline and any(recorder.count_events(names) < result.bound
                                                   for names, result in phases.values()):
             time.sleep(0.1)
+        if args.keep_logs:  # each pod's times as the bench saw them (monotonic, comparable with the scheduler's log)
+            with recorder.lock, open(Path(args.keep_logs) / f"pods-{engine}.tsv", "w") as out:
+                for name, created in sorted(recorder.created.items()):
+                    out.write(f"{name}\t{created:.4f}\t{recorder.bound.get(name, float('nan')):.4f}\n")
         for names, result in phases.values():
             result.events = recorder.count_events(names)
         empty = PhaseResult(pods=0, bound=0, seconds=0.0)
@@ -328,7 +334,7 @@ def report(results: list[EngineResult], args: argparse.Namespace) -> str:
              f"{os.cpu_count()} cores",
              "",
              f"{'engine':<{width}} {'phase':<8} {'bound':>11} {'seconds':>8} {'pods/s':>8} {versus:>9} {'p50':>7} "
-             f"{'p99':>7} {'CPU s':>7} {'CPU ms/pod':>10} {'events':>11}"]
+             f"{'p90':>7} {'p99':>7} {'CPU s':>7} {'CPU ms/pod':>10} {'events':>11}"]
     base = {name: phase for r in results if r.engine == baseline for name, phase in _rows(r)}
     for r in results:
         for name, ph in _rows(r):
@@ -339,7 +345,7 @@ def report(results: list[EngineResult], args: argparse.Namespace) -> str:
             per_pod = (f"{1000 * ph.cpu_seconds / ph.bound:.1f}" if ph.cpu_seconds is not None and ph.bound
                        else "-")
             lines.append(f"{r.engine:<{width}} {name:<8} {ph.bound:>5}/{ph.pods:<5} {ph.seconds:>8.2f} "
-                         f"{_fmt(ph.throughput, ''):>8} {ratio:>9} {_ms(ph.p50):>7} {_ms(ph.p99):>7} "
+                         f"{_fmt(ph.throughput, ''):>8} {ratio:>9} {_ms(ph.p50):>7} {_ms(ph.p90):>7} {_ms(ph.p99):>7} "
                          f"{_fmt(ph.cpu_seconds, ''):>7} {per_pod:>10} {ph.events:>5}/{ph.bound:<5}")
     lines.append("")
     for r in results:

@@ -412,6 +412,7 @@ class Binder:
             return False
         if p.claims and not self._prebind_claims(p):
             return False
+        sent = self.clock.now()
         try:
             call_with_retries(bind, what=f"bind {key} to {p.node}", backoffs=self.settings.backoffs,
                               sleep=self.clock.sleep, should_continue=self.is_leader)
@@ -420,7 +421,7 @@ class Binder:
             if p.claims and not ok and not self.cache.is_assumed(key):  # not bound, nor maybe bound
                 self._release_claims(key)
             return ok
-        self._bound(p)
+        self._bound(p, sent)
         return True
 
     @property
@@ -479,7 +480,7 @@ class Binder:
                 return False
         return True
 
-    def _bound(self, p: Placement) -> None:
+    def _bound(self, p: Placement, sent: Optional[float] = None) -> None:
         bind_log.info("bound %s to %s", p.key, p.node)
         if self._claim_writer is not None:
             self._claim_writer.settled(p.key)
@@ -487,7 +488,13 @@ class Binder:
         self.queue.done(p.key)
         self.metrics.binds.labels(result="bound").inc()
         self.metrics.attempts.labels(result="scheduled").inc()
-        self.metrics.e2e_latency.observe(max(0.0, self.clock.now() - p.qp.initial))
+        now = self.clock.now()
+        self.metrics.e2e_latency.observe(max(0.0, now - p.qp.initial))
+        if log.isEnabledFor(logging.DEBUG):  # where a pod's latency went: queued, decided, bound
+            log.debug("latency of %s: %.1f ms in the queue, %.1f ms from window to bound (the bind call %.1f ms); "
+                      "queued at %.4f, bound at %.4f (monotonic)",
+                      p.key, 1000 * (p.qp.taken - p.qp.initial), 1000 * (now - p.qp.taken),
+                      1000 * (now - sent) if sent is not None else float("nan"), p.qp.initial, now)
         self.reporter.scheduled(p.pod, p.node)
         self.on_bound(p)
 

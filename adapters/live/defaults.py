@@ -21,9 +21,15 @@ DEFAULT_WINDOW_WAIT_MS = 200
 # of the cluster, validation, a bind batch), and at 100 pods/s one window per pod spent 6.8 ms
 # of CPU per pod where windows of ~4 pods spend 4.2, for ~25 ms more latency (p50 6 -> 29 ms,
 # p99 80 -> 63 ms; `python -m adapters.bench.live --burst 0 --backlog 0`, 500 nodes; 20 ms gave
-# 5.0 ms/pod, 50 ms 3.9 ms/pod at p50 46 ms). A lone pod, or the first after a lull, never
-# waits. 0: never.
-DEFAULT_BATCH_WAIT_MS = 30
+# 5.0 ms/pod, 50 ms 3.9 ms/pod at p50 46 ms). Against a real kube-apiserver the saving is not
+# there: a pod's CPU is mostly its watch events, bind and event writes (TLS, JSON), and the loop
+# is slow enough to batch by itself: 30, 10 and 0 ms all spent 3.1-3.2 ms of CPU per pod at
+# 100 pods/s (windows of 5.5, 4.3 and 5.8 pods), while every window's first pod paid the wait
+# in latency. So it is 10 ms. A lone pod, or the first after a lull, never waits. 0: never.
+DEFAULT_BATCH_WAIT_MS = 10
+# The interpreter's switch interval while the live scheduler runs (seconds; Python's default is
+# 0.005). See `LiveOptions.switch_interval`.
+DEFAULT_SWITCH_INTERVAL = 0.001
 # Windows of at most this many pods, none of which needs a joint decision, are decided by
 # scheduleOne whatever the engine (see `Scheduler.is_quick`). Under light load the adaptive
 # window makes windows of a few pods, and a CP-SAT model would cost each of them a second (the

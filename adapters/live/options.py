@@ -20,6 +20,7 @@ from .defaults import (  # the defaults the command line shows, kept where they 
     DEFAULT_UNCERTAIN_BIND_TTL as DEFAULT_UNCERTAIN_BIND_TTL,
     HOUSEKEEPING_SECONDS as HOUSEKEEPING_SECONDS,
     STALL_GRACE_SECONDS as STALL_GRACE_SECONDS,
+    DEFAULT_SWITCH_INTERVAL as DEFAULT_SWITCH_INTERVAL,
 )
 from .informer import RECONNECT_BACKOFFS, WATCH_TIMEOUT_SECONDS
 from .leader import LeaseSettings
@@ -49,6 +50,14 @@ class LiveOptions:
     watch_timeout: int = WATCH_TIMEOUT_SECONDS
     housekeeping: float = HOUSEKEEPING_SECONDS
     stall_timeout: Optional[float] = None  # None: 3 x the solver's time limit + STALL_GRACE_SECONDS; 0: never
+    # How long a thread may hold the interpreter while another waits for it (seconds;
+    # `sys.setswitchinterval`, Python's default 5 ms; None: left as it is). A pod passes through
+    # four threads (watch, loop, bind, events) and each hand-over can wait a whole interval
+    # behind a thread that is parsing; a shorter one cuts that wait (see DEFAULT_SWITCH_INTERVAL).
+    switch_interval: Optional[float] = DEFAULT_SWITCH_INTERVAL
+    # Keep the cyclic collector off what lives for good (see `Scheduler.start`): the interpreter's
+    # modules at start, the cluster as first listed, and collect the young less often.
+    quiet_collector: bool = True
 
     def __post_init__(self) -> None:
         if self.window_size < 1:
@@ -61,5 +70,7 @@ class LiveOptions:
             raise ValueError("batch wait must be >= 0")
         if self.stall_timeout is not None and self.stall_timeout < 0:
             raise ValueError("stall timeout must be >= 0")
+        if self.switch_interval is not None and self.switch_interval <= 0:
+            raise ValueError("switch interval must be > 0")
         if self.bind_concurrency < 1:
             raise ValueError("bind concurrency must be at least 1")

@@ -56,6 +56,7 @@ class QueuedPod:
     timestamp: float  # queue time: ordering among equal priorities, start of backoff
     initial: float  # when the pod first entered the queue (end-to-end latency starts here)
     attempts: int = 0  # times taken into a window
+    taken: float = 0.0  # when it was last taken into a window (for the latency breakdown in debug logs)
     failures: int = 0  # failed attempts (unschedulable or error), for the backoff length
     message: str = ""  # why it was last found unschedulable
     # a relevant change (of the pod, or an event that may help it) came while it was in flight
@@ -253,6 +254,7 @@ class SchedulingQueue:
     def _start(self, qp: QueuedPod, window: list[QueuedPod], taken: set[str]) -> None:
         self._set(qp.key, IN_FLIGHT)
         qp.attempts += 1
+        qp.taken = self.clock.now()
         qp.changed_in_flight = False
         window.append(qp)
         taken.add(qp.key)

@@ -34,8 +34,11 @@ on in the next.
 
 from __future__ import annotations
 
+import gc
 import logging
+import sys
 import threading
+import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,6 +65,65 @@ from .serving import StatusServer
 from .units import form_units
 
 log = logging.getLogger(__name__)
+
+# The collector's first threshold while the scheduler runs (allocations less deallocations
+# between young collections; Python's default is 700). Parsing one pod event makes hundreds of
+# objects, so at 700 a collection ran every event or two and promoted what was only half parsed.
+QUIET_GEN0_THRESHOLD = 10_000
+
+
+class InterpreterTuning:
+    """The process-wide settings a running scheduler wants (`LiveOptions.switch_interval`,
+    `quiet_collector`): set by the first scheduler started in the process, given back as they
+    were by the last one stopped (tests and `--simulate` run several in one process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._switch_before = 0.0
+        self._gc_before: Optional[tuple[int, ...]] = None
+
+    def acquire(self, switch_interval: Optional[float], quiet_collector: bool) -> None:
+        with self._lock:
+            self._users += 1
+            if self._users > 1:
+                return
+            self._switch_before = sys.getswitchinterval()
+            if switch_interval is not None:
+                sys.setswitchinterval(switch_interval)
+            if quiet_collector:
+                self._gc_before = gc.get_threshold()
+                gc.freeze()
+                gc.set_threshold(QUIET_GEN0_THRESHOLD, *self._gc_before[1:])
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            sys.setswitchinterval(self._switch_before)
+            if self._gc_before is not None:
+                gc.set_threshold(*self._gc_before)
+                gc.unfreeze()  # back in the collector's sight: the process may go on without us
+                self._gc_before = None
+
+
+_INTERPRETER = InterpreterTuning()
+
+
+class GcClock:
+    """Seconds spent in the cyclic collector, per generation (debug logs only: a pause of the
+    whole process shows on whichever window or bind it falls)."""
+
+    def __init__(self) -> None:
+        self.spent = [0.0, 0.0, 0.0]
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.spent[info.get("generation", 2)] += time.perf_counter() - self._start
 
 # After an unexpected error in a cycle, pause this long (seconds) so a persistent bug cannot spin.
 CYCLE_ERROR_PAUSE_SECONDS = 1.0
@@ -148,6 +210,9 @@ class Scheduler:
                               else 3 * self.config.solver.time_limit_seconds + STALL_GRACE_SECONDS)
         self._started = False
         self._stopped = False
+        self._gc_clock: Optional[GcClock] = None
+        self._tuned = False  # the interpreter's settings are ours (`InterpreterTuning`) until stop
+        self._froze_synced = False  # the cluster as first listed was put out of the collector's sight
         # Leadership terms: a window decided in one term is not acted on in another (another
         # leader may have acted in between), and a new term first lists pods and nodes afresh.
         self._term = 0
@@ -158,6 +223,16 @@ class Scheduler:
     def start(self) -> "Scheduler":
         """Start watching, electing, serving and scheduling; returns at once."""
         self._started = True
+        if self.options.switch_interval is not None or self.options.quiet_collector:
+            # Every full collection walks every tracked object: the client's thousands of model
+            # classes, the solver's and pydantic's, then the whole cluster, and holds every thread
+            # meanwhile (the watch included: a pod's latency started before its ADDED event was
+            # read). None of that is garbage in a cycle; refcounting still frees what is dropped.
+            _INTERPRETER.acquire(self.options.switch_interval, self.options.quiet_collector)
+            self._tuned = True
+        if log.isEnabledFor(logging.DEBUG) and self._gc_clock is None:
+            self._gc_clock = GcClock()
+            gc.callbacks.append(self._gc_clock)
         self.reporter.start()
         for informer in self.informers:
             informer.start()
@@ -190,6 +265,11 @@ class Scheduler:
             informer.join(5.0)
         if self.status_server is not None:
             self.status_server.stop()
+        if self._gc_clock is not None and self._gc_clock in gc.callbacks:
+            gc.callbacks.remove(self._gc_clock)
+        if self._tuned:
+            self._tuned = False
+            _INTERPRETER.release()
         log.info("scheduler stopped")
 
     def wait_synced(self, timeout: float) -> bool:
@@ -220,6 +300,9 @@ class Scheduler:
             if not (self.elector.is_leader() and self.cache.synced and self._caught_up()):
                 self._stopping.wait(STANDBY_POLL_SECONDS)
                 continue
+            if self._tuned and self.options.quiet_collector and not self._froze_synced:
+                self._froze_synced = True
+                gc.freeze()  # the cluster as first listed: long-lived, walked by no collection now
             try:
                 self.run_cycle(term)
             except Exception:  # noqa: BLE001 - the loop must outlive a bug in one cycle
@@ -286,9 +369,11 @@ class Scheduler:
         self._busy_phase = "bind"
         self.bind_or_evict(units)
         result.units, result.acted = len(units), True
-        log.debug("window of %d pods: %s; %d placed, %d unschedulable, %d preempted (%s)", len(window),
-                  ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items()), len(plan.assignments),
-                  result.unschedulable, len(plan.preemptions), plan.stats.status)
+        log.debug("window of %d pods: %s; %d placed, %d unschedulable, %d preempted (%s)%s", len(window),
+                  ", ".join(f"{k} {v:.3f}s" for k, v in result.timings.items()), len(plan.assignments),
+                  result.unschedulable, len(plan.preemptions), plan.stats.status,
+                  "; collector so far " + "/".join(f"{t:.2f}" for t in self._gc_clock.spent) + " s"
+                  if self._gc_clock is not None else "")
         return result
 
     @contextmanager

@@ -17,7 +17,9 @@ from adapters.bench.live_target import RUN_LABEL
 
 def _check(result: bench.EngineResult, *, steady: int, burst: int, backlog: int) -> None:
     assert (result.sustained.pods, result.sustained.bound) == (steady, steady)
-    assert result.sustained.p50 is not None and 0 < result.sustained.p50 <= result.sustained.p99 <= result.sustained.max
+    sustained = result.sustained
+    assert sustained.p50 is not None and sustained.p90 is not None and sustained.p99 is not None
+    assert 0 < sustained.p50 <= sustained.p90 <= sustained.p99 <= sustained.max
     assert result.burst is not None and result.burst.bound == burst and result.burst.throughput
     assert result.backlog is not None and result.backlog.bound == backlog and result.backlog.seconds > 0
     for phase in (result.sustained, result.burst, result.backlog):
@@ -43,9 +45,16 @@ def test_kubeconfig_mode_creates_fake_nodes_and_cleans_up(tmp_path: Path) -> Non
                               else None)
     try:
         kubeconfig = server.kubeconfig_path(tmp_path)
+        logs = tmp_path / "logs"
+        logs.mkdir()
         (result,) = bench.run(kubeconfig=kubeconfig, nodes=6, rate=10.0, duration=1.0, burst=12, backlog=8,
-                              engine="greedy", window_wait=20)
+                              engine="greedy", window_wait=20, keep_logs=str(logs))
         _check(result, steady=10, burst=12, backlog=8)
+        # --keep-logs: each pod's creation and binding as the bench saw them, on the clock the
+        # scheduler's debug log uses for its own latency breakdown of the same pods
+        times = [line.split("\t") for line in (logs / "pods-greedy.tsv").read_text().splitlines()]
+        assert len(times) == 10 + 12 + 8 and all(float(bound) >= float(created) for _, created, bound in times)
+        assert "ms in the queue" in (logs / "scheduler-greedy.log").read_text()
         assert len(made) == 6 and all(RUN_LABEL in n["metadata"]["labels"] for n in made)
         assert all({"type": "Ready", "status": "True"}.items() <= c.items()
                    for n in made for c in n["status"]["conditions"])

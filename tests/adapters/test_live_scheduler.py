@@ -390,3 +390,49 @@ def test_a_backlog_window_scheduleone_leaves_pods_out_of_goes_to_the_model(make_
 def test_without_greedy_whole_windows_every_large_window_goes_to_the_model(make_cluster: Callable[..., Cluster]) -> None:
     sched = _backlog(make_cluster, [], greedy_whole=False)
     assert status_count(sched, "OPTIMAL") >= 1 and status_count(sched, "GREEDY") == 0
+
+
+def test_a_running_scheduler_shortens_the_switch_interval_and_gives_it_back(make_cluster: Callable[..., Cluster]) -> None:
+    # A pod passes through the watch, loop, bind and event threads; each hand-over may wait a
+    # whole switch interval behind a busy thread, so the scheduler runs with a shorter one.
+    import sys
+
+    before = sys.getswitchinterval()
+    cluster = make_cluster()
+    sched = cluster.scheduler(options=fast_options(switch_interval=0.002))
+    assert sys.getswitchinterval() == pytest.approx(0.002)
+    cluster.create(pod("quick"))
+    assert wait_for(lambda: cluster.node_of("quick"))
+    sched.stop()
+    assert sys.getswitchinterval() == pytest.approx(before)
+
+
+def test_the_interpreter_settings_last_until_the_last_scheduler_stops(make_cluster: Callable[..., Cluster]) -> None:
+    # Two replicas in one process (as the leader-election tests run them): the first to stop
+    # leaves the settings to the one still running; the last gives back the process's own.
+    import gc
+    import sys
+
+    before, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    cluster = make_cluster()
+    first = cluster.scheduler(options=fast_options(switch_interval=0.002))
+    second = cluster.scheduler(options=fast_options(switch_interval=0.002))
+    assert gc.get_threshold()[0] > thresholds[0]
+    first.stop()
+    assert sys.getswitchinterval() == pytest.approx(0.002) and gc.get_threshold()[0] > thresholds[0]
+    second.stop()
+    assert sys.getswitchinterval() == pytest.approx(before) and gc.get_threshold() == thresholds
+
+
+def test_debug_log_breaks_each_pods_latency_down(make_cluster: Callable[..., Cluster],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="adapters.live")
+    cluster = make_cluster()
+    cluster.scheduler()
+    cluster.create(pod("traced"))
+    assert wait_for(lambda: cluster.node_of("traced"))
+    line = wait_for(lambda: next((r.getMessage() for r in caplog.records
+                                  if r.getMessage().startswith(f"latency of {NS}/traced:")), None))
+    assert "ms in the queue" in line and "the bind call" in line and "(monotonic)" in line
+    windows = [r.getMessage() for r in caplog.records if r.getMessage().startswith("window of 1 pods:")]
+    assert windows and "collector so far" in windows[0]
