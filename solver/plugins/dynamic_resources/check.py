@@ -124,6 +124,14 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
     return out
 
 
+def freed_claims(rules: Rules, evicted: set[str]) -> set[str]:
+    """The snapshot's allocated claims every pod of whose ``status.reservedFor`` is in
+    ``evicted`` (pod keys): the plan's evictions deallocate them."""
+    from .hold import claim_holders
+
+    return {key for key, pods in claim_holders(rules).items() if pods <= evicted}
+
+
 def check(replay: Any) -> None:
     """The validator's DRA check (``plugins.registry.FINAL_CHECKS``): the snapshot's allocations
     and the plan's (``Plan.allocations``) read together on the final state; one ``dra:`` line
@@ -139,7 +147,7 @@ def check(replay: Any) -> None:
     snapshot = ctx.snapshot
     placed = [(pod, index) for pod, index in replay.placed() if pod.pod.spec.resource_claims]
     if not placed and not replay.plan.allocations:
-        return
+        return  # (a plan's evictions alone free devices; nothing here can break)
     rules = for_snapshot(snapshot)
     claims: dict[str, ResourceClaim] = dict(snapshot.resource_claim_by_key)
     pod_claims = {}
@@ -149,6 +157,10 @@ def check(replay: Any) -> None:
             if pc.claim is not None:
                 claims.setdefault(pc.key, pc.claim)
     allocations: dict[str, ClaimAllocation] = dict(rules.initial_state().allocations)
+    # A claim reserved only for pods the plan evicts is deallocated once they are gone: its
+    # devices are free for the plan's allocations.
+    for key in freed_claims(rules, {v.pod.key for v in replay.victims}):
+        allocations.pop(key, None)
     for i, entry in enumerate(replay.plan.allocations):
         try:
             result = AllocationResult.model_validate(entry.allocation)
