@@ -105,9 +105,9 @@ def freed_literals(wm: "WindowModel") -> dict[str, Any]:
         from .hold import claim_holders
 
         for key, pods in sorted(claim_holders(dra.rules).items()):
-            evicts = [wm.evict.get(p) for p in sorted(pods)]
-            if not evicts or any(e is None for e in evicts) or key not in dra.state.allocations:
+            if not all(p in wm.evict for p in pods) or key not in dra.state.allocations:
                 continue
+            evicts = [wm.evict[p] for p in sorted(pods)]
             lit = wm.model.new_bool_var(f"dra_freed[{key}]")
             for e in evicts:
                 wm.model.add_implication(lit, e)
