@@ -20,7 +20,7 @@ from .allocator import AllocationError, ClaimAllocation, DraState, Rules
 def claim_holders(rules: Rules) -> dict[str, frozenset[str]]:
     """The snapshot's allocated claims a preemption can free: claim key -> the pods
     (``namespace/name``) its ``status.reservedFor`` names. A claim reserved for nothing, or for
-    some consumer that is not a pod, is left out: evicting pods never frees it. (kube-scheduler's
+    some consumer that is not a pod, is left out: evicting pods never frees it. (kube-controller-manager's
     resourceclaim controller deallocates a claim once no pod it is reserved for is left.)"""
     found = rules.__dict__.get("_holders")
     if found is None:
