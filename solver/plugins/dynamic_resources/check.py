@@ -11,6 +11,7 @@ devices do not admit.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from fractions import Fraction
 from typing import Any, Mapping
@@ -157,10 +158,14 @@ def check(replay: Any) -> None:
             if pc.claim is not None:
                 claims.setdefault(pc.key, pc.claim)
     allocations: dict[str, ClaimAllocation] = dict(rules.initial_state().allocations)
-    # A claim reserved only for pods the plan evicts is deallocated once they are gone: its
-    # devices are free for the plan's allocations.
-    for key in freed_claims(rules, {v.pod.key for v in replay.victims}):
-        allocations.pop(key, None)
+    # A claim reserved only for pods the plan evicts is deallocated once they are gone: with
+    # ``preemption.freeDevices`` its devices are free for the plan's allocations; without (as in
+    # kube-scheduler) it stays allocated and a plan giving its devices away is refused.
+    freed = freed_claims(rules, {v.pod.key for v in replay.victims})
+    free_devices = ctx.config.preemption.free_devices
+    if free_devices:
+        for key in freed:
+            allocations.pop(key, None)
     for i, entry in enumerate(replay.plan.allocations):
         try:
             result = AllocationResult.model_validate(entry.allocation)
@@ -178,4 +183,9 @@ def check(replay: Any) -> None:
         allocations[entry.claim] = ClaimAllocation(entry.claim, results, result.node_selector)
     rows = [(pod.pod, ctx.nodes[index].node, pod_claims[pod.key]) for pod, index in placed]
     for line in problems(rules, claims, allocations, rows):
+        kept = [] if free_devices else sorted(k for k in freed if re.search(re.escape(k) + r"(?![\w.-])", line))
+        if kept:
+            line += (f" ({', '.join(kept)}: reserved only for evicted pods, but a victim's devices are not "
+                     "free until its claim is deallocated after the pod is deleted; config "
+                     "preemption.freeDevices: true counts them free)")
         replay.report(f"dra: {line}")

@@ -95,16 +95,15 @@ def freed_literals(wm: "WindowModel") -> dict[str, Any]:
     """Per snapshot claim that evictions can deallocate (``hold.claim_holders``: reserved only
     for pods), a literal true only when every pod it is reserved for is evicted (``evict[v]``;
     a reserving pod the model cannot evict keeps it allocated). Made once per model: the
-    device counts here and the victim rule (``victim_room.encode``) read the same literal."""
+    device counts here and the victim rule (``victim_room.encode``) read the same literal.
+    None at all when config ``preemption.freeDevices`` is off (``DraHold.holders``)."""
     found = wm.__dict__.get("_dra_freed")
     if found is not None:
         return found
     found = {}
     dra = wm.state.dra
     if dra is not None and wm.evict:
-        from .hold import claim_holders
-
-        for key, pods in sorted(claim_holders(dra.rules).items()):
+        for key, pods in sorted(dra.holders().items()):
             if not all(p in wm.evict for p in pods) or key not in dra.state.allocations:
                 continue
             evicts = [wm.evict[p] for p in sorted(pods)]

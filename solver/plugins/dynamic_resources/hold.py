@@ -44,8 +44,11 @@ class DraHold:
     def __init__(self, rules: Rules, snapshot: Any, nodes: list[Any], state: DraState,
                  users: Optional[dict[str, set[str]]] = None, shared: Optional[dict] = None,
                  gone: Optional[dict[str, set[str]]] = None,
-                 parked: Optional[dict[str, ClaimAllocation]] = None) -> None:
+                 parked: Optional[dict[str, ClaimAllocation]] = None, free_devices: bool = False) -> None:
         self.rules, self.snapshot, self.nodes = rules, snapshot, nodes
+        # config ``preemption.freeDevices``: whether removing the pods a snapshot claim is
+        # reserved for gives its devices back. Off (kube-scheduler's rule): they stay allocated.
+        self.free_devices = free_devices
         self.state = state
         # snapshot claims: the reserving pods removed from the state, and the allocations given
         # back because all of them are (kept to be taken again when one comes back)
@@ -65,10 +68,11 @@ class DraHold:
     def copy(self) -> "DraHold":
         return DraHold(self.rules, self.snapshot, self.nodes, self.state.copy(),
                        {k: set(v) for k, v in self.users.items()}, self._shared,
-                       {k: set(v) for k, v in self.gone.items()}, dict(self.parked))
+                       {k: set(v) for k, v in self.gone.items()}, dict(self.parked), self.free_devices)
 
     def holders(self) -> dict[str, frozenset[str]]:
-        return claim_holders(self.rules)
+        """``claim_holders``, or none at all when ``preemption.freeDevices`` is off."""
+        return claim_holders(self.rules) if self.free_devices else {}
 
     def freed_by(self, pods: Any) -> set[str]:
         """The snapshot claims that removing all of ``pods`` (PodInfos) gives back: those whose

@@ -88,8 +88,11 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
 
 def _device_freeing(replay: Replay):
     """Whether a victim's eviction gives devices back (one of its claims is reserved only for
-    pods the plan evicts), or None when the snapshot has no allocated claim."""
+    pods the plan evicts), or None when the snapshot has no allocated claim or config
+    ``preemption.freeDevices`` is off (then no eviction gives devices back)."""
     snapshot = replay.ctx.snapshot
+    if not replay.ctx.config.preemption.free_devices:
+        return None
     if not any(c.status.allocation is not None for c in snapshot.resource_claims):
         return None
     from ..dynamic_resources import for_snapshot

@@ -297,9 +297,11 @@ def default_preemption(
         else:
             node_status[i] = no_victims
     candidates: list[_Candidate] = []
-    # A pod with claims needs the dry run on the state: a victim's devices come back only there
-    # (``DraHold``: a claim reserved only for evicted pods gives its devices back).
-    local = cycle.node_local and not pod.host_ports and not (state.dra is not None and pod.pod.spec.resource_claims)
+    # With ``preemption.freeDevices``, a pod with claims needs the dry run on the state: a
+    # victim's devices come back only there (``DraHold``: a claim reserved only for evicted pods
+    # gives its devices back). Off, as in kube-scheduler, no device comes back.
+    local = cycle.node_local and not pod.host_ports and not (
+        state.dra is not None and state.dra.free_devices and pod.pod.spec.resource_claims)
     hopeless: set[int] = set()
     if potential:
         budgets = PdbBudgets.of(ctx)
