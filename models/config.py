@@ -100,6 +100,12 @@ class SolverConfig(_ConfigModel):
 class PreemptionConfig(_ConfigModel):
     enabled: bool = True
     pdb: Literal["soft", "hard"] = "soft"
+    # Whether evicting the pods a ResourceClaim is reserved for counts its devices free for the
+    # preemptor. Off: kube-scheduler's rule (its DynamicResources plugin has no RemovePod, so a
+    # victim's devices come back only after the resourceclaim controller deallocates the claim
+    # of the deleted pod). On: a plan kube-scheduler would not make, in greedy, the model and
+    # the validator alike.
+    free_devices: bool = False
 
 
 class RepackConfig(_ConfigModel):

@@ -22,7 +22,8 @@ from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, 
 from pydantic.alias_generators import to_camel
 
 from .objects import (
-    K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, _quantity_value, toleration_matches,
+    K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, PodResourceClaim, _quantity_value,
+    toleration_matches,
 )
 
 # The annotation the resourceclaim controller puts on a claim it made from a template: the name
@@ -429,6 +430,84 @@ class PodClaim(K8sModel):
     from_template: bool = False
     needed: bool = True
     waiting: str = ""
+
+
+# Extended resources backed by DRA (KEP 5004, DRAExtendedResource): a DeviceClass also answers
+# to this prefix and its own name, besides its ``spec.extendedResourceName``.
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+# The pod's entry (and so ``<pod>-extended-resources-`` the claim's name) for those requests.
+EXTENDED_CLAIM_ENTRY = "extended-resources"
+
+
+def back_extended_resources(pods: list[Any], classes: list[DeviceClass], nodes: list[Any],
+                            claims: list[ResourceClaim], *, pending: bool = True
+                            ) -> tuple[list[Any], list[ResourceClaimTemplate]]:
+    """Pods asking for extended resources that a DeviceClass backs, rewritten to ask for them
+    through a claim: kube-scheduler 1.34+ (DRAExtendedResource) gives such a pod, on a node that
+    does not advertise the resource in ``status.allocatable``, devices of the class — one claim
+    it makes itself, one ExactCount request per container and resource, ``count`` the quantity.
+
+    Read here for the whole cluster: a resource some node advertises stays a plain extended
+    resource everywhere (the device-plugin path); one no node advertises is taken out of the
+    containers' requests and limits and asked for through an entry ``extended-resources``. A
+    pending pod's entry names a template made here (its claim is ``<pod>-extended-resources-``,
+    as for any template; only with ``pending``, i.e. when claims from templates are read); a
+    bound pod's names the claim its ``status.extendedResourceClaimStatus`` names, when that claim
+    is in the snapshot (else the pod only loses the requests: its devices are unknown).
+    Returns the pods (unchanged ones as they were) and the templates made."""
+    backed: dict[str, str] = {}
+    for c in classes:
+        backed[IMPLICIT_EXTENDED_PREFIX + c.name] = c.name
+    for c in classes:
+        if c.spec.extended_resource_name:
+            backed[c.spec.extended_resource_name] = c.name
+    if not backed:
+        return pods, []
+    for node in nodes:
+        for name, amount in node.status.allocatable.items():
+            if amount and name in backed:
+                del backed[name]
+    if not backed:
+        return pods, []
+    claim_keys = {c.key for c in claims}
+    out: list[Any] = []
+    made: list[ResourceClaimTemplate] = []
+    for pod in pods:
+        spec = pod.spec
+        asks = [(i, name, amount) for i, c in enumerate(spec.containers)
+                for name, amount in c.resources.requests.items() if name in backed and amount]
+        if not asks or any(rc.name == EXTENDED_CLAIM_ENTRY for rc in spec.resource_claims):
+            out.append(pod)
+            continue
+        containers = []
+        for c in spec.containers:
+            res = c.resources
+            if any(name in backed for name in (*res.requests, *res.limits)):
+                res = res.model_copy(update={
+                    "requests": {k: v for k, v in res.requests.items() if k not in backed},
+                    "limits": {k: v for k, v in res.limits.items() if k not in backed}})
+                c = c.model_copy(update={"resources": res})
+            containers.append(c)
+        entry: Optional[PodResourceClaim] = None
+        if spec.node_name:
+            status = pod.status.extended_resource_claim_status
+            name = status.resource_claim_name if status is not None else ""
+            if name and f"{pod.metadata.namespace}/{name}" in claim_keys:
+                entry = PodResourceClaim(name=EXTENDED_CLAIM_ENTRY, resource_claim_name=name)
+        elif pending:
+            requests = [DeviceRequest(name=f"container-{i}-request-{j}", exactly=ExactDeviceRequest(
+                            device_class_name=backed[name], count=int(amount)))
+                        for j, (i, name, amount) in enumerate(asks)]
+            template = ResourceClaimTemplate(
+                metadata=ObjectMeta(name=f"{pod.metadata.name}.{EXTENDED_CLAIM_ENTRY}", namespace=pod.metadata.namespace),
+                spec=ResourceClaimTemplateSpec(spec=ResourceClaimSpec(devices=DeviceClaim(requests=requests))))
+            made.append(template)
+            entry = PodResourceClaim(name=EXTENDED_CLAIM_ENTRY, resource_claim_template_name=template.metadata.name)
+        update: dict[str, Any] = {"containers": containers}
+        if entry is not None:
+            update["resource_claims"] = [*spec.resource_claims, entry]
+        out.append(pod.model_copy(update={"spec": spec.model_copy(update=update)}))
+    return out, made
 
 
 def resolve_pod_claims(pod: Any, claims: dict[str, ResourceClaim],

@@ -570,6 +570,13 @@ class PodCondition(K8sModel):
         return "" if v is None else v
 
 
+class PodExtendedResourceClaimStatus(K8sModel):
+    """``status.extendedResourceClaimStatus``: the claim kube-scheduler made for a pod's
+    extended resources backed by DRA (only its name is read)."""
+
+    resource_claim_name: str = ""
+
+
 class PodStatus(K8sModel):
     phase: str = ""
     nominated_node_name: str = ""
@@ -590,6 +597,8 @@ class PodStatus(K8sModel):
             return [c for c in v if not (isinstance(c, dict) and c.get("type") != DISRUPTION_TARGET)]
         return v
     resource_claim_statuses: ListOf[PodResourceClaimStatus] = []
+    # DRA-backed extended resources (1.34+): the claim kube-scheduler made for the pod
+    extended_resource_claim_status: Optional[PodExtendedResourceClaimStatus] = None
 
 
 class Pod(NamespacedObject):

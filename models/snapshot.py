@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from .errors import InputError
 from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from .storage import PersistentVolume, PersistentVolumeClaim
-from .dra import DeviceClass, PodClaim, ResourceClaim, ResourceClaimTemplate, ResourceSlice, resolve_pod_claims
+from .dra import (
+    DeviceClass, PodClaim, ResourceClaim, ResourceClaimTemplate, ResourceSlice, back_extended_resources, resolve_pod_claims,
+)
 from .storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
@@ -133,6 +135,13 @@ class ClusterSnapshot(BaseModel):
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
             pods = [resolve_pod(pod, classes) for pod in pods]
+        if device_classes:
+            # extended resources a DeviceClass backs and no node advertises: asked for by claim
+            pods, made = back_extended_resources(pods, device_classes, nodes, resource_claims,
+                                                 pending=claims_from_templates)
+            if made:
+                resource_claim_templates = resource_claim_templates + made
+                pod_keys = [p.key for p in pods]
         # Every field is already of its type: no validation pass over tens of thousands of pods.
         snapshot = cls.model_construct(
             nodes=tuple(nodes),

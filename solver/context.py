@@ -357,7 +357,7 @@ def build_context(
     if snapshot.resource_claims or snapshot.resource_slices or any(p.pod.spec.resource_claims for p in window):
         from .plugins.dynamic_resources import hold_for
 
-        state.dra = hold_for(snapshot, nodes)
+        state.dra = hold_for(snapshot, nodes, free_devices=config.preemption.free_devices)
         from .plugins.dynamic_resources.encode import template_signature
 
         for info in window:

@@ -35,7 +35,8 @@ def for_snapshot(snapshot: ClusterSnapshot) -> Rules:
     return rules
 
 
-def hold_for(snapshot: ClusterSnapshot, nodes: list[Any]) -> DraHold:
-    """A fresh ``DraHold`` for a state of ``snapshot`` (the snapshot's allocations held)."""
+def hold_for(snapshot: ClusterSnapshot, nodes: list[Any], *, free_devices: bool = False) -> DraHold:
+    """A fresh ``DraHold`` for a state of ``snapshot`` (the snapshot's allocations held);
+    ``free_devices``: config ``preemption.freeDevices`` (evicting a claim's pods frees it)."""
     rules = for_snapshot(snapshot)
-    return DraHold(rules, snapshot, nodes, rules.initial_state())
+    return DraHold(rules, snapshot, nodes, rules.initial_state(), free_devices=free_devices)

@@ -11,6 +11,7 @@ devices do not admit.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from fractions import Fraction
 from typing import Any, Mapping
@@ -124,6 +125,14 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
     return out
 
 
+def freed_claims(rules: Rules, evicted: set[str]) -> set[str]:
+    """The snapshot's allocated claims every pod of whose ``status.reservedFor`` is in
+    ``evicted`` (pod keys): the plan's evictions deallocate them."""
+    from .hold import claim_holders
+
+    return {key for key, pods in claim_holders(rules).items() if pods <= evicted}
+
+
 def check(replay: Any) -> None:
     """The validator's DRA check (``plugins.registry.FINAL_CHECKS``): the snapshot's allocations
     and the plan's (``Plan.allocations``) read together on the final state; one ``dra:`` line
@@ -139,7 +148,7 @@ def check(replay: Any) -> None:
     snapshot = ctx.snapshot
     placed = [(pod, index) for pod, index in replay.placed() if pod.pod.spec.resource_claims]
     if not placed and not replay.plan.allocations:
-        return
+        return  # (a plan's evictions alone free devices; nothing here can break)
     rules = for_snapshot(snapshot)
     claims: dict[str, ResourceClaim] = dict(snapshot.resource_claim_by_key)
     pod_claims = {}
@@ -149,6 +158,14 @@ def check(replay: Any) -> None:
             if pc.claim is not None:
                 claims.setdefault(pc.key, pc.claim)
     allocations: dict[str, ClaimAllocation] = dict(rules.initial_state().allocations)
+    # A claim reserved only for pods the plan evicts is deallocated once they are gone: with
+    # ``preemption.freeDevices`` its devices are free for the plan's allocations; without (as in
+    # kube-scheduler) it stays allocated and a plan giving its devices away is refused.
+    freed = freed_claims(rules, {v.pod.key for v in replay.victims})
+    free_devices = ctx.config.preemption.free_devices
+    if free_devices:
+        for key in freed:
+            allocations.pop(key, None)
     for i, entry in enumerate(replay.plan.allocations):
         try:
             result = AllocationResult.model_validate(entry.allocation)
@@ -166,4 +183,9 @@ def check(replay: Any) -> None:
         allocations[entry.claim] = ClaimAllocation(entry.claim, results, result.node_selector)
     rows = [(pod.pod, ctx.nodes[index].node, pod_claims[pod.key]) for pod, index in placed]
     for line in problems(rules, claims, allocations, rows):
+        kept = [] if free_devices else sorted(k for k in freed if re.search(re.escape(k) + r"(?![\w.-])", line))
+        if kept:
+            line += (f" ({', '.join(kept)}: reserved only for evicted pods, but a victim's devices are not "
+                     "free until its claim is deallocated after the pod is deleted; config "
+                     "preemption.freeDevices: true counts them free)")
         replay.report(f"dra: {line}")

@@ -70,11 +70,63 @@ def encode(wm: "WindowModel") -> None:
             ub = wm.ub_of(cls.id, n)
             for key, claim in own:
                 _encode_claim(m, rules, key, claim, kinds, x, takes, ub)
+    # Devices a preemption gives back: freed[c] only when every pod claim c is reserved for is
+    # evicted; then its devices count as free for the window's claims.
+    freed = freed_literals(wm)
+    back: dict[int, list[tuple[Any, int]]] = defaultdict(list)  # kind -> (freed[c], its devices there)
+    for key, lit in freed.items():
+        per_kind: dict[int, int] = defaultdict(int)
+        for r in start.allocations[key].results:
+            record = inventory.devices.get((r.driver, r.pool, r.device))
+            if record is not None and start.used.get(record.id) == key:
+                per_kind[record.kind] += 1
+        for k, n in per_kind.items():
+            back[k].append((lit, n))
     for k, entries in takes.items():
         kind = inventory.kinds[k]
         free = sum(1 for r in kind.members if r.id not in start.used)
-        m.add(cp_model.LinearExpr.sum([v for v, _ in entries]) <= free)
-    _encode_counters(m, inventory, start, takes)
+        returned = back.get(k, [])
+        m.add(cp_model.LinearExpr.sum([v for v, _ in entries])
+              <= free + cp_model.LinearExpr.weighted_sum([lit for lit, _ in returned], [n for _, n in returned]))
+    _encode_counters(m, inventory, start, takes, _freed_counters(inventory, start, freed))
+
+
+def freed_literals(wm: "WindowModel") -> dict[str, Any]:
+    """Per snapshot claim that evictions can deallocate (``hold.claim_holders``: reserved only
+    for pods), a literal true only when every pod it is reserved for is evicted (``evict[v]``;
+    a reserving pod the model cannot evict keeps it allocated). Made once per model: the
+    device counts here and the victim rule (``victim_room.encode``) read the same literal.
+    None at all when config ``preemption.freeDevices`` is off (``DraHold.holders``)."""
+    found = wm.__dict__.get("_dra_freed")
+    if found is not None:
+        return found
+    found = {}
+    dra = wm.state.dra
+    if dra is not None and wm.evict:
+        for key, pods in sorted(dra.holders().items()):
+            if not all(p in wm.evict for p in pods) or key not in dra.state.allocations:
+                continue
+            evicts = [wm.evict[p] for p in sorted(pods)]
+            lit = wm.model.new_bool_var(f"dra_freed[{key}]")
+            for e in evicts:
+                wm.model.add_implication(lit, e)
+            found[key] = lit
+    wm.__dict__["_dra_freed"] = found
+    return found
+
+
+def _freed_counters(inventory: Any, start: Any, freed: dict[str, Any]) -> dict[tuple[str, str, str, str], list[tuple[Any, Fraction]]]:
+    """Per shared counter, what each freeable claim's devices draw from it (given back with it)."""
+    out: dict[tuple[str, str, str, str], list[tuple[Any, Fraction]]] = defaultdict(list)
+    for key, lit in freed.items():
+        for r in start.allocations[key].results:
+            record = inventory.devices.get((r.driver, r.pool, r.device))
+            if record is None or start.used.get(record.id) != key:
+                continue
+            for use in record.device.consumes_counters:
+                for name, c in use.counters.items():
+                    out[(r.driver, r.pool, use.counter_set, name)].append((lit, c.value))
+    return out
 
 
 def _may_use(claims: list, node: Any, start: Any) -> bool:
@@ -187,7 +239,8 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 m.add(cp_model.LinearExpr.sum(group) <= (x if ub > 1 else 1))
 
 
-def _encode_counters(m: cp_model.CpModel, inventory: Any, start: Any, takes: dict[int, list[tuple[Any, int]]]) -> None:
+def _encode_counters(m: cp_model.CpModel, inventory: Any, start: Any, takes: dict[int, list[tuple[Any, int]]],
+                     returned: Any = None) -> None:
     rows: dict[tuple[str, str, str, str], list[tuple[Any, Fraction]]] = defaultdict(list)
     for k, entries in takes.items():
         kind = inventory.kinds[k]
@@ -203,12 +256,14 @@ def _encode_counters(m: cp_model.CpModel, inventory: Any, start: Any, takes: dic
                 m.add(y == 0)
             continue
         held = start.counters.get((driver, pool, counter_set), {}).get(name, Fraction(0))
+        back = (returned or {}).get((driver, pool, counter_set, name), [])
         # Integer coefficients: every amount over the common denominator.
         den = 1
-        for _, v in terms:
+        for _, v in [*terms, *back]:
             den = den * v.denominator // _gcd(den, v.denominator)
         den = den * (total - held).denominator // _gcd(den, (total - held).denominator)
         m.add(cp_model.LinearExpr.weighted_sum([y for y, _ in terms], [int(v * den) for _, v in terms])
+              - cp_model.LinearExpr.weighted_sum([lit for lit, _ in back], [int(v * den) for _, v in back])
               <= int((total - held) * den))
 
 

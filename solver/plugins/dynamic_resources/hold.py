@@ -17,6 +17,22 @@ from models.dra import PodClaim
 from .allocator import AllocationError, ClaimAllocation, DraState, Rules
 
 
+def claim_holders(rules: Rules) -> dict[str, frozenset[str]]:
+    """The snapshot's allocated claims a preemption can free: claim key -> the pods
+    (``namespace/name``) its ``status.reservedFor`` names. A claim reserved for nothing, or for
+    some consumer that is not a pod, is left out: evicting pods never frees it. (kube-controller-manager's
+    resourceclaim controller deallocates a claim once no pod it is reserved for is left.)"""
+    found = rules.__dict__.get("_holders")
+    if found is None:
+        found = {}
+        for key, claim in rules.allocated_claims.items():
+            refs = claim.status.reserved_for
+            if refs and all(r.resource == "pods" and not r.api_group for r in refs):
+                found[key] = frozenset(f"{claim.metadata.namespace}/{r.name}" for r in refs)
+        rules.__dict__["_holders"] = found
+    return found
+
+
 class DraHold:
     """Kept current by ``ClusterState.add`` / ``remove``; what the filter asks it is cached per
     pod and node, and stays valid while nothing it read changed: an allocation found on a node
@@ -26,9 +42,18 @@ class DraHold:
     success by devices being taken, nor by another node's own devices given back)."""
 
     def __init__(self, rules: Rules, snapshot: Any, nodes: list[Any], state: DraState,
-                 users: Optional[dict[str, set[str]]] = None, shared: Optional[dict] = None) -> None:
+                 users: Optional[dict[str, set[str]]] = None, shared: Optional[dict] = None,
+                 gone: Optional[dict[str, set[str]]] = None,
+                 parked: Optional[dict[str, ClaimAllocation]] = None, free_devices: bool = False) -> None:
         self.rules, self.snapshot, self.nodes = rules, snapshot, nodes
+        # config ``preemption.freeDevices``: whether removing the pods a snapshot claim is
+        # reserved for gives its devices back. Off (kube-scheduler's rule): they stay allocated.
+        self.free_devices = free_devices
         self.state = state
+        # snapshot claims: the reserving pods removed from the state, and the allocations given
+        # back because all of them are (kept to be taken again when one comes back)
+        self.gone: dict[str, set[str]] = gone if gone is not None else {}
+        self.parked: dict[str, ClaimAllocation] = parked if parked is not None else {}
         self.users: dict[str, set[str]] = users if users is not None else {}  # claims allocated here -> pods
         self._shared = shared if shared is not None else {"claims": {}}
         self.wide = 0  # devices reachable from several nodes changed, or a shared claim
@@ -42,7 +67,44 @@ class DraHold:
 
     def copy(self) -> "DraHold":
         return DraHold(self.rules, self.snapshot, self.nodes, self.state.copy(),
-                       {k: set(v) for k, v in self.users.items()}, self._shared)
+                       {k: set(v) for k, v in self.users.items()}, self._shared,
+                       {k: set(v) for k, v in self.gone.items()}, dict(self.parked), self.free_devices)
+
+    def holders(self) -> dict[str, frozenset[str]]:
+        """``claim_holders``, or none at all when ``preemption.freeDevices`` is off."""
+        return claim_holders(self.rules) if self.free_devices else {}
+
+    def freed_by(self, pods: Any) -> set[str]:
+        """The snapshot claims that removing all of ``pods`` (PodInfos) gives back: those whose
+        every reserving pod is among them."""
+        keys = {p.key for p in pods}
+        holders = self.holders()
+        if not holders:
+            return set()
+        out: set[str] = set()
+        for p in pods:
+            if not p.pod.spec.resource_claims:
+                continue
+            for pc in self.claims_of(p):
+                hold = holders.get(pc.key)
+                if hold is not None and p.key in hold and hold <= keys:
+                    out.add(pc.key)
+        return out
+
+    def returnable(self, pod: Any) -> bool:
+        """Whether putting ``pod`` back can take again the devices of its claims the state gave
+        back (none of them went to another claim meanwhile)."""
+        if not pod.pod.spec.resource_claims:
+            return True
+        for pc in self.claims_of(pod):
+            parked = self.parked.get(pc.key)
+            if parked is None:
+                continue
+            for r in parked.results:
+                holder = self.state.used.get((r.driver, r.pool, r.device))
+                if holder is not None and holder != pc.key:
+                    return False
+        return True
 
     def claims_of(self, pod: Any) -> list[PodClaim]:
         """The pod's resolved claims (``ClusterSnapshot.pod_claims``), read once per pod."""
@@ -128,6 +190,8 @@ class DraHold:
     def add(self, pod: Any, node: int) -> None:
         if not pod.pod.spec.resource_claims:
             return
+        if self.gone:
+            self._restore(pod)
         found, _ = self.allocation(pod, node)
         if found:
             self.rules.commit(self.state, found, self.rules.inventory)
@@ -136,9 +200,42 @@ class DraHold:
             if pc.key and pc.key in self.state.allocations and pc.key not in self.rules.allocated_claims:
                 self.users.setdefault(pc.key, set()).add(pod.key)
 
+    def _restore(self, pod: Any) -> None:
+        """``pod`` comes back: its snapshot claims given back are taken again (``returnable``
+        says whether their devices are still free; callers that may have given them away ask)."""
+        for pc in self.claims_of(pod):
+            gone = self.gone.get(pc.key)
+            if gone is None or pod.key not in gone:
+                continue
+            gone.discard(pod.key)
+            if not gone:
+                del self.gone[pc.key]
+            parked = self.parked.pop(pc.key, None)
+            if parked is not None:
+                self.rules.commit(self.state, [parked], self.rules.inventory)
+                self._changed([parked], released=False)
+
+    def _park(self, pod: Any) -> None:
+        """``pod`` leaves: a snapshot claim none of whose reserving pods is left gives back its
+        devices."""
+        holders = self.holders()
+        for pc in self.claims_of(pod):
+            hold = holders.get(pc.key)
+            if hold is None or pod.key not in hold:
+                continue
+            gone = self.gone.setdefault(pc.key, set())
+            gone.add(pod.key)
+            if gone >= hold and pc.key not in self.parked and pc.key in self.state.allocations:
+                allocation = self.state.allocations[pc.key]
+                self.rules.release(self.state, allocation, self.rules.inventory)
+                self.parked[pc.key] = allocation
+                self._changed([allocation], released=True)
+
     def remove(self, pod: Any) -> None:
         if not pod.pod.spec.resource_claims:
             return
+        if self.holders():
+            self._park(pod)
         for pc in self.claims_of(pod):
             users = self.users.get(pc.key)
             if users is None or pod.key not in users:

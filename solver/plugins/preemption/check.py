@@ -65,6 +65,7 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
         levels[v.pod.key] = preemptor.priority if v.pod.key in sound and preemptor is not None else v.pod.priority + 1
     state = replay.before
     matchers = entangling(replay.ctx)
+    frees = _device_freeing(replay)
     for index, victims in sorted(by_node.items()):
         running = list(state.pods_on[index].values())
         placed = replay.placed_on.get(index, [])
@@ -73,7 +74,7 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
             return nominated.claimed(replay, index, level)  # room nominated pods wait for
 
         for victim, users in needless_victims(
-            state.alloc[index], state.used[index], running, placed, victims, levels, state.vector, matchers, claimed
+            state.alloc[index], state.used[index], running, placed, victims, levels, state.vector, matchers, claimed, frees
         ):
             if victim.key not in sound:
                 continue
@@ -83,6 +84,24 @@ def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
                 f"{replay.node_name(index)} for a pod of priority {levels[victim.key]}, but the pods placed there "
                 f"at that priority or above fit without it (the other victims gone); {who}"
             )
+
+
+def _device_freeing(replay: Replay):
+    """Whether a victim's eviction gives devices back (one of its claims is reserved only for
+    pods the plan evicts), or None when the snapshot has no allocated claim or config
+    ``preemption.freeDevices`` is off (then no eviction gives devices back)."""
+    snapshot = replay.ctx.snapshot
+    if not replay.ctx.config.preemption.free_devices:
+        return None
+    if not any(c.status.allocation is not None for c in snapshot.resource_claims):
+        return None
+    from ..dynamic_resources import for_snapshot
+    from ..dynamic_resources.check import freed_claims
+
+    freed = freed_claims(for_snapshot(snapshot), {v.pod.key for v in replay.victims})
+    if not freed:
+        return None
+    return lambda pod: bool(pod.pod.spec.resource_claims) and any(pc.key in freed for pc in snapshot.pod_claims(pod.pod))
 
 
 def _check_budgets(replay: Replay) -> None:

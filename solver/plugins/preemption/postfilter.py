@@ -297,7 +297,11 @@ def default_preemption(
         else:
             node_status[i] = no_victims
     candidates: list[_Candidate] = []
-    local = cycle.node_local and not pod.host_ports
+    # With ``preemption.freeDevices``, a pod with claims needs the dry run on the state: a
+    # victim's devices come back only there (``DraHold``: a claim reserved only for evicted pods
+    # gives its devices back). Off, as in kube-scheduler, no device comes back.
+    local = cycle.node_local and not pod.host_ports and not (
+        state.dra is not None and state.dra.free_devices and pod.pod.spec.resource_claims)
     hopeless: set[int] = set()
     if potential:
         budgets = PdbBudgets.of(ctx)
@@ -386,6 +390,8 @@ def reprieve_level(
             continue
         if pod.host_ports and any(p.host_ports and node_ports.ports_conflict(p.host_ports, pod.host_ports) for p in holders):
             continue
+        if state.dra is not None and not state.dra.returnable(pod):
+            continue  # its claim's devices went to a placed pod: it stays evicted
         state.add(pod, node)
         back.add(pod.key)
     return [v for v in victims if v.pod.key not in back] if back else victims

@@ -193,23 +193,60 @@ def needless_victims(
     vector,
     matchers: Sequence[PodMatcher] = (),
     claimed: Optional[Callable[[int], np.ndarray]] = None,
+    frees: Optional[Callable[[PodInfo], bool]] = None,
 ) -> list[tuple[PodInfo, list[PodInfo]]]:
     """On one node, the victims the rule does not keep evicted, each with the pods that take its
     room (``room_users``). ``running``: the node's pods before the plan (victims included);
-    ``matchers``: the window's ``entangling`` ones; ``claimed``: as for ``room_needed``."""
+    ``matchers``: the window's ``entangling`` ones; ``claimed``: as for ``room_needed``;
+    ``frees``: whether a victim's eviction gives devices back (``devices_needed``)."""
     if beyond_node_local(placed, running):
         return []
     return [
         (v, room_users(v, levels[v.key], placed))
         for v in victims
         if not entangled(v, matchers)
+        and not devices_needed(v, levels[v.key], placed, frees)
         and not room_needed(alloc, used, v, levels[v.key], placed, victims, levels, vector, claimed)
     ]
+
+
+def devices_needed(victim: PodInfo, level: int, placed: Sequence[PodInfo],
+                   frees: Optional[Callable[[PodInfo], bool]]) -> bool:
+    """Devices as room: a victim whose eviction gives devices back (a claim reserved only for
+    evicted pods, ``dynamic_resources.hold``) is needed at its level when a pod placed on its
+    node at or above that level has ResourceClaims — its devices are room such a pod may take.
+    The reading is per node, not per device: which devices that pod got is not weighed (the
+    model counts devices by kind and has no per-device variable to weigh it with)."""
+    if frees is None or not frees(victim):
+        return False
+    return any(p.priority >= level and p.pod.spec.resource_claims for p in placed)
 
 
 def candidate_levels(victim: PodInfo, preemptors: Iterable[PodInfo]) -> list[int]:
     """The levels a victim may be evicted at: the priorities of the pods that may preempt it."""
     return sorted({p.priority for p in preemptors if may_preempt(p, victim)})
+
+
+def _device_reasons(wm: WindowModel, n: int, victim: PodInfo, level: int, above: list) -> list:
+    """``devices_needed`` in the model: a literal true only when one of ``victim``'s claims is
+    given back (``dynamic_resources.encode.freed_literals``) and a class with ResourceClaims is
+    placed on node ``n`` at or above ``level``."""
+    dra = wm.state.dra
+    if dra is None or not victim.pod.spec.resource_claims:
+        return []
+    from ..dynamic_resources.encode import freed_literals
+
+    freed = freed_literals(wm)
+    lits = [freed[pc.key] for pc in dra.claims_of(victim) if pc.key in freed]
+    users = [(cls, var) for cls, var in above if cls.rep.pod.spec.resource_claims]
+    if not lits or not users:
+        return []
+    m = wm.model
+    there = [wm.new_presence(f"dra_user[{n},{cls.id}]", [var], wm.ub_of(cls.id, n)) for cls, var in users]
+    b = m.new_bool_var(f"dra_need[{n},{level},{victim.key}]")
+    m.add_bool_or(lits).only_enforce_if(b)
+    m.add_bool_or(there).only_enforce_if(b)
+    return [b]
 
 
 def encode(wm: WindowModel) -> None:
@@ -327,6 +364,7 @@ def encode(wm: WindowModel) -> None:
                         if v.key != w.key:
                             reasons[v.key].append(b)
             for v in checked:
+                reasons[v.key] += _device_reasons(wm, n, v, level, above)
                 if reasons[v.key]:
                     m.add_bool_or(reasons[v.key]).only_enforce_if(lam[v.key][level])
                 else:
