@@ -10,6 +10,8 @@ them, in ``PLUGINS`` order. What the engines read:
 
 * ``STATIC_FILTERS``: filters reading only pod and node (they prune the solver's variables);
   ``VOLUME_FILTERS``: the volume rules greedy runs as one cycle for a pod with claims;
+* ``CYCLE_FILTERS``: the dynamic filters' ``cycle`` hooks, greedy's filter cycle runs them in
+  this order (``filtering.Cycle``; the four volume rules as one, VolumeBinding's);
 * ``SCORE_PLUGINS``: score plugins; their weights come from the configuration (``scoring.weights``,
   kube-scheduler's defaults unless set);
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a window model (re-packing
@@ -25,7 +27,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ..info import PodInfo
-from ..plugin_api import Check, Encoder, Plugin
+from ..plugin_api import Check, CycleHook, Encoder, Plugin
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -85,6 +87,7 @@ STATIC_FILTERS: tuple[Any, ...] = tuple(p.filter for p in PLUGINS if p.static)
 _VOLUME_PLUGINS = (volume_restrictions, node_volume_limits, volume_binding, volume_zone)
 VOLUME_FILTERS = tuple(p.filter for p in _VOLUME_PLUGINS)
 DYNAMIC_FILTERS = tuple(p.filter for p in PLUGINS if not p.static and p.filter is not None and p not in _VOLUME_PLUGINS)
+CYCLE_FILTERS: tuple[CycleHook, ...] = tuple(p.cycle for p in PLUGINS if p.cycle is not None)
 FILTER_NAMES = tuple(p.name for p in PLUGINS if p.filter is not None)
 
 # Candidate pruning before CP-SAT's variables exist (every plugin's mask is and-ed).

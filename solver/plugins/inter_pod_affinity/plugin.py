@@ -10,5 +10,5 @@ def prune(pod, state, can_evict, gangs):
     return encode.prune(pod, state, can_evict)
 
 
-PLUGIN = Plugin(filter.NAME, prune=prune, filter=filter, score=score, encode=(encode.encode,),
+PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check_anti_affinity, check.check_affinity))
