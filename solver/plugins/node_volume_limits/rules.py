@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from ..volume_catalog import VolumeCatalog
+from ...volume_catalog import VolumeCatalog
 
 NAME = "NodeVolumeLimits"
 REASON = "node(s) exceed max volume count"

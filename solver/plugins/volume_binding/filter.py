@@ -17,7 +17,7 @@ from ...plugin_api import NodeByNode, StaticView
 from ...state import ClusterState
 from ..node_volume_limits import rules as limits
 from ..volume_restrictions import rules as restrictions
-from ..volume_catalog import VolumeCatalog
+from ...volume_catalog import VolumeCatalog
 from ..volume_zone import rules as zone
 from . import rules as binding
 

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from models.storage import NO_PROVISIONER, PersistentVolume, PersistentVolumeClaim, StorageClass
 
-from ..volume_catalog import VolumeCatalog
+from ...volume_catalog import VolumeCatalog
 
 NAME = "VolumeBinding"
 
