@@ -23,7 +23,8 @@ from .state import ClusterState
 from .plugin_api import CycleFilter
 from .plugins.node_affinity import filter as node_affinity
 from .plugins.taint_toleration import filter as taint_toleration
-from .plugins.registry import CYCLE_FILTERS, STATIC_FILTERS
+from .plugins import registry
+from .plugins.registry import STATIC_FILTERS
 
 
 def _cache_key(pod: PodInfo) -> tuple:
@@ -179,7 +180,7 @@ class Cycle:
         self.static = static
         self.version = version
         filters = []
-        for hook in CYCLE_FILTERS:
+        for hook in registry.CYCLE_FILTERS:  # read at each cycle: the list is the one place
             f = hook(pod, state, static, version)
             if f is not None:
                 filters.append(f)

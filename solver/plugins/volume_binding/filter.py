@@ -16,15 +16,11 @@ from ...info import NodeInfo, PodInfo
 from ...plugin_api import NodeByNode, StaticView
 from ...state import ClusterState
 from ..node_volume_limits import rules as limits
+from ..node_volume_limits.rules import node_claims as node_claims
 from ..volume_restrictions import rules as restrictions
 from ...volume_catalog import VolumeCatalog
 from ..volume_zone import rules as zone
 from . import rules as binding
-
-
-def node_claims(state: ClusterState, node: int) -> set[str]:
-    """The claims the pods on ``node`` use."""
-    return {c for p in state.pods_on[node].values() for c in p.claims}
 
 
 class VolumeCycle(NodeByNode):
