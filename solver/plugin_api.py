@@ -282,6 +282,9 @@ Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constr
 # ``gangs``: the window's gangs by key.
 Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
 Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
+# (pod x) -> None when the rule ties x's placement to no other pod's, else a predicate: does it
+# tie x to pod y wherever the two land (a term of x counts y, one gang holds both)?
+Couples = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
 # (pod, state, static filters, Kubernetes version) -> the filter's PreFilter for one cycle, or None
 # when it passes on every node for this pod.
 CycleHook = Callable[[PodInfo, ClusterState, StaticView, str], Optional[CycleFilter]]
@@ -299,6 +302,8 @@ class Plugin:
     * ``prune``: nodes the rule rules out before any variable exists (``Prune``);
     * ``encode``: the rule as CP-SAT constraints on the window model, for scheduling and
       re-packing; ``window_encode``: window-wide parts only a scheduling window has;
+    * ``couples``: which pods the rule ties together wherever they land (``Couples``): CP-SAT
+      solves pods no rule ties (nor shared nodes, nor evictions) as separate components;
     * ``checks``: the validator's final-state checks of the rule;
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
@@ -314,4 +319,5 @@ class Plugin:
     encode: tuple[Encoder, ...] = ()
     window_encode: tuple[Encoder, ...] = ()
     checks: tuple[Check, ...] = ()
+    couples: Optional[Couples] = None
     per_node_state: Optional[Callable[[PodInfo], bool]] = None

@@ -17,6 +17,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a window model (re-packing
   uses these); ``WINDOW_ENCODERS`` adds the window-wide rules a scheduling window has and a
   re-packing does not (gangs, their required and preferred topology, victims' room, volumes);
+* ``COUPLERS``: which pods each rule ties together (CP-SAT's independent components);
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
 * ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices).
 """
@@ -27,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ..info import PodInfo
-from ..plugin_api import Check, CycleHook, Encoder, Plugin
+from ..plugin_api import Check, Couples, CycleHook, Encoder, Plugin
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -98,6 +99,8 @@ SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
 
 FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for p in _ordered(ENCODE_ORDER) for e in p.encode)
 WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + tuple(e for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
+
+COUPLERS: tuple[Couples, ...] = tuple(p.couples for p in PLUGINS if p.couples is not None)
 
 FINAL_CHECKS: tuple[Check, ...] = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
 
