@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from .framework import SUCCESS, Status, fit_error_message, reason_histogram, unresolvable
+from .framework import SUCCESS, Status, fit_error_message, reason_histogram
 from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
 from .plugin_api import CycleFilter
@@ -107,21 +107,21 @@ class StaticFilters:
         hit = self._statuses.get(key)
         if hit is None:
             hit = [SUCCESS] * len(self.nodes)
-            allowed = node_affinity.prefilter_node_names(pod)
             for group in self.groups:
                 rep = self.nodes[int(group[0])]
                 status = _first_static_failure(pod, rep)
                 for n in group:
                     hit[n] = status
-            if allowed is not None:
-                # PreFilterResult: nodes outside it are never filtered; when it names no node at
-                # all, PreFilter itself fails and every node carries its "conflict" status.
-                outside = unresolvable(
-                    node_affinity.NAME, node_affinity.REASON_PREFILTER if allowed else node_affinity.REASON_CONFLICT
-                )
-                for node in self.nodes:
-                    if node.name not in allowed:
-                        hit[node.index] = outside
+            # PreFilterResults: nodes outside one are never filtered; when it names no node at
+            # all, PreFilter itself fails and every node carries its status (the first
+            # plugin's, where two restrict the pod).
+            for node_names in reversed(registry.STATIC_NODE_NAMES):
+                narrowed = node_names(pod)
+                if narrowed is not None:
+                    allowed, outside = narrowed
+                    for node in self.nodes:
+                        if node.name not in allowed:
+                            hit[node.index] = outside
             self._statuses[key] = hit
         return hit
 
@@ -158,6 +158,15 @@ class StaticFilters:
             hit.flags.writeable = False
             cache[key] = hit
         return hit
+
+
+def _node_names_failure(pod: PodInfo) -> Optional[str]:
+    """The message of the first static PreFilter that restricts the pod to no node at all."""
+    for node_names in registry.STATIC_NODE_NAMES:
+        narrowed = node_names(pod)
+        if narrowed is not None and not narrowed[0]:
+            return narrowed[1].reasons[0]
+    return None
 
 
 def _first_static_failure(pod: PodInfo, node: NodeInfo) -> Status:
@@ -303,7 +312,7 @@ class Cycle:
         """kube-scheduler's "0/N nodes are available: ..." for this pod in this state."""
         statuses = self.statuses()
         # A failed PreFilter replaces the histogram with its own message.
-        prefilter = node_affinity.REASON_CONFLICT if node_affinity.prefilter_node_names(self.pod) == set() else None
+        prefilter = _node_names_failure(self.pod)
         if prefilter is None:
             prefilter = next((f.error for f in self.filters if f.error is not None), None)
         return fit_error_message(

@@ -282,6 +282,9 @@ Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constr
 # ``gangs``: the window's gangs by key.
 Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
 Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
+# (pod) -> None, or the node names a static filter's PreFilter restricts the pod to and the status
+# of every node outside them (with no name at all, the PreFilter fails: its reason is the message).
+NodeNames = Callable[[PodInfo], Optional[tuple[set[str], Status]]]
 # (pod x) -> None when the rule ties x's placement to no other pod's, else a predicate: does it
 # tie x to pod y wherever the two land (a term of x counts y, one gang holds both)?
 Couples = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
@@ -299,6 +302,8 @@ class Plugin:
     * ``score``: the module whose ``score`` is the rule's Score (its ``NAME`` keys the weight);
     * ``cycle``: a dynamic filter's PreFilter and Filter for greedy's cycle (``CycleHook``);
       greedy, preemption and the messages run every plugin's hook, in ``PLUGINS`` order;
+    * ``node_names``: a static filter's PreFilterResult, the nodes it restricts a pod to by name
+      (``NodeNames``);
     * ``prune``: nodes the rule rules out before any variable exists (``Prune``);
     * ``encode``: the rule as CP-SAT constraints on the window model, for scheduling and
       re-packing; ``window_encode``: window-wide parts only a scheduling window has;
@@ -315,6 +320,7 @@ class Plugin:
     static: bool = False
     score: Optional[Any] = None
     cycle: Optional[CycleHook] = None
+    node_names: Optional[NodeNames] = None
     prune: Optional[Prune] = None
     encode: tuple[Encoder, ...] = ()
     window_encode: tuple[Encoder, ...] = ()

@@ -9,6 +9,7 @@ of their own, as kube-scheduler's profile lists plugins per extension point: ``E
 them, in ``PLUGINS`` order. What the engines read:
 
 * ``STATIC_FILTERS``: filters reading only pod and node (they prune the solver's variables);
+  ``STATIC_NODE_NAMES``: their PreFilterResults (the nodes a pod is restricted to by name);
   ``VOLUME_FILTERS``: the volume rules greedy runs as one cycle for a pod with claims;
 * ``CYCLE_FILTERS``: the dynamic filters' ``cycle`` hooks, greedy's filter cycle runs them in
   this order (``filtering.Cycle``; the four volume rules as one, VolumeBinding's);
@@ -28,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ..info import PodInfo
-from ..plugin_api import Check, Couples, CycleHook, Encoder, Plugin
+from ..plugin_api import Check, Couples, CycleHook, Encoder, NodeNames, Plugin
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -84,6 +85,7 @@ def _ordered(first: Iterable[Plugin]) -> tuple[Plugin, ...]:
 
 
 STATIC_FILTERS: tuple[Any, ...] = tuple(p.filter for p in PLUGINS if p.static)
+STATIC_NODE_NAMES: tuple[NodeNames, ...] = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
 # Greedy runs the volume rules as one cycle for a pod with claims (``volume_binding/filter.py``).
 _VOLUME_PLUGINS = (volume_restrictions, node_volume_limits, volume_binding, volume_zone)
 VOLUME_FILTERS = tuple(p.filter for p in _VOLUME_PLUGINS)
