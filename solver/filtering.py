@@ -188,17 +188,23 @@ class Cycle:
         self.state = state
         self.static = static
         self.version = version
-        filters = []
+        filters: list[CycleFilter] = []
+        local: list[CycleFilter] = []
+        failed: Optional[Status] = None
         for hook in registry.CYCLE_FILTERS:  # read at each cycle: the list is the one place
             f = hook(pod, state, static, version)
             if f is not None:
                 filters.append(f)
-        self.filters: list[CycleFilter] = filters
-        self._local = [f for f in filters if f.local]
+                if f.local:
+                    local.append(f)
+                if failed is None:
+                    failed = f.failed
+        self.filters = filters
+        self._local = local
         # Whether only node-local filters (ports, resources) can fail beyond the static ones.
-        self.node_local = len(self._local) == len(filters)
+        self.node_local = len(local) == len(filters)
         # A failed PreFilter is every node's status.
-        self.failed: Optional[Status] = next((f.failed for f in filters if f.failed is not None), None)
+        self.failed = failed
         self._statuses: Optional[list[Status]] = None
 
     def dynamic_status(self, node: NodeInfo) -> Status:
@@ -290,7 +296,12 @@ class Cycle:
             if seen == len(state.touched) - 1:
                 # One placement since the last look, the common case: that node alone, in Python.
                 node = state.touched[seen]
-                mask[node] = bool(self.static.mask(self.pod)[node]) and all(f.fits(node) for f in self._local)
+                fits = bool(self.static.mask(self.pod)[node])
+                for f in self._local:
+                    if not fits:
+                        break
+                    fits = f.fits(node)
+                mask[node] = fits
             elif seen < len(state.touched):
                 changed = np.unique(np.array(state.touched[seen:], dtype=np.int64))
                 changed = changed[self.static.mask(self.pod)[changed]]

@@ -111,7 +111,6 @@ class ResourcesCycle(NodeByNode):
 
     def __init__(self, pod: PodInfo, state: ClusterState, nodes: list[NodeInfo], version: str) -> None:
         self.pod, self.state, self.nodes, self.version = pod, state, nodes, version
-        self.vec = state.vector(pod)
 
     def status(self, node: NodeInfo) -> Status:
         return filter(self.pod, node, self.state, version=self.version)
@@ -120,7 +119,8 @@ class ResourcesCycle(NodeByNode):
         """Nodes failing on the same resources share one Status."""
         if not len(nodes):
             return nodes
-        state, vec = self.state, self.vec
+        state = self.state
+        vec = state.vector(self.pod)
         cols = np.flatnonzero(vec)
         short = state.free[np.ix_(nodes, cols)] < vec[cols]
         fails = short.any(axis=1)
@@ -145,7 +145,7 @@ class ResourcesCycle(NodeByNode):
         return feasible(self.pod, nodes, self.state)
 
     def fits(self, node: int) -> bool:
-        return bool(fits(self.vec, self.state.free[node]))
+        return bool(fits(self.state.vector(self.pod), self.state.free[node]))
 
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> ResourcesCycle:
