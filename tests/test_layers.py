@@ -1,9 +1,9 @@
 """The layering holds: adapters -> solver -> models, only adapters talk to a cluster, plugins never
 import the engines that call them (solver/plugin_api.py is what they stand on) and the basics under
-them import no plugin, no import circle
-inside the solver (among the modules and packages of each package), and in the live scheduler
-only api_client.py and errors.py touch the Kubernetes client. The contracts are in pyproject.toml
-([tool.importlinter]); import-linter checks them on every test run."""
+them import no plugin, no import circle inside the solver (among the modules and packages of each
+package), and in the live scheduler only api_client.py and errors.py touch the Kubernetes client.
+The contracts are in pyproject.toml ([tool.importlinter]); import-linter checks them on every test
+run."""
 
 from __future__ import annotations
 
