@@ -20,7 +20,8 @@ from . import interrupt
 from .info import NodeInfo, NodeList, PodInfo, SpecMemo, node_derived
 from .memory import SolverMemory
 from .plugins.preemption import nominated
-from .plugins.volume_catalog import VolumeCatalog
+from .plugins.volume_binding import filter as volume_book
+from .volume_catalog import VolumeCatalog
 from .state import ClusterState
 
 
@@ -365,6 +366,7 @@ def build_context(
                 info.devices_key = template_signature(state.dra, info)
     if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
         state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
+        state.volume_book = volume_book
 
     notes: list[str] = []
     if unknown_nodes:

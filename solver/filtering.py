@@ -3,9 +3,11 @@
 Static filters (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity) read only the pod
 and the node, so their verdict is computed once per pod class and node signature and cached
 (``StaticFilters``): they prune the solver's variables and never need a CP-SAT encoding. The
-dynamic filters (NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity) read the
-cluster state; ``Cycle`` holds their PreFilter results for one pod against one state, and offers
-both a per-node ``status`` (with kube-scheduler's reasons) and a vectorised ``feasible`` mask.
+dynamic filters read the cluster state: each is a plugin's ``cycle`` hook
+(``plugin_api.CycleFilter``, listed by ``registry.CYCLE_FILTERS``); ``Cycle`` holds their
+PreFilter results for one pod against one state, and offers both a per-node ``status`` (with
+kube-scheduler's reasons) and a vectorised ``feasible`` mask. It names no dynamic filter: a new
+one is a hook in its plugin's ``PLUGIN``.
 """
 
 from __future__ import annotations
@@ -15,17 +17,13 @@ from typing import Optional
 
 import numpy as np
 
-from .framework import SUCCESS, Status, fit_error_message, reason_histogram, unresolvable
+from .framework import SUCCESS, Status, fit_error_message, reason_histogram
 from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
-from .plugins.dynamic_resources import filter as dynamic_resources
-from .plugins.inter_pod_affinity import filter as inter_pod_affinity
+from .plugin_api import CycleFilter
 from .plugins.node_affinity import filter as node_affinity
-from .plugins.node_ports import filter as node_ports
-from .plugins.node_resources_fit import filter as node_resources_fit
-from .plugins.pod_topology_spread import filter as pod_topology_spread
 from .plugins.taint_toleration import filter as taint_toleration
-from .plugins.volume_binding.filter import VolumeCycle
+from .plugins import registry
 from .plugins.registry import STATIC_FILTERS
 
 
@@ -109,21 +107,21 @@ class StaticFilters:
         hit = self._statuses.get(key)
         if hit is None:
             hit = [SUCCESS] * len(self.nodes)
-            allowed = node_affinity.prefilter_node_names(pod)
             for group in self.groups:
                 rep = self.nodes[int(group[0])]
                 status = _first_static_failure(pod, rep)
                 for n in group:
                     hit[n] = status
-            if allowed is not None:
-                # PreFilterResult: nodes outside it are never filtered; when it names no node at
-                # all, PreFilter itself fails and every node carries its "conflict" status.
-                outside = unresolvable(
-                    node_affinity.NAME, node_affinity.REASON_PREFILTER if allowed else node_affinity.REASON_CONFLICT
-                )
-                for node in self.nodes:
-                    if node.name not in allowed:
-                        hit[node.index] = outside
+            # PreFilterResults: nodes outside one are never filtered; when it names no node at
+            # all, PreFilter itself fails and every node carries its status (the first
+            # plugin's, where two restrict the pod).
+            for node_names in reversed(registry.STATIC_NODE_NAMES):
+                narrowed = node_names(pod)
+                if narrowed is not None:
+                    allowed, outside = narrowed
+                    for node in self.nodes:
+                        if node.name not in allowed:
+                            hit[node.index] = outside
             self._statuses[key] = hit
         return hit
 
@@ -162,6 +160,15 @@ class StaticFilters:
         return hit
 
 
+def _node_names_failure(pod: PodInfo) -> Optional[str]:
+    """The message of the first static PreFilter that restricts the pod to no node at all."""
+    for node_names in registry.STATIC_NODE_NAMES:
+        narrowed = node_names(pod)
+        if narrowed is not None and not narrowed[0]:
+            return narrowed[1].reasons[0]
+    return None
+
+
 def _first_static_failure(pod: PodInfo, node: NodeInfo) -> Status:
     for plugin in STATIC_FILTERS:
         status = plugin.filter(pod, node)
@@ -171,43 +178,45 @@ def _first_static_failure(pod: PodInfo, node: NodeInfo) -> Status:
 
 
 class Cycle:
-    """One pod's PreFilter results against one cluster state; then Filter per node or en masse."""
+    """One pod's PreFilter results against one cluster state; then Filter per node or en masse.
+
+    The dynamic filters are the plugins' ``cycle`` hooks (``registry.CYCLE_FILTERS``, in filter
+    order); a hook that finds nothing to check for the pod is left out of the cycle."""
 
     def __init__(self, pod: PodInfo, state: ClusterState, static: StaticFilters, *, version: str = "1.34") -> None:
         self.pod = pod
         self.state = state
         self.static = static
         self.version = version
-        self.spread = pod_topology_spread.prefilter(pod, state, static.affinity_mask(pod), static.tolerated_mask(pod))
-        self.affinity = inter_pod_affinity.prefilter(pod, state)
-        self.dra = dynamic_resources.applies(pod, state)
-        # The volume plugins' PreFilters: only for a pod that mounts claims.
-        self.volumes = VolumeCycle(pod, state) if pod.claims else None
+        filters: list[CycleFilter] = []
+        local: list[CycleFilter] = []
+        failed: Optional[Status] = None
+        for hook in registry.CYCLE_FILTERS:  # read at each cycle: the list is the one place
+            f = hook(pod, state, static, version)
+            if f is not None:
+                filters.append(f)
+                if f.local:
+                    local.append(f)
+                if failed is None:
+                    failed = f.failed
+        self.filters = filters
+        self._local = local
+        # Whether only node-local filters (ports, resources) can fail beyond the static ones.
+        self.node_local = len(local) == len(filters)
+        # A failed PreFilter is every node's status.
+        self.failed = failed
         self._statuses: Optional[list[Status]] = None
 
-    @property
-    def node_local(self) -> bool:
-        """Whether only node-local filters (ports, resources) can fail beyond the static ones."""
-        return not self.spread and self.affinity is None and not self.dra and self.volumes is None
-
     def dynamic_status(self, node: NodeInfo) -> Status:
-        pod, state = self.pod, self.state
-        status = node_ports.filter(pod, node, state)
-        if status.ok:
-            status = node_resources_fit.filter(pod, node, state, version=self.version)
-        if status.ok and self.volumes is not None:
-            status = self.volumes.status(node)
-        if status.ok:
-            status = pod_topology_spread.filter(pod, node, self.spread)
-        if status.ok:
-            status = inter_pod_affinity.filter(pod, node, self.affinity)
-        if status.ok and self.dra:
-            status = dynamic_resources.filter(pod, node, state)
-        return status
+        for f in self.filters:
+            status = f.status(node)
+            if not status.ok:
+                return status
+        return SUCCESS
 
     def status(self, node: NodeInfo) -> Status:
-        if self.volumes is not None and self.volumes.failed is not None:
-            return self.volumes.failed  # a failed PreFilter is every node's status
+        if self.failed is not None:
+            return self.failed
         static = self.static.statuses(self.pod)[node.index]
         return static if not static.ok else self.dynamic_status(node)
 
@@ -222,65 +231,15 @@ class Cycle:
         return self._statuses
 
     def _all_statuses(self) -> list[Status]:
-        pod, state = self.pod, self.state
-        if self.volumes is not None and self.volumes.failed is not None:
-            return [self.volumes.failed] * len(self.static.nodes)
-        out = list(self.static.statuses(pod))
-        idx = np.flatnonzero(self.static.mask(pod))
-        if pod.host_ports and len(idx):
-            port_ok = node_ports.feasible(pod, idx, state)
-            for n in idx[~port_ok].tolist():
-                out[n] = node_ports.filter(pod, self.static.nodes[n], state)
-            idx = idx[port_ok]
-        idx = self._resource_statuses(idx, out)
-        if self.volumes is not None and len(idx):
-            keep = []
-            for n in idx.tolist():
-                status = self.volumes.status(self.static.nodes[n])
-                if status.ok:
-                    keep.append(n)
-                else:
-                    out[n] = status
-            idx = np.array(keep, dtype=np.int64)
-        for plugin, pre in ((pod_topology_spread, self.spread), (inter_pod_affinity, self.affinity)):
-            if not len(idx) or not pre:
-                continue
-            codes = plugin.status_codes(idx, pre)
-            for n, code in zip(idx.tolist(), codes.tolist()):
-                if code:
-                    out[n] = plugin.STATUSES[code]
-            idx = idx[codes == 0]
-        if self.dra:
-            for n in idx.tolist():
-                out[n] = dynamic_resources.filter(pod, self.static.nodes[n], state)
+        if self.failed is not None:
+            return [self.failed] * len(self.static.nodes)
+        out = list(self.static.statuses(self.pod))
+        idx = np.flatnonzero(self.static.mask(self.pod))
+        for f in self.filters:
+            if not len(idx):
+                break
+            idx = f.statuses(idx, out)
         return out
-
-    def _resource_statuses(self, idx: np.ndarray, out: list[Status]) -> np.ndarray:
-        """NodeResourcesFit's statuses for the nodes ``idx`` into ``out``; the nodes that fit.
-        Nodes failing on the same resources share one Status."""
-        if not len(idx):
-            return idx
-        pod, state = self.pod, self.state
-        vec = state.vector(pod)
-        cols = np.flatnonzero(vec)
-        short = state.free[np.ix_(idx, cols)] < vec[cols]
-        fails = short.any(axis=1)
-        failing = np.flatnonzero(fails)
-        if not len(failing):
-            return idx
-        # Reasons follow the short resources; the code also depends on exceeding allocatable.
-        hopeless = state.alloc[np.ix_(idx[failing], cols)] < vec[cols]
-        rows = np.hstack((short[failing], hopeless))
-        if rows.shape[1] <= 62:  # one integer per row: a 1-d unique, far cheaper than axis=0
-            rows = rows.astype(np.int64) @ (np.int64(1) << np.arange(rows.shape[1], dtype=np.int64))
-        patterns, inverse = np.unique(rows, axis=0 if rows.ndim == 2 else None, return_inverse=True)
-        by_pattern = [
-            node_resources_fit.filter(pod, self.static.nodes[int(idx[failing[np.flatnonzero(inverse == k)[0]]])], state, version=self.version)
-            for k in range(len(patterns))
-        ]
-        for row, k in zip(failing.tolist(), np.ravel(inverse).tolist()):
-            out[int(idx[row])] = by_pattern[k]
-        return idx[~fails]
 
     def feasible(
         self, nodes: Optional[np.ndarray] = None, limit: Optional[int] = None, allowed: Optional[np.ndarray] = None
@@ -294,7 +253,7 @@ class Cycle:
             nodes = np.arange(len(self.static.nodes), dtype=np.int64)
         if allowed is not None:
             nodes = nodes[allowed[nodes]]
-        if self.volumes is not None and self.volumes.failed is not None:
+        if self.failed is not None:
             return nodes[:0]
         if self.node_local:
             mask = self._local_mask()
@@ -331,61 +290,42 @@ class Cycle:
             mask = self.static.mask(self.pod).copy()
             idx = np.flatnonzero(mask)
             mask[idx] = False
-            mask[self._local_dynamic(idx)] = True
+            mask[self._dynamic(idx)] = True
         else:
             seen, mask = hit
             if seen == len(state.touched) - 1:
                 # One placement since the last look, the common case: that node alone, in Python.
                 node = state.touched[seen]
-                mask[node] = bool(self.static.mask(self.pod)[node]) and self._local_fits(node)
+                fits = bool(self.static.mask(self.pod)[node])
+                for f in self._local:
+                    if not fits:
+                        break
+                    fits = f.fits(node)
+                mask[node] = fits
             elif seen < len(state.touched):
                 changed = np.unique(np.array(state.touched[seen:], dtype=np.int64))
                 changed = changed[self.static.mask(self.pod)[changed]]
                 mask[changed] = False
-                mask[self._local_dynamic(changed)] = True
+                mask[self._dynamic(changed)] = True
         state.local_cache[key] = (len(state.touched), mask)
         return mask
 
-    def _local_fits(self, node: int) -> bool:
-        """``_local_dynamic`` for one node: every requested resource fits what is free (zero
-        requests always fit) and no host port is taken."""
-        if not node_resources_fit.fits(self.state.vector(self.pod), self.state.free[node]):
-            return False
-        return not self.pod.host_ports or node_ports.fits(self.pod, self.state.ports_on[node])
-
-    def _local_dynamic(self, nodes: np.ndarray) -> np.ndarray:
-        """``_dynamic`` for a node-local cycle: with no spread or affinity PreFilter results
-        those two filters pass everywhere, so only resources and host ports are checked."""
-        if len(nodes) == 0:
-            return nodes
-        nodes = nodes[node_resources_fit.feasible(self.pod, nodes, self.state)]
-        if self.pod.host_ports and len(nodes):
-            nodes = nodes[node_ports.feasible(self.pod, nodes, self.state)]
-        return nodes
-
     def _dynamic(self, nodes: np.ndarray) -> np.ndarray:
-        if len(nodes) == 0:
-            return nodes
-        ok = node_resources_fit.feasible(self.pod, nodes, self.state)
-        ok &= pod_topology_spread.feasible(nodes, self.spread)
-        ok &= inter_pod_affinity.feasible(nodes, self.affinity)
-        if self.volumes is not None:
-            ok &= np.fromiter((self.volumes.status(self.static.nodes[n]).ok for n in nodes.tolist()),
-                              dtype=bool, count=len(nodes))
-        nodes = nodes[ok]
-        if self.pod.host_ports and len(nodes):
-            nodes = nodes[node_ports.feasible(self.pod, nodes, self.state)]
-        if self.dra and len(nodes):
-            nodes = nodes[dynamic_resources.feasible(self.pod, nodes, self.state)]
+        """The nodes of ``nodes`` that pass every dynamic filter, each filter asked only of the
+        nodes the ones before it passed."""
+        for f in self.filters:
+            if not len(nodes):
+                break
+            nodes = nodes[f.feasible(nodes)]
         return nodes
 
     def fit_error(self, *, postfilter: Optional[str] = None) -> str:
         """kube-scheduler's "0/N nodes are available: ..." for this pod in this state."""
         statuses = self.statuses()
         # A failed PreFilter replaces the histogram with its own message.
-        prefilter = node_affinity.REASON_CONFLICT if node_affinity.prefilter_node_names(self.pod) == set() else None
-        if prefilter is None and self.volumes is not None:
-            prefilter = self.volumes.error
+        prefilter = _node_names_failure(self.pod)
+        if prefilter is None:
+            prefilter = next((f.error for f in self.filters if f.error is not None), None)
         return fit_error_message(
             len(statuses), reason_histogram(statuses, failed_only=True), prefilter=prefilter, postfilter=postfilter
         )

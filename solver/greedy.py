@@ -88,115 +88,188 @@ def schedule_greedy(
     at the next pod (the result is then partial and marked). ``progress[0]``: pods done so far.
     ``score_cache``: score through ``ScoreCache`` (the same totals as ``score_nodes``, faster);
     off, every pod is scored by ``score_nodes`` itself."""
-    cfg = ctx.config
-    version = cfg.kubernetes_version
-    state = state if state is not None else ctx.state.copy()
-    static = static or StaticFilters(ctx.nodes, ctx.window)
-    sctx = ScoreContext.of(ctx)
-    scores = ScoreCache(state, sctx) if score_cache else None
-    rng = random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None
-    preempt = cfg.preemption.enabled if allow_preemption is None else allow_preemption
-    n = len(ctx.nodes)
-    order = node_tree_order(ctx.nodes)
-    position = np.empty(n, dtype=np.int64)
-    position[order] = np.arange(n)
-    to_find = num_feasible_nodes_to_find(n, cfg.percentage_of_nodes_to_score)
-    next_start = 0
-    gangs = GangBook.of(ctx)
-    result = GreedyResult(state=state)
-    guard = SpreadGuard(state, static)
+    run = _Run.of(ctx, static=static, allow_preemption=allow_preemption, state=state, score_cache=score_cache)
+    for done, pod in enumerate(queue_order(ctx, run.gangs.by_key)):
+        if cancel is not None and cancel.is_set():
+            run.result.cancelled = True
+            break
+        if progress is not None:
+            progress[0] = done
+        run.turn(pod)
+    return run.result
+
+
+@dataclass
+class _Run:
+    """One greedy pass over a window: what each pod's turn reads and leaves for the next."""
+
+    ctx: SchedulingContext
+    state: ClusterState
+    static: StaticFilters
+    sctx: ScoreContext
+    scores: Optional[ScoreCache]
+    rng: Optional[random.Random]
+    preempt: bool
+    order: np.ndarray  # the node walk (kube-scheduler's node tree order)
+    position: np.ndarray  # each node's place in ``order``
+    to_find: int  # numFeasibleNodesToFind
+    gangs: GangBook
+    result: GreedyResult
+    guard: SpreadGuard
+    next_start: int = 0  # where the next walk starts in ``order``
     # A pod that found no node (nor victims) fails again, with the same message, as long as no
     # pod left the state, every pod placed since outranks or equals it (placements only take
     # room, and a pod of equal or higher priority is no victim), none of them is counted by its
     # hard spread constraints (other placements leave its skews as they were), it has no
     # required pod affinity (which a placement could satisfy) and the window guard allows it
     # the same nodes. Anti-affinity only grows stricter with placements.
-    failed: dict[int, _Failure] = {}
-    placed: list[PodInfo] = []
+    failed: dict[int, _Failure] = field(default_factory=dict)
+    placed: list[PodInfo] = field(default_factory=list)
 
-    for done, pod in enumerate(queue_order(ctx, gangs.by_key)):
-        if cancel is not None and cancel.is_set():
-            result.cancelled = True
-            break
-        if progress is not None:
-            progress[0] = done
-        gang = gangs.by_key.get(pod.group) if pod.group else None
+    @staticmethod
+    def of(ctx: SchedulingContext, *, static: Optional[StaticFilters], allow_preemption: Optional[bool],
+           state: Optional[ClusterState], score_cache: bool) -> "_Run":
+        cfg = ctx.config
+        state = state if state is not None else ctx.state.copy()
+        static = static or StaticFilters(ctx.nodes, ctx.window)
+        sctx = ScoreContext.of(ctx)
+        n = len(ctx.nodes)
+        order = node_tree_order(ctx.nodes)
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n)
+        return _Run(
+            ctx, state, static, sctx,
+            scores=ScoreCache(state, sctx) if score_cache else None,
+            rng=random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None,
+            preempt=cfg.preemption.enabled if allow_preemption is None else allow_preemption,
+            order=order,
+            position=position,
+            to_find=num_feasible_nodes_to_find(n, cfg.percentage_of_nodes_to_score),
+            gangs=GangBook.of(ctx),
+            result=GreedyResult(state=state),
+            guard=SpreadGuard(state, static),
+        )
+
+    def turn(self, pod: PodInfo) -> None:
+        """One pod's scheduling cycle: its gang's PreFilter and domain, the filters (or the
+        failure they gave before), placement or preemption; at a gang's last member, Permit."""
+        result, n = self.result, len(self.ctx.nodes)
+        gang = self.gangs.by_key.get(pod.group) if pod.group else None
         if gang is not None:
-            gangs.admit(gang, state, result)
+            self.gangs.admit(gang, self.state, result)
         blocked = gang.blocked(pod) if gang else None
         within = None
         topology_key = gang_topology.key_of(gang.group) if gang is not None else None
         if gang is not None and not blocked and topology_key is not None:
-            within = gangs.domain.get(gang.key)
+            within = self.gangs.domain.get(gang.key)
             if within is None:
-                within = gangs.domain[gang.key] = _choose_domain(gang, state, static, ctx, sctx)
+                within = self.gangs.domain[gang.key] = _choose_domain(gang, self.state, self.static, self.ctx,
+                                                                      self.sctx)
         if blocked:
             result.unschedulable[pod.key] = f"0/{n} nodes are available: {blocked}." if n else blocked
         elif n == 0:
             result.unschedulable[pod.key] = "no nodes available to schedule pods"
-        elif _still_failing(failed.get(pod.class_id), pod, state, placed, allowed := _within(guard.allowed(pod), within)):
-            entry = failed[pod.class_id]
+        elif _still_failing(self.failed.get(pod.class_id), pod, self.state, self.placed,
+                            allowed := _within(self.guard.allowed(pod), within)):
+            entry = self.failed[pod.class_id]
             result.unschedulable[pod.key] = entry.message
-            failed[pod.class_id] = replace(entry, placed_at=len(placed))  # checked up to here
+            self.failed[pod.class_id] = replace(entry, placed_at=len(self.placed))  # checked up to here
         else:
-            # Pods nominated to a node from outside the window keep their room there: held on
-            # the nodes while this pod is filtered (and preempts), taken out before it is scored.
-            held = nominated.hold(ctx.claims, state, pod, result.placements)
-            cycle = Cycle(pod, state, static, version=version)
-            walk = np.concatenate((order[next_start:], order[:next_start]))
-            # kube-scheduler tries a pod's nominated node first: passing the filters, it is the
-            # one feasible node (no scoring, and the node walk does not move on).
-            feasible = nominated.nominated_node_fits(pod, cycle, allowed)
-            first = bool(len(feasible))
-            if not first:
-                feasible = cycle.feasible(walk, limit=to_find, allowed=allowed)
-            if len(feasible):
-                nominated.release(state, held)
-                chosen = feasible
-                if not first:
-                    walked = n if len(feasible) < to_find else int((position[feasible[-1]] - next_start) % n) + 1
-                    next_start = (next_start + walked) % n
-                prefer = gang_preferred.keys_of(gang.group) if gang is not None else ()
-                if gang is not None and prefer:  # stay in the domains the gang's members use, widest first
-                    chosen = gang_preferred.narrow(prefer, state, chosen, gangs.nodes_used.get(gang.key, ()))
-                if len(chosen) == 1:
-                    node = int(chosen[0])
-                else:
-                    totals = scores.totals(pod, chosen) if scores is not None else score_nodes(pod, chosen, state, sctx)
-                    node = select_host(chosen, totals, rng)
-                state.add(pod, node)
-                result.placements[pod.key] = node
-                guard.placed(pod, node)
-                if gang is not None:
-                    gangs.nodes_used.setdefault(gang.key, []).append(node)
-            elif allowed is not None and len(cycle.feasible(walk, limit=1)):
-                nominated.release(state, held)
-                refused = int((~allowed).sum())
-                reason = GUARD_REASON if within is None else gang_topology.outside_domain(topology_key)
-                result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {reason}."
-            else:
-                _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed, frozenset(gangs.protected))
-                nominated.release(state, held)
-                if pod.key in result.placements:
-                    guard.placed(pod, result.placements[pod.key])
-                    if gang is None and pod.key in result.nominations:
-                        result.victims = preemption.reprieve_level(
-                            result.placements[pod.key], pod.priority, state, result.victims, ctx)
-                elif not pod.affinity and pod.class_id >= 0:
-                    failed[pod.class_id] = _Failure(
-                        state.removals, len(placed), result.unschedulable[pod.key],
-                        None if allowed is None else allowed.tobytes(),
-                        tuple(PodMatcher.of_spread(c.selector, pod.namespace) for c in pod.hard_spread),
-                    )
+            self._filter(pod, gang, allowed, within, topology_key)
             if pod.key in result.placements:
-                placed.append(pod)
-        if gang is not None and gangs.last_member.get(pod.key) is gang:
-            if gangs.settle(gang, state, result):
-                for member in gang.members:  # its preemptions, now that they stand
-                    if member.key in result.nominations:
-                        result.victims = preemption.reprieve_level(
-                            result.nominations[member.key], member.priority, state, result.victims, ctx)
-    return result
+                self.placed.append(pod)
+        if gang is not None and self.gangs.last_member.get(pod.key) is gang:
+            self._permit(gang)
+
+    def _filter(self, pod: PodInfo, gang: Optional[gangs_mod.Gang], allowed: Optional[np.ndarray],
+                within: Optional[np.ndarray], topology_key: Optional[str]) -> None:
+        """Filter the pod along the node walk; place it, or tell why not, or preempt."""
+        ctx, state, result, n = self.ctx, self.state, self.result, len(self.ctx.nodes)
+        # Pods nominated to a node from outside the window keep their room there: held on
+        # the nodes while this pod is filtered (and preempts), taken out before it is scored.
+        held = nominated.hold(ctx.claims, state, pod, result.placements)
+        cycle = Cycle(pod, state, self.static, version=ctx.config.kubernetes_version)
+        walk = np.concatenate((self.order[self.next_start:], self.order[:self.next_start]))
+        # kube-scheduler tries a pod's nominated node first: passing the filters, it is the
+        # one feasible node (no scoring, and the node walk does not move on).
+        feasible = nominated.nominated_node_fits(pod, cycle, allowed)
+        first = bool(len(feasible))
+        if not first:
+            feasible = cycle.feasible(walk, limit=self.to_find, allowed=allowed)
+        if len(feasible):
+            nominated.release(state, held)
+            if not first:
+                self._walked(feasible)
+            self._place(pod, gang, feasible)
+        elif allowed is not None and len(cycle.feasible(walk, limit=1)):
+            nominated.release(state, held)
+            refused = int((~allowed).sum())
+            reason = GUARD_REASON if within is None else gang_topology.outside_domain(topology_key)
+            result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {reason}."
+        else:
+            _preempt_or_fail(pod, cycle, self._preemption(pod, cycle, allowed), state, result)
+            nominated.release(state, held)
+            self._after_postfilter(pod, gang, allowed)
+
+    def _walked(self, feasible: np.ndarray) -> None:
+        """Move the next walk's start past the nodes this one filtered."""
+        n = len(self.order)
+        walked = n if len(feasible) < self.to_find else int((self.position[feasible[-1]] - self.next_start) % n) + 1
+        self.next_start = (self.next_start + walked) % n
+
+    def _place(self, pod: PodInfo, gang: Optional[gangs_mod.Gang], feasible: np.ndarray) -> None:
+        """Score the feasible nodes (narrowed to a preferred topology's domains) and assume the
+        pod on the best."""
+        state, chosen = self.state, feasible
+        prefer = gang_preferred.keys_of(gang.group) if gang is not None else ()
+        if gang is not None and prefer:  # stay in the domains the gang's members use, widest first
+            chosen = gang_preferred.narrow(prefer, state, chosen, self.gangs.nodes_used.get(gang.key, ()))
+        if len(chosen) == 1:
+            node = int(chosen[0])
+        else:
+            totals = (self.scores.totals(pod, chosen) if self.scores is not None
+                      else score_nodes(pod, chosen, state, self.sctx))
+            node = select_host(chosen, totals, self.rng)
+        state.add(pod, node)
+        self.result.placements[pod.key] = node
+        self.guard.placed(pod, node)
+        if gang is not None:
+            self.gangs.nodes_used.setdefault(gang.key, []).append(node)
+
+    def _preemption(self, pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> Optional[preemption.PreemptionOutcome]:
+        """DefaultPreemption's PostFilter for a pod no node fits (None: preemption is off)."""
+        if not self.preempt:
+            return None
+        evicted = [v.pod for v in self.result.victims]  # their budgets are spent (a rolled-back gang's are not)
+        return preemption.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
+                                             allowed=allowed, evicted=evicted,
+                                             protected=frozenset(self.gangs.protected))
+
+    def _after_postfilter(self, pod: PodInfo, gang: Optional[gangs_mod.Gang], allowed: Optional[np.ndarray]) -> None:
+        """A pod that preempted reprieves the victims it makes unnecessary (a gang's members at
+        Permit); one that failed remembers its failure for its class."""
+        result = self.result
+        if pod.key in result.placements:
+            self.guard.placed(pod, result.placements[pod.key])
+            if gang is None and pod.key in result.nominations:
+                result.victims = preemption.reprieve_level(
+                    result.placements[pod.key], pod.priority, self.state, result.victims, self.ctx)
+        elif not pod.affinity and pod.class_id >= 0:
+            self.failed[pod.class_id] = _Failure(
+                self.state.removals, len(self.placed), result.unschedulable[pod.key],
+                None if allowed is None else allowed.tobytes(),
+                tuple(PodMatcher.of_spread(c.selector, pod.namespace) for c in pod.hard_spread),
+            )
+
+    def _permit(self, gang: gangs_mod.Gang) -> None:
+        """Permit at the gang's last member; a gang that keeps its placements has its members'
+        preemptions stand, and reprieves the victims they make unnecessary."""
+        result = self.result
+        if self.gangs.settle(gang, self.state, result):
+            for member in gang.members:  # its preemptions, now that they stand
+                if member.key in result.nominations:
+                    result.victims = preemption.reprieve_level(
+                        result.nominations[member.key], member.priority, self.state, result.victims, self.ctx)
 
 
 def _within(allowed: Optional[np.ndarray], domain: Optional[np.ndarray]) -> Optional[np.ndarray]:
@@ -289,11 +362,10 @@ def _still_failing(entry: Optional[_Failure], pod: PodInfo, state: ClusterState,
     )
 
 
-def _preempt_or_fail(pod, cycle, state, static, ctx, result, preempt, rng, allowed=None, protected=frozenset()) -> None:
-    evicted = [v.pod for v in result.victims]  # their budgets are spent (a rolled-back gang's are not)
-    outcome = (preemption.default_preemption(pod, cycle, state, static, ctx, rng=rng, allowed=allowed, evicted=evicted,
-                                             protected=protected)
-               if preempt else None)
+def _preempt_or_fail(pod: PodInfo, cycle: Cycle, outcome: Optional[preemption.PreemptionOutcome], state: ClusterState,
+                     result: GreedyResult) -> None:
+    """Take a preemption's outcome: evict its victims and nominate the pod to its node; or, with
+    no node, the pod's FitError (with the PostFilter's message, if preemption ran)."""
     if outcome is not None and outcome.node is not None:
         for victim in outcome.victims:
             state.remove(victim)

@@ -132,6 +132,67 @@ class CycleView(Protocol):
     def feasible(self, candidates: Optional[np.ndarray] = None) -> np.ndarray: ...
 
 
+class CycleFilter(Protocol):
+    """One dynamic filter's PreFilter result for one pod against one state, as ``filtering.Cycle``
+    runs it (a plugin's ``cycle`` hook makes it; None when the filter passes on every node).
+
+    ``local``: it reads only the node's own state (requests, host ports), so a pod class's verdicts
+    are kept on the state and refreshed only on the nodes touched since (``fits`` answers one
+    node). ``failed``: a failed PreFilter, every node's status; ``error`` its message, which
+    replaces the reasons' histogram in the FitError."""
+
+    local: bool
+    failed: Optional[Status]
+    error: Optional[str]
+
+    def status(self, node: NodeInfo) -> Status:
+        """The filter's verdict on one node."""
+        ...
+
+    def statuses(self, nodes: np.ndarray, out: list[Status]) -> np.ndarray:
+        """Verdicts on ``nodes`` (indices) at once: each failure written into ``out``; returns
+        the nodes that pass, in order."""
+        ...
+
+    def feasible(self, nodes: np.ndarray) -> np.ndarray:
+        """Per node of ``nodes``, whether it passes (a bool mask)."""
+        ...
+
+    def fits(self, node: int) -> bool:
+        """``feasible`` for one node (only asked of a ``local`` filter)."""
+        ...
+
+
+class NodeByNode:
+    """A ``CycleFilter``'s defaults: not local, no failed PreFilter, and the many-node answers
+    asked node by node of ``status`` (a subclass sets ``nodes``, the state's node list, and
+    overrides what it can answer faster)."""
+
+    local = False
+    failed: Optional[Status] = None
+    error: Optional[str] = None
+    nodes: list[NodeInfo]
+
+    def status(self, node: NodeInfo) -> Status:
+        raise NotImplementedError
+
+    def statuses(self, nodes: np.ndarray, out: list[Status]) -> np.ndarray:
+        keep = []
+        for n in nodes.tolist():
+            status = self.status(self.nodes[n])
+            if status.ok:
+                keep.append(n)
+            else:
+                out[n] = status
+        return np.array(keep, dtype=np.int64)
+
+    def feasible(self, nodes: np.ndarray) -> np.ndarray:
+        return np.fromiter((self.status(self.nodes[n]).ok for n in nodes.tolist()), dtype=bool, count=len(nodes))
+
+    def fits(self, node: int) -> bool:
+        return self.status(self.nodes[node]).ok
+
+
 class EncodeModel(Protocol):
     """The CP-SAT window model an encoder adds its constraints to (``cpsat.model.WindowModel``):
     x[c, n] pods of class c on node n, evict[v], the objective levels, and the shared helpers."""
@@ -257,6 +318,15 @@ Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constr
 # ``gangs``: the window's gangs by key.
 Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
 Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
+# (pod) -> None, or the node names a static filter's PreFilter restricts the pod to and the status
+# of every node outside them (with no name at all, the PreFilter fails: its reason is the message).
+NodeNames = Callable[[PodInfo], Optional[tuple[set[str], Status]]]
+# (pod x) -> None when the rule ties x's placement to no other pod's, else a predicate: does it
+# tie x to pod y wherever the two land (a term of x counts y, one gang holds both)?
+Couples = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
+# (pod, state, static filters, Kubernetes version) -> the filter's PreFilter for one cycle, or None
+# when it passes on every node for this pod.
+CycleHook = Callable[[PodInfo, ClusterState, StaticView, str], Optional[CycleFilter]]
 
 
 @dataclass(frozen=True)
@@ -266,9 +336,15 @@ class Plugin:
     * ``filter``: the module whose ``filter`` is the rule's Filter (``static``: it reads only pod
       and node, so it prunes variables and needs no encoding);
     * ``score``: the module whose ``score`` is the rule's Score (its ``NAME`` keys the weight);
+    * ``cycle``: a dynamic filter's PreFilter and Filter for greedy's cycle (``CycleHook``);
+      greedy, preemption and the messages run every plugin's hook, in ``PLUGINS`` order;
+    * ``node_names``: a static filter's PreFilterResult, the nodes it restricts a pod to by name
+      (``NodeNames``);
     * ``prune``: nodes the rule rules out before any variable exists (``Prune``);
     * ``encode``: the rule as CP-SAT constraints on the window model, for scheduling and
       re-packing; ``window_encode``: window-wide parts only a scheduling window has;
+    * ``couples``: which pods the rule ties together wherever they land (``Couples``): CP-SAT
+      solves pods no rule ties (nor shared nodes, nor evictions) as separate components;
     * ``checks``: the validator's final-state checks of the rule;
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
@@ -279,8 +355,11 @@ class Plugin:
     filter: Optional[Any] = None
     static: bool = False
     score: Optional[Any] = None
+    cycle: Optional[CycleHook] = None
+    node_names: Optional[NodeNames] = None
     prune: Optional[Prune] = None
     encode: tuple[Encoder, ...] = ()
     window_encode: tuple[Encoder, ...] = ()
     checks: tuple[Check, ...] = ()
+    couples: Optional[Couples] = None
     per_node_state: Optional[Callable[[PodInfo], bool]] = None

@@ -20,7 +20,7 @@ import numpy as np
 from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 from .info import NodeInfo, PodInfo
-from .plugins.volume_catalog import EMPTY, VolumeCatalog
+from .volume_catalog import EMPTY, VolumeCatalog
 from .terms import NOTHING, AffinityTerm, Selector
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
@@ -63,6 +63,18 @@ class Matcher(Protocol):
     def __hash__(self) -> int: ...
 
     def matches(self, pod: PodInfo) -> bool: ...
+
+
+class VolumeBook(Protocol):
+    """What a state asks of the volume rules as pods come and go (``ClusterState.volume_book``)."""
+
+    def reserve(self, pod: PodInfo, node: NodeInfo, state: "ClusterState") -> None:
+        """VolumeBinding's Reserve: the volumes the pod's delayed claims take on ``node``."""
+        ...
+
+    def release(self, pod: PodInfo, state: "ClusterState") -> None:
+        """Undo ``reserve`` for claims no pod in the state uses any more."""
+        ...
 
 
 class ClusterState:
@@ -124,6 +136,9 @@ class ClusterState:
         # CSI limits; which pods use each claim (claim -> pod -> node); and the volumes window
         # claims took so far (volume -> claim; VolumeBinding's Reserve).
         self.volumes: VolumeCatalog = EMPTY
+        # VolumeBinding's Reserve and its undoing (``plugins/volume_binding/filter.py``), given
+        # with ``volumes`` by whoever builds the state (this module stands below the plugins).
+        self.volume_book: Optional[VolumeBook] = None
         self.claim_users: dict[str, dict[str, int]] = {}
         self.pv_taken: dict[str, str] = {}
 
@@ -175,10 +190,8 @@ class ClusterState:
         self._count(pod, node, +1)
         for claim in pod.claims:
             self.claim_users[claim] = {**self.claim_users.get(claim, {}), pod.key: node}
-        if pod.claims and self.volumes:
-            from .plugins.volume_binding.filter import reserve
-
-            reserve(pod, self.nodes[node], self)
+        if pod.claims and self.volumes and self.volume_book is not None:
+            self.volume_book.reserve(pod, self.nodes[node], self)
         self.touched.append(node)
         if self.dra is not None:
             self.dra.add(pod, node)
@@ -205,10 +218,8 @@ class ClusterState:
                 self.claim_users[claim] = users
             else:
                 self.claim_users.pop(claim, None)
-        if pod.claims and self.pv_taken:
-            from .plugins.volume_binding.filter import release
-
-            release(pod, self)
+        if pod.claims and self.pv_taken and self.volume_book is not None:
+            self.volume_book.release(pod, self)
         self.touched.append(node)
         if self.dra is not None:
             self.dra.remove(pod)
@@ -348,6 +359,7 @@ class ClusterState:
         other.priorities = Counter(self.priorities)
         other.dra = self.dra.copy() if self.dra is not None else None
         other.volumes = self.volumes
+        other.volume_book = self.volume_book
         other.claim_users = dict(self.claim_users)  # each value is replaced, never changed in place
         other.pv_taken = dict(self.pv_taken)
         return other

@@ -17,25 +17,24 @@ import numpy as np
 
 from ..context import PodClass
 from ..info import PodInfo
-from ..plugins.inter_pod_affinity.filter import AllTerms
+from ..plugins.registry import COUPLERS
 from ..state import ClusterState, PodMatcher
 from .eviction import can_evict, top_preemptor
 
 
-def _couples(a: PodClass, b: PodClass) -> bool:
-    ra, rb = a.rep, b.rep
-    if ra.group is not None and ra.group == rb.group:
-        return True
-    for x, y in ((ra, rb), (rb, ra)):
-        for term in (*x.anti_affinity, *x.affinity):
-            if term.matches(y.namespace, y.labels, y.ns_labels):
-                return True
-        if x.affinity and AllTerms(x.affinity).matches(y):
-            return True
-        for c in x.hard_spread:
-            if y.namespace == x.namespace and c.selector.matches(y.labels):
-                return True
-    return False
+def _ties(classes: list[PodClass]) -> dict[int, list]:
+    """Per class whose rules tie it to other pods, those rules' predicates (``registry.COUPLERS``)."""
+    out: dict[int, list] = {}
+    for cls in classes:
+        preds = [p for p in (couples(cls.rep) for couples in COUPLERS) if p is not None]
+        if preds:
+            out[cls.id] = preds
+    return out
+
+
+def _couples(a: PodClass, b: PodClass, ties: dict[int, list]) -> bool:
+    """Whether a rule of either class ties it to the other, wherever they land."""
+    return (any(p(b.rep) for p in ties.get(a.id, ())) or any(p(a.rep) for p in ties.get(b.id, ())))
 
 
 def _kept_out(pod: PodInfo, classes: list[PodClass], state: ClusterState) -> list[tuple[PodClass, str]]:
@@ -130,10 +129,11 @@ def components(
     # component (``plugins/volume_binding/encode.py``).
     with_claims = [c.id for c in classes if c.rep.claims]
     graph.add_edges_from(zip(with_claims, with_claims[1:]))
-    coupled = [c for c in classes if c.rep.anti_affinity or c.rep.affinity or c.rep.hard_spread or c.rep.group]
+    ties = _ties(classes)
+    coupled = [c for c in classes if c.id in ties]
     for a in coupled:
         for b in classes:
-            if a.id != b.id and not graph.has_edge(a.id, b.id) and _couples(a, b):
+            if a.id != b.id and not graph.has_edge(a.id, b.id) and _couples(a, b, ties):
                 graph.add_edge(a.id, b.id)
     if state is not None and allow_preemption:
         if state.anti_owners or any(c.rep.anti_affinity for c in classes):

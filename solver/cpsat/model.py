@@ -33,7 +33,6 @@ from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
 from ..plugin_api import Level
-from ..plugins.node_ports import filter as node_ports
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..state import ClusterState
 from .eviction import top_preemptor
@@ -238,9 +237,6 @@ class WindowModel:
 
     def evictable(self, pod: PodInfo) -> Optional[cp_model.IntVar]:
         return self.evict.get(pod.key)
-
-    def port_conflicts(self, cls: PodClass, other: PodClass) -> bool:
-        return node_ports.ports_conflict(cls.rep.host_ports, other.rep.host_ports)
 
     # -- size --------------------------------------------------------------------------------
 

@@ -9,12 +9,16 @@ of their own, as kube-scheduler's profile lists plugins per extension point: ``E
 them, in ``PLUGINS`` order. What the engines read:
 
 * ``STATIC_FILTERS``: filters reading only pod and node (they prune the solver's variables);
+  ``STATIC_NODE_NAMES``: their PreFilterResults (the nodes a pod is restricted to by name);
   ``VOLUME_FILTERS``: the volume rules greedy runs as one cycle for a pod with claims;
+* ``CYCLE_FILTERS``: the dynamic filters' ``cycle`` hooks, greedy's filter cycle runs them in
+  this order (``filtering.Cycle``; the four volume rules as one, VolumeBinding's);
 * ``SCORE_PLUGINS``: score plugins; their weights come from the configuration (``scoring.weights``,
   kube-scheduler's defaults unless set);
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a window model (re-packing
   uses these); ``WINDOW_ENCODERS`` adds the window-wide rules a scheduling window has and a
   re-packing does not (gangs, their required and preferred topology, victims' room, volumes);
+* ``COUPLERS``: which pods each rule ties together (CP-SAT's independent components);
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
 * ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices).
 """
@@ -25,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ..info import PodInfo
-from ..plugin_api import Check, Encoder, Plugin
+from ..plugin_api import Check, Couples, CycleHook, Encoder, NodeNames, Plugin
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -81,10 +85,12 @@ def _ordered(first: Iterable[Plugin]) -> tuple[Plugin, ...]:
 
 
 STATIC_FILTERS: tuple[Any, ...] = tuple(p.filter for p in PLUGINS if p.static)
+STATIC_NODE_NAMES: tuple[NodeNames, ...] = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
 # Greedy runs the volume rules as one cycle for a pod with claims (``volume_binding/filter.py``).
 _VOLUME_PLUGINS = (volume_restrictions, node_volume_limits, volume_binding, volume_zone)
 VOLUME_FILTERS = tuple(p.filter for p in _VOLUME_PLUGINS)
 DYNAMIC_FILTERS = tuple(p.filter for p in PLUGINS if not p.static and p.filter is not None and p not in _VOLUME_PLUGINS)
+CYCLE_FILTERS: tuple[CycleHook, ...] = tuple(p.cycle for p in PLUGINS if p.cycle is not None)
 FILTER_NAMES = tuple(p.name for p in PLUGINS if p.filter is not None)
 
 # Candidate pruning before CP-SAT's variables exist (every plugin's mask is and-ed).
@@ -95,6 +101,8 @@ SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
 
 FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for p in _ordered(ENCODE_ORDER) for e in p.encode)
 WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + tuple(e for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
+
+COUPLERS: tuple[Couples, ...] = tuple(p.couples for p in PLUGINS if p.couples is not None)
 
 FINAL_CHECKS: tuple[Check, ...] = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
 

@@ -22,7 +22,8 @@ from .. import progress
 from ..memory import SolverMemory
 from ..validate import validate
 from .bounds import grouped_lp_bound, lp_bound, nodes_bound, per_resource_bound
-from .model import OBJECTIVES, RepackInfeasible, RepackOptions, solve_placement
+from .model import OBJECTIVES, RepackInfeasible, RepackOptions
+from .rounds import solve_placement
 from .order import OrderError, Step, order_moves
 from .pending import BacklogCheck
 from .prune import idle_moves_undone

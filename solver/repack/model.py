@@ -447,7 +447,8 @@ class RepackModel:
 
 
 def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optional[dict[str, int]] = None) -> Placement:
-    """Build and solve the model within the time limit (the config's, unless the options say).
+    """One model for every movable pod (``rounds.solve_placement`` decides when rounds are needed
+    instead). Build and solve the model within the time limit (the config's, unless the options say).
 
     The search starts from ``first`` (pod -> node, for every movable pod) if given and the model
     accepts it whole, else from the greedy drain's placement, else from the current one (nothing
@@ -455,18 +456,6 @@ def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optio
     start = time.monotonic()
     limit = options.time_limit if options.time_limit is not None else problem.config.solver.time_limit_seconds
     deadline = start + limit
-    from . import rounds  # it builds on this module's model
-
-    if len(problem.origin) > rounds.ROUNDS_ABOVE:
-        progress.stage(f"{len(problem.origin)} movable pods: re-packing in rounds of {rounds.BATCH} drain candidates "
-                       f"(time limit {limit:.1f}s)")
-        done = rounds.solve_in_rounds(problem, options, deadline)
-        placement = done.placement
-        placement.rounds = done.rounds
-        placement.phases = done.phases
-        placement.checked = done.checked
-        placement.solve_time = time.monotonic() - start
-        return placement
     greedy = greedy_drain(
         problem, max_moves=options.max_moves, target_free=options.target_free, by_cost=options.objective == "cost"
     )

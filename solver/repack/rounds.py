@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
+from typing import Optional
 
 import numpy as np
 
@@ -45,11 +46,31 @@ from ..filtering import Cycle
 from ..plugins.pod_topology_spread.score import HOSTNAME_KEY
 from ..plugins.preemption.pdb import PdbBudgets
 from . import availability
+from . import model as one_model
 from .model import Placement, RepackInfeasible, RepackModel, RepackOptions
 from .problem import RepackProblem
 
 # Movable pods above which ``solve_placement`` decides in rounds (one model below).
 ROUNDS_ABOVE = 3000
+
+
+def solve_placement(problem: RepackProblem, options: RepackOptions, first: Optional[dict[str, int]] = None) -> Placement:
+    """The re-packing's placement: one model (``model.solve_placement``, which ``first`` may
+    start), or above ``ROUNDS_ABOVE`` movable pods rounds of drain candidates within the time
+    limit (the config's, unless the options say)."""
+    if len(problem.origin) <= ROUNDS_ABOVE:
+        return one_model.solve_placement(problem, options, first)
+    start = time.monotonic()
+    limit = options.time_limit if options.time_limit is not None else problem.config.solver.time_limit_seconds
+    progress.stage(f"{len(problem.origin)} movable pods: re-packing in rounds of {BATCH} drain candidates "
+                   f"(time limit {limit:.1f}s)")
+    done = solve_in_rounds(problem, options, start + limit)
+    placement = done.placement
+    placement.rounds = done.rounds
+    placement.phases = done.phases
+    placement.checked = done.checked
+    placement.solve_time = time.monotonic() - start
+    return placement
 # Drain candidates per round, and the share of a round's requests its receivers must hold.
 BATCH = 25
 RECEIVER_ROOM = 2.0

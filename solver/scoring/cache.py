@@ -261,6 +261,11 @@ class _Spread:
     carries_all: Optional[np.ndarray]  # requireAll: nodes with every key; None: no node ignored
 
 
+# The plugins whose totals this module re-derives (the rest are asked for their own scores).
+_DERIVED = frozenset(p.NAME for p in (balanced_allocation, image_locality, inter_pod_affinity, node_affinity,
+                                      node_resources_fit, pod_topology_spread, taint_toleration))
+
+
 class ScoreCache:
     """``totals(pod, nodes)`` equals ``score_nodes(pod, nodes, state, sctx)`` for the one
     ``state`` given here, as it changes; caches follow it through ``state.touched``."""
@@ -276,6 +281,9 @@ class ScoreCache:
         self._spread: dict[tuple, Optional[_Spread]] = {}  # (class, constraints, requireAll) -> tables
         self._logs: dict[int, float] = {}
         self._alloc_rows: Optional[list[list[int]]] = None
+        # Score plugins this cache does not re-derive (a plugin added to the registry): their
+        # own ``score``, as ``score_nodes`` runs it, so the totals stay equal without a line here.
+        self._others = tuple(p for p in SCORE_PLUGINS if p.NAME not in _DERIVED and self.weights[p.NAME])
 
     # Up to this many nodes changed since a class's values were last refreshed, they are
     # recomputed one by one in Python (``_LocalKernel.one``); more, with the numpy kernel.
@@ -301,6 +309,10 @@ class ScoreCache:
             scores = inter_pod_affinity.score(pod, nodes, self.state, self.sctx)
             if scores is not None:
                 total += w[inter_pod_affinity.NAME] * scores
+        for plugin in self._others:
+            scores = plugin.score(pod, nodes, self.state, self.sctx)
+            if scores is not None:
+                total += w[plugin.NAME] * scores
         return total
 
     # -- node-local plugins --------------------------------------------------------------------

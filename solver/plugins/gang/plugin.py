@@ -12,7 +12,13 @@ def prune(pod, state, can_evict, gangs):
     return topology.prune(pod, gangs, state)
 
 
-PLUGIN = Plugin(permit.NAME, prune=prune,
+def couples(x):
+    """A gang's members are placed all or nothing, together."""
+    group = x.group
+    return None if group is None else (lambda y: y.group == group)
+
+
+PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples,
                 # min_resources after permit: it orders the kinds' run counts permit.encode makes
                 window_encode=(permit.encode, min_resources.encode, topology.encode, preferred.encode),
                 checks=(check.check, topology.check))

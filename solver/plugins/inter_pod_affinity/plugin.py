@@ -10,5 +10,15 @@ def prune(pod, state, can_evict, gangs):
     return encode.prune(pod, state, can_evict)
 
 
-PLUGIN = Plugin(filter.NAME, prune=prune, filter=filter, score=score, encode=(encode.encode,),
+def couples(x):
+    """x's required (anti-)affinity terms count the pods they match, in x's domain."""
+    if not x.anti_affinity and not x.affinity:
+        return None
+    terms = (*x.anti_affinity, *x.affinity)
+    every = filter.AllTerms(x.affinity) if x.affinity else None
+    return lambda y: (any(t.matches(y.namespace, y.labels, y.ns_labels) for t in terms)
+                      or (every is not None and every.matches(y)))
+
+
+PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check_anti_affinity, check.check_affinity))

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...framework import SUCCESS, Status, unschedulable
 from ...info import NodeInfo, PodInfo
+from ...plugin_api import NodeByNode, StaticView
 from ...state import ClusterState
 
 NAME = "NodePorts"
@@ -52,3 +53,32 @@ def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray
     if not pod.host_ports:
         return np.ones(len(nodes), dtype=bool)
     return np.fromiter((fits(pod, state.ports_on[n]) for n in nodes), dtype=bool, count=len(nodes))
+
+
+class PortsCycle(NodeByNode):
+    """NodePorts in one pod's filter cycle (``plugin_api.CycleFilter``): node-local."""
+
+    local = True
+
+    def __init__(self, pod: PodInfo, state: ClusterState, nodes: list[NodeInfo]) -> None:
+        self.pod, self.state, self.nodes = pod, state, nodes
+
+    def status(self, node: NodeInfo) -> Status:
+        return filter(self.pod, node, self.state)
+
+    def statuses(self, nodes: np.ndarray, out: list[Status]) -> np.ndarray:
+        ok = feasible(self.pod, nodes, self.state)
+        for n in nodes[~ok].tolist():
+            out[n] = filter(self.pod, self.nodes[n], self.state)
+        return nodes[ok]
+
+    def feasible(self, nodes: np.ndarray) -> np.ndarray:
+        return feasible(self.pod, nodes, self.state)
+
+    def fits(self, node: int) -> bool:
+        return fits(self.pod, self.state.ports_on[node])
+
+
+def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> PortsCycle | None:
+    """The plugin's ``cycle`` hook: a pod without host ports passes everywhere."""
+    return PortsCycle(pod, state, static.nodes) if pod.host_ports else None

@@ -11,4 +11,4 @@ def prune(pod, state, can_evict, gangs):
     return encode.blocked_by_running(pod, state, can_evict)
 
 
-PLUGIN = Plugin(filter.NAME, prune=prune, filter=filter, encode=(encode.encode,), checks=(check.check,))
+PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, filter=filter, encode=(encode.encode,), checks=(check.check,))

@@ -18,6 +18,7 @@ from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 from ...framework import SUCCESS, Code, Status
 from ...info import NodeInfo, PodInfo
+from ...plugin_api import NodeByNode, StaticView
 from ...state import ClusterState
 
 NAME = "NodeResourcesFit"
@@ -101,3 +102,52 @@ def fits_alone(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarr
     """Would the pod fit on an empty node? (used to prune solver variables and for v1.34's
     UnschedulableAndUnresolvable)"""
     return fits(state.vector(pod), state.alloc[nodes])
+
+
+class ResourcesCycle(NodeByNode):
+    """NodeResourcesFit in one pod's filter cycle (``plugin_api.CycleFilter``): node-local."""
+
+    local = True
+
+    def __init__(self, pod: PodInfo, state: ClusterState, nodes: list[NodeInfo], version: str) -> None:
+        self.pod, self.state, self.nodes, self.version = pod, state, nodes, version
+
+    def status(self, node: NodeInfo) -> Status:
+        return filter(self.pod, node, self.state, version=self.version)
+
+    def statuses(self, nodes: np.ndarray, out: list[Status]) -> np.ndarray:
+        """Nodes failing on the same resources share one Status."""
+        if not len(nodes):
+            return nodes
+        state = self.state
+        vec = state.vector(self.pod)
+        cols = np.flatnonzero(vec)
+        short = state.free[np.ix_(nodes, cols)] < vec[cols]
+        fails = short.any(axis=1)
+        failing = np.flatnonzero(fails)
+        if not len(failing):
+            return nodes
+        # Reasons follow the short resources; the code also depends on exceeding allocatable.
+        hopeless = state.alloc[np.ix_(nodes[failing], cols)] < vec[cols]
+        rows = np.hstack((short[failing], hopeless))
+        if rows.shape[1] <= 62:  # one integer per row: a 1-d unique, far cheaper than axis=0
+            rows = rows.astype(np.int64) @ (np.int64(1) << np.arange(rows.shape[1], dtype=np.int64))
+        patterns, inverse = np.unique(rows, axis=0 if rows.ndim == 2 else None, return_inverse=True)
+        by_pattern = [
+            self.status(self.nodes[int(nodes[failing[np.flatnonzero(inverse == k)[0]]])])
+            for k in range(len(patterns))
+        ]
+        for row, k in zip(failing.tolist(), np.ravel(inverse).tolist()):
+            out[int(nodes[row])] = by_pattern[k]
+        return nodes[~fails]
+
+    def feasible(self, nodes: np.ndarray) -> np.ndarray:
+        return feasible(self.pod, nodes, self.state)
+
+    def fits(self, node: int) -> bool:
+        return bool(fits(self.state.vector(self.pod), self.state.free[node]))
+
+
+def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> ResourcesCycle:
+    """The plugin's ``cycle`` hook: every pod asks at least for the pod count."""
+    return ResourcesCycle(pod, state, static.nodes, version)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..volume_binding.filter import node_claims
+from .rules import node_claims
 from . import rules
 
 if TYPE_CHECKING:

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from ..volume_catalog import VolumeCatalog
+from ...volume_catalog import VolumeCatalog
+
+if TYPE_CHECKING:
+    from ...state import ClusterState
 
 NAME = "NodeVolumeLimits"
 REASON = "node(s) exceed max volume count"
@@ -42,3 +46,8 @@ def over(new: Mapping[str, set[str]], present: Mapping[str, set[str]], limits: M
 
 def counts(present: Mapping[str, set[str]]) -> Counter[str]:
     return Counter({d: len(c) for d, c in present.items()})
+
+
+def node_claims(state: ClusterState, node: int) -> set[str]:
+    """The claims the pods on ``node`` use."""
+    return {c for p in state.pods_on[node].values() for c in p.claims}

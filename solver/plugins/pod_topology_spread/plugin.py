@@ -10,5 +10,13 @@ def prune(pod, state, can_evict, gangs):
     return encode.prune(pod, state)
 
 
-PLUGIN = Plugin(filter.NAME, prune=prune, filter=filter, score=score, encode=(encode.encode,),
+def couples(x):
+    """x's DoNotSchedule constraints count the pods of its namespace their selectors match."""
+    hard = x.hard_spread
+    if not hard:
+        return None
+    return lambda y: y.namespace == x.namespace and any(c.selector.matches(y.labels) for c in hard)
+
+
+PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check,))

@@ -13,24 +13,24 @@ from models.plan import VolumeBinding
 
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
+from ...plugin_api import NodeByNode, StaticView
 from ...state import ClusterState
 from ..node_volume_limits import rules as limits
+from ..node_volume_limits.rules import node_claims as node_claims
 from ..volume_restrictions import rules as restrictions
-from ..volume_catalog import VolumeCatalog
+from ...volume_catalog import VolumeCatalog
 from ..volume_zone import rules as zone
 from . import rules as binding
 
 
-def node_claims(state: ClusterState, node: int) -> set[str]:
-    """The claims the pods on ``node`` use."""
-    return {c for p in state.pods_on[node].values() for c in p.claims}
+class VolumeCycle(NodeByNode):
+    """One pod's volume PreFilters against one state; ``status(node)`` runs the four filters
+    (``plugin_api.CycleFilter``: greedy's cycle runs them together, as one, at VolumeBinding's
+    place; the other three plugins have no ``cycle`` hook of their own)."""
 
-
-class VolumeCycle:
-    """One pod's volume PreFilters against one state; ``status(node)`` runs the four filters."""
-
-    def __init__(self, pod: PodInfo, state: ClusterState) -> None:
+    def __init__(self, pod: PodInfo, state: ClusterState, nodes: Optional[list[NodeInfo]] = None) -> None:
         self.pod, self.state = pod, state
+        self.nodes = nodes if nodes is not None else state.nodes
         catalog = state.volumes
         # PreFilter, in plugin order: VolumeRestrictions (a claim it cannot find), VolumeBinding.
         self.error: Optional[str] = restrictions.missing(pod.claims, catalog)
@@ -61,6 +61,11 @@ class VolumeCycle:
         if not zone.fits(self.zone, node.labels):
             return unresolvable(zone.NAME, zone.REASON)
         return SUCCESS
+
+
+def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> VolumeCycle | None:
+    """The ``cycle`` hook: the volume PreFilters, only for a pod that mounts claims."""
+    return VolumeCycle(pod, state, static.nodes) if pod.claims else None
 
 
 def reserve(pod: PodInfo, node: NodeInfo, state: ClusterState) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...plugin_api import Plugin
-from . import check, encode, rules
+from . import check, encode, filter, rules
 
 
 def prune(pod, state, can_evict, gangs):
@@ -14,5 +14,5 @@ def prune(pod, state, can_evict, gangs):
     return encode.prune(pod, state, can_evict) if pod.claims else np.ones(len(state.nodes), dtype=bool)
 
 
-PLUGIN = Plugin(rules.NAME, prune=prune, filter=rules, window_encode=(encode.encode,), checks=(check.check,),
+PLUGIN = Plugin(rules.NAME, prune=prune, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
                 per_node_state=rules.uses_node_state)

@@ -13,24 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from models.storage import NO_PROVISIONER, PersistentVolume, PersistentVolumeClaim, StorageClass
 
-from ..volume_catalog import VolumeCatalog
+from ...volume_catalog import VolumeCatalog, uses_node_state as uses_node_state
 
 NAME = "VolumeBinding"
 
-# The volume sources that make a pod's room differ from node to node (claims bound or bindable
-# only on some, generic ephemeral volumes, CSI attach limits).
-_PER_NODE_SOURCES = ("persistentVolumeClaim", "ephemeral", "csi")
-
-
-def uses_node_state(pod: Any) -> bool:
-    """Whether the pod (a ``PodInfo``) mounts volumes whose rules read per-node state: a volume's
-    node affinity may name the host and attach limits are counted per node, so nodes alike in
-    every other way are not interchangeable for it (the volume plugins' ``per_node_state``)."""
-    return any(key in volume for volume in pod.pod.spec.volumes for key in _PER_NODE_SOURCES)
 # PreFilter messages (UnschedulableAndUnresolvable; the FitError shows them instead of a histogram).
 NOT_FOUND = 'persistentvolumeclaim "{}" not found'
 BEING_DELETED = 'persistentvolumeclaim "{}" is being deleted'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from models.storage import (
     NO_PROVISIONER,
@@ -89,3 +89,16 @@ class VolumeCatalog:
 
 
 EMPTY = VolumeCatalog()
+
+
+# The volume sources that make a pod's room differ from node to node (claims bound or bindable
+# only on some, generic ephemeral volumes, CSI attach limits).
+_PER_NODE_SOURCES = ("persistentVolumeClaim", "ephemeral", "csi")
+
+
+def uses_node_state(pod: Any) -> bool:
+    """Whether the pod (a ``PodInfo``) mounts volumes whose rules read per-node state: a volume's
+    node affinity may name the host and attach limits are counted per node, so nodes alike in
+    every other way are not interchangeable for it (the four volume plugins' ``per_node_state``;
+    here, below them, so that none of them imports another for it)."""
+    return any(key in volume for volume in pod.pod.spec.volumes for key in _PER_NODE_SOURCES)
