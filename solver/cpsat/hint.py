@@ -28,7 +28,8 @@ from .. import interrupt
 from ..plugins import dynamic_resources
 from ..plugins.gang import topology as gang_topology
 from ..plugins.gang.encoding import encoding as gang_encoding
-from ..plugins.gang.permit import domain_runs, runs_in
+from ..plugins.gang.decode import domain_runs
+from ..plugins.gang.permit import runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..plugins.preemption import nominated
 from ..plugins.registry import per_node_state

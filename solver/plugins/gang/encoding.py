@@ -38,8 +38,8 @@ class GangEncoding:
         return {c.id for kind, _ in self.runs for c in kind.classes}
 
     def decode(self, wm: EncodeModel, counts) -> dict[str, int]:
-        """Pod key -> node for the pods of the kinds' classes (``permit.decode``, kind by kind)."""
-        from .permit import decode  # permit builds on this module
+        """Pod key -> node for the pods of the kinds' classes (``decode.decode``, kind by kind)."""
+        from .decode import decode
 
         out: dict[str, int] = {}
         for kind, _ in self.runs:

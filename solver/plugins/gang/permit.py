@@ -14,7 +14,7 @@ scheduler that holds members across windows, which this one does not.
 
 Interchangeable gangs share one "kind" in the CP-SAT model (``kinds``): instead of one set of
 count variables per gang, a kind has one per member signature and node, plus the number of its
-gangs that run. ``decode`` turns the kind's per-node counts back into whole gangs.
+gangs that run. ``decode.py`` turns the kind's per-node counts back into whole gangs.
 """
 
 from __future__ import annotations
@@ -156,88 +156,6 @@ def merge_classes(classes: list[C], kinds_: list[GangKind]) -> tuple[list[C], di
         merged.update((c.id, c) for c in by_base.values())  # the classes this kind got, in order
     out = [merged.get(c.id, c) for c in classes if c.id not in alias]
     return out, alias
-
-
-def decode(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain_ids=None,
-           preferred_ids: tuple = ()) -> dict[str, int]:
-    """Pod key -> node for a kind whose model classes place ``counts`` (class id -> (node, pods)).
-
-    The gangs that run are the first in queue order (priority, then creation, as the queue and
-    greedy take them), as few as hold the pods; the pods go to them round robin, so each
-    running gang gets at least ``need`` members. A kind with a topology key is decoded domain by
-    domain (``domain_ids``: per node, its domain under the key), each domain's pods going to
-    gangs of its own, so every gang lies in one domain."""
-    if kind.topology_key is None:
-        return _deal(kind, kind.gangs, counts, preferred_ids)
-    assert domain_ids is not None, "a topology kind is decoded with its nodes' domains"
-    out: dict[str, int] = {}
-    first = 0
-    for _, part in sorted(_by_domain(counts, domain_ids).items()):
-        runs = kind.runs_needed(_totals(kind, part))
-        out.update(_deal(kind, kind.gangs[first:first + runs], part, preferred_ids))
-        first += runs
-    return out
-
-
-def _by_domain(counts: dict[int, list[tuple[int, int]]], domain_ids) -> dict[int, dict[int, list[tuple[int, int]]]]:
-    """``counts`` (class id -> (node, pods)) split by the domain of each node."""
-    parts: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-    for c, entries in counts.items():
-        for n, k in entries:
-            parts[int(domain_ids[n])][c].append((n, k))
-    return parts
-
-
-def _totals(kind: GangKind, counts: dict[int, list[tuple[int, int]]]) -> dict[int, int]:
-    """Pods placed per model class of the kind."""
-    return {c.id: sum(k for _, k in counts.get(c.id, ())) for c in kind.classes}
-
-
-def _deal(kind: GangKind, gangs: list[Gang], counts, domain_ids: tuple = ()) -> dict[str, int]:
-    """The pods of ``counts`` dealt to as few of ``gangs`` (from the first) as hold them.
-
-    How many pods of each class a gang gets is dealt round robin, one pod at a time over the
-    running gangs (so each reaches ``need``); which nodes it gets, in node order: the first gang
-    takes its pods of a class from the first nodes, the next from the ones after, and so on.
-    Nodes are ordered by their domains under the kind's preferred keys (``domain_ids``: per key,
-    per node), so a gang's members share as few domains as the counts allow."""
-    totals = _totals(kind, counts)
-    runs = kind.runs_needed(totals)
-    if runs == 0:
-        return {}
-    free = [{c.id: [p for p in gang.members if kind.model_of[p.class_id] == c.id] for c in kind.classes}
-            for gang in gangs[:runs]]
-    share = [{c.id: 0 for c in kind.classes} for _ in range(runs)]
-    turn = 0
-    for cls in kind.classes:
-        for _ in range(totals[cls.id]):
-            while share[turn % runs][cls.id] == len(free[turn % runs][cls.id]):  # never loops when feasible
-                turn += 1
-            share[turn % runs][cls.id] += 1
-            turn += 1
-    out: dict[str, int] = {}
-    for cls in kind.classes:
-        slots = [n for n, k in sorted(counts.get(cls.id, ()), key=lambda e: (*(int(ids[e[0]]) for ids in domain_ids), e[0]))
-                 for _ in range(k)]
-        at = 0
-        for i in range(runs):
-            for pod in free[i][cls.id][: share[i][cls.id]]:
-                out[pod.key] = slots[at]
-                at += 1
-    return out
-
-
-def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain_ids, placements=None) -> dict[int, int]:
-    """Per domain, a topology kind's gangs that run there: those of ``placements`` (pod key ->
-    node) by the domain of their members, else the fewest that hold the pods ``counts`` put there."""
-    if placements is not None:
-        runs: dict[int, int] = defaultdict(int)
-        for gang in kind.gangs:
-            node = next((placements[p.key] for p in gang.members if p.key in placements), None)
-            if node is not None:
-                runs[int(domain_ids[node])] += 1
-        return dict(runs)
-    return {d: kind.runs_needed(_totals(kind, part)) for d, part in _by_domain(counts, domain_ids).items()}
 
 
 # --------------------------------------------------------------------------- CP-SAT encoding
