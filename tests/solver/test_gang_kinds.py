@@ -1,5 +1,5 @@
 """Gang kinds: interchangeable PodGroups share one set of count variables in the CP-SAT model
-(``gang.kinds`` / ``gang.merge_classes``), and ``gang.decode`` hands the counts back to whole
+(``gang.kinds`` / ``gang.merge_classes``), and ``gang decode`` hands the counts back to whole
 gangs in queue order. Every plan passes the validator."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from models.config import SchedulerConfig
 from models.snapshot import POD_GROUP_LABEL
+from solver.plugins.gang import decode as gang_decode
 from solver.plugins.gang import permit as gang
 from solver import schedule, validate
 from solver.context import PodClass, build_context
@@ -130,7 +131,7 @@ def test_decode_hands_counts_round_robin_so_every_running_gang_reaches_need():
     kind = kinds[0]
     (cls,) = kind.classes
     for total, expect in [(0, []), (2, [2]), (3, [3]), (4, [2, 2]), (5, [3, 2]), (6, [3, 3]), (8, [3, 3, 2])]:
-        out = gang.decode(kind, {cls.id: [(0, total - total // 2), (1, total // 2)]} if total else {})
+        out = gang_decode.decode(kind, {cls.id: [(0, total - total // 2), (1, total // 2)]} if total else {})
         by_gang = [sum(1 for p in g.members if p.key in out) for g in kind.gangs]
         assert [k for k in by_gang if k] == expect, total
         assert by_gang[: len(expect)] == expect  # the first gangs in queue order run
