@@ -212,6 +212,12 @@ def _stop_on_signals(stop: threading.Event, interrupted: threading.Event) -> Non
 
 def run(args: argparse.Namespace, stop: Optional[threading.Event] = None) -> int:
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers)
+    if config.preemption.free_devices:
+        # The plan would bind the preemptor's claim as soon as the victims are deleted, before the
+        # resourceclaim controller deallocates theirs: for a while two claims would name one device.
+        raise InputError(args.config or "config", "preemption.freeDevices",
+                         "true is for `schedule`/`validate` plans only: the live scheduler does not wait for "
+                         "the resourceclaim controller to deallocate a victim's claim; leave it false for `run`")
     _configure_logging(args)
     options = _live_options(args, config)
     stop = stop or threading.Event()

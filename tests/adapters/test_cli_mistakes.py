@@ -177,3 +177,14 @@ def test_bench_dump_onto_a_file_names_it(capsys, tmp_path: Path) -> None:
     code, out, err = run(capsys, "bench", "-w", "basic", "--dump", taken, "--no-input-memory")
     assert code == 2 and out == ""
     assert err == [f"cpsat-scheduler: error: --dump: {taken}: cannot make the directory: File exists"]
+
+
+def test_the_live_scheduler_refuses_to_free_a_victims_devices(capsys) -> None:
+    # binding the preemptor's claim before the controller deallocates the victim's would leave two
+    # claims naming one device: `run` says so instead of starting
+    config = EXAMPLES / "config" / "dra-free-devices.yaml"
+    status = main(["run", "--simulate", str(EXAMPLES / "snapshots" / "dra" / "preempt.yaml"),
+                   "--config", str(config), "--duration", "1"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert f"{config}: preemption.freeDevices:" in err and "Traceback" not in err
