@@ -19,7 +19,7 @@ It holds
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
 
@@ -191,6 +191,32 @@ class NodeByNode:
 
     def fits(self, node: int) -> bool:
         return self.status(self.nodes[node]).ok
+
+
+class CodedCycle(NodeByNode):
+    """A ``CycleFilter`` on a PreFilter's result ``pre`` whose many-node check gives a code per
+    node (0: fits) and whose codes index shared statuses: the shape of the filters that vectorise
+    their PreFilter's counts (pod (anti-)affinity, topology spread). ``check(pod, node, pre)`` is the
+    one-node Filter; ``codes(nodes, pre)`` and ``feasible(nodes, pre)`` the many-node answers."""
+
+    def __init__(self, pod: Any, pre: Any, nodes: list[NodeInfo], check: Callable[..., Status],
+                 codes: Callable[[np.ndarray, Any], np.ndarray], statuses: Sequence[Status],
+                 feasible: Callable[[np.ndarray, Any], np.ndarray]) -> None:
+        self.pod, self.pre, self.nodes = pod, pre, nodes
+        self._check, self._codes, self._statuses, self._feasible = check, codes, statuses, feasible
+
+    def status(self, node: NodeInfo) -> Status:
+        return self._check(self.pod, node, self.pre)
+
+    def statuses(self, nodes: np.ndarray, out: list[Status]) -> np.ndarray:
+        codes = self._codes(nodes, self.pre)
+        for n, code in zip(nodes.tolist(), codes.tolist()):
+            if code:
+                out[n] = self._statuses[code]
+        return nodes[codes == 0]
+
+    def feasible(self, nodes: np.ndarray) -> np.ndarray:
+        return self._feasible(nodes, self.pre)
 
 
 class EncodeModel(Protocol):

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
-from ...plugin_api import NodeByNode, StaticView
+from ...plugin_api import CodedCycle, StaticView
 from ...terms import SpreadConstraint
 from ...state import ClusterState, PodMatcher
 
@@ -140,27 +140,7 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
     return ok
 
 
-class SpreadCycle(NodeByNode):
-    """The filter in one pod's cycle (``plugin_api.CycleFilter``), on its PreFilter's counts."""
-
-    def __init__(self, pod: PodInfo, pre, nodes: list[NodeInfo]) -> None:
-        self.pod, self.pre, self.nodes = pod, pre, nodes
-
-    def status(self, node: NodeInfo) -> Status:
-        return filter(self.pod, node, self.pre)
-
-    def statuses(self, nodes: np.ndarray, out: list[Status]) -> np.ndarray:
-        codes = status_codes(nodes, self.pre)
-        for n, code in zip(nodes.tolist(), codes.tolist()):
-            if code:
-                out[n] = STATUSES[code]
-        return nodes[codes == 0]
-
-    def feasible(self, nodes: np.ndarray) -> np.ndarray:
-        return feasible(nodes, self.pre)
-
-
-def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> SpreadCycle | None:
+def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> CodedCycle | None:
     """The plugin's ``cycle`` hook: PreFilter; nothing to check when it found nothing."""
     pre = prefilter(pod, state, static.affinity_mask(pod), static.tolerated_mask(pod))
-    return SpreadCycle(pod, pre, static.nodes) if pre else None
+    return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible) if pre else None
