@@ -19,6 +19,7 @@ It holds
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
@@ -163,18 +164,19 @@ class CycleFilter(Protocol):
         ...
 
 
-class NodeByNode:
+class NodeByNode(ABC):
     """A ``CycleFilter``'s defaults: not local, no failed PreFilter, and the many-node answers
-    asked node by node of ``status`` (a subclass sets ``nodes``, the state's node list, and
-    overrides what it can answer faster)."""
+    asked node by node of ``status`` (a subclass sets ``nodes``, the state's node list, gives
+    ``status``, its one-node Filter, and overrides what it can answer faster)."""
 
     local = False
     failed: Optional[Status] = None
     error: Optional[str] = None
     nodes: list[NodeInfo]
 
+    @abstractmethod
     def status(self, node: NodeInfo) -> Status:
-        raise NotImplementedError
+        """The filter's answer on one node."""
 
     def statuses(self, nodes: np.ndarray, out: list[Status]) -> np.ndarray:
         keep = []
