@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, 
 from pydantic.alias_generators import to_camel
 
 from .objects import (
-    K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, PodResourceClaim, _quantity_value,
+    ClusterObject, K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, PodResourceClaim, _quantity_value,
     toleration_matches,
 )
 
@@ -86,15 +86,10 @@ class DeviceClassSpec(DraModel):
     extended_resource_name: Optional[str] = None
 
 
-class DeviceClass(K8sModel):
+class DeviceClass(ClusterObject):
     api_version: ApiVersion = "resource.k8s.io/v1"
     kind: Literal["DeviceClass"] = "DeviceClass"
-    metadata: ObjectMeta
     spec: DeviceClassSpec = DeviceClassSpec()
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
 
 # --------------------------------------------------------------------------- slices and devices
@@ -237,15 +232,10 @@ class ResourceSliceSpec(DraModel):
         return self
 
 
-class ResourceSlice(K8sModel):
+class ResourceSlice(ClusterObject):
     api_version: ApiVersion = "resource.k8s.io/v1"
     kind: Literal["ResourceSlice"] = "ResourceSlice"
-    metadata: ObjectMeta
     spec: ResourceSliceSpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
 
 # --------------------------------------------------------------------------- claims

@@ -194,6 +194,17 @@ class ObjectMeta(K8sModel):
     deletion_timestamp: Optional[datetime] = None
 
 
+class ClusterObject(K8sModel):
+    """An object without a namespace (a Node, a PersistentVolume, a DeviceClass, ...), named by
+    ``metadata.name`` alone."""
+
+    metadata: ObjectMeta
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
 class NamespacedObject(K8sModel):
     """An object that lives in a namespace: ``default`` when the manifest leaves it out (as
     kubectl does), and named ``namespace/name`` everywhere the scheduler reports it."""
@@ -659,10 +670,9 @@ class NodeStatus(K8sModel):
     images: ListOf[ContainerImage] = []
 
 
-class Node(K8sModel):
+class Node(ClusterObject):
     api_version: str = "v1"
     kind: Literal["Node"] = "Node"
-    metadata: ObjectMeta
     spec: NodeSpec = NodeSpec()
     status: NodeStatus = NodeStatus()
 
@@ -670,10 +680,6 @@ class Node(K8sModel):
     @classmethod
     def _null_section(cls, v: Any) -> Any:
         return {} if v is None else v
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def allocatable(self) -> dict[str, int]:

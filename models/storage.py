@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator
 
-from .objects import K8sModel, LabelSelector, ListOf, NamespacedObject, NodeSelector, ObjectMeta
+from .objects import ClusterObject, K8sModel, LabelSelector, ListOf, NamespacedObject, NodeSelector, ObjectMeta
 from .quantity import QuantityError, parse_quantity, to_units
 
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
@@ -126,16 +126,11 @@ class VolumeStatus(K8sModel):
     phase: str = ""
 
 
-class PersistentVolume(K8sModel):
+class PersistentVolume(ClusterObject):
     api_version: str = "v1"
     kind: Literal["PersistentVolume"] = "PersistentVolume"
-    metadata: ObjectMeta
     spec: PersistentVolumeSpec = PersistentVolumeSpec()
     status: VolumeStatus = VolumeStatus()
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def size(self) -> int:
@@ -167,19 +162,14 @@ class TopologySelectorTerm(K8sModel):
     match_label_expressions: ListOf[TopologySelectorRequirement] = []
 
 
-class StorageClass(K8sModel):
+class StorageClass(ClusterObject):
     api_version: str = "storage.k8s.io/v1"
     kind: Literal["StorageClass"] = "StorageClass"
-    metadata: ObjectMeta
     provisioner: str = ""
     volume_binding_mode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
     allowed_topologies: ListOf[TopologySelectorTerm] = []
 
     _mode = field_validator("volume_binding_mode", mode="before")(lambda cls, v: IMMEDIATE if v is None else v)
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def is_default(self) -> bool:
@@ -200,17 +190,12 @@ class CSINodeSpec(K8sModel):
     drivers: ListOf[CSINodeDriver] = []
 
 
-class CSINode(K8sModel):
+class CSINode(ClusterObject):
     """Named after its node; ``spec.drivers[].allocatable.count`` caps the volumes of a driver."""
 
     api_version: str = "storage.k8s.io/v1"
     kind: Literal["CSINode"] = "CSINode"
-    metadata: ObjectMeta
     spec: CSINodeSpec = CSINodeSpec()
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     def limits(self) -> dict[str, int]:
         """Per CSI driver, how many volumes the node can attach (drivers with no count: no limit)."""
