@@ -37,7 +37,7 @@ from models.dra import (
 )
 from models.objects import Node, NodeSelector, NodeSelectorTerm
 
-from .cel import CelError, SelectorCache, compile_selector
+from .cel import CelError, SelectorCache
 from .devices import DeviceId, DeviceKind, DeviceRecord, Inventory, allocated_devices
 
 # The most device picks one pod's allocation may try before giving up (kube-scheduler bounds
@@ -144,6 +144,7 @@ class Rules:
         self.classes = classes
         self.cache = SelectorCache()
         self._candidate: dict[tuple[tuple, int], bool] = {}
+        self._pins: dict[str, NodeSelector] = {}  # node name -> its selector (entries never change)
         self.allocated_claims = {c.key: c for c in claims if c.status.allocation is not None}
 
     def initial_state(self) -> DraState:
@@ -160,6 +161,14 @@ class Rules:
             if record is not None:
                 _consume(state, record, +1)
         return state
+
+    def node_pin(self, name: str) -> NodeSelector:
+        """``node_pin(name)``, made once per node of this snapshot (a memo: two threads may
+        make it twice, and either is right)."""
+        pin = self._pins.get(name)
+        if pin is None:
+            pin = self._pins.setdefault(name, node_pin(name))
+        return pin
 
     # -- which devices a request may take ----------------------------------------------------
 
@@ -178,7 +187,7 @@ class Rules:
                                      (f"resourceclaims/{claim}: request {alt.name}: selectors", alt.selectors)):
                 for i, s in enumerate(selectors):
                     try:
-                        if not self.cache.matches(compile_selector(s.cel.expression), record.id, record.device):
+                        if not self.cache.matches(self.cache.compile(s.cel.expression), record.id, record.device):
                             ok = False
                             break
                     except CelError as exc:
@@ -275,17 +284,11 @@ def counters_fit(inventory: Inventory, state: DraState, record: DeviceRecord) ->
     return True
 
 
-_PINS: dict[str, NodeSelector] = {}
-
-
-def _node_pin(name: str) -> NodeSelector:
+def node_pin(name: str) -> NodeSelector:
     """The node selector of one node by name (``matchFields metadata.name In [name]``), as
-    kube-scheduler writes it for node-local devices."""
-    pin = _PINS.get(name)
-    if pin is None:
-        pin = _PINS[name] = NodeSelector(node_selector_terms=[NodeSelectorTerm.model_validate(
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]})])
-    return pin
+    kube-scheduler writes it for node-local devices (``Rules.node_pin`` keeps one per node)."""
+    return NodeSelector(node_selector_terms=[NodeSelectorTerm.model_validate(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]})])
 
 
 class _Search:
@@ -329,7 +332,7 @@ class _Search:
         the only one; every node when every device is usable from every node."""
         scopes = [self.rules.inventory.devices[(r.driver, r.pool, r.device)].scope for r in results]
         if any(s.node_name is not None for s in scopes) or len({s.key() for s in scopes if s.selector is not None}) > 1:
-            return _node_pin(self.node.name)
+            return self.rules.node_pin(self.node.name)
         for s in scopes:
             if s.selector is not None:
                 return s.selector
