@@ -9,6 +9,12 @@ is one pool for all of them), shared counters of partitionable devices are not o
 ``matchAttribute`` picks one value of the attribute for the constrained requests (kinds without
 the attribute are out), ``distinctAttribute`` takes at most one device of each value.
 
+``firstAvailable`` is an objective level (``PREFERENCE_LEVEL``, below pods placed, PDB
+violations and victims, above the gang topology preferences and node scores): choosing the
+subrequest at position i (0: the first) of a request costs i, so the model takes a less
+preferred subrequest only where the better one cannot be had without placing fewer pods (or
+evicting more), and otherwise moves the pod to a node where the better one is free.
+
 The model's size follows the device kinds a node can use, not its devices: identical devices of
 a pool are one count. Pods whose claims are allocated already may only go where the allocation
 admits, and a pod whose claims cannot be allocated on a node even in the snapshot's state (no
@@ -25,10 +31,24 @@ from typing import TYPE_CHECKING, Any
 
 from ortools.sat.python import cp_model
 
+from ...plugin_api import Level
 from .allocator import AllocationError, _alternatives, attribute_value
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
+
+
+# The objective level that counts how far down their ``firstAvailable`` lists claims go.
+PREFERENCE_LEVEL = "dra_first_available"
+
+
+def preference_level(wm: "WindowModel") -> Any:
+    """The ``firstAvailable`` level, made on first use just below ``victims``."""
+    found = next((lv for lv in wm.levels if lv.name == PREFERENCE_LEVEL), None)
+    if found is None:
+        found = Level(PREFERENCE_LEVEL)
+        wm.levels.insert(wm.levels.index(wm.level("victims")) + 1, found)
+    return found
 
 
 def encode(wm: "WindowModel") -> None:
@@ -69,7 +89,7 @@ def encode(wm: "WindowModel") -> None:
             kinds = inventory.kinds_on(node)
             ub = wm.ub_of(cls.id, n)
             for key, claim in own:
-                _encode_claim(m, rules, key, claim, kinds, x, takes, ub)
+                _encode_claim(m, rules, key, claim, kinds, x, takes, ub, wm)
     # Devices a preemption gives back: freed[c] only when every pod claim c is reserved for is
     # evicted; then its devices count as free for the window's claims.
     freed = freed_literals(wm)
@@ -171,9 +191,10 @@ def template_signature(dra: Any, info: Any) -> str:
 
 
 def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: list, x: Any,
-                  takes: dict[int, list[tuple[Any, int]]], ub: int = 1) -> None:
+                  takes: dict[int, list[tuple[Any, int]]], ub: int = 1, wm: Any = None) -> None:
     """``x`` pods on the node (at most ``ub``), each with a claim like ``claim``: a class of
-    several pods only when ``template_signature`` let them share it (every request ExactCount)."""
+    several pods only when ``template_signature`` let them share it (every request ExactCount).
+    A request with subrequests costs the position of the one chosen on the preference level."""
     # per request: (alternative name, kind) -> count var
     per_alt: dict[str, dict[int, Any]] = {}
     for request in claim.spec.devices.requests:
@@ -204,6 +225,11 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
             chosen.append(use)
         if len(alts) > 1:
             m.add(cp_model.LinearExpr.sum(chosen) == x)
+            if wm is not None:
+                level = preference_level(wm)
+                for rank, use in enumerate(chosen):
+                    if rank:
+                        level.add(use, -rank, 0, 1)
     kind_by_index = {k.index: k for k in kinds}
     for c in claim.spec.devices.constraints:
         attribute = c.match_attribute or c.distinct_attribute or ""
