@@ -33,11 +33,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ortools.sat.python import cp_model
 
 from ...plugin_api import Level
+from . import capacity
 from .allocator import AllocationError, _alternatives, attribute_value
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ def encode(wm: "WindowModel") -> None:
     rules, inventory, start = dra.rules, dra.rules.inventory, dra.state
     m = wm.model
     takes: dict[int, list[tuple[Any, int]]] = defaultdict(list)  # kind -> (count var, devices per unit)
+    shares: dict[Any, list[tuple[Any, dict]]] = defaultdict(list)  # shareable device -> (uses, demand)
     counted: set[str] = set()  # claims encoded once, for the first pod that uses them
     # Claims several window pods share (named claims: each such pod is a class of its own):
     # allocated once, from one node, and every pod using them on that node.
@@ -113,13 +115,13 @@ def encode(wm: "WindowModel") -> None:
             kinds = inventory.kinds_on(node)
             ub = wm.ub_of(cls.id, n)
             for key, claim in own:
-                _encode_claim(m, rules, key, claim, kinds, x, takes, ub, wm, start)
+                _encode_claim(m, rules, key, claim, kinds, x, takes, ub, wm, start, shares)
     for key, at in anchors.items():
         claim = _claim_of(wm, dra, shared[key][0], key)
         for n, a in at.items():
             # allocated here only for a pod of the claim placed here
             m.add(a <= cp_model.LinearExpr.sum([x for cid in shared[key] for nn, x in wm.by_class.get(cid, []) if nn == n]))
-            _encode_claim(m, rules, key, claim, inventory.kinds_on(wm.state.nodes[n].node), a, takes, 1, wm, start)
+            _encode_claim(m, rules, key, claim, inventory.kinds_on(wm.state.nodes[n].node), a, takes, 1, wm, start, shares)
     # Devices a preemption gives back: freed[c] only when every pod claim c is reserved for is
     # evicted; then its devices count as free for the window's claims.
     freed = freed_literals(wm)
@@ -139,6 +141,32 @@ def encode(wm: "WindowModel") -> None:
         m.add(cp_model.LinearExpr.weighted_sum([v for v, _ in entries], [c for _, c in entries])
               <= free + cp_model.LinearExpr.weighted_sum([lit for lit, _ in returned], [n for _, n in returned]))
     _encode_counters(m, inventory, start, takes, _freed_counters(inventory, start, freed))
+    encode_shares(m, inventory, start, shares)
+
+
+def shared_kind(kind: Any) -> bool:
+    """Whether the model shares the kind's devices among claims by capacity (devices that allow
+    multiple allocations and draw no shared counters); other kinds are counted, each device
+    to one claim."""
+    return capacity.shareable(kind.members[0]) and not kind.sample.consumes_counters
+
+
+def encode_shares(m: cp_model.CpModel, inventory: Any, start: Any, shares: dict[Any, list[tuple[Any, dict]]]) -> None:
+    """Per shareable device and capacity: what the window's shares consume, plus what the
+    snapshot's allocations hold, within its ``value`` (``capacity.room_for``, summed)."""
+    for device_id, uses in shares.items():
+        record = inventory.devices[device_id]
+        held = start.shares.get(device_id, [])
+        for name, cap in record.device.capacity.items():
+            room = cap.value - sum((c.get(name, Fraction(0)) for _, c in held), Fraction(0))
+            terms = [(z, need.get(name, Fraction(0))) for z, need in uses if need.get(name, Fraction(0))]
+            if not terms:
+                continue
+            den = room.denominator
+            for _, q in terms:
+                den = den * q.denominator // _gcd(den, q.denominator)
+            m.add(cp_model.LinearExpr.weighted_sum([z for z, _ in terms], [int(q * den) for _, q in terms])
+                  <= max(int(room * den), 0))
 
 
 def freed_literals(wm: "WindowModel") -> dict[str, Any]:
@@ -226,7 +254,8 @@ def template_signature(dra: Any, info: Any) -> str:
 
 
 def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: list, x: Any,
-                  takes: dict[int, list[tuple[Any, int]]], ub: int = 1, wm: Any = None, start: Any = None) -> None:
+                  takes: dict[int, list[tuple[Any, int]]], ub: int = 1, wm: Any = None, start: Any = None,
+                  shares: Optional[dict[Any, list[tuple[Any, dict]]]] = None) -> None:
     """``x`` pods on the node (at most ``ub``), each with a claim like ``claim``: a class of
     several pods only when ``template_signature`` let them share it (every request ExactCount).
     A request with subrequests costs the position of the one chosen on the preference level."""
@@ -255,7 +284,8 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 # complete pools (else the alternative cannot be chosen here): a kind's devices
                 # all at once, so no other claim of the window may take any of them.
                 whole = all(rules.inventory.pools[(k.driver, k.pool)].complete for k in fits) and (
-                    start is None or not any(r.id in start.used for k in fits for r in k.members))
+                    start is None or not any(r.id in start.used for k in fits for r in k.members)) and (
+                    shares is None or not any(shared_kind(k) for k in fits))  # (All on shareable devices: greedy's)
                 if not whole:
                     m.add(use == 0)
                 for kind in fits:
@@ -267,8 +297,22 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 chosen.append(use)
                 continue
             for kind in fits:
-                y = m.new_int_var(0, min(alt.count * ub, len(kind.members)), f"dra_y[{key},{alt.name},{kind.index}]")
+                sharing = shares is not None and shared_kind(kind)
+                top = alt.count * ub if sharing else min(alt.count * ub, len(kind.members))
+                y = m.new_int_var(0, top, f"dra_y[{key},{alt.name},{kind.index}]")
                 ys[kind.index] = y
+                if sharing:
+                    # A device that allows multiple allocations: which devices, each at most
+                    # once per pod, their capacities summed over the window (``encode_shares``).
+                    need = alt.demand(kind.members[0])
+                    zs = []
+                    for member in kind.members:
+                        z = m.new_int_var(0, ub, f"dra_share[{key},{alt.name},{member.device.name}]")
+                        m.add(z <= x)
+                        shares[member.id].append((z, need or {}))
+                        zs.append(z)
+                    m.add(y == cp_model.LinearExpr.sum(zs))
+                    continue
                 takes[kind.index].append((y, 1))
             m.add(cp_model.LinearExpr.sum(list(ys.values())) == alt.count * use)
             per_alt[alt.name] = ys
