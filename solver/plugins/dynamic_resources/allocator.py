@@ -45,6 +45,8 @@ from .devices import DeviceId, DeviceKind, DeviceRecord, Inventory, allocated_de
 # The most device picks one pod's allocation may try before giving up (kube-scheduler bounds
 # its search by time instead; a bound keeps a decision's time bounded).
 SEARCH_LIMIT = 200_000
+# The namespace label that allows ``adminAccess`` requests (DRAAdminAccess).
+ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 
 
 class AllocationError(Exception):
@@ -64,9 +66,12 @@ class DeviceResult:
     # consumes, by capacity name.
     share_id: Optional[str] = None
     consumed: tuple[tuple[str, Fraction], ...] = ()
+    admin: bool = False  # ``adminAccess``: the device is not held
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"request": self.request, "driver": self.driver, "pool": self.pool, "device": self.device}
+        if self.admin:
+            out["adminAccess"] = True
         if self.share_id is not None:
             out["shareID"] = self.share_id
         if self.consumed:
@@ -76,7 +81,8 @@ class DeviceResult:
     @classmethod
     def of(cls, r: Any) -> "DeviceResult":
         """From a ``DeviceRequestAllocationResult`` (a snapshot's or a plan's)."""
-        return cls(r.request, r.driver, r.pool, r.device, r.share_id, tuple(sorted(r.consumed_capacity.items())))
+        return cls(r.request, r.driver, r.pool, r.device, r.share_id, tuple(sorted(r.consumed_capacity.items())),
+                   bool(r.admin_access))
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,7 @@ class _Alt:
     count: int
     tolerations: tuple[DeviceToleration, ...]
     capacity: tuple[tuple[str, Fraction], ...] = ()  # ``capacity.requests``
+    admin: bool = False  # ``adminAccess``: devices others hold may be taken, and are not held
 
     @property
     def match_key(self) -> tuple:
@@ -164,7 +171,7 @@ def _alternatives(request: DeviceRequest) -> list[_Alt]:
     if request.exactly is not None:
         e = request.exactly
         return [_Alt(request.name, request.name, e.device_class_name, tuple(e.selectors), e.allocation_mode,
-                     e.count, tuple(e.tolerations), _capacity(e.capacity))]
+                     e.count, tuple(e.tolerations), _capacity(e.capacity), bool(e.admin_access))]
     return [_Alt(f"{request.name}/{s.name}", request.name, s.device_class_name, tuple(s.selectors),
                  s.allocation_mode, s.count, tuple(s.tolerations), _capacity(s.capacity)) for s in request.first_available]
 
@@ -190,13 +197,31 @@ class Rules:
     """The allocation rule over one snapshot's devices and classes."""
 
     def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass],
-                 claims: list[ResourceClaim] | tuple[ResourceClaim, ...] = ()) -> None:
+                 claims: list[ResourceClaim] | tuple[ResourceClaim, ...] = (),
+                 namespaces: Optional[dict[str, dict[str, str]]] = None) -> None:
         self.inventory = inventory
         self.classes = classes
         self.cache = SelectorCache()
         self._candidate: dict[tuple[tuple, int], bool] = {}
         self._pins: dict[str, NodeSelector] = {}  # node name -> its selector (entries never change)
         self.allocated_claims = {c.key: c for c in claims if c.status.allocation is not None}
+        # The labels of the namespaces the snapshot has objects for (admin access needs one).
+        self.namespaces = namespaces or {}
+
+    def admin_refused(self, key: str, claim: ResourceClaim) -> str:
+        """Why the claim's ``adminAccess`` requests cannot be allocated ("" when they can): the
+        namespace must carry ``resource.kubernetes.io/admin-access: "true"``. A namespace the
+        snapshot has no object for is taken as the API server admitted the claim (it refuses
+        admin access elsewhere when the claim is made)."""
+        admin = [r.name for r in claim.spec.devices.requests if r.exactly is not None and r.exactly.admin_access]
+        if not admin:
+            return ""
+        namespace = key.split("/", 1)[0]
+        labels = self.namespaces.get(namespace)
+        if labels is None or labels.get(ADMIN_LABEL) == "true":
+            return ""
+        return (f"resourceclaim {key}: request {admin[0]} asks for admin access, which namespace {namespace} "
+                f'does not allow (it lacks the label {ADMIN_LABEL}: "true")')
 
     def initial_state(self) -> DraState:
         """Devices and counters the snapshot's allocated claims hold."""
@@ -216,17 +241,9 @@ class Rules:
         for key, allocation in sorted(state.allocations.items()):
             for r in allocation.results:
                 record = self.inventory.devices.get((r.driver, r.pool, r.device))
-                if record is not None and capacity.shareable(record) and not self._admin(key, r):
+                if record is not None and capacity.shareable(record) and not r.admin:
                     state.add_share(record, key, capacity.consumed_of(record, dict(r.consumed)))
         return state
-
-    def _admin(self, key: str, result: DeviceResult) -> bool:
-        claim = self.allocated_claims.get(key)
-        if claim is None or claim.status.allocation is None:
-            return False
-        return any(r.admin_access and (r.driver, r.pool, r.device, r.request) ==
-                   (result.driver, result.pool, result.device, result.request)
-                   for r in claim.status.allocation.devices.results)
 
     def node_pin(self, name: str) -> NodeSelector:
         """``node_pin(name)``, made once per node of this snapshot (a memo: two threads may
@@ -296,6 +313,9 @@ class Rules:
                 for alt in _alternatives(request):
                     if alt.class_name not in self.classes:
                         return None, f"resourceclaim {key}: deviceclass {alt.class_name} does not exist"
+            refused = self.admin_refused(key, claim)
+            if refused:
+                return None, refused
         search = _Search(self, todo, node, state)
         found = search.run()
         if found is None:
@@ -308,6 +328,8 @@ class Rules:
         for allocation in allocations:
             state.allocations[allocation.claim] = allocation
             for r in allocation.results:
+                if r.admin:
+                    continue  # admin access holds nothing
                 device_id = (r.driver, r.pool, r.device)
                 record = inventory.devices.get(device_id)
                 if record is not None and capacity.shareable(record):
@@ -326,6 +348,8 @@ class Rules:
 def _release(state: DraState, allocation: ClaimAllocation, inventory: Inventory) -> None:
     del state.allocations[allocation.claim]
     for r in allocation.results:
+        if r.admin:
+            continue
         device_id = (r.driver, r.pool, r.device)
         record = inventory.devices.get(device_id)
         if record is not None and capacity.shareable(record):
@@ -438,6 +462,10 @@ class _Search:
                 self.reason = f"cannot allocate all claims (search stopped after {SEARCH_LIMIT} steps)"
                 return False
             kind = self.kinds[position]
+            if alt.admin:
+                if self._pick_admin(i, ci, key, alt, remaining, position, kind):
+                    return True
+                continue
             if capacity.shareable(kind.members[0]):
                 if self._pick_shared(i, ci, key, alt, remaining, position, kind):
                     return True
@@ -451,6 +479,24 @@ class _Search:
                     self.undos.append(undo)
                     return True
                 undo()
+        return False
+
+    def _pick_admin(self, i: int, ci: int, key: str, alt: _Alt, remaining: int, position: int,
+                    kind: DeviceKind) -> bool:
+        """A device for an ``adminAccess`` request: held or not, each device once per request;
+        it takes no device, counter or capacity from anyone."""
+        if not self.rules.candidate(key, alt, kind.members[0]):
+            return False
+        mine = {(r.driver, r.pool, r.device) for r in self.picked[ci] if r.request == alt.name}
+        record = next((m for m in kind.members if m.id not in mine), None)
+        if record is None:
+            return False
+        undo = self._take(ci, key, alt, record)
+        if undo is not None:
+            if self._pick(i, ci, key, alt, remaining - 1, position):
+                self.undos.append(undo)
+                return True
+            undo()
         return False
 
     def _pick_shared(self, i: int, ci: int, key: str, alt: _Alt, remaining: int, position: int,
@@ -493,8 +539,10 @@ class _Search:
             return False
         undos: list[Callable[[], None]] = []
         for record in records:
-            need = alt.demand(record) if capacity.shareable(record) else None
-            if need is not None:
+            need = alt.demand(record) if capacity.shareable(record) and not alt.admin else None
+            if alt.admin:
+                free = True
+            elif need is not None:
                 free = capacity.room_for(record, self.state.shares.get(record.id, []), need)
             else:
                 free = record.id not in self.state.used and not capacity.shareable(record)
@@ -516,7 +564,8 @@ class _Search:
         """Take ``record`` for ``alt`` if the claim's constraints and the counters allow;
         returns how to give it back, or None. ``need``: a share of a device that allows
         multiple allocations, consuming that much (its counters drawn by its first share)."""
-        if (need is None or record.id not in self.state.shares) and not counters_fit(self.rules.inventory, self.state, record):
+        if not alt.admin and (need is None or record.id not in self.state.shares) \
+                and not counters_fit(self.rules.inventory, self.state, record):
             return None
         touched: list[tuple[dict[int, list[Any]], int, Any]] = []
         for k, c in enumerate(self.constraints[ci]):
@@ -538,7 +587,9 @@ class _Search:
                 touched.append((self.distinct[ci], k, value))
         for table, k, value in touched:
             table.setdefault(k, []).append(value)
-        if need is not None:
+        if alt.admin:
+            self.picked[ci].append(DeviceResult(alt.name, record.driver, record.pool, record.device.name, admin=True))
+        elif need is not None:
             self.state.add_share(record, key, need)
             self.picked[ci].append(DeviceResult(alt.name, record.driver, record.pool, record.device.name,
                                                 capacity.share_id(key, alt.name, record.id), tuple(sorted(need.items()))))
@@ -549,7 +600,9 @@ class _Search:
 
         def undo() -> None:
             self.picked[ci].pop()
-            if need is not None:
+            if alt.admin:
+                pass
+            elif need is not None:
                 self.state.drop_share(record, key, need)
             else:
                 _consume(self.state, record, -1)

@@ -139,7 +139,7 @@ def capacity_problems(inventory: Any, allocations: Mapping[str, Any]) -> tuple[l
     for key, allocation in sorted(allocations.items()):
         for r in allocation.results:
             record = inventory.devices.get((r.driver, r.pool, r.device))
-            if record is None or not shareable(record):
+            if record is None or not shareable(record) or r.admin:
                 continue
             seen.setdefault(record.id, []).append((key, consumed_of(record, dict(r.consumed))))
     for device_id, shares in sorted(seen.items()):

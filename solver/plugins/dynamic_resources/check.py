@@ -37,7 +37,8 @@ def problems(rules: Rules, claims: Mapping[str, ResourceClaim], allocations: Map
     holders: dict[DeviceId, list[str]] = defaultdict(list)
     for key, allocation in sorted(allocations.items()):
         for r in allocation.results:
-            holders[(r.driver, r.pool, r.device)].append(key)
+            if not r.admin:  # admin access holds no device
+                holders[(r.driver, r.pool, r.device)].append(key)
     for device_id, keys in sorted(holders.items()):
         if len(keys) > 1 and device_id not in shareable:
             out.append(f"device {'/'.join(device_id)} is given to {len(keys)} claims: {', '.join(keys)}")
@@ -52,7 +53,7 @@ def problems(rules: Rules, claims: Mapping[str, ResourceClaim], allocations: Map
         out.extend(_claim_problems(rules, key, claim, allocation))
         for r in allocation.results:
             record = inventory.devices.get((r.driver, r.pool, r.device))
-            if record is None or (record.id in shareable and record.id in drawn):
+            if record is None or r.admin or (record.id in shareable and record.id in drawn):
                 continue
             drawn.add(record.id)
             for use in record.device.consumes_counters:
@@ -96,6 +97,13 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
             out.append(f"resourceclaim {key}: device {r.driver}/{r.pool}/{r.device} is in no ResourceSlice")
             continue
         by_request[r.request].append(record)
+        admin = {a.name: a.admin for req in claim.spec.devices.requests for a in _alternatives(req)}.get(r.request)
+        if admin is not None and admin != r.admin:
+            out.append(f"resourceclaim {key}: device {r.driver}/{r.pool}/{r.device} of request {r.request}: "
+                       f"adminAccess is {str(r.admin).lower()}, the request's is {str(admin).lower()}")
+    refused = rules.admin_refused(key, claim) if key not in rules.allocated_claims else ""
+    if refused:
+        out.append(refused)
     alts = {alt.name: alt for request in claim.spec.devices.requests for alt in _alternatives(request)}
     for request in claim.spec.devices.requests:
         chosen = [alt for alt in _alternatives(request) if by_request.get(alt.name)]
@@ -116,7 +124,7 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
             if not fits:
                 out.append(f"resourceclaim {key}: device {'/'.join(record.id)} does not meet request {alt.name} "
                            "(class or request selectors, capacity requests, or an untolerated taint)")
-            elif shareable(record):
+            elif shareable(record) and not alt.admin:
                 need = alt.demand(record) or {}
                 given = consumed_of(record, consumed.get((alt.name, record.id)))
                 short = sorted(n for n, q in need.items() if given.get(n, Fraction(0)) < q)

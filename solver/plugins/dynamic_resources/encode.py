@@ -95,7 +95,8 @@ def encode(wm: "WindowModel") -> None:
         here = sorted({pc.key for pc in claims if pc.key in shared})
         # The full search only where counting kinds says too little (All requests); elsewhere
         # the counts below close a node with no kind a request may take.
-        search = any(pc.claim is not None and any(a.mode == "All" for r in pc.claim.spec.devices.requests
+        # (and admin access, whose namespace may refuse it).
+        search = any(pc.claim is not None and any(a.mode == "All" or a.admin for r in pc.claim.spec.devices.requests
                                                   for a in _alternatives(r)) for pc in claims)
         for n, x in wm.by_class.get(cls.id, []):
             node = wm.state.nodes[n].node
@@ -283,21 +284,22 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 # Every device of the node the alternative may take, each of them free, from
                 # complete pools (else the alternative cannot be chosen here): a kind's devices
                 # all at once, so no other claim of the window may take any of them.
-                whole = all(rules.inventory.pools[(k.driver, k.pool)].complete for k in fits) and (
-                    start is None or not any(r.id in start.used for k in fits for r in k.members)) and (
-                    shares is None or not any(shared_kind(k) for k in fits))  # (All on shareable devices: greedy's)
+                whole = all(rules.inventory.pools[(k.driver, k.pool)].complete for k in fits) and (alt.admin or (
+                    (start is None or not any(r.id in start.used for k in fits for r in k.members))
+                    and (shares is None or not any(shared_kind(k) for k in fits))))  # (All on shareable devices: greedy's)
                 if not whole:
                     m.add(use == 0)
                 for kind in fits:
                     y = m.new_int_var(0, len(kind.members), f"dra_all[{key},{alt.name},{kind.index}]")
                     m.add(y == len(kind.members) * use)
                     ys[kind.index] = y
-                    takes[kind.index].append((use, len(kind.members)))
+                    if not alt.admin:  # admin access takes nothing from anyone
+                        takes[kind.index].append((use, len(kind.members)))
                 per_alt[alt.name] = ys
                 chosen.append(use)
                 continue
             for kind in fits:
-                sharing = shares is not None and shared_kind(kind)
+                sharing = shares is not None and shared_kind(kind) and not alt.admin
                 top = alt.count * ub if sharing else min(alt.count * ub, len(kind.members))
                 y = m.new_int_var(0, top, f"dra_y[{key},{alt.name},{kind.index}]")
                 ys[kind.index] = y
@@ -313,7 +315,8 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                         zs.append(z)
                     m.add(y == cp_model.LinearExpr.sum(zs))
                     continue
-                takes[kind.index].append((y, 1))
+                if not alt.admin:  # admin access takes nothing from anyone
+                    takes[kind.index].append((y, 1))
             m.add(cp_model.LinearExpr.sum(list(ys.values())) == alt.count * use)
             per_alt[alt.name] = ys
             chosen.append(use)
