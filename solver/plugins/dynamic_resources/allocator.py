@@ -238,8 +238,8 @@ class Rules:
             state.used[device_id] = holder
             if record is not None:
                 _consume(state, record, +1)
-        for key, allocation in sorted(state.allocations.items()):
-            for r in allocation.results:
+        for key, held in sorted(state.allocations.items()):
+            for r in held.results:
                 record = self.inventory.devices.get((r.driver, r.pool, r.device))
                 if record is not None and capacity.shareable(record) and not r.admin:
                     state.add_share(record, key, capacity.consumed_of(record, dict(r.consumed)))

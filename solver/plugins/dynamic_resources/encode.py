@@ -303,17 +303,17 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 top = alt.count * ub if sharing else min(alt.count * ub, len(kind.members))
                 y = m.new_int_var(0, top, f"dra_y[{key},{alt.name},{kind.index}]")
                 ys[kind.index] = y
-                if sharing:
+                if sharing and shares is not None:
                     # A device that allows multiple allocations: which devices, each at most
                     # once per pod, their capacities summed over the window (``encode_shares``).
                     need = alt.demand(kind.members[0])
-                    zs = []
+                    parts = []
                     for member in kind.members:
-                        z = m.new_int_var(0, ub, f"dra_share[{key},{alt.name},{member.device.name}]")
-                        m.add(z <= x)
-                        shares[member.id].append((z, need or {}))
-                        zs.append(z)
-                    m.add(y == cp_model.LinearExpr.sum(zs))
+                        part = m.new_int_var(0, ub, f"dra_share[{key},{alt.name},{member.device.name}]")
+                        m.add(part <= x)
+                        shares[member.id].append((part, need or {}))
+                        parts.append(part)
+                    m.add(y == cp_model.LinearExpr.sum(parts))
                     continue
                 if not alt.admin:  # admin access takes nothing from anyone
                     takes[kind.index].append((y, 1))
