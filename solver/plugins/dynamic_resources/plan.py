@@ -48,7 +48,12 @@ def plan_hold(ctx: Any, placements: dict[str, int], victims: list[Any]) -> Optio
 def preference_cost(ctx: Any, placements: dict[str, int], victims: list[Any]) -> int:
     """Σ over the plan's new allocations and their ``firstAvailable`` requests of the position of
     the subrequest given (0: the first) — what the model's ``dra_first_available`` level
-    counts, negated."""
+    counts, negated. 0 without replaying anything when no placed pod's claim has such a request."""
+    hold = ctx.state.dra
+    if hold is None or not any(
+            pc.claim is not None and any(r.first_available for r in pc.claim.spec.devices.requests)
+            for name in placements if ctx.pod(name).pod.spec.resource_claims for pc in hold.claims_of(ctx.pod(name))):
+        return 0
     dra = plan_hold(ctx, placements, victims)
     if dra is None:
         return 0
