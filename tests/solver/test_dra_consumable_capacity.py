@@ -116,3 +116,33 @@ def test_capacity_requests_filter_exclusive_devices_too(tmp_path: Path) -> None:
         assert validate(snap, plan, SchedulerConfig()) == []
         assert all(set(r) == {"request", "driver", "pool", "device"}
                    for a in plan.allocations for r in a.allocation["devices"]["results"])
+
+
+def test_a_request_for_all_devices_takes_a_share_of_each_shareable_one(tmp_path: Path) -> None:
+    """allocationMode All over shareable GPUs takes a share of each (the policy's default,
+    10Gi), beside another claim's share: both pods run, in the solver's own plan too."""
+    items = yaml.safe_load(EXAMPLE.read_text())["items"]
+    items = [i for i in items if i["kind"] != "Pod"]
+    sl = next(i for i in items if i["kind"] == "ResourceSlice")
+    sl["spec"]["devices"].append({**sl["spec"]["devices"][0], "name": "gpu-1"})
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": "every-gpu", "namespace": "ml"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                      "deviceClassName": "gpu.example.com", "allocationMode": "All"}}]}}}})
+    for i, template in enumerate(["gpu-25g", "every-gpu"]):
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": f"p{i}", "namespace": "ml", "creationTimestamp": f"2026-01-01T00:00:0{i}Z"},
+                      "spec": {"schedulerName": "cpsat-scheduler",
+                               "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                               "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]}})
+    path = tmp_path / "all.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    snap = load_snapshot(path)
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, engine=engine)
+        assert validate(snap, plan, SchedulerConfig()) == []
+        assert len(plan.assignments) == 2, engine
+        every = next(a for a in plan.allocations if a.claim == "ml/p1-gpu-")
+        assert sorted((r["device"], r["consumedCapacity"]["memory"]) for r in every.allocation["devices"]["results"]) == [
+            ("gpu-0", "10Gi"), ("gpu-1", "10Gi")]
+    assert plan.stats.plan_from == "solver"

@@ -18,10 +18,10 @@ device, when its first allocation takes it. The allocation records what each res
 (``consumedCapacity``) and a ``shareID`` per share, as kube-scheduler writes them.
 
 Here, side by side: the demand, the room left on a device, and the final check the validator
-runs (``capacity_problems``). The CP-SAT model treats a shareable device as exclusive within a
-window (one claim per device, and none at all on a device some snapshot allocation already
-shares); the plan's devices are chosen by the allocator, which may share them, so a plan is
-never less than the model counted (``encode``).
+runs (``capacity_problems``). The CP-SAT model (``encode.encode_shares``) gives each shareable
+device a count of its own (not one per kind) and sums what each share consumes of each of its
+capacities, beside what the snapshot's allocations hold; a shareable device that draws shared
+counters it gives whole to one claim (greedy may share it).
 """
 
 from __future__ import annotations

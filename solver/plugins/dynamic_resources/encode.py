@@ -281,19 +281,26 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 continue
             ys = {}
             if alt.mode == "All":
-                # Every device of the node the alternative may take, each of them free, from
-                # complete pools (else the alternative cannot be chosen here): a kind's devices
-                # all at once, so no other claim of the window may take any of them.
+                # Every device of the node the alternative may take, from complete pools (else
+                # the alternative cannot be chosen here): a kind's devices all at once, each of
+                # them free, so no other claim of the window may take any of them — or, for a
+                # shareable device, a share of each within what its capacities have left.
+                def by_share(k: Any) -> bool:
+                    return shares is not None and shared_kind(k) and not alt.admin
+
                 whole = all(rules.inventory.pools[(k.driver, k.pool)].complete for k in fits) and (alt.admin or (
-                    (start is None or not any(r.id in start.used for k in fits for r in k.members))
-                    and (shares is None or not any(shared_kind(k) for k in fits))))  # (All on shareable devices: greedy's)
+                    start is None or not any(r.id in start.used for k in fits if not by_share(k) for r in k.members)))
                 if not whole:
                     m.add(use == 0)
                 for kind in fits:
                     y = m.new_int_var(0, len(kind.members), f"dra_all[{key},{alt.name},{kind.index}]")
                     m.add(y == len(kind.members) * use)
                     ys[kind.index] = y
-                    if not alt.admin:  # admin access takes nothing from anyone
+                    if by_share(kind) and shares is not None:
+                        need = alt.demand(kind.members[0]) or {}
+                        for member in kind.members:
+                            shares[member.id].append((use, need))
+                    elif not alt.admin:  # admin access takes nothing from anyone
                         takes[kind.index].append((use, len(kind.members)))
                 per_alt[alt.name] = ys
                 chosen.append(use)
