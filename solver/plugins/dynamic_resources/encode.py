@@ -297,9 +297,9 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                     m.add(y == len(kind.members) * use)
                     ys[kind.index] = y
                     if by_share(kind) and shares is not None:
-                        need = alt.demand(kind.members[0]) or {}
+                        each = alt.demand(kind.members[0]) or {}
                         for member in kind.members:
-                            shares[member.id].append((use, need))
+                            shares[member.id].append((use, each))
                     elif not alt.admin:  # admin access takes nothing from anyone
                         takes[kind.index].append((use, len(kind.members)))
                 per_alt[alt.name] = ys
