@@ -34,6 +34,7 @@ from .filtering import Cycle, StaticFilters
 from .memory import SolverMemory
 from .plugins.preemption import nominated
 from .state import ClusterState
+from .plugins.dynamic_resources.plan import plan_hold
 from .plugins.volume_binding.filter import bindings_of
 
 ENGINES = ("cpsat", "greedy")
@@ -365,24 +366,11 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
 
 def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
     """The devices the placed pods' claims get: the plan replayed on the snapshot's state in
-    its placement order, each pod given what the DynamicResources filter finds on its node."""
-    if ctx.state.dra is None or not any(ctx.pod(k).pod.spec.resource_claims for k in placements):
+    its placement order, each pod given what the DynamicResources filter finds on its node (a
+    node's claims chosen together where that order strands a pod; ``dynamic_resources.plan``)."""
+    dra = plan_hold(ctx, placements, victims)
+    if dra is None:
         return ()
-    base = ctx.state.copy()
-    for v in victims:
-        base.remove(v.pod)
-    final = base.copy()
-    for key, n in placements.items():
-        final.add(ctx.pod(key), n)
-    dra = final.dra
-    pods = [ctx.pod(key) for key in placements]
-    if not dra.complete(pods):
-        # In placement order some pod found its node's devices taken in a way that strands it;
-        # the node's claims chosen together may all fit (the solver counted them that way).
-        dra = base.dra.copy()
-        dra.place_jointly([(ctx.pod(key), n) for key, n in placements.items()])
-        if not dra.complete(pods):
-            dra = final.dra  # the validator names what is missing
     return tuple(DeviceAllocation(claim=key, pods=tuple(sorted(dra.users[key])), allocation=a.to_json())
                  for key, a in dra.added_allocations().items())
 

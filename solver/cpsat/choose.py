@@ -4,6 +4,7 @@ choice between the solver's plan and greedy's (``choose``)."""
 from __future__ import annotations
 
 from ..plugin_api import Victim
+from ..plugins.dynamic_resources.plan import preference_cost
 from ..plugins.gang import preferred as gang_preferred
 from ..plugins.preemption.pdb import PdbBudgets
 from ..scoring import final_state
@@ -35,7 +36,8 @@ def not_worse(ctx, ours: PlanPair, theirs: PlanPair, weights: dict[int, int]) ->
 
 # Why one plan was chosen over the other, by the first level of ``plan_value`` that differs.
 _LEVELS = ("places more by priority", "breaks fewer PodDisruptionBudgets", "evicts lower priorities",
-           "evicts fewer pods", "keeps preferred-topology gangs in fewer domains")
+           "evicts fewer pods", "gives claims earlier firstAvailable subrequests",
+           "keeps preferred-topology gangs in fewer domains")
 
 
 def choose(ctx, ours: PlanPair, theirs: PlanPair, weights: dict[int, int], *, scored: bool) -> tuple[bool, str]:
@@ -58,7 +60,8 @@ def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: 
                victim_weights: dict[int, int]) -> tuple:
     """Lexicographic value of a plan, as the model orders it: placement by priority tier, then
     PodDisruptionBudget violations, the victims' priority tiers (``victim_weights``, one scale for
-    every plan compared), the number of victims, then the domains preferred-topology gangs span
+    every plan compared), the number of victims, how far down their ``firstAvailable`` lists the plan's device claims go
+    (``dynamic_resources.plan.preference_cost``), then the domains preferred-topology gangs span
     (``gang.preferred``), widest level first."""
     placed = sum(weights[ctx.pod(k).priority] for k in placements)
     return (
@@ -66,5 +69,6 @@ def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: 
         -PdbBudgets.of(ctx).violations(v.pod for v in victims),
         -sum(victim_weights[v.pod.priority] for v in victims),
         -len(victims),
+        -preference_cost(ctx, placements, victims),
         tuple(-count for count in gang_preferred.spans(ctx, placements)),
     )

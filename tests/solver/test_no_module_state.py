@@ -16,9 +16,6 @@ ALLOWED = {
     ("interrupt.py", "_requested"), ("interrupt.py", "_solvers"), ("interrupt.py", "_cancels"),
     # The adapter's progress listener, per thread and only while its ``listening`` block runs.
     ("progress.py", "_local"),
-    # Memos of pure functions of a string (a node name, a CEL expression) whose values never
-    # change: at worst computed twice by two threads. Left to the DRA plugin's owners (unbounded).
-    ("plugins/dynamic_resources/allocator.py", "_PINS"), ("plugins/dynamic_resources/cel.py", "_COMPILED"),
 }
 
 

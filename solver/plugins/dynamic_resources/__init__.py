@@ -30,7 +30,8 @@ def for_snapshot(snapshot: ClusterSnapshot) -> Rules:
     snapshot: its compiled selectors and per-device results serve every context of it)."""
     rules = snapshot.__dict__.get("_dra_rules")
     if rules is None:
-        rules = Rules(Inventory(snapshot.resource_slices), snapshot.device_class_by_name, snapshot.resource_claims)
+        rules = Rules(Inventory(snapshot.resource_slices), snapshot.device_class_by_name, snapshot.resource_claims,
+                      {ns.metadata.name: dict(ns.metadata.labels) for ns in snapshot.namespaces})
         snapshot.__dict__["_dra_rules"] = rules
     return rules
 

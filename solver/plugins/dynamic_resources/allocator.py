@@ -37,12 +37,16 @@ from models.dra import (
 )
 from models.objects import Node, NodeSelector, NodeSelectorTerm
 
-from .cel import CelError, SelectorCache, compile_selector
+from . import capacity
+from .capacity import quantity_text
+from .cel import CelError, SelectorCache
 from .devices import DeviceId, DeviceKind, DeviceRecord, Inventory, allocated_devices
 
 # The most device picks one pod's allocation may try before giving up (kube-scheduler bounds
 # its search by time instead; a bound keeps a decision's time bounded).
 SEARCH_LIMIT = 200_000
+# The namespace label that allows ``adminAccess`` requests (DRAAdminAccess).
+ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 
 
 class AllocationError(Exception):
@@ -58,9 +62,27 @@ class DeviceResult:
     driver: str
     pool: str
     device: str
+    # A share of a device that allows multiple allocations (``capacity``): its id and what it
+    # consumes, by capacity name.
+    share_id: Optional[str] = None
+    consumed: tuple[tuple[str, Fraction], ...] = ()
+    admin: bool = False  # ``adminAccess``: the device is not held
 
-    def to_json(self) -> dict[str, str]:
-        return {"request": self.request, "driver": self.driver, "pool": self.pool, "device": self.device}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"request": self.request, "driver": self.driver, "pool": self.pool, "device": self.device}
+        if self.admin:
+            out["adminAccess"] = True
+        if self.share_id is not None:
+            out["shareID"] = self.share_id
+        if self.consumed:
+            out["consumedCapacity"] = {name: quantity_text(q) for name, q in self.consumed}
+        return out
+
+    @classmethod
+    def of(cls, r: Any) -> "DeviceResult":
+        """From a ``DeviceRequestAllocationResult`` (a snapshot's or a plan's)."""
+        return cls(r.request, r.driver, r.pool, r.device, r.share_id, tuple(sorted(r.consumed_capacity.items())),
+                   bool(r.admin_access))
 
 
 @dataclass(frozen=True)
@@ -89,9 +111,35 @@ class DraState:
     used: dict[DeviceId, str] = field(default_factory=dict)
     counters: dict[tuple[str, str, str], dict[str, Fraction]] = field(default_factory=dict)
     allocations: dict[str, ClaimAllocation] = field(default_factory=dict)
+    # Devices that allow multiple allocations: each share (claim, consumption). Such a device
+    # is also in ``used`` (under its first claim) while any share holds it, so what counts free
+    # devices (the model, the packing hint) sees it taken.
+    shares: dict[DeviceId, list[tuple[str, dict[str, Fraction]]]] = field(default_factory=dict)
 
     def copy(self) -> "DraState":
-        return DraState(dict(self.used), {k: dict(v) for k, v in self.counters.items()}, dict(self.allocations))
+        return DraState(dict(self.used), {k: dict(v) for k, v in self.counters.items()}, dict(self.allocations),
+                        {k: list(v) for k, v in self.shares.items()})
+
+    def add_share(self, record: DeviceRecord, claim: str, consumed: dict[str, Fraction]) -> None:
+        held = self.shares.setdefault(record.id, [])
+        held.append((claim, consumed))
+        if len(held) == 1:
+            self.used[record.id] = claim
+            _consume(self, record, +1)
+
+    def drop_share(self, record: DeviceRecord, claim: str, consumed: dict[str, Fraction]) -> None:
+        held = self.shares.get(record.id, [])
+        for i, (k, c) in enumerate(held):
+            if k == claim and c == consumed:
+                del held[i]
+                break
+        if not held:
+            self.shares.pop(record.id, None)
+            if record.id in self.used:
+                del self.used[record.id]
+                _consume(self, record, -1)
+        elif self.used.get(record.id) == claim:
+            self.used[record.id] = held[0][0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,21 +153,31 @@ class _Alt:
     mode: str
     count: int
     tolerations: tuple[DeviceToleration, ...]
+    capacity: tuple[tuple[str, Fraction], ...] = ()  # ``capacity.requests``
+    admin: bool = False  # ``adminAccess``: devices others hold may be taken, and are not held
 
     @property
     def match_key(self) -> tuple:
         """What decides which devices the alternative may take (not its name or count)."""
         return (self.class_name, tuple(s.cel.expression for s in self.selectors),
-                tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations))
+                tuple((t.key, t.operator, t.value, t.effect) for t in self.tolerations), self.capacity)
+
+    def demand(self, record: DeviceRecord) -> Optional[dict[str, Fraction]]:
+        """What the alternative consumes of ``record`` (``capacity.demand``)."""
+        return capacity.demand(record, dict(self.capacity))
 
 
 def _alternatives(request: DeviceRequest) -> list[_Alt]:
     if request.exactly is not None:
         e = request.exactly
         return [_Alt(request.name, request.name, e.device_class_name, tuple(e.selectors), e.allocation_mode,
-                     e.count, tuple(e.tolerations))]
+                     e.count, tuple(e.tolerations), _capacity(e.capacity), bool(e.admin_access))]
     return [_Alt(f"{request.name}/{s.name}", request.name, s.device_class_name, tuple(s.selectors),
-                 s.allocation_mode, s.count, tuple(s.tolerations)) for s in request.first_available]
+                 s.allocation_mode, s.count, tuple(s.tolerations), _capacity(s.capacity)) for s in request.first_available]
+
+
+def _capacity(requirements: Any) -> tuple[tuple[str, Fraction], ...]:
+    return tuple(sorted(requirements.requests.items())) if requirements is not None else ()
 
 
 def qualified(driver: str, name: str) -> str:
@@ -139,12 +197,31 @@ class Rules:
     """The allocation rule over one snapshot's devices and classes."""
 
     def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass],
-                 claims: list[ResourceClaim] | tuple[ResourceClaim, ...] = ()) -> None:
+                 claims: list[ResourceClaim] | tuple[ResourceClaim, ...] = (),
+                 namespaces: Optional[dict[str, dict[str, str]]] = None) -> None:
         self.inventory = inventory
         self.classes = classes
         self.cache = SelectorCache()
         self._candidate: dict[tuple[tuple, int], bool] = {}
+        self._pins: dict[str, NodeSelector] = {}  # node name -> its selector (entries never change)
         self.allocated_claims = {c.key: c for c in claims if c.status.allocation is not None}
+        # The labels of the namespaces the snapshot has objects for (admin access needs one).
+        self.namespaces = namespaces or {}
+
+    def admin_refused(self, key: str, claim: ResourceClaim) -> str:
+        """Why the claim's ``adminAccess`` requests cannot be allocated ("" when they can): the
+        namespace must carry ``resource.kubernetes.io/admin-access: "true"``. A namespace the
+        snapshot has no object for is taken as the API server admitted the claim (it refuses
+        admin access elsewhere when the claim is made)."""
+        admin = [r.name for r in claim.spec.devices.requests if r.exactly is not None and r.exactly.admin_access]
+        if not admin:
+            return ""
+        namespace = key.split("/", 1)[0]
+        labels = self.namespaces.get(namespace)
+        if labels is None or labels.get(ADMIN_LABEL) == "true":
+            return ""
+        return (f"resourceclaim {key}: request {admin[0]} asks for admin access, which namespace {namespace} "
+                f'does not allow (it lacks the label {ADMIN_LABEL}: "true")')
 
     def initial_state(self) -> DraState:
         """Devices and counters the snapshot's allocated claims hold."""
@@ -152,14 +229,29 @@ class Rules:
         for claim in self.allocated_claims.values():
             allocation = claim.status.allocation
             assert allocation is not None
-            results = tuple(DeviceResult(r.request, r.driver, r.pool, r.device) for r in allocation.devices.results)
+            results = tuple(DeviceResult.of(r) for r in allocation.devices.results)
             state.allocations[claim.key] = ClaimAllocation(claim.key, results, allocation.node_selector)
         for device_id, holder in allocated_devices(list(self.allocated_claims.values())).items():
-            state.used[device_id] = holder
             record = self.inventory.devices.get(device_id)
+            if record is not None and capacity.shareable(record):
+                continue
+            state.used[device_id] = holder
             if record is not None:
                 _consume(state, record, +1)
+        for key, held in sorted(state.allocations.items()):
+            for r in held.results:
+                record = self.inventory.devices.get((r.driver, r.pool, r.device))
+                if record is not None and capacity.shareable(record) and not r.admin:
+                    state.add_share(record, key, capacity.consumed_of(record, dict(r.consumed)))
         return state
+
+    def node_pin(self, name: str) -> NodeSelector:
+        """``node_pin(name)``, made once per node of this snapshot (a memo: two threads may
+        make it twice, and either is right)."""
+        pin = self._pins.get(name)
+        if pin is None:
+            pin = self._pins.setdefault(name, node_pin(name))
+        return pin
 
     # -- which devices a request may take ----------------------------------------------------
 
@@ -178,13 +270,15 @@ class Rules:
                                      (f"resourceclaims/{claim}: request {alt.name}: selectors", alt.selectors)):
                 for i, s in enumerate(selectors):
                     try:
-                        if not self.cache.matches(compile_selector(s.cel.expression), record.id, record.device):
+                        if not self.cache.matches(self.cache.compile(s.cel.expression), record.id, record.device):
                             ok = False
                             break
                     except CelError as exc:
                         raise AllocationError(f"{where}[{i}] {s.cel.expression!r}: {exc}") from None
                 if not ok:
                     break
+        if ok and (alt.capacity or capacity.shareable(record)) and alt.demand(record) is None:
+            ok = False  # asks for a capacity the device lacks, or more than it has
         if ok:
             for taint in record.device.taints:
                 if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in alt.tolerations):
@@ -219,6 +313,9 @@ class Rules:
                 for alt in _alternatives(request):
                     if alt.class_name not in self.classes:
                         return None, f"resourceclaim {key}: deviceclass {alt.class_name} does not exist"
+            refused = self.admin_refused(key, claim)
+            if refused:
+                return None, refused
         search = _Search(self, todo, node, state)
         found = search.run()
         if found is None:
@@ -231,9 +328,14 @@ class Rules:
         for allocation in allocations:
             state.allocations[allocation.claim] = allocation
             for r in allocation.results:
+                if r.admin:
+                    continue  # admin access holds nothing
                 device_id = (r.driver, r.pool, r.device)
-                state.used[device_id] = allocation.claim
                 record = inventory.devices.get(device_id)
+                if record is not None and capacity.shareable(record):
+                    state.add_share(record, allocation.claim, capacity.consumed_of(record, dict(r.consumed)))
+                    continue
+                state.used[device_id] = allocation.claim
                 if record is not None:
                     _consume(state, record, +1)
 
@@ -246,7 +348,13 @@ class Rules:
 def _release(state: DraState, allocation: ClaimAllocation, inventory: Inventory) -> None:
     del state.allocations[allocation.claim]
     for r in allocation.results:
+        if r.admin:
+            continue
         device_id = (r.driver, r.pool, r.device)
+        record = inventory.devices.get(device_id)
+        if record is not None and capacity.shareable(record):
+            state.drop_share(record, allocation.claim, capacity.consumed_of(record, dict(r.consumed)))
+            continue
         if state.used.get(device_id) == allocation.claim:
             del state.used[device_id]
             record = inventory.devices.get(device_id)
@@ -275,17 +383,11 @@ def counters_fit(inventory: Inventory, state: DraState, record: DeviceRecord) ->
     return True
 
 
-_PINS: dict[str, NodeSelector] = {}
-
-
-def _node_pin(name: str) -> NodeSelector:
+def node_pin(name: str) -> NodeSelector:
     """The node selector of one node by name (``matchFields metadata.name In [name]``), as
-    kube-scheduler writes it for node-local devices."""
-    pin = _PINS.get(name)
-    if pin is None:
-        pin = _PINS[name] = NodeSelector(node_selector_terms=[NodeSelectorTerm.model_validate(
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]})])
-    return pin
+    kube-scheduler writes it for node-local devices (``Rules.node_pin`` keeps one per node)."""
+    return NodeSelector(node_selector_terms=[NodeSelectorTerm.model_validate(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]})])
 
 
 class _Search:
@@ -329,7 +431,7 @@ class _Search:
         the only one; every node when every device is usable from every node."""
         scopes = [self.rules.inventory.devices[(r.driver, r.pool, r.device)].scope for r in results]
         if any(s.node_name is not None for s in scopes) or len({s.key() for s in scopes if s.selector is not None}) > 1:
-            return _node_pin(self.node.name)
+            return self.rules.node_pin(self.node.name)
         for s in scopes:
             if s.selector is not None:
                 return s.selector
@@ -360,10 +462,66 @@ class _Search:
                 self.reason = f"cannot allocate all claims (search stopped after {SEARCH_LIMIT} steps)"
                 return False
             kind = self.kinds[position]
+            if alt.admin:
+                if self._pick_admin(i, ci, key, alt, remaining, position, kind):
+                    return True
+                continue
+            if capacity.shareable(kind.members[0]):
+                if self._pick_shared(i, ci, key, alt, remaining, position, kind):
+                    return True
+                continue
             record = next((m for m in kind.members if m.id not in self.state.used), None)
             if record is None or not self.rules.candidate(key, alt, record):
                 continue
             undo = self._take(ci, key, alt, record)
+            if undo is not None:
+                if self._pick(i, ci, key, alt, remaining - 1, position):
+                    self.undos.append(undo)
+                    return True
+                undo()
+        return False
+
+    def _pick_admin(self, i: int, ci: int, key: str, alt: _Alt, remaining: int, position: int,
+                    kind: DeviceKind) -> bool:
+        """A device for an ``adminAccess`` request: held or not, each device once per request;
+        it takes no device, counter or capacity from anyone."""
+        if not self.rules.candidate(key, alt, kind.members[0]):
+            return False
+        mine = {(r.driver, r.pool, r.device) for r in self.picked[ci] if r.request == alt.name}
+        record = next((m for m in kind.members if m.id not in mine), None)
+        if record is None:
+            return False
+        undo = self._take(ci, key, alt, record)
+        if undo is not None:
+            if self._pick(i, ci, key, alt, remaining - 1, position):
+                self.undos.append(undo)
+                return True
+            undo()
+        return False
+
+    def _pick_shared(self, i: int, ci: int, key: str, alt: _Alt, remaining: int, position: int,
+                     kind: DeviceKind) -> bool:
+        """One device of a kind that allows multiple allocations: devices of the kind whose
+        shares differ are not interchangeable, so one of each distinct state is tried; a device
+        is taken at most once per request."""
+        if not self.rules.candidate(key, alt, kind.members[0]):
+            return False
+        need = alt.demand(kind.members[0])
+        if need is None:
+            return False
+        mine = {(r.driver, r.pool, r.device) for r in self.picked[ci] if r.request == alt.name}
+        tried: set[tuple] = set()
+        for record in kind.members:
+            if record.id in mine:
+                continue
+            shares = self.state.shares.get(record.id, [])
+            state = tuple(sorted((tuple(sorted(c.items())) for _, c in shares)))
+            if state in tried:
+                continue
+            tried.add(state)
+            if not capacity.room_for(record, shares, need):
+                continue
+            undo = self._take(ci, key, alt, record, need)
             if undo is not None:
                 if self._pick(i, ci, key, alt, remaining - 1, position):
                     self.undos.append(undo)
@@ -381,7 +539,14 @@ class _Search:
             return False
         undos: list[Callable[[], None]] = []
         for record in records:
-            undo = self._take(ci, key, alt, record) if record.id not in self.state.used else None
+            need = alt.demand(record) if capacity.shareable(record) and not alt.admin else None
+            if alt.admin:
+                free = True
+            elif need is not None:
+                free = capacity.room_for(record, self.state.shares.get(record.id, []), need)
+            else:
+                free = record.id not in self.state.used and not capacity.shareable(record)
+            undo = self._take(ci, key, alt, record, need) if free else None
             if undo is None:
                 for u in reversed(undos):
                     u()
@@ -394,10 +559,13 @@ class _Search:
             u()
         return False
 
-    def _take(self, ci: int, key: str, alt: _Alt, record: DeviceRecord) -> Optional[Callable[[], None]]:
+    def _take(self, ci: int, key: str, alt: _Alt, record: DeviceRecord,
+              need: Optional[dict[str, Fraction]] = None) -> Optional[Callable[[], None]]:
         """Take ``record`` for ``alt`` if the claim's constraints and the counters allow;
-        returns how to give it back, or None."""
-        if not counters_fit(self.rules.inventory, self.state, record):
+        returns how to give it back, or None. ``need``: a share of a device that allows
+        multiple allocations, consuming that much (its counters drawn by its first share)."""
+        if not alt.admin and (need is None or record.id not in self.state.shares) \
+                and not counters_fit(self.rules.inventory, self.state, record):
             return None
         touched: list[tuple[dict[int, list[Any]], int, Any]] = []
         for k, c in enumerate(self.constraints[ci]):
@@ -419,14 +587,26 @@ class _Search:
                 touched.append((self.distinct[ci], k, value))
         for table, k, value in touched:
             table.setdefault(k, []).append(value)
-        self.state.used[record.id] = key
-        _consume(self.state, record, +1)
-        self.picked[ci].append(DeviceResult(alt.name, record.driver, record.pool, record.device.name))
+        if alt.admin:
+            self.picked[ci].append(DeviceResult(alt.name, record.driver, record.pool, record.device.name, admin=True))
+        elif need is not None:
+            self.state.add_share(record, key, need)
+            self.picked[ci].append(DeviceResult(alt.name, record.driver, record.pool, record.device.name,
+                                                capacity.share_id(key, alt.name, record.id), tuple(sorted(need.items()))))
+        else:
+            self.state.used[record.id] = key
+            _consume(self.state, record, +1)
+            self.picked[ci].append(DeviceResult(alt.name, record.driver, record.pool, record.device.name))
 
         def undo() -> None:
             self.picked[ci].pop()
-            _consume(self.state, record, -1)
-            del self.state.used[record.id]
+            if alt.admin:
+                pass
+            elif need is not None:
+                self.state.drop_share(record, key, need)
+            else:
+                _consume(self.state, record, -1)
+                del self.state.used[record.id]
             for table, k, _value in touched:
                 table[k].pop()
                 if not table[k]:

@@ -16,14 +16,18 @@ Kubernetes' CEL libraries the selectors use are provided here: ``quantity("10Gi"
 ``isSemver``. Quantities are exact (a normalised fraction) and semantic versions compare by
 precedence (pre-releases below their release, build metadata ignored).
 
-Each expression is compiled once (``compile_selector``) and evaluated once per device
-(``SelectorCache``): the result is kept by expression and device identity, so a pool of devices
-is read once however many pods and claims ask.
+Each expression is compiled once per snapshot (``SelectorCache.compile``) and evaluated once per
+device (``SelectorCache.matches``): the result is kept by expression and device identity, so a
+pool of devices is read once however many pods and claims ask. The cache belongs to the
+snapshot's allocation rule (``allocator.Rules``), not to the module: nothing mutable is kept at
+module level (issue 26), and two threads deciding one snapshot (greedy beside the solve) share
+it under its lock.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Optional
@@ -167,15 +171,9 @@ class Selector:
     domains: frozenset[str]
 
 
-_COMPILED: dict[str, Selector] = {}
-
-
 def compile_selector(expression: str) -> Selector:
-    """The expression compiled (once per process for each text); ``CelError`` when the library
-    cannot parse it or it calls a function this environment does not have."""
-    found = _COMPILED.get(expression)
-    if found is not None:
-        return found
+    """The expression compiled (anew: ``SelectorCache.compile`` keeps it); ``CelError`` when the
+    library cannot parse it or it calls a function this environment does not have."""
     try:
         program = cel.compile(expression)
     except Exception as exc:  # the library's parse errors are ValueError, others RuntimeError
@@ -184,9 +182,7 @@ def compile_selector(expression: str) -> Selector:
                      if f[:1].isalpha() and f not in FUNCTIONS and f not in _STANDARD)
     if unknown:
         raise CelError(f"calls {', '.join(unknown)}, which this scheduler's CEL environment does not provide")
-    selector = Selector(expression, program, frozenset(_DOMAIN_LOOKUP.findall(expression)))
-    _COMPILED[expression] = selector
-    return selector
+    return Selector(expression, program, frozenset(_DOMAIN_LOOKUP.findall(expression)))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -225,6 +221,18 @@ class SelectorCache:
     results: dict[tuple[str, tuple[str, str, str]], bool] = field(default_factory=dict)
     contexts: dict[tuple[str, str, str], tuple[dict[str, Any], Any]] = field(default_factory=dict)
     evaluations: int = 0
+    compiled: dict[str, Selector] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def compile(self, expression: str) -> Selector:
+        """``compile_selector`` once per expression text for this cache's owner."""
+        found = self.compiled.get(expression)
+        if found is None:
+            with self.lock:
+                found = self.compiled.get(expression)
+                if found is None:
+                    found = self.compiled[expression] = compile_selector(expression)
+        return found
 
     def matches(self, selector: Selector, device_id: tuple[str, str, str], device: Device) -> bool:
         """Whether ``device`` satisfies ``selector``; ``CelError`` when the expression fails on

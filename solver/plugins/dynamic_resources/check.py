@@ -5,8 +5,9 @@ validator asks of every plan whose pods use ResourceClaims.
 those the plan adds) and names each broken rule: a device given to two claims, a device that does
 not exist or that its request may not take (class and request selectors, taints), a request with
 the wrong number of devices, a ``matchAttribute`` / ``distinctAttribute`` broken, a shared
-counter overdrawn, a pod placed without its claims allocated or on a node its allocation or its
-devices do not admit.
+counter overdrawn, a shareable device's capacities overdrawn or a share given less than its
+request consumes (``capacity``), a pod placed without its claims allocated or on a node its
+allocation or its devices do not admit.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from models.dra import ResourceClaim
 from models.objects import Node, Pod
 
 from .allocator import AllocationError, ClaimAllocation, Rules, _alternatives, attribute_value
+from .capacity import capacity_problems, consumed_of, shareable
 from .devices import DeviceId
 
 
@@ -29,15 +31,20 @@ def problems(rules: Rules, claims: Mapping[str, ResourceClaim], allocations: Map
     ``allocations``: the final allocation of each allocated claim; ``placed``: each pod holding
     a node with its node and its resolved claims (``ClusterSnapshot.pod_claims``)."""
     out: list[str] = []
+    inventory = rules.inventory
+    # Devices that allow multiple allocations: shared while their capacities last.
+    over, shareable = capacity_problems(inventory, allocations)
     holders: dict[DeviceId, list[str]] = defaultdict(list)
     for key, allocation in sorted(allocations.items()):
         for r in allocation.results:
-            holders[(r.driver, r.pool, r.device)].append(key)
+            if not r.admin:  # admin access holds no device
+                holders[(r.driver, r.pool, r.device)].append(key)
     for device_id, keys in sorted(holders.items()):
-        if len(keys) > 1:
+        if len(keys) > 1 and device_id not in shareable:
             out.append(f"device {'/'.join(device_id)} is given to {len(keys)} claims: {', '.join(keys)}")
-    inventory = rules.inventory
+    out.extend(over)
     used: dict[tuple[str, str, str], dict[str, Fraction]] = defaultdict(dict)
+    drawn: set[DeviceId] = set()  # a shared device draws its counters once
     for key, allocation in sorted(allocations.items()):
         claim = claims.get(key)
         if claim is None:
@@ -46,8 +53,9 @@ def problems(rules: Rules, claims: Mapping[str, ResourceClaim], allocations: Map
         out.extend(_claim_problems(rules, key, claim, allocation))
         for r in allocation.results:
             record = inventory.devices.get((r.driver, r.pool, r.device))
-            if record is None:
+            if record is None or r.admin or (record.id in shareable and record.id in drawn):
                 continue
+            drawn.add(record.id)
             for use in record.device.consumes_counters:
                 held = used[(r.driver, r.pool, use.counter_set)]
                 for name, c in use.counters.items():
@@ -82,12 +90,20 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
     out: list[str] = []
     inventory = rules.inventory
     by_request: dict[str, list] = defaultdict(list)
+    consumed = {(r.request, (r.driver, r.pool, r.device)): dict(r.consumed) for r in allocation.results if r.consumed}
     for r in allocation.results:
         record = inventory.devices.get((r.driver, r.pool, r.device))
         if record is None:
             out.append(f"resourceclaim {key}: device {r.driver}/{r.pool}/{r.device} is in no ResourceSlice")
             continue
         by_request[r.request].append(record)
+        admin = {a.name: a.admin for req in claim.spec.devices.requests for a in _alternatives(req)}.get(r.request)
+        if admin is not None and admin != r.admin:
+            out.append(f"resourceclaim {key}: device {r.driver}/{r.pool}/{r.device} of request {r.request}: "
+                       f"adminAccess is {str(r.admin).lower()}, the request's is {str(admin).lower()}")
+    refused = rules.admin_refused(key, claim) if key not in rules.allocated_claims else ""
+    if refused:
+        out.append(refused)
     alts = {alt.name: alt for request in claim.spec.devices.requests for alt in _alternatives(request)}
     for request in claim.spec.devices.requests:
         chosen = [alt for alt in _alternatives(request) if by_request.get(alt.name)]
@@ -107,7 +123,14 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
                 continue
             if not fits:
                 out.append(f"resourceclaim {key}: device {'/'.join(record.id)} does not meet request {alt.name} "
-                           "(class or request selectors, or an untolerated taint)")
+                           "(class or request selectors, capacity requests, or an untolerated taint)")
+            elif shareable(record) and not alt.admin:
+                need = alt.demand(record) or {}
+                given = consumed_of(record, consumed.get((alt.name, record.id)))
+                short = sorted(n for n, q in need.items() if given.get(n, Fraction(0)) < q)
+                if short:
+                    out.append(f"resourceclaim {key}: device {'/'.join(record.id)} is given less of "
+                               f"{', '.join(short)} than request {alt.name} consumes")
     for name in by_request:
         if name not in alts:
             out.append(f"resourceclaim {key}: devices for request {name}, which the claim does not have")
@@ -179,7 +202,7 @@ def check(replay: Any) -> None:
         if entry.claim not in claims:
             replay.report(f"dra: plan allocates resourceclaim {entry.claim}, which no placed pod uses")
             continue
-        results = tuple(DeviceResult(r.request, r.driver, r.pool, r.device) for r in result.devices.results)
+        results = tuple(DeviceResult.of(r) for r in result.devices.results)
         allocations[entry.claim] = ClaimAllocation(entry.claim, results, result.node_selector)
     rows = [(pod.pod, ctx.nodes[index].node, pod_claims[pod.key]) for pod, index in placed]
     for line in problems(rules, claims, allocations, rows):

@@ -9,26 +9,53 @@ is one pool for all of them), shared counters of partitionable devices are not o
 ``matchAttribute`` picks one value of the attribute for the constrained requests (kinds without
 the attribute are out), ``distinctAttribute`` takes at most one device of each value.
 
+``firstAvailable`` is an objective level (``PREFERENCE_LEVEL``, below pods placed, PDB
+violations and victims, above the gang topology preferences and node scores): choosing the
+subrequest at position i (0: the first) of a request costs i, so the model takes a less
+preferred subrequest only where the better one cannot be had without placing fewer pods (or
+evicting more), and otherwise moves the pod to a node where the better one is free.
+
+``allocationMode: All`` takes every device of the node the alternative may take, all of them
+free and from complete pools: each such kind counts all its devices, so no other claim of the
+window takes one. A claim several pending pods share is allocated once: ``dra_at[claim, node]``
+(at most one node) says from which node's devices, its devices are counted there once, and
+every pod using it goes to that node (the node-local devices of kube-scheduler's allocation
+admit that node only; for devices reachable from several nodes this is stricter than needed).
+
 The model's size follows the device kinds a node can use, not its devices: identical devices of
 a pool are one count. Pods whose claims are allocated already may only go where the allocation
 admits, and a pod whose claims cannot be allocated on a node even in the snapshot's state (no
-device there it may take) is kept off it. What is not encoded — ``All`` requests and a claim
-shared by several pending pods are only pruned this way — is left to the validator: a solver
-plan it refuses is replaced by greedy's (``solver.api``).
+device there it may take) is kept off it. A solver plan the validator refuses is replaced by
+greedy's (``solver.api``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ortools.sat.python import cp_model
 
+from ...plugin_api import Level
+from . import capacity
 from .allocator import AllocationError, _alternatives, attribute_value
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
+
+
+# The objective level that counts how far down their ``firstAvailable`` lists claims go.
+PREFERENCE_LEVEL = "dra_first_available"
+
+
+def preference_level(wm: "WindowModel") -> Any:
+    """The ``firstAvailable`` level, made on first use just below ``victims``."""
+    found = next((lv for lv in wm.levels if lv.name == PREFERENCE_LEVEL), None)
+    if found is None:
+        found = Level(PREFERENCE_LEVEL)
+        wm.levels.insert(wm.levels.index(wm.level("victims")) + 1, found)
+    return found
 
 
 def encode(wm: "WindowModel") -> None:
@@ -37,8 +64,23 @@ def encode(wm: "WindowModel") -> None:
         return
     rules, inventory, start = dra.rules, dra.rules.inventory, dra.state
     m = wm.model
-    takes: dict[int, list[tuple[Any, int]]] = defaultdict(list)  # kind -> (count var, 1)
+    takes: dict[int, list[tuple[Any, int]]] = defaultdict(list)  # kind -> (count var, devices per unit)
+    shares: dict[Any, list[tuple[Any, dict]]] = defaultdict(list)  # shareable device -> (uses, demand)
     counted: set[str] = set()  # claims encoded once, for the first pod that uses them
+    # Claims several window pods share (named claims: each such pod is a class of its own):
+    # allocated once, from one node, and every pod using them on that node.
+    users: dict[str, list[int]] = defaultdict(list)
+    for cls in wm.classes:
+        if cls.rep.pod.spec.resource_claims:
+            for pc in dra.claims_of(cls.rep):
+                if pc.needed and pc.claim is not None and pc.key not in start.allocations and cls.id not in users[pc.key]:
+                    users[pc.key].append(cls.id)
+    shared = {key: ids for key, ids in users.items() if len(ids) > 1}
+    anchors: dict[str, dict[int, Any]] = {}  # shared claim -> node -> "allocated from this node"
+    for key, ids in shared.items():
+        nodes = sorted({n for cid in ids for n, _ in wm.by_class.get(cid, [])})
+        anchors[key] = {n: m.new_bool_var(f"dra_at[{key},{n}]") for n in nodes}
+        m.add(cp_model.LinearExpr.sum(list(anchors[key].values())) <= 1)
     for cls in wm.classes:
         rep = cls.rep
         if not rep.pod.spec.resource_claims:
@@ -46,12 +88,15 @@ def encode(wm: "WindowModel") -> None:
         claims = dra.claims_of(rep)
         own = []
         for pc in claims:
-            if pc.needed and pc.claim is not None and pc.key not in start.allocations and pc.key not in counted:
+            if pc.needed and pc.claim is not None and pc.key not in start.allocations and pc.key not in counted \
+                    and pc.key not in shared:
                 own.append((pc.key, pc.claim))
                 counted.add(pc.key)
+        here = sorted({pc.key for pc in claims if pc.key in shared})
         # The full search only where counting kinds says too little (All requests); elsewhere
         # the counts below close a node with no kind a request may take.
-        search = any(pc.claim is not None and any(a.mode == "All" for r in pc.claim.spec.devices.requests
+        # (and admin access, whose namespace may refuse it).
+        search = any(pc.claim is not None and any(a.mode == "All" or a.admin for r in pc.claim.spec.devices.requests
                                                   for a in _alternatives(r)) for pc in claims)
         for n, x in wm.by_class.get(cls.id, []):
             node = wm.state.nodes[n].node
@@ -66,10 +111,18 @@ def encode(wm: "WindowModel") -> None:
                 if found is None:
                     m.add(x == 0)  # not even in the snapshot's state: never once others took devices
                     continue
+            for key in here:
+                m.add(x <= anchors[key][n])  # the shared claim is allocated from this pod's node
             kinds = inventory.kinds_on(node)
             ub = wm.ub_of(cls.id, n)
             for key, claim in own:
-                _encode_claim(m, rules, key, claim, kinds, x, takes, ub)
+                _encode_claim(m, rules, key, claim, kinds, x, takes, ub, wm, start, shares)
+    for key, at in anchors.items():
+        claim = _claim_of(wm, dra, shared[key][0], key)
+        for n, a in at.items():
+            # allocated here only for a pod of the claim placed here
+            m.add(a <= cp_model.LinearExpr.sum([x for cid in shared[key] for nn, x in wm.by_class.get(cid, []) if nn == n]))
+            _encode_claim(m, rules, key, claim, inventory.kinds_on(wm.state.nodes[n].node), a, takes, 1, wm, start, shares)
     # Devices a preemption gives back: freed[c] only when every pod claim c is reserved for is
     # evicted; then its devices count as free for the window's claims.
     freed = freed_literals(wm)
@@ -86,9 +139,35 @@ def encode(wm: "WindowModel") -> None:
         kind = inventory.kinds[k]
         free = sum(1 for r in kind.members if r.id not in start.used)
         returned = back.get(k, [])
-        m.add(cp_model.LinearExpr.sum([v for v, _ in entries])
+        m.add(cp_model.LinearExpr.weighted_sum([v for v, _ in entries], [c for _, c in entries])
               <= free + cp_model.LinearExpr.weighted_sum([lit for lit, _ in returned], [n for _, n in returned]))
     _encode_counters(m, inventory, start, takes, _freed_counters(inventory, start, freed))
+    encode_shares(m, inventory, start, shares)
+
+
+def shared_kind(kind: Any) -> bool:
+    """Whether the model shares the kind's devices among claims by capacity (devices that allow
+    multiple allocations and draw no shared counters); other kinds are counted, each device
+    to one claim."""
+    return capacity.shareable(kind.members[0]) and not kind.sample.consumes_counters
+
+
+def encode_shares(m: cp_model.CpModel, inventory: Any, start: Any, shares: dict[Any, list[tuple[Any, dict]]]) -> None:
+    """Per shareable device and capacity: what the window's shares consume, plus what the
+    snapshot's allocations hold, within its ``value`` (``capacity.room_for``, summed)."""
+    for device_id, uses in shares.items():
+        record = inventory.devices[device_id]
+        held = start.shares.get(device_id, [])
+        for name, cap in record.device.capacity.items():
+            room = cap.value - sum((c.get(name, Fraction(0)) for _, c in held), Fraction(0))
+            terms = [(z, need.get(name, Fraction(0))) for z, need in uses if need.get(name, Fraction(0))]
+            if not terms:
+                continue
+            den = room.denominator
+            for _, q in terms:
+                den = den * q.denominator // _gcd(den, q.denominator)
+            m.add(cp_model.LinearExpr.weighted_sum([z for z, _ in terms], [int(q * den) for _, q in terms])
+                  <= max(int(room * den), 0))
 
 
 def freed_literals(wm: "WindowModel") -> dict[str, Any]:
@@ -127,6 +206,11 @@ def _freed_counters(inventory: Any, start: Any, freed: dict[str, Any]) -> dict[t
                 for name, c in use.counters.items():
                     out[(r.driver, r.pool, use.counter_set, name)].append((lit, c.value))
     return out
+
+
+def _claim_of(wm: "WindowModel", dra: Any, cls_id: int, key: str) -> Any:
+    cls = next(c for c in wm.classes if c.id == cls_id)
+    return next(pc.claim for pc in dra.claims_of(cls.rep) if pc.key == key)
 
 
 def _may_use(claims: list, node: Any, start: Any) -> bool:
@@ -171,9 +255,11 @@ def template_signature(dra: Any, info: Any) -> str:
 
 
 def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: list, x: Any,
-                  takes: dict[int, list[tuple[Any, int]]], ub: int = 1) -> None:
+                  takes: dict[int, list[tuple[Any, int]]], ub: int = 1, wm: Any = None, start: Any = None,
+                  shares: Optional[dict[Any, list[tuple[Any, dict]]]] = None) -> None:
     """``x`` pods on the node (at most ``ub``), each with a claim like ``claim``: a class of
-    several pods only when ``template_signature`` let them share it (every request ExactCount)."""
+    several pods only when ``template_signature`` let them share it (every request ExactCount).
+    A request with subrequests costs the position of the one chosen on the preference level."""
     # per request: (alternative name, kind) -> count var
     per_alt: dict[str, dict[int, Any]] = {}
     for request in claim.spec.devices.requests:
@@ -189,21 +275,65 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
                 except AllocationError:
                     continue
             use = x if len(alts) == 1 else m.new_bool_var(f"dra_use[{key},{alt.name}]")
-            if alt.mode == "All" or not fits:
-                if alt.mode != "All":
-                    m.add(use == 0)  # no kind on this node the alternative may take
+            if not fits:
+                m.add(use == 0)  # no kind on this node the alternative may take
                 chosen.append(use)
                 continue
             ys = {}
+            if alt.mode == "All":
+                # Every device of the node the alternative may take, from complete pools (else
+                # the alternative cannot be chosen here): a kind's devices all at once, each of
+                # them free, so no other claim of the window may take any of them — or, for a
+                # shareable device, a share of each within what its capacities have left.
+                def by_share(k: Any) -> bool:
+                    return shares is not None and shared_kind(k) and not alt.admin
+
+                whole = all(rules.inventory.pools[(k.driver, k.pool)].complete for k in fits) and (alt.admin or (
+                    start is None or not any(r.id in start.used for k in fits if not by_share(k) for r in k.members)))
+                if not whole:
+                    m.add(use == 0)
+                for kind in fits:
+                    y = m.new_int_var(0, len(kind.members), f"dra_all[{key},{alt.name},{kind.index}]")
+                    m.add(y == len(kind.members) * use)
+                    ys[kind.index] = y
+                    if by_share(kind) and shares is not None:
+                        each = alt.demand(kind.members[0]) or {}
+                        for member in kind.members:
+                            shares[member.id].append((use, each))
+                    elif not alt.admin:  # admin access takes nothing from anyone
+                        takes[kind.index].append((use, len(kind.members)))
+                per_alt[alt.name] = ys
+                chosen.append(use)
+                continue
             for kind in fits:
-                y = m.new_int_var(0, min(alt.count * ub, len(kind.members)), f"dra_y[{key},{alt.name},{kind.index}]")
+                sharing = shares is not None and shared_kind(kind) and not alt.admin
+                top = alt.count * ub if sharing else min(alt.count * ub, len(kind.members))
+                y = m.new_int_var(0, top, f"dra_y[{key},{alt.name},{kind.index}]")
                 ys[kind.index] = y
-                takes[kind.index].append((y, 1))
+                if sharing and shares is not None:
+                    # A device that allows multiple allocations: which devices, each at most
+                    # once per pod, their capacities summed over the window (``encode_shares``).
+                    need = alt.demand(kind.members[0])
+                    parts = []
+                    for member in kind.members:
+                        part = m.new_int_var(0, ub, f"dra_share[{key},{alt.name},{member.device.name}]")
+                        m.add(part <= x)
+                        shares[member.id].append((part, need or {}))
+                        parts.append(part)
+                    m.add(y == cp_model.LinearExpr.sum(parts))
+                    continue
+                if not alt.admin:  # admin access takes nothing from anyone
+                    takes[kind.index].append((y, 1))
             m.add(cp_model.LinearExpr.sum(list(ys.values())) == alt.count * use)
             per_alt[alt.name] = ys
             chosen.append(use)
         if len(alts) > 1:
             m.add(cp_model.LinearExpr.sum(chosen) == x)
+            if wm is not None:
+                level = preference_level(wm)
+                for rank, use in enumerate(chosen):
+                    if rank:
+                        level.add(use, -rank, 0, 1)
     kind_by_index = {k.index: k for k in kinds}
     for c in claim.spec.devices.constraints:
         attribute = c.match_attribute or c.distinct_attribute or ""
@@ -246,8 +376,8 @@ def _encode_counters(m: cp_model.CpModel, inventory: Any, start: Any, takes: dic
         kind = inventory.kinds[k]
         for use in kind.sample.consumes_counters:
             for name, c in use.counters.items():
-                for y, _ in entries:
-                    rows[(kind.driver, kind.pool, use.counter_set, name)].append((y, c.value))
+                for y, per in entries:
+                    rows[(kind.driver, kind.pool, use.counter_set, name)].append((y, per * c.value))
     for (driver, pool, counter_set, name), terms in rows.items():
         info = inventory.pools.get((driver, pool))
         total = info.counters.get(counter_set, {}).get(name) if info is not None else None

@@ -45,11 +45,12 @@ def test_selector_results(expression: str, expected: bool) -> None:
 
 def test_each_expression_evaluated_once_per_device() -> None:
     cache = SelectorCache()
-    selector = compile_selector('device.driver == "gpu.example.com"')
+    selector = cache.compile('device.driver == "gpu.example.com"')
     for _ in range(50):
         cache.matches(selector, (DRIVER, "pool", "gpu-0"), DEVICE)
     assert cache.evaluations == 1
-    assert compile_selector('device.driver == "gpu.example.com"') is selector
+    assert cache.compile('device.driver == "gpu.example.com"') is selector  # compiled once per cache
+    assert SelectorCache().compile('device.driver == "gpu.example.com"') is not selector  # not per process
 
 
 @pytest.mark.parametrize("expression, says", [

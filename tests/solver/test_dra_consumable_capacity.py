@@ -1,0 +1,148 @@
+"""Consumable capacity (DRAConsumableCapacity, Kubernetes 1.34+): a device with
+``allowMultipleAllocations: true`` is shared by several claims while the capacity they consume
+(``capacity.requests`` raised to the device's ``requestPolicy``) fits; each share is written with
+its ``consumedCapacity`` and a ``shareID``; the validator refuses a plan that overdraws it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adapters.snapshot_io import load_snapshot
+from models import SchedulerConfig
+from solver.api import schedule
+from solver.validate import validate
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples/snapshots/dra/shared-capacity.yaml"
+CLI = Path(sys.executable).with_name("cpsat-scheduler")
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_two_claims_share_the_gpu_and_the_third_waits(engine: str, tmp_path: Path) -> None:
+    out = subprocess.run([str(CLI), "schedule", "--engine", engine, "-o", "json", str(EXAMPLE)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert sorted(a["pod"] for a in data["assignments"]) == ["ml/share-0", "ml/share-1"]
+    assert [u["pod"] for u in data["unschedulable"]] == ["ml/share-2"]
+    results = [r for a in data["allocations"] for r in a["allocation"]["devices"]["results"]]
+    assert [(r["device"], r["consumedCapacity"]) for r in results] == [("gpu-0", {"memory": "30Gi"})] * 2
+    assert len({r["shareID"] for r in results}) == 2
+    if engine == "cpsat":
+        assert data["stats"]["plan_from"] == "solver"  # the model shares the device too
+    plan = tmp_path / "plan.json"
+    plan.write_text(out.stdout)
+    ok = subprocess.run([str(CLI), "validate", str(EXAMPLE), str(plan)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    # The third pod placed too, with a share of its own: 90Gi of an 80Gi device.
+    third = json.loads(json.dumps(data["allocations"][0]))
+    third["claim"], third["pods"] = "ml/share-2-gpu-", ["ml/share-2"]
+    third["allocation"]["devices"]["results"][0]["shareID"] = "00000000-0000-0000-0000-000000000003"
+    data["allocations"].append(third)
+    data["assignments"].append({"pod": "ml/share-2", "node": "n0"})
+    data["unschedulable"] = []
+    plan.write_text(json.dumps(data))
+    bad = subprocess.run([str(CLI), "validate", str(EXAMPLE), str(plan)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert ("device gpu.example.com/n0/gpu-0 (allowMultipleAllocations) is given 90Gi of capacity memory, "
+            "above its 80Gi, by claims ml/share-0-gpu-, ml/share-1-gpu-, ml/share-2-gpu-") in bad.stdout + bad.stderr
+
+
+def test_a_share_that_consumes_less_than_its_request_is_refused(tmp_path: Path) -> None:
+    snap = load_snapshot(EXAMPLE)
+    plan = schedule(snap, engine="greedy")
+    entry = plan.allocations[0]
+    allocation = json.loads(json.dumps(entry.allocation))
+    allocation["devices"]["results"][0]["consumedCapacity"] = {"memory": "20Gi"}  # the policy makes 25Gi 30Gi
+    bad = plan.model_copy(update={"allocations": (entry.model_copy(update={"allocation": allocation}), *plan.allocations[1:])})
+    assert validate(snap, bad, SchedulerConfig()) == [
+        "dra: resourceclaim ml/share-0-gpu-: device gpu.example.com/n0/gpu-0 is given less of memory than request gpu consumes"]
+
+
+def _mixed(tmp_path: Path, exclusive: bool = False) -> Path:
+    """Two shareable 80Gi GPUs on one node; the queue asks 30Gi, 30Gi, 50Gi, 50Gi."""
+    items = yaml.safe_load(EXAMPLE.read_text())["items"]
+    items = [i for i in items if i["kind"] not in ("Pod", "ResourceClaimTemplate")]
+    sl = next(i for i in items if i["kind"] == "ResourceSlice")
+    gpu = sl["spec"]["devices"][0]
+    if exclusive:
+        del gpu["allowMultipleAllocations"], gpu["capacity"]["memory"]["requestPolicy"]
+    sl["spec"]["devices"] = [gpu, {**gpu, "name": "gpu-1"}]
+    for gi in (30, 50):
+        items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                      "metadata": {"name": f"gpu-{gi}g", "namespace": "ml"},
+                      "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                          "deviceClassName": "gpu.example.com", "capacity": {"requests": {"memory": f"{gi}Gi"}}}}]}}}})
+    for i, gi in enumerate([30, 30, 50, 50]):
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": f"p{i}", "namespace": "ml", "creationTimestamp": f"2026-01-01T00:00:0{i}Z"},
+                      "spec": {"schedulerName": "cpsat-scheduler",
+                               "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": f"gpu-{gi}g"}],
+                               "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]}})
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_shares_packed_jointly_beat_one_pod_at_a_time(tmp_path: Path) -> None:
+    """First fit in queue order puts both 30Gi claims on gpu-0 and leaves 20Gi + 30Gi, too little
+    for the second 50Gi claim; the solver pairs a 50Gi with a 30Gi on each GPU."""
+    snap = load_snapshot(_mixed(tmp_path))
+    greedy, cpsat = schedule(snap, engine="greedy"), schedule(snap, engine="cpsat")
+    assert (len(greedy.assignments), len(cpsat.assignments)) == (3, 4)
+    assert cpsat.stats.plan_from == "solver"
+    for plan in (greedy, cpsat):
+        assert validate(snap, plan, SchedulerConfig()) == []
+    per_gpu: dict[str, list[str]] = {}
+    for a in cpsat.allocations:
+        for r in a.allocation["devices"]["results"]:
+            per_gpu.setdefault(r["device"], []).append(r["consumedCapacity"]["memory"])
+    assert sorted(sorted(v) for v in per_gpu.values()) == [["30Gi", "50Gi"], ["30Gi", "50Gi"]]
+
+
+def test_capacity_requests_filter_exclusive_devices_too(tmp_path: Path) -> None:
+    """Without allowMultipleAllocations each GPU goes to one claim whole; capacity.requests
+    still picks devices with that much (here: all do), and no share fields are written."""
+    snap = load_snapshot(_mixed(tmp_path, exclusive=True))
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, engine=engine)
+        assert len(plan.assignments) == 2
+        assert validate(snap, plan, SchedulerConfig()) == []
+        assert all(set(r) == {"request", "driver", "pool", "device"}
+                   for a in plan.allocations for r in a.allocation["devices"]["results"])
+
+
+def test_a_request_for_all_devices_takes_a_share_of_each_shareable_one(tmp_path: Path) -> None:
+    """allocationMode All over shareable GPUs takes a share of each (the policy's default,
+    10Gi), beside another claim's share: both pods run, in the solver's own plan too."""
+    items = yaml.safe_load(EXAMPLE.read_text())["items"]
+    items = [i for i in items if i["kind"] != "Pod"]
+    sl = next(i for i in items if i["kind"] == "ResourceSlice")
+    sl["spec"]["devices"].append({**sl["spec"]["devices"][0], "name": "gpu-1"})
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": "every-gpu", "namespace": "ml"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                      "deviceClassName": "gpu.example.com", "allocationMode": "All"}}]}}}})
+    for i, template in enumerate(["gpu-25g", "every-gpu"]):
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": f"p{i}", "namespace": "ml", "creationTimestamp": f"2026-01-01T00:00:0{i}Z"},
+                      "spec": {"schedulerName": "cpsat-scheduler",
+                               "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                               "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]}})
+    path = tmp_path / "all.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    snap = load_snapshot(path)
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, engine=engine)
+        assert validate(snap, plan, SchedulerConfig()) == []
+        assert len(plan.assignments) == 2, engine
+        every = next(a for a in plan.allocations if a.claim == "ml/p1-gpu-")
+        assert sorted((r["device"], r["consumedCapacity"]["memory"]) for r in every.allocation["devices"]["results"]) == [
+            ("gpu-0", "10Gi"), ("gpu-1", "10Gi")]
+    assert plan.stats.plan_from == "solver"
