@@ -146,3 +146,72 @@ def test_a_request_for_all_devices_takes_a_share_of_each_shareable_one(tmp_path:
         assert sorted((r["device"], r["consumedCapacity"]["memory"]) for r in every.allocation["devices"]["results"]) == [
             ("gpu-0", "10Gi"), ("gpu-1", "10Gi")]
     assert plan.stats.plan_from == "solver"
+
+
+def _held_without_share_id(tmp_path: Path, share_id: bool) -> Path:
+    """The example with ml/old running on n0 and its claim allocated gpu-0, 10Gi consumed —
+    with or without a ``shareID`` — and one pending pod asking 25Gi of it."""
+    items = [i for i in yaml.safe_load(EXAMPLE.read_text())["items"] if i["metadata"]["name"] not in ("share-1", "share-2")]
+    result = {"request": "gpu", "driver": "gpu.example.com", "pool": "n0", "device": "gpu-0",
+              "consumedCapacity": {"memory": "10Gi"}}
+    if share_id:
+        result["shareID"] = "6b1f9e2a-3c1d-4f5e-9a7b-1c2d3e4f5a6b"
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "old", "namespace": "ml"},
+                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+                  "status": {"allocation": {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [
+                      {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}},
+                      "reservedFor": [{"resource": "pods", "name": "old", "uid": "u-old"}]}})
+    items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "old", "namespace": "ml", "uid": "u-old"},
+                  "spec": {"nodeName": "n0", "resourceClaims": [{"name": "gpu", "resourceClaimName": "old"}],
+                           "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]},
+                  "status": {"phase": "Running"}})
+    path = tmp_path / "held.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_result_without_share_id_holds_the_device_whole(engine: str, tmp_path: Path) -> None:
+    """kube-scheduler reads an allocation result without ``shareID`` as the device allocated
+    exclusively, whatever its ``consumedCapacity`` says: no share may join it. With a shareID
+    the 10Gi share leaves 70Gi, and the pod's 30Gi share fits beside it."""
+    held = load_snapshot(_held_without_share_id(tmp_path, share_id=False))
+    plan = schedule(held, engine=engine)
+    assert [u.pod for u in plan.unschedulable] == ["ml/share-0"] and not plan.assignments
+    if engine == "cpsat":
+        assert plan.stats.plan_from == "solver"  # the model keeps the share off it too
+    shared = load_snapshot(_held_without_share_id(tmp_path, share_id=True))
+    plan = schedule(shared, engine=engine)
+    assert [a.pod for a in plan.assignments] == ["ml/share-0"]
+    assert validate(shared, plan, SchedulerConfig()) == []
+    # That plan, replayed where the old claim holds the GPU whole, gives it to two claims.
+    assert validate(held, plan, SchedulerConfig()) == [
+        "dra: device gpu.example.com/n0/gpu-0 is given to 2 claims: ml/old, ml/share-0-gpu-"]
+
+
+def _edit_first_result(plan, edit):
+    entry = plan.allocations[0]
+    allocation = json.loads(json.dumps(entry.allocation))
+    edit(allocation["devices"]["results"][0], plan)
+    return plan.model_copy(update={"allocations": (entry.model_copy(update={"allocation": allocation}), *plan.allocations[1:])})
+
+
+def test_validate_refuses_shares_kube_scheduler_would_not_write() -> None:
+    """Two shares of one device under one shareID (the status of each device share is keyed
+    by it), a share without shareID beside another (an exclusive allocation), and a share
+    consuming a capacity the device does not have."""
+    snap = load_snapshot(EXAMPLE)
+    plan = schedule(snap, engine="greedy")
+    assert len(plan.allocations) == 2 and validate(snap, plan, SchedulerConfig()) == []
+    other = plan.allocations[1].allocation["devices"]["results"][0]["shareID"]
+    same = _edit_first_result(plan, lambda r, p: r.update(shareID=other))
+    assert validate(snap, same, SchedulerConfig()) == [
+        f"dra: device gpu.example.com/n0/gpu-0: shareID {other} is given to 2 allocations: "
+        "ml/share-0-gpu-, ml/share-1-gpu-"]
+    whole = _edit_first_result(plan, lambda r, p: r.pop("shareID"))
+    assert validate(snap, whole, SchedulerConfig()) == [
+        "dra: device gpu.example.com/n0/gpu-0 is given to 2 claims: ml/share-0-gpu-, ml/share-1-gpu-"]
+    odd = _edit_first_result(plan, lambda r, p: r["consumedCapacity"].update(cores="4"))
+    assert validate(snap, odd, SchedulerConfig()) == [
+        "dra: resourceclaim ml/share-0-gpu-: device gpu.example.com/n0/gpu-0 has no capacity cores, "
+        "which its consumedCapacity names"]

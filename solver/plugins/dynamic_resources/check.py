@@ -90,7 +90,8 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
     out: list[str] = []
     inventory = rules.inventory
     by_request: dict[str, list] = defaultdict(list)
-    consumed = {(r.request, (r.driver, r.pool, r.device)): dict(r.consumed) for r in allocation.results if r.consumed}
+    consumed = {(r.request, (r.driver, r.pool, r.device)): dict(r.consumed) for r in allocation.results
+                if r.consumed and r.share_id is not None}  # (without shareID: held whole)
     for r in allocation.results:
         record = inventory.devices.get((r.driver, r.pool, r.device))
         if record is None:

@@ -157,6 +157,10 @@ def encode_shares(m: cp_model.CpModel, inventory: Any, start: Any, shares: dict[
     snapshot's allocations hold, within its ``value`` (``capacity.room_for``, summed)."""
     for device_id, uses in shares.items():
         record = inventory.devices[device_id]
+        if capacity.held_whole(start, device_id):
+            for z, _need in uses:
+                m.add(z == 0)  # a result without shareID holds it whole
+            continue
         held = start.shares.get(device_id, [])
         for name, cap in record.device.capacity.items():
             room = cap.value - sum((c.get(name, Fraction(0)) for _, c in held), Fraction(0))
