@@ -148,16 +148,17 @@ def test_a_request_for_all_devices_takes_a_share_of_each_shareable_one(tmp_path:
     assert plan.stats.plan_from == "solver"
 
 
-def _held_without_share_id(tmp_path: Path, share_id: bool) -> Path:
+def _held_without_share_id(tmp_path: Path, share_id: bool, consumed: str = "10Gi", asks: str = "") -> Path:
     """The example with ml/old running on n0 and its claim allocated gpu-0, 10Gi consumed —
     with or without a ``shareID`` — and one pending pod asking 25Gi of it."""
     items = [i for i in yaml.safe_load(EXAMPLE.read_text())["items"] if i["metadata"]["name"] not in ("share-1", "share-2")]
     result = {"request": "gpu", "driver": "gpu.example.com", "pool": "n0", "device": "gpu-0",
-              "consumedCapacity": {"memory": "10Gi"}}
+              "consumedCapacity": {"memory": consumed}}
     if share_id:
         result["shareID"] = "6b1f9e2a-3c1d-4f5e-9a7b-1c2d3e4f5a6b"
     items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "old", "namespace": "ml"},
-                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", **(
+                      {"capacity": {"requests": {"memory": asks}}} if asks else {})}}]}},
                   "status": {"allocation": {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [
                       {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}},
                       "reservedFor": [{"resource": "pods", "name": "old", "uid": "u-old"}]}})
@@ -215,3 +216,27 @@ def test_validate_refuses_shares_kube_scheduler_would_not_write() -> None:
     assert validate(snap, odd, SchedulerConfig()) == [
         "dra: resourceclaim ml/share-0-gpu-: device gpu.example.com/n0/gpu-0 has no capacity cores, "
         "which its consumedCapacity names"]
+
+
+def test_a_share_the_snapshot_holds_is_a_fact_not_a_fault_of_the_plan(tmp_path: Path) -> None:
+    """ml/old's claim was given 25Gi of gpu-0 (as the slice's policy then allowed); the policy
+    now rounds 25Gi up to 30Gi. That allocation is the cluster's, not the plan's: the plan that
+    gives ml/share-0 30Gi beside it (55Gi of 80Gi) is valid and printed (it used to be refused
+    by the validator for every plan, the CLI exiting 1 with "this is a bug")."""
+    path = _held_without_share_id(tmp_path, share_id=True, consumed="25Gi", asks="25Gi")
+    snap = load_snapshot(path)
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, engine=engine)
+        assert [a.pod for a in plan.assignments] == ["ml/share-0"]
+        assert validate(snap, plan, SchedulerConfig()) == []
+    out = subprocess.run([str(CLI), "schedule", "-o", "json", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    # A plan adding a share that overdraws it is still refused, naming the snapshot's share too.
+    plan = schedule(snap, engine="greedy")
+    entry = plan.allocations[0]
+    allocation = json.loads(json.dumps(entry.allocation))
+    allocation["devices"]["results"][0]["consumedCapacity"] = {"memory": "60Gi"}
+    bad = plan.model_copy(update={"allocations": (entry.model_copy(update={"allocation": allocation}),)})
+    assert validate(snap, bad, SchedulerConfig()) == [
+        "dra: device gpu.example.com/n0/gpu-0 (allowMultipleAllocations) is given 85Gi of capacity memory, "
+        "above its 80Gi, by claims ml/old, ml/share-0-gpu-"]

@@ -138,13 +138,15 @@ def quantity_text(q: Fraction) -> str:
     return str(float(q))
 
 
-def capacity_problems(inventory: Any, allocations: Mapping[str, Any]) -> tuple[list[str], set[tuple[str, str, str]]]:
+def capacity_problems(inventory: Any, allocations: Mapping[str, Any],
+                      given: Optional[set[str]] = None) -> tuple[list[str], set[tuple[str, str, str]]]:
     """The validator's check of shareable devices on the final state: per capacity, what every
     allocation holding the device consumes summed, against its ``value``; each share's
     ``shareID`` once per device; ``consumedCapacity`` naming only capacities the device has.
     Returns the lines and the shareable devices whose every holder has a share (their
     sharing is not a "given to 2 claims" error; a result without ``shareID`` holds its device
-    whole, as kube-scheduler reads it)."""
+    whole, as kube-scheduler reads it). ``given``: the claims the snapshot has allocated — a
+    device only they overdraw is the cluster's state, not the plan's fault, and is not named."""
     out: list[str] = []
     seen: dict[tuple[str, str, str], list[tuple[str, dict[str, Fraction]]]] = {}
     ids: dict[tuple[tuple[str, str, str], str], list[str]] = {}
@@ -170,6 +172,8 @@ def capacity_problems(inventory: Any, allocations: Mapping[str, Any]) -> tuple[l
     for device_id, shares in sorted(seen.items()):
         if device_id in whole:
             continue  # (named as a device given to several claims)
+        if given is not None and all(k in given for k, _ in shares):
+            continue
         record = inventory.devices[device_id]
         for name, cap in sorted(record.device.capacity.items()):
             held = sum((c.get(name, Fraction(0)) for _, c in shares), Fraction(0))
