@@ -181,8 +181,10 @@ class DeviceCapacity(DraModel):
         if p is None:
             return self
         r = p.valid_range
-        for what, q in (("requestPolicy.default", p.default), ("requestPolicy.validRange.min", r and r.min),
-                        ("requestPolicy.validRange.max", r and r.max)):
+        bounds: list[tuple[str, Optional[Fraction]]] = [("requestPolicy.default", p.default)]
+        if r is not None:
+            bounds += [("requestPolicy.validRange.min", r.min), ("requestPolicy.validRange.max", r.max)]
+        for what, q in bounds:
             if q is not None and q > self.value:
                 raise ValueError(f"{what} must not be above the capacity's value")
         return self
