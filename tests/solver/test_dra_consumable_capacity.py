@@ -240,3 +240,45 @@ def test_a_share_the_snapshot_holds_is_a_fact_not_a_fault_of_the_plan(tmp_path: 
     assert validate(snap, bad, SchedulerConfig()) == [
         "dra: device gpu.example.com/n0/gpu-0 (allowMultipleAllocations) is given 85Gi of capacity memory, "
         "above its 80Gi, by claims ml/old, ml/share-0-gpu-"]
+
+
+def test_evicting_one_share_of_a_device_frees_no_device(tmp_path: Path) -> None:
+    """preemption.freeDevices: gpu-0 (shareable, drawing a shared counter) holds two shares,
+    run-a's (priority 0, first) and run-b's (1000). urgent (500) wants the GPU whole: evicting
+    run-a deallocates one share, but run-b's keeps the device and its counter. The model used to
+    count the device and its counter back with run-a's claim (it was the device's first holder),
+    evicted run-a, and its plan failed validation (greedy's stood in)."""
+    items = [i for i in yaml.safe_load(EXAMPLE.read_text())["items"] if i["kind"] in ("DeviceClass", "Node")]
+    gpu = {"name": "gpu-0", "allowMultipleAllocations": True, "capacity": {"memory": {"value": "80Gi"}},
+           "consumesCounters": [{"counterSet": "set", "counters": {"mem": {"value": "80Gi"}}}]}
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n0-gpus"},
+                  "spec": {"driver": "gpu.example.com", "nodeName": "n0", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 1},
+                           "sharedCounters": [{"name": "set", "counters": {"mem": {"value": "80Gi"}}}], "devices": [gpu]}})
+    pin = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}
+    for n, (name, priority) in enumerate([("a", 0), ("b", 1000)]):
+        items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": f"held-{name}", "namespace": "ml"},
+                      "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                          "deviceClassName": "gpu.example.com", "capacity": {"requests": {"memory": "40Gi"}}}}]}},
+                      "status": {"allocation": {"devices": {"results": [{
+                          "request": "gpu", "driver": "gpu.example.com", "pool": "n0", "device": "gpu-0",
+                          "shareID": f"00000000-0000-0000-0000-00000000000{n + 1}", "consumedCapacity": {"memory": "40Gi"}}]},
+                          "nodeSelector": pin}, "reservedFor": [{"resource": "pods", "name": f"run-{name}", "uid": f"u-{name}"}]}})
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"run-{name}", "namespace": "ml", "uid": f"u-{name}"},
+                      "spec": {"nodeName": "n0", "priority": priority, "resourceClaims": [{"name": "g", "resourceClaimName": f"held-{name}"}],
+                               "containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}]},
+                      "status": {"phase": "Running"}})
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "whole", "namespace": "ml"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
+    items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "urgent", "namespace": "ml"},
+                  "spec": {"schedulerName": "cpsat-scheduler", "priority": 500,
+                           "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "whole"}],
+                           "containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}]}})
+    path = tmp_path / "shares.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = ROOT / "examples/config/dra-free-devices.yaml"
+    out = subprocess.run([str(CLI), "schedule", "-o", "json", "--config", str(config), str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["assignments"] == [] and data["preemptions"] == []
+    assert [u["pod"] for u in data["unschedulable"]] == ["ml/urgent"]
+    assert data["stats"]["plan_from"] == "solver", data["stats"]["fallback_reason"]
