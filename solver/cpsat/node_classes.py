@@ -36,7 +36,6 @@ from ..context import SchedulingContext
 from ..info import NodeList
 from ..plugins.node_resources_fit import filter as node_resources_fit
 from ..plugins.registry import per_node_state  # volumes, devices: counted per node, which a class's aggregate cannot express
-from ..state import ClusterState
 
 HOSTNAME = "kubernetes.io/hostname"
 # Buckets per resource tried first; halved until the reduced model fits its budget.
@@ -143,14 +142,11 @@ def reduce(ctx: SchedulingContext, buckets: int) -> Reduced:
     for k, group in enumerate(members):
         rep = ctx.nodes[group[0]]
         pseudo.append(dataclasses.replace(rep, index=k, name=f"{rep.name}(+{len(group) - 1})"))
-    reduced = ClusterState(pseudo, state.resources)
-    for k, group in enumerate(members):
-        reduced.alloc[k] = state.used[group].sum(axis=0) + len(group) * floor[group[0]]
-    reduced.free = reduced.alloc.copy()
-    for k, group in enumerate(members):
-        for n in interrupt.checked(group, every=64):
-            for pod in state.pods_on[n].values():
-                reduced.add(pod, k)
+    alloc = np.array([state.used[group].sum(axis=0) + len(group) * floor[group[0]] for group in members],
+                     dtype=np.int64).reshape(len(members), len(state.resources))
+    # Every running pod of the members on its pseudo node, from the per-node aggregates (150,000
+    # running pods added one by one took 4 s at 5,000 nodes).
+    reduced = state.merged(pseudo, members, alloc)
     return Reduced(dataclasses.replace(ctx, nodes=pseudo, state=reduced), members, buckets)
 
 
