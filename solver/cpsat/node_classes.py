@@ -1,12 +1,13 @@
 """Node classes: the first step down when the per-node model would not be built in time.
 
 Nodes that are interchangeable for the window — the same values of the node labels the window's
-rules read (``node_label_keys``: node selectors, node affinity, topology keys), taints, schedulability, allocatable, and free room in the same
-bucket — become one *pseudo node*: its free room is the members' bucket (free room rounded
-DOWN to the bucket's floor, so the model never counts room a member does not have) times the
-number of members, and it holds every running pod of its members (so rules that count pods
-per domain count the same). The ordinary model is built over the pseudo nodes, with all its
-encodings unchanged: one count variable per pod class and node class instead of per node.
+rules read (``node_label_keys``: node selectors, node affinity, topology keys), taints,
+schedulability, allocatable, and free room in the same bucket — become one *pseudo node*: its
+free room is the members' bucket (free room rounded DOWN to the bucket's floor, so the model
+never counts room a member does not have) times the number of members, and it holds every
+running pod of its members (so rules that count pods per domain count the same). The ordinary
+model is built over the pseudo nodes, with all its encodings unchanged: one count variable per
+pod class and node class instead of per node.
 
 Decoding puts each pseudo node's pods onto its real members (largest requests first; first
 fit under the packing profile, else the member with room for the most copies) into their real

@@ -840,8 +840,11 @@ def test_daemonset_pods_share_their_spec_but_keep_their_own_node_affinity() -> N
     a, b = pods["ds-1"].spec, pods["ds-2"].spec
     assert (a.node_name, b.node_name) == ("node-a", "node-b")
     assert a.containers is b.containers and a.tolerations is b.tolerations
-    assert [t.match_fields[0].values for t in a.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms] == [["node-a"]]
-    assert [t.match_fields[0].values for t in b.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms] == [["node-b"]]
+    def named(spec) -> list[list[str]]:
+        terms = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+        return [t.match_fields[0].values for t in terms]
+
+    assert (named(a), named(b)) == ([["node-a"]], [["node-b"]])
     assert pods["web-1"].spec.affinity is None  # the same containers and tolerations, no affinity
     assert pods["web-1"].spec.containers is a.containers
 
@@ -850,8 +853,9 @@ def test_a_daemonset_pod_with_a_bad_affinity_is_named_like_any_other() -> None:
     with pytest.raises(InputError) as err:
         read(_list(_daemon_pod("ds-1", "node-a"), _daemon_pod("ds-2", "node-b", operator="Near")))
     message = str(err.value)
-    assert message.startswith("pods/shop/ds-2: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-                              ".nodeSelectorTerms[0].matchFields[0].operator"), message
+    field = ("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+             ".nodeSelectorTerms[0].matchFields[0].operator")
+    assert message.startswith(f"pods/shop/ds-2: {field}"), message
 
 
 def test_replicas_with_yaml_dates_in_their_spec_are_read() -> None:
