@@ -105,9 +105,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a larger window of pods that need no joint decision is decided by scheduleOne first, "
                         "and bound as it decided when it places every pod without preempting: no model places more "
                         "(default: on; off with --quick-window 0 too)")
-    parser.add_argument("--inline-bind", action=argparse.BooleanOptionalAction, default=True,
-                        help="a window of one pod that evicts nothing is bound by the scheduling loop itself, not "
-                        "handed to a bind thread: one hand-over less in a lone pod's latency (default: on)")
     parser.add_argument("--metrics-addr", type=address, metavar="HOST:PORT",
                         help=f"serve /healthz, /readyz and /metrics here (default {DEFAULT_METRICS_ADDR}; "
                         "with --simulate, not served unless given)")
@@ -161,7 +158,6 @@ def _live_options(args: argparse.Namespace, config: Any) -> Any:
                        window_wait=args.window_wait / 1000.0, adaptive_window=args.adaptive_window,
                        batch_wait=args.batch_wait / 1000.0,
                        quick_window=args.quick_window, greedy_whole=args.greedy_whole_windows,
-                       inline_bind=args.inline_bind,
                        dry_run=args.dry_run, leader_elect=args.leader_elect and not args.dry_run, lease=lease,
                        metrics_addr=metrics_addr, bind_concurrency=args.bind_concurrency,
                        stall_timeout=args.stall_timeout)

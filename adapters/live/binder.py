@@ -146,12 +146,9 @@ class Binder:
 
     # --- entry points ------------------------------------------------------------------------
 
-    def submit(self, units: list[BindUnit], *, inline: bool = False) -> None:
+    def submit(self, units: list[BindUnit]) -> None:
         """Act on a window's units. Every unit that waits for victims is registered before any
-        eviction starts, so a refused eviction finds every unit that counted on it.
-
-        `inline`: a window of one pod that waits for nothing and evicts nothing is bound in the
-        caller's thread (the scheduling loop), as `bind_inline` says; anything else goes to the pool."""
+        eviction starts, so a refused eviction finds every unit that counted on it."""
         now = self.clock.now()
         waiting = [u for u in units if u.waits_for and not self.settings.dry_run]
         waits = {id(u) for u in waiting}
@@ -173,7 +170,7 @@ class Binder:
             elif id(unit) not in waits:
                 for victim in unit.victims:
                     log.info("dry run: would evict %s from %s for %s", victim.key, victim.node, victim.preemptor)
-                self._bind_unit(unit, inline=inline and self.bind_inline(units))
+                self._bind_unit(unit)
             elif unit.victims:
                 self._pool.submit(self._guard, self._preempt, unit)
         if waiting and not closed:
@@ -313,21 +310,7 @@ class Binder:
 
     # --- binding -----------------------------------------------------------------------------
 
-    @staticmethod
-    def bind_inline(units: list[BindUnit]) -> bool:
-        """Whether these units (a window's) are one pod that is bound at once, with nothing to
-        write first: the steady case, a pod arriving alone. Binding it in the scheduling loop's
-        own thread spares the hand-over to a pool thread (a wake-up, and a wait for the
-        interpreter behind whatever runs), a pod's latency at 100 pods/s; the loop has nothing
-        else to do meanwhile, or the window would not have been one pod. Larger windows (a
-        burst, a backlog) still bind concurrently on the pool."""
-        if len(units) != 1:
-            return False
-        unit = units[0]
-        return (len(unit.placements) == 1 and not unit.gang and not unit.victims and not unit.waits_for
-                and not unit.placements[0].volumes and not unit.placements[0].claims)
-
-    def _bind_unit(self, unit: BindUnit, *, inline: bool = False) -> None:
+    def _bind_unit(self, unit: BindUnit) -> None:
         if unit.gang:
             # A member deleted since it was assumed (while the gang waited for its victims, say):
             # binding the others would split the gang, and nothing is bound yet, so give it all back.
@@ -339,9 +322,6 @@ class Binder:
                 self._give_back(unit, requeue=self.queue.requeue_error, message=why)
                 return
         unit._left = len(unit.placements)
-        if inline:
-            self._guard(self._bind_member, unit, unit.placements[0])
-            return
         for placement in unit.placements:
             try:
                 self._pool.submit(self._guard, self._bind_member, unit, placement)

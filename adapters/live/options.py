@@ -37,7 +37,6 @@ class LiveOptions:
     batch_wait: float = DEFAULT_BATCH_WAIT_MS / 1000.0  # seconds; see DEFAULT_BATCH_WAIT_MS
     quick_window: int = DEFAULT_QUICK_WINDOW  # pods; see DEFAULT_QUICK_WINDOW
     greedy_whole: bool = True  # see DEFAULT_QUICK_WINDOW; needs quick_window > 0
-    inline_bind: bool = True  # a window of one pod is bound in the loop's thread (`Binder.bind_inline`)
     dry_run: bool = False
     leader_elect: bool = True
     lease: LeaseSettings = field(default_factory=LeaseSettings)

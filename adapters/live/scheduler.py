@@ -578,8 +578,7 @@ class Scheduler:
             self.reporter.pod_group_scheduled(gang, scheduled=False, reason=UNSCHEDULABLE_REASON, message=message)
 
     def bind_or_evict(self, units: list[BindUnit]) -> None:
-        # A lone pod (the steady case) is bound here, in the loop's thread: one hand-over less.
-        self.binder.submit(units, inline=self.options.inline_bind)
+        self.binder.submit(units)
 
     def give_back(self, window: list[QueuedPod], *, error: bool, message: Optional[str] = None) -> None:
         """Return a window's pods undecided: with backoff after an error (reported on each pod

@@ -434,37 +434,7 @@ def test_debug_log_breaks_each_pods_latency_down(make_cluster: Callable[..., Clu
     line = wait_for(lambda: next((r.getMessage() for r in caplog.records
                                   if r.getMessage().startswith(f"latency of {NS}/traced:")), None))
     assert "ms in the queue" in line and "the bind call" in line and "(monotonic)" in line
-    windows = [r.getMessage() for r in caplog.records if r.getMessage().startswith("window of 1 pods:")]
-    assert windows and "collector so far" in windows[0]
-
-
-def test_a_lone_pod_is_bound_by_the_loop_itself_and_a_window_of_several_by_the_pool(
-        make_cluster: Callable[..., Cluster]) -> None:
-    # The steady case: a pod arriving alone is decided and bound in the loop's own thread (no
-    # hand-over to a bind thread); pods that arrive together (here, created while the loop is
-    # held in a slow bind) form a larger window, bound concurrently on the pool, as before.
-    threads: dict[str, str] = {}
-    cluster = make_cluster()
-    sched = cluster.scheduler(on_bound=lambda p: threads.setdefault(p.key.split("/", 1)[1],
-                                                                     threading.current_thread().name))
-    cluster.create(pod("alone"))
-    assert wait_for(lambda: cluster.node_of("alone"))
-    assert threads["alone"] == "cpsat-live-loop"
-    cluster.server.faults.delay("POST", r"/pods/slow/binding$", seconds=0.5)
-    cluster.create(pod("slow"))
-    assert wait_for(lambda: sched.cache.is_assumed(f"{NS}/slow"))
-    cluster.create(*[pod(f"together-{i}") for i in range(3)])  # they wait while the loop binds "slow"
-    assert wait_for(lambda: all(cluster.node_of(f"together-{i}") for i in range(3)))
-    assert all(threads[f"together-{i}"].startswith("cpsat-live-bind") for i in range(3)), threads
-    assert wait_for(lambda: len(cluster.events("Scheduled")) == 5)
-    assert cluster.double_binds() == [] and cluster.violations() == []
-
-
-def test_without_inline_binds_a_lone_pod_goes_to_the_pool(make_cluster: Callable[..., Cluster]) -> None:
-    threads: dict[str, str] = {}
-    cluster = make_cluster()
-    cluster.scheduler(options=fast_options(inline_bind=False),
-                      on_bound=lambda p: threads.setdefault(p.key, threading.current_thread().name))
-    cluster.create(pod("alone"))
-    assert wait_for(lambda: cluster.node_of("alone"))
-    assert threads[f"{NS}/alone"].startswith("cpsat-live-bind")
+    # the window's line is logged after its bind is handed to the pool, so it may trail the bind's
+    window = wait_for(lambda: next((r.getMessage() for r in caplog.records
+                                    if r.getMessage().startswith("window of 1 pods:")), None))
+    assert window and "collector so far" in window
