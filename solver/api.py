@@ -442,7 +442,7 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
             continue
         msg = by_class.get(pod.class_id)
         if msg is None:
-            held = nominated.hold(ctx.claims, final, pod, placements)  # filtered with nominated pods
+            held = ctx.claims.hold(final, pod, placements)  # filtered with nominated pods
             cycle = Cycle(pod, final, static, version=ctx.config.kubernetes_version)
             feasible_now = len(cycle.feasible())
             placed = sum(1 for m in gang.members if m.key in placements) if gang is not None else 0
@@ -464,17 +464,17 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
                     "breaking a window-level rule such as topology spread or a gang)"
                 )
                 if not feasible_now:
-                    nominated.release(final, held)
+                    ctx.claims.release(final, held)
                     held = []
                     if ctx.claims and before is None:
                         before = ctx.state.copy()
                     start = before if before is not None else ctx.state
-                    held_before = nominated.hold(ctx.claims, start, pod, ())
+                    held_before = ctx.claims.hold(start, pod, ())
                     alone = Cycle(pod, start, static, version=ctx.config.kubernetes_version).feasible()
-                    nominated.release(start, held_before)
+                    ctx.claims.release(start, held_before)
                     if len(alone):
                         msg += NOTE_JOINT
-            nominated.release(final, held)
+            ctx.claims.release(final, held)
             by_class[pod.class_id] = msg
         out[pod.key] = msg
     return out

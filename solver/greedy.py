@@ -30,7 +30,6 @@ from .plugins.gang import min_resources as gang_min_resources
 from .plugins.gang import permit as gangs_mod
 from .plugins.gang import preferred as gang_preferred
 from .plugins.gang import topology as gang_topology
-from .plugins.preemption import nominated
 from .plugins.preemption import postfilter as preemption
 from .context import SchedulingContext
 from .info import PodInfo
@@ -187,28 +186,28 @@ class _Run:
         ctx, state, result, n = self.ctx, self.state, self.result, len(self.ctx.nodes)
         # Pods nominated to a node from outside the window keep their room there: held on
         # the nodes while this pod is filtered (and preempts), taken out before it is scored.
-        held = nominated.hold(ctx.claims, state, pod, result.placements)
+        held = ctx.claims.hold(state, pod, result.placements)
         cycle = Cycle(pod, state, self.static, version=ctx.config.kubernetes_version)
         walk = np.concatenate((self.order[self.next_start:], self.order[:self.next_start]))
         # kube-scheduler tries a pod's nominated node first: passing the filters, it is the
         # one feasible node (no scoring, and the node walk does not move on).
-        feasible = nominated.nominated_node_fits(pod, cycle, allowed)
+        feasible = ctx.claims.first_node(pod, cycle, allowed)
         first = bool(len(feasible))
         if not first:
             feasible = cycle.feasible(walk, limit=self.to_find, allowed=allowed)
         if len(feasible):
-            nominated.release(state, held)
+            ctx.claims.release(state, held)
             if not first:
                 self._walked(feasible)
             self._place(pod, gang, feasible)
         elif allowed is not None and len(cycle.feasible(walk, limit=1)):
-            nominated.release(state, held)
+            ctx.claims.release(state, held)
             refused = int((~allowed).sum())
             reason = GUARD_REASON if within is None else gang_topology.outside_domain(topology_key)
             result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {reason}."
         else:
             _preempt_or_fail(pod, cycle, self._preemption(pod, cycle, allowed), state, result)
-            nominated.release(state, held)
+            ctx.claims.release(state, held)
             self._after_postfilter(pod, gang, allowed)
 
     def _walked(self, feasible: np.ndarray) -> None:

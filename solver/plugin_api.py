@@ -32,8 +32,9 @@ from .info import NodeInfo, PodInfo
 from .state import ClusterState
 
 if TYPE_CHECKING:
-    from models.config import ScoringConfig
+    from models.config import SchedulerConfig, ScoringConfig
     from models.plan import Plan
+    from models.snapshot import ClusterSnapshot
 
 
 # --------------------------------------------------------------------------- value types
@@ -308,6 +309,54 @@ class Values(Protocol):
     def value(self, var: Any) -> int: ...
 
 
+class Nominations(Protocol):
+    """The room pending pods outside the window are nominated to (``SchedulingContext.claims``,
+    made by a plugin's ``nominations`` hook): held on a state while a window pod is filtered, and
+    kept out of the free room a quick packing fills. False when nothing is held anywhere."""
+
+    def __bool__(self) -> bool: ...
+
+    def hold(self, state: ClusterState, pod: PodInfo, placed: Iterable[str]) -> list[PodInfo]:
+        """Add to ``state`` the room ``pod`` honours (``placed``: the window pods placed so far);
+        returns what was added, for ``release``."""
+        ...
+
+    def release(self, state: ClusterState, held: list[PodInfo]) -> None:
+        """Take ``hold``'s additions back out."""
+        ...
+
+    def withheld(self, free: np.ndarray) -> np.ndarray:
+        """A copy of ``free`` (nodes × resources) less all the room held."""
+        ...
+
+    def first_node(self, pod: PodInfo, cycle: CycleView, allowed: Optional[np.ndarray]) -> np.ndarray:
+        """The node greedy tries first for ``pod`` (its own nominated node, when it passes the
+        filters and ``allowed``), as a one-node array; empty when there is none."""
+        ...
+
+
+class _NoNominations:
+    """``Nominations`` with nothing held (a context no plugin gave nominations)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def hold(self, state: ClusterState, pod: PodInfo, placed: Iterable[str]) -> list[PodInfo]:
+        return []
+
+    def release(self, state: ClusterState, held: list[PodInfo]) -> None:
+        return None
+
+    def withheld(self, free: np.ndarray) -> np.ndarray:
+        return free.copy()
+
+    def first_node(self, pod: PodInfo, cycle: CycleView, allowed: Optional[np.ndarray]) -> np.ndarray:
+        return np.empty(0, dtype=np.int64)
+
+
+NO_NOMINATIONS: Nominations = _NoNominations()
+
+
 @runtime_checkable
 class PlacementDecoder(Protocol):
     """An encoding that decodes some classes' placements itself (``cpsat/decode.py`` asks every
@@ -355,6 +404,12 @@ Couples = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
 # (pod, state, static filters, Kubernetes version) -> the filter's PreFilter for one cycle, or None
 # when it passes on every node for this pod.
 CycleHook = Callable[[PodInfo, ClusterState, StaticView, str], Optional[CycleFilter]]
+# (snapshot, config, window, state) -> None: the rule's part in building a context, before the
+# window's pods are grouped into classes: what it attaches to the state for the snapshot (DRA's
+# devices, the volume catalog) and the marks it sets on window pods (part of their signature).
+Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], None]
+# (snapshot, config, window, state) -> the room pods outside the window keep (``Nominations``).
+NominationsHook = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], Nominations]
 
 
 @dataclass(frozen=True)
@@ -374,6 +429,10 @@ class Plugin:
     * ``couples``: which pods the rule ties together wherever they land (``Couples``): CP-SAT
       solves pods no rule ties (nor shared nodes, nor evictions) as separate components;
     * ``checks``: the validator's final-state checks of the rule;
+    * ``prepare``: the rule's part in building a context from a snapshot (``Prepare``), run by
+      ``context.build_context`` for every plugin in ``PLUGINS`` order;
+    * ``nominations``: the room pods outside the window are nominated to (``NominationsHook``;
+      one plugin at most gives it, DefaultPreemption);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
       the node-class and symmetry reductions and the packing hint leave windows using it alone.
@@ -391,3 +450,5 @@ class Plugin:
     checks: tuple[Check, ...] = ()
     couples: Optional[Couples] = None
     per_node_state: Optional[Callable[[PodInfo], bool]] = None
+    prepare: Optional[Prepare] = None
+    nominations: Optional[NominationsHook] = None

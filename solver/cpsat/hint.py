@@ -31,7 +31,6 @@ from ..plugins.gang.encoding import encoding as gang_encoding
 from ..plugins.gang.decode import domain_runs
 from ..plugins.gang.permit import runs_in
 from ..plugins.node_resources_fit import filter as node_resources_fit
-from ..plugins.preemption import nominated
 from ..plugins.registry import per_node_state
 from ..greedy import GreedyResult
 from ..state import PodMatcher
@@ -69,7 +68,7 @@ def _coupled(wm: WindowModel, cls) -> bool:
 
 
 def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
-    free = nominated.withheld(wm.ctx.claims, wm.state.free)
+    free = wm.ctx.claims.withheld(wm.state.free)
     counts: dict[tuple[int, int], int] = {}
     for cls in sorted(wm.classes, key=lambda c: (-c.rep.priority, c.id)):
         entries = wm.by_class.get(cls.id)
@@ -237,7 +236,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     the domains of its key whose free room could hold it, the tightest first, and stays in the
     first that takes ``need`` of its members."""
     state = wm.state
-    free = nominated.withheld(wm.ctx.claims, state.free)
+    free = wm.ctx.claims.withheld(state.free)
     scale = np.maximum(state.alloc.max(axis=0), 1)
     devices = _DeviceBook(wm)
     skip = {c.id for c in wm.classes if _left_out_of_packing(c, devices)}

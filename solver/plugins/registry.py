@@ -20,7 +20,9 @@ them, in ``PLUGINS`` order. What the engines read:
   re-packing does not (gangs, their required and preferred topology, victims' room, volumes);
 * ``COUPLERS``: which pods each rule ties together (CP-SAT's independent components);
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
-* ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices).
+* ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices);
+* ``PREPARES``: each rule's part in building a context (``context.build_context``);
+  ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ..info import PodInfo
-from ..plugin_api import Check, Couples, CycleHook, Encoder, NodeNames, Plugin
+from ..plugin_api import Check, Couples, CycleHook, Encoder, NodeNames, NominationsHook, Plugin, Prepare
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -105,6 +107,11 @@ WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + tuple(e for p in _order
 COUPLERS: tuple[Couples, ...] = tuple(p.couples for p in PLUGINS if p.couples is not None)
 
 FINAL_CHECKS: tuple[Check, ...] = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
+
+PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
+_NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]
+assert len(_NOMINATIONS) <= 1, "one plugin at most says which room pods outside the window keep"
+NOMINATIONS: NominationsHook | None = _NOMINATIONS[0] if _NOMINATIONS else None
 
 _PER_NODE: tuple[tuple[str, Callable[[PodInfo], bool]], ...] = tuple(
     (p.name, p.per_node_state) for p in PLUGINS if p.per_node_state is not None)

@@ -163,6 +163,20 @@ class Claims:
             total += c.vector
         return total
 
+    # ``plugin_api.Nominations``, as the engines ask it (the functions below do the work)
+
+    def hold(self, state: ClusterState, pod: PodInfo, placed: Iterable[str]) -> list[PodInfo]:
+        return hold(self, state, pod, placed)
+
+    def release(self, state: ClusterState, held: list[PodInfo]) -> None:
+        release(state, held)
+
+    def withheld(self, free: np.ndarray) -> np.ndarray:
+        return withheld(self, free)
+
+    def first_node(self, pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> np.ndarray:
+        return nominated_node_fits(pod, cycle, allowed)
+
 
 NONE = Claims({})
 
