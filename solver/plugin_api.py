@@ -105,9 +105,9 @@ class StaticView(Protocol):
 
     def mask(self, pod: PodInfo) -> np.ndarray: ...
 
-    def affinity_mask(self, pod: PodInfo) -> np.ndarray: ...
-
-    def tolerated_mask(self, pod: PodInfo) -> np.ndarray: ...
+    def node_mask(self, name: str, pod: PodInfo, check: Callable[[PodInfo, NodeInfo], bool]) -> np.ndarray:
+        """Nodes where a static predicate holds, cached per static key under ``name``."""
+        ...
 
     def cycle(self, pod: PodInfo, state: ClusterState, *, version: str = ...) -> CycleView: ...
 
@@ -387,6 +387,20 @@ class CarriesHint(Protocol):
     def hint_vars(self) -> list[cp_model.IntVar]: ...
 
 
+class Capacity(Protocol):
+    """A rule counting a pod's request vector against a node's room (NodeResourcesFit): the
+    engines' candidate bounds, packing hints and node-class decodes ask it through
+    ``registry.fits``/``registry.copies``. ``room``: one node's row, or one row per node."""
+
+    def fits(self, vec: np.ndarray, room: Any) -> Any:
+        """Whether one pod of ``vec`` fits (a bool per row)."""
+        ...
+
+    def copies(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
+        """How many pods of ``vec`` fit together (per row; 0 where not even one)."""
+        ...
+
+
 # --------------------------------------------------------------------------- the plugin object
 
 Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constraints
@@ -433,6 +447,7 @@ class Plugin:
       ``context.build_context`` for every plugin in ``PLUGINS`` order;
     * ``nominations``: the room pods outside the window are nominated to (``NominationsHook``;
       one plugin at most gives it, DefaultPreemption);
+    * ``capacity``: the rule counts requests against a node's room (``Capacity``);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
       the node-class and symmetry reductions and the packing hint leave windows using it alone.
@@ -451,4 +466,5 @@ class Plugin:
     couples: Optional[Couples] = None
     per_node_state: Optional[Callable[[PodInfo], bool]] = None
     prepare: Optional[Prepare] = None
+    capacity: Optional[Capacity] = None
     nominations: Optional[NominationsHook] = None

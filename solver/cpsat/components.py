@@ -125,10 +125,6 @@ def components(
                 graph.add_edges_from((cls.id, m.id) for m in members if m.id != cls.id)
     linked = [c.id for c in classes if c.rep.group in linked_groups]
     graph.add_edges_from(zip(linked, linked[1:]))
-    # Pods with claims may share a claim or compete for one volume, wherever they land: one
-    # component (``plugins/volume_binding/encode.py``).
-    with_claims = [c.id for c in classes if c.rep.claims]
-    graph.add_edges_from(zip(with_claims, with_claims[1:]))
     ties = _ties(classes)
     coupled = [c for c in classes if c.id in ties]
     for a in coupled:

@@ -30,7 +30,7 @@ from ..plugins.gang import topology as gang_topology
 from ..plugins.gang.encoding import encoding as gang_encoding
 from ..plugins.gang.decode import domain_runs
 from ..plugins.gang.permit import runs_in
-from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..plugins.registry import per_node_state
 from ..greedy import GreedyResult
 from ..state import PodMatcher
@@ -77,7 +77,7 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
         nodes = np.fromiter((n for n, _ in entries), dtype=np.int64, count=len(entries))
         ubs = np.fromiter((wm.ub_of(cls.id, n) for n, _ in entries), dtype=np.int64, count=len(entries))
         vec = wm.vec[cls.id]
-        room = np.minimum(node_resources_fit.copies(vec, free[nodes]), ubs)
+        room = np.minimum(room_copies(vec, free[nodes]), ubs)
         before = np.concatenate(([0], np.cumsum(room)[:-1]))
         take = np.clip(np.minimum(room, cls.size - before), 0, None)
         free[nodes] -= take[:, None] * vec
@@ -272,7 +272,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
             cols = np.flatnonzero(vec)
             anti = book is not None and book.involves(cls.id)
             room = free[np.ix_(cand, cols)] - vec[cols]  # per candidate, what one more pod leaves
-            ok = node_resources_fit.fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
+            ok = room_fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
             if within is not None:
                 ok &= within[cand]
             if anti:
@@ -290,7 +290,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
                 # ... and as many of the unit's pods of this class as fit there (one at a time
                 # under anti-affinity: each may close the domain to the next).
                 here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
-                                          int(node_resources_fit.copies(vec, free[cand[i]])))
+                                          int(room_copies(vec, free[cand[i]])))
                 if rows is not None:
                     here = min(here, int(cap[i]))
                     devices.take(rows[i], here)
@@ -302,7 +302,7 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
                 # Only this node changed (and, under anti-affinity, its domains): refresh its
                 # entry, or the whole mask when a domain spans more nodes than this one.
                 r = free[cand[i], cols] - vec[cols]  # what one more pod would leave
-                ok[i] = bool(node_resources_fit.fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
+                ok[i] = bool(room_fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
                 if rows is not None:
                     ok[i] = ok[i] and cap[i] > 0
                 if anti:

@@ -33,7 +33,7 @@ from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
 from ..plugin_api import Level
-from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..state import ClusterState
 from .eviction import top_preemptor
 
@@ -170,11 +170,11 @@ class WindowModel:
                 cap = free
             if top is not None:
                 cap = np.maximum(cap, free + freed)
-            mask &= node_resources_fit.fits(vec, cap)
+            mask &= room_fits(vec, cap)
             mask &= extra_prune(cls, can_preempt, others)
             nodes = all_nodes[mask]
             if len(nodes):
-                ub = np.minimum(node_resources_fit.copies(vec, cap[nodes]), cls.size)
+                ub = np.minimum(room_copies(vec, cap[nodes]), cls.size)
                 if rep.host_ports:
                     ub = np.minimum(ub, 1)  # a pod's host ports collide with its twin's
                 keep = ub > 0

@@ -21,6 +21,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``COUPLERS``: which pods each rule ties together (CP-SAT's independent components);
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
 * ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices);
+* ``fits``/``copies``: a request against a node's room, by every rule with a ``capacity``;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
   ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
@@ -30,8 +31,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+import numpy as np
+
 from ..info import PodInfo
-from ..plugin_api import Check, Couples, CycleHook, Encoder, NodeNames, NominationsHook, Plugin, Prepare
+from ..plugin_api import Capacity, Check, Couples, CycleHook, Encoder, NodeNames, NominationsHook, Plugin, Prepare
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -107,6 +110,27 @@ WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + tuple(e for p in _order
 COUPLERS: tuple[Couples, ...] = tuple(p.couples for p in PLUGINS if p.couples is not None)
 
 FINAL_CHECKS: tuple[Check, ...] = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
+
+CAPACITY: tuple[Capacity, ...] = tuple(p.capacity for p in PLUGINS if p.capacity is not None)
+assert CAPACITY, "some rule must count requests against a node's room"
+
+
+def fits(vec: np.ndarray, room: Any) -> Any:
+    """Whether one pod of request ``vec`` fits ``room`` (a node's row, or a bool per row) for every
+    rule counting requests against room."""
+    out = CAPACITY[0].fits(vec, room)
+    for rule in CAPACITY[1:]:
+        out = out & rule.fits(vec, room)
+    return out
+
+
+def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """How many pods of request ``vec`` fit ``room`` together (per row), the fewest any rule allows."""
+    out = CAPACITY[0].copies(vec, room)
+    for rule in CAPACITY[1:]:
+        out = np.minimum(out, rule.copies(vec, room))
+    return out
+
 
 PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
 _NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]

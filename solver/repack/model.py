@@ -40,7 +40,7 @@ from .. import interrupt, progress
 from ..cpsat.model import WindowModel
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
 from ..plugins.gang import topology as gang_topology
-from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.registry import copies as room_copies
 from ..plugins.registry import FILTER_ENCODERS
 from . import availability
 from .drain import greedy_drain
@@ -138,7 +138,7 @@ class RepackModel:
             for n, count in self.now[cls.id].items():
                 if n in have:
                     continue
-                room = int(node_resources_fit.copies(vec, state.free[n])) if vec.any() else count
+                room = int(room_copies(vec, state.free[n])) if vec.any() else count
                 if room > 0:
                     have[n] = min(count, room)
             home = homes.get(cls.rep.group) if cls.rep.group else None

@@ -5,4 +5,5 @@ from __future__ import annotations
 from ...plugin_api import Plugin
 from . import check, encode, filter, score
 
-PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, filter=filter, score=score, encode=(encode.encode,), checks=(check.check,))
+PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, filter=filter, score=score, encode=(encode.encode,), checks=(check.check,),
+                capacity=filter)

@@ -44,7 +44,7 @@ class SpreadGuard:
         hard = pod.hard_spread
         for c in hard:
             mask = pod_topology_spread.eligible_nodes(
-                pod, hard, self.state, self.static.affinity_mask(pod), self.static.tolerated_mask(pod), policy=c
+                pod, hard, self.state, *pod_topology_spread.inclusion_masks(self.static, pod), policy=c
             )
             ids = self.state.domains(c.topology_key)[0]
             if ids[node] < 0 or not mask[node]:

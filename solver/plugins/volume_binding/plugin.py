@@ -23,5 +23,11 @@ def prepare(snapshot, config, window, state):
         state.volume_book = filter
 
 
-PLUGIN = Plugin(rules.NAME, prune=prune, prepare=prepare, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
+def couples(x):
+    """Pods with volume claims may share a claim or compete for one volume, wherever they land
+    (``encode.py``): one with claims is tied to every other with claims."""
+    return (lambda y: bool(y.claims)) if x.claims else None
+
+
+PLUGIN = Plugin(rules.NAME, prune=prune, prepare=prepare, couples=couples, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
                 per_node_state=rules.uses_node_state)
