@@ -401,6 +401,94 @@ class Capacity(Protocol):
         ...
 
 
+class PassResult(Protocol):
+    """Greedy's result so far in one pass over a window (``greedy.GreedyResult``)."""
+
+    placements: dict[str, int]
+    victims: list[Victim]
+    nominations: dict[str, int]
+    unschedulable: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A rule's word on one pod at the start of its greedy turn (``GreedyPart.gate``):
+    ``blocked``, the pod is not filtered at all (the message); ``within``, the nodes it may take
+    in this turn (None: all), and ``outside``, the reason counted for the nodes left out."""
+
+    blocked: Optional[str] = None
+    within: Optional[np.ndarray] = None
+    outside: str = ""
+
+
+OPEN = Gate()
+
+
+class GreedyPart:
+    """A rule's part in one greedy pass over a window, beyond its filters (coscheduling's
+    queue order, PreFilter and Permit; the window guard of topology spread): a plugin's
+    ``greedy`` hook makes one per pass, and greedy asks every part, in ``PLUGINS`` order. The
+    defaults take no part."""
+
+    def order(self, queue: list[PodInfo]) -> list[PodInfo]:
+        """The window's queue as this rule orders it (a gang's members together)."""
+        return queue
+
+    def gate(self, pod: PodInfo, state: ClusterState, result: PassResult) -> Gate:
+        """The pod's turn starts: blocked, or narrowed to some nodes (masks of every part are
+        and-ed; the reason of the last part giving one counts the nodes left out)."""
+        return OPEN
+
+    def narrow(self, pod: PodInfo, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
+        """The feasible nodes the pod is scored on (a preferred topology's domains)."""
+        return feasible
+
+    def placed(self, pod: PodInfo, node: int, preempted: bool) -> None:
+        """The pod was placed on ``node`` (``preempted``: by its PostFilter, with victims)."""
+
+    def defers(self, pod: PodInfo) -> bool:
+        """Whether the pod's preemption stands only once its turn's group is settled (``settle``)."""
+        return False
+
+    def settle(self, pod: PodInfo, state: ClusterState, result: PassResult) -> list[PodInfo]:
+        """After the pod's turn: the pods whose deferred preemptions now stand (Permit at a
+        gang's last member; what it rolls back it takes out of ``state`` and ``result``)."""
+        return []
+
+    def protected(self) -> frozenset[str]:
+        """Running pods no later preemptor may evict (a settled gang's running members)."""
+        return frozenset()
+
+
+# (pod, nodes) -> the node a trial placement of ``pod`` on the pass's state would take among
+# ``nodes`` (greedy's filters and scores, no preemption), or None: none passes.
+Trial = Callable[[PodInfo, np.ndarray], Optional[int]]
+# (context, state, static filters, trial) -> the rule's part in one greedy pass.
+GreedyHook = Callable[[Any, ClusterState, StaticView, Trial], GreedyPart]
+
+
+class PostFilterOutcome(Protocol):
+    """DefaultPreemption's answer for a pod no node fits: the node and victims, or a message."""
+
+    node: Optional[int]
+    victims: list[PodInfo]
+    message: Optional[str]
+
+
+class PostFilter(Protocol):
+    """Greedy's PostFilter (DefaultPreemption), for a pod no node fits."""
+
+    def default_preemption(self, pod: PodInfo, cycle: Any, state: ClusterState, static: Any, ctx: Any, *,
+                           rng: Any = None, allowed: Any = None, evicted: Sequence[PodInfo] = (),
+                           protected: frozenset[str] = frozenset()) -> PostFilterOutcome:
+        """Victims on one node that make room for ``pod`` (or why none)."""
+        ...
+
+    def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: Any) -> list:
+        """The victims, less those a preemption at priority ``level`` on ``node`` makes unnecessary."""
+        ...
+
+
 # --------------------------------------------------------------------------- the plugin object
 
 Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constraints
@@ -447,6 +535,9 @@ class Plugin:
       ``context.build_context`` for every plugin in ``PLUGINS`` order;
     * ``nominations``: the room pods outside the window are nominated to (``NominationsHook``;
       one plugin at most gives it, DefaultPreemption);
+    * ``greedy``: the rule's part in greedy's pass beyond its filter (``GreedyHook``:
+      coscheduling's queue order, PreFilter and Permit, topology spread's window guard);
+    * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
@@ -467,4 +558,6 @@ class Plugin:
     per_node_state: Optional[Callable[[PodInfo], bool]] = None
     prepare: Optional[Prepare] = None
     capacity: Optional[Capacity] = None
+    greedy: Optional[GreedyHook] = None
+    postfilter: Optional[PostFilter] = None
     nominations: Optional[NominationsHook] = None

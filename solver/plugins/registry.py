@@ -22,6 +22,8 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
 * ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices);
 * ``fits``/``copies``: a request against a node's room, by every rule with a ``capacity``;
+* ``GREEDY_PARTS``: each rule's part in greedy's pass beyond its filter (gangs, spread's guard);
+  ``POSTFILTER``: greedy's PostFilter (DefaultPreemption; None: no plugin gives one);
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
   ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
@@ -34,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from ..info import PodInfo
-from ..plugin_api import Capacity, Check, Couples, CycleHook, Encoder, NodeNames, NominationsHook, Plugin, Prepare
+from ..plugin_api import (Capacity, Check, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
+                          PostFilter, Prepare)
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -131,6 +134,11 @@ def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
         out = np.minimum(out, rule.copies(vec, room))
     return out
 
+
+GREEDY_PARTS: tuple[GreedyHook, ...] = tuple(p.greedy for p in PLUGINS if p.greedy is not None)
+_POSTFILTERS = [p.postfilter for p in PLUGINS if p.postfilter is not None]
+assert len(_POSTFILTERS) <= 1, "one PostFilter at most (kube-scheduler's default profile has DefaultPreemption)"
+POSTFILTER: PostFilter | None = _POSTFILTERS[0] if _POSTFILTERS else None
 
 PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
 _NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]

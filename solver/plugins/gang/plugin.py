@@ -1,10 +1,11 @@
 """Coscheduling: all-or-nothing groups, their minResources, required and preferred topology
-(window-wide encodings, final checks; greedy runs its Permit itself)."""
+(window-wide encodings, final checks; its queue order, PreFilter and Permit in greedy's pass)."""
 
 from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, min_resources, permit, preferred, topology
+from .greedy import GangPass
 
 
 def prune(pod, state, can_evict, gangs):
@@ -18,7 +19,7 @@ def couples(x):
     return None if group is None else (lambda y: y.group == group)
 
 
-PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples,
+PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of,
                 # min_resources after permit: it orders the kinds' run counts permit.encode makes
                 window_encode=(permit.encode, min_resources.encode, topology.encode, preferred.encode),
                 checks=(check.check, topology.check))

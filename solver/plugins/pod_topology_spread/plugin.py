@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, encode, filter, score
+from .window_guard import GuardPass
 
 
 def prune(pod, state, can_evict, gangs):
@@ -18,5 +19,10 @@ def couples(x):
     return lambda y: y.namespace == x.namespace and any(c.selector.matches(y.labels) for c in hard)
 
 
-PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
+def greedy(ctx, state, static, trial):
+    """Greedy's window guard: no pod breaks the spread of a window pod placed before it."""
+    return GuardPass(state, static)
+
+
+PLUGIN = Plugin(filter.NAME, greedy=greedy, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check,))

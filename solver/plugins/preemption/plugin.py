@@ -1,10 +1,10 @@
 """DefaultPreemption: who may preempt whom, the victims' room, nominated pods (window-wide
-encodings, final checks; greedy runs its PostFilter itself)."""
+encodings, final checks; greedy's PostFilter)."""
 
 from __future__ import annotations
 
 from ...plugin_api import Plugin
-from . import check, nominated, victim_room
+from . import check, nominated, postfilter, victim_room
 
 
 
@@ -21,4 +21,4 @@ def nominations(snapshot, config, window, state):
 
 
 PLUGIN = Plugin(nominated.NAME, window_encode=(victim_room.encode, nominated.encode), checks=(check.check,
-                nominated.check), prepare=prepare, nominations=nominations)
+                nominated.check), prepare=prepare, nominations=nominations, postfilter=postfilter)
