@@ -460,6 +460,32 @@ class GreedyPart:
         return frozenset()
 
 
+class WindowPart:
+    """A rule's view of one whole window for CP-SAT (the gangs in it), made once per decision
+    by a plugin's ``window`` hook; the engine asks every part, keeps them by plugin name, and
+    hands that mapping to the prunes (a plugin reads its own part there). The defaults take no
+    part."""
+
+    def merge(self, classes: list[Any]) -> tuple[list[Any], dict[int, int]]:
+        """The model's classes: interchangeable groups' classes merged (gang kinds), with the
+        alias from each merged-away class id to the id it is counted in."""
+        return classes, {}
+
+    def blocked(self, pod: PodInfo) -> bool:
+        """The pod's class gets no candidate node at all (a gang refused at the window's start)."""
+        return False
+
+    def linked(self, classes: list[Any]) -> list[list[int]]:
+        """Lists of class ids that must share one model component (gangs whose minResources
+        admissions read one another's use of the cluster)."""
+        return []
+
+    def encoding(self) -> Any:
+        """The encoding object each component's model starts with for the plugin (its encoders
+        fill it in, its decode and hint read it), or None: the encoders make their own."""
+        return None
+
+
 # (pod, nodes) -> the node a trial placement of ``pod`` on the pass's state would take among
 # ``nodes`` (greedy's filters and scores, no preemption), or None: none passes.
 Trial = Callable[[PodInfo, np.ndarray], Optional[int]]
@@ -492,9 +518,9 @@ class PostFilter(Protocol):
 # --------------------------------------------------------------------------- the plugin object
 
 Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constraints
-# (pod, state, can_evict, gangs) -> mask of the nodes the pod may ever use in the window, whatever
+# (pod, state, can_evict, window) -> mask of the nodes the pod may ever use in the window, whatever
 # the window does; ``can_evict(running pod)``: whether some eviction of the window may remove it;
-# ``gangs``: the window's gangs by key.
+# ``window``: the window's parts by plugin name (``WindowPart``; empty outside a scheduling window).
 Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
 Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
 # (pod) -> None, or the node names a static filter's PreFilter restricts the pod to and the status
@@ -537,6 +563,7 @@ class Plugin:
       one plugin at most gives it, DefaultPreemption);
     * ``greedy``: the rule's part in greedy's pass beyond its filter (``GreedyHook``:
       coscheduling's queue order, PreFilter and Permit, topology spread's window guard);
+    * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
     * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
@@ -560,4 +587,5 @@ class Plugin:
     capacity: Optional[Capacity] = None
     greedy: Optional[GreedyHook] = None
     postfilter: Optional[PostFilter] = None
+    window: Optional[Callable[[Any], WindowPart]] = None
     nominations: Optional[NominationsHook] = None

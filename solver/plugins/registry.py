@@ -24,6 +24,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``fits``/``copies``: a request against a node's room, by every rule with a ``capacity``;
 * ``GREEDY_PARTS``: each rule's part in greedy's pass beyond its filter (gangs, spread's guard);
   ``POSTFILTER``: greedy's PostFilter (DefaultPreemption; None: no plugin gives one);
+* ``window_parts``: each rule's view of a whole window for CP-SAT (gang kinds), by plugin name;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
   ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
@@ -37,7 +38,7 @@ import numpy as np
 
 from ..info import PodInfo
 from ..plugin_api import (Capacity, Check, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
-                          PostFilter, Prepare)
+                          PostFilter, Prepare, WindowPart)
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -139,6 +140,14 @@ GREEDY_PARTS: tuple[GreedyHook, ...] = tuple(p.greedy for p in PLUGINS if p.gree
 _POSTFILTERS = [p.postfilter for p in PLUGINS if p.postfilter is not None]
 assert len(_POSTFILTERS) <= 1, "one PostFilter at most (kube-scheduler's default profile has DefaultPreemption)"
 POSTFILTER: PostFilter | None = _POSTFILTERS[0] if _POSTFILTERS else None
+
+_WINDOWS = tuple((p.name, p.window) for p in PLUGINS if p.window is not None)
+
+
+def window_parts(ctx: Any) -> dict[str, WindowPart]:
+    """Every rule's view of the window ``ctx`` for CP-SAT, by plugin name (``WindowPart``)."""
+    return {name: make(ctx) for name, make in _WINDOWS}
+
 
 PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
 _NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]

@@ -179,13 +179,11 @@ def test_elastic_gangs_run_as_complete_as_the_room_allows():
 def _model(snapshot):
     ctx = build_context(snapshot, CONFIG)
     static = StaticFilters(ctx.nodes, ctx.window)
-    gangs = gang.collect(ctx)
-    kinds = gang.kinds(ctx, gangs)
-    classes, alias = gang.merge_classes(ctx.classes, kinds)
-    cand, ubs = cpsat.candidates(ctx, classes, static, gangs, True)
+    window, classes, alias = cpsat.model_classes(ctx)
+    cand, ubs = cpsat.candidates(ctx, classes, static, window, True)
     weights = cpsat.tier_weights([p.priority for p in ctx.window])
     live = [c for c in classes if len(cand[c.id])]
-    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, True, gangs, kinds, alias), live)
+    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, True, window, alias), live)
     return ctx, static, wm, weights
 
 

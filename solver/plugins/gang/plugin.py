@@ -6,11 +6,13 @@ from __future__ import annotations
 from ...plugin_api import Plugin
 from . import check, min_resources, permit, preferred, topology
 from .greedy import GangPass
+from .window import GangWindow
 
 
-def prune(pod, state, can_evict, gangs):
+def prune(pod, state, can_evict, window):
     """A topology gang's members: the nodes of the domains it may take."""
-    return topology.prune(pod, gangs, state)
+    part = window.get(permit.NAME)
+    return topology.prune(pod, part.gangs if part is not None else {}, state)
 
 
 def couples(x):
@@ -19,7 +21,7 @@ def couples(x):
     return None if group is None else (lambda y: y.group == group)
 
 
-PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of,
+PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of, window=GangWindow.of,
                 # min_resources after permit: it orders the kinds' run counts permit.encode makes
                 window_encode=(permit.encode, min_resources.encode, topology.encode, preferred.encode),
                 checks=(check.check, topology.check))

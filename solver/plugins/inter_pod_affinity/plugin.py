@@ -6,7 +6,7 @@ from ...plugin_api import Plugin
 from . import check, encode, filter, score
 
 
-def prune(pod, state, can_evict, gangs):
+def prune(pod, state, can_evict, window):
     return encode.prune(pod, state, can_evict)
 
 

@@ -7,7 +7,7 @@ from . import check, encode, filter, score
 from .window_guard import GuardPass
 
 
-def prune(pod, state, can_evict, gangs):
+def prune(pod, state, can_evict, window):
     return encode.prune(pod, state)
 
 

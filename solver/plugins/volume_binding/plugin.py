@@ -10,7 +10,7 @@ from ...volume_catalog import VolumeCatalog
 from . import check, encode, filter, rules
 
 
-def prune(pod, state, can_evict, gangs):
+def prune(pod, state, can_evict, window):
     """Nodes where the pod's claims can never be bound (only for a pod with claims)."""
     return encode.prune(pod, state, can_evict) if pod.claims else np.ones(len(state.nodes), dtype=bool)
 
