@@ -381,6 +381,41 @@ class PreemptorNamer(Protocol):
 
 
 @runtime_checkable
+class HintsItself(Protocol):
+    """An encoding that hints its own variables from a plan the engine hints (``cpsat/hint.py``):
+    ``by_class`` the plan's pods per class (class id -> [(node, pods)]), ``placed`` per class in
+    all, ``placements`` the plan pod by pod when it is one (greedy's), else None."""
+
+    def hint(self, wm: EncodeModel, by_class: dict[int, list[tuple[int, int]]], placed: dict[int, int],
+             placements: Optional[dict[str, int]]) -> None: ...
+
+
+@runtime_checkable
+class PacksWhole(Protocol):
+    """An encoding whose classes the packing hint places unit by unit, all of a unit's ``need``
+    pods or none (gangs): ``packing_units`` gives (need, [(class, pods per unit)], number of
+    such units, where), ``where`` None (any node) or (free room) -> the node masks to try in
+    turn; ``packing_leaves_out``, a class outside the units the packing leaves out."""
+
+    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Any]]: ...
+
+    def packing_leaves_out(self, wm: EncodeModel, cls: Any) -> bool: ...
+
+
+class PackingBook(Protocol):
+    """A rule's state the packing hint counts exactly as it places pods (devices): per class it
+    counts, one row per candidate node (``rows``); ``cap(row)``, the pods more the free state
+    takes (a large number when the row takes nothing); ``take(row, pods)``, count them (negative:
+    give back)."""
+
+    rows: dict[int, list[Any]]
+
+    def cap(self, row: Any) -> int: ...
+
+    def take(self, row: Any, pods: int) -> None: ...
+
+
+@runtime_checkable
 class CarriesHint(Protocol):
     """An encoding whose own variables a staged solve hints the next stage with (``hint_vars``)."""
 
@@ -563,6 +598,8 @@ class Plugin:
       one plugin at most gives it, DefaultPreemption);
     * ``greedy``: the rule's part in greedy's pass beyond its filter (``GreedyHook``:
       coscheduling's queue order, PreFilter and Permit, topology spread's window guard);
+    * ``packing``: the rule's state the packing hint counts exactly (``PackingBook``, made per
+      window model): a class it counts is packed even though the rule keeps per-node state;
     * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
     * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
@@ -588,4 +625,5 @@ class Plugin:
     greedy: Optional[GreedyHook] = None
     postfilter: Optional[PostFilter] = None
     window: Optional[Callable[[Any], WindowPart]] = None
+    packing: Optional[Callable[[Any], PackingBook]] = None
     nominations: Optional[NominationsHook] = None

@@ -25,6 +25,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``GREEDY_PARTS``: each rule's part in greedy's pass beyond its filter (gangs, spread's guard);
   ``POSTFILTER``: greedy's PostFilter (DefaultPreemption; None: no plugin gives one);
 * ``window_parts``: each rule's view of a whole window for CP-SAT (gang kinds), by plugin name;
+* ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
   ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
@@ -38,7 +39,7 @@ import numpy as np
 
 from ..info import PodInfo
 from ..plugin_api import (Capacity, Check, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
-                          PostFilter, Prepare, WindowPart)
+                          PackingBook, PostFilter, Prepare, WindowPart)
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -148,6 +149,10 @@ def window_parts(ctx: Any) -> dict[str, WindowPart]:
     """Every rule's view of the window ``ctx`` for CP-SAT, by plugin name (``WindowPart``)."""
     return {name: make(ctx) for name, make in _WINDOWS}
 
+
+# (plugin name, hook): the books the packing hint counts exactly (devices).
+PACKING_BOOKS: tuple[tuple[str, Callable[[Any], PackingBook]], ...] = tuple(
+    (p.name, p.packing) for p in PLUGINS if p.packing is not None)
 
 PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
 _NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, cycle, encode, filter, hold_for
+from .hint import DeviceBook
 
 
 def prepare(snapshot, config, window, state):
@@ -17,4 +18,4 @@ def prepare(snapshot, config, window, state):
 
 
 PLUGIN = Plugin(filter.NAME, filter=filter, cycle=cycle.cycle, encode=(encode.encode,), checks=(check.check,),
-                per_node_state=filter.uses_node_state, prepare=prepare)
+                per_node_state=filter.uses_node_state, prepare=prepare, packing=DeviceBook)
