@@ -600,6 +600,11 @@ class Plugin:
       coscheduling's queue order, PreFilter and Permit, topology spread's window guard);
     * ``packing``: the rule's state the packing hint counts exactly (``PackingBook``, made per
       window model): a class it counts is packed even though the rule keeps per-node state;
+    * ``may_preempt``: whether a preemptor may evict a victim at all (DefaultPreemption's
+      eligibility; the model's evictions and the decode of their preemptors ask every hook);
+    * ``plan_rank``: the rule's levels in the comparison of two plans' values, after the
+      evictions' (``cpsat/choose.plan_value``; larger is better): preferred-topology gangs'
+      spans;
     * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
     * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
@@ -626,4 +631,6 @@ class Plugin:
     postfilter: Optional[PostFilter] = None
     window: Optional[Callable[[Any], WindowPart]] = None
     packing: Optional[Callable[[Any], PackingBook]] = None
+    may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
+    plan_rank: Optional[Callable[[Any, dict[str, int]], tuple]] = None
     nominations: Optional[NominationsHook] = None

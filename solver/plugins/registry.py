@@ -26,6 +26,8 @@ them, in ``PLUGINS`` order. What the engines read:
   ``POSTFILTER``: greedy's PostFilter (DefaultPreemption; None: no plugin gives one);
 * ``window_parts``: each rule's view of a whole window for CP-SAT (gang kinds), by plugin name;
 * ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
+* ``may_preempt``: whether a preemptor may evict a victim (DefaultPreemption's eligibility);
+  ``PLAN_RANKS``: the rules' levels after the evictions' when two plans are compared;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
   ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
@@ -153,6 +155,16 @@ def window_parts(ctx: Any) -> dict[str, WindowPart]:
 # (plugin name, hook): the books the packing hint counts exactly (devices).
 PACKING_BOOKS: tuple[tuple[str, Callable[[Any], PackingBook]], ...] = tuple(
     (p.name, p.packing) for p in PLUGINS if p.packing is not None)
+
+_MAY_PREEMPT = tuple(p.may_preempt for p in PLUGINS if p.may_preempt is not None)
+PLAN_RANKS: tuple[Callable[[Any, dict[str, int]], tuple], ...] = tuple(
+    p.plan_rank for p in PLUGINS if p.plan_rank is not None)
+
+
+def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
+    """Whether ``preemptor`` may evict ``victim`` at all, by every rule that says (none: never)."""
+    return bool(_MAY_PREEMPT) and all(rule(preemptor, victim) for rule in _MAY_PREEMPT)
+
 
 PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
 _NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]

@@ -21,4 +21,5 @@ def nominations(snapshot, config, window, state):
 
 
 PLUGIN = Plugin(nominated.NAME, window_encode=(victim_room.encode, nominated.encode), checks=(check.check,
-                nominated.check), prepare=prepare, nominations=nominations, postfilter=postfilter)
+                nominated.check), prepare=prepare, nominations=nominations, postfilter=postfilter,
+                may_preempt=victim_room.may_preempt)
