@@ -506,9 +506,16 @@ class WindowPart:
         alias from each merged-away class id to the id it is counted in."""
         return classes, {}
 
-    def blocked(self, pod: PodInfo) -> bool:
-        """The pod's class gets no candidate node at all (a gang refused at the window's start)."""
-        return False
+    def why_blocked(self, pod: PodInfo) -> Optional[str]:
+        """Why the pod gets no candidate node at all (a gang refused at the window's start), or None."""
+        return None
+
+    def left_out(self, pod: PodInfo, placements: Mapping[str, int], final: ClusterState,
+                 feasible_now: bool) -> Optional[str]:
+        """The message for a window pod a plan leaves out, when the rule is why (a gang whose
+        minResources the plan's final state does not cover, or that fell short of minMember);
+        ``feasible_now``: some node passes the filters on ``final``. None: not this rule."""
+        return None
 
     def linked(self, classes: list[Any]) -> list[list[int]]:
         """Lists of class ids that must share one model component (gangs whose minResources
@@ -544,6 +551,8 @@ class PostFilter(Protocol):
                            protected: frozenset[str] = frozenset()) -> PostFilterOutcome:
         """Victims on one node that make room for ``pod`` (or why none)."""
         ...
+
+    REASON_TERMINATING: str  # why a pod waiting for its earlier victims does not preempt again
 
     def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: Any) -> list:
         """The victims, less those a preemption at priority ``level`` on ``node`` makes unnecessary."""
@@ -605,6 +614,8 @@ class Plugin:
     * ``plan_rank``: the rule's levels in the comparison of two plans' values, after the
       evictions' (``cpsat/choose.plan_value``; larger is better): preferred-topology gangs'
       spans;
+    * ``repack_keep``: for re-packing, given where pods are (pod key -> node), the nodes a
+      moving pod may go to, or None (a gang with required topology keeps its domain);
     * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
     * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
@@ -633,4 +644,5 @@ class Plugin:
     packing: Optional[Callable[[Any], PackingBook]] = None
     may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
     plan_rank: Optional[Callable[[Any, dict[str, int]], tuple]] = None
+    repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
     nominations: Optional[NominationsHook] = None

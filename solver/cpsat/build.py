@@ -127,7 +127,7 @@ def candidates(ctx, classes, static, window, allow_preemption):
     def extra_prune(cls: PodClass, can_preempt: bool, others=frozenset()) -> np.ndarray:
         """``others``: running pods another class's preemption may evict (their rules may go)."""
         rep = cls.rep
-        if any(part.blocked(rep) for part in window.values()):
+        if any(part.why_blocked(rep) for part in window.values()):
             return np.zeros(len(state.nodes), dtype=bool)
 
         def can_evict(other) -> bool:

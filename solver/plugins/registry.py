@@ -28,6 +28,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
 * ``may_preempt``: whether a preemptor may evict a victim (DefaultPreemption's eligibility);
   ``PLAN_RANKS``: the rules' levels after the evictions' when two plans are compared;
+* ``REPACK_KEEPS``: for re-packing, the rules' limits on where a moving pod may go;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
   ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
@@ -165,6 +166,8 @@ def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
     """Whether ``preemptor`` may evict ``victim`` at all, by every rule that says (none: never)."""
     return bool(_MAY_PREEMPT) and all(rule(preemptor, victim) for rule in _MAY_PREEMPT)
 
+
+REPACK_KEEPS = tuple(p.repack_keep for p in PLUGINS if p.repack_keep is not None)
 
 PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
 _NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]

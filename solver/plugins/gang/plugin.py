@@ -21,13 +21,42 @@ def plan_rank(ctx, placements):
     return tuple(-count for count in preferred.spans(ctx, placements))
 
 
+def repack_keep(ctx, origin):
+    """Re-packing: a gang with required topology whose members (moving or staying) share one
+    domain today stays in it. A gang already split is left as it is (the plan's validation then
+    names it)."""
+    where: dict[str, list[int]] = {}
+    for pod_key, n in origin.items():
+        pod = ctx.pod(pod_key)
+        if pod is not None and pod.group is not None:
+            where.setdefault(pod.group, []).append(n)
+    for pod, n in ctx.state.pods():
+        if pod.group in where:
+            where[pod.group].append(n)
+    homes = {}
+    for group, nodes in where.items():
+        key = topology.key_of(ctx.pod_groups.get(group))
+        domain = topology.home_domain(ctx.state, key, nodes) if key is not None else None
+        if key is not None and domain is not None:
+            homes[group] = (key, domain)
+
+    def keep(rep):
+        home = homes.get(rep.group) if rep.group else None
+        if home is None:
+            return None
+        key, domain = home
+        return topology.domain_ids(ctx.state, key) == domain
+
+    return keep
+
+
 def couples(x):
     """A gang's members are placed all or nothing, together."""
     group = x.group
     return None if group is None else (lambda y: y.group == group)
 
 
-PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of, window=GangWindow.of, plan_rank=plan_rank,
+PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of, window=GangWindow.of, plan_rank=plan_rank, repack_keep=repack_keep,
                 # min_resources after permit: it orders the kinds' run counts permit.encode makes
                 window_encode=(permit.encode, min_resources.encode, topology.encode, preferred.encode),
                 checks=(check.check, topology.check))

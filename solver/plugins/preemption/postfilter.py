@@ -48,6 +48,10 @@ PRIORITY_OFFSET = 2**31
 _NOW = datetime.max.replace(tzinfo=timezone.utc)
 
 
+# Why a pod waiting for its earlier victims does not preempt again (``plugin_api.PostFilter``).
+REASON_TERMINATING = nominated.REASON_TERMINATING
+
+
 @dataclass
 class PreemptionOutcome:
     node: Optional[int]
