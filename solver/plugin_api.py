@@ -584,6 +584,11 @@ Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], Cluster
 NominationsHook = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], Nominations]
 
 
+# (pod, nodes, state, score context, class size) -> the weighted score one more pod of the class
+# takes from each further one on each node (an array, or one number for every node), or None.
+Crowding = Callable[[PodInfo, np.ndarray, ClusterState, Any, int], Any]
+
+
 @dataclass(frozen=True)
 class Plugin:
     """What one plugin package implements, named once (``<plugin>/__init__.py``: ``PLUGIN``).
@@ -614,6 +619,8 @@ class Plugin:
     * ``plan_rank``: the rule's levels in the comparison of two plans' values, after the
       evictions' (``cpsat/choose.plan_value``; larger is better): preferred-topology gangs'
       spans;
+    * ``crowding``: the score's drop per further pod of a class on a node, for the CP-SAT
+      objective's crowding term (``Crowding``; ``scoring/crowding.py`` sums the plugins');
     * ``repack_keep``: for re-packing, given where pods are (pod key -> node), the nodes a
       moving pod may go to, or None (a gang with required topology keeps its domain);
     * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
@@ -644,5 +651,6 @@ class Plugin:
     packing: Optional[Callable[[Any], PackingBook]] = None
     may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
     plan_rank: Optional[Callable[[Any, dict[str, int]], tuple]] = None
+    crowding: Optional[Crowding] = None
     repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
     nominations: Optional[NominationsHook] = None

@@ -28,6 +28,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
 * ``may_preempt``: whether a preemptor may evict a victim (DefaultPreemption's eligibility);
   ``PLAN_RANKS``: the rules' levels after the evictions' when two plans are compared;
+* ``CROWDING``: the score plugins' crowding terms for the CP-SAT objective;
 * ``REPACK_KEEPS``: for re-packing, the rules' limits on where a moving pod may go;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
   ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..info import PodInfo
-from ..plugin_api import (Capacity, Check, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
+from ..plugin_api import (Capacity, Check, Crowding, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
                           PackingBook, PostFilter, Prepare, WindowPart)
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
@@ -167,6 +168,7 @@ def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
     return bool(_MAY_PREEMPT) and all(rule(preemptor, victim) for rule in _MAY_PREEMPT)
 
 
+CROWDING: tuple[Crowding, ...] = tuple(p.crowding for p in PLUGINS if p.crowding is not None)
 REPACK_KEEPS = tuple(p.repack_keep for p in PLUGINS if p.repack_keep is not None)
 
 PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)

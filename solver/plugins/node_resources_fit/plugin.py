@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...plugin_api import Plugin
-from . import check, encode, filter, score
+from . import check, crowding, encode, filter, score
 
-PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, filter=filter, score=score, encode=(encode.encode,), checks=(check.check,),
+PLUGIN = Plugin(filter.NAME, crowding=crowding.crowding, cycle=filter.cycle, filter=filter, score=score, encode=(encode.encode,), checks=(check.check,),
                 capacity=filter)

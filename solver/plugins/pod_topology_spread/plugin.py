@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...plugin_api import Plugin
-from . import check, encode, filter, score
+from . import check, crowding, encode, filter, score
 from .window_guard import GuardPass
 
 
@@ -24,5 +24,5 @@ def greedy(ctx, state, static, trial):
     return GuardPass(state, static)
 
 
-PLUGIN = Plugin(filter.NAME, greedy=greedy, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
+PLUGIN = Plugin(filter.NAME, crowding=crowding.crowding, greedy=greedy, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check,))
