@@ -5,7 +5,7 @@ decoding read. Kept by the model under the plugin's name, apart from what every 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -47,25 +47,6 @@ class GangEncoding:
             preferred_ids = tuple(wm.state.domains(key)[0] for key in kind.preferred_keys)
             out.update(decode(kind, counts, ids, preferred_ids))
         return out
-
-    # The packing hint (``plugin_api.PacksWhole``) and the hint of its own variables
-    # (``plugin_api.HintsItself``), in ``hint.py``.
-    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Any]]:
-        from .hint import packing_units
-
-        return packing_units(self, wm)
-
-    def packing_leaves_out(self, wm: EncodeModel, cls) -> bool:
-        """A class outside the units the packing leaves out: a topology gang's."""
-        from .hint import topology_key
-
-        return topology_key(wm, cls) is not None
-
-    def hint(self, wm: EncodeModel, by_class: dict[int, list[tuple[int, int]]], placed: dict[int, int],
-             placements: Optional[dict[str, int]]) -> None:
-        from .hint import hint
-
-        hint(self, wm, by_class, placed, placements)
 
     def hint_vars(self) -> list[cp_model.IntVar]:
         """Every run count, the kinds' first, then per domain: what a solution's hint repeats."""

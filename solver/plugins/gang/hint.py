@@ -12,11 +12,11 @@ import numpy as np
 
 from . import topology
 from .decode import domain_runs
+from .encoding import GangEncoding
 from .permit import runs_in
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel
-    from .encoding import GangEncoding
 
 
 def topology_key(wm: EncodeModel, cls) -> Optional[str]:
@@ -69,3 +69,20 @@ def hint(enc: GangEncoding, wm: EncodeModel, by_class: dict[int, list[tuple[int,
         else:  # counts built whole gang by whole gang: the fewest gangs that hold them
             runs = kind.runs_needed({c.id: placed.get(c.id, 0) for c in kind.classes})
         wm.model.add_hint(var, runs)
+
+
+class HintedGangEncoding(GangEncoding):
+    """The gang encoding a scheduling window's model starts with (``window.GangWindow``), with
+    its part in the hints: the packing's whole-gang units (``plugin_api.PacksWhole``) and the
+    hint of its run counts (``plugin_api.HintsItself``)."""
+
+    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Any]]:
+        return packing_units(self, wm)
+
+    def packing_leaves_out(self, wm: EncodeModel, cls) -> bool:
+        """A class outside the units the packing leaves out: a topology gang's."""
+        return topology_key(wm, cls) is not None
+
+    def hint(self, wm: EncodeModel, by_class: dict[int, list[tuple[int, int]]], placed: dict[int, int],
+             placements: Optional[dict[str, int]]) -> None:
+        hint(self, wm, by_class, placed, placements)

@@ -12,7 +12,7 @@ from ...info import PodInfo
 from ...plugin_api import WindowPart
 from ...state import ClusterState
 from . import min_resources, topology
-from .encoding import GangEncoding
+from .hint import HintedGangEncoding
 from .group import Gang, GangKind, rejected
 from .permit import collect, kinds, merge_classes
 
@@ -59,5 +59,5 @@ class GangWindow(WindowPart):
         gated = min_resources.gated(self.gangs)
         return [[c.id for c in classes if c.rep.group in gated]] if len(gated) > 1 else []
 
-    def encoding(self) -> GangEncoding:
-        return GangEncoding(self.gangs, list(self.kinds))
+    def encoding(self) -> HintedGangEncoding:
+        return HintedGangEncoding(self.gangs, list(self.kinds))
