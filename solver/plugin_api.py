@@ -242,12 +242,9 @@ class EncodeModel(Protocol):
     evict_level: dict[str, dict[int, cp_model.IntVar]]
     levels: list[Level]
     vec: dict[int, np.ndarray]
-    encodings: dict[str, Any]
-
-    def encoding(self, name: str, make: Callable[[], T]) -> T:
-        """Plugin ``name``'s own encoding object (its variables, what its hint and decode read),
-        made by ``make`` the first time; the model keeps only what every rule shares."""
-        ...
+    # The rules' views of the whole window, by plugin name (``WindowPart``; empty outside a
+    # scheduling window): an encoder reads its own plugin's part (the gangs it starts from).
+    window: Mapping[str, Any]
 
     def class_of(self, pod: PodInfo) -> int: ...
 
@@ -561,7 +558,11 @@ class PostFilter(Protocol):
 
 # --------------------------------------------------------------------------- the plugin object
 
-Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constraints
+# (EncodeModel) -> the rule's encoding object, or None: adds the rule's constraints and returns
+# what it made of its own (its variables, what its hint and decode read); the engine keeps it by
+# plugin name (``WindowModel.encodings``) and decode, hint and stages ask it through the
+# protocols above. A plugin whose encoding spans several steps runs them in one encoder.
+Encoder = Callable[[Any], Optional[Any]]
 # (pod, state, can_evict, window) -> mask of the nodes the pod may ever use in the window, whatever
 # the window does; ``can_evict(running pod)``: whether some eviction of the window may remove it;
 # ``window``: the window's parts by plugin name (``WindowPart``; empty outside a scheduling window).

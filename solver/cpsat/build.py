@@ -15,7 +15,7 @@ from .. import interrupt
 from ..context import PodClass, SchedulingContext
 from ..filtering import StaticFilters
 from ..plugin_api import WindowPart
-from ..plugins.registry import PRUNES, WINDOW_ENCODERS
+from ..plugins.registry import PRUNES, WINDOW_ENCODINGS
 from ..scoring import crowding, score_nodes
 from . import eviction
 from .model import Level, WindowModel
@@ -51,13 +51,8 @@ def build_component(inp: BuildInput, classes) -> WindowModel:
         wm.cand[cls.id], wm.ub[cls.id] = inp.cand[cls.id], inp.ubs[cls.id]
     wm.create_variables()
     eviction.create(wm)
-    for name, part in inp.window.items():  # the encodings a rule's window part starts (gang kinds)
-        start = part.encoding()
-        if start is not None:
-            wm.encodings[name] = start
-    for encode in WINDOW_ENCODERS:
-        interrupt.check()
-        encode(wm)
+    wm.window = inp.window
+    encode_rules(wm, WINDOW_ENCODINGS)
     interrupt.check()
     eviction.encode_costs(wm, ctx)
     placement = wm.level("placement")
@@ -68,6 +63,17 @@ def build_component(inp: BuildInput, classes) -> WindowModel:
     interrupt.check()
     break_symmetry(wm, enabled=ctx.config.solver.break_symmetry)
     return wm
+
+
+def encode_rules(wm: WindowModel, encoders) -> None:
+    """Run the rules' encoders (``(plugin name, encoder)``, in build order) and keep the encoding
+    object each returns under its plugin's name (one per plugin)."""
+    for name, encode in encoders:
+        interrupt.check()
+        made = encode(wm)
+        if made is not None:
+            assert wm.encodings.get(name, made) is made, f"{name}: one encoding object per plugin"
+            wm.encodings[name] = made
 
 
 def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:

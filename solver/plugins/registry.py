@@ -18,6 +18,8 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a window model (re-packing
   uses these); ``WINDOW_ENCODERS`` adds the window-wide rules a scheduling window has and a
   re-packing does not (gangs, their required and preferred topology, victims' room, volumes);
+  ``FILTER_ENCODINGS``/``WINDOW_ENCODINGS`` pair each with its plugin's name, under which the
+  engine keeps the encoding object it returns;
 * ``COUPLERS``: which pods each rule ties together (CP-SAT's independent components);
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
 * ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices);
@@ -113,8 +115,12 @@ PRUNES = tuple(p.prune for p in PLUGINS if p.prune is not None)
 SCORE_PLUGINS: tuple[Any, ...] = tuple(p.score for p in PLUGINS if p.score is not None)
 SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
 
-FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for p in _ordered(ENCODE_ORDER) for e in p.encode)
-WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + tuple(e for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
+# (plugin name, encoder), in build order: the engine keeps what an encoder returns by the name.
+FILTER_ENCODINGS: tuple[tuple[str, Encoder], ...] = tuple((p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.encode)
+WINDOW_ENCODINGS: tuple[tuple[str, Encoder], ...] = FILTER_ENCODINGS + tuple(
+    (p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
+FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for _, e in FILTER_ENCODINGS)
+WINDOW_ENCODERS: tuple[Encoder, ...] = tuple(e for _, e in WINDOW_ENCODINGS)
 
 COUPLERS: tuple[Couples, ...] = tuple(p.couples for p in PLUGINS if p.couples is not None)
 

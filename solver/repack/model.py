@@ -38,9 +38,10 @@ from ortools.sat.python import cp_model
 
 from .. import interrupt, progress
 from ..cpsat.model import WindowModel
+from ..cpsat.build import encode_rules
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
 from ..plugins.registry import copies as room_copies
-from ..plugins.registry import FILTER_ENCODERS, REPACK_KEEPS
+from ..plugins.registry import FILTER_ENCODINGS, REPACK_KEEPS
 from . import availability
 from .drain import greedy_drain
 from .problem import RepackProblem
@@ -157,9 +158,8 @@ class RepackModel:
         self.compute_candidates()
         wm, m, problem = self.wm, self.model, self.problem
         wm.create_variables()
-        # The rules, each from its own module.
-        for encode in FILTER_ENCODERS:
-            encode(wm)
+        # The rules, each from its own module (the engine keeps the encodings they return).
+        encode_rules(wm, FILTER_ENCODINGS)
 
         # Every movable pod is placed somewhere.
         for cls in self.classes:

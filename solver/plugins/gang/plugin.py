@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, min_resources, permit, preferred, topology
+from .encoding import GangEncoding
 from .greedy import GangPass
 from .window import GangWindow
 
@@ -13,6 +14,20 @@ def prune(pod, state, can_evict, window):
     """A topology gang's members: the nodes of the domains it may take."""
     part = window.get(permit.NAME)
     return topology.prune(pod, part.gangs if part is not None else {}, state)
+
+
+def encode(wm):
+    """The gang rules' encoding of a window, into one ``GangEncoding`` (the window part's, which
+    carries the window's gangs and kinds; an empty one without it), returned for the engine to
+    keep: minResources after Permit (it orders the kinds' run counts Permit makes), then
+    required and preferred topology."""
+    part = wm.window.get(permit.NAME)
+    enc = part.encoding() if part is not None else GangEncoding()
+    permit.encode(wm, enc)
+    min_resources.encode(wm, enc)
+    topology.encode(wm, enc)
+    preferred.encode(wm, enc)
+    return enc
 
 
 def plan_rank(ctx, placements):
@@ -57,6 +72,5 @@ def couples(x):
 
 
 PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of, window=GangWindow.of, plan_rank=plan_rank, repack_keep=repack_keep,
-                # min_resources after permit: it orders the kinds' run counts permit.encode makes
-                window_encode=(permit.encode, min_resources.encode, topology.encode, preferred.encode),
+                window_encode=(encode,),
                 checks=(check.check, topology.check))
