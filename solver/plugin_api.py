@@ -585,6 +585,33 @@ Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], Cluster
 NominationsHook = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], Nominations]
 
 
+class LocalKernel(Protocol):
+    """A node-local score plugin's weighted score of one pod class over any nodes, from the
+    nodes' own state: the score cache keeps its values over every node per class and refreshes
+    the nodes placements touch (``one`` for a few, in Python arithmetic, when ``scalar``)."""
+
+    scalar: bool
+
+    def __call__(self, nodes: np.ndarray) -> np.ndarray: ...
+
+    def one(self, node: int) -> int: ...
+
+
+class ScoreCachePart(Protocol):
+    """A score plugin's part in greedy's score cache (``scoring/cache.py``), whose totals must
+    equal ``score_nodes``' bit for bit: ``local`` gives a node-local kernel per pod class (None:
+    not node-local, or nothing to add for the pod), else ``totals`` the weighted scores of one
+    pod over ``nodes`` (None: nothing to add)."""
+
+    def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[LocalKernel]: ...
+
+    def totals(self, pod: PodInfo, nodes: np.ndarray) -> Any: ...
+
+
+# (state, score context, weight, the cache: its tuning) -> the plugin's part in one score cache.
+ScoreCacheHook = Callable[[ClusterState, Any, int, Any], ScoreCachePart]
+
+
 # (pod, nodes, state, score context, class size) -> the weighted score one more pod of the class
 # takes from each further one on each node (an array, or one number for every node), or None.
 Crowding = Callable[[PodInfo, np.ndarray, ClusterState, Any, int], Any]
@@ -620,6 +647,8 @@ class Plugin:
     * ``plan_rank``: the rule's levels in the comparison of two plans' values, after the
       evictions' (``cpsat/choose.plan_value``; larger is better): preferred-topology gangs'
       spans;
+    * ``score_cache``: the score's part in greedy's score cache (``ScoreCacheHook``: the same
+      totals as ``score``, faster; a score plugin without it is asked for its ``score``);
     * ``crowding``: the score's drop per further pod of a class on a node, for the CP-SAT
       objective's crowding term (``Crowding``; ``scoring/crowding.py`` sums the plugins');
     * ``repack_keep``: for re-packing, given where pods are (pod key -> node), the nodes a
@@ -653,5 +682,6 @@ class Plugin:
     may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
     plan_rank: Optional[Callable[[Any, dict[str, int]], tuple]] = None
     crowding: Optional[Crowding] = None
+    score_cache: Optional[ScoreCacheHook] = None
     repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
     nominations: Optional[NominationsHook] = None

@@ -75,18 +75,7 @@ ENGINE_GLOBS = ("solver/*.py", "solver/cpsat/*.py", "solver/scoring/*.py", "solv
 # An engine module reaching a plugin package past the registry, with the reason it must (module,
 # plugin package): keep this short; a new entry needs a reason a reviewer accepts, and an entry no
 # longer used fails the test below.
-_SCORE_CACHE = ("ScoreCache is greedy's vectorised route to score_nodes' totals, bit for bit (tests/solver/"
-                "test_score_cache.py): it recomputes the seven score plugins' kernels together (node-local "
-                "ones summed per class over every node), reading their constants and kernels; splitting it "
-                "behind a per-plugin score-cache hook is the next step")
 ENGINE_PLUGIN_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
-    ("solver/scoring/cache.py", "balanced_allocation"): _SCORE_CACHE,
-    ("solver/scoring/cache.py", "image_locality"): _SCORE_CACHE,
-    ("solver/scoring/cache.py", "inter_pod_affinity"): _SCORE_CACHE,
-    ("solver/scoring/cache.py", "node_affinity"): _SCORE_CACHE,
-    ("solver/scoring/cache.py", "node_resources_fit"): _SCORE_CACHE,
-    ("solver/scoring/cache.py", "pod_topology_spread"): _SCORE_CACHE,
-    ("solver/scoring/cache.py", "taint_toleration"): _SCORE_CACHE,
 }
 
 

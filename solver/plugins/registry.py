@@ -15,6 +15,7 @@ them, in ``PLUGINS`` order. What the engines read:
   this order (``filtering.Cycle``; the four volume rules as one, VolumeBinding's);
 * ``SCORE_PLUGINS``: score plugins; their weights come from the configuration (``scoring.weights``,
   kube-scheduler's defaults unless set);
+* ``SCORE_CACHE``: the score plugins' parts in greedy's score cache;
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a window model (re-packing
   uses these); ``WINDOW_ENCODERS`` adds the window-wide rules a scheduling window has and a
   re-packing does not (gangs, their required and preferred topology, victims' room, volumes);
@@ -44,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..info import PodInfo
-from ..plugin_api import (Capacity, Check, Crowding, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
+from ..plugin_api import (Capacity, Check, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
                           PackingBook, PostFilter, Prepare, WindowPart)
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
@@ -114,6 +115,9 @@ PRUNES = tuple(p.prune for p in PLUGINS if p.prune is not None)
 
 SCORE_PLUGINS: tuple[Any, ...] = tuple(p.score for p in PLUGINS if p.score is not None)
 SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
+# (score NAME, hook): the score plugins' parts in greedy's score cache, in PLUGINS order.
+SCORE_CACHE: tuple[tuple[str, ScoreCacheHook], ...] = tuple(
+    (p.score.NAME, p.score_cache) for p in PLUGINS if p.score is not None and p.score_cache is not None)
 
 # (plugin name, encoder), in build order: the engine keeps what an encoder returns by the name.
 FILTER_ENCODINGS: tuple[tuple[str, Encoder], ...] = tuple((p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.encode)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, crowding, encode, filter, score
+from .score_cache import SpreadPart
 from .window_guard import GuardPass
 
 
@@ -24,5 +25,5 @@ def greedy(ctx, state, static, trial):
     return GuardPass(state, static)
 
 
-PLUGIN = Plugin(filter.NAME, crowding=crowding.crowding, greedy=greedy, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
+PLUGIN = Plugin(filter.NAME, score_cache=SpreadPart, crowding=crowding.crowding, greedy=greedy, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check,))
