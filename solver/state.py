@@ -11,7 +11,7 @@ so no rule ever rescans all pods for each incoming pod.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
@@ -74,6 +74,12 @@ class VolumeBook(Protocol):
 
     def release(self, pod: PodInfo, state: "ClusterState") -> None:
         """Undo ``reserve`` for claims no pod in the state uses any more."""
+        ...
+
+    def bindings_of(self, placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: Any,
+                    taken: Optional[Mapping[str, str]] = None) -> tuple[Any, ...]:
+        """A plan's ``volume_bindings``: a volume (or provisioning) for every delayed claim of
+        the ``placed`` pods; ``taken`` (volume -> claim), what the engine reserved, kept."""
         ...
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from .. import interrupt
 from ..context import SchedulingContext
 from ..info import NodeList
-from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..plugins.registry import per_node_state  # volumes, devices: counted per node, which a class's aggregate cannot express
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -185,13 +185,13 @@ def decode(reduced: Reduced, ctx: SchedulingContext, placements: dict[str, int])
         for pod in pods:
             vec = state.vector(pod)
             if packing:
-                fits = np.flatnonzero(node_resources_fit.fits(vec, room))
+                fits = np.flatnonzero(room_fits(vec, room))
                 if not len(fits):
                     lost += 1
                     continue
                 i = int(fits[0])
             else:
-                copies = node_resources_fit.copies(vec, room)
+                copies = room_copies(vec, room)
                 i = int(np.argmax(copies))
                 if copies[i] <= 0:
                     lost += 1
