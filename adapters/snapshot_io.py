@@ -53,7 +53,7 @@ from models import (
     Unschedulable,
 )
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
-from models.objects import PodSpec, compact, compact_pod
+from models.objects import Affinity, PodSpec, compact, compact_pod
 from models.storage import PersistentVolume, PersistentVolumeClaim
 from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.plan import DeviceAllocation
@@ -261,9 +261,10 @@ class _Objects:
         self.kindless: list[tuple[int, str, Any, tuple]] = []  # list items waiting for their list's kind
         self.shared: dict = {}  # equal leaf objects, one instance (``models.objects.compact``)
         self.taken = 0
-        # Pod specs read so far, by their text less ``nodeName``: the replicas of a workload have
+        # Pod specs read so far, by their text less ``nodeName`` and ``affinity``, each with the
+        # text of its affinity (``_validate_pod``): the replicas of a workload have
         # one spec, which is validated (its quantities parsed, its terms built) once and shared.
-        self.specs: dict[bytes, PodSpec] = {}
+        self.specs: dict[bytes, tuple[PodSpec, bytes]] = {}
 
     def take(self, position: str, item: dict, kind: str, order: tuple) -> None:
         self.taken += 1
@@ -828,36 +829,62 @@ def _validate_object(spec: _Kind, item: dict, position: str, shared: Optional[di
     return compact(_validate_model(spec.model, item, _object_name(spec, item, position)), shared)
 
 
-def _validate_pod(item: dict, position: str, shared: dict, specs: dict[bytes, PodSpec]) -> BaseModel:
-    """A Pod, its spec shared with every earlier pod whose spec is the same but for ``nodeName``.
+def _validate_pod(item: dict, position: str, shared: dict, specs: dict[bytes, tuple[PodSpec, bytes]]) -> BaseModel:
+    """A Pod, its spec shared with every earlier pod whose spec is the same but for ``nodeName``
+    and ``affinity``.
 
     A spec seen for the first time is validated with its pod as any object is, so a problem in
     it is reported exactly as before; a spec equal to one read already is valid as that one was
-    and is not validated again (only ``nodeName`` differs: the shared spec is copied with it)."""
+    and is not validated again (only ``nodeName`` differs: the shared spec is copied with it). A
+    DaemonSet's pods differ in their node affinity too (a ``matchFields`` term naming the node):
+    then only the affinity is validated, and the shared spec copied with it; an affinity that
+    does not validate sends the pod to the full validation, which names the field."""
     raw = item.get("spec")
     key = _spec_key(raw) if type(raw) is dict else None
-    cached = specs.get(key) if key is not None else None
+    cached = specs.get(key[0]) if key is not None else None
     if cached is None:
         pod = _validate_object(_KINDS["Pod"], item, position, shared)
         if key is not None:
-            specs[key] = pod.spec  # type: ignore[attr-defined]
+            specs[key[0]] = (pod.spec, key[1])  # type: ignore[attr-defined]
         return pod
+    spec, affinity_key = cached
     node_name = raw.get("nodeName") or ""  # type: ignore[union-attr]
-    spec = cached if cached.node_name == node_name else cached.model_copy(update={"node_name": node_name})
+    update: dict[str, Any] = {}
+    if affinity_key != key[1]:  # type: ignore[index]
+        affinity = _affinity(raw.get("affinity"), shared)  # type: ignore[union-attr]
+        if affinity is False:
+            return _validate_object(_KINDS["Pod"], item, position, shared)
+        update["affinity"] = affinity
+    if spec.node_name != node_name:
+        update["node_name"] = node_name
+    if update:
+        spec = spec.model_copy(update=update)
     pod = _validate_model(Pod, {**item, "spec": spec}, _object_name(_KINDS["Pod"], item, position))
     return compact_pod(pod, shared)
 
 
-def _spec_key(raw: dict) -> Optional[bytes]:
-    """``raw`` less ``nodeName`` as bytes (marshal's version 0 writes no back-references, so
-    equal values give equal bytes), or None when ``nodeName`` is not a string or null, or when
-    something in ``raw`` has no bytes in marshal (a YAML date): such a spec is not shared."""
+def _affinity(raw: Any, shared: dict) -> Any:
+    """``spec.affinity`` read on its own (None when null or absent), or False when it does not
+    validate (the caller reads the whole pod, to name the field)."""
+    if raw is None:
+        return None
+    try:
+        return compact(Affinity.model_validate(raw), shared)
+    except Exception:  # noqa: BLE001 - whatever it is, the full validation reports it
+        return False
+
+
+def _spec_key(raw: dict) -> Optional[tuple[bytes, bytes]]:
+    """``raw`` less ``nodeName`` and ``affinity``, and its ``affinity``, as bytes (marshal's
+    version 0 writes no back-references, so equal values give equal bytes), or None when
+    ``nodeName`` is not a string or null, or when something in ``raw`` has no bytes in marshal
+    (a YAML date): such a spec is not shared."""
     node_name = raw.get("nodeName")
     if node_name is not None and type(node_name) is not str:
         return None  # the full validation names the problem
-    rest = raw if "nodeName" not in raw else {k: v for k, v in raw.items() if k != "nodeName"}
+    rest = {k: v for k, v in raw.items() if k != "nodeName" and k != "affinity"}
     try:
-        return marshal.dumps(rest, 0)
+        return marshal.dumps(rest, 0), marshal.dumps(raw.get("affinity"), 0)
     except ValueError:
         return None  # a value JSON has not (YAML's unquoted dates): read this pod in full
 

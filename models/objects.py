@@ -592,7 +592,9 @@ class PodStatus(K8sModel):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: Optional[datetime] = None
-    conditions: ListOf[PodCondition] = []
+    # Factories, not ``[]``: pydantic deep-copies a list default for every pod that leaves the
+    # field out (two deepcopy calls a pod in a dump).
+    conditions: ListOf[PodCondition] = Field(default_factory=list)
 
     @field_validator("nominated_node_name", mode="before")
     @classmethod
@@ -607,7 +609,7 @@ class PodStatus(K8sModel):
         if isinstance(v, list):
             return [c for c in v if not (isinstance(c, dict) and c.get("type") != DISRUPTION_TARGET)]
         return v
-    resource_claim_statuses: ListOf[PodResourceClaimStatus] = []
+    resource_claim_statuses: ListOf[PodResourceClaimStatus] = Field(default_factory=list)
     # DRA-backed extended resources (1.34+): the claim kube-scheduler made for the pod
     extended_resource_claim_status: Optional[PodExtendedResourceClaimStatus] = None
 

@@ -32,10 +32,8 @@ from .greedy import GreedyResult, schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
 from .memory import SolverMemory
-from .plugins.preemption import nominated
+from .plugins.registry import PLAN_ALLOCATIONS, POSTFILTER, window_parts
 from .state import ClusterState
-from .plugins.dynamic_resources.plan import plan_hold
-from .plugins.volume_binding.filter import bindings_of
 
 ENGINES = ("cpsat", "greedy")
 # Appended to a left-out pod's message when it would have fit on its own.
@@ -358,21 +356,18 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         nodes=len(ctx.nodes),
         placed=len(assignments),
     )
-    volumes = bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes, volumes_taken)
+    book = ctx.state.volume_book  # VolumeBinding's, set with the volume catalog
+    volumes = (book.bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes,
+                                volumes_taken) if book is not None else ())
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
                 gated=_gated(ctx), allocations=_allocations(ctx, placements, victims), volume_bindings=volumes,
                 stats=PlanStats(**stats))
 
 
 def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
-    """The devices the placed pods' claims get: the plan replayed on the snapshot's state in
-    its placement order, each pod given what the DynamicResources filter finds on its node (a
-    node's claims chosen together where that order strands a pod; ``dynamic_resources.plan``)."""
-    dra = plan_hold(ctx, placements, victims)
-    if dra is None:
-        return ()
-    return tuple(DeviceAllocation(claim=key, pods=tuple(sorted(dra.users[key])), allocation=a.to_json())
-                 for key, a in dra.added_allocations().items())
+    """What the rules give the plan beyond where pods go (``PLAN_ALLOCATIONS``: DynamicResources'
+    devices per claim, the plan replayed on the snapshot's state in its placement order)."""
+    return tuple(a for hook in PLAN_ALLOCATIONS for a in hook(ctx, placements, victims))
 
 
 def _taken(result) -> Optional[dict[str, str]]:
@@ -409,60 +404,49 @@ def _waiting_for_victims(placements, victims, nominations) -> dict[str, int]:
 def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
     """kube-scheduler's per-node reason histogram for each left-out pod, against the final state;
     computed once per pod class (its pods see the same state)."""
-    from .plugins.gang import min_resources
-    from .plugins.gang import permit as gang_mod
-    from .plugins.gang import topology as gang_topology
-
     final = ctx.state.copy()
     for v in victims:
         final.remove(v.pod)
     for key, n in placements.items():
         final.add(ctx.pod(key), n)
-    gangs = gang_mod.collect(ctx)
+    parts = list(window_parts(ctx).values())  # the rules' views of the window (its gangs)
     by_class: dict[int, str] = {}
     out: dict[str, str] = {}
     before: Optional[ClusterState] = None  # the context's state, copied once to hold claims on
     for pod in pods:
-        gang = gangs.get(pod.group) if pod.group else None
-        blocked = gang.blocked(pod) if gang else None
+        blocked = next((b for b in (part.why_blocked(pod) for part in parts) if b), None)
         if blocked:
             out[pod.key] = f"0/{len(ctx.nodes)} nodes are available: {blocked}."
             continue
         msg = by_class.get(pod.class_id)
         if msg is None:
-            held = nominated.hold(ctx.claims, final, pod, placements)  # filtered with nominated pods
+            held = ctx.claims.hold(final, pod, placements)  # filtered with nominated pods
             cycle = Cycle(pod, final, static, version=ctx.config.kubernetes_version)
             feasible_now = len(cycle.feasible())
-            placed = sum(1 for m in gang.members if m.key in placements) if gang is not None else 0
-            refused = None
-            if gang is not None and gang.group is not None and not placed:
-                # minResources: the room the plan leaves the group (its running members' own
-                # requests counted as room, as PreFilter counts them) does not cover it.
-                refused = min_resources.refusal(gang.group, gang.key, final, [p for p in ctx.bound if p.group == gang.key])
-            if refused is not None:
-                msg = f"0/{len(ctx.nodes)} nodes are available: {refused}."
-            elif feasible_now and gang is not None and not gang.reaches(placed):
-                key = gang_topology.key_of(gang.group)
-                msg = (gang_mod.rejected(gang.key, placed, gang.need) if key is None
-                       else gang_topology.rejected(gang.key, key, gang.need, gang.min_member))
+            # A rule's own reason (a gang's minResources or minMember), read with the claims held.
+            why = next((w for w in (part.left_out(pod, placements, final, bool(feasible_now)) for part in parts)
+                        if w is not None), None)
+            if why is not None:
+                msg = why
             else:
-                postfilter = f"preemption: {nominated.REASON_TERMINATING}" if pod.waiting_on else None
+                postfilter = (f"preemption: {POSTFILTER.REASON_TERMINATING}"
+                              if pod.waiting_on and POSTFILTER is not None else None)
                 msg = cycle.fit_error(postfilter=postfilter) if not feasible_now else (
                     "the window's joint placement left this pod out (it fits the final state only by "
                     "breaking a window-level rule such as topology spread or a gang)"
                 )
                 if not feasible_now:
-                    nominated.release(final, held)
+                    ctx.claims.release(final, held)
                     held = []
                     if ctx.claims and before is None:
                         before = ctx.state.copy()
                     start = before if before is not None else ctx.state
-                    held_before = nominated.hold(ctx.claims, start, pod, ())
+                    held_before = ctx.claims.hold(start, pod, ())
                     alone = Cycle(pod, start, static, version=ctx.config.kubernetes_version).feasible()
-                    nominated.release(start, held_before)
+                    ctx.claims.release(start, held_before)
                     if len(alone):
                         msg += NOTE_JOINT
-            nominated.release(final, held)
+            ctx.claims.release(final, held)
             by_class[pod.class_id] = msg
         out[pod.key] = msg
     return out

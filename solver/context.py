@@ -19,9 +19,8 @@ from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 from . import interrupt
 from .info import NodeInfo, NodeList, PodInfo, SpecMemo, node_derived
 from .memory import SolverMemory
-from .plugins.preemption import nominated
-from .plugins.volume_binding import filter as volume_book
-from .volume_catalog import VolumeCatalog
+from .plugin_api import NO_NOMINATIONS, Nominations
+from .plugins.registry import NOMINATIONS, PREPARES
 from .state import ClusterState
 
 
@@ -61,7 +60,7 @@ class SchedulingContext:
     # ``bound`` by key (built from it when not given).
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
     # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
-    claims: nominated.Claims = field(default_factory=lambda: nominated.NONE)
+    claims: Nominations = NO_NOMINATIONS
 
     @property
     def num_nodes(self) -> int:
@@ -355,18 +354,10 @@ def build_context(
         nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
         label_keys = list(assumed.label_keys)
         state = assumed.state.copy()
-    if snapshot.resource_claims or snapshot.resource_slices or any(p.pod.spec.resource_claims for p in window):
-        from .plugins.dynamic_resources import hold_for
-
-        state.dra = hold_for(snapshot, nodes, free_devices=config.preemption.free_devices)
-        from .plugins.dynamic_resources.encode import template_signature
-
-        for info in window:
-            if info.pod.spec.resource_claims:
-                info.devices_key = template_signature(state.dra, info)
-    if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
-        state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
-        state.volume_book = volume_book
+    # Each rule's part: DRA's devices and the volume catalog on the state, the marks on window
+    # pods that are part of their signature (a pod waiting for its victims may not preempt).
+    for prepare in PREPARES:
+        prepare(snapshot, config, window, state)
 
     notes: list[str] = []
     if unknown_nodes:
@@ -375,9 +366,7 @@ def build_context(
             + ", ".join(sorted(unknown_nodes)[:5])
         )
 
-    # Pods still waiting for their victims may not preempt: part of their signature.
-    nominated.mark_waiting(window, state)
-    claims = nominated.outside_claims(snapshot, window, state, ns_labels, sidecar_ports=sidecar_ports)
+    claims = NOMINATIONS(snapshot, config, window, state) if NOMINATIONS is not None else NO_NOMINATIONS
 
     relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}

@@ -13,6 +13,7 @@ one is a hook in its plugin's ``PLUGIN``.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Optional
 
 import numpy as np
@@ -21,8 +22,6 @@ from .framework import SUCCESS, Status, fit_error_message, reason_histogram
 from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
 from .plugin_api import CycleFilter
-from .plugins.node_affinity import filter as node_affinity
-from .plugins.taint_toleration import filter as taint_toleration
 from .plugins import registry
 from .plugins.registry import STATIC_FILTERS
 
@@ -61,12 +60,13 @@ def _node_groups(nodes: list[NodeInfo], keys: frozenset[str], by_name: bool) -> 
 _VERDICTS_KEPT = 2048
 
 
-def _shared_verdicts(nodes: list[NodeInfo]) -> tuple[dict, dict, dict, dict]:
-    """(statuses, masks, affinity masks, toleration masks) by static key, for ``nodes``."""
-    verdicts: tuple[dict, dict, dict, dict] = node_derived(nodes, "static verdicts", lambda: ({}, {}, {}, {}))
-    if len(verdicts[0]) + len(verdicts[2]) + len(verdicts[3]) >= _VERDICTS_KEPT:
-        for cache in verdicts:
-            cache.clear()
+def _shared_verdicts(nodes: list[NodeInfo]) -> tuple[dict, dict, dict]:
+    """(statuses, masks, named masks: name -> masks) by static key, for ``nodes``."""
+    verdicts: tuple[dict, dict, dict] = node_derived(nodes, "static verdicts", lambda: ({}, {}, {}))
+    if len(verdicts[0]) + sum(len(cache) for cache in verdicts[2].values()) >= _VERDICTS_KEPT:
+        verdicts[0].clear()
+        verdicts[1].clear()
+        verdicts[2].clear()
     return verdicts
 
 
@@ -93,7 +93,7 @@ class StaticFilters:
                                    lambda: _node_groups(nodes, label_keys, by_name))
         self._static_keys: dict[tuple, tuple] = {}  # _cache_key -> _static_key
         # Verdicts by _static_key: a node's verdict depends on the pod's static key alone.
-        self._statuses, self._masks, self._affinity, self._tolerated = _shared_verdicts(nodes)
+        self._statuses, self._masks, self._named = _shared_verdicts(nodes)
 
     def _key(self, pod: PodInfo) -> tuple:
         key = _cache_key(pod)
@@ -134,15 +134,12 @@ class StaticFilters:
             self._masks[key] = hit
         return hit
 
-    def affinity_mask(self, pod: PodInfo) -> np.ndarray:
-        """Nodes matching nodeSelector and required node affinity (spread's inclusion policy)."""
-        return self._per_group(self._affinity, pod, lambda n: node_affinity.matches(pod, n))
-
-    def tolerated_mask(self, pod: PodInfo) -> np.ndarray:
-        """Nodes whose NoSchedule/NoExecute taints the pod tolerates."""
-        return self._per_group(
-            self._tolerated, pod, lambda n: taint_toleration.untolerated(pod.tolerations, n.taints) is None
-        )
+    def node_mask(self, name: str, pod: PodInfo, check: Callable[[PodInfo, NodeInfo], bool]) -> np.ndarray:
+        """The nodes where ``check(pod, node)`` holds: a static predicate that reads of the pod
+        only what its static key does and of the node its labels and taints (a plugin gives it,
+        e.g. topology spread's inclusion policies), asked once per node group and cached per
+        static key under ``name``."""
+        return self._per_group(self._named.setdefault(name, {}), pod, lambda n: check(pod, n))
 
     def cycle(self, pod: PodInfo, state: ClusterState, *, version: str = "1.34") -> "Cycle":
         """One pod's filter cycle against ``state`` with these static verdicts."""

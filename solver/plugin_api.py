@@ -32,8 +32,9 @@ from .info import NodeInfo, PodInfo
 from .state import ClusterState
 
 if TYPE_CHECKING:
-    from models.config import ScoringConfig
+    from models.config import SchedulerConfig, ScoringConfig
     from models.plan import Plan
+    from models.snapshot import ClusterSnapshot
 
 
 # --------------------------------------------------------------------------- value types
@@ -104,9 +105,9 @@ class StaticView(Protocol):
 
     def mask(self, pod: PodInfo) -> np.ndarray: ...
 
-    def affinity_mask(self, pod: PodInfo) -> np.ndarray: ...
-
-    def tolerated_mask(self, pod: PodInfo) -> np.ndarray: ...
+    def node_mask(self, name: str, pod: PodInfo, check: Callable[[PodInfo, NodeInfo], bool]) -> np.ndarray:
+        """Nodes where a static predicate holds, cached per static key under ``name``."""
+        ...
 
     def cycle(self, pod: PodInfo, state: ClusterState, *, version: str = ...) -> CycleView: ...
 
@@ -241,12 +242,9 @@ class EncodeModel(Protocol):
     evict_level: dict[str, dict[int, cp_model.IntVar]]
     levels: list[Level]
     vec: dict[int, np.ndarray]
-    encodings: dict[str, Any]
-
-    def encoding(self, name: str, make: Callable[[], T]) -> T:
-        """Plugin ``name``'s own encoding object (its variables, what its hint and decode read),
-        made by ``make`` the first time; the model keeps only what every rule shares."""
-        ...
+    # The rules' views of the whole window, by plugin name (``WindowPart``; empty outside a
+    # scheduling window): an encoder reads its own plugin's part (the gangs it starts from).
+    window: Mapping[str, Any]
 
     def class_of(self, pod: PodInfo) -> int: ...
 
@@ -308,6 +306,54 @@ class Values(Protocol):
     def value(self, var: Any) -> int: ...
 
 
+class Nominations(Protocol):
+    """The room pending pods outside the window are nominated to (``SchedulingContext.claims``,
+    made by a plugin's ``nominations`` hook): held on a state while a window pod is filtered, and
+    kept out of the free room a quick packing fills. False when nothing is held anywhere."""
+
+    def __bool__(self) -> bool: ...
+
+    def hold(self, state: ClusterState, pod: PodInfo, placed: Iterable[str]) -> list[PodInfo]:
+        """Add to ``state`` the room ``pod`` honours (``placed``: the window pods placed so far);
+        returns what was added, for ``release``."""
+        ...
+
+    def release(self, state: ClusterState, held: list[PodInfo]) -> None:
+        """Take ``hold``'s additions back out."""
+        ...
+
+    def withheld(self, free: np.ndarray) -> np.ndarray:
+        """A copy of ``free`` (nodes × resources) less all the room held."""
+        ...
+
+    def first_node(self, pod: PodInfo, cycle: CycleView, allowed: Optional[np.ndarray]) -> np.ndarray:
+        """The node greedy tries first for ``pod`` (its own nominated node, when it passes the
+        filters and ``allowed``), as a one-node array; empty when there is none."""
+        ...
+
+
+class _NoNominations:
+    """``Nominations`` with nothing held (a context no plugin gave nominations)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def hold(self, state: ClusterState, pod: PodInfo, placed: Iterable[str]) -> list[PodInfo]:
+        return []
+
+    def release(self, state: ClusterState, held: list[PodInfo]) -> None:
+        return None
+
+    def withheld(self, free: np.ndarray) -> np.ndarray:
+        return free.copy()
+
+    def first_node(self, pod: PodInfo, cycle: CycleView, allowed: Optional[np.ndarray]) -> np.ndarray:
+        return np.empty(0, dtype=np.int64)
+
+
+NO_NOMINATIONS: Nominations = _NoNominations()
+
+
 @runtime_checkable
 class PlacementDecoder(Protocol):
     """An encoding that decodes some classes' placements itself (``cpsat/decode.py`` asks every
@@ -332,18 +378,194 @@ class PreemptorNamer(Protocol):
 
 
 @runtime_checkable
+class HintsItself(Protocol):
+    """An encoding that hints its own variables from a plan the engine hints (``cpsat/hint.py``):
+    ``by_class`` the plan's pods per class (class id -> [(node, pods)]), ``placed`` per class in
+    all, ``placements`` the plan pod by pod when it is one (greedy's), else None."""
+
+    def hint(self, wm: EncodeModel, by_class: dict[int, list[tuple[int, int]]], placed: dict[int, int],
+             placements: Optional[dict[str, int]]) -> None: ...
+
+
+@runtime_checkable
+class PacksWhole(Protocol):
+    """An encoding whose classes the packing hint places unit by unit, all of a unit's ``need``
+    pods or none (gangs): ``packing_units`` gives (need, [(class, pods per unit)], number of
+    such units, where), ``where`` None (any node) or (free room) -> the node masks to try in
+    turn; ``packing_leaves_out``, a class outside the units the packing leaves out."""
+
+    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Any]]: ...
+
+    def packing_leaves_out(self, wm: EncodeModel, cls: Any) -> bool: ...
+
+
+class PackingBook(Protocol):
+    """A rule's state the packing hint counts exactly as it places pods (devices): per class it
+    counts, one row per candidate node (``rows``); ``cap(row)``, the pods more the free state
+    takes (a large number when the row takes nothing); ``take(row, pods)``, count them (negative:
+    give back)."""
+
+    rows: dict[int, list[Any]]
+
+    def cap(self, row: Any) -> int: ...
+
+    def take(self, row: Any, pods: int) -> None: ...
+
+
+@runtime_checkable
 class CarriesHint(Protocol):
     """An encoding whose own variables a staged solve hints the next stage with (``hint_vars``)."""
 
     def hint_vars(self) -> list[cp_model.IntVar]: ...
 
 
+class Capacity(Protocol):
+    """A rule counting a pod's request vector against a node's room (NodeResourcesFit): the
+    engines' candidate bounds, packing hints and node-class decodes ask it through
+    ``registry.fits``/``registry.copies``. ``room``: one node's row, or one row per node."""
+
+    def fits(self, vec: np.ndarray, room: Any) -> Any:
+        """Whether one pod of ``vec`` fits (a bool per row)."""
+        ...
+
+    def copies(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
+        """How many pods of ``vec`` fit together (per row; 0 where not even one)."""
+        ...
+
+
+class PassResult(Protocol):
+    """Greedy's result so far in one pass over a window (``greedy.GreedyResult``)."""
+
+    placements: dict[str, int]
+    victims: list[Victim]
+    nominations: dict[str, int]
+    unschedulable: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A rule's word on one pod at the start of its greedy turn (``GreedyPart.gate``):
+    ``blocked``, the pod is not filtered at all (the message); ``within``, the nodes it may take
+    in this turn (None: all), and ``outside``, the reason counted for the nodes left out."""
+
+    blocked: Optional[str] = None
+    within: Optional[np.ndarray] = None
+    outside: str = ""
+
+
+OPEN = Gate()
+
+
+class GreedyPart:
+    """A rule's part in one greedy pass over a window, beyond its filters (coscheduling's
+    queue order, PreFilter and Permit; the window guard of topology spread): a plugin's
+    ``greedy`` hook makes one per pass, and greedy asks every part, in ``PLUGINS`` order. The
+    defaults take no part."""
+
+    def order(self, queue: list[PodInfo]) -> list[PodInfo]:
+        """The window's queue as this rule orders it (a gang's members together)."""
+        return queue
+
+    def gate(self, pod: PodInfo, state: ClusterState, result: PassResult) -> Gate:
+        """The pod's turn starts: blocked, or narrowed to some nodes (masks of every part are
+        and-ed; the reason of the last part giving one counts the nodes left out)."""
+        return OPEN
+
+    def narrow(self, pod: PodInfo, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
+        """The feasible nodes the pod is scored on (a preferred topology's domains)."""
+        return feasible
+
+    def placed(self, pod: PodInfo, node: int, preempted: bool) -> None:
+        """The pod was placed on ``node`` (``preempted``: by its PostFilter, with victims)."""
+
+    def defers(self, pod: PodInfo) -> bool:
+        """Whether the pod's preemption stands only once its turn's group is settled (``settle``)."""
+        return False
+
+    def settle(self, pod: PodInfo, state: ClusterState, result: PassResult) -> list[PodInfo]:
+        """After the pod's turn: the pods whose deferred preemptions now stand (Permit at a
+        gang's last member; what it rolls back it takes out of ``state`` and ``result``)."""
+        return []
+
+    def protected(self) -> frozenset[str]:
+        """Running pods no later preemptor may evict (a settled gang's running members)."""
+        return frozenset()
+
+
+class WindowPart:
+    """A rule's view of one whole window for CP-SAT (the gangs in it), made once per decision
+    by a plugin's ``window`` hook; the engine asks every part, keeps them by plugin name, and
+    hands that mapping to the prunes (a plugin reads its own part there). The defaults take no
+    part."""
+
+    def merge(self, classes: list[Any]) -> tuple[list[Any], dict[int, int]]:
+        """The model's classes: interchangeable groups' classes merged (gang kinds), with the
+        alias from each merged-away class id to the id it is counted in."""
+        return classes, {}
+
+    def why_blocked(self, pod: PodInfo) -> Optional[str]:
+        """Why the pod gets no candidate node at all (a gang refused at the window's start), or None."""
+        return None
+
+    def left_out(self, pod: PodInfo, placements: Mapping[str, int], final: ClusterState,
+                 feasible_now: bool) -> Optional[str]:
+        """The message for a window pod a plan leaves out, when the rule is why (a gang whose
+        minResources the plan's final state does not cover, or that fell short of minMember);
+        ``feasible_now``: some node passes the filters on ``final``. None: not this rule."""
+        return None
+
+    def linked(self, classes: list[Any]) -> list[list[int]]:
+        """Lists of class ids that must share one model component (gangs whose minResources
+        admissions read one another's use of the cluster)."""
+        return []
+
+    def encoding(self) -> Any:
+        """The encoding object each component's model starts with for the plugin (its encoders
+        fill it in, its decode and hint read it), or None: the encoders make their own."""
+        return None
+
+
+# (pod, nodes) -> the node a trial placement of ``pod`` on the pass's state would take among
+# ``nodes`` (greedy's filters and scores, no preemption), or None: none passes.
+Trial = Callable[[PodInfo, np.ndarray], Optional[int]]
+# (context, state, static filters, trial) -> the rule's part in one greedy pass.
+GreedyHook = Callable[[Any, ClusterState, StaticView, Trial], GreedyPart]
+
+
+class PostFilterOutcome(Protocol):
+    """DefaultPreemption's answer for a pod no node fits: the node and victims, or a message."""
+
+    node: Optional[int]
+    victims: list[PodInfo]
+    message: Optional[str]
+
+
+class PostFilter(Protocol):
+    """Greedy's PostFilter (DefaultPreemption), for a pod no node fits."""
+
+    def default_preemption(self, pod: PodInfo, cycle: Any, state: ClusterState, static: Any, ctx: Any, *,
+                           rng: Any = None, allowed: Any = None, evicted: Sequence[PodInfo] = (),
+                           protected: frozenset[str] = frozenset()) -> PostFilterOutcome:
+        """Victims on one node that make room for ``pod`` (or why none)."""
+        ...
+
+    REASON_TERMINATING: str  # why a pod waiting for its earlier victims does not preempt again
+
+    def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: Any) -> list:
+        """The victims, less those a preemption at priority ``level`` on ``node`` makes unnecessary."""
+        ...
+
+
 # --------------------------------------------------------------------------- the plugin object
 
-Encoder = Callable[[Any], None]  # (EncodeModel) -> None: adds the rule's constraints
-# (pod, state, can_evict, gangs) -> mask of the nodes the pod may ever use in the window, whatever
+# (EncodeModel) -> the rule's encoding object, or None: adds the rule's constraints and returns
+# what it made of its own (its variables, what its hint and decode read); the engine keeps it by
+# plugin name (``WindowModel.encodings``) and decode, hint and stages ask it through the
+# protocols above. A plugin whose encoding spans several steps runs them in one encoder.
+Encoder = Callable[[Any], Optional[Any]]
+# (pod, state, can_evict, window) -> mask of the nodes the pod may ever use in the window, whatever
 # the window does; ``can_evict(running pod)``: whether some eviction of the window may remove it;
-# ``gangs``: the window's gangs by key.
+# ``window``: the window's parts by plugin name (``WindowPart``; empty outside a scheduling window).
 Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
 Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
 # (pod) -> None, or the node names a static filter's PreFilter restricts the pod to and the status
@@ -355,6 +577,44 @@ Couples = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
 # (pod, state, static filters, Kubernetes version) -> the filter's PreFilter for one cycle, or None
 # when it passes on every node for this pod.
 CycleHook = Callable[[PodInfo, ClusterState, StaticView, str], Optional[CycleFilter]]
+# (snapshot, config, window, state) -> None: the rule's part in building a context, before the
+# window's pods are grouped into classes: what it attaches to the state for the snapshot (DRA's
+# devices, the volume catalog) and the marks it sets on window pods (part of their signature).
+Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], None]
+# (snapshot, config, window, state) -> the room pods outside the window keep (``Nominations``).
+NominationsHook = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], Nominations]
+
+
+class LocalKernel(Protocol):
+    """A node-local score plugin's weighted score of one pod class over any nodes, from the
+    nodes' own state: the score cache keeps its values over every node per class and refreshes
+    the nodes placements touch (``one`` for a few, in Python arithmetic, when ``scalar``)."""
+
+    scalar: bool
+
+    def __call__(self, nodes: np.ndarray) -> np.ndarray: ...
+
+    def one(self, node: int) -> int: ...
+
+
+class ScoreCachePart(Protocol):
+    """A score plugin's part in greedy's score cache (``scoring/cache.py``), whose totals must
+    equal ``score_nodes``' bit for bit: ``local`` gives a node-local kernel per pod class (None:
+    not node-local, or nothing to add for the pod), else ``totals`` the weighted scores of one
+    pod over ``nodes`` (None: nothing to add)."""
+
+    def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[LocalKernel]: ...
+
+    def totals(self, pod: PodInfo, nodes: np.ndarray) -> Any: ...
+
+
+# (state, score context, weight, the cache: its tuning) -> the plugin's part in one score cache.
+ScoreCacheHook = Callable[[ClusterState, Any, int, Any], ScoreCachePart]
+
+
+# (pod, nodes, state, score context, class size) -> the weighted score one more pod of the class
+# takes from each further one on each node (an array, or one number for every node), or None.
+Crowding = Callable[[PodInfo, np.ndarray, ClusterState, Any, int], Any]
 
 
 @dataclass(frozen=True)
@@ -374,6 +634,30 @@ class Plugin:
     * ``couples``: which pods the rule ties together wherever they land (``Couples``): CP-SAT
       solves pods no rule ties (nor shared nodes, nor evictions) as separate components;
     * ``checks``: the validator's final-state checks of the rule;
+    * ``prepare``: the rule's part in building a context from a snapshot (``Prepare``), run by
+      ``context.build_context`` for every plugin in ``PLUGINS`` order;
+    * ``nominations``: the room pods outside the window are nominated to (``NominationsHook``;
+      one plugin at most gives it, DefaultPreemption);
+    * ``greedy``: the rule's part in greedy's pass beyond its filter (``GreedyHook``:
+      coscheduling's queue order, PreFilter and Permit, topology spread's window guard);
+    * ``packing``: the rule's state the packing hint counts exactly (``PackingBook``, made per
+      window model): a class it counts is packed even though the rule keeps per-node state;
+    * ``may_preempt``: whether a preemptor may evict a victim at all (DefaultPreemption's
+      eligibility; the model's evictions and the decode of their preemptors ask every hook);
+    * ``plan_rank``: the rule's levels in the comparison of two plans' values (placements,
+      victims), after the evictions' (``cpsat/choose.plan_value``; larger is better): how far
+      down their ``firstAvailable`` lists device claims go, preferred-topology gangs' spans;
+    * ``plan_allocations``: what the rule gives a plan (placements, victims) beyond where pods
+      go, as the plan's ``allocations`` (DynamicResources: each new claim allocation);
+    * ``score_cache``: the score's part in greedy's score cache (``ScoreCacheHook``: the same
+      totals as ``score``, faster; a score plugin without it is asked for its ``score``);
+    * ``crowding``: the score's drop per further pod of a class on a node, for the CP-SAT
+      objective's crowding term (``Crowding``; ``scoring/crowding.py`` sums the plugins');
+    * ``repack_keep``: for re-packing, given where pods are (pod key -> node), the nodes a
+      moving pod may go to, or None (a gang with required topology keeps its domain);
+    * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
+    * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
+    * ``capacity``: the rule counts requests against a node's room (``Capacity``);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
       the node-class and symmetry reductions and the packing hint leave windows using it alone.
@@ -391,3 +675,16 @@ class Plugin:
     checks: tuple[Check, ...] = ()
     couples: Optional[Couples] = None
     per_node_state: Optional[Callable[[PodInfo], bool]] = None
+    prepare: Optional[Prepare] = None
+    capacity: Optional[Capacity] = None
+    greedy: Optional[GreedyHook] = None
+    postfilter: Optional[PostFilter] = None
+    window: Optional[Callable[[Any], WindowPart]] = None
+    packing: Optional[Callable[[Any], PackingBook]] = None
+    may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
+    plan_rank: Optional[Callable[[Any, dict[str, int], list[Any]], tuple]] = None
+    plan_allocations: Optional[Callable[[Any, dict[str, int], list[Any]], tuple]] = None
+    crowding: Optional[Crowding] = None
+    score_cache: Optional[ScoreCacheHook] = None
+    repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
+    nominations: Optional[NominationsHook] = None

@@ -11,7 +11,7 @@ so no rule ever rescans all pods for each incoming pod.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
@@ -74,6 +74,12 @@ class VolumeBook(Protocol):
 
     def release(self, pod: PodInfo, state: "ClusterState") -> None:
         """Undo ``reserve`` for claims no pod in the state uses any more."""
+        ...
+
+    def bindings_of(self, placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: Any,
+                    taken: Optional[Mapping[str, str]] = None) -> tuple[Any, ...]:
+        """A plan's ``volume_bindings``: a volume (or provisioning) for every delayed claim of
+        the ``placed`` pods; ``taken`` (volume -> claim), what the engine reserved, kept."""
         ...
 
 
@@ -328,6 +334,43 @@ class ClusterState:
         for node, pods in enumerate(self.pods_on):
             for pod in pods.values():
                 yield pod, node
+
+    def merged(self, nodes: list[NodeInfo], members: list[list[int]], alloc: np.ndarray) -> "ClusterState":
+        """A state over ``nodes``, one per group of this state's nodes (``members``), with
+        allocatable ``alloc``, each holding every pod of its members: what adding those pods one
+        by one gives (node classes, ``cpsat/node_classes.py``), made from the per-node aggregates
+        instead — sums of the arrays and counters, the pod dicts joined. Volumes and devices are
+        not carried over (a fresh state has none either)."""
+        out = ClusterState(nodes, self.resources)
+        assert out.resources == self.resources  # the request vectors are shared: the same columns
+        to = np.empty(len(self.nodes), dtype=np.int64)
+        for k, group in enumerate(members):
+            to[group] = k
+        out.alloc = np.array(alloc, dtype=np.int64)
+        np.add.at(out.used, to, self.used)
+        out.free = out.alloc - out.used
+        np.add.at(out.nonzero, to, self.nonzero)
+        for k, group in enumerate(members):
+            on = out.pods_on[k]
+            ports = out.ports_on[k]
+            for n in group:
+                on.update(self.pods_on[n])
+                if self.ports_on[n]:
+                    ports.update(self.ports_on[n])
+            out.where.update(dict.fromkeys(on, k))
+        out.priorities = Counter(self.priorities)
+        for key, (pod, per_node) in self._groups.items():
+            counts: Counter[int] = Counter()
+            for n, c in per_node.items():
+                counts[int(to[n])] += c
+            out._groups[key] = (pod, counts)
+        for term, owners in self.anti_owners.items():
+            out.anti_owners[term] = np.bincount(to, weights=owners, minlength=len(nodes)).astype(np.int64)
+        out.affinity_pods = dict(self.affinity_pods)
+        out.claim_users = {claim: {key: int(to[n]) for key, n in users.items()} for claim, users in self.claim_users.items()}
+        out._match_cache = self._match_cache
+        out._vectors = self._vectors
+        return out
 
     def copy(self) -> "ClusterState":
         other = ClusterState.__new__(ClusterState)

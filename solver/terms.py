@@ -7,11 +7,12 @@ Pydantic models hold dicts and cannot be hashed; the solver needs selectors as d
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Optional
 
 from models.labels import selector_matches
-from models.objects import LabelSelector, PodAffinityTerm, TopologySpreadConstraint
+from models.objects import LabelSelector, PodAffinityTerm, Taint, Toleration, TopologySpreadConstraint
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +123,34 @@ class SpreadConstraint:
             honor_node_affinity=c.node_affinity_policy == "Honor",
             honor_node_taints=c.node_taints_policy == "Honor",
         )
+
+
+# The node name label every kubelet sets: a topology key over it makes one domain per node.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def spreads_itself_per_node(pod) -> bool:
+    """A ScheduleAnyway constraint of the pod (a ``PodInfo``) on the hostname key that counts the
+    pod's own class: read by topology spread's crowding term and by re-packing."""
+    return any(
+        not c.hard and c.topology_key == HOSTNAME_LABEL and c.selector.matches(pod.labels)
+        for c in pod.spread
+    )
+
+
+# The taint effects that keep a pod off a node (TaintToleration's filter, spread's
+# nodeTaintsPolicy); PreferNoSchedule only affects scoring.
+NO_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def untolerated(tolerations: Iterable[Toleration], taints: Iterable[Taint],
+                effects: tuple[str, ...] = NO_SCHEDULE_EFFECTS) -> Optional[Taint]:
+    """The first taint with one of ``effects`` that no toleration tolerates, or None: the
+    toleration rule TaintToleration filters with and the node index caches for scoring."""
+    tolerations = tuple(tolerations)
+    for taint in taints:
+        if taint.effect not in effects:
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None

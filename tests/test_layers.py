@@ -65,3 +65,92 @@ def test_preemption_reads_the_static_filters_the_registry_lists() -> None:
     from solver.plugins.registry import STATIC_FILTERS
 
     assert nominated.STATIC_FILTERS == STATIC_FILTERS
+
+
+# --------------------------------------------------------------------------- engines name no plugin
+
+# The engines: everything under solver/ that runs the plugins rather than being one (or being a
+# basic the plugins stand on, which import-linter already keeps off the plugins).
+ENGINE_GLOBS = ("solver/*.py", "solver/cpsat/*.py", "solver/scoring/*.py", "solver/repack/*.py")
+# An engine module reaching a plugin package past the registry, with the reason it must (module,
+# plugin package): keep this short; a new entry needs a reason a reviewer accepts, and an entry no
+# longer used fails the test below.
+ENGINE_PLUGIN_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+}
+
+
+def _plugin_packages() -> set[str]:
+    return {p.name for p in (ROOT / "solver" / "plugins").iterdir() if (p / "__init__.py").exists()}
+
+
+def _imported_plugins(path: Path) -> set[str]:
+    """The plugin packages a module imports, at any depth (functions and TYPE_CHECKING blocks too)."""
+    import ast
+
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module.removesuffix(".__init__")
+    plugins = _plugin_packages()
+    found: set[str] = set()
+
+    def note(name: str) -> None:
+        parts = name.split(".")
+        if len(parts) >= 3 and parts[:2] == ["solver", "plugins"] and parts[2] in plugins:
+            found.add(parts[2])
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                note(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            note(base)
+            for alias in node.names:
+                note(f"{base}.{alias.name}")
+    return found
+
+
+def _engine_plugin_imports() -> set[tuple[str, str]]:
+    out = set()
+    for pattern in ENGINE_GLOBS:
+        for path in sorted(ROOT.glob(pattern)):
+            for plugin in _imported_plugins(path):
+                out.add((str(path.relative_to(ROOT)), plugin))
+    return out
+
+
+def test_engines_reach_plugins_only_through_the_registry() -> None:
+    """Greedy, CP-SAT, scoring, re-packing, the validator and the context loop over the
+    registry's lists (plugins/registry.py) and the hooks of plugin_api.Plugin: an engine module
+    importing a plugin package by name fails here unless the allow-list says why it must."""
+    found = _engine_plugin_imports()
+    unexplained = sorted(found - set(ENGINE_PLUGIN_IMPORTS_ALLOWED))
+    assert not unexplained, f"engine modules importing a plugin by name (use a PLUGIN hook): {unexplained}"
+    stale = sorted(set(ENGINE_PLUGIN_IMPORTS_ALLOWED) - found)
+    assert not stale, f"allow-list entries no longer used (remove them): {stale}"
+
+
+def test_the_engine_import_check_sees_every_way_of_importing() -> None:
+    """The check above can fail: absolute, relative, package-attribute and function-level imports
+    of a plugin are all seen."""
+    import tempfile
+
+    sources = {
+        "import solver.plugins.gang.permit\n": {"gang"},
+        "from .plugins.node_ports import filter\n": {"node_ports"},
+        "from .plugins import dynamic_resources, registry\n": {"dynamic_resources"},
+        "def f():\n    from ..plugins.preemption.nominated import hold\n": {"preemption"},
+        "from .plugins.registry import PLUGINS\nfrom .plugins import helper\n": set(),
+    }
+    for text, expected in sources.items():
+        folder = "cpsat" if text.startswith("def f") else ""
+        with tempfile.NamedTemporaryFile("w", suffix=".py", dir=ROOT / "solver" / folder, delete=False) as f:
+            f.write(text)
+        path = Path(f.name)
+        try:
+            assert _imported_plugins(path) == expected, text
+        finally:
+            path.unlink()

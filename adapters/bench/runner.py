@@ -367,7 +367,7 @@ def spread_skew(final: ClusterSnapshot, carriers: Sequence[Pod], config: Schedul
     worst, above = 0, 0
     seen: set[tuple] = set()
     for info in infos:
-        for cc in pod_topology_spread.prefilter(info, ctx.state, static.affinity_mask(info), static.tolerated_mask(info)):
+        for cc in pod_topology_spread.prefilter(info, ctx.state, *pod_topology_spread.inclusion_masks(static, info)):
             counts = cc.domain_counts[cc.eligible_domains]
             if not len(counts):
                 continue

@@ -94,8 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: on; --no-adaptive-window makes every window wait)")
     parser.add_argument("--batch-wait", type=non_negative_int, default=defaults.DEFAULT_BATCH_WAIT_MS, metavar="MS",
                         help="while pods stream in (each within MS of the one before), a window of pods that need no "
-                        "joint decision waits MS milliseconds after its first pod for those right behind it: a "
-                        "window per few pods instead of one per pod, for half the CPU; a lone pod never waits, "
+                        "joint decision waits MS milliseconds after its first pod for those right behind it: fewer "
+                        "windows and less CPU per pod, for MS more latency; a lone pod never waits, "
                         f"and no window waits past --window-wait (default {defaults.DEFAULT_BATCH_WAIT_MS}; 0: never)")
     parser.add_argument("--quick-window", type=non_negative_int, default=defaults.DEFAULT_QUICK_WINDOW, metavar="N",
                         help="windows of at most N pods that need no joint decision are decided by scheduleOne "

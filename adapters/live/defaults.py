@@ -16,17 +16,20 @@ DEFAULT_WINDOW_SIZE = 500
 # improve the plan of a pod that is decided as well on its own, and it costs its latency.
 DEFAULT_WINDOW_WAIT_MS = 200
 # While pods stream in (each within this many milliseconds of the one before), a window of pods
-# that need no joint decision still waits this long after its first pod, for the pods right
-# behind it. Not for a better plan: every window has a fixed cost (snapshot, the solver's view
-# of the cluster, validation, a bind batch), and at 100 pods/s one window per pod spent 6.8 ms
-# of CPU per pod where windows of ~4 pods spend 4.2, for ~25 ms more latency (p50 6 -> 29 ms,
-# p99 80 -> 63 ms; `python -m adapters.bench.live --burst 0 --backlog 0`, 500 nodes; 20 ms gave
-# 5.0 ms/pod, 50 ms 3.9 ms/pod at p50 46 ms). Against a real kube-apiserver the saving is not
-# there: a pod's CPU is mostly its watch events, bind and event writes (TLS, JSON), and the loop
-# is slow enough to batch by itself: 30, 10 and 0 ms all spent 3.1-3.2 ms of CPU per pod at
-# 100 pods/s (windows of 5.5, 4.3 and 5.8 pods), while every window's first pod paid the wait
-# in latency. So it is 10 ms. A lone pod, or the first after a lull, never waits. 0: never.
-DEFAULT_BATCH_WAIT_MS = 10
+# that need no joint decision may wait this long after its first pod, for the pods right behind
+# it. Not for a better plan: every window has a fixed cost (snapshot, the solver's view of the
+# cluster, validation, a bind batch), and on the in-memory server at 100 pods/s one window per pod
+# spent 6.8 ms of CPU per pod where windows of ~4 pods spent 4.2. But every window's first pod
+# pays the wait in latency, and at a steady 100 pods/s a pod arrives every 10 ms, so it is nearly
+# every pod: against a real kube-apiserver 1.36 (500 nodes, `python -m adapters.bench.live
+# --kubeconfig ... --burst 0 --backlog 0`), 10 ms gave a steady p50 of 15 ms (windows of 1.6 pods,
+# 3.3 ms of CPU per pod) and 0 gave 5 ms (windows of 1.0, 4.2 ms/pod), where kube-scheduler 1.36
+# took 2-8 ms in the same runs (the full peer bench, twice: 27 and 25 -> 5 ms; CPU 1.84x and 1.62x
+# kube-scheduler's before, 1.64x and 1.80x after: the wait saved little CPU against a real server). So it is 0: a pod is decided the moment the loop is free; a burst or a backlog
+# still makes large windows, because pods pile up while the previous window is decided. Part of
+# the CPU a window per pod costs is won back on the lone pod's path (the unchecked binding and
+# event calls of `api_client._unchecked`, no index of every pod when none is left out).
+DEFAULT_BATCH_WAIT_MS = 0
 # The interpreter's switch interval while the live scheduler runs (seconds; Python's default is
 # 0.005). See `LiveOptions.switch_interval`.
 DEFAULT_SWITCH_INTERVAL = 0.001

@@ -539,16 +539,16 @@ class Scheduler:
         return None
 
     def report_unschedulable(self, snapshot: ClusterSnapshot, window: list[QueuedPod], plan: Plan) -> int:
-        pods = snapshot.pod_by_key
         rejected: dict[str, str] = {}  # gang -> the message of its first member left out
         for u in plan.unschedulable:
+            pod = snapshot.pod(u.pod)  # not `pod_by_key`: a dict of every pod, each window, for a few
+            assert pod is not None  # a validated plan names only the snapshot's pods
             self.queue.requeue_unschedulable(u.pod, u.message)
             self.metrics.attempts.labels(result="unschedulable").inc()
-            self.reporter.failed_scheduling(pods[u.pod], u.message,
-                                            clear_nomination=self._nomination_lapses(pods[u.pod], u.message))
+            self.reporter.failed_scheduling(pod, u.message, clear_nomination=self._nomination_lapses(pod, u.message))
             log.info("%s is unschedulable: %s", u.pod, u.message)
             self.on_unschedulable(u.pod, u.message)
-            gang = pod_group_key(pods[u.pod])
+            gang = pod_group_key(pod)
             if gang is not None:
                 rejected.setdefault(gang, u.message)
         if rejected:

@@ -5,7 +5,7 @@ What every component of a window shares travels as one ``BuildInput``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +14,8 @@ import numpy as np
 from .. import interrupt
 from ..context import PodClass, SchedulingContext
 from ..filtering import StaticFilters
-from ..plugins.gang import permit as gang_mod
-from ..plugins.registry import PRUNES, WINDOW_ENCODERS
+from ..plugin_api import WindowPart
+from ..plugins.registry import PRUNES, WINDOW_ENCODINGS
 from ..scoring import crowding, score_nodes
 from . import eviction
 from .model import Level, WindowModel
@@ -26,10 +26,10 @@ from .symmetry import break_symmetry
 class BuildInput:
     """What the components of one window share when their models are built.
 
-    ``cand``/``ubs``: candidate nodes and upper bounds per class (``candidates``); ``gangs``: the
-    window's gangs by key; ``sctx``: the score context; ``weights``: the placement weight per
-    priority tier (``choose.tier_weights``); ``kinds``/``alias``: gang kinds and the context classes
-    merged into their classes (``gang.merge_classes``)."""
+    ``cand``/``ubs``: candidate nodes and upper bounds per class (``candidates``); ``sctx``: the
+    score context; ``weights``: the placement weight per priority tier (``choose.tier_weights``);
+    ``window``: the rules' views of the whole window by plugin name (``plugin_api.WindowPart``);
+    ``alias``: the context classes they merged into others (gang kinds)."""
 
     ctx: SchedulingContext
     static: StaticFilters
@@ -38,8 +38,7 @@ class BuildInput:
     sctx: Any
     weights: Mapping[int, int]
     allow_preemption: bool
-    gangs: Mapping[str, Any] = field(default_factory=dict)
-    kinds: Sequence[Any] = ()
+    window: Mapping[str, WindowPart] = field(default_factory=dict)
     alias: Mapping[int, int] = field(default_factory=dict)
 
 
@@ -52,10 +51,8 @@ def build_component(inp: BuildInput, classes) -> WindowModel:
         wm.cand[cls.id], wm.ub[cls.id] = inp.cand[cls.id], inp.ubs[cls.id]
     wm.create_variables()
     eviction.create(wm)
-    wm.encodings[gang_mod.NAME] = gang_mod.GangEncoding(inp.gangs, list(inp.kinds))  # type: ignore[arg-type]
-    for encode in WINDOW_ENCODERS:
-        interrupt.check()
-        encode(wm)
+    wm.window = inp.window
+    encode_rules(wm, WINDOW_ENCODINGS)
     interrupt.check()
     eviction.encode_costs(wm, ctx)
     placement = wm.level("placement")
@@ -66,6 +63,17 @@ def build_component(inp: BuildInput, classes) -> WindowModel:
     interrupt.check()
     break_symmetry(wm, enabled=ctx.config.solver.break_symmetry)
     return wm
+
+
+def encode_rules(wm: WindowModel, encoders) -> None:
+    """Run the rules' encoders (``(plugin name, encoder)``, in build order) and keep the encoding
+    object each returns under its plugin's name (one per plugin)."""
+    for name, encode in encoders:
+        interrupt.check()
+        made = encode(wm)
+        if made is not None:
+            assert wm.encodings.get(name, made) is made, f"{name}: one encoding object per plugin"
+            wm.encodings[name] = made
 
 
 def _encode_scores(wm: WindowModel, ctx: SchedulingContext, sctx) -> None:
@@ -116,16 +124,16 @@ def _encode_crowding(wm: WindowModel, cls: PodClass, entries, drops: np.ndarray)
 
 
 
-def candidates(ctx, classes, static, gangs, allow_preemption):
-    """Candidate nodes and upper bounds per class (shared by every component)."""
+def candidates(ctx, classes, static, window, allow_preemption):
+    """Candidate nodes and upper bounds per class (shared by every component); ``window``: the
+    rules' window parts by plugin name (empty outside a scheduling window)."""
     state = ctx.state
     probe = WindowModel(ctx, classes, static, allow_preemption=allow_preemption)
 
     def extra_prune(cls: PodClass, can_preempt: bool, others=frozenset()) -> np.ndarray:
         """``others``: running pods another class's preemption may evict (their rules may go)."""
         rep = cls.rep
-        gang = gangs.get(rep.group) if rep.group else None
-        if gang is not None and gang.blocked(rep):
+        if any(part.why_blocked(rep) for part in window.values()):
             return np.zeros(len(state.nodes), dtype=bool)
 
         def can_evict(other) -> bool:
@@ -133,7 +141,7 @@ def candidates(ctx, classes, static, gangs, allow_preemption):
 
         mask = np.ones(len(state.nodes), dtype=bool)
         for prune in PRUNES:
-            mask &= prune(rep, state, can_evict, gangs)
+            mask &= prune(rep, state, can_evict, window)
         return mask
 
     probe.compute_candidates(extra_prune)

@@ -4,9 +4,8 @@ choice between the solver's plan and greedy's (``choose``)."""
 from __future__ import annotations
 
 from ..plugin_api import Victim
-from ..plugins.dynamic_resources.plan import preference_cost
-from ..plugins.gang import preferred as gang_preferred
-from ..plugins.preemption.pdb import PdbBudgets
+from ..plugins.registry import PLAN_RANKS
+from ..disruption import PdbBudgets
 from ..scoring import final_state
 
 
@@ -60,15 +59,14 @@ def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: 
                victim_weights: dict[int, int]) -> tuple:
     """Lexicographic value of a plan, as the model orders it: placement by priority tier, then
     PodDisruptionBudget violations, the victims' priority tiers (``victim_weights``, one scale for
-    every plan compared), the number of victims, how far down their ``firstAvailable`` lists the plan's device claims go
-    (``dynamic_resources.plan.preference_cost``), then the domains preferred-topology gangs span
-    (``gang.preferred``), widest level first."""
+    every plan compared), the number of victims, then the rules' own levels (``PLAN_RANKS``, in
+    the registry's order: how far down their ``firstAvailable`` lists the plan's device claims go,
+    then the domains preferred-topology gangs span, widest level first)."""
     placed = sum(weights[ctx.pod(k).priority] for k in placements)
     return (
         placed,
         -PdbBudgets.of(ctx).violations(v.pod for v in victims),
         -sum(victim_weights[v.pod.priority] for v in victims),
         -len(victims),
-        -preference_cost(ctx, placements, victims),
-        tuple(-count for count in gang_preferred.spans(ctx, placements)),
+        tuple(level for rank in PLAN_RANKS for level in rank(ctx, placements, victims)),
     )

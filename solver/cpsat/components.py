@@ -10,6 +10,7 @@ component is its own, smaller CP-SAT model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
 import networkx as nx
@@ -99,15 +100,15 @@ def components(
     running_members: Optional[dict[str, list[tuple[PodInfo, int]]]] = None,
     allow_preemption: bool = True,
     state: Optional[ClusterState] = None,
-    linked_groups: frozenset[str] = frozenset(),
+    linked: Sequence[Sequence[int]] = (),
 ) -> list[list[PodClass]]:
     """``running_members``: per gang with members in the window, its running members and their
     nodes. A class that may evict one of them couples with the gang's window classes: the
     eviction counts against the gang's minMember, wherever its other members land. With
     ``state``, a class that may evict a running pod couples with every class the pod keeps
-    out of a shared domain by anti-affinity (``_lifting_edges``). ``linked_groups``: gangs whose
-    minResources admissions read one another's use of the cluster (``gang.min_resources``), all
-    in one component."""
+    out of a shared domain by anti-affinity (``_lifting_edges``). ``linked``: lists of class ids
+    that share one component (the rules' ``WindowPart.linked``: gangs whose minResources
+    admissions read one another's use of the cluster)."""
     graph = nx.Graph()
     graph.add_nodes_from(c.id for c in classes)
     on_node: dict[int, list[PodClass]] = {}
@@ -123,12 +124,8 @@ def components(
             nodes = set(cand[cls.id].tolist())
             if any(n in nodes and can_evict(cls.rep, pod, allow_preemption) for pod, n in running):
                 graph.add_edges_from((cls.id, m.id) for m in members if m.id != cls.id)
-    linked = [c.id for c in classes if c.rep.group in linked_groups]
-    graph.add_edges_from(zip(linked, linked[1:]))
-    # Pods with claims may share a claim or compete for one volume, wherever they land: one
-    # component (``plugins/volume_binding/encode.py``).
-    with_claims = [c.id for c in classes if c.rep.claims]
-    graph.add_edges_from(zip(with_claims, with_claims[1:]))
+    for ids in linked:
+        graph.add_edges_from(zip(ids, ids[1:]))
     ties = _ties(classes)
     coupled = [c for c in classes if c.id in ties]
     for a in coupled:

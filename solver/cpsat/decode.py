@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..greedy import GreedyResult
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Values, Victim
-from ..plugins.preemption import victim_room
+from ..plugins.registry import may_preempt
 from .model import WindowModel
 from .outcome import Solution
 
@@ -47,7 +47,7 @@ def extract(wm: WindowModel, values: Values, sol: Solution) -> None:
         if values.value(var):
             victim, n = wm.evict_pod[key]
             level = next(lv for lv, lam in wm.evict_level[key].items() if values.value(lam))
-            preemptors = [p for p in placed_on.get(n, []) if p.priority == level and victim_room.may_preempt(p, victim)]
+            preemptors = [p for p in placed_on.get(n, []) if p.priority == level and may_preempt(p, victim)]
             for namer in namers:
                 preemptors = namer.narrow(victim, preemptors, values, wm.class_of)
             preemptor = min(preemptors, key=lambda p: (tuple(namer.rank(p, victim) for namer in namers), p.key))

@@ -20,8 +20,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..info import PodInfo
-from ..plugins.preemption.pdb import PdbBudgets
-from ..plugins.preemption.victim_room import may_preempt
+from ..disruption import PdbBudgets
+from ..plugins.registry import may_preempt
 
 if TYPE_CHECKING:
     from ..plugin_api import EncodeModel as WindowModel

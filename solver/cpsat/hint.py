@@ -25,14 +25,9 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
-from ..plugins import dynamic_resources
-from ..plugins.gang import topology as gang_topology
-from ..plugins.gang.encoding import encoding as gang_encoding
-from ..plugins.gang.decode import domain_runs
-from ..plugins.gang.permit import runs_in
-from ..plugins.node_resources_fit import filter as node_resources_fit
-from ..plugins.preemption import nominated
-from ..plugins.registry import per_node_state
+from ..plugin_api import HintsItself, PackingBook, PacksWhole
+from ..plugins.registry import PACKING_BOOKS, per_node_state
+from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..greedy import GreedyResult
 from ..state import PodMatcher
 from .model import HintSolution
@@ -69,7 +64,7 @@ def _coupled(wm: WindowModel, cls) -> bool:
 
 
 def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
-    free = nominated.withheld(wm.ctx.claims, wm.state.free)
+    free = wm.ctx.claims.withheld(wm.state.free)
     counts: dict[tuple[int, int], int] = {}
     for cls in sorted(wm.classes, key=lambda c: (-c.rep.priority, c.id)):
         entries = wm.by_class.get(cls.id)
@@ -78,7 +73,7 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
         nodes = np.fromiter((n for n, _ in entries), dtype=np.int64, count=len(entries))
         ubs = np.fromiter((wm.ub_of(cls.id, n) for n, _ in entries), dtype=np.int64, count=len(entries))
         vec = wm.vec[cls.id]
-        room = np.minimum(node_resources_fit.copies(vec, free[nodes]), ubs)
+        room = np.minimum(room_copies(vec, free[nodes]), ubs)
         before = np.concatenate(([0], np.cumsum(room)[:-1]))
         take = np.clip(np.minimum(room, cls.size - before), 0, None)
         free[nodes] -= take[:, None] * vec
@@ -87,88 +82,22 @@ def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     return counts
 
 
-def _left_out_of_packing(cls, devices: Optional["_DeviceBook"] = None) -> bool:
+def _left_out_of_packing(cls, books: list[tuple[str, PackingBook]]) -> bool:
     """Rules the packing does not follow: the class is left out of it (any rule keeping state per
     node for it, ``Plugin.per_node_state``: one volume per claim, ReadWriteOncePod, per-node CSI
-    counts, devices), except devices where ``_DeviceBook`` counts them exactly. Required
-    anti-affinity it follows (``_AntiBook``), in both directions and over any topology key."""
+    counts, devices), except where a rule's ``PackingBook`` counts it exactly (devices, where
+    exact). Required anti-affinity it follows (``_AntiBook``), in both directions and over any
+    topology key."""
     rep = cls.rep
     if rep.host_ports or rep.affinity or rep.hard_spread:
         return True
-    counted = (dynamic_resources.NAME,) if devices is not None and cls.id in devices.rows else ()
+    counted = tuple(name for name, book in books if cls.id in book.rows)
     return per_node_state(rep, besides=counted)
 
 
-class _DeviceBook:
-    """Devices for the packing (DynamicResources), where counting them is exact: a class whose
-    claims are all still to be made from ExactCount templates (``PodInfo.devices_key``) and
-    whose every request may take, on each candidate node, devices of one node-local kind only
-    (``matchAttribute`` then holds when that kind has the attribute; ``distinctAttribute`` only
-    over single devices). Per such class and candidate, the devices one pod takes per kind;
-    other classes with claims stay out of the packing."""
-
-    def __init__(self, wm: WindowModel) -> None:
-        self.free: dict[int, int] = {}
-        self.rows: dict[int, list[Optional[dict[int, int]]]] = {}
-        dra = wm.state.dra
-        if dra is None:
-            return
-        from ..plugins.dynamic_resources.allocator import AllocationError, _alternatives, attribute_value
-
-        rules, inventory = dra.rules, dra.rules.inventory
-        for kind in inventory.kinds:
-            self.free[kind.index] = sum(1 for r in kind.members if r.id not in dra.state.used)
-
-        def need(claims: list, node) -> Optional[dict[int, int]]:
-            """Devices per kind one pod takes on ``node``; None: it cannot go there; raises
-            LookupError where one kind per request does not describe the choice."""
-            kinds = inventory.kinds_on(node)
-            out: dict[int, int] = {}
-            for pc in claims:
-                if not pc.needed:
-                    continue
-                chosen: dict[str, tuple[Any, int]] = {}
-                for request in pc.claim.spec.devices.requests:
-                    (alt,) = _alternatives(request)
-                    fits = [k for k in kinds if rules.candidate(pc.key, alt, k.members[0])]
-                    if not fits:
-                        return None
-                    if len(fits) > 1 or fits[0].scope.node_name is None:
-                        raise LookupError
-                    chosen[request.name] = (fits[0], alt.count)
-                for c in pc.claim.spec.devices.constraints:
-                    covered = [v for name, v in chosen.items() if not c.requests or name in c.requests]
-                    attribute = c.match_attribute or c.distinct_attribute or ""
-                    values = [attribute_value(k.members[0], attribute) for k, _ in covered]
-                    if any(v is None for v in values):
-                        return None
-                    if c.match_attribute is not None and len({repr(v) for v in values}) > 1:
-                        return None
-                    if c.distinct_attribute is not None and (len(covered) > 1 or any(n > 1 for _, n in covered)):
-                        raise LookupError
-                for k, n in chosen.values():
-                    out[k.index] = out.get(k.index, 0) + n
-            return out
-
-        for cls in wm.classes:
-            rep = cls.rep
-            if not rep.pod.spec.resource_claims or not rep.devices_key:
-                continue
-            claims = dra.claims_of(rep)
-            try:
-                self.rows[cls.id] = [need(claims, wm.state.nodes[n].node) for n in wm.cand[cls.id].tolist()]
-            except (LookupError, AllocationError, ValueError):
-                continue
-
-    def cap(self, row: Optional[dict[int, int]]) -> int:
-        """Pods more that the free devices take (a large number for a pod that takes none)."""
-        if row is None:
-            return 0
-        return min((self.free[k] // n for k, n in row.items() if n > 0), default=1 << 30)
-
-    def take(self, row: Optional[dict[int, int]], pods: int) -> None:
-        for k, n in (row or {}).items():
-            self.free[k] -= pods * n
+def _cap(books: list[PackingBook], c: int, i: int) -> int:
+    """The pods more of class ``c`` on its ``i``-th candidate that every book allows."""
+    return min(book.cap(book.rows[c][i]) for book in books)
 
 
 class _AntiBook:
@@ -237,24 +166,28 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     the domains of its key whose free room could hold it, the tightest first, and stays in the
     first that takes ``need`` of its members."""
     state = wm.state
-    free = nominated.withheld(wm.ctx.claims, state.free)
+    free = wm.ctx.claims.withheld(state.free)
     scale = np.maximum(state.alloc.max(axis=0), 1)
-    devices = _DeviceBook(wm)
-    skip = {c.id for c in wm.classes if _left_out_of_packing(c, devices)}
-    # (priority, share per pod, first pod's queue position, need, [(class, count)], topology key)
-    units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Optional[str]]] = []
-    in_gang: set[int] = set()
-    for need, members, repeats in gang_encoding(wm).units:
-        in_gang.update(c.id for c, _ in members)
-        if any(c.id in skip for c, _ in members):
-            continue
-        pods = sum(k for _, k in members)
-        share = sum(k * float((wm.vec[c.id] / scale).max()) for c, k in members) / max(pods, 1)
-        first = min(c.id for c, _ in members)
-        key = _topology_key(wm, members[0][0])
-        units.extend((members[0][0].rep.priority, share, first, need, members, key) for _ in range(repeats))
+    named_books = [(name, make(wm)) for name, make in PACKING_BOOKS]
+    books = [book for _, book in named_books]
+    skip = {c.id for c in wm.classes if _left_out_of_packing(c, named_books)}
+    # (priority, share per pod, first pod's queue position, need, [(class, count)], where: None
+    # for any node, else (free) -> the node masks to try in turn)
+    units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Any]] = []
+    in_unit: set[int] = set()
+    whole = [enc for enc in wm.encodings.values() if isinstance(enc, PacksWhole)]  # gangs
+    for enc in whole:
+        for need, members, repeats, where in enc.packing_units(wm):
+            in_unit.update(c.id for c, _ in members)
+            if any(c.id in skip for c, _ in members):
+                continue
+            pods = sum(k for _, k in members)
+            share = sum(k * float((wm.vec[c.id] / scale).max()) for c, k in members) / max(pods, 1)
+            first = min(c.id for c, _ in members)
+            units.extend((members[0][0].rep.priority, share, first, need, members, where) for _ in range(repeats))
     for cls in wm.classes:
-        if cls.id in in_gang or cls.id in skip or _topology_key(wm, cls) or not wm.by_class.get(cls.id):
+        if cls.id in in_unit or cls.id in skip or any(enc.packing_leaves_out(wm, cls) for enc in whole) \
+                or not wm.by_class.get(cls.id):
             continue
         units.append((cls.rep.priority, float((wm.vec[cls.id] / scale).max()), cls.id, 0, [(cls, cls.size)], None))
     units.sort(key=lambda u: (-u[0], u[1], u[2]))
@@ -273,15 +206,15 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
             cols = np.flatnonzero(vec)
             anti = book is not None and book.involves(cls.id)
             room = free[np.ix_(cand, cols)] - vec[cols]  # per candidate, what one more pod leaves
-            ok = node_resources_fit.fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
+            ok = room_fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
             if within is not None:
                 ok &= within[cand]
             if anti:
                 assert book is not None  # anti implies a book
                 ok &= book.allowed(cls.id, cand)
-            rows = devices.rows.get(cls.id)
-            if rows is not None:
-                cap = np.fromiter((devices.cap(r) for r in rows), dtype=np.int64, count=len(rows))
+            counting = [b for b in books if cls.id in b.rows]  # devices, counted exactly
+            if counting:
+                cap = np.fromiter((_cap(counting, cls.id, i) for i in range(len(cand))), dtype=np.int64, count=len(cand))
                 ok &= cap > 0
             left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
             while k > 0:
@@ -291,11 +224,12 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
                 # ... and as many of the unit's pods of this class as fit there (one at a time
                 # under anti-affinity: each may close the domain to the next).
                 here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
-                                          int(node_resources_fit.copies(vec, free[cand[i]])))
-                if rows is not None:
+                                          int(room_copies(vec, free[cand[i]])))
+                if counting:
                     here = min(here, int(cap[i]))
-                    devices.take(rows[i], here)
-                    cap[i] = devices.cap(rows[i])
+                    for b in counting:
+                        b.take(b.rows[cls.id][i], here)
+                    cap[i] = _cap(counting, cls.id, i)
                 free[cand[i]] -= here * vec
                 taken[cls.id][i] += here
                 placed.extend([(cls.id, i)] * here)
@@ -303,8 +237,8 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
                 # Only this node changed (and, under anti-affinity, its domains): refresh its
                 # entry, or the whole mask when a domain spans more nodes than this one.
                 r = free[cand[i], cols] - vec[cols]  # what one more pod would leave
-                ok[i] = bool(node_resources_fit.fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
-                if rows is not None:
+                ok[i] = bool(room_fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
+                if counting:
                     ok[i] = ok[i] and cap[i] > 0
                 if anti:
                     assert book is not None
@@ -320,18 +254,19 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
         for c, i in placed:
             free[nodes[c][i]] += wm.vec[c]
             taken[c][i] -= 1
-            if c in devices.rows:
-                devices.take(devices.rows[c][i], -1)
+            for b in books:
+                if c in b.rows:
+                    b.take(b.rows[c][i], -1)
             if book is not None and book.involves(c):
                 book.add(c, int(nodes[c][i]), -1)
 
     counts: dict[tuple[int, int], int] = {}
-    for _, _, _, need, members, key in units:
-        if key is None:
+    for _, _, _, need, members, where in units:
+        if where is None:
             placed = place(members, None)
         else:
             placed = []
-            for within in _domains_to_try(wm, members, need, key, free):
+            for within in where(free):
                 placed = place(members, within)
                 if len(placed) >= max(need, 1):
                     break
@@ -344,25 +279,6 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
             key_ = (c, int(nodes[c][i]))
             counts[key_] = counts.get(key_, 0) + 1
     return counts
-
-
-def _topology_key(wm: WindowModel, cls) -> Optional[str]:
-    """The required topology key of the gang a class's pods belong to (None: none)."""
-    group = cls.rep.group
-    return gang_topology.key_of(wm.ctx.pod_groups.get(group)) if group is not None else None
-
-
-def _domains_to_try(wm: WindowModel, members, need: int, key: str, free: np.ndarray):
-    """Masks of the domains of ``key`` whose free room could hold ``need`` of a topology unit's
-    members (``topology.room_by_domain`` over their candidate nodes), the tightest first: best
-    fit at the domain's scale, which keeps roomy domains whole for wide gangs."""
-    ids = wm.state.domains(key)[0]
-    allowed = np.zeros(len(ids), dtype=bool)
-    for cls, _ in members:
-        allowed[wm.cand[cls.id]] = True
-    room = gang_topology.room_by_domain(wm.state, key, [wm.vec[c.id] for c, _ in members], free, allowed)
-    for d in sorted((d for d in range(len(room)) if room[d] >= max(need, 1)), key=lambda d: (room[d], d)):
-        yield allowed & (ids == d)
 
 
 def counts_value(wm: WindowModel, counts: dict[tuple[int, int], int], weights: dict[int, int]) -> int:
@@ -394,21 +310,9 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
     for (c, n), k in counts.items():
         if k:
             by_class.setdefault(c, []).append((n, k))
-    gangs = gang_encoding(wm)
-    per_domain_of = {id(kind): per_domain for kind, per_domain in gangs.domain_runs}
-    for kind, var in gangs.runs:
-        per_domain = per_domain_of.get(id(kind))
-        if per_domain is not None:  # a topology kind: its gangs per domain, and their sum
-            ids = wm.state.domains(kind.topology_key)[0]
-            runs_at = domain_runs(kind, by_class, ids, placements)
-            for d, dvar in per_domain.items():
-                wm.model.add_hint(dvar, runs_at.get(d, 0))
-            runs = sum(runs_at.get(d, 0) for d in per_domain)
-        elif placements is not None:
-            runs = runs_in(kind, placements)
-        else:  # counts built whole gang by whole gang: the fewest gangs that hold them
-            runs = kind.runs_needed({c.id: placed.get(c.id, 0) for c in kind.classes})
-        wm.model.add_hint(var, runs)
+    for enc in wm.encodings.values():  # gangs: how many of each kind run
+        if isinstance(enc, HintsItself):
+            enc.hint(wm, by_class, placed, placements)
     return counts
 
 

@@ -22,8 +22,8 @@ can lift). Each coupling rule adds its constraints from its own predicate module
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any, Optional, TypeVar
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -33,12 +33,9 @@ from ..context import PodClass, SchedulingContext
 from ..info import PodInfo
 from ..filtering import StaticFilters
 from ..plugin_api import Level
-from ..plugins.node_resources_fit import filter as node_resources_fit
+from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..state import ClusterState
 from .eviction import top_preemptor
-
-T = TypeVar("T")
-
 
 class WindowModel:
     def __init__(
@@ -79,8 +76,11 @@ class WindowModel:
         self._ub: dict[tuple[int, int], int] = {}
         self._node_used: dict[int, cp_model.IntVar] = {}
         # Each plugin's own encoding (its variables, what its hint and decode read), by plugin
-        # name: created by the plugin on first use (``encoding``), never read by another plugin.
+        # name: what its encoder returned (``build.build_component``), never read by another
+        # plugin; decode, hint and stages ask it through the ``plugin_api`` protocols.
         self.encodings: dict[str, Any] = {}
+        # The rules' views of the whole window, by plugin name (``plugin_api.WindowPart``).
+        self.window: Mapping[str, Any] = {}
         # Groups of interchangeable candidate nodes (see ``symmetry``).
         self.node_groups: list[list[int]] = []
         self.symmetry_broken = False
@@ -91,13 +91,6 @@ class WindowModel:
         # Context class id -> the model class it is counted in, for classes merged into another
         # (gang kinds' classes, ``gang.merge_classes``).
         self.alias: dict[int, int] = {}
-
-    def encoding(self, name: str, make: Callable[[], T]) -> T:
-        """Plugin ``name``'s encoding object, made by ``make`` the first time it is asked for."""
-        found = self.encodings.get(name)
-        if found is None:
-            found = self.encodings[name] = make()
-        return found
 
     def class_of(self, pod: PodInfo) -> int:
         """The model class a window pod is counted in."""
@@ -170,11 +163,11 @@ class WindowModel:
                 cap = free
             if top is not None:
                 cap = np.maximum(cap, free + freed)
-            mask &= node_resources_fit.fits(vec, cap)
+            mask &= room_fits(vec, cap)
             mask &= extra_prune(cls, can_preempt, others)
             nodes = all_nodes[mask]
             if len(nodes):
-                ub = np.minimum(node_resources_fit.copies(vec, cap[nodes]), cls.size)
+                ub = np.minimum(room_copies(vec, cap[nodes]), cls.size)
                 if rep.host_ports:
                     ub = np.minimum(ub, 1)  # a pod's host ports collide with its twin's
                 keep = ub > 0

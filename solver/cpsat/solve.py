@@ -32,8 +32,8 @@ from .. import interrupt, progress
 from ..context import SchedulingContext
 from ..filtering import StaticFilters
 from ..greedy import GreedyResult, schedule_greedy
-from ..plugins.gang import min_resources as gang_min_resources
-from ..plugins.gang import permit as gang_mod
+from ..plugin_api import WindowPart
+from ..plugins.registry import window_parts
 from ..scoring import ScoreContext, final_state
 from .build import BuildInput, build_component, candidates
 from .choose import PlanPair, choose, not_worse, plan_value, tier_weights
@@ -57,7 +57,7 @@ __all__ = [
     "MAX_STAGE_RANGE", "MIN_COMPONENT_SECONDS",
     "PRESOLVE_MAX_VARIABLES", "PRESOLVE_MAX_VARIABLES_HINTED", "STATUS_NAMES", "BuildInput", "CpsatOutcome",
     "ModelInvalidError", "PlanPair", "Solution", "build_component", "candidates", "choose", "estimated_greedy_seconds",
-    "maximize", "not_worse", "plan_value", "solve_window", "tier_weights",
+    "maximize", "model_classes", "not_worse", "plan_value", "solve_window", "tier_weights",
 ]
 
 log = logging.getLogger("cpsat_scheduler.solver")
@@ -123,26 +123,23 @@ def solve_window(ctx: SchedulingContext, *, time_limit: Optional[float] = None) 
 def _solve_beside_greedy(win: Window) -> CpsatOutcome:
     ctx, static = win.ctx, win.static
     allow_preemption = ctx.config.preemption.enabled
-    gangs = gang_mod.collect(ctx)
     weights = tier_weights([p.priority for p in ctx.window])
     build_start = time.monotonic()
-    # Interchangeable gangs share classes: the model follows the variety of gangs, not their number.
-    kinds = gang_mod.kinds(ctx, gangs)
-    classes, alias = gang_mod.merge_classes(ctx.classes, kinds)
+    window, classes, alias = model_classes(ctx)
     # What the static filters leave is an upper bound on the pairs, known before the candidate
     # pass (itself seconds at 5,000 nodes): when even the bound is far past the budget, degrade now.
     upper = sum(int(static.mask(c.rep).sum()) for c in interrupt.checked(classes, every=32))
     if upper * steps.BUILD_SECONDS_PER_PAIR > steps.EARLY_FACTOR * steps.BUILD_SHARE * (win.deadline - time.monotonic()):
         return steps.degraded(ctx, static, win.runner, win.start, win.deadline, upper, weights, allow_preemption, bound_only=True)
-    cand, ubs = candidates(ctx, classes, static, gangs, allow_preemption)
-    parts = _components(ctx, classes, cand, gangs, allow_preemption)
+    cand, ubs = candidates(ctx, classes, static, window, allow_preemption)
+    parts = _components(ctx, classes, cand, window, allow_preemption)
     pairs = sum(len(cand[c.id]) for part in parts for c in part)
     if pairs * steps.BUILD_SECONDS_PER_PAIR > steps.BUILD_SHARE * (win.deadline - time.monotonic()):
         # The per-node model would not be built (and loaded by CP-SAT) in time: degrade.
         return steps.degraded(ctx, static, win.runner, win.start, win.deadline, pairs, weights, allow_preemption)
     progress.stage(f"building the CP-SAT model: {len(parts)} component(s), {pairs:,} class x node pair(s); "
                    f"{time_left(win.start, win.deadline)}")
-    inp = BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, allow_preemption, gangs, kinds, alias)
+    inp = BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, allow_preemption, window, alias)
     models = [build_component(inp, part) for part in parts]
     sol = Solution(components=len(parts))
     for wm in models:
@@ -156,16 +153,32 @@ def _solve_beside_greedy(win: Window) -> CpsatOutcome:
     return _choose(win, sol, run, weights)
 
 
-def _components(ctx, classes, cand, gangs, allow_preemption: bool) -> list:
-    """The window's independent components over the classes with a candidate node."""
+def model_classes(ctx: SchedulingContext) -> tuple[dict[str, WindowPart], list, dict[int, int]]:
+    """Each rule's view of the whole window, by plugin name (``plugin_api.WindowPart``: the gangs
+    in it), and the model's classes as the rules merge them (interchangeable gangs share classes:
+    the model follows the variety of gangs, not their number) with the alias of each merged-away
+    context class id."""
+    window = window_parts(ctx)
+    classes, alias = ctx.classes, {}
+    for part in window.values():
+        classes, merged = part.merge(classes)
+        alias.update(merged)
+    return window, classes, alias
+
+
+def _components(ctx, classes, cand, window, allow_preemption: bool) -> list:
+    """The window's independent components over the classes with a candidate node. A class
+    that may evict a running member of a window gang couples with the gang's classes (the
+    pod's ``group`` is shared pod data, not a rule's); the rules' window parts link the
+    classes that must share a component."""
     groups = {c.rep.group for c in classes if c.rep.group}
     running_members: dict[str, list] = {}
     for pod, n in ctx.state.pods():
         if pod.group in groups:
             running_members.setdefault(pod.group, []).append((pod, n))
-    gated = gang_min_resources.gated(gangs)
-    return components([c for c in classes if len(cand[c.id])], cand, running_members, allow_preemption, ctx.state,
-                      linked_groups=frozenset(gated) if len(gated) > 1 else frozenset())
+    kept = [c for c in classes if len(cand[c.id])]
+    linked = [ids for part in window.values() for ids in part.linked(kept)]
+    return components(kept, cand, running_members, allow_preemption, ctx.state, linked=linked)
 
 
 def _hint(win: Window, models: list[WindowModel], weights, sol: Solution) -> GreedyRun:

@@ -11,6 +11,7 @@ Mirrors ``plugins/helper/normalize_score.go`` and ``shape_score.go``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -101,3 +102,31 @@ def go_log(x: float) -> float:
     r = odd + even
     half_f_sq = 0.5 * f * f
     return k * _LN2_HI - ((half_f_sq - (s * (half_f_sq + r) + k * _LN2_LO)) - f)
+
+
+@dataclass
+class Normalized:
+    """A score plugin's static raw values over every node (TaintToleration, NodeAffinity), for
+    the score cache to normalize per pod over the feasible ones (``normalized``)."""
+
+    raw: np.ndarray
+    positive: bool  # some node has a raw value above 0
+    zero: bool  # every node's raw value is 0
+
+    @staticmethod
+    def of(raw: np.ndarray) -> "Normalized":
+        return Normalized(raw, bool((raw > 0).any()), not raw.any())
+
+
+def normalized(raw: Normalized, nodes: np.ndarray, *, reverse: bool) -> np.ndarray | int:
+    """DefaultNormalizeScore of ``raw`` over ``nodes`` (a scalar when it is one constant)."""
+    if reverse and not raw.positive:
+        return MAX_NODE_SCORE
+    if not reverse and raw.zero:
+        return 0
+    values = raw.raw[nodes]
+    top = int(values.max())
+    if top <= 0:
+        return MAX_NODE_SCORE if reverse else values
+    scaled = MAX_NODE_SCORE * values // top
+    return MAX_NODE_SCORE - scaled if reverse else scaled

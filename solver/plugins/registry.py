@@ -15,12 +15,27 @@ them, in ``PLUGINS`` order. What the engines read:
   this order (``filtering.Cycle``; the four volume rules as one, VolumeBinding's);
 * ``SCORE_PLUGINS``: score plugins; their weights come from the configuration (``scoring.weights``,
   kube-scheduler's defaults unless set);
+* ``SCORE_CACHE``: the score plugins' parts in greedy's score cache;
 * ``FILTER_ENCODERS``: the dynamic filters as CP-SAT constraints on a window model (re-packing
   uses these); ``WINDOW_ENCODERS`` adds the window-wide rules a scheduling window has and a
   re-packing does not (gangs, their required and preferred topology, victims' room, volumes);
+  ``FILTER_ENCODINGS``/``WINDOW_ENCODINGS`` pair each with its plugin's name, under which the
+  engine keeps the encoding object it returns;
 * ``COUPLERS``: which pods each rule ties together (CP-SAT's independent components);
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
-* ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices).
+* ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices);
+* ``fits``/``copies``: a request against a node's room, by every rule with a ``capacity``;
+* ``GREEDY_PARTS``: each rule's part in greedy's pass beyond its filter (gangs, spread's guard);
+  ``POSTFILTER``: greedy's PostFilter (DefaultPreemption; None: no plugin gives one);
+* ``window_parts``: each rule's view of a whole window for CP-SAT (gang kinds), by plugin name;
+* ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
+* ``may_preempt``: whether a preemptor may evict a victim (DefaultPreemption's eligibility);
+  ``PLAN_RANKS``: the rules' levels after the evictions' when two plans are compared;
+  ``PLAN_ALLOCATIONS``: what the rules add to a plan beyond its placements (devices per claim);
+* ``CROWDING``: the score plugins' crowding terms for the CP-SAT objective;
+* ``REPACK_KEEPS``: for re-packing, the rules' limits on where a moving pod may go;
+* ``PREPARES``: each rule's part in building a context (``context.build_context``);
+  ``NOMINATIONS``: the one hook giving the room pods outside the window keep (None: no plugin).
 """
 
 from __future__ import annotations
@@ -28,8 +43,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+import numpy as np
+
 from ..info import PodInfo
-from ..plugin_api import Check, Couples, CycleHook, Encoder, NodeNames, Plugin
+from ..plugin_api import (Capacity, Check, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
+                          PackingBook, PostFilter, Prepare, WindowPart)
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -98,13 +116,79 @@ PRUNES = tuple(p.prune for p in PLUGINS if p.prune is not None)
 
 SCORE_PLUGINS: tuple[Any, ...] = tuple(p.score for p in PLUGINS if p.score is not None)
 SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
+# (score NAME, hook): the score plugins' parts in greedy's score cache, in PLUGINS order.
+SCORE_CACHE: tuple[tuple[str, ScoreCacheHook], ...] = tuple(
+    (p.score.NAME, p.score_cache) for p in PLUGINS if p.score is not None and p.score_cache is not None)
 
-FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for p in _ordered(ENCODE_ORDER) for e in p.encode)
-WINDOW_ENCODERS: tuple[Encoder, ...] = FILTER_ENCODERS + tuple(e for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
+# (plugin name, encoder), in build order: the engine keeps what an encoder returns by the name.
+FILTER_ENCODINGS: tuple[tuple[str, Encoder], ...] = tuple((p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.encode)
+WINDOW_ENCODINGS: tuple[tuple[str, Encoder], ...] = FILTER_ENCODINGS + tuple(
+    (p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
+FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for _, e in FILTER_ENCODINGS)
+WINDOW_ENCODERS: tuple[Encoder, ...] = tuple(e for _, e in WINDOW_ENCODINGS)
 
 COUPLERS: tuple[Couples, ...] = tuple(p.couples for p in PLUGINS if p.couples is not None)
 
 FINAL_CHECKS: tuple[Check, ...] = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
+
+CAPACITY: tuple[Capacity, ...] = tuple(p.capacity for p in PLUGINS if p.capacity is not None)
+assert CAPACITY, "some rule must count requests against a node's room"
+
+
+def fits(vec: np.ndarray, room: Any) -> Any:
+    """Whether one pod of request ``vec`` fits ``room`` (a node's row, or a bool per row) for every
+    rule counting requests against room."""
+    out = CAPACITY[0].fits(vec, room)
+    for rule in CAPACITY[1:]:
+        out = out & rule.fits(vec, room)
+    return out
+
+
+def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """How many pods of request ``vec`` fit ``room`` together (per row), the fewest any rule allows."""
+    out = CAPACITY[0].copies(vec, room)
+    for rule in CAPACITY[1:]:
+        out = np.minimum(out, rule.copies(vec, room))
+    return out
+
+
+GREEDY_PARTS: tuple[GreedyHook, ...] = tuple(p.greedy for p in PLUGINS if p.greedy is not None)
+_POSTFILTERS = [p.postfilter for p in PLUGINS if p.postfilter is not None]
+assert len(_POSTFILTERS) <= 1, "one PostFilter at most (kube-scheduler's default profile has DefaultPreemption)"
+POSTFILTER: PostFilter | None = _POSTFILTERS[0] if _POSTFILTERS else None
+
+_WINDOWS = tuple((p.name, p.window) for p in PLUGINS if p.window is not None)
+
+
+def window_parts(ctx: Any) -> dict[str, WindowPart]:
+    """Every rule's view of the window ``ctx`` for CP-SAT, by plugin name (``WindowPart``)."""
+    return {name: make(ctx) for name, make in _WINDOWS}
+
+
+# (plugin name, hook): the books the packing hint counts exactly (devices).
+PACKING_BOOKS: tuple[tuple[str, Callable[[Any], PackingBook]], ...] = tuple(
+    (p.name, p.packing) for p in PLUGINS if p.packing is not None)
+
+_MAY_PREEMPT = tuple(p.may_preempt for p in PLUGINS if p.may_preempt is not None)
+PLAN_RANKS: tuple[Callable[[Any, dict[str, int], list[Any]], tuple], ...] = tuple(
+    p.plan_rank for p in PLUGINS if p.plan_rank is not None)
+# The rules that give a plan more than placements and evictions (devices per claim).
+PLAN_ALLOCATIONS: tuple[Callable[[Any, dict[str, int], list[Any]], tuple], ...] = tuple(
+    p.plan_allocations for p in PLUGINS if p.plan_allocations is not None)
+
+
+def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
+    """Whether ``preemptor`` may evict ``victim`` at all, by every rule that says (none: never)."""
+    return bool(_MAY_PREEMPT) and all(rule(preemptor, victim) for rule in _MAY_PREEMPT)
+
+
+CROWDING: tuple[Crowding, ...] = tuple(p.crowding for p in PLUGINS if p.crowding is not None)
+REPACK_KEEPS = tuple(p.repack_keep for p in PLUGINS if p.repack_keep is not None)
+
+PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
+_NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]
+assert len(_NOMINATIONS) <= 1, "one plugin at most says which room pods outside the window keep"
+NOMINATIONS: NominationsHook | None = _NOMINATIONS[0] if _NOMINATIONS else None
 
 _PER_NODE: tuple[tuple[str, Callable[[PodInfo], bool]], ...] = tuple(
     (p.name, p.per_node_state) for p in PLUGINS if p.per_node_state is not None)

@@ -15,8 +15,10 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 from ..info import PodInfo
-from ..plugins.pod_topology_spread.score import HOSTNAME_KEY
 from ..scoring.crowding import spreads_itself_per_node
+
+# The node name label every kubelet sets (a spread over it is one domain per node).
+HOSTNAME_KEY = "kubernetes.io/hostname"
 
 
 def apart_per_node(pod: PodInfo) -> bool:

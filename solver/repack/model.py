@@ -38,10 +38,10 @@ from ortools.sat.python import cp_model
 
 from .. import interrupt, progress
 from ..cpsat.model import WindowModel
+from ..cpsat.build import encode_rules
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
-from ..plugins.gang import topology as gang_topology
-from ..plugins.node_resources_fit import filter as node_resources_fit
-from ..plugins.registry import FILTER_ENCODERS
+from ..plugins.registry import copies as room_copies
+from ..plugins.registry import FILTER_ENCODINGS, REPACK_KEEPS
 from . import availability
 from .drain import greedy_drain
 from .problem import RepackProblem
@@ -130,7 +130,9 @@ class RepackModel:
         ctx, wm = self.problem.ctx, self.wm
         cand, upper = candidates(ctx, self.classes, self.problem.static, {}, False)
         state = ctx.state
-        homes = self._topology_homes()
+        # The rules' limits on where a moving pod may go (a gang with required topology keeps
+        # the domain it shares today), given where the pods are now.
+        keeps = [make(ctx, self.problem.origin) for make in REPACK_KEEPS]
         for cls in self.classes:
             nodes, ubs = cand[cls.id], upper[cls.id]
             have = dict(zip(nodes.tolist(), ubs.tolist()))
@@ -138,38 +140,16 @@ class RepackModel:
             for n, count in self.now[cls.id].items():
                 if n in have:
                     continue
-                room = int(node_resources_fit.copies(vec, state.free[n])) if vec.any() else count
+                room = int(room_copies(vec, state.free[n])) if vec.any() else count
                 if room > 0:
                     have[n] = min(count, room)
-            home = homes.get(cls.rep.group) if cls.rep.group else None
-            if home is not None:  # a gang with required topology stays in the domain it shares
-                key, domain = home
-                ids = gang_topology.domain_ids(state, key)
-                have = {n: k for n, k in have.items() if ids[n] == domain}
+            for keep in keeps:
+                allowed = keep(cls.rep)
+                if allowed is not None:
+                    have = {n: k for n, k in have.items() if allowed[n]}
             order = sorted(have)
             wm.cand[cls.id] = np.array(order, dtype=np.int64)
             wm.ub[cls.id] = np.array([have[n] for n in order], dtype=np.int64)
-
-    def _topology_homes(self) -> dict[str, tuple[str, int]]:
-        """Per gang with required topology whose members (moving or staying) share one domain
-        today: its key and that domain. A gang already split is left as it is (the plan's
-        validation then names it)."""
-        ctx = self.problem.ctx
-        where: dict[str, list[int]] = {}
-        for pod_key, n in self.problem.origin.items():
-            pod = ctx.pod(pod_key)
-            if pod is not None and pod.group is not None:
-                where.setdefault(pod.group, []).append(n)
-        for pod, n in ctx.state.pods():
-            if pod.group in where:
-                where[pod.group].append(n)
-        homes = {}
-        for group, nodes in where.items():
-            key = gang_topology.key_of(ctx.pod_groups.get(group))
-            domain = gang_topology.home_domain(ctx.state, key, nodes) if key is not None else None
-            if key is not None and domain is not None:
-                homes[group] = (key, domain)
-        return homes
 
     # -- model -----------------------------------------------------------------------------------
 
@@ -178,9 +158,8 @@ class RepackModel:
         self.compute_candidates()
         wm, m, problem = self.wm, self.model, self.problem
         wm.create_variables()
-        # The rules, each from its own module.
-        for encode in FILTER_ENCODERS:
-            encode(wm)
+        # The rules, each from its own module (the engine keeps the encodings they return).
+        encode_rules(wm, FILTER_ENCODINGS)
 
         # Every movable pod is placed somewhere.
         for cls in self.classes:
@@ -305,7 +284,7 @@ class RepackModel:
         quick solve with the hinted variables fixed fills in the rules' own helper variables.
         Returns the start used, or None (the partial hint of the first start is left). A start
         putting a pod where the model has no variable for it (the greedy drain knows no gang
-        topology, ``_topology_homes``) is not accepted: its hint would silently keep that pod home."""
+        topology, the gang plugin's ``repack_keep``) is not accepted: its hint would silently keep that pod home."""
         origin = self.problem.origin
         for start in starts:
             if any((cls.id, start.get(p.key, origin[p.key])) not in self.wm.x for cls in self.classes for p in cls.pods):

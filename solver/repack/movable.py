@@ -33,7 +33,7 @@ from models.config import RepackConfig
 from models.objects import NodeSelector, Pod
 from models.snapshot import ClusterSnapshot
 
-from ..plugins.preemption.pdb import pdbs_covering
+from ..disruption import pdbs_covering
 from .volumes import REASON_VOLUME_UNKNOWN, volume_placement
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

@@ -21,7 +21,7 @@ from models.snapshot import ClusterSnapshot
 from .. import limits
 from ..context import SchedulingContext, build_context
 from ..memory import SolverMemory
-from ..plugins.preemption.pdb import PdbBudgets
+from ..disruption import PdbBudgets
 from ..filtering import StaticFilters
 from .movable import MOVABLE, Movability, classify_all, held_for_backlog
 from .volumes import confined

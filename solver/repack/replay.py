@@ -30,7 +30,7 @@ from models.snapshot import ClusterSnapshot
 from ..context import build_context
 from ..memory import SolverMemory
 from ..info import PodInfo
-from ..plugins.preemption.pdb import covers, disruptions_allowed
+from ..disruption import covers, disruptions_allowed
 from ..filtering import Cycle, StaticFilters
 from ..validate import validate
 from . import availability

@@ -43,12 +43,14 @@ from models.resources import CPU, MEMORY, PODS
 from .. import interrupt, progress
 from ..context import PodClass
 from ..filtering import Cycle
-from ..plugins.pod_topology_spread.score import HOSTNAME_KEY
-from ..plugins.preemption.pdb import PdbBudgets
+from ..disruption import PdbBudgets
 from . import availability
 from . import model as one_model
 from .model import Placement, RepackInfeasible, RepackModel, RepackOptions
 from .problem import RepackProblem
+
+# The node name label every kubelet sets (a spread over it is one domain per node).
+HOSTNAME_KEY = "kubernetes.io/hostname"
 
 # Movable pods above which ``solve_placement`` decides in rounds (one model below).
 ROUNDS_ABOVE = 3000

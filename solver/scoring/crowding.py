@@ -4,8 +4,9 @@ kube-scheduler scores each pod against the cluster as the pods before it left it
 linear score terms are each class's scores against the cluster *before* the window, so the
 second, third, ... pod of a class on one node scores as if the node were still as empty as for
 the first: under LeastAllocated nothing stops the solver from piling a whole class onto one
-node (10 identical pods on 5 empty nodes all landed on one). This module gives, per class and
-candidate node, how much the score drops with each further pod of the class there:
+node (10 identical pods on 5 empty nodes all landed on one). This module sums, per class and
+candidate node, how much the score drops with each further pod of the class there, as the score
+plugins' ``crowding`` hooks say (``plugins/<plugin>/crowding.py``):
 
 * NodeResourcesFit, LeastAllocated: each further pod uses ``q_r / alloc_r`` more of the node per
   resource, so the weighted score drops by ``100 × Σ_r w_r q_r / alloc_r / Σ_r w_r`` (exact,
@@ -23,18 +24,15 @@ RequestedToCapacityRatio get no term: their sequential scores do not fall as a n
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from models.resources import CPU, MEMORY
-
 from ..info import PodInfo
+from ..plugins.registry import CROWDING
 from ..state import ClusterState
+from ..terms import spreads_itself_per_node
 from . import ScoreContext
-from ..plugins.node_resources_fit import score as node_resources_fit
-from ..plugins.pod_topology_spread import score as pod_topology_spread
-from ..plugins.helper import MAX_NODE_SCORE
+
+__all__ = ["SCALE", "drop_per_pod", "spreads_itself_per_node", "tangent_points"]
 
 # Scores are multiplied by this in the model so that a drop of a fraction of a point counts.
 SCALE = 10
@@ -44,44 +42,14 @@ def drop_per_pod(
     pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: ScoreContext, *, class_size: int
 ) -> np.ndarray:
     """Per node of ``nodes``: the weighted score (× SCALE) one more pod of ``pod``'s class there
-    takes from each further one (integer, ≥ 0)."""
+    takes from each further one (integer, ≥ 0): the score plugins' ``crowding`` terms, summed in
+    ``PLUGINS`` order."""
     drop = np.zeros(len(nodes), dtype=np.float64)
-    weight = sctx.weight(node_resources_fit.NAME)
-    if weight and sctx.strategy == node_resources_fit.LEAST_ALLOCATED:
-        numerator = np.zeros(len(nodes), dtype=np.float64)
-        total = np.zeros(len(nodes), dtype=np.float64)
-        for spec in sctx.scoring.resources:
-            pair = node_resources_fit.allocatable_and_requested(pod, nodes, state, spec.name, nonzero=True)
-            if pair is None:
-                continue
-            alloc, _ = pair
-            request = _scored_request(pod, spec.name)
-            has = alloc > 0
-            numerator += np.where(has, spec.weight * request / np.maximum(alloc, 1), 0.0)
-            total += np.where(has, spec.weight, 0)
-        drop += weight * MAX_NODE_SCORE * np.where(total > 0, numerator / np.maximum(total, 1), 0.0)
-    weight = sctx.weight(pod_topology_spread.NAME)
-    if weight and spreads_itself_per_node(pod) and len(nodes) > 1:
-        share = math.ceil(class_size / len(nodes))
-        drop += weight * MAX_NODE_SCORE / (share + 1)
+    for term in CROWDING:
+        part = term(pod, nodes, state, sctx, class_size)
+        if part is not None:
+            drop += part
     return np.round(drop * SCALE).astype(np.int64)
-
-
-def _scored_request(pod: PodInfo, resource: str) -> int:
-    """The request NodeResourcesFit scores with: non-zero defaults for cpu and memory."""
-    if resource == CPU:
-        return pod.nonzero_cpu
-    if resource == MEMORY:
-        return pod.nonzero_mem
-    return pod.requests.get(resource, 0)
-
-
-def spreads_itself_per_node(pod: PodInfo) -> bool:
-    """A ScheduleAnyway constraint on the hostname key that counts the pod's own class."""
-    return any(
-        not c.hard and c.topology_key == pod_topology_spread.HOSTNAME_KEY and c.selector.matches(pod.labels)
-        for c in pod.spread
-    )
 
 
 def tangent_points(upper: int) -> list[int]:

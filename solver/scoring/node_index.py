@@ -7,7 +7,7 @@ term selects (from the distinct values of its label key, not from every node), h
 which nodes hold an image. Matching semantics are the models' own: ``In``/``NotIn``/``Exists``/
 ``DoesNotExist`` act on label presence and equality exactly as ``NodeSelectorRequirement.matches``
 does (a test holds the two together), ``Gt``/``Lt`` call that method once per distinct label
-value, and taints go through the TaintToleration filter's ``untolerated``.
+value, and taints go through the toleration rule the TaintToleration filter uses (``terms.untolerated``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from models.objects import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 
 from ..info import NodeInfo, PodInfo, node_derived
-from ..plugins.taint_toleration.filter import untolerated
+from ..terms import untolerated
 
 # The only taint effect scoring looks at; NoSchedule/NoExecute are the filter's.
 PREFER_NO_SCHEDULE = "PreferNoSchedule"

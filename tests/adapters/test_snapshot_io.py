@@ -824,6 +824,40 @@ def test_a_replica_that_differs_is_still_checked(bad: dict[str, Any], field: str
     assert str(err.value).startswith(f"pods/shop/web-2: {field}: {problem}")
 
 
+def _daemon_pod(name: str, node: str, operator: str = "In") -> dict[str, Any]:
+    """A DaemonSet's pod: its spec names its node twice, in nodeName and in a matchFields term."""
+    pod = _replica(name, node)
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": operator, "values": [node]}]}]}}}
+    return pod
+
+
+def test_daemonset_pods_share_their_spec_but_keep_their_own_node_affinity() -> None:
+    """A DaemonSet's pods differ in nodeName and in the node their affinity names: the rest of
+    the spec is one object, each pod's affinity its own (validated on its own)."""
+    pods = {p.metadata.name: p for p in read(_list(_daemon_pod("ds-1", "node-a"), _daemon_pod("ds-2", "node-b"),
+                                                   _replica("web-1", "node-c"))).snapshot.pods}
+    a, b = pods["ds-1"].spec, pods["ds-2"].spec
+    assert (a.node_name, b.node_name) == ("node-a", "node-b")
+    assert a.containers is b.containers and a.tolerations is b.tolerations
+    def named(spec) -> list[list[str]]:
+        terms = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+        return [t.match_fields[0].values for t in terms]
+
+    assert (named(a), named(b)) == ([["node-a"]], [["node-b"]])
+    assert pods["web-1"].spec.affinity is None  # the same containers and tolerations, no affinity
+    assert pods["web-1"].spec.containers is a.containers
+
+
+def test_a_daemonset_pod_with_a_bad_affinity_is_named_like_any_other() -> None:
+    with pytest.raises(InputError) as err:
+        read(_list(_daemon_pod("ds-1", "node-a"), _daemon_pod("ds-2", "node-b", operator="Near")))
+    message = str(err.value)
+    field = ("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+             ".nodeSelectorTerms[0].matchFields[0].operator")
+    assert message.startswith(f"pods/shop/ds-2: {field}"), message
+
+
 def test_replicas_with_yaml_dates_in_their_spec_are_read() -> None:
     """An unquoted date in YAML is a date, not a string: a spec holding one is read in full for
     each pod (not shared), and the dump reads as before."""

@@ -53,7 +53,7 @@ from solver.cpsat.symmetry import canonical
 from solver.filtering import StaticFilters
 from solver.greedy import Victim
 from solver.plugins.node_ports import filter as node_ports
-from solver.plugins.preemption.pdb import PdbBudgets
+from solver.disruption import PdbBudgets
 from solver.plugins.preemption.victim_room import candidate_levels, entangling, may_preempt, needless_victims
 from solver.scoring import ScoreContext
 from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodCondition

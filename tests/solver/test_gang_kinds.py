@@ -15,7 +15,7 @@ from solver.context import PodClass, build_context
 from solver.cpsat import solve as cpsat
 from solver.cpsat.hint import complete, counts_value, greedy_counts, greedy_hint, packing_counts
 from solver.greedy import schedule_greedy
-from solver.plugins.gang.encoding import encoding as gang_encoding
+from solver.plugins.gang.encoding import NAME as GANGS
 from solver.filtering import StaticFilters
 from solver.scoring import ScoreContext
 from tests.builders import T0, make_node, make_pod, make_pod_group, make_snapshot
@@ -179,13 +179,11 @@ def test_elastic_gangs_run_as_complete_as_the_room_allows():
 def _model(snapshot):
     ctx = build_context(snapshot, CONFIG)
     static = StaticFilters(ctx.nodes, ctx.window)
-    gangs = gang.collect(ctx)
-    kinds = gang.kinds(ctx, gangs)
-    classes, alias = gang.merge_classes(ctx.classes, kinds)
-    cand, ubs = cpsat.candidates(ctx, classes, static, gangs, True)
+    window, classes, alias = cpsat.model_classes(ctx)
+    cand, ubs = cpsat.candidates(ctx, classes, static, window, True)
     weights = cpsat.tier_weights([p.priority for p in ctx.window])
     live = [c for c in classes if len(cand[c.id])]
-    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, True, gangs, kinds, alias), live)
+    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, True, window, alias), live)
     return ctx, static, wm, weights
 
 
@@ -204,7 +202,7 @@ def _first_come_snapshot():
 
 def test_greedy_plan_hinted_per_kind_is_a_feasible_point_of_the_model():
     ctx, static, wm, _ = _model(_first_come_snapshot())
-    assert gang_encoding(wm).runs  # the kinds are in the model
+    assert wm.encodings[GANGS].runs  # the kinds are in the model (the gang encoder returned it)
     greedy_hint(wm, schedule_greedy(ctx, static=static), ctx)
     assert complete(wm, 10.0) is True
 

@@ -15,6 +15,7 @@ import pytest
 
 from models.config import SchedulerConfig
 from solver import schedule, validate
+from solver.api import ScheduleRequest, decide
 from solver.context import build_context
 from solver.cpsat import node_classes
 from solver.cpsat import degraded as steps
@@ -76,9 +77,11 @@ def test_node_classes_give_a_valid_plan_placing_at_least_greedys(too_big):
     assert overcommitted(snapshot, plan) == []
 
 
-def test_the_node_class_plan_itself_never_overcommits_a_node(too_big):
+def test_the_node_class_plan_itself_never_overcommits_a_node(too_big, monkeypatch):
     # The solver's own plan, before the choice against greedy's: decoded by first fit into real
-    # free room, never into the rounded-down buckets' sum.
+    # free room, never into the rounded-down buckets' sum. Coarse buckets, so that the members
+    # of a class differ in free room.
+    monkeypatch.setattr(node_classes, "FIRST_BUCKETS", 4)
     snapshot = alike_cluster(seed=7, nodes=30, running=8, pending=200)
     ctx = build_context(snapshot, CONFIG)
     outcome = cpsat.solve_window(ctx, time_limit=5.0)
@@ -135,3 +138,39 @@ def test_a_build_that_used_the_whole_limit_skips_the_solve(monkeypatch):
     assert plan.stats.solve_skipped is True and plan.stats.degraded is None
     assert validate(snapshot, plan, config) == []
     assert len(plan.assignments) >= len(greedy.assignments)
+
+
+def test_a_node_class_never_spans_zones_a_spread_constraint_counts():
+    # Node classes are grouped by the node labels the window's rules read: here the spread
+    # pods' topology key. Merging nodes of several zones into one pseudo node let the model
+    # balance zones that decoding then broke (the plan failed validation, greedy's stood in).
+    snapshot = alike_cluster(seed=5, nodes=24, running=6, pending=30)
+    ctx = build_context(snapshot, CONFIG)
+    assert "zone" in node_classes.node_label_keys(ctx)
+    reduced = node_classes.reduce(ctx, 2)
+    for members in reduced.members:
+        assert len({ctx.nodes[n].labels["zone"] for n in members}) == 1
+
+
+def test_the_node_class_plan_keeps_zone_spread_and_is_the_solvers(too_big):
+    # Twelve alike nodes in three zones, one running pod each; zone z0's are the spread app's. A
+    # valid plan puts the eight new pods of the app in z1 and z2. With the zones merged into
+    # one pseudo node the model saw one domain, and decoding put some in z0.
+    nodes, pods = [], []
+    for i in range(12):
+        name = f"node-{i:02d}"
+        nodes.append(make_node(name, cpu="8", memory="16Gi", labels={"zone": f"z{i % 3}"}))
+        pods.append(make_pod(f"prod/run-{i}", cpu="500m", memory="512Mi", node=name,
+                             labels={"app": "spread" if i % 3 == 0 else "other"}, scheduler="default-scheduler"))
+    for k in range(8):
+        pods.append(make_pod(f"prod/p-{k}", cpu="500m", memory="512Mi", labels={"app": "spread"},
+                             spread=[spread("zone", {"app": "spread"})]))
+    snapshot = make_snapshot(nodes, pods)
+    ctx = build_context(snapshot, CONFIG)
+    outcome = cpsat.solve_window(ctx, time_limit=5.0)
+    assert outcome.degraded is not None and outcome.degraded.startswith("node classes")
+    # The solver's own plan, before the choice against greedy's (which may hide it).
+    zones = sorted(int(ctx.nodes[n].labels["zone"][1]) for n in outcome.solution.placements.values())
+    assert zones == [1, 1, 1, 1, 2, 2, 2, 2]
+    decision = decide(ScheduleRequest(snapshot, CONFIG))
+    assert decision.rejected == () and decision.validated

@@ -32,17 +32,15 @@ def packing_plan(snapshot, config=CONFIG):
     """The packing of the whole window as a plan, and its tier-weighted value."""
     ctx = build_context(snapshot, config)
     static = StaticFilters(ctx.nodes, ctx.window)
-    gangs = cpsat.gang_mod.collect(ctx)
-    kinds = cpsat.gang_mod.kinds(ctx, gangs)
-    classes, alias = cpsat.gang_mod.merge_classes(ctx.classes, kinds)
+    window, classes, alias = cpsat.model_classes(ctx)
     allow = config.preemption.enabled
-    cand, ubs = cpsat.candidates(ctx, classes, static, gangs, allow)
+    cand, ubs = cpsat.candidates(ctx, classes, static, window, allow)
     live = [c for c in classes if len(cand[c.id])]
     weights = cpsat.tier_weights([p.priority for p in ctx.window])
     sol = cpsat.Solution()
     value = 0
     if live:
-        wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, allow, gangs, kinds, alias), live)
+        wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, allow, window, alias), live)
         packed = packing_counts(wm)
         value = counts_value(wm, packed, weights)
         extract(wm, HintSolution(wm, _apply(wm, packed, set()), value), sol)

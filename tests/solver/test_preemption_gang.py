@@ -224,7 +224,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from solver.plugins.preemption import postfilter as preemption_mod  # noqa: E402
 from solver.context import build_context  # noqa: E402
-from solver.plugins.preemption.pdb import PdbBudgets  # noqa: E402
+from solver.disruption import PdbBudgets  # noqa: E402
 from solver.filtering import StaticFilters  # noqa: E402
 
 

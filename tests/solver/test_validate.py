@@ -19,7 +19,7 @@ from models.config import SchedulerConfig
 from models.plan import Assignment, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 from solver import schedule
-from solver.plugins.preemption.pdb import disruptions_allowed, pdbs_covering
+from solver.disruption import disruptions_allowed, pdbs_covering
 from solver.validate import validate
 
 from tests.builders import (

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from models.plan import DeviceAllocation
+
 from .allocator import _alternatives
 from .hold import DraHold
 
@@ -93,3 +95,18 @@ def preference_cost(ctx: Any, placements: dict[str, int], victims: list[Any]) ->
                     cost += rank
                     break
     return cost
+
+
+def plan_rank(ctx: Any, placements: dict[str, int], victims: list[Any]) -> tuple[int]:
+    """The plan comparison's DynamicResources level: fewer steps down ``firstAvailable`` lists is
+    better (``cpsat/choose.plan_value``)."""
+    return (-preference_cost(ctx, placements, victims),)
+
+
+def plan_allocations(ctx: Any, placements: dict[str, int], victims: list[Any]) -> tuple[Any, ...]:
+    """The plan's ``allocations``: each claim allocated anew, with the pods using it."""
+    dra = plan_hold(ctx, placements, victims)
+    if dra is None:
+        return ()
+    return tuple(DeviceAllocation(claim=key, pods=tuple(sorted(dra.users[key])), allocation=a.to_json())
+                 for key, a in dra.added_allocations().items())

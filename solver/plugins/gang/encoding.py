@@ -1,6 +1,7 @@
-"""Coscheduling's part of a window model (``GangEncoding``): what the engine hands the gang
-encoders (the window's gangs and kinds) and the variables they make, which the hint and the
-decoding read. Kept by the model under the plugin's name, apart from what every rule shares."""
+"""Coscheduling's part of a window model (``GangEncoding``): what the window part starts it with
+(the window's gangs and kinds) and the variables the gang encoders make, which the hint and the
+decoding read. The plugin's encoder returns it; the engine keeps it under the plugin's name,
+apart from what every rule shares."""
 
 from __future__ import annotations
 
@@ -54,8 +55,3 @@ class GangEncoding:
         for _, per_domain in self.domain_runs:
             out.extend(per_domain.values())
         return out
-
-
-def encoding(wm: EncodeModel) -> GangEncoding:
-    """The window model's gang encoding (empty when the engine gave it no gangs)."""
-    return wm.encoding(NAME, GangEncoding)

@@ -39,7 +39,7 @@ from models.resources import PODS
 
 from ...info import PodInfo
 from ...state import ClusterState
-from .encoding import encoding
+from .encoding import GangEncoding
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -116,7 +116,7 @@ def gated(gangs: dict) -> set[str]:
             if g.group is not None and needed(g.group) and g.members and g.blocked(g.members[0]) is None}
 
 
-def encode(wm: WindowModel) -> None:
+def encode(wm: WindowModel, enc: GangEncoding) -> None:
     """Room for the gated gangs taken in queue order (after ``permit.encode``: it reads the
     kinds' run counts; ``registry.WINDOW_ENCODERS`` keeps that order).
 
@@ -134,7 +134,6 @@ def encode(wm: WindowModel) -> None:
     order that admits it; greedy's own order admits no more, except where its preemption put
     more on a node than the node had free at the start. Prefix sums ``before[k, r]`` keep the
     encoding linear in the number of gated steps."""
-    enc = encoding(wm)
     gangs = enc.gangs
     keys = gated(gangs)
     if len(keys) < 2:

@@ -31,7 +31,7 @@ from ...plugin_api import ClassView as PodClass
 from . import min_resources, preferred, topology
 # The gang data and the minMember rule live in group.py; permit is where the rest of the solver finds them.
 from .group import REASON_NOT_FOUND, Gang, GangKind, not_enough_siblings, reaches_min_member, rejected
-from .encoding import NAME, GangEncoding, encoding  # the engine seeds the encoding with the window's gangs
+from .encoding import NAME, GangEncoding  # the window part starts the encoding with the window's gangs
 
 C = TypeVar("C", bound=PodClass)  # the caller's class type: merged classes are copies of its own
 
@@ -161,11 +161,10 @@ def merge_classes(classes: list[C], kinds_: list[GangKind]) -> tuple[list[C], di
 # --------------------------------------------------------------------------- CP-SAT encoding
 
 
-def encode(wm: WindowModel) -> None:
+def encode(wm: WindowModel, enc: GangEncoding) -> None:
     """All-or-nothing: a gang's window members place 0 pods or at least ``need`` of them; a
     kind runs a whole number of its gangs, and places between ``need`` and all members of each.
     Reads the window's gangs and kinds from its encoding (``encoding.GangEncoding``)."""
-    enc = encoding(wm)
     gangs: dict[str, Gang] = enc.gangs
     kinds_: list[GangKind] = enc.kinds
     in_kind = enc.in_kinds
@@ -199,7 +198,7 @@ def encode(wm: WindowModel) -> None:
             continue
         runs = wm.model.new_int_var(0, len(kind.gangs), f"gangs[{kind.name}]")
         if kind.topology_key is not None:
-            _encode_domains(wm, kind, classes, runs)
+            _encode_domains(wm, enc, kind, classes, runs)
         else:
             _encode_runs(wm, kind, [wm.placed[c.id] for c in classes], classes, runs)
         enc.runs.append((kind, runs))
@@ -214,7 +213,7 @@ def _encode_runs(wm: WindowModel, kind: GangKind, placed: list, classes: list, r
         wm.model.add(total <= kind.per_gang[c.id] * runs)
 
 
-def _encode_domains(wm: WindowModel, kind: GangKind, classes: list, runs) -> None:
+def _encode_domains(wm: WindowModel, enc: GangEncoding, kind: GangKind, classes: list, runs) -> None:
     """A topology kind: per domain of its key, the gangs that run there hold the pods its classes
     put on that domain's nodes, and ``runs`` is their sum. As each domain's pods split into whole
     gangs of their own (``decode``), every gang lies in one domain."""
@@ -233,7 +232,7 @@ def _encode_domains(wm: WindowModel, kind: GangKind, classes: list, runs) -> Non
         _encode_runs(wm, kind, totals, present, here)
         per_domain[d] = here
     wm.model.add(runs == cp_model.LinearExpr.sum(list(per_domain.values())))
-    encoding(wm).domain_runs.append((kind, per_domain))
+    enc.domain_runs.append((kind, per_domain))
 
 
 def runs_in(kind: GangKind, placements) -> int:

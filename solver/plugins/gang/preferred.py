@@ -36,7 +36,7 @@ from models.objects import PodGroup, preferred_topology_keys
 
 from ...plugin_api import Level
 from . import topology
-from .encoding import encoding
+from .encoding import GangEncoding
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -66,13 +66,12 @@ def spans_level(wm: WindowModel, depth: int) -> Level:
 # --------------------------------------------------------------------------- CP-SAT encoding
 
 
-def encode(wm: WindowModel) -> None:
+def encode(wm: WindowModel, enc: GangEncoding) -> None:
     """For each gang with preferred keys, each key and each domain of it its members could use:
     ``uses[g, k, d]`` is 1 whenever a member lands in domain ``d``; −Σ uses is the level of the
     key's depth. A gang whose members can reach one domain only needs nothing. A kind of such
     gangs: ``touch[k, key, d]``, at least the gangs its pods in domain ``d`` come from (each gang
     brings at most its members of a class), summed into the same level."""
-    enc = encoding(wm)
     in_kind = enc.in_kinds
     for kind in enc.kinds:
         if kind.preferred_keys:

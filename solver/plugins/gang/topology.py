@@ -29,7 +29,7 @@ from ortools.sat.python import cp_model
 from models.objects import PodGroup
 
 from ..node_resources_fit import filter as node_resources_fit
-from .encoding import encoding
+from .encoding import GangEncoding
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -174,13 +174,12 @@ def members_by_domain(wm: WindowModel, members: list, key: str,
     return in_domain, bound
 
 
-def encode(wm: WindowModel) -> None:
+def encode(wm: WindowModel, enc: GangEncoding) -> None:
     """One domain per topology gang: a bool per domain its members could use, at most one true,
     and a member class's pods in a domain only when that domain is chosen. Candidates were
     already pruned to the domains the gang may choose (``prune``), so a pinned gang needs
     nothing more. Choosing no domain, and so placing nothing, always stays allowed. Gangs merged
     into a kind are counted per domain by the kind's encoding (``permit.encode``)."""
-    enc = encoding(wm)
     in_kind = enc.in_kinds
     for gang in enc.gangs.values():
         key = key_of(gang.group)

@@ -52,10 +52,6 @@ class AffinityEncoding:
         return leans_on(pod, victim)
 
 
-def encoding(wm: WindowModel) -> AffinityEncoding:
-    return wm.encoding(NAME, AffinityEncoding)
-
-
 # Window semantics (DESIGN.md): in the final state no two pods violate a required anti-affinity
 # term of either, and every window pod with required affinity has a matching pod other than
 # itself in its domain — or is the one seed of its class where nothing matched before.
@@ -86,11 +82,13 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
     return ok
 
 
-def encode(wm: WindowModel) -> None:
-    encoding(wm)  # held even when empty: the decode asks it to name every victim's preemptor
+def encode(wm: WindowModel) -> AffinityEncoding:
+    """The rule's constraints; returns its encoding (returned even when empty: the decode asks
+    it to name every victim's preemptor), which the engine keeps."""
+    enc = AffinityEncoding()
     state, m = wm.state, wm.model
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
-    anchoring = _Anchoring(wm, classes, _support_components(wm, classes))
+    anchoring = _Anchoring(wm, enc, classes, _support_components(wm, classes))
     for cls in classes:
         rep = cls.rep
         # The class's own anti-affinity terms: where it is present, nothing it matches may be.
@@ -138,11 +136,12 @@ def encode(wm: WindowModel) -> None:
                     else:
                         m.add_implication(present, evict)
         if rep.affinity:
-            _encode_affinity(wm, cls, anchoring)
-    _order_seeds(wm, classes)
+            _encode_affinity(wm, enc, cls, anchoring)
+    _order_seeds(wm, enc, classes)
+    return enc
 
 
-def _order_seeds(wm: WindowModel, classes) -> None:
+def _order_seeds(wm: WindowModel, enc: AffinityEncoding, classes) -> None:
     """Seeds go first, each before every pod matching its terms, so the seeds of a plan must
     admit an order in which none matches the terms of a seed before it (the validator's
     ``may_escape``). One seed per strongly connected component of "a member of group A matches
@@ -150,7 +149,7 @@ def _order_seeds(wm: WindowModel, classes) -> None:
     group too. Other pods come after every seed, so a class that merely matches a seed's terms
     (with support of its own) leaves the seed alone."""
     by_terms: dict[tuple, list] = {}
-    for (terms, _), seed in encoding(wm).seeds.items():
+    for (terms, _), seed in enc.seeds.items():
         by_terms.setdefault(terms, []).append(seed)
     members = {terms: [c.rep for c in classes if c.rep.affinity == terms and AllTerms(terms).matches(c.rep)]
                for terms in by_terms}
@@ -200,12 +199,12 @@ def leans_on(pod: PodInfo, victim: PodInfo) -> bool:
     return bool(pod.affinity) and AllTerms(pod.affinity).matches(victim)
 
 
-def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntVar]:
+def named_preemptor(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo) -> dict[int, cp_model.IntVar]:
     """Per class that may evict ``victim`` at one of its levels, the literal "the plan names a pod
     of this class, placed on the victim's node, as its preemptor": exactly one when it is evicted,
     at the level it is evicted at (``victim_room``). Created once per victim, for victims whose
     support some pod's affinity reads (``AffinityEncoding.narrow`` names the preemptor from them)."""
-    named = encoding(wm).preemptor_named.get(victim.key)
+    named = enc.preemptor_named.get(victim.key)
     if named is None:
         m, n = wm.model, wm.evict_pod[victim.key][1]
         levels = wm.evict_level[victim.key]
@@ -217,11 +216,11 @@ def named_preemptor(wm: WindowModel, victim: PodInfo) -> dict[int, cp_model.IntV
                 m.add(var >= 1).only_enforce_if(b)
                 named[cls.id] = b
         m.add(cp_model.LinearExpr.sum(list(named.values())) == wm.evict[victim.key])
-        encoding(wm).preemptor_named[victim.key] = named
+        enc.preemptor_named[victim.key] = named
     return named
 
 
-def _supports(wm: WindowModel, pod: PodInfo, evict, cls, key: str) -> object:
+def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, key: str) -> object:
     """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods in its
     domain under ``key``": it stays, or it is evicted for a pod of another class, or for one of
     ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
@@ -229,11 +228,11 @@ def _supports(wm: WindowModel, pod: PodInfo, evict, cls, key: str) -> object:
     pod's turn and never again, so pods placed before the preemptor keep their support; the
     validator reads a victim as supporting every pod but its named preemptor). Created once per
     pod, class and key."""
-    cache = encoding(wm).support
+    cache = enc.support
     lit = cache.get((pod.key, cls.id, key))
     if lit is None:
         m = wm.model
-        named = named_preemptor(wm, pod)
+        named = named_preemptor(wm, enc, pod)
         others = [b for c, b in named.items() if c != cls.id]
         own = named.get(cls.id)
         if own is not None and cls.size >= 2 and AllTerms(cls.rep.affinity).matches(cls.rep):
@@ -253,7 +252,7 @@ def _supports(wm: WindowModel, pod: PodInfo, evict, cls, key: str) -> object:
     return lit
 
 
-def _running_anchors(wm: WindowModel, supporters, key: str, cls) -> tuple[set[int], dict[int, list]]:
+def _running_anchors(wm: WindowModel, enc: AffinityEncoding, supporters, key: str, cls) -> tuple[set[int], dict[int, list]]:
     """Domains (under ``key``) where a running supporter cannot be evicted, and per other domain
     the literals "this supporter supports ``cls``'s pods" (``_supports``)."""
     ids = wm.state.domains(key)[0]
@@ -267,7 +266,7 @@ def _running_anchors(wm: WindowModel, supporters, key: str, cls) -> tuple[set[in
         if evict is None:
             settled.add(d)
         else:
-            kept.setdefault(d, []).append(_supports(wm, pod, evict, cls, key))
+            kept.setdefault(d, []).append(_supports(wm, enc, pod, evict, cls, key))
     return settled, kept
 
 
@@ -278,8 +277,8 @@ class _Anchoring:
     a domain may anchor a class of its own component there (``kin_support``) without closing a
     cycle: in the order, the outside support comes first, then it, then the class it anchors."""
 
-    def __init__(self, wm: WindowModel, classes, components: dict[int, int]) -> None:
-        self.wm, self.classes, self.components = wm, classes, components
+    def __init__(self, wm: WindowModel, enc: AffinityEncoding, classes, components: dict[int, int]) -> None:
+        self.wm, self.enc, self.classes, self.components = wm, enc, classes, components
         self._sources: dict[int, tuple] = {}
         self._outside: dict[tuple[int, int, int], object] = {}
         self._running: dict[tuple[int, int], tuple] = {}
@@ -314,7 +313,7 @@ class _Anchoring:
         running = self._running.get((o.id, t))
         if running is None:
             supporters = _running_matching(wm.state, AllTerms(o.rep.affinity))
-            running = self._running[o.id, t] = _running_anchors(wm, supporters, key, o)
+            running = self._running[o.id, t] = _running_anchors(wm, self.enc, supporters, key, o)
         settled, kept = running
         lit: bool | cp_model.IntVar | None
         if e in settled:
@@ -323,8 +322,8 @@ class _Anchoring:
             grounded, anchored, _ = self.sources(o)
             options = kept.get(e, []) + [v for q in (*grounded, *anchored)
                                          for v in wm.class_vars_by_domain(q.id, key).get(e, [])]
-            if len(o.rep.affinity) == 1 and _may_seed(wm, o):
-                options.append(_seed(wm, o.rep.affinity, e))
+            if len(o.rep.affinity) == 1 and _may_seed(wm, self.enc, o):
+                options.append(_seed(wm, self.enc, o.rep.affinity, e))
             lit = None
             if options:
                 lit = wm.model.new_bool_var(f"outside[{o.id},{t},{e}]")
@@ -361,12 +360,12 @@ class _Anchoring:
         return out
 
 
-def _clearing(wm: WindowModel, terms) -> list:
+def _clearing(wm: WindowModel, enc: AffinityEncoding, terms) -> list:
     """``evict[v]`` (or None where v may not be evicted) for every running pod matching all of
     ``terms`` on a node with the first term's key: a seed needs every one of them gone
     ("anywhere" is kube-scheduler's: a match on a node without the key does not count). Kept per
     terms: every seed domain of a group and every class it may anchor asks again."""
-    clearing = encoding(wm).seed_clearing
+    clearing = enc.seed_clearing
     hit = clearing.get(terms)
     if hit is None:
         keyed = wm.state.domains(terms[0].topology_key)[0]
@@ -376,27 +375,27 @@ def _clearing(wm: WindowModel, terms) -> list:
     return hit
 
 
-def _may_seed(wm: WindowModel, cls) -> bool:
+def _may_seed(wm: WindowModel, enc: AffinityEncoding, cls) -> bool:
     """Whether pods of the class may start their group by the self-affinity escape: a single term
     they match themselves, and every running match could be evicted."""
     terms = cls.rep.affinity
     return (len(terms) == 1 and AllTerms(terms).matches(cls.rep)
-            and all(e is not None for e in _clearing(wm, terms)))
+            and all(e is not None for e in _clearing(wm, enc, terms)))
 
 
-def _seed(wm: WindowModel, terms, d: int):
+def _seed(wm: WindowModel, enc: AffinityEncoding, terms, d: int):
     """seed[terms, d]: the group with these terms starts from nothing in domain ``d`` of its
     term's key (created once, shared by the group's classes and by those it anchors)."""
-    seeds = encoding(wm).seeds
+    seeds = enc.seeds
     seed = seeds.get((terms, d))
     if seed is None:
         seed = seeds[terms, d] = wm.model.new_bool_var(f"seed[{terms[0].topology_key},{d},{len(seeds)}]")
-        for evict in _clearing(wm, terms):
+        for evict in _clearing(wm, enc, terms):
             wm.model.add_implication(seed, evict)
     return seed
 
 
-def _encode_affinity(wm: WindowModel, cls, anchoring: _Anchoring) -> None:
+def _encode_affinity(wm: WindowModel, enc: AffinityEncoding, cls, anchoring: _Anchoring) -> None:
     """Every pod of the class is anchored, as a sequential order would need (the validator's
     reading): in its domain under each term's key, a running pod matches all its terms, or a
     window pod does that needs no support of its own (no required affinity) or is anchored from
@@ -409,11 +408,11 @@ def _encode_affinity(wm: WindowModel, cls, anchoring: _Anchoring) -> None:
     state, m, rep = wm.state, wm.model, cls.rep
     grounded, anchored, kin = anchoring.sources(cls)
     supporters = _running_matching(state, AllTerms(rep.affinity))
-    escape = _may_seed(wm, cls)
+    escape = _may_seed(wm, enc, cls)
     for t, term in enumerate(rep.affinity):
         ids = state.domains(term.topology_key)[0]
         # Running supporters per domain; one that cannot be evicted settles the domain.
-        settled, kept = _running_anchors(wm, supporters, term.topology_key, cls)
+        settled, kept = _running_anchors(wm, enc, supporters, term.topology_key, cls)
         for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
             if d in settled:
                 continue  # a running pod that stays supports the whole domain
@@ -424,7 +423,7 @@ def _encode_affinity(wm: WindowModel, cls, anchoring: _Anchoring) -> None:
                 support += anchoring.kin_support(cls, o, t, d)
             present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
             if escape:
-                seed = _seed(wm, rep.affinity, d)
+                seed = _seed(wm, enc, rep.affinity, d)
                 if support:
                     m.add(cp_model.LinearExpr.sum(support) >= 1).only_enforce_if([present, seed.Not()])
                 else:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, encode, filter, score
+from .score_cache import InterPodPart
 
 
-def prune(pod, state, can_evict, gangs):
+def prune(pod, state, can_evict, window):
     return encode.prune(pod, state, can_evict)
 
 
@@ -20,5 +21,5 @@ def couples(x):
                       or (every is not None and every.matches(y)))
 
 
-PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
+PLUGIN = Plugin(filter.NAME, score_cache=InterPodPart, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check_anti_affinity, check.check_affinity))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...framework import unresolvable
 from ...plugin_api import Plugin
 from . import filter, score
+from .score_cache import AffinityPart
 
 def node_names(pod):
     """PreFilterResult: required terms naming nodes (``metadata.name In``) restrict the pod to
@@ -15,4 +16,4 @@ def node_names(pod):
     return allowed, unresolvable(filter.NAME, filter.REASON_PREFILTER if allowed else filter.REASON_CONFLICT)
 
 
-PLUGIN = Plugin(filter.NAME, filter=filter, static=True, score=score, node_names=node_names)
+PLUGIN = Plugin(filter.NAME, score_cache=AffinityPart, filter=filter, static=True, score=score, node_names=node_names)

@@ -6,7 +6,7 @@ from ...plugin_api import Plugin
 from . import check, encode, filter
 
 
-def prune(pod, state, can_evict, gangs):
+def prune(pod, state, can_evict, window):
     """Nodes where a running pod no eviction can remove holds one of the pod's host ports."""
     return encode.blocked_by_running(pod, state, can_evict)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ...plugin_api import Plugin
-from . import check, encode, filter, score
+from . import check, crowding, encode, filter, score
+from .score_cache import FitPart
 
-PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, filter=filter, score=score, encode=(encode.encode,), checks=(check.check,))
+PLUGIN = Plugin(filter.NAME, score_cache=FitPart, crowding=crowding.crowding, cycle=filter.cycle, filter=filter, score=score, encode=(encode.encode,), checks=(check.check,),
+                capacity=filter)

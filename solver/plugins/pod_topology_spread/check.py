@@ -24,7 +24,7 @@ import numpy as np
 from ...framework import names
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
-from .filter import domain_counts, eligible_nodes, floor_is_zero, skew_floor
+from .filter import domain_counts, eligible_nodes, floor_is_zero, inclusion_masks, skew_floor
 
 if TYPE_CHECKING:
     from ...terms import SpreadConstraint
@@ -41,7 +41,7 @@ def check(replay: Replay) -> None:
         if not hard:
             continue
         node = replay.nodes[index]
-        affinity_mask, tolerated_mask = replay.static.affinity_mask(pod), replay.static.tolerated_mask(pod)
+        affinity_mask, tolerated_mask = inclusion_masks(replay.static, pod)
         # The same constraint written twice is one rule: the pod counts once in its group.
         for c in dict.fromkeys(hard):
             d = int(replay.final.domains(c.topology_key)[0][index])

@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
-from .filter import eligible_nodes, floor_is_zero
+from .filter import eligible_nodes, floor_is_zero, inclusion_masks
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -41,7 +41,7 @@ def encode(wm: WindowModel) -> None:
             continue
         for k, c in enumerate(hard):
             eligible = eligible_nodes(
-                rep, hard, state, wm.static.affinity_mask(rep), wm.static.tolerated_mask(rep), policy=c
+                rep, hard, state, *inclusion_masks(wm.static, rep), policy=c
             )
             key = (c.selector, rep.namespace, c.topology_key, c.min_domains, eligible.tobytes())
             if key not in counters:

@@ -17,6 +17,8 @@ from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...plugin_api import CodedCycle, StaticView
 from ...terms import SpreadConstraint
+from ..node_affinity import filter as node_affinity
+from ..taint_toleration import filter as taint_toleration
 from ...state import ClusterState, PodMatcher
 
 NAME = "PodTopologySpread"
@@ -34,6 +36,18 @@ class ConstraintCounts:
     eligible_domains: np.ndarray  # per domain id, whether some eligible node is in it
     global_min: int
     self_match: int
+
+
+def _tolerates(pod: PodInfo, node: NodeInfo) -> bool:
+    return taint_toleration.untolerated(pod.tolerations, node.taints) is None
+
+
+def inclusion_masks(static: StaticView, pod: PodInfo) -> tuple[np.ndarray, np.ndarray]:
+    """The inclusion policies' node masks for ``pod``: the nodes matching its nodeSelector and
+    required node affinity (``nodeAffinityPolicy: Honor``), and those whose NoSchedule and
+    NoExecute taints it tolerates (``nodeTaintsPolicy: Honor``); cached by the static filters."""
+    return (static.node_mask("spread: node affinity", pod, node_affinity.matches),
+            static.node_mask("spread: tolerated taints", pod, _tolerates))
 
 
 def eligible_nodes(
@@ -142,5 +156,5 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> CodedCycle | None:
     """The plugin's ``cycle`` hook: PreFilter; nothing to check when it found nothing."""
-    pre = prefilter(pod, state, static.affinity_mask(pod), static.tolerated_mask(pod))
+    pre = prefilter(pod, state, *inclusion_masks(static, pod))
     return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible) if pre else None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...info import PodInfo
+from ...plugin_api import OPEN, Gate, GreedyPart, PassResult
 from ...plugin_api import StaticView as StaticFilters
 from . import filter as pod_topology_spread
 from ...state import ClusterState, PodMatcher
@@ -44,7 +45,7 @@ class SpreadGuard:
         hard = pod.hard_spread
         for c in hard:
             mask = pod_topology_spread.eligible_nodes(
-                pod, hard, self.state, self.static.affinity_mask(pod), self.static.tolerated_mask(pod), policy=c
+                pod, hard, self.state, *pod_topology_spread.inclusion_masks(self.static, pod), policy=c
             )
             ids = self.state.domains(c.topology_key)[0]
             if ids[node] < 0 or not mask[node]:
@@ -70,3 +71,18 @@ class SpreadGuard:
                 refuse = eligible & (ids == g.domain)
                 mask = ~refuse if mask is None else mask & ~refuse
         return mask
+
+
+class GuardPass(GreedyPart):
+    """The guard in greedy's pass (``plugin_api.GreedyPart``): each pod's turn is narrowed to
+    the nodes it keeps every guarded constraint on; each placement guards its constraints."""
+
+    def __init__(self, state: ClusterState, static: StaticFilters) -> None:
+        self.guard = SpreadGuard(state, static)
+
+    def gate(self, pod: PodInfo, state: ClusterState, result: PassResult) -> Gate:
+        allowed = self.guard.allowed(pod)
+        return OPEN if allowed is None else Gate(within=allowed, outside=REASON)
+
+    def placed(self, pod: PodInfo, node: int, preempted: bool) -> None:
+        self.guard.placed(pod, node)

@@ -18,7 +18,7 @@ import numpy as np
 from ...framework import names
 from ...info import PodInfo
 from . import nominated
-from .pdb import disruptions_allowed, pdbs_covering
+from ...disruption import disruptions_allowed, pdbs_covering
 from .victim_room import entangling, needless_victims, why_not
 
 if TYPE_CHECKING:

@@ -163,6 +163,20 @@ class Claims:
             total += c.vector
         return total
 
+    # ``plugin_api.Nominations``, as the engines ask it (the functions below do the work)
+
+    def hold(self, state: ClusterState, pod: PodInfo, placed: Iterable[str]) -> list[PodInfo]:
+        return hold(self, state, pod, placed)
+
+    def release(self, state: ClusterState, held: list[PodInfo]) -> None:
+        release(state, held)
+
+    def withheld(self, free: np.ndarray) -> np.ndarray:
+        return withheld(self, free)
+
+    def first_node(self, pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> np.ndarray:
+        return nominated_node_fits(pod, cycle, allowed)
+
 
 NONE = Claims({})
 
@@ -288,7 +302,8 @@ def claimed(replay: Replay, index: int, level: int) -> np.ndarray:
 # -- CP-SAT
 
 
-def claim_terms(wm: WindowModel, n: int, r: int, level: int) -> tuple[list, list[int], int]:
+def claim_terms(wm: WindowModel, n: int, r: int, level: int,
+                in_force: dict[tuple[int, Optional[int]], object]) -> tuple[list, list[int], int]:
     """The room the claims on node ``n`` keep of resource ``r`` at level ``level``'s turn as the
     validator's victim-room rule reads it (``claimed``: priority ≥ ``level``; with a gang member
     placed there, ≥ the lowest window pod placed there), as a constant (the claims of priority ≥
@@ -307,10 +322,9 @@ def claim_terms(wm: WindowModel, n: int, r: int, level: int) -> tuple[list, list
         if w >= level:
             const += amount
             continue
-        in_force = _claims_in_force(wm)
         lit = in_force.get((n, w))
         if lit is None:
-            lit = in_force[(n, w)] = _in_force(wm, n, w)
+            lit = in_force[(n, w)] = _in_force(wm, n, w, in_force)
         if isinstance(lit, int):
             continue
         vars_.append(lit)
@@ -318,22 +332,16 @@ def claim_terms(wm: WindowModel, n: int, r: int, level: int) -> tuple[list, list
     return vars_, coeffs, const
 
 
-def _claims_in_force(wm: WindowModel) -> dict[tuple[int, Optional[int]], object]:
-    """This rule's encoding: per (node, claim priority), "a gang class and a class of priority ≤ it
-    are placed there"; under (node, None), "a gang class is placed there"."""
-    return wm.encoding(f"{NAME}/claims", dict)
-
-
-def _in_force(wm: WindowModel, n: int, w: int):
+def _in_force(wm: WindowModel, n: int, w: int, in_force: dict[tuple[int, Optional[int]], object]):
     """The literal "a gang class and a class of priority ≤ ``w`` are placed on ``n``" (0 when
-    none can be)."""
+    none can be). ``in_force``: the literals made so far for one model (the caller's), per (node,
+    claim priority); under (node, None), "a gang class is placed there"."""
     entries = wm.by_node[n]
     gang = [(cls, var) for cls, var in entries if cls.rep.group is not None]
     low = [(cls, var) for cls, var in entries if cls.rep.priority <= w]
     if not gang or not low:
         return 0
     m = wm.model
-    in_force = _claims_in_force(wm)
     cached = in_force.get((n, None))
     if cached is None:
         cached = in_force[(n, None)] = wm.new_presence(

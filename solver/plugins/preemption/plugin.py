@@ -1,10 +1,25 @@
 """DefaultPreemption: who may preempt whom, the victims' room, nominated pods (window-wide
-encodings, final checks; greedy runs its PostFilter itself)."""
+encodings, final checks; greedy's PostFilter)."""
 
 from __future__ import annotations
 
 from ...plugin_api import Plugin
-from . import check, nominated, victim_room
+from . import check, nominated, postfilter, victim_room
+
+
+
+def prepare(snapshot, config, window, state):
+    """Pods still waiting for their victims may not preempt: marked before classes are formed
+    (it is part of a pod's signature)."""
+    nominated.mark_waiting(window, state)
+
+
+def nominations(snapshot, config, window, state):
+    """The room pending pods outside the window are nominated to (``nominated.Claims``)."""
+    return nominated.outside_claims(snapshot, window, state, snapshot.namespace_labels,
+                                    sidecar_ports=config.kubernetes_version == "1.34")
+
 
 PLUGIN = Plugin(nominated.NAME, window_encode=(victim_room.encode, nominated.encode), checks=(check.check,
-                nominated.check))
+                nominated.check), prepare=prepare, nominations=nominations, postfilter=postfilter,
+                may_preempt=victim_room.may_preempt)

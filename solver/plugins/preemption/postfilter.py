@@ -26,7 +26,7 @@ import numpy as np
 from ...framework import SUCCESS, Code, Status, fit_error_message, reason_histogram, unresolvable
 from ...info import PodInfo
 from . import nominated
-from .pdb import PdbBudgets
+from ...disruption import PdbBudgets
 from .victim_room import beyond_node_local, entangled, entangling, may_preempt
 from ..node_ports import filter as node_ports
 from ...plugin_api import CycleView as Cycle, StaticView as StaticFilters
@@ -46,6 +46,10 @@ MIN_CANDIDATE_NODES_ABSOLUTE = 100
 # Offset making every int32 priority non-negative in the priority-sum criterion.
 PRIORITY_OFFSET = 2**31
 _NOW = datetime.max.replace(tzinfo=timezone.utc)
+
+
+# Why a pod waiting for its earlier victims does not preempt again (``plugin_api.PostFilter``).
+REASON_TERMINATING = nominated.REASON_TERMINATING
 
 
 @dataclass

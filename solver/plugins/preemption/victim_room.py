@@ -258,6 +258,8 @@ def encode(wm: WindowModel) -> None:
         return
     m, state = wm.model, wm.state
     matchers = entangling(wm.ctx)
+    # The claims' "in force" literals made so far for this model (``nominated.claim_terms``).
+    in_force: dict[tuple[int, Optional[int]], object] = {}
     victims_on: dict[int, list[PodInfo]] = defaultdict(list)
     for key, (victim, n) in wm.evict_pod.items():
         victims_on[n].append(victim)
@@ -305,7 +307,7 @@ def encode(wm: WindowModel) -> None:
                 # Room nominated pods outside the window keep on the node at L's turn counts as
                 # used, as the validator reads it (``nominated.claimed``): a constant part (the
                 # claims the pod of priority L honours) and terms.
-                claim_vars, claim_coeffs, claim_const = nominated.claim_terms(wm, n, r, level)
+                claim_vars, claim_coeffs, claim_const = nominated.claim_terms(wm, n, r, level, in_force)
                 vars_ += claim_vars
                 coeffs += claim_coeffs
                 hi += sum(claim_coeffs)

@@ -5,32 +5,21 @@ The first untolerated taint, in the node's own order, names the failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Optional
-
-from models.objects import Taint, Toleration
+from models.objects import Taint
 
 from ...framework import SUCCESS, Status, unresolvable
 from ...info import NodeInfo, PodInfo
+from ...terms import NO_SCHEDULE_EFFECTS, untolerated  # the filter's rule, shared with scoring's node index
+
+__all__ = ["FILTER_EFFECTS", "NAME", "filter", "reason", "untolerated"]
 
 NAME = "TaintToleration"
 # Effects the filter enforces; PreferNoSchedule only affects scoring.
-FILTER_EFFECTS = ("NoSchedule", "NoExecute")
+FILTER_EFFECTS = NO_SCHEDULE_EFFECTS
 
 
 def reason(taint: Taint) -> str:
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
-
-
-def untolerated(tolerations: Iterable[Toleration], taints: Iterable[Taint], effects=FILTER_EFFECTS) -> Optional[Taint]:
-    """The first taint with one of ``effects`` that no toleration tolerates, or None."""
-    tolerations = tuple(tolerations)
-    for taint in taints:
-        if taint.effect not in effects:
-            continue
-        if not any(t.tolerates(taint) for t in tolerations):
-            return taint
-    return None
 
 
 def filter(pod: PodInfo, node: NodeInfo) -> Status:

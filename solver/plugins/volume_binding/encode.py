@@ -75,8 +75,9 @@ def encode(wm: WindowModel) -> None:
         for d in claims.delayed:
             delayed[d.key] = d
             users.setdefault(d.key, []).append(cls)
-    # This rule's encoding: per delayed claim, ({volume: bind var}, provisioned var).
-    volume_vars: dict[str, tuple[dict[str, cp_model.IntVar], cp_model.IntVar]] = wm.encoding(rules.NAME, dict)
+    # Per delayed claim, ({volume: bind var}, provisioned var): read only here (the plan's
+    # bindings are matched on the final state, ``filter.bindings_of``), so not kept on the model.
+    volume_vars: dict[str, tuple[dict[str, cp_model.IntVar], cp_model.IntVar]] = {}
     by_volume: dict[str, list] = {}
     for key in sorted(delayed):
         d = delayed[key]

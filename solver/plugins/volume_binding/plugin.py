@@ -6,13 +6,28 @@ from __future__ import annotations
 import numpy as np
 
 from ...plugin_api import Plugin
+from ...volume_catalog import VolumeCatalog
 from . import check, encode, filter, rules
 
 
-def prune(pod, state, can_evict, gangs):
+def prune(pod, state, can_evict, window):
     """Nodes where the pod's claims can never be bound (only for a pod with claims)."""
     return encode.prune(pod, state, can_evict) if pod.claims else np.ones(len(state.nodes), dtype=bool)
 
 
-PLUGIN = Plugin(rules.NAME, prune=prune, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
+def prepare(snapshot, config, window, state):
+    """A snapshot with volumes: its claims, volumes, classes and CSI limits (``VolumeCatalog``)
+    on the state, and VolumeBinding's Reserve (``filter.reserve``/``release``) as its book."""
+    if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
+        state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
+        state.volume_book = filter
+
+
+def couples(x):
+    """Pods with volume claims may share a claim or compete for one volume, wherever they land
+    (``encode.py``): one with claims is tied to every other with claims."""
+    return (lambda y: bool(y.claims)) if x.claims else None
+
+
+PLUGIN = Plugin(rules.NAME, prune=prune, prepare=prepare, couples=couples, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
                 per_node_state=rules.uses_node_state)

@@ -3,7 +3,9 @@
 Allowed disruptions come from ``status.disruptionsAllowed`` when the disruption controller has
 written it; otherwise they are computed as it would: healthy matching pods minus the desired
 healthy count from ``minAvailable`` / ``maxUnavailable`` (percentages of the matching pods,
-rounded up). Preemption, re-packing and the validator all read budgets through this module.
+rounded up). Preemption, the model's eviction costs, the choice between plans, re-packing and
+the validator all read budgets through this module: a basic under the plugins (it was
+DefaultPreemption's), since every engine that evicts counts them — no rule of its own.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import Optional
 
 from models.objects import Pod, PodDisruptionBudget
 
-from ...info import PodInfo
-from ...terms import Selector
+from .info import PodInfo
+from .terms import Selector
 
 
 def _scaled(value: int | str, total: int) -> int:

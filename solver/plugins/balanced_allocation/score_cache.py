@@ -1,0 +1,98 @@
+"""BalancedAllocation in greedy's score cache (``scoring/cache.py`` asks the plugin's
+``score_cache`` hook, never this module by name): the weighted score of one pod class over any
+nodes from their requested amounts (``BalanceKernel``, node-local), with every float operation
+kept as ``score.py`` does it (same operands, same order), so the totals are the plugin's bit for
+bit."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from ...info import PodInfo
+from ...state import ClusterState
+from ..helper import MAX_NODE_SCORE
+from ..node_resources_fit.score_cache import requested_rows, source
+from . import score
+
+
+class BalanceKernel:
+    """Weighted BalancedAllocation of one pod class, for any set of nodes."""
+
+    scalar = True
+
+    def __init__(self, pod: PodInfo, state: ClusterState, sctx: Any, weight: int, alloc_rows: list[list[int]],
+                 names: list[str]) -> None:
+        self.state = state
+        self.alloc_rows = alloc_rows  # state.alloc as Python ints, for ``one``
+        self.weight = weight
+        picked_b = [src for name in names if (src := source(pod, state, name, nonzero=False))]
+        self.bal_specs = picked_b
+        self.bal_pick = np.array([s[0] for s in picked_b], dtype=np.int64)
+        self.bal_add = np.array([s[2] for s in picked_b], dtype=np.int64)
+        alloc_b = state.alloc[:, [s[1] for s in picked_b]]
+        self.bal_safe = np.maximum(alloc_b, 1).astype(np.float64)
+        self.bal_counted = alloc_b > 0
+        # The usual case: exactly two resources, both present on every node.
+        self.bal_pair = len(picked_b) == 2 and bool(self.bal_counted.all())
+
+    def __call__(self, nodes: np.ndarray) -> np.ndarray:
+        return self.weight * self._balance(nodes, requested_rows(self.state, nodes))
+
+    def one(self, node: int) -> int:
+        """``self(np.array([node]))[0]`` in Python floats (IEEE doubles, as numpy's), in the same
+        operations and order."""
+        row = self.state.nonzero[node].tolist() + self.state.used[node].tolist()
+        alloc = self.alloc_rows[node]
+        fractions = []
+        for pick, column, add in self.bal_specs:
+            a = alloc[column]
+            if a > 0:
+                f = float(row[pick] + add) / float(a)
+                fractions.append(1.0 if f > 1.0 else f)
+        k = len(fractions)
+        if k == 2:
+            spread = abs((fractions[0] - fractions[1]) / 2)
+        elif k > 2:
+            running = 0.0
+            for f in fractions:
+                running = running + f
+            mean = running / k
+            squares = 0.0
+            for f in fractions:
+                deviation = f - mean
+                squares = squares + deviation * deviation
+            spread = math.sqrt(squares / k)
+        else:
+            spread = 0.0
+        return self.weight * int((1.0 - spread) * MAX_NODE_SCORE)
+
+    def _balance(self, nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        requested = rows[:, self.bal_pick] + self.bal_add
+        fraction = np.minimum(requested.astype(np.float64) / self.bal_safe[nodes], 1.0)
+        if self.bal_pair:
+            spread = score.pair_spread(fraction[:, 0], fraction[:, 1])
+        else:  # the plugin's own running sums, resource by resource
+            counted = self.bal_counted[nodes]
+            spread = score.spread([(fraction[:, j], counted[:, j]) for j in range(fraction.shape[1])], len(nodes))
+        return score.score_of(spread)
+
+
+class BalancePart:
+    """The plugin's part in one score cache: a node-local kernel per pod class (none for a
+    best-effort pod where the version's PreScore skips it)."""
+
+    def __init__(self, state: ClusterState, sctx: Any, weight: int, owner: Any) -> None:
+        self.state, self.sctx, self.weight = state, sctx, weight
+
+    def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[BalanceKernel]:
+        names = [r.name for r in self.sctx.scoring.balanced_resources]
+        best_effort = all(pod.requests.get(r, 0) == 0 for r in names)
+        if self.sctx.kubernetes_version in score.SKIPS_BEST_EFFORT and best_effort:
+            return None  # PreScore Skip: the plugin adds nothing
+        return BalanceKernel(pod, self.state, self.sctx, self.weight, alloc_rows, names)
+
+    def totals(self, pod: PodInfo, nodes: np.ndarray) -> None:
+        return None
