@@ -138,16 +138,56 @@ class CapacityRequestPolicyRange(DraModel):
     max: Optional[Quantity] = None
     step: Optional[Quantity] = None
 
+    @model_validator(mode="after")
+    def _sane(self) -> "CapacityRequestPolicyRange":
+        # (what the API server refuses: a range read some other way would size shares wrongly)
+        if self.step is not None and self.step <= 0:
+            raise ValueError("step must be greater than zero")
+        if self.max is not None and self.max < self.min:
+            raise ValueError("max must not be less than min")
+        return self
+
 
 class CapacityRequestPolicy(DraModel):
     default: Optional[Quantity] = None
     valid_values: ListOf[Quantity] = []
     valid_range: Optional[CapacityRequestPolicyRange] = None
 
+    @model_validator(mode="after")
+    def _sane(self) -> "CapacityRequestPolicy":
+        if self.valid_values and self.valid_range is not None:
+            raise ValueError("at most one of validValues, validRange may be set")
+        if self.valid_values:
+            if any(b <= a for a, b in zip(self.valid_values, self.valid_values[1:])):
+                raise ValueError("validValues must be in ascending order, without repeats")
+            if len(self.valid_values) > 10:
+                raise ValueError("validValues may hold at most 10 entries")
+            if self.default is None or self.default not in self.valid_values:
+                raise ValueError("default must be set, and be one of validValues")
+        r = self.valid_range
+        if r is not None and (self.default is None or self.default < r.min
+                              or (r.max is not None and self.default > r.max)):
+            raise ValueError("default must be set, within validRange's min and max")
+        return self
+
 
 class DeviceCapacity(DraModel):
     value: Quantity
     request_policy: Optional[CapacityRequestPolicy] = None
+
+    @model_validator(mode="after")
+    def _within(self) -> "DeviceCapacity":
+        p = self.request_policy
+        if p is None:
+            return self
+        r = p.valid_range
+        bounds: list[tuple[str, Optional[Fraction]]] = [("requestPolicy.default", p.default)]
+        if r is not None:
+            bounds += [("requestPolicy.validRange.min", r.min), ("requestPolicy.validRange.max", r.max)]
+        for what, q in bounds:
+            if q is not None and q > self.value:
+                raise ValueError(f"{what} must not be above the capacity's value")
+        return self
 
 
 class Counter(DraModel):
@@ -192,6 +232,15 @@ class Device(DraModel):
             raise ValueError("devices[].basic is resource.k8s.io/v1beta1's shape; dump the objects as "
                              "resource.k8s.io/v1 (kubectl get resourceslices.v1.resource.k8s.io)")
         return data
+
+    @model_validator(mode="after")
+    def _policy_needs_sharing(self) -> "Device":
+        if not self.allow_multiple_allocations:
+            for name, cap in self.capacity.items():
+                if cap.request_policy is not None:
+                    raise ValueError(f"capacity {name} has a requestPolicy, which needs "
+                                     "allowMultipleAllocations: true")
+        return self
 
 
 class ResourcePool(DraModel):

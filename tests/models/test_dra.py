@@ -115,3 +115,58 @@ def test_cli_exits_2_on_a_bad_slice(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "resourceslices/gpu-node-0-gpu.example.com: spec.pool.generation" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+SHARED = ROOT / "examples/snapshots/dra/shared-capacity.yaml"
+_GPU = "resourceslices/n0-gpus"
+_MEM = "spec.devices[0].capacity.memory"
+
+
+def _gpu(items: list[dict]) -> dict:
+    return next(i for i in items if i["kind"] == "ResourceSlice")["spec"]["devices"][0]
+
+
+def _policy(items: list[dict]) -> dict:
+    return _gpu(items)["capacity"]["memory"]["requestPolicy"]
+
+
+@pytest.mark.parametrize("mutate, field, words", [
+    # (the example: 80Gi, default 10Gi, validRange min 10Gi step 10Gi)
+    (lambda i: _policy(i)["validRange"].update(step="0"), f"{_MEM}.requestPolicy.validRange", "step"),
+    (lambda i: _policy(i)["validRange"].update(max="5Gi"), f"{_MEM}.requestPolicy.validRange", "max"),
+    (lambda i: _policy(i).update(validValues=["10Gi", "20Gi"]), f"{_MEM}.requestPolicy", "validValues"),
+    (lambda i: _policy(i).pop("default"), f"{_MEM}.requestPolicy", "default"),
+    (lambda i: _policy(i).update(default="5Gi"), f"{_MEM}.requestPolicy", "default"),
+    (lambda i: (_policy(i).pop("validRange"), _policy(i).update(validValues=["40Gi", "10Gi"])),
+     f"{_MEM}.requestPolicy", "ascending"),
+    (lambda i: (_policy(i).pop("validRange"), _policy(i).update(validValues=["10Gi", "40Gi"], default="20Gi")),
+     f"{_MEM}.requestPolicy", "default"),
+    (lambda i: _policy(i)["validRange"].update(max="160Gi"), _MEM, "max"),
+    (lambda i: (_policy(i)["validRange"].update(min="100Gi"), _policy(i).update(default="100Gi")), _MEM, "above the capacity"),
+    (lambda i: _gpu(i).pop("allowMultipleAllocations"), "spec.devices[0]", "allowMultipleAllocations"),
+])
+def test_a_request_policy_the_api_server_would_refuse_is_refused(tmp_path: Path, mutate, field: str, words: str) -> None:
+    """Kubernetes validates a capacity's requestPolicy (one of validValues / validRange, a default
+    inside it, a positive step, values ascending, nothing above the capacity, only on devices
+    that allow multiple allocations); the scheduler would otherwise read such a slice some way
+    of its own (the first list wins, a zero step is no step, ...) and hand out shares by it."""
+    items = yaml.safe_load(SHARED.read_text())["items"]
+    mutate(items)
+    with pytest.raises(InputError) as caught:
+        load_snapshot(dump(tmp_path, items))
+    assert (caught.value.obj, caught.value.field) == (_GPU, field), str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_the_shared_capacity_example_policy_is_read() -> None:
+    snap = load_snapshot(SHARED)
+    policy = snap.resource_slices[0].spec.devices[0].capacity["memory"].request_policy
+    assert policy is not None and policy.valid_range is not None and policy.valid_range.step == 10 * 2**30
+
+
+def test_cli_exits_2_on_a_bad_request_policy(tmp_path: Path) -> None:
+    items = yaml.safe_load(SHARED.read_text())["items"]
+    _policy(items)["validRange"]["step"] = "0"
+    proc = subprocess.run([str(CLI), "schedule", str(dump(tmp_path, items))], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{_GPU}: {_MEM}.requestPolicy.validRange" in proc.stderr and "Traceback" not in proc.stderr

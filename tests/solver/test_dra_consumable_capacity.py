@@ -146,3 +146,139 @@ def test_a_request_for_all_devices_takes_a_share_of_each_shareable_one(tmp_path:
         assert sorted((r["device"], r["consumedCapacity"]["memory"]) for r in every.allocation["devices"]["results"]) == [
             ("gpu-0", "10Gi"), ("gpu-1", "10Gi")]
     assert plan.stats.plan_from == "solver"
+
+
+def _held_without_share_id(tmp_path: Path, share_id: bool, consumed: str = "10Gi", asks: str = "") -> Path:
+    """The example with ml/old running on n0 and its claim allocated gpu-0, 10Gi consumed —
+    with or without a ``shareID`` — and one pending pod asking 25Gi of it."""
+    items = [i for i in yaml.safe_load(EXAMPLE.read_text())["items"] if i["metadata"]["name"] not in ("share-1", "share-2")]
+    result = {"request": "gpu", "driver": "gpu.example.com", "pool": "n0", "device": "gpu-0",
+              "consumedCapacity": {"memory": consumed}}
+    if share_id:
+        result["shareID"] = "6b1f9e2a-3c1d-4f5e-9a7b-1c2d3e4f5a6b"
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "old", "namespace": "ml"},
+                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", **(
+                      {"capacity": {"requests": {"memory": asks}}} if asks else {})}}]}},
+                  "status": {"allocation": {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [
+                      {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}},
+                      "reservedFor": [{"resource": "pods", "name": "old", "uid": "u-old"}]}})
+    items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "old", "namespace": "ml", "uid": "u-old"},
+                  "spec": {"nodeName": "n0", "resourceClaims": [{"name": "gpu", "resourceClaimName": "old"}],
+                           "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]},
+                  "status": {"phase": "Running"}})
+    path = tmp_path / "held.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_result_without_share_id_holds_the_device_whole(engine: str, tmp_path: Path) -> None:
+    """kube-scheduler reads an allocation result without ``shareID`` as the device allocated
+    exclusively, whatever its ``consumedCapacity`` says: no share may join it. With a shareID
+    the 10Gi share leaves 70Gi, and the pod's 30Gi share fits beside it."""
+    held = load_snapshot(_held_without_share_id(tmp_path, share_id=False))
+    plan = schedule(held, engine=engine)
+    assert [u.pod for u in plan.unschedulable] == ["ml/share-0"] and not plan.assignments
+    if engine == "cpsat":
+        assert plan.stats.plan_from == "solver"  # the model keeps the share off it too
+    shared = load_snapshot(_held_without_share_id(tmp_path, share_id=True))
+    plan = schedule(shared, engine=engine)
+    assert [a.pod for a in plan.assignments] == ["ml/share-0"]
+    assert validate(shared, plan, SchedulerConfig()) == []
+    # That plan, replayed where the old claim holds the GPU whole, gives it to two claims.
+    assert validate(held, plan, SchedulerConfig()) == [
+        "dra: device gpu.example.com/n0/gpu-0 is given to 2 claims: ml/old, ml/share-0-gpu-"]
+
+
+def _edit_first_result(plan, edit):
+    entry = plan.allocations[0]
+    allocation = json.loads(json.dumps(entry.allocation))
+    edit(allocation["devices"]["results"][0], plan)
+    return plan.model_copy(update={"allocations": (entry.model_copy(update={"allocation": allocation}), *plan.allocations[1:])})
+
+
+def test_validate_refuses_shares_kube_scheduler_would_not_write() -> None:
+    """Two shares of one device under one shareID (the status of each device share is keyed
+    by it), a share without shareID beside another (an exclusive allocation), and a share
+    consuming a capacity the device does not have."""
+    snap = load_snapshot(EXAMPLE)
+    plan = schedule(snap, engine="greedy")
+    assert len(plan.allocations) == 2 and validate(snap, plan, SchedulerConfig()) == []
+    other = plan.allocations[1].allocation["devices"]["results"][0]["shareID"]
+    same = _edit_first_result(plan, lambda r, p: r.update(shareID=other))
+    assert validate(snap, same, SchedulerConfig()) == [
+        f"dra: device gpu.example.com/n0/gpu-0: shareID {other} is given to 2 allocations: "
+        "ml/share-0-gpu-, ml/share-1-gpu-"]
+    whole = _edit_first_result(plan, lambda r, p: r.pop("shareID"))
+    assert validate(snap, whole, SchedulerConfig()) == [
+        "dra: device gpu.example.com/n0/gpu-0 is given to 2 claims: ml/share-0-gpu-, ml/share-1-gpu-"]
+    odd = _edit_first_result(plan, lambda r, p: r["consumedCapacity"].update(cores="4"))
+    assert validate(snap, odd, SchedulerConfig()) == [
+        "dra: resourceclaim ml/share-0-gpu-: device gpu.example.com/n0/gpu-0 has no capacity cores, "
+        "which its consumedCapacity names"]
+
+
+def test_a_share_the_snapshot_holds_is_a_fact_not_a_fault_of_the_plan(tmp_path: Path) -> None:
+    """ml/old's claim was given 25Gi of gpu-0 (as the slice's policy then allowed); the policy
+    now rounds 25Gi up to 30Gi. That allocation is the cluster's, not the plan's: the plan that
+    gives ml/share-0 30Gi beside it (55Gi of 80Gi) is valid and printed (it used to be refused
+    by the validator for every plan, the CLI exiting 1 with "this is a bug")."""
+    path = _held_without_share_id(tmp_path, share_id=True, consumed="25Gi", asks="25Gi")
+    snap = load_snapshot(path)
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snap, engine=engine)
+        assert [a.pod for a in plan.assignments] == ["ml/share-0"]
+        assert validate(snap, plan, SchedulerConfig()) == []
+    out = subprocess.run([str(CLI), "schedule", "-o", "json", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    # A plan adding a share that overdraws it is still refused, naming the snapshot's share too.
+    plan = schedule(snap, engine="greedy")
+    entry = plan.allocations[0]
+    allocation = json.loads(json.dumps(entry.allocation))
+    allocation["devices"]["results"][0]["consumedCapacity"] = {"memory": "60Gi"}
+    bad = plan.model_copy(update={"allocations": (entry.model_copy(update={"allocation": allocation}),)})
+    assert validate(snap, bad, SchedulerConfig()) == [
+        "dra: device gpu.example.com/n0/gpu-0 (allowMultipleAllocations) is given 85Gi of capacity memory, "
+        "above its 80Gi, by claims ml/old, ml/share-0-gpu-"]
+
+
+def test_evicting_one_share_of_a_device_frees_no_device(tmp_path: Path) -> None:
+    """preemption.freeDevices: gpu-0 (shareable, drawing a shared counter) holds two shares,
+    run-a's (priority 0, first) and run-b's (1000). urgent (500) wants the GPU whole: evicting
+    run-a deallocates one share, but run-b's keeps the device and its counter. The model used to
+    count the device and its counter back with run-a's claim (it was the device's first holder),
+    evicted run-a, and its plan failed validation (greedy's stood in)."""
+    items = [i for i in yaml.safe_load(EXAMPLE.read_text())["items"] if i["kind"] in ("DeviceClass", "Node")]
+    gpu = {"name": "gpu-0", "allowMultipleAllocations": True, "capacity": {"memory": {"value": "80Gi"}},
+           "consumesCounters": [{"counterSet": "set", "counters": {"mem": {"value": "80Gi"}}}]}
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n0-gpus"},
+                  "spec": {"driver": "gpu.example.com", "nodeName": "n0", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 1},
+                           "sharedCounters": [{"name": "set", "counters": {"mem": {"value": "80Gi"}}}], "devices": [gpu]}})
+    pin = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}
+    for n, (name, priority) in enumerate([("a", 0), ("b", 1000)]):
+        items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": f"held-{name}", "namespace": "ml"},
+                      "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                          "deviceClassName": "gpu.example.com", "capacity": {"requests": {"memory": "40Gi"}}}}]}},
+                      "status": {"allocation": {"devices": {"results": [{
+                          "request": "gpu", "driver": "gpu.example.com", "pool": "n0", "device": "gpu-0",
+                          "shareID": f"00000000-0000-0000-0000-00000000000{n + 1}", "consumedCapacity": {"memory": "40Gi"}}]},
+                          "nodeSelector": pin}, "reservedFor": [{"resource": "pods", "name": f"run-{name}", "uid": f"u-{name}"}]}})
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"run-{name}", "namespace": "ml", "uid": f"u-{name}"},
+                      "spec": {"nodeName": "n0", "priority": priority, "resourceClaims": [{"name": "g", "resourceClaimName": f"held-{name}"}],
+                               "containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}]},
+                      "status": {"phase": "Running"}})
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "whole", "namespace": "ml"},
+                  "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
+    items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "urgent", "namespace": "ml"},
+                  "spec": {"schedulerName": "cpsat-scheduler", "priority": 500,
+                           "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "whole"}],
+                           "containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}]}})
+    path = tmp_path / "shares.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    config = ROOT / "examples/config/dra-free-devices.yaml"
+    out = subprocess.run([str(CLI), "schedule", "-o", "json", "--config", str(config), str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["assignments"] == [] and data["preemptions"] == []
+    assert [u["pod"] for u in data["unschedulable"]] == ["ml/urgent"]
+    assert data["stats"]["plan_from"] == "solver", data["stats"]["fallback_reason"]

@@ -69,3 +69,49 @@ def test_a_plan_naming_a_later_subrequest_is_still_valid_but_weighs_less(tmp_pat
     assert on_a100 > on_t4 and on_a100[:4] == on_t4[:4]
     plan = schedule(snap, engine="greedy")
     assert validate(snap, plan, SchedulerConfig()) == []
+
+
+def test_a_preferred_device_another_node_needs_is_left_to_it(tmp_path: Path) -> None:
+    """net-0 (an A100 every node reaches) is the only A100 n0 can use, and one of the two that
+    `whole` (allocationMode All, too big for n0) takes on n1. The solver puts flex on n0 with its
+    second choice, the T4. Its devices used to be chosen node by node in placement order, flex's
+    first: flex took net-0 as its first choice, whole found it gone, and the solver's plan
+    failed validation — greedy's, with flex alone, stood in. Now the node that cannot be served
+    in that order is served first."""
+    import yaml
+
+    v1 = "resource.k8s.io/v1"
+    items: list[dict] = [{"apiVersion": v1, "kind": "DeviceClass", "metadata": {"name": m}, "spec": {"selectors": [
+        {"cel": {"expression": f'device.attributes["gpu.example.com"].model == "{m}"'}}]}} for m in ("a100", "t4")]
+    for name, cpu, model in (("n0", "4", "t4"), ("n1", "32", "a100")):
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                      "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}}})
+        items.append({"apiVersion": v1, "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"}, "spec": {
+            "driver": "gpu.example.com", "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0", "attributes": {"model": {"string": model}}}]}})
+    items.append({"apiVersion": v1, "kind": "ResourceSlice", "metadata": {"name": "net"}, "spec": {
+        "driver": "gpu.example.com", "allNodes": True, "pool": {"name": "net", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "net-0", "attributes": {"model": {"string": "a100"}}}]}})
+    requests = {"flex": [{"name": "g", "firstAvailable": [{"name": "big", "deviceClassName": "a100"},
+                                                          {"name": "small", "deviceClassName": "t4"}]}],
+                "whole": [{"name": "g", "exactly": {"deviceClassName": "a100", "allocationMode": "All"}}]}
+    for t, (name, cpu) in enumerate((("flex", "1"), ("whole", "8"))):
+        items.append({"apiVersion": v1, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": "ml"},
+                      "spec": {"spec": {"devices": {"requests": requests[name]}}}})
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": name, "namespace": "ml", "creationTimestamp": f"2026-01-01T00:00:0{t}Z"},
+                      "spec": {"schedulerName": "cpsat-scheduler",
+                               "resourceClaims": [{"name": "g", "resourceClaimTemplateName": name}],
+                               "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}, "claims": [{"name": "g"}]}}]}})
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    snap = load_snapshot(path)
+    assert len(schedule(snap, engine="greedy").assignments) == 1  # flex takes an A100 whole needs
+    plan = schedule(snap, engine="cpsat")
+    assert plan.stats.plan_from == "solver", plan.stats.fallback_reason
+    assert {a.pod: a.node for a in plan.assignments} == {"ml/flex": "n0", "ml/whole": "n1"}
+    given = {a.claim: sorted((r["request"], r["pool"], r["device"]) for r in a.allocation["devices"]["results"])
+             for a in plan.allocations}
+    assert given == {"ml/flex-g-": [("g/small", "n0", "gpu-0")],
+                     "ml/whole-g-": [("g", "n1", "gpu-0"), ("g", "net", "net-0")]}
+    assert validate(snap, plan, SchedulerConfig()) == []

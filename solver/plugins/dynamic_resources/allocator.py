@@ -231,9 +231,12 @@ class Rules:
             assert allocation is not None
             results = tuple(DeviceResult.of(r) for r in allocation.devices.results)
             state.allocations[claim.key] = ClaimAllocation(claim.key, results, allocation.node_selector)
+        # A result without ``shareID`` holds even a shareable device whole (``capacity.held_whole``).
+        whole = {(r.driver, r.pool, r.device) for held in state.allocations.values() for r in held.results
+                 if not r.admin and r.share_id is None}
         for device_id, holder in allocated_devices(list(self.allocated_claims.values())).items():
             record = self.inventory.devices.get(device_id)
-            if record is not None and capacity.shareable(record):
+            if record is not None and capacity.shareable(record) and device_id not in whole:
                 continue
             state.used[device_id] = holder
             if record is not None:
@@ -241,7 +244,8 @@ class Rules:
         for key, held in sorted(state.allocations.items()):
             for r in held.results:
                 record = self.inventory.devices.get((r.driver, r.pool, r.device))
-                if record is not None and capacity.shareable(record) and not r.admin:
+                if record is not None and capacity.shareable(record) and not r.admin and r.share_id is not None \
+                        and record.id not in whole:
                     state.add_share(record, key, capacity.consumed_of(record, dict(r.consumed)))
         return state
 
@@ -512,7 +516,7 @@ class _Search:
         mine = {(r.driver, r.pool, r.device) for r in self.picked[ci] if r.request == alt.name}
         tried: set[tuple] = set()
         for record in kind.members:
-            if record.id in mine:
+            if record.id in mine or capacity.held_whole(self.state, record.id):
                 continue
             shares = self.state.shares.get(record.id, [])
             state = tuple(sorted((tuple(sorted(c.items())) for _, c in shares)))
@@ -543,7 +547,8 @@ class _Search:
             if alt.admin:
                 free = True
             elif need is not None:
-                free = capacity.room_for(record, self.state.shares.get(record.id, []), need)
+                free = not capacity.held_whole(self.state, record.id) and \
+                    capacity.room_for(record, self.state.shares.get(record.id, []), need)
             else:
                 free = record.id not in self.state.used and not capacity.shareable(record)
             undo = self._take(ci, key, alt, record, need) if free else None

@@ -15,7 +15,8 @@ A request naming a capacity the device lacks, or asking for more than its ``valu
 the device (exclusive devices included: ``capacity.requests`` is a filter there too, as a CEL
 ``compareTo`` on the capacity would be). Shared counters (``consumesCounters``) are drawn once per
 device, when its first allocation takes it. The allocation records what each result consumed
-(``consumedCapacity``) and a ``shareID`` per share, as kube-scheduler writes them.
+(``consumedCapacity``) and a ``shareID`` per share, as kube-scheduler writes them; a result
+without ``shareID`` holds its device whole, as kube-scheduler reads it (``held_whole``).
 
 Here, side by side: the demand, the room left on a device, and the final check the validator
 runs (``capacity_problems``). The CP-SAT model (``encode.encode_shares``) gives each shareable
@@ -111,6 +112,13 @@ def room_for(record: DeviceRecord, shares: list[tuple[str, dict[str, Fraction]]]
     return True
 
 
+def held_whole(state: Any, device_id: tuple[str, str, str]) -> bool:
+    """Whether a device that allows multiple allocations is held by an allocation result
+    without ``shareID``: kube-scheduler counts such a result as the device allocated
+    exclusively, whatever it consumed, and gives no share of it to anyone."""
+    return device_id in state.used and device_id not in state.shares
+
+
 def share_id(claim: str, request: str, device: tuple[str, str, str]) -> str:
     """A share's id, a UUID derived from what it is (the same plan, the same ids)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"dra-share:{claim}:{request}:{'/'.join(device)}"))
@@ -130,19 +138,42 @@ def quantity_text(q: Fraction) -> str:
     return str(float(q))
 
 
-def capacity_problems(inventory: Any, allocations: Mapping[str, Any]) -> tuple[list[str], set[tuple[str, str, str]]]:
+def capacity_problems(inventory: Any, allocations: Mapping[str, Any],
+                      given: Optional[set[str]] = None) -> tuple[list[str], set[tuple[str, str, str]]]:
     """The validator's check of shareable devices on the final state: per capacity, what every
-    allocation holding the device consumes summed, against its ``value``. Returns the lines and
-    the shareable devices seen (their sharing is not a "given to 2 claims" error)."""
+    allocation holding the device consumes summed, against its ``value``; each share's
+    ``shareID`` once per device; ``consumedCapacity`` naming only capacities the device has.
+    Returns the lines and the shareable devices whose every holder has a share (their
+    sharing is not a "given to 2 claims" error; a result without ``shareID`` holds its device
+    whole, as kube-scheduler reads it). ``given``: the claims the snapshot has allocated — a
+    device only they overdraw is the cluster's state, not the plan's fault, and is not named."""
     out: list[str] = []
     seen: dict[tuple[str, str, str], list[tuple[str, dict[str, Fraction]]]] = {}
+    ids: dict[tuple[tuple[str, str, str], str], list[str]] = {}
+    whole: set[tuple[str, str, str]] = set()
     for key, allocation in sorted(allocations.items()):
         for r in allocation.results:
             record = inventory.devices.get((r.driver, r.pool, r.device))
             if record is None or not shareable(record) or r.admin:
                 continue
+            for name, _q in r.consumed:
+                if name not in record.device.capacity:
+                    out.append(f"resourceclaim {key}: device {'/'.join(record.id)} has no capacity {name}, "
+                               "which its consumedCapacity names")
+            if r.share_id is None:
+                whole.add(record.id)
+                continue
+            ids.setdefault((record.id, r.share_id), []).append(key)
             seen.setdefault(record.id, []).append((key, consumed_of(record, dict(r.consumed))))
+    for (device_id, sid), keys in sorted(ids.items()):
+        if len(keys) > 1:
+            out.append(f"device {'/'.join(device_id)}: shareID {sid} is given to {len(keys)} allocations: "
+                       f"{', '.join(keys)}")
     for device_id, shares in sorted(seen.items()):
+        if device_id in whole:
+            continue  # (named as a device given to several claims)
+        if given is not None and all(k in given for k, _ in shares):
+            continue
         record = inventory.devices[device_id]
         for name, cap in sorted(record.device.capacity.items()):
             held = sum((c.get(name, Fraction(0)) for _, c in shares), Fraction(0))
@@ -150,4 +181,4 @@ def capacity_problems(inventory: Any, allocations: Mapping[str, Any]) -> tuple[l
                 out.append(f"device {'/'.join(device_id)} (allowMultipleAllocations) is given "
                            f"{quantity_text(held)} of capacity {name}, above its {quantity_text(cap.value)}, "
                            f"by claims {', '.join(sorted({k for k, _ in shares}))}")
-    return out, set(seen)
+    return out, set(seen) - whole

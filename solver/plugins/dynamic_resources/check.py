@@ -33,7 +33,8 @@ def problems(rules: Rules, claims: Mapping[str, ResourceClaim], allocations: Map
     out: list[str] = []
     inventory = rules.inventory
     # Devices that allow multiple allocations: shared while their capacities last.
-    over, shareable = capacity_problems(inventory, allocations)
+    # (an overdraw the snapshot's allocations make alone is the cluster's, not the plan's)
+    over, shareable = capacity_problems(inventory, allocations, set(rules.allocated_claims))
     holders: dict[DeviceId, list[str]] = defaultdict(list)
     for key, allocation in sorted(allocations.items()):
         for r in allocation.results:
@@ -90,7 +91,8 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
     out: list[str] = []
     inventory = rules.inventory
     by_request: dict[str, list] = defaultdict(list)
-    consumed = {(r.request, (r.driver, r.pool, r.device)): dict(r.consumed) for r in allocation.results if r.consumed}
+    consumed = {(r.request, (r.driver, r.pool, r.device)): dict(r.consumed) for r in allocation.results
+                if r.consumed and r.share_id is not None}  # (without shareID: held whole)
     for r in allocation.results:
         record = inventory.devices.get((r.driver, r.pool, r.device))
         if record is None:
@@ -124,7 +126,8 @@ def _claim_problems(rules: Rules, key: str, claim: ResourceClaim, allocation: Cl
             if not fits:
                 out.append(f"resourceclaim {key}: device {'/'.join(record.id)} does not meet request {alt.name} "
                            "(class or request selectors, capacity requests, or an untolerated taint)")
-            elif shareable(record) and not alt.admin:
+            elif shareable(record) and not alt.admin and key not in rules.allocated_claims:
+                # (a share the snapshot holds was sized by the policy of its day: a fact, kept)
                 need = alt.demand(record) or {}
                 given = consumed_of(record, consumed.get((alt.name, record.id)))
                 short = sorted(n for n, q in need.items() if given.get(n, Fraction(0)) < q)

@@ -131,7 +131,7 @@ def encode(wm: "WindowModel") -> None:
         per_kind: dict[int, int] = defaultdict(int)
         for r in start.allocations[key].results:
             record = inventory.devices.get((r.driver, r.pool, r.device))
-            if record is not None and start.used.get(record.id) == key:
+            if record is not None and _sole_holder(start, record.id, key):
                 per_kind[record.kind] += 1
         for k, n in per_kind.items():
             back[k].append((lit, n))
@@ -157,6 +157,10 @@ def encode_shares(m: cp_model.CpModel, inventory: Any, start: Any, shares: dict[
     snapshot's allocations hold, within its ``value`` (``capacity.room_for``, summed)."""
     for device_id, uses in shares.items():
         record = inventory.devices[device_id]
+        if capacity.held_whole(start, device_id):
+            for z, _need in uses:
+                m.add(z == 0)  # a result without shareID holds it whole
+            continue
         held = start.shares.get(device_id, [])
         for name, cap in record.device.capacity.items():
             room = cap.value - sum((c.get(name, Fraction(0)) for _, c in held), Fraction(0))
@@ -194,13 +198,20 @@ def freed_literals(wm: "WindowModel") -> dict[str, Any]:
     return found
 
 
+def _sole_holder(start: Any, device_id: Any, key: str) -> bool:
+    """Whether deallocating claim ``key`` gives ``device_id`` back: it holds the device, and no
+    other claim holds a share of it (a shareable device is in ``used`` under its first share's
+    claim while any share lasts; counting it back with that one would free it too early)."""
+    return start.used.get(device_id) == key and all(k == key for k, _ in start.shares.get(device_id, []))
+
+
 def _freed_counters(inventory: Any, start: Any, freed: dict[str, Any]) -> dict[tuple[str, str, str, str], list[tuple[Any, Fraction]]]:
     """Per shared counter, what each freeable claim's devices draw from it (given back with it)."""
     out: dict[tuple[str, str, str, str], list[tuple[Any, Fraction]]] = defaultdict(list)
     for key, lit in freed.items():
         for r in start.allocations[key].results:
             record = inventory.devices.get((r.driver, r.pool, r.device))
-            if record is None or start.used.get(record.id) != key:
+            if record is None or not _sole_holder(start, record.id, key):
                 continue
             for use in record.device.consumes_counters:
                 for name, c in use.counters.items():

@@ -4,7 +4,9 @@ down their ``firstAvailable`` lists those allocations go.
 ``plan_hold`` replays a plan on the snapshot's state: its victims removed, its pods added in
 placement order, each given what the DynamicResources filter finds on its node; when that order
 strands a pod (an earlier pod took the devices a later one needed), the node's claims are
-chosen again together (``DraHold.place_jointly``), as the model counted them. The plan's
+chosen again together (``DraHold.place_jointly``), as the model counted them — a node whose
+pods still go unserved (a device several nodes reach taken by an earlier node) served first,
+a few orders at most. The plan's
 ``allocations`` (``solver.api``) are this hold's, and ``preference_cost`` reads the same, so a
 solver plan and greedy's are weighed on what each would really be given.
 """
@@ -17,6 +19,10 @@ from models.plan import DeviceAllocation
 
 from .allocator import _alternatives
 from .hold import DraHold
+
+
+# How many node orders ``plan_hold`` tries for a plan placement order strands.
+_JOINT_TRIES = 3
 
 
 def plan_hold(ctx: Any, placements: dict[str, int], victims: list[Any]) -> Optional[DraHold]:
@@ -37,10 +43,20 @@ def plan_hold(ctx: Any, placements: dict[str, int], victims: list[Any]) -> Optio
     dra = final.dra
     pods = [ctx.pod(name) for name in placements]
     if not dra.complete(pods):
-        joint = base.dra.copy()
-        joint.place_jointly([(ctx.pod(name), n) for name, n in placements.items()])
-        if joint.complete(pods):
-            dra = joint  # (else the validator names what is missing on the placement-order one)
+        # Node by node, and where a node's pods go unserved (an earlier node took a device it
+        # needs: one several nodes reach, a preferred firstAvailable choice), that node first.
+        order = [(ctx.pod(name), n) for name, n in placements.items()]
+        for _ in range(_JOINT_TRIES):
+            joint = base.dra.copy()
+            joint.place_jointly(order)
+            if joint.complete(pods):
+                dra = joint
+                break
+            stuck = {n for p, n in order if not joint.complete([p])}
+            again = [e for e in order if e[1] in stuck] + [e for e in order if e[1] not in stuck]
+            if again == order:
+                break  # (the validator names what is missing on the placement-order one)
+            order = again
     if len(cache) > 8:
         cache.clear()
     cache[key] = dra
