@@ -380,9 +380,10 @@ def test_a_node_heartbeat_keeps_the_node_the_scheduler_had() -> None:
 
 
 def _echo(obj: dict[str, Any], node_name: str, version: str) -> dict[str, Any]:
-    """The pod as the API server shows it after a binding: nodeName, a new resourceVersion,
-    the write's managedFields, a PodScheduled condition."""
+    """The pod as kube-apiserver 1.36 shows it after a binding: nodeName, a new resourceVersion,
+    the write's managedFields, a PodScheduled condition, the node's zone label."""
     out = copy.deepcopy(obj)
+    out["metadata"]["labels"] = {**out["metadata"].get("labels", {}), "topology.kubernetes.io/zone": "zone-a"}
     out["metadata"]["resourceVersion"] = version
     out["metadata"]["managedFields"] = [{"manager": "cpsat-scheduler", "operation": "Update", "subresource": "binding"}]
     out["spec"]["nodeName"] = node_name
@@ -391,14 +392,20 @@ def _echo(obj: dict[str, Any], node_name: str, version: str) -> dict[str, Any]:
 
 
 def test_our_own_binds_echo_is_taken_without_parsing_and_reads_as_a_parse_would() -> None:
-    cache = synced_cache([node("n1"), node("n2")], [pod("p")])
+    # decoded from JSON, as the watch gives them: no string shared with the test's literals
+    listed = json.loads(json.dumps(dict(pod("p"), metadata={**pod("p")["metadata"], "resourceVersion": "5"})))
+    listed["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update"}]
+    listed["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+    cache = synced_cache([node("n1"), node("n2")], [])
+    cache.apply(PODS, "ADDED", listed)
     assert cache.assume("default/p", "n1", state=BINDING, now=0.0)
-    echo = _echo(dict(pod("p"), metadata={**pod("p")["metadata"], "resourceVersion": "5"}), "n1", "9")
+    echo = json.loads(json.dumps(_echo(listed, "n1", "9")))
     cache.apply(PODS, "MODIFIED", echo)
     assert cache.echoes_reused == 1
     assert cache.assumed() == {}  # confirmed
     assert cache.pod("default/p") == parse_object(echo, "Pod")
     assert cache.pod("default/p").spec.node_name == "n1" and cache.pod("default/p").metadata.resource_version == "9"
+    assert cache.pod("default/p").metadata.labels["topology.kubernetes.io/zone"] == "zone-a"
     assert [p.spec.node_name for p in cache.snapshot().pods] == ["n1"]
 
 
