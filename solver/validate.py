@@ -150,7 +150,9 @@ class Replay:
         """``before``: the snapshot's bound pods; ``base``: less the victims; ``final``: plus the
         assignments."""
         self.before = self.ctx.state
-        self.base = self.before.copy()
+        # No victim: ``base`` is ``before`` itself (the checks only read the states; one state
+        # copy less per window, a tenth of a lone pod's replay on 500 nodes).
+        self.base = self.before.copy() if self.victims else self.before
         for v in self.victims:
             self.base.remove(v.pod)
         self.final = self.base.copy()

@@ -216,10 +216,19 @@ def _unchecked(method: Callable[..., Any]) -> Callable[..., Any]:
     return lambda *args, **kwargs: raw(owner, *args, **kwargs)
 
 
-def _call(what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a client method for its raw answer; return the decoded body or raise a KubeError."""
+def _call(what: str, method: Callable[..., Any], *args: Any, _answer: bool = True, **kwargs: Any) -> Any:
+    """Call a client method for its raw answer; return the decoded body or raise a KubeError.
+    ``_answer=False``: a write whose answer nobody reads (a binding, an event): on success its
+    body is read, to free the connection, but not decoded (the created Event the API server
+    echoes is ~1 kB of JSON per scheduled pod); an error's body is decoded as ever."""
     try:
         resp = method(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+        if not _answer and 200 <= int(getattr(resp, "status", 0) or 0) < 300:
+            try:
+                resp.data  # noqa: B018 - read to the end, so the connection goes back to the pool
+            finally:
+                resp.release_conn()
+            return None
         return _check(resp, what)
     except KubeError:
         raise
@@ -367,7 +376,7 @@ class KubeApi:
                 "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         _call(f"bind {namespace}/{name} to {node}", _unchecked(self.core.create_namespaced_pod_binding), name, namespace,
-              body)
+              body, _answer=False)
 
     def evict(self, namespace: str, name: str, uid: str) -> None:
         """POST pods/{name}/eviction (policy/v1): the API server enforces PodDisruptionBudgets."""
@@ -411,7 +420,8 @@ class KubeApi:
     # --- events --------------------------------------------------------------------------------
 
     def create_event(self, namespace: str, event: dict[str, Any]) -> None:
-        _call(f"create event in {namespace}", _unchecked(self.core.create_namespaced_event), namespace, event)
+        _call(f"create event in {namespace}", _unchecked(self.core.create_namespaced_event), namespace, event,
+              _answer=False)
 
     # --- leases --------------------------------------------------------------------------------
 

@@ -369,12 +369,16 @@ class Scheduler:
         self._busy_phase = "bind"
         self.bind_or_evict(units)
         result.units, result.acted = len(units), True
+        if log.isEnabledFor(logging.DEBUG):  # its arguments are built before log.debug could drop them
+            self._log_window(window, result, plan)
+        return result
+
+    def _log_window(self, window: list[QueuedPod], result: CycleResult, plan: Plan) -> None:
         log.debug("window of %d pods: %s; %d placed, %d unschedulable, %d preempted (%s)%s", len(window),
                   ", ".join(f"{k} {v:.3f}s" for k, v in result.timings.items()), len(plan.assignments),
                   result.unschedulable, len(plan.preemptions), plan.stats.status,
                   "; collector so far " + "/".join(f"{t:.2f}" for t in self._gc_clock.spent) + " s"
                   if self._gc_clock is not None else "")
-        return result
 
     @contextmanager
     def _phase(self, name: str, result: CycleResult) -> Iterator[None]:

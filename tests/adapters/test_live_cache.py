@@ -377,3 +377,65 @@ def test_a_node_heartbeat_keeps_the_node_the_scheduler_had() -> None:
     changed = {n.metadata.name: n for n in cache.snapshot().nodes}
     assert changed["n1"].metadata.labels["topology.kubernetes.io/zone"] == "b"
     assert changed["n2"] is before[1]
+
+
+def _echo(obj: dict[str, Any], node_name: str, version: str) -> dict[str, Any]:
+    """The pod as kube-apiserver 1.36 shows it after a binding: nodeName, a new resourceVersion,
+    the write's managedFields, a PodScheduled condition, the node's zone label."""
+    out = copy.deepcopy(obj)
+    out["metadata"]["labels"] = {**out["metadata"].get("labels", {}), "topology.kubernetes.io/zone": "zone-a"}
+    out["metadata"]["resourceVersion"] = version
+    out["metadata"]["managedFields"] = [{"manager": "cpsat-scheduler", "operation": "Update", "subresource": "binding"}]
+    out["spec"]["nodeName"] = node_name
+    out.setdefault("status", {})["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    return out
+
+
+def test_our_own_binds_echo_is_taken_without_parsing_and_reads_as_a_parse_would() -> None:
+    # decoded from JSON, as the watch gives them: no string shared with the test's literals
+    listed = json.loads(json.dumps(dict(pod("p"), metadata={**pod("p")["metadata"], "resourceVersion": "5"})))
+    listed["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update"}]
+    listed["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+    cache = synced_cache([node("n1"), node("n2")], [])
+    cache.apply(PODS, "ADDED", listed)
+    assert cache.assume("default/p", "n1", state=BINDING, now=0.0)
+    echo = json.loads(json.dumps(_echo(listed, "n1", "9")))
+    cache.apply(PODS, "MODIFIED", echo)
+    assert cache.echoes_reused == 1
+    assert cache.assumed() == {}  # confirmed
+    assert cache.pod("default/p") == parse_object(echo, "Pod")
+    assert cache.pod("default/p").spec.node_name == "n1" and cache.pod("default/p").metadata.resource_version == "9"
+    assert cache.pod("default/p").metadata.labels["topology.kubernetes.io/zone"] == "zone-a"
+    assert [p.spec.node_name for p in cache.snapshot().pods] == ["n1"]
+
+
+def test_a_bind_elsewhere_or_a_changed_pod_is_parsed_and_noticed(caplog: pytest.LogCaptureFixture) -> None:
+    base = dict(pod("p"), metadata={**pod("p")["metadata"], "resourceVersion": "5"})
+    # bound to another node than the one assumed (another scheduler, a stale decision)
+    cache = synced_cache([node("n1"), node("n2")], [pod("p")])
+    assert cache.assume("default/p", "n1", state=BINDING, now=0.0)
+    with caplog.at_level(logging.WARNING):
+        cache.apply(PODS, "MODIFIED", _echo(base, "n2", "9"))
+    assert cache.echoes_reused == 0 and "assumed on n1 but is bound to n2" in caplog.text
+    assert [p.spec.node_name for p in cache.snapshot().pods] == ["n2"]
+    # bound where assumed, but changed besides: a label, a request, a DisruptionTarget condition
+    for change in ({"metadata": {**base["metadata"], "labels": {"app": "new"}}},
+                   {"spec": {**base["spec"], "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}},
+                   {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}}):
+        cache = synced_cache([node("n1"), node("n2")], [pod("p")])
+        assert cache.assume("default/p", "n1", state=BINDING, now=0.0)
+        echo = _echo(base, "n1", "9")
+        for part, value in change.items():
+            kept = echo[part].get("conditions") if part == "status" else None
+            echo[part] = {**value, **({"conditions": kept + value["conditions"]} if kept else {})}
+            if part != "status":
+                echo[part]["nodeName" if part == "spec" else "resourceVersion"] = "n1" if part == "spec" else "9"
+        cache.apply(PODS, "MODIFIED", echo)
+        assert cache.echoes_reused == 0, change
+        assert cache.pod("default/p") == parse_object(echo, "Pod"), change
+    assert cache.pod("default/p").status.conditions[0].type == "DisruptionTarget"
+    # a pod bound by someone else (no assumption): parsed
+    cache = synced_cache([node("n1")], [pod("q")])
+    cache.apply(PODS, "MODIFIED", _echo(dict(pod("q"), metadata={**pod("q")["metadata"], "resourceVersion": "5"}),
+                                        "n1", "9"))
+    assert cache.echoes_reused == 0 and cache.pod("default/q").spec.node_name == "n1"
