@@ -90,6 +90,27 @@ def _share_fields_set(obj: BaseModel) -> None:
     object.__setattr__(obj, "__pydantic_fields_set__", same)
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def copy_with(model: _M, update: dict[str, Any]) -> _M:
+    """``model.model_copy(update=update)`` for a frozen model of ``extra="ignore"`` and no
+    private attributes, its set of field names shared (``compact``): the reader's copy of a
+    shared pod spec with each pod's node, once per running pod."""
+    copied = object.__new__(type(model))
+    fields = dict(model.__dict__)
+    fields.update(update)
+    object.__setattr__(copied, "__dict__", fields)
+    object.__setattr__(copied, "__pydantic_extra__", None)
+    names = frozenset(model.__pydantic_fields_set__).union(update)
+    same = _FIELDS_SETS.get(names)
+    if same is None:
+        same = _FIELDS_SETS[names] = set(names)
+    object.__setattr__(copied, "__pydantic_fields_set__", same)
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied
+
+
 def compact_pod(pod: "Pod", shared: dict) -> "Pod":
     """``compact(pod, shared, shallow=pod.spec)`` written out for a pod whose spec is shared
     already: the reader's path for every replica after the first, tens of thousands per dump.

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from adapters import snapshot_io
 from adapters.snapshot_io import (
     MAX_ALIAS_EXPANSION,
     MAX_DEPTH,
@@ -810,6 +811,16 @@ def test_replicas_with_one_spec_share_it_but_keep_their_node() -> None:
     assert pods["web-5"].spec.containers is not pods["web-1"].spec.containers
     assert pods["web-5"].spec.containers[0].resources.requests["cpu"] == 500
     assert pods["web-2"].spec == pods["web-1"].spec.model_copy(update={"node_name": "node-b"})
+    # what the input set, as pydantic's own copy says (the reader copies the spec without it)
+    assert (pods["web-2"].spec.model_fields_set
+            == pods["web-1"].spec.model_copy(update={"node_name": "node-b"}).model_fields_set)
+    assert pods["web-4"].spec.model_dump(exclude_unset=True) == pods["web-3"].spec.model_dump(exclude_unset=True)
+    # the key leaves the decoded spec as it was (nodeName and affinity taken out, then put back)
+    raw = _daemon_pod("web-6", "node-c")["spec"]
+    before = json.dumps(raw, sort_keys=True)
+    key = snapshot_io._spec_key(raw)
+    assert json.dumps(raw, sort_keys=True) == before
+    assert key == snapshot_io._spec_key({**_daemon_pod("web-7", "node-d")["spec"], "affinity": raw["affinity"]})
 
 
 @pytest.mark.parametrize("bad, field, problem", [
