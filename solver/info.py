@@ -8,6 +8,7 @@ pods with equal keys are interchangeable for every rule and share the solver's c
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class _SpecDerived:
 # be reused while the entry lives. Started over past SPEC_DERIVED_KEPT entries.
 SPEC_DERIVED_KEPT = 8192
 _SPEC_FIELDS = tuple(name for name in PodSpec.model_fields if name != "node_name")
+_spec_values = operator.itemgetter(*_SPEC_FIELDS)  # a spec's __dict__ -> those fields' values
 
 
 class SpecMemo:
@@ -84,8 +86,7 @@ class SpecMemo:
         return shape
 
     def derived(self, pod: Pod, sidecar_ports: bool) -> _SpecDerived:
-        fields = pod.spec.__dict__
-        values = tuple([fields[name] for name in _SPEC_FIELDS])
+        values = _spec_values(pod.spec.__dict__)
         key = (sidecar_ports, *map(id, values))
         hit = self._entries.get(key)
         if hit is not None:
