@@ -139,8 +139,8 @@ def _share_items(items: list, shared: dict) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, BaseModel):
             continue
-        try:
-            items[i] = shared.setdefault((type(item), item), item)
+        try:  # by the field values, as the model's own equality compares (a tuple hashes in C)
+            items[i] = shared.setdefault((type(item), *item.__dict__.values()), item)
         except TypeError:
             continue
 
