@@ -227,11 +227,11 @@ class ClusterState:
             if pod.host_ports:
                 self.ports_on[node].update(pod.host_ports)
             priorities[pod.priority] += 1
-            group = groups.get(gkey := (pod.match_key, pod.terminating))
-            if group is None:
+            indices = groups.get(gkey := (pod.match_key, pod.terminating))
+            if indices is None:
                 groups[gkey] = [i]
             else:
-                group.append(i)
+                indices.append(i)
             for term in pod.anti_affinity:
                 owners = self.anti_owners.get(term)
                 if owners is None:
@@ -249,10 +249,10 @@ class ClusterState:
             np.add.at(self.nonzero, node_of, nonzero)
         self.priorities.update(priorities)
         for gkey, members in groups.items():
-            group = self._groups.get(gkey)
-            if group is None:
-                group = self._groups[gkey] = (placed[members[0]][0], Counter())
-            group[1].update(node_of[members].tolist())
+            counted = self._groups.get(gkey)
+            if counted is None:
+                counted = self._groups[gkey] = (placed[members[0]][0], Counter())
+            counted[1].update(node_of[members].tolist())
         self.touched.extend(np.unique(node_of).tolist())
 
     def _row(self, requests: dict[str, int]) -> np.ndarray:
