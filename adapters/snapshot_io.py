@@ -859,7 +859,7 @@ def _validate_pod(item: dict, position: str, shared: dict, specs: dict[bytes, tu
         update["node_name"] = node_name
     if update:
         spec = copy_with(spec, update)
-    pod = _validate_model(Pod, {**item, "spec": spec}, _object_name(_KINDS["Pod"], item, position))
+    pod = _validate_model(Pod, {**item, "spec": spec}, lambda: _object_name(_KINDS["Pod"], item, position))
     return compact_pod(pod, shared)
 
 
@@ -898,17 +898,23 @@ def _spec_key(raw: dict) -> Optional[tuple[bytes, bytes]]:
             raw["affinity"] = affinity
 
 
-def _validate_model(model: type[BaseModel], data: Any, obj: str) -> Any:
+def _validate_model(model: type[BaseModel], data: Any, obj: Union[str, Callable[[], str]]) -> Any:
+    """``model`` read from ``data``, or an InputError naming ``obj`` (or what ``obj()`` gives:
+    the name is worked out only when there is a problem to name)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _input_error(exc, data, obj) from None
+        raise _input_error(exc, data, _name(obj)) from None
     except RecursionError:
-        raise InputError(obj, "", "nested too deeply") from None
+        raise InputError(_name(obj), "", "nested too deeply") from None
     except InputError:
         raise
     except Exception as exc:  # a validator tripped over a value of an unexpected type
-        raise InputError(obj, "", f"cannot be read ({type(exc).__name__}: {exc})") from None
+        raise InputError(_name(obj), "", f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def _name(obj: Union[str, Callable[[], str]]) -> str:
+    return obj if isinstance(obj, str) else obj()
 
 
 # --------------------------------------------------------------------------- pydantic errors

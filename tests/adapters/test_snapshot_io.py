@@ -835,6 +835,25 @@ def test_a_replica_that_differs_is_still_checked(bad: dict[str, Any], field: str
     assert str(err.value).startswith(f"pods/shop/web-2: {field}: {problem}")
 
 
+def _with(pod: dict[str, Any], part: str, **fields: Any) -> dict[str, Any]:
+    pod[part] = {**pod.get(part, {}), **fields}
+    return pod
+
+
+@pytest.mark.parametrize("bad, field, problem", [
+    (_with(_replica("web-2", "node-b"), "metadata", creationTimestamp="yesterday"), "metadata.creationTimestamp",
+     '"yesterday" is not a timestamp'),
+    (_with(_replica("web-2", "node-b"), "status", startTime=[]), "status.startTime", "a list is not a timestamp"),
+])
+def test_a_replica_whose_spec_is_shared_still_has_its_metadata_and_status_checked(
+        bad: dict[str, Any], field: str, problem: str) -> None:
+    """A pod whose spec is one read already (its spec is not validated again) is still checked in
+    its own metadata and status, and named in the error."""
+    with pytest.raises(InputError) as err:
+        read(_list(_replica("web-1", "node-a"), bad))
+    assert str(err.value).startswith(f"pods/shop/web-2: {field}: {problem}"), str(err.value)
+
+
 def _daemon_pod(name: str, node: str, operator: str = "In") -> dict[str, Any]:
     """A DaemonSet's pod: its spec names its node twice, in nodeName and in a matchFields term."""
     pod = _replica(name, node)
