@@ -53,7 +53,7 @@ from models import (
     Unschedulable,
 )
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
-from models.objects import Affinity, PodSpec, compact, compact_pod
+from models.objects import Affinity, PodSpec, compact, compact_pod, copy_with
 from models.storage import PersistentVolume, PersistentVolumeClaim
 from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.plan import DeviceAllocation
@@ -858,8 +858,8 @@ def _validate_pod(item: dict, position: str, shared: dict, specs: dict[bytes, tu
     if spec.node_name != node_name:
         update["node_name"] = node_name
     if update:
-        spec = spec.model_copy(update=update)
-    pod = _validate_model(Pod, {**item, "spec": spec}, _object_name(_KINDS["Pod"], item, position))
+        spec = copy_with(spec, update)
+    pod = _validate_model(Pod, {**item, "spec": spec}, lambda: _object_name(_KINDS["Pod"], item, position))
     return compact_pod(pod, shared)
 
 
@@ -882,24 +882,39 @@ def _spec_key(raw: dict) -> Optional[tuple[bytes, bytes]]:
     node_name = raw.get("nodeName")
     if node_name is not None and type(node_name) is not str:
         return None  # the full validation names the problem
-    rest = {k: v for k, v in raw.items() if k != "nodeName" and k != "affinity"}
+    # Taken out and put back (at the end: the order of a mapping's keys is not read) instead of
+    # copying the rest of the spec, once per pod.
+    missing = _MISSING
+    named = raw.pop("nodeName", missing)
+    affinity = raw.pop("affinity", missing)
     try:
-        return marshal.dumps(rest, 0), marshal.dumps(raw.get("affinity"), 0)
+        return marshal.dumps(raw, 0), marshal.dumps(None if affinity is missing else affinity, 0)
     except ValueError:
         return None  # a value JSON has not (YAML's unquoted dates): read this pod in full
+    finally:
+        if named is not missing:
+            raw["nodeName"] = named
+        if affinity is not missing:
+            raw["affinity"] = affinity
 
 
-def _validate_model(model: type[BaseModel], data: Any, obj: str) -> Any:
+def _validate_model(model: type[BaseModel], data: Any, obj: Union[str, Callable[[], str]]) -> Any:
+    """``model`` read from ``data``, or an InputError naming ``obj`` (or what ``obj()`` gives:
+    the name is worked out only when there is a problem to name)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _input_error(exc, data, obj) from None
+        raise _input_error(exc, data, _name(obj)) from None
     except RecursionError:
-        raise InputError(obj, "", "nested too deeply") from None
+        raise InputError(_name(obj), "", "nested too deeply") from None
     except InputError:
         raise
     except Exception as exc:  # a validator tripped over a value of an unexpected type
-        raise InputError(obj, "", f"cannot be read ({type(exc).__name__}: {exc})") from None
+        raise InputError(_name(obj), "", f"cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def _name(obj: Union[str, Callable[[], str]]) -> str:
+    return obj if isinstance(obj, str) else obj()
 
 
 # --------------------------------------------------------------------------- pydantic errors

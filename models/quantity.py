@@ -8,6 +8,7 @@ the target unit are rounded up, as ``resource.Quantity.MilliValue`` / ``Value`` 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -61,6 +62,14 @@ def parse_quantity(value: object) -> Fraction:
         value = repr(value)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
+    return _parse_text(value)
+
+
+# A dump's quantities are a few dozen strings ("100m", "128Mi", "16") repeated over thousands of
+# nodes and pod specs; each is parsed once (a value is a pure function of its text; a failure
+# raises and is not kept).
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
     text = value
     match = _NUMBER.match(text)
     if not match:

@@ -140,6 +140,30 @@ class _Assumed:
         self.label_keys.update(selector_keys(info))
         self.requested.update(info.requests)
 
+    def place_many(self, infos: list[PodInfo]) -> None:
+        """``place`` for each, counting keys and names once per shared requests and terms."""
+        requests: dict[int, list] = {}
+        terms: dict[tuple[int, ...], list] = {}
+        for info in infos:
+            self.placed[info.key] = info
+            entry = requests.get(id(info.requests))
+            if entry is None:
+                requests[id(info.requests)] = [info, 1]
+            else:
+                entry[1] += 1
+            entry = terms.get(key := (id(info.affinity), id(info.anti_affinity), id(info.preferred_affinity),
+                                       id(info.preferred_anti_affinity), id(info.spread)))
+            if entry is None:
+                terms[key] = [info, 1]
+            else:
+                entry[1] += 1
+        for info, count in terms.values():
+            for name in selector_keys(info):
+                self.label_keys[name] += count
+        for info, count in requests.values():
+            for name in info.requests:
+                self.requested[name] += count
+
     def unplace(self, info: PodInfo) -> None:
         del self.placed[info.key]
         for counter, names in ((self.label_keys, selector_keys(info)), (self.requested, info.requests)):
@@ -202,18 +226,22 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
     nodes = NodeList(NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes))
     node_resources = frozenset(r for node in nodes for r in node.allocatable if is_tracked_resource(r))
     resources = set(node_resources)
-    for info in (*infos, *window):
-        resources.update(info.requests)
+    for requests in {id(info.requests): info.requests for info in (*infos, *window)}.values():
+        resources.update(requests)
     state = ClusterState(nodes, resources)
     assumed = _Assumed(snapshot, sidecar_ports, ns_labels, frozenset(resources), node_resources, nodes, state,
                        placed={}, unknown={}, label_keys=Counter(), requested=Counter())
+    # The running pods enter the state as per-node aggregates (``ClusterState.add_many``), and
+    # the counts of their selector keys and resource names per shared terms and requests.
+    on_nodes: list[tuple[PodInfo, int]] = []
     for info in interrupt.checked(infos):
         index = state.node_index.get(info.node_name)
         if index is None:
             assumed.unknown[info.key] = info.node_name
             continue
-        state.add(info, index)
-        assumed.place(info)
+        on_nodes.append((info, index))
+    state.add_many(on_nodes)
+    assumed.place_many([info for info, _ in on_nodes])
     return assumed
 
 

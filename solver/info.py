@@ -8,6 +8,7 @@ pods with equal keys are interchangeable for every rule and share the solver's c
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class _SpecDerived:
 # be reused while the entry lives. Started over past SPEC_DERIVED_KEPT entries.
 SPEC_DERIVED_KEPT = 8192
 _SPEC_FIELDS = tuple(name for name in PodSpec.model_fields if name != "node_name")
+_spec_values = operator.itemgetter(*_SPEC_FIELDS)  # a spec's __dict__ -> those fields' values
 
 
 class SpecMemo:
@@ -62,10 +64,29 @@ class SpecMemo:
 
     def __init__(self) -> None:
         self._entries: dict[tuple, tuple[tuple, _SpecDerived]] = {}
+        # What a PodInfo takes from its spec, namespace and labels together (``_Shape``), by
+        # (derived, namespace, labels, namespace labels): the running replicas of a workload have
+        # one shape, so 150,000 running pods resolve their terms a few thousand times. Each entry
+        # holds the objects whose ids are in its key.
+        self._shapes: dict[tuple, tuple[tuple, _Shape]] = {}
+
+    def shape(self, pod: Pod, ns_labels: dict[str, str], sidecar_ports: bool) -> "_Shape":
+        derived = self.derived(pod, sidecar_ports)
+        labels = pod.metadata.labels
+        items = tuple(labels.items())
+        ns = pod.metadata.namespace
+        key = (id(derived), ns, items, id(ns_labels))
+        hit = self._shapes.get(key)
+        if hit is not None:
+            return hit[1]
+        shape = _shape(pod, derived)
+        if len(self._shapes) >= SPEC_DERIVED_KEPT:
+            self._shapes = {}
+        self._shapes[key] = ((derived, ns_labels), shape)
+        return shape
 
     def derived(self, pod: Pod, sidecar_ports: bool) -> _SpecDerived:
-        fields = pod.spec.__dict__
-        values = tuple([fields[name] for name in _SPEC_FIELDS])
+        values = _spec_values(pod.spec.__dict__)
         key = (sidecar_ports, *map(id, values))
         hit = self._entries.get(key)
         if hit is not None:
@@ -75,6 +96,60 @@ class SpecMemo:
             self._entries = {}
         self._entries[key] = (values, derived)
         return derived
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a PodInfo derives from its spec, namespace and labels (read-only, shared)."""
+
+    derived: _SpecDerived
+    labels: dict[str, str]
+    priority: int
+    preempt_never: bool
+    required_node_affinity: Optional[NodeSelector]
+    affinity: tuple[AffinityTerm, ...]
+    anti_affinity: tuple[AffinityTerm, ...]
+    preferred_affinity: tuple[AffinityTerm, ...]
+    preferred_anti_affinity: tuple[AffinityTerm, ...]
+    spread: tuple[SpreadConstraint, ...]
+    match_key: tuple
+
+
+def _shape(pod: Pod, derived: _SpecDerived) -> _Shape:
+    spec = pod.spec
+    labels = pod.metadata.labels
+    ns = pod.metadata.namespace
+    aff = spec.affinity
+    node_aff = aff.node_affinity if aff else None
+    pod_aff = aff.pod_affinity if aff else None
+    pod_anti = aff.pod_anti_affinity if aff else None
+
+    def required(group: Any) -> tuple[AffinityTerm, ...]:
+        if group is None:
+            return ()
+        return tuple(AffinityTerm.resolve(t, ns, labels) for t in group.required_during_scheduling_ignored_during_execution)
+
+    def preferred(group: Any) -> tuple[AffinityTerm, ...]:
+        if group is None:
+            return ()
+        return tuple(
+            AffinityTerm.resolve(w.pod_affinity_term, ns, labels, w.weight)
+            for w in group.preferred_during_scheduling_ignored_during_execution
+        )
+
+    return _Shape(
+        derived=derived,
+        labels=dict(labels),
+        priority=spec.priority or 0,
+        preempt_never=spec.preemption_policy == "Never",
+        required_node_affinity=node_aff.required_during_scheduling_ignored_during_execution if node_aff else None,
+        affinity=required(pod_aff),
+        anti_affinity=required(pod_anti),
+        preferred_affinity=preferred(pod_aff),
+        preferred_anti_affinity=preferred(pod_anti),
+        spread=tuple(SpreadConstraint.resolve(c, labels) for c in spec.topology_spread_constraints),
+        match_key=(ns, tuple(sorted(labels.items()))),
+    )
 
 
 def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
@@ -142,59 +217,44 @@ class PodInfo:
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,
            specs: Optional[SpecMemo] = None) -> "PodInfo":
-        """``specs``: what earlier pods' specs gave, to share with replicas (None: worked out)."""
+        """``specs``: what earlier pods' specs gave, to share with replicas (None: worked out).
+        Pods of one shape (``SpecMemo.shape``) share everything but what is their own: their
+        key, node, gang, times and claims."""
+        shape = (specs.shape(pod, ns_labels, sidecar_ports) if specs is not None
+                 else _shape(pod, _spec_derived(pod, sidecar_ports)))
+        derived = shape.derived
         spec = pod.spec
-        labels = pod.metadata.labels
-        ns = pod.metadata.namespace
-        aff = spec.affinity
-        node_aff = aff.node_affinity if aff else None
-        pod_aff = aff.pod_affinity if aff else None
-        pod_anti = aff.pod_anti_affinity if aff else None
-
-        def required(group):
-            if group is None:
-                return ()
-            return tuple(AffinityTerm.resolve(t, ns, labels) for t in group.required_during_scheduling_ignored_during_execution)
-
-        def preferred(group):
-            if group is None:
-                return ()
-            return tuple(
-                AffinityTerm.resolve(w.pod_affinity_term, ns, labels, w.weight)
-                for w in group.preferred_during_scheduling_ignored_during_execution
-            )
-
-        derived = specs.derived(pod, sidecar_ports) if specs is not None else _spec_derived(pod, sidecar_ports)
+        meta = pod.metadata
         return PodInfo(
             pod=pod,
             key=pod.key,
-            namespace=ns,
-            labels=dict(labels),
+            namespace=meta.namespace,
+            labels=shape.labels,
             ns_labels=ns_labels,
-            priority=spec.priority or 0,
-            preempt_never=spec.preemption_policy == "Never",
+            priority=shape.priority,
+            preempt_never=shape.preempt_never,
             requests=derived.requests,
             nonzero_cpu=derived.nonzero_cpu,
             nonzero_mem=derived.nonzero_mem,
             host_ports=derived.host_ports,
             node_name=spec.node_name,
             node_selector=derived.node_selector,
-            required_node_affinity=node_aff.required_during_scheduling_ignored_during_execution if node_aff else None,
+            required_node_affinity=shape.required_node_affinity,
             preferred_node_terms=derived.preferred_node_terms,
             tolerations=derived.tolerations,
-            affinity=required(pod_aff),
-            anti_affinity=required(pod_anti),
-            preferred_affinity=preferred(pod_aff),
-            preferred_anti_affinity=preferred(pod_anti),
-            spread=tuple(SpreadConstraint.resolve(c, labels) for c in spec.topology_spread_constraints),
+            affinity=shape.affinity,
+            anti_affinity=shape.anti_affinity,
+            preferred_affinity=shape.preferred_affinity,
+            preferred_anti_affinity=shape.preferred_anti_affinity,
+            spread=shape.spread,
             group=pod_group_key(pod),
             images=derived.images,
             containers=derived.containers,
-            created=pod.metadata.creation_timestamp or _EPOCH,
+            created=meta.creation_timestamp or _EPOCH,
             start_time=pod.status.start_time,
-            terminating=pod.is_terminating,
-            match_key=(ns, tuple(sorted(labels.items()))),
-            claims=tuple(f"{ns}/{c}" for c in pod_claims(pod.metadata.name, spec.volumes)),
+            terminating=meta.deletion_timestamp is not None,
+            match_key=shape.match_key,
+            claims=tuple(f"{meta.namespace}/{c}" for c in pod_claims(meta.name, spec.volumes)) if spec.volumes else (),
         )
 
     @property

@@ -155,13 +155,7 @@ class ClusterState:
         hit = self._vectors.get(pod.key)
         if hit is not None and hit[0] is pod.requests:
             return hit[1]
-        vec = np.zeros(len(self.resources), dtype=np.int64)
-        for name, value in pod.requests.items():
-            idx = self.res_index.get(name)
-            if idx is None:  # a resource no node and no window pod was registered with
-                raise KeyError(name)
-            vec[idx] = value
-        vec[self.res_index[PODS]] = 1
+        vec = self._row(pod.requests)
         vec.flags.writeable = False
         self._vectors[pod.key] = (pod.requests, vec)
         return vec
@@ -201,6 +195,82 @@ class ClusterState:
         self.touched.append(node)
         if self.dra is not None:
             self.dra.add(pod, node)
+
+    def add_many(self, placed: list[tuple[PodInfo, int]]) -> None:
+        """``add(pod, node)`` for each pair, from per-node aggregates: the pods of one requests
+        object share a request row, summed into the arrays per node at once, and the group
+        counters counted per (labels, terminating). What the state holds afterwards is what the
+        adds one by one give (a node changed once in ``touched``, as a cache refreshing it reads
+        it once anyway). A state with counters, volumes or devices, or a pod already in it, adds
+        one by one."""
+        if (self._counters or self.dra is not None or self.volume_book is not None
+                or self._owned is not None or self._owned_groups is not None
+                or len({pod.key for pod, _ in placed} | self.where.keys()) != len(placed) + len(self.where)):
+            for pod, node in placed:
+                self.add(pod, node)
+            return
+        rows: dict[int, int] = {}  # id(requests) -> row of ``vectors``
+        vectors: list[np.ndarray] = []
+        row_of = np.empty(len(placed), dtype=np.int64)
+        node_of = np.empty(len(placed), dtype=np.int64)
+        nonzero = np.empty((len(placed), 2), dtype=np.int64)
+        priorities: Counter[int] = Counter()
+        groups: dict[tuple, list[int]] = {}
+        where, pods_on = self.where, self.pods_on
+        for i, (pod, node) in enumerate(placed):
+            requests = pod.requests
+            row = rows.get(id(requests))
+            if row is None:
+                row = rows[id(requests)] = len(vectors)
+                vectors.append(self._row(requests))
+            row_of[i] = row
+            node_of[i] = node
+            nonzero[i, 0] = pod.nonzero_cpu
+            nonzero[i, 1] = pod.nonzero_mem
+            key = pod.key
+            where[key] = node
+            pods_on[node][key] = pod
+            if pod.host_ports:
+                self.ports_on[node].update(pod.host_ports)
+            priorities[pod.priority] += 1
+            indices = groups.get(gkey := (pod.match_key, pod.terminating))
+            if indices is None:
+                groups[gkey] = [i]
+            else:
+                indices.append(i)
+            for term in pod.anti_affinity:
+                owners = self.anti_owners.get(term)
+                if owners is None:
+                    owners = self.anti_owners[term] = np.zeros(len(self.nodes), dtype=np.int64)
+                owners[node] += 1
+            if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
+                self.affinity_pods[key] = pod
+            for claim in pod.claims:
+                self.claim_users[claim] = {**self.claim_users.get(claim, {}), key: node}
+        if vectors:
+            added = np.zeros_like(self.used)
+            np.add.at(added, node_of, np.stack(vectors)[row_of])
+            self.used += added
+            self.free -= added
+            np.add.at(self.nonzero, node_of, nonzero)
+        self.priorities.update(priorities)
+        for gkey, members in groups.items():
+            counted = self._groups.get(gkey)
+            if counted is None:
+                counted = self._groups[gkey] = (placed[members[0]][0], Counter())
+            counted[1].update(node_of[members].tolist())
+        self.touched.extend(np.unique(node_of).tolist())
+
+    def _row(self, requests: dict[str, int]) -> np.ndarray:
+        """A request as a row over ``resources`` (``pods`` = 1), as ``vector`` makes it."""
+        vec = np.zeros(len(self.resources), dtype=np.int64)
+        for name, value in requests.items():
+            idx = self.res_index.get(name)
+            if idx is None:  # a resource no node and no window pod was registered with
+                raise KeyError(name)
+            vec[idx] = value
+        vec[self.res_index[PODS]] = 1
+        return vec
 
     def remove(self, pod: PodInfo) -> int:
         node = self.where.pop(pod.key)
