@@ -438,3 +438,32 @@ def test_a_scheduler_not_granted_the_dra_apis_schedules_without_them(make_cluste
     cluster.scheduler(options=fast_options())
     cluster.create(pod("plain"))
     assert wait_for(lambda: cluster.node_of("plain"), timeout=10)
+
+
+def test_the_cache_shows_a_claim_it_will_make_until_the_watch_shows_it_made(make_cluster: Any) -> None:
+    """The claim made for extended resources does not exist when its window ends: the cache
+    shows it under its generateName, allocated, so the next window does not hand its devices
+    out again, until the watch shows the real claim allocated (or the bind fails)."""
+    from adapters.live.cache import ClusterCache
+    from adapters.live.api_client import RESOURCE_CLAIMS
+
+    cache = ClusterCache()
+
+    def allocated() -> list[str]:
+        return sorted(c.key for c in cache.snapshot().resource_claims if c.status.allocation is not None)
+    cache.assume_claims("default/p", [("default/p-extended-resources-", _allocation("gpu-0"))])
+    assert allocated() == ["default/p-extended-resources-"]
+    made = gpu_claim("p-extended-resources-x7k2q")
+    made["metadata"].update(uid="c1", resourceVersion="1",
+                            annotations={"resource.kubernetes.io/extended-resource-claim": "true"},
+                            ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u",
+                                              "controller": True}])
+    cache.apply(RESOURCE_CLAIMS, "ADDED", made)  # created, not written yet: still shown under the generateName
+    assert allocated() == ["default/p-extended-resources-"]
+    written = {**made, "metadata": {**made["metadata"], "resourceVersion": "2"},
+               "status": {"allocation": _allocation("gpu-0")}}
+    cache.apply(RESOURCE_CLAIMS, "MODIFIED", written)
+    assert allocated() == ["default/p-extended-resources-x7k2q"]  # the real one, once
+    cache.assume_claims("default/q", [("default/q-extended-resources-", _allocation("gpu-1"))])
+    cache.forget("default/q")  # its bind failed: the devices are free again
+    assert allocated() == ["default/p-extended-resources-x7k2q"]
