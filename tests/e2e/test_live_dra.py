@@ -79,6 +79,9 @@ class Dra:
             try:  # the resourceclaim controller would deallocate and lift the finalizer; nobody runs it here
                 self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.cluster.ns, "resourceclaims", name,
                                                            {"metadata": {"finalizers": None}})
+                # gone too: a later test's scheduler watches every namespace, and a claim allocated
+                # on devices whose slice is deleted would be in its snapshots
+                self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.cluster.ns, "resourceclaims", name)
             except ApiException:
                 pass
         for name in self.slices:
@@ -273,9 +276,12 @@ def test_a_made_claim_is_deleted_on_the_real_server_when_the_pod_is_not_bound(cl
     try:
         dra.make_class()
         dra.publish(gpu_node, 1)
+        implicit = f"deviceclass.resource.kubernetes.io/{dra.device_class}"
         cluster.core.create_namespaced_pod(cluster.ns, {
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unlucky"},
-            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
+            "spec": {"schedulerName": "nobody", "containers": [{
+                "name": "c", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {implicit: "1"}, "limits": {implicit: "1"}}}]}})
         uid = cluster.core.read_namespaced_pod("unlucky", cluster.ns).metadata.uid
         spec = {"devices": {"requests": [{"name": "container-0-request-0", "exactly": {
             "deviceClassName": dra.device_class, "allocationMode": "ExactCount", "count": 1}}]}}
@@ -285,8 +291,8 @@ def test_a_made_claim_is_deleted_on_the_real_server_when_the_pod_is_not_bound(cl
                           {"key": "metadata.name", "operator": "In", "values": [gpu_node]}]}]}}
         use = ClaimUse(f"{cluster.ns}/unlucky-extended-resources-", "", allocation,
                        create=extended_claim(cluster.ns, "unlucky", uid, spec),
-                       mappings=({"containerName": "c", "resourceName": "deviceclass.resource.kubernetes.io/"
-                                  + dra.device_class, "requestName": "container-0-request-0"},))
+                       mappings=({"containerName": "c", "resourceName": implicit,
+                                  "requestName": "container-0-request-0"},))
         writer = ClaimWriter(api, backoffs=(0.2, 0.5), sleep=lambda s: None, should_continue=lambda: True)
         writer.reserve(f"{cluster.ns}/unlucky", uid, [use])
         (name,) = dra._claims()
