@@ -16,7 +16,7 @@ compiled by ``solver.plugins.dynamic_resources.cel``.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Iterable, Literal, Optional
 
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
@@ -476,6 +476,33 @@ class PodClaim(K8sModel):
 IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 # The pod's entry (and so ``<pod>-extended-resources-`` the claim's name) for those requests.
 EXTENDED_CLAIM_ENTRY = "extended-resources"
+# kube-scheduler's mark on the claim it makes for them (with the pod as controlling owner); set
+# here on the template made for a pending pod too, so the live scheduler (which otherwise waits
+# for the resourceclaim controller's claims) knows the claim is its own to make.
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+
+
+def extended_request_name(pod_spec: Any, container: int, resource: str) -> str:
+    """The request kube-scheduler names for ``resource`` of regular container ``container``:
+    ``container-<i>-request-<j>``, ``i`` counted over init containers then containers, ``j`` the
+    resource's place among the container's requests sorted by name."""
+    c = pod_spec.containers[container]
+    return (f"container-{len(pod_spec.init_containers) + container}-request-"
+            f"{sorted(c.resources.requests).index(resource)}")
+
+
+def extended_request_mappings(pod: Any, request_names: Iterable[str]) -> list[dict[str, str]]:
+    """``status.extendedResourceClaimStatus.requestMappings`` for the claim's requests: which
+    container's which resource each request serves (``pod`` as the user wrote it, its
+    requests not yet taken out by ``back_extended_resources``)."""
+    wanted = set(request_names)
+    out = []
+    for i, c in enumerate(pod.spec.containers):
+        for resource in sorted(c.resources.requests):
+            name = extended_request_name(pod.spec, i, resource)
+            if name in wanted:
+                out.append({"containerName": c.name, "resourceName": resource, "requestName": name})
+    return out
 
 
 def back_extended_resources(pods: list[Any], classes: list[DeviceClass], nodes: list[Any],
@@ -489,10 +516,12 @@ def back_extended_resources(pods: list[Any], classes: list[DeviceClass], nodes: 
     Read here for the whole cluster: a resource some node advertises stays a plain extended
     resource everywhere (the device-plugin path); one no node advertises is taken out of the
     containers' requests and limits and asked for through an entry ``extended-resources``. A
-    pending pod's entry names a template made here (its claim is ``<pod>-extended-resources-``,
-    as for any template; only with ``pending``, i.e. when claims from templates are read); a
-    bound pod's names the claim its ``status.extendedResourceClaimStatus`` names, when that claim
-    is in the snapshot (else the pod only loses the requests: its devices are unknown).
+    pending pod's entry names a template made here, marked ``EXTENDED_CLAIM_ANNOTATION`` (its
+    claim is ``<pod>-extended-resources-``, as for any template, read even where claims from
+    templates are not, since the scheduler makes this one; only with ``pending``). A pod
+    whose ``status.extendedResourceClaimStatus`` names a claim in the snapshot has that claim
+    instead (a bound pod whose claim is not there only loses the requests: its devices are
+    unknown).
     Returns the pods (unchanged ones as they were) and the templates made."""
     backed: dict[str, str] = {}
     for c in classes:
@@ -528,17 +557,20 @@ def back_extended_resources(pods: list[Any], classes: list[DeviceClass], nodes: 
                 c = c.model_copy(update={"resources": res})
             containers.append(c)
         entry: Optional[PodResourceClaim] = None
-        if spec.node_name:
-            status = pod.status.extended_resource_claim_status
-            name = status.resource_claim_name if status is not None else ""
-            if name and f"{pod.metadata.namespace}/{name}" in claim_keys:
-                entry = PodResourceClaim(name=EXTENDED_CLAIM_ENTRY, resource_claim_name=name)
+        status = pod.status.extended_resource_claim_status
+        name = status.resource_claim_name if status is not None else ""
+        if name and f"{pod.metadata.namespace}/{name}" in claim_keys:
+            # the claim made for it (a pending pod's: made by an earlier try that was not undone)
+            entry = PodResourceClaim(name=EXTENDED_CLAIM_ENTRY, resource_claim_name=name)
+        elif spec.node_name:
+            pass
         elif pending:
-            requests = [DeviceRequest(name=f"container-{i}-request-{j}", exactly=ExactDeviceRequest(
-                            device_class_name=backed[name], count=int(amount)))
-                        for j, (i, name, amount) in enumerate(asks)]
+            requests = sorted((DeviceRequest(name=extended_request_name(spec, i, name), exactly=ExactDeviceRequest(
+                                   device_class_name=backed[name], count=int(amount)))
+                               for i, name, amount in asks), key=lambda r: r.name)
             template = ResourceClaimTemplate(
-                metadata=ObjectMeta(name=f"{pod.metadata.name}.{EXTENDED_CLAIM_ENTRY}", namespace=pod.metadata.namespace),
+                metadata=ObjectMeta(name=f"{pod.metadata.name}.{EXTENDED_CLAIM_ENTRY}", namespace=pod.metadata.namespace,
+                                    annotations={EXTENDED_CLAIM_ANNOTATION: "true"}),
                 spec=ResourceClaimTemplateSpec(spec=ResourceClaimSpec(devices=DeviceClaim(requests=requests))))
             made.append(template)
             entry = PodResourceClaim(name=EXTENDED_CLAIM_ENTRY, resource_claim_template_name=template.metadata.name)
@@ -585,20 +617,22 @@ def resolve_pod_claims(pod: Any, claims: dict[str, ResourceClaim],
             out.append(PodClaim(name=entry.name, key=owned.key, claim=owned))
             continue
         tkey = f"{ns}/{entry.resource_claim_template_name}"
-        if not from_templates:
+        template = templates.get(tkey)
+        own = (entry.name == EXTENDED_CLAIM_ENTRY and template is not None
+               and template.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true")
+        if not from_templates and not own:
             out.append(PodClaim(name=entry.name, waiting=f'pod "{pod.metadata.namespace}/{pod.metadata.name}": '
                                 f'ResourceClaim not created yet (entry "{entry.name}", from resourceclaimtemplate '
                                 f'{tkey}; made by kube-controller-manager\'s resourceclaim controller)'))
             continue
-        template = templates.get(tkey)
         if template is None:
             out.append(PodClaim(name=entry.name, waiting=f"resourceclaimtemplate {tkey} does not exist"))
             continue
         name = template_claim_name(pod.metadata.name, entry.name)
+        marks = {EXTENDED_CLAIM_ANNOTATION: "true"} if own else {POD_CLAIM_NAME_ANNOTATION: entry.name}
         made = ResourceClaim.model_construct(
             api_version="resource.k8s.io/v1", kind="ResourceClaim",
-            metadata=ObjectMeta(name=name, namespace=ns,
-                                annotations={POD_CLAIM_NAME_ANNOTATION: entry.name}),
+            metadata=ObjectMeta(name=name, namespace=ns, annotations=marks),
             spec=template.spec.spec, status=ResourceClaimStatus())
         out.append(PodClaim(name=entry.name, key=f"{ns}/{name}", claim=made, from_template=True))
     return out

@@ -136,9 +136,9 @@ class ClusterSnapshot(BaseModel):
             classes = {c.metadata.name: c for c in priority_classes}
             pods = [resolve_pod(pod, classes) for pod in pods]
         if device_classes:
-            # extended resources a DeviceClass backs and no node advertises: asked for by claim
-            pods, made = back_extended_resources(pods, device_classes, nodes, resource_claims,
-                                                 pending=claims_from_templates)
+            # extended resources a DeviceClass backs and no node advertises: asked for by claim.
+            # The scheduler makes that claim itself (also live: `adapters/live/dra_writes.py`).
+            pods, made = back_extended_resources(pods, device_classes, nodes, resource_claims)
             if made:
                 resource_claim_templates = resource_claim_templates + made
                 pod_keys = [p.key for p in pods]

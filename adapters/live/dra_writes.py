@@ -21,8 +21,21 @@ of the claims that list the pod there. Only then is the pod bound. This module d
   controller removes it when it deallocates).
 
 Claims made from a ResourceClaimTemplate are made by kube-controller-manager's resourceclaim
-controller, as with kube-scheduler: this scheduler creates no claim; a pod whose claim is not
+controller, as with kube-scheduler: this scheduler does not make them; a pod whose claim is not
 made yet waits (``ClusterSnapshot.claims_from_templates`` is false for the live cache).
+
+The one claim this scheduler makes is kube-scheduler's own (DRAExtendedResource, beta in 1.36):
+a pod asking in its containers' resources for an extended resource that a DeviceClass backs
+(``models.dra.back_extended_resources``) gets, in PreBind, a claim created with generateName
+``<pod>-extended-resources-``, the pod as its controlling owner, the annotation
+``resource.kubernetes.io/extended-resource-claim: "true"`` and one ExactCount request per
+container and resource (``container-<i>-request-<j>``); it is then written like any other claim
+(finalizer, allocation, reservedFor), and the pod's ``status.extendedResourceClaimStatus``
+(the claim's name and which request serves which container's resource) is patched through
+``pods/status`` before the binding. Unreserve deletes such a claim (its finalizer removed
+first), as kube-scheduler does: a failed write or bind leaves nothing behind. Until the watch
+shows the made claim allocated, the cache shows it under its generateName (a name no real
+claim can have: it ends in ``-``), so its devices are not handed out twice.
 """
 
 from __future__ import annotations
@@ -33,7 +46,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from models.dra import AllocationResult, ResourceClaim
+from models.dra import EXTENDED_CLAIM_ANNOTATION, EXTENDED_CLAIM_ENTRY, AllocationResult, ResourceClaim, \
+    ResourceClaimSpec, ResourceClaimStatus, template_claim_name
+from models.objects import ObjectMeta
 
 from .errors import Conflict, KubeError, NotFound
 from .api_client import KubeApi, Permission, call_client
@@ -55,6 +70,9 @@ RESERVED_FOR_MAX = 256
 API_CALLS: dict[str, tuple[Permission, ...]] = {
     "get_namespaced_custom_object": ((GROUP, PLURAL, "get"),),
     "replace_namespaced_custom_object": ((GROUP, PLURAL, "update"),),
+    # the claim kube-scheduler makes for extended resources backed by DRA, and its Unreserve
+    "create_namespaced_custom_object": ((GROUP, PLURAL, "create"),),
+    "delete_namespaced_custom_object": ((GROUP, PLURAL, "delete"),),
     # kube-apiserver (1.36) also checks, when status.allocation or status.reservedFor change,
     # that the writer may `update` the synthetic resource `resourceclaims/binding` (cluster-wide):
     # without it the write is refused as Invalid ("... requires resource=resourceclaims/binding").
@@ -77,6 +95,25 @@ class ClaimUse:
     claim: str  # namespace/name
     uid: str  # as the decision saw it ("" when unknown): a claim made again is not written
     allocation: Optional[dict[str, Any]] = None
+    # A claim this scheduler makes (extended resources backed by DRA): the object to create
+    # (``claim`` is then its generateName), and the pod's ``requestMappings``.
+    create: Optional[dict[str, Any]] = None
+    mappings: tuple[dict[str, str], ...] = ()
+
+
+def extended_claim(namespace: str, pod_name: str, pod_uid: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The ResourceClaim kube-scheduler creates for a pod's extended resources backed by DRA."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaim",
+            "metadata": {"generateName": template_claim_name(pod_name, EXTENDED_CLAIM_ENTRY), "namespace": namespace,
+                         "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid,
+                                              "controller": True, "blockOwnerDeletion": True}]},
+            "spec": spec}
+
+
+def _made_key(key: str) -> bool:
+    """A generateName standing for a claim this scheduler makes (no real name ends in ``-``)."""
+    return key.endswith("-")
 
 
 def _devices(allocation: Any) -> frozenset[tuple[str, str, str, str]]:
@@ -99,7 +136,7 @@ class ClaimOverlay:
         for key, allocation in uses:
             if allocation is None:
                 continue
-            current = watched.get(key)
+            current = None if _made_key(key) else watched.get(key)
             if current is not None and current.status.allocation is not None:
                 continue  # the watch shows it allocated: that is what counts
             held = self._held.get(key)
@@ -117,9 +154,16 @@ class ClaimOverlay:
                 del self._held[key]
 
     def seen(self, key: str, claim: Optional[ResourceClaim]) -> None:
-        """The watch showed claim `key` (None: deleted): allocated or gone, the overlay ends."""
+        """The watch showed claim `key` (None: deleted): allocated or gone, the overlay ends. A
+        claim this scheduler made, seen allocated, ends what stood for it under its generateName."""
         if key in self._held and (claim is None or claim.status.allocation is not None):
             del self._held[key]
+        if claim is not None and claim.status.allocation is not None and self._held \
+                and claim.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true":
+            ns = claim.metadata.namespace
+            for ref in claim.metadata.owner_references:
+                if ref.kind == "Pod" and ref.controller:
+                    self._held.pop(f"{ns}/{template_claim_name(ref.name, EXTENDED_CLAIM_ENTRY)}", None)
 
     def held(self, key: str) -> bool:
         return key in self._held
@@ -129,6 +173,13 @@ class ClaimOverlay:
         if not self._held:
             return list(watched.values())
         out = []
+        for key, (allocation, _) in self._held.items():
+            if _made_key(key):  # made by this scheduler, not seen yet: it holds its devices
+                ns, name = key.split("/", 1)
+                out.append(ResourceClaim.model_construct(
+                    api_version=f"{GROUP}/{VERSION}", kind="ResourceClaim",
+                    metadata=ObjectMeta(name=name, namespace=ns, annotations={EXTENDED_CLAIM_ANNOTATION: "true"}),
+                    spec=ResourceClaimSpec(), status=ResourceClaimStatus(allocation=allocation)))
         for key, claim in watched.items():
             held = self._held.get(key)
             if held is not None and claim.status.allocation is None:
@@ -146,13 +197,14 @@ class ClaimWriter:
 
     def __init__(self, api: KubeApi, *, backoffs: Sequence[float], sleep: Callable[[float], None],
                  should_continue: Callable[[], bool]) -> None:
+        self.api = api
         self.custom = api.custom  # the client's generic calls, made through api_client.py's API objects
         self.backoffs = backoffs
         self.sleep = sleep
         self.should_continue = should_continue
         self._lock = threading.Lock()
-        # pod key -> (pod uid, [(claim key, whether this scheduler wrote its allocation)])
-        self._written: dict[str, tuple[str, list[tuple[str, bool]]]] = {}
+        # pod key -> (pod uid, [(claim key, whether this scheduler wrote its allocation, made it)])
+        self._written: dict[str, tuple[str, list[tuple[str, bool, bool]]]] = {}
 
     # -- calls --
 
@@ -177,18 +229,45 @@ class ClaimWriter:
             f"update status of resourceclaim {key}", self.custom.replace_namespaced_custom_object_status, GROUP,
             VERSION, ns, PLURAL, name, obj))
 
+    def _create(self, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        what = f"create resourceclaim {namespace}/{obj['metadata'].get('generateName', '')}"
+        # not retried: a create whose answer was lost would leave a second claim behind
+        return call_client(what, self.custom.create_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL, obj)
+
+    def _delete(self, key: str, uid: str) -> None:
+        ns, name = key.split("/", 1)
+        body = {"preconditions": {"uid": uid}} if uid else {}
+        self._retried(f"delete resourceclaim {key}", lambda: call_client(
+            f"delete resourceclaim {key}", self.custom.delete_namespaced_custom_object, GROUP, VERSION, ns, PLURAL,
+            name, body=body))
+
     # -- PreBind --
 
     def reserve(self, pod_key: str, pod_uid: str, uses: Sequence[ClaimUse]) -> None:
-        """Write each claim for the pod, in order. Raises `ClaimWriteError` or `KubeError` at
-        the first that fails; what was written before stays recorded for `release`."""
-        name = pod_key.split("/", 1)[1]
+        """Write each claim for the pod, in order (a claim to make is created first, and the
+        pod's ``extendedResourceClaimStatus`` patched once it is written). Raises
+        `ClaimWriteError` or `KubeError` at the first that fails; what was written (or made)
+        before stays recorded for `release`."""
+        ns, name = pod_key.split("/", 1)
         with self._lock:
             self._written[pod_key] = (pod_uid, [])
         for use in uses:
+            if use.create is not None:
+                made = self._create(ns, use.create)
+                meta = made.get("metadata") or {}
+                key = f"{ns}/{meta.get('name')}"
+                with self._lock:
+                    self._written[pod_key][1].append((key, True, True))
+                log.info("created resourceclaim %s for the extended resources of %s", key, pod_key)
+                self._reserve_one(ClaimUse(key, str(meta.get("uid") or ""), use.allocation), name, pod_uid)
+                status = {"extendedResourceClaimStatus": {"resourceClaimName": meta.get("name"),
+                                                          "requestMappings": [dict(m) for m in use.mappings]}}
+                self._retried(f"patch extendedResourceClaimStatus of {pod_key}",
+                              lambda: self.api.patch_pod_status(ns, name, status))
+                continue
             wrote = self._reserve_one(use, name, pod_uid)
             with self._lock:
-                self._written[pod_key][1].append((use.claim, wrote))
+                self._written[pod_key][1].append((use.claim, wrote, False))
 
     def _reserve_one(self, use: ClaimUse, pod_name: str, pod_uid: str) -> bool:
         """Reserve one claim for the pod; True when this call wrote its allocation."""
@@ -253,11 +332,40 @@ class ClaimWriter:
         failure is logged (the claim then still names the pod, which the next try reuses)."""
         with self._lock:
             pod_uid, written = self._written.pop(pod_key, ("", []))
-        for key, wrote in reversed(written):
+        for key, wrote, made in reversed(written):
             try:
-                self._release_one(key, pod_uid, wrote)
+                if made:
+                    self._remove(key)
+                else:
+                    self._release_one(key, pod_uid, wrote)
             except (KubeError, ClaimWriteError) as exc:
                 log.warning("could not release resourceclaim %s of %s: %s", key, pod_key, exc)
+
+    def _remove(self, key: str) -> None:
+        """Unreserve of a claim this scheduler made: its finalizer off, then the claim deleted
+        (as kube-scheduler deletes its extended-resource claim), so nothing is left behind."""
+        for _ in range(CONFLICT_ATTEMPTS):
+            try:
+                obj = self._get(key)
+            except NotFound:
+                return
+            meta = obj.get("metadata") or {}
+            finalizers = list(meta.get("finalizers") or [])
+            if FINALIZER in finalizers:
+                meta["finalizers"] = [f for f in finalizers if f != FINALIZER]
+                try:
+                    obj = self._replace(key, obj)
+                except Conflict:
+                    continue
+            try:
+                self._delete(key, str((obj.get("metadata") or {}).get("uid") or ""))
+            except NotFound:
+                pass
+            except Conflict:  # made again under the name meanwhile: not ours to delete
+                return
+            log.info("deleted resourceclaim %s (made for a pod that was not bound)", key)
+            return
+        raise ClaimWriteError(f"resourceclaim {key} kept changing while it was deleted")
 
     def _release_one(self, key: str, pod_uid: str, wrote: bool) -> None:
         cleared = False

@@ -23,9 +23,10 @@ from collections import defaultdict
 from typing import Optional
 
 from models import ClusterSnapshot, Plan, Pod, pod_group_key
+from models.dra import EXTENDED_CLAIM_ANNOTATION, extended_request_mappings
 
 from .binder import BindUnit, Placement, Victim
-from .dra_writes import ClaimUse
+from .dra_writes import ClaimUse, extended_claim
 from .queue import QueuedPod
 
 
@@ -71,11 +72,28 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
     # the window's allocation of a claim, or none for one the snapshot has allocated already.
     allocated = {a.claim: a.allocation for a in plan.allocations}
 
-    def claims_of(pod: Pod) -> tuple[ClaimUse, ...]:
+    def claims_of(pod: Pod, original: Pod) -> tuple[ClaimUse, ...]:
         if not pod.spec.resource_claims:
             return ()
-        return tuple(ClaimUse(pc.key, pc.claim.metadata.uid or "", allocated.get(pc.key))
-                     for pc in snapshot.pod_claims(pod) if pc.needed and pc.key and pc.claim is not None)
+        uses = []
+        for pc in snapshot.pod_claims(pod):
+            if not (pc.needed and pc.key and pc.claim is not None):
+                continue
+            if pc.from_template and pc.claim.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true":
+                # the claim kube-scheduler makes for extended resources backed by DRA: made in PreBind
+                requests = [r for r in pc.claim.spec.devices.requests if r.exactly is not None]
+                spec = {"devices": {"requests": [
+                    {"name": r.name, "exactly": {"deviceClassName": r.exactly.device_class_name,
+                                                 "allocationMode": "ExactCount", "count": r.exactly.count}}
+                    for r in requests if r.exactly is not None]}}
+                names = [r.name for r in requests]
+                uses.append(ClaimUse(pc.key, "", allocated.get(pc.key),
+                                     create=extended_claim(pod.metadata.namespace, pod.metadata.name,
+                                                           pod.metadata.uid or "", spec),
+                                     mappings=tuple(extended_request_mappings(original, names))))
+                continue
+            uses.append(ClaimUse(pc.key, pc.claim.metadata.uid or "", allocated.get(pc.key)))
+        return tuple(uses)
 
     groups: dict[str, list[Placement]] = defaultdict(list)
     gangs: dict[str, Optional[str]] = {}
@@ -85,7 +103,8 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
         unit_key = f"gang:{gang}" if gang else a.pod
         gangs[unit_key] = gang
         groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated,
-                                          volumes=tuple(volumes_of.get(a.pod, ())), claims=claims_of(pod)))
+                                          volumes=tuple(volumes_of.get(a.pod, ())),
+                                          claims=claims_of(pod, by_key[a.pod].pod)))
 
     units = []
     for unit_key, placements in groups.items():

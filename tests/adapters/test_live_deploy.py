@@ -25,7 +25,7 @@ from adapters.apiserver.api import Request
 from adapters.cli import build_parser
 from adapters.live import api_client, dra_writes
 from adapters.snapshot_io import load_config
-from tests.adapters.test_live_dra import claiming, device_class, gpu_claim, gpu_slice
+from tests.adapters.test_live_dra import claiming, device_class, extended_pod, gpu_claim, gpu_slice
 from tests.adapters.live_harness import (
     NS,
     Cluster,
@@ -81,6 +81,9 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     # DynamicResources' PreBind (adapters/live/dra_writes.py): read a claim, its finalizer, its status
     "get_namespaced_custom_object": (("resource.k8s.io", "resourceclaims", "get"),),
     "replace_namespaced_custom_object": (("resource.k8s.io", "resourceclaims", "update"),),
+    # the claim kube-scheduler makes for extended resources backed by DRA, deleted by Unreserve
+    "create_namespaced_custom_object": (("resource.k8s.io", "resourceclaims", "create"),),
+    "delete_namespaced_custom_object": (("resource.k8s.io", "resourceclaims", "delete"),),
     # ... and, when it changes allocation or reservedFor, kube-apiserver's extra check on the
     # synthetic resourceclaims/binding (seen refusing the write on a real 1.36 server)
     "replace_namespaced_custom_object_status": (("resource.k8s.io", "resourceclaims/status", "update"),
@@ -176,7 +179,7 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
                        pod("low-1", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("filler", cpu="900m", priority_class="high", node_name="n2", running=True),
                        pdb("b", min_available=1, app="b"), pod_group("job", 2), core_pod_group("core", 2),
-                       *first_time_claims(NS), device_class(), gpu_slice("n2", 1), gpu_claim("gpu")])
+                       *first_time_claims(NS), device_class(), gpu_slice("n2", 2), gpu_claim("gpu")])
     seen: set[Permission] = set()
     handle = cluster.server.api.handle
 
@@ -197,15 +200,18 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
         cluster.server.faults.fail("POST", r"/pods/conflicted/binding$", status=409)
         # a pod with a ResourceClaim whose first bind is refused: the claim is written, then released
         cluster.server.faults.fail("POST", r"/pods/gpu-user/binding$", status=403, count=1)
+        # a pod asking for an extended resource a DeviceClass backs, first bind refused: the claim
+        # kube-scheduler makes is created, written, deleted again, and made anew on the next try
+        cluster.server.faults.fail("POST", r"/pods/ext-user/binding$", status=403, count=1)
         for obj in (pod("job-0", gang="job", cpu="10m"), pod("job-1", gang="job", cpu="10m"),
                     pod("core-0", scheduling_group="core", cpu="10m"),
                     pod("core-1", scheduling_group="core", cpu="10m"),
                     pod("conflicted", cpu="10m"), pod("too-big", cpu="64"), pod("high", cpu="1", priority_class="high"),
-                    _stateful(), claiming("gpu-user", "gpu", cpu="10m")):
+                    _stateful(), claiming("gpu-user", "gpu", cpu="10m"), extended_pod("ext-user")):
             # the test's own writes go around the recorder: only the scheduler's requests count
             handle(Request("POST", f"/api/v1/namespaces/{NS}/pods", body=json.dumps(obj).encode()))
         assert wait_for(lambda: cluster.node_of("high") and cluster.node_of("conflicted") and cluster.node_of("stateful")
-                        and cluster.node_of("gpu-user"), timeout=20)
+                        and cluster.node_of("gpu-user") and cluster.node_of("ext-user"), timeout=20)
         # the v1alpha2 gang's PodGroupScheduled condition, written through podgroups/status
         assert wait_for(lambda: (cluster.server.store.get("podgroups.scheduling.k8s.io", NS, "core") or {})
                         .get("status"), timeout=20)

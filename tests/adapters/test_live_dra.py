@@ -48,6 +48,20 @@ def claiming(name: str, *claims: str, template: Optional[str] = None, cpu: str =
     return obj
 
 
+EXTENDED = "example.com/gpu"
+
+
+def extended_pod(name: str, count: int = 1, resource: str = "deviceclass.resource.kubernetes.io/gpu",
+                 cpu: str = "10m") -> dict[str, Any]:
+    """A pod asking for an extended resource in its container's resources (no resourceClaims):
+    the implicit name of DeviceClass `gpu` unless told otherwise."""
+    obj = pod(name, cpu=cpu)
+    resources = obj["spec"]["containers"][0]["resources"]
+    resources["requests"][resource] = str(count)
+    resources["limits"] = {resource: str(count)}
+    return obj
+
+
 def post(cluster: Cluster, path: str, obj: dict[str, Any]) -> Any:
     return cluster.server.api.handle(Request("POST", path, body=json.dumps(obj).encode()))
 
@@ -208,6 +222,132 @@ def test_simulate_places_the_gpu_example_with_claims_made_from_templates(capsys:
     assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
 
 
+# --- extended resources backed by DRA: the claim kube-scheduler makes itself ---------------------
+
+def backed_class() -> dict[str, Any]:
+    obj = device_class("gpu")
+    obj["spec"]["extendedResourceName"] = EXTENDED
+    return obj
+
+
+def claims_of(cluster: Cluster, pod_name: str) -> list[dict[str, Any]]:
+    uid = cluster.pod(pod_name)["metadata"]["uid"]
+    return [c for c in cluster.server.store.list("resourceclaims")
+            if any(r.get("uid") == uid for r in c["metadata"].get("ownerReferences") or [])]
+
+
+@pytest.fixture
+def extended_cluster() -> Iterator[Any]:
+    yield from cluster_factory([node("n-a"), node("n-b"), backed_class(), gpu_slice("n-b", 2)])
+
+
+def test_a_pod_asking_for_a_backed_extended_resource_gets_the_claim_kube_scheduler_makes(
+        extended_cluster: Any) -> None:
+    cluster = extended_cluster()
+    cluster.scheduler(options=fast_options())
+    order: list[str] = []  # what the scheduler wrote, in order
+
+    def record(key: str, event: str, obj: dict[str, Any], prev: Optional[dict[str, Any]]) -> None:
+        if key == "resourceclaims":
+            order.append(f"claim {event}" + (" allocated" if (obj.get("status") or {}).get("allocation") else ""))
+        elif key == "pods" and event == "MODIFIED" and obj["metadata"]["name"] == "trainer":
+            if (obj.get("spec") or {}).get("nodeName") and not (prev or {}).get("spec", {}).get("nodeName"):
+                order.append("pod bound")
+            elif (obj.get("status") or {}).get("extendedResourceClaimStatus") \
+                    and not ((prev or {}).get("status") or {}).get("extendedResourceClaimStatus"):
+                order.append("pod status")
+    cluster.server.store.add_listener(record)
+    trainer = extended_pod("trainer", resource=EXTENDED)
+    trainer["spec"]["containers"].insert(0, {"name": "side", "image": "registry.k8s.io/pause:3.9",
+                                             "resources": {"requests": {"cpu": "10m"}}})
+    cluster.create(trainer)
+    assert wait_for(lambda: cluster.node_of("trainer"), timeout=10) == "n-b"  # the only node with GPUs
+    (claim,) = claims_of(cluster, "trainer")
+    uid = cluster.pod("trainer")["metadata"]["uid"]
+    meta = claim["metadata"]
+    assert meta["name"].startswith("trainer-extended-resources-") and len(meta["name"]) == len("trainer-extended-resources-") + 5
+    assert meta["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert meta["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "trainer", "uid": uid,
+                                        "controller": True, "blockOwnerDeletion": True}]
+    # one request for the second container's example.com/gpu (its requests sorted: cpu, example.com/gpu)
+    assert claim["spec"]["devices"]["requests"] == [{"name": "container-1-request-1", "exactly": {
+        "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}}]
+    assert len(devices(claim)) == 1 and claim["status"]["allocation"]["devices"]["results"][0]["request"] \
+        == "container-1-request-1"
+    assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "trainer", "uid": uid}]
+    assert FINALIZER in meta["finalizers"]
+    assert cluster.pod("trainer")["status"]["extendedResourceClaimStatus"] == {
+        "resourceClaimName": meta["name"],
+        "requestMappings": [{"containerName": "c", "resourceName": EXTENDED, "requestName": "container-1-request-1"}]}
+    # created, finalizer, allocation, then the pod's status, and only then the binding
+    assert order == ["claim ADDED", "claim MODIFIED", "claim MODIFIED allocated", "pod status", "pod bound"]
+
+
+def test_pods_asking_for_more_devices_than_there_are_do_not_share_one(extended_cluster: Any) -> None:
+    cluster = extended_cluster()
+    cluster.scheduler(options=fast_options())
+    cluster.create(*(extended_pod(f"p{i}", resource=EXTENDED) for i in range(3)))
+    assert wait_for(lambda: sum(bool(cluster.node_of(f"p{i}")) for i in range(3)) == 2, timeout=10)
+    bound = [f"p{i}" for i in range(3) if cluster.node_of(f"p{i}")]
+    taken = sorted(d for n in bound for c in claims_of(cluster, n) for d in devices(c))
+    assert taken == [(DRIVER, "n-b", "gpu-0"), (DRIVER, "n-b", "gpu-1")]
+    waiting = next(f"p{i}" for i in range(3) if f"p{i}" not in bound)
+    assert wait_for(lambda: any(e["involvedObject"]["name"] == waiting for e in cluster.events("FailedScheduling")))
+    assert claims_of(cluster, waiting) == []  # a pod not placed gets no claim
+
+
+def test_a_failed_bind_deletes_the_claim_it_made(extended_cluster: Any) -> None:
+    cluster = extended_cluster()
+    cluster.scheduler(options=fast_options())
+    made: list[str] = []
+    deleted: list[str] = []
+
+    def record(key: str, event: str, obj: dict[str, Any], prev: Optional[dict[str, Any]]) -> None:
+        if key == "resourceclaims" and event == "ADDED":
+            made.append(obj["metadata"]["name"])
+        if key == "resourceclaims" and event == "DELETED":
+            deleted.append(obj["metadata"]["name"])
+    cluster.server.store.add_listener(record)
+    cluster.server.faults.fail("POST", r"/pods/doomed/binding$", status=500, count=3)  # every retry refused
+    cluster.create(extended_pod("doomed", resource=EXTENDED))
+    assert wait_for(lambda: deleted, timeout=10)
+    assert deleted[0] == made[0] and cluster.server.store.get("resourceclaims", NS, made[0]) is None
+    # the pod backs off and is tried again: a new claim, written, and then it binds
+    assert wait_for(lambda: cluster.node_of("doomed"), timeout=10) == "n-b"
+    (claim,) = claims_of(cluster, "doomed")
+    assert claim["metadata"]["name"] != made[0] and len(devices(claim)) == 1
+    assert cluster.pod("doomed")["status"]["extendedResourceClaimStatus"]["resourceClaimName"] \
+        == claim["metadata"]["name"]
+
+
+def test_a_failed_claim_write_deletes_the_claim_it_made(extended_cluster: Any) -> None:
+    cluster = extended_cluster()
+    cluster.scheduler(options=fast_options())
+    cluster.server.faults.fail("PUT", r"/resourceclaims/[^/]+/status$", status=422, count=1, reason="Invalid")
+    cluster.create(extended_pod("first", resource=EXTENDED))
+    assert wait_for(lambda: cluster.node_of("first"), timeout=10) == "n-b"
+    # the claim whose allocation was refused is gone: only the one of the try that bound is left
+    (claim,) = cluster.server.store.list("resourceclaims")
+    assert cluster.pod("first")["status"]["extendedResourceClaimStatus"]["resourceClaimName"] \
+        == claim["metadata"]["name"]
+
+
+def test_simulate_binds_the_extended_resource_example(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from adapters.cli import main
+    from tests.adapters.live_harness import live_threads
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "dra" / "extended.yaml"
+    status = main(["run", "--simulate", str(example), "--arrival-rate", "100", "--engine", "cpsat", "--time-limit", "2",
+                   "--no-leader-elect", "--duration", "20"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "bound 2 pod(s), evicted 0, left 1 unschedulable" in out
+    assert "final state replayed through the validator: no violations" in out
+    assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
+
+
 # --- the pieces, each against the same server ----------------------------------------------------
 
 def _writer(cluster: Cluster) -> Any:
@@ -298,3 +438,32 @@ def test_a_scheduler_not_granted_the_dra_apis_schedules_without_them(make_cluste
     cluster.scheduler(options=fast_options())
     cluster.create(pod("plain"))
     assert wait_for(lambda: cluster.node_of("plain"), timeout=10)
+
+
+def test_the_cache_shows_a_claim_it_will_make_until_the_watch_shows_it_made(make_cluster: Any) -> None:
+    """The claim made for extended resources does not exist when its window ends: the cache
+    shows it under its generateName, allocated, so the next window does not hand its devices
+    out again, until the watch shows the real claim allocated (or the bind fails)."""
+    from adapters.live.cache import ClusterCache
+    from adapters.live.api_client import RESOURCE_CLAIMS
+
+    cache = ClusterCache()
+
+    def allocated() -> list[str]:
+        return sorted(c.key for c in cache.snapshot().resource_claims if c.status.allocation is not None)
+    cache.assume_claims("default/p", [("default/p-extended-resources-", _allocation("gpu-0"))])
+    assert allocated() == ["default/p-extended-resources-"]
+    made = gpu_claim("p-extended-resources-x7k2q")
+    made["metadata"].update(uid="c1", resourceVersion="1",
+                            annotations={"resource.kubernetes.io/extended-resource-claim": "true"},
+                            ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u",
+                                              "controller": True}])
+    cache.apply(RESOURCE_CLAIMS, "ADDED", made)  # created, not written yet: still shown under the generateName
+    assert allocated() == ["default/p-extended-resources-"]
+    written = {**made, "metadata": {**made["metadata"], "resourceVersion": "2"},
+               "status": {"allocation": _allocation("gpu-0")}}
+    cache.apply(RESOURCE_CLAIMS, "MODIFIED", written)
+    assert allocated() == ["default/p-extended-resources-x7k2q"]  # the real one, once
+    cache.assume_claims("default/q", [("default/q-extended-resources-", _allocation("gpu-1"))])
+    cache.forget("default/q")  # its bind failed: the devices are free again
+    assert allocated() == ["default/p-extended-resources-x7k2q"]

@@ -79,6 +79,9 @@ class Dra:
             try:  # the resourceclaim controller would deallocate and lift the finalizer; nobody runs it here
                 self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.cluster.ns, "resourceclaims", name,
                                                            {"metadata": {"finalizers": None}})
+                # gone too: a later test's scheduler watches every namespace, and a claim allocated
+                # on devices whose slice is deleted would be in its snapshots
+                self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.cluster.ns, "resourceclaims", name)
             except ApiException:
                 pass
         for name in self.slices:
@@ -207,6 +210,97 @@ def test_a_released_claim_is_deallocated_on_the_real_server(cluster: Cluster) ->
         assert not (released.get("status") or {}).get("allocation")
         assert not (released.get("status") or {}).get("reservedFor")
         assert FINALIZER not in (released["metadata"].get("finalizers") or [])
+    finally:
+        api.close()
+        dra.close()
+
+
+def test_an_extended_resource_backed_by_dra_gets_the_claim_kube_scheduler_makes(cluster: Cluster) -> None:
+    """A pod asking for an extended resource that a DeviceClass names (no resourceClaims of its
+    own): the scheduler creates the claim kube-scheduler 1.36 makes, writes its allocation and
+    reservedFor, patches the pod's status.extendedResourceClaimStatus, then binds — each write
+    accepted by the real server under the deploy RBAC and read back from it."""
+    gpu_node = cluster.node("gpus")
+    dra = Dra(cluster)
+    resource = f"{cluster.prefix}.example.com/gpu"
+    try:
+        dra.make_class()
+        cluster.custom.patch_cluster_custom_object(GROUP, VERSION, "deviceclasses", dra.device_class,
+                                                   {"spec": {"extendedResourceName": resource}})
+        dra.publish(gpu_node, 1)
+        sched = cluster.scheduler()
+        for name in ("ext-0", "ext-1"):
+            cluster.core.create_namespaced_pod(cluster.ns, {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"schedulerName": "cpsat-scheduler",
+                         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                         "resources": {"requests": {"cpu": "100m", resource: "1"},
+                                                       "limits": {resource: "1"}}}]}})
+        assert wait_for(lambda: cluster.node_of("ext-0") or cluster.node_of("ext-1"), timeout=60), sched.text()[-3000:]
+        placed = "ext-0" if cluster.node_of("ext-0") else "ext-1"
+        other = "ext-1" if placed == "ext-0" else "ext-0"
+        assert cluster.node_of(placed) == gpu_node
+        pod = cluster.core.api_client.sanitize_for_serialization(cluster.core.read_namespaced_pod(placed, cluster.ns))
+        status = pod["status"]["extendedResourceClaimStatus"]
+        claim = dra.read(status["resourceClaimName"])
+        meta = claim["metadata"]
+        assert meta["name"].startswith(f"{placed}-extended-resources-")
+        assert meta["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
+        assert [(r["kind"], r["name"], r["uid"], r["controller"]) for r in meta["ownerReferences"]] == [
+            ("Pod", placed, pod["metadata"]["uid"], True)]
+        assert claim["spec"]["devices"]["requests"][0]["name"] == "container-0-request-1"  # cpu, then the GPU
+        assert _devices(claim) == [(dra.driver, gpu_node, "gpu-0")]
+        assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": placed, "uid": pod["metadata"]["uid"]}]
+        assert status["requestMappings"] == [{"containerName": "main", "resourceName": resource,
+                                              "requestName": "container-0-request-1"}]
+        # one device only: the other pod waits, and no claim is made for it
+        assert wait_for(lambda: any(e.involved_object.name == other for e in cluster.events("FailedScheduling")),
+                        timeout=60), sched.text()[-3000:]
+        assert cluster.node_of(other) is None and len(dra._claims()) == 1
+        _no_denials(sched.text())
+    finally:
+        for sched in cluster.schedulers:
+            sched.stop()
+        dra.close()
+
+
+def test_a_made_claim_is_deleted_on_the_real_server_when_the_pod_is_not_bound(cluster: Cluster) -> None:
+    """Unreserve of the claim the scheduler made, as the scheduler's identity: created, written,
+    the pod's status patched, then deleted again (finalizer lifted first) — nothing left."""
+    from adapters.live.dra_writes import ClaimUse, ClaimWriter, extended_claim
+    from adapters.live.api_client import KubeApi, load_api_client
+
+    gpu_node = cluster.node("gpus")
+    dra = Dra(cluster)
+    api = KubeApi(load_api_client(str(cluster.plane.scheduler_kubeconfig)))
+    try:
+        dra.make_class()
+        dra.publish(gpu_node, 1)
+        implicit = f"deviceclass.resource.kubernetes.io/{dra.device_class}"
+        cluster.core.create_namespaced_pod(cluster.ns, {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unlucky"},
+            "spec": {"schedulerName": "nobody", "containers": [{
+                "name": "c", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {implicit: "1"}, "limits": {implicit: "1"}}}]}})
+        uid = cluster.core.read_namespaced_pod("unlucky", cluster.ns).metadata.uid
+        spec = {"devices": {"requests": [{"name": "container-0-request-0", "exactly": {
+            "deviceClassName": dra.device_class, "allocationMode": "ExactCount", "count": 1}}]}}
+        allocation = {"devices": {"results": [{"request": "container-0-request-0", "driver": dra.driver,
+                                               "pool": gpu_node, "device": "gpu-0"}]},
+                      "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                          {"key": "metadata.name", "operator": "In", "values": [gpu_node]}]}]}}
+        use = ClaimUse(f"{cluster.ns}/unlucky-extended-resources-", "", allocation,
+                       create=extended_claim(cluster.ns, "unlucky", uid, spec),
+                       mappings=({"containerName": "c", "resourceName": implicit,
+                                  "requestName": "container-0-request-0"},))
+        writer = ClaimWriter(api, backoffs=(0.2, 0.5), sleep=lambda s: None, should_continue=lambda: True)
+        writer.reserve(f"{cluster.ns}/unlucky", uid, [use])
+        (name,) = dra._claims()
+        assert _devices(dra.read(name)) == [(dra.driver, gpu_node, "gpu-0")]
+        pod = cluster.core.api_client.sanitize_for_serialization(cluster.core.read_namespaced_pod("unlucky", cluster.ns))
+        assert pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"] == name
+        writer.release(f"{cluster.ns}/unlucky")
+        assert dra._claims() == []
     finally:
         api.close()
         dra.close()

@@ -61,8 +61,10 @@ def test_pods_asking_for_the_extended_resource_get_devices_of_the_class(engine: 
     assert left["pod"] == "ml/train-2" and "cannot allocate all claims" in left["message"]
     got = devices(plan)
     assert sorted(got) == ["ml/train-0-extended-resources-", "ml/train-1-extended-resources-"]
-    assert sorted(d for ds in got.values() for d in ds) == ["container-0-request-0=n0/gpu-0",
-                                                            "container-0-request-0=n0/gpu-1"]
+    # named as kube-scheduler names them: container 0, the resource's place among the container's
+    # requests sorted by name (cpu, example.com/gpu: 1)
+    assert sorted(d for ds in got.values() for d in ds) == ["container-0-request-1=n0/gpu-0",
+                                                            "container-0-request-1=n0/gpu-1"]
     assert valid(EXAMPLE, plan, tmp_path)
 
 
@@ -103,5 +105,5 @@ def test_the_implicit_class_name_and_a_bound_pods_claim(engine: str, tmp_path: P
     snapshot = edited(tmp_path, edit)
     plan = schedule(snapshot, engine)
     assert [a["pod"] for a in plan["assignments"]] == ["ml/train-1"]
-    assert devices(plan) == {"ml/train-1-extended-resources-": ["container-0-request-0=n0/gpu-0"]}
+    assert devices(plan) == {"ml/train-1-extended-resources-": ["container-0-request-1=n0/gpu-0"]}
     assert valid(snapshot, plan, tmp_path)
