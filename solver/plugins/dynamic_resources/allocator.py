@@ -477,12 +477,20 @@ class _Search:
             record = next((m for m in kind.members if m.id not in self.state.used), None)
             if record is None or not self.rules.candidate(key, alt, record):
                 continue
-            undo = self._take(ci, key, alt, record)
-            if undo is not None:
-                if self._pick(i, ci, key, alt, remaining - 1, position):
-                    self.undos.append(undo)
-                    return True
-                undo()
+            if self._descend(self._take(ci, key, alt, record), i, ci, key, alt, remaining, position):
+                return True
+        return False
+
+    def _descend(self, undo: Optional[Callable[[], None]], i: int, ci: int, key: str, alt: _Alt, remaining: int,
+                 position: int) -> bool:
+        """After a device is taken (``undo`` gives it back; None: it could not be), the rest of
+        the request and the claims after it; on failure the device is given back."""
+        if undo is None:
+            return False
+        if self._pick(i, ci, key, alt, remaining - 1, position):
+            self.undos.append(undo)
+            return True
+        undo()
         return False
 
     def _pick_admin(self, i: int, ci: int, key: str, alt: _Alt, remaining: int, position: int,
@@ -495,13 +503,7 @@ class _Search:
         record = next((m for m in kind.members if m.id not in mine), None)
         if record is None:
             return False
-        undo = self._take(ci, key, alt, record)
-        if undo is not None:
-            if self._pick(i, ci, key, alt, remaining - 1, position):
-                self.undos.append(undo)
-                return True
-            undo()
-        return False
+        return self._descend(self._take(ci, key, alt, record), i, ci, key, alt, remaining, position)
 
     def _pick_shared(self, i: int, ci: int, key: str, alt: _Alt, remaining: int, position: int,
                      kind: DeviceKind) -> bool:
@@ -525,12 +527,8 @@ class _Search:
             tried.add(state)
             if not capacity.room_for(record, shares, need):
                 continue
-            undo = self._take(ci, key, alt, record, need)
-            if undo is not None:
-                if self._pick(i, ci, key, alt, remaining - 1, position):
-                    self.undos.append(undo)
-                    return True
-                undo()
+            if self._descend(self._take(ci, key, alt, record, need), i, ci, key, alt, remaining, position):
+                return True
         return False
 
     def _take_all(self, i: int, ci: int, key: str, alt: _Alt) -> bool:
