@@ -44,7 +44,7 @@ import yaml
 
 from adapters.apiserver import FakeApiServer, RequestRecord
 from adapters.live.serving import parse_addr
-from tests.adapters.test_live_dra import claiming, device_class, gpu_claim, gpu_slice
+from tests.adapters.test_live_dra import claiming, device_class, extended_pod, gpu_claim, gpu_slice
 from tests.adapters.live_harness import (
     core_pod_group, first_time_claims, node, pod, pod_group, priority_class, wait_for,
 )
@@ -257,8 +257,9 @@ def _workload() -> list[dict[str, Any]]:
             # n1 is too small for `urgent`; on n2 it needs the victim's room: preemption
             node("n1", cpu="1"), node("n2", cpu="2"), priority_class("low", 10), priority_class("high", 1000),
             victim, spared, budget, group, core_group, *first_time_claims(WORK_NS),
-            # a pod with a device claim: the claim's finalizer, allocation and reservedFor are written
-            device_class(), gpu_slice("n1", 1), {**claim, "metadata": {**claim["metadata"], "namespace": WORK_NS}}]
+            # a pod with a device claim: the claim's finalizer, allocation and reservedFor are written;
+            # a pod asking for the class's extended resource: kube-scheduler's own claim is made
+            device_class(), gpu_slice("n1", 2), {**claim, "metadata": {**claim["metadata"], "namespace": WORK_NS}}]
 
 
 def _new_pods() -> list[dict[str, Any]]:
@@ -273,7 +274,10 @@ def _new_pods() -> list[dict[str, Any]]:
     accelerated = claiming("accelerated", "accelerator")
     accelerated["metadata"]["namespace"] = WORK_NS
     accelerated["spec"]["containers"][0]["env"] = [{"name": "DB_PASSWORD", "value": POD_SECRET}]
-    return [stateful, accelerated, worker("job-0", cpu="100m", gang="job"), worker("job-1", cpu="100m", gang="job"),
+    # its first bind refused (below): the claim made for it is deleted, and made anew next try
+    extended = extended_pod("ext-user")
+    extended["metadata"]["namespace"] = WORK_NS
+    return [stateful, accelerated, extended, worker("job-0", cpu="100m", gang="job"), worker("job-1", cpu="100m", gang="job"),
             worker("core-0", cpu="100m", scheduling_group="core"), worker("core-1", cpu="100m", scheduling_group="core"),
             worker("conflicted", cpu="100m"), worker("too-big", cpu="64"),
             worker("urgent", cpu="1500m", priority_class="high")]
@@ -318,10 +322,12 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeployedRun]:
             refused = probe.connect_ex(("127.0.0.2", port)) != 0
 
         server.faults.fail("POST", r"/pods/conflicted/binding$", status=409)  # read back with a get
+        server.faults.fail("POST", r"/pods/ext-user/binding$", status=403, count=1)
         for obj in _new_pods():
             server.api.handle(_create(obj))
         assert wait_for(lambda: all(_node_of(server, n) for n in ("job-0", "job-1", "core-0", "core-1",
-                                                                  "conflicted", "urgent", "stateful", "accelerated")),
+                                                                  "conflicted", "urgent", "stateful", "accelerated",
+                                                                  "ext-user")),
                         timeout=60.0), "".join(lines)
         assert wait_for(lambda: (server.store.get("podgroups.scheduling.k8s.io", WORK_NS, "core") or {})
                         .get("status"), timeout=20.0), "".join(lines)
