@@ -355,9 +355,13 @@ class ClusterCache:
         elif resource in DRA_RESOURCES:
             if resource is RESOURCE_CLAIMS:
                 claim = cast(ResourceClaim, new)
-                self.claims.seen(f"{claim.metadata.namespace}/{claim.metadata.name}", claim)
+                self.claims.seen(f"{claim.metadata.namespace}/{claim.metadata.name}", claim, self._pod_uid)
             if self.listener:
                 self.listener.devices_changed(resource.kind)
+
+    def _pod_uid(self, key: str) -> str:
+        pod: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
+        return (pod.metadata.uid or "") if pod is not None else ""
 
     def _reconcile_assumption(self, pod: Pod) -> None:
         """A watched pod that has a node ends its assumption; one still unbound refreshes it."""

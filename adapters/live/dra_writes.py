@@ -153,16 +153,21 @@ class ClaimOverlay:
             if not pods:
                 del self._held[key]
 
-    def seen(self, key: str, claim: Optional[ResourceClaim]) -> None:
+    def seen(self, key: str, claim: Optional[ResourceClaim],
+             pod_uid: Callable[[str], str] = lambda _: "") -> None:
         """The watch showed claim `key` (None: deleted): allocated or gone, the overlay ends. A
-        claim this scheduler made, seen allocated, ends what stood for it under its generateName."""
+        claim this scheduler made, seen allocated, ends what stood for it under its generateName
+        when it is the claim of that very pod (``pod_uid``: the uid of the pod the cache holds
+        under a key, "" unknown): a claim made for an earlier pod of the same name (deleted and
+        made again, as a StatefulSet's) is not the new pod's, and its devices are not."""
         if key in self._held and (claim is None or claim.status.allocation is not None):
             del self._held[key]
         if claim is not None and claim.status.allocation is not None and self._held \
                 and claim.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true":
             ns = claim.metadata.namespace
             for ref in claim.metadata.owner_references:
-                if ref.kind == "Pod" and ref.controller:
+                uid = pod_uid(f"{ns}/{ref.name}") if ref.kind == "Pod" else ""
+                if ref.kind == "Pod" and ref.controller and (not uid or not ref.uid or ref.uid == uid):
                     self._held.pop(f"{ns}/{template_claim_name(ref.name, EXTENDED_CLAIM_ENTRY)}", None)
 
     def held(self, key: str) -> bool:

@@ -467,3 +467,29 @@ def test_the_cache_shows_a_claim_it_will_make_until_the_watch_shows_it_made(make
     cache.assume_claims("default/q", [("default/q-extended-resources-", _allocation("gpu-1"))])
     cache.forget("default/q")  # its bind failed: the devices are free again
     assert allocated() == ["default/p-extended-resources-x7k2q"]
+
+
+def test_a_made_claim_of_an_earlier_pod_of_the_same_name_does_not_end_the_new_pods_hold() -> None:
+    """A pod deleted and made again under its name (a StatefulSet's): the claim made for the
+    old pod, seen allocated while the garbage collector deletes it, is not the new pod's. Its
+    watch event must not end what the cache shows under the new pod's generateName, or the next
+    window hands those devices out again before the watch shows the new claim allocated."""
+    from adapters.live.cache import ClusterCache
+    from adapters.live.api_client import PODS, RESOURCE_CLAIMS
+
+    cache = ClusterCache()
+    new = pod("p")
+    new["metadata"].update(uid="new-uid", resourceVersion="5")
+    cache.apply(PODS, "ADDED", new)
+
+    def allocated() -> list[str]:
+        return sorted(c.key for c in cache.snapshot().resource_claims if c.status.allocation is not None)
+    cache.assume_claims("default/p", [("default/p-extended-resources-", _allocation("gpu-0"))])
+    old_claim = gpu_claim("p-extended-resources-ab12c")
+    old_claim["metadata"].update(uid="c0", resourceVersion="6", deletionTimestamp="2026-11-27T00:00:00Z",
+                                 annotations={"resource.kubernetes.io/extended-resource-claim": "true"},
+                                 ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "old-uid",
+                                                   "controller": True}])
+    old_claim["status"] = {"allocation": _allocation("gpu-1")}
+    cache.apply(RESOURCE_CLAIMS, "MODIFIED", old_claim)
+    assert "default/p-extended-resources-" in allocated()  # gpu-0 still taken for the new pod
