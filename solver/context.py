@@ -138,7 +138,7 @@ class _Assumed:
     def place(self, info: PodInfo) -> None:
         self.placed[info.key] = info
         self.label_keys.update(selector_keys(info))
-        self.requested.update(info.requests)
+        self.requested.update(info.requests.keys())  # a name once per pod (a mapping would add the amounts)
 
     def place_many(self, infos: list[PodInfo]) -> None:
         """``place`` for each, counting keys and names once per shared requests and terms."""

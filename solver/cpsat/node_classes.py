@@ -35,7 +35,7 @@ import numpy as np
 from .. import interrupt
 from ..context import SchedulingContext
 from ..info import NodeList
-from ..plugins.registry import copies as room_copies, fits as room_fits
+from ..plugins.registry import copies as room_copies, fits as room_fits, soft_spread_keys
 from ..plugins.registry import per_node_state  # volumes, devices: counted per node, which a class's aggregate cannot express
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -60,6 +60,9 @@ def node_label_keys(ctx: SchedulingContext) -> Optional[frozenset[str]]:
                 return None
             keys.update(e.key for e in term.match_expressions)
         keys.update(c.topology_key for c in rep.spread)
+        # A controller's pod with no constraints of its own is scored over kube-scheduler's default
+        # ones: its zone key is read too (the hostname one counts per pseudo node, as it did).
+        keys.update(k for k in soft_spread_keys(rep) if k != HOSTNAME)
         for group in (rep.affinity, rep.anti_affinity, rep.preferred_affinity, rep.preferred_anti_affinity):
             keys.update(t.topology_key for t in group)
     return frozenset(keys)

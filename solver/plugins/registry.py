@@ -61,6 +61,7 @@ from .node_resources_fit.plugin import PLUGIN as node_resources_fit
 from .node_unschedulable.plugin import PLUGIN as node_unschedulable
 from .node_volume_limits.plugin import PLUGIN as node_volume_limits
 from .pod_topology_spread.plugin import PLUGIN as pod_topology_spread
+from .pod_topology_spread.score import soft_constraints as _soft_spread
 from .preemption.plugin import PLUGIN as preemption
 from .taint_toleration.plugin import PLUGIN as taint_toleration
 from .volume_binding.plugin import PLUGIN as volume_binding
@@ -199,3 +200,10 @@ def per_node_state(pod: PodInfo, besides: Collection[str] = ()) -> bool:
     every other way are then not interchangeable for it. ``besides``: the names of plugins whose
     per-node state the caller accounts for itself (the packing hint counts devices where exact)."""
     return any(uses(pod) for name, uses in _PER_NODE if name not in besides)
+
+
+def soft_spread_keys(pod: PodInfo) -> frozenset[str]:
+    """The topology keys PodTopologySpread's score reads of nodes for ``pod``: those of its
+    ScheduleAnyway constraints, or, for a controller's pod with none, kube-scheduler's system
+    defaults (hostname and zone)."""
+    return frozenset(c.topology_key for c in _soft_spread(pod)[0])

@@ -174,3 +174,23 @@ def test_the_node_class_plan_keeps_zone_spread_and_is_the_solvers(too_big):
     assert zones == [1, 1, 1, 1, 2, 2, 2, 2]
     decision = decide(ScheduleRequest(snapshot, CONFIG))
     assert decision.rejected == () and decision.validated
+
+
+def test_a_node_class_never_spans_zones_the_default_spread_counts():
+    # A ReplicaSet's pods with no spread constraints of their own are scored by kube-scheduler's
+    # system default constraints, one of them over topology.kubernetes.io/zone: the zone label is
+    # read, so nodes of two zones must not become one pseudo node (its score would count one zone).
+    from models.objects import OwnerReference
+
+    zone = "topology.kubernetes.io/zone"
+    nodes = [make_node(f"node-{i:02d}", cpu="8", memory="16Gi", labels={zone: f"z{i % 2}"}) for i in range(8)]
+    owner = [OwnerReference(api_version="apps/v1", kind="ReplicaSet", name="web-1", controller=True)]
+    pods = []
+    for k in range(6):
+        pod = make_pod(f"prod/web-{k}", cpu="500m", memory="512Mi", labels={"app": "web"})
+        pods.append(pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"owner_references": owner})}))
+    ctx = build_context(make_snapshot(nodes, pods), CONFIG)
+    assert zone in node_classes.node_label_keys(ctx)
+    reduced = node_classes.reduce(ctx, 2)
+    for members in reduced.members:
+        assert len({ctx.nodes[n].labels[zone] for n in members}) == 1
