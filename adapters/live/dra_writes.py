@@ -354,10 +354,7 @@ class ClaimWriter:
                 obj = self._get(key)
             except NotFound:
                 return
-            meta = obj.get("metadata") or {}
-            finalizers = list(meta.get("finalizers") or [])
-            if FINALIZER in finalizers:
-                meta["finalizers"] = [f for f in finalizers if f != FINALIZER]
+            if _strip_finalizer(obj):
                 try:
                     obj = self._replace(key, obj)
                 except Conflict:
@@ -407,13 +404,21 @@ class ClaimWriter:
                 obj = self._get(key)
             except NotFound:
                 return
-            meta = obj.get("metadata") or {}
-            finalizers = list(meta.get("finalizers") or [])
-            if FINALIZER not in finalizers or (obj.get("status") or {}).get("allocation") is not None:
+            if (obj.get("status") or {}).get("allocation") is not None or not _strip_finalizer(obj):
                 return
-            meta["finalizers"] = [f for f in finalizers if f != FINALIZER]
             try:
                 self._replace(key, obj)
                 return
             except Conflict:
                 continue
+
+
+def _strip_finalizer(obj: dict[str, Any]) -> bool:
+    """Take this scheduler's delete-protection finalizer off ``obj`` (a claim as read), in place;
+    False when it had none."""
+    meta = obj.get("metadata") or {}
+    finalizers = list(meta.get("finalizers") or [])
+    if FINALIZER not in finalizers:
+        return False
+    meta["finalizers"] = [f for f in finalizers if f != FINALIZER]
+    return True
