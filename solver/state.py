@@ -98,6 +98,9 @@ class ClusterState:
                     self.alloc[node.index, self.res_index[name]] = value
         self.used = np.zeros((n, r), dtype=np.int64)
         self.free = self.alloc.copy()  # alloc − used, kept current by add/remove
+        # ``alloc`` as Python ints (``alloc_rows``), made on first use and shared with copies:
+        # ``alloc`` is never written after this.
+        self._alloc_rows: list[Optional[list[list[int]]]] = [None]
         self.nonzero = np.zeros((n, 2), dtype=np.int64)  # scoring-only cpu, memory
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
         self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
@@ -417,6 +420,7 @@ class ClusterState:
         for k, group in enumerate(members):
             to[group] = k
         out.alloc = np.array(alloc, dtype=np.int64)
+        out._alloc_rows = [None]
         np.add.at(out.used, to, self.used)
         out.free = out.alloc - out.used
         np.add.at(out.nonzero, to, self.nonzero)
@@ -442,6 +446,15 @@ class ClusterState:
         out._vectors = self._vectors
         return out
 
+    @property
+    def alloc_rows(self) -> list[list[int]]:
+        """``alloc`` row by row in Python ints (scalar score kernels read single nodes): made
+        once per node set, not once per window — every copy of a state shares it."""
+        box = self._alloc_rows
+        if box[0] is None:
+            box[0] = self.alloc.tolist()
+        return box[0]
+
     def copy(self) -> "ClusterState":
         other = ClusterState.__new__(ClusterState)
         other.nodes = self.nodes
@@ -449,6 +462,7 @@ class ClusterState:
         other.resources = self.resources
         other.res_index = self.res_index
         other.alloc = self.alloc
+        other._alloc_rows = self._alloc_rows
         other.used = self.used.copy()
         other.free = self.free.copy()
         other.nonzero = self.nonzero.copy()

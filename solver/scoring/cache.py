@@ -37,7 +37,6 @@ without caching anything.
 
 from __future__ import annotations
 
-from typing import Optional
 
 import numpy as np
 
@@ -74,7 +73,6 @@ class ScoreCache:
         self.sctx = sctx
         self.weights = {p.NAME: sctx.weight(p.NAME) for p in SCORE_PLUGINS}
         self._local: dict[int, tuple[_Local, int, np.ndarray]] = {}  # class -> kernels, touched seen, values
-        self._alloc_rows: Optional[list[list[int]]] = None
         # The score plugins' parts (their ``score_cache`` hooks), those with a weight.
         self._parts: list[ScoreCachePart] = [make(state, sctx, self.weights[name], self)
                                              for name, make in SCORE_CACHE if self.weights[name]]
@@ -130,7 +128,5 @@ class ScoreCache:
         return values[nodes]
 
     def _kernel(self, pod: PodInfo) -> _Local:
-        if self._alloc_rows is None:
-            self._alloc_rows = self.state.alloc.tolist()
-        alloc_rows = self._alloc_rows
+        alloc_rows = self.state.alloc_rows
         return _Local([k for part in self._parts if (k := part.local(pod, alloc_rows)) is not None])
