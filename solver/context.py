@@ -134,6 +134,15 @@ class _Assumed:
     unknown: dict[str, str]  # bound pods on nodes the snapshot does not have: key -> node name
     label_keys: Counter[str]  # selector keys of the pods in ``placed``, a count per pod
     requested: Counter[str]  # resource names the pods in ``placed`` request, a count per pod
+    # ``placed``'s values, made for the first context that asks. Contexts hold ``placed`` and
+    # this list themselves, not copies: neither changes once a context has it (an update
+    # starts from a copy of ``placed``, ``_bring_up_to_date``).
+    bound: Optional[list[PodInfo]] = None
+
+    def bound_list(self) -> list[PodInfo]:
+        if self.bound is None:
+            self.bound = list(self.placed.values())
+        return self.bound
 
     def place(self, info: PodInfo) -> None:
         self.placed[info.key] = info
@@ -288,6 +297,7 @@ def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[s
     fresh build costs no more. ``last`` is given up either way."""
     if len(changed) * REBUILD_SHARE > max(len(last.placed), 1) and len(changed) > 64:
         return None
+    last.placed = dict(last.placed)  # the old one stays as the contexts built from it have it
     state, node_index, sidecar_ports = last.state, last.state.node_index, last.sidecar_ports
     gone: list[PodInfo] = []
     new: list[PodInfo] = []
@@ -379,7 +389,8 @@ def build_context(
             assumed = _assume_bound(snapshot, sidecar_ports, window, assumed, memory.specs)
             memory.assumed = assumed
         memory.contexts_built += 1
-        nodes, bound_by_key, unknown_nodes = assumed.nodes, dict(assumed.placed), set(assumed.unknown.values())
+        nodes, bound_by_key, unknown_nodes = assumed.nodes, assumed.placed, set(assumed.unknown.values())
+        bound = assumed.bound_list()
         label_keys = list(assumed.label_keys)
         # Nothing reads the kept state's record of changed nodes (a copy starts its own, and the
         # caches that read it live on copies); kept, it would grow by a node or two per window
@@ -419,7 +430,7 @@ def build_context(
         state=state,
         window=window,
         classes=classes,
-        bound=list(bound_by_key.values()),
+        bound=bound,
         bound_by_key=bound_by_key,
         relevant_labels=relevant,
         pod_groups=dict(snapshot.pod_group_by_key),

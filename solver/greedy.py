@@ -100,7 +100,7 @@ class _Run:
     state: ClusterState
     static: StaticFilters
     sctx: ScoreContext
-    scores: Optional[ScoreCache]
+    cache_scores: bool  # score classes of several pods through ``scores``, made when first needed
     rng: Optional[random.Random]
     preempt: bool
     order: np.ndarray  # the node walk (kube-scheduler's node tree order)
@@ -111,6 +111,7 @@ class _Run:
     parts: list[GreedyPart]
     result: GreedyResult
     next_start: int = 0  # where the next walk starts in ``order``
+    scores: Optional[ScoreCache] = None
     # A pod that found no node (nor victims) fails again, with the same message, as long as no
     # pod left the state, every pod placed since outranks or equals it (placements only take
     # room, and a pod of equal or higher priority is no victim), none of them is counted by its
@@ -143,7 +144,7 @@ class _Run:
 
         return _Run(
             ctx, state, static, sctx,
-            scores=ScoreCache(state, sctx) if score_cache else None,
+            cache_scores=score_cache,
             rng=random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None,
             preempt=(cfg.preemption.enabled if allow_preemption is None else allow_preemption) and POSTFILTER is not None,
             order=order,
@@ -227,8 +228,16 @@ class _Run:
         if len(chosen) == 1:
             node = int(chosen[0])
         else:
-            totals = (self.scores.totals(pod, chosen) if self.scores is not None
-                      else score_nodes(pod, chosen, state, self.sctx))
+            # The cache pays for itself from a class's second pod: its first call sets up the
+            # class over every node, twice the cost of scoring the feasible ones directly (a
+            # lone pod on 500 nodes: 0.21 against 0.10 ms). Both give the same totals.
+            classes = self.ctx.classes
+            if self.cache_scores and 0 <= pod.class_id < len(classes) and classes[pod.class_id].size > 1:
+                if self.scores is None:
+                    self.scores = ScoreCache(state, self.sctx)
+                totals = self.scores.totals(pod, chosen)
+            else:
+                totals = score_nodes(pod, chosen, state, self.sctx)
             node = select_host(chosen, totals, self.rng)
         state.add(pod, node)
         self.result.placements[pod.key] = node

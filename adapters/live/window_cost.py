@@ -10,6 +10,7 @@ call, as in the live loop: it validates its plan itself ("decide and check").
 The live benchmark (`python -m adapters.bench.live`) measures the whole scheduler process;
 this isolates the part that grows with the cluster, so a change to the snapshot, the solver's
 kept state or the validator shows here first. The first 20 windows are not counted (warm-up).
+The cyclic collector is set as the live scheduler sets it (``scheduler.InterpreterTuning``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from models import SchedulerConfig
 from adapters.bench.live_target import node_object, pod_object
 from .cache import BINDING, ClusterCache
 from .api_client import NODES, PODS, WATCHED
-from .scheduler import with_hard_budgets
+from .scheduler import InterpreterTuning, with_hard_budgets
 
 WARM_UP = 20
 PHASES = ("snapshot", "decide and check", "assume and confirm")
@@ -99,7 +100,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     if min(args.nodes, args.window, args.windows) < 1 or args.bound < 0:
         parser.error("--nodes, --window and --windows must be at least 1, --bound at least 0")
-    per = measure(args.nodes, args.bound, args.window, args.windows)
+    tuning = InterpreterTuning()  # the collector's settings of a running scheduler
+    tuning.acquire(None, quiet_collector=True)
+    try:
+        per = measure(args.nodes, args.bound, args.window, args.windows)
+    finally:
+        tuning.release()
     contexts = per.pop("contexts")
     steps = ", ".join(f"{phase} {ms:.2f}" for phase, ms in per.items())
     print(f"{args.nodes} nodes, {args.bound} running pods, windows of {args.window}: ms per window: {steps}; "

@@ -48,5 +48,6 @@ def score(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: "ScoreCont
     max_threshold = MAX_CONTAINER_THRESHOLD * pod.containers
     if max_threshold <= MIN_THRESHOLD:  # no containers: the clamped sum sits at the minimum
         return np.zeros(len(nodes), dtype=np.int64)
-    clamped = np.clip(total, MIN_THRESHOLD, max_threshold)
+    # ``np.clip`` would do, at the cost of building the dtype's bounds on every call.
+    clamped = np.minimum(np.maximum(total, MIN_THRESHOLD), max_threshold)
     return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)

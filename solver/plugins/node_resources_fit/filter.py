@@ -89,7 +89,7 @@ def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
     """How many pods of request ``vec`` fit ``room`` together, per row: ``fits`` repeated (0 where
     not even one fits). ``vec`` must ask for something (a pod always asks for the pod count)."""
     cols = np.flatnonzero(vec)
-    return np.clip((room[..., cols] // vec[cols]).min(axis=-1), 0, None)
+    return np.maximum((room[..., cols] // vec[cols]).min(axis=-1), 0)
 
 
 def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
