@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Optional
@@ -40,6 +41,13 @@ REQUEST_TIMEOUT = (5.0, 30.0)
 # A watch's read timeout is its server-side timeout plus this slack: a server that went quiet
 # without closing the stream is detected, while bookmarks keep a healthy one talking.
 WATCH_READ_SLACK_SECONDS = 30.0
+# How long the direct writes (`_DirectWrites`) reuse the credential headers the configuration
+# gave. Asking for them runs the configuration's refresh hook, which the client's loaders make
+# re-apply the whole kubeconfig (the host setter scans the environment for proxies): ~50 us of
+# CPU per write. Those hooks renew a token well ahead of its expiry — a kubeconfig's exec or
+# auth-provider token 5 minutes before, the in-cluster token file is read again every minute
+# while the kubelet replaces it at 80% of its life — so a header a second old is never stale.
+AUTH_REUSE_SECONDS = 1.0
 # HTTP connections kept per host: one per watch (5), one per concurrent bind, a few for the rest.
 CONNECTION_POOL_SIZE = 64
 # Pods that have finished hold no resources; the API server filters them out of list and watch
@@ -265,6 +273,8 @@ class _DirectWrites:
         self._timeouts = (REQUEST_TIMEOUT, urllib3.Timeout(connect=REQUEST_TIMEOUT[0], read=REQUEST_TIMEOUT[1]))
         self._pool = pool_manager.connection_from_url(self._host)
         self._lock = threading.Lock()
+        # (when to ask again, the credential headers, whether a credential goes in the query)
+        self._auth: tuple[float, dict[str, str], bool] = (float("-inf"), {}, False)
 
     def path(self, template: str, **params: str) -> str:
         """The request path for `template`, each parameter quoted as the client quotes it."""
@@ -275,10 +285,18 @@ class _DirectWrites:
         headers.update(self._api_client.default_headers)
         if self._api_client.cookie:
             headers["Cookie"] = self._api_client.cookie
-        queries: list[tuple[str, str]] = []
-        # The client's own step (the configuration's refresh hook runs here, as on every call).
-        self._api_client.update_params_for_auth(headers, queries, ["BearerToken"], path, "POST", None)
-        return None if queries else headers  # a credential in the query string: the client's path
+        until, auth, in_query = self._auth
+        now = time.monotonic()
+        if now >= until:
+            auth, queries = {}, []
+            # The client's own step: the configuration's refresh hook runs, its token is read.
+            self._api_client.update_params_for_auth(auth, queries, ["BearerToken"], path, "POST", None)
+            in_query = bool(queries)
+            self._auth = (now + AUTH_REUSE_SECONDS, auth, in_query)
+        if in_query:
+            return None  # a credential in the query string: the client's path
+        headers.update(auth)
+        return headers
 
     def post(self, what: str, path: str, body: dict[str, Any]) -> bool:
         """POST `body` as JSON to `path`; False (nothing sent) when this request must take the
