@@ -273,7 +273,7 @@ class _DirectWrites:
         self._timeouts = (REQUEST_TIMEOUT, urllib3.Timeout(connect=REQUEST_TIMEOUT[0], read=REQUEST_TIMEOUT[1]))
         self._pool = pool_manager.connection_from_url(self._host)
         self._lock = threading.Lock()
-        # (when to ask again, the credential headers, whether a credential goes in the query)
+        # (when they were asked for, the credential headers, whether a credential goes in the query)
         self._auth: tuple[float, dict[str, str], bool] = (float("-inf"), {}, False)
 
     def path(self, template: str, **params: str) -> str:
@@ -285,14 +285,14 @@ class _DirectWrites:
         headers.update(self._api_client.default_headers)
         if self._api_client.cookie:
             headers["Cookie"] = self._api_client.cookie
-        until, auth, in_query = self._auth
+        asked, auth, in_query = self._auth
         now = time.monotonic()
-        if now >= until:
+        if now - asked >= AUTH_REUSE_SECONDS:
             auth, queries = {}, []
             # The client's own step: the configuration's refresh hook runs, its token is read.
             self._api_client.update_params_for_auth(auth, queries, ["BearerToken"], path, "POST", None)
             in_query = bool(queries)
-            self._auth = (now + AUTH_REUSE_SECONDS, auth, in_query)
+            self._auth = (now, auth, in_query)
         if in_query:
             return None  # a credential in the query string: the client's path
         headers.update(auth)
