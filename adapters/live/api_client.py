@@ -288,7 +288,8 @@ class _DirectWrites:
         asked, auth, in_query = self._auth
         now = time.monotonic()
         if now - asked >= AUTH_REUSE_SECONDS:
-            auth, queries = {}, []
+            auth = {}
+            queries: list[tuple[str, str]] = []
             # The client's own step: the configuration's refresh hook runs, its token is read.
             self._api_client.update_params_for_auth(auth, queries, ["BearerToken"], path, "POST", None)
             in_query = bool(queries)
@@ -302,7 +303,10 @@ class _DirectWrites:
         """POST `body` as JSON to `path`; False (nothing sent) when this request must take the
         client's path. The answer is read to the end, so the connection goes back to the pool,
         and not decoded on success."""
-        headers = self._headers(path)
+        try:
+            headers = self._headers(path)
+        except Exception as exc:  # noqa: BLE001 - a refresh hook that failed (an exec credential), as `_call` has it
+            raise from_client(exc, what) from exc
         if headers is None:
             return False
         data = json.dumps(body).encode()

@@ -181,3 +181,16 @@ def test_a_refreshed_bearer_token_is_sent_by_the_next_write(monkeypatch: pytest.
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_failing_credential_refresh_is_our_error(server: FakeApiServer, api: KubeApi) -> None:
+    def refresh(conf: client.Configuration) -> None:  # an exec credential plugin that cannot run
+        raise RuntimeError("exec plugin gcloud not found")
+
+    configuration = api.api_client.configuration
+    configuration.api_key = {"authorization": "Bearer first"}
+    configuration.refresh_api_key_hook = refresh
+    with pytest.raises(KubeError) as err:
+        api.bind(NS, "p", "", "n1")
+    assert err.value.message == "bind default/p to n1: RuntimeError: exec plugin gcloud not found"
+    assert _node_of(server, "p") is None
