@@ -256,12 +256,13 @@ class _DirectWrites:
     looking up the pool again — which was ~17% of the scheduler's interpreter time at 100 pods/s
     (`py-spy record --gil` on the live bench), far more than the socket I/O. The request here
     is the one the client sends (same path, JSON body, Accept, User-Agent and the client's
-    default headers, the bearer token read through the configuration per request, so a
-    refreshed token is used at once), on the same pool (TLS, client certificate and CA as
-    configured), with the same timeout and urllib3 retry setting; an error answer is turned
-    into the client's `ApiException` and translated as `_call` does, so callers see the same
-    error classes. `direct_writes` returns None when the client is set up in a way this does
-    not reproduce (a proxy, a host URL with a query): those writes take the client's path."""
+    default headers, the bearer token as the configuration gives it, asked for again after
+    AUTH_REUSE_SECONDS), on the same pool (TLS, client certificate and CA as configured), with
+    the same timeout and urllib3 retry setting; an error answer is turned into the client's
+    `ApiException` and translated as `_call` does, so callers see the same error classes.
+    `direct_writes` returns None when the client is set up in a way this does not reproduce (a
+    proxy, a host URL with a query): those writes take the client's path, as does a write after
+    the configuration was pointed at another host."""
 
     def __init__(self, api_client: client.ApiClient, pool_manager: urllib3.PoolManager) -> None:
         self._api_client = api_client
@@ -307,7 +308,7 @@ class _DirectWrites:
             headers = self._headers(path)
         except Exception as exc:  # noqa: BLE001 - a refresh hook that failed (an exec credential), as `_call` has it
             raise from_client(exc, what) from exc
-        if headers is None:
+        if headers is None or self._configuration.host != self._host:
             return False
         data = json.dumps(body).encode()
         try:

@@ -194,3 +194,14 @@ def test_a_failing_credential_refresh_is_our_error(server: FakeApiServer, api: K
         api.bind(NS, "p", "", "n1")
     assert err.value.message == "bind default/p to n1: RuntimeError: exec plugin gcloud not found"
     assert _node_of(server, "p") is None
+
+
+def test_a_configuration_pointed_elsewhere_is_followed(server: FakeApiServer, api: KubeApi) -> None:
+    other = FakeApiServer([node("n1"), pod("p")], kubelet_start_seconds=0).start()
+    try:
+        api.api_client.configuration.host = other.url  # the direct path's pool is for the first server
+        api.bind(NS, "p", "", "n1")
+        assert (other.store.get("pods", NS, "p").get("spec") or {}).get("nodeName") == "n1"
+        assert _node_of(server, "p") is None
+    finally:
+        other.stop()
