@@ -297,7 +297,7 @@ def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[s
     fresh build costs no more. ``last`` is given up either way."""
     if len(changed) * REBUILD_SHARE > max(len(last.placed), 1) and len(changed) > 64:
         return None
-    last.placed = dict(last.placed)  # the old one stays as the contexts built from it have it
+    last.placed = last.placed.copy()  # the old one stays as the contexts built from it have it
     state, node_index, sidecar_ports = last.state, last.state.node_index, last.sidecar_ports
     gone: list[PodInfo] = []
     new: list[PodInfo] = []
