@@ -5,6 +5,7 @@ classes.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -201,7 +202,7 @@ def _assume_bound(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[P
     ns_labels = snapshot.namespace_labels
     if last is None or last.sidecar_ports != sidecar_ports or last.ns_labels != ns_labels:
         return _fresh(snapshot, sidecar_ports, window, {}, specs)
-    if len(last.nodes) == len(snapshot.nodes) and all(a is b for a, b in zip(last.snapshot.nodes, snapshot.nodes)):
+    if len(last.nodes) == len(snapshot.nodes) and all(map(operator.is_, last.snapshot.nodes, snapshot.nodes)):
         delta = snapshot.delta
         if delta is not None and delta.base() is last.snapshot:
             updated = _apply_delta(last, snapshot, delta.pods, specs)
