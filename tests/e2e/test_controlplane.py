@@ -69,5 +69,15 @@ def test_up_and_down_start_and_stop_exactly_their_processes(control_plane: Contr
         # the session's own control plane was not touched
         assert control_plane.state is not None
         assert all(_is_ours(pid, NAMES) for pid in control_plane.state.pids.values())
+        # `up` again on the same directory: etcd keeps the scheduler's identity, which is reused
+        again = subprocess.run([*command, "up", "--dir", str(directory)], cwd=REPO, capture_output=True, text=True,
+                               timeout=300)
+        assert again.returncode == 0, again.stderr
+        state = State.load(directory)
+        as_scheduler = client.CoreV1Api(config.new_client_from_config(str(directory / "cpsat-scheduler.kubeconfig")))
+        assert as_scheduler.list_node().items == []
+        down = subprocess.run([*command, "down", "--dir", str(directory)], cwd=REPO, capture_output=True,
+                              text=True, timeout=60)
+        assert down.returncode == 0, down.stderr
     finally:
         cluster_module.stop_processes(state.pids, state.pgid)

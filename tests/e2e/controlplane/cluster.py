@@ -256,14 +256,21 @@ class ControlPlane:
         """The scheduler's identity as examples/deploy gives it: its namespace, service account
         and RBAC, applied as they are; then a token for that account in its kubeconfig. Also the
         `default` service account of `default` (which the controller-manager would make), without
-        which the ServiceAccount admission plugin refuses pods there."""
+        which the ServiceAccount admission plugin refuses pods there. Objects that exist already
+        (a directory started before) are left as they are."""
         from kubernetes import client, config, utils   # the test extra's client, imported late
 
         assert self.state is not None
         try:
             api = config.new_client_from_config(str(self.admin_kubeconfig))
             for manifest in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
-                utils.create_from_yaml(api, str(DEPLOY / manifest))
+                try:
+                    utils.create_from_yaml(api, str(DEPLOY / manifest))
+                except utils.FailToCreateError as exc:
+                    # `up` again on a directory whose etcd data has them (a stopped plane started
+                    # again): what exists already is as it was made; anything else still fails.
+                    if any(getattr(e, "status", None) != 409 for e in exc.api_exceptions):
+                        raise
             core = client.CoreV1Api(api)
             for namespace in ("default", SCHEDULER_SA[0]):
                 ensure_default_service_account(core, namespace)
