@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.dra import ResourceClaim
+from models.objects import copy_with
 from models.snapshot import SnapshotDelta, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
@@ -110,12 +111,12 @@ def _same_node(old: Node, new: Node) -> bool:
 
 def _terminating(pod: Pod) -> Pod:
     """The pod as it will look once its eviction is under way (a deletionTimestamp set)."""
-    meta = pod.metadata.model_copy(update={"deletion_timestamp": datetime.now(timezone.utc)})
-    return pod.model_copy(update={"metadata": meta})
+    meta = copy_with(pod.metadata, {"deletion_timestamp": datetime.now(timezone.utc)})
+    return copy_with(pod, {"metadata": meta})
 
 
 def _on_node(pod: Pod, node: str) -> Pod:
-    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+    return copy_with(pod, {"spec": copy_with(pod.spec, {"node_name": node})})
 
 
 # Our own bind's watch echo: the pod as it was, plus spec.nodeName, a new resourceVersion, the
@@ -251,9 +252,9 @@ class ClusterCache:
         update: dict[str, Any] = {"resource_version": version}
         if labels != old.metadata.labels:  # the node's topology labels, as the API server adds them
             update["labels"] = {sys.intern(k): sys.intern(v) for k, v in labels.items()}
-        meta = old.metadata.model_copy(update=update)
+        meta = copy_with(old.metadata, update)
         self.echoes_reused += 1
-        return old, old.model_copy(update={"metadata": meta, "spec": old.spec.model_copy(update={"node_name": node})})
+        return old, copy_with(old, {"metadata": meta, "spec": copy_with(old.spec, {"node_name": node})})
 
     def _parse(self, resource: Resource, obj: dict[str, Any]) -> Any:
         """The model, or the InputError that says why there is none."""

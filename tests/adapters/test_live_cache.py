@@ -92,6 +92,37 @@ def test_bad_objects_are_named_like_in_files_even_with_a_known_spec() -> None:
     assert err.value.field == "metadata.labels"
 
 
+def test_a_pod_of_a_known_spec_parses_as_a_full_parse_would() -> None:
+    """The second replica of a spec is read with the spec parsed for the first in place, and
+    only its metadata and status validated and compacted: it must equal what the full parse of
+    that object gives, field by field, bound or not, and a nodeName of the wrong type is still
+    named (the shortcut never lets through what the full parse refuses)."""
+    from adapters.snapshot_io import _KINDS, _validate_object
+
+    first = pod("web-1", labels={"app": "web"})
+    first["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1"}]
+    first["status"] = {"phase": "Pending", "conditions": [{"type": "DisruptionTarget", "status": "True",
+                                                           "reason": "PreemptionByScheduler"}]}
+    parse_object(copy.deepcopy(first), "Pod")
+    for node_name in (None, "n1"):
+        again = json.loads(json.dumps(first))
+        again["metadata"]["name"] = "web-2"
+        again["metadata"]["annotations"] = {"note": "x"}
+        if node_name:
+            again["spec"]["nodeName"] = node_name
+        shortcut = parse_object(copy.deepcopy(again), "Pod")
+        full = _validate_object(_KINDS["Pod"], copy.deepcopy(again), "watched Pod")
+        assert shortcut.model_dump() == full.model_dump() and shortcut == full
+        assert shortcut.model_fields_set == full.model_fields_set
+        assert shortcut.spec.model_fields_set == full.spec.model_fields_set  # type: ignore[attr-defined]
+        assert shortcut.spec.node_name == (node_name or "")  # type: ignore[attr-defined]
+    wrong = copy.deepcopy(first)
+    wrong["spec"]["nodeName"] = 7
+    with pytest.raises(InputError) as err:
+        parse_object(wrong, "Pod")
+    assert err.value.field == "spec.nodeName"
+
+
 def test_an_invalid_watched_object_is_left_out_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     cache = synced_cache([node("n1")], [pod("ok")])
     bad = pod("broken")
