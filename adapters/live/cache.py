@@ -13,10 +13,12 @@ holds every pod that occupies a node (assumed ones on their node) and, of the po
 for a node, only the window's: pods of other schedulers hold nothing, and our own pending
 pods outside the window are decided in a later window (the solver and the validator then
 agree on what the window is). The pods that hold nodes are kept as a snapshot shows them,
-updated pod by pod as events and assumptions come (`_refresh`), so a snapshot costs a copy,
-not a pass over every pod; and it says which pods changed since the last one (its `delta`),
-so the solver brings its own state up to date from those alone, as kube-scheduler updates
-only the NodeInfos whose generation moved.
+updated pod by pod as events and assumptions come (`_refresh`), with what a snapshot derives
+from them (their positions, namespaces, Workload gangs), so a snapshot costs a copy of the
+pods, not a pass over every pod, and nodes and the other objects that did not change are
+handed over as the last snapshot had them; and it says which pods changed since the last one
+(its `delta`), so the solver brings its own state up to date from those alone, as
+kube-scheduler updates only the NodeInfos whose generation moved.
 
 Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
 parsed once, by `convert.parse_object`; one that does not parse is left out and logged with
@@ -111,6 +113,12 @@ def _same_node(old: Node, new: Node) -> bool:
     return old.metadata.uid == new.metadata.uid and node_relevant(old) == node_relevant(new)
 
 
+def _workload_ref(pod: Pod) -> Optional[tuple[str, str, str, str]]:
+    """The Workload gang ``pod`` names: (namespace, workload, pod group, replica key)."""
+    ref = pod.spec.workload_ref
+    return None if ref is None else (pod.metadata.namespace, ref.name, ref.pod_group, ref.pod_group_replica_key)
+
+
 def _terminating(pod: Pod) -> Pod:
     """The pod as it will look once its eviction is under way (a deletionTimestamp set)."""
     meta = copy_with(pod.metadata, {"deletion_timestamp": datetime.now(timezone.utc)})
@@ -198,6 +206,7 @@ class ClusterCache:
         # (solver/plugins/preemption/nominated.py). Kept current by `_refresh`.
         self._nominated: dict[str, Pod] = {}
         self._namespaces: Counter[str] = Counter()  # of the holding pods
+        self._workload_refs: Counter[tuple[str, str, str, str]] = Counter()  # of the holding pods (`_workload_ref`)
         self._classes: dict[str, PriorityClass] = {}
         self._classes_changed = False  # since `_resolve_all`: the next snapshot resolves every pod again
         # The last snapshot and the keys of the pods it showed besides the holding ones (its
@@ -207,8 +216,8 @@ class ClusterCache:
         # Each resource's objects as the last snapshot had them, with the count of changes to
         # the resource they were taken at: a snapshot takes the same tuple (and, for nodes, the
         # same dict by name) while nothing changed, instead of copying every node again.
-        self._changes: Counter[Resource] = Counter()
-        self._taken: dict[Resource, tuple[int, tuple[Any, ...], dict[str, Any]]] = {}
+        self._changes: Counter[str] = Counter()  # by the resource's name (hashed faster than a Resource)
+        self._taken: dict[str, tuple[int, tuple[Any, ...], dict[str, Any]]] = {}
         # Claims a window allocated whose status.allocation the watch does not show yet
         # (``dra_writes.ClaimOverlay``): a snapshot shows them allocated, so no later window
         # hands their devices out again before the PreBind write is seen.
@@ -299,7 +308,7 @@ class ClusterCache:
         if resource is NODES and old is not None and _same_node(old, model):  # type: ignore[arg-type]
             return  # a heartbeat: the node kept as it was, so the solver's view of it stays
         store[key] = model
-        self._changes[resource] += 1
+        self._changes[resource.name] += 1
         if resource is PODS:
             printed = _echo_print(obj) if not model.spec.node_name else None  # type: ignore[attr-defined]
             if printed is not None:
@@ -332,7 +341,7 @@ class ClusterCache:
         old = self._objects[resource].pop(key, None)
         if old is None:
             return
-        self._changes[resource] += 1
+        self._changes[resource.name] += 1
         if resource is PRIORITY_CLASSES:
             self._classes_changed = True
         if resource is CORE_PODGROUPS:
@@ -423,14 +432,20 @@ class ClusterCache:
         self._changed.add(key)
         if source is not None:
             del self._sources[key]
-            namespace = self._holding.pop(key).metadata.namespace
+            held = self._holding.pop(key)
             if key in self._tail:
                 del self._tail[key]
             else:
                 insort(self._gaps, self._base[key])
+            namespace = held.metadata.namespace
             self._namespaces[namespace] -= 1
             if not self._namespaces[namespace]:
                 del self._namespaces[namespace]
+            ref = _workload_ref(held)
+            if ref is not None:
+                self._workload_refs[ref] -= 1
+                if not self._workload_refs[ref]:
+                    del self._workload_refs[ref]
             self._unresolved.pop(key, None)
         if view is None:
             return
@@ -438,6 +453,9 @@ class ClusterCache:
         self._holding[key] = self._resolve(key, view)
         self._tail[key] = None
         self._namespaces[view.metadata.namespace] += 1
+        ref = _workload_ref(view)
+        if ref is not None:
+            self._workload_refs[ref] += 1
 
     def _resolve(self, key: str, pod: Pod) -> Pod:
         """Under the lock: `pod` resolved against the priority classes (as it is, if it cannot
@@ -476,12 +494,12 @@ class ClusterCache:
     def _taken_values(self, resource: Resource) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Under the lock: ``resource``'s objects as a tuple and by name (store key), the last
         snapshot's own while the resource did not change."""
-        changes = self._changes[resource]
-        taken = self._taken.get(resource)
+        changes = self._changes[resource.name]
+        taken = self._taken.get(resource.name)
         if taken is None or taken[0] != changes:
             store = self._objects[resource]
             values = tuple(store.values())
-            taken = self._taken[resource] = (changes, values, dict(zip(store, values)))
+            taken = self._taken[resource.name] = (changes, values, dict(zip(store, values)))
         return taken[1], taken[2]
 
     # --- reading -------------------------------------------------------------------------------
@@ -551,11 +569,12 @@ class ClusterCache:
                 return True
         return False
 
-    def _pod_groups(self, pods: Iterable[Pod]) -> list[PodGroup]:
+    def _pod_groups(self, pending: Iterable[Pod]) -> list[PodGroup]:
         """Under the lock: every gang of a snapshot, in one model. Two PodGroups of different
         shapes with one namespace/name would be one gang key: the first shape in `GANG_RESOURCES`
         is kept (and the clash logged), so one stray object cannot stop every window. A
-        Workload's gangs are those its pods name (each replica key its own), as for a file."""
+        Workload's gangs are those its pods name (each replica key its own), as for a file: the
+        holding pods' as `_refresh` counts them, and those of the snapshot's ``pending`` pods."""
         groups: dict[str, PodGroup] = {}
         for resource in GANG_RESOURCES:
             if resource is WORKLOADS:
@@ -569,8 +588,8 @@ class ClusterCache:
                 groups[key] = group  # type: ignore[assignment]
         workloads: list[Workload] = list(self._objects[WORKLOADS].values())  # type: ignore[arg-type]
         if workloads:
-            refs = {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
-                    for p in pods if (r := p.spec.workload_ref) is not None}
+            refs = set(self._workload_refs)
+            refs.update(ref for p in pending if (ref := _workload_ref(p)) is not None)
             for group in workload_pod_groups(workloads, refs):
                 groups.setdefault(group.key, group)
         return list(groups.values())
@@ -614,7 +633,7 @@ class ClusterCache:
             pods = (*self._holding.values(), *pending)
             snapshot = ClusterSnapshot.build(
                 nodes=nodes, pods=pods, pdbs=self._taken_values(PDBS)[0],
-                priority_classes=self._classes.values(), pod_groups=self._pod_groups(pods),
+                priority_classes=self._classes.values(), pod_groups=self._pod_groups(pending),
                 pvcs=self._taken_values(PVCS)[0], pvs=self._taken_values(PVS)[0],
                 storage_classes=self._taken_values(STORAGE_CLASSES)[0],
                 csi_nodes=self._taken_values(CSI_NODES)[0],

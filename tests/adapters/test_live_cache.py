@@ -262,6 +262,32 @@ def test_a_workload_wakes_the_gangs_of_its_pod_groups() -> None:
     assert listener.calls == [("workload", "default/wl"), ("group", "default/core")]
 
 
+def test_a_workloads_gangs_are_those_the_snapshots_own_pods_name() -> None:
+    """The gangs of a Workload a snapshot holds are those its pods name — the pods holding
+    nodes (counted as they come and go) and its window's — no more, as a file's would be."""
+    cache = synced_cache([node("n1")], [pod("x", node_name="n1", running=True, workload_ref=("wl", "a")),
+                                        pod("z", node_name="n1", running=True, workload_ref=("wl", "a")),
+                                        pod("y", workload_ref=("wl", "b"))])
+    cache.apply(WORKLOADS, "ADDED", workload("wl", {"a": 1, "b": 1}))
+
+    def gangs(window: tuple[str, ...] = ()) -> list[str]:
+        snapshot = cache.snapshot(window)
+        named = {f"default/wl:{p.spec.workload_ref.pod_group}" for p in snapshot.pods if p.spec.workload_ref}
+        got = sorted(g.key for g in snapshot.pod_groups)
+        assert got == sorted(named)
+        return got
+
+    assert gangs() == ["default/wl:a"] and gangs(("default/y",)) == ["default/wl:a", "default/wl:b"]
+    cache.apply(PODS, "DELETED", pod("x"))
+    assert gangs() == ["default/wl:a"]  # z still names it
+    cache.apply(PODS, "DELETED", pod("z"))
+    assert gangs() == []
+    assert cache.assume("default/y", "n1", state=BINDING, now=0.0)
+    assert gangs() == ["default/wl:b"]  # an assumed pod holds its node
+    cache.forget("default/y")
+    assert gangs() == [] and gangs(("default/y",)) == ["default/wl:b"]
+
+
 def test_snapshots_reuse_resolved_pods_until_they_or_their_priority_classes_change() -> None:
     cache = synced_cache([node("n1")], [pod("a", node_name="n1", running=True, priority_class="high"),
                                         pod("b", node_name="n1", running=True)])
