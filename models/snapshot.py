@@ -94,17 +94,22 @@ class PodPositions(Mapping[str, int]):
     def as_dict(self) -> dict[str, int]:
         """The same as one dict, in the pods' order (made once, on first use)."""
         if self._full is None:
-            if not self._gaps:  # no pod of the base moved: its indexes stand, and none is in the tail
-                self._full = self._base | self._tail
-            else:
-                keys: list[str] = []
-                start, base_keys = 0, self._base_keys
-                for gap in self._gaps:
-                    keys += base_keys[start:gap]
+            # A copy of the base (one block, no rehashing) with the pods taken out deleted, those
+            # after the first gap given their index again (set in place: the order stands), and
+            # the tail put at the end: cheaper than a dict made key by key.
+            full = self._base.copy()
+            gaps, base_keys = self._gaps, self._base_keys
+            if gaps:
+                moved: list[str] = []
+                start = gaps[0] + 1
+                for gap in gaps:
+                    del full[base_keys[gap]]
+                    moved += base_keys[start:gap]
                     start = gap + 1
-                keys += base_keys[start:]
-                keys += self._tail
-                self._full = dict(zip(keys, range(len(keys))))
+                moved += base_keys[start:]
+                full.update(zip(moved, range(gaps[0], gaps[0] + len(moved))))
+            full.update(self._tail)
+            self._full = full
         return self._full
 
 
