@@ -27,6 +27,8 @@ from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
 DEFAULT_SCHEDULER_NAME = "cpsat-scheduler"
+# Resources no DeviceClass backs in place of a node (``asking_beyond`` in ``ClusterSnapshot.build``).
+_NATIVE = frozenset({"cpu", "memory"})
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
@@ -171,6 +173,7 @@ class ClusterSnapshot(BaseModel):
         pod_namespaces: Optional[Iterable[str]] = None,
         delta: Optional[SnapshotDelta] = None,
         nominated: Optional[Iterable[str]] = None,
+        asking_beyond: Optional[Iterable[str]] = None,
     ) -> "ClusterSnapshot":
         """Check names, resolve every pod's priority and preemption policy, freeze.
 
@@ -184,7 +187,9 @@ class ClusterSnapshot(BaseModel):
         ``resolved``: every pod went through ``resolve_pod`` with these priority classes;
         ``pod_namespaces``: the namespaces the pods are in (any order, repeats allowed);
         ``delta``: how the snapshot differs from the caller's last (``SnapshotDelta``);
-        ``nominated``: the keys of every pod ``nominated_pending`` may hold (a superset)."""
+        ``nominated``: the keys of every pod ``nominated_pending`` may hold (a superset);
+        ``asking_beyond``: the keys of every pod whose containers request anything but cpu and
+        memory (a superset): only those are read for extended resources a DeviceClass backs."""
         # Tuples from the start: a tuple given (the live cache's, kept while nothing changed)
         # is taken as it is, without a copy.
         nodes, pods, pdbs = tuple(nodes), tuple(pods), tuple(pdbs)
@@ -219,8 +224,24 @@ class ClusterSnapshot(BaseModel):
             # extended resources a DeviceClass backs and no node advertises: asked for by claim.
             # The scheduler makes that claim itself (also live: `adapters/live/dra_writes.py`).
             # The pods keep their keys and order, so the positions stand.
-            backed, made = back_extended_resources(list(pods), list(device_classes), list(nodes), list(resource_claims))
-            pods = tuple(backed)
+            backed: list[Pod] = []
+            made: list[ResourceClaimTemplate] = []
+            if asking_beyond is None or any(c.spec.extended_resource_name in _NATIVE for c in device_classes):
+                backed, made = back_extended_resources(list(pods), list(device_classes), list(nodes),
+                                                       list(resource_claims))
+                pods = tuple(backed)
+            else:  # the pods that ask for nothing but cpu and memory would come back as they are
+                position: Mapping[str, int] = (positions if positions is not None
+                                               else dict(zip(pod_keys or (), range(len(pods)))))
+                found = sorted({i for key in asking_beyond if (i := position.get(key)) is not None})
+                if found:
+                    backed, made = back_extended_resources([pods[i] for i in found], list(device_classes),
+                                                           list(nodes), list(resource_claims))
+                if any(a is not pods[i] for i, a in zip(found, backed)):
+                    rewritten = list(pods)
+                    for i, pod in zip(found, backed):
+                        rewritten[i] = pod
+                    pods = tuple(rewritten)
             resource_claim_templates = resource_claim_templates + tuple(made)
         # Every field is already of its type: no validation pass over tens of thousands of pods.
         snapshot = cls.model_construct(
@@ -387,6 +408,11 @@ def resolve_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
         spec = copy_with(pod.spec, {"priority": priority, "preemption_policy": policy})
         pod = copy_with(pod, {"spec": spec})
     return pod
+
+
+def asks_beyond_cpu_and_memory(pod: Pod) -> bool:
+    """Whether a container of ``pod`` requests anything but cpu and memory (``asking_beyond``)."""
+    return any(name not in _NATIVE for c in pod.spec.containers for name in c.resources.requests)
 
 
 def _nominated_pending(p: Pod) -> bool:

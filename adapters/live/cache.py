@@ -45,7 +45,7 @@ from pydantic import BaseModel
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.dra import ResourceClaim
 from models.objects import copy_with
-from models.snapshot import PodPositions, SnapshotDelta, resolve_pod
+from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
@@ -207,6 +207,7 @@ class ClusterCache:
         self._nominated: dict[str, Pod] = {}
         self._namespaces: Counter[str] = Counter()  # of the holding pods
         self._workload_refs: Counter[tuple[str, str, str, str]] = Counter()  # of the holding pods (`_workload_ref`)
+        self._asking_beyond: set[str] = set()  # holding pods asking for more than cpu and memory (DRA extended resources)
         self._classes: dict[str, PriorityClass] = {}
         self._classes_changed = False  # since `_resolve_all`: the next snapshot resolves every pod again
         # The last snapshot and the keys of the pods it showed besides the holding ones (its
@@ -446,6 +447,7 @@ class ClusterCache:
                 self._workload_refs[ref] -= 1
                 if not self._workload_refs[ref]:
                     del self._workload_refs[ref]
+            self._asking_beyond.discard(key)
             self._unresolved.pop(key, None)
         if view is None:
             return
@@ -456,6 +458,8 @@ class ClusterCache:
         ref = _workload_ref(view)
         if ref is not None:
             self._workload_refs[ref] += 1
+        if asks_beyond_cpu_and_memory(view):
+            self._asking_beyond.add(key)
 
     def _resolve(self, key: str, pod: Pod) -> Pod:
         """Under the lock: `pod` resolved against the priority classes (as it is, if it cannot
@@ -642,7 +646,9 @@ class ClusterCache:
                 resource_claims=self.claims.view(self._objects[RESOURCE_CLAIMS]),  # type: ignore[arg-type]
                 claims_from_templates=False,
                 positions=self._positions(extra), node_by_name=node_by_name,
-                keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta, nominated=nominated)
+                keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta, nominated=nominated,
+                asking_beyond=[*self._asking_beyond,
+                               *(key for key, pod in zip(extra, pending) if asks_beyond_cpu_and_memory(pod))])
             self._last = (weakref.ref(snapshot), shown)
             self._changed = set()
             return snapshot

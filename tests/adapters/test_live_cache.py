@@ -13,6 +13,7 @@ from adapters.live.cache import BINDING, ClusterCache
 from adapters.live.convert import parse_object
 from adapters.live.api_client import (
     CORE_PODGROUPS,
+    DEVICE_CLASSES,
     DRA_RESOURCES,
     GANG_RESOURCES,
     VOLUME_RESOURCES,
@@ -498,6 +499,48 @@ def test_a_snapshot_takes_the_last_ones_nodes_and_pdbs_until_one_changes() -> No
     for snapshot in (first, second, third, fourth):
         assert snapshot.node_by_name == {n.name: n for n in snapshot.nodes}
         assert list(snapshot.node_by_name.values()) == list(snapshot.nodes)
+
+
+def test_extended_resources_a_device_class_backs_are_read_from_the_pods_that_ask_for_more_than_cpu() -> None:
+    """With a DeviceClass in the cluster, a snapshot reads for backed extended resources only
+    the pods that ask for more than cpu and memory (kept as they come and go): its pods and the
+    claim templates it makes are those of the same pods read all, for a running pod and a
+    pending one asking for the class's resource, one asking for a resource nodes advertise,
+    and plain ones, as they change."""
+    gpu = "example.com/gpu"
+
+    def asking(name: str, resource: str, **kw: Any) -> dict[str, Any]:
+        obj = pod(name, **kw)
+        obj["spec"]["containers"][0]["resources"]["requests"][resource] = "1"
+        return obj
+
+    cache = synced_cache([node("n1"), node("n2")], [pod("plain", node_name="n1", running=True),
+                                                    asking("bound-gpu", gpu, node_name="n1", running=True),
+                                                    asking("disk", "ephemeral-storage", node_name="n2", running=True),
+                                                    asking("waiting-gpu", gpu), pod("waiting")])
+    cache.apply(DEVICE_CLASSES, "ADDED", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                          "metadata": {"name": "gpu"}, "spec": {"extendedResourceName": gpu}})
+
+    def check(window: list[str]) -> None:
+        got = cache.snapshot(window)
+        whole = ClusterSnapshot.build(nodes=got.nodes, pods=[cache.pod(p.key) if not cache.is_assumed(p.key)
+                                                             else cache.assumption(p.key).pod  # type: ignore[union-attr]
+                                                             for p in got.pods],
+                                      device_classes=got.device_classes, claims_from_templates=False)
+        assert [p.model_dump() for p in got.pods] == [p.model_dump() for p in whole.pods]
+        assert got.resource_claim_templates == whole.resource_claim_templates
+
+    check([])
+    check(["default/waiting-gpu", "default/waiting"])
+    got = cache.snapshot(["default/waiting-gpu"])
+    assert gpu not in got.pod("default/bound-gpu").spec.containers[0].resources.requests  # type: ignore[union-attr]
+    assert [t.metadata.name for t in got.resource_claim_templates] == ["waiting-gpu.extended-resources"]
+    assert cache.assume("default/waiting-gpu", "n2", state=BINDING, now=0.0)
+    check([])
+    cache.apply(PODS, "DELETED", pod("bound-gpu"))
+    cache.apply(PODS, "MODIFIED", asking("plain", gpu, node_name="n1", running=True))  # now it asks
+    check(["default/waiting"])
+    assert gpu not in cache.snapshot().pod("default/plain").spec.containers[0].resources.requests  # type: ignore[union-attr]
 
 
 def _echo(obj: dict[str, Any], node_name: str, version: str) -> dict[str, Any]:
