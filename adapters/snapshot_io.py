@@ -859,6 +859,13 @@ def _validate_pod(item: dict, position: str, shared: dict, specs: dict[bytes, tu
         update["node_name"] = node_name
     if update:
         spec = copy_with(spec, update)
+    return _validate_pod_with(item, spec, position, shared)
+
+
+def _validate_pod_with(item: dict, spec: PodSpec, position: str, shared: Optional[dict]) -> BaseModel:
+    """A Pod whose spec was read already (a shared ``PodSpec``, compacted when first read): the
+    rest of ``item`` validated, and only the rest compacted (``compact_pod``), since walking the
+    shared spec again would only find it as it was left."""
     pod = _validate_model(Pod, {**item, "spec": spec}, lambda: _object_name(_KINDS["Pod"], item, position))
     return compact_pod(pod, shared)
 

@@ -121,10 +121,11 @@ def copy_with(model: _M, update: dict[str, Any]) -> _M:
     return copied
 
 
-def compact_pod(pod: "Pod", shared: dict) -> "Pod":
+def compact_pod(pod: "Pod", shared: Optional[dict]) -> "Pod":
     """``compact(pod, shared, shallow=pod.spec)`` written out for a pod whose spec is shared
-    already: the reader's path for every replica after the first, tens of thousands per dump.
-    What it leaves out of the general walk is only what ObjectMeta and PodStatus do not have."""
+    already: the reader's path for every replica after the first, tens of thousands per dump,
+    and the watch's for every pod whose spec was seen before. What it leaves out of the general
+    walk is only what ObjectMeta and PodStatus do not have."""
     _share_fields_set(pod)
     _share_fields_set(pod.spec)
     meta = pod.metadata
@@ -136,7 +137,8 @@ def compact_pod(pod: "Pod", shared: dict) -> "Pod":
             fields[name] = {sys.intern(k): sys.intern(v) for k, v in value.items()}
     owners = meta.owner_references
     if owners:
-        _share_items(owners, shared)
+        if shared is not None:
+            _share_items(owners, shared)
         for owner in owners:
             _share_fields_set(owner)
     _share_fields_set(pod.status)

@@ -8,7 +8,8 @@ split into the ones that hold node capacity and the ones waiting for a node.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Optional
 from functools import cached_property
@@ -16,7 +17,7 @@ from functools import cached_property
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from .errors import InputError
-from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from .objects import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, copy_with
 from .storage import PersistentVolume, PersistentVolumeClaim
 from .dra import (
     DeviceClass, PodClaim, ResourceClaim, ResourceClaimTemplate, ResourceSlice, back_extended_resources, resolve_pod_claims,
@@ -26,6 +27,8 @@ from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
 DEFAULT_SCHEDULER_NAME = "cpsat-scheduler"
+# Resources no DeviceClass backs in place of a node (``asking_beyond`` in ``ClusterSnapshot.build``).
+_NATIVE = frozenset({"cpu", "memory"})
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
@@ -39,6 +42,77 @@ class SnapshotDelta:
 
     base: "weakref.ReferenceType[ClusterSnapshot]"
     pods: frozenset[str]
+
+
+class PodPositions(Mapping[str, int]):
+    """Each pod's index in a snapshot's ``pods``, by key, made in proportion to what changed
+    since an earlier snapshot of the same source rather than to the cluster (the live cache
+    takes one per decision, and a dict of every pod's index cost more than the rest of it).
+
+    The source keeps its pods in one order between snapshots and changes a few at a time:
+    ``base`` is every pod's index when it last indexed them all, and ``base_keys`` the keys in
+    that order (both shared by the snapshots since, never changed); ``gaps`` the base indexes
+    of those taken out since, sorted, each moving the pods after it one place up; ``tail`` the
+    pods put in since, all after the others, with their indexes. A lookup costs a bisection of
+    the gaps; the source indexes afresh before they grow long."""
+
+    __slots__ = ("_base", "_base_keys", "_gaps", "_tail", "_full")
+
+    def __init__(self, base: dict[str, int], base_keys: tuple[str, ...], gaps: tuple[int, ...],
+                 tail: dict[str, int]) -> None:
+        self._base, self._base_keys, self._gaps, self._tail = base, base_keys, gaps, tail
+        self._full: Optional[dict[str, int]] = None
+
+    def get(self, key: str, default: Optional[int] = None) -> Optional[int]:  # type: ignore[override]
+        index = self._tail.get(key)
+        if index is not None:
+            return index
+        index = self._base.get(key)
+        if index is None:
+            return default
+        gaps = self._gaps
+        if not gaps:
+            return index
+        up = bisect_left(gaps, index)
+        if up < len(gaps) and gaps[up] == index:
+            return default  # taken out (and, if put back, found in the tail above)
+        return index - up
+
+    def __getitem__(self, key: str) -> int:
+        index = self.get(key)
+        if index is None:
+            raise KeyError(key)
+        return index
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._gaps) + len(self._tail)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def as_dict(self) -> dict[str, int]:
+        """The same as one dict, in the pods' order (made once, on first use)."""
+        if self._full is None:
+            # A copy of the base (one block, no rehashing) with the pods taken out deleted, those
+            # after the first gap given their index again (set in place: the order stands), and
+            # the tail put at the end: cheaper than a dict made key by key.
+            full = self._base.copy()
+            gaps, base_keys = self._gaps, self._base_keys
+            if gaps:
+                moved: list[str] = []
+                start = gaps[0] + 1
+                for gap in gaps:
+                    del full[base_keys[gap]]
+                    moved += base_keys[start:gap]
+                    start = gap + 1
+                moved += base_keys[start:]
+                full.update(zip(moved, range(gaps[0], gaps[0] + len(moved))))
+            full.update(self._tail)
+            self._full = full
+        return self._full
 
 
 class ClusterSnapshot(BaseModel):
@@ -92,11 +166,14 @@ class ClusterSnapshot(BaseModel):
         claims_from_templates: bool = True,
         pod_keys: Optional[list[str]] = None,
         node_names: Optional[list[str]] = None,
+        positions: Optional[PodPositions] = None,
+        node_by_name: Optional[dict[str, Node]] = None,
         keyed: bool = False,
         resolved: bool = False,
         pod_namespaces: Optional[Iterable[str]] = None,
         delta: Optional[SnapshotDelta] = None,
         nominated: Optional[Iterable[str]] = None,
+        asking_beyond: Optional[Iterable[str]] = None,
     ) -> "ClusterSnapshot":
         """Check names, resolve every pod's priority and preemption policy, freeze.
 
@@ -104,22 +181,30 @@ class ClusterSnapshot(BaseModel):
         need not be worked out again from every pod:
         ``pod_keys``, ``node_names``: the pods' keys and the nodes' names, in order: they index
         the snapshot's pods and nodes;
+        ``positions``: the pods' indexes, by key, as the caller keeps them (in place of ``pod_keys``);
+        ``node_by_name``: the nodes by name, in order (an earlier snapshot's, when its nodes are these);
         ``keyed``: every list comes from a store keyed by name: no name can repeat;
         ``resolved``: every pod went through ``resolve_pod`` with these priority classes;
         ``pod_namespaces``: the namespaces the pods are in (any order, repeats allowed);
         ``delta``: how the snapshot differs from the caller's last (``SnapshotDelta``);
-        ``nominated``: the keys of every pod ``nominated_pending`` may hold (a superset)."""
-        nodes, pods, pdbs = list(nodes), list(pods), list(pdbs)
-        priority_classes, pod_groups, namespaces = list(priority_classes), list(pod_groups), list(namespaces)
-        pvs, pvcs = list(pvs), list(pvcs)
-        device_classes, resource_slices = list(device_classes), list(resource_slices)
-        resource_claims, resource_claim_templates = list(resource_claims), list(resource_claim_templates)
-        storage_classes, csi_nodes = list(storage_classes), list(csi_nodes)
-        if pod_keys is None or len(pod_keys) != len(pods):
+        ``nominated``: the keys of every pod ``nominated_pending`` may hold (a superset);
+        ``asking_beyond``: the keys of every pod whose containers request anything but cpu and
+        memory (a superset): only those are read for extended resources a DeviceClass backs."""
+        # Tuples from the start: a tuple given (the live cache's, kept while nothing changed)
+        # is taken as it is, without a copy.
+        nodes, pods, pdbs = tuple(nodes), tuple(pods), tuple(pdbs)
+        priority_classes, pod_groups, namespaces = tuple(priority_classes), tuple(pod_groups), tuple(namespaces)
+        pvs, pvcs = tuple(pvs), tuple(pvcs)
+        device_classes, resource_slices = tuple(device_classes), tuple(resource_slices)
+        resource_claims, resource_claim_templates = tuple(resource_claims), tuple(resource_claim_templates)
+        storage_classes, csi_nodes = tuple(storage_classes), tuple(csi_nodes)
+        if positions is not None and len(positions) != len(pods):
+            positions = None
+        if positions is None and (pod_keys is None or len(pod_keys) != len(pods)):
             pod_keys = [p.key for p in pods]
         if not keyed:
             _no_duplicates("nodes", [n.metadata.name for n in nodes])
-            _no_duplicates("pods", pod_keys)
+            _no_duplicates("pods", pod_keys if pod_keys is not None else [p.key for p in pods])
             _no_duplicates("poddisruptionbudgets", [p.key for p in pdbs])
             _no_duplicates("priorityclasses", [c.metadata.name for c in priority_classes])
             _no_duplicates("podgroups", [g.key for g in pod_groups])
@@ -134,45 +219,66 @@ class ClusterSnapshot(BaseModel):
             _no_duplicates("csinodes", [c.name for c in csi_nodes])
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
-            pods = [resolve_pod(pod, classes) for pod in pods]
+            pods = tuple(resolve_pod(pod, classes) for pod in pods)
         if device_classes:
             # extended resources a DeviceClass backs and no node advertises: asked for by claim.
             # The scheduler makes that claim itself (also live: `adapters/live/dra_writes.py`).
-            pods, made = back_extended_resources(pods, device_classes, nodes, resource_claims)
-            if made:
-                resource_claim_templates = resource_claim_templates + made
-                pod_keys = [p.key for p in pods]
+            # The pods keep their keys and order, so the positions stand.
+            backed: list[Pod] = []
+            made: list[ResourceClaimTemplate] = []
+            if asking_beyond is None or any(c.spec.extended_resource_name in _NATIVE for c in device_classes):
+                backed, made = back_extended_resources(list(pods), list(device_classes), list(nodes),
+                                                       list(resource_claims))
+                pods = tuple(backed)
+            else:  # the pods that ask for nothing but cpu and memory would come back as they are
+                position: Mapping[str, int] = (positions if positions is not None
+                                               else dict(zip(pod_keys or (), range(len(pods)))))
+                found = sorted({i for key in asking_beyond if (i := position.get(key)) is not None})
+                if found:
+                    backed, made = back_extended_resources([pods[i] for i in found], list(device_classes),
+                                                           list(nodes), list(resource_claims))
+                if any(a is not pods[i] for i, a in zip(found, backed)):
+                    rewritten = list(pods)
+                    for i, pod in zip(found, backed):
+                        rewritten[i] = pod
+                    pods = tuple(rewritten)
+            resource_claim_templates = resource_claim_templates + tuple(made)
         # Every field is already of its type: no validation pass over tens of thousands of pods.
         snapshot = cls.model_construct(
-            nodes=tuple(nodes),
-            pods=tuple(pods),
-            pdbs=tuple(pdbs),
-            priority_classes=tuple(priority_classes),
-            pod_groups=tuple(pod_groups),
-            namespaces=tuple(namespaces),
-            pvs=tuple(pvs),
-            pvcs=tuple(pvcs),
-            device_classes=tuple(device_classes),
-            resource_slices=tuple(resource_slices),
-            resource_claims=tuple(resource_claims),
-            resource_claim_templates=tuple(resource_claim_templates),
-            storage_classes=tuple(storage_classes),
-            csi_nodes=tuple(csi_nodes),
+            nodes=nodes,
+            pods=pods,
+            pdbs=pdbs,
+            priority_classes=priority_classes,
+            pod_groups=pod_groups,
+            namespaces=namespaces,
+            pvs=pvs,
+            pvcs=pvcs,
+            device_classes=device_classes,
+            resource_slices=resource_slices,
+            resource_claims=resource_claims,
+            resource_claim_templates=resource_claim_templates,
+            storage_classes=storage_classes,
+            csi_nodes=csi_nodes,
             claims_from_templates=claims_from_templates,
         )
-        # Filled in as ``pod_position`` would be (a cached property: stored on first use).
-        snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pod_keys))))
-        if node_names is not None and len(node_names) == len(nodes):
-            snapshot.__dict__["node_by_name"] = dict(zip(node_names, snapshot.nodes))
+        # Filled in as the cached properties would be (stored on first use).
+        if positions is not None:
+            snapshot.__dict__["positions"] = positions
+        else:
+            snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pods))))  # type: ignore[arg-type]
+        if node_by_name is not None and len(node_by_name) == len(nodes):
+            snapshot.__dict__["node_by_name"] = node_by_name
+        elif node_names is not None and len(node_names) == len(nodes):
+            snapshot.__dict__["node_by_name"] = dict(zip(node_names, nodes))
         if pod_namespaces is not None:
             snapshot.__dict__["namespace_labels"] = _namespace_labels(set(pod_namespaces), namespaces)
         if delta is not None:
             snapshot._delta = (delta, weakref.ref(snapshot))
         if nominated is not None:
-            position = snapshot.__dict__["pod_position"]
+            position = snapshot.positions
             found = sorted(i for key in nominated if (i := position.get(key)) is not None)
             snapshot.__dict__["nominated_pending"] = tuple(
-                p for p in (snapshot.pods[i] for i in found) if _nominated_pending(p))
+                p for p in (pods[i] for i in found) if _nominated_pending(p))
         return snapshot
 
     @property
@@ -190,7 +296,17 @@ class ClusterSnapshot(BaseModel):
     @cached_property
     def pod_position(self) -> dict[str, int]:
         """Each pod's index in ``pods``, by key."""
+        kept = self.__dict__.get("positions")
+        if isinstance(kept, PodPositions):
+            return kept.as_dict()
         return {p.key: i for i, p in enumerate(self.pods)}
+
+    @cached_property
+    def positions(self) -> Mapping[str, int]:
+        """``pod_position``, as a mapping that may cost less to make than the dict: the live
+        cache gives each snapshot a ``PodPositions``, made from what changed since its last
+        one. What looks up a few pods (``pod``, ``pods_among``, a delta's keys) reads this."""
+        return self.pod_position
 
     @cached_property
     def pod_by_key(self) -> dict[str, Pod]:
@@ -253,13 +369,13 @@ class ClusterSnapshot(BaseModel):
 
     def pod(self, key: str) -> Optional[Pod]:
         """The pod ``key`` (namespace/name), without building ``pod_by_key``."""
-        index = self.pod_position.get(key)
+        index = self.positions.get(key)
         return self.pods[index] if index is not None else None
 
     def pods_among(self, keys: Iterable[str]) -> list[Pod]:
         """The pods named by ``keys``, in the snapshot's order, without a pass over every pod
         (keys not in the snapshot are left out)."""
-        position, pods = self.pod_position, self.pods
+        position, pods = self.positions, self.pods
         found = sorted({i for key in keys if (i := position.get(key)) is not None})
         return [pods[i] for i in found]
 
@@ -289,9 +405,14 @@ def resolve_pod(pod: Pod, classes: dict[str, PriorityClass]) -> Pod:
         raise InputError(f"pods/{pod.key}", field, problem) from None
     policy = resolve_preemption_policy(pod, classes)
     if priority != pod.spec.priority or policy != pod.spec.preemption_policy:
-        spec = pod.spec.model_copy(update={"priority": priority, "preemption_policy": policy})
-        pod = pod.model_copy(update={"spec": spec})
+        spec = copy_with(pod.spec, {"priority": priority, "preemption_policy": policy})
+        pod = copy_with(pod, {"spec": spec})
     return pod
+
+
+def asks_beyond_cpu_and_memory(pod: Pod) -> bool:
+    """Whether a container of ``pod`` requests anything but cpu and memory (``asking_beyond``)."""
+    return any(name not in _NATIVE for c in pod.spec.containers for name in c.resources.requests)
 
 
 def _nominated_pending(p: Pod) -> bool:

@@ -13,10 +13,12 @@ holds every pod that occupies a node (assumed ones on their node) and, of the po
 for a node, only the window's: pods of other schedulers hold nothing, and our own pending
 pods outside the window are decided in a later window (the solver and the validator then
 agree on what the window is). The pods that hold nodes are kept as a snapshot shows them,
-updated pod by pod as events and assumptions come (`_refresh`), so a snapshot costs a copy,
-not a pass over every pod; and it says which pods changed since the last one (its `delta`),
-so the solver brings its own state up to date from those alone, as kube-scheduler updates
-only the NodeInfos whose generation moved.
+updated pod by pod as events and assumptions come (`_refresh`), with what a snapshot derives
+from them (their positions, namespaces, Workload gangs), so a snapshot costs a copy of the
+pods, not a pass over every pod, and nodes and the other objects that did not change are
+handed over as the last snapshot had them; and it says which pods changed since the last one
+(its `delta`), so the solver brings its own state up to date from those alone, as
+kube-scheduler updates only the NodeInfos whose generation moved.
 
 Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
 parsed once, by `convert.parse_object`; one that does not parse is left out and logged with
@@ -28,9 +30,11 @@ from __future__ import annotations
 
 import logging
 import marshal
+import math
 import sys
 import threading
 import weakref
+from bisect import insort
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -40,7 +44,8 @@ from pydantic import BaseModel
 
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.dra import ResourceClaim
-from models.snapshot import SnapshotDelta, resolve_pod
+from models.objects import copy_with
+from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .convert import parse_object
@@ -108,14 +113,20 @@ def _same_node(old: Node, new: Node) -> bool:
     return old.metadata.uid == new.metadata.uid and node_relevant(old) == node_relevant(new)
 
 
+def _workload_ref(pod: Pod) -> Optional[tuple[str, str, str, str]]:
+    """The Workload gang ``pod`` names: (namespace, workload, pod group, replica key)."""
+    ref = pod.spec.workload_ref
+    return None if ref is None else (pod.metadata.namespace, ref.name, ref.pod_group, ref.pod_group_replica_key)
+
+
 def _terminating(pod: Pod) -> Pod:
     """The pod as it will look once its eviction is under way (a deletionTimestamp set)."""
-    meta = pod.metadata.model_copy(update={"deletion_timestamp": datetime.now(timezone.utc)})
-    return pod.model_copy(update={"metadata": meta})
+    meta = copy_with(pod.metadata, {"deletion_timestamp": datetime.now(timezone.utc)})
+    return copy_with(pod, {"metadata": meta})
 
 
 def _on_node(pod: Pod, node: str) -> Pod:
-    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+    return copy_with(pod, {"spec": copy_with(pod.spec, {"node_name": node})})
 
 
 # Our own bind's watch echo: the pod as it was, plus spec.nodeName, a new resourceVersion, the
@@ -152,6 +163,11 @@ def _echo_print(obj: dict[str, Any]) -> Optional[bytes]:
         return None
 
 
+# Changes (pods taken out of or put in the holding pods) a snapshot's `PodPositions` may carry
+# before every holding pod is indexed again, at the least (`ClusterCache._positions`).
+REINDEX_AFTER = 32
+
+
 class ClusterCache:
     def __init__(self, *, listener: Optional[CacheListener] = None) -> None:
         self.lock = threading.RLock()
@@ -177,17 +193,32 @@ class ClusterCache:
         # keep their order, ahead of those it did. `_sources`: what each was made from.
         self._holding: dict[str, Pod] = {}
         self._sources: dict[str, Pod] = {}
+        # Where each holding pod stands, for a snapshot's `PodPositions`: its index when they
+        # were last indexed all together (`_positions`) and their keys in that order, the base
+        # indexes of those taken out since (sorted), and those put in since (at the end), in order.
+        self._base: dict[str, int] = {}
+        self._base_keys: tuple[str, ...] = ()
+        self._gaps: list[int] = []
+        self._tail: dict[str, None] = {}
         self._unresolved: dict[str, InputError] = {}  # holding pods whose priority class is unknown
         # Pending pods (any scheduler's, not assumed) with a status.nominatedNodeName: a snapshot
         # carries those outside its window, whose room the decision must leave them
         # (solver/plugins/preemption/nominated.py). Kept current by `_refresh`.
         self._nominated: dict[str, Pod] = {}
         self._namespaces: Counter[str] = Counter()  # of the holding pods
+        self._workload_refs: Counter[tuple[str, str, str, str]] = Counter()  # of the holding pods (`_workload_ref`)
+        self._asking_beyond: set[str] = set()  # holding pods asking for more than cpu and memory (DRA extended resources)
         self._classes: dict[str, PriorityClass] = {}
         self._classes_changed = False  # since `_resolve_all`: the next snapshot resolves every pod again
-        # The last snapshot and its window's keys, and the holding pods changed since it.
+        # The last snapshot and the keys of the pods it showed besides the holding ones (its
+        # window's, the nominated), and the holding pods changed since it.
         self._last: Optional[tuple[weakref.ReferenceType[ClusterSnapshot], frozenset[str]]] = None
         self._changed: set[str] = set()
+        # Each resource's objects as the last snapshot had them, with the count of changes to
+        # the resource they were taken at: a snapshot takes the same tuple (and, for nodes, the
+        # same dict by name) while nothing changed, instead of copying every node again.
+        self._changes: Counter[str] = Counter()  # by the resource's name (hashed faster than a Resource)
+        self._taken: dict[str, tuple[int, tuple[Any, ...], dict[str, Any]]] = {}
         # Claims a window allocated whose status.allocation the watch does not show yet
         # (``dra_writes.ClaimOverlay``): a snapshot shows them allocated, so no later window
         # hands their devices out again before the PreBind write is seen.
@@ -251,9 +282,9 @@ class ClusterCache:
         update: dict[str, Any] = {"resource_version": version}
         if labels != old.metadata.labels:  # the node's topology labels, as the API server adds them
             update["labels"] = {sys.intern(k): sys.intern(v) for k, v in labels.items()}
-        meta = old.metadata.model_copy(update=update)
+        meta = copy_with(old.metadata, update)
         self.echoes_reused += 1
-        return old, old.model_copy(update={"metadata": meta, "spec": old.spec.model_copy(update={"node_name": node})})
+        return old, copy_with(old, {"metadata": meta, "spec": copy_with(old.spec, {"node_name": node})})
 
     def _parse(self, resource: Resource, obj: dict[str, Any]) -> Any:
         """The model, or the InputError that says why there is none."""
@@ -278,6 +309,7 @@ class ClusterCache:
         if resource is NODES and old is not None and _same_node(old, model):  # type: ignore[arg-type]
             return  # a heartbeat: the node kept as it was, so the solver's view of it stays
         store[key] = model
+        self._changes[resource.name] += 1
         if resource is PODS:
             printed = _echo_print(obj) if not model.spec.node_name else None  # type: ignore[attr-defined]
             if printed is not None:
@@ -310,6 +342,7 @@ class ClusterCache:
         old = self._objects[resource].pop(key, None)
         if old is None:
             return
+        self._changes[resource.name] += 1
         if resource is PRIORITY_CLASSES:
             self._classes_changed = True
         if resource is CORE_PODGROUPS:
@@ -400,16 +433,33 @@ class ClusterCache:
         self._changed.add(key)
         if source is not None:
             del self._sources[key]
-            namespace = self._holding.pop(key).metadata.namespace
+            held = self._holding.pop(key)
+            if key in self._tail:
+                del self._tail[key]
+            else:
+                insort(self._gaps, self._base[key])
+            namespace = held.metadata.namespace
             self._namespaces[namespace] -= 1
             if not self._namespaces[namespace]:
                 del self._namespaces[namespace]
+            ref = _workload_ref(held)
+            if ref is not None:
+                self._workload_refs[ref] -= 1
+                if not self._workload_refs[ref]:
+                    del self._workload_refs[ref]
+            self._asking_beyond.discard(key)
             self._unresolved.pop(key, None)
         if view is None:
             return
         self._sources[key] = view
         self._holding[key] = self._resolve(key, view)
+        self._tail[key] = None
         self._namespaces[view.metadata.namespace] += 1
+        ref = _workload_ref(view)
+        if ref is not None:
+            self._workload_refs[ref] += 1
+        if asks_beyond_cpu_and_memory(view):
+            self._asking_beyond.add(key)
 
     def _resolve(self, key: str, pod: Pod) -> Pod:
         """Under the lock: `pod` resolved against the priority classes (as it is, if it cannot
@@ -430,6 +480,31 @@ class ClusterCache:
         self._unresolved = {}
         self._holding = {key: self._resolve(key, source) for key, source in self._sources.items()}
         self._last = None
+
+    def _positions(self, extra: list[str]) -> PodPositions:
+        """Under the lock, for a snapshot: the holding pods' positions, then ``extra``'s after
+        them. Every snapshot copies the gaps and indexes the tail; every pod is indexed again
+        once they together outgrow a small multiple of the square root of the pods' count, which
+        keeps both that and each snapshot's share small (a few microseconds at 3,000 pods)."""
+        if len(self._gaps) + len(self._tail) > max(REINDEX_AFTER, 3 * math.isqrt(len(self._holding))):
+            self._base_keys = tuple(self._holding)
+            self._base = dict(zip(self._base_keys, range(len(self._base_keys))))
+            self._gaps, self._tail = [], {}
+        placed = len(self._base) - len(self._gaps)
+        after = [*self._tail, *extra]
+        return PodPositions(self._base, self._base_keys, tuple(self._gaps),
+                            dict(zip(after, range(placed, placed + len(after)))))
+
+    def _taken_values(self, resource: Resource) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Under the lock: ``resource``'s objects as a tuple and by name (store key), the last
+        snapshot's own while the resource did not change."""
+        changes = self._changes[resource.name]
+        taken = self._taken.get(resource.name)
+        if taken is None or taken[0] != changes:
+            store = self._objects[resource]
+            values = tuple(store.values())
+            taken = self._taken[resource.name] = (changes, values, dict(zip(store, values)))
+        return taken[1], taken[2]
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -498,11 +573,12 @@ class ClusterCache:
                 return True
         return False
 
-    def _pod_groups(self, pods: list[Pod]) -> list[PodGroup]:
+    def _pod_groups(self, pending: Iterable[Pod]) -> list[PodGroup]:
         """Under the lock: every gang of a snapshot, in one model. Two PodGroups of different
         shapes with one namespace/name would be one gang key: the first shape in `GANG_RESOURCES`
         is kept (and the clash logged), so one stray object cannot stop every window. A
-        Workload's gangs are those its pods name (each replica key its own), as for a file."""
+        Workload's gangs are those its pods name (each replica key its own), as for a file: the
+        holding pods' as `_refresh` counts them, and those of the snapshot's ``pending`` pods."""
         groups: dict[str, PodGroup] = {}
         for resource in GANG_RESOURCES:
             if resource is WORKLOADS:
@@ -516,8 +592,8 @@ class ClusterCache:
                 groups[key] = group  # type: ignore[assignment]
         workloads: list[Workload] = list(self._objects[WORKLOADS].values())  # type: ignore[arg-type]
         if workloads:
-            refs = {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
-                    for p in pods if (r := p.spec.workload_ref) is not None}
+            refs = set(self._workload_refs)
+            refs.update(ref for p in pending if (ref := _workload_ref(p)) is not None)
             for group in workload_pod_groups(workloads, refs):
                 groups.setdefault(group.key, group)
         return list(groups.values())
@@ -535,41 +611,45 @@ class ClusterCache:
             if self._unresolved:
                 raise next(iter(self._unresolved.values()))
             pending = [resolve_pod(pod, self._classes) for _, pod in waiting]  # type: ignore[arg-type]
-            keys = [*self._holding, *(key for key, _ in waiting)]
-            pods = [*self._holding.values(), *pending]
+            extra = [key for key, _ in waiting]
             # Pods nominated to a node and not decided now keep their room there; one whose
             # priority class is unknown cannot be weighed and is left out.
-            inside = frozenset(key for key, _ in waiting)
-            nominated = [key for key in self._nominated if key in inside]
+            window_keys = frozenset(extra)
+            nominated = [key for key in self._nominated if key in window_keys]
             for key, pod in self._nominated.items():
-                if key in inside:
+                if key in window_keys:
                     continue
                 try:
-                    pods.append(resolve_pod(pod, self._classes))
+                    pending.append(resolve_pod(pod, self._classes))
                 except InputError:
                     continue
-                keys.append(key)
+                extra.append(key)
                 nominated.append(key)
-            namespaces = [*self._namespaces, *(p.metadata.namespace for p in pods[len(self._holding):])]
-            window_keys = frozenset(key for key, _ in waiting)
+            namespaces = [*self._namespaces, *(p.metadata.namespace for p in pending)]
+            # The pods shown besides the holding ones (the window's and the nominated ones, each
+            # resolved again) may differ from the last snapshot's: the delta names them all.
+            shown = frozenset(extra)
             last = self._last
             delta = None
             if last is not None and last[0]() is not None:
-                delta = SnapshotDelta(last[0], frozenset(self._changed | last[1] | window_keys))
-            nodes = self._objects[NODES]
+                delta = SnapshotDelta(last[0], frozenset(self._changed | last[1] | shown))
+            nodes, node_by_name = self._taken_values(NODES)
+            pods = (*self._holding.values(), *pending)
             snapshot = ClusterSnapshot.build(
-                nodes=nodes.values(), pods=pods, pdbs=self._objects[PDBS].values(),  # type: ignore[arg-type]
-                priority_classes=self._classes.values(), pod_groups=self._pod_groups(pods),
-                pvcs=self._objects[PVCS].values(), pvs=self._objects[PVS].values(),  # type: ignore[arg-type]
-                storage_classes=self._objects[STORAGE_CLASSES].values(),  # type: ignore[arg-type]
-                csi_nodes=self._objects[CSI_NODES].values(),  # type: ignore[arg-type]
-                device_classes=self._objects[DEVICE_CLASSES].values(),  # type: ignore[arg-type]
-                resource_slices=self._objects[RESOURCE_SLICES].values(),  # type: ignore[arg-type]
+                nodes=nodes, pods=pods, pdbs=self._taken_values(PDBS)[0],
+                priority_classes=self._classes.values(), pod_groups=self._pod_groups(pending),
+                pvcs=self._taken_values(PVCS)[0], pvs=self._taken_values(PVS)[0],
+                storage_classes=self._taken_values(STORAGE_CLASSES)[0],
+                csi_nodes=self._taken_values(CSI_NODES)[0],
+                device_classes=self._taken_values(DEVICE_CLASSES)[0],
+                resource_slices=self._taken_values(RESOURCE_SLICES)[0],
                 resource_claims=self.claims.view(self._objects[RESOURCE_CLAIMS]),  # type: ignore[arg-type]
                 claims_from_templates=False,
-                pod_keys=keys, node_names=list(nodes), keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta,
-                nominated=nominated)
-            self._last = (weakref.ref(snapshot), window_keys)
+                positions=self._positions(extra), node_by_name=node_by_name,
+                keyed=True, resolved=True, pod_namespaces=namespaces, delta=delta, nominated=nominated,
+                asking_beyond=[*self._asking_beyond,
+                               *(key for key, pod in zip(extra, pending) if asks_beyond_cpu_and_memory(pod))])
+            self._last = (weakref.ref(snapshot), shown)
             self._changed = set()
             return snapshot
 

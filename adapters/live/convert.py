@@ -11,7 +11,9 @@ already parsed (the kubelet reports a pod started; the replicas of a Deployment 
 spec). The parsed `PodSpec` of each distinct spec (ignoring `nodeName`) is remembered, and an
 object whose spec is byte-for-byte one seen before is validated with that parsed spec in
 place. A spec seen for the first time always goes through the full object parse, so every
-error is reported exactly as for a file; the shortcut only ever reuses specs that parsed.
+error is reported exactly as for a file; the shortcut only ever reuses specs that parsed. The
+rest of such a pod (metadata, status) is validated and compacted as the file reader does a
+replica's, leaving the shared spec as it is (`snapshot_io._validate_pod_with`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from typing import Any, Optional
 from pydantic import BaseModel
 
 from models import InputError, Pod
+from models.objects import copy_with
 
 # The per-object step of the file parser (kind table and validation with named errors).
-from adapters.snapshot_io import _kind_of, _validate_object
+from adapters.snapshot_io import _kind_of, _validate_object, _validate_pod_with
 
 # Distinct pod specs remembered: a cluster has far fewer distinct specs than pods (one per
 # ReplicaSet, Job, ...); beyond this many the least recently used is forgotten.
@@ -64,10 +67,12 @@ def parse_object(obj: dict[str, Any], kind: str, api_version: Optional[str] = No
         pod: Pod = _validate_object(spec, obj, position)  # type: ignore[assignment]
         if key is not None:
             with _lock:
-                _specs[key] = pod.spec.model_copy(update={"node_name": ""})
+                _specs[key] = copy_with(pod.spec, {"node_name": ""}) if pod.spec.node_name else pod.spec
                 if len(_specs) > SPEC_CACHE_SIZE:
                     _specs.popitem(last=False)
         return pod
     node = raw_spec.get("nodeName")
-    parsed = known.model_copy(update={"node_name": node}) if node else known
-    return _validate_object(spec, {**obj, "spec": parsed}, position)
+    if node is not None and type(node) is not str:
+        return _validate_object(spec, obj, position)  # the full parse names the field
+    parsed = copy_with(known, {"node_name": node}) if node else known
+    return _validate_pod_with(obj, parsed, position, None)

@@ -13,6 +13,7 @@ from adapters.live.cache import BINDING, ClusterCache
 from adapters.live.convert import parse_object
 from adapters.live.api_client import (
     CORE_PODGROUPS,
+    DEVICE_CLASSES,
     DRA_RESOURCES,
     GANG_RESOURCES,
     VOLUME_RESOURCES,
@@ -26,7 +27,9 @@ from adapters.live.api_client import (
 )
 from adapters.snapshot_io import read_snapshot
 from models import ClusterSnapshot, InputError
-from tests.adapters.live_harness import core_pod_group, node, pod, pod_group, priority_class, volcano_pod_group, workload
+from models.snapshot import PodPositions
+from tests.adapters.live_harness import (core_pod_group, node, pdb, pod, pod_group, priority_class, volcano_pod_group,
+                                         workload)
 
 
 class Recorder:
@@ -90,6 +93,37 @@ def test_bad_objects_are_named_like_in_files_even_with_a_known_spec() -> None:
     with pytest.raises(InputError) as err:
         parse_object(bad_meta, "Pod")
     assert err.value.field == "metadata.labels"
+
+
+def test_a_pod_of_a_known_spec_parses_as_a_full_parse_would() -> None:
+    """The second replica of a spec is read with the spec parsed for the first in place, and
+    only its metadata and status validated and compacted: it must equal what the full parse of
+    that object gives, field by field, bound or not, and a nodeName of the wrong type is still
+    named (the shortcut never lets through what the full parse refuses)."""
+    from adapters.snapshot_io import _KINDS, _validate_object
+
+    first = pod("web-1", labels={"app": "web"})
+    first["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1"}]
+    first["status"] = {"phase": "Pending", "conditions": [{"type": "DisruptionTarget", "status": "True",
+                                                           "reason": "PreemptionByScheduler"}]}
+    parse_object(copy.deepcopy(first), "Pod")
+    for node_name in (None, "n1"):
+        again = json.loads(json.dumps(first))
+        again["metadata"]["name"] = "web-2"
+        again["metadata"]["annotations"] = {"note": "x"}
+        if node_name:
+            again["spec"]["nodeName"] = node_name
+        shortcut = parse_object(copy.deepcopy(again), "Pod")
+        full = _validate_object(_KINDS["Pod"], copy.deepcopy(again), "watched Pod")
+        assert shortcut.model_dump() == full.model_dump() and shortcut == full
+        assert shortcut.model_fields_set == full.model_fields_set
+        assert shortcut.spec.model_fields_set == full.spec.model_fields_set  # type: ignore[attr-defined]
+        assert shortcut.spec.node_name == (node_name or "")  # type: ignore[attr-defined]
+    wrong = copy.deepcopy(first)
+    wrong["spec"]["nodeName"] = 7
+    with pytest.raises(InputError) as err:
+        parse_object(wrong, "Pod")
+    assert err.value.field == "spec.nodeName"
 
 
 def test_an_invalid_watched_object_is_left_out_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -229,6 +263,32 @@ def test_a_workload_wakes_the_gangs_of_its_pod_groups() -> None:
     assert listener.calls == [("workload", "default/wl"), ("group", "default/core")]
 
 
+def test_a_workloads_gangs_are_those_the_snapshots_own_pods_name() -> None:
+    """The gangs of a Workload a snapshot holds are those its pods name — the pods holding
+    nodes (counted as they come and go) and its window's — no more, as a file's would be."""
+    cache = synced_cache([node("n1")], [pod("x", node_name="n1", running=True, workload_ref=("wl", "a")),
+                                        pod("z", node_name="n1", running=True, workload_ref=("wl", "a")),
+                                        pod("y", workload_ref=("wl", "b"))])
+    cache.apply(WORKLOADS, "ADDED", workload("wl", {"a": 1, "b": 1}))
+
+    def gangs(window: tuple[str, ...] = ()) -> list[str]:
+        snapshot = cache.snapshot(window)
+        named = {f"default/wl:{p.spec.workload_ref.pod_group}" for p in snapshot.pods if p.spec.workload_ref}
+        got = sorted(g.key for g in snapshot.pod_groups)
+        assert got == sorted(named)
+        return got
+
+    assert gangs() == ["default/wl:a"] and gangs(("default/y",)) == ["default/wl:a", "default/wl:b"]
+    cache.apply(PODS, "DELETED", pod("x"))
+    assert gangs() == ["default/wl:a"]  # z still names it
+    cache.apply(PODS, "DELETED", pod("z"))
+    assert gangs() == []
+    assert cache.assume("default/y", "n1", state=BINDING, now=0.0)
+    assert gangs() == ["default/wl:b"]  # an assumed pod holds its node
+    cache.forget("default/y")
+    assert gangs() == [] and gangs(("default/y",)) == ["default/wl:b"]
+
+
 def test_snapshots_reuse_resolved_pods_until_they_or_their_priority_classes_change() -> None:
     cache = synced_cache([node("n1")], [pod("a", node_name="n1", running=True, priority_class="high"),
                                         pod("b", node_name="n1", running=True)])
@@ -249,8 +309,8 @@ def test_snapshots_reuse_resolved_pods_until_they_or_their_priority_classes_chan
 
 def _reference_snapshot(cache: ClusterCache, window: set[str]) -> ClusterSnapshot:
     """What a snapshot must hold, worked out from scratch the plain way: every pod that holds a
-    node as the scheduler sees it (assumed ones on their node, victims terminating) and the
-    window's pending pods, resolved by `ClusterSnapshot.build` itself."""
+    node as the scheduler sees it (assumed ones on their node, victims terminating), the
+    window's pending pods and those nominated to a node, resolved by `ClusterSnapshot.build`."""
     pods = []
     for key, p in cache._objects[PODS].items():
         assumption = cache.assumption(key)
@@ -258,21 +318,29 @@ def _reference_snapshot(cache: ClusterCache, window: set[str]) -> ClusterSnapsho
             pods.append(assumption.pod)
         elif p.spec.node_name:  # type: ignore[attr-defined]
             pods.append(cache._evicting.get(key) or p)
-        elif key in window:
-            pods.append(p)
+        elif key in window or (p.status.nominated_node_name and not p.is_terminating  # type: ignore[attr-defined]
+                               and not p.is_terminal):  # type: ignore[attr-defined]
+            pods.append(p)  # the window's, and pending pods nominated to a node, which keep its room
     return ClusterSnapshot.build(nodes=cache._objects[NODES].values(), pods=pods,  # type: ignore[arg-type]
                                  pdbs=cache._objects[PDBS].values(),  # type: ignore[arg-type]
                                  priority_classes=cache._objects[PRIORITY_CLASSES].values())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed: int) -> None:
+def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed: int,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The cache keeps the pods holding nodes up to date event by event; each snapshot must
     hold exactly what one built from every pod would, and its delta must name every pod that
-    is not the very same object, in the same order, as in the snapshot before."""
+    is not the very same object, in the same order, as in the snapshot before. Half the seeds
+    index the pods' positions afresh after every few changes, so positions read through gaps
+    and a tail of every length are checked too, and snapshots taken before a reindexing."""
     import random
 
+    from adapters.live import cache as cache_module
     from adapters.live.cache import BOUND
+
+    if seed % 2:
+        monkeypatch.setattr(cache_module, "REINDEX_AFTER", 1 + seed)
 
     rng = random.Random(seed)
     cache = synced_cache([node("n1"), node("n2"), node("n3")], [])
@@ -281,6 +349,7 @@ def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed:
     names: list[str] = []
     previous = None
     checked = 0
+    taken: list[tuple[ClusterSnapshot, list[str]]] = []
 
     def send(event: str, obj: dict[str, Any]) -> None:
         nonlocal rv
@@ -299,8 +368,11 @@ def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed:
             ns = rng.choice(["a", "b", "c"])
             cls = rng.choice([None, None, "high", "low"])
             names.append(f"{ns}/{name}")
-            send("ADDED", pod(name, ns=ns, priority_class=cls, labels={"v": str(rng.randint(0, 2))},
-                              node_name=rng.choice([None, None, "n1", "n2"]), running=rng.random() < 0.5))
+            obj = pod(name, ns=ns, priority_class=cls, labels={"v": str(rng.randint(0, 2))},
+                      node_name=rng.choice([None, None, "n1", "n2"]), running=rng.random() < 0.5)
+            if "nodeName" not in obj["spec"] and cls is None and rng.random() < 0.3:  # a preemptor waiting
+                obj["status"] = {"phase": "Pending", "nominatedNodeName": rng.choice(["n1", "n3"])}
+            send("ADDED", obj)
         elif op < 0.4 and pending:
             key = rng.choice(pending)
             cache.assume(key, rng.choice(["n1", "n2", "n3"]), state=BINDING, now=0.0)
@@ -348,6 +420,8 @@ def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed:
         assert {p.key: p.model_dump() for p in got.pods} == {p.key: p.model_dump() for p in expected.pods}
         assert got.pod_by_key == {p.key: p for p in got.pods}
         assert got.namespace_labels == expected.namespace_labels
+        _reads_as_built_from_scratch(got)
+        taken.append((got, [p.key for p in got.pods]))
         delta = got.delta
         if previous is not None and delta is not None and delta.base() is previous:
             before = previous.pod_position
@@ -356,7 +430,30 @@ def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed:
             assert [k for k in before if k not in delta.pods] == kept  # nothing else came or went, same order
             checked += 1
         previous = got
-    assert checked > 40, checked
+    assert checked > 30, checked
+    # every snapshot still reads as it did when it was taken, whatever the cache did since
+    for snapshot, keys in taken:
+        assert list(snapshot.positions) == keys and [snapshot.positions[k] for k in keys] == list(range(len(keys)))
+        _reads_as_built_from_scratch(snapshot)
+
+
+def _reads_as_built_from_scratch(got: ClusterSnapshot) -> None:
+    """What a snapshot of the cache derives from what it kept (the positions of its pods, its
+    nodes by name, its nominated pods) is what `ClusterSnapshot.build` works out from its pods
+    and nodes alone; keys of pods gone or never there are not found."""
+    assert isinstance(got.positions, PodPositions)  # kept by the cache, not made again from every pod
+    fresh = ClusterSnapshot.build(nodes=got.nodes, pods=got.pods, pdbs=got.pdbs, priority_classes=got.priority_classes)
+    keys = [p.key for p in got.pods]
+    assert dict(got.positions) == fresh.pod_position and list(got.positions) == keys
+    assert len(got.positions) == len(got.pods)
+    assert all(got.positions.get(k) == i and got.positions[k] == i and k in got.positions for i, k in enumerate(keys))
+    assert got.pod_position == fresh.pod_position and list(got.pod_position) == keys
+    for missing in ("a/nowhere", *(f"{ns}/p{step}" for ns in "abc" for step in range(0, 200, 7))):
+        if missing not in fresh.pod_position:
+            assert got.positions.get(missing) is None and missing not in got.positions and got.pod(missing) is None
+    assert all(got.pod(k) is p for k, p in zip(keys, got.pods))
+    assert got.node_by_name == fresh.node_by_name and list(got.node_by_name) == list(fresh.node_by_name)
+    assert got.nominated_pending == fresh.nominated_pending
 
 
 def test_a_node_heartbeat_keeps_the_node_the_scheduler_had() -> None:
@@ -377,6 +474,73 @@ def test_a_node_heartbeat_keeps_the_node_the_scheduler_had() -> None:
     changed = {n.metadata.name: n for n in cache.snapshot().nodes}
     assert changed["n1"].metadata.labels["topology.kubernetes.io/zone"] == "b"
     assert changed["n2"] is before[1]
+
+
+def test_a_snapshot_takes_the_last_ones_nodes_and_pdbs_until_one_changes() -> None:
+    """Nodes and PDBs unchanged since the last snapshot are handed over as the very tuple (and
+    nodes-by-name dict) it had, not copied again; a node or PDB added, changed or deleted shows
+    in the next snapshot, and every snapshot reads as one built from its own nodes."""
+    cache = synced_cache([node("n1"), node("n2")], [pod("a", node_name="n1", running=True)])
+    first = cache.snapshot()
+    cache.apply(PODS, "ADDED", pod("b"))
+    second = cache.snapshot(["default/b"])
+    assert second.nodes is first.nodes and second.node_by_name is first.node_by_name and second.pdbs is first.pdbs
+    cache.apply(NODES, "ADDED", node("n3"))
+    cache.apply(PDBS, "ADDED", pdb("keep", min_available=1, app="web"))
+    third = cache.snapshot()
+    assert [n.name for n in third.nodes] == ["n1", "n2", "n3"] and [p.metadata.name for p in third.pdbs] == ["keep"]
+    assert third.nodes[:2] == first.nodes and all(a is b for a, b in zip(first.nodes, third.nodes))
+    cache.apply(NODES, "MODIFIED", node("n2", zone="b"))
+    cache.apply(NODES, "DELETED", node("n1"))
+    cache.apply(PDBS, "DELETED", pdb("keep", min_available=1, app="web"))
+    fourth = cache.snapshot()
+    assert [n.name for n in fourth.nodes] == ["n2", "n3"] and fourth.pdbs == ()
+    assert fourth.node_by_name["n2"].metadata.labels["topology.kubernetes.io/zone"] == "b"
+    for snapshot in (first, second, third, fourth):
+        assert snapshot.node_by_name == {n.name: n for n in snapshot.nodes}
+        assert list(snapshot.node_by_name.values()) == list(snapshot.nodes)
+
+
+def test_extended_resources_a_device_class_backs_are_read_from_the_pods_that_ask_for_more_than_cpu() -> None:
+    """With a DeviceClass in the cluster, a snapshot reads for backed extended resources only
+    the pods that ask for more than cpu and memory (kept as they come and go): its pods and the
+    claim templates it makes are those of the same pods read all, for a running pod and a
+    pending one asking for the class's resource, one asking for a resource nodes advertise,
+    and plain ones, as they change."""
+    gpu = "example.com/gpu"
+
+    def asking(name: str, resource: str, **kw: Any) -> dict[str, Any]:
+        obj = pod(name, **kw)
+        obj["spec"]["containers"][0]["resources"]["requests"][resource] = "1"
+        return obj
+
+    cache = synced_cache([node("n1"), node("n2")], [pod("plain", node_name="n1", running=True),
+                                                    asking("bound-gpu", gpu, node_name="n1", running=True),
+                                                    asking("disk", "ephemeral-storage", node_name="n2", running=True),
+                                                    asking("waiting-gpu", gpu), pod("waiting")])
+    cache.apply(DEVICE_CLASSES, "ADDED", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                          "metadata": {"name": "gpu"}, "spec": {"extendedResourceName": gpu}})
+
+    def check(window: list[str]) -> None:
+        got = cache.snapshot(window)
+        whole = ClusterSnapshot.build(nodes=got.nodes, pods=[cache.pod(p.key) if not cache.is_assumed(p.key)
+                                                             else cache.assumption(p.key).pod  # type: ignore[union-attr]
+                                                             for p in got.pods],
+                                      device_classes=got.device_classes, claims_from_templates=False)
+        assert [p.model_dump() for p in got.pods] == [p.model_dump() for p in whole.pods]
+        assert got.resource_claim_templates == whole.resource_claim_templates
+
+    check([])
+    check(["default/waiting-gpu", "default/waiting"])
+    got = cache.snapshot(["default/waiting-gpu"])
+    assert gpu not in got.pod("default/bound-gpu").spec.containers[0].resources.requests  # type: ignore[union-attr]
+    assert [t.metadata.name for t in got.resource_claim_templates] == ["waiting-gpu.extended-resources"]
+    assert cache.assume("default/waiting-gpu", "n2", state=BINDING, now=0.0)
+    check([])
+    cache.apply(PODS, "DELETED", pod("bound-gpu"))
+    cache.apply(PODS, "MODIFIED", asking("plain", gpu, node_name="n1", running=True))  # now it asks
+    check(["default/waiting"])
+    assert gpu not in cache.snapshot().pod("default/plain").spec.containers[0].resources.requests  # type: ignore[union-attr]
 
 
 def _echo(obj: dict[str, Any], node_name: str, version: str) -> dict[str, Any]:
