@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -202,7 +202,7 @@ def _assume_bound(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[P
     ns_labels = snapshot.namespace_labels
     if last is None or last.sidecar_ports != sidecar_ports or last.ns_labels != ns_labels:
         return _fresh(snapshot, sidecar_ports, window, {}, specs)
-    if len(last.nodes) == len(snapshot.nodes) and all(map(operator.is_, last.snapshot.nodes, snapshot.nodes)):
+    if len(last.nodes) == len(snapshot.nodes) and (last.snapshot.nodes is snapshot.nodes or all(map(operator.is_, last.snapshot.nodes, snapshot.nodes))):
         delta = snapshot.delta
         if delta is not None and delta.base() is last.snapshot:
             updated = _apply_delta(last, snapshot, delta.pods, specs)
@@ -275,7 +275,7 @@ def _update(last: _Assumed, snapshot: ClusterSnapshot, specs: SpecMemo) -> Optio
 
 def _apply_delta(last: _Assumed, snapshot: ClusterSnapshot, keys: frozenset[str], specs: SpecMemo) -> Optional[_Assumed]:
     """``last`` brought up to ``snapshot`` from the keys of the pods that changed since alone."""
-    position, pods = snapshot.pod_position, snapshot.pods
+    position, pods = snapshot.positions, snapshot.pods
 
     def bound(key: str) -> Optional[Pod]:
         index = position.get(key)
@@ -323,7 +323,7 @@ def _bring_up_to_date(last: _Assumed, snapshot: ClusterSnapshot, changed: list[s
         state.remove(info)  # with the vector of its own requests (``ClusterState.vector``)
         last.unplace(info)
     tail = next(reversed(last.placed), None)  # the last pod kept: every new one comes after it
-    position = snapshot.pod_position
+    position = snapshot.positions
     touched = set()
     for info in new:
         index = node_index[info.node_name]
@@ -349,7 +349,7 @@ def _image_nodes(nodes: list[NodeInfo]) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in entries.items()}
 
 
-def _order_pods_on(state: ClusterState, nodes: Iterable[int], position: dict[str, int]) -> None:
+def _order_pods_on(state: ClusterState, nodes: Iterable[int], position: Mapping[str, int]) -> None:
     """Each of these nodes' pods in the snapshot's order, as a fresh build adds them
     (preemption breaks ties between equally important victims by it)."""
     for n in nodes:

@@ -451,9 +451,10 @@ class ClusterState:
         """``alloc`` row by row in Python ints (scalar score kernels read single nodes): made
         once per node set, not once per window — every copy of a state shares it."""
         box = self._alloc_rows
-        if box[0] is None:
-            box[0] = self.alloc.tolist()
-        return box[0]
+        rows = box[0]
+        if rows is None:
+            rows = box[0] = self.alloc.tolist()
+        return rows
 
     def copy(self) -> "ClusterState":
         other = ClusterState.__new__(ClusterState)
