@@ -37,7 +37,6 @@ without caching anything.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..info import PodInfo

@@ -160,3 +160,31 @@ def test_a_changed_context_never_leaks_into_one_handed_out_before() -> None:
     assert np.array_equal(ctx.state.used, used)
     assert sorted(ctx.state.where) == ["default/a"]
     assert sorted(later.state.where) == ["default/a", "default/b"]
+
+
+def test_the_bound_pods_a_context_holds_stay_as_they_were() -> None:
+    """Contexts share the kept list and map of bound pods instead of copying them: the next
+    snapshot's update, which takes a pod out and puts another in, leaves an earlier context's as
+    it had them."""
+    config = SchedulerConfig()
+    first = make_snapshot(NODES, [make_pod("default/a", cpu="1", node="n0"), make_pod("default/b", cpu="1", node="n1")])
+    memory = SolverMemory()
+    ctx = build_context(first, config, memory=memory)
+    second = make_snapshot(NODES, [first.pods[1], make_pod("default/c", cpu="2", node="n0")])
+    later = build_context(second, config, memory=memory)
+    assert [p.key for p in ctx.bound] == ["default/a", "default/b"]
+    assert sorted(ctx.bound_by_key) == ["default/a", "default/b"]
+    assert [p.key for p in later.bound] == ["default/b", "default/c"]
+    assert sorted(later.bound_by_key) == ["default/b", "default/c"]
+
+
+def test_the_kept_state_does_not_grow_with_the_windows_it_has_seen() -> None:
+    """A live scheduler builds contexts for as long as it runs: the kept state's record of the
+    nodes its updates changed must not grow by every window (nothing reads it there)."""
+    config = SchedulerConfig()
+    memory = SolverMemory()
+    pods = [make_pod(f"default/p{i}", cpu="100m", node=f"n{i % 3}") for i in range(6)]
+    for window in range(200):
+        pods = [*pods[1:], make_pod(f"default/q{window}", cpu="100m", node=f"n{window % 3}")]
+        build_context(make_snapshot(NODES, pods), config, memory=memory)
+    assert len(memory.assumed.state.touched) <= 2 * len(NODES)
