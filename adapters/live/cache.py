@@ -219,6 +219,11 @@ class ClusterCache:
         # same dict by name) while nothing changed, instead of copying every node again.
         self._changes: Counter[str] = Counter()  # by the resource's name (hashed faster than a Resource)
         self._taken: dict[str, tuple[int, tuple[Any, ...], dict[str, Any]]] = {}
+        # The changes to what decides how a snapshot shows a pod asking for an extended resource
+        # (`ClusterSnapshot.build`'s DeviceClass rewrite: the classes, the nodes that advertise
+        # the resource, the claims pods' statuses name) when the last snapshot was taken: when
+        # they moved, such a pod may read otherwise with no change of its own.
+        self._rewrites_at: tuple[int, int, int] = (0, 0, 0)
         # Claims a window allocated whose status.allocation the watch does not show yet
         # (``dra_writes.ClaimOverlay``): a snapshot shows them allocated, so no later window
         # hands their devices out again before the PreBind write is seen.
@@ -631,8 +636,12 @@ class ClusterCache:
             shown = frozenset(extra)
             last = self._last
             delta = None
+            rewrites = (self._changes[DEVICE_CLASSES.name], self._changes[RESOURCE_CLAIMS.name], self._changes[NODES.name])
             if last is not None and last[0]() is not None:
-                delta = SnapshotDelta(last[0], frozenset(self._changed | last[1] | shown))
+                changed = self._changed | last[1] | shown
+                if rewrites != self._rewrites_at:  # the holding pods a DeviceClass may back may read otherwise
+                    changed |= self._asking_beyond
+                delta = SnapshotDelta(last[0], frozenset(changed))
             nodes, node_by_name = self._taken_values(NODES)
             pods = (*self._holding.values(), *pending)
             snapshot = ClusterSnapshot.build(
@@ -651,6 +660,7 @@ class ClusterCache:
                                *(key for key, pod in zip(extra, pending) if asks_beyond_cpu_and_memory(pod))])
             self._last = (weakref.ref(snapshot), shown)
             self._changed = set()
+            self._rewrites_at = rewrites
             return snapshot
 
     # --- assumptions ---------------------------------------------------------------------------
