@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.live.cache import BINDING, ClusterCache
+from adapters.live.cache import BINDING, ClusterCache, object_key
 from adapters.live.convert import parse_object
 from adapters.live.api_client import (
     CORE_PODGROUPS,
@@ -612,7 +612,23 @@ def _from_scratch(cache: ClusterCache, window: set[str]) -> ClusterSnapshot:
                                           STORAGE_CLASSES)
     from models.workloads import workload_pod_groups
 
-    pods = list(_reference_snapshot(cache, window).pods)  # resolved there; build leaves them be
+    from models.snapshot import resolve_pod
+
+    classes = {c.metadata.name: c for c in cache._objects[PRIORITY_CLASSES].values()}  # type: ignore[attr-defined]
+    pods = []
+    for key, p in cache._objects[PODS].items():
+        assumption = cache.assumption(key)
+        if assumption is not None:
+            pods.append(resolve_pod(assumption.pod, classes))
+        elif p.spec.node_name:  # type: ignore[attr-defined]
+            pods.append(resolve_pod(cache._evicting.get(key) or p, classes))  # type: ignore[arg-type]
+        elif key in window:
+            pods.append(resolve_pod(p, classes))  # type: ignore[arg-type]
+        elif p.status.nominated_node_name and not p.is_terminating and not p.is_terminal:  # type: ignore[attr-defined]
+            try:  # a pod nominated to a node keeps its room, unless it cannot be weighed
+                pods.append(resolve_pod(p, classes))  # type: ignore[arg-type]
+            except InputError:
+                continue
     groups: dict[str, Any] = {}
     for resource in GANG_RESOURCES:
         if resource is not WORKLOADS:
@@ -680,6 +696,7 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
     nodes = {n: node(n) for n in ("n1", "n2", "n3")}
     rv = 10
     previous: Any = None
+    last_ctx: Any = None
     checked = 0
 
     def send(event: str, obj: dict[str, Any]) -> None:
@@ -720,9 +737,12 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
             key = rng.choice(sorted(cache.assumed()))
             if rng.random() < 0.4:
                 cache.forget(key)
-            else:  # the watch shows our bind: its echo, taken without parsing where it can be
+            else:  # the watch shows our bind (its echo, taken without parsing where it can be), or another's
                 assumption = cache.assumption(key)
-                send("MODIFIED", _echo(raw[key], assumption.node, "0"))  # type: ignore[union-attr]
+                if rng.random() < 0.5:
+                    cache.set_state(key, BOUND)
+                node_name = assumption.node if rng.random() < 0.8 else rng.choice(["n1", "n2"])  # type: ignore[union-attr]
+                send("MODIFIED", _echo(raw[key], node_name, "0"))
         elif op < 0.45 and bound:
             key = rng.choice(bound)
             if cache.is_evicting(key):
@@ -779,17 +799,39 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
             cache.apply(WORKLOADS, rng.choice(["ADDED", "MODIFIED", "DELETED"]), obj)
         elif op < 0.92:
             cache.apply(PDBS, rng.choice(["ADDED", "DELETED"]), pdb(f"keep-{rng.randint(0, 2)}", min_available=1, app="web"))
-        elif op < 0.95:
+        elif op < 0.93:
             cache.apply(PVCS, rng.choice(["ADDED", "DELETED"]), {
                 "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "metadata": {"name": f"c{rng.randint(0, 2)}", "namespace": "a"},
                 "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
-        else:
-            cache.apply(PRIORITY_CLASSES, "MODIFIED", priority_class(rng.choice(["high", "low"]), rng.randint(1, 1000)))
+        elif op < 0.96:  # a class changed, or gone (its pods cannot be weighed until it is back)
+            name = rng.choice(["high", "low"])
+            gone = name not in cache._objects[PRIORITY_CLASSES]
+            cache.apply(PRIORITY_CLASSES, "ADDED" if gone else rng.choice(["MODIFIED", "MODIFIED", "DELETED"]),
+                        priority_class(name, rng.randint(1, 1000)))
+        else:  # a pod whose spec the parser knows, sent with a field it cannot read: left out, named
+            key = rng.choice(sorted(raw))
+            bad = copy.deepcopy(raw[key])
+            field = rng.choice(["spec.nodeName", "metadata.labels", "status.phase"])
+            if field == "spec.nodeName":
+                bad["spec"]["nodeName"] = 7
+            elif field == "metadata.labels":
+                bad["metadata"]["labels"] = ["app"]
+            else:
+                bad["status"] = {"phase": 3}
+            cache.apply(PODS, "MODIFIED", bad)
+            raw.pop(key)
+            assert cache.pod(key) is None and not cache.is_assumed(key)
+            assert f"pods/{key}: {field}:" in cache.invalid[(PODS.name, key)]
         pending = [k for k, p in cache._objects[PODS].items() if not p.spec.node_name and not cache.is_assumed(k)]
         window = set(rng.sample(pending, min(len(pending), rng.randint(0, 3))))
+        try:
+            expected = _from_scratch(cache, window)
+        except InputError:
+            with pytest.raises(InputError):
+                cache.snapshot(window)
+            continue
         got = cache.snapshot(window)
-        expected = _from_scratch(cache, window)
         assert {p.key: p.model_dump() for p in got.pods} == {p.key: p.model_dump() for p in expected.pods}, (step, op)
         for part in ("nodes", "pdbs", "priority_classes", "pvcs", "pvs", "storage_classes", "csi_nodes",
                      "device_classes", "resource_slices", "resource_claims"):
@@ -814,6 +856,9 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
         fresh = build_context(got, config, window_keys=keys)
         assert _reading(kept_ctx) == _reading(fresh), (step, op)
         assert _reading(replayed) == _reading(fresh), (step, op)
+        if last_ctx is not None:  # the contexts of a window keep their bound pods, whatever came since
+            assert ([p.key for p in last_ctx[0].bound], sorted(last_ctx[0].bound_by_key)) == last_ctx[1], step
+        last_ctx = (kept_ctx, ([p.key for p in kept_ctx.bound], sorted(kept_ctx.bound_by_key)))
     assert checked > 40, checked
     assert sum(applied) > 30, applied  # the kept state was mostly brought up to date from the deltas
 
@@ -854,3 +899,45 @@ def test_a_device_class_or_claim_coming_or_going_names_the_bound_pods_it_rewrite
         assert "default/plain" not in got.delta.pods
         assert _reading(build_context(got, config, memory=memory)) == _reading(build_context(got, config)), event
         previous = got
+
+
+@pytest.mark.parametrize("part,value", [
+    ("spec.nodeName", 7), ("spec.nodeName", True), ("spec.nodeName", ["n1"]), ("spec.nodeName", {"n": 1}),
+    ("spec.nodeName", None), ("spec.nodeName", "n1"),
+    ("metadata", {"name": 5}), ("metadata", {"name": "known", "labels": {"a": 1}}),
+    ("metadata", {"name": "known", "labels": ["app"]}), ("metadata", {"name": "known", "ownerReferences": [{"kind": 1}]}),
+    ("metadata", {"name": "known", "deletionTimestamp": "no"}), ("metadata", {"name": "known", "uid": 4}), ("metadata", {}),
+    ("status", []), ("status", {"phase": 3}), ("status", {"nominatedNodeName": 4}),
+    ("status", {"conditions": [{"type": "DisruptionTarget", "status": 5}]}), ("status", {"startTime": "x"}),
+    ("status", {"extendedResourceClaimStatus": "x"}), ("apiVersion", 5), ("kind", "Node"),
+])
+def test_a_pod_of_a_known_spec_is_refused_or_read_exactly_as_the_full_parse_does(part: str, value: Any) -> None:
+    """A watched pod whose spec the parser has seen (only its metadata and status read again)
+    is refused with the very message the full parse gives — object and field named — or read
+    to the same model; in the cache, a refused one is left out (the version before it too)."""
+    from adapters.snapshot_io import _KINDS, _validate_object
+
+    first = pod("known", labels={"app": "web"})
+    parse_object(copy.deepcopy(first), "Pod")
+    obj = copy.deepcopy(first)
+    if part == "spec.nodeName":
+        obj["spec"]["nodeName"] = value
+    else:
+        obj[part] = value
+
+    def outcome(parse: Any) -> Any:
+        try:
+            return parse(copy.deepcopy(obj)).model_dump()
+        except InputError as exc:
+            return str(exc)
+
+    full = outcome(lambda o: _validate_object(_KINDS["Pod"], o, "watched Pod"))
+    assert outcome(lambda o: parse_object(o, "Pod")) == full
+    cache = synced_cache([node("n1")], [first])
+    cache.apply(PODS, "MODIFIED", obj)
+    if isinstance(full, str):
+        assert list(cache.invalid.values()) == [full]
+        if object_key(obj) == "default/known":  # the version before it is left out too
+            assert cache.pods() == [] and cache.snapshot(["default/known"]).pods == ()
+    else:
+        assert [p.model_dump() for p in cache.pods()] == [full]
