@@ -941,3 +941,42 @@ def test_a_pod_of_a_known_spec_is_refused_or_read_exactly_as_the_full_parse_does
             assert cache.pods() == [] and cache.snapshot(["default/known"]).pods == ()
     else:
         assert [p.model_dump() for p in cache.pods()] == [full]
+
+
+def test_claims_coming_and_going_name_only_the_pods_whose_claim_it_is() -> None:
+    """In a cluster with DRA, claims are made and deleted all the time: the delta names for a
+    claim that came or went only the running pod whose status names it (a DeviceClass then
+    shows that pod otherwise), not every pod asking for more than cpu and memory — those would
+    be rebuilt in the solver's kept state each window — and with no DeviceClass, none."""
+    from adapters.live.api_client import RESOURCE_CLAIMS
+
+    gpu = "example.com/gpu"
+
+    def asking(name: str, resource: str) -> dict[str, Any]:
+        obj = pod(name, node_name="n1", running=True)
+        obj["spec"]["containers"][0]["resources"]["requests"][resource] = "1"
+        obj["status"]["extendedResourceClaimStatus"] = {"resourceClaimName": f"{name}-gpu"}
+        return obj
+
+    def claim(name: str) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}
+
+    cache = synced_cache([node("n1")], [asking("a", gpu), asking("b", gpu), asking("disk", "ephemeral-storage")])
+    taken = [cache.snapshot()]  # held: a delta is told against a snapshot still there
+
+    def delta() -> frozenset[str]:
+        taken.append(cache.snapshot())
+        assert taken[-1].delta is not None and taken[-1].delta.base() is taken[-2]
+        return taken[-1].delta.pods
+
+    cache.apply(RESOURCE_CLAIMS, "ADDED", claim("a-gpu"))
+    assert delta() == frozenset()  # no class: nothing rewritten
+    cache.apply(DEVICE_CLASSES, "ADDED", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                          "metadata": {"name": "gpu"}, "spec": {"extendedResourceName": gpu}})
+    assert delta() == {"default/a", "default/b", "default/disk"}
+    for event, name, named in (("ADDED", "b-gpu", {"default/b"}), ("ADDED", "other", set()),
+                               ("MODIFIED", "b-gpu", set()), ("DELETED", "a-gpu", {"default/a"})):
+        cache.apply(RESOURCE_CLAIMS, event, claim(name))
+        assert delta() == named, (event, name)
