@@ -119,6 +119,12 @@ def _workload_ref(pod: Pod) -> Optional[tuple[str, str, str, str]]:
     return None if ref is None else (pod.metadata.namespace, ref.name, ref.pod_group, ref.pod_group_replica_key)
 
 
+def _extended_claim(pod: Pod) -> Optional[str]:
+    """The key of the claim made for ``pod``'s extended resources, as its status names it."""
+    status = pod.status.extended_resource_claim_status
+    return f"{pod.metadata.namespace}/{status.resource_claim_name}" if status is not None and status.resource_claim_name else None
+
+
 def _terminating(pod: Pod) -> Pod:
     """The pod as it will look once its eviction is under way (a deletionTimestamp set)."""
     meta = copy_with(pod.metadata, {"deletion_timestamp": datetime.now(timezone.utc)})
@@ -219,6 +225,14 @@ class ClusterCache:
         # same dict by name) while nothing changed, instead of copying every node again.
         self._changes: Counter[str] = Counter()  # by the resource's name (hashed faster than a Resource)
         self._taken: dict[str, tuple[int, tuple[Any, ...], dict[str, Any]]] = {}
+        # What decides how a snapshot shows a pod asking for an extended resource a DeviceClass
+        # backs (`ClusterSnapshot.build`'s rewrite): the classes and the nodes (their change
+        # counts when the last snapshot was taken), and the claim its status names (the holding
+        # pods by that claim's key; the claims come or gone since the last snapshot). When they
+        # moved, such a pod may read otherwise with no change of its own: the delta names it.
+        self._rewrites_at: tuple[int, int] = (0, 0)
+        self._by_extended_claim: dict[str, set[str]] = {}
+        self._claims_moved: set[str] = set()
         # Claims a window allocated whose status.allocation the watch does not show yet
         # (``dra_writes.ClaimOverlay``): a snapshot shows them allocated, so no later window
         # hands their devices out again before the PreBind write is seen.
@@ -310,6 +324,8 @@ class ClusterCache:
             return  # a heartbeat: the node kept as it was, so the solver's view of it stays
         store[key] = model
         self._changes[resource.name] += 1
+        if resource is RESOURCE_CLAIMS and old is None:
+            self._claims_moved.add(key)
         if resource is PODS:
             printed = _echo_print(obj) if not model.spec.node_name else None  # type: ignore[attr-defined]
             if printed is not None:
@@ -343,6 +359,8 @@ class ClusterCache:
         if old is None:
             return
         self._changes[resource.name] += 1
+        if resource is RESOURCE_CLAIMS:
+            self._claims_moved.add(key)
         if resource is PRIORITY_CLASSES:
             self._classes_changed = True
         if resource is CORE_PODGROUPS:
@@ -448,6 +466,12 @@ class ClusterCache:
                 if not self._workload_refs[ref]:
                     del self._workload_refs[ref]
             self._asking_beyond.discard(key)
+            claim = _extended_claim(held)
+            if claim is not None:
+                named = self._by_extended_claim[claim]
+                named.discard(key)
+                if not named:
+                    del self._by_extended_claim[claim]
             self._unresolved.pop(key, None)
         if view is None:
             return
@@ -460,6 +484,9 @@ class ClusterCache:
             self._workload_refs[ref] += 1
         if asks_beyond_cpu_and_memory(view):
             self._asking_beyond.add(key)
+        claim = _extended_claim(view)
+        if claim is not None:
+            self._by_extended_claim.setdefault(claim, set()).add(key)
 
     def _resolve(self, key: str, pod: Pod) -> Pod:
         """Under the lock: `pod` resolved against the priority classes (as it is, if it cannot
@@ -631,8 +658,18 @@ class ClusterCache:
             shown = frozenset(extra)
             last = self._last
             delta = None
+            rewrites = (self._changes[DEVICE_CLASSES.name], self._changes[NODES.name])
             if last is not None and last[0]() is not None:
-                delta = SnapshotDelta(last[0], frozenset(self._changed | last[1] | shown))
+                changed = self._changed | last[1] | shown
+                # No class now and none at the last snapshot (the count of their changes is the
+                # same): no pod was rewritten, in either.
+                if self._objects[DEVICE_CLASSES] or rewrites[0] != self._rewrites_at[0]:
+                    if rewrites != self._rewrites_at:  # every pod a class may back may read otherwise
+                        changed |= self._asking_beyond
+                    else:  # those whose claim came or went
+                        for claim in self._claims_moved:
+                            changed |= self._by_extended_claim.get(claim, set())
+                delta = SnapshotDelta(last[0], frozenset(changed))
             nodes, node_by_name = self._taken_values(NODES)
             pods = (*self._holding.values(), *pending)
             snapshot = ClusterSnapshot.build(
@@ -651,6 +688,8 @@ class ClusterCache:
                                *(key for key, pod in zip(extra, pending) if asks_beyond_cpu_and_memory(pod))])
             self._last = (weakref.ref(snapshot), shown)
             self._changed = set()
+            self._rewrites_at = rewrites
+            self._claims_moved = set()
             return snapshot
 
     # --- assumptions ---------------------------------------------------------------------------

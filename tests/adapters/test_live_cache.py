@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.live.cache import BINDING, ClusterCache
+from adapters.live.cache import BINDING, ClusterCache, object_key
 from adapters.live.convert import parse_object
 from adapters.live.api_client import (
     CORE_PODGROUPS,
@@ -603,3 +603,380 @@ def test_a_bind_elsewhere_or_a_changed_pod_is_parsed_and_noticed(caplog: pytest.
     cache.apply(PODS, "MODIFIED", _echo(dict(pod("q"), metadata={**pod("q")["metadata"], "resourceVersion": "5"}),
                                         "n1", "9"))
     assert cache.echoes_reused == 0 and cache.pod("default/q").spec.node_name == "n1"
+
+
+def _from_scratch(cache: ClusterCache, window: set[str]) -> ClusterSnapshot:
+    """Every object the cache holds, put into `ClusterSnapshot.build` the plain way (the pods as
+    `_reference_snapshot` picks them; the Workloads' gangs those the picked pods name)."""
+    from adapters.live.api_client import (CSI_NODES, PVCS, PVS, RESOURCE_CLAIMS, RESOURCE_SLICES,
+                                          STORAGE_CLASSES)
+    from models.workloads import workload_pod_groups
+
+    from models.snapshot import resolve_pod
+
+    classes = {c.metadata.name: c for c in cache._objects[PRIORITY_CLASSES].values()}  # type: ignore[attr-defined]
+    pods = []
+    for key, p in cache._objects[PODS].items():
+        assumption = cache.assumption(key)
+        if assumption is not None:
+            pods.append(resolve_pod(assumption.pod, classes))
+        elif p.spec.node_name:  # type: ignore[attr-defined]
+            pods.append(resolve_pod(cache._evicting.get(key) or p, classes))  # type: ignore[arg-type]
+        elif key in window:
+            pods.append(resolve_pod(p, classes))  # type: ignore[arg-type]
+        elif p.status.nominated_node_name and not p.is_terminating and not p.is_terminal:  # type: ignore[attr-defined]
+            try:  # a pod nominated to a node keeps its room, unless it cannot be weighed
+                pods.append(resolve_pod(p, classes))  # type: ignore[arg-type]
+            except InputError:
+                continue
+    groups: dict[str, Any] = {}
+    for resource in GANG_RESOURCES:
+        if resource is not WORKLOADS:
+            for key, group in cache._objects[resource].items():
+                groups.setdefault(key, group)
+    refs = {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
+            for p in pods if (r := p.spec.workload_ref) is not None}
+    for group in workload_pod_groups(list(cache._objects[WORKLOADS].values()), refs):  # type: ignore[arg-type]
+        groups.setdefault(group.key, group)
+    return ClusterSnapshot.build(
+        nodes=cache._objects[NODES].values(), pods=pods, pdbs=cache._objects[PDBS].values(),  # type: ignore[arg-type]
+        priority_classes=cache._objects[PRIORITY_CLASSES].values(),  # type: ignore[arg-type]
+        pod_groups=groups.values(), pvcs=cache._objects[PVCS].values(),  # type: ignore[arg-type]
+        pvs=cache._objects[PVS].values(), storage_classes=cache._objects[STORAGE_CLASSES].values(),  # type: ignore[arg-type]
+        csi_nodes=cache._objects[CSI_NODES].values(),  # type: ignore[arg-type]
+        device_classes=cache._objects[DEVICE_CLASSES].values(),  # type: ignore[arg-type]
+        resource_slices=cache._objects[RESOURCE_SLICES].values(),  # type: ignore[arg-type]
+        resource_claims=cache.claims.view(cache._objects[RESOURCE_CLAIMS]),  # type: ignore[arg-type]
+        claims_from_templates=False)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_built_afresh(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Watch events of every resource a snapshot reuses or derives from (pods bound, pending,
+    nominated, asking for a DeviceClass's resource, naming a Workload's gang; nodes added,
+    relabelled, beating, deleted; PDBs, claims, volumes, DeviceClasses, ResourceClaims, Workloads,
+    priority classes), relists of pods and nodes, our own binds assumed, forgotten and confirmed
+    (by their echo), victims marked: each snapshot must hold what one built from every object
+    the cache holds would, its delta must name every bound pod that reads otherwise than in the
+    snapshot before, and the solver's context, kept from window to window, must read as one
+    built afresh."""
+    import random
+
+    from adapters.live import cache as cache_module
+    from adapters.live.api_client import PVCS, RESOURCE_CLAIMS
+    from adapters.live.cache import BOUND
+    from models import SchedulerConfig
+    from solver.context import build_context
+    from solver.memory import SolverMemory
+    from tests.solver.test_context_memo import _reading
+
+    import solver.context as context
+
+    if seed % 2:
+        monkeypatch.setattr(cache_module, "REINDEX_AFTER", 2 + seed)
+    applied: list[bool] = []
+    apply_delta = context._apply_delta
+
+    def counting(*args: Any) -> Any:
+        out = apply_delta(*args)
+        applied.append(out is not None)
+        return out
+
+    monkeypatch.setattr(context, "_apply_delta", counting)
+    rng = random.Random(seed)
+    gpu = "example.com/gpu"
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                    "spec": {"extendedResourceName": gpu}}
+    cache = synced_cache([node("n1"), node("n2"), node("n3")], [])
+    cache.replace(PRIORITY_CLASSES, [priority_class("high", 1000), priority_class("low", 1)])
+    config = SchedulerConfig()
+    memory = SolverMemory()
+    raw: dict[str, dict[str, Any]] = {}  # each pod as the watch last sent it
+    nodes = {n: node(n) for n in ("n1", "n2", "n3")}
+    rv = 10
+    previous: Any = None
+    last_ctx: Any = None
+    checked = 0
+
+    def send(event: str, obj: dict[str, Any]) -> None:
+        nonlocal rv
+        rv += 1
+        obj = dict(obj, metadata={**obj["metadata"], "resourceVersion": str(rv)})
+        key = f"{obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"
+        if event == "DELETED":
+            raw.pop(key, None)
+        else:
+            raw[key] = obj
+        cache.apply(PODS, event, obj)
+
+    def new_pod(name: str, ns: str, node_name: Any) -> dict[str, Any]:
+        obj = pod(name, ns=ns, priority_class=rng.choice([None, None, "high", "low"]),
+                  labels={"app": rng.choice(["web", "db"])}, node_name=node_name, running=bool(node_name),
+                  workload_ref=("wl", rng.choice(["a", "b"])) if rng.random() < 0.2 else None,
+                  anti_affinity={"app": "db"} if rng.random() < 0.1 else None)
+        if rng.random() < 0.25:
+            obj["spec"]["containers"][0]["resources"]["requests"][gpu] = "1"
+            if node_name and rng.random() < 0.5:  # the claim kube-scheduler made for it
+                obj["status"]["extendedResourceClaimStatus"] = {"resourceClaimName": f"{name}-gpu"}
+        if not node_name and rng.random() < 0.3:
+            obj["status"] = {"phase": "Pending", "nominatedNodeName": rng.choice(["n1", "n2"])}
+        return obj
+
+    for step in range(120):
+        op = rng.random()
+        pods_now = dict(cache._objects[PODS])
+        pending = [k for k, p in pods_now.items() if not p.spec.node_name and not cache.is_assumed(k)]
+        bound = [k for k, p in pods_now.items() if p.spec.node_name]
+        if op < 0.22 or not raw:
+            ns = rng.choice(["a", "b"])
+            send("ADDED", new_pod(f"p{step}", ns, rng.choice([None, None, "n1", "n2", "n3"])))
+        elif op < 0.32 and pending:
+            cache.assume(rng.choice(pending), rng.choice(["n1", "n2", "n3"]), state=BINDING, now=0.0)
+        elif op < 0.40 and cache.assumed():
+            key = rng.choice(sorted(cache.assumed()))
+            if rng.random() < 0.4:
+                cache.forget(key)
+            else:  # the watch shows our bind (its echo, taken without parsing where it can be), or another's
+                assumption = cache.assumption(key)
+                if rng.random() < 0.5:
+                    cache.set_state(key, BOUND)
+                node_name = assumption.node if rng.random() < 0.8 else rng.choice(["n1", "n2"])  # type: ignore[union-attr]
+                send("MODIFIED", _echo(raw[key], node_name, "0"))
+        elif op < 0.45 and bound:
+            key = rng.choice(bound)
+            if cache.is_evicting(key):
+                cache.unmark_evicting(key)
+            else:
+                cache.mark_evicting(key)
+        elif op < 0.55:
+            key = rng.choice(sorted(raw))
+            send("DELETED", raw[key])
+        elif op < 0.63:
+            key = rng.choice(sorted(raw))
+            obj = copy.deepcopy(raw[key])
+            obj["metadata"]["labels"] = {"app": rng.choice(["web", "db", "cache"])}
+            send("MODIFIED", obj)
+        elif op < 0.67:  # a relist of the pods: some gone, one changed, the rest as they were
+            listed = [copy.deepcopy(obj) for obj in raw.values() if rng.random() < 0.85]
+            if listed:
+                listed[0]["metadata"]["labels"] = {"app": "relisted"}
+            rv += 1
+            cache.replace(PODS, [dict(o, metadata={**o["metadata"], "resourceVersion": str(rv)}) for o in listed])
+            raw.clear()
+            raw.update({f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in listed})
+        elif op < 0.72:  # a node added back, relabelled, beating or gone
+            name = rng.choice(["n1", "n2", "n3", "n4"])
+            kind = rng.random()
+            if kind < 0.3 and name in nodes:
+                del nodes[name]
+                cache.apply(NODES, "DELETED", node(name))
+            elif kind < 0.6:
+                nodes[name] = node(name, zone=rng.choice(["a", "b"]))
+                cache.apply(NODES, "MODIFIED", nodes[name])
+            elif name in nodes:
+                beat = copy.deepcopy(nodes[name])
+                beat["metadata"]["resourceVersion"] = str(step)
+                beat["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+                cache.apply(NODES, "MODIFIED", beat)
+        elif op < 0.74:
+            cache.replace(NODES, list(nodes.values()))
+        elif op < 0.79:
+            if cache._objects[DEVICE_CLASSES]:
+                cache.apply(DEVICE_CLASSES, "DELETED", device_class)
+            else:
+                cache.apply(DEVICE_CLASSES, "ADDED", device_class)
+        elif op < 0.84 and bound:  # the claim a bound pod's status names comes or goes
+            ns, name = rng.choice(bound).split("/")
+            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                     "metadata": {"name": f"{name}-gpu", "namespace": ns},
+                     "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}
+            cache.apply(RESOURCE_CLAIMS, "DELETED" if f"{ns}/{name}-gpu" in cache._objects[RESOURCE_CLAIMS] else "ADDED",
+                        claim)
+        elif op < 0.88:
+            obj = workload("wl", {"a": 1, "b": rng.randint(1, 3)})
+            obj["metadata"]["namespace"] = rng.choice(["a", "b"])
+            cache.apply(WORKLOADS, rng.choice(["ADDED", "MODIFIED", "DELETED"]), obj)
+        elif op < 0.92:
+            cache.apply(PDBS, rng.choice(["ADDED", "DELETED"]), pdb(f"keep-{rng.randint(0, 2)}", min_available=1, app="web"))
+        elif op < 0.93:
+            cache.apply(PVCS, rng.choice(["ADDED", "DELETED"]), {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": f"c{rng.randint(0, 2)}", "namespace": "a"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+        elif op < 0.96:  # a class changed, or gone (its pods cannot be weighed until it is back)
+            name = rng.choice(["high", "low"])
+            gone = name not in cache._objects[PRIORITY_CLASSES]
+            cache.apply(PRIORITY_CLASSES, "ADDED" if gone else rng.choice(["MODIFIED", "MODIFIED", "DELETED"]),
+                        priority_class(name, rng.randint(1, 1000)))
+        else:  # a pod whose spec the parser knows, sent with a field it cannot read: left out, named
+            key = rng.choice(sorted(raw))
+            bad = copy.deepcopy(raw[key])
+            field = rng.choice(["spec.nodeName", "metadata.labels", "status.phase"])
+            if field == "spec.nodeName":
+                bad["spec"]["nodeName"] = 7
+            elif field == "metadata.labels":
+                bad["metadata"]["labels"] = ["app"]
+            else:
+                bad["status"] = {"phase": 3}
+            cache.apply(PODS, "MODIFIED", bad)
+            raw.pop(key)
+            assert cache.pod(key) is None and not cache.is_assumed(key)
+            assert f"pods/{key}: {field}:" in cache.invalid[(PODS.name, key)]
+        pending = [k for k, p in cache._objects[PODS].items() if not p.spec.node_name and not cache.is_assumed(k)]
+        window = set(rng.sample(pending, min(len(pending), rng.randint(0, 3))))
+        try:
+            expected = _from_scratch(cache, window)
+        except InputError:
+            with pytest.raises(InputError):
+                cache.snapshot(window)
+            continue
+        got = cache.snapshot(window)
+        assert {p.key: p.model_dump() for p in got.pods} == {p.key: p.model_dump() for p in expected.pods}, (step, op)
+        for part in ("nodes", "pdbs", "priority_classes", "pvcs", "pvs", "storage_classes", "csi_nodes",
+                     "device_classes", "resource_slices", "resource_claims"):
+            assert list(getattr(got, part)) == list(getattr(expected, part)), (step, part)
+        assert sorted(got.resource_claim_templates, key=lambda t: t.key) == sorted(
+            expected.resource_claim_templates, key=lambda t: t.key), step
+        assert {g.key: g.spec for g in got.pod_groups} == {g.key: g.spec for g in expected.pod_groups}, step
+        assert sorted(p.key for p in got.nominated_pending) == sorted(p.key for p in expected.nominated_pending)
+        assert got.namespace_labels == expected.namespace_labels
+        _reads_as_built_from_scratch(got)
+        delta = got.delta
+        if previous is not None and delta is not None and delta.base() is previous:
+            # every pod the delta leaves out reads as it did, in the same order
+            kept = [k for k in got.pod_position if k not in delta.pods]
+            assert [k for k in previous.pod_position if k not in delta.pods] == kept, step
+            assert [k for k in kept if previous.pod(k).model_dump() != got.pod(k).model_dump()] == [], (step, op)  # type: ignore[union-attr]
+            checked += 1
+        previous = got
+        keys = sorted(window)
+        kept_ctx = build_context(got, config, window_keys=keys, memory=memory)
+        replayed = build_context(got, config, window_keys=keys, memory=memory)
+        fresh = build_context(got, config, window_keys=keys)
+        assert _reading(kept_ctx) == _reading(fresh), (step, op)
+        assert _reading(replayed) == _reading(fresh), (step, op)
+        if last_ctx is not None:  # the contexts of a window keep their bound pods, whatever came since
+            assert ([p.key for p in last_ctx[0].bound], sorted(last_ctx[0].bound_by_key)) == last_ctx[1], step
+        last_ctx = (kept_ctx, ([p.key for p in kept_ctx.bound], sorted(kept_ctx.bound_by_key)))
+    assert checked > 40, checked
+    assert sum(applied) > 15, applied  # the kept state was mostly brought up to date from the deltas
+
+
+def test_a_device_class_or_claim_coming_or_going_names_the_bound_pods_it_rewrites() -> None:
+    """A running pod asking for an extended resource a DeviceClass backs is shown without the
+    request (and with the claim its status names, once that is there). When the class or the
+    claim comes or goes, the pod reads otherwise though it did not change: the snapshot's delta
+    must name it, or the solver's kept state goes on counting what the pod no longer asks for
+    (or misses what it asks for again) where a fresh build does not."""
+    from adapters.live.api_client import RESOURCE_CLAIMS
+    from models import SchedulerConfig
+    from solver.context import build_context
+    from solver.memory import SolverMemory
+    from tests.solver.test_context_memo import _reading
+
+    gpu = "example.com/gpu"
+    running = pod("trainer", node_name="n1", running=True)
+    running["spec"]["containers"][0]["resources"]["requests"][gpu] = "1"
+    running["status"]["extendedResourceClaimStatus"] = {"resourceClaimName": "trainer-gpu"}
+    cache = synced_cache([node("n1"), node("n2")], [pod("plain", node_name="n2", running=True), running])
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                    "spec": {"extendedResourceName": gpu}}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "trainer-gpu", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}
+    config, memory = SchedulerConfig(), SolverMemory()
+    previous = cache.snapshot()
+    build_context(previous, config, memory=memory)
+    for resource, event, obj in ((DEVICE_CLASSES, "ADDED", device_class), (RESOURCE_CLAIMS, "ADDED", claim),
+                                 (RESOURCE_CLAIMS, "DELETED", claim), (DEVICE_CLASSES, "DELETED", device_class)):
+        cache.apply(resource, event, obj)
+        got = cache.snapshot()
+        assert got.delta is not None and got.delta.base() is previous
+        before, now = previous.pod("default/trainer"), got.pod("default/trainer")
+        assert before is not None and now is not None and before.model_dump() != now.model_dump()
+        assert "default/trainer" in got.delta.pods, (resource.name, event)
+        assert "default/plain" not in got.delta.pods
+        assert _reading(build_context(got, config, memory=memory)) == _reading(build_context(got, config)), event
+        previous = got
+
+
+@pytest.mark.parametrize("part,value", [
+    ("spec.nodeName", 7), ("spec.nodeName", True), ("spec.nodeName", ["n1"]), ("spec.nodeName", {"n": 1}),
+    ("spec.nodeName", None), ("spec.nodeName", "n1"),
+    ("metadata", {"name": 5}), ("metadata", {"name": "known", "labels": {"a": 1}}),
+    ("metadata", {"name": "known", "labels": ["app"]}), ("metadata", {"name": "known", "ownerReferences": [{"kind": 1}]}),
+    ("metadata", {"name": "known", "deletionTimestamp": "no"}), ("metadata", {"name": "known", "uid": 4}), ("metadata", {}),
+    ("status", []), ("status", {"phase": 3}), ("status", {"nominatedNodeName": 4}),
+    ("status", {"conditions": [{"type": "DisruptionTarget", "status": 5}]}), ("status", {"startTime": "x"}),
+    ("status", {"extendedResourceClaimStatus": "x"}), ("apiVersion", 5), ("kind", "Node"),
+])
+def test_a_pod_of_a_known_spec_is_refused_or_read_exactly_as_the_full_parse_does(part: str, value: Any) -> None:
+    """A watched pod whose spec the parser has seen (only its metadata and status read again)
+    is refused with the very message the full parse gives — object and field named — or read
+    to the same model; in the cache, a refused one is left out (the version before it too)."""
+    from adapters.snapshot_io import _KINDS, _validate_object
+
+    first = pod("known", labels={"app": "web"})
+    parse_object(copy.deepcopy(first), "Pod")
+    obj = copy.deepcopy(first)
+    if part == "spec.nodeName":
+        obj["spec"]["nodeName"] = value
+    else:
+        obj[part] = value
+
+    def outcome(parse: Any) -> Any:
+        try:
+            return parse(copy.deepcopy(obj)).model_dump()
+        except InputError as exc:
+            return str(exc)
+
+    full = outcome(lambda o: _validate_object(_KINDS["Pod"], o, "watched Pod"))
+    assert outcome(lambda o: parse_object(o, "Pod")) == full
+    cache = synced_cache([node("n1")], [first])
+    cache.apply(PODS, "MODIFIED", obj)
+    if isinstance(full, str):
+        assert list(cache.invalid.values()) == [full]
+        if object_key(obj) == "default/known":  # the version before it is left out too
+            assert cache.pods() == [] and cache.snapshot(["default/known"]).pods == ()
+    else:
+        assert [p.model_dump() for p in cache.pods()] == [full]
+
+
+def test_claims_coming_and_going_name_only_the_pods_whose_claim_it_is() -> None:
+    """In a cluster with DRA, claims are made and deleted all the time: the delta names for a
+    claim that came or went only the running pod whose status names it (a DeviceClass then
+    shows that pod otherwise), not every pod asking for more than cpu and memory — those would
+    be rebuilt in the solver's kept state each window — and with no DeviceClass, none."""
+    from adapters.live.api_client import RESOURCE_CLAIMS
+
+    gpu = "example.com/gpu"
+
+    def asking(name: str, resource: str) -> dict[str, Any]:
+        obj = pod(name, node_name="n1", running=True)
+        obj["spec"]["containers"][0]["resources"]["requests"][resource] = "1"
+        obj["status"]["extendedResourceClaimStatus"] = {"resourceClaimName": f"{name}-gpu"}
+        return obj
+
+    def claim(name: str) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}
+
+    cache = synced_cache([node("n1")], [asking("a", gpu), asking("b", gpu), asking("disk", "ephemeral-storage")])
+    taken = [cache.snapshot()]  # held: a delta is told against a snapshot still there
+
+    def delta() -> frozenset[str]:
+        taken.append(cache.snapshot())
+        assert taken[-1].delta is not None and taken[-1].delta.base() is taken[-2]
+        return taken[-1].delta.pods
+
+    cache.apply(RESOURCE_CLAIMS, "ADDED", claim("a-gpu"))
+    assert delta() == frozenset()  # no class: nothing rewritten
+    cache.apply(DEVICE_CLASSES, "ADDED", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                          "metadata": {"name": "gpu"}, "spec": {"extendedResourceName": gpu}})
+    assert delta() == {"default/a", "default/b", "default/disk"}
+    for event, name, named in (("ADDED", "b-gpu", {"default/b"}), ("ADDED", "other", set()),
+                               ("MODIFIED", "b-gpu", set()), ("DELETED", "a-gpu", {"default/a"})):
+        cache.apply(RESOURCE_CLAIMS, event, claim(name))
+        assert delta() == named, (event, name)
