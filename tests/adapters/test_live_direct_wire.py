@@ -78,6 +78,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 64  # 16 writers connect at once
 
     def __init__(self, host: str = "127.0.0.1", tls: Optional[ssl.SSLContext] = None) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
