@@ -313,14 +313,16 @@ class _DirectWrites:
         data = json.dumps(body).encode()
         try:
             resp = self._urlopen(path, data, headers)
-            try:
-                answer = resp.read()
-            finally:
-                resp.release_conn()
-        except urllib3.exceptions.SSLError as exc:  # as the client's REST layer reports it
+        except urllib3.exceptions.SSLError as exc:  # as the client's REST layer reports it around its request
             raise from_client(ApiException(status=0, reason=f"{type(exc).__name__}\n{exc}"), what) from exc
         except Exception as exc:  # noqa: BLE001 - transport failures, translated as the client's are
             raise from_client(exc, what) from exc
+        try:
+            answer = resp.read()
+        except Exception as exc:  # noqa: BLE001 - reading the answer is outside the client's REST wrapper:
+            raise from_client(exc, what) from exc  # its failures (a TLS one too) are translated as they come
+        finally:
+            resp.release_conn()
         if not 200 <= resp.status < 300:
             error = ApiException(status=resp.status, reason=resp.reason,
                                  body=answer.decode("utf-8", errors="replace"))

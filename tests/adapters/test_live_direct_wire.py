@@ -9,6 +9,7 @@ maybe-delivered) comes back."""
 from __future__ import annotations
 
 import http.server
+import os
 import socket
 import ssl
 import struct
@@ -53,6 +54,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if mode == "reset":  # the request was read: the connection dies with a RST, no answer
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
+            self.close_connection = True
+            return
+        if mode == "corrupt-tls":  # the answer's head goes out, then bytes that are no TLS record
+            self.send_response(201)
+            self.send_header("Content-Length", str(len(OK_BODY)))
+            self.end_headers()
+            self.wfile.flush()
+            raw = socket.socket(fileno=os.dup(self.connection.fileno()))
+            raw.sendall(b"\x17\x03\x03\x00\x40" + b"\x00" * 64)
+            raw.close()
             self.close_connection = True
             return
         if mode == "redirect":
@@ -278,6 +289,7 @@ def _tls_server(pki: dict[str, Path], *, client_certs: bool) -> _Server:
     return _Server(tls=ctx)
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")  # verify_ssl false is a case
 @pytest.mark.parametrize("case", ["ca", "no-verify", "wrong-ca", "client-cert", "no-client-cert"])
 def test_tls_settings(pki: dict[str, Path], case: str) -> None:
     s = _tls_server(pki, client_certs=case in ("client-cert", "no-client-cert"))
@@ -361,3 +373,19 @@ def test_sixteen_concurrent_writers_always_send_a_current_token(server: _Server,
     assert len(set(sent)) > 1  # the token did change under the writers
     assert api._direct is not None and api._direct._pool.num_connections <= 16
     api.close()
+
+
+def test_a_tls_record_broken_inside_the_answer(pki: dict[str, Path]) -> None:
+    # The server took the write and its answer's head arrived: the body then fails TLS. Both
+    # paths report the same transport failure (maybe delivered) in the same words.
+    s = _tls_server(pki, client_certs=False)
+    try:
+        configuration = _plain(s.url())
+        configuration.ssl_ca_cert = str(pki["ca"])
+        api = _api(configuration)
+        ours, theirs = _both(api, s, _bind, script=("corrupt-tls",))
+        api.close()
+    finally:
+        s.stop()
+    assert ours[0][0] == "ConnectionFailure" and ours[0][2] is True and len(ours[1]) == 1
+    assert ours == theirs
