@@ -324,8 +324,11 @@ class _DirectWrites:
         finally:
             resp.release_conn()
         if not 200 <= resp.status < 300:
-            error = ApiException(status=resp.status, reason=resp.reason,
-                                 body=answer.decode("utf-8", errors="replace"))
+            try:
+                text: Optional[str] = answer.decode("utf-8")
+            except UnicodeDecodeError:  # the client keeps no body then: the message is the HTTP reason
+                text = None
+            error = ApiException(status=resp.status, reason=resp.reason, body=text)
             error.headers = resp.headers
             raise from_client(error, what) from error
         return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import socket
 import ssl
 import struct
@@ -65,6 +66,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raw.sendall(b"\x17\x03\x03\x00\x40" + b"\x00" * 64)
             raw.close()
             self.close_connection = True
+            return
+        if mode == "conflict-not-utf8":  # a Status whose message is not UTF-8 (a proxy re-encoding it)
+            body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"d\xe9j\xe0 li\xe9",' \
+                   b'"reason":"AlreadyExists","code":409}'
+            self.send_response(409)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
             return
         if mode == "redirect":
             self.send_response(307)
@@ -389,3 +399,45 @@ def test_a_tls_record_broken_inside_the_answer(pki: dict[str, Path]) -> None:
         s.stop()
     assert ours[0][0] == "ConnectionFailure" and ours[0][2] is True and len(ours[1]) == 1
     assert ours == theirs
+
+
+def test_a_connect_that_times_out_was_never_delivered(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A listener whose accept queue is full: the connection is never made, so the binder may
+    # take a later refusal or an unbound read-back as the whole truth.
+    monkeypatch.setattr(api_client, "REQUEST_TIMEOUT", (0.3, 1.0))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    time.sleep(0.2)
+    try:
+        api = _api(_plain(f"http://127.0.0.1:{port}"))
+        seen = []
+        for path in (api._direct, None):
+            api._direct = path
+            outcome = _outcome(lambda: _bind(api))
+            seen.append((outcome[0], re.sub(r" at 0x[0-9a-f]+", "", outcome[1]), outcome[2]))
+        api.close()
+    finally:
+        for s in fillers + [listener]:
+            s.close()
+    ours, theirs = seen
+    if "ConnectTimeoutError" not in ours[1]:
+        pytest.skip(f"this kernel did not hold the connect back: {ours[1]}")
+    assert ours == theirs and ours[0] == "ConnectionFailure" and ours[2] is False
+
+
+def test_an_error_answer_that_is_not_utf8(server: _Server) -> None:
+    api = _api(_plain(server.url()))
+    ours, theirs = _both(api, server, _bind, script=("conflict-not-utf8", "conflict-not-utf8"))
+    assert ours == theirs and ours[0][:3] == ("Conflict", "bind default/p to n1: Conflict", 409)
+    api.close()
