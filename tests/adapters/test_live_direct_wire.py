@@ -41,6 +41,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: "_Server"
 
+    def setup(self) -> None:
+        super().setup()
+        with self.server.lock:
+            self.server.connections += 1
+
     def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         srv = self.server
@@ -110,6 +115,7 @@ class _Server(http.server.ThreadingHTTPServer):
         self.seen: list[tuple[str, Optional[str], bytes]] = []
         self.headers: list[list[tuple[str, str]]] = []  # every header of each request, sorted
         self.script: list[str] = []
+        self.connections = 0  # accepted so far
         self.release = threading.Event()
         self.tls = tls is not None
         threading.Thread(target=self.serve_forever, daemon=True).start()
@@ -218,18 +224,28 @@ def test_a_reset_after_the_request_was_read_may_have_been_delivered(server: _Ser
     api.close()
 
 
-def test_an_idle_connection_the_server_closed_is_not_a_failure(server: _Server) -> None:
-    api = _api(_plain(server.url()))
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_an_idle_connection_the_server_closed_is_not_a_failure(server: _Server, pki: dict[str, Path],
+                                                               tls: bool) -> None:
+    if tls:
+        server = _tls_server(pki, client_certs=False)
+    configuration = _plain(server.url())
+    configuration.ssl_ca_cert = str(pki["ca"])
+    api = _api(configuration)
     for path in (api._direct, None):
         api._direct = path
         with server.lock:
             server.seen.clear()
-            server.script[:] = ["answer-then-idle-close"]
+            server.script[:] = ["answer-then-idle-close"] * 2
+            server.connections = 0
         assert _outcome(lambda: _bind(api)) == ("ok",)
         time.sleep(0.3)  # the server has closed the kept connection by now
         assert _outcome(lambda: _event(api)) == ("ok",)
-        assert len(server.seen) == 2
+        time.sleep(0.3)
+        assert len(server.seen) == 2 and server.connections == 2  # each write found the last one's closed
     api.close()
+    if tls:
+        server.stop()
 
 
 def test_a_redirect_is_followed_by_neither_path(server: _Server) -> None:
