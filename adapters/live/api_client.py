@@ -260,6 +260,10 @@ class _DirectWrites:
     AUTH_REUSE_SECONDS), on the same pool (TLS, client certificate and CA as configured), with
     the same timeout and urllib3 retry setting; an error answer is turned into the client's
     `ApiException` and translated as `_call` does, so callers see the same error classes.
+    Two deliberate differences: the JSON body is named by a Content-Type (the generated client
+    sends none), and a redirect is reported as the answer it is (a ClientError naming its status)
+    where the client's pool manager, with urllib3's retries off, calls it a lost connection
+    ("too many redirects") — neither path follows it (tests/adapters/test_live_direct_wire.py).
     `direct_writes` returns None when the client is set up in a way this does not reproduce (a
     proxy, a host URL with a query): those writes take the client's path, as does a write after
     the configuration was pointed at another host."""
