@@ -260,6 +260,10 @@ class _DirectWrites:
     AUTH_REUSE_SECONDS), on the same pool (TLS, client certificate and CA as configured), with
     the same timeout and urllib3 retry setting; an error answer is turned into the client's
     `ApiException` and translated as `_call` does, so callers see the same error classes.
+    Two deliberate differences: the JSON body is named by a Content-Type (the generated client
+    sends none), and a redirect is reported as the answer it is (a ClientError naming its status)
+    where the client's pool manager, with urllib3's retries off, calls it a lost connection
+    ("too many redirects") — neither path follows it (tests/adapters/test_live_direct_wire.py).
     `direct_writes` returns None when the client is set up in a way this does not reproduce (a
     proxy, a host URL with a query): those writes take the client's path, as does a write after
     the configuration was pointed at another host."""
@@ -313,17 +317,22 @@ class _DirectWrites:
         data = json.dumps(body).encode()
         try:
             resp = self._urlopen(path, data, headers)
-            try:
-                answer = resp.read()
-            finally:
-                resp.release_conn()
-        except urllib3.exceptions.SSLError as exc:  # as the client's REST layer reports it
+        except urllib3.exceptions.SSLError as exc:  # as the client's REST layer reports it around its request
             raise from_client(ApiException(status=0, reason=f"{type(exc).__name__}\n{exc}"), what) from exc
         except Exception as exc:  # noqa: BLE001 - transport failures, translated as the client's are
             raise from_client(exc, what) from exc
+        try:
+            answer = resp.read()
+        except Exception as exc:  # noqa: BLE001 - reading the answer is outside the client's REST wrapper:
+            raise from_client(exc, what) from exc  # its failures (a TLS one too) are translated as they come
+        finally:
+            resp.release_conn()
         if not 200 <= resp.status < 300:
-            error = ApiException(status=resp.status, reason=resp.reason,
-                                 body=answer.decode("utf-8", errors="replace"))
+            try:
+                text: Optional[str] = answer.decode("utf-8")
+            except UnicodeDecodeError:  # the client keeps no body then: the message is the HTTP reason
+                text = None
+            error = ApiException(status=resp.status, reason=resp.reason, body=text)
             error.headers = resp.headers
             raise from_client(error, what) from error
         return True
