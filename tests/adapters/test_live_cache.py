@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import random
 from typing import Any
 
 import pytest
@@ -307,6 +308,20 @@ def test_snapshots_reuse_resolved_pods_until_they_or_their_priority_classes_chan
     assert {p.key: p.spec.priority for p in cache.snapshot().pods} == {"default/a": 7, "default/b": 0}
 
 
+def _window_and_reference(cache: ClusterCache, rng: random.Random, reference: Any) -> tuple[set[str], Any]:
+    """A random window of up to three of the cache's pending pods, and the snapshot ``reference``
+    builds for it from the cache's contents; None for the snapshot when the reference refuses
+    them, after checking that the cache's own snapshot refuses them too."""
+    pending = [k for k, p in cache._objects[PODS].items() if not p.spec.node_name and not cache.is_assumed(k)]
+    window = set(rng.sample(pending, min(len(pending), rng.randint(0, 3))))
+    try:
+        return window, reference(cache, window)
+    except InputError:
+        with pytest.raises(InputError):
+            cache.snapshot(window)
+        return window, None
+
+
 def _reference_snapshot(cache: ClusterCache, window: set[str]) -> ClusterSnapshot:
     """What a snapshot must hold, worked out from scratch the plain way: every pod that holds a
     node as the scheduler sees it (assumed ones on their node, victims terminating), the
@@ -334,7 +349,6 @@ def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed:
     is not the very same object, in the same order, as in the snapshot before. Half the seeds
     index the pods' positions afresh after every few changes, so positions read through gaps
     and a tail of every length are checked too, and snapshots taken before a reindexing."""
-    import random
 
     from adapters.live import cache as cache_module
     from adapters.live.cache import BOUND
@@ -408,13 +422,8 @@ def test_a_snapshot_kept_pod_by_pod_holds_what_one_worked_out_afresh_would(seed:
                                                        "value": rng.randint(1, 1000)})
         else:
             cache.apply(PRIORITY_CLASSES, "DELETED", {"metadata": {"name": rng.choice(["high", "low"])}})
-        pending = [k for k, p in cache._objects[PODS].items() if not p.spec.node_name and not cache.is_assumed(k)]
-        window = set(rng.sample(pending, min(len(pending), rng.randint(0, 3))))
-        try:
-            expected = _reference_snapshot(cache, window)
-        except InputError:
-            with pytest.raises(InputError):
-                cache.snapshot(window)
+        window, expected = _window_and_reference(cache, rng, _reference_snapshot)
+        if expected is None:
             continue
         got = cache.snapshot(window)
         assert {p.key: p.model_dump() for p in got.pods} == {p.key: p.model_dump() for p in expected.pods}
@@ -661,7 +670,6 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
     the cache holds would, its delta must name every bound pod that reads otherwise than in the
     snapshot before, and the solver's context, kept from window to window, must read as one
     built afresh."""
-    import random
 
     from adapters.live import cache as cache_module
     from adapters.live.api_client import PVCS, RESOURCE_CLAIMS
@@ -823,13 +831,8 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
             raw.pop(key)
             assert cache.pod(key) is None and not cache.is_assumed(key)
             assert f"pods/{key}: {field}:" in cache.invalid[(PODS.name, key)]
-        pending = [k for k, p in cache._objects[PODS].items() if not p.spec.node_name and not cache.is_assumed(k)]
-        window = set(rng.sample(pending, min(len(pending), rng.randint(0, 3))))
-        try:
-            expected = _from_scratch(cache, window)
-        except InputError:
-            with pytest.raises(InputError):
-                cache.snapshot(window)
+        window, expected = _window_and_reference(cache, rng, _from_scratch)
+        if expected is None:
             continue
         got = cache.snapshot(window)
         assert {p.key: p.model_dump() for p in got.pods} == {p.key: p.model_dump() for p in expected.pods}, (step, op)
