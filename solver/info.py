@@ -252,7 +252,7 @@ class PodInfo:
             containers=derived.containers,
             created=meta.creation_timestamp or _EPOCH,
             start_time=pod.status.start_time,
-            terminating=meta.deletion_timestamp is not None,
+            terminating=pod.is_terminating,
             match_key=shape.match_key,
             claims=tuple(f"{meta.namespace}/{c}" for c in pod_claims(meta.name, spec.volumes)) if spec.volumes else (),
         )

@@ -241,13 +241,8 @@ class ClusterState:
                 groups[gkey] = [i]
             else:
                 indices.append(i)
-            for term in pod.anti_affinity:
-                owners = self.anti_owners.get(term)
-                if owners is None:
-                    owners = self.anti_owners[term] = np.zeros(len(self.nodes), dtype=np.int64)
-                owners[node] += 1
-            if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
-                self.affinity_pods[key] = pod
+            if pod.anti_affinity or pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
+                self._count_terms(pod, node, 1)
             for claim in pod.claims:
                 self.claim_users[claim] = {**self.claim_users.get(claim, {}), key: node}
         if vectors:
@@ -330,6 +325,11 @@ class ClusterState:
                 del self._groups[key]
         for counts in self._counters_matching(pod):
             counts[node] += delta
+        self._count_terms(pod, node, delta)
+
+    def _count_terms(self, pod: PodInfo, node: int, delta: int) -> None:
+        """The pod's own affinity terms counted in or out: its required anti-affinity terms'
+        owners on ``node``, and whether it is among the pods InterPodAffinity's score reads."""
         for term in pod.anti_affinity:
             owners = self.anti_owners.get(term)
             if owners is None:

@@ -119,14 +119,10 @@ class Normalized:
 
 
 def normalized(raw: Normalized, nodes: np.ndarray, *, reverse: bool) -> np.ndarray | int:
-    """DefaultNormalizeScore of ``raw`` over ``nodes`` (a scalar when it is one constant)."""
+    """DefaultNormalizeScore of ``raw`` over ``nodes``: a scalar when it is a constant the raw
+    values over every node already decide, without gathering them."""
     if reverse and not raw.positive:
         return MAX_NODE_SCORE
     if not reverse and raw.zero:
         return 0
-    values = raw.raw[nodes]
-    top = int(values.max())
-    if top <= 0:
-        return MAX_NODE_SCORE if reverse else values
-    scaled = MAX_NODE_SCORE * values // top
-    return MAX_NODE_SCORE - scaled if reverse else scaled
+    return default_normalize(raw.raw[nodes], reverse=reverse)

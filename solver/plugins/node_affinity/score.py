@@ -24,9 +24,14 @@ NAME = "NodeAffinity"
 def score(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: "ScoreContext") -> np.ndarray | None:
     if not pod.preferred_node_terms:
         return None
-    raw = np.zeros(len(nodes), dtype=np.int64)
+    return default_normalize(raw_weights(pod, sctx)[nodes])
+
+
+def raw_weights(pod: PodInfo, sctx: "ScoreContext") -> np.ndarray:
+    """Over every node, the summed weights of the pod's preferred terms it matches (the raw
+    score before normalizing; greedy's score cache keeps it per pod class)."""
+    raw = np.zeros(sctx.num_nodes, dtype=np.int64)
     for weight, term in pod.preferred_node_terms:
-        if weight == 0:
-            continue
-        raw += weight * sctx.index.term_mask(term)[nodes]
-    return default_normalize(raw)
+        if weight != 0:
+            raw += weight * sctx.index.term_mask(term)
+    return raw

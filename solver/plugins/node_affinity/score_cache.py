@@ -12,6 +12,7 @@ import numpy as np
 from ...info import PodInfo
 from ...state import ClusterState
 from ..helper import Normalized, normalized
+from . import score
 
 
 class AffinityPart:
@@ -34,11 +35,7 @@ class AffinityPart:
             return self._affinity[pod.class_id]
         hit = None
         if pod.preferred_node_terms:
-            raw = np.zeros(len(self.state.nodes), dtype=np.int64)
-            for weight, term in pod.preferred_node_terms:
-                if weight != 0:
-                    raw += weight * self.sctx.index.term_mask(term)
-            hit = Normalized.of(raw)
+            hit = Normalized.of(score.raw_weights(pod, self.sctx))
         if pod.class_id >= 0:
             self._affinity[pod.class_id] = hit
         return hit
