@@ -25,10 +25,12 @@ DEFAULT_WINDOW_WAIT_MS = 200
 # --kubeconfig ... --burst 0 --backlog 0`), 10 ms gave a steady p50 of 15 ms (windows of 1.6 pods,
 # 3.3 ms of CPU per pod) and 0 gave 5 ms (windows of 1.0, 4.2 ms/pod), where kube-scheduler 1.36
 # took 2-8 ms in the same runs (the full peer bench, twice: 27 and 25 -> 5 ms; CPU 1.84x and 1.62x
-# kube-scheduler's before, 1.64x and 1.80x after: the wait saved little CPU against a real server). So it is 0: a pod is decided the moment the loop is free; a burst or a backlog
-# still makes large windows, because pods pile up while the previous window is decided. Part of
-# the CPU a window per pod costs is won back on the lone pod's path (the unchecked binding and
-# event calls of `api_client._unchecked`, no index of every pod when none is left out).
+# kube-scheduler's before, 1.64x and 1.80x after: the wait saved little CPU against a real
+# server). So it is 0: a pod is decided the moment the loop is free; a burst or a backlog still
+# makes large windows, because pods pile up while the previous window is decided. The CPU a
+# window per pod costs is won back on the lone pod's path (README, "The steady CPU round, met":
+# the binding and the event written straight on the client's pool, the solver's part in
+# proportion to the pod, the snapshot made from what changed).
 DEFAULT_BATCH_WAIT_MS = 0
 # The interpreter's switch interval while the live scheduler runs (seconds; Python's default is
 # 0.005). See `LiveOptions.switch_interval`.

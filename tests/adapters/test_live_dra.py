@@ -207,19 +207,26 @@ def test_simulate_places_the_gpu_example_with_claims_made_from_templates(capsys:
     """`run --simulate` on the DRA example: the in-memory server plays the resourceclaim
     controller (claims of templates), the scheduler writes every allocation, and the final
     state — devices included — passes the validator."""
+    out = _simulate("gpus.yaml", capsys)
+    assert "bound 3 pod(s), evicted 0, left 0 unschedulable" in out
+
+
+def _simulate(example: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """`run --simulate` of a DRA example: its output, once the run passed, its final state
+    replayed through the validator without violations, and no live thread left."""
     from pathlib import Path
 
     from adapters.cli import main
     from tests.adapters.live_harness import live_threads
 
-    gpus = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "dra" / "gpus.yaml"
-    status = main(["run", "--simulate", str(gpus), "--arrival-rate", "100", "--engine", "cpsat", "--time-limit", "2",
+    path = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "dra" / example
+    status = main(["run", "--simulate", str(path), "--arrival-rate", "100", "--engine", "cpsat", "--time-limit", "2",
                    "--no-leader-elect", "--duration", "20"])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "bound 3 pod(s), evicted 0, left 0 unschedulable" in out
     assert "final state replayed through the validator: no violations" in out
     assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
+    return out
 
 
 # --- extended resources backed by DRA: the claim kube-scheduler makes itself ---------------------
@@ -333,19 +340,8 @@ def test_a_failed_claim_write_deletes_the_claim_it_made(extended_cluster: Any) -
 
 
 def test_simulate_binds_the_extended_resource_example(capsys: pytest.CaptureFixture[str]) -> None:
-    from pathlib import Path
-
-    from adapters.cli import main
-    from tests.adapters.live_harness import live_threads
-
-    example = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "dra" / "extended.yaml"
-    status = main(["run", "--simulate", str(example), "--arrival-rate", "100", "--engine", "cpsat", "--time-limit", "2",
-                   "--no-leader-elect", "--duration", "20"])
-    out = capsys.readouterr().out
-    assert status == 0, out
+    out = _simulate("extended.yaml", capsys)
     assert "bound 2 pod(s), evicted 0, left 1 unschedulable" in out
-    assert "final state replayed through the validator: no violations" in out
-    assert wait_for(lambda: not live_threads(), timeout=5.0), live_threads()
 
 
 # --- the pieces, each against the same server ----------------------------------------------------

@@ -4,30 +4,17 @@ subrequest given (``request: <request>/<subrequest>``, as kube-scheduler writes 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from adapters.snapshot_io import load_snapshot
 from models import SchedulerConfig
 from solver.api import schedule
 from solver.validate import validate
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples/snapshots/dra"
-CLI = Path(sys.executable).with_name("cpsat-scheduler")
+from tests.solver.dra_cli import EXAMPLES, cli_plan
 
 
 def run(engine: str, name: str, tmp_path: Path) -> tuple[dict, dict[str, list[tuple[str, str]]]]:
-    out = subprocess.run([str(CLI), "schedule", "--engine", engine, "-o", "json", str(EXAMPLES / name)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    plan_path = tmp_path / f"{engine}-plan.json"
-    plan_path.write_text(out.stdout)
-    ok = subprocess.run([str(CLI), "validate", str(EXAMPLES / name), str(plan_path)], capture_output=True, text=True)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    data = json.loads(out.stdout)
+    data = cli_plan(engine, name, tmp_path)
     given = {a["claim"]: [(r["request"], f"{r['pool']}/{r['device']}") for r in a["allocation"]["devices"]["results"]]
              for a in data["allocations"]}
     return {a["pod"]: a["node"] for a in data["assignments"]}, given

@@ -5,8 +5,6 @@ valid, and places at least what greedy places."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,21 +13,7 @@ from adapters.snapshot_io import load_snapshot
 from models import SchedulerConfig
 from solver.api import schedule
 from solver.validate import validate
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples/snapshots/dra"
-CLI = Path(sys.executable).with_name("cpsat-scheduler")
-
-
-def cli_plan(engine: str, name: str, tmp_path: Path) -> dict:
-    out = subprocess.run([str(CLI), "schedule", "--engine", engine, "-o", "json", str(EXAMPLES / name)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    path = tmp_path / f"{engine}.json"
-    path.write_text(out.stdout)
-    ok = subprocess.run([str(CLI), "validate", str(EXAMPLES / name), str(path)], capture_output=True, text=True)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    return json.loads(out.stdout)
+from tests.solver.dra_cli import EXAMPLES, cli_plan
 
 
 def test_a_request_for_all_devices_takes_a_whole_node(tmp_path: Path) -> None:
