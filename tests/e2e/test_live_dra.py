@@ -8,8 +8,9 @@ read back from the real server, which validated them."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
+import pytest
 from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.harness import Cluster, wait_for
@@ -99,88 +100,93 @@ class Dra:
         return [c["metadata"]["name"] for c in found.get("items") or []]
 
 
+@pytest.fixture
+def dra(cluster: Cluster) -> Iterator[Dra]:
+    """The test's DRA objects, deleted at its end once the schedulers it started have stopped
+    (they watch the claims being deleted)."""
+    made = Dra(cluster)
+    yield made
+    for sched in cluster.schedulers:
+        sched.stop()
+    made.close()
+
+
 def _devices(claim: dict[str, Any]) -> list[tuple[str, str, str]]:
     results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
     return sorted((r["driver"], r["pool"], r["device"]) for r in results)
 
 
-def test_claims_are_allocated_reserved_and_read_back_from_the_real_server(cluster: Cluster) -> None:
+def test_claims_are_allocated_reserved_and_read_back_from_the_real_server(cluster: Cluster, dra: Dra) -> None:
     plain = cluster.node("cpu-only")
     gpu_node = cluster.node("gpus")
-    dra = Dra(cluster)
-    try:
-        dra.make_class()
-        dra.publish(gpu_node, 2)
-        sched = cluster.scheduler()
+    dra.make_class()
+    dra.publish(gpu_node, 2)
+    sched = cluster.scheduler()
 
-        # a claim by name: allocated on the only node whose slice has a matching device
-        dra.claim("train-gpu")
-        dra.pod("train", [{"name": "gpu", "resourceClaimName": "train-gpu"}])
-        assert wait_for(lambda: cluster.node_of("train"), timeout=60) == gpu_node, sched.text()[-3000:]
-        claim = dra.read("train-gpu")
-        [taken] = _devices(claim)
-        assert taken[:2] == (dra.driver, gpu_node) and taken[2] in ("gpu-0", "gpu-1")
-        allocation = claim["status"]["allocation"]
-        assert allocation["devices"]["results"][0]["request"] == "gpu"
-        terms = allocation["nodeSelector"]["nodeSelectorTerms"]
-        assert terms[0]["matchFields"][0] == {"key": "metadata.name", "operator": "In", "values": [gpu_node]}
-        train_uid = cluster.core.read_namespaced_pod("train", cluster.ns).metadata.uid
-        assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "train", "uid": train_uid}]
-        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+    # a claim by name: allocated on the only node whose slice has a matching device
+    dra.claim("train-gpu")
+    dra.pod("train", [{"name": "gpu", "resourceClaimName": "train-gpu"}])
+    assert wait_for(lambda: cluster.node_of("train"), timeout=60) == gpu_node, sched.text()[-3000:]
+    claim = dra.read("train-gpu")
+    [taken] = _devices(claim)
+    assert taken[:2] == (dra.driver, gpu_node) and taken[2] in ("gpu-0", "gpu-1")
+    allocation = claim["status"]["allocation"]
+    assert allocation["devices"]["results"][0]["request"] == "gpu"
+    terms = allocation["nodeSelector"]["nodeSelectorTerms"]
+    assert terms[0]["matchFields"][0] == {"key": "metadata.name", "operator": "In", "values": [gpu_node]}
+    train_uid = cluster.core.read_namespaced_pod("train", cluster.ns).metadata.uid
+    assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "train", "uid": train_uid}]
+    assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
 
-        # a claim from a template: the scheduler waits for the controller's claim and makes none
-        dra.template("one-gpu")
-        dra.pod("tuned", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
-        assert wait_for(lambda: any(e.involved_object.name == "tuned" and "ResourceClaim not created yet" in e.message
-                                    for e in cluster.events("FailedScheduling")), timeout=60), sched.text()[-3000:]
-        assert cluster.node_of("tuned") is None and dra._claims() == ["train-gpu"]
-        # ... the resourceclaim controller's part: the claim, owned by the pod, and the pod's status
-        pod = cluster.core.read_namespaced_pod("tuned", cluster.ns)
-        made = "tuned-gpu-x7k2q"
-        dra.claim(made, metadata={
-            "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "tuned", "uid": pod.metadata.uid,
-                                 "controller": True, "blockOwnerDeletion": True}]})
-        cluster.core.patch_namespaced_pod_status("tuned", cluster.ns, {"status": {
-            "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": made}]}})
-        assert wait_for(lambda: cluster.node_of("tuned"), timeout=60) == gpu_node, sched.text()[-3000:]
-        tuned = dra.read(made)
-        assert [r["name"] for r in tuned["status"]["reservedFor"]] == ["tuned"]
-        # two claims, two different devices of the node's two
-        assert sorted(_devices(tuned) + _devices(dra.read("train-gpu"))) == [
-            (dra.driver, gpu_node, "gpu-0"), (dra.driver, gpu_node, "gpu-1")]
+    # a claim from a template: the scheduler waits for the controller's claim and makes none
+    dra.template("one-gpu")
+    dra.pod("tuned", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    assert wait_for(lambda: any(e.involved_object.name == "tuned" and "ResourceClaim not created yet" in e.message
+                                for e in cluster.events("FailedScheduling")), timeout=60), sched.text()[-3000:]
+    assert cluster.node_of("tuned") is None and dra._claims() == ["train-gpu"]
+    # ... the resourceclaim controller's part: the claim, owned by the pod, and the pod's status
+    pod = cluster.core.read_namespaced_pod("tuned", cluster.ns)
+    made = "tuned-gpu-x7k2q"
+    dra.claim(made, metadata={
+        "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "tuned", "uid": pod.metadata.uid,
+                             "controller": True, "blockOwnerDeletion": True}]})
+    cluster.core.patch_namespaced_pod_status("tuned", cluster.ns, {"status": {
+        "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": made}]}})
+    assert wait_for(lambda: cluster.node_of("tuned"), timeout=60) == gpu_node, sched.text()[-3000:]
+    tuned = dra.read(made)
+    assert [r["name"] for r in tuned["status"]["reservedFor"]] == ["tuned"]
+    # two claims, two different devices of the node's two
+    assert sorted(_devices(tuned) + _devices(dra.read("train-gpu"))) == [
+        (dra.driver, gpu_node, "gpu-0"), (dra.driver, gpu_node, "gpu-1")]
 
-        # no device left: a third claim's pod waits, and nothing is written for it
-        dra.claim("late-gpu")
-        dra.pod("late", [{"name": "gpu", "resourceClaimName": "late-gpu"}])
-        assert wait_for(lambda: any(e.involved_object.name == "late" for e in cluster.events("FailedScheduling")),
-                        timeout=60), sched.text()[-3000:]
-        assert cluster.node_of("late") is None
-        assert not (dra.read("late-gpu").get("status") or {}).get("allocation")
-        assert plain not in cluster.bound().values()
+    # no device left: a third claim's pod waits, and nothing is written for it
+    dra.claim("late-gpu")
+    dra.pod("late", [{"name": "gpu", "resourceClaimName": "late-gpu"}])
+    assert wait_for(lambda: any(e.involved_object.name == "late" for e in cluster.events("FailedScheduling")),
+                    timeout=60), sched.text()[-3000:]
+    assert cluster.node_of("late") is None
+    assert not (dra.read("late-gpu").get("status") or {}).get("allocation")
+    assert plain not in cluster.bound().values()
 
-        # the driver of the other node publishes two GPUs: the waiting pod is placed there, and a
-        # claim two pods share is allocated once (the last device) and reserved for both
-        dra.publish(plain, 2)
-        assert wait_for(lambda: cluster.node_of("late"), timeout=60) == plain, sched.text()[-3000:]
-        assert [d[1] for d in _devices(dra.read("late-gpu"))] == [plain]
-        dra.claim("shared-gpu")
-        dra.pod("reader-0", [{"name": "gpu", "resourceClaimName": "shared-gpu"}])
-        dra.pod("reader-1", [{"name": "gpu", "resourceClaimName": "shared-gpu"}])
-        assert wait_for(lambda: cluster.node_of("reader-0") and cluster.node_of("reader-1"), timeout=60), \
-            sched.text()[-3000:]
-        assert cluster.node_of("reader-0") == cluster.node_of("reader-1") == plain
-        shared = dra.read("shared-gpu")
-        assert len(_devices(shared)) == 1 and _devices(shared) != _devices(dra.read("late-gpu"))
-        assert sorted(r["name"] for r in shared["status"]["reservedFor"]) == ["reader-0", "reader-1"]
-        _no_denials(sched.text())
-    finally:
-        for sched in cluster.schedulers:
-            sched.stop()
-        dra.close()
+    # the driver of the other node publishes two GPUs: the waiting pod is placed there, and a
+    # claim two pods share is allocated once (the last device) and reserved for both
+    dra.publish(plain, 2)
+    assert wait_for(lambda: cluster.node_of("late"), timeout=60) == plain, sched.text()[-3000:]
+    assert [d[1] for d in _devices(dra.read("late-gpu"))] == [plain]
+    dra.claim("shared-gpu")
+    dra.pod("reader-0", [{"name": "gpu", "resourceClaimName": "shared-gpu"}])
+    dra.pod("reader-1", [{"name": "gpu", "resourceClaimName": "shared-gpu"}])
+    assert wait_for(lambda: cluster.node_of("reader-0") and cluster.node_of("reader-1"), timeout=60), \
+        sched.text()[-3000:]
+    assert cluster.node_of("reader-0") == cluster.node_of("reader-1") == plain
+    shared = dra.read("shared-gpu")
+    assert len(_devices(shared)) == 1 and _devices(shared) != _devices(dra.read("late-gpu"))
+    assert sorted(r["name"] for r in shared["status"]["reservedFor"]) == ["reader-0", "reader-1"]
+    _no_denials(sched.text())
 
 
-def test_a_released_claim_is_deallocated_on_the_real_server(cluster: Cluster) -> None:
+def test_a_released_claim_is_deallocated_on_the_real_server(cluster: Cluster, dra: Dra) -> None:
     """What a failed bind undoes, as the scheduler's identity (its RBAC) on the real server:
     the claim written for a pod, then released — reservedFor emptied, the allocation and the
     finalizer gone — every step accepted by kube-apiserver's validation."""
@@ -188,7 +194,6 @@ def test_a_released_claim_is_deallocated_on_the_real_server(cluster: Cluster) ->
     from adapters.live.api_client import KubeApi, load_api_client
 
     gpu_node = cluster.node("gpus")
-    dra = Dra(cluster)
     api = KubeApi(load_api_client(str(cluster.plane.scheduler_kubeconfig)))
     try:
         dra.make_class()
@@ -212,66 +217,58 @@ def test_a_released_claim_is_deallocated_on_the_real_server(cluster: Cluster) ->
         assert FINALIZER not in (released["metadata"].get("finalizers") or [])
     finally:
         api.close()
-        dra.close()
 
 
-def test_an_extended_resource_backed_by_dra_gets_the_claim_kube_scheduler_makes(cluster: Cluster) -> None:
+def test_an_extended_resource_backed_by_dra_gets_the_claim_kube_scheduler_makes(cluster: Cluster, dra: Dra) -> None:
     """A pod asking for an extended resource that a DeviceClass names (no resourceClaims of its
     own): the scheduler creates the claim kube-scheduler 1.36 makes, writes its allocation and
     reservedFor, patches the pod's status.extendedResourceClaimStatus, then binds — each write
     accepted by the real server under the deploy RBAC and read back from it."""
     gpu_node = cluster.node("gpus")
-    dra = Dra(cluster)
     resource = f"{cluster.prefix}.example.com/gpu"
-    try:
-        dra.make_class()
-        cluster.custom.patch_cluster_custom_object(GROUP, VERSION, "deviceclasses", dra.device_class,
-                                                   {"spec": {"extendedResourceName": resource}})
-        dra.publish(gpu_node, 1)
-        sched = cluster.scheduler()
-        for name in ("ext-0", "ext-1"):
-            cluster.core.create_namespaced_pod(cluster.ns, {
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                "spec": {"schedulerName": "cpsat-scheduler",
-                         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                         "resources": {"requests": {"cpu": "100m", resource: "1"},
-                                                       "limits": {resource: "1"}}}]}})
-        assert wait_for(lambda: cluster.node_of("ext-0") or cluster.node_of("ext-1"), timeout=60), sched.text()[-3000:]
-        placed = "ext-0" if cluster.node_of("ext-0") else "ext-1"
-        other = "ext-1" if placed == "ext-0" else "ext-0"
-        assert cluster.node_of(placed) == gpu_node
-        pod = cluster.core.api_client.sanitize_for_serialization(cluster.core.read_namespaced_pod(placed, cluster.ns))
-        status = pod["status"]["extendedResourceClaimStatus"]
-        claim = dra.read(status["resourceClaimName"])
-        meta = claim["metadata"]
-        assert meta["name"].startswith(f"{placed}-extended-resources-")
-        assert meta["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
-        assert [(r["kind"], r["name"], r["uid"], r["controller"]) for r in meta["ownerReferences"]] == [
-            ("Pod", placed, pod["metadata"]["uid"], True)]
-        assert claim["spec"]["devices"]["requests"][0]["name"] == "container-0-request-1"  # cpu, then the GPU
-        assert _devices(claim) == [(dra.driver, gpu_node, "gpu-0")]
-        assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": placed, "uid": pod["metadata"]["uid"]}]
-        assert status["requestMappings"] == [{"containerName": "main", "resourceName": resource,
-                                              "requestName": "container-0-request-1"}]
-        # one device only: the other pod waits, and no claim is made for it
-        assert wait_for(lambda: any(e.involved_object.name == other for e in cluster.events("FailedScheduling")),
-                        timeout=60), sched.text()[-3000:]
-        assert cluster.node_of(other) is None and len(dra._claims()) == 1
-        _no_denials(sched.text())
-    finally:
-        for sched in cluster.schedulers:
-            sched.stop()
-        dra.close()
+    dra.make_class()
+    cluster.custom.patch_cluster_custom_object(GROUP, VERSION, "deviceclasses", dra.device_class,
+                                               {"spec": {"extendedResourceName": resource}})
+    dra.publish(gpu_node, 1)
+    sched = cluster.scheduler()
+    for name in ("ext-0", "ext-1"):
+        cluster.core.create_namespaced_pod(cluster.ns, {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"schedulerName": "cpsat-scheduler",
+                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "100m", resource: "1"},
+                                                   "limits": {resource: "1"}}}]}})
+    assert wait_for(lambda: cluster.node_of("ext-0") or cluster.node_of("ext-1"), timeout=60), sched.text()[-3000:]
+    placed = "ext-0" if cluster.node_of("ext-0") else "ext-1"
+    other = "ext-1" if placed == "ext-0" else "ext-0"
+    assert cluster.node_of(placed) == gpu_node
+    pod = cluster.core.api_client.sanitize_for_serialization(cluster.core.read_namespaced_pod(placed, cluster.ns))
+    status = pod["status"]["extendedResourceClaimStatus"]
+    claim = dra.read(status["resourceClaimName"])
+    meta = claim["metadata"]
+    assert meta["name"].startswith(f"{placed}-extended-resources-")
+    assert meta["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
+    assert [(r["kind"], r["name"], r["uid"], r["controller"]) for r in meta["ownerReferences"]] == [
+        ("Pod", placed, pod["metadata"]["uid"], True)]
+    assert claim["spec"]["devices"]["requests"][0]["name"] == "container-0-request-1"  # cpu, then the GPU
+    assert _devices(claim) == [(dra.driver, gpu_node, "gpu-0")]
+    assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": placed, "uid": pod["metadata"]["uid"]}]
+    assert status["requestMappings"] == [{"containerName": "main", "resourceName": resource,
+                                          "requestName": "container-0-request-1"}]
+    # one device only: the other pod waits, and no claim is made for it
+    assert wait_for(lambda: any(e.involved_object.name == other for e in cluster.events("FailedScheduling")),
+                    timeout=60), sched.text()[-3000:]
+    assert cluster.node_of(other) is None and len(dra._claims()) == 1
+    _no_denials(sched.text())
 
 
-def test_a_made_claim_is_deleted_on_the_real_server_when_the_pod_is_not_bound(cluster: Cluster) -> None:
+def test_a_made_claim_is_deleted_on_the_real_server_when_the_pod_is_not_bound(cluster: Cluster, dra: Dra) -> None:
     """Unreserve of the claim the scheduler made, as the scheduler's identity: created, written,
     the pod's status patched, then deleted again (finalizer lifted first) — nothing left."""
     from adapters.live.dra_writes import ClaimUse, ClaimWriter, extended_claim
     from adapters.live.api_client import KubeApi, load_api_client
 
     gpu_node = cluster.node("gpus")
-    dra = Dra(cluster)
     api = KubeApi(load_api_client(str(cluster.plane.scheduler_kubeconfig)))
     try:
         dra.make_class()
@@ -303,4 +300,4 @@ def test_a_made_claim_is_deleted_on_the_real_server_when_the_pod_is_not_bound(cl
         assert dra._claims() == []
     finally:
         api.close()
-        dra.close()
+
