@@ -1,7 +1,9 @@
 """Latency, throughput and CPU of the live scheduler, on the in-memory API server or a real one.
 
-    python -m adapters.bench.live [--nodes 500] [--burst 3000] [--backlog 3000] [--rate 100]
-                                  [--duration 30] [--engine both] [--kubeconfig PATH]
+    cpsat-scheduler bench --live [--nodes 500] [--burst 3000] [--backlog 3000] [--rate 100]
+                                 [--duration 30] [--engine both] [--kubeconfig PATH]
+
+(or `python -m adapters.bench.live ...`, the same options.)
 
 Three rows per engine (CP-SAT, then greedy `scheduleOne` for comparison), the setups of
 kube-scheduler's own comparisons:
@@ -43,6 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from models import InputError
+
 from .live_target import ClusterTarget, InMemoryTarget, Recorder, process_cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +58,8 @@ STOP_GRACE_SECONDS = 30.0
 EVENTS_SECONDS = 30.0
 PHASES = ("burst", "backlog", "steady")
 PEER = "kube-scheduler"  # the engine name of the real kube-scheduler run as the peer
+PROG = "python -m adapters.bench.live"  # also `cpsat-scheduler bench --live` (adapters/commands/bench.py)
+EXIT_USAGE, EXIT_INTERRUPTED = 2, 130  # as the cpsat-scheduler command's (adapters/cli.py)
 
 
 @dataclass
@@ -376,13 +382,13 @@ def engines_of(args: argparse.Namespace) -> list[str]:
     real kube-scheduler (--kube-scheduler), on the same server."""
     if args.engine in ("peer", PEER):
         if not args.kube_scheduler or not args.kubeconfig:
-            raise SystemExit("python -m adapters.bench.live: error: --engine peer and kube-scheduler need "
-                             "--kube-scheduler PATH (its binary) and --kubeconfig PATH (a real API server)")
+            raise InputError("--engine", "", f"{args.engine} needs --kube-scheduler PATH (its binary) and "
+                             "--kubeconfig PATH (a real API server)")
     return {"both": ["cpsat", "greedy"], "peer": ["cpsat", PEER]}.get(args.engine, [args.engine])
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m adapters.bench.live", description=__doc__,
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--rate", type=float, default=100.0, help="pods created per second in the steady phase")
@@ -416,9 +422,54 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    args = _parser().parse_args(argv)
-    results = [Bench(args).run_engine(engine) for engine in engines_of(args)]
+def check_args(args: argparse.Namespace) -> None:
+    """Bad settings refused before anything is created on a server, and the output places made
+    ready, so that a run of minutes never ends in an error about where to write its results."""
+    engines_of(args)
+    for name in ("nodes", "rate"):
+        if getattr(args, name) <= 0:
+            raise InputError(f"--{name}", "", f"must be above 0, not {getattr(args, name):g}")
+    for name in ("duration", "burst", "backlog"):
+        if getattr(args, name) < 0:
+            raise InputError(f"--{name}", "", f"must be 0 or more, not {getattr(args, name):g}")
+    if args.engine in ("peer", PEER):
+        _check_peer_binary(args.kube_scheduler)
+    if args.kubeconfig and not Path(args.kubeconfig).is_file():
+        raise InputError("--kubeconfig", args.kubeconfig, "no such file")
+    if args.json and not Path(args.json).resolve().parent.is_dir():
+        raise InputError("--json", args.json, "its directory does not exist")
+    if args.keep_logs:
+        try:
+            Path(args.keep_logs).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError("--keep-logs", args.keep_logs, f"cannot make the directory: {exc.strerror or exc}") from None
+
+
+def _check_peer_binary(path: str) -> None:
+    """The peer must run, or a run of minutes would end when its turn came: `--version` answers."""
+    try:
+        answer = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError("--kube-scheduler", path, f"cannot run it: {getattr(exc, 'strerror', None) or exc}") from None
+    if answer.returncode != 0 or "Kubernetes" not in answer.stdout:
+        raise InputError("--kube-scheduler", path, "not a kube-scheduler binary (its --version does not answer "
+                         "'Kubernetes v...')")
+
+
+def main(argv: Optional[list[str]] = None, prog: str = PROG) -> int:
+    """The command line; `prog` names it in help and errors. Bad settings or a server the bench
+    cannot use end with one line, ``<prog>: error: <what>: <problem>``, and status 2."""
+    parser = _parser(prog)
+    args = parser.parse_args(argv)
+    try:
+        check_args(args)
+        results = [Bench(args).run_engine(engine) for engine in engines_of(args)]
+    except InputError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted: no results printed", file=sys.stderr)
+        return EXIT_INTERRUPTED
     text = report(results, args)
     print(text)
     if args.json:

@@ -26,6 +26,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
+from models import InputError
+
 log = logging.getLogger(__name__)
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -171,8 +173,12 @@ class ClusterTarget:
         self.kubeconfig = kubeconfig
         self.recorder = Recorder()
         configuration = client.Configuration()
-        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
-                                persist_config=False)
+        try:
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
+                                    persist_config=False)
+        except Exception as exc:  # noqa: BLE001 - the loader's errors vary; none carries the file's content
+            raise InputError(kubeconfig, f"context {context}" if context else "",
+                             f"cannot load cluster credentials: {_first_line(exc)}") from None
         configuration.connection_pool_maxsize = self.CREATE_THREADS * 2
         self.api_client = client.ApiClient(configuration)
         self.core = client.CoreV1Api(self.api_client)
@@ -180,17 +186,23 @@ class ClusterTarget:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pool = ThreadPoolExecutor(self.CREATE_THREADS, thread_name_prefix="bench-create")
+        self._made = False  # the namespace exists: from then on, `close` has something to delete
         try:
             self.core.create_namespace(_body({"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": self.namespace, "labels": {RUN_LABEL: self.run}}}))
+            self._made = True
             self._default_service_account()
             list(self._pool.map(self._create_node, range(nodes)))
             for target in (self._watch_pods, self._watch_events, self._heartbeat):
                 thread = threading.Thread(target=target, name=f"bench-{target.__name__}", daemon=True)
                 thread.start()
                 self._threads.append(thread)
-        except BaseException:
+        except BaseException as exc:
             self.close()
+            if isinstance(exc, Exception) and not isinstance(exc, InputError):
+                # No namespace or nodes of the run, or no server: the user's setup, said in a line.
+                raise InputError(kubeconfig, "", f"cannot set up the bench on {configuration.host}: "
+                                 f"{_first_line(exc)}") from None
             raise
         print(f"[bench] created namespace {self.namespace} and {nodes} fake nodes labelled {RUN_LABEL}={self.run}",
               file=sys.stderr)
@@ -268,14 +280,14 @@ class ClusterTarget:
         self.core.delete_collection_namespaced_pod(self.namespace, grace_period_seconds=0)
 
     def close(self) -> None:
-        """Delete the pods, the namespace and the nodes this run created (safe to call twice)."""
+        """Delete the pods, the namespace and the nodes this run created (safe to call twice);
+        nothing when the namespace was never made (nor, then, any node)."""
         self._stop.set()
+        steps = (("pods", lambda: self.core.delete_collection_namespaced_pod(self.namespace, grace_period_seconds=0)),
+                 ("namespace", lambda: self.core.delete_namespace(self.namespace)),
+                 ("nodes", lambda: self.core.delete_collection_node(label_selector=f"{RUN_LABEL}={self.run}")))
         errors = []
-        for what, call in (("pods", lambda: self.core.delete_collection_namespaced_pod(
-                                self.namespace, grace_period_seconds=0)),
-                           ("namespace", lambda: self.core.delete_namespace(self.namespace)),
-                           ("nodes", lambda: self.core.delete_collection_node(
-                                label_selector=f"{RUN_LABEL}={self.run}"))):
+        for what, call in steps if self._made else ():
             try:
                 call()
             except Exception as exc:  # noqa: BLE001 - clean up what can be, then say what could not
@@ -286,12 +298,27 @@ class ClusterTarget:
         for thread in self._threads:
             thread.join(2.0)
         self.api_client.close()
+        if not self._made:
+            return
         if errors:
             print(f"[bench] cleanup incomplete ({'; '.join(errors)}): delete namespace {self.namespace} and nodes "
                   f"labelled {RUN_LABEL}={self.run} by hand", file=sys.stderr)
         else:
             print(f"[bench] deleted namespace {self.namespace} and the {len(self.node_names)} fake nodes",
                   file=sys.stderr)
+
+
+def _first_line(exc: BaseException) -> str:
+    """An API or connection error in one line: the status and reason of an HTTP answer (its body
+    may be a whole Status object), else the error's own first line."""
+    status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
+    if isinstance(status, int) and status:
+        return f"{status} {reason or ''}".strip() + (" (the bench needs rights to create and delete nodes, "
+                                                     "namespaces and pods)" if status in (401, 403) else "")
+    if isinstance(reason, Exception):  # urllib3's MaxRetryError: what the last attempt met
+        exc = reason
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def process_cpu_seconds(pid: int) -> Optional[float]:

@@ -4,6 +4,9 @@ Each workload is generated from its seed, parsed once, and decided by ``cpsat`` 
 (kube-scheduler's scheduleOne) window by window; every plan goes through the independent
 validator. How windows are cut and what each figure means: ``adapters/bench/runner.py``.
 
+``bench --live ...`` runs the live scheduler's benchmark instead (``adapters/bench/live.py``),
+with every option after ``--live``.
+
 Exit status: 0 when every plan is valid and cpsat's priority-weighted placement is at least
 greedy's on every workload; 1 when a plan is invalid or cpsat falls below greedy (the quality
 floor CI checks); 2 for bad usage, including ``--plot`` without matplotlib.
@@ -105,7 +108,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "against the file's size (default on; --no-input-memory skips it)",
     )
     parser.add_argument("--dump", metavar="DIR", help="also write each generated workload to DIR as a kubectl-style JSON List")
+    parser.add_argument(
+        "--live", nargs=argparse.REMAINDER, action=_Live, metavar="OPTION",
+        help="benchmark the live scheduler instead: burst, backlog and steady arrival on the in-memory API "
+        "server or, with --kubeconfig, a real one (--engine peer: beside the real kube-scheduler); every "
+        "option after --live is the live bench's (`cpsat-scheduler bench --live --help` lists them)",
+    )
+    _DEFAULTS.update((name, value) for name, value in vars(parser.parse_args([])).items() if name != "live")
     parser.set_defaults(handler=run, decides=True)
+
+
+# The defaults of bench's own options (filled by `register`): one set before --live is refused.
+_DEFAULTS: dict[str, Any] = {}
+
+
+class _Live(argparse.Action):
+    """``--live ...``: the rest of the line goes to the live bench (``adapters/bench/live.py``),
+    which runs a scheduler process and an API server's watches, not a decision in this process:
+    Ctrl-C must reach it as itself, to stop the run and delete what it made on the server."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        setattr(namespace, self.dest, list(values))
+        namespace.decides = False
 
 
 def _progress(message: str) -> None:
@@ -113,6 +138,8 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.live is not None:
+        return _run_live(args)
     from adapters.bench import WORKLOADS, dump
     from adapters.bench.report import PlotUnavailable, plot_report, report_table, require_matplotlib
     from adapters.bench.runner import run_suite
@@ -169,6 +196,20 @@ def run(args: argparse.Namespace) -> int:
         plot_report(report, args.plot)
         _progress(f"chart written to {args.plot}")
     return 0 if report.ok else 1
+
+
+def _run_live(args: argparse.Namespace) -> int:
+    from adapters.bench import live
+
+    given = [f"--{name.replace('_', '-')}" for name, default in _DEFAULTS.items()
+             if getattr(args, name, default) != default]
+    if given:
+        raise InputError("--live", "", f"{', '.join(given)} before --live: the live bench takes its own options, "
+                         "after --live (`cpsat-scheduler bench --live --help`)")
+    try:
+        return live.main(args.live, prog="cpsat-scheduler bench --live")
+    except SystemExit as exc:  # its own usage errors (2) and --help (0)
+        return exc.code if isinstance(exc.code, int) else 2
 
 
 def _config(args: argparse.Namespace):

@@ -4,6 +4,8 @@ against an API server it must set up (fake Ready nodes, a namespace) and clean u
 from __future__ import annotations
 
 import argparse
+import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -78,8 +80,84 @@ def test_the_live_bench_runs_by_its_path_and_by_the_path_kept_for_scripts(module
     assert "--kube-scheduler PATH" in helped.stdout and "*burst*" in helped.stdout
     refused = subprocess.run([sys.executable, "-m", module, "--engine", "peer"], cwd=root, capture_output=True,
                              text=True, timeout=60)
-    assert refused.returncode != 0
-    assert "--engine peer and kube-scheduler need --kube-scheduler PATH" in refused.stderr
+    assert refused.returncode == 2
+    assert refused.stderr == ("python -m adapters.bench.live: error: --engine: peer needs --kube-scheduler PATH "
+                              "(its binary) and --kubeconfig PATH (a real API server)\n")
+
+
+def test_cpsat_scheduler_bench_live_runs_the_live_bench(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cpsat-scheduler bench --live ...`, the command issue 25 names: every option after --live
+    is the live bench's; the logs' directory is made when missing; the JSON holds what the table says."""
+    from adapters import cli
+
+    logs, out = tmp_path / "runs" / "today", tmp_path / "live.json"
+    assert cli.main(["bench", "--live", "--engine", "greedy", "--nodes", "6", "--rate", "10", "--duration", "1",
+                     "--burst", "0", "--backlog", "0", "--keep-logs", str(logs), "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "live scheduler benchmark on the in-memory API server: 6 nodes" in table
+    assert "\ngreedy  steady      10/10 " in table
+    (result,) = json.loads(out.read_text())["results"]
+    assert result["engine"] == "greedy" and result["sustained"]["bound"] == 10 == result["sustained"]["events"]
+    assert len((logs / "pods-greedy.tsv").read_text().splitlines()) == 10
+
+
+def _dead_server(tmp_path: Path) -> str:
+    """A kubeconfig naming a port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = tmp_path / "dead.kubeconfig"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+current-context: dead
+clusters: [{{name: dead, cluster: {{server: "http://127.0.0.1:{port}"}}}}]
+users: [{{name: dead, user: {{token: t}}}}]
+contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
+""")
+    return str(path)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--engine", "peer"], "--engine: peer needs --kube-scheduler PATH"),
+    (["--engine", "kube-scheduler", "--kube-scheduler", "ks"], "--engine: kube-scheduler needs --kube-scheduler PATH"),
+    (["--nodes", "0"], "--nodes: must be above 0, not 0"),
+    (["--rate", "-1"], "--rate: must be above 0, not -1"),
+    (["--burst", "-5"], "--burst: must be 0 or more, not -5"),
+    (["--kubeconfig", "{tmp}/missing"], "--kubeconfig: {tmp}/missing: no such file"),
+    (["--json", "{tmp}/no/such/dir/out.json"], "--json: {tmp}/no/such/dir/out.json: its directory does not exist"),
+    (["--keep-logs", "{tmp}/a-file/logs"], "--keep-logs: {tmp}/a-file/logs: cannot make the directory: "),
+    (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", sys.executable],
+     f"--kube-scheduler: {sys.executable}: not a kube-scheduler binary"),
+    (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "{tmp}/a-file"],
+     "--kube-scheduler: {tmp}/a-file: cannot run it: "),
+    (["--kubeconfig", "{tmp}/a-file"], "{tmp}/a-file: cannot load cluster credentials: "),
+    (["--kubeconfig", "{dead}"], "{dead}: cannot set up the bench on http://127.0.0.1:"),
+])
+def test_bad_settings_and_unusable_servers_end_in_one_line_and_status_2(
+        argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked before a scheduler starts or anything is made on a server: a run of minutes never
+    ends on a setting it could have refused at once; no traceback, nothing printed on stdout."""
+    from adapters import cli
+
+    (tmp_path / "a-file").write_text("not a kubeconfig, nor a program\n")
+    places = {"tmp": str(tmp_path), "dead": _dead_server(tmp_path) if "{dead}" in argv else ""}
+    argv = [a.format(**places) for a in argv]
+    assert cli.main(["bench", "--live", "--duration", "1", "--burst", "0", "--backlog", "0", *argv]) == 2
+    captured = capsys.readouterr()
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith("cpsat-scheduler bench --live: error: " + message.format(**places)), captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_options_of_the_solver_bench_before_live_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench --time-limit 3 --live ...` would look like a live run with a 3 s limit and silently
+    not be one: the options go after --live."""
+    from adapters import cli
+
+    assert cli.main(["bench", "--time-limit", "3", "--seed", "2", "--live", "--nodes", "5"]) == 2
+    assert capsys.readouterr().err == ("cpsat-scheduler: error: --live: --time-limit, --seed before --live: the live "
+                                       "bench takes its own options, after --live (`cpsat-scheduler bench --live "
+                                       "--help`)\n")
 
 
 def test_window_cost_times_each_step_of_a_window(capsys: pytest.CaptureFixture[str]) -> None:
