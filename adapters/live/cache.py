@@ -418,8 +418,8 @@ class ClusterCache:
         """A watched pod that has a node ends its assumption; one still unbound refreshes it."""
         key = pod.key
         assumption = self._assumed.get(key)
-        if key in self._evicting and pod.is_terminating:
-            self._evicting[key] = pod
+        if key in self._evicting:  # the victim as it is now: labels changed meanwhile count (affinity, spread)
+            self._evicting[key] = pod if pod.is_terminating else _terminating(pod)
         if assumption is None:
             return
         if pod.spec.node_name:

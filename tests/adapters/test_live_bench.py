@@ -169,3 +169,12 @@ def test_window_cost_times_each_step_of_a_window(capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert out.startswith("20 nodes, 60 running pods, windows of 3: ms per window: snapshot ")
     assert all(step in out for step in ("decide", "check", "assume and confirm", "total"))
+
+
+def test_the_table_gives_latencies_under_10_ms_to_a_tenth() -> None:
+    """On a real server a lone pod's p50 is a few milliseconds: 2.6 and 3.4 ms must not both read '3ms'."""
+    steady = bench.PhaseResult(pods=10, bound=10, seconds=1.0, p50=0.0034, p90=0.0261, p99=0.0999, max=0.2)
+    text = bench.report([bench.EngineResult(engine="greedy", sustained=steady, burst=None)],
+                        bench._parser().parse_args([]))
+    (row,) = [line for line in text.splitlines() if line.startswith("greedy ")]
+    assert row.split()[6:9] == ["3.4ms", "26ms", "100ms"]

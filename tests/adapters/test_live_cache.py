@@ -186,6 +186,26 @@ def test_victims_being_evicted_show_as_terminating() -> None:
     assert not cache.snapshot().pods[0].is_terminating
 
 
+def test_a_victim_changed_before_it_turns_terminating_shows_as_it_is_now() -> None:
+    """The eviction is asked for, then the victim is relabelled before its deletion starts: the
+    snapshot shows the new labels (other pods' affinity and spread read them), still terminating."""
+    cache = synced_cache([node("n1")], [pod("victim", node_name="n1", running=True)])
+    assert cache.mark_evicting("default/victim")
+    before = cache.snapshot()  # kept: the next snapshot's delta is counted from a live one
+    relabelled = pod("victim", node_name="n1", running=True)
+    relabelled["metadata"]["labels"] = {"app": "moved"}
+    relabelled["metadata"]["resourceVersion"] = "9"
+    cache.apply(PODS, "MODIFIED", relabelled)
+    snapshot = cache.snapshot()
+    (shown,) = snapshot.pods
+    assert shown.is_terminating and shown.spec.node_name == "n1" and shown.metadata.labels == {"app": "moved"}
+    assert snapshot.delta is not None and snapshot.delta.base() is before
+    assert "default/victim" in snapshot.delta.pods  # the solver's kept state hears of it
+    cache.unmark_evicting("default/victim")
+    (shown,) = cache.snapshot().pods
+    assert not shown.is_terminating and shown.metadata.labels == {"app": "moved"}
+
+
 def test_relist_deletes_what_is_gone() -> None:
     listener = Recorder()
     cache = synced_cache([node("n1")], [pod("a"), pod("b")])
