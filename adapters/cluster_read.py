@@ -109,7 +109,7 @@ class ClusterSource:
 def read_cluster(args: argparse.Namespace) -> ClusterSource:
     """Every kind in KINDS listed from the cluster of args' kubeconfig/context/in-cluster.
     Refusals, unreachable servers and bad credentials are input errors naming the cluster."""
-    from adapters.live.api_client import load_api_client
+    from adapters.live.api_client import credentials_refused, load_api_client
 
     in_cluster = bool(getattr(args, "in_cluster", False))
     where = "in-cluster service account" if in_cluster else (args.kubeconfig or os.environ.get("KUBECONFIG")
@@ -119,8 +119,7 @@ def read_cluster(args: argparse.Namespace) -> ClusterSource:
     try:
         api = load_api_client(kubeconfig, in_cluster=in_cluster, context=args.context)
     except Exception as exc:  # noqa: BLE001 - the config loader's errors vary; none carries the file's content
-        raise InputError(where, "", f"cannot load cluster credentials: {type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")) from None
+        raise credentials_refused(where, exc) from None
     label = f"cluster {api.configuration.host}"
     try:
         items: list[dict[str, Any]] = []

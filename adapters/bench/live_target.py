@@ -167,6 +167,8 @@ class ClusterTarget:
     def __init__(self, kubeconfig: str, nodes: int, scheduler: str, *, context: Optional[str] = None) -> None:
         from kubernetes import client, config
 
+        from adapters.live.api_client import credentials_refused
+
         self.run = uuid.uuid4().hex[:8]
         self.namespace = f"cpsat-bench-{self.run}"
         self.scheduler = scheduler
@@ -177,8 +179,7 @@ class ClusterTarget:
             config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
                                     persist_config=False)
         except Exception as exc:  # noqa: BLE001 - the loader's errors vary; none carries the file's content
-            raise InputError(kubeconfig, f"context {context}" if context else "",
-                             f"cannot load cluster credentials: {_first_line(exc)}") from None
+            raise credentials_refused(kubeconfig, exc) from None
         configuration.connection_pool_maxsize = self.CREATE_THREADS * 2
         self.api_client = client.ApiClient(configuration)
         self.core = client.CoreV1Api(self.api_client)

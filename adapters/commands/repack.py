@@ -161,15 +161,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace, result, config) -> int:
-    from adapters.live.api_client import KubeApi, load_api_client
+    from adapters.live.api_client import KubeApi, credentials_refused, load_api_client
     from adapters.repack_apply import ApplyApi, apply_runbook
 
     try:
         client = load_api_client(args.kubeconfig, context=args.context)
     except Exception as exc:  # noqa: BLE001 - the loader's errors vary; none carries the file's content
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise InputError(args.kubeconfig or "default kubeconfig", "", f"cannot load cluster credentials: "
-                         f"{type(exc).__name__}: {first}".rstrip(": ")) from None
+        raise credentials_refused(args.kubeconfig or "default kubeconfig", exc) from None
     api = KubeApi(client)
     try:
         applied = apply_runbook(ApplyApi(api), result.runbook, wait_seconds=args.wait_seconds, scheduler_name=config.scheduler_name,

@@ -235,15 +235,14 @@ def run(args: argparse.Namespace, stop: Optional[threading.Event] = None) -> int
 
 def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: threading.Event) -> int:
     from adapters.live import Scheduler
-    from adapters.live.api_client import KubeApi, load_api_client
+    from adapters.live.api_client import KubeApi, credentials_refused, load_api_client
 
     in_cluster = args.in_cluster or (not args.kubeconfig and bool(os.environ.get("KUBERNETES_SERVICE_HOST")))
     try:
         api_client = load_api_client(args.kubeconfig, in_cluster=in_cluster, context=args.context)
     except Exception as exc:  # noqa: BLE001 - the config loader's errors vary; none carries the file's content
         where = "in-cluster service account" if in_cluster else (args.kubeconfig or "default kubeconfig")
-        raise InputError(where, "", f"cannot load cluster credentials: {type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")) from None
+        raise credentials_refused(where, exc) from None
     api = KubeApi(api_client)
     log = logging.getLogger("adapters.live")
     try:

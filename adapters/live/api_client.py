@@ -29,6 +29,8 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from models import InputError
+
 from .errors import KubeError, for_status, from_client, status_message
 
 log = logging.getLogger(__name__)
@@ -167,6 +169,14 @@ def load_api_client(kubeconfig: Optional[str] = None, *, in_cluster: bool = Fals
         config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
                                 persist_config=False)
     return configured_client(configuration)
+
+
+def credentials_refused(where: str, exc: BaseException) -> InputError:
+    """The input error for credentials the client's loader refused (``load_api_client``, or a
+    caller's own ``config.load_kube_config``): ``where`` names the kubeconfig or in-cluster
+    account; only the loader's first line is kept, and no part of the file."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return InputError(where, "", f"cannot load cluster credentials: {type(exc).__name__}: {first}".rstrip(": "))
 
 
 def configured_client(configuration: client.Configuration) -> client.ApiClient:
