@@ -53,7 +53,7 @@ from models import (
     Unschedulable,
 )
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
-from models.objects import Affinity, PodSpec, compact, compact_pod, copy_with
+from models.objects import Affinity, Container, PodSpec, compact, compact_pod, copy_with, unread_volume
 from models.storage import PersistentVolume, PersistentVolumeClaim
 from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.plan import DeviceAllocation
@@ -882,27 +882,61 @@ def _affinity(raw: Any, shared: dict) -> Any:
 
 
 def _spec_key(raw: dict) -> Optional[tuple[bytes, bytes]]:
-    """``raw`` less ``nodeName`` and ``affinity``, and its ``affinity``, as bytes (marshal's
-    version 0 writes no back-references, so equal values give equal bytes), or None when
-    ``nodeName`` is not a string or null, or when something in ``raw`` has no bytes in marshal
+    """What the model reads of ``raw`` less ``nodeName`` and ``affinity`` (``shared_view``), and
+    its ``affinity``, as bytes (marshal's version 0 writes no back-references, so equal values
+    give equal bytes), or None when the view is None or something in it has no bytes in marshal
     (a YAML date): such a spec is not shared."""
-    node_name = raw.get("nodeName")
-    if node_name is not None and type(node_name) is not str:
-        return None  # the full validation names the problem
-    # Taken out and put back (at the end: the order of a mapping's keys is not read) instead of
-    # copying the rest of the spec, once per pod.
-    missing = _MISSING
-    named = raw.pop("nodeName", missing)
-    affinity = raw.pop("affinity", missing)
+    view = shared_view(raw)
+    if view is None:
+        return None
+    affinity = view.pop("affinity", None)
     try:
-        return marshal.dumps(raw, 0), marshal.dumps(None if affinity is missing else affinity, 0)
+        return marshal.dumps(view, 0), marshal.dumps(affinity, 0)
     except ValueError:
         return None  # a value JSON has not (YAML's unquoted dates): read this pod in full
-    finally:
-        if named is not missing:
-            raw["nodeName"] = named
-        if affinity is not missing:
-            raw["affinity"] = affinity
+
+
+def _model_keys(model: type[BaseModel]) -> frozenset[str]:
+    """The keys a model reads from its input: each field's alias and, since models are
+    populated by name too, its name."""
+    return frozenset(key for name, info in model.model_fields.items() for key in (name, info.alias or name))
+
+
+_SPEC_KEYS = _model_keys(PodSpec)
+_CONTAINER_KEYS = _model_keys(Container)
+_CONTAINER_LISTS = tuple(key for key in _SPEC_KEYS if key in ("containers", "initContainers", "init_containers"))
+
+
+def shared_view(raw: dict) -> Optional[dict]:
+    """``read_view`` of raw ``spec`` less its node name, which the pods sharing one parsed spec
+    differ in; None when the pod is to be read in full: a ``nodeName`` that is not a string or
+    null (the full validation names it), or a node name under the model's Python name, which
+    the sharing would not carry over."""
+    node_name = raw.get("nodeName")
+    if (node_name is not None and type(node_name) is not str) or "node_name" in raw:
+        return None
+    view = read_view(raw)
+    view.pop("nodeName", None)
+    return view
+
+
+def read_view(raw: dict) -> dict:
+    """Raw pod ``spec`` as ``PodSpec`` reads it: its fields' keys, each container's fields', and
+    the volumes it keeps (``models.objects.unread_volume``). Two specs with equal views validate
+    alike and to equal models: the rest (environment, mounts, probes, the service account
+    token's randomly named volume that every pod of a real cluster has, ...) is never read, and a
+    problem in it is never reported. The parsers share one parsed spec among pods whose views
+    are equal (here for files, ``adapters/live/convert.py`` for the watch)."""
+    view = {key: value for key, value in raw.items() if key in _SPEC_KEYS}
+    for key in _CONTAINER_LISTS:
+        containers = view.get(key)
+        if type(containers) is list:
+            view[key] = [{k: v for k, v in c.items() if k in _CONTAINER_KEYS} if type(c) is dict else c
+                         for c in containers]
+    volumes = view.get("volumes")
+    if type(volumes) is list and any(map(unread_volume, volumes)):
+        view["volumes"] = [v for v in volumes if not unread_volume(v)]
+    return view
 
 
 def _validate_model(model: type[BaseModel], data: Any, obj: Union[str, Callable[[], str]]) -> Any:

@@ -583,7 +583,8 @@ class PodSpec(K8sModel):
     @classmethod
     def _claims_readable(cls, volumes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A volume needs a name, and a ``persistentVolumeClaim`` source a ``claimName``: the
-        volume plugins look claims up by them (``models.storage.pod_claims``)."""
+        volume plugins look claims up by them (``models.storage.pod_claims``). Once checked,
+        the volumes no rule reads are left out (``unread_volume``)."""
         for i, volume in enumerate(volumes):
             if not isinstance(volume.get("name"), str) or not volume["name"]:
                 raise ValueError(f"volumes[{i}].name is missing (each volume needs a name)")
@@ -591,7 +592,25 @@ class PodSpec(K8sModel):
             if source is not None and (not isinstance(source, dict) or not isinstance(source.get("claimName"), str)
                                        or not source["claimName"]):
                 raise ValueError(f"volumes[{i}].persistentVolumeClaim.claimName is missing (the claim to mount)")
+        if any(map(unread_volume, volumes)):
+            return [v for v in volumes if not unread_volume(v)]
         return volumes
+
+
+# Volume sources that no rule reads: configuration and credentials handed to the containers.
+# Every pod of a real cluster mounts its service account's token as a ``projected`` volume named
+# ``kube-api-access-<random>``; kept, that name would make each pod's spec unlike its replicas',
+# and every parse and memo keyed on the spec (``adapters/snapshot_io.read_fingerprint``, the
+# solver's ``SpecMemo``) would miss on every pod.
+UNREAD_VOLUME_SOURCES = frozenset({"projected", "configMap", "secret", "downwardAPI"})
+
+
+def unread_volume(volume: Any) -> bool:
+    """A volume (a ``spec.volumes`` entry) with a name and one source, of those no rule reads."""
+    if not isinstance(volume, dict) or len(volume) != 2 or not isinstance(volume.get("name"), str) \
+            or not volume["name"]:
+        return False
+    return any(source in volume for source in UNREAD_VOLUME_SOURCES)
 
 
 # The pod condition kube-scheduler sets on a victim of its preemption (status True, reason

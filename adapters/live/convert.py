@@ -8,10 +8,12 @@ validates through the models. Each watch event is parsed exactly once, here.
 
 One shortcut keeps that affordable at a hundred pods a second: most pod events repeat a spec
 already parsed (the kubelet reports a pod started; the replicas of a Deployment share one
-spec). The parsed `PodSpec` of each distinct spec (ignoring `nodeName`) is remembered, and an
-object whose spec is byte-for-byte one seen before is validated with that parsed spec in
-place. A spec seen for the first time always goes through the full object parse, so every
-error is reported exactly as for a file; the shortcut only ever reuses specs that parsed. The
+spec). The parsed `PodSpec` of each distinct spec is remembered, and an object whose spec is
+byte-for-byte one seen before, in what the model reads of it (`snapshot_io.shared_view`:
+`nodeName` aside, and without the parts the model never reads, such as the randomly named
+service account token volume every pod of a real cluster has), is validated with that parsed
+spec in place. A spec seen for the first time always goes through the full object parse, so
+every error is reported exactly as for a file; the shortcut only ever reuses specs that parsed. The
 rest of such a pod (metadata, status) is validated and compacted as the file reader does a
 replica's, leaving the shared spec as it is (`snapshot_io._validate_pod_with`).
 """
@@ -29,7 +31,7 @@ from models import InputError, Pod
 from models.objects import copy_with
 
 # The per-object step of the file parser (kind table and validation with named errors).
-from adapters.snapshot_io import _kind_of, _validate_object, _validate_pod_with
+from adapters.snapshot_io import _kind_of, _validate_object, _validate_pod_with, shared_view
 
 # Distinct pod specs remembered: a cluster has far fewer distinct specs than pods (one per
 # ReplicaSet, Job, ...); beyond this many the least recently used is forgotten.
@@ -40,9 +42,13 @@ _lock = threading.Lock()
 
 
 def _fingerprint(spec: dict[str, Any]) -> Optional[bytes]:
-    """Equal bytes only for equal specs (nodeName aside); None when the spec cannot be encoded."""
+    """Equal bytes only for specs the model reads alike, nodeName aside (``snapshot_io.shared_view``);
+    None when the spec is to be read in full or cannot be encoded."""
+    view = shared_view(spec)
+    if view is None:
+        return None
     try:
-        return marshal.dumps({k: v for k, v in spec.items() if k != "nodeName"})
+        return marshal.dumps(view)
     except ValueError:
         return None
 

@@ -127,6 +127,24 @@ def test_a_pod_of_a_known_spec_parses_as_a_full_parse_would() -> None:
     assert err.value.field == "spec.nodeName"
 
 
+def test_pods_as_a_real_server_sends_them_share_one_parsed_spec() -> None:
+    """The watch's pods each carry a token volume with a random name, its mount, and fields no
+    rule reads (an environment variable, a hostname): a second replica is still read with the
+    spec parsed for the first, to what its own full parse gives."""
+    from adapters.snapshot_io import _KINDS, _validate_object
+    from tests.adapters.test_snapshot_io import _as_served
+
+    first = _as_served(pod("served-1", labels={"app": "served"}), "k1m2n")
+    parsed_first = parse_object(copy.deepcopy(first), "Pod")
+    for token, node_name in (("z9y8x", None), ("p0o9i", "n1")):
+        again = _as_served(pod("served-2", labels={"app": "served"}, node_name=node_name), token)
+        shortcut = parse_object(copy.deepcopy(again), "Pod")
+        full = _validate_object(_KINDS["Pod"], copy.deepcopy(again), "watched Pod")
+        assert shortcut.model_dump() == full.model_dump() and shortcut == full
+        assert shortcut.spec.containers is parsed_first.spec.containers  # type: ignore[attr-defined]
+        assert [v["name"] for v in shortcut.spec.volumes] == ["scratch"]  # type: ignore[attr-defined]
+
+
 def test_an_invalid_watched_object_is_left_out_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     cache = synced_cache([node("n1")], [pod("ok")])
     bad = pod("broken")

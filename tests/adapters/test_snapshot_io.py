@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 import yaml
@@ -833,6 +833,48 @@ def test_a_replica_that_differs_is_still_checked(bad: dict[str, Any], field: str
     with pytest.raises(InputError) as err:
         read(_list(_replica("web-1", "node-a"), bad))
     assert str(err.value).startswith(f"pods/shop/web-2: {field}: {problem}")
+
+
+def _as_served(pod: dict[str, Any], token: str, *, claim: Optional[str] = None) -> dict[str, Any]:
+    """``pod`` as a real API server gives it back: the service account's token mounted from a
+    projected volume whose name ends in a random suffix, the defaults the server fills in, and
+    per-pod fields the scheduler never reads (an environment variable, a hostname)."""
+    spec = pod["spec"]
+    volume = f"kube-api-access-{token}"
+    spec["volumes"] = [{"name": volume, "projected": {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                    "path": "namespace"}]}}]}},
+                       {"name": "settings", "configMap": {"name": "web-settings"}},
+                       {"name": "scratch", "emptyDir": {}}]
+    if claim:
+        spec["volumes"].append({"name": "data", "persistentVolumeClaim": {"claimName": claim}})
+    for container in spec["containers"]:
+        container.update({"imagePullPolicy": "IfNotPresent", "terminationMessagePath": "/dev/termination-log",
+                          "env": [{"name": "POD_TOKEN", "value": token}],
+                          "volumeMounts": [{"name": volume, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                                            "readOnly": True}]})
+    spec.update({"dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "serviceAccountName": "default",
+                 "terminationGracePeriodSeconds": 30, "hostname": f"web-{token}", "securityContext": {}})
+    return pod
+
+
+def test_replicas_as_a_real_server_gives_them_share_one_spec() -> None:
+    """Every pod of a real cluster mounts its token from a volume with a random name (and may
+    differ in fields no rule reads): replicas still share one parsed spec, and each reads as its
+    own full parse does — the token and config volumes left out, an emptyDir and a claim kept."""
+    items = [_as_served(_replica("web-1", "node-a"), "x7k2p"), _as_served(_replica("web-2", "node-b"), "q9zzm"),
+             _as_served(_replica("web-3", None), "a0b1c"), _as_served(_replica("web-4", "node-a"), "r2d2c", claim="d")]
+    pods = {p.metadata.name: p for p in read(_list(*items)).snapshot.pods}
+    assert pods["web-1"].spec.containers is pods["web-2"].spec.containers is pods["web-3"].spec.containers
+    assert pods["web-1"].spec.volumes is pods["web-2"].spec.volumes
+    assert [v["name"] for v in pods["web-1"].spec.volumes] == ["scratch"]
+    assert [v["name"] for v in pods["web-4"].spec.volumes] == ["scratch", "data"]  # a claim is read: its own spec
+    assert [pods[f"web-{i}"].spec.node_name for i in range(1, 5)] == ["node-a", "node-b", "", "node-a"]
+    for item in items:
+        alone = read(_list(item)).snapshot.pods[0]
+        assert pods[item["metadata"]["name"]].model_dump() == alone.model_dump()
 
 
 def _with(pod: dict[str, Any], part: str, **fields: Any) -> dict[str, Any]:

@@ -292,3 +292,21 @@ def test_pods_held_by_scheduling_gates_are_not_pending():
 
     snap = ClusterSnapshot.build(pods=[pod("gated", ["example.com/quota"]), pod("free", [])])
     assert [p.metadata.name for p in snap.pending_pods()] == ["free"]
+
+
+def test_volumes_no_rule_reads_are_left_out_once_checked() -> None:
+    """The token, config and secret volumes every real pod mounts carry nothing a rule reads:
+    the spec keeps the others (claims, ephemeral, CSI, emptyDir, hostPath) in their order; a
+    volume without a name is still refused, whatever its source."""
+    from models.objects import PodSpec
+
+    volumes = [{"name": "kube-api-access-x1y2z", "projected": {"sources": []}},
+               {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
+               {"name": "settings", "configMap": {"name": "s"}}, {"name": "key", "secret": {"secretName": "k"}},
+               {"name": "info", "downwardAPI": {"items": []}}, {"name": "scratch", "emptyDir": {}},
+               {"name": "logs", "hostPath": {"path": "/var/log"}},
+               {"name": "odd", "configMap": {"name": "s"}, "secret": {"secretName": "k"}}]  # two sources: kept
+    spec = PodSpec.model_validate({"containers": [{"name": "c"}], "volumes": volumes})
+    assert [v["name"] for v in spec.volumes] == ["data", "scratch", "logs", "odd"]
+    with pytest.raises(ValueError, match=r"volumes\[1\]\.name is missing"):
+        PodSpec.model_validate({"containers": [{"name": "c"}], "volumes": [volumes[0], {"projected": {}}]})
