@@ -123,6 +123,13 @@ contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
     (["--nodes", "0"], "--nodes: must be above 0, not 0"),
     (["--rate", "-1"], "--rate: must be above 0, not -1"),
     (["--burst", "-5"], "--burst: must be 0 or more, not -5"),
+    (["--rate", "nan"], "--rate: must be above 0, not nan"),
+    (["--duration", "inf"], "--duration: must be 0 or more, not inf"),
+    (["--window-size", "0"], "--window-size: must be above 0, not 0"),
+    (["--time-limit", "-1"], "--time-limit: must be 0 or more, not -1"),
+    (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "ks", "--peer-qps", "0"],
+     "--peer-qps: must be above 0, not 0"),
+    (["--json", "{tmp}"], "--json: {tmp}: is a directory, not a file"),
     (["--kubeconfig", "{tmp}/missing"], "--kubeconfig: {tmp}/missing: no such file"),
     (["--json", "{tmp}/no/such/dir/out.json"], "--json: {tmp}/no/such/dir/out.json: its directory does not exist"),
     (["--keep-logs", "{tmp}/a-file/logs"], "--keep-logs: {tmp}/a-file/logs: cannot make the directory: "),
@@ -147,6 +154,24 @@ def test_bad_settings_and_unusable_servers_end_in_one_line_and_status_2(
     last = captured.err.strip().splitlines()[-1]
     assert last.startswith("cpsat-scheduler bench --live: error: " + message.format(**places)), captured.err
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_a_scheduler_that_refuses_its_arguments_ends_the_run_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """A `--scheduler-arg` that `cpsat-scheduler run` refuses: the bench says so in its words, with
+    status 2, as soon as the scheduler has exited, not after the backlog waited its two minutes."""
+    import time
+
+    from adapters import cli
+
+    started = time.monotonic()
+    assert cli.main(["bench", "--live", "--engine", "greedy", "--nodes", "3", "--backlog", "3", "--burst", "0",
+                     "--rate", "2", "--duration", "1", "--scheduler-arg=--no-such-option"]) == 2
+    assert time.monotonic() - started < bench.DRAIN_SECONDS / 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1] == (
+        "cpsat-scheduler bench --live: error: the scheduler: exited with status 2: cpsat-scheduler: error: "
+        "unrecognized arguments: --no-such-option")
+    assert captured.out == ""
 
 
 def test_options_of_the_solver_bench_before_live_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
