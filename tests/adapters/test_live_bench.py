@@ -185,6 +185,22 @@ def test_options_of_the_solver_bench_before_live_are_refused(capsys: pytest.Capt
                                        "--help`)\n")
 
 
+@pytest.mark.parametrize("before, named", [
+    (["--quick"], "--quick"), (["--scale", "quick"], "--scale"), (["-w", "spread", "--seed", "0"], "-w, --seed"),
+    (["--output", "table"], "--output"),
+])
+def test_options_before_live_are_refused_even_at_their_default_value(
+        before: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench --quick --live` reads as a quick live run; --quick is the solver bench's default
+    scale, and the live bench would have run at its full size (minutes) with it unused."""
+    from adapters import cli
+
+    # the live settings of a run of seconds, had the options before --live been let pass
+    assert cli.main(["bench", *before, "--live", "--engine", "greedy", "--nodes", "5", "--burst", "0", "--backlog", "0",
+                     "--duration", "0"]) == 2
+    assert capsys.readouterr().err.startswith(f"cpsat-scheduler: error: --live: {named} before --live: ")
+
+
 def test_window_cost_times_each_step_of_a_window(capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m adapters.live.window_cost`: windows through the loop's steps over a cache fed
     directly, every plan validated (an invalid one ends the run), each step's time printed."""
