@@ -474,14 +474,17 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def _check_peer_binary(path: str) -> None:
-    """The peer must run, or a run of minutes would end when its turn came: `--version` answers."""
+    """The peer must be kube-scheduler, or a run of minutes would end when its turn came: its
+    `--help` names it (`--version` cannot tell: every Kubernetes binary answers 'Kubernetes v...',
+    kube-apiserver's beside it in the same directory too). No stdin: nothing can wait on a terminal."""
     try:
-        answer = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        answer = subprocess.run([path, "--help"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         raise InputError("--kube-scheduler", path, f"cannot run it: {getattr(exc, 'strerror', None) or exc}") from None
-    if answer.returncode != 0 or "Kubernetes" not in answer.stdout:
-        raise InputError("--kube-scheduler", path, "not a kube-scheduler binary (its --version does not answer "
-                         "'Kubernetes v...')")
+    if answer.returncode != 0 or "kube-scheduler [flags]" not in answer.stdout:
+        raise InputError("--kube-scheduler", path, "not a kube-scheduler binary (its --help does not show "
+                         "'kube-scheduler [flags]')")
 
 
 def main(argv: Optional[list[str]] = None, prog: str = PROG) -> int:

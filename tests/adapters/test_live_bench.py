@@ -137,6 +137,9 @@ contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
      f"--kube-scheduler: {sys.executable}: not a kube-scheduler binary"),
     (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "{tmp}/a-file"],
      "--kube-scheduler: {tmp}/a-file: cannot run it: "),
+    # another Kubernetes binary (kube-apiserver beside kube-scheduler): its --version answers the same
+    (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "{tmp}/kube-apiserver"],
+     "--kube-scheduler: {tmp}/kube-apiserver: not a kube-scheduler binary"),
     (["--kubeconfig", "{tmp}/a-file"], "{tmp}/a-file: cannot load cluster credentials: "),
     (["--kubeconfig", "{dead}"], "{dead}: cannot set up the bench on http://127.0.0.1:"),
 ])
@@ -147,6 +150,10 @@ def test_bad_settings_and_unusable_servers_end_in_one_line_and_status_2(
     from adapters import cli
 
     (tmp_path / "a-file").write_text("not a kubeconfig, nor a program\n")
+    apiserver = tmp_path / "kube-apiserver"
+    apiserver.write_text('#!/bin/sh\ncase "$1" in --version) echo "Kubernetes v1.36.3";; '
+                         '*) printf "Usage:\\n  kube-apiserver [flags]\\n";; esac\n')
+    apiserver.chmod(0o755)
     places = {"tmp": str(tmp_path), "dead": _dead_server(tmp_path) if "{dead}" in argv else ""}
     argv = [a.format(**places) for a in argv]
     assert cli.main(["bench", "--live", "--duration", "1", "--burst", "0", "--backlog", "0", *argv]) == 2
