@@ -299,7 +299,7 @@ def _exited(proc: subprocess.Popen, log_path: Path) -> None:
     if proc.poll() is None:
         return
     log = log_path.read_text()
-    ours = list(proc.args[:3]) == [sys.executable, "-m", "adapters"]  # not the peer, whose Go panics exit 2
+    ours = isinstance(proc.args, list) and proc.args[:3] == [sys.executable, "-m", "adapters"]  # a Go panic exits 2
     if proc.returncode == EXIT_USAGE and ours:
         lines = log.strip().splitlines()
         raise InputError("the scheduler", "", f"exited with status 2: {lines[-1] if lines else 'no output'}")
