@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import signal
@@ -164,20 +165,21 @@ class Bench:
                 proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
             try:
                 if backlog:
-                    self._drain(recorder, backlog)
+                    self._drain(recorder, backlog, proc, log_path)
                     result = phase_result(recorder, backlog, trim=True, since=started)
                     result.cpu_seconds = process_cpu_seconds(proc.pid)
                     phases["backlog"] = (backlog, result)
                     target.delete_pods(backlog)
                 self._wait_ready(log_path, proc, peer_port)
                 steady = [f"{engine}-steady-{i:05d}" for i in range(int(args.rate * args.duration))]
-                phases["steady"] = self._measured(proc, recorder, steady,
+                phases["steady"] = self._measured(proc, log_path, recorder, steady,
                                                   create=lambda names: self._steady(target, engine, names))
                 target.delete_pods(phases["steady"][0])
                 if args.burst:
                     print(f"[{engine}] burst of {args.burst} pods", file=sys.stderr)
                     names = [f"{engine}-burst-{i:05d}" for i in range(args.burst)]
-                    phases["burst"] = self._measured(proc, recorder, names, create=target.create_pods, trim=True)
+                    phases["burst"] = self._measured(proc, log_path, recorder, names, create=target.create_pods,
+                                                     trim=True)
                 metrics = ({} if engine == PEER else self._metrics(self._wait_ready(log_path, proc)))
             finally:
                 proc.send_signal(signal.SIGTERM)  # promptly: events still queued must be flushed now
@@ -207,13 +209,13 @@ class Bench:
                             burst=phases["burst"][1] if "burst" in phases else None,
                             backlog=phases["backlog"][1] if "backlog" in phases else None, **metrics)
 
-    def _measured(self, proc: subprocess.Popen, recorder: Recorder, names: list[str], *,
+    def _measured(self, proc: subprocess.Popen, log_path: Path, recorder: Recorder, names: list[str], *,
                   create: Any = None, trim: bool = False) -> tuple[list[str], PhaseResult]:
         """Create `names` (unless created already), wait until bound: the phase and its CPU."""
         cpu = process_cpu_seconds(proc.pid)
         if create is not None:
             create(names)
-        self._drain(recorder, names)
+        self._drain(recorder, names, proc, log_path)
         result = phase_result(recorder, names, trim=trim)
         after = process_cpu_seconds(proc.pid)
         result.cpu_seconds = None if cpu is None or after is None else after - cpu
@@ -234,9 +236,12 @@ class Bench:
             print(f"[{engine}] note: the generator fell {behind:.1f}s behind its schedule", file=sys.stderr)
 
     @staticmethod
-    def _drain(recorder: Recorder, names: list[str]) -> None:
+    def _drain(recorder: Recorder, names: list[str], proc: subprocess.Popen, log_path: Path) -> None:
+        """Wait until `names` are bound, DRAIN_SECONDS at most; a scheduler that exited (a
+        setting `run` refused, a kube-scheduler flag) ends the run now, not when they are up."""
         deadline = time.monotonic() + DRAIN_SECONDS
         while time.monotonic() < deadline and not recorder.all_bound(names):
+            _exited(proc, log_path)
             time.sleep(0.05)
 
     @staticmethod
@@ -247,9 +252,7 @@ class Bench:
         port = peer_port or None
         context = ssl._create_unverified_context() if peer_port else None  # its self-signed certificate
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the scheduler exited with status {proc.returncode}: "
-                                   f"{log_path.read_text()[-2000:]}")
+            _exited(proc, log_path)
             if port is None:
                 found = re.search(r"/metrics on 127\.0\.0\.1:(\d+)", log_path.read_text())
                 port = int(found.group(1)) if found else None
@@ -288,6 +291,19 @@ class Bench:
         out["windows"] = int(windows)
         out["mean_window"] = round(total / windows, 1) if windows else 0.0
         return out
+
+
+def _exited(proc: subprocess.Popen, log_path: Path) -> None:
+    """Raise if the scheduler process has exited: status 2 is `cpsat-scheduler run` refusing its
+    command line (a `--scheduler-arg`), said in its own last line; any other, the log's end."""
+    if proc.poll() is None:
+        return
+    log = log_path.read_text()
+    ours = isinstance(proc.args, list) and proc.args[:3] == [sys.executable, "-m", "adapters"]  # a Go panic exits 2
+    if proc.returncode == EXIT_USAGE and ours:
+        lines = log.strip().splitlines()
+        raise InputError("the scheduler", "", f"exited with status 2: {lines[-1] if lines else 'no output'}")
+    raise RuntimeError(f"the scheduler exited with status {proc.returncode}: {log[-2000:]}")
 
 
 def free_port() -> int:
@@ -431,18 +447,25 @@ def check_args(args: argparse.Namespace) -> None:
     """Bad settings refused before anything is created on a server, and the output places made
     ready, so that a run of minutes never ends in an error about where to write its results."""
     engines_of(args)
-    for name in ("nodes", "rate"):
-        if getattr(args, name) <= 0:
-            raise InputError(f"--{name}", "", f"must be above 0, not {getattr(args, name):g}")
-    for name in ("duration", "burst", "backlog"):
-        if getattr(args, name) < 0:
-            raise InputError(f"--{name}", "", f"must be 0 or more, not {getattr(args, name):g}")
+    # Written as ranges so that NaN and infinity fail too. --peer-qps, --window-size,
+    # --time-limit, --window-wait and --workers are passed on to the scheduler: refused here, not
+    # by a scheduler that exits once the bench has set up and the backlog waits on it.
+    for name in ("nodes", "rate", "peer_qps", "window_size"):
+        value = getattr(args, name)
+        if not 0 < value < math.inf:
+            raise InputError(f"--{name.replace('_', '-')}", "", f"must be above 0, not {value:g}")
+    for name in ("duration", "burst", "backlog", "time_limit", "window_wait", "workers"):
+        value = getattr(args, name)
+        if not 0 <= value < math.inf:
+            raise InputError(f"--{name.replace('_', '-')}", "", f"must be 0 or more, not {value:g}")
     if args.engine in ("peer", PEER):
         _check_peer_binary(args.kube_scheduler)
     if args.kubeconfig and not Path(args.kubeconfig).is_file():
         raise InputError("--kubeconfig", args.kubeconfig, "no such file")
     if args.json and not Path(args.json).resolve().parent.is_dir():
         raise InputError("--json", args.json, "its directory does not exist")
+    if args.json and Path(args.json).is_dir():
+        raise InputError("--json", args.json, "is a directory, not a file")
     if args.keep_logs:
         try:
             Path(args.keep_logs).mkdir(parents=True, exist_ok=True)
@@ -451,14 +474,17 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def _check_peer_binary(path: str) -> None:
-    """The peer must run, or a run of minutes would end when its turn came: `--version` answers."""
+    """The peer must be kube-scheduler, or a run of minutes would end when its turn came: its
+    `--help` names it (`--version` cannot tell: every Kubernetes binary answers 'Kubernetes v...',
+    kube-apiserver's beside it in the same directory too). No stdin: nothing can wait on a terminal."""
     try:
-        answer = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        answer = subprocess.run([path, "--help"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         raise InputError("--kube-scheduler", path, f"cannot run it: {getattr(exc, 'strerror', None) or exc}") from None
-    if answer.returncode != 0 or "Kubernetes" not in answer.stdout:
-        raise InputError("--kube-scheduler", path, "not a kube-scheduler binary (its --version does not answer "
-                         "'Kubernetes v...')")
+    if answer.returncode != 0 or "kube-scheduler [flags]" not in answer.stdout:
+        raise InputError("--kube-scheduler", path, "not a kube-scheduler binary (its --help does not show "
+                         "'kube-scheduler [flags]')")
 
 
 def main(argv: Optional[list[str]] = None, prog: str = PROG) -> int:

@@ -114,12 +114,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "server or, with --kubeconfig, a real one (--engine peer: beside the real kube-scheduler); every "
         "option after --live is the live bench's (`cpsat-scheduler bench --live --help` lists them)",
     )
-    _DEFAULTS.update((name, value) for name, value in vars(parser.parse_args([])).items() if name != "live")
+    for action in parser._actions:  # each of bench's own options notes that it was given (see _Noted)
+        if not isinstance(action, (argparse._HelpAction, _Live)):
+            action.__class__ = type(f"Noted{type(action).__name__}", (_Noted, type(action)), {})
     parser.set_defaults(handler=run, decides=True)
 
 
-# The defaults of bench's own options (filled by `register`): one set before --live is refused.
-_DEFAULTS: dict[str, Any] = {}
+class _Noted(argparse.Action):
+    """Mixed into each of bench's own actions: the option, as given, is noted in
+    ``bench_options``, so that one given before ``--live`` is refused even with its default value
+    (``--quick``, ``--seed 0``), which a comparison with the defaults would let pass unused."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        namespace.bench_options = [*getattr(namespace, "bench_options", []), option_string]
+        super().__call__(parser, namespace, values, option_string)
 
 
 class _Live(argparse.Action):
@@ -201,8 +210,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_live(args: argparse.Namespace) -> int:
     from adapters.bench import live
 
-    given = [f"--{name.replace('_', '-')}" for name, default in _DEFAULTS.items()
-             if getattr(args, name, default) != default]
+    given = list(dict.fromkeys(getattr(args, "bench_options", [])))
     if given:
         raise InputError("--live", "", f"{', '.join(given)} before --live: the live bench takes its own options, "
                          "after --live (`cpsat-scheduler bench --live --help`)")

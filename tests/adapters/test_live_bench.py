@@ -123,6 +123,13 @@ contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
     (["--nodes", "0"], "--nodes: must be above 0, not 0"),
     (["--rate", "-1"], "--rate: must be above 0, not -1"),
     (["--burst", "-5"], "--burst: must be 0 or more, not -5"),
+    (["--rate", "nan"], "--rate: must be above 0, not nan"),
+    (["--duration", "inf"], "--duration: must be 0 or more, not inf"),
+    (["--window-size", "0"], "--window-size: must be above 0, not 0"),
+    (["--time-limit", "-1"], "--time-limit: must be 0 or more, not -1"),
+    (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "ks", "--peer-qps", "0"],
+     "--peer-qps: must be above 0, not 0"),
+    (["--json", "{tmp}"], "--json: {tmp}: is a directory, not a file"),
     (["--kubeconfig", "{tmp}/missing"], "--kubeconfig: {tmp}/missing: no such file"),
     (["--json", "{tmp}/no/such/dir/out.json"], "--json: {tmp}/no/such/dir/out.json: its directory does not exist"),
     (["--keep-logs", "{tmp}/a-file/logs"], "--keep-logs: {tmp}/a-file/logs: cannot make the directory: "),
@@ -130,6 +137,9 @@ contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
      f"--kube-scheduler: {sys.executable}: not a kube-scheduler binary"),
     (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "{tmp}/a-file"],
      "--kube-scheduler: {tmp}/a-file: cannot run it: "),
+    # another Kubernetes binary (kube-apiserver beside kube-scheduler): its --version answers the same
+    (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "{tmp}/kube-apiserver"],
+     "--kube-scheduler: {tmp}/kube-apiserver: not a kube-scheduler binary"),
     (["--kubeconfig", "{tmp}/a-file"], "{tmp}/a-file: cannot load cluster credentials: "),
     (["--kubeconfig", "{dead}"], "{dead}: cannot set up the bench on http://127.0.0.1:"),
 ])
@@ -140,6 +150,10 @@ def test_bad_settings_and_unusable_servers_end_in_one_line_and_status_2(
     from adapters import cli
 
     (tmp_path / "a-file").write_text("not a kubeconfig, nor a program\n")
+    apiserver = tmp_path / "kube-apiserver"
+    apiserver.write_text('#!/bin/sh\ncase "$1" in --version) echo "Kubernetes v1.36.3";; '
+                         '*) printf "Usage:\\n  kube-apiserver [flags]\\n";; esac\n')
+    apiserver.chmod(0o755)
     places = {"tmp": str(tmp_path), "dead": _dead_server(tmp_path) if "{dead}" in argv else ""}
     argv = [a.format(**places) for a in argv]
     assert cli.main(["bench", "--live", "--duration", "1", "--burst", "0", "--backlog", "0", *argv]) == 2
@@ -147,6 +161,24 @@ def test_bad_settings_and_unusable_servers_end_in_one_line_and_status_2(
     last = captured.err.strip().splitlines()[-1]
     assert last.startswith("cpsat-scheduler bench --live: error: " + message.format(**places)), captured.err
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_a_scheduler_that_refuses_its_arguments_ends_the_run_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """A `--scheduler-arg` that `cpsat-scheduler run` refuses: the bench says so in its words, with
+    status 2, as soon as the scheduler has exited, not after the backlog waited its two minutes."""
+    import time
+
+    from adapters import cli
+
+    started = time.monotonic()
+    assert cli.main(["bench", "--live", "--engine", "greedy", "--nodes", "3", "--backlog", "3", "--burst", "0",
+                     "--rate", "2", "--duration", "1", "--scheduler-arg=--no-such-option"]) == 2
+    assert time.monotonic() - started < bench.DRAIN_SECONDS / 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1] == (
+        "cpsat-scheduler bench --live: error: the scheduler: exited with status 2: cpsat-scheduler: error: "
+        "unrecognized arguments: --no-such-option")
+    assert captured.out == ""
 
 
 def test_options_of_the_solver_bench_before_live_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -158,6 +190,22 @@ def test_options_of_the_solver_bench_before_live_are_refused(capsys: pytest.Capt
     assert capsys.readouterr().err == ("cpsat-scheduler: error: --live: --time-limit, --seed before --live: the live "
                                        "bench takes its own options, after --live (`cpsat-scheduler bench --live "
                                        "--help`)\n")
+
+
+@pytest.mark.parametrize("before, named", [
+    (["--quick"], "--quick"), (["--scale", "quick"], "--scale"), (["-w", "spread", "--seed", "0"], "-w, --seed"),
+    (["--output", "table"], "--output"),
+])
+def test_options_before_live_are_refused_even_at_their_default_value(
+        before: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench --quick --live` reads as a quick live run; --quick is the solver bench's default
+    scale, and the live bench would have run at its full size (minutes) with it unused."""
+    from adapters import cli
+
+    # the live settings of a run of seconds, had the options before --live been let pass
+    assert cli.main(["bench", *before, "--live", "--engine", "greedy", "--nodes", "5", "--burst", "0", "--backlog", "0",
+                     "--duration", "0"]) == 2
+    assert capsys.readouterr().err.startswith(f"cpsat-scheduler: error: --live: {named} before --live: ")
 
 
 def test_window_cost_times_each_step_of_a_window(capsys: pytest.CaptureFixture[str]) -> None:
