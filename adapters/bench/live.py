@@ -447,6 +447,9 @@ def check_args(args: argparse.Namespace) -> None:
     """Bad settings refused before anything is created on a server, and the output places made
     ready, so that a run of minutes never ends in an error about where to write its results."""
     engines_of(args)
+    if args.context and not args.kubeconfig:
+        raise InputError("--context", args.context, "names a context of a kubeconfig: give --kubeconfig too (without "
+                         "it the bench runs on its in-memory API server)")
     # Written as ranges so that NaN and infinity fail too. --peer-qps, --window-size,
     # --time-limit, --window-wait and --workers are passed on to the scheduler: refused here, not
     # by a scheduler that exits once the bench has set up and the backlog waits on it.

@@ -188,6 +188,7 @@ class ClusterTarget:
         self._threads: list[threading.Thread] = []
         self._pool = ThreadPoolExecutor(self.CREATE_THREADS, thread_name_prefix="bench-create")
         self._made = False  # the namespace exists: from then on, `close` has something to delete
+        self._made_nodes = False  # one node at least was created (a user may make namespaces, not nodes)
         try:
             self.core.create_namespace(_body({"apiVersion": "v1", "kind": "Namespace",
                                               "metadata": {"name": self.namespace, "labels": {RUN_LABEL: self.run}}}))
@@ -223,6 +224,7 @@ class ClusterTarget:
     def _create_node(self, i: int) -> None:
         name = self.node_names[i]
         self.core.create_node(_body(node_object(name, i, run=self.run)))
+        self._made_nodes = True
         # Some API servers drop a node's status on create: set it through the status subresource.
         self.core.patch_node_status(name, {"status": node_status()})
 
@@ -289,6 +291,8 @@ class ClusterTarget:
                  ("nodes", lambda: self.core.delete_collection_node(label_selector=f"{RUN_LABEL}={self.run}")))
         errors = []
         for what, call in steps if self._made else ():
+            if what == "nodes" and not self._made_nodes:
+                continue
             try:
                 call()
             except Exception as exc:  # noqa: BLE001 - clean up what can be, then say what could not
@@ -305,8 +309,8 @@ class ClusterTarget:
             print(f"[bench] cleanup incomplete ({'; '.join(errors)}): delete namespace {self.namespace} and nodes "
                   f"labelled {RUN_LABEL}={self.run} by hand", file=sys.stderr)
         else:
-            print(f"[bench] deleted namespace {self.namespace} and the {len(self.node_names)} fake nodes",
-                  file=sys.stderr)
+            nodes = f"the {len(self.node_names)} fake nodes" if self._made_nodes else "no node (none was made)"
+            print(f"[bench] deleted namespace {self.namespace} and {nodes}", file=sys.stderr)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -142,6 +142,7 @@ contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
      "--kube-scheduler: {tmp}/kube-apiserver: not a kube-scheduler binary"),
     (["--kubeconfig", "{tmp}/a-file"], "{tmp}/a-file: cannot load cluster credentials: "),
     (["--kubeconfig", "{dead}"], "{dead}: cannot set up the bench on http://127.0.0.1:"),
+    (["--context", "prod"], "--context: prod: names a context of a kubeconfig: give --kubeconfig too"),
 ])
 def test_bad_settings_and_unusable_servers_end_in_one_line_and_status_2(
         argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -226,3 +227,25 @@ def test_the_table_gives_latencies_under_10_ms_to_a_tenth() -> None:
                         bench._parser().parse_args([]))
     (row,) = [line for line in text.splitlines() if line.startswith("greedy ")]
     assert row.split()[6:9] == ["3.4ms", "26ms", "100ms"]
+
+
+def test_a_user_who_may_make_namespaces_but_not_nodes_is_told_so_and_nothing_is_left(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Node creation refused (403): one line naming the rights, exit 2; the namespace made for
+    the run is deleted, and no cleanup of nodes that were never made is asked of the user."""
+    from adapters import cli
+
+    server = FakeApiServer([], kubelet=False).start()
+    try:
+        server.faults.fail("POST", "/api/v1/nodes", status=403, count=None, reason="Forbidden")
+        assert cli.main(["bench", "--live", "--kubeconfig", server.kubeconfig_path(tmp_path), "--nodes", "3",
+                         "--burst", "0", "--backlog", "0", "--duration", "1"]) == 2
+        err = capsys.readouterr().err
+        assert err.strip().splitlines()[-1].endswith("403 Forbidden (the bench needs rights to create and delete "
+                                                     "nodes, namespaces and pods)"), err
+        assert "cleanup incomplete" not in err and "and no node (none was made)" in err
+        assert [n["metadata"]["name"] for n in server.store.list("namespaces")
+                if n["metadata"]["name"].startswith("cpsat-bench-")] == []
+        assert server.store.list("nodes") == []
+    finally:
+        server.stop()
