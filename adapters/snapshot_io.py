@@ -904,31 +904,23 @@ def _model_keys(model: type[BaseModel]) -> frozenset[str]:
 
 _SPEC_KEYS = _model_keys(PodSpec)
 _CONTAINER_KEYS = _model_keys(Container)
-_CONTAINER_LISTS = tuple(key for key in _SPEC_KEYS if key in ("containers", "initContainers", "init_containers"))
 
 
 def shared_view(raw: dict) -> Optional[dict]:
-    """``read_view`` of raw ``spec`` less its node name, which the pods sharing one parsed spec
-    differ in; None when the pod is to be read in full: a ``nodeName`` that is not a string or
-    null (the full validation names it), or a node name under the model's Python name, which
+    """Raw pod ``spec`` as ``PodSpec`` reads it, less its node name: the spec's fields, each
+    container's, and the volumes it keeps (``models.objects.unread_volume``). Two specs with
+    equal views validate alike and to equal models, but for the node name: the rest (environment,
+    mounts, probes, the service account token's randomly named volume that every pod of a real
+    cluster has, ...) is never read, and a problem in it is never reported. The parsers share one
+    parsed spec among pods whose views are equal (here for files, ``adapters/live/convert.py``
+    for the watch). None when the pod is to be read in full: a ``nodeName`` that is not a string
+    or null (the full validation names it), or a node name under the model's Python name, which
     the sharing would not carry over."""
     node_name = raw.get("nodeName")
     if (node_name is not None and type(node_name) is not str) or "node_name" in raw:
         return None
-    view = read_view(raw)
-    view.pop("nodeName", None)
-    return view
-
-
-def read_view(raw: dict) -> dict:
-    """Raw pod ``spec`` as ``PodSpec`` reads it: its fields' keys, each container's fields', and
-    the volumes it keeps (``models.objects.unread_volume``). Two specs with equal views validate
-    alike and to equal models: the rest (environment, mounts, probes, the service account
-    token's randomly named volume that every pod of a real cluster has, ...) is never read, and a
-    problem in it is never reported. The parsers share one parsed spec among pods whose views
-    are equal (here for files, ``adapters/live/convert.py`` for the watch)."""
-    view = {key: value for key, value in raw.items() if key in _SPEC_KEYS}
-    for key in _CONTAINER_LISTS:
+    view = {key: value for key, value in raw.items() if key in _SPEC_KEYS and key != "nodeName"}
+    for key in ("containers", "initContainers", "init_containers"):
         containers = view.get(key)
         if type(containers) is list:
             view[key] = [{k: v for k, v in c.items() if k in _CONTAINER_KEYS} if type(c) is dict else c
