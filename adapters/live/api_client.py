@@ -453,6 +453,12 @@ class KubeApi:
     def close(self) -> None:
         self.api_client.close()
 
+    def _posted(self, what: str, template: str, body: dict[str, Any], **params: str) -> bool:
+        """`body` POSTed to `template`'s path straight on the pool (`_DirectWrites`); False when
+        the write must take the client's path instead (nothing was sent)."""
+        direct = self._direct
+        return direct is not None and direct.post(what, direct.path(template, **params), body)
+
     # --- list and watch ------------------------------------------------------------------------
 
     def _lister(self, resource: Resource) -> Callable[..., Any]:
@@ -529,12 +535,9 @@ class KubeApi:
                 "metadata": {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         what = f"bind {namespace}/{name} to {node}"
-        direct = self._direct
-        if direct is not None and direct.post(
-                what, direct.path("/api/v1/namespaces/{namespace}/pods/{name}/binding", namespace=namespace, name=name),
-                body):
-            return
-        _call(what, _unchecked(self.core.create_namespaced_pod_binding), name, namespace, body, _answer=False)
+        if not self._posted(what, "/api/v1/namespaces/{namespace}/pods/{name}/binding", body,
+                            namespace=namespace, name=name):
+            _call(what, _unchecked(self.core.create_namespaced_pod_binding), name, namespace, body, _answer=False)
 
     def evict(self, namespace: str, name: str, uid: str) -> None:
         """POST pods/{name}/eviction (policy/v1): the API server enforces PodDisruptionBudgets."""
@@ -579,11 +582,8 @@ class KubeApi:
 
     def create_event(self, namespace: str, event: dict[str, Any]) -> None:
         what = f"create event in {namespace}"
-        direct = self._direct
-        if direct is not None and direct.post(
-                what, direct.path("/api/v1/namespaces/{namespace}/events", namespace=namespace), event):
-            return
-        _call(what, _unchecked(self.core.create_namespaced_event), namespace, event, _answer=False)
+        if not self._posted(what, "/api/v1/namespaces/{namespace}/events", event, namespace=namespace):
+            _call(what, _unchecked(self.core.create_namespaced_event), namespace, event, _answer=False)
 
     # --- leases --------------------------------------------------------------------------------
 
