@@ -48,6 +48,8 @@ from typing import Any, Optional
 
 from models import InputError
 
+from adapters.cli import EXIT_INTERRUPTED, EXIT_USAGE
+
 from .live_target import ClusterTarget, InMemoryTarget, Recorder, process_cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +62,6 @@ EVENTS_SECONDS = 30.0
 PHASES = ("burst", "backlog", "steady")
 PEER = "kube-scheduler"  # the engine name of the real kube-scheduler run as the peer
 PROG = "python -m adapters.bench.live"  # also `cpsat-scheduler bench --live` (adapters/commands/bench.py)
-EXIT_USAGE, EXIT_INTERRUPTED = 2, 130  # as the cpsat-scheduler command's (adapters/cli.py)
 
 
 @dataclass
