@@ -103,6 +103,9 @@ class PlanStats(_PlanModel):
     decode_lost: Optional[int] = None
     greedy_rest_placed: Optional[int] = None  # pods greedy placed on top of the node-class plan
     solve_skipped: Optional[bool] = None
+    # Times the model was solved again because its plan evicted a pod kube-scheduler's own
+    # preemption, replayed on the plan, would keep (each adds that node's verdict as a cut).
+    victim_cut_rounds: Optional[int] = None
 
 
 class Plan(_PlanModel):

@@ -49,6 +49,8 @@ class Solution:
     decode_lost: int = 0
     greedy_rest: int = 0  # pods greedy placed on top of the node-class plan
     solve_skipped: bool = False
+    # Rounds of cuts that took out victims kube-scheduler's preemption would keep (``kube_victims``).
+    victim_cut_rounds: int = 0
     gang_rejected: dict[str, str] = field(default_factory=dict)
 
 

@@ -54,7 +54,8 @@ from solver.filtering import StaticFilters
 from solver.greedy import Victim
 from solver.plugins.node_ports import filter as node_ports
 from solver.disruption import PdbBudgets
-from solver.plugins.preemption.victim_room import candidate_levels, entangling, may_preempt, needless_victims
+from solver.plugins.preemption.replay import replay
+from solver.plugins.preemption.victim_room import candidate_levels
 from solver.scoring import ScoreContext
 from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodCondition
 from tests.builders import describe, make_node, make_pdb, make_pod, make_snapshot, term
@@ -187,16 +188,22 @@ def _distributions(k: int, bins: int):
         yield out
 
 
-def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool) -> list[tuple[frozenset[str], dict[str, int]]]:
-    """The victim sets on node ``n`` (each with a level per victim) that make ``placed`` a valid
-    final state there under the local checks; [] when none does. ``minimal``: only the minimal
-    ones (sound when every rule of the window is node-local: a superset then costs more on every
-    level and makes nothing else valid)."""
+def _node_options(ctx, n: int, placed: list, placements: dict[str, int], static, hard: bool,
+                  minimal: bool) -> list[tuple[frozenset[str], dict[str, str]]]:
+    """The victim sets on node ``n`` (each victim with its preemptor) that make ``placed`` a valid
+    final state there under the local checks; [] when none does. Victims are taken from those
+    kube-scheduler's own preemption evicts when ``placements`` are replayed in queue order (the
+    rule, ``replay``), each named for the pod at whose turn it goes. ``minimal``: only the
+    minimal sets (sound when every rule of the window is node-local: a superset then costs more
+    on every level and makes nothing else valid)."""
     state = ctx.state
     alloc, used = state.alloc[n], state.used[n]
     running = list(state.pods_on[n].values())
     budgets = PdbBudgets.of(ctx)
-    evictable = [v for v in running if candidate_levels(v, placed)] if ctx.config.preemption.enabled else []
+    evicted_by: dict[str, str] = {}
+    if ctx.config.preemption.enabled and any(candidate_levels(v, placed) for v in running):
+        evicted_by = replay(ctx, placements, {n}, static).evicted_by
+    evictable = [v for v in running if v.key in evicted_by]
     requested = np.zeros(len(alloc), dtype=bool)
     total = np.zeros(len(alloc), dtype=np.int64)
     for p in placed:
@@ -207,14 +214,13 @@ def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool
         if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for q in placed[i + 1:] if p.host_ports):
             return []
     # Claims of nominated pods outside the window (``nominated``): each placed pod leaves the room
-    # of those of priority >= its own, and the victim rule counts those of priority >= the
-    # victim's level as used (no gangs here).
+    # of those of priority >= its own (no gangs here).
     claims = ctx.claims
     honoured = {p.key: claims.room(n, p.priority, len(alloc)) for p in placed}
     if any(p.host_ports and node_ports.ports_conflict(p.host_ports, c.pod.host_ports)
            for p in placed for c in claims.at_least(n, p.priority) if c.pod.host_ports):
         return []
-    found: list[tuple[frozenset[str], dict[str, int]]] = []
+    found: list[tuple[frozenset[str], dict[str, str]]] = []
     for size in range(len(evictable) + 1):
         for victims in itertools.combinations(evictable, size):
             keys = frozenset(v.key for v in victims)
@@ -230,13 +236,7 @@ def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool
             kept = [q for q in running if q.key not in keys]
             if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for p in placed if p.host_ports for q in kept):
                 continue
-            choices = [candidate_levels(v, placed) for v in victims]
-            for levels in itertools.product(*choices):
-                level_of = {v.key: lv for v, lv in zip(victims, levels)}
-                if not needless_victims(alloc, used, running, placed, list(victims), level_of, state.vector, matchers,
-                                        lambda level: claims.room(n, level, len(alloc))):
-                    found.append((keys, level_of))
-                    break
+            found.append((keys, {k: evicted_by[k] for k in keys}))
     return found
 
 
@@ -259,7 +259,6 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
     state, static = ctx.state, StaticFilters(ctx.nodes, ctx.window)
     weights = tier_weights([p.priority for p in ctx.window])
     scale = tier_weights([p.priority for p, _ in state.pods()])
-    matchers = entangling(ctx)
     hard = config.preemption.pdb == "hard"
     nodes = list(range(len(ctx.nodes)))
     classes = ctx.classes
@@ -284,36 +283,26 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
                     placements[pod.key] = n
         options = []
         for n, placed in on_node.items():
-            found = _node_options(ctx, n, placed, matchers, hard, local)
+            found = _node_options(ctx, n, placed, placements, static, hard, local)
             if not found:
                 break
-            options.append([(n, placed, keys, levels) for keys, levels in found])
+            options.append([(n, keys, named) for keys, named in found])
         else:
             for combo in itertools.product(*options):
-                victims, namings = [], []
-                for n, placed, keys, levels in combo:
-                    for v in state.pods_on[n].values():
-                        if v.key in keys:
-                            at_level = [p for p in placed if p.priority == levels[v.key] and may_preempt(p, v)]
-                            victims.append(Victim(v, n, min(p.key for p in at_level)))
-                            # Which pod is named matters only to affinity (a victim supports every
-                            # pod but its preemptor): one per class then, else the first.
-                            by_class = {p.class_id: p.key for p in sorted(at_level, key=lambda p: p.key, reverse=True)}
-                            namings.append(sorted(by_class.values()) if not local else [victims[-1].preemptor])
+                victims = [Victim(v, n, named[v.key]) for n, keys, named in combo
+                           for v in state.pods_on[n].values() if v.key in keys]
                 if hard and PdbBudgets.of(ctx).violations(v.pod for v in victims):
                     continue
                 value = plan_value(ctx, placements, victims, weights, scale)[:len(LEVELS)]
-                candidates.append((value, placements, victims, namings))
+                candidates.append((value, placements, victims))
     candidates.sort(key=lambda c: c[0], reverse=True)
     tried = 0
-    for value, placements, victims, namings in candidates:
-        for names in itertools.product(*namings):
-            tried += 1
-            named = [Victim(v.pod, v.node, k) for v, k in zip(victims, names)]
-            problems = validate(snapshot, _plan_of(ctx, placements, named), config)
-            note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in named]} -> {problems}")
-            if not problems:
-                return value, placements, named, tried
+    for value, placements, victims in candidates:
+        tried += 1
+        problems = validate(snapshot, _plan_of(ctx, placements, victims), config)
+        note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in victims]} -> {problems}")
+        if not problems:
+            return value, placements, victims, tried
     raise AssertionError("no valid plan found: the empty plan at least must be valid")
 
 
@@ -335,15 +324,11 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
     counts = canonical(wm, dict(counts))
     for key, var in wm.x.items():
         wm.model.add(var == counts.get(key, 0))
-    level_of = {v.pod.key: ctx.pod(v.preemptor).priority for v in victims}
-    if any(key not in wm.evict for key in level_of):
+    evicted = {v.pod.key for v in victims}
+    if any(key not in wm.evict for key in evicted):
         return False
     for key, var in wm.evict.items():
-        wm.model.add(var == (1 if key in level_of else 0))
-        if key in level_of:
-            if level_of[key] not in wm.evict_level[key]:
-                return False
-            wm.model.add(wm.evict_level[key][level_of[key]] == 1)
+        wm.model.add(var == (1 if key in evicted else 0))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 10
     solver.parameters.num_workers = 1

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, nominated, postfilter, victim_room
+from . import replay as kube_replay
 
+
+class _PostFilter:
+    """DefaultPreemption's PostFilter as the engines ask it (``plugin_api.PostFilter``): greedy's
+    preemption, and the replay of kube-scheduler's preemption on a plan."""
+
+    default_preemption = staticmethod(postfilter.default_preemption)
+    reprieve_level = staticmethod(postfilter.reprieve_level)
+    REASON_TERMINATING = postfilter.REASON_TERMINATING
+    replay = staticmethod(kube_replay.replay)
+    kube_preemptors = staticmethod(kube_replay.kube_preemptors)
 
 
 def prepare(snapshot, config, window, state):
@@ -21,5 +32,5 @@ def nominations(snapshot, config, window, state):
 
 
 PLUGIN = Plugin(nominated.NAME, window_encode=(victim_room.encode, nominated.encode), checks=(check.check,
-                nominated.check), prepare=prepare, nominations=nominations, postfilter=postfilter,
+                nominated.check), prepare=prepare, nominations=nominations, postfilter=_PostFilter(),
                 may_preempt=victim_room.may_preempt)

@@ -193,6 +193,16 @@ def _select_by_resources(
     return _Candidate(node, victims, pdb_violations), SUCCESS
 
 
+def resources_only(pod: PodInfo, cycle: Cycle, state: ClusterState) -> bool:
+    """Whether only the node's resources can keep ``pod`` off a node, so a dry run may be done on
+    the resource arithmetic alone (``select_victims``'s ``local``). With
+    ``preemption.freeDevices``, a pod with claims needs the dry run on the state: a victim's
+    devices come back only there (``DraHold``: a claim reserved only for evicted pods gives its
+    devices back). Off, as in kube-scheduler, no device comes back."""
+    return cycle.node_local and not pod.host_ports and not (
+        state.dra is not None and state.dra.free_devices and pod.pod.spec.resource_claims)
+
+
 def _best(candidates: list[_Candidate]) -> _Candidate:
     def key(c: _Candidate) -> tuple:
         top = max((v.priority for v in c.victims), default=-PRIORITY_OFFSET)
@@ -301,11 +311,7 @@ def default_preemption(
         else:
             node_status[i] = no_victims
     candidates: list[_Candidate] = []
-    # With ``preemption.freeDevices``, a pod with claims needs the dry run on the state: a
-    # victim's devices come back only there (``DraHold``: a claim reserved only for evicted pods
-    # gives its devices back). Off, as in kube-scheduler, no device comes back.
-    local = cycle.node_local and not pod.host_ports and not (
-        state.dra is not None and state.dra.free_devices and pod.pod.spec.resource_claims)
+    local = resources_only(pod, cycle, state)
     hopeless: set[int] = set()
     if potential:
         budgets = PdbBudgets.of(ctx)
