@@ -1,18 +1,19 @@
-"""One preemption rule, and the optimum under it (issue 23, item 7).
+"""One preemption rule, and the optimum under it (issue 23, item 7; issue 33).
 
-On tiny windows (at most 3 nodes, 6 pending pods, 4 running pods of mixed and equal priorities,
-``preemptionPolicy: Never``, a PodDisruptionBudget, host ports; separate sets with required
-hostname anti-affinity, with required pod affinity, and with nominated pods — claims of another
-scheduler's pods, pods waiting for their victims), an exhaustive search over every
-placement and every victim set — each victim with every level (preemptor priority) it could be
-evicted at — finds the best plan the validator accepts, on the model's own lexicographic levels
-(``solver.cpsat.solve.plan_value``: pods placed by priority tier, PodDisruptionBudget violations,
-victims' priority tiers, victim count). Then:
+The rule is kube-scheduler's own preemption replayed on the plan (``plugins/preemption/replay``):
+a plan may evict only pods the replay of its placements in queue order evicts, each named for the
+pod at whose turn it goes. On tiny windows (at most 3 nodes, 6 pending pods, 4 running pods of
+mixed and equal priorities, ``preemptionPolicy: Never``, a PodDisruptionBudget, host ports;
+separate sets with required hostname anti-affinity, with required pod affinity, and with nominated
+pods — claims of another scheduler's pods, pods waiting for their victims), an exhaustive search
+over every placement and every set of the replay's victims finds the best plan the validator
+accepts, on the model's own lexicographic levels (``solver.cpsat.solve.plan_value``: pods placed
+by priority tier, PodDisruptionBudget violations, victims' priority tiers, victim count). Then:
 
-* the model's own solution (``solve_window``, proven OPTIMAL) has exactly that value on every
-  level, and the plan ``schedule`` returns too;
-* the exhaustive optimum, fixed into the model (placements, evictions, levels), is feasible: the
-  model can build the plan the validator accepts;
+* the model's own solution (``solve_window``, proven OPTIMAL, its cuts included) has exactly that
+  value on every level, and the plan ``schedule`` returns too;
+* the exhaustive optimum, fixed into the model before any cut (placements, evictions), is
+  feasible: the model's own final-state victim rule never refuses a plan the replay allows;
 * the model's plan and greedy's pass the validator, and greedy's value is never above the search's
   (else the search missed a plan the validator accepts).
 
@@ -21,11 +22,11 @@ The soft-score level is left out: the model scores against the cluster before th
 
 Pruning keeps the search exact: a pod goes only to nodes its static filters and its requests
 allow; pods of one class are interchangeable (placements are counts per class and node); victims
-are looked for only on nodes where a pod that may preempt them is placed; per node only the
-minimal valid victim sets are kept (a superset costs more on every level, whatever the other nodes
-do); the local checks used to prune (final capacity and host ports, the victim rule of
-``victim_room``, who may preempt whom, hard budgets) are necessary conditions of the validator's,
-and the best candidates are then put through ``validate`` itself until one passes.
+are looked for only among the replay's on each node; per node only the minimal valid victim sets
+are kept when every rule is node-local (a superset costs more on every level, whatever the other
+nodes do); the local checks used to prune (final capacity and host ports, hard budgets) are
+necessary conditions of the validator's, and the best candidates are then put through
+``validate`` itself until one passes.
 
 The default run checks a fixed, derandomized set of windows; ``pytest -m long`` draws new ones.
 """
@@ -370,6 +371,7 @@ def check_window(snapshot, config) -> None:
     assert returned == best
     greedy = outcome.greedy
     if greedy is not None:
+        assert validate(snapshot, _plan_of(ctx, greedy.placements, greedy.victims), config) == []
         value = plan_value(ctx, greedy.placements, greedy.victims, weights, scale)[:len(LEVELS)]
         assert value <= best, f"greedy {value} above the exhaustive optimum {best}: the search missed a plan"
         SEEN["greedy below"] += value < best

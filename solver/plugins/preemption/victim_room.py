@@ -1,5 +1,11 @@
-"""Who may preempt whom, and when an eviction is needed: one rule for the model, greedy and the
-validator.
+"""Who may preempt whom (the model, greedy and the validator), and the model's final-state reading
+of when an eviction is needed.
+
+Which evictions a plan may make is decided by ``replay``: kube-scheduler's own preemption,
+replayed on the plan's placements in queue order. The final-state rule below is the model's
+first cut at it (an encoding CP-SAT can hold); where the model's plan breaks the replay on a node,
+the replay's verdict is added as a constraint (``solver/cpsat/kube_victims.py``). Greedy's
+``reprieve_level`` reads it too, to put back what one priority's batch no longer needs.
 
 kube-scheduler places pods one at a time, highest priority first. A pod preempts only when it does
 not fit the node as it is at its turn; it then takes every lower-priority pod off, and puts each
@@ -51,8 +57,8 @@ What this admits, checked against kube-scheduler's sequential plans (greedy foll
   that priority on the node has chosen its own (``postfilter.reprieve_level``), so its plans meet the rule
   and evict no more than kube-scheduler's; the rule does not accept kube-scheduler's extra victim.
 
-The rule reads ``L(v)`` from the plan: the validator from the preemptor it names, the model from
-a level variable per victim (``eviction.create``), greedy from its actual preemptor.
+The rule reads ``L(v)`` from the plan: the model from a level variable per victim
+(``eviction.create``), greedy from its actual preemptor.
 """
 
 from __future__ import annotations
