@@ -334,7 +334,17 @@ def _solver_stats(sol) -> dict:
         greedy_rest_placed=sol.greedy_rest if sol.node_classes is not None else None,
         solve_skipped=sol.solve_skipped,
         victim_cut_rounds=sol.victim_cut_rounds,
+        **_lns_stats(sol.lns),
     )
+
+
+def _lns_stats(stats) -> dict:
+    """The large-neighbourhood search's figures (``cpsat.lns.LnsStats``), when it ran."""
+    if stats is None:
+        return {}
+    return dict(lns_rounds=stats.rounds, lns_improved_rounds=stats.improved, lns_max_pairs=stats.max_pairs,
+                lns_placed_gain=stats.placed_gain, lns_victims_change=stats.victims_change,
+                lns_history=tuple(stats.history[-20:]))
 
 
 def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,

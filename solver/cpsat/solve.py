@@ -232,7 +232,8 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
             continue
         part_deadline = max(deadlines[i], t1 + MIN_COMPONENT_SECONDS)
         part_work = None if work is None else work[i] - (work[i - 1] if i else 0.0)
-        solver, status, obj, bnd, cuts = solve_sound(wm, cfg.solver, part_deadline, work=part_work)
+        solver, status, obj, bnd, cuts = solve_sound(wm, cfg.solver, part_deadline, work=part_work,
+                                                     solve=solve_component)
         sol.victim_cut_rounds += cuts
         log.debug("component %d: %s in %.2fs (objective %s, bound %s)", i, status, time.monotonic() - t1, obj, bnd)
         if solver is None and status != "OPTIMAL":

@@ -4,7 +4,7 @@ encodings, final checks; greedy's PostFilter)."""
 from __future__ import annotations
 
 from ...plugin_api import Plugin
-from . import check, nominated, postfilter, victim_room
+from . import check, nominated, postfilter, reprieve_encode, victim_room
 from . import replay as kube_replay
 
 
@@ -31,6 +31,6 @@ def nominations(snapshot, config, window, state):
                                     sidecar_ports=config.kubernetes_version == "1.34")
 
 
-PLUGIN = Plugin(nominated.NAME, window_encode=(victim_room.encode, nominated.encode), checks=(check.check,
+PLUGIN = Plugin(nominated.NAME, window_encode=(reprieve_encode.encode, nominated.encode), checks=(check.check,
                 nominated.check), prepare=prepare, nominations=nominations, postfilter=_PostFilter(),
                 may_preempt=victim_room.may_preempt)

@@ -68,8 +68,11 @@ class _Candidate:
 
 
 def _importance(pod: PodInfo) -> tuple:
-    """Sort key: higher priority first, then earlier start (no start time counts as now)."""
-    return (-pod.priority, pod.start_time or _NOW)
+    """Sort key: higher priority first, then earlier start (no start time counts as now), then the
+    pod's key: kube-scheduler leaves exact ties in no set order, and the replay of a plan
+    (``replay``) must pick the victims the plan was made with, whatever order a cache holds the
+    node's pods in."""
+    return (-pod.priority, pod.start_time or _NOW, pod.key)
 
 
 def _fits(pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, version: str) -> Status:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ...disruption import PdbBudgets
 from ...framework import names
@@ -58,6 +57,11 @@ class Turn:
     victims: list[PodInfo] = field(default_factory=list)
     # The pods it could have evicted there at its turn (present, lower priority, evictable).
     lower: list[str] = field(default_factory=list)
+
+    @property
+    def outcome_ok(self) -> bool:
+        """Whether the pod fits at its turn, as it is or by preempting."""
+        return self.outcome != NO_ROOM
 
 
 @dataclass
@@ -160,7 +164,7 @@ def kube_preemptors(ctx, placements: Mapping[str, int], victims: list, static) -
     return [Victim(v.pod, v.node, found.evicted_by.get(v.pod.key, v.preemptor)) for v in victims]
 
 
-def check(replayed, victims: list, static) -> Optional[list[str]]:
+def check(replayed, victims: list, static) -> list[str]:
     """The validator's lines for ``victims`` (well-formed ``Victim``s of the plan ``replayed``,
     each placed preemptor's victims that passed the who-may-preempt checks): every eviction one
     kube-scheduler's preemption makes, for the pod the plan names."""
