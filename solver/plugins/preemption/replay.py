@@ -21,7 +21,9 @@ A plan may evict a running pod only if the replay evicts it, and names as its pr
 whose turn the replay evicts it. A plan may keep a pod the replay evicts (it evicts less than
 kube-scheduler would, and the final-state checks judge that the node still holds everything).
 
-Only nodes the plan evicts from are replayed turn by turn (elsewhere there is nothing to justify);
+A gang the plan places protects its running members from the pods after its last member, as
+greedy's Permit does (kube-scheduler 1.36 knows no such protection; evicting such a member would
+break the gang, which the plan may not). Only nodes the plan evicts from are replayed turn by turn (elsewhere there is nothing to justify);
 pods placed elsewhere are added to the state in their turn, so the rules that read other nodes
 (spread, affinity) see them as kube-scheduler would.
 
@@ -122,16 +124,28 @@ def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> 
     window = frozenset(p.key for p in ctx.window)
     evicted: list[PodInfo] = []
     done: list[str] = []
-    for pod in queue(ctx.window, placements):
+    order = queue(ctx.window, placements)
+    # A gang whose members the plan places protects its running members from the preemptors after
+    # it (as greedy's Permit does: evicting one would take the gang below its minimum).
+    last_member = {p.group: p.key for p in order if p.group is not None}
+    running_members: dict[str, set[str]] = {}
+    if last_member:
+        for q, _ in ctx.state.pods():
+            if q.group in last_member and q.key not in window:
+                running_members.setdefault(q.group, set()).add(q.key)
+    never = window
+    for pod in order:
         node = placements[pod.key]
         if node in judged:
-            out.turns[pod.key] = _turn(pod, node, state, static, ctx, budgets, window, evicted, done, version)
+            out.turns[pod.key] = _turn(pod, node, state, static, ctx, budgets, never, evicted, done, version)
             for victim in out.turns[pod.key].victims:
                 state.remove(victim)
                 evicted.append(victim)
                 out.evicted_by[victim.key] = pod.key
         state.add(pod, node)
         done.append(pod.key)
+        if pod.group is not None and last_member[pod.group] == pod.key:
+            never = never | running_members.get(pod.group, set())
     return out
 
 
