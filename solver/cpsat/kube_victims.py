@@ -46,12 +46,12 @@ REPAIR_ROUNDS = 5
 
 def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = None, solve=solve_component,
                 ) -> tuple[Optional[Values], str, Optional[float], Optional[float], int]:
-    """``solve_component``, repeated with the replay's cuts until the plan's victims are ones
-    kube-scheduler's preemption evicts: (the solution's values or None, status, objective,
-    bound, rounds of cuts); ``solve``: the staged solve (``stages.solve_component``). A plan that breaks the replay is also *repaired* at once: its
-    placements kept (less any pod that cannot fit at its turn), its victims the replay's own.
-    That plan is the hint of the solve after the cuts, and the answer if the time runs out first
-    (status FEASIBLE, no bound)."""
+    """``solve`` (the staged solve, ``stages.solve_component``), repeated with the replay's cuts
+    until the plan's victims are ones kube-scheduler's preemption evicts: (the solution's values
+    or None, status, objective, bound, rounds of cuts). A plan that breaks the replay is also
+    *repaired* at once: its placements kept (less any pod that cannot fit at its turn), its
+    victims the replay's own. That plan is the hint of the solve after the cuts, and the answer if
+    the time runs out first (status FEASIBLE, no bound)."""
     if POSTFILTER is None or not wm.evict:
         return (*solve(wm, cfg, deadline, work=work), 0)
     ne: dict[tuple[int, int], cp_model.IntVar] = {}
