@@ -66,7 +66,8 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
         assert greedy is not None
         no_search = lns.eligible(ctx)
         if no_search is None and deadline - time.monotonic() > lns.MIN_ROUND_SECONDS:
-            return _search(ctx, static, greedy, run.seconds, deadline, estimate)
+            return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
+                           f"and node classes do not apply ({why}")
         if no_search is None:
             no_search = "greedy's plan came after the time limit"
         return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,
@@ -165,9 +166,10 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
 
 
 
-def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, estimate: str) -> CpsatOutcome:
-    """Greedy's plan improved by the large-neighbourhood search (``lns``) until the deadline."""
-    step = f"large-neighbourhood search: the per-node model ({estimate}) would overrun the time limit"
+def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: str) -> CpsatOutcome:
+    """Greedy's plan improved by the large-neighbourhood search (``lns``) until the deadline;
+    ``why``: why the per-node model and node classes were not taken."""
+    step = f"large-neighbourhood search: the per-node model ({why})"
     progress.stage(f"{step}; improving greedy's plan a neighbourhood at a time")
     start = time.monotonic()
     sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed)
@@ -175,8 +177,8 @@ def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, estimat
     sol.lns = stats
     if not stats.improved:
         return CpsatOutcome(greedy, sol, False, None, static, greedy_seconds,
-                            f"greedy's plan: {stats.rounds} neighbourhood round(s) found nothing better",
+                            f"greedy's plan: {stats.rounds} neighbourhood round(s) found nothing better ({step})",
                             degraded="large-neighbourhood search")
     return CpsatOutcome(greedy, sol, True, None, static, greedy_seconds,
-                        f"solver's plan: {stats.improved} of {stats.rounds} neighbourhood round(s) improved greedy's",
+                        f"solver's plan: {stats.improved} of {stats.rounds} neighbourhood round(s) improved greedy's ({step})",
                         degraded="large-neighbourhood search")
