@@ -288,7 +288,7 @@ class _Deciding:
         if sol.objective is not None and sol.bound is not None:
             denom = max(abs(sol.bound), 1.0)
             stats["gap"] = round(abs(sol.bound - sol.objective) / denom, 6)
-        plan = _plan_from(ctx, sol.placements, sol.victims, sol.nominations, {}, outcome.static, stats=stats,
+        plan = _plan_from(ctx, sol.placements, sol.victims, sol.nominations, {}, outcome.static, stats=stats, named=True,
                           start=self.start)
         problems = self._validate(plan)
         if not problems:
@@ -348,9 +348,11 @@ def _lns_stats(stats) -> dict:
 
 
 def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,
-               volumes_taken=None) -> Plan:
+               volumes_taken=None, named=False) -> Plan:
+    """The plan of ``placements`` and ``victims``; ``named``: the victims are named for the pod at
+    whose turn kube-scheduler's preemption evicts them already (the CP-SAT engine names them)."""
     nodes = ctx.nodes
-    if victims and POSTFILTER is not None:
+    if victims and POSTFILTER is not None and not named:
         # Each victim named for the pod at whose turn kube-scheduler's preemption evicts it.
         victims = POSTFILTER.kube_preemptors(ctx, placements, list(victims), static)
         nominations = _nominated_preemptors(nominations, victims, placements)

@@ -37,9 +37,6 @@ from .stages import solve_component
 log = logging.getLogger("cpsat_scheduler.solver")
 
 
-# Share of the time left the first solve of a component with evictions may take: a plan that
-# breaks the replay needs time for the solve after the cuts.
-FIRST_SOLVE_SHARE = 0.5
 # Rounds of repair (pods that cannot fit at their turn taken out, the replay run again) at most.
 REPAIR_ROUNDS = 5
 
@@ -51,7 +48,9 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     or None, status, objective, bound, rounds of cuts). A plan that breaks the replay is also
     *repaired* at once: its placements kept (less any pod that cannot fit at its turn), its
     victims the replay's own. That plan is the hint of the solve after the cuts, and the answer if
-    the time runs out first (status FEASIBLE, no bound)."""
+    the time runs out first (status FEASIBLE, no bound). The first solve has the whole time: the
+    model's reprieve (``reprieve_encode``) makes plans that break the replay the exception, and a
+    share held back for the solve after the cuts left the first without a plan on busy cores."""
     if POSTFILTER is None or not wm.evict:
         return (*solve(wm, cfg, deadline, work=work), 0)
     ne: dict[tuple[int, int], cp_model.IntVar] = {}
@@ -59,14 +58,10 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     repaired: Optional[PlanValues] = None
     while True:
         mark = len(wm.model.proto.constraints)
-        now = time.monotonic()
-        until = deadline if rounds else min(deadline, now + max(FIRST_SOLVE_SHARE * (deadline - now), 0.05))
-        solver, status, obj, bnd = solve(wm, cfg, until, work=work)
+        solver, status, obj, bnd = solve(wm, cfg, deadline, work=work)
         if solver is None:
             if repaired is not None:
                 return repaired, "FEASIBLE", None, None, rounds
-            if rounds == 0 and until < deadline:
-                continue  # the first solve's share found nothing: the rest of the time is its own
             return solver, status, obj, bnd, rounds
         trial = Solution()
         extract(wm, solver, trial)

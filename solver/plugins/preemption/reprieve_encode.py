@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -119,11 +119,14 @@ def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
         claimed = claims.room(n, level, width) if claims else np.zeros(width, dtype=np.int64)
         # kept[v, L]: present at L's turn and not evicted there; over[v]: the literals "with v
         # back, resource r is over" (one per resource v asks for).
-        kept: dict[str, cp_model.IntVar] = {}
+        kept: dict[str, Any] = {}  # a bool var, or the negation of gone[v, L]
         over_lits: dict[str, list] = defaultdict(list)
         for v in here:
-            k = kept[v.key] = m.new_bool_var(f"kept[{v.key},{level}]")
             vs, cs, const = present(v, level)
+            if not vs:  # never gone before L: kept is "not gone at L"
+                kept[v.key] = gone[v.key, level].Not()
+                continue
+            k = kept[v.key] = m.new_bool_var(f"kept[{v.key},{level}]")
             m.add(k == cp_model.LinearExpr.weighted_sum(vs, cs) + const - gone[v.key, level])
         for r in np.flatnonzero(requested).tolist():
             # base_L,r: the node's running pods, less those gone before L and less the ones in the
@@ -143,18 +146,29 @@ def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
                 vars_ += vs
                 coeffs += [amount * c for c in cs]
             cap = int(alloc[r])
+            # The sum's range (placed counts up to their bounds; pods gone above L free room).
+            hi = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
+            lo = const + sum(c for c in coeffs[len(above):] if c < 0)
             prefix_vars: list = []
             prefix_coeffs: list[int] = []
             for v in here:
                 amount = int(state.vector(v)[r])
-                expr = cp_model.LinearExpr.weighted_sum(vars_ + prefix_vars, coeffs + prefix_coeffs) + const + amount
-                if amount:
-                    m.add(expr <= cap).only_enforce_if([kept[v.key], active])
-                    over = m.new_bool_var(f"reprieve_over[{n},{level},{r},{v.key}]")
-                    m.add(expr >= cap + 1).only_enforce_if(over)
-                    over_lits[v.key].append(over)
+                if amount and hi + amount > cap:  # else v always fits back on r: nothing to state
+                    if lo + amount > cap:
+                        # v never fits back on r at this level: reprieved only without a turn.
+                        m.add_implication(kept[v.key], active.Not())
+                        over_lits[v.key].append(active)
+                    else:
+                        expr = (cp_model.LinearExpr.weighted_sum(vars_ + prefix_vars, coeffs + prefix_coeffs)
+                                + const + amount)
+                        over = m.new_bool_var(f"reprieve_over[{n},{level},{r},{v.key}]")
+                        m.add(expr >= cap + 1).only_enforce_if(over)
+                        m.add(expr <= cap).only_enforce_if(over.Not())
+                        m.add_bool_or([kept[v.key].Not(), active.Not(), over.Not()])
+                        over_lits[v.key].append(over)
                 prefix_vars.append(kept[v.key])
                 prefix_coeffs.append(amount)
+                hi += amount
         for v in here:
             if not v.host_ports:
                 continue
