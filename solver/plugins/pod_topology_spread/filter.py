@@ -10,12 +10,13 @@ default, taints ignored by default).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
-from ...plugin_api import CodedCycle, StaticView
+from ...plugin_api import CodedCycle, NodeDryRun, StaticView
 from ...terms import SpreadConstraint
 from ..node_affinity import filter as node_affinity
 from ..taint_toleration import filter as taint_toleration
@@ -36,6 +37,7 @@ class ConstraintCounts:
     eligible_domains: np.ndarray  # per domain id, whether some eligible node is in it
     global_min: int
     self_match: int
+    counted: np.ndarray  # per node, whether its matching pods count (eligible, with the key)
 
 
 def _tolerates(pod: PodInfo, node: NodeInfo) -> bool:
@@ -99,7 +101,7 @@ def counts_for(pod: PodInfo, c: SpreadConstraint, state: ClusterState, eligible:
     counts, present = domain_counts(state, PodMatcher.of_spread(c.selector, pod.namespace), ids, eligible, len(values))
     global_min = skew_floor(counts, present, c.min_domains)
     self_match = 1 if c.selector.matches(pod.labels) else 0
-    return ConstraintCounts(c, ids, counts, present, global_min, self_match)
+    return ConstraintCounts(c, ids, counts, present, global_min, self_match, eligible & (ids >= 0))
 
 
 def prefilter(pod: PodInfo, state: ClusterState, affinity_mask: np.ndarray, tolerated_mask: np.ndarray) -> list[ConstraintCounts]:
@@ -154,7 +156,74 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
     return ok
 
 
+class _OnNode:
+    """One constraint's counts as the node's verdict reads them: its domain's matching pods and
+    the fewest in any other eligible domain (None: none, or the floor is 0 anyway)."""
+
+    __slots__ = ("cc", "matcher", "dom", "counted", "count", "floor_others")
+
+    def __init__(self, cc: ConstraintCounts, pod: PodInfo, node: int) -> None:
+        self.cc = cc
+        self.matcher = PodMatcher.of_spread(cc.constraint.selector, pod.namespace)
+        self.dom = dom = int(cc.domain_ids[node])
+        self.counted = bool(cc.counted[node])
+        self.count = int(cc.domain_counts[dom]) if dom >= 0 and len(cc.domain_counts) else 0
+        self.floor_others: Optional[int] = None
+        present = cc.eligible_domains
+        if not floor_is_zero(int(present.sum()), cc.constraint.min_domains):
+            others = present.copy()
+            if dom >= 0:
+                others[dom] = False
+            if others.any():
+                self.floor_others = int(cc.domain_counts[others].min())
+
+    def global_min(self) -> int:
+        """``skew_floor`` of the counts with this domain's count as it is now."""
+        cc = self.cc
+        if floor_is_zero(int(cc.eligible_domains.sum()), cc.constraint.min_domains):
+            return 0
+        here = self.count if self.dom >= 0 and cc.eligible_domains[self.dom] else None
+        values = [v for v in (here, self.floor_others) if v is not None]
+        return min(values)
+
+
+class SpreadOnNode:
+    """The filter's dry run on one node (``plugin_api.NodeDryRun``; kube-scheduler's
+    PreFilterExtensions for PodTopologySpread): a pod leaving or returning changes only its own
+    domain's count, and with it perhaps the global minimum, which the other domains' minimum
+    (taken once) and this domain's count give at once."""
+
+    def __init__(self, pod: PodInfo, pre: list[ConstraintCounts], state: ClusterState, node: int) -> None:
+        self.state = state
+        self.constraints = [_OnNode(cc, pod, node) for cc in pre]
+
+    def _change(self, pod: PodInfo, delta: int) -> None:
+        for c in self.constraints:
+            if c.counted and self.state.matches(c.matcher, pod):
+                c.count += delta
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        self._change(pod, -1)
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self._change(pod, +1)
+
+    def status(self) -> Status:
+        for c in self.constraints:
+            if c.dom < 0:
+                return STATUSES[1]
+            if c.count + c.cc.self_match - c.global_min() > c.cc.constraint.max_skew:
+                return STATUSES[2]
+        return SUCCESS
+
+
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> CodedCycle | None:
     """The plugin's ``cycle`` hook: PreFilter; nothing to check when it found nothing."""
     pre = prefilter(pod, state, *inclusion_masks(static, pod))
-    return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible) if pre else None
+    if not pre:
+        return None
+
+    def on_node(node: int) -> NodeDryRun:
+        return SpreadOnNode(pod, pre, state, node)
+
+    return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible, on_node)

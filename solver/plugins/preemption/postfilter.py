@@ -29,7 +29,7 @@ from . import nominated
 from ...disruption import PdbBudgets
 from .victim_room import beyond_node_local, entangled, entangling, may_preempt
 from ..node_ports import filter as node_ports
-from ...plugin_api import CycleView as Cycle, StaticView as StaticFilters
+from ...plugin_api import CycleView as Cycle, NodeDryRun, StaticView as StaticFilters
 from ..node_resources_fit import filter as node_resources_fit
 from ...state import ClusterState
 
@@ -73,6 +73,8 @@ def _importance(pod: PodInfo) -> tuple:
 
 
 def _fits(pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, version: str) -> Status:
+    """The pod's status on ``node`` by a new cycle on ``state`` as it is now (the dry run of a
+    pod some filter has no ``NodeDryRun`` for: volumes, devices)."""
     return static.cycle(pod, state, version=version).status(static.nodes[node])
 
 
@@ -88,6 +90,7 @@ def select_victims(
     window: frozenset[str] = frozenset(),
     local: bool = False,
     spent: Optional[list[int]] = None,
+    cycle: Optional[Cycle] = None,
 ) -> tuple[Optional[_Candidate], Status]:
     """The minimal victim set on one node (or why the node cannot be made to fit).
 
@@ -95,7 +98,13 @@ def select_victims(
     PodDisruptionBudget are never victims: they are put back before the fit is judged. ``spent``
     counts, per budget, the pods earlier preemptions of the window already took from it.
     ``local``: only the node's resources can keep the pod out (no host ports, spread or pod
-    affinity on either side), so the dry run is done on the resource arithmetic alone."""
+    affinity on either side), so the dry run is done on the resource arithmetic alone.
+    ``cycle``: the pod's filter cycle on ``state`` as it is; the dry run then goes through its
+    filters' ``NodeDryRun`` (PreFilter once, victims removed and reprieved incrementally, as
+    kube-scheduler's PreFilterExtensions do), never through the state. Without one (or for a
+    filter with none) the victims are taken out of the state itself and put back, a new cycle
+    judged per step; the state's removal count and touched nodes are then restored, as no pod
+    left it."""
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
     # A gang member never evicts a running member of its own group (that would undo the gang).
     lower = [
@@ -107,6 +116,10 @@ def select_victims(
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     if local and static.mask(pod)[node]:
         return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version, spent)
+    run = cycle.on_node(node) if cycle is not None and cycle.state is state else None
+    if run is not None:
+        return _select_on_node(node, lower, run, budgets, hard_pdb, spent)
+    removals, touched = state.removals, len(state.touched)
     for victim in lower:
         state.remove(victim)
     try:
@@ -141,6 +154,44 @@ def select_victims(
                 state.remove(victim)
         for victim in lower:
             state.add(victim, node)
+        # The state holds what it held: no cache need refresh for this dry run.
+        state.removals = removals
+        del state.touched[touched:]
+
+
+def _select_on_node(
+    node: int, lower: list[PodInfo], run: NodeDryRun, budgets: PdbBudgets, hard_pdb: bool,
+    spent: Optional[list[int]],
+) -> tuple[Optional[_Candidate], Status]:
+    """``select_victims``'s dry run through the filters' ``NodeDryRun`` on the node: the same
+    removals, reprieves, order and statuses, the state untouched."""
+    for victim in lower:
+        run.remove_pod(victim)
+    status = run.status()
+    if not status.ok:
+        return None, status
+    lower = sorted(lower, key=_importance)
+    violating, safe = budgets.split(lower, spent)
+    if hard_pdb and violating:
+        for keep in violating:
+            run.add_pod(keep)
+        status = run.status()
+        if not status.ok:
+            return None, status
+        violating = []
+    victims: list[PodInfo] = []
+    pdb_violations = 0
+    for group, counts_violation in ((violating, True), (safe, False)):
+        for candidate in group:
+            run.add_pod(candidate)
+            if run.status().ok:
+                continue  # reprieved: it stays
+            run.remove_pod(candidate)
+            victims.append(candidate)
+            pdb_violations += counts_violation
+    if violating and safe:
+        victims.sort(key=_importance)
+    return _Candidate(node, victims, pdb_violations), status
 
 
 def _select_by_resources(
@@ -314,7 +365,9 @@ def default_preemption(
         offset = rng.randrange(len(potential)) if rng is not None else 0
         # Nodes where the pod would not fit even with every possible victim gone give no
         # candidate: found at once over all nodes; their status is needed only for the message.
-        if local and usage is not None:
+        # Sound for every pod: NodeResourcesFit is in every cycle, and the other filters can only
+        # refuse a node more.
+        if usage is not None:
             idx = np.array(potential, dtype=np.int64)
             room = state.free[idx].astype(np.float64) + usage[idx]
             hopeless = set(idx[~node_resources_fit.fits(state.vector(pod), room)].tolist())
@@ -324,7 +377,7 @@ def default_preemption(
                 continue
             candidate, status = select_victims(
                 pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
-                local=local, spent=spent,
+                local=local, spent=spent, cycle=cycle,
             )
             node_status[node] = status
             if candidate is not None:
@@ -337,7 +390,7 @@ def default_preemption(
     for node in hopeless:
         node_status[node] = select_victims(
             pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
-            local=local, spent=spent,
+            local=local, spent=spent, cycle=cycle,
         )[1]
     per_node = [_NOT_HELPFUL] * n
     for i, status in node_status.items():
