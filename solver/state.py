@@ -106,6 +106,7 @@ class ClusterState:
         self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
         self.where: dict[str, int] = {}
         self._counters: dict[Matcher, np.ndarray] = {}
+        self._counter_order: list[tuple[Matcher, np.ndarray]] = []  # ``_counters`` as registered
         self._matching: dict[tuple, tuple[int, list[np.ndarray]]] = {}  # see _counters_matching
         self._match_cache: dict[Matcher, dict[tuple, bool]] = {}
         # Pods in the state by what a matcher reads of them ((namespace, labels), terminating):
@@ -344,14 +345,18 @@ class ClusterState:
                 self.affinity_pods.pop(pod.key, None)
 
     def _counters_matching(self, pod: PodInfo) -> list[np.ndarray]:
-        """The counters that count ``pod``, remembered per (labels, terminating) until another
-        counter is registered (counters are only ever added): saves hashing every matcher on
-        every add and remove."""
+        """The counters that count ``pod``, remembered per (labels, terminating) and extended by
+        the counters registered since (counters are only ever added, in ``_counter_order``):
+        saves hashing every matcher on every add and remove, and asking every one again when a
+        new one comes (a window of hundreds of spread and anti-affinity apps registers hundreds)."""
         key = (pod.match_key, pod.terminating)
         hit = self._matching.get(key)
-        if hit is None or hit[0] != len(self._counters):
-            hit = (len(self._counters), [c for m, c in self._counters.items() if self._matches(m, pod)])
-            self._matching[key] = hit
+        order = self._counter_order
+        if hit is None:
+            hit = self._matching[key] = (len(order), [c for m, c in order if self._matches(m, pod)])
+        elif hit[0] != len(order):
+            more = [c for m, c in order[hit[0]:] if self._matches(m, pod)]
+            hit = self._matching[key] = (len(order), hit[1] + more if more else hit[1])
         return hit[1]
 
     def _matches(self, matcher: Matcher, pod: PodInfo) -> bool:
@@ -388,6 +393,7 @@ class ClusterState:
                     for node, count in per_node.items():
                         counts[node] += count
             self._counters[matcher] = counts
+            self._counter_order.append((matcher, counts))
         return counts
 
     def domains(self, topology_key: str) -> tuple[np.ndarray, list[str]]:
@@ -476,6 +482,7 @@ class ClusterState:
         # window); ``copy`` clones its table, deleted slots and all.
         other.where = self.where.copy()
         other._counters = {m: c.copy() for m, c in self._counters.items()}
+        other._counter_order = list(other._counters.items())
         other._matching = {}  # holds this state's arrays
         other._match_cache = self._match_cache
         other._groups = self._groups.copy()
