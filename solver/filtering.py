@@ -368,3 +368,6 @@ class NodeRun:
             if not status.ok:
                 return status
         return SUCCESS
+
+    def reads(self) -> tuple:
+        return tuple(run.reads() for run in self.runs)

@@ -20,7 +20,7 @@ It holds
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
 
@@ -156,6 +156,13 @@ class NodeDryRun(Protocol):
 
     def status(self) -> Status:
         """The filter's verdict on the node now."""
+        ...
+
+    def reads(self) -> Hashable:
+        """What the verdicts read beyond the node's own pods, as it was when the dry run began
+        (a spread constraint's count in the node's domain and the other domains' minimum; ()
+        for a node-local filter): two dry runs on a node holding the same pods, whose ``reads``
+        are equal, give the same verdicts at every step."""
         ...
 
 

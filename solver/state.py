@@ -11,7 +11,7 @@ so no rule ever rescans all pods for each incoming pod.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
@@ -116,6 +116,11 @@ class ClusterState:
         self._groups: dict[tuple, tuple[PodInfo, Counter[int]]] = {}
         # Required anti-affinity terms of pods in the state: term -> owners per node.
         self.anti_owners: dict[AffinityTerm, np.ndarray] = {}
+        # ``anti_terms_matching``'s memo: terms as they came into ``anti_owners``, how many times
+        # one left it, and per (namespace, labels) what was found when.
+        self._anti_added: list[AffinityTerm] = []
+        self._anti_dropped = 0
+        self._anti_matching: dict[tuple, tuple[int, int, list[AffinityTerm]]] = {}
         # Pods with a term InterPodAffinity scoring reads (required affinity, preferred affinity
         # and anti-affinity; never required anti-affinity, which only filters).
         self.affinity_pods: dict[str, PodInfo] = {}
@@ -335,9 +340,11 @@ class ClusterState:
             owners = self.anti_owners.get(term)
             if owners is None:
                 owners = self.anti_owners[term] = np.zeros(len(self.nodes), dtype=np.int64)
+                self._anti_added.append(term)
             owners[node] += delta
             if delta < 0 and not owners.any():
                 del self.anti_owners[term]
+                self._anti_dropped += 1
         if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
             if delta > 0:
                 self.affinity_pods[pod.key] = pod
@@ -376,6 +383,36 @@ class ClusterState:
 
     def matches(self, matcher: Matcher, pod: PodInfo) -> bool:
         return self._matches(matcher, pod)
+
+    def matcher(self, matcher: Matcher) -> Callable[[PodInfo], bool]:
+        """``matches(matcher, ·)`` as a function, the matcher looked up once: for a caller asking
+        of one matcher about many pods (preemption's dry run asks of each victim)."""
+        verdicts = self._match_cache_of(matcher)
+
+        def matches(pod: PodInfo) -> bool:
+            key = (pod.match_key, pod.terminating)
+            hit = verdicts.get(key)
+            if hit is None:
+                hit = verdicts[key] = matcher.matches(pod)
+            return hit
+
+        return matches
+
+    def anti_terms_matching(self, pod: PodInfo) -> list[AffinityTerm]:
+        """The required anti-affinity terms of pods in the state that match ``pod`` (the terms of
+        ``anti_owners``, in its order until one leaves): remembered per (namespace, labels) and
+        extended by the terms that came since, asked afresh only after one left. Every pod's
+        InterPodAffinity PreFilter asks; a window of hundreds of anti-affinity apps has hundreds."""
+        key = pod.match_key
+        hit = self._anti_matching.get(key)
+        added = self._anti_added
+        if hit is None or hit[1] != self._anti_dropped:
+            found = [t for t in self.anti_owners if t.matches(pod.namespace, pod.labels, pod.ns_labels)]
+            hit = self._anti_matching[key] = (len(added), self._anti_dropped, found)
+        elif hit[0] != len(added):
+            more = [t for t in added[hit[0]:] if t.matches(pod.namespace, pod.labels, pod.ns_labels)]
+            hit = self._anti_matching[key] = (len(added), hit[1], hit[2] + more if more else hit[2])
+        return hit[2]
 
     # -- queries the rules share -------------------------------------------------------------
 
@@ -488,6 +525,9 @@ class ClusterState:
         other._groups = self._groups.copy()
         self._owned_groups, other._owned_groups = set(), set()
         other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
+        other._anti_added = list(other.anti_owners)
+        other._anti_dropped = 0
+        other._anti_matching = {}
         other.affinity_pods = self.affinity_pods.copy()
         other._domains = self._domains
         other.touched = []

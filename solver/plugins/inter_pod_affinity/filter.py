@@ -61,10 +61,8 @@ def prefilter(pod: PodInfo, state: ClusterState) -> AffinityCounts | None:
     """None when the pod has no required terms and no placed pod's anti-affinity can reach it."""
     existing = []
     blocked_by_key: dict[str, np.ndarray] = {}
-    for term, owners in state.anti_owners.items():
-        if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
-            continue
-        ids, per_domain = _per_domain(state, term.topology_key, owners)
+    for term in state.anti_terms_matching(pod):
+        ids, per_domain = _per_domain(state, term.topology_key, state.anti_owners[term])
         blocked = blocked_by_key.get(term.topology_key)
         blocked_by_key[term.topology_key] = per_domain > 0 if blocked is None else blocked | (per_domain > 0)
     for key, blocked in blocked_by_key.items():
@@ -191,30 +189,30 @@ class AffinityOnNode:
         self.self_match = pre.self_match
         self.has_affinity = bool(pre.affinity)
         self.no_key = any(ids[node] < 0 for _, ids, _ in pre.affinity)
-        self.all_terms = AllTerms(pod.affinity) if pod.affinity else None
+        self.all_terms = state.matcher(AllTerms(pod.affinity)) if pod.affinity else None
         # per affinity term with the key on the node: [count in its domain, count anywhere]
         self.affinity = [[int(per_domain[ids[node]]), int(per_domain.sum())]
                          for _, ids, per_domain in pre.affinity if ids[node] >= 0]
         self.total_absent = sum(1 for _, ids, per_domain in pre.affinity if ids[node] < 0 and per_domain.any())
         # per anti-affinity term with the key on the node: [matcher, count in its domain]
-        self.anti = [[PodMatcher.of_term(term), int(per_domain[ids[node]])]
+        self.anti = [[state.matcher(PodMatcher.of_term(term)), int(per_domain[ids[node]])]
                      for term, ids, per_domain in pre.anti if ids[node] >= 0]
         # placed pods' anti-affinity terms matching the pod: owners in the node's domain
         self.existing: dict[AffinityTerm, int] = {}
-        for term, owners in state.anti_owners.items():
-            if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
-                continue
+        for term in state.anti_terms_matching(pod):
             ids = state.domains(term.topology_key)[0]
             if ids[node] >= 0:
-                self.existing[term] = int(owners[ids == ids[node]].sum())
+                self.existing[term] = int(state.anti_owners[term][ids == ids[node]].sum())
+        self._start = (tuple(tuple(c) for c in self.affinity), tuple(c for _, c in self.anti),
+                       frozenset(self.existing.items()))
 
     def _change(self, pod: PodInfo, delta: int) -> None:
-        if self.all_terms is not None and self.state.matches(self.all_terms, pod):
+        if self.all_terms is not None and self.all_terms(pod):
             for counts in self.affinity:
                 counts[0] += delta
                 counts[1] += delta
         for entry in self.anti:
-            if self.state.matches(entry[0], pod):
+            if entry[0](pod):
                 entry[1] += delta
         for term in pod.anti_affinity:
             if term in self.existing:
@@ -225,6 +223,9 @@ class AffinityOnNode:
 
     def add_pod(self, pod: PodInfo) -> None:
         self._change(pod, +1)
+
+    def reads(self) -> tuple:
+        return self._start  # the counts of the node's domains, as the dry run began
 
     def status(self) -> Status:
         if self.has_affinity:

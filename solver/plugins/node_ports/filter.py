@@ -103,6 +103,9 @@ class PortsOnNode:
     def status(self) -> Status:
         return SUCCESS if fits(self.pod, self.used) else unschedulable(NAME, REASON)
 
+    def reads(self) -> tuple:
+        return ()  # the node's own ports
+
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> PortsCycle | None:
     """The plugin's ``cycle`` hook: a pod without host ports passes everywhere."""

@@ -173,6 +173,9 @@ class RoomOnNode:
         free = np.array(self.room, dtype=object)
         return status_of(self.vec, free, self.state.alloc[self.node], self.state, version=self.version)
 
+    def reads(self) -> tuple:
+        return ()  # the node's own room
+
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> ResourcesCycle:
     """The plugin's ``cycle`` hook: every pod asks at least for the pod count."""

@@ -160,11 +160,11 @@ class _OnNode:
     """One constraint's counts as the node's verdict reads them: its domain's matching pods and
     the fewest in any other eligible domain (None: none, or the floor is 0 anyway)."""
 
-    __slots__ = ("cc", "matcher", "dom", "counted", "count", "floor_others")
+    __slots__ = ("cc", "matches", "dom", "counted", "count", "floor_others")
 
-    def __init__(self, cc: ConstraintCounts, pod: PodInfo, node: int) -> None:
+    def __init__(self, cc: ConstraintCounts, pod: PodInfo, node: int, state: ClusterState) -> None:
         self.cc = cc
-        self.matcher = PodMatcher.of_spread(cc.constraint.selector, pod.namespace)
+        self.matches = state.matcher(PodMatcher.of_spread(cc.constraint.selector, pod.namespace))
         self.dom = dom = int(cc.domain_ids[node])
         self.counted = bool(cc.counted[node])
         self.count = int(cc.domain_counts[dom]) if dom >= 0 and len(cc.domain_counts) else 0
@@ -195,11 +195,12 @@ class SpreadOnNode:
 
     def __init__(self, pod: PodInfo, pre: list[ConstraintCounts], state: ClusterState, node: int) -> None:
         self.state = state
-        self.constraints = [_OnNode(cc, pod, node) for cc in pre]
+        self.constraints = [_OnNode(cc, pod, node, state) for cc in pre]
+        self._start = tuple((c.count, c.floor_others) for c in self.constraints)
 
     def _change(self, pod: PodInfo, delta: int) -> None:
         for c in self.constraints:
-            if c.counted and self.state.matches(c.matcher, pod):
+            if c.counted and c.matches(pod):
                 c.count += delta
 
     def remove_pod(self, pod: PodInfo) -> None:
@@ -207,6 +208,9 @@ class SpreadOnNode:
 
     def add_pod(self, pod: PodInfo) -> None:
         self._change(pod, +1)
+
+    def reads(self) -> tuple:
+        return self._start  # per constraint: the domain's count, the other domains' minimum
 
     def status(self) -> Status:
         for c in self.constraints:

@@ -107,10 +107,12 @@ def select_victims(
     left it."""
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
     # A gang member never evicts a running member of its own group (that would undo the gang).
+    # (A victim has lower priority: asked first, it spares the full rule most pods.)
+    priority = pod.priority
     lower = [
         p
         for p in state.pods_on[node].values()
-        if p.key not in window and may_preempt(pod, p)
+        if p.priority < priority and p.key not in window and may_preempt(pod, p)
     ]
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
@@ -284,7 +286,7 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
     def lower_pods(i: int) -> list[PodInfo]:
         return [
             p for p in state.pods_on[i].values()
-            if p.key not in window and may_preempt(pod, p)
+            if p.priority < pod.priority and p.key not in window and may_preempt(pod, p)
         ]
 
     def fill(mask: np.ndarray, usage: np.ndarray, nodes) -> None:
@@ -313,12 +315,13 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
 
 def _remembered(pod: PodInfo, cycle: Cycle, state: ClusterState, window: frozenset[str]) -> Optional[dict]:
     """The dry-run results of the pod's class on the nodes no pod has come to or left since (node
-    -> (budgets spent, protected pods, result)), or None when they cannot be kept: only a pod
-    whose filters read nothing but the node's own state (resources, ports) has a verdict that
-    stays while its node does. The next pod of the class to preempt tries the same ~100 nodes,
-    of which only the one the last took has changed. Kept in the state's local cache and brought
-    up to date on the nodes touched since, like ``_lower``."""
-    if pod.class_id < 0 or not cycle.node_local or state.dra is not None or pod.claims:
+    -> (budgets spent, protected pods, what the filters read beyond the node, result)), or None
+    when they cannot be kept (devices, volumes: their verdicts read more than a dry run says).
+    A result holds while its node holds the same pods and the filters' ``reads`` (a spread
+    domain's count, say) are the same. The next pod of the class to preempt tries the same ~100
+    nodes, of which only the one the last took has changed. Kept in the state's local cache and
+    brought up to date on the nodes touched since, like ``_lower``."""
+    if pod.class_id < 0 or state.dra is not None or pod.claims:
         return None
     key = ("preemption-dry-runs", pod.class_id, window)
     hit = state.local_cache.get(key)
@@ -386,16 +389,19 @@ def default_preemption(
         spent_key = tuple(spent)
 
         def dry_run(node: int) -> tuple[Optional[_Candidate], Status]:
+            reads = None
             if memo is not None:
+                run = None if local or cycle.node_local else cycle.on_node(node)
+                reads = run.reads() if run is not None else ()
                 hit = memo.get(node)
-                if hit is not None and hit[0] == spent_key and hit[1] == protected:
-                    return hit[2]
+                if hit is not None and hit[0] == spent_key and hit[1] == protected and hit[2] == reads:
+                    return hit[3]
             out = select_victims(
                 pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
                 local=local, spent=spent, cycle=cycle,
             )
             if memo is not None:
-                memo[node] = (spent_key, protected, out)
+                memo[node] = (spent_key, protected, reads, out)
             return out
 
         wanted = min(len(potential), max(len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
