@@ -148,17 +148,22 @@ class ResourcesCycle(NodeByNode):
         return bool(fits(self.state.vector(self.pod), self.state.free[node]))
 
     def on_node(self, node: int) -> Optional[NodeDryRun]:
-        return RoomOnNode(self.pod, self.state, node, self.version)
+        if self._asked is None:
+            self._asked = asked(self.state.vector(self.pod))
+        return RoomOnNode(self.pod, self.state, node, self.version, self._asked)
+
+    _asked: Optional[list[tuple[int, int]]] = None  # ``asked`` of the pod's request, made once
 
 
 class RoomOnNode:
     """The filter's dry run on one node (``plugin_api.NodeDryRun``): the node's free room in exact
     Python integers, a pod's request given back as it leaves and taken again as it returns."""
 
-    def __init__(self, pod: PodInfo, state: ClusterState, node: int, version: str) -> None:
+    def __init__(self, pod: PodInfo, state: ClusterState, node: int, version: str,
+                 request: list[tuple[int, int]]) -> None:
         self.state, self.node, self.version = state, node, version
         self.vec = state.vector(pod)
-        self.request = asked(self.vec)
+        self.request = request
         self.room = state.free[node].tolist()
 
     def remove_pod(self, pod: PodInfo) -> None:

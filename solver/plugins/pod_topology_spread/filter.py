@@ -156,35 +156,53 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
     return ok
 
 
+class _Floors:
+    """One constraint's eligible domains' lowest count, how many domains have it, and the next
+    count up: the minimum over every eligible domain but one, for any one, at once."""
+
+    __slots__ = ("zero", "low", "ties", "next")
+
+    def __init__(self, cc: ConstraintCounts) -> None:
+        present = cc.eligible_domains
+        self.zero = floor_is_zero(int(present.sum()), cc.constraint.min_domains)
+        counts = cc.domain_counts[present] if not self.zero else cc.domain_counts[:0]
+        self.low = int(counts.min()) if len(counts) else 0
+        self.ties = int((counts == self.low).sum()) if len(counts) else 0
+        above = counts[counts > self.low]
+        self.next: Optional[int] = int(above.min()) if len(above) else None
+
+    def without(self, count: Optional[int]) -> Optional[int]:
+        """The minimum over the eligible domains but one whose count is ``count`` (None: that
+        domain is not eligible); None when no other domain is eligible."""
+        if count is None or count != self.low or self.ties > 1:
+            return self.low if self.ties > (count == self.low) else None
+        return self.next
+
+
 class _OnNode:
     """One constraint's counts as the node's verdict reads them: its domain's matching pods and
     the fewest in any other eligible domain (None: none, or the floor is 0 anyway)."""
 
-    __slots__ = ("cc", "matches", "dom", "counted", "count", "floor_others")
+    __slots__ = ("cc", "matches", "dom", "counted", "count", "here", "zero", "floor_others")
 
-    def __init__(self, cc: ConstraintCounts, pod: PodInfo, node: int, state: ClusterState) -> None:
+    def __init__(self, cc: ConstraintCounts, floors: _Floors, pod: PodInfo, node: int, state: ClusterState) -> None:
         self.cc = cc
         self.matches = state.matcher(PodMatcher.of_spread(cc.constraint.selector, pod.namespace))
         self.dom = dom = int(cc.domain_ids[node])
         self.counted = bool(cc.counted[node])
         self.count = int(cc.domain_counts[dom]) if dom >= 0 and len(cc.domain_counts) else 0
-        self.floor_others: Optional[int] = None
-        present = cc.eligible_domains
-        if not floor_is_zero(int(present.sum()), cc.constraint.min_domains):
-            others = present.copy()
-            if dom >= 0:
-                others[dom] = False
-            if others.any():
-                self.floor_others = int(cc.domain_counts[others].min())
+        self.here = dom >= 0 and bool(cc.eligible_domains[dom])  # the node's domain is eligible
+        self.zero = floors.zero
+        self.floor_others = None if self.zero else floors.without(self.count if self.here else None)
 
     def global_min(self) -> int:
         """``skew_floor`` of the counts with this domain's count as it is now."""
-        cc = self.cc
-        if floor_is_zero(int(cc.eligible_domains.sum()), cc.constraint.min_domains):
+        if self.zero:
             return 0
-        here = self.count if self.dom >= 0 and cc.eligible_domains[self.dom] else None
-        values = [v for v in (here, self.floor_others) if v is not None]
-        return min(values)
+        if not self.here:
+            assert self.floor_others is not None  # some domain is eligible
+            return self.floor_others
+        return self.count if self.floor_others is None else min(self.count, self.floor_others)
 
 
 class SpreadOnNode:
@@ -193,9 +211,10 @@ class SpreadOnNode:
     domain's count, and with it perhaps the global minimum, which the other domains' minimum
     (taken once) and this domain's count give at once."""
 
-    def __init__(self, pod: PodInfo, pre: list[ConstraintCounts], state: ClusterState, node: int) -> None:
+    def __init__(self, pod: PodInfo, pre: list[ConstraintCounts], floors: list[_Floors], state: ClusterState,
+                 node: int) -> None:
         self.state = state
-        self.constraints = [_OnNode(cc, pod, node, state) for cc in pre]
+        self.constraints = [_OnNode(cc, f, pod, node, state) for cc, f in zip(pre, floors)]
         self._start = tuple((c.count, c.floor_others) for c in self.constraints)
 
     def _change(self, pod: PodInfo, delta: int) -> None:
@@ -227,7 +246,11 @@ def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -
     if not pre:
         return None
 
+    floors: list[_Floors] = []  # made at the first dry run
+
     def on_node(node: int) -> NodeDryRun:
-        return SpreadOnNode(pod, pre, state, node)
+        if not floors:
+            floors.extend(_Floors(cc) for cc in pre)
+        return SpreadOnNode(pod, pre, floors, state, node)
 
     return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible, on_node)
