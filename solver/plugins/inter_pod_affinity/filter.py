@@ -194,16 +194,18 @@ class AffinityOnNode:
         self.affinity = [[int(per_domain[ids[node]]), int(per_domain.sum())]
                          for _, ids, per_domain in pre.affinity if ids[node] >= 0]
         self.total_absent = sum(1 for _, ids, per_domain in pre.affinity if ids[node] < 0 and per_domain.any())
-        # per anti-affinity term with the key on the node: [matcher, count in its domain]
-        self.anti = [[state.matcher(PodMatcher.of_term(term)), int(per_domain[ids[node]])]
-                     for term, ids, per_domain in pre.anti if ids[node] >= 0]
+        # per anti-affinity term with the key on the node: whether it matches a pod, and the
+        # matching pods in its domain
+        anti = [(term, int(per_domain[ids[node]])) for term, ids, per_domain in pre.anti if ids[node] >= 0]
+        self.anti_matches = [state.matcher(PodMatcher.of_term(term)) for term, _ in anti]
+        self.anti = [count for _, count in anti]
         # placed pods' anti-affinity terms matching the pod: owners in the node's domain
         self.existing: dict[AffinityTerm, int] = {}
         for term in state.anti_terms_matching(pod):
             ids = state.domains(term.topology_key)[0]
             if ids[node] >= 0:
                 self.existing[term] = int(state.anti_owners[term][ids == ids[node]].sum())
-        self._start = (tuple(tuple(c) for c in self.affinity), tuple(c for _, c in self.anti),
+        self._start = (tuple(tuple(c) for c in self.affinity), tuple(self.anti),
                        frozenset(self.existing.items()))
 
     def _change(self, pod: PodInfo, delta: int) -> None:
@@ -211,9 +213,9 @@ class AffinityOnNode:
             for counts in self.affinity:
                 counts[0] += delta
                 counts[1] += delta
-        for entry in self.anti:
-            if entry[0](pod):
-                entry[1] += delta
+        for i, matches in enumerate(self.anti_matches):
+            if matches(pod):
+                self.anti[i] += delta
         for term in pod.anti_affinity:
             if term in self.existing:
                 self.existing[term] += delta
@@ -235,7 +237,7 @@ class AffinityOnNode:
             empty = not self.total_absent and all(total <= 0 for _, total in self.affinity)
             if missing and not (empty and self.self_match):
                 return STATUSES[1]
-        if any(count > 0 for _, count in self.anti):
+        if any(count > 0 for count in self.anti):
             return STATUSES[2]
         if any(count > 0 for count in self.existing.values()):
             return STATUSES[3]
