@@ -293,7 +293,8 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
         for i in nodes:
             pods = lower_pods(i)
             mask[i] = bool(pods)
-            usage[i] = sum((state.vector(p).astype(np.float64) for p in pods), np.zeros(usage.shape[1]))
+            # summed in integers, then one conversion (one stack per node, not a float add per pod)
+            usage[i] = np.sum([state.vector(p) for p in pods], axis=0, dtype=np.int64) if pods else 0
 
     n = len(state.nodes)
     exact = not state.alloc.size or int(state.alloc.max()) < _EXACT_FLOAT

@@ -100,3 +100,22 @@ def test_a_spread_domain_emptied_by_the_victims_lowers_the_global_minimum() -> N
     candidate, status = postfilter.select_victims(info, 0, ctx.state, static, PdbBudgets.of(ctx), "1.34", cycle=cycle)
     assert status.ok and candidate is not None
     assert sorted(v.key for v in candidate.victims) == ["default/r0", "default/r1"]
+
+
+def test_the_candidate_walk_starts_at_a_seeded_random_offset() -> None:
+    """kube-scheduler walks the potential nodes from a random offset; here the offset is drawn from
+    the tie-break seed (``tieBreakSeed``), so a seed fixes the plan, and without one the walk
+    starts at the first node. Four equal nodes, each full with one low pod: every node is an
+    equally good candidate, and the first one walked wins the tie."""
+    import random
+
+    from solver.greedy import schedule_greedy
+
+    nodes = [make_node(f"n{i}", cpu="1") for i in range(4)]
+    running = [make_pod(f"default/low{i}", cpu="1", priority=0, node=f"n{i}") for i in range(4)]
+    snap = make_snapshot(nodes, running + [make_pod("default/high", cpu="1", priority=10)])
+    for seed in (None, 0, 1, 2, 3, 5, 8):
+        ctx = build_context(snap, SchedulerConfig(tie_break_seed=seed))
+        chosen = {schedule_greedy(ctx).placements["default/high"] for _ in range(2)}
+        expected = 0 if seed is None else random.Random(seed).randrange(4)
+        assert chosen == {expected}, seed
