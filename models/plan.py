@@ -103,6 +103,19 @@ class PlanStats(_PlanModel):
     decode_lost: Optional[int] = None
     greedy_rest_placed: Optional[int] = None  # pods greedy placed on top of the node-class plan
     solve_skipped: Optional[bool] = None
+    # Times the model was solved again because its plan evicted a pod kube-scheduler's own
+    # preemption, replayed on the plan, would keep (each adds that node's verdict as a cut).
+    victim_cut_rounds: Optional[int] = None
+    # The large-neighbourhood search, when the whole-window model would overrun the limit: rounds
+    # run, rounds whose plan replaced the incumbent, the largest round model (class x node pairs),
+    # pods placed beyond greedy's plan and victims against it, and what the last improving
+    # rounds gained.
+    lns_rounds: Optional[int] = None
+    lns_improved_rounds: Optional[int] = None
+    lns_max_pairs: Optional[int] = None
+    lns_placed_gain: Optional[int] = None
+    lns_victims_change: Optional[int] = None
+    lns_history: Optional[tuple[str, ...]] = None
 
 
 class Plan(_PlanModel):

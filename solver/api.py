@@ -333,12 +333,27 @@ def _solver_stats(sol) -> dict:
         decode_lost=sol.decode_lost if sol.node_classes is not None else None,
         greedy_rest_placed=sol.greedy_rest if sol.node_classes is not None else None,
         solve_skipped=sol.solve_skipped,
+        victim_cut_rounds=sol.victim_cut_rounds,
+        **_lns_stats(sol.lns),
     )
+
+
+def _lns_stats(stats) -> dict:
+    """The large-neighbourhood search's figures (``cpsat.lns.LnsStats``), when it ran."""
+    if stats is None:
+        return {}
+    return dict(lns_rounds=stats.rounds, lns_improved_rounds=stats.improved, lns_max_pairs=stats.max_pairs,
+                lns_placed_gain=stats.placed_gain, lns_victims_change=stats.victims_change,
+                lns_history=tuple(stats.history[-20:]))
 
 
 def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,
                volumes_taken=None) -> Plan:
     nodes = ctx.nodes
+    if victims and POSTFILTER is not None:
+        # Each victim named for the pod at whose turn kube-scheduler's preemption evicts it.
+        victims = POSTFILTER.kube_preemptors(ctx, placements, list(victims), static)
+        nominations = _nominated_preemptors(nominations, victims, placements)
     assignments = tuple(Assignment(pod=k, node=nodes[n].name) for k, n in placements.items())
     preemptions = tuple(Preemption(pod=v.pod.key, node=nodes[v.node].name, preemptor=v.preemptor) for v in victims)
     noms = tuple(Nomination(pod=k, node=nodes[n].name) for k, n in _waiting_for_victims(placements, victims, nominations).items())
@@ -362,6 +377,16 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
                 gated=_gated(ctx), allocations=_allocations(ctx, placements, victims), volume_bindings=volumes,
                 stats=PlanStats(**stats))
+
+
+def _nominated_preemptors(nominations, victims, placements) -> dict[str, int]:
+    """The nominations, with each victim's preemptor nominated to its node (a pod the plan placed
+    where it needed no victim keeps its nomination only if another rule gave it one)."""
+    out = dict(nominations)
+    for v in victims:
+        if v.preemptor in placements:
+            out[v.preemptor] = placements[v.preemptor]
+    return out
 
 
 def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:

@@ -71,6 +71,10 @@ class SchedulingContext:
         hit = self._window_by_key.get(key)
         return hit if hit is not None else self.bound_by_key.get(key)
 
+    def window_pod(self, key: str) -> PodInfo:
+        """The window pod ``key`` (a KeyError when it is not one)."""
+        return self._window_by_key[key]
+
     def __post_init__(self) -> None:
         self._window_by_key = {p.key: p for p in self.window}
         if len(self.bound_by_key) != len(self.bound):

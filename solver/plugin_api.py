@@ -602,6 +602,15 @@ class PostFilter(Protocol):
         """The victims, less those a preemption at priority ``level`` on ``node`` makes unnecessary."""
         ...
 
+    def replay(self, ctx: Any, placements: Mapping[str, int], nodes: Iterable[int], static: Any) -> Any:
+        """kube-scheduler's preemption replayed on a plan's placements in queue order, turn by turn
+        on ``nodes``: who it evicts, for whom (``evicted_by``), and each pod's turn."""
+        ...
+
+    def kube_preemptors(self, ctx: Any, placements: Mapping[str, int], victims: list, static: Any) -> list:
+        """The victims, each named for the pod at whose turn the replay evicts it."""
+        ...
+
 
 # --------------------------------------------------------------------------- the plugin object
 

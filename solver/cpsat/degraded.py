@@ -12,7 +12,7 @@ from .. import interrupt, progress
 from ..filtering import StaticFilters
 from ..greedy import schedule_greedy
 from ..scoring import ScoreContext, final_state
-from . import node_classes
+from . import lns, node_classes
 from .build import BuildInput, build_component, candidates
 from .choose import choose
 from .components import components
@@ -63,7 +63,15 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
         run = runner[0]
         greedy = run.wait()
         interrupt.check()
-        return CpsatOutcome(greedy, None, False, f"degraded to {step}", static, run.seconds, degraded="greedy")
+        assert greedy is not None
+        no_search = lns.eligible(ctx)
+        if no_search is None and deadline - time.monotonic() > lns.MIN_ROUND_SECONDS:
+            return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
+                           f"and node classes do not apply ({why}")
+        if no_search is None:
+            no_search = "greedy's plan came after the time limit"
+        return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,
+                            run.seconds, degraded="greedy")
     reduced = node_classes.reduce(ctx, buckets)
     rctx = reduced.ctx
     rstatic = StaticFilters(rctx.nodes, rctx.window)
@@ -156,3 +164,21 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
     better, chosen = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, static, run.seconds, chosen, degraded=sol.degraded)
 
+
+
+def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: str) -> CpsatOutcome:
+    """Greedy's plan improved by the large-neighbourhood search (``lns``) until the deadline;
+    ``why``: why the per-node model and node classes were not taken."""
+    step = f"large-neighbourhood search: the per-node model ({why})"
+    progress.stage(f"{step}; improving greedy's plan a neighbourhood at a time")
+    start = time.monotonic()
+    sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed)
+    sol.solve_time = time.monotonic() - start
+    sol.lns = stats
+    if not stats.improved:
+        return CpsatOutcome(greedy, sol, False, None, static, greedy_seconds,
+                            f"greedy's plan: {stats.rounds} neighbourhood round(s) found nothing better ({step})",
+                            degraded="large-neighbourhood search")
+    return CpsatOutcome(greedy, sol, True, None, static, greedy_seconds,
+                        f"solver's plan: {stats.improved} of {stats.rounds} neighbourhood round(s) improved greedy's ({step})",
+                        degraded="large-neighbourhood search")

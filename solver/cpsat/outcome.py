@@ -4,7 +4,7 @@ with greedy's plan and says which was chosen and why."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from ortools.sat.python import cp_model
 
@@ -49,6 +49,10 @@ class Solution:
     decode_lost: int = 0
     greedy_rest: int = 0  # pods greedy placed on top of the node-class plan
     solve_skipped: bool = False
+    # Rounds of cuts that took out victims kube-scheduler's preemption would keep (``kube_victims``).
+    victim_cut_rounds: int = 0
+    # The large-neighbourhood search (``lns``), when the decision took it.
+    lns: Optional[Any] = None
     gang_rejected: dict[str, str] = field(default_factory=dict)
 
 

@@ -42,6 +42,7 @@ from .decode import extract, full_value, packing_value, placement_value, take_fr
 from . import degraded as steps  # read as steps.X: tests and tuning set them there
 from .greedy_run import (GREEDY_FIRST_SHARE, GREEDY_FIRST_WAIT_SHARE, GREEDY_SECONDS_PER_NODE_CHECK, GreedyRun,
                          estimated_greedy_seconds)
+from .kube_victims import name_by_replay, solve_sound
 from .hint import best_hint, counts_value, greedy_counts
 from .model import WindowModel
 from .outcome import STATUS_NAMES, CpsatOutcome, ModelInvalidError, Solution
@@ -231,7 +232,9 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
             continue
         part_deadline = max(deadlines[i], t1 + MIN_COMPONENT_SECONDS)
         part_work = None if work is None else work[i] - (work[i - 1] if i else 0.0)
-        solver, status, obj, bnd = solve_component(wm, cfg.solver, part_deadline, work=part_work)
+        solver, status, obj, bnd, cuts = solve_sound(wm, cfg.solver, part_deadline, work=part_work,
+                                                     solve=solve_component)
+        sol.victim_cut_rounds += cuts
         log.debug("component %d: %s in %.2fs (objective %s, bound %s)", i, status, time.monotonic() - t1, obj, bnd)
         if solver is None and status != "OPTIMAL":
             unsolved.append((i, wm, status))
@@ -270,6 +273,7 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
             # rule, so the two plans combine).
             take_from_greedy(wm, run.plan(), ctx, sol)
             sol.greedy_components += 1
+    name_by_replay(ctx, sol, win.static)
     sol.solve_time = time.monotonic() - solve_start
     sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
     sol.objective = objective if have_bounds else None

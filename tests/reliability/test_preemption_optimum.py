@@ -1,18 +1,19 @@
-"""One preemption rule, and the optimum under it (issue 23, item 7).
+"""One preemption rule, and the optimum under it (issue 23, item 7; issue 33).
 
-On tiny windows (at most 3 nodes, 6 pending pods, 4 running pods of mixed and equal priorities,
-``preemptionPolicy: Never``, a PodDisruptionBudget, host ports; separate sets with required
-hostname anti-affinity, with required pod affinity, and with nominated pods — claims of another
-scheduler's pods, pods waiting for their victims), an exhaustive search over every
-placement and every victim set — each victim with every level (preemptor priority) it could be
-evicted at — finds the best plan the validator accepts, on the model's own lexicographic levels
-(``solver.cpsat.solve.plan_value``: pods placed by priority tier, PodDisruptionBudget violations,
-victims' priority tiers, victim count). Then:
+The rule is kube-scheduler's own preemption replayed on the plan (``plugins/preemption/replay``):
+a plan may evict only pods the replay of its placements in queue order evicts, each named for the
+pod at whose turn it goes. On tiny windows (at most 3 nodes, 6 pending pods, 4 running pods of
+mixed and equal priorities, ``preemptionPolicy: Never``, a PodDisruptionBudget, host ports;
+separate sets with required hostname anti-affinity, with required pod affinity, and with nominated
+pods — claims of another scheduler's pods, pods waiting for their victims), an exhaustive search
+over every placement and every set of the replay's victims finds the best plan the validator
+accepts, on the model's own lexicographic levels (``solver.cpsat.solve.plan_value``: pods placed
+by priority tier, PodDisruptionBudget violations, victims' priority tiers, victim count). Then:
 
-* the model's own solution (``solve_window``, proven OPTIMAL) has exactly that value on every
-  level, and the plan ``schedule`` returns too;
-* the exhaustive optimum, fixed into the model (placements, evictions, levels), is feasible: the
-  model can build the plan the validator accepts;
+* the model's own solution (``solve_window``, proven OPTIMAL, its cuts included) has exactly that
+  value on every level, and the plan ``schedule`` returns too;
+* the exhaustive optimum, fixed into the model before any cut (placements, evictions), is
+  feasible: the model's own final-state victim rule never refuses a plan the replay allows;
 * the model's plan and greedy's pass the validator, and greedy's value is never above the search's
   (else the search missed a plan the validator accepts).
 
@@ -21,11 +22,11 @@ The soft-score level is left out: the model scores against the cluster before th
 
 Pruning keeps the search exact: a pod goes only to nodes its static filters and its requests
 allow; pods of one class are interchangeable (placements are counts per class and node); victims
-are looked for only on nodes where a pod that may preempt them is placed; per node only the
-minimal valid victim sets are kept (a superset costs more on every level, whatever the other nodes
-do); the local checks used to prune (final capacity and host ports, the victim rule of
-``victim_room``, who may preempt whom, hard budgets) are necessary conditions of the validator's,
-and the best candidates are then put through ``validate`` itself until one passes.
+are looked for only among the replay's on each node; per node only the minimal valid victim sets
+are kept when every rule is node-local (a superset costs more on every level, whatever the other
+nodes do); the local checks used to prune (final capacity and host ports, hard budgets) are
+necessary conditions of the validator's, and the best candidates are then put through
+``validate`` itself until one passes.
 
 The default run checks a fixed, derandomized set of windows; ``pytest -m long`` draws new ones.
 """
@@ -54,7 +55,8 @@ from solver.filtering import StaticFilters
 from solver.greedy import Victim
 from solver.plugins.node_ports import filter as node_ports
 from solver.disruption import PdbBudgets
-from solver.plugins.preemption.victim_room import candidate_levels, entangling, may_preempt, needless_victims
+from solver.plugins.preemption.replay import replay
+from solver.plugins.preemption.victim_room import candidate_levels
 from solver.scoring import ScoreContext
 from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, PodCondition
 from tests.builders import describe, make_node, make_pdb, make_pod, make_snapshot, term
@@ -187,16 +189,22 @@ def _distributions(k: int, bins: int):
         yield out
 
 
-def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool) -> list[tuple[frozenset[str], dict[str, int]]]:
-    """The victim sets on node ``n`` (each with a level per victim) that make ``placed`` a valid
-    final state there under the local checks; [] when none does. ``minimal``: only the minimal
-    ones (sound when every rule of the window is node-local: a superset then costs more on every
-    level and makes nothing else valid)."""
+def _node_options(ctx, n: int, placed: list, placements: dict[str, int], static, hard: bool,
+                  minimal: bool) -> list[tuple[frozenset[str], dict[str, str]]]:
+    """The victim sets on node ``n`` (each victim with its preemptor) that make ``placed`` a valid
+    final state there under the local checks; [] when none does. Victims are taken from those
+    kube-scheduler's own preemption evicts when ``placements`` are replayed in queue order (the
+    rule, ``replay``), each named for the pod at whose turn it goes. ``minimal``: only the
+    minimal sets (sound when every rule of the window is node-local: a superset then costs more
+    on every level and makes nothing else valid)."""
     state = ctx.state
     alloc, used = state.alloc[n], state.used[n]
     running = list(state.pods_on[n].values())
     budgets = PdbBudgets.of(ctx)
-    evictable = [v for v in running if candidate_levels(v, placed)] if ctx.config.preemption.enabled else []
+    evicted_by: dict[str, str] = {}
+    if ctx.config.preemption.enabled and any(candidate_levels(v, placed) for v in running):
+        evicted_by = replay(ctx, placements, {n}, static).evicted_by
+    evictable = [v for v in running if v.key in evicted_by]
     requested = np.zeros(len(alloc), dtype=bool)
     total = np.zeros(len(alloc), dtype=np.int64)
     for p in placed:
@@ -207,14 +215,13 @@ def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool
         if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for q in placed[i + 1:] if p.host_ports):
             return []
     # Claims of nominated pods outside the window (``nominated``): each placed pod leaves the room
-    # of those of priority >= its own, and the victim rule counts those of priority >= the
-    # victim's level as used (no gangs here).
+    # of those of priority >= its own (no gangs here).
     claims = ctx.claims
     honoured = {p.key: claims.room(n, p.priority, len(alloc)) for p in placed}
     if any(p.host_ports and node_ports.ports_conflict(p.host_ports, c.pod.host_ports)
            for p in placed for c in claims.at_least(n, p.priority) if c.pod.host_ports):
         return []
-    found: list[tuple[frozenset[str], dict[str, int]]] = []
+    found: list[tuple[frozenset[str], dict[str, str]]] = []
     for size in range(len(evictable) + 1):
         for victims in itertools.combinations(evictable, size):
             keys = frozenset(v.key for v in victims)
@@ -230,13 +237,7 @@ def _node_options(ctx, n: int, placed: list, matchers, hard: bool, minimal: bool
             kept = [q for q in running if q.key not in keys]
             if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for p in placed if p.host_ports for q in kept):
                 continue
-            choices = [candidate_levels(v, placed) for v in victims]
-            for levels in itertools.product(*choices):
-                level_of = {v.key: lv for v, lv in zip(victims, levels)}
-                if not needless_victims(alloc, used, running, placed, list(victims), level_of, state.vector, matchers,
-                                        lambda level: claims.room(n, level, len(alloc))):
-                    found.append((keys, level_of))
-                    break
+            found.append((keys, {k: evicted_by[k] for k in keys}))
     return found
 
 
@@ -259,7 +260,6 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
     state, static = ctx.state, StaticFilters(ctx.nodes, ctx.window)
     weights = tier_weights([p.priority for p in ctx.window])
     scale = tier_weights([p.priority for p, _ in state.pods()])
-    matchers = entangling(ctx)
     hard = config.preemption.pdb == "hard"
     nodes = list(range(len(ctx.nodes)))
     classes = ctx.classes
@@ -284,36 +284,26 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
                     placements[pod.key] = n
         options = []
         for n, placed in on_node.items():
-            found = _node_options(ctx, n, placed, matchers, hard, local)
+            found = _node_options(ctx, n, placed, placements, static, hard, local)
             if not found:
                 break
-            options.append([(n, placed, keys, levels) for keys, levels in found])
+            options.append([(n, keys, named) for keys, named in found])
         else:
             for combo in itertools.product(*options):
-                victims, namings = [], []
-                for n, placed, keys, levels in combo:
-                    for v in state.pods_on[n].values():
-                        if v.key in keys:
-                            at_level = [p for p in placed if p.priority == levels[v.key] and may_preempt(p, v)]
-                            victims.append(Victim(v, n, min(p.key for p in at_level)))
-                            # Which pod is named matters only to affinity (a victim supports every
-                            # pod but its preemptor): one per class then, else the first.
-                            by_class = {p.class_id: p.key for p in sorted(at_level, key=lambda p: p.key, reverse=True)}
-                            namings.append(sorted(by_class.values()) if not local else [victims[-1].preemptor])
+                victims = [Victim(v, n, named[v.key]) for n, keys, named in combo
+                           for v in state.pods_on[n].values() if v.key in keys]
                 if hard and PdbBudgets.of(ctx).violations(v.pod for v in victims):
                     continue
                 value = plan_value(ctx, placements, victims, weights, scale)[:len(LEVELS)]
-                candidates.append((value, placements, victims, namings))
+                candidates.append((value, placements, victims))
     candidates.sort(key=lambda c: c[0], reverse=True)
     tried = 0
-    for value, placements, victims, namings in candidates:
-        for names in itertools.product(*namings):
-            tried += 1
-            named = [Victim(v.pod, v.node, k) for v, k in zip(victims, names)]
-            problems = validate(snapshot, _plan_of(ctx, placements, named), config)
-            note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in named]} -> {problems}")
-            if not problems:
-                return value, placements, named, tried
+    for value, placements, victims in candidates:
+        tried += 1
+        problems = validate(snapshot, _plan_of(ctx, placements, victims), config)
+        note(f"candidate {value}: {placements} victims {[(v.pod.key, v.preemptor) for v in victims]} -> {problems}")
+        if not problems:
+            return value, placements, victims, tried
     raise AssertionError("no valid plan found: the empty plan at least must be valid")
 
 
@@ -335,15 +325,11 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
     counts = canonical(wm, dict(counts))
     for key, var in wm.x.items():
         wm.model.add(var == counts.get(key, 0))
-    level_of = {v.pod.key: ctx.pod(v.preemptor).priority for v in victims}
-    if any(key not in wm.evict for key in level_of):
+    evicted = {v.pod.key for v in victims}
+    if any(key not in wm.evict for key in evicted):
         return False
     for key, var in wm.evict.items():
-        wm.model.add(var == (1 if key in level_of else 0))
-        if key in level_of:
-            if level_of[key] not in wm.evict_level[key]:
-                return False
-            wm.model.add(wm.evict_level[key][level_of[key]] == 1)
+        wm.model.add(var == (1 if key in evicted else 0))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 10
     solver.parameters.num_workers = 1
@@ -385,6 +371,7 @@ def check_window(snapshot, config) -> None:
     assert returned == best
     greedy = outcome.greedy
     if greedy is not None:
+        assert validate(snapshot, _plan_of(ctx, greedy.placements, greedy.victims), config) == []
         value = plan_value(ctx, greedy.placements, greedy.victims, weights, scale)[:len(LEVELS)]
         assert value <= best, f"greedy {value} above the exhaustive optimum {best}: the search missed a plan"
         SEEN["greedy below"] += value < best

@@ -105,7 +105,7 @@ def test_rounding_down_never_promises_room_a_member_lacks():
             assert (ctx.state.free[members] >= per_member).all()
 
 
-def test_a_window_node_classes_cannot_express_degrades_to_greedy_and_says_why(too_big):
+def test_a_window_node_classes_cannot_express_is_searched_from_greedy_s_plan_and_says_why(too_big):
     snapshot = alike_cluster(nodes=12, pending=20)
     # A host port is a per-node rule: node classes cannot count it.
     snapshot = make_snapshot(
@@ -114,10 +114,11 @@ def test_a_window_node_classes_cannot_express_degrades_to_greedy_and_says_why(to
     )
     greedy = schedule(snapshot, CONFIG, engine="greedy")
     plan = schedule(snapshot, CONFIG, engine="cpsat")
-    assert plan.stats.degraded == "greedy"
-    assert plan.stats.fallback and "host ports" in plan.stats.fallback_reason
+    # Not node classes: greedy's plan, improved a neighbourhood at a time (issue 34).
+    assert plan.stats.degraded == "large-neighbourhood search" and plan.stats.lns_rounds
+    assert "host ports" in (plan.stats.plan_reason or "")
     assert validate(snapshot, plan, CONFIG) == []
-    assert len(plan.assignments) == len(greedy.assignments)
+    assert len(plan.assignments) >= len(greedy.assignments)
 
 
 def test_a_model_that_fits_the_budget_is_not_degraded():

@@ -288,9 +288,9 @@ def test_the_validator_refuses_a_victim_only_a_lower_pods_claim_needs() -> None:
     wrong = make_plan(snapshot, {"default/high": "n0", "default/low": "n0"},
                       victims=[("default/old", "n0", "default/high")])
     assert validate(snapshot, wrong, CONFIG) == [
-        "preemption: default/old (priority 5) is evicted from node n0 for a pod of priority 10, but the pods "
-        "placed there at that priority or above fit without it (the other victims gone); its room goes to "
-        "default/low, placed after it"
+        "preemption: default/old (priority 5) is evicted from node n0 for default/high, but kube-scheduler's "
+        "preemption would keep it: default/high (priority 10) fits there at its turn without evicting anything; "
+        "in the plan its room goes to default/low, which may not preempt it"
     ]
 
 

@@ -257,7 +257,15 @@ def _cases():
     snap = make_snapshot(nodes, pods)
     out.append(case("affinity-no-support-from-own-victim", snap,
                     make_plan(snap, {"default/p": "n-b"}, victims=[("default/r", "n-b", "default/p")]),
-                    ["affinity: default/p on node n-b: its only support in zone=b is default/r, which the plan evicts for it"]))
+                    ["affinity: default/p on node n-b: its only support in zone=b is default/r, which the plan evicts for it",
+                     "preemption: default/r (priority 0) is evicted from node n-b for default/p, but kube-scheduler's "
+                     "preemption would keep it: default/p (priority 1) fits there at its turn without evicting anything"]))
+    # kube-scheduler never evicts for a pod that fits: the self-affine pod fits beside its match.
+    snap = make_snapshot(nodes, [web("default/r", "n-b", priority=0), web("default/p", priority=1, **SELF_AFFINE)])
+    out.append(case("self-affinity-pod-evicts-the-match-it-fits-beside", snap,
+                    make_plan(snap, {"default/p": "n-b"}, victims=[("default/r", "n-b", "default/p")]),
+                    ["preemption: default/r (priority 0) is evicted from node n-b for default/p, but kube-scheduler's "
+                     "preemption would keep it: default/p (priority 1) fits there at its turn without evicting anything"]))
 
     # -- topology spread
     snap = make_snapshot(zones("a", "b"), [web("default/w1", **SPREAD_ZONE), web("default/w2", **SPREAD_ZONE)])
@@ -403,9 +411,6 @@ def _valid_cases():
     snap = make_snapshot(nodes, pods)
     out.append(valid("affinity-support-evicted-later-by-another-pod", snap,
                      make_plan(snap, {"default/p": "n-b", "default/q": "n-b"}, victims=[("default/r", "n-b", "default/q")])))
-    snap = make_snapshot(nodes, pods[:2])
-    out.append(valid("self-affinity-first-pod-after-evicting-the-only-match", snap,
-                     make_plan(snap, {"default/p": "n-b"}, victims=[("default/r", "n-b", "default/p")])))
     members = [make_pod(f"default/g{i}", group="job", cpu="1") for i in range(3)]
     snap = make_snapshot([make_node("n1", cpu="2"), make_node("n2", cpu="2")], members, pod_groups=[make_pod_group("default/job", 3)])
     out.append(valid("gang-placed-whole", snap, make_plan(snap, {"default/g0": "n1", "default/g1": "n1", "default/g2": "n2"})))

@@ -178,7 +178,7 @@ def freed_literals(wm: "WindowModel") -> dict[str, Any]:
     """Per snapshot claim that evictions can deallocate (``hold.claim_holders``: reserved only
     for pods), a literal true only when every pod it is reserved for is evicted (``evict[v]``;
     a reserving pod the model cannot evict keeps it allocated). Made once per model: the
-    device counts here and the victim rule (``victim_room.encode``) read the same literal.
+    device counts here and the reprieve (``preemption/reprieve_encode``, through ``victim_room.device_reasons``) read the same literal.
     None at all when config ``preemption.freeDevices`` is off (``DraHold.holders``)."""
     found = wm.__dict__.get("_dra_freed")
     if found is not None:

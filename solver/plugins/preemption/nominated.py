@@ -29,11 +29,10 @@
 
    Claims take room only: a nominated pod's labels and (anti-)affinity terms, and its place in
    spread counts, are not added (kube-scheduler's second filter pass, without nominated pods,
-   would refuse a pod whose affinity only the nominated pod supported). Whether an eviction is
-   needed (``victim_room``) is judged at its level L with the claims of priority ≥ L (or ≥ the
-   lowest gang member placed on the node) counted as used room: by the validator (``claimed``)
-   and the model (``claim_terms``) alike — greedy's preemption, which filters with them, may need
-   a victim gone for them; a claim only a pod placed below L honours needs no victim.
+   would refuse a pod whose affinity only the nominated pod supported). Which evictions their
+   room makes kube-scheduler's preemption choose is the replay's to say (``replay``: greedy's
+   preemption, which filters with the claims held); the model's reprieve counts the claims of
+   priority ≥ a level as used room at that level (``reprieve_encode``).
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Optional, cast
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -281,78 +280,7 @@ def check(replay: Replay) -> None:
                 )
 
 
-def claimed(replay: Replay, index: int, level: int) -> np.ndarray:
-    """Room the claims on node ``index`` hold at the turn of level ``level`` as the validator's
-    victim-room rule reads it: those of priority ≥ ``level`` (the preemptor honours them). A pod
-    placed below ``level`` comes after, so the claims only it honours need no victim — unless a
-    gang member is placed on the node: greedy places a gang's members together, at its first
-    member's turn, so pods of lower priority may come before a preemptor there; then those of
-    priority ≥ the lowest window pod placed on the node."""
-    claims: Claims = replay.ctx.claims
-    width = len(replay.final.resources)
-    placed = replay.placed_on.get(index)
-    if not claims or index not in claims.on or not placed:
-        return np.zeros(width, dtype=np.int64)
-    floor = level
-    if any(p.group is not None for p in placed):
-        floor = min(level, min(p.priority for p in placed))
-    return claims.room(index, floor, width)
-
-
 # -- CP-SAT
-
-
-def claim_terms(wm: WindowModel, n: int, r: int, level: int,
-                in_force: dict[tuple[int, Optional[int]], object]) -> tuple[list, list[int], int]:
-    """The room the claims on node ``n`` keep of resource ``r`` at level ``level``'s turn as the
-    validator's victim-room rule reads it (``claimed``: priority ≥ ``level``; with a gang member
-    placed there, ≥ the lowest window pod placed there), as a constant (the claims of priority ≥
-    ``level``) and terms: per lower claim priority ``w``, the literal "a gang class and a class of
-    priority ≤ w are placed on n" times what the claims of priority exactly ``w`` request."""
-    claims: Claims = wm.ctx.claims
-    if not claims or n not in claims.on:
-        return [], [], 0
-    by_priority: dict[int, int] = defaultdict(int)
-    for c in claims.on[n]:
-        by_priority[c.priority] += int(c.vector[r])
-    vars_, coeffs, const = [], [], 0
-    for w, amount in sorted(by_priority.items()):
-        if not amount:
-            continue
-        if w >= level:
-            const += amount
-            continue
-        lit = in_force.get((n, w))
-        if lit is None:
-            lit = in_force[(n, w)] = _in_force(wm, n, w, in_force)
-        if isinstance(lit, int):
-            continue
-        vars_.append(lit)
-        coeffs.append(amount)
-    return vars_, coeffs, const
-
-
-def _in_force(wm: WindowModel, n: int, w: int, in_force: dict[tuple[int, Optional[int]], object]):
-    """The literal "a gang class and a class of priority ≤ ``w`` are placed on ``n``" (0 when
-    none can be). ``in_force``: the literals made so far for one model (the caller's), per (node,
-    claim priority); under (node, None), "a gang class is placed there"."""
-    entries = wm.by_node[n]
-    gang = [(cls, var) for cls, var in entries if cls.rep.group is not None]
-    low = [(cls, var) for cls, var in entries if cls.rep.priority <= w]
-    if not gang or not low:
-        return 0
-    m = wm.model
-    cached = in_force.get((n, None))
-    if cached is None:
-        cached = in_force[(n, None)] = wm.new_presence(
-            f"gang_on[{n}]", [v for _, v in gang], sum(wm.ub_of(cls.id, n) for cls, _ in gang))
-    gang_here = cast(cp_model.IntVar, cached)
-    low_here = wm.new_presence(f"low_on[{n},{w}]", [v for _, v in low], sum(wm.ub_of(cls.id, n) for cls, _ in low))
-    both = m.new_bool_var(f"claims_in_force[{n},{w}]")
-    m.add_implication(both, gang_here)
-    m.add_implication(both, low_here)
-    m.add_bool_or([both, gang_here.Not(), low_here.Not()])
-    return both
 
 
 def encode(wm: WindowModel) -> None:

@@ -4,8 +4,19 @@ encodings, final checks; greedy's PostFilter)."""
 from __future__ import annotations
 
 from ...plugin_api import Plugin
-from . import check, nominated, postfilter, victim_room
+from . import check, nominated, postfilter, reprieve_encode, victim_room
+from . import replay as kube_replay
 
+
+class _PostFilter:
+    """DefaultPreemption's PostFilter as the engines ask it (``plugin_api.PostFilter``): greedy's
+    preemption, and the replay of kube-scheduler's preemption on a plan."""
+
+    default_preemption = staticmethod(postfilter.default_preemption)
+    reprieve_level = staticmethod(postfilter.reprieve_level)
+    REASON_TERMINATING = postfilter.REASON_TERMINATING
+    replay = staticmethod(kube_replay.replay)
+    kube_preemptors = staticmethod(kube_replay.kube_preemptors)
 
 
 def prepare(snapshot, config, window, state):
@@ -20,6 +31,6 @@ def nominations(snapshot, config, window, state):
                                     sidecar_ports=config.kubernetes_version == "1.34")
 
 
-PLUGIN = Plugin(nominated.NAME, window_encode=(victim_room.encode, nominated.encode), checks=(check.check,
-                nominated.check), prepare=prepare, nominations=nominations, postfilter=postfilter,
+PLUGIN = Plugin(nominated.NAME, window_encode=(reprieve_encode.encode, nominated.encode), checks=(check.check,
+                nominated.check), prepare=prepare, nominations=nominations, postfilter=_PostFilter(),
                 may_preempt=victim_room.may_preempt)

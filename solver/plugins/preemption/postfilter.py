@@ -68,8 +68,11 @@ class _Candidate:
 
 
 def _importance(pod: PodInfo) -> tuple:
-    """Sort key: higher priority first, then earlier start (no start time counts as now)."""
-    return (-pod.priority, pod.start_time or _NOW)
+    """Sort key: higher priority first, then earlier start (no start time counts as now), then the
+    pod's key: kube-scheduler leaves exact ties in no set order, and the replay of a plan
+    (``replay``) must pick the victims the plan was made with, whatever order a cache holds the
+    node's pods in."""
+    return (-pod.priority, pod.start_time or _NOW, pod.key)
 
 
 def _fits(pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, version: str) -> Status:
@@ -246,6 +249,16 @@ def _select_by_resources(
     return _Candidate(node, victims, pdb_violations), SUCCESS
 
 
+def resources_only(pod: PodInfo, cycle: Cycle, state: ClusterState) -> bool:
+    """Whether only the node's resources can keep ``pod`` off a node, so a dry run may be done on
+    the resource arithmetic alone (``select_victims``'s ``local``). With
+    ``preemption.freeDevices``, a pod with claims needs the dry run on the state: a victim's
+    devices come back only there (``DraHold``: a claim reserved only for evicted pods gives its
+    devices back). Off, as in kube-scheduler, no device comes back."""
+    return cycle.node_local and not pod.host_ports and not (
+        state.dra is not None and state.dra.free_devices and pod.pod.spec.resource_claims)
+
+
 def _best(candidates: list[_Candidate]) -> _Candidate:
     def key(c: _Candidate) -> tuple:
         top = max((v.priority for v in c.victims), default=-PRIORITY_OFFSET)
@@ -377,11 +390,7 @@ def default_preemption(
         else:
             node_status[i] = no_victims
     candidates: list[_Candidate] = []
-    # With ``preemption.freeDevices``, a pod with claims needs the dry run on the state: a
-    # victim's devices come back only there (``DraHold``: a claim reserved only for evicted pods
-    # gives its devices back). Off, as in kube-scheduler, no device comes back.
-    local = cycle.node_local and not pod.host_ports and not (
-        state.dra is not None and state.dra.free_devices and pod.pod.spec.resource_claims)
+    local = resources_only(pod, cycle, state)
     hopeless: set[int] = set()
     if potential:
         budgets = PdbBudgets.of(ctx)

@@ -1,0 +1,171 @@
+"""Only evictions kube-scheduler's own preemption would make: the replay's verdicts as lazy
+constraints (issue 33).
+
+The model's eviction rule (``victim_room``, read on the final state) admits plans whose victims
+kube-scheduler, taking the pods one at a time in queue order, would keep (it evicts another pod, or
+none). Which pods kube-scheduler evicts on a node follows from the pods placed there (the replay,
+``POSTFILTER.replay``), a sequential procedure no final-state constraint states exactly. So the
+component is solved, its plan replayed on the nodes it evicts from, and for each node where the
+plan evicts a pod the replay keeps, the replay's verdict for that node's placement is added:
+
+    x[c, n] = k_c for every class c on n   ⇒   evict[v] = 0 for every v the replay keeps
+
+(one clause per kept victim over "x[c, n] ≠ k_c" literals), and the component is solved again,
+from scratch: the lexicographic stages' value fixings are dropped first (an earlier stage's value
+may no longer be reachable). The cuts remove only plans the replay rejects, so a plan proven
+optimal with them is optimal among the plans the rule allows. A plan that breaks the replay is
+also repaired at once (its placements kept, its victims the replay's): the hint of the next solve,
+and the component's plan if the time runs out before a solve passes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from typing import Optional
+
+from ortools.sat.python import cp_model
+
+from ..plugin_api import PlacementDecoder, Values, Victim
+from ..plugins.registry import POSTFILTER
+from .decode import extract, placement_value
+from .model import WindowModel
+from .outcome import Solution
+from .stages import solve_component
+
+log = logging.getLogger("cpsat_scheduler.solver")
+
+
+# Share of the time left the first solve of a component with evictions may take: a plan that
+# breaks the replay needs time for the solve after the cuts.
+FIRST_SOLVE_SHARE = 0.5
+# Rounds of repair (pods that cannot fit at their turn taken out, the replay run again) at most.
+REPAIR_ROUNDS = 5
+
+
+def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = None, solve=solve_component,
+                ) -> tuple[Optional[Values], str, Optional[float], Optional[float], int]:
+    """``solve`` (the staged solve, ``stages.solve_component``), repeated with the replay's cuts
+    until the plan's victims are ones kube-scheduler's preemption evicts: (the solution's values
+    or None, status, objective, bound, rounds of cuts). A plan that breaks the replay is also
+    *repaired* at once: its placements kept (less any pod that cannot fit at its turn), its
+    victims the replay's own. That plan is the hint of the solve after the cuts, and the answer if
+    the time runs out first (status FEASIBLE, no bound)."""
+    if POSTFILTER is None or not wm.evict:
+        return (*solve(wm, cfg, deadline, work=work), 0)
+    ne: dict[tuple[int, int], cp_model.IntVar] = {}
+    rounds = 0
+    repaired: Optional[PlanValues] = None
+    while True:
+        mark = len(wm.model.proto.constraints)
+        now = time.monotonic()
+        until = deadline if rounds else min(deadline, now + max(FIRST_SOLVE_SHARE * (deadline - now), 0.05))
+        solver, status, obj, bnd = solve(wm, cfg, until, work=work)
+        if solver is None:
+            if repaired is not None:
+                return repaired, "FEASIBLE", None, None, rounds
+            if rounds == 0 and until < deadline:
+                continue  # the first solve's share found nothing: the rest of the time is its own
+            return solver, status, obj, bnd, rounds
+        trial = Solution()
+        extract(wm, solver, trial)
+        found = POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
+        kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
+        if not kept:
+            if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
+                return repaired, "FEASIBLE", None, None, rounds
+            return solver, status, obj, bnd, rounds
+        rounds += 1
+        log.debug("kube's preemption keeps %d victim(s) of the plan: cut round %d", len(kept), rounds)
+        if log.isEnabledFor(logging.DEBUG):
+            for v in kept[:8]:
+                log.debug("  kept: %s", found.why_kept(v.pod, v.node, v.preemptor))
+        fixed = repair(wm, trial)
+        if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
+            repaired = fixed
+        if time.monotonic() >= deadline:
+            return (repaired, "FEASIBLE", None, None, rounds) if repaired is not None else (None, "UNKNOWN", None, None, rounds)
+        for c in list(wm.model.proto.constraints)[mark:]:
+            c.clear_linear()  # the stages' value fixings (each a linear row): dropped
+        nodes = {v.node for v in kept}
+        for n in nodes:
+            config = [_differs(wm, ne, var, int(solver.value(var))) for _, var in wm.by_node[n]]
+            for key, (victim, node) in wm.evict_pod.items():
+                if node == n and key not in found.evicted_by:
+                    wm.model.add_bool_or([*config, wm.evict[key].Not()])
+        if repaired is not None:
+            wm.model.clear_hints()
+            hinted = {var.index: var for var in
+                      [*wm.x.values(), *wm.evict.values(), *(lam for lv in wm.evict_level.values() for lam in lv.values())]}
+            for var in hinted.values():  # a victim of one level has its evict var as its level
+                wm.model.add_hint(var, repaired.value(var))
+
+
+class PlanValues:
+    """A plan (placements, victims) read as a solution's values (``plugin_api.Values``) of ``wm``:
+    x, evict and level; every other variable reads 0 (so no encoding may decode its own)."""
+
+    def __init__(self, wm: WindowModel, placements: dict[str, int], victims: list[Victim]) -> None:
+        ctx = wm.ctx
+        counts: dict[tuple[int, int], int] = defaultdict(int)
+        for key, n in placements.items():
+            counts[wm.class_of(ctx.window_pod(key)), n] += 1
+        self.values: dict[int, int] = {var.index: counts.get(cn, 0) for cn, var in wm.x.items()}
+        level_of = {v.pod.key: ctx.window_pod(v.preemptor).priority for v in victims}
+        for key, evict in wm.evict.items():
+            levels = wm.evict_level[key]
+            on = key in level_of
+            level = level_of.get(key) if level_of.get(key) in levels else max(levels)
+            for lv, lam in levels.items():
+                self.values[lam.index] = int(on and lv == level)
+            self.values[evict.index] = int(on)
+
+    def value(self, var) -> int:
+        return self.values.get(var.index, 0)
+
+
+def repair(wm: WindowModel, trial: Solution) -> Optional[PlanValues]:
+    """``trial``'s placements with the replay's victims: each pod that cannot fit its node at its
+    turn taken out and the replay run again, until every turn fits or preempts. None when the
+    model has encodings that decode their own variables (gangs), or the repair does not settle."""
+    if POSTFILTER is None or any(isinstance(enc, PlacementDecoder) and enc.decoded_classes()
+                                 for enc in wm.encodings.values()):
+        log.debug("repair: the model decodes gangs itself")
+        return None
+    placements = dict(trial.placements)
+    nodes = {v.node for v in trial.victims}
+    for _ in range(REPAIR_ROUNDS):
+        found = POSTFILTER.replay(wm.ctx, placements, nodes, wm.static)
+        stuck = [key for key, turn in found.turns.items() if not turn.outcome_ok]
+        if not stuck:
+            victims = [Victim(v, t.node, t.pod.key) for t in found.turns.values() for v in t.victims]
+            if any(v.pod.key not in wm.evict for v in victims):
+                log.debug("repair: a victim of the replay has no eviction variable")
+                return None  # a victim the model has no variable for
+            return PlanValues(wm, placements, victims)
+        log.debug("repair: %d pod(s) cannot fit at their turn", len(stuck))
+        for key in stuck:
+            del placements[key]
+    return None
+
+
+def name_by_replay(ctx, sol: Solution, static) -> None:
+    """Name each of ``sol``'s victims for the pod at whose turn kube-scheduler's preemption evicts
+    it (the model's decode names a pod of its level), and nominate that pod to its node."""
+    if POSTFILTER is None or not sol.victims:
+        return
+    sol.victims = POSTFILTER.kube_preemptors(ctx, sol.placements, sol.victims, static)
+    for v in sol.victims:
+        if v.preemptor in sol.placements:
+            sol.nominations[v.preemptor] = sol.placements[v.preemptor]
+
+
+def _differs(wm: WindowModel, ne: dict, var, k: int):
+    """A literal that is true only when ``var`` ≠ ``k``."""
+    key = (var.index, k)
+    lit = ne.get(key)
+    if lit is None:
+        lit = ne[key] = wm.model.new_bool_var(f"ne[{var.index},{k}]")
+        wm.model.add(var != k).only_enforce_if(lit)
+    return lit

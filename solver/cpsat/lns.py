@@ -1,0 +1,257 @@
+"""The optimiser at cluster scale: a large-neighbourhood search seeded by greedy's plan (issue 34).
+
+When the per-node model of the whole window would not be built in time (tens of thousands of class
+x node pairs), the window is improved a neighbourhood at a time instead of being left to greedy:
+
+1. greedy's plan is the first incumbent (it is valid: kube-scheduler's own algorithm);
+2. each round frees a *neighbourhood*: a few dozen nodes, and every window pod the incumbent places
+   on them (they are decided again), plus pods the incumbent leaves out that may use those nodes.
+   Everything else stays as the incumbent has it: the pods it places elsewhere are added to the
+   cluster state (so spread counts, anti-affinity and room read them as constants) and its victims
+   elsewhere are taken out;
+3. the neighbourhood is one small model (``build_component`` over the freed pods' classes, their
+   candidate nodes cut down to the neighbourhood: at most ``ROUND_PAIRS`` class x node pairs),
+   hinted with the incumbent, solved briefly with kube-scheduler's preemption rule enforced
+   (``kube_victims.solve_sound``);
+4. the round's plan (the incumbent outside, the model's inside) replaces the incumbent when the
+   project's own ordering (``choose``: pods by priority tier, budgets, victims) prefers it.
+
+Neighbourhoods take turns: the best nodes for the highest-priority pods left out (those with the
+lowest-priority pods to evict, then the most free room), the nodes with the costliest victims, and
+a slice of one topology domain (a zone's nodes) for pods whose rules read domains.
+
+Pods the rules tie beyond one node in ways a fixed remainder cannot express stay where the
+incumbent has them and are never freed: gang members (all or nothing), pods with volumes or
+device claims (their bindings and allocations follow the whole plan's order). Whether a window
+qualifies at all is ``eligible``. Every round's plan is a whole plan; the decision's final plan is
+validated as every plan is (``solver.api``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .. import interrupt, progress
+from ..context import PodClass, SchedulingContext
+from ..greedy import GreedyResult
+from ..info import PodInfo
+from ..plugin_api import Victim
+from ..scoring import ScoreContext
+from .build import BuildInput, build_component, candidates
+from .choose import choose, plan_value, tier_weights
+from .decode import extract
+from .hint import best_hint
+from .kube_victims import name_by_replay, solve_sound
+from .outcome import Solution
+
+log = logging.getLogger("cpsat_scheduler.solver")
+
+# Class x node pairs one round's model may hold (built and solved in well under a second).
+ROUND_PAIRS = 3000
+# Nodes one neighbourhood frees at most, and at least.
+MAX_NODES = 60
+MIN_NODES = 4
+# A round is not started with less time than this left.
+MIN_ROUND_SECONDS = 0.3
+# Share of the time left one round may use.
+ROUND_SHARE = 0.25
+
+
+@dataclass
+class LnsStats:
+    """What the search did (``PlanStats.lns_*``)."""
+
+    rounds: int = 0
+    improved: int = 0
+    max_pairs: int = 0
+    placed_gain: int = 0  # pods placed beyond greedy's plan
+    victims_change: int = 0  # victims against greedy's plan (negative: fewer)
+    history: list[str] = field(default_factory=list)  # per improving round: what it gained
+
+
+def eligible(ctx: SchedulingContext) -> Optional[str]:
+    """Why the search does not apply to this window, or None when it does."""
+    if any(p.claims or p.pod.spec.resource_claims for p in ctx.window):
+        return "a window pod has volumes or device claims"
+    return None
+
+
+@dataclass
+class _Plan:
+    placements: dict[str, int]
+    victims: list[Victim]
+
+
+def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
+            seed: int = 0) -> tuple[Solution, LnsStats]:
+    """Greedy's plan improved round by round until ``deadline``."""
+    weights = tier_weights([p.priority for p in ctx.window])
+    best = _Plan(dict(greedy.placements), list(greedy.victims))
+    stats = LnsStats()
+    rng = random.Random(seed)
+    fixed = {p.key for p in ctx.window if p.group is not None or p.claims or p.pod.spec.resource_claims}
+    free_pods = [p for p in ctx.window if p.key not in fixed]
+    # Nodes holding a pod that is never freed are never freed either (it would read as a running
+    # pod, and a victim, in the round's model).
+    pinned = {node for key, node in greedy.placements.items() if key in fixed}
+    hard = ctx.config.preemption.pdb == "hard"
+    sctx = ScoreContext.of(ctx)
+    kinds = ("left-out", "victims", "domain")
+    while deadline - time.monotonic() > MIN_ROUND_SECONDS and free_pods:
+        interrupt.check()
+        kind = kinds[stats.rounds % len(kinds)]
+        nodes = [n for n in _neighbourhood(kind, ctx, best, free_pods, rng) if n not in pinned]
+        if not nodes:
+            nodes = [n for n in _neighbourhood("domain", ctx, best, free_pods, rng) if n not in pinned]
+        if not nodes:
+            break
+        stats.rounds += 1
+        budget = max(MIN_ROUND_SECONDS, ROUND_SHARE * (deadline - time.monotonic()))
+        found = _round(ctx, static, sctx, best, nodes, free_pods, weights, min(deadline, time.monotonic() + budget), stats)
+        progress.stage(f"large-neighbourhood search: round {stats.rounds}, {stats.improved} improving; "
+                       f"{max(0.0, deadline - time.monotonic()):.1f}s left")
+        if found is None or (hard and _violations(ctx, found.victims)):
+            continue  # a hard budget the round's model could not see spent by victims elsewhere
+        better, why = choose(ctx, (found.placements, found.victims), (best.placements, best.victims), weights, scored=False)
+        if better and why != "equal plans: the solver's is kept":
+            stats.improved += 1
+            stats.history.append(f"round {stats.rounds} ({kind}, {len(nodes)} nodes): {why}")
+            best = found
+    sol = Solution(placements=best.placements, victims=best.victims, status="FEASIBLE")
+    name_by_replay(ctx, sol, static)
+    stats.placed_gain = len(best.placements) - len(greedy.placements)
+    stats.victims_change = len(best.victims) - len(greedy.victims)
+    return sol, stats
+
+
+def _violations(ctx: SchedulingContext, victims: list[Victim]) -> int:
+    from ..disruption import PdbBudgets
+
+    return PdbBudgets.of(ctx).violations(v.pod for v in victims)
+
+
+def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: list[PodInfo],
+                   rng: random.Random) -> list[int]:
+    """The nodes one round frees (see the module docstring)."""
+    state = ctx.state
+    n = len(ctx.nodes)
+    size = min(MAX_NODES, max(MIN_NODES, n // 20))
+    if kind == "left-out":
+        left = [p for p in free_pods if p.key not in plan.placements]
+        if not left:
+            return []
+        top = max(p.priority for p in left)
+        pick = rng.choice([p for p in left if p.priority == top])
+        allowed = np.flatnonzero(_static_mask(ctx, pick))
+        if not len(allowed):
+            return []
+        # Room a pod of this priority could have: free room plus what lower pods hold.
+        room = state.free[allowed].astype(np.float64).copy()
+        for i, node in enumerate(allowed.tolist()):
+            for q in state.pods_on[node].values():
+                if q.priority < pick.priority and q.key not in ctx._window_by_key:
+                    room[i] += state.vector(q)
+        vec = state.vector(pick).astype(np.float64)
+        need = vec > 0
+        slack = (room[:, need] / np.maximum(vec[need], 1)).min(axis=1) if need.any() else np.ones(len(allowed))
+        order = np.argsort(-slack, kind="stable")
+        chosen = allowed[order[:size]].tolist()
+        return sorted(set(chosen))
+    if kind == "victims":
+        on: dict[int, int] = defaultdict(int)
+        for v in plan.victims:
+            on[v.node] = max(on[v.node], v.pod.priority + 2**31)
+        if not on:
+            return []
+        ranked = sorted(on, key=lambda k: -on[k])
+        return sorted(ranked[:size])
+    # a slice of one topology domain (a zone when nodes carry one), else random nodes
+    zones: dict[str, list[int]] = defaultdict(list)
+    for i, node in enumerate(ctx.nodes):
+        zone = node.labels.get("topology.kubernetes.io/zone")
+        if zone is not None:
+            zones[zone].append(i)
+    pool = zones[rng.choice(sorted(zones))] if zones else list(range(n))
+    return sorted(rng.sample(pool, min(size, len(pool))))
+
+
+def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
+    from ..filtering import StaticFilters
+
+    hit = ctx.__dict__.get("_lns_static")
+    if hit is None:
+        hit = ctx.__dict__["_lns_static"] = StaticFilters(ctx.nodes, ctx.window)
+    return hit.mask(pod)
+
+
+def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], free_pods: list[PodInfo],
+           weights: dict[int, int], deadline: float, stats: LnsStats) -> Optional[_Plan]:
+    """One neighbourhood's model, solved: the whole plan it gives, or None."""
+    inside = set(nodes)
+    on_nodes = [p for p in free_pods if plan.placements.get(p.key) in inside]
+    left = [p for p in free_pods if p.key not in plan.placements]
+    # The freed pods: those placed on the nodes, then the left-out ones by priority until the
+    # pairs run out (each class counts once per node).
+    freed: dict[str, PodInfo] = {p.key: p for p in on_nodes}
+    class_ids = {p.class_id for p in on_nodes}
+    for p in sorted(left, key=lambda q: -q.priority):
+        if p.class_id not in class_ids and (len(class_ids) + 1) * len(nodes) > ROUND_PAIRS:
+            continue
+        class_ids.add(p.class_id)
+        freed[p.key] = p
+    if not freed:
+        return None
+    sub = _sub_context(ctx, plan, inside, freed)
+    classes = sub.classes
+    cand, ubs = candidates(sub, classes, static, {}, ctx.config.preemption.enabled)
+    mask = np.zeros(len(ctx.nodes), dtype=bool)
+    mask[nodes] = True
+    for c in classes:
+        keep = mask[cand[c.id]]
+        cand[c.id] = cand[c.id][keep]
+        ubs[c.id] = ubs[c.id][keep]
+    live = [c for c in classes if len(cand[c.id])]
+    if not live:
+        return None
+    pairs = sum(len(cand[c.id]) for c in live)
+    stats.max_pairs = max(stats.max_pairs, pairs)
+    inp = BuildInput(sub, static, cand, ubs, sctx, weights, ctx.config.preemption.enabled)
+    wm = build_component(inp, live)
+    current = GreedyResult(placements={k: n for k, n in plan.placements.items() if k in freed},
+                           victims=[v for v in plan.victims if v.node in inside])
+    best_hint(wm, current, sub, weights, 0.2 * max(0.0, deadline - time.monotonic()))
+    solver, status, _, _, _ = solve_sound(wm, ctx.config.solver, deadline)
+    if solver is None:
+        return None
+    found = Solution()
+    extract(wm, solver, found)
+    placements = {k: n for k, n in plan.placements.items() if k not in freed}
+    placements.update(found.placements)
+    victims = [v for v in plan.victims if v.node not in inside] + found.victims
+    return _Plan(placements, victims)
+
+
+def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:
+    """The context one round's model reads: the incumbent outside the neighbourhood made part of
+    the cluster (its placements added, its victims there taken out), the freed pods its window."""
+    state = ctx.state.copy()
+    for v in plan.victims:
+        if v.node not in inside:
+            state.remove(v.pod)
+    for key, node in plan.placements.items():
+        if key not in freed:
+            state.add(ctx.window_pod(key), node)
+    window = [p for p in ctx.window if p.key in freed]
+    by_class: dict[int, list[PodInfo]] = defaultdict(list)
+    for p in window:
+        by_class[p.class_id].append(p)
+    classes = [PodClass(c.id, by_class[c.id]) for c in ctx.classes if c.id in by_class]
+    return dataclasses.replace(ctx, state=state, window=window, classes=classes)
