@@ -21,7 +21,7 @@ import numpy as np
 from .framework import SUCCESS, Status, fit_error_message, reason_histogram
 from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
-from .plugin_api import CycleFilter
+from .plugin_api import CycleFilter, NodeDryRun
 from .plugins import registry
 from .plugins.registry import STATIC_FILTERS
 
@@ -316,6 +316,21 @@ class Cycle:
             nodes = nodes[f.feasible(nodes)]
         return nodes
 
+    def on_node(self, node: int) -> Optional["NodeRun"]:
+        """The dynamic filters' verdict on one node as a dry run (``NodeRun``) from the state
+        this cycle was made on: preemption removes and reprieves victims through it, the
+        PreFilters never run again. None when some filter has no dry run (volumes, devices), the
+        PreFilter failed or a static filter refuses the node."""
+        if self.failed is not None or not self.static.mask(self.pod)[node]:
+            return None
+        runs = []
+        for f in self.filters:
+            run = f.on_node(node)
+            if run is None:
+                return None
+            runs.append(run)
+        return NodeRun(runs)
+
     def fit_error(self, *, postfilter: Optional[str] = None) -> str:
         """kube-scheduler's "0/N nodes are available: ..." for this pod in this state."""
         statuses = self.statuses()
@@ -329,3 +344,30 @@ class Cycle:
 
     def histogram(self) -> Counter[str]:
         return reason_histogram(self.statuses(), failed_only=True)
+
+
+class NodeRun:
+    """Every dynamic filter's dry run on one node (``plugin_api.NodeDryRun``), in filter order:
+    the first failure is the node's status, as ``Cycle.status`` gives it on a state changed the
+    same way."""
+
+    def __init__(self, runs: list[NodeDryRun]) -> None:
+        self.runs = runs
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        for run in self.runs:
+            run.remove_pod(pod)
+
+    def add_pod(self, pod: PodInfo) -> None:
+        for run in self.runs:
+            run.add_pod(pod)
+
+    def status(self) -> Status:
+        for run in self.runs:
+            status = run.status()
+            if not status.ok:
+                return status
+        return SUCCESS
+
+    def reads(self) -> tuple:
+        return tuple(run.reads() for run in self.runs)

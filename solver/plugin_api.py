@@ -20,7 +20,7 @@ It holds
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
 
@@ -133,6 +133,38 @@ class CycleView(Protocol):
 
     def feasible(self, candidates: Optional[np.ndarray] = None) -> np.ndarray: ...
 
+    def on_node(self, node: int) -> Optional[NodeDryRun]:
+        """Every filter's verdict on ``node`` as one dry run (None: some filter has none)."""
+        ...
+
+
+class NodeDryRun(Protocol):
+    """One pod's filter verdict on one node, kept current as pods leave the node and come back
+    without touching the state: kube-scheduler's ``PreFilterExtensions.RemovePod``/``AddPod`` on
+    a copy of the cycle state, for preemption's dry run (SEMANTICS.md §6: remove every lower
+    pod, then reprieve them one by one). The PreFilter ran once, on the state as it is; each
+    step changes only what the node's own verdict reads of it (the node's room and ports, its
+    domain's counts, the global minimum of a spread constraint)."""
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        """``pod``, running on the node, is taken off it."""
+        ...
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """``pod``, taken off before, is put back on the node."""
+        ...
+
+    def status(self) -> Status:
+        """The filter's verdict on the node now."""
+        ...
+
+    def reads(self) -> Hashable:
+        """What the verdicts read beyond the node's own pods, as it was when the dry run began
+        (a spread constraint's count in the node's domain and the other domains' minimum; ()
+        for a node-local filter): two dry runs on a node holding the same pods, whose ``reads``
+        are equal, give the same verdicts at every step."""
+        ...
+
 
 class CycleFilter(Protocol):
     """One dynamic filter's PreFilter result for one pod against one state, as ``filtering.Cycle``
@@ -162,6 +194,12 @@ class CycleFilter(Protocol):
 
     def fits(self, node: int) -> bool:
         """``feasible`` for one node (only asked of a ``local`` filter)."""
+        ...
+
+    def on_node(self, node: int) -> Optional[NodeDryRun]:
+        """The filter's verdict on ``node`` as a dry run (``NodeDryRun``), starting from the state
+        the cycle was made on; None when the filter has none (the caller then runs a new cycle
+        per step on a changed state)."""
         ...
 
 
@@ -195,18 +233,24 @@ class NodeByNode(ABC):
     def fits(self, node: int) -> bool:
         return self.status(self.nodes[node]).ok
 
+    def on_node(self, node: int) -> Optional[NodeDryRun]:
+        return None
+
 
 class CodedCycle(NodeByNode):
     """A ``CycleFilter`` on a PreFilter's result ``pre`` whose many-node check gives a code per
     node (0: fits) and whose codes index shared statuses: the shape of the filters that vectorise
     their PreFilter's counts (pod (anti-)affinity, topology spread). ``check(pod, node, pre)`` is the
-    one-node Filter; ``codes(nodes, pre)`` and ``feasible(nodes, pre)`` the many-node answers."""
+    one-node Filter; ``codes(nodes, pre)`` and ``feasible(nodes, pre)`` the many-node answers;
+    ``dry_run(node)``, when given, the filter's ``NodeDryRun`` on one node."""
 
     def __init__(self, pod: Any, pre: Any, nodes: list[NodeInfo], check: Callable[..., Status],
                  codes: Callable[[np.ndarray, Any], np.ndarray], statuses: Sequence[Status],
-                 feasible: Callable[[np.ndarray, Any], np.ndarray]) -> None:
+                 feasible: Callable[[np.ndarray, Any], np.ndarray],
+                 dry_run: Optional[Callable[[int], NodeDryRun]] = None) -> None:
         self.pod, self.pre, self.nodes = pod, pre, nodes
         self._check, self._codes, self._statuses, self._feasible = check, codes, statuses, feasible
+        self._dry_run = dry_run
 
     def status(self, node: NodeInfo) -> Status:
         return self._check(self.pod, node, self.pre)
@@ -220,6 +264,9 @@ class CodedCycle(NodeByNode):
 
     def feasible(self, nodes: np.ndarray) -> np.ndarray:
         return self._feasible(nodes, self.pre)
+
+    def on_node(self, node: int) -> Optional[NodeDryRun]:
+        return self._dry_run(node) if self._dry_run is not None else None
 
 
 class EncodeModel(Protocol):

@@ -11,7 +11,7 @@ so no rule ever rescans all pods for each incoming pod.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
@@ -106,6 +106,7 @@ class ClusterState:
         self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
         self.where: dict[str, int] = {}
         self._counters: dict[Matcher, np.ndarray] = {}
+        self._counter_order: list[tuple[Matcher, np.ndarray]] = []  # ``_counters`` as registered
         self._matching: dict[tuple, tuple[int, list[np.ndarray]]] = {}  # see _counters_matching
         self._match_cache: dict[Matcher, dict[tuple, bool]] = {}
         # Pods in the state by what a matcher reads of them ((namespace, labels), terminating):
@@ -115,6 +116,11 @@ class ClusterState:
         self._groups: dict[tuple, tuple[PodInfo, Counter[int]]] = {}
         # Required anti-affinity terms of pods in the state: term -> owners per node.
         self.anti_owners: dict[AffinityTerm, np.ndarray] = {}
+        # ``anti_terms_matching``'s memo: terms as they came into ``anti_owners``, how many times
+        # one left it, and per (namespace, labels) what was found when.
+        self._anti_added: list[AffinityTerm] = []
+        self._anti_dropped = 0
+        self._anti_matching: dict[tuple, tuple[int, int, list[AffinityTerm]]] = {}
         # Pods with a term InterPodAffinity scoring reads (required affinity, preferred affinity
         # and anti-affinity; never required anti-affinity, which only filters).
         self.affinity_pods: dict[str, PodInfo] = {}
@@ -334,9 +340,11 @@ class ClusterState:
             owners = self.anti_owners.get(term)
             if owners is None:
                 owners = self.anti_owners[term] = np.zeros(len(self.nodes), dtype=np.int64)
+                self._anti_added.append(term)
             owners[node] += delta
             if delta < 0 and not owners.any():
                 del self.anti_owners[term]
+                self._anti_dropped += 1
         if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
             if delta > 0:
                 self.affinity_pods[pod.key] = pod
@@ -344,14 +352,18 @@ class ClusterState:
                 self.affinity_pods.pop(pod.key, None)
 
     def _counters_matching(self, pod: PodInfo) -> list[np.ndarray]:
-        """The counters that count ``pod``, remembered per (labels, terminating) until another
-        counter is registered (counters are only ever added): saves hashing every matcher on
-        every add and remove."""
+        """The counters that count ``pod``, remembered per (labels, terminating) and extended by
+        the counters registered since (counters are only ever added, in ``_counter_order``):
+        saves hashing every matcher on every add and remove, and asking every one again when a
+        new one comes (a window of hundreds of spread and anti-affinity apps registers hundreds)."""
         key = (pod.match_key, pod.terminating)
         hit = self._matching.get(key)
-        if hit is None or hit[0] != len(self._counters):
-            hit = (len(self._counters), [c for m, c in self._counters.items() if self._matches(m, pod)])
-            self._matching[key] = hit
+        order = self._counter_order
+        if hit is None:
+            hit = self._matching[key] = (len(order), [c for m, c in order if self._matches(m, pod)])
+        elif hit[0] != len(order):
+            more = [c for m, c in order[hit[0]:] if self._matches(m, pod)]
+            hit = self._matching[key] = (len(order), hit[1] + more if more else hit[1])
         return hit[1]
 
     def _matches(self, matcher: Matcher, pod: PodInfo) -> bool:
@@ -372,6 +384,36 @@ class ClusterState:
     def matches(self, matcher: Matcher, pod: PodInfo) -> bool:
         return self._matches(matcher, pod)
 
+    def matcher(self, matcher: Matcher) -> Callable[[PodInfo], bool]:
+        """``matches(matcher, ·)`` as a function, the matcher looked up once: for a caller asking
+        of one matcher about many pods (preemption's dry run asks of each victim)."""
+        verdicts = self._match_cache_of(matcher)
+
+        def matches(pod: PodInfo) -> bool:
+            key = (pod.match_key, pod.terminating)
+            hit = verdicts.get(key)
+            if hit is None:
+                hit = verdicts[key] = matcher.matches(pod)
+            return hit
+
+        return matches
+
+    def anti_terms_matching(self, pod: PodInfo) -> list[AffinityTerm]:
+        """The required anti-affinity terms of pods in the state that match ``pod`` (the terms of
+        ``anti_owners``, in its order until one leaves): remembered per (namespace, labels) and
+        extended by the terms that came since, asked afresh only after one left. Every pod's
+        InterPodAffinity PreFilter asks; a window of hundreds of anti-affinity apps has hundreds."""
+        key = pod.match_key
+        hit = self._anti_matching.get(key)
+        added = self._anti_added
+        if hit is None or hit[1] != self._anti_dropped:
+            found = [t for t in self.anti_owners if t.matches(pod.namespace, pod.labels, pod.ns_labels)]
+            hit = self._anti_matching[key] = (len(added), self._anti_dropped, found)
+        elif hit[0] != len(added):
+            more = [t for t in added[hit[0]:] if t.matches(pod.namespace, pod.labels, pod.ns_labels)]
+            hit = self._anti_matching[key] = (len(added), hit[1], hit[2] + more if more else hit[2])
+        return hit[2]
+
     # -- queries the rules share -------------------------------------------------------------
 
     def match_counts(self, matcher: Matcher) -> np.ndarray:
@@ -388,6 +430,7 @@ class ClusterState:
                     for node, count in per_node.items():
                         counts[node] += count
             self._counters[matcher] = counts
+            self._counter_order.append((matcher, counts))
         return counts
 
     def domains(self, topology_key: str) -> tuple[np.ndarray, list[str]]:
@@ -476,11 +519,15 @@ class ClusterState:
         # window); ``copy`` clones its table, deleted slots and all.
         other.where = self.where.copy()
         other._counters = {m: c.copy() for m, c in self._counters.items()}
+        other._counter_order = list(other._counters.items())
         other._matching = {}  # holds this state's arrays
         other._match_cache = self._match_cache
         other._groups = self._groups.copy()
         self._owned_groups, other._owned_groups = set(), set()
         other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
+        other._anti_added = list(other.anti_owners)
+        other._anti_dropped = 0
+        other._anti_matching = {}
         other.affinity_pods = self.affinity_pods.copy()
         other._domains = self._domains
         other.touched = []

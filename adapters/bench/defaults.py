@@ -14,7 +14,7 @@ WORKLOAD_NAMES = (
 # The solver's scale targets, fixed sizes whatever the scale (``workloads.SCALE_TARGETS``).
 SCALE_TARGET_NAMES = ("scale-3k", "scale-10k")
 # Real-shaped clusters sized by --scale, run only when named (``workloads.REAL_SHAPED``).
-REAL_SHAPED_NAMES = ("realistic", "dra")
+REAL_SHAPED_NAMES = ("realistic", "dra", "contended")
 
 # No cut by default: the whole queue is one decision, up to ``limits.maxWindowPods``. The model
 # grows with the window's variety (classes x candidate nodes), not its pod count, so a pod-count

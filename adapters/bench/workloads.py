@@ -18,7 +18,8 @@ joint placement does not.
 
 This module names them; they live one family a module: ``rule_workloads`` (one rule each),
 ``gang_workloads``, ``packing_workloads`` (fragmentation, GPU pools), ``mixed_workload``,
-``scale_workloads`` (the scale targets and the real-shaped cluster) and ``repack_workload``, on
+``scale_workloads`` (the scale targets and the real-shaped cluster), ``contended_workload`` (a
+busy real-shaped cluster with more demand than room) and ``repack_workload``, on
 what ``workload_kit`` shares (``Workload``, node counts per scale, witness helpers) and the
 object factory of ``objects``. A new workload is a module beside them and a line below.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .defaults import REAL_SHAPED_NAMES, SCALE_TARGET_NAMES, WORKLOAD_NAMES
+from .contended_workload import contended
 from .gang_workloads import gang, topology_gang
 from .mixed_workload import mixed
 from .packing_workloads import fragmentation, gpu_pools
@@ -57,7 +59,7 @@ def _dra(scale: str = "quick", seed: int = 0) -> Workload:
     return dra(scale, seed)
 
 
-REAL_SHAPED: dict[str, Callable[..., Workload]] = {"realistic": realistic, "dra": _dra}
+REAL_SHAPED: dict[str, Callable[..., Workload]] = {"realistic": realistic, "dra": _dra, "contended": contended}
 # The command line lists the names from defaults.py without loading this module.
 assert tuple(WORKLOADS) == WORKLOAD_NAMES and tuple(SCALE_TARGETS) == SCALE_TARGET_NAMES, "update defaults.py"
 assert tuple(REAL_SHAPED) == REAL_SHAPED_NAMES, "update defaults.py"

@@ -71,7 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=f"workloads: {', '.join(names)}. The default suite is: {', '.join(WORKLOAD_NAMES)}. "
         "scale-3k and scale-10k are the solver's scale targets (fixed sizes, any --scale); realistic is a "
         "real-shaped cluster (3 zones, 40 running pods per node, 10,000 pending pods of 20 apps at "
-        "medium: 1,000 nodes; large: 5,000)."
+        "medium: 1,000 nodes; large: 5,000); contended is a busy real-shaped cluster with more demand than room "
+        "(node pools with a tainted GPU pool, ~30 running pods per node, pending pods of hundreds of Deployments "
+        "in four priority classes with spread, anti-affinity, node affinity and gangs: quick 300 nodes and 3,000 "
+        "pending, medium 1,000 and 10,000, large 5,000 and 30,000)."
         + (" repack compares re-packing with a descheduler-like baseline." if REPACK in names else ""),
     )
     parser.add_argument(

@@ -47,7 +47,11 @@ def check_anti_affinity(replay: Replay) -> None:
     for term, holders in owners.items():
         matcher = PodMatcher.of_term(term)
         if any(p.key in placed for p, _ in holders):
-            pool: Iterable[tuple[PodInfo, int]] = state.pods()
+            # Every final pod the term matches: only the nodes whose count says they hold one
+            # (the state's counter, made from its label groups, not pod by pod), in node order.
+            counts = state.match_counts(matcher)
+            pool: Iterable[tuple[PodInfo, int]] = (
+                (pod, index) for index in np.flatnonzero(counts).tolist() for pod in state.pods_on[index].values())
         else:
             pool = replay.placed()
         ids = state.domains(term.topology_key)[0]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
-from ...plugin_api import CodedCycle, StaticView
+from ...plugin_api import CodedCycle, NodeDryRun, StaticView
 from ...terms import AffinityTerm
 from ...state import ClusterState, PodMatcher
 
@@ -61,10 +61,8 @@ def prefilter(pod: PodInfo, state: ClusterState) -> AffinityCounts | None:
     """None when the pod has no required terms and no placed pod's anti-affinity can reach it."""
     existing = []
     blocked_by_key: dict[str, np.ndarray] = {}
-    for term, owners in state.anti_owners.items():
-        if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
-            continue
-        ids, per_domain = _per_domain(state, term.topology_key, owners)
+    for term in state.anti_terms_matching(pod):
+        ids, per_domain = _per_domain(state, term.topology_key, state.anti_owners[term])
         blocked = blocked_by_key.get(term.topology_key)
         blocked_by_key[term.topology_key] = per_domain > 0 if blocked is None else blocked | (per_domain > 0)
     for key, blocked in blocked_by_key.items():
@@ -179,7 +177,81 @@ def feasible(nodes: np.ndarray, pre: AffinityCounts | None) -> np.ndarray:
     return ok
 
 
+class AffinityOnNode:
+    """The filter's dry run on one node (``plugin_api.NodeDryRun``; kube-scheduler's
+    PreFilterExtensions for InterPodAffinity): a pod leaving or returning changes the counts of
+    the node's domains only — of pods matching all the pod's affinity terms (and their total,
+    for the first-pod escape), of pods matching each of its anti-affinity terms, and of owners
+    of placed pods' anti-affinity terms matching the pod, term by term (the state's counters)."""
+
+    def __init__(self, pod: PodInfo, pre: AffinityCounts, state: ClusterState, node: int) -> None:
+        self.state = state
+        self.self_match = pre.self_match
+        self.has_affinity = bool(pre.affinity)
+        self.no_key = any(ids[node] < 0 for _, ids, _ in pre.affinity)
+        self.all_terms = state.matcher(AllTerms(pod.affinity)) if pod.affinity else None
+        # per affinity term with the key on the node: [count in its domain, count anywhere]
+        self.affinity = [[int(per_domain[ids[node]]), int(per_domain.sum())]
+                         for _, ids, per_domain in pre.affinity if ids[node] >= 0]
+        self.total_absent = sum(1 for _, ids, per_domain in pre.affinity if ids[node] < 0 and per_domain.any())
+        # per anti-affinity term with the key on the node: whether it matches a pod, and the
+        # matching pods in its domain
+        anti = [(term, int(per_domain[ids[node]])) for term, ids, per_domain in pre.anti if ids[node] >= 0]
+        self.anti_matches = [state.matcher(PodMatcher.of_term(term)) for term, _ in anti]
+        self.anti = [count for _, count in anti]
+        # placed pods' anti-affinity terms matching the pod: owners in the node's domain
+        self.existing: dict[AffinityTerm, int] = {}
+        for term in state.anti_terms_matching(pod):
+            ids = state.domains(term.topology_key)[0]
+            if ids[node] >= 0:
+                self.existing[term] = int(state.anti_owners[term][ids == ids[node]].sum())
+        self._start = (tuple(tuple(c) for c in self.affinity), tuple(self.anti),
+                       frozenset(self.existing.items()))
+
+    def _change(self, pod: PodInfo, delta: int) -> None:
+        if self.all_terms is not None and self.all_terms(pod):
+            for counts in self.affinity:
+                counts[0] += delta
+                counts[1] += delta
+        for i, matches in enumerate(self.anti_matches):
+            if matches(pod):
+                self.anti[i] += delta
+        for term in pod.anti_affinity:
+            if term in self.existing:
+                self.existing[term] += delta
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        self._change(pod, -1)
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self._change(pod, +1)
+
+    def reads(self) -> tuple:
+        return self._start  # the counts of the node's domains, as the dry run began
+
+    def status(self) -> Status:
+        if self.has_affinity:
+            if self.no_key:
+                return STATUSES[1]
+            missing = any(here <= 0 for here, _ in self.affinity)
+            empty = not self.total_absent and all(total <= 0 for _, total in self.affinity)
+            if missing and not (empty and self.self_match):
+                return STATUSES[1]
+        if any(count > 0 for count in self.anti):
+            return STATUSES[2]
+        if any(count > 0 for count in self.existing.values()):
+            return STATUSES[3]
+        return SUCCESS
+
+
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> CodedCycle | None:
     """The plugin's ``cycle`` hook: PreFilter; nothing to check when it found nothing."""
     pre = prefilter(pod, state)
-    return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible) if pre else None
+    if pre is None:
+        return None
+
+    def on_node(node: int) -> NodeDryRun:
+        assert pre is not None
+        return AffinityOnNode(pod, pre, state, node)
+
+    return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible, on_node)

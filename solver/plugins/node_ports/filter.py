@@ -7,13 +7,15 @@ against each other.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+from typing import Optional
 
 import numpy as np
 
 from ...framework import SUCCESS, Status, unschedulable
 from ...info import NodeInfo, PodInfo
-from ...plugin_api import NodeByNode, StaticView
+from ...plugin_api import NodeByNode, NodeDryRun, StaticView
 from ...state import ClusterState
 
 NAME = "NodePorts"
@@ -77,6 +79,32 @@ class PortsCycle(NodeByNode):
 
     def fits(self, node: int) -> bool:
         return fits(self.pod, self.state.ports_on[node])
+
+    def on_node(self, node: int) -> Optional[NodeDryRun]:
+        return PortsOnNode(self.pod, self.state.ports_on[node])
+
+
+class PortsOnNode:
+    """The filter's dry run on one node (``plugin_api.NodeDryRun``): the ports in use there, a
+    pod's freed as it leaves and taken again as it returns."""
+
+    def __init__(self, pod: PodInfo, used: Counter[Port]) -> None:
+        self.pod = pod
+        self.used = Counter(used)
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        if pod.host_ports:
+            self.used.subtract(pod.host_ports)
+            self.used = +self.used
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.used.update(pod.host_ports)
+
+    def status(self) -> Status:
+        return SUCCESS if fits(self.pod, self.used) else unschedulable(NAME, REASON)
+
+    def reads(self) -> tuple:
+        return ()  # the node's own ports
 
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> PortsCycle | None:

@@ -10,7 +10,7 @@ coefficient row of the CP-SAT capacity constraints (``encode.py``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 from ...framework import SUCCESS, Code, Status
 from ...info import NodeInfo, PodInfo
-from ...plugin_api import NodeByNode, StaticView
+from ...plugin_api import NodeByNode, NodeDryRun, StaticView
 from ...state import ClusterState
 
 NAME = "NodeResourcesFit"
@@ -146,6 +146,40 @@ class ResourcesCycle(NodeByNode):
 
     def fits(self, node: int) -> bool:
         return bool(fits(self.state.vector(self.pod), self.state.free[node]))
+
+    def on_node(self, node: int) -> Optional[NodeDryRun]:
+        if self._asked is None:
+            self._asked = asked(self.state.vector(self.pod))
+        return RoomOnNode(self.pod, self.state, node, self.version, self._asked)
+
+    _asked: Optional[list[tuple[int, int]]] = None  # ``asked`` of the pod's request, made once
+
+
+class RoomOnNode:
+    """The filter's dry run on one node (``plugin_api.NodeDryRun``): the node's free room in exact
+    Python integers, a pod's request given back as it leaves and taken again as it returns."""
+
+    def __init__(self, pod: PodInfo, state: ClusterState, node: int, version: str,
+                 request: list[tuple[int, int]]) -> None:
+        self.state, self.node, self.version = state, node, version
+        self.vec = state.vector(pod)
+        self.request = request
+        self.room = state.free[node].tolist()
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        self.room = [r + a for r, a in zip(self.room, self.state.vector(pod).tolist())]
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.room = [r - a for r, a in zip(self.room, self.state.vector(pod).tolist())]
+
+    def status(self) -> Status:
+        if fits(self.request, self.room):
+            return SUCCESS
+        free = np.array(self.room, dtype=object)
+        return status_of(self.vec, free, self.state.alloc[self.node], self.state, version=self.version)
+
+    def reads(self) -> tuple:
+        return ()  # the node's own room
 
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> ResourcesCycle:

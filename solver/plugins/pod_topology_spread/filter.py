@@ -10,12 +10,13 @@ default, taints ignored by default).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
-from ...plugin_api import CodedCycle, StaticView
+from ...plugin_api import CodedCycle, NodeDryRun, StaticView
 from ...terms import SpreadConstraint
 from ..node_affinity import filter as node_affinity
 from ..taint_toleration import filter as taint_toleration
@@ -36,6 +37,7 @@ class ConstraintCounts:
     eligible_domains: np.ndarray  # per domain id, whether some eligible node is in it
     global_min: int
     self_match: int
+    counted: np.ndarray  # per node, whether its matching pods count (eligible, with the key)
 
 
 def _tolerates(pod: PodInfo, node: NodeInfo) -> bool:
@@ -99,7 +101,7 @@ def counts_for(pod: PodInfo, c: SpreadConstraint, state: ClusterState, eligible:
     counts, present = domain_counts(state, PodMatcher.of_spread(c.selector, pod.namespace), ids, eligible, len(values))
     global_min = skew_floor(counts, present, c.min_domains)
     self_match = 1 if c.selector.matches(pod.labels) else 0
-    return ConstraintCounts(c, ids, counts, present, global_min, self_match)
+    return ConstraintCounts(c, ids, counts, present, global_min, self_match, eligible & (ids >= 0))
 
 
 def prefilter(pod: PodInfo, state: ClusterState, affinity_mask: np.ndarray, tolerated_mask: np.ndarray) -> list[ConstraintCounts]:
@@ -154,7 +156,101 @@ def feasible(nodes: np.ndarray, pre: list[ConstraintCounts]) -> np.ndarray:
     return ok
 
 
+class _Floors:
+    """One constraint's eligible domains' lowest count, how many domains have it, and the next
+    count up: the minimum over every eligible domain but one, for any one, at once."""
+
+    __slots__ = ("zero", "low", "ties", "next")
+
+    def __init__(self, cc: ConstraintCounts) -> None:
+        present = cc.eligible_domains
+        self.zero = floor_is_zero(int(present.sum()), cc.constraint.min_domains)
+        counts = cc.domain_counts[present] if not self.zero else cc.domain_counts[:0]
+        self.low = int(counts.min()) if len(counts) else 0
+        self.ties = int((counts == self.low).sum()) if len(counts) else 0
+        above = counts[counts > self.low]
+        self.next: Optional[int] = int(above.min()) if len(above) else None
+
+    def without(self, count: Optional[int]) -> Optional[int]:
+        """The minimum over the eligible domains but one whose count is ``count`` (None: that
+        domain is not eligible); None when no other domain is eligible."""
+        if count is None or count != self.low or self.ties > 1:
+            return self.low if self.ties > (count == self.low) else None
+        return self.next
+
+
+class _OnNode:
+    """One constraint's counts as the node's verdict reads them: its domain's matching pods and
+    the fewest in any other eligible domain (None: none, or the floor is 0 anyway)."""
+
+    __slots__ = ("cc", "matches", "dom", "counted", "count", "here", "zero", "floor_others")
+
+    def __init__(self, cc: ConstraintCounts, floors: _Floors, pod: PodInfo, node: int, state: ClusterState) -> None:
+        self.cc = cc
+        self.matches = state.matcher(PodMatcher.of_spread(cc.constraint.selector, pod.namespace))
+        self.dom = dom = int(cc.domain_ids[node])
+        self.counted = bool(cc.counted[node])
+        self.count = int(cc.domain_counts[dom]) if dom >= 0 and len(cc.domain_counts) else 0
+        self.here = dom >= 0 and bool(cc.eligible_domains[dom])  # the node's domain is eligible
+        self.zero = floors.zero
+        self.floor_others = None if self.zero else floors.without(self.count if self.here else None)
+
+    def global_min(self) -> int:
+        """``skew_floor`` of the counts with this domain's count as it is now."""
+        if self.zero:
+            return 0
+        if not self.here:
+            assert self.floor_others is not None  # some domain is eligible
+            return self.floor_others
+        return self.count if self.floor_others is None else min(self.count, self.floor_others)
+
+
+class SpreadOnNode:
+    """The filter's dry run on one node (``plugin_api.NodeDryRun``; kube-scheduler's
+    PreFilterExtensions for PodTopologySpread): a pod leaving or returning changes only its own
+    domain's count, and with it perhaps the global minimum, which the other domains' minimum
+    (taken once) and this domain's count give at once."""
+
+    def __init__(self, pod: PodInfo, pre: list[ConstraintCounts], floors: list[_Floors], state: ClusterState,
+                 node: int) -> None:
+        self.state = state
+        self.constraints = [_OnNode(cc, f, pod, node, state) for cc, f in zip(pre, floors)]
+        self._start = tuple((c.count, c.floor_others) for c in self.constraints)
+
+    def _change(self, pod: PodInfo, delta: int) -> None:
+        for c in self.constraints:
+            if c.counted and c.matches(pod):
+                c.count += delta
+
+    def remove_pod(self, pod: PodInfo) -> None:
+        self._change(pod, -1)
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self._change(pod, +1)
+
+    def reads(self) -> tuple:
+        return self._start  # per constraint: the domain's count, the other domains' minimum
+
+    def status(self) -> Status:
+        for c in self.constraints:
+            if c.dom < 0:
+                return STATUSES[1]
+            if c.count + c.cc.self_match - c.global_min() > c.cc.constraint.max_skew:
+                return STATUSES[2]
+        return SUCCESS
+
+
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> CodedCycle | None:
     """The plugin's ``cycle`` hook: PreFilter; nothing to check when it found nothing."""
     pre = prefilter(pod, state, *inclusion_masks(static, pod))
-    return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible) if pre else None
+    if not pre:
+        return None
+
+    floors: list[_Floors] = []  # made at the first dry run
+
+    def on_node(node: int) -> NodeDryRun:
+        if not floors:
+            floors.extend(_Floors(cc) for cc in pre)
+        return SpreadOnNode(pod, pre, floors, state, node)
+
+    return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible, on_node)

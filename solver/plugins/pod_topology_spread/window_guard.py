@@ -38,6 +38,10 @@ class SpreadGuard:
         self.state = state
         self.static = static
         self.guards: set[_Guard] = set()
+        self._order: list[_Guard] = []  # ``guards`` in the order they came
+        # Per (namespace, labels) of the pods asking: how many guards were asked, those that
+        # apply (a window of hundreds of spread apps has hundreds of guards, and every pod asks).
+        self._applying: dict[tuple, tuple[int, list[_Guard]]] = {}
         self._eligible: dict[bytes, np.ndarray] = {}
 
     def placed(self, pod: PodInfo, node: int) -> None:
@@ -52,15 +56,26 @@ class SpreadGuard:
                 continue
             key = mask.tobytes()
             self._eligible.setdefault(key, mask)
-            self.guards.add(_Guard(c, pod.namespace, key, int(ids[node])))
+            guard = _Guard(c, pod.namespace, key, int(ids[node]))
+            if guard not in self.guards:
+                self.guards.add(guard)
+                self._order.append(guard)
+
+    def _guards_of(self, pod: PodInfo) -> list[_Guard]:
+        """The guards whose constraint counts ``pod`` (same namespace, selector matching)."""
+        hit = self._applying.get(pod.match_key)
+        if hit is None or hit[0] != len(self._order):
+            seen, found = hit if hit is not None else (0, [])
+            more = [g for g in self._order[seen:]
+                    if g.namespace == pod.namespace and g.constraint.selector.matches(pod.labels)]
+            hit = self._applying[pod.match_key] = (len(self._order), found + more if more else found)
+        return hit[1]
 
     def allowed(self, pod: PodInfo) -> np.ndarray | None:
         """Nodes where ``pod`` keeps every guarded constraint; None when none applies to it."""
         mask = None
-        for g in self.guards:
+        for g in self._guards_of(pod):
             c = g.constraint
-            if g.namespace != pod.namespace or not c.selector.matches(pod.labels):
-                continue
             eligible = self._eligible[g.eligible]
             ids, values = self.state.domains(c.topology_key)
             matcher = PodMatcher.of_spread(c.selector, g.namespace)

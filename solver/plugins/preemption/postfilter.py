@@ -29,7 +29,7 @@ from . import nominated
 from ...disruption import PdbBudgets
 from .victim_room import beyond_node_local, entangled, entangling, may_preempt
 from ..node_ports import filter as node_ports
-from ...plugin_api import CycleView as Cycle, StaticView as StaticFilters
+from ...plugin_api import CycleView as Cycle, NodeDryRun, StaticView as StaticFilters
 from ..node_resources_fit import filter as node_resources_fit
 from ...state import ClusterState
 
@@ -76,6 +76,8 @@ def _importance(pod: PodInfo) -> tuple:
 
 
 def _fits(pod: PodInfo, node: int, state: ClusterState, static: StaticFilters, version: str) -> Status:
+    """The pod's status on ``node`` by a new cycle on ``state`` as it is now (the dry run of a
+    pod some filter has no ``NodeDryRun`` for: volumes, devices)."""
     return static.cycle(pod, state, version=version).status(static.nodes[node])
 
 
@@ -91,6 +93,7 @@ def select_victims(
     window: frozenset[str] = frozenset(),
     local: bool = False,
     spent: Optional[list[int]] = None,
+    cycle: Optional[Cycle] = None,
 ) -> tuple[Optional[_Candidate], Status]:
     """The minimal victim set on one node (or why the node cannot be made to fit).
 
@@ -98,18 +101,30 @@ def select_victims(
     PodDisruptionBudget are never victims: they are put back before the fit is judged. ``spent``
     counts, per budget, the pods earlier preemptions of the window already took from it.
     ``local``: only the node's resources can keep the pod out (no host ports, spread or pod
-    affinity on either side), so the dry run is done on the resource arithmetic alone."""
+    affinity on either side), so the dry run is done on the resource arithmetic alone.
+    ``cycle``: the pod's filter cycle on ``state`` as it is; the dry run then goes through its
+    filters' ``NodeDryRun`` (PreFilter once, victims removed and reprieved incrementally, as
+    kube-scheduler's PreFilterExtensions do), never through the state. Without one (or for a
+    filter with none) the victims are taken out of the state itself and put back, a new cycle
+    judged per step; the state's removal count and touched nodes are then restored, as no pod
+    left it."""
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
     # A gang member never evicts a running member of its own group (that would undo the gang).
+    # (A victim has lower priority: asked first, it spares the full rule most pods.)
+    priority = pod.priority
     lower = [
         p
         for p in state.pods_on[node].values()
-        if p.key not in window and may_preempt(pod, p)
+        if p.priority < priority and p.key not in window and may_preempt(pod, p)
     ]
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     if local and static.mask(pod)[node]:
         return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version, spent)
+    run = cycle.on_node(node) if cycle is not None and cycle.state is state else None
+    if run is not None:
+        return _select_on_node(node, lower, run, budgets, hard_pdb, spent)
+    removals, touched = state.removals, len(state.touched)
     for victim in lower:
         state.remove(victim)
     try:
@@ -144,6 +159,44 @@ def select_victims(
                 state.remove(victim)
         for victim in lower:
             state.add(victim, node)
+        # The state holds what it held: no cache need refresh for this dry run.
+        state.removals = removals
+        del state.touched[touched:]
+
+
+def _select_on_node(
+    node: int, lower: list[PodInfo], run: NodeDryRun, budgets: PdbBudgets, hard_pdb: bool,
+    spent: Optional[list[int]],
+) -> tuple[Optional[_Candidate], Status]:
+    """``select_victims``'s dry run through the filters' ``NodeDryRun`` on the node: the same
+    removals, reprieves, order and statuses, the state untouched."""
+    for victim in lower:
+        run.remove_pod(victim)
+    status = run.status()
+    if not status.ok:
+        return None, status
+    lower = sorted(lower, key=_importance)
+    violating, safe = budgets.split(lower, spent)
+    if hard_pdb and violating:
+        for keep in violating:
+            run.add_pod(keep)
+        status = run.status()
+        if not status.ok:
+            return None, status
+        violating = []
+    victims: list[PodInfo] = []
+    pdb_violations = 0
+    for group, counts_violation in ((violating, True), (safe, False)):
+        for candidate in group:
+            run.add_pod(candidate)
+            if run.status().ok:
+                continue  # reprieved: it stays
+            run.remove_pod(candidate)
+            victims.append(candidate)
+            pdb_violations += counts_violation
+    if violating and safe:
+        victims.sort(key=_importance)
+    return _Candidate(node, victims, pdb_violations), status
 
 
 def _select_by_resources(
@@ -246,14 +299,15 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
     def lower_pods(i: int) -> list[PodInfo]:
         return [
             p for p in state.pods_on[i].values()
-            if p.key not in window and may_preempt(pod, p)
+            if p.priority < pod.priority and p.key not in window and may_preempt(pod, p)
         ]
 
     def fill(mask: np.ndarray, usage: np.ndarray, nodes) -> None:
         for i in nodes:
             pods = lower_pods(i)
             mask[i] = bool(pods)
-            usage[i] = sum((state.vector(p).astype(np.float64) for p in pods), np.zeros(usage.shape[1]))
+            # summed in integers, then one conversion (one stack per node, not a float add per pod)
+            usage[i] = np.sum([state.vector(p) for p in pods], axis=0, dtype=np.int64) if pods else 0
 
     n = len(state.nodes)
     exact = not state.alloc.size or int(state.alloc.max()) < _EXACT_FLOAT
@@ -271,6 +325,28 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
     if pod.group is None:
         state.local_cache[key] = (len(state.touched), (mask, usage))
     return mask, usage if exact else None
+
+
+def _remembered(pod: PodInfo, cycle: Cycle, state: ClusterState, window: frozenset[str]) -> Optional[dict]:
+    """The dry-run results of the pod's class on the nodes no pod has come to or left since (node
+    -> (budgets spent, protected pods, what the filters read beyond the node, result)), or None
+    when they cannot be kept (devices, volumes: their verdicts read more than a dry run says).
+    A result holds while its node holds the same pods and the filters' ``reads`` (a spread
+    domain's count, say) are the same. The next pod of the class to preempt tries the same ~100
+    nodes, of which only the one the last took has changed. Kept in the state's local cache and
+    brought up to date on the nodes touched since, like ``_lower``."""
+    if pod.class_id < 0 or state.dra is not None or pod.claims:
+        return None
+    key = ("preemption-dry-runs", pod.class_id, window)
+    hit = state.local_cache.get(key)
+    if hit is None:
+        memo: dict[int, tuple] = {}
+    else:
+        seen, memo = hit
+        for node in set(state.touched[seen:]):
+            memo.pop(node, None)
+    state.local_cache[key] = (len(state.touched), memo)
+    return memo
 
 
 def default_preemption(
@@ -319,11 +395,32 @@ def default_preemption(
     if potential:
         budgets = PdbBudgets.of(ctx)
         spent = budgets.spent(evicted)
+        memo = _remembered(pod, cycle, state, _window_keys(ctx))
+        spent_key = tuple(spent)
+
+        def dry_run(node: int) -> tuple[Optional[_Candidate], Status]:
+            reads = None
+            if memo is not None:
+                run = None if local or cycle.node_local else cycle.on_node(node)
+                reads = run.reads() if run is not None else ()
+                hit = memo.get(node)
+                if hit is not None and hit[0] == spent_key and hit[1] == protected and hit[2] == reads:
+                    return hit[3]
+            out = select_victims(
+                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
+                local=local, spent=spent, cycle=cycle,
+            )
+            if memo is not None:
+                memo[node] = (spent_key, protected, reads, out)
+            return out
+
         wanted = min(len(potential), max(len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
         offset = rng.randrange(len(potential)) if rng is not None else 0
         # Nodes where the pod would not fit even with every possible victim gone give no
         # candidate: found at once over all nodes; their status is needed only for the message.
-        if local and usage is not None:
+        # Sound for every pod: NodeResourcesFit is in every cycle, and the other filters can only
+        # refuse a node more.
+        if usage is not None:
             idx = np.array(potential, dtype=np.int64)
             room = state.free[idx].astype(np.float64) + usage[idx]
             hopeless = set(idx[~node_resources_fit.fits(state.vector(pod), room)].tolist())
@@ -331,10 +428,7 @@ def default_preemption(
             node = potential[(offset + i) % len(potential)]
             if node in hopeless:
                 continue
-            candidate, status = select_victims(
-                pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
-                local=local, spent=spent,
-            )
+            candidate, status = dry_run(node)
             node_status[node] = status
             if candidate is not None:
                 candidates.append(candidate)
@@ -342,12 +436,9 @@ def default_preemption(
                     break
     if candidates:
         best = _best(candidates)
-        return PreemptionOutcome(best.node, best.victims, best.pdb_violations)
+        return PreemptionOutcome(best.node, list(best.victims), best.pdb_violations)
     for node in hopeless:
-        node_status[node] = select_victims(
-            pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
-            local=local, spent=spent,
-        )[1]
+        node_status[node] = dry_run(node)[1]
     per_node = [_NOT_HELPFUL] * n
     for i, status in node_status.items():
         per_node[i] = status
