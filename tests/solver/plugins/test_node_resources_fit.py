@@ -97,7 +97,8 @@ def test_node_resources_fit(node_kw, running, pod_kw, want):
 
 @pytest.mark.parametrize(
     "version, want",
-    [case("v1.34-unresolvable", "1.34", UU), case("v1.33-unschedulable", "1.33", U), case("v1.31-unschedulable", "1.31", U)],
+    [case("v1.36-unresolvable", "1.36", UU), case("v1.34-unresolvable", "1.34", UU),
+     case("v1.33-unschedulable", "1.33", U), case("v1.31-unschedulable", "1.31", U)],
 )
 def test_node_resources_fit_whole_allocatable_by_version(version, want):
     s = scene([make_node("n1", cpu="1")], [make_pod("default/p", cpu="2")], config=SchedulerConfig(kubernetes_version=version))
@@ -105,7 +106,7 @@ def test_node_resources_fit_whole_allocatable_by_version(version, want):
 
 
 def test_node_resources_fit_short_but_resolvable_is_unschedulable_in_every_version():
-    for version in ("1.31", "1.33", "1.34"):
+    for version in ("1.31", "1.33", "1.34", "1.36"):
         pods = [make_pod("default/r", node="n1", cpu="1"), make_pod("default/p", cpu="500m")]
         s = scene([make_node("n1", cpu="1")], pods, config=SchedulerConfig(kubernetes_version=version))
         assert verdict(s.status("n1", "default/p")) == (U, ("Insufficient cpu",))
