@@ -40,6 +40,7 @@ import copy
 import io
 import json
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -98,7 +99,8 @@ class Window:
 SHAPES = (("2", "4Gi", "110"), ("4", "8Gi", "110"), ("8", "16Gi", "110"), ("4", "16Gi", "110"),
           ("8", "8Gi", "110"), ("16", "32Gi", "110"), ("4", "8Gi", "4"))
 TAINTS = ({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
-          {"key": "spot", "value": "true", "effect": "PreferNoSchedule"})
+          {"key": "spot", "value": "true", "effect": "PreferNoSchedule"},
+          {"key": "maintenance", "value": "soon", "effect": "NoExecute"})
 
 
 def _resources(rng: random.Random) -> dict[str, str]:
@@ -150,8 +152,11 @@ def generate(seed: int, *, nodes: tuple[int, int] = (4, 10), pending: tuple[int,
         images = []
         if rng.random() < 0.4:
             images.append({"names": [NGINX], "sizeBytes": 400 * MI})
+        spec: dict[str, Any] = {"taints": taints} if taints else {}
+        if rng.random() < 0.05:
+            spec["unschedulable"] = True
         node_bodies.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-                            "spec": {"taints": taints} if taints else {},
+                            "spec": spec,
                             "status": {"capacity": allocatable, "allocatable": allocatable, "images": images}})
         free[name] = [int(float(cpu) * 1000), _mib(memory), gpus, int(pods)]
     running: list[dict[str, Any]] = []
@@ -169,10 +174,18 @@ def generate(seed: int, *, nodes: tuple[int, int] = (4, 10), pending: tuple[int,
             if rng.random() < 0.15:
                 ports = [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}]
                 body["spec"]["containers"][0]["ports"] = ports
-            if rng.random() < 0.15:
+            roll = rng.random()
+            if roll < 0.15:
                 app = body["metadata"]["labels"]["app"]
                 body["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                     _term(rng.choice([HOST, ZONE]), app)]}}
+            elif roll < 0.25:   # counted by InterPodAffinity's score (hardPodAffinityWeight, preferred terms)
+                kind = rng.choice(["podAffinity", "podAntiAffinity"])
+                body["spec"]["affinity"] = {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": rng.randint(1, 100), "podAffinityTerm": _term(rng.choice([HOST, ZONE]), rng.choice(APPS))}]}}
+                if rng.random() < 0.5:
+                    body["spec"]["affinity"]["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+                        _term(ZONE, body["metadata"]["labels"]["app"])]}
             running.append(body)
     pending_bodies = [_pending(f"{wid}-p{k}", rng, zones) for k in range(rng.randint(*pending))]
     return Window(seed, node_bodies, running, pending_bodies)
@@ -184,7 +197,22 @@ def _pending(name: str, rng: random.Random, zones: list[str]) -> dict[str, Any]:
     if rng.random() < 0.15:
         requests[GPU] = "1"
     body = _pod(name, app=app, requests=requests, image=NGINX if rng.random() < 0.3 else PAUSE)
+    body["metadata"]["labels"]["version"] = rng.choice(["v1", "v2"])
     spec = body["spec"]
+    roll = rng.random()
+    if roll < 0.08:       # a sidecar (restartable init container) whose host port counts from 1.34
+        port = rng.choice([8080, 9090])
+        spec["initContainers"] = [{"name": "side", "image": PAUSE, "restartPolicy": "Always",
+                                   "ports": [{"containerPort": port, "hostPort": port, "protocol": "TCP"}],
+                                   "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]
+    elif roll < 0.16:     # an init container larger than the pod's containers: the request is its
+        spec["initContainers"] = [{"name": "init", "image": PAUSE, "resources": {"requests": {
+            "cpu": rng.choice(["1", "2", "3"]), "memory": rng.choice(["1Gi", "4Gi"])}}}]
+    elif roll < 0.22 and not requests:   # pod-level resources (PodLevelResources, beta and on)
+        spec["resources"] = {"requests": {"cpu": rng.choice(["500m", "1", "2"]),
+                                          "memory": rng.choice(["512Mi", "1Gi", "2Gi"])}}
+    if rng.random() < 0.1:
+        spec["containers"].append({"name": "c2", "image": PAUSE, "resources": {"requests": {"cpu": "200m"}}})
     if rng.random() < 0.15:
         port = rng.choice([8080, 9090])
         spec["containers"][0]["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
@@ -223,11 +251,29 @@ def _pending(name: str, rng: random.Random, zones: list[str]) -> dict[str, Any]:
             {"weight": rng.randint(1, 100), "podAffinityTerm": _term(rng.choice([HOST, ZONE]), rng.choice(APPS))}]
     if affinity:
         spec["affinity"] = affinity
-    if rng.random() < 0.25:
-        spec["topologySpreadConstraints"] = [{
+    if rng.random() < 0.1:
+        tolerations.append({"key": "maintenance", "operator": "Exists", "effect": "NoExecute",
+                            "tolerationSeconds": 60})
+        spec["tolerations"] = tolerations
+    if rng.random() < 0.3:
+        constraint: dict[str, Any] = {
             "maxSkew": rng.choice([1, 1, 2]), "topologyKey": rng.choice([ZONE, HOST]),
             "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
-            "labelSelector": {"matchLabels": {"app": app}}}]
+            "labelSelector": {"matchLabels": {"app": app}}}
+        if constraint["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.3:
+            constraint["minDomains"] = rng.randint(2, 4)
+        if rng.random() < 0.2:
+            constraint["nodeAffinityPolicy"] = rng.choice(["Honor", "Ignore"])
+        if rng.random() < 0.2:
+            constraint["nodeTaintsPolicy"] = rng.choice(["Honor", "Ignore"])
+        if rng.random() < 0.2:
+            constraint["matchLabelKeys"] = ["version"]
+        spec["topologySpreadConstraints"] = [constraint]
+        if rng.random() < 0.2:
+            other = HOST if constraint["topologyKey"] == ZONE else ZONE
+            spec["topologySpreadConstraints"].append({
+                "maxSkew": 1, "topologyKey": other, "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": [app, "web"]}]}})
     return body
 
 
@@ -410,7 +456,8 @@ class KubeRun:
                      "lastHeartbeatTime": now, "lastTransitionTime": now}]}
                 self.core.patch_node_status(name, {"status": status})
                 # the admission's node.kubernetes.io/not-ready taint off, the window's own kept
-                self.core.patch_node(name, {"spec": {"taints": body["spec"].get("taints") or None}})
+                self.core.patch_node(name, {"spec": {"taints": body["spec"].get("taints") or None,
+                                                     "unschedulable": body["spec"].get("unschedulable")}})
             except ApiException as exc:
                 outcome.refused[name] = _message(exc)
         outcome.nodes = [self._plain(n, "Node")
@@ -450,6 +497,16 @@ class KubeRun:
             time.sleep(0.01)
         outcome.unschedulable[name] = f"(no decision within {POD_TIMEOUT:.0f} s)"
         self.core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+
+
+def _self_affine(body: dict[str, Any]) -> bool:
+    """Whether the pod has required pod affinity terms and matches them all (matchLabels only, as
+    the generator writes them)."""
+    terms = ((body["spec"].get("affinity") or {}).get("podAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or []
+    labels = body["metadata"].get("labels") or {}
+    return bool(terms) and all(
+        all(labels.get(k) == v for k, v in (t["labelSelector"].get("matchLabels") or {}).items()) for t in terms)
 
 
 def _pinned(body: dict[str, Any], node: str) -> dict[str, Any]:
@@ -504,6 +561,7 @@ class WindowReport:
     kube_placed_on: dict[str, str] = field(default_factory=dict, repr=False)
     kube_unschedulable: dict[str, str] = field(default_factory=dict, repr=False)
     planned: int = 0            # (c): placements of the project's plan tried pinned on kube
+    messages: int = 0           # unschedulable pods whose FitError message agreed
 
 
 def check_pinned(kube: KubeRun, report: WindowReport, window: Window) -> None:
@@ -516,6 +574,11 @@ def check_pinned(kube: KubeRun, report: WindowReport, window: Window) -> None:
     config = _config().with_overrides(time_limit_seconds=2.0, workers=1)
     plan = schedule(_snapshot(report.plan_input), config)
     order = [(a.pod.split("/", 1)[1], a.node) for a in plan.assignments]
+    # A pod whose required pod affinity it matches itself may be the first of its group (the
+    # self-affinity escape): only while no pod of the group runs, so such pods go first, as the
+    # validator orders them; the retries take care of the pods that wait for support.
+    bodies = {b["metadata"]["name"]: b for b in window.pending}
+    order.sort(key=lambda item: not _self_affine(bodies[item[0]]))
     report.planned = len(order)
     for name, why in kube.place_pinned(window, order).items():
         node = dict(order).get(name)
@@ -585,6 +648,11 @@ def check(outcome: KubeOutcome) -> WindowReport:
             if step.greedy_node is not None:
                 report.disagreements.append(step.disagreement(
                     "filter", window.seed, name, None, "kube found no node; greedy's filters pass some", kube_message))
+            elif comparable_message(step.greedy_message) != comparable_message(kube_message):
+                report.disagreements.append(step.disagreement(
+                    "message", window.seed, name, None, "both refuse the pod, with other reasons", kube_message))
+            else:
+                report.messages += 1
         elif kube_node not in step.totals:
             report.disagreements.append(step.disagreement(
                 "filter", window.seed, name, kube_node, "greedy's filters reject kube's node", kube_message))
@@ -626,6 +694,32 @@ def check(outcome: KubeOutcome) -> WindowReport:
                 + ("" if unguarded is None else ", even without its spread window guard"),
                 outcome.unschedulable.get(name, ""), message))
     return report
+
+
+# What kube-scheduler 1.36 writes otherwise than the project, in a FitError message (README,
+# "Greedy against the real kube-scheduler"): TaintToleration names no taint (1.34 named the
+# first untolerated one), and the DynamicResources PostFilter of a pod without claims adds its
+# "no new claims to deallocate" before DefaultPreemption's message.
+_TAINT = re.compile(r"had untolerated taint \{.*\}$")
+_FIT_ERROR = re.compile(r"^(0/\d+ nodes are available: )(.*?)\.( preemption: .*)?$")
+
+
+def comparable_message(message: str) -> str:
+    """A FitError message with the known 1.36 differences read alike, its histogram re-sorted
+    as kube-scheduler sorts it (by the whole "count reason" string)."""
+    message = message.replace("no new claims to deallocate, ", "")
+    found = _FIT_ERROR.match(message)
+    if not found:
+        return message
+    counts: dict[str, int] = {}
+    for part in found.group(2).split(", "):
+        count, _, reason = part.partition(" ")
+        if not count.isdigit():
+            return message
+        reason = _TAINT.sub("had untolerated taint(s)", reason)
+        counts[reason] = counts.get(reason, 0) + int(count)
+    histogram = ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
+    return f"{found.group(1)}{histogram}.{found.group(3) or ''}"
 
 
 def _first_difference(plan: Any, kube: dict[str, str], pending: list[dict[str, Any]],
@@ -710,6 +804,7 @@ class Summary:
     unique: int = 0
     ties: int = 0
     planned: int = 0
+    messages: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
     refusals: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
@@ -726,6 +821,7 @@ class Summary:
         self.unique += report.unique
         self.ties += report.ties
         self.planned += report.planned
+        self.messages += report.messages
         self.disagreements.extend(report.disagreements)
 
     def unknown(self) -> list[Disagreement]:
@@ -737,7 +833,7 @@ class Summary:
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
         return (f"{self.windows} windows ({self.refused} refused by the server), {self.pods} pending pods: "
                 f"kube placed {self.kube_placed}, greedy {self.greedy_placed}; {self.unique} unique best scores, "
-                f"{self.ties} ties; {self.planned} planned placements pinned; disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
+                f"{self.ties} ties; {self.messages} unschedulable messages alike; {self.planned} planned placements pinned; disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({"summary": self.line(), "refusals": self.refusals,
