@@ -305,6 +305,7 @@ class KubeOutcome:
     refused: dict[str, str] = field(default_factory=dict)         # object name -> server's message
     unschedulable_messages: dict[str, str] = field(default_factory=dict)  # (c): kube's last refusal
     last_message: str = ""
+    unpinned: int = 0           # (c): pods bound without asking kube (_spread_sees_the_pin)
 
 
 class KubeRun:
@@ -413,22 +414,27 @@ class KubeRun:
             self._clear(window.wid)
         return outcome
 
-    def place_pinned(self, window: Window, order: list[tuple[str, str]]) -> dict[str, str]:
+    def place_pinned(self, window: Window, order: list[tuple[str, str]]) -> tuple[dict[str, str], int]:
         """(c) us → kube: load ``window`` again and create the pods of a plan, in ``order``
         (pod name, planned node), each pinned to its node by a required node affinity on
         ``metadata.name``; a pod kube-scheduler refuses is deleted and tried again after the
         others (it may wait on one of them), until a round binds none. Returns the pods it never
-        bound there, with kube's last message (or the node it bound instead)."""
+        bound there, with kube's last message (or the node it bound instead), and how many pods
+        were bound without asking kube (``_spread_sees_the_pin``)."""
         outcome = KubeOutcome(window, [], [], [])
         bodies = {b["metadata"]["name"]: b for b in window.pending}
         try:
             self._load(window, outcome)
             if outcome.refused:
-                return dict(outcome.refused)
+                return dict(outcome.refused), 0
             left = list(order)
             while left:
                 retry = []
                 for name, node in left:
+                    if _spread_sees_the_pin(bodies[name]):
+                        # bound as the plan says, not asked of kube (see _spread_sees_the_pin)
+                        self._bind(bodies[name], node, outcome)
+                        continue
                     self._one(_pinned(bodies[name], node), outcome)
                     if name in outcome.unschedulable:
                         retry.append((name, node))
@@ -441,7 +447,7 @@ class KubeRun:
             failed = {name: outcome.unschedulable_messages.get(name, "") for name, _ in left} if left else {}
             failed.update({name: f"bound to {where}, not {node}" for name, node in order
                            if (where := outcome.placed.get(name)) and where != node})
-            return failed
+            return failed, outcome.unpinned
         finally:
             self._clear(window.wid)
 
@@ -471,6 +477,14 @@ class KubeRun:
             outcome.running.append(self._plain(made, "Pod"))
         time.sleep(0.3)   # the scheduler's node and pod informers are separate streams: let both catch up
 
+    def _bind(self, body: dict[str, Any], node: str, outcome: KubeOutcome) -> None:
+        """Create ``body`` bound to ``node`` already, as a running pod, without the scheduler."""
+        body = copy.deepcopy(body)
+        body["spec"]["nodeName"] = node
+        self.core.create_namespaced_pod(NAMESPACE, body)
+        outcome.placed[body["metadata"]["name"]] = node
+        outcome.unpinned += 1
+
     def _one(self, body: dict[str, Any], outcome: KubeOutcome) -> None:
         name = body["metadata"]["name"]
         body = copy.deepcopy(body)
@@ -497,6 +511,16 @@ class KubeRun:
             time.sleep(0.01)
         outcome.unschedulable[name] = f"(no decision within {POD_TIMEOUT:.0f} s)"
         self.core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+
+
+def _spread_sees_the_pin(body: dict[str, Any]) -> bool:
+    """Whether pinning the pod would change its own hard topology spread: with
+    ``nodeAffinityPolicy: Honor`` (the default) only nodes its node affinity admits count, and
+    pinned, that is one node; a skew against a single domain (or fewer than minDomains) is not
+    the skew the plan was checked against. Such a pod is bound where the plan puts it without
+    asking kube-scheduler, and counted."""
+    return any(c.get("whenUnsatisfiable") == "DoNotSchedule" and c.get("nodeAffinityPolicy", "Honor") == "Honor"
+               for c in body["spec"].get("topologySpreadConstraints") or [])
 
 
 def _self_affine(body: dict[str, Any]) -> bool:
@@ -562,6 +586,7 @@ class WindowReport:
     kube_unschedulable: dict[str, str] = field(default_factory=dict, repr=False)
     planned: int = 0            # (c): placements of the project's plan tried pinned on kube
     messages: int = 0           # unschedulable pods whose FitError message agreed
+    unpinned: int = 0           # (c): of ``planned``, bound without asking kube (_spread_sees_the_pin)
 
 
 def check_pinned(kube: KubeRun, report: WindowReport, window: Window) -> None:
@@ -580,7 +605,8 @@ def check_pinned(kube: KubeRun, report: WindowReport, window: Window) -> None:
     bodies = {b["metadata"]["name"]: b for b in window.pending}
     order.sort(key=lambda item: not _self_affine(bodies[item[0]]))
     report.planned = len(order)
-    for name, why in kube.place_pinned(window, order).items():
+    failed, report.unpinned = kube.place_pinned(window, order)
+    for name, why in failed.items():
         node = dict(order).get(name)
         report.disagreements.append(Disagreement("us-kube", window.seed, name, None, node,
                                                  f"kube-scheduler did not bind the plan's pod on its node: {why}"))
@@ -804,6 +830,7 @@ class Summary:
     unique: int = 0
     ties: int = 0
     planned: int = 0
+    unpinned: int = 0
     messages: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
     refusals: list[dict[str, Any]] = field(default_factory=list)
@@ -821,6 +848,7 @@ class Summary:
         self.unique += report.unique
         self.ties += report.ties
         self.planned += report.planned
+        self.unpinned += report.unpinned
         self.messages += report.messages
         self.disagreements.extend(report.disagreements)
 
@@ -833,7 +861,7 @@ class Summary:
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
         return (f"{self.windows} windows ({self.refused} refused by the server), {self.pods} pending pods: "
                 f"kube placed {self.kube_placed}, greedy {self.greedy_placed}; {self.unique} unique best scores, "
-                f"{self.ties} ties; {self.messages} unschedulable messages alike; {self.planned} planned placements pinned; disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
+                f"{self.ties} ties; {self.messages} unschedulable messages alike; {self.planned} planned placements ({self.unpinned} of them bound unasked); disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({"summary": self.line(), "refusals": self.refusals,
