@@ -39,6 +39,7 @@ import argparse
 import copy
 import io
 import json
+import os
 import random
 import re
 import subprocess
@@ -72,6 +73,11 @@ MI = 1024 * 1024
 NEVER = "kube-diff-never"
 # How long one pending pod may take to be bound or marked unschedulable.
 POD_TIMEOUT = 30.0
+# kube-scheduler's log lines at -v=10 (schedule_one.go): each plugin's weighted score of a node,
+# and the node's total
+SCORES_LEVEL = 10
+_PLUGIN_SCORE = re.compile(rf'"Plugin scored node for pod" pod="{NAMESPACE}/(\S+?)" plugin="(\w+)" node="(\S+?)" score=(-?\d+)')
+_TOTAL_SCORE = re.compile(rf'"Calculated node\'s final score for pod" pod="{NAMESPACE}/(\S+?)" node="(\S+?)" score=(-?\d+)')
 # Kinds of disagreement the README lists as known differences (kind -> kube's reason).
 KNOWN: dict[str, str] = {
     "spread-window-guard": "kube-scheduler checks a pod's hard topology spread only when that pod is placed; a "
@@ -306,15 +312,17 @@ class KubeOutcome:
     unschedulable_messages: dict[str, str] = field(default_factory=dict)  # (c): kube's last refusal
     last_message: str = ""
     unpinned: int = 0           # (c): pods bound without asking kube (_spread_sees_the_pin)
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod -> kube's logged scores (KubeRun._scores)
 
 
 class KubeRun:
     """One kube-scheduler (profile ``kube-diff``, percentageOfNodesToScore 100) and one
     namespace on a running control plane, for any number of windows placed one after another."""
 
-    def __init__(self, plane: ControlPlane, workdir: Path, *, verbosity: int = 1) -> None:
-        """``verbosity`` 10 makes kube-scheduler log each plugin's score of each node ("Plugin
-        scored node for pod"), to read beside a disagreement's ``plugins``."""
+    def __init__(self, plane: ControlPlane, workdir: Path, *, verbosity: int = SCORES_LEVEL) -> None:
+        """At ``verbosity`` 10 (the default) kube-scheduler logs each plugin's weighted score of
+        each node it scores ("Plugin scored node for pod") and their totals: ``place`` reads them
+        into the outcome (``KubeOutcome.scores``), and the log is emptied after each window."""
         assert plane.built is not None
         self.api = kube_config.new_client_from_config(str(plane.admin_kubeconfig))
         self.core = client.CoreV1Api(self.api)
@@ -339,7 +347,8 @@ class KubeRun:
         path.write_text(yaml.safe_dump(settings))
         self.log_path = workdir / "kube-diff-scheduler.log"
         port = free_port()
-        with open(self.log_path, "wb") as log:
+        self.verbosity = verbosity
+        with open(self.log_path, "ab") as log:    # appended to, so that emptying it between windows is safe
             self.proc = subprocess.Popen(
                 [str(plane.built.path("kube-scheduler")), f"--config={path}",
                  f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
@@ -412,7 +421,25 @@ class KubeRun:
                     self._one(body, outcome)
         finally:
             self._clear(window.wid)
+        if self.verbosity >= SCORES_LEVEL:
+            outcome.scores = self._scores(window.wid)
         return outcome
+
+    def _scores(self, wid: str) -> dict[str, dict[str, Any]]:
+        """kube-scheduler's logged scores of this window's pods (pod name -> {"plugins": node ->
+        plugin -> weighted score, "totals": node -> total}); the log is emptied after reading
+        (the scheduler appends to it)."""
+        text = self.log_path.read_text(errors="replace")
+        os.truncate(self.log_path, 0)
+        found: dict[str, dict[str, Any]] = {}
+        for pod, plugin, node, value in _PLUGIN_SCORE.findall(text):
+            if pod.startswith(f"{wid}-"):
+                entry = found.setdefault(pod, {"plugins": {}, "totals": {}})
+                entry["plugins"].setdefault(node, {})[plugin] = int(value)
+        for pod, node, value in _TOTAL_SCORE.findall(text):
+            if pod.startswith(f"{wid}-"):
+                found.setdefault(pod, {"plugins": {}, "totals": {}})["totals"][node] = int(value)
+        return found
 
     def place_pinned(self, window: Window, order: list[tuple[str, str]]) -> tuple[dict[str, str], int]:
         """(c) us → kube: load ``window`` again and create the pods of a plan, in ``order``
@@ -567,6 +594,8 @@ class Disagreement:
     greedy_message: str = ""
     totals: dict[str, int] = field(default_factory=dict)                  # node -> greedy's total
     plugins: dict[str, dict[str, Optional[int]]] = field(default_factory=dict)  # node -> plugin -> score
+    kube_plugins: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> plugin -> weighted score
+    kube_totals: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -586,6 +615,7 @@ class WindowReport:
     kube_unschedulable: dict[str, str] = field(default_factory=dict, repr=False)
     planned: int = 0            # (c): placements of the project's plan tried pinned on kube
     messages: int = 0           # unschedulable pods whose FitError message agreed
+    scored: int = 0             # placed pods whose every node's score was compared with kube's log
     unpinned: int = 0           # (c): of ``planned``, bound without asking kube (_spread_sees_the_pin)
 
 
@@ -683,6 +713,15 @@ def check(outcome: KubeOutcome) -> WindowReport:
             report.disagreements.append(step.disagreement(
                 "filter", window.seed, name, kube_node, "greedy's filters reject kube's node", kube_message))
         else:
+            kube_scores = outcome.scores.get(name)
+            if kube_scores and kube_scores["totals"]:
+                report.scored += 1
+                differ = _score_differences(step, kube_scores, config)
+                if differ:
+                    found = step.disagreement("plugin-score", window.seed, name, kube_node, differ, kube_message)
+                    found.kube_plugins = kube_scores["plugins"]
+                    found.kube_totals = kube_scores["totals"]
+                    report.disagreements.append(found)
             best = max(step.totals.values())
             tied = [n for n, t in step.totals.items() if t == best]
             if len(tied) == 1:
@@ -746,6 +785,25 @@ def comparable_message(message: str) -> str:
         counts[reason] = counts.get(reason, 0) + int(count)
     histogram = ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
     return f"{found.group(1)}{histogram}.{found.group(3) or ''}"
+
+
+def _score_differences(step: "_Step", kube: dict[str, Any], config: Any) -> str:
+    """Where kube-scheduler's logged scores of a pod differ from greedy's (the nodes scored, each
+    node's total, each plugin's weighted score; kube's plugins greedy lacks must score 0, greedy's
+    skipped plugins must be absent from kube's log); "" when they agree."""
+    weights = config.scoring.weights
+    if set(kube["totals"]) != set(step.totals):
+        return f"nodes scored: kube {sorted(kube['totals'])}, greedy {sorted(step.totals)}"
+    for node, total in sorted(kube["totals"].items()):
+        ours = {p: weights.get(p, 1) * v for p, v in step.plugins[node].items() if v is not None}
+        theirs = kube["plugins"].get(node, {})
+        for plugin in sorted(set(ours) | set(theirs)):
+            mine, kubes = ours.get(plugin), theirs.get(plugin)
+            if mine != kubes and not (mine is None and kubes == 0):   # kube's DynamicResources scores 0
+                return f"{plugin} on {node}: kube {kubes}, greedy {mine}"
+        if total != step.totals[node]:
+            return f"total on {node}: kube {total}, greedy {step.totals[node]}"
+    return ""
 
 
 def _first_difference(plan: Any, kube: dict[str, str], pending: list[dict[str, Any]],
@@ -832,6 +890,7 @@ class Summary:
     planned: int = 0
     unpinned: int = 0
     messages: int = 0
+    scored: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
     refusals: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
@@ -850,6 +909,7 @@ class Summary:
         self.planned += report.planned
         self.unpinned += report.unpinned
         self.messages += report.messages
+        self.scored += report.scored
         self.disagreements.extend(report.disagreements)
 
     def unknown(self) -> list[Disagreement]:
@@ -861,7 +921,7 @@ class Summary:
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
         return (f"{self.windows} windows ({self.refused} refused by the server), {self.pods} pending pods: "
                 f"kube placed {self.kube_placed}, greedy {self.greedy_placed}; {self.unique} unique best scores, "
-                f"{self.ties} ties; {self.messages} unschedulable messages alike; {self.planned} planned placements ({self.unpinned} of them bound unasked); disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
+                f"{self.ties} ties; {self.scored} pods' scores compared node by node; {self.messages} unschedulable messages alike; {self.planned} planned placements ({self.unpinned} of them bound unasked); disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({"summary": self.line(), "refusals": self.refusals,
@@ -869,7 +929,7 @@ class Summary:
 
 
 def run(plane: ControlPlane, seeds: Iterable[int], workdir: Path, *, out: Optional[Path] = None,
-        progress: bool = False, pinned: bool = False, verbosity: int = 1) -> Summary:
+        progress: bool = False, pinned: bool = False, verbosity: int = SCORES_LEVEL) -> Summary:
     summary = Summary()
     start = time.monotonic()
     with KubeRun(plane, workdir, verbosity=verbosity) as kube:
@@ -905,8 +965,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seeds", help="these windows' seeds instead (comma-separated)")
     parser.add_argument("--out", type=Path, default=Path("kube-differential.json"))
     parser.add_argument("--pinned", action="store_true", help="also (c): the project's plan, pinned, on kube")
-    parser.add_argument("--v", type=int, default=1, dest="verbosity",
-                        help="kube-scheduler's log level (10: every plugin's score; the log is kept in --keep)")
+    parser.add_argument("--v", type=int, default=SCORES_LEVEL, dest="verbosity",
+                        help="kube-scheduler's log level (10, the default: every plugin's score is compared)")
     parser.add_argument("--keep", type=Path, help="a folder for the control plane and logs, kept afterwards")
     parser.add_argument("--kubernetes-version", default="1.36", help="the project's kubernetesVersion")
     args = parser.parse_args(argv)
