@@ -319,10 +319,12 @@ class KubeRun:
     """One kube-scheduler (profile ``kube-diff``, percentageOfNodesToScore 100) and one
     namespace on a running control plane, for any number of windows placed one after another."""
 
-    def __init__(self, plane: ControlPlane, workdir: Path, *, verbosity: int = SCORES_LEVEL) -> None:
+    def __init__(self, plane: ControlPlane, workdir: Path, *, verbosity: int = SCORES_LEVEL,
+                 keep_log: bool = False) -> None:
         """At ``verbosity`` 10 (the default) kube-scheduler logs each plugin's weighted score of
         each node it scores ("Plugin scored node for pod") and their totals: ``place`` reads them
-        into the outcome (``KubeOutcome.scores``), and the log is emptied after each window."""
+        into the outcome (``KubeOutcome.scores``), and the log is emptied after each window
+        unless ``keep_log``."""
         assert plane.built is not None
         self.api = kube_config.new_client_from_config(str(plane.admin_kubeconfig))
         self.core = client.CoreV1Api(self.api)
@@ -348,6 +350,7 @@ class KubeRun:
         self.log_path = workdir / "kube-diff-scheduler.log"
         port = free_port()
         self.verbosity = verbosity
+        self.keep_log, self._read = keep_log, 0
         with open(self.log_path, "ab") as log:    # appended to, so that emptying it between windows is safe
             self.proc = subprocess.Popen(
                 [str(plane.built.path("kube-scheduler")), f"--config={path}",
@@ -428,9 +431,15 @@ class KubeRun:
     def _scores(self, wid: str) -> dict[str, dict[str, Any]]:
         """kube-scheduler's logged scores of this window's pods (pod name -> {"plugins": node ->
         plugin -> weighted score, "totals": node -> total}); the log is emptied after reading
-        (the scheduler appends to it)."""
-        text = self.log_path.read_text(errors="replace")
-        os.truncate(self.log_path, 0)
+        (the scheduler appends to it) unless it is kept."""
+        with open(self.log_path, "rb") as log:
+            log.seek(self._read)
+            raw = log.read()
+        text = raw.decode(errors="replace")
+        if self.keep_log:
+            self._read += len(raw)
+        else:
+            os.truncate(self.log_path, 0)
         found: dict[str, dict[str, Any]] = {}
         for pod, plugin, node, value in _PLUGIN_SCORE.findall(text):
             if pod.startswith(f"{wid}-"):
@@ -929,10 +938,11 @@ class Summary:
 
 
 def run(plane: ControlPlane, seeds: Iterable[int], workdir: Path, *, out: Optional[Path] = None,
-        progress: bool = False, pinned: bool = False, verbosity: int = SCORES_LEVEL) -> Summary:
+        progress: bool = False, pinned: bool = False, verbosity: int = SCORES_LEVEL,
+        keep_log: bool = False) -> Summary:
     summary = Summary()
     start = time.monotonic()
-    with KubeRun(plane, workdir, verbosity=verbosity) as kube:
+    with KubeRun(plane, workdir, verbosity=verbosity, keep_log=keep_log) as kube:
         for seed in seeds:
             window = generate(seed)
             report = check(kube.place(window))
@@ -977,7 +987,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         with ControlPlane(work / "cp") as plane:
             seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else range(args.seed, args.seed + args.windows)
             summary = run(plane, seeds, work, out=args.out, progress=True,
-                          pinned=args.pinned, verbosity=args.verbosity)
+                          pinned=args.pinned, verbosity=args.verbosity, keep_log=args.keep is not None)
     print(summary.line())
     print(f"disagreements written to {args.out}")
     return 1 if summary.unknown() else 0
