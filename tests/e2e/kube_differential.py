@@ -593,7 +593,9 @@ def _message(exc: ApiException) -> str:
 
 @dataclass
 class Disagreement:
-    kind: str           # "validate", "filter", "score", "tie", "whole-window"
+    # (a) "validate"; (b) "filter", "score", "tie", "plugin-score", "message", "whole-window",
+    # "spread-window-guard" (known); (c) "us-kube"
+    kind: str
     seed: int
     pod: str
     kube_node: Optional[str]
