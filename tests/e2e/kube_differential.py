@@ -71,6 +71,8 @@ MI = 1024 * 1024
 # The PriorityClass every pod names: priority 0, preemptionPolicy Never (a pod may not set the
 # policy itself; the priority admission copies it from the class).
 NEVER = "kube-diff-never"
+PRIORITY_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": NEVER},
+                  "value": 0, "preemptionPolicy": "Never"}
 # How long one pending pod may take to be bound or marked unschedulable.
 POD_TIMEOUT = 30.0
 # kube-scheduler's log lines at -v=10 (schedule_one.go): each plugin's weighted score of a node,
@@ -336,8 +338,7 @@ class KubeRun:
         ensure_default_service_account(self.core, NAMESPACE)
         self.scheduling = client.SchedulingV1Api(self.api)
         try:
-            self.scheduling.create_priority_class({"metadata": {"name": NEVER}, "value": 0,
-                                                   "preemptionPolicy": "Never"})
+            self.scheduling.create_priority_class(PRIORITY_CLASS)
         except ApiException as exc:
             if exc.status != 409:
                 raise
@@ -695,7 +696,7 @@ def check(outcome: KubeOutcome) -> WindowReport:
     config = _config()
     pending = _queued(outcome.pending)
     key = f"{NAMESPACE}/"
-    base = outcome.nodes + outcome.running
+    base = [PRIORITY_CLASS] + outcome.nodes + outcome.running
 
     # (a) kube → us: kube's placements are a valid plan on the pre-window snapshot
     plan = Plan(assignments=tuple(Assignment(pod=key + p, node=n) for p, n in outcome.placed.items()),

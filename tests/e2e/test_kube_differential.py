@@ -33,6 +33,37 @@ def _run(control_plane: ControlPlane, tmp_path: Path, seeds: range) -> None:
     assert not unknown, f"{len(unknown)} disagreement(s) with kube-scheduler, written to {out}:\n{shown}"
 
 
+def test_the_known_1_36_wording_differences_read_alike() -> None:
+    ours = ("0/8 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) had untolerated "
+            "taint {maintenance: soon}, 6 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.")
+    kube = ("0/8 nodes are available: 2 node(s) had untolerated taint(s), 6 Insufficient cpu. no new claims to "
+            "deallocate, preemption: not eligible due to preemptionPolicy=Never.")
+    assert kube_differential.comparable_message(ours) == kube_differential.comparable_message(kube)
+    other = kube.replace("6 Insufficient cpu", "6 Insufficient memory")
+    assert kube_differential.comparable_message(ours) != kube_differential.comparable_message(other)
+
+
+def test_windows_are_seeded_and_the_project_reads_them() -> None:
+    assert kube_differential.generate(7) == kube_differential.generate(7)
+    window = kube_differential.generate(7)
+    snapshot = kube_differential._snapshot([kube_differential.PRIORITY_CLASS, *window.nodes, *window.running,
+                                            *window.pending])
+    assert len(snapshot.nodes) == len(window.nodes)
+    assert len(snapshot.pending_pods(kube_differential.SCHEDULER)) == len(window.pending)
+
+
+def test_a_pin_is_added_to_every_required_term() -> None:
+    body = {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                              {"matchExpressions": [{"key": "b", "operator": "Exists"}]}]}}}}}
+    terms = kube_differential._pinned(body, "n1")["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [t["matchFields"] for t in terms] == [[{"key": "metadata.name", "operator": "In", "values": ["n1"]}]] * 2
+    alone = kube_differential._pinned({"spec": {}}, "n2")["spec"]["affinity"]["nodeAffinity"]
+    assert alone["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]
+
+
 def test_every_known_difference_is_in_the_readme() -> None:
     text = README.read_text()
     for kind in kube_differential.KNOWN:
