@@ -97,6 +97,8 @@ class Window:
     nodes: list[dict[str, Any]]      # Node bodies, status included (capacity, allocatable, images)
     running: list[dict[str, Any]]    # Pod bodies bound with spec.nodeName
     pending: list[dict[str, Any]]    # Pod bodies, in queue order
+    volumes: list[dict[str, Any]] = field(default_factory=list)  # PersistentVolumes and their bound claims
+    csi_nodes: list[dict[str, Any]] = field(default_factory=list)  # CSINodes: the driver's volume limit
 
     @property
     def wid(self) -> str:
@@ -167,6 +169,7 @@ def generate(seed: int, *, nodes: tuple[int, int] = (4, 10), pending: tuple[int,
                             "spec": spec,
                             "status": {"capacity": allocatable, "allocatable": allocatable, "images": images}})
         free[name] = [int(float(cpu) * 1000), _mib(memory), gpus, int(pods)]
+    volumes, csi_nodes, claims = _volumes(wid, rng, node_bodies)
     running: list[dict[str, Any]] = []
     for node in node_bodies:
         name = node["metadata"]["name"]
@@ -194,9 +197,71 @@ def generate(seed: int, *, nodes: tuple[int, int] = (4, 10), pending: tuple[int,
                 if rng.random() < 0.5:
                     body["spec"]["affinity"]["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
                         _term(ZONE, body["metadata"]["labels"]["app"])]}
+            usable = [c for c, admits in claims.items() if name in admits]
+            if usable and rng.random() < 0.5:   # holds one of the node's CSI volume slots
+                _mount(body, usable[0])
+                del claims[usable[0]]
             running.append(body)
     pending_bodies = [_pending(f"{wid}-p{k}", rng, zones) for k in range(rng.randint(*pending))]
-    return Window(seed, node_bodies, running, pending_bodies)
+    for body in pending_bodies:
+        if claims and rng.random() < 0.35:
+            claim = rng.choice(sorted(claims))
+            _mount(body, claim)
+            del claims[claim]
+    return Window(seed, node_bodies, running, pending_bodies, volumes, csi_nodes)
+
+
+DRIVER = "disk.csi.example.com"
+
+
+def _volumes(wid: str, rng: random.Random,
+             nodes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
+    """Bound CSI volumes for VolumeBinding (a bound volume's node affinity), VolumeZone (its zone
+    label) and NodeVolumeLimits (CSINodes allowing 1–3 of the driver's volumes): the PVs and
+    claims, the CSINodes, and each claim's nodes its volume admits."""
+    if rng.random() < 0.4:
+        return [], [], {}
+    objects: list[dict[str, Any]] = []
+    claims: dict[str, set[str]] = {}
+    csi_nodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": n["metadata"]["name"]},
+                  "spec": {"drivers": [{"name": DRIVER, "nodeID": n["metadata"]["name"],
+                                        "allocatable": {"count": rng.randint(1, 2)}}]}}
+                 for n in nodes if rng.random() < 0.6]
+    for i in range(rng.randint(1, 7)):
+        node = rng.choice(nodes)
+        labels = node["metadata"]["labels"]
+        pv, claim = f"{wid}-pv{i}", f"{wid}-pvc{i}"
+        meta: dict[str, Any] = {"name": pv, "labels": {WINDOW_LABEL: wid}}
+        spec: dict[str, Any] = {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "csi": {"driver": DRIVER, "volumeHandle": f"{wid}-vol{i}"},
+            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim}}
+        roll = rng.random()
+        if ZONE in labels and roll < 0.35:      # only a zone label: VolumeZone alone decides
+            meta["labels"][ZONE] = labels[ZONE]
+            admits = {n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get(ZONE) in (None, labels[ZONE])}
+        else:
+            key, value = (ZONE, labels[ZONE]) if ZONE in labels and roll < 0.6 else (HOST, labels[HOST])
+            if key == ZONE:
+                meta["labels"][ZONE] = value
+            spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}]}}
+            admits = {n["metadata"]["name"] for n in nodes if n["metadata"]["labels"].get(key) == value}
+        objects.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec,
+                        "status": {"phase": "Bound"}})
+        objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
+            "name": claim, "annotations": {"pv.kubernetes.io/bind-completed": "yes"}}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": pv,
+            "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}})
+        claims[claim] = admits
+    return objects, csi_nodes, claims
+
+
+def _mount(body: dict[str, Any], claim: str) -> None:
+    body["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    body["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
 
 
 def _pending(name: str, rng: random.Random, zones: list[str]) -> dict[str, Any]:
@@ -314,6 +379,7 @@ class KubeOutcome:
     unschedulable_messages: dict[str, str] = field(default_factory=dict)  # (c): kube's last refusal
     last_message: str = ""
     unpinned: int = 0           # (c): pods bound without asking kube (_spread_sees_the_pin)
+    volumes: list[dict[str, Any]] = field(default_factory=list)   # CSINodes, PVs, claims as read back
     scores: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod -> kube's logged scores (KubeRun._scores)
 
 
@@ -337,6 +403,7 @@ class KubeRun:
                 raise
         ensure_default_service_account(self.core, NAMESPACE)
         self.scheduling = client.SchedulingV1Api(self.api)
+        self.storage = client.StorageV1Api(self.api)
         try:
             self.scheduling.create_priority_class(PRIORITY_CLASS)
         except ApiException as exc:
@@ -404,15 +471,33 @@ class KubeRun:
         except ApiException:
             pass
         selector = f"{WINDOW_LABEL}={wid}" if wid else WINDOW_LABEL
+        # no controller removes the protection finalizers admission puts on claims and volumes
+        unprotect = {"metadata": {"finalizers": None}}
+        for claim in self.core.list_namespaced_persistent_volume_claim(NAMESPACE).items:
+            try:
+                self.core.patch_namespaced_persistent_volume_claim(claim.metadata.name, NAMESPACE, unprotect)
+                self.core.delete_namespaced_persistent_volume_claim(claim.metadata.name, NAMESPACE)
+            except ApiException:
+                pass
+        for volume in self.core.list_persistent_volume(label_selector=selector).items:
+            try:
+                self.core.patch_persistent_volume(volume.metadata.name, unprotect)
+                self.core.delete_persistent_volume(volume.metadata.name)
+            except ApiException:
+                pass
         for node in self.core.list_node(label_selector=selector).items:
+            try:
+                self.storage.delete_csi_node(node.metadata.name)
+            except ApiException:
+                pass
             try:
                 self.core.delete_node(node.metadata.name)
             except ApiException:
                 pass
 
-    def _plain(self, obj: Any, kind: str) -> dict[str, Any]:
+    def _plain(self, obj: Any, kind: str, api_version: str = "v1") -> dict[str, Any]:
         out = self.api.sanitize_for_serialization(obj)
-        out["apiVersion"], out["kind"] = "v1", kind
+        out["apiVersion"], out["kind"] = api_version, kind
         return dict(out)
 
     def place(self, window: Window) -> KubeOutcome:
@@ -505,6 +590,27 @@ class KubeRun:
                 outcome.refused[name] = _message(exc)
         outcome.nodes = [self._plain(n, "Node")
                          for n in self.core.list_node(label_selector=f"{WINDOW_LABEL}={window.wid}").items]
+        for body in window.csi_nodes:
+            try:
+                made = self.storage.create_csi_node(body)
+            except ApiException as exc:
+                outcome.refused[body["metadata"]["name"]] = _message(exc)
+                continue
+            outcome.volumes.append(self._plain(made, "CSINode", "storage.k8s.io/v1"))
+        for body in window.volumes:
+            name, status = body["metadata"]["name"], body["status"]
+            try:
+                spec = {k: v for k, v in body.items() if k != "status"}
+                if body["kind"] == "PersistentVolume":
+                    self.core.create_persistent_volume(spec)
+                    made = self.core.patch_persistent_volume_status(name, {"status": status})
+                else:
+                    self.core.create_namespaced_persistent_volume_claim(NAMESPACE, spec)
+                    made = self.core.patch_namespaced_persistent_volume_claim_status(name, NAMESPACE, {"status": status})
+            except ApiException as exc:
+                outcome.refused[name] = _message(exc)
+                continue
+            outcome.volumes.append(self._plain(made, body["kind"]))
         for body in window.running:
             try:
                 made = self.core.create_namespaced_pod(NAMESPACE, body)
@@ -696,7 +802,7 @@ def check(outcome: KubeOutcome) -> WindowReport:
     config = _config()
     pending = _queued(outcome.pending)
     key = f"{NAMESPACE}/"
-    base = [PRIORITY_CLASS] + outcome.nodes + outcome.running
+    base = [PRIORITY_CLASS] + outcome.nodes + outcome.volumes + outcome.running
 
     # (a) kube → us: kube's placements are a valid plan on the pre-window snapshot
     plan = Plan(assignments=tuple(Assignment(pod=key + p, node=n) for p, n in outcome.placed.items()),
@@ -942,12 +1048,13 @@ class Summary:
 
 def run(plane: ControlPlane, seeds: Iterable[int], workdir: Path, *, out: Optional[Path] = None,
         progress: bool = False, pinned: bool = False, verbosity: int = SCORES_LEVEL,
-        keep_log: bool = False) -> Summary:
+        keep_log: bool = False, sizes: Optional[dict[str, tuple[int, int]]] = None) -> Summary:
+    """``sizes``: ``generate``'s ``nodes`` and ``pending`` ranges (its defaults otherwise)."""
     summary = Summary()
     start = time.monotonic()
     with KubeRun(plane, workdir, verbosity=verbosity, keep_log=keep_log) as kube:
         for seed in seeds:
-            window = generate(seed)
+            window = generate(seed, **(sizes or {}))
             report = check(kube.place(window))
             if pinned:
                 check_pinned(kube, report, window)
@@ -970,6 +1077,11 @@ def run(plane: ControlPlane, seeds: Iterable[int], workdir: Path, *, out: Option
     return summary
 
 
+def _range(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.kube_differential", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -982,6 +1094,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="kube-scheduler's log level (10, the default: every plugin's score is compared)")
     parser.add_argument("--keep", type=Path, help="a folder for the control plane and logs, kept afterwards")
     parser.add_argument("--kubernetes-version", default="1.36", help="the project's kubernetesVersion")
+    parser.add_argument("--nodes", default="4-10", help="nodes per window, a range")
+    parser.add_argument("--pending", default="5-15", help="pending pods per window, a range")
     args = parser.parse_args(argv)
     VERSION["kubernetes_version"] = args.kubernetes_version
     with tempfile.TemporaryDirectory() as tmp:
@@ -990,7 +1104,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         with ControlPlane(work / "cp") as plane:
             seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else range(args.seed, args.seed + args.windows)
             summary = run(plane, seeds, work, out=args.out, progress=True,
-                          pinned=args.pinned, verbosity=args.verbosity, keep_log=args.keep is not None)
+                          pinned=args.pinned, verbosity=args.verbosity, keep_log=args.keep is not None,
+                          sizes={"nodes": _range(args.nodes), "pending": _range(args.pending)})
     print(summary.line())
     print(f"disagreements written to {args.out}")
     return 1 if summary.unknown() else 0
