@@ -1,8 +1,10 @@
 """Greedy against the real kube-scheduler 1.36 on random windows (``tests/e2e/kube_differential.py``):
-kube's placements pass the project's validator, greedy picks kube's node for every pod whose
-best total score is unique, and kube binds every placement of the project's plan where the plan
-puts it (each pod pinned to its node). Disagreements go to a JSON file (``CPSAT_DIFF_OUT``, else the test's
-temporary folder) and fail the test unless their kind is a known difference the README lists.
+kube's placements pass the project's validator; greedy's filters, every plugin's score of every
+node (from kube-scheduler's -v=10 log) and FitError messages are kube's, and greedy picks kube's
+node for every pod whose best total score is unique; kube binds every placement of the project's
+plan where the plan puts it (each pod pinned to its node). Disagreements go to a JSON file
+(``CPSAT_DIFF_OUT``, else the test's temporary folder) and fail the test unless their kind is a
+known difference the README lists.
 
     pytest tests/e2e/test_kube_differential.py                      # 50 windows (CPSAT_DIFF_WINDOWS)
     CPSAT_DIFF_LONG_WINDOWS=1000 pytest -m long tests/e2e/test_kube_differential.py
