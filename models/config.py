@@ -28,6 +28,18 @@ class ShapePoint(_ConfigModel):
     score: int = Field(ge=0, le=10)
 
 
+# The kube-scheduler releases whose behaviour differences can be followed (SEMANTICS.md §0), and
+# the default: the release the project is tested against (tests/e2e builds a real 1.36).
+KubernetesVersion = Literal["1.31", "1.33", "1.34", "1.36"]
+DEFAULT_KUBERNETES_VERSION: KubernetesVersion = "1.36"
+
+
+def version_at_least(version: str, release: str) -> bool:
+    """Whether kube-scheduler ``version`` ("1.34") is ``release`` or newer: a behaviour that
+    arrived in ``release`` is kept by every later one."""
+    return tuple(int(part) for part in version.split(".")) >= tuple(int(part) for part in release.split("."))
+
+
 DEFAULT_PLUGIN_WEIGHTS = {
     "TaintToleration": 3,
     "NodeAffinity": 2,
@@ -143,7 +155,7 @@ class SchedulerConfig(_ConfigModel):
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     profile: Literal["default", "packing"] = "default"
     # kube-scheduler version whose small behaviour differences to follow (SEMANTICS.md §0).
-    kubernetes_version: Literal["1.31", "1.33", "1.34"] = "1.34"
+    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
     scoring: ScoringConfig = ScoringConfig()
     solver: SolverConfig = SolverConfig()
     preemption: PreemptionConfig = PreemptionConfig()

@@ -92,8 +92,12 @@ def pod_requests(pod: Pod) -> dict[str, int]:
     return _apply_pod_level_and_overhead(pod, total)
 
 
-def pod_nonzero_requests(pod: Pod) -> tuple[int, int]:
-    """(milli-CPU, memory bytes) for scoring, with defaults for containers that omit a key."""
+def pod_nonzero_requests(pod: Pod, *, pod_level: bool = True) -> tuple[int, int]:
+    """(milli-CPU, memory bytes) for scoring, with defaults for containers that omit a key.
+
+    ``pod_level=False`` leaves pod-level resources out: what kube-scheduler's NodeResourcesFit
+    score adds for the incoming pod (its scorer is built without the PodLevelResources feature,
+    1.34–1.36), while a node's non-zero sum counts its pods' pod-level requests."""
 
     def nonzero(c: Container) -> dict[str, int]:
         req = c.resources.requests
@@ -103,10 +107,10 @@ def pod_nonzero_requests(pod: Pod) -> tuple[int, int]:
         }
 
     total = _aggregate(pod.spec.containers, pod.spec.init_containers, nonzero)
-    pod_level = pod.spec.resources.requests if pod.spec.resources is not None else {}
+    levels = pod.spec.resources.requests if pod.spec.resources is not None and pod_level else {}
     for name in (CPU, MEMORY):
-        if name in pod_level:
-            total[name] = pod_level[name]
+        if name in levels:
+            total[name] = levels[name]
     for name in (CPU, MEMORY):
         total[name] = total.get(name, 0) + pod.spec.overhead.get(name, 0)
     return total[CPU], total[MEMORY]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 
-from models.config import SchedulerConfig
+from models.config import SchedulerConfig, version_at_least
 from models.objects import Pod, PodGroup
 from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
@@ -379,7 +379,7 @@ def build_context(
     (``solver/limits.py``).
     """
     memory = memory if memory is not None else SolverMemory()
-    sidecar_ports = config.kubernetes_version == "1.34"
+    sidecar_ports = version_at_least(config.kubernetes_version, "1.34")
     ns_labels = snapshot.namespace_labels
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
     window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports, specs=memory.specs)

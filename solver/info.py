@@ -39,6 +39,8 @@ class _SpecDerived:
     requests: dict[str, int]
     nonzero_cpu: int
     nonzero_mem: int
+    score_cpu: int
+    score_mem: int
     host_ports: tuple[tuple[str, str, int], ...]
     node_selector: dict[str, str]
     preferred_node_terms: tuple[tuple[int, NodeSelectorTerm], ...]
@@ -156,10 +158,13 @@ def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
     spec = pod.spec
     node_aff = spec.affinity.node_affinity if spec.affinity else None
     nz_cpu, nz_mem = pod_nonzero_requests(pod)
+    score_cpu, score_mem = (nz_cpu, nz_mem) if spec.resources is None else pod_nonzero_requests(pod, pod_level=False)
     return _SpecDerived(
         requests=pod_requests(pod),
         nonzero_cpu=nz_cpu,
         nonzero_mem=nz_mem,
+        score_cpu=score_cpu,
+        score_mem=score_mem,
         host_ports=pod_host_ports(pod, include_sidecars=sidecar_ports),
         node_selector=dict(spec.node_selector),
         preferred_node_terms=tuple(
@@ -182,8 +187,12 @@ class PodInfo:
     priority: int
     preempt_never: bool
     requests: dict[str, int]
-    nonzero_cpu: int
+    nonzero_cpu: int  # what the pod adds to its node's non-zero sum (pod-level resources count)
     nonzero_mem: int
+    # What NodeResourcesFit's score adds for the pod when it is the one scored: the non-zero
+    # requests without pod-level resources (kube-scheduler's Fit scorer ignores them).
+    score_cpu: int
+    score_mem: int
     host_ports: tuple[tuple[str, str, int], ...]
     node_name: str
     node_selector: dict[str, str]
@@ -236,6 +245,8 @@ class PodInfo:
             requests=derived.requests,
             nonzero_cpu=derived.nonzero_cpu,
             nonzero_mem=derived.nonzero_mem,
+            score_cpu=derived.score_cpu,
+            score_mem=derived.score_mem,
             host_ports=derived.host_ports,
             node_name=spec.node_name,
             node_selector=derived.node_selector,
@@ -288,7 +299,7 @@ class PodInfo:
             self.namespace,
             tuple(sorted((k, v) for k, v in self.labels.items() if k in relevant_labels)),
             tuple(sorted(self.requests.items())),
-            (self.nonzero_cpu, self.nonzero_mem),
+            (self.nonzero_cpu, self.nonzero_mem, self.score_cpu, self.score_mem),
             self.host_ports,
             self.node_name,
             tuple(sorted(self.node_selector.items())),

@@ -110,11 +110,11 @@ def test_greedy_plan_returned_says_fallback_and_why(capsys) -> None:
 
 
 def test_an_unquoted_kubernetes_version_says_to_quote_it(capsys, tmp_path: Path) -> None:
-    config = write(tmp_path, "config.yaml", "kubernetesVersion: 1.34\n")
+    config = write(tmp_path, "config.yaml", "kubernetesVersion: 1.36\n")
     code, _, err = run(capsys, "schedule", str(QUICKSTART), "--config", config)
     assert code == 2
-    assert err == ["cpsat-scheduler: error: config: kubernetesVersion: 1.34 was read as a number; quote it "
-                   "(\"1.34\"): expected '1.31', '1.33' or '1.34'"]
+    assert err == ["cpsat-scheduler: error: config: kubernetesVersion: 1.36 was read as a number; quote it "
+                   "(\"1.36\"): expected '1.31', '1.33', '1.34' or '1.36'"]
 
 
 def test_repack_snapshot_after_keep_node(capsys) -> None:

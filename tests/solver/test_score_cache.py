@@ -344,7 +344,7 @@ def scoring_windows(draw: Any) -> tuple[ClusterSnapshot, SchedulerConfig]:
     config = SchedulerConfig.model_validate(
         {
             "profile": draw(st.sampled_from(("default", "packing"))),
-            "kubernetesVersion": draw(st.sampled_from(("1.31", "1.33", "1.34"))),
+            "kubernetesVersion": draw(st.sampled_from(("1.31", "1.33", "1.34", "1.36"))),
             "scoring": _scoring(draw),
             "tieBreakSeed": draw(st.sampled_from((None, None, 1, 7))),
             "preemption": {"enabled": draw(st.booleans())},

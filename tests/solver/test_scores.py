@@ -84,13 +84,16 @@ def test_broken_linear_beyond_last_point():
 # --------------------------------------------------------------------------- worked example
 
 
-def test_worked_example_section_4_2():
-    """alloc 4000m/8Gi, used 1000m/2Gi, pod 500m/1Gi: BalancedAllocation 100, LeastAllocated 62."""
+@pytest.mark.parametrize("version, balanced", [pytest.param("1.36", 75, id="v1.36"), pytest.param("1.34", 100, id="v1.34")])
+def test_worked_example_section_4_2(version, balanced):
+    """alloc 4000m/8Gi, used 1000m/2Gi, pod 500m/1Gi: BalancedAllocation 75 on v1.36 (balance
+    100 with the pod and 100 without: 50 + (50 + 0) / 2), 100 before; LeastAllocated 62."""
     incoming = pod("p", requests={"cpu": "500m", "memory": "1Gi"})
     state, sctx, nodes = cluster(
-        [node("n1")], [(pod("e", requests={"cpu": "1", "memory": "2Gi"}), "n1")], incoming
+        [node("n1")], [(pod("e", requests={"cpu": "1", "memory": "2Gi"}), "n1")], incoming,
+        kubernetesVersion=version,
     )
-    assert as_list(balanced_allocation.score(incoming, nodes, state, sctx)) == [100]
+    assert as_list(balanced_allocation.score(incoming, nodes, state, sctx)) == [balanced]
     assert as_list(node_resources_fit.score(incoming, nodes, state, sctx)) == [62]
 
 
@@ -144,7 +147,9 @@ def test_plugin_scores_per_plugin():
         "NodeResourcesFit": [75, 37],  # n2: cpu 3 of 4 → 25, memory 4Gi of 8Gi → 50
         "PodTopologySpread": None,
         "InterPodAffinity": None,
-        "NodeResourcesBalancedAllocation": [100, 87],  # n2: |0.75 − 0.5| / 2 = 0.125
+        # The change in balance (v1.36): n1 100 with the pod and without; n2 |0.75 − 0.5| / 2 =
+        # 0.125 with it and |0.5 − 0.25| / 2 without (87 both): 50 + (50 + 0) / 2 on each.
+        "NodeResourcesBalancedAllocation": [75, 75],
         "ImageLocality": [0, 0],
     }
 
@@ -152,9 +157,11 @@ def test_plugin_scores_per_plugin():
 @pytest.mark.parametrize(
     "config, want",
     [
-        pytest.param({}, [475, 124], id="default-weights"),  # 3×100 + 75 + 100 + 0; 0 + 37 + 87 + 0
-        pytest.param({"scoring": {"weights": {"NodeResourcesFit": 5}}}, [775, 272], id="custom-weight"),
-        pytest.param({"profile": "packing"}, [425, 149], id="packing"),  # MostAllocated 25 and (75 + 50) // 2
+        pytest.param({}, [450, 112], id="default-weights"),  # 3×100 + 75 + 75 + 0; 0 + 37 + 75 + 0
+        pytest.param({"scoring": {"weights": {"NodeResourcesFit": 5}}}, [750, 260], id="custom-weight"),
+        pytest.param({"profile": "packing"}, [400, 137], id="packing"),  # MostAllocated 25 and (75 + 50) // 2
+        # before v1.36 BalancedAllocation was the balance with the pod: 100 and 87
+        pytest.param({"kubernetesVersion": "1.34"}, [475, 124], id="v1.34-default-weights"),
     ],
 )
 def test_score_nodes_weighted_totals(config, want):

@@ -37,20 +37,33 @@ class BalanceKernel:
         self.bal_counted = alloc_b > 0
         # The usual case: exactly two resources, both present on every node.
         self.bal_pair = len(picked_b) == 2 and bool(self.bal_counted.all())
+        # v1.36: the change in balance the pod brings, not the balance with it
+        self.change = score.scores_change(sctx.kubernetes_version)
 
     def __call__(self, nodes: np.ndarray) -> np.ndarray:
-        return self.weight * self._balance(nodes, requested_rows(self.state, nodes))
+        before = requested_rows(self.state, nodes)[:, self.bal_pick]
+        after = self._balance(nodes, before + self.bal_add)
+        if not self.change:
+            return self.weight * after
+        return self.weight * score.change_score(after, self._balance(nodes, before))
 
     def one(self, node: int) -> int:
         """``self(np.array([node]))[0]`` in Python floats (IEEE doubles, as numpy's), in the same
         operations and order."""
         row = self.state.nonzero[node].tolist() + self.state.used[node].tolist()
+        after = self._balance_one(node, row, True)
+        if not self.change:
+            return self.weight * after
+        return self.weight * score.change_score_one(after, self._balance_one(node, row, False))
+
+    def _balance_one(self, node: int, row: list[int], with_pod: bool) -> int:
+        """One node's balance from its gathered requested ``row``, with the pod or without it."""
         alloc = self.alloc_rows[node]
         fractions = []
         for pick, column, add in self.bal_specs:
             a = alloc[column]
             if a > 0:
-                f = float(row[pick] + add) / float(a)
+                f = float(row[pick] + (add if with_pod else 0)) / float(a)
                 fractions.append(1.0 if f > 1.0 else f)
         k = len(fractions)
         if k == 2:
@@ -67,11 +80,11 @@ class BalanceKernel:
             spread = math.sqrt(squares / k)
         else:
             spread = 0.0
-        return self.weight * int((1.0 - spread) * MAX_NODE_SCORE)
+        return int((1.0 - spread) * MAX_NODE_SCORE)
 
-    def _balance(self, nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        requested = rows[:, self.bal_pick] + self.bal_add
-        fraction = np.minimum(requested.astype(np.float64) / self.bal_safe[nodes], 1.0)
+    def _balance(self, nodes: np.ndarray, requested: np.ndarray) -> np.ndarray:
+        """The balance of ``nodes`` given their requested amounts (nodes × picked resources)."""
+        fraction = score.fraction_of(requested, self.bal_safe[nodes])
         if self.bal_pair:
             spread = score.pair_spread(fraction[:, 0], fraction[:, 1])
         else:  # the plugin's own running sums, resource by resource
@@ -89,8 +102,7 @@ class BalancePart:
 
     def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[BalanceKernel]:
         names = [r.name for r in self.sctx.scoring.balanced_resources]
-        best_effort = all(pod.requests.get(r, 0) == 0 for r in names)
-        if self.sctx.kubernetes_version in score.SKIPS_BEST_EFFORT and best_effort:
+        if score.skips(self.sctx.kubernetes_version, pod, names):
             return None  # PreScore Skip: the plugin adds nothing
         return BalanceKernel(pod, self.state, self.sctx, self.weight, alloc_rows, names)
 

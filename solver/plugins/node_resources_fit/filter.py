@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from models.config import DEFAULT_KUBERNETES_VERSION, version_at_least
 from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 from ...framework import SUCCESS, Code, Status
@@ -50,18 +51,19 @@ def insufficient(vec: np.ndarray, free: np.ndarray, alloc: np.ndarray, state: Cl
     return reasons, hopeless
 
 
-def filter(pod: PodInfo, node: NodeInfo, state: ClusterState, *, version: str = "1.34") -> Status:
+def filter(pod: PodInfo, node: NodeInfo, state: ClusterState, *, version: str = DEFAULT_KUBERNETES_VERSION) -> Status:
     n = node.index
     return status_of(state.vector(pod), state.alloc[n] - state.used[n], state.alloc[n], state, version=version)
 
 
-def status_of(vec: np.ndarray, free, alloc: np.ndarray, state: ClusterState, *, version: str = "1.34") -> Status:
+def status_of(vec: np.ndarray, free, alloc: np.ndarray, state: ClusterState, *, version: str = DEFAULT_KUBERNETES_VERSION) -> Status:
     """The filter's status for a request ``vec`` against ``free`` of a node with ``alloc``
     (preemption's dry run asks it of amounts the state does not hold)."""
     reasons, hopeless = insufficient(vec, free, alloc, state)
     if not reasons:
         return SUCCESS
-    code = Code.UNRESOLVABLE if hopeless and version == "1.34" else Code.UNSCHEDULABLE
+    # From 1.34 a request larger than the whole allocatable is one no eviction can help.
+    code = Code.UNRESOLVABLE if hopeless and version_at_least(version, "1.34") else Code.UNSCHEDULABLE
     return Status(code, tuple(reasons), NAME)
 
 

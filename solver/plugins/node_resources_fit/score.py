@@ -67,10 +67,10 @@ def allocatable_and_requested(
         return None
     pod_request = pod.requests.get(resource, 0)
     alloc = state.alloc[nodes, column]
-    if nonzero and resource == CPU:
-        requested = state.nonzero[nodes, 0] + pod.nonzero_cpu
+    if nonzero and resource == CPU:  # the pod's own scored request leaves pod-level resources out
+        requested = state.nonzero[nodes, 0] + pod.score_cpu
     elif nonzero and resource == MEMORY:
-        requested = state.nonzero[nodes, 1] + pod.nonzero_mem
+        requested = state.nonzero[nodes, 1] + pod.score_mem
     else:
         requested = state.used[nodes, column] + pod_request
     return alloc, requested

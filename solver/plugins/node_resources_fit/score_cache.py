@@ -36,9 +36,9 @@ def source(pod: PodInfo, state: ClusterState, name: str, *, nonzero: bool) -> Op
         return None
     pod_request = pod.requests.get(name, 0)
     if nonzero and name == CPU:
-        return 0, column, pod.nonzero_cpu
+        return 0, column, pod.score_cpu
     if nonzero and name == MEMORY:
-        return 1, column, pod.nonzero_mem
+        return 1, column, pod.score_mem
     return NONZERO_COLUMNS + column, column, pod_request
 
 

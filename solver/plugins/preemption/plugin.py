@@ -3,6 +3,8 @@ encodings, final checks; greedy's PostFilter)."""
 
 from __future__ import annotations
 
+from models.config import version_at_least
+
 from ...plugin_api import Plugin
 from . import check, nominated, postfilter, reprieve_encode, victim_room
 from . import replay as kube_replay
@@ -28,7 +30,7 @@ def prepare(snapshot, config, window, state):
 def nominations(snapshot, config, window, state):
     """The room pending pods outside the window are nominated to (``nominated.Claims``)."""
     return nominated.outside_claims(snapshot, window, state, snapshot.namespace_labels,
-                                    sidecar_ports=config.kubernetes_version == "1.34")
+                                    sidecar_ports=version_at_least(config.kubernetes_version, "1.34"))
 
 
 PLUGIN = Plugin(nominated.NAME, window_encode=(reprieve_encode.encode, nominated.encode), checks=(check.check,

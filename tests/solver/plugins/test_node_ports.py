@@ -41,7 +41,8 @@ def test_node_ports_own_ports_not_checked_against_each_other():
     assert scene([make_node("n1")], pods).status("n1").ok
 
 
-@pytest.mark.parametrize("version, ok", [case("v1.34-sidecar-ports-count", "1.34", False), case("v1.33-ignored", "1.33", True)])
+@pytest.mark.parametrize("version, ok", [case("v1.36-sidecar-ports-count", "1.36", False),
+                                         case("v1.34-sidecar-ports-count", "1.34", False), case("v1.33-ignored", "1.33", True)])
 def test_node_ports_restartable_init_containers(version, ok):
     pods = [make_pod("default/running", node="n1", sidecar_ports=[9090]), make_pod("default/p", host_ports=[9090])]
     config = SchedulerConfig(kubernetes_version=version)

@@ -97,7 +97,8 @@ def test_node_resources_fit(node_kw, running, pod_kw, want):
 
 @pytest.mark.parametrize(
     "version, want",
-    [case("v1.34-unresolvable", "1.34", UU), case("v1.33-unschedulable", "1.33", U), case("v1.31-unschedulable", "1.31", U)],
+    [case("v1.36-unresolvable", "1.36", UU), case("v1.34-unresolvable", "1.34", UU),
+     case("v1.33-unschedulable", "1.33", U), case("v1.31-unschedulable", "1.31", U)],
 )
 def test_node_resources_fit_whole_allocatable_by_version(version, want):
     s = scene([make_node("n1", cpu="1")], [make_pod("default/p", cpu="2")], config=SchedulerConfig(kubernetes_version=version))
@@ -105,7 +106,7 @@ def test_node_resources_fit_whole_allocatable_by_version(version, want):
 
 
 def test_node_resources_fit_short_but_resolvable_is_unschedulable_in_every_version():
-    for version in ("1.31", "1.33", "1.34"):
+    for version in ("1.31", "1.33", "1.34", "1.36"):
         pods = [make_pod("default/r", node="n1", cpu="1"), make_pod("default/p", cpu="500m")]
         s = scene([make_node("n1", cpu="1")], pods, config=SchedulerConfig(kubernetes_version=version))
         assert verdict(s.status("n1", "default/p")) == (U, ("Insufficient cpu",))
@@ -231,3 +232,37 @@ def test_feasible_and_fits_alone_are_fits_on_free_and_allocatable() -> None:
     vec = state.vector(pod)
     assert feasible(pod, idx, state).tolist() == fits(vec, state.free[idx]).tolist() == [False, True]
     assert fits_alone(pod, idx, state).tolist() == fits(vec, state.alloc[idx]).tolist() == [True, True]
+
+
+def _pod_level(name: str, cpu: str, memory: str, *, node: str = "") -> "PodInfo":
+    """A pod whose requests are pod-level only (``spec.resources``), its container asking nothing."""
+    from models.objects import Pod
+    from solver.info import PodInfo
+
+    spec: dict = {"resources": {"requests": {"cpu": cpu, "memory": memory}}, "containers": [{"name": "c", "image": "i"}]}
+    if node:
+        spec["nodeName"] = node
+    return PodInfo.of(Pod.model_validate({"metadata": {"name": name, "namespace": "default"}, "spec": spec}),
+                      {"kubernetes.io/metadata.name": "default"})
+
+
+def test_the_scored_pod_counts_without_its_pod_level_resources():
+    """kube-scheduler 1.36 (seed 201 of the kube differential): NodeResourcesFit's scorer is built
+    without PodLevelResources, so the scored pod (pod-level 500m/2Gi, a container asking nothing)
+    adds its containers' non-zero defaults, 100m and 200Mi, not 500m and 2Gi; the fit filter and
+    BalancedAllocation do read the pod-level requests. Empty 8-CPU/8Gi node: cpu 7900·100//8000 =
+    98, memory (8192 − 200)·100//8192 = 97 → 97 (kube's log: 97; with the pod-level request it
+    would be (93 + 75) // 2 = 84)."""
+    incoming = _pod_level("p", "500m", "2Gi")
+    state, sctx, nodes = cluster([node("n1", cpu="8", memory="8Gi")], [], incoming)
+    assert as_list(node_resources_fit.score(incoming, nodes, state, sctx)) == [97]
+    assert state.vector(incoming)[state.res_index["cpu"]] == 500
+
+
+def test_a_running_pods_pod_level_resources_count_on_its_node():
+    """The node's non-zero sum counts a bound pod's pod-level requests (1 CPU, 4Gi), not its
+    containers' defaults: the scored 100m/200Mi pod on a 4-CPU/8Gi node → cpu 2900·100//4000 =
+    72, memory (8192 − 4296)·100//8192 = 47 → 59."""
+    incoming = pod("p")
+    state, sctx, nodes = cluster([node("n1")], [(_pod_level("r", "1", "4Gi"), "n1")], incoming)
+    assert as_list(node_resources_fit.score(incoming, nodes, state, sctx)) == [59]
