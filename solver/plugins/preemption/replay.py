@@ -159,7 +159,8 @@ def _turn(pod: PodInfo, node: int, state, static, ctx, budgets: PdbBudgets, wind
             return Turn(pod, node, FITS)
         lower = [p.key for p in state.pods_on[node].values() if p.key not in window and may_preempt(pod, p)]
         candidate, _ = select_victims(pod, node, state, static, budgets, version, window=window,
-                                      local=resources_only(pod, cycle, state), spent=budgets.spent(evicted))
+                                      local=resources_only(pod, cycle, state), spent=budgets.spent(evicted),
+                                      cycle=cycle)
     finally:
         ctx.claims.release(state, held)
     if candidate is None:
