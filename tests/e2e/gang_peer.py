@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.controlplane import FEATURE_GATES, ControlPlane
-from tests.e2e.controlplane.cluster import _gates, ensure_default_service_account, free_port
-from tests.e2e.harness import REPO
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane.cluster import ensure_default_service_account
+from tests.e2e.harness import REPO, kube_scheduler_profile, settle, stop_process
 
 RACK = "example.com/rack"
 
@@ -129,17 +128,7 @@ def place(plane: ControlPlane, load: Workload, scheduler: str, *, kube_scheduler
         start = time.monotonic()
         log = open(log_dir / f"{scheduler}.log", "wb")
         if kube_scheduler is not None:
-            settings = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                        "clientConnection": {"kubeconfig": str(plane.kube_scheduler_kubeconfig)},
-                        "leaderElection": {"leaderElect": False}, "profiles": [{"schedulerName": scheduler}]}
-            path = log_dir / "kube-scheduler.yaml"
-            path.write_text(yaml.safe_dump(settings))
-            proc = subprocess.Popen([str(kube_scheduler), f"--config={path}",
-                                     f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
-                                     f"--authorization-kubeconfig={plane.kube_scheduler_kubeconfig}",
-                                     "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-                                     f"--feature-gates={_gates(FEATURE_GATES)}", "--v=1"],
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = kube_scheduler_profile(plane, scheduler, log_dir, log)
         else:
             proc = subprocess.Popen([sys.executable, "-m", "adapters", "run",
                                      f"--kubeconfig={plane.scheduler_kubeconfig}", "--no-leader-elect",
@@ -158,15 +147,7 @@ def place(plane: ControlPlane, load: Workload, scheduler: str, *, kube_scheduler
                 out.append((n, p.spec.node_name or ("unschedulable" if marked else "")))
             return tuple(out)
 
-        last, since = state(), time.monotonic()
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            time.sleep(0.5)
-            now = state()
-            if now != last:
-                last, since = now, time.monotonic()
-            elif all(where for _, where in now) and time.monotonic() - since >= 3.0:
-                break
+        last, since = settle(state, lambda now: all(where for _, where in now))
         seconds = since - start
         bound = {n: where for n, where in last if where and where != "unschedulable"}
         placed, racks, partial = 0, [], 0
@@ -180,13 +161,7 @@ def place(plane: ControlPlane, load: Workload, scheduler: str, *, kube_scheduler
         return Outcome(scheduler, placed, len(pods), len(bound), len(names),
                        sum(racks) / len(racks) if racks else 0.0, partial, seconds)
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
         try:
             core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
         except ApiException:

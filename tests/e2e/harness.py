@@ -21,8 +21,8 @@ from typing import Any, Callable, Optional
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.controlplane import ControlPlane
-from tests.e2e.controlplane.cluster import ensure_default_service_account
+from tests.e2e.controlplane import FEATURE_GATES, ControlPlane
+from tests.e2e.controlplane.cluster import _gates, ensure_default_service_account, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULER = "cpsat-scheduler"
@@ -326,6 +326,54 @@ class Cluster:
             except ApiException:
                 pass
         self.api.close()
+
+
+def kube_scheduler_profile(plane: ControlPlane, profile: str, workdir: Path, log: Any,
+                           verbosity: int = 1) -> subprocess.Popen[bytes]:
+    """The real kube-scheduler with one profile named ``profile`` (pods whose schedulerName names
+    it), as system:kube-scheduler, leader election off, logging to ``log`` (a binary file)."""
+    assert plane.built is not None
+    import yaml
+
+    settings = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                "clientConnection": {"kubeconfig": str(plane.kube_scheduler_kubeconfig)},
+                "leaderElection": {"leaderElect": False}, "profiles": [{"schedulerName": profile}]}
+    path = workdir / "kube-scheduler.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return subprocess.Popen([str(plane.built.path("kube-scheduler")), f"--config={path}",
+                             f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
+                             f"--authorization-kubeconfig={plane.kube_scheduler_kubeconfig}",
+                             "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+                             f"--feature-gates={_gates(FEATURE_GATES)}", f"--v={verbosity}"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def settle(read: Callable[[], Any], done: Callable[[Any], bool], *, quiet: float = 3.0,
+           limit: float = 180.0) -> tuple[Any, float]:
+    """Poll ``read`` until what it returns is ``done`` and has not changed for ``quiet`` seconds
+    (a scheduler has settled), or ``limit`` seconds pass: (the last reading, when it last changed)."""
+    last, since = read(), time.monotonic()
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = read()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif done(now) and time.monotonic() - since >= quiet:
+            break
+    return last, since
+
+
+def stop_process(proc: Optional[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM, then SIGKILL after 15 s: a scheduler a test started, whatever state it is in."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def dump(value: Any) -> str:

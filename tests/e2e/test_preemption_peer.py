@@ -20,13 +20,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.controlplane import FEATURE_GATES, ControlPlane
-from tests.e2e.controlplane.cluster import _gates, ensure_default_service_account, free_port
-from tests.e2e.harness import REPO
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane.cluster import ensure_default_service_account
+from tests.e2e.harness import REPO, kube_scheduler_profile, settle, stop_process
 
 RUNNING = [("run-a", "500m", 0, 1), ("run-b", "100m", 100, 2), ("run-c", "250m", 0, 3), ("run-d", "100m", 10, 4)]
 PENDING = [("p4-web", "2", 1000), ("p9-db", "500m", 1000), ("p16-api", "1", 500), ("p7-web", "500m", 100)]
@@ -81,18 +80,8 @@ def test_the_issue_case_evicts_what_kube_scheduler_evicts(control_plane: Control
         mine = {a["pod"] for a in plan["assignments"] if a["pod"].startswith(f"{ns}/")}
         our_victims = {(p["pod"], p["preemptor"]) for p in plan["preemptions"] if p["pod"].startswith(f"{ns}/")}
 
-        settings = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                    "clientConnection": {"kubeconfig": str(plane.kube_scheduler_kubeconfig)},
-                    "leaderElection": {"leaderElect": False}, "profiles": [{"schedulerName": profile}]}
-        path = tmp_path / "kube-scheduler.yaml"
-        path.write_text(yaml.safe_dump(settings))
         log = open(tmp_path / "kube-scheduler.log", "wb")
-        proc = subprocess.Popen([str(plane.built.path("kube-scheduler")), f"--config={path}",
-                                 f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
-                                 f"--authorization-kubeconfig={plane.kube_scheduler_kubeconfig}",
-                                 "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-                                 f"--feature-gates={_gates(FEATURE_GATES)}", "--v=2"],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = kube_scheduler_profile(plane, profile, tmp_path, log, verbosity=2)
         log.close()
 
         pending = {name for name, *_ in PENDING}
@@ -105,16 +94,7 @@ def test_the_issue_case_evicts_what_kube_scheduler_evicts(control_plane: Control
             gone = {name for name, *_ in RUNNING if name not in pods}
             return bound, marked, gone
 
-        last, since = snapshot(), time.monotonic()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            time.sleep(0.5)
-            now = snapshot()
-            if now != last:
-                last, since = now, time.monotonic()
-            elif set(now[0]) | now[1] == pending and time.monotonic() - since >= 4.0:
-                break
-        bound, marked, gone = last
+        (bound, marked, gone), _ = settle(snapshot, lambda now: set(now[0]) | now[1] == pending, quiet=4.0, limit=120.0)
         text = (tmp_path / "kube-scheduler.log").read_text(errors="replace")
         assert set(bound) | marked == pending, (bound, marked, text[-3000:])
 
@@ -127,13 +107,7 @@ def test_the_issue_case_evicts_what_kube_scheduler_evicts(control_plane: Control
         assert our_victims == {(f"{ns}/run-a", f"{ns}/p16-api")}, plan
         assert {u["pod"] for u in plan["unschedulable"] if u["pod"].startswith(f"{ns}/")} == {f"{ns}/p7-web"}
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
         try:
             core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
         except ApiException:
