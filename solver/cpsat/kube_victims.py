@@ -61,6 +61,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         solver, status, obj, bnd = solve(wm, cfg, deadline, work=work)
         if solver is None:
             if repaired is not None:
+                wm.kube_names = repaired.names
                 return repaired, "FEASIBLE", None, None, rounds
             return solver, status, obj, bnd, rounds
         trial = Solution()
@@ -69,7 +70,9 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
         if not kept:
             if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
+                wm.kube_names = repaired.names
                 return repaired, "FEASIBLE", None, None, rounds
+            wm.kube_names = found.evicted_by
             return solver, status, obj, bnd, rounds
         rounds += 1
         log.debug("kube's preemption keeps %d victim(s) of the plan: cut round %d", len(kept), rounds)
@@ -80,7 +83,10 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
             repaired = fixed
         if time.monotonic() >= deadline:
-            return (repaired, "FEASIBLE", None, None, rounds) if repaired is not None else (None, "UNKNOWN", None, None, rounds)
+            if repaired is None:
+                return None, "UNKNOWN", None, None, rounds
+            wm.kube_names = repaired.names
+            return repaired, "FEASIBLE", None, None, rounds
         for c in list(wm.model.proto.constraints)[mark:]:
             c.clear_linear()  # the stages' value fixings (each a linear row): dropped
         nodes = {v.node for v in kept}
@@ -108,6 +114,7 @@ class PlanValues:
             counts[wm.class_of(ctx.window_pod(key)), n] += 1
         self.values: dict[int, int] = {var.index: counts.get(cn, 0) for cn, var in wm.x.items()}
         level_of = {v.pod.key: ctx.window_pod(v.preemptor).priority for v in victims}
+        self.names = {v.pod.key: v.preemptor for v in victims}
         for key, evict in wm.evict.items():
             levels = wm.evict_level[key]
             on = key in level_of
@@ -145,12 +152,18 @@ def repair(wm: WindowModel, trial: Solution) -> Optional[PlanValues]:
     return None
 
 
-def name_by_replay(ctx, sol: Solution, static) -> None:
+def name_by_replay(ctx, sol: Solution, static, names: Optional[dict[str, str]] = None) -> None:
     """Name each of ``sol``'s victims for the pod at whose turn kube-scheduler's preemption evicts
-    it (the model's decode names a pod of its level), and nominate that pod to its node."""
+    it (the model's decode names a pod of its level), and nominate that pod to its node. ``names``:
+    what the solves' own replays found (``WindowModel.kube_names``); the plan is replayed again
+    only for a victim they do not name."""
     if POSTFILTER is None or not sol.victims:
         return
-    sol.victims = POSTFILTER.kube_preemptors(ctx, sol.placements, sol.victims, static)
+    names = names or {}
+    if all(v.pod.key in names for v in sol.victims):
+        sol.victims = [Victim(v.pod, v.node, names[v.pod.key]) for v in sol.victims]
+    else:
+        sol.victims = POSTFILTER.kube_preemptors(ctx, sol.placements, sol.victims, static)
     for v in sol.victims:
         if v.preemptor in sol.placements:
             sol.nominations[v.preemptor] = sol.placements[v.preemptor]

@@ -88,6 +88,9 @@ class WindowModel:
         # that finds less.
         self.hint_solution: Optional[HintSolution] = None
         self.hint_complete = False  # the hint names every variable (``hint.complete``)
+        # Victim -> the pod at whose turn kube-scheduler's preemption evicts it, from the replay
+        # of the solution the solve returned (``kube_victims.solve_sound``).
+        self.kube_names: dict[str, str] = {}
         # Context class id -> the model class it is counted in, for classes merged into another
         # (gang kinds' classes, ``gang.merge_classes``).
         self.alias: dict[int, int] = {}

@@ -273,7 +273,9 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
             # rule, so the two plans combine).
             take_from_greedy(wm, run.plan(), ctx, sol)
             sol.greedy_components += 1
-    name_by_replay(ctx, sol, win.static)
+    # The solves' own replays named their victims; the plan is replayed again only when a
+    # stand-in (greedy's plan for a component) brought victims they did not name.
+    name_by_replay(ctx, sol, win.static, {key: who for wm in models for key, who in wm.kube_names.items()})
     sol.solve_time = time.monotonic() - solve_start
     sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
     sol.objective = objective if have_bounds else None
