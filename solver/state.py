@@ -433,6 +433,27 @@ class ClusterState:
             self._counter_order.append((matcher, counts))
         return counts
 
+    def pods_matching(self, matcher: Matcher) -> list[tuple[PodInfo, int]]:
+        """The pods in the state ``matcher`` counts, node by node as ``pods()`` lists them: only
+        the nodes of the (labels, terminating) groups it matches are read, not every pod."""
+        verdicts = self._match_cache_of(matcher)
+        nodes: set[int] = set()
+        for key, (pod, per_node) in self._groups.items():
+            hit = verdicts.get(key)
+            if hit is None:
+                hit = verdicts[key] = matcher.matches(pod)
+            if hit:
+                nodes.update(per_node)
+        return [(p, n) for n in sorted(nodes) for p in self.pods_on[n].values() if self._matches(matcher, p)]
+
+    def anti_owner_pods(self, term: AffinityTerm) -> list[tuple[PodInfo, int]]:
+        """The pods in the state whose required anti-affinity holds ``term``, node by node."""
+        owners = self.anti_owners.get(term)
+        if owners is None:
+            return []
+        return [(p, n) for n in np.flatnonzero(owners).tolist() for p in self.pods_on[n].values()
+                if term in p.anti_affinity]
+
     def domains(self, topology_key: str) -> tuple[np.ndarray, list[str]]:
         """Per node, the id of its value for ``topology_key`` (−1 where the label is missing)."""
         hit = self._domains.get(topology_key)

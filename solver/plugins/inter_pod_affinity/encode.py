@@ -58,7 +58,7 @@ class AffinityEncoding:
 
 
 def _running_matching(state: ClusterState, matcher) -> list[tuple[PodInfo, int]]:
-    return [(p, n) for p, n in state.pods() if state.matches(matcher, p)]
+    return state.pods_matching(matcher)
 
 
 def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
@@ -76,8 +76,8 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
         if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
             continue
         ids = state.domains(term.topology_key)[0]
-        for other, node in state.pods():
-            if term in other.anti_affinity and ids[node] >= 0 and not can_evict(other):
+        for other, node in state.anti_owner_pods(term):
+            if ids[node] >= 0 and not can_evict(other):
                 ok &= ids != ids[node]
     return ok
 
@@ -121,8 +121,8 @@ def encode(wm: WindowModel) -> AffinityEncoding:
                 continue
             ids = state.domains(term.topology_key)[0]
             owners_by_domain: dict[int, list] = {}
-            for other, node in state.pods():
-                if term in other.anti_affinity and ids[node] >= 0:
+            for other, node in state.anti_owner_pods(term):
+                if ids[node] >= 0:
                     owners_by_domain.setdefault(int(ids[node]), []).append(other)
             for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():
                 owners = owners_by_domain.get(d)

@@ -20,9 +20,12 @@ def blocked_by_running(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarr
     ok = np.ones(len(state.nodes), dtype=bool)
     if not pod.host_ports:
         return ok
-    for other, node in state.pods():
-        if other.host_ports and ports_conflict(pod.host_ports, other.host_ports) and not can_evict(other):
-            ok[node] = False
+    for node, held in enumerate(state.ports_on):
+        if not held:
+            continue  # no running pod on the node holds a host port
+        for other in state.pods_on[node].values():
+            if other.host_ports and ports_conflict(pod.host_ports, other.host_ports) and not can_evict(other):
+                ok[node] = False
     return ok
 
 

@@ -62,8 +62,8 @@ def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag):
     running = state.match_counts(matcher)
     counted = [o for o in classes if matcher.matches(o.rep)]
     evictable: dict[int, list] = {}
-    for pod, node in state.pods():
-        if eligible[node] and ids[node] >= 0 and state.matches(matcher, pod):
+    for pod, node in state.pods_matching(matcher):
+        if eligible[node] and ids[node] >= 0:
             evict = wm.evictable(pod)
             if evict is not None:
                 evictable.setdefault(int(ids[node]), []).append(evict)
