@@ -124,9 +124,10 @@ def _encode_crowding(wm: WindowModel, cls: PodClass, entries, drops: np.ndarray)
 
 
 
-def candidates(ctx, classes, static, window, allow_preemption):
+def candidates(ctx, classes, static, window, allow_preemption, within=None):
     """Candidate nodes and upper bounds per class (shared by every component); ``window``: the
-    rules' window parts by plugin name (empty outside a scheduling window)."""
+    rules' window parts by plugin name (empty outside a scheduling window); ``within``: a node
+    mask the candidates are confined to (a large-neighbourhood round's nodes)."""
     state = ctx.state
     probe = WindowModel(ctx, classes, static, allow_preemption=allow_preemption)
 
@@ -144,6 +145,6 @@ def candidates(ctx, classes, static, window, allow_preemption):
             mask &= prune(rep, state, can_evict, window)
         return mask
 
-    probe.compute_candidates(extra_prune)
+    probe.compute_candidates(extra_prune, within)
     return probe.cand, probe.ub
 

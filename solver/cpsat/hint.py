@@ -369,4 +369,5 @@ def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dic
         _apply(wm, other, set())
         return "first fit"
     greedy_hint(wm, greedy, ctx, other)
-    return "greedy plan (completed)" if complete(wm, budget) else "greedy plan"
+    done = complete(wm, budget)
+    return "greedy plan (completed)" if done else "greedy plan" + (" (infeasible)" if done is None else "")

@@ -63,6 +63,13 @@ MIN_NODES = 4
 MIN_ROUND_SECONDS = 0.3
 # Share of the time left one round may use.
 ROUND_SHARE = 0.25
+# The fewest pairs a round's model is cut down to, however slow the builds before it were.
+MIN_ROUND_PAIRS = 300
+# Share of a round's time left after the build that completing the incumbent as the hint may
+# take: a round whose hint is not completed rarely finds even the incumbent again.
+HINT_SHARE = 0.5
+# A round's solve gets at least this long, even when its build used the round's budget.
+MIN_SOLVE_SECONDS = 0.1
 
 
 @dataclass
@@ -93,43 +100,104 @@ class _Plan:
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
             seed: int = 0) -> tuple[Solution, LnsStats]:
     """Greedy's plan improved round by round until ``deadline``."""
-    weights = tier_weights([p.priority for p in ctx.window])
-    best = _Plan(dict(greedy.placements), list(greedy.victims))
-    stats = LnsStats()
-    rng = random.Random(seed)
-    fixed = {p.key for p in ctx.window if p.group is not None or p.claims or p.pod.spec.resource_claims}
-    free_pods = [p for p in ctx.window if p.key not in fixed]
-    # Nodes holding a pod that is never freed are never freed either (it would read as a running
-    # pod, and a victim, in the round's model).
-    pinned = {node for key, node in greedy.placements.items() if key in fixed}
-    hard = ctx.config.preemption.pdb == "hard"
-    sctx = ScoreContext.of(ctx)
-    kinds = ("left-out", "victims", "domain")
-    while deadline - time.monotonic() > MIN_ROUND_SECONDS and free_pods:
+    search = _Search(ctx, static, greedy, seed)
+    while deadline - time.monotonic() > search.least_round_seconds() and search.free_pods:
         interrupt.check()
-        kind = kinds[stats.rounds % len(kinds)]
-        nodes = [n for n in _neighbourhood(kind, ctx, best, free_pods, rng) if n not in pinned]
-        if not nodes:
-            nodes = [n for n in _neighbourhood("domain", ctx, best, free_pods, rng) if n not in pinned]
-        if not nodes:
+        if not search.round(deadline):
             break
-        stats.rounds += 1
-        budget = max(MIN_ROUND_SECONDS, ROUND_SHARE * (deadline - time.monotonic()))
-        found = _round(ctx, static, sctx, best, nodes, free_pods, weights, min(deadline, time.monotonic() + budget), stats)
-        progress.stage(f"large-neighbourhood search: round {stats.rounds}, {stats.improved} improving; "
+        progress.stage(f"large-neighbourhood search: round {search.stats.rounds}, {search.stats.improved} improving; "
                        f"{max(0.0, deadline - time.monotonic()):.1f}s left")
-        if found is None or (hard and _violations(ctx, found.victims)):
-            continue  # a hard budget the round's model could not see spent by victims elsewhere
-        better, why = choose(ctx, (found.placements, found.victims), (best.placements, best.victims), weights, scored=False)
-        if better and why != "equal plans: the solver's is kept":
-            stats.improved += 1
-            stats.history.append(f"round {stats.rounds} ({kind}, {len(nodes)} nodes): {why}")
-            best = found
+    best, stats = search.best, search.stats
     sol = Solution(placements=best.placements, victims=best.victims, status="FEASIBLE")
     name_by_replay(ctx, sol, static)
     stats.placed_gain = len(best.placements) - len(greedy.placements)
     stats.victims_change = len(best.victims) - len(greedy.victims)
     return sol, stats
+
+
+# Round kinds in turn: the left-out pods' best nodes gain most, so they come twice as often.
+KINDS = ("left-out", "victims", "left-out", "domain")
+# Rounds a node just freed sits out of the next neighbourhoods.
+TABU_ROUNDS = 4
+# Share of a round's budget its build may take (the rest is the solve's), judged by the pace of
+# the rounds before; the first round's pace is a guess.
+BUILD_SHARE = 0.5
+FIRST_SECONDS_PER_PAIR = 2e-4
+
+
+class _Search:
+    """The incumbent, the rounds' bookkeeping, and one round at a time (``round``)."""
+
+    def __init__(self, ctx: SchedulingContext, static, greedy: GreedyResult, seed: int) -> None:
+        self.ctx, self.static = ctx, static
+        self.weights = tier_weights([p.priority for p in ctx.window])
+        self.best = _Plan(dict(greedy.placements), list(greedy.victims))
+        self.stats = LnsStats()
+        self.rng = random.Random(seed)
+        fixed = {p.key for p in ctx.window if p.group is not None or p.claims or p.pod.spec.resource_claims}
+        self.free_pods = [p for p in ctx.window if p.key not in fixed]
+        # Nodes holding a pod that is never freed are never freed either (it would read as a
+        # running pod, and a victim, in the round's model).
+        self.pinned = {node for key, node in greedy.placements.items() if key in fixed}
+        self.hard = ctx.config.preemption.pdb == "hard"
+        self.sctx = ScoreContext.of(ctx)
+        self.tabu: dict[int, int] = {}  # node -> the round it sits out until
+        self.seconds_per_pair = FIRST_SECONDS_PER_PAIR
+        self.builds: list[float] = []  # seconds each round took to build its model
+
+    def least_round_seconds(self) -> float:
+        """The least time worth starting a round with: the quickest recent build and a solve."""
+        recent = self.builds[-3:]
+        return max(MIN_ROUND_SECONDS, (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS)
+
+    def _nodes(self, kind: str) -> list[int]:
+        """The round's nodes, most wanted first: neither pinned nor sitting out (unless nothing
+        else is left)."""
+        out = self.pinned
+        for _ in range(2):
+            nodes = [n for n in _neighbourhood(kind, self.ctx, self.best, self.free_pods, self.rng) if n not in out]
+            if not nodes:
+                nodes = [n for n in _neighbourhood("domain", self.ctx, self.best, self.free_pods, self.rng) if n not in out]
+            fresh = [n for n in nodes if self.tabu.get(n, 0) <= self.stats.rounds]
+            if fresh:
+                return fresh
+            if nodes:
+                return nodes
+        return []
+
+    def round(self, deadline: float) -> bool:
+        """One round; False when no neighbourhood is left to free."""
+        stats = self.stats
+        kind = KINDS[stats.rounds % len(KINDS)]
+        nodes = self._nodes(kind)
+        if not nodes:
+            return False
+        budget = max(MIN_ROUND_SECONDS, ROUND_SHARE * (deadline - time.monotonic()))
+        cap = int(min(ROUND_PAIRS, max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair)))
+        nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap)
+        stats.rounds += 1
+        t0 = time.monotonic()
+        found, pairs, built = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods, self.weights,
+                                     min(deadline, t0 + budget), cap)
+        stats.max_pairs = max(stats.max_pairs, pairs)
+        if pairs:
+            self.seconds_per_pair = max(built / pairs, 1e-6)
+            self.builds.append(built)
+        log.debug("lns round %d (%s, %d nodes, %d pairs, %.2fs budget): %s in %.2fs", stats.rounds, kind, len(nodes),
+                  pairs, budget, "nothing" if found is None else
+                  f"{len(found.placements) - len(self.best.placements):+d} placed, "
+                  f"{len(found.victims) - len(self.best.victims):+d} victims", time.monotonic() - t0)
+        if found is not None and not (self.hard and _violations(self.ctx, found.victims)):
+            # (a hard budget the round's model could not see spent by victims elsewhere: refused)
+            better, why = choose(self.ctx, (found.placements, found.victims),
+                                 (self.best.placements, self.best.victims), self.weights, scored=False)
+            if better and why != "equal plans: the solver's is kept":
+                stats.improved += 1
+                stats.history.append(f"round {stats.rounds} ({kind}, {len(nodes)} nodes): {why}")
+                self.best = found
+        for n in nodes:  # just decided as well as a round can: other nodes' turn
+            self.tabu[n] = stats.rounds + TABU_ROUNDS
+        return True
 
 
 def _violations(ctx: SchedulingContext, victims: list[Victim]) -> int:
@@ -143,7 +211,7 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
     """The nodes one round frees (see the module docstring)."""
     state = ctx.state
     n = len(ctx.nodes)
-    size = min(MAX_NODES, max(MIN_NODES, n // 20))
+    size = _size(n)
     if kind == "left-out":
         left = [p for p in free_pods if p.key not in plan.placements]
         if not left:
@@ -163,16 +231,14 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
         need = vec > 0
         slack = (room[:, need] / np.maximum(vec[need], 1)).min(axis=1) if need.any() else np.ones(len(allowed))
         order = np.argsort(-slack, kind="stable")
-        chosen = allowed[order[:size]].tolist()
-        return sorted(set(chosen))
+        return allowed[order].tolist()  # all of them, best first: the round takes what it can
     if kind == "victims":
         on: dict[int, int] = defaultdict(int)
         for v in plan.victims:
             on[v.node] = max(on[v.node], v.pod.priority + 2**31)
         if not on:
             return []
-        ranked = sorted(on, key=lambda k: -on[k])
-        return sorted(ranked[:size])
+        return sorted(on, key=lambda k: -on[k])
     # a slice of one topology domain (a zone when nodes carry one), else random nodes
     zones: dict[str, list[int]] = defaultdict(list)
     for i, node in enumerate(ctx.nodes):
@@ -180,7 +246,12 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
         if zone is not None:
             zones[zone].append(i)
     pool = zones[rng.choice(sorted(zones))] if zones else list(range(n))
-    return sorted(rng.sample(pool, min(size, len(pool))))
+    return rng.sample(pool, min(size, len(pool)))
+
+
+def _size(nodes: int) -> int:
+    """Nodes one neighbourhood frees at most, of a cluster of ``nodes``."""
+    return min(MAX_NODES, max(MIN_NODES, nodes // 20))
 
 
 def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
@@ -193,8 +264,10 @@ def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
 
 
 def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], free_pods: list[PodInfo],
-           weights: dict[int, int], deadline: float, stats: LnsStats) -> Optional[_Plan]:
-    """One neighbourhood's model, solved: the whole plan it gives, or None."""
+           weights: dict[int, int], deadline: float, cap: int) -> tuple[Optional[_Plan], int, float]:
+    """One neighbourhood's model of at most about ``cap`` pairs, solved: the whole plan it gives
+    (or None), the pairs, and the seconds until the model was built."""
+    start = time.monotonic()
     inside = set(nodes)
     on_nodes = [p for p in free_pods if plan.placements.get(p.key) in inside]
     left = [p for p in free_pods if p.key not in plan.placements]
@@ -203,40 +276,59 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     freed: dict[str, PodInfo] = {p.key: p for p in on_nodes}
     class_ids = {p.class_id for p in on_nodes}
     for p in sorted(left, key=lambda q: -q.priority):
-        if p.class_id not in class_ids and (len(class_ids) + 1) * len(nodes) > ROUND_PAIRS:
+        if p.class_id not in class_ids and (len(class_ids) + 1) * len(nodes) > cap:
             continue
         class_ids.add(p.class_id)
         freed[p.key] = p
     if not freed:
-        return None
+        return None, 0, 0.0
     sub = _sub_context(ctx, plan, inside, freed)
     classes = sub.classes
-    cand, ubs = candidates(sub, classes, static, {}, ctx.config.preemption.enabled)
     mask = np.zeros(len(ctx.nodes), dtype=bool)
     mask[nodes] = True
-    for c in classes:
-        keep = mask[cand[c.id]]
-        cand[c.id] = cand[c.id][keep]
-        ubs[c.id] = ubs[c.id][keep]
+    cand, ubs = candidates(sub, classes, static, {}, ctx.config.preemption.enabled, within=mask)
     live = [c for c in classes if len(cand[c.id])]
     if not live:
-        return None
+        return None, 0, 0.0
     pairs = sum(len(cand[c.id]) for c in live)
-    stats.max_pairs = max(stats.max_pairs, pairs)
     inp = BuildInput(sub, static, cand, ubs, sctx, weights, ctx.config.preemption.enabled)
     wm = build_component(inp, live)
+    built = time.monotonic() - start
     current = GreedyResult(placements={k: n for k, n in plan.placements.items() if k in freed},
                            victims=[v for v in plan.victims if v.node in inside])
-    best_hint(wm, current, sub, weights, 0.2 * max(0.0, deadline - time.monotonic()))
-    solver, status, _, _, _ = solve_sound(wm, ctx.config.solver, deadline)
+    how = best_hint(wm, current, sub, weights, HINT_SHARE * max(0.0, deadline - time.monotonic()))
+    log.debug("lns round: %d pairs built in %.2fs, hint: %s", sum(len(cand[c.id]) for c in live),
+              time.monotonic() - start, how)
+    solver, status, _, _, _ = solve_sound(wm, ctx.config.solver, max(deadline, time.monotonic() + MIN_SOLVE_SECONDS))
     if solver is None:
-        return None
+        return None, pairs, built
     found = Solution()
     extract(wm, solver, found)
     placements = {k: n for k, n in plan.placements.items() if k not in freed}
     placements.update(found.placements)
     victims = [v for v in plan.victims if v.node not in inside] + found.victims
-    return _Plan(placements, victims)
+    return _Plan(placements, victims), pairs, built
+
+
+def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: int) -> list[int]:
+    """The first of ``nodes`` (most wanted first) whose placed pods' classes, times the nodes,
+    stay within ``cap`` pairs (at least ``MIN_NODES`` nodes): a round's model stays small however
+    varied the pods on a node are."""
+    on_node: dict[int, set[int]] = defaultdict(set)
+    wanted = set(nodes)
+    for p in free_pods:
+        node = plan.placements.get(p.key)
+        if node in wanted:
+            on_node[node].add(p.class_id)
+    kept: list[int] = []
+    classes: set[int] = set()
+    for n in nodes:
+        more = classes | on_node[n]
+        if len(kept) >= MIN_NODES and len(more) * (len(kept) + 1) > cap:
+            break
+        kept.append(n)
+        classes = more
+    return sorted(kept)
 
 
 def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:

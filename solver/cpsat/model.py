@@ -107,15 +107,19 @@ class WindowModel:
 
     # -- candidates ------------------------------------------------------------------------------
 
-    def lower_priority_room(self, priority: int) -> np.ndarray:
-        """Per node and resource, what evicting every running pod below ``priority`` frees."""
-        room = np.zeros_like(self.state.used)
-        for pod, node in self.state.pods():
-            if pod.priority < priority:
-                room[node] += self.state.vector(pod)
+    def lower_priority_room(self, priority: int, within: Optional[np.ndarray] = None) -> np.ndarray:
+        """Per node and resource, what evicting every running pod below ``priority`` frees (on the
+        nodes of ``within`` only, when given: elsewhere 0)."""
+        state = self.state
+        room = np.zeros_like(state.used)
+        nodes = range(len(state.nodes)) if within is None else np.flatnonzero(within).tolist()
+        for node in nodes:
+            for pod in state.pods_on[node].values():
+                if pod.priority < priority:
+                    room[node] += state.vector(pod)
         return room
 
-    def compute_candidates(self, extra_prune) -> None:
+    def compute_candidates(self, extra_prune, within: Optional[np.ndarray] = None) -> None:
         """Candidate nodes and per-node upper bounds for every class, vectorised over nodes.
 
         A pod may also use room that another window pod's preemption frees: kube-scheduler
@@ -124,9 +128,10 @@ class WindowModel:
         So, once the candidates of the classes that may preempt are known, a class is given,
         per node, the room and rules freed by evicting what the highest-priority preemptor
         with that node among its candidates could evict; the model's eviction variables
-        decide whether that happens."""
+        decide whether that happens. ``within`` (a node mask): candidates only among those nodes
+        (a large-neighbourhood round's), nothing read of the others."""
         room_cache: dict[int, np.ndarray] = {}  # priority -> lower_priority_room, for both passes
-        self._candidates(extra_prune, room_cache)
+        self._candidates(extra_prune, room_cache, within=within)
         if not self.allow_preemption:
             return
         state = self.state
@@ -134,14 +139,16 @@ class WindowModel:
         # Per node, what its top preemptor could free, and which pods that is.
         freed = np.zeros_like(state.used)
         others: set[str] = set()
-        for pod, n in state.pods():
-            if pod.priority < top[n]:
-                freed[n] += state.vector(pod)
-                others.add(pod.key)
+        for n in (range(len(state.nodes)) if within is None else np.flatnonzero(within).tolist()):
+            for pod in state.pods_on[n].values():
+                if pod.priority < top[n]:
+                    freed[n] += state.vector(pod)
+                    others.add(pod.key)
         if others:  # else nobody can gain anything
-            self._candidates(extra_prune, room_cache, (top, freed, others))
+            self._candidates(extra_prune, room_cache, (top, freed, others), within)
 
-    def _candidates(self, extra_prune, room_cache: dict, freeable: Optional[tuple] = None) -> None:
+    def _candidates(self, extra_prune, room_cache: dict, freeable: Optional[tuple] = None,
+                    within: Optional[np.ndarray] = None) -> None:
         """One pass over the classes; ``freeable`` (the second pass): per node the top
         preemptor's priority, the room it could free, and the pods it could evict."""
         state = self.state
@@ -157,17 +164,20 @@ class WindowModel:
                 if not (top > own).any():
                     continue  # nothing beyond what the first pass gave it
             mask = self.static.mask(rep).copy()
+            if within is not None:
+                mask &= within
             if can_preempt:
                 room = room_cache.get(rep.priority)
                 if room is None:
-                    room = room_cache[rep.priority] = self.lower_priority_room(rep.priority)
+                    room = room_cache[rep.priority] = self.lower_priority_room(rep.priority, within)
                 cap = free + room
             else:
                 cap = free
             if top is not None:
                 cap = np.maximum(cap, free + freed)
             mask &= room_fits(vec, cap)
-            mask &= extra_prune(cls, can_preempt, others)
+            if mask.any():  # else no prune can give a node back
+                mask &= extra_prune(cls, can_preempt, others)
             nodes = all_nodes[mask]
             if len(nodes):
                 ub = np.minimum(room_copies(vec, cap[nodes]), cls.size)

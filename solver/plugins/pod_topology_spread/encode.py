@@ -34,6 +34,8 @@ def encode(wm: WindowModel) -> None:
     state, m = wm.state, wm.model
     counters: dict[tuple, tuple] = {}
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
+    # The eviction candidates node by node (as the state lists its pods): what a count may lose.
+    victims = sorted(wm.evict_pod.items(), key=lambda item: item[1][1])
     for cls in classes:
         rep = cls.rep
         hard = rep.hard_spread
@@ -45,7 +47,7 @@ def encode(wm: WindowModel) -> None:
             )
             key = (c.selector, rep.namespace, c.topology_key, c.min_domains, eligible.tobytes())
             if key not in counters:
-                counters[key] = _domain_counts(wm, c, rep.namespace, eligible, classes, f"{cls.id}_{k}")
+                counters[key] = _domain_counts(wm, c, rep.namespace, eligible, classes, f"{cls.id}_{k}", victims)
             counts, low = counters[key]
             for d, own in wm.class_vars_by_domain(cls.id, c.topology_key).items():
                 if d not in counts:
@@ -54,7 +56,7 @@ def encode(wm: WindowModel) -> None:
                 m.add(counts[d] - low <= c.max_skew).only_enforce_if(present)
 
 
-def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag):
+def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag, victims):
     """count[d] (expression) for every eligible domain, and the min variable over them."""
     state, m = wm.state, wm.model
     matcher = PodMatcher.of_spread(c.selector, namespace)
@@ -62,11 +64,10 @@ def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag):
     running = state.match_counts(matcher)
     counted = [o for o in classes if matcher.matches(o.rep)]
     evictable: dict[int, list] = {}
-    for pod, node in state.pods_matching(matcher):
-        if eligible[node] and ids[node] >= 0:
-            evict = wm.evictable(pod)
-            if evict is not None:
-                evictable.setdefault(int(ids[node]), []).append(evict)
+    # Only pods the model may evict change a count: the eviction candidates, not every match.
+    for key, (pod, node) in victims:
+        if eligible[node] and ids[node] >= 0 and state.matches(matcher, pod):
+            evictable.setdefault(int(ids[node]), []).append(wm.evict[key])
     domains = sorted({int(d) for d in ids[eligible] if d >= 0})
     counts: dict[int, cp_model.IntVar | int] = {}
     kept: dict[int, cp_model.IntVar | int] = {}  # the same with the victims still running
