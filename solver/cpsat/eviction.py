@@ -55,6 +55,7 @@ def create(wm: WindowModel) -> None:
         if not preemptors:
             continue
         top = max(cls.rep.priority for cls, _ in preemptors)
+        here = _Here(m, n)
         for victim in state.pods_on[n].values():
             if victim.priority >= top:
                 continue
@@ -74,14 +75,32 @@ def create(wm: WindowModel) -> None:
             if len(by_level) == 1:
                 (level, outranking), = by_level.items()
                 wm.evict_level[victim.key] = {level: evict}
-                m.add(evict <= cp_model.LinearExpr.sum(outranking))
+                m.add_implication(evict, here.some(level, outranking))
                 continue
             levels = {}
             for level, outranking in sorted(by_level.items()):
                 lam = levels[level] = m.new_bool_var(f"level[{victim.key},{level}]")
-                m.add(lam <= cp_model.LinearExpr.sum(outranking))
+                m.add_implication(lam, here.some(level, outranking))
             wm.evict_level[victim.key] = levels
             m.add(cp_model.LinearExpr.sum(list(levels.values())) == evict)
+
+
+class _Here:
+    """One node's "some pod of these classes is placed here" literals, shared by the node's
+    victims: each victim links to one literal per level rather than to every preemptor (the
+    eviction links grow with victims plus pairs, not victims times classes)."""
+
+    def __init__(self, model: cp_model.CpModel, node: int) -> None:
+        self.model, self.node = model, node
+        self.lits: dict[tuple[int, ...], cp_model.IntVar] = {}
+
+    def some(self, level: int, outranking: list) -> cp_model.IntVar:
+        key = tuple(sorted(v.Index() for v in outranking))
+        lit = self.lits.get(key)
+        if lit is None:
+            lit = self.lits[key] = self.model.new_bool_var(f"preemptor_here[{self.node},{level},{len(self.lits)}]")
+            self.model.add(lit <= cp_model.LinearExpr.sum(outranking))
+        return lit
 
 
 def encode_costs(wm: WindowModel, ctx) -> None:
