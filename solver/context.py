@@ -62,6 +62,10 @@ class SchedulingContext:
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
     # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
     claims: Nominations = NO_NOMINATIONS
+    # Pods of the same decision placed outside this model (a large-neighbourhood round's fixed
+    # remainder, ``cpsat/lns``), with their nodes: in the state as running pods, yet still the
+    # plan's placements, which the rules that judge a plan's pods as a group must count as such.
+    settled: tuple[tuple[PodInfo, int], ...] = ()
 
     @property
     def num_nodes(self) -> int:

@@ -338,12 +338,15 @@ def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: d
     for v in plan.victims:
         if v.node not in inside:
             state.remove(v.pod)
+    settled = []
     for key, node in plan.placements.items():
         if key not in freed:
-            state.add(ctx.window_pod(key), node)
+            pod = ctx.window_pod(key)
+            state.add(pod, node)
+            settled.append((pod, node))
     window = [p for p in ctx.window if p.key in freed]
     by_class: dict[int, list[PodInfo]] = defaultdict(list)
     for p in window:
         by_class[p.class_id].append(p)
     classes = [PodClass(c.id, by_class[c.id]) for c in ctx.classes if c.id in by_class]
-    return dataclasses.replace(ctx, state=state, window=window, classes=classes)
+    return dataclasses.replace(ctx, state=state, window=window, classes=classes, settled=tuple(settled))

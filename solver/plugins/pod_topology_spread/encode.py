@@ -36,6 +36,7 @@ def encode(wm: WindowModel) -> None:
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
     # The eviction candidates node by node (as the state lists its pods): what a count may lose.
     victims = sorted(wm.evict_pod.items(), key=lambda item: item[1][1])
+    settled = _settled_domains(wm)
     for cls in classes:
         rep = cls.rep
         hard = rep.hard_spread
@@ -49,11 +50,37 @@ def encode(wm: WindowModel) -> None:
             if key not in counters:
                 counters[key] = _domain_counts(wm, c, rep.namespace, eligible, classes, f"{cls.id}_{k}", victims)
             counts, low = counters[key]
+            # Where pods of the plan with this constraint sit outside the model, the domain holds
+            # the group already: its skew is bounded whatever the model places.
+            for d in sorted(settled.pop((c, rep.namespace, eligible.tobytes()), ())):
+                if d in counts:
+                    m.add(counts[d] - low <= c.max_skew)
             for d, own in wm.class_vars_by_domain(cls.id, c.topology_key).items():
                 if d not in counts:
                     continue  # not an eligible domain: pruned by the static filters already
                 present = wm.new_presence(f"spread[{cls.id},{k},{d}]", own, cls.size)
                 m.add(counts[d] - low <= c.max_skew).only_enforce_if(present)
+
+
+def _settled_domains(wm: WindowModel) -> dict[tuple, set[int]]:
+    """Per hard constraint (itself, namespace, eligible nodes), the domains where the plan's pods
+    placed outside this model (``ctx.settled``) carry it: the validator judges each domain a
+    group of the plan's pods lands in, those included (``check``)."""
+    state = wm.state
+    out: dict[tuple, set[int]] = {}
+    eligible_of: dict[tuple, np.ndarray] = {}
+    for pod, node in wm.ctx.settled:
+        hard = pod.hard_spread
+        for c in hard:
+            ids = state.domains(c.topology_key)[0]
+            if ids[node] < 0:
+                continue
+            ekey = (pod.class_id, c)
+            eligible = eligible_of.get(ekey)
+            if eligible is None:
+                eligible = eligible_of[ekey] = eligible_nodes(pod, hard, state, *inclusion_masks(wm.static, pod), policy=c)
+            out.setdefault((c, pod.namespace, eligible.tobytes()), set()).add(int(ids[node]))
+    return out
 
 
 def _domain_counts(wm: WindowModel, c, namespace, eligible, classes, tag, victims):
