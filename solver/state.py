@@ -114,6 +114,14 @@ class ClusterState:
         # group once instead of each pod: a dump of Deployments has a few hundred label sets for
         # tens of thousands of pods.
         self._groups: dict[tuple, tuple[PodInfo, Counter[int]]] = {}
+        # Group keys by each label pair their pods carry (``_index_group``): a new counter whose
+        # selector requires a label asks only the groups that have it. A group's labels never
+        # change, so the index only grows, and copies share it (keys gone from one state are
+        # skipped there).
+        self._group_index = _GroupIndex()
+        # ``_counters_matching``'s index of the counters by the label pair they require: how many
+        # of ``_counter_order`` it covers, their positions by pair, and those requiring none.
+        self._counter_index: tuple[int, dict[tuple[str, str], list[int]], list[int]] = (0, {}, [])
         # Required anti-affinity terms of pods in the state: term -> owners per node.
         self.anti_owners: dict[AffinityTerm, np.ndarray] = {}
         # ``anti_terms_matching``'s memo: terms as they came into ``anti_owners``, how many times
@@ -262,6 +270,7 @@ class ClusterState:
             counted = self._groups.get(gkey)
             if counted is None:
                 counted = self._groups[gkey] = (placed[members[0]][0], Counter())
+                self._group_index.add(gkey, counted[0])
             counted[1].update(node_of[members].tolist())
         self.touched.extend(np.unique(node_of).tolist())
 
@@ -318,6 +327,7 @@ class ClusterState:
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = (pod, Counter())
+            self._group_index.add(key, pod)
             if self._owned_groups is not None:
                 self._owned_groups.add(key)
         elif self._owned_groups is not None and key not in self._owned_groups:
@@ -360,11 +370,41 @@ class ClusterState:
         hit = self._matching.get(key)
         order = self._counter_order
         if hit is None:
-            hit = self._matching[key] = (len(order), [c for m, c in order if self._matches(m, pod)])
+            hit = self._matching[key] = (len(order), [order[i][1] for i in self._counters_for(pod)
+                                                      if self._matches(order[i][0], pod)])
         elif hit[0] != len(order):
             more = [c for m, c in order[hit[0]:] if self._matches(m, pod)]
             hit = self._matching[key] = (len(order), hit[1] + more if more else hit[1])
         return hit[1]
+
+    def _counters_for(self, pod: PodInfo) -> list[int]:
+        """Positions in ``_counter_order`` of the counters that may count ``pod``: those requiring
+        a label pair the pod has, and those requiring none, in registration order."""
+        done, by_pair, open_ = self._counter_index
+        order = self._counter_order
+        if done != len(order):
+            if done > len(order):  # (never: counters are only added) start over
+                done, by_pair, open_ = 0, {}, []
+            for i in range(done, len(order)):
+                pair = _required_pair(order[i][0])
+                if pair is None:
+                    open_.append(i)
+                else:
+                    by_pair.setdefault(pair, []).append(i)
+            self._counter_index = (len(order), by_pair, open_)
+        positions = list(open_)
+        for pair in pod.labels.items():
+            positions += by_pair.get(pair, ())
+        positions.sort()
+        return positions
+
+    def _groups_for(self, matcher: Matcher) -> Iterable[tuple[tuple, tuple[PodInfo, Counter[int]]]]:
+        """The groups that may hold pods ``matcher`` counts: with a label it requires, or all."""
+        pair = _required_pair(matcher)
+        if pair is None:
+            return self._groups.items()
+        groups = self._groups
+        return [(key, groups[key]) for key in self._group_index.with_pair(pair) if key in groups]
 
     def _matches(self, matcher: Matcher, pod: PodInfo) -> bool:
         verdicts = self._match_cache_of(matcher)
@@ -422,7 +462,7 @@ class ClusterState:
         if counts is None:
             counts = np.zeros(len(self.nodes), dtype=np.int64)
             verdicts = self._match_cache_of(matcher)
-            for key, (pod, per_node) in self._groups.items():
+            for key, (pod, per_node) in self._groups_for(matcher):
                 hit = verdicts.get(key)
                 if hit is None:
                     hit = verdicts[key] = matcher.matches(pod)
@@ -438,7 +478,7 @@ class ClusterState:
         the nodes of the (labels, terminating) groups it matches are read, not every pod."""
         verdicts = self._match_cache_of(matcher)
         nodes: set[int] = set()
-        for key, (pod, per_node) in self._groups.items():
+        for key, (pod, per_node) in self._groups_for(matcher):
             hit = verdicts.get(key)
             if hit is None:
                 hit = verdicts[key] = matcher.matches(pod)
@@ -502,6 +542,7 @@ class ClusterState:
             for n, c in per_node.items():
                 counts[int(to[n])] += c
             out._groups[key] = (pod, counts)
+        out._group_index = self._group_index  # the same keys
         for term, owners in self.anti_owners.items():
             out.anti_owners[term] = np.bincount(to, weights=owners, minlength=len(nodes)).astype(np.int64)
         out.affinity_pods = dict(self.affinity_pods)
@@ -544,6 +585,8 @@ class ClusterState:
         other._matching = {}  # holds this state's arrays
         other._match_cache = self._match_cache
         other._groups = self._groups.copy()
+        other._group_index = self._group_index
+        other._counter_index = (0, {}, [])
         self._owned_groups, other._owned_groups = set(), set()
         other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
         other._anti_added = list(other.anti_owners)
@@ -562,3 +605,31 @@ class ClusterState:
         other.claim_users = self.claim_users.copy()  # each value is replaced, never changed in place
         other.pv_taken = self.pv_taken.copy()
         return other
+
+
+def _required_pair(matcher: Matcher) -> Optional[tuple[str, str]]:
+    """A label pair every pod ``matcher`` counts carries (its selector's first equality), or None
+    when it requires none (inter-pod affinity's ``AllTerms``, selectors of expressions only)."""
+    if isinstance(matcher, PodMatcher) and not matcher.selector.nothing and matcher.selector.equals:
+        return matcher.selector.equals[0]
+    return None
+
+
+class _GroupIndex:
+    """Group keys by label pair (``ClusterState._group_index``); grows only."""
+
+    __slots__ = ("by_pair", "seen")
+
+    def __init__(self) -> None:
+        self.by_pair: dict[tuple[str, str], list[tuple]] = {}
+        self.seen: set[tuple] = set()
+
+    def add(self, key: tuple, pod: PodInfo) -> None:
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        for pair in pod.labels.items():
+            self.by_pair.setdefault(pair, []).append(key)
+
+    def with_pair(self, pair: tuple[str, str]) -> list[tuple]:
+        return self.by_pair.get(pair, [])
