@@ -45,6 +45,7 @@ from ..greedy import GreedyResult
 from ..info import PodInfo
 from ..plugin_api import Victim
 from ..scoring import ScoreContext
+from ..state import ClusterState
 from .build import BuildInput, build_component, candidates
 from .choose import choose, plan_value, tier_weights
 from .decode import extract
@@ -95,6 +96,8 @@ def eligible(ctx: SchedulingContext) -> Optional[str]:
 class _Plan:
     placements: dict[str, int]
     victims: list[Victim]
+    # The cluster with the whole plan applied, made by the first round on this plan.
+    applied: Optional[ClusterState] = None
 
 
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
@@ -333,20 +336,27 @@ def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: 
 
 def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:
     """The context one round's model reads: the incumbent outside the neighbourhood made part of
-    the cluster (its placements added, its victims there taken out), the freed pods its window."""
-    state = ctx.state.copy()
+    the cluster (its placements added, its victims there taken out), the freed pods its window.
+    The whole incumbent is applied to the cluster once (``_Plan.applied``); a round takes a copy
+    and gives back only its neighbourhood: the freed pods out, the victims there back in."""
+    if plan.applied is None:
+        applied = ctx.state.copy()
+        for v in plan.victims:
+            applied.remove(v.pod)
+        for key, node in plan.placements.items():
+            applied.add(ctx.window_pod(key), node)
+        plan.applied = applied
+    state = plan.applied.copy()
+    for key, pod in freed.items():
+        if key in plan.placements:
+            state.remove(pod)
     for v in plan.victims:
-        if v.node not in inside:
-            state.remove(v.pod)
-    settled = []
-    for key, node in plan.placements.items():
-        if key not in freed:
-            pod = ctx.window_pod(key)
-            state.add(pod, node)
-            settled.append((pod, node))
+        if v.node in inside:
+            state.add(v.pod, v.node)
+    settled = tuple((ctx.window_pod(key), node) for key, node in plan.placements.items() if key not in freed)
     window = [p for p in ctx.window if p.key in freed]
     by_class: dict[int, list[PodInfo]] = defaultdict(list)
     for p in window:
         by_class[p.class_id].append(p)
     classes = [PodClass(c.id, by_class[c.id]) for c in ctx.classes if c.id in by_class]
-    return dataclasses.replace(ctx, state=state, window=window, classes=classes, settled=tuple(settled))
+    return dataclasses.replace(ctx, state=state, window=window, classes=classes, settled=settled)
