@@ -196,11 +196,25 @@ class _Search:
                                  (self.best.placements, self.best.victims), self.weights, scored=False)
             if better and why != "equal plans: the solver's is kept":
                 stats.improved += 1
-                stats.history.append(f"round {stats.rounds} ({kind}, {len(nodes)} nodes): {why}")
+                stats.history.append(f"round {stats.rounds} ({kind}, {len(nodes)} nodes, {pairs} pairs): {why}: "
+                                     f"{_gain(self.ctx, found, self.best)}")
                 self.best = found
         for n in nodes:  # just decided as well as a round can: other nodes' turn
             self.tabu[n] = stats.rounds + TABU_ROUNDS
         return True
+
+
+def _gain(ctx: SchedulingContext, new: _Plan, old: _Plan) -> str:
+    """What a round changed, pods placed by priority then victims: "+3 placed (1000: +3), +1 victim"."""
+    placed: dict[int, int] = defaultdict(int)
+    for key in new.placements.keys() - old.placements.keys():
+        placed[ctx.window_pod(key).priority] += 1
+    for key in old.placements.keys() - new.placements.keys():
+        placed[ctx.window_pod(key).priority] -= 1
+    tiers = ", ".join(f"{p}: {n:+d}" for p, n in sorted(placed.items(), reverse=True) if n)
+    moved = len(new.placements) - len(old.placements)
+    victims = len(new.victims) - len(old.victims)
+    return f"{moved:+d} placed" + (f" ({tiers})" if tiers else "") + f", {victims:+d} victim(s)"
 
 
 def _violations(ctx: SchedulingContext, victims: list[Victim]) -> int:
