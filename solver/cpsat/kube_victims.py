@@ -80,7 +80,8 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             for v in kept[:8]:
                 log.debug("  kept: %s", found.why_kept(v.pod, v.node, v.preemptor))
         fixed = repair(wm, trial)
-        if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
+        if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)) \
+                and _holds(wm, fixed, deadline):
             repaired = fixed
         if time.monotonic() >= deadline:
             if repaired is None:
@@ -125,6 +126,29 @@ class PlanValues:
 
     def value(self, var) -> int:
         return self.values.get(var.index, 0)
+
+
+def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> bool:
+    """Whether the repaired plan is a solution of the model: the repair takes out pods that
+    cannot fit at their turn, which the rules that judge a group of the plan's pods (topology
+    spread's skew, a gang's minimum) may not allow. Checked by completing the plan's placements
+    and evictions to every variable; a plan not proven to hold is not used (the hints are left
+    as the completion made them, or as they were)."""
+    from .hint import complete
+
+    wm.model.clear_hints()
+    for var in {v.index: v for v in [*wm.x.values(), *wm.evict.values(),
+                                      *(lam for lv in wm.evict_level.values() for lam in lv.values())]}.values():
+        wm.model.add_hint(var, plan.value(var))
+    budget = min(HOLDS_SECONDS, max(0.05, (deadline - time.monotonic()) / 4))
+    done = complete(wm, budget)
+    if not done:
+        log.debug("repair: the repaired plan %s", "breaks a rule of the model" if done is None else "was not checked in time")
+    return bool(done)
+
+
+# The longest the check that a repaired plan is a solution of the model may take.
+HOLDS_SECONDS = 1.0
 
 
 def repair(wm: WindowModel, trial: Solution) -> Optional[PlanValues]:
