@@ -5,7 +5,7 @@ one List, exactly as a dump would be.
 `schedule`, `validate` and `repack` take `--kubeconfig PATH` / `--context NAME` / `--in-cluster`
 in place of a SNAPSHOT. Only `list` calls are made (in pages of 500); a kind whose API the server
 does not serve (a CRD not installed, an alpha API off) is left out, as it would be from a dump.
-The ClusterRole a reader needs is `READ_RULES` (README: "Read straight from a cluster").
+The ClusterRole a reader needs is `READ_RULES` (docs/configuration.md: "Reading a live cluster").
 """
 
 from __future__ import annotations
@@ -165,8 +165,8 @@ def _list(api: Any, kind: ListedKind, label: str) -> list[dict[str, Any]]:
                 return []
             if exc.status in (401, 403):
                 raise InputError(label, kind.plural, f"{exc.status} {exc.reason}: listing {kind.plural}"
-                                 f" ({kind.group or 'core'} API group) needs the `list` verb; see README "
-                                 "'Read straight from a cluster' for the ClusterRole") from None
+                                 f" ({kind.group or 'core'} API group) needs the `list` verb; see docs/configuration.md, "
+                                 "'Reading a live cluster', for the ClusterRole") from None
             raise InputError(label, kind.plural, f"listing {kind.plural} failed: {exc.status} {exc.reason}") from None
         except (HTTPError, OSError) as exc:
             raise InputError(label, "", f"cannot reach the API server: {type(exc).__name__}: {exc}") from None

@@ -1,7 +1,7 @@
 """`schedule`, `validate` and `repack` reading a cluster (`--kubeconfig`) instead of a SNAPSHOT,
 against the in-memory API server (no Go needed; tests/e2e/test_read_cluster.py does the same
 against a real 1.36 server): the same plan as from the file, list calls only, paging, and the
-README's ClusterRole is exactly what is listed."""
+the ClusterRole in docs/configuration.md is exactly what is listed."""
 
 from __future__ import annotations
 
@@ -94,9 +94,9 @@ def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytes
 
 
 def test_the_readme_clusterrole_is_what_is_listed() -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "configuration.md").read_text()
     block = re.search(r"```yaml\n(kind: ClusterRole\nmetadata: \{name: cpsat-cluster-reader\}.*?)```", readme, re.DOTALL)
-    assert block, "README: the cpsat-cluster-reader ClusterRole"
+    assert block, "docs/configuration.md: the cpsat-cluster-reader ClusterRole"
     assert yaml.safe_load(block.group(1))["rules"] == READ_RULES
 
 
