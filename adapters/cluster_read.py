@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from models import InputError
 
-__all__ = ["AS_KUBECTL_PLUGIN", "KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
+__all__ = ["KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
 
 
 @dataclass(frozen=True)
@@ -82,17 +82,14 @@ def add_cluster_options(parser: argparse.ArgumentParser, *, kubeconfig: bool = T
                         help="read the cluster of the pod's service account instead of a SNAPSHOT")
 
 
-# Set when run as the kubectl plugin `kubectl cpsat` (the executable kubectl-cpsat): then a command
-# given no SNAPSHOT reads the current kubeconfig's cluster, as every kubectl command does.
-AS_KUBECTL_PLUGIN = False
-
-
 def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) -> bool:
     """Read the cluster: --kubeconfig, --context or --in-cluster was given, or, as the kubectl
-    plugin, no snapshot was."""
+    plugin `kubectl cpsat` (``args.as_kubectl_plugin``, set by ``cli.main(...,
+    as_kubectl_plugin=True)``), no snapshot was: then a command reads the current kubeconfig's
+    cluster, as every kubectl command does."""
     explicit = bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
                     or getattr(args, "in_cluster", False))
-    return explicit or (AS_KUBECTL_PLUGIN and not snapshot_given)
+    return explicit or (bool(getattr(args, "as_kubectl_plugin", False)) and not snapshot_given)
 
 
 @dataclass(frozen=True)
