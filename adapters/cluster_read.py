@@ -39,7 +39,7 @@ class ListedKind:
         return f"{base}/{self.plural}"
 
 
-# What the snapshot parser reads (adapters/snapshot_io.py), in each API version a cluster serves it.
+# What the snapshot parser reads (its kind table: adapters/reading/kinds.py), in each API version a cluster serves it.
 KINDS: tuple[ListedKind, ...] = (
     ListedKind("v1", "Namespace", "namespaces", False),
     ListedKind("v1", "Node", "nodes", False),

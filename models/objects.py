@@ -627,7 +627,7 @@ class PodSpec(K8sModel):
 # Volume sources that no rule reads: configuration and credentials handed to the containers.
 # Every pod of a real cluster mounts its service account's token as a ``projected`` volume named
 # ``kube-api-access-<random>``; kept, that name would make each pod's spec unlike its replicas',
-# and every parse and memo keyed on the spec (``adapters/snapshot_io.shared_view``, the
+# and every parse and memo keyed on the spec (``adapters/reading/validation.shared_view``, the
 # solver's ``SpecMemo``) would miss on every pod.
 UNREAD_VOLUME_SOURCES = frozenset({"projected", "configMap", "secret", "downwardAPI"})
 
