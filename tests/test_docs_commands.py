@@ -35,7 +35,8 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 MARKER = re.compile(r"^<!--\s*(not-run|exit):\s*(.*?)\s*-->\s*$")
 # A line that runs a command of this project (after an optional shell prompt or env assignments).
 PROJECT_COMMAND = re.compile(
-    r"^(\$\s+)?([A-Z_]+=\S+\s+)*(\S*/)?(cpsat-scheduler\s|kubectl[- ]cpsat\b|python3?\s+-m\s+(adapters|solver|models|tests)\b)")
+    r"^(\$\s+)?([A-Z_]+=\S+\s+)*(\S*/)?"
+    r"(cpsat-scheduler\s|kubectl[- ]cpsat\b|python3?\s+-m\s+(adapters|solver|models|tests)\b)")
 BLOCK_TIMEOUT_S = 120
 
 
@@ -180,3 +181,23 @@ def test_every_link_between_the_pages_resolves() -> None:
                 if anchor not in {_slug(h) for h in headings}:
                     broken.append(f"{path.relative_to(REPO)}: {target} (no such heading)")
     assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
+
+
+def test_the_tours_gang_claim_holds() -> None:
+    """The README's tour says: of the four PodGroups of topology-rack.yaml, the joint model
+    places three (prep, train-a, train-b), greedy two."""
+    import json
+
+    bin_dir = Path(sys.executable).parent
+
+    def gangs(*flags: str) -> list[str]:
+        command = [str(bin_dir / "cpsat-scheduler"), "schedule", "examples/snapshots/gangs/topology-rack.yaml",
+                   "-o", "json", *flags]
+        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr
+        return sorted({a["pod"].rsplit("-", 1)[0] for a in json.loads(done.stdout)["assignments"]})
+
+    readme = (REPO / "README.md").read_text()
+    assert "of four PodGroups, the joint model places three" in readme
+    assert gangs("--time-limit", "5") == ["ml/prep", "ml/train-a", "ml/train-b"]
+    assert gangs("--engine", "greedy") == ["ml/prep", "ml/train-a"]
