@@ -66,14 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Optional[Sequence[str]] = None, *, as_kubectl_plugin: bool = False) -> int:
     """Run the command line; returns the exit status (the console script exits with it).
+
+    ``as_kubectl_plugin``: run as `kubectl cpsat` (``kubectl_plugin``), where a command given no
+    SNAPSHOT reads the current kubeconfig's cluster; it travels with the parsed arguments
+    (``args.as_kubectl_plugin``, read by ``cluster_read.cluster_requested``), not in a module flag.
 
     Run as the process's command (``argv`` None: the console script, ``python -m adapters``),
     a command that held a large input (``gc_control.keep_for_good``) ends the process as soon as
     its output is flushed: tearing down a snapshot of 50,000 pods and its model object by object
     takes seconds, after the answer (or after Ctrl-C) and for nothing."""
-    status = _main(argv)
+    status = _main(argv, as_kubectl_plugin)
     # Not under a profiler, debugger or coverage tracer: they write their results at exit.
     if argv is None and gc_control.kept() and sys.getprofile() is None and sys.gettrace() is None:
         _exit_now(status)
@@ -91,7 +95,7 @@ def _exit_now(status: int) -> None:
     os._exit(status)
 
 
-def _main(argv: Optional[Sequence[str]]) -> int:
+def _main(argv: Optional[Sequence[str]], as_kubectl_plugin: bool = False) -> int:
     debug = os.environ.get("CPSAT_DEBUG", "") not in ("", "0")
     try:
         parser = build_parser()
@@ -99,6 +103,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # usage errors (2), --help and --version (0)
             return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
+        args.as_kubectl_plugin = as_kubectl_plugin
         debug = debug or getattr(args, "debug", False)
         logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format=f"{PROG}: %(message)s")
         if getattr(args, "decides", False):
@@ -170,10 +175,7 @@ def kubectl_plugin(argv: Optional[Sequence[str]] = None) -> int:
     """The kubectl plugin (`kubectl cpsat schedule|repack|validate ...`, installed as the
     executable kubectl-cpsat): the same command line, reading the current kubeconfig's cluster
     ($KUBECONFIG, ~/.kube/config; --context to choose) when no SNAPSHOT is given."""
-    from adapters import cluster_read
-
-    cluster_read.AS_KUBECTL_PLUGIN = True
-    return main(argv)
+    return main(argv, as_kubectl_plugin=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,7 @@ one List, exactly as a dump would be.
 `schedule`, `validate` and `repack` take `--kubeconfig PATH` / `--context NAME` / `--in-cluster`
 in place of a SNAPSHOT. Only `list` calls are made (in pages of 500); a kind whose API the server
 does not serve (a CRD not installed, an alpha API off) is left out, as it would be from a dump.
-The ClusterRole a reader needs is `READ_RULES` (README: "Read straight from a cluster").
+The ClusterRole a reader needs is `READ_RULES` (docs/configuration.md: "Reading a live cluster").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from models import InputError
 
-__all__ = ["AS_KUBECTL_PLUGIN", "KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
+__all__ = ["KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class ListedKind:
         return f"{base}/{self.plural}"
 
 
-# What the snapshot parser reads (adapters/snapshot_io.py), in each API version a cluster serves it.
+# What the snapshot parser reads (its kind table: adapters/reading/kinds.py), in each API version a cluster serves it.
 KINDS: tuple[ListedKind, ...] = (
     ListedKind("v1", "Namespace", "namespaces", False),
     ListedKind("v1", "Node", "nodes", False),
@@ -82,17 +82,14 @@ def add_cluster_options(parser: argparse.ArgumentParser, *, kubeconfig: bool = T
                         help="read the cluster of the pod's service account instead of a SNAPSHOT")
 
 
-# Set when run as the kubectl plugin `kubectl cpsat` (the executable kubectl-cpsat): then a command
-# given no SNAPSHOT reads the current kubeconfig's cluster, as every kubectl command does.
-AS_KUBECTL_PLUGIN = False
-
-
 def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) -> bool:
     """Read the cluster: --kubeconfig, --context or --in-cluster was given, or, as the kubectl
-    plugin, no snapshot was."""
+    plugin `kubectl cpsat` (``args.as_kubectl_plugin``, set by ``cli.main(...,
+    as_kubectl_plugin=True)``), no snapshot was: then a command reads the current kubeconfig's
+    cluster, as every kubectl command does."""
     explicit = bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
                     or getattr(args, "in_cluster", False))
-    return explicit or (AS_KUBECTL_PLUGIN and not snapshot_given)
+    return explicit or (bool(getattr(args, "as_kubectl_plugin", False)) and not snapshot_given)
 
 
 @dataclass(frozen=True)
@@ -165,8 +162,8 @@ def _list(api: Any, kind: ListedKind, label: str) -> list[dict[str, Any]]:
                 return []
             if exc.status in (401, 403):
                 raise InputError(label, kind.plural, f"{exc.status} {exc.reason}: listing {kind.plural}"
-                                 f" ({kind.group or 'core'} API group) needs the `list` verb; see README "
-                                 "'Read straight from a cluster' for the ClusterRole") from None
+                                 f" ({kind.group or 'core'} API group) needs the `list` verb; see docs/configuration.md, "
+                                 "'Reading a live cluster', for the ClusterRole") from None
             raise InputError(label, kind.plural, f"listing {kind.plural} failed: {exc.status} {exc.reason}") from None
         except (HTTPError, OSError) as exc:
             raise InputError(label, "", f"cannot reach the API server: {type(exc).__name__}: {exc}") from None

@@ -12,6 +12,7 @@ Every model is frozen: the solver gets immutable data.
 from __future__ import annotations
 
 import sys
+import threading
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Protocol, TypeVar
 
@@ -40,8 +41,49 @@ class K8sModel(BaseModel):
     )
 
 
-# Field-name sets shared by models that set the same fields (see ``compact``).
-_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+class _FieldSetPool:
+    """Field-name sets shared by models that set the same fields (``compact``), and the set each
+    model type was last given (a run of pods sets the same fields, and comparing with it is
+    cheaper than making the frozenset key: five per pod).
+
+    Shared by every reader in the process (the file parsers, the live watch's threads), so it is
+    bounded and its writes are locked. Reads take no lock: a ``dict.get`` sees either the old or
+    the new entry, and both are right, since the pool only saves memory — two equal sets that are
+    not one object read alike (pydantic copies the set before changing it, in ``model_copy``).
+    Past ``MAX_SETS`` distinct sets (no real input comes near: a few hundred model shapes) the
+    pool starts again; sets handed out stay valid."""
+
+    MAX_SETS = 65_536
+    MAX_TYPES = 1_024
+
+    def __init__(self) -> None:
+        self._sets: dict[frozenset[str], set[str]] = {}
+        self._last: dict[type, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def shared(self, names: frozenset[str]) -> set[str]:
+        same = self._sets.get(names)
+        if same is not None:
+            return same
+        with self._lock:
+            if len(self._sets) >= self.MAX_SETS:
+                self._sets.clear()
+            return self._sets.setdefault(names, set(names))
+
+    def last(self, kind: type) -> Optional[set[str]]:
+        return self._last.get(kind)
+
+    def remember(self, kind: type, same: set[str]) -> None:
+        with self._lock:
+            if len(self._last) >= self.MAX_TYPES and kind not in self._last:
+                self._last.clear()
+            self._last[kind] = same
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+
+_FIELD_SETS = _FieldSetPool()
 
 
 def compact(model: BaseModel, shared: Optional[dict] = None) -> BaseModel:
@@ -58,11 +100,7 @@ def compact(model: BaseModel, shared: Optional[dict] = None) -> BaseModel:
         obj = pending.pop()
         if isinstance(obj, BaseModel):
             names = obj.__pydantic_fields_set__
-            key = frozenset(names)
-            same = _FIELDS_SETS.get(key)
-            if same is None:
-                same = _FIELDS_SETS[key] = set(key)
-            object.__setattr__(obj, "__pydantic_fields_set__", same)
+            object.__setattr__(obj, "__pydantic_fields_set__", _FIELD_SETS.shared(frozenset(names)))
             fields = obj.__dict__
             for name, value in fields.items():
                 if isinstance(value, dict):
@@ -81,23 +119,15 @@ def compact(model: BaseModel, shared: Optional[dict] = None) -> BaseModel:
     return model
 
 
-# The shared field-name set each model type was last given: a run of pods sets the same fields,
-# and comparing with it is cheaper than making the frozenset key (five per pod).
-_LAST_FIELDS_SET: dict[type, set[str]] = {}
-
-
 def _share_fields_set(obj: BaseModel) -> None:
     names = obj.__pydantic_fields_set__
-    last = _LAST_FIELDS_SET.get(type(obj))
+    last = _FIELD_SETS.last(type(obj))
     if last is not None and (last is names or last == names):
         object.__setattr__(obj, "__pydantic_fields_set__", last)
         return
-    key = frozenset(names)
-    same = _FIELDS_SETS.get(key)
-    if same is None:
-        same = _FIELDS_SETS[key] = set(key)
+    same = _FIELD_SETS.shared(frozenset(names))
     object.__setattr__(obj, "__pydantic_fields_set__", same)
-    _LAST_FIELDS_SET[type(obj)] = same
+    _FIELD_SETS.remember(type(obj), same)
 
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -113,10 +143,7 @@ def copy_with(model: _M, update: dict[str, Any]) -> _M:
     object.__setattr__(copied, "__dict__", fields)
     object.__setattr__(copied, "__pydantic_extra__", None)
     names = frozenset(model.__pydantic_fields_set__).union(update)
-    same = _FIELDS_SETS.get(names)
-    if same is None:
-        same = _FIELDS_SETS[names] = set(names)
-    object.__setattr__(copied, "__pydantic_fields_set__", same)
+    object.__setattr__(copied, "__pydantic_fields_set__", _FIELD_SETS.shared(names))
     object.__setattr__(copied, "__pydantic_private__", None)
     return copied
 
@@ -600,7 +627,7 @@ class PodSpec(K8sModel):
 # Volume sources that no rule reads: configuration and credentials handed to the containers.
 # Every pod of a real cluster mounts its service account's token as a ``projected`` volume named
 # ``kube-api-access-<random>``; kept, that name would make each pod's spec unlike its replicas',
-# and every parse and memo keyed on the spec (``adapters/snapshot_io.shared_view``, the
+# and every parse and memo keyed on the spec (``adapters/reading/validation.shared_view``, the
 # solver's ``SpecMemo``) would miss on every pod.
 UNREAD_VOLUME_SOURCES = frozenset({"projected", "configMap", "secret", "downwardAPI"})
 

@@ -203,82 +203,39 @@ class ClusterSnapshot(BaseModel):
         if positions is None and (pod_keys is None or len(pod_keys) != len(pods)):
             pod_keys = [p.key for p in pods]
         if not keyed:
-            _no_duplicates("nodes", [n.metadata.name for n in nodes])
-            _no_duplicates("pods", pod_keys if pod_keys is not None else [p.key for p in pods])
-            _no_duplicates("poddisruptionbudgets", [p.key for p in pdbs])
-            _no_duplicates("priorityclasses", [c.metadata.name for c in priority_classes])
-            _no_duplicates("podgroups", [g.key for g in pod_groups])
-            _no_duplicates("namespaces", [n.metadata.name for n in namespaces])
-            _no_duplicates("persistentvolumes", [v.name for v in pvs])
-            _no_duplicates("persistentvolumeclaims", [c.key for c in pvcs])
-            _no_duplicates("deviceclasses", [c.name for c in device_classes])
-            _no_duplicates("resourceslices", [s.name for s in resource_slices])
-            _no_duplicates("resourceclaims", [c.key for c in resource_claims])
-            _no_duplicates("resourceclaimtemplates", [t.key for t in resource_claim_templates])
-            _no_duplicates("storageclasses", [c.name for c in storage_classes])
-            _no_duplicates("csinodes", [c.name for c in csi_nodes])
+            _check_unique({
+                "nodes": [n.metadata.name for n in nodes],
+                "pods": pod_keys if pod_keys is not None else [p.key for p in pods],
+                "poddisruptionbudgets": [p.key for p in pdbs],
+                "priorityclasses": [c.metadata.name for c in priority_classes],
+                "podgroups": [g.key for g in pod_groups],
+                "namespaces": [n.metadata.name for n in namespaces],
+                "persistentvolumes": [v.name for v in pvs],
+                "persistentvolumeclaims": [c.key for c in pvcs],
+                "deviceclasses": [c.name for c in device_classes],
+                "resourceslices": [s.name for s in resource_slices],
+                "resourceclaims": [c.key for c in resource_claims],
+                "resourceclaimtemplates": [t.key for t in resource_claim_templates],
+                "storageclasses": [c.name for c in storage_classes],
+                "csinodes": [c.name for c in csi_nodes],
+            })
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
             pods = tuple(resolve_pod(pod, classes) for pod in pods)
         if device_classes:
-            # extended resources a DeviceClass backs and no node advertises: asked for by claim.
-            # The scheduler makes that claim itself (also live: `adapters/live/dra_writes.py`).
-            # The pods keep their keys and order, so the positions stand.
-            backed: list[Pod] = []
-            made: list[ResourceClaimTemplate] = []
-            if asking_beyond is None or any(c.spec.extended_resource_name in _NATIVE for c in device_classes):
-                backed, made = back_extended_resources(list(pods), list(device_classes), list(nodes),
-                                                       list(resource_claims))
-                pods = tuple(backed)
-            else:  # the pods that ask for nothing but cpu and memory would come back as they are
-                position: Mapping[str, int] = (positions if positions is not None
-                                               else dict(zip(pod_keys or (), range(len(pods)))))
-                found = sorted({i for key in asking_beyond if (i := position.get(key)) is not None})
-                if found:
-                    backed, made = back_extended_resources([pods[i] for i in found], list(device_classes),
-                                                           list(nodes), list(resource_claims))
-                if any(a is not pods[i] for i, a in zip(found, backed)):
-                    rewritten = list(pods)
-                    for i, pod in zip(found, backed):
-                        rewritten[i] = pod
-                    pods = tuple(rewritten)
-            resource_claim_templates = resource_claim_templates + tuple(made)
+            pods, made = _back_extended(pods, device_classes, nodes, resource_claims, asking_beyond,
+                                        positions, pod_keys)
+            resource_claim_templates = resource_claim_templates + made
         # Every field is already of its type: no validation pass over tens of thousands of pods.
         snapshot = cls.model_construct(
-            nodes=nodes,
-            pods=pods,
-            pdbs=pdbs,
-            priority_classes=priority_classes,
-            pod_groups=pod_groups,
-            namespaces=namespaces,
-            pvs=pvs,
-            pvcs=pvcs,
-            device_classes=device_classes,
-            resource_slices=resource_slices,
-            resource_claims=resource_claims,
-            resource_claim_templates=resource_claim_templates,
-            storage_classes=storage_classes,
-            csi_nodes=csi_nodes,
-            claims_from_templates=claims_from_templates,
+            nodes=nodes, pods=pods, pdbs=pdbs, priority_classes=priority_classes, pod_groups=pod_groups,
+            namespaces=namespaces, pvs=pvs, pvcs=pvcs, device_classes=device_classes,
+            resource_slices=resource_slices, resource_claims=resource_claims,
+            resource_claim_templates=resource_claim_templates, storage_classes=storage_classes,
+            csi_nodes=csi_nodes, claims_from_templates=claims_from_templates,
         )
-        # Filled in as the cached properties would be (stored on first use).
-        if positions is not None:
-            snapshot.__dict__["positions"] = positions
-        else:
-            snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pods))))  # type: ignore[arg-type]
-        if node_by_name is not None and len(node_by_name) == len(nodes):
-            snapshot.__dict__["node_by_name"] = node_by_name
-        elif node_names is not None and len(node_names) == len(nodes):
-            snapshot.__dict__["node_by_name"] = dict(zip(node_names, nodes))
-        if pod_namespaces is not None:
-            snapshot.__dict__["namespace_labels"] = _namespace_labels(set(pod_namespaces), namespaces)
-        if delta is not None:
-            snapshot._delta = (delta, weakref.ref(snapshot))
-        if nominated is not None:
-            position = snapshot.positions
-            found = sorted(i for key in nominated if (i := position.get(key)) is not None)
-            snapshot.__dict__["nominated_pending"] = tuple(
-                p for p in (pods[i] for i in found) if _nominated_pending(p))
+        _prefill(snapshot, positions=positions, pod_keys=pod_keys, node_by_name=node_by_name, node_names=node_names,
+                 pod_namespaces=pod_namespaces, delta=delta, nominated=nominated)
         return snapshot
 
     @property
@@ -465,3 +422,61 @@ def _no_duplicates(resource: str, names: list[str]) -> None:
         if name in seen:
             raise InputError(f"{resource}/{name}", "metadata.name", "duplicate object in snapshot")
         seen.add(name)
+
+
+def _check_unique(names: dict[str, list[str]]) -> None:
+    """Each kind's names (or keys) are unique: ``_no_duplicates`` per kind, in this order."""
+    for kind, listed in names.items():
+        _no_duplicates(kind, listed)
+
+
+def _back_extended(pods: tuple[Pod, ...], device_classes: tuple[DeviceClass, ...], nodes: tuple[Node, ...],
+                   resource_claims: tuple[ResourceClaim, ...], asking_beyond: Optional[Iterable[str]],
+                   positions: Optional[PodPositions], pod_keys: Optional[list[str]],
+                   ) -> tuple[tuple[Pod, ...], tuple[ResourceClaimTemplate, ...]]:
+    """Extended resources a DeviceClass backs and no node advertises: asked for by claim. The
+    scheduler makes that claim itself (also live: `adapters/live/dra_writes.py`). The pods keep
+    their keys and order, so the positions stand; returns them and the templates made."""
+    backed: list[Pod] = []
+    made: list[ResourceClaimTemplate] = []
+    if asking_beyond is None or any(c.spec.extended_resource_name in _NATIVE for c in device_classes):
+        backed, made = back_extended_resources(list(pods), list(device_classes), list(nodes), list(resource_claims))
+        return tuple(backed), tuple(made)
+    # the pods that ask for nothing but cpu and memory would come back as they are
+    position: Mapping[str, int] = positions if positions is not None else dict(zip(pod_keys or (), range(len(pods))))
+    found = sorted({i for key in asking_beyond if (i := position.get(key)) is not None})
+    if found:
+        backed, made = back_extended_resources([pods[i] for i in found], list(device_classes), list(nodes),
+                                               list(resource_claims))
+    if any(a is not pods[i] for i, a in zip(found, backed)):
+        rewritten = list(pods)
+        for i, pod in zip(found, backed):
+            rewritten[i] = pod
+        pods = tuple(rewritten)
+    return pods, tuple(made)
+
+
+def _prefill(snapshot: ClusterSnapshot, *, positions: Optional[PodPositions], pod_keys: Optional[list[str]],
+             node_by_name: Optional[dict[str, Node]], node_names: Optional[list[str]],
+             pod_namespaces: Optional[Iterable[str]], delta: Optional[SnapshotDelta],
+             nominated: Optional[Iterable[str]]) -> None:
+    """What ``build``'s caller already knows, filled in as the cached properties would be
+    (stored on first use)."""
+    pods, nodes = snapshot.pods, snapshot.nodes
+    if positions is not None:
+        snapshot.__dict__["positions"] = positions
+    else:
+        snapshot.__dict__["pod_position"] = dict(zip(pod_keys, range(len(pods))))  # type: ignore[arg-type]
+    if node_by_name is not None and len(node_by_name) == len(nodes):
+        snapshot.__dict__["node_by_name"] = node_by_name
+    elif node_names is not None and len(node_names) == len(nodes):
+        snapshot.__dict__["node_by_name"] = dict(zip(node_names, nodes))
+    if pod_namespaces is not None:
+        snapshot.__dict__["namespace_labels"] = _namespace_labels(set(pod_namespaces), snapshot.namespaces)
+    if delta is not None:
+        snapshot._delta = (delta, weakref.ref(snapshot))
+    if nominated is not None:
+        position = snapshot.positions
+        found = sorted(i for key in nominated if (i := position.get(key)) is not None)
+        snapshot.__dict__["nominated_pending"] = tuple(
+            p for p in (pods[i] for i in found) if _nominated_pending(p))

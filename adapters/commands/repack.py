@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         # No cyclic collection while planning: the plan makes hundreds of thousands of small
         # objects that live until it is done (the problem, the round walk's states, the replay's
         # cluster), and each collection walked them all again: a quarter of the planning CPU on
-        # the 1,000-node dump, with the same peak memory (README "Large clusters: rounds").
+        # the 1,000-node dump, with the same peak memory (docs/repack.md, "Large clusters: rounds").
         with progress_lines(args), paused_gc():
             stage("planning the moves")
             result = plan_repack(loaded.snapshot, config, options, memory=SolverMemory())  # this run's

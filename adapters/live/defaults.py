@@ -28,7 +28,7 @@ DEFAULT_WINDOW_WAIT_MS = 200
 # kube-scheduler's before, 1.64x and 1.80x after: the wait saved little CPU against a real
 # server). So it is 0: a pod is decided the moment the loop is free; a burst or a backlog still
 # makes large windows, because pods pile up while the previous window is decided. The CPU a
-# window per pod costs is won back on the lone pod's path (README, "The steady CPU round, met":
+# window per pod costs is won back on the lone pod's path (docs/performance.md, "The steady CPU round, met":
 # the binding and the event written straight on the client's pool, the solver's part in
 # proportion to the pod, the snapshot made from what changed).
 DEFAULT_BATCH_WAIT_MS = 0

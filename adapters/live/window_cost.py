@@ -23,7 +23,7 @@ from typing import Any, Optional
 import solver
 from models import SchedulerConfig
 
-from adapters.bench.live_target import node_object, pod_object
+from adapters.synthetic_objects import node_object, pod_object
 from .cache import BINDING, ClusterCache
 from .api_client import NODES, PODS, WATCHED
 from .scheduler import InterpreterTuning, with_hard_budgets

@@ -1,7 +1,7 @@
 """`schedule`, `validate` and `repack` reading a cluster (`--kubeconfig`) instead of a SNAPSHOT,
 against the in-memory API server (no Go needed; tests/e2e/test_read_cluster.py does the same
 against a real 1.36 server): the same plan as from the file, list calls only, paging, and the
-README's ClusterRole is exactly what is listed."""
+the ClusterRole in docs/configuration.md is exactly what is listed."""
 
 from __future__ import annotations
 
@@ -94,9 +94,9 @@ def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytes
 
 
 def test_the_readme_clusterrole_is_what_is_listed() -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "configuration.md").read_text()
     block = re.search(r"```yaml\n(kind: ClusterRole\nmetadata: \{name: cpsat-cluster-reader\}.*?)```", readme, re.DOTALL)
-    assert block, "README: the cpsat-cluster-reader ClusterRole"
+    assert block, "docs/configuration.md: the cpsat-cluster-reader ClusterRole"
     assert yaml.safe_load(block.group(1))["rules"] == READ_RULES
 
 
@@ -107,7 +107,7 @@ def test_as_the_kubectl_plugin_no_snapshot_means_the_current_cluster(
     from adapters.cli import kubectl_plugin
 
     monkeypatch.setenv("KUBECONFIG", server.kubeconfig_path(tmp_path))
-    monkeypatch.setattr(cluster_read, "AS_KUBECTL_PLUGIN", False)   # restored after the test
+    assert not hasattr(cluster_read, "AS_KUBECTL_PLUGIN")  # a parameter of the run, no module flag
     code = kubectl_plugin(["schedule", "-o", "json", "--workers", "1", "--seed", "7"])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -117,3 +117,12 @@ def test_as_the_kubectl_plugin_no_snapshot_means_the_current_cluster(
     code = kubectl_plugin(["schedule", snapshot, "-o", "json", "--workers", "1", "--seed", "7"])
     out, err = capsys.readouterr()
     assert (code, placements(out)) == (0, placements(expected))
+    # and nothing of the plugin's run stays behind: the plain command given no SNAPSHOT still
+    # reads the bundled example, not the kubeconfig's cluster (stopped: reading it would be exit 2)
+    server.stop()
+    assert kubectl_plugin(["schedule", "-o", "json"]) == 2
+    assert "cannot reach the API server" in capsys.readouterr().err
+    code, plain, err = cli(capsys, "schedule", "-o", "json", "--workers", "1", "--seed", "7")
+    code2, bundled, _ = cli(capsys, "schedule", str(REPO / "examples" / "snapshots" / "quickstart.yaml"),
+                            "-o", "json", "--workers", "1", "--seed", "7")
+    assert (code, code2) == (0, 0) and placements(plain) == placements(bundled), err

@@ -138,16 +138,18 @@ def test_repack_at_the_limit_runs(tmp_path: Path, capsys) -> None:
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every text that reached the JSON or YAML parser (the config's, for these tests)."""
     import adapters.snapshot_io as io_module
+    from adapters.reading import documents
 
     texts: list[str] = []
-    for name in ("_json_documents", "_yaml_documents"):
-        original = getattr(io_module, name)
+    # the parsers, where each reader calls them: documents (whole reading) and snapshot_io (streaming)
+    for module, name in ((documents, "json_documents"), (documents, "yaml_documents"), (io_module, "yaml_documents")):
+        original = getattr(module, name)
 
         def spy(text: str, *args: Any, _original: Any = original) -> Any:
             texts.append(text)
             return _original(text, *args)
 
-        monkeypatch.setattr(io_module, name, spy)
+        monkeypatch.setattr(module, name, spy)
     return texts
 
 

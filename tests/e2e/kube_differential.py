@@ -30,7 +30,7 @@ node selector on its window's label, so nodes of other windows or tests are neve
 Every disagreement is a ``Disagreement`` (window seed, pod, kube's node and message, greedy's
 node and message, the per-node totals and per-plugin scores of the nodes in question); the test
 writes them to a JSON file and fails on any whose kind is not in ``KNOWN`` (each of which the
-README names, with kube's reason).
+docs/rules.md names, with kube's reason).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ POD_TIMEOUT = 30.0
 SCORES_LEVEL = 10
 _PLUGIN_SCORE = re.compile(rf'"Plugin scored node for pod" pod="{NAMESPACE}/(\S+?)" plugin="(\w+)" node="(\S+?)" score=(-?\d+)')
 _TOTAL_SCORE = re.compile(rf'"Calculated node\'s final score for pod" pod="{NAMESPACE}/(\S+?)" node="(\S+?)" score=(-?\d+)')
-# Kinds of disagreement the README lists as known differences (kind -> kube's reason).
+# Kinds of disagreement docs/rules.md lists as known differences (kind -> kube's reason).
 KNOWN: dict[str, str] = {
     "spread-window-guard": "kube-scheduler checks a pod's hard topology spread only when that pod is placed; a "
                            "later pod matching its selector may still skew it. Greedy keeps the window's "
@@ -879,7 +879,7 @@ def check(outcome: KubeOutcome) -> WindowReport:
     return report
 
 
-# What kube-scheduler 1.36 writes otherwise than the project, in a FitError message (README,
+# What kube-scheduler 1.36 writes otherwise than the project, in a FitError message (docs/rules.md,
 # "Greedy against the real kube-scheduler"): TaintToleration names no taint (1.34 named the
 # first untolerated one), and the DynamicResources PostFilter of a pod without claims adds its
 # "no new claims to deallocate" before DefaultPreemption's message.

@@ -4,7 +4,7 @@ node (from kube-scheduler's -v=10 log) and FitError messages are kube's, and gre
 node for every pod whose best total score is unique; kube binds every placement of the project's
 plan where the plan puts it (each pod pinned to its node). Disagreements go to a JSON file
 (``CPSAT_DIFF_OUT``, else the test's temporary folder) and fail the test unless their kind is a
-known difference the README lists.
+known difference docs/rules.md lists.
 
     pytest tests/e2e/test_kube_differential.py                      # 50 windows (CPSAT_DIFF_WINDOWS)
     CPSAT_DIFF_LONG_WINDOWS=1000 pytest -m long tests/e2e/test_kube_differential.py
@@ -20,7 +20,7 @@ import pytest
 from tests.e2e import kube_differential
 from tests.e2e.controlplane import ControlPlane
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "rules.md"   # the page listing the known differences
 
 
 def _run(control_plane: ControlPlane, tmp_path: Path, seeds: range) -> None:

@@ -1,6 +1,6 @@
 """`schedule`, `validate` and `repack` reading straight from a real 1.36 API server
 (`--kubeconfig`), as an identity that may only `list` the kinds the parser reads (READ_RULES, the
-README's ClusterRole): the same plans as from the example file the objects came from."""
+ClusterRole in docs/configuration.md): the same plans as from the example file the objects came from."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ by priority tier, PodDisruptionBudget violations, victims' priority tiers, victi
 * the model's plan and greedy's pass the validator, and greedy's value is never above the search's
   (else the search missed a plan the validator accepts).
 
-The soft-score level is left out: the model scores against the cluster before the window (README,
-"Known limitations"), so its score level is not the final state's and cannot be compared exactly.
+The soft-score level is left out: the model scores against the cluster before the window (docs/limitations.md),
+so its score level is not the final state's and cannot be compared exactly.
 
 Pruning keeps the search exact: a pod goes only to nodes its static filters and its requests
 allow; pods of one class are interchangeable (placements are counts per class and node); victims
@@ -90,7 +90,7 @@ def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
     out: the validator reads it as "some order of the plan passes" (a pod without the constraint
     may pile onto a spread pod's domain after it), the model on the final state, so on spread
     windows the model can miss plans the validator accepts with no preemption involved (found by
-    this test; README, "Known limitations")."""
+    this test; docs/limitations.md)."""
     running_max, pending_max = (3, 4) if coupled else (4, 6)
     nodes = [
         make_node(f"n{i}", cpu=draw(st.sampled_from(("1", "2", "2", "3", "4"))), memory="64Gi",

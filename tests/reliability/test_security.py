@@ -408,7 +408,7 @@ def test_only_the_adapter_talks_to_the_api() -> None:
     calls are in its own table (`APPLY_CALLS`, checked by tests/adapters/test_repack_apply.py), and
     `bench --live --kubeconfig` sets up its fake nodes with the user's own (bench/live_target.py);
     `schedule`/`repack`/`validate --kubeconfig` list objects with the user's own, read-only
-    (cluster_read.py, whose `READ_RULES` the README's ClusterRole is checked against by
+    (cluster_read.py, whose `READ_RULES` the ClusterRole in docs/configuration.md is checked against by
     tests/adapters/test_cluster_read.py)."""
     api_classes = re.compile(r"\b(\w+V\d\w*Api|CustomObjectsApi|ApiClient)\(")
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").rglob("*.py")

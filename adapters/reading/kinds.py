@@ -1,0 +1,83 @@
+"""The kinds a snapshot is read for, each with its model, its API groups and how an error names
+one of its objects (``pods/default/web-1``); every other kind is counted and skipped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic import BaseModel
+
+from models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from models.workloads import CorePodGroup, Workload
+
+__all__ = ["ALSO", "KINDS", "Kind", "group_of", "kind_of", "object_name"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    plural: str  # how an error names the object: pods/default/web-1
+    model: type[BaseModel]
+    groups: frozenset[str]  # API groups accepted for this kind ("" is the core group)
+    namespaced: bool
+    slot: str = ""  # where its objects are collected, when not under the kind's own name
+
+
+KINDS: dict[str, Kind] = {
+    "Node": Kind("nodes", Node, frozenset({""}), False),
+    "Pod": Kind("pods", Pod, frozenset({""}), True),
+    "PodDisruptionBudget": Kind("poddisruptionbudgets", PodDisruptionBudget, frozenset({"policy"}), True),
+    "PriorityClass": Kind("priorityclasses", PriorityClass, frozenset({"scheduling.k8s.io"}), False),
+    # scheduler-plugins coscheduling (older releases served it as scheduling.sigs.k8s.io), and
+    # Volcano's, which has the same minMember and minResources.
+    "PodGroup": Kind("podgroups", PodGroup,
+                      frozenset({"scheduling.x-k8s.io", "scheduling.sigs.k8s.io", "scheduling.volcano.sh"}), True),
+    # Kubernetes' own gang API, 1.35 (Workload) and 1.36 (PodGroup): ``models.workloads``.
+    "Workload": Kind("workloads", Workload, frozenset({"scheduling.k8s.io"}), True),
+    "Namespace": Kind("namespaces", Namespace, frozenset({""}), False),
+    "PersistentVolume": Kind("persistentvolumes", PersistentVolume, frozenset({""}), False),
+    "PersistentVolumeClaim": Kind("persistentvolumeclaims", PersistentVolumeClaim, frozenset({""}), True),
+    # Dynamic Resource Allocation (``models.dra``): resource.k8s.io/v1 (GA in 1.34).
+    "DeviceClass": Kind("deviceclasses", DeviceClass, frozenset({"resource.k8s.io"}), False),
+    "ResourceSlice": Kind("resourceslices", ResourceSlice, frozenset({"resource.k8s.io"}), False),
+    "ResourceClaim": Kind("resourceclaims", ResourceClaim, frozenset({"resource.k8s.io"}), True),
+    "ResourceClaimTemplate": Kind("resourceclaimtemplates", ResourceClaimTemplate, frozenset({"resource.k8s.io"}), True),
+    "StorageClass": Kind("storageclasses", StorageClass, frozenset({"storage.k8s.io"}), False),
+    "CSINode": Kind("csinodes", CSINode, frozenset({"storage.k8s.io"}), False),
+}
+
+
+# Kinds whose name another API group uses too: (kind, group) -> how to read it.
+ALSO: dict[tuple[str, str], Kind] = {
+    ("PodGroup", "scheduling.k8s.io"): Kind("podgroups", CorePodGroup, frozenset({"scheduling.k8s.io"}), True,
+                                            slot="CorePodGroup"),
+}
+
+
+def kind_of(kind: Any, api_version: Any) -> Optional[Kind]:
+    group = group_of(api_version)
+    return ALSO.get((kind, group)) if group is not None and (kind, group) in ALSO else KINDS.get(kind)
+
+
+def group_of(api_version: Any) -> Optional[str]:
+    """API group of an apiVersion (``policy/v1`` → ``policy``, ``v1`` → ``""``); None if absent."""
+    if not isinstance(api_version, str) or not api_version:
+        return None
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def object_name(spec: Kind, item: dict, position: str) -> str:
+    meta = item.get("metadata")
+    if not isinstance(meta, dict):
+        return position
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return position
+    if not spec.namespaced:
+        return f"{spec.plural}/{name}"
+    namespace = meta.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        namespace = "default"
+    return f"{spec.plural}/{namespace}/{name}"
