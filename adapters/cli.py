@@ -40,6 +40,7 @@ COMMANDS = (
     "adapters.commands.repack",
     "adapters.commands.bench",
     "adapters.commands.run",
+    "adapters.commands.what_if",
 )
 
 EXIT_OK = 0
