@@ -41,6 +41,7 @@ COMMANDS = (
     "adapters.commands.bench",
     "adapters.commands.run",
     "adapters.commands.what_if",
+    "adapters.commands.why",
 )
 
 EXIT_OK = 0
