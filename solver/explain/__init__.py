@@ -22,6 +22,7 @@ from models.resources import pod_requests
 from models.snapshot import ClusterSnapshot, pod_group_key
 
 from ..api import Decision, ScheduleRequest, decide
+from ..memory import SolverMemory
 from ..whatif.changes import rebuilt
 from .obstacles import Obstacle, candidates, frozen_budgets, relaxed
 from .search import Verdict, minimal_subset
@@ -121,11 +122,15 @@ def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan
     targets = [p for p in (base.pod(k) for k in reasons) if p is not None]
     keys = tuple(reasons)
     checks = 0
+    # One memory for every check: the bound pods a relaxation leaves as they were (the same
+    # objects) are not made into infos again, only the few it changed.
+    memory = SolverMemory()
 
     def fits(relaxing: tuple[Obstacle, ...]) -> Verdict:
         nonlocal checks
         checks += 1
-        request = ScheduleRequest(relaxed(base, keys, relaxing), config, all_pending=all_pending, window_keys=keys)
+        request = ScheduleRequest(relaxed(base, keys, relaxing), config, all_pending=all_pending, window_keys=keys,
+                                  memory=memory)
         result = decide(request).plan
         done = set(keys) <= set(result.assignment_map())
         return Verdict(done, done or result.stats.status == "OPTIMAL")
@@ -138,7 +143,7 @@ def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan
     if not whole.fits:
         return Explanation(unit, placed, reasons, None, False, checks, whole.proven, time.monotonic() - start,
                            beyond=beyond_every_node(base, targets))
-    found = minimal_subset(every, fits)
+    found = minimal_subset(every, fits, none_fails=alone.proven)
     return Explanation(unit, placed, reasons, found.kept, False, checks, found.proven and alone.proven,
                        time.monotonic() - start)
 

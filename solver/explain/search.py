@@ -35,8 +35,10 @@ class Found(Generic[T]):
     proven: bool
 
 
-def minimal_subset(items: Sequence[T], fits: Callable[[tuple[T, ...]], Verdict]) -> Found[T]:
-    """A minimal subset of ``items`` whose relaxation fits; ``fits(items)`` must hold."""
+def minimal_subset(items: Sequence[T], fits: Callable[[tuple[T, ...]], Verdict], *,
+                   none_fails: bool = False) -> Found[T]:
+    """A minimal subset of ``items`` whose relaxation fits; ``fits(items)`` must hold.
+    ``none_fails``: the caller already knows that relaxing nothing does not fit (proven)."""
     kept = list(items)
     checks = 0
     proven = True
@@ -58,5 +60,10 @@ def minimal_subset(items: Sequence[T], fits: Callable[[tuple[T, ...]], Verdict])
         drop(chunk[:half])
         drop([c for c in chunk[half:] if any(c is k for k in kept)])
 
-    drop(list(items))
+    if none_fails and len(items) > 1:
+        half = len(items) // 2
+        drop(list(items[:half]))
+        drop([c for c in items[half:] if any(c is k for k in kept)])
+    elif not none_fails:
+        drop(list(items))
     return Found(tuple(kept), checks, proven)
