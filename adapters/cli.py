@@ -42,6 +42,7 @@ COMMANDS = (
     "adapters.commands.run",
     "adapters.commands.what_if",
     "adapters.commands.why",
+    "adapters.commands.provision",
 )
 
 EXIT_OK = 0
