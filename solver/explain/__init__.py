@@ -143,7 +143,10 @@ def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan
     if not whole.fits:
         return Explanation(unit, placed, reasons, None, False, checks, whole.proven, time.monotonic() - start,
                            beyond=beyond_every_node(base, targets))
-    found = minimal_subset(every, fits, none_fails=alone.proven)
+    kinds: dict[str, list[Obstacle]] = {}
+    for o in every:
+        kinds.setdefault(o.kind, []).append(o)
+    found = minimal_subset(every, fits, none_fails=alone.proven, chunks=list(kinds.values()))
     return Explanation(unit, placed, reasons, found.kept, False, checks, found.proven and alone.proven,
                        time.monotonic() - start)
 

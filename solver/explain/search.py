@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -36,9 +36,11 @@ class Found(Generic[T]):
 
 
 def minimal_subset(items: Sequence[T], fits: Callable[[tuple[T, ...]], Verdict], *,
-                   none_fails: bool = False) -> Found[T]:
+                   none_fails: bool = False, chunks: Optional[Sequence[Sequence[T]]] = None) -> Found[T]:
     """A minimal subset of ``items`` whose relaxation fits; ``fits(items)`` must hold.
-    ``none_fails``: the caller already knows that relaxing nothing does not fit (proven)."""
+    ``none_fails``: the caller already knows that relaxing nothing does not fit (proven).
+    ``chunks``: a partition of ``items`` to try dropping first, one chunk at a time (obstacles
+    of one kind: most of them go together), before halving what could not go."""
     kept = list(items)
     checks = 0
     proven = True
@@ -60,7 +62,10 @@ def minimal_subset(items: Sequence[T], fits: Callable[[tuple[T, ...]], Verdict],
         drop(chunk[:half])
         drop([c for c in chunk[half:] if any(c is k for k in kept)])
 
-    if none_fails and len(items) > 1:
+    if chunks is not None:
+        for chunk in chunks:
+            drop([c for c in chunk if any(c is k for k in kept)])
+    elif none_fails and len(items) > 1:
         half = len(items) // 2
         drop(list(items[:half]))
         drop([c for c in items[half:] if any(c is k for k in kept)])
