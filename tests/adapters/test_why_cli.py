@@ -63,3 +63,19 @@ def test_a_placed_pod_says_where(capsys) -> None:
 def test_a_target_naming_nothing_pending_exits_2(capsys, target, line) -> None:
     code, out, err = run(capsys, "why", target, str(QUICKSTART))
     assert (code, out, err) == (2, "", [line])
+
+
+def test_the_documented_gang_example(capsys) -> None:
+    examples = QUICKSTART.parents[1]
+    code, out, _ = run(capsys, "why", "podgroup/ml/train", str(examples / "snapshots" / "why-gang-rack.yaml"),
+                       "--config", str(examples / "config" / "hard-pdb.yaml"))
+    assert code == 0
+    assert out.splitlines()[:5] == [
+        "podgroup/ml/train (gang, 8 pending pod(s)): left out",
+        "  kube-scheduler (8 pods): PodGroup ml/train gets rejected: no single rack domain has room for the 8 "
+        "member(s) it still needs (minCount 8), so none is placed (all-or-nothing)",
+        "  minimal obstacles (1): relaxing it makes it fit; relaxing nothing does not:",
+        "    1. PodDisruptionBudget ml/batch allows 0 disruption(s)",
+        "       objects: poddisruptionbudgets/ml/batch; fields: status.disruptionsAllowed",
+    ]
+    assert "proven: yes" in out
