@@ -84,7 +84,9 @@ def provision(snapshot: ClusterSnapshot, config: SchedulerConfig, shapes: Option
     problem = build_problem(base, plan, shapes, config, all_pending=all_pending)
     baseline = first_fit_decreasing(problem)
     ffd_cost = sum(shapes[s].cost for s in baseline.added())
-    solved = solve(problem, baseline, time_limit=config.solver.time_limit_seconds,
+    start_from = min((baseline, first_fit_decreasing(problem, per_pod=True)),
+                     key=lambda b: (len(b.unplaced), sum(shapes[s].cost for s in b.added())))
+    solved = solve(problem, baseline, start_from, time_limit=config.solver.time_limit_seconds,
                    workers=config.solver.workers) if problem.classes else Solved({}, {}, 0, 0, "OPTIMAL", 0)
     if solved.status in ("OPTIMAL", "FEASIBLE") and (baseline.unplaced or solved.cost <= ffd_cost):
         counts, status, bound = solved.counts, solved.status, solved.bound_cost

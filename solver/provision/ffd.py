@@ -35,7 +35,10 @@ def _fits(cls: PodClass, room: dict[str, int], resources: list[str]) -> bool:
     return all(room[r] >= demand(cls, r) for r in resources)
 
 
-def first_fit_decreasing(problem: Problem) -> Bins:
+def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
+    """``per_pod`` False: the baseline, a new node of the cheapest shape that fits the pod.
+    True: the shape cheapest per copy of the pod it holds (cost / how many fit), the model's
+    second starting point (not the baseline)."""
     res = problem.resources
     bins = Bins([("node", i) for i in range(len(problem.existing))], [dict(f) for f in problem.free],
                 [{} for _ in problem.existing])
@@ -56,7 +59,7 @@ def first_fit_decreasing(problem: Problem) -> Bins:
             target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], res)
                            and not (cls.one_per_node and bins.count[b].get(cls.id))), None)
             if target is None:
-                target = _open(problem, bins, cls, opened, allowed)
+                target = _open(problem, bins, cls, opened, allowed, per_pod)
             if target is None:
                 bins.unplaced.append(key)
                 continue
@@ -68,17 +71,24 @@ def first_fit_decreasing(problem: Problem) -> Bins:
     return bins
 
 
-def _open(problem: Problem, bins: Bins, cls: PodClass, opened: dict[int, int], allowed) -> Optional[int]:
+def _copies(cls: PodClass, room: dict[str, int], resources: list[str]) -> int:
+    most = min((room[r] // demand(cls, r) for r in resources if demand(cls, r)), default=1)
+    return min(most, 1) if cls.one_per_node else most
+
+
+def _open(problem: Problem, bins: Bins, cls: PodClass, opened: dict[int, int], allowed,
+          per_pod: bool) -> Optional[int]:
     res = problem.resources
-    best: Optional[tuple[int, int, int]] = None
+    best: Optional[tuple[float, int, int]] = None
     for s in cls.shapes:
         shape = problem.shapes[s]
         room = {r: shape.allocatable.get(r, 0) for r in res}
         if opened[s] >= shape.max_count or not allowed(("shape", s)) or not _fits(cls, room, res):
             continue
         waste = sum(room[r] - demand(cls, r) for r in res if r != PODS)
-        if best is None or (shape.cost, waste, s) < best:
-            best = (shape.cost, waste, s)
+        price = shape.cost / max(1, _copies(cls, room, res)) if per_pod else shape.cost
+        if best is None or (price, waste, s) < best:
+            best = (price, waste, s)
     if best is None:
         return None
     s = best[2]

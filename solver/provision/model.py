@@ -3,8 +3,8 @@
 Bins are the existing nodes (their free room) and, for each shape, candidate nodes
 ``new[s, j]`` for j below the most that could pay off (the shape's maxCount, the pods that may
 go there, and what first-fit-decreasing spent over the shape's cost). Constraints, one family
-per sentence below; objective: total cost, then fewest nodes. First-fit-decreasing's answer is
-the hint, so the model's answer is never worse than it.
+per sentence below; objective: total cost, then fewest nodes. The better of two first-fit-decreasing
+answers is the hint, so the model's answer is never worse than the baseline.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def candidate_counts(problem: Problem, baseline: Bins) -> list[int]:
     return out
 
 
-def solve(problem: Problem, baseline: Bins, *, time_limit: float, workers: int) -> Solved:
+def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: float, workers: int) -> Solved:
+    """``baseline`` bounds the candidates (never more than its cost can buy); ``start_from``
+    (the better of the two first-fit-decreasing answers) is the hint."""
     model = cp_model.CpModel()
     counts = candidate_counts(problem, baseline)
     bins = [("node", i, 0) for i in range(len(problem.existing))]
@@ -73,7 +75,7 @@ def solve(problem: Problem, baseline: Bins, *, time_limit: float, workers: int) 
     cost = sum(problem.shapes[s].cost * v for (s, _), v in new.items())
     most = sum(problem.shapes[s].cost for (s, _) in new) * weight + len(new) + 1
     model.minimize(sum(missed.values()) * most + cost * weight + nodes)
-    _hint(model, problem, baseline, x, new)
+    _hint(model, problem, start_from, x, new)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = workers or 8
