@@ -150,6 +150,11 @@ def table(result) -> str:
         rows.append((f"  priority {priority}", f"{a[0]}/{a[1]}", f"{b[0]}/{b[1]}"))
     rows.append(("gangs placed", f"{sum(today.gangs.values())}/{len(today.gangs)}",
                  f"{sum(changed.gangs.values())}/{len(changed.gangs)}"))
+    before, after = today.gangs_by_priority(), changed.gangs_by_priority()
+    if len(set(before) | set(after)) > 1:
+        for priority in sorted(set(before) | set(after), reverse=True):
+            a, b = before.get(priority, (0, 0)), after.get(priority, (0, 0))
+            rows.append((f"  priority {priority}", f"{a[0]}/{a[1]}", f"{b[0]}/{b[1]}"))
     rows.append(("evictions", str(len(today.evicted)), str(len(changed.evicted))))
     rows.append(("nodes used", f"{today.nodes_used}/{today.nodes}", f"{changed.nodes_used}/{changed.nodes}"))
     rows.append(("solver status", today.status, changed.status))

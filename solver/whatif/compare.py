@@ -20,9 +20,19 @@ class Outcome:
     evicted: dict[str, str]  # running pod -> node it leaves
     placed_by_priority: dict[int, tuple[int, int]]  # priority -> (placed, pending)
     gangs: dict[str, bool]  # gang key -> every pending member placed
+    gang_priority: dict[str, int]  # gang key -> its members' highest priority
     nodes_used: int  # nodes holding at least one pod after the plan
     nodes: int
     status: str
+
+    def gangs_by_priority(self) -> dict[int, tuple[int, int]]:
+        """priority -> (gangs placed whole, gangs), a gang counted at its members' highest priority."""
+        out: dict[int, list[int]] = {}
+        for gang, whole in self.gangs.items():
+            entry = out.setdefault(self.gang_priority.get(gang, 0), [0, 0])
+            entry[0] += whole
+            entry[1] += 1
+        return {p: (a, b) for p, (a, b) in out.items()}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +48,10 @@ class Outcome:
             ],
             "gangsPlaced": sum(self.gangs.values()),
             "gangs": len(self.gangs),
+            "gangsByPriority": [
+                {"priority": p, "placed": placed, "gangs": total}
+                for p, (placed, total) in sorted(self.gangs_by_priority().items(), reverse=True)
+            ],
             "assignments": dict(sorted(self.placed.items())),
             "unschedulable": dict(sorted(self.left_out.items())),
             "evicted": dict(sorted(self.evicted.items())),
@@ -50,6 +64,7 @@ def outcome(snapshot: ClusterSnapshot, plan: Plan) -> Outcome:
     evicted = {p.pod: p.node for p in plan.preemptions}
     by_priority: dict[int, list[int]] = {}
     gang_members: dict[str, list[bool]] = {}
+    gang_priority: dict[str, int] = {}
     for key in list(placed) + list(left_out):
         pod = snapshot.pod(key)
         priority = (pod.spec.priority or 0) if pod is not None else 0
@@ -59,12 +74,13 @@ def outcome(snapshot: ClusterSnapshot, plan: Plan) -> Outcome:
         gang = pod_group_key(pod) if pod is not None else None
         if gang is not None:
             gang_members.setdefault(gang, []).append(key in placed)
+            gang_priority[gang] = max(gang_priority.get(gang, priority), priority)
     used = Counter(p.spec.node_name for p in snapshot.pods if holds_node(p) and p.key not in evicted)
     used.update(placed.values())
     return Outcome(
         placed=placed, left_out=left_out, evicted=evicted,
         placed_by_priority={p: (a, b) for p, (a, b) in by_priority.items()},
-        gangs={g: all(m) for g, m in gang_members.items()},
+        gangs={g: all(m) for g, m in gang_members.items()}, gang_priority=gang_priority,
         nodes_used=sum(1 for n in snapshot.nodes if used.get(n.metadata.name)),
         nodes=len(snapshot.nodes), status=plan.stats.status,
     )

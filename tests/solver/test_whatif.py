@@ -113,3 +113,13 @@ def test_a_change_naming_nothing_is_refused_naming_it(change, named) -> None:
     with pytest.raises(InputError) as caught:
         what_if(snap, [change], CONFIG)
     assert str(caught.value).startswith(named)
+
+
+def test_gangs_are_counted_per_priority() -> None:
+    pods = [make_pod(f"ml/a{i}", cpu="2", group="a", priority=10) for i in range(2)]
+    pods += [make_pod(f"ml/b{i}", cpu="2", group="b", priority=5) for i in range(2)]
+    snap = make_snapshot([make_node("n1", cpu="4")], pods,
+                         pod_groups=[make_pod_group("ml/a", 2), make_pod_group("ml/b", 2)])
+    result = what_if(snap, [w.SetPriority("podgroup/ml/b", 50)], CONFIG)
+    assert result.today.gangs_by_priority() == {10: (1, 1), 5: (0, 1)}
+    assert result.changed.gangs_by_priority() == {50: (1, 1), 10: (0, 1)}
