@@ -111,3 +111,22 @@ def test_zones_make_one_shape_per_zone_with_its_own_limit() -> None:
                             "zones": {"a": 1, "b": 7}}], default_max=9)
     assert (a.name, a.max_count, a.cost) == ("s@a", 1, 500) and (b.name, b.max_count) == ("s@b", 3)
     assert b.node.metadata.labels["topology.kubernetes.io/zone"] == "b"
+
+
+def test_a_rule_the_cost_model_does_not_count_is_caught_and_named() -> None:
+    """Anti-affinity between two different pods is not in the cost model: its one node for both
+    is refused by the validator, the engine decides instead, and the pod left out is named."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/x", cpu="1", labels={"app": "x"}, pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")]),
+            make_pod("a/y", cpu="1", labels={"app": "y"})]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1)))
+    assert len(r.added) == 1 and r.status == "OPTIMAL"
+    assert len(r.placement) == 1 and len(r.left_out) == 1
+    assert not r.proven
+    [why] = r.left_out.values()
+    assert "anti-affinity" in why
+
+
+def test_nothing_to_provision_when_everything_fits() -> None:
+    r = provision(make_snapshot([make_node("n1", cpu="4")], [make_pod("a/p", cpu="1")]), CONFIG, shapes(("big", "8", 1)))
+    assert (r.pending, r.added, r.cost, r.placement) == (0, [], 0, {})
