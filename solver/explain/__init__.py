@@ -9,6 +9,7 @@ same ``decide``, with the obstacles relaxed.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ class Explanation:
     proven: bool
     seconds: float
     beyond: tuple[str, ...] = ()  # with no obstacles: "memory: 48Gi asked, 15Gi on the roomiest node"
+    # The plan allocates devices or binds volumes for the pods it places: the checks see those
+    # pods bound but their claims as the snapshot has them (devices and volumes not yet taken).
+    claims_not_carried: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,7 +61,8 @@ class Explanation:
             "placed": dict(sorted(self.placed.items())), "reasons": dict(sorted(self.reasons.items())),
             "fitsAsIs": self.fits_as_is,
             "obstacles": [o.to_json() for o in self.obstacles] if self.obstacles is not None else None,
-            "beyondEveryNode": list(self.beyond), "proven": self.proven, "checks": self.checks, "seconds": round(self.seconds, 3),
+            "beyondEveryNode": list(self.beyond), "claimsNotCarried": self.claims_not_carried,
+            "proven": self.proven, "checks": self.checks, "seconds": round(self.seconds, 3),
         }
 
 
@@ -108,7 +113,10 @@ def explain(snapshot: ClusterSnapshot, config: SchedulerConfig, target: Optional
     if today is None:
         today = decide(ScheduleRequest(snapshot, config, all_pending=all_pending))
     plan = today.plan
-    return [_explain_unit(snapshot, config, plan, unit, all_pending) for unit in units_of(snapshot, plan, target)]
+    carried = not (plan.allocations or plan.volume_bindings)
+    return [dataclasses.replace(e, claims_not_carried=not carried) if e.reasons else e
+            for e in (_explain_unit(snapshot, config, plan, unit, all_pending)
+                      for unit in units_of(snapshot, plan, target))]
 
 
 def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan, unit: Unit,
