@@ -70,6 +70,8 @@ def table(r) -> str:
         return "nothing to provision: the best plan places every pending pod\n"
     proof = "optimal (proven)" if r.proven else (
         f"{r.status}, gap {r.gap:.2%}" if r.gap is not None else r.status)
+    if r.nowhere:
+        proof += f", for the {r.pending - len(r.nowhere)} of {r.pending} pod(s) it can place"
     lines = [f"ADD {len(r.added)} node(s), cost {r.cost / 1000:g} — {proof}"]
     counts = Counter(a.shape for a in r.added)
     for shape, n in sorted(counts.items()):
@@ -77,13 +79,14 @@ def table(r) -> str:
         lines.append(f"  {n:>4} x {shape} (cost {cost / 1000:g} each)")
     lines.append(f"first-fit-decreasing would add {r.ffd_nodes} node(s), cost {r.ffd_cost / 1000:g}"
                  + (f", and leave {r.ffd_unplaced} pod(s) out" if r.ffd_unplaced else ""))
-    lines += ["", f"WHERE THE {r.pending} LEFT-OUT POD(S) GO"]
-    lines += [f"  {pod}  ->  {node}" for pod, node in sorted(r.placement.items())]
+    if r.placement:
+        lines += ["", f"WHERE {len(r.placement)} OF THE {r.pending} LEFT-OUT POD(S) GO"]
+        lines += [f"  {pod}  ->  {node}" for pod, node in sorted(r.placement.items())]
     if r.left_out:
         lines += ["", f"STILL LEFT OUT: {len(r.left_out)} (a rule the cost model does not count: spread, "
                   "anti-affinity between different pods, ports, volumes, devices)"]
         lines += [f"  {pod}: {why}" for pod, why in sorted(r.left_out.items())]
     if r.nowhere:
-        lines += ["", f"FIT NO NODE OF ANY SHAPE: {len(r.nowhere)}"]
+        lines += ["", f"NOT PLACED ON ANY SHAPE: {len(r.nowhere)}"]
         lines += [f"  {pod}: {why}" for pod, why in sorted(r.nowhere.items())]
     return "\n".join(lines) + "\n"

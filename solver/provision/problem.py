@@ -27,6 +27,10 @@ from ..whatif.changes import rebuilt
 from .shapes import HOSTNAME, Shape
 
 PODS = "pods"
+# A pod with device or volume claims: where it can go depends on devices and volumes the plan's
+# other pods take, which the cluster ``provision`` reasons about does not carry.
+NOT_MODELLED = ("not provisioned for: it has ResourceClaims or PersistentVolumeClaims, which provision does "
+                "not model (devices and volumes)")
 
 
 @dataclass
@@ -66,6 +70,10 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
     nowhere: dict[str, str] = {}
     for cls in ctx.classes:
         rep = cls.rep
+        if _claims(rep):
+            for p in cls.pods:
+                nowhere[p.key] = NOT_MODELLED
+            continue
         cycle = Cycle(rep, ctx.state, static, version=config.kubernetes_version)
         statuses = cycle.statuses()
         ok = [i for i, st in enumerate(statuses) if st.ok]
@@ -81,6 +89,11 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
     return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], _free(base, resources),
                    resources, {k: g.spec.topology_key for k, g in ctx.pod_groups.items() if g.spec.topology_key},
                    [dict(n.metadata.labels) for n in base.nodes], nowhere)
+
+
+def _claims(pod: PodInfo) -> bool:
+    spec = pod.pod.spec
+    return bool(spec.resource_claims) or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.volumes)
 
 
 def _one_per_node(pod: PodInfo) -> bool:

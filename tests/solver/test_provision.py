@@ -130,3 +130,11 @@ def test_a_rule_the_cost_model_does_not_count_is_caught_and_named() -> None:
 def test_nothing_to_provision_when_everything_fits() -> None:
     r = provision(make_snapshot([make_node("n1", cpu="4")], [make_pod("a/p", cpu="1")]), CONFIG, shapes(("big", "8", 1)))
     assert (r.pending, r.added, r.cost, r.placement) == (0, [], 0, {})
+
+
+def test_pods_with_volume_claims_are_set_aside_with_the_reason() -> None:
+    node, hog = full_node()
+    pods = [hog, make_pod("a/db", cpu="2", claims=["data"]), make_pod("a/web", cpu="2")]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1)))
+    assert r.nowhere["a/db"].startswith("not provisioned for: it has ResourceClaims or PersistentVolumeClaims")
+    assert r.placement == {"a/web": "big-new-1"}
