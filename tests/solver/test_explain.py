@@ -13,6 +13,7 @@ from solver import ScheduleRequest, decide
 from solver.explain import explain, plan_applied
 from solver.explain.obstacles import relaxed
 from tests.builders import make_node, make_pdb, make_pod, make_pod_group, make_snapshot, term
+from tests.builders import spread as spread_rule
 
 CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 10, "workers": 1},
                                          "preemption": {"pdb": "hard"}})
@@ -108,6 +109,8 @@ def window(seed: int):
             f"new/{app}-{i}", cpu=str(rng.choice([1, 2, 4])), priority=rng.choice([0, 1000]), labels={"app": app},
             node_selector={"zone": rng.choice("ab")} if rng.random() < 0.3 else None,
             pod_anti_affinity=[term({"app": "web"}, "zone")] if app == "web" and rng.random() < 0.4 else (),
+            pod_affinity=[term({"app": "db"}, "zone")] if app == "api" and rng.random() < 0.3 else (),
+            spread=[spread_rule("zone", {"app": app})] if rng.random() < 0.3 else (),
             tolerations=tolerate if rng.random() < 0.3 else ()))
     groups = []
     if rng.random() < 0.4:
