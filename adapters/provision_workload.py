@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--time-limit", type=float, default=30.0)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=0, help="CP-SAT workers (0: automatic, 8)")
     args = parser.parse_args(argv)
     config = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": args.time_limit, "workers": args.workers}})
     shapes = parse_shapes(SHAPES, default_max=args.pods)
