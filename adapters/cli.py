@@ -40,6 +40,9 @@ COMMANDS = (
     "adapters.commands.repack",
     "adapters.commands.bench",
     "adapters.commands.run",
+    "adapters.commands.what_if",
+    "adapters.commands.why",
+    "adapters.commands.provision",
 )
 
 EXIT_OK = 0

@@ -1,0 +1,176 @@
+"""``cpsat-scheduler what-if``: the same snapshot with changes applied, decided by the same
+solver and printed beside today's plan. Nothing is written to the cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from models import InputError
+
+from . import progress_lines
+from .operator_input import add_input_options, read_input
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "what-if",
+        help="decide the snapshot with changes applied (drain, add nodes, relax a PDB, ...) beside today's plan",
+        description="Apply the changes (several may be given; in the order given) to SNAPSHOT or the "
+        "cluster, decide both with the same solver and print them side by side: pods and gangs placed "
+        "per priority, evictions, nodes used, and what changed. Read-only. Exit 2 when a change names "
+        "a node, pod, PodDisruptionBudget, group or namespace that does not exist.",
+    )
+    add_input_options(parser)
+    add = parser.add_argument
+    add("--drain", action="append", default=[], metavar="NODE", help="cordon NODE; its workloads come back pending")
+    add("--remove-node", action="append", default=[], metavar="NODE", help="NODE is gone (its workloads come back pending)")
+    add("--add-nodes", action="append", default=[], metavar="N:LIKE",
+        help="add N nodes like node LIKE (labels, taints, allocatable), or like the Node in file @PATH")
+    add("--delete-pdb", action="append", default=[], metavar="NS/NAME", help="delete a PodDisruptionBudget")
+    add("--relax-pdb", action="append", default=[], metavar="NS/NAME=MAX",
+        help="set a PodDisruptionBudget to maxUnavailable MAX (integer or percentage)")
+    add("--priority", action="append", default=[], metavar="TARGET=VALUE",
+        help="set the priority of pod NS/NAME, or of every pod of podgroup/NS/NAME")
+    add("--remove-pod", action="append", default=[], metavar="NS/NAME", help="delete a pod (running or pending)")
+    add("--remove-namespace", action="append", default=[], metavar="NS",
+        help="delete a namespace's pods, PodDisruptionBudgets and pod groups")
+    parser.set_defaults(handler=run, decides=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    with progress_lines(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    changes = parse_changes(args)
+    if not changes:
+        raise InputError("", "what-if", "no change given (--drain, --remove-node, --add-nodes, --delete-pdb, "
+                         "--relax-pdb, --priority, --remove-pod, --remove-namespace)")
+    snapshot, config = read_input(args)
+    from solver.whatif import what_if
+
+    result = what_if(snapshot, changes, config, all_pending=args.all_pending)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(to_json(result), indent=2) + "\n")
+    else:
+        sys.stdout.write(table(result))
+    return 0
+
+
+def _key(text: str, flag: str) -> str:
+    namespace, _, name = text.partition("/")
+    if not namespace or not name or "/" in name:
+        raise InputError(text, flag, "expected NAMESPACE/NAME")
+    return text
+
+
+def _split(text: str, flag: str, sep: str, what: str) -> tuple[str, str]:
+    head, found, tail = text.rpartition(sep)
+    if not found or not head or not tail:
+        raise InputError(text, flag, f"expected {what}")
+    return head, tail
+
+
+def parse_changes(args: argparse.Namespace) -> list:
+    """The changes, in a fixed order: removals, then additions, budgets, priorities."""
+    from solver import whatif as w
+
+    out: list = [w.Drain(n) for n in args.drain] + [w.RemoveNode(n) for n in args.remove_node]
+    out += [w.RemovePod(_key(k, "--remove-pod")) for k in args.remove_pod]
+    out += [w.RemoveNamespace(ns) for ns in args.remove_namespace]
+    out += [_add_nodes(text) for text in args.add_nodes]
+    out += [w.DeletePdb(_key(k, "--delete-pdb")) for k in args.delete_pdb]
+    for text in args.relax_pdb:
+        key, value = _split(text, "--relax-pdb", "=", "NS/NAME=MAX_UNAVAILABLE")
+        out.append(w.RelaxPdb(_key(key, "--relax-pdb"), _int_or_percent(value, text)))
+    for text in args.priority:
+        target, value = _split(text, "--priority", "=", "POD_OR_GROUP=VALUE")
+        try:
+            number = int(value)
+        except ValueError:
+            raise InputError(text, "--priority", f'"{value}" is not an integer') from None
+        if not -(2**31) <= number <= 2_000_001_000:
+            raise InputError(text, "--priority", f"{number} is outside a pod priority's range")
+        out.append(w.SetPriority(target, number))
+    return out
+
+
+def _int_or_percent(value: str, text: str) -> int | str:
+    if value.endswith("%") and value[:-1].isdigit():
+        return value
+    if value.isdigit():
+        return int(value)
+    raise InputError(text, "--relax-pdb", f'"{value}" is neither a non-negative integer nor a percentage')
+
+
+def _add_nodes(text: str):
+    from solver.whatif import AddNodes
+
+    count_text, sep, like = text.partition(":")
+    if not sep or not count_text.isdigit() or int(count_text) < 1 or not like:
+        raise InputError(text, "--add-nodes", "expected N:LIKE_NODE or N:@FILE with N >= 1")
+    if not like.startswith("@"):
+        return AddNodes(int(count_text), like)
+    from adapters.snapshot_io import read_snapshot
+
+    path = like[1:]
+    if not Path(path).is_file():
+        raise InputError(path, "--add-nodes", "no such file")
+    nodes = read_snapshot(path).snapshot.nodes
+    if len(nodes) != 1:
+        raise InputError(path, "--add-nodes", f"expected exactly one Node in the file, found {len(nodes)}")
+    return AddNodes(int(count_text), nodes[0].metadata.name, shape=nodes[0])
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def to_json(result) -> dict[str, Any]:
+    return {
+        "changes": [c.describe() for c in result.changes],
+        "today": result.today.to_json(),
+        "whatIf": result.changed.to_json(),
+        "difference": result.difference.to_json(),
+    }
+
+
+def table(result) -> str:
+    today, changed, diff = result.today, result.changed, result.difference
+    rows: list[tuple[str, str, str]] = [("", "TODAY", "WHAT-IF")]
+    rows.append(("pods placed", f"{len(today.placed)}/{len(today.placed) + len(today.left_out)}",
+                 f"{len(changed.placed)}/{len(changed.placed) + len(changed.left_out)}"))
+    for priority in sorted(set(today.placed_by_priority) | set(changed.placed_by_priority), reverse=True):
+        a = today.placed_by_priority.get(priority, (0, 0))
+        b = changed.placed_by_priority.get(priority, (0, 0))
+        rows.append((f"  priority {priority}", f"{a[0]}/{a[1]}", f"{b[0]}/{b[1]}"))
+    rows.append(("gangs placed", f"{sum(today.gangs.values())}/{len(today.gangs)}",
+                 f"{sum(changed.gangs.values())}/{len(changed.gangs)}"))
+    before, after = today.gangs_by_priority(), changed.gangs_by_priority()
+    if len(set(before) | set(after)) > 1:
+        for priority in sorted(set(before) | set(after), reverse=True):
+            a, b = before.get(priority, (0, 0)), after.get(priority, (0, 0))
+            rows.append((f"  priority {priority}", f"{a[0]}/{a[1]}", f"{b[0]}/{b[1]}"))
+    rows.append(("evictions", str(len(today.evicted)), str(len(changed.evicted))))
+    rows.append(("nodes used", f"{today.nodes_used}/{today.nodes}", f"{changed.nodes_used}/{changed.nodes}"))
+    rows.append(("solver status", today.status, changed.status))
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["CHANGES: " + "; ".join(c.describe() for c in result.changes), ""]
+    lines += [f"{r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}".rstrip() for r in rows]
+    lines += ["", "WHAT CHANGED"]
+    lines += _changed_lines(diff, changed)
+    return "\n".join(lines) + "\n"
+
+
+def _changed_lines(diff, changed) -> list[str]:
+    out = [f"  placed now:   {pod} -> {node}" for pod, node in sorted(diff.newly_placed.items())]
+    out += [f"  left out now: {pod}: {changed.left_out.get(pod, '')}" for pod in sorted(diff.newly_left_out)]
+    out += [f"  moved:        {pod}: {a} -> {b}" for pod, (a, b) in sorted(diff.moved.items())]
+    out += [f"  evicted now:  {pod} (from {node})" for pod, node in sorted(diff.evictions_added.items())]
+    out += [f"  no longer evicted: {pod} (on {node})" for pod, node in sorted(diff.evictions_dropped.items())]
+    out += [f"  removed:      {pod}" for pod in diff.removed]
+    return out or ["  nothing: the same pods are placed on the same nodes with the same evictions"]

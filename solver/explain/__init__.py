@@ -1,0 +1,198 @@
+"""``why``: for a pending pod or gang the best plan leaves out, kube-scheduler's reason
+histogram (the plan's own message) and a minimal set of obstacles the solver proves: relaxing
+them all lets it fit, relaxing any fewer does not (``search``, over ``obstacles``).
+
+The question is asked of the cluster as the best plan leaves it: the plan's placements bound,
+its victims gone, the other left-out pods away; the targets alone are decided again, by the
+same ``decide``, with the obstacles relaxed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from models.config import SchedulerConfig
+from models.errors import InputError
+from models.objects import Pod, copy_with
+from models.plan import Plan
+from models.resources import pod_requests
+from models.snapshot import ClusterSnapshot, pod_group_key
+
+from ..api import Decision, ScheduleRequest, decide
+from ..memory import SolverMemory
+from ..whatif.changes import rebuilt
+from .obstacles import Obstacle, candidates, frozen_budgets, relaxed
+from .search import Verdict, minimal_subset
+
+__all__ = ["Explanation", "Obstacle", "Unit", "explain", "units_of"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What is asked about: one pod, or a gang's pending pods."""
+
+    name: str  # the pod's key, or podgroup/<gang key>
+    kind: str  # "pod" or "gang"
+    pods: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    unit: Unit
+    placed: dict[str, str]  # the unit's pods the plan places
+    reasons: dict[str, str]  # left-out pod -> kube-scheduler's message
+    obstacles: Optional[tuple[Obstacle, ...]]  # None: nothing relaxable makes it fit
+    fits_as_is: bool  # it fits the cluster as the plan leaves it (left out for the joint plan)
+    checks: int
+    proven: bool
+    seconds: float
+    beyond: tuple[str, ...] = ()  # with no obstacles: "memory: 48Gi asked, 15Gi on the roomiest node"
+    # The plan allocates devices or binds volumes for the pods it places: the checks see those
+    # pods bound but their claims as the snapshot has them (devices and volumes not yet taken).
+    claims_not_carried: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.unit.name, "kind": self.unit.kind, "pods": list(self.unit.pods),
+            "placed": dict(sorted(self.placed.items())), "reasons": dict(sorted(self.reasons.items())),
+            "fitsAsIs": self.fits_as_is,
+            "obstacles": [o.to_json() for o in self.obstacles] if self.obstacles is not None else None,
+            "beyondEveryNode": list(self.beyond), "claimsNotCarried": self.claims_not_carried,
+            "proven": self.proven, "checks": self.checks, "seconds": round(self.seconds, 3),
+        }
+
+
+def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str]) -> list[Unit]:
+    """The units ``target`` names (every left-out pod or gang when None); ``InputError`` when it
+    names nothing, or a pod that is not pending."""
+    pending = {a.pod for a in plan.assignments} | {u.pod for u in plan.unschedulable}
+    if target is None:
+        left = [snapshot.pod(u.pod) for u in plan.unschedulable]
+        return _grouped(snapshot, [p for p in left if p is not None], pending)
+    if target.startswith(("podgroup/", "workload/")):
+        kind, _, rest = target.partition("/")
+        ns, _, name = rest.partition("/")
+        if kind == "podgroup":
+            pods = [p for p in snapshot.pods if pod_group_key(p) == rest and p.key in pending]
+        else:
+            pods = [p for p in snapshot.pods if p.metadata.namespace == ns and p.spec.workload_ref is not None
+                    and p.spec.workload_ref.name == name and p.key in pending]
+        if not pods:
+            raise InputError(target, "TARGET", f"no pending pod of {kind} {rest} in the snapshot")
+        return _grouped(snapshot, pods, pending)
+    pod = snapshot.pod(target)
+    if pod is None:
+        raise InputError(f"pods/{target}", "TARGET", "no such pod in the snapshot")
+    if target not in pending:
+        where = f"it runs on node {pod.spec.node_name}" if pod.spec.node_name else "it is not ours to schedule"
+        raise InputError(f"pods/{target}", "TARGET", f"not a pending pod this scheduler places ({where})")
+    return _grouped(snapshot, [pod], pending)
+
+
+def _grouped(snapshot: ClusterSnapshot, pods: Sequence[Pod], pending: set[str]) -> list[Unit]:
+    out: list[Unit] = []
+    seen: set[str] = set()
+    for pod in pods:
+        gang = pod_group_key(pod)
+        if gang is None:
+            out.append(Unit(pod.key, "pod", (pod.key,)))
+        elif gang not in seen:
+            seen.add(gang)
+            members = tuple(p.key for p in snapshot.pods if pod_group_key(p) == gang and p.key in pending)
+            out.append(Unit(f"podgroup/{gang}", "gang", members))
+    return out
+
+
+def explain(snapshot: ClusterSnapshot, config: SchedulerConfig, target: Optional[str] = None, *,
+            all_pending: bool = False, today: Optional[Decision] = None) -> list[Explanation]:
+    """Why the best plan leaves ``target`` (or every left-out pod and gang) out."""
+    if today is None:
+        today = decide(ScheduleRequest(snapshot, config, all_pending=all_pending))
+    plan = today.plan
+    carried = not (plan.allocations or plan.volume_bindings)
+    return [dataclasses.replace(e, claims_not_carried=not carried) if e.reasons else e
+            for e in (_explain_unit(snapshot, config, plan, unit, all_pending)
+                      for unit in units_of(snapshot, plan, target))]
+
+
+def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan, unit: Unit,
+                  all_pending: bool) -> Explanation:
+    start = time.monotonic()
+    placed = {k: n for k, n in plan.assignment_map().items() if k in unit.pods}
+    reasons = {u.pod: u.message for u in plan.unschedulable if u.pod in unit.pods}
+    if not reasons:
+        return Explanation(unit, placed, reasons, (), False, 0, True, time.monotonic() - start)
+    base = plan_applied(snapshot, plan, keep=set(reasons))
+    targets = [p for p in (base.pod(k) for k in reasons) if p is not None]
+    keys = tuple(reasons)
+    checks = 0
+    # One memory for every check: the bound pods a relaxation leaves as they were (the same
+    # objects) are not made into infos again, only the few it changed.
+    memory = SolverMemory()
+
+    def fits(relaxing: tuple[Obstacle, ...]) -> Verdict:
+        nonlocal checks
+        checks += 1
+        request = ScheduleRequest(relaxed(base, keys, relaxing), config, all_pending=all_pending, window_keys=keys,
+                                  memory=memory)
+        result = decide(request).plan
+        done = set(keys) <= set(result.assignment_map())
+        return Verdict(done, done or result.stats.status == "OPTIMAL")
+
+    alone = fits(())
+    if alone.fits:
+        return Explanation(unit, placed, reasons, (), True, checks, True, time.monotonic() - start)
+    every = sorted(candidates(base, targets, config), key=lambda o: -o.weight)
+    whole = fits(tuple(every))
+    if not whole.fits:
+        return Explanation(unit, placed, reasons, None, False, checks, whole.proven, time.monotonic() - start,
+                           beyond=beyond_every_node(base, targets))
+    kinds: dict[str, list[Obstacle]] = {}
+    for o in every:
+        kinds.setdefault(o.kind, []).append(o)
+    found = minimal_subset(every, fits, none_fails=alone.proven, chunks=list(kinds.values()))
+    return Explanation(unit, placed, reasons, found.kept, False, checks, found.proven and alone.proven,
+                       time.monotonic() - start)
+
+
+def beyond_every_node(snapshot: ClusterSnapshot, targets: Sequence[Pod]) -> tuple[str, ...]:
+    """The requests of a target no node could hold even empty (its allocatable)."""
+    out = []
+    for pod in targets:
+        for name, value in sorted(pod_requests(pod).items()):
+            most = max((n.allocatable.get(name, 0) for n in snapshot.nodes), default=0)
+            if value > most:
+                out.append(f"{pod.key} requests {name} {_quantity(name, value)}, the roomiest node has "
+                           f"{_quantity(name, most)}")
+    return tuple(out)
+
+
+def _quantity(name: str, value: int) -> str:
+    if name == "cpu":
+        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
+    for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if value >= size and value % size == 0:
+            return f"{value // size}{unit}"
+    return str(value)
+
+
+def plan_applied(snapshot: ClusterSnapshot, plan: Plan, *, keep: set[str]) -> ClusterSnapshot:
+    """The cluster as ``plan`` leaves it: its placements bound, its victims gone, the pending pods
+    it leaves out gone but for ``keep``; every budget's allowance frozen (``frozen_budgets``)."""
+    placed = plan.assignment_map()
+    victims = {p.pod for p in plan.preemptions}
+    left = {u.pod for u in plan.unschedulable} - keep
+    pods = []
+    for pod in snapshot.pods:
+        if pod.key in victims or pod.key in left:
+            continue
+        node = placed.get(pod.key)
+        if node is not None:
+            status = copy_with(pod.status, {"phase": "Running", "nominated_node_name": ""})
+            pod = copy_with(pod, {"spec": copy_with(pod.spec, {"node_name": node}), "status": status})
+        pods.append(pod)
+    return frozen_budgets(rebuilt(snapshot, pods=pods))

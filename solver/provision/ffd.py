@@ -1,0 +1,100 @@
+"""The baseline: first-fit-decreasing over the cheapest shape that fits, what cluster
+autoscalers' expanders approximate. Pods largest first (cpu, then memory); each goes to the
+first existing node, then the first node already added, with room and allowed for it; else a
+new node of the cheapest shape it may go to (fewest of the shape's room wasted breaks a tie).
+A gang that must share a domain keeps the domain of its first pod placed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .problem import PODS, PodClass, Problem, demand
+
+
+@dataclass
+class Bins:
+    """Where pods went: ``load[b]`` per bin (existing nodes first, then added ones in order)."""
+
+    kind: list[tuple[str, int]]  # ("node", existing index) or ("shape", shape index)
+    room: list[dict[str, int]]
+    count: list[dict[int, int]]  # class id -> pods of it on the bin
+    unplaced: list[str] = field(default_factory=list)
+
+    def added(self) -> list[int]:
+        return [i for k, i in self.kind if k == "shape"]
+
+
+def _label(problem: Problem, kind: tuple[str, int], key: str) -> Optional[str]:
+    if kind[0] == "node":
+        return problem.existing_labels[kind[1]].get(key)
+    return problem.shapes[kind[1]].node.metadata.labels.get(key)
+
+
+def _fits(cls: PodClass, room: dict[str, int], resources: list[str]) -> bool:
+    return all(room[r] >= demand(cls, r) for r in resources)
+
+
+def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
+    """``per_pod`` False: the baseline, a new node of the cheapest shape that fits the pod.
+    True: the shape cheapest per copy of the pod it holds (cost / how many fit), the model's
+    second starting point (not the baseline)."""
+    res = problem.resources
+    bins = Bins([("node", i) for i in range(len(problem.existing))], [dict(f) for f in problem.free],
+                [{} for _ in problem.existing])
+    opened = {s: 0 for s in range(len(problem.shapes))}
+    domains: dict[str, str] = {}  # gang -> the domain its first pod took
+    order = sorted(problem.classes, key=lambda c: (-c.requests.get("cpu", 0), -c.requests.get("memory", 0), c.id))
+    for cls in order:
+        allowed_nodes, allowed_shapes = set(cls.existing), set(cls.shapes)
+        gang = cls.gang or ""
+        topo = problem.gang_keys.get(gang) if gang else None
+        for key in cls.keys:
+            def allowed(kind: tuple[str, int]) -> bool:
+                if kind[1] not in (allowed_nodes if kind[0] == "node" else allowed_shapes):
+                    return False
+                if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
+                    return False
+                return True
+            target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], res)
+                           and not (cls.one_per_node and bins.count[b].get(cls.id))), None)
+            if target is None:
+                target = _open(problem, bins, cls, opened, allowed, per_pod)
+            if target is None:
+                bins.unplaced.append(key)
+                continue
+            for r in res:
+                bins.room[target][r] -= demand(cls, r)
+            bins.count[target][cls.id] = bins.count[target].get(cls.id, 0) + 1
+            if topo is not None and gang not in domains:
+                domains[gang] = _label(problem, bins.kind[target], topo) or ""
+    return bins
+
+
+def _copies(cls: PodClass, room: dict[str, int], resources: list[str]) -> int:
+    most = min((room[r] // demand(cls, r) for r in resources if demand(cls, r)), default=1)
+    return min(most, 1) if cls.one_per_node else most
+
+
+def _open(problem: Problem, bins: Bins, cls: PodClass, opened: dict[int, int], allowed,
+          per_pod: bool) -> Optional[int]:
+    res = problem.resources
+    best: Optional[tuple[float, int, int]] = None
+    for s in cls.shapes:
+        shape = problem.shapes[s]
+        room = {r: shape.allocatable.get(r, 0) for r in res}
+        if opened[s] >= shape.max_count or not allowed(("shape", s)) or not _fits(cls, room, res):
+            continue
+        waste = sum(room[r] - demand(cls, r) for r in res if r != PODS)
+        price = shape.cost / max(1, _copies(cls, room, res)) if per_pod else shape.cost
+        if best is None or (price, waste, s) < best:
+            best = (price, waste, s)
+    if best is None:
+        return None
+    s = best[2]
+    opened[s] += 1
+    shape = problem.shapes[s]
+    bins.kind.append(("shape", s))
+    bins.room.append({r: shape.allocatable.get(r, 0) for r in res})
+    bins.count.append({})
+    return len(bins.kind) - 1

@@ -1,0 +1,120 @@
+"""The provisioning problem, read off the engine: which pending pods need a place, which nodes
+(existing, or of which shape) each pod class may go to, and how much room each has.
+
+Eligibility is kube-scheduler's filter cycle (``filtering.Cycle``) for each class's first pod,
+run on the cluster as the best plan leaves it plus one empty node of each shape: every filter
+(taints, selectors, node affinity, ports, inter-pod affinity against running pods, spread for
+one pod, resources against what is free) decides where a class may go, alone. What couples
+pods of the window beyond resources — a gang's one domain, a pod repelling its own replicas
+per node — is the model's (``model``); the rest is checked by deciding the provisioned
+cluster with the same engine (``provision``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from models.config import SchedulerConfig
+from models.plan import Plan
+from models.resources import pod_requests
+from models.snapshot import ClusterSnapshot, holds_node
+
+from ..context import build_context
+from ..filtering import Cycle, StaticFilters
+from ..info import PodInfo
+from ..whatif.changes import rebuilt
+from .shapes import HOSTNAME, Shape
+
+PODS = "pods"
+# A pod with device or volume claims: where it can go depends on devices and volumes the plan's
+# other pods take, which the cluster ``provision`` reasons about does not carry.
+NOT_MODELLED = ("not provisioned for: it has ResourceClaims or PersistentVolumeClaims, which provision does "
+                "not model (devices and volumes)")
+
+
+@dataclass
+class PodClass:
+    id: int
+    keys: list[str]
+    requests: dict[str, int]
+    one_per_node: bool  # a required anti-affinity on hostname that matches its own pods
+    gang: Optional[str]
+    existing: list[int] = field(default_factory=list)  # indexes of existing nodes it may go to
+    shapes: list[int] = field(default_factory=list)  # indexes of shapes it may go to
+
+
+@dataclass
+class Problem:
+    base: ClusterSnapshot  # the cluster as the plan leaves it, the pods to place pending
+    shapes: list[Shape]
+    classes: list[PodClass]
+    existing: list[str]  # node names
+    free: list[dict[str, int]]  # room left on each existing node (``pods``: pod slots)
+    resources: list[str]
+    gang_keys: dict[str, str]  # gang -> its required topology key
+    existing_labels: list[dict[str, str]]
+    nowhere: dict[str, str]  # pods no node of any shape could take, alone -> the filter's reason
+
+
+def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config: SchedulerConfig, *,
+                  all_pending: bool = False) -> Problem:
+    """``base``: the snapshot with ``plan``'s placements bound (``explain.plan_applied``)."""
+    keys = [u.pod for u in plan.unschedulable]
+    probes = [s.made(f"{s.name}-probe") for s in shapes]
+    snapshot = rebuilt(base, nodes=base.nodes + tuple(probes))
+    ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=keys)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    n_existing = len(base.nodes)
+    classes: list[PodClass] = []
+    nowhere: dict[str, str] = {}
+    for cls in ctx.classes:
+        rep = cls.rep
+        if _claims(rep):
+            for p in cls.pods:
+                nowhere[p.key] = NOT_MODELLED
+            continue
+        cycle = Cycle(rep, ctx.state, static, version=config.kubernetes_version)
+        statuses = cycle.statuses()
+        ok = [i for i, st in enumerate(statuses) if st.ok]
+        if not ok:
+            for p in cls.pods:
+                nowhere[p.key] = cycle.fit_error()
+            continue
+        classes.append(PodClass(
+            id=len(classes), keys=[p.key for p in cls.pods], requests=dict(pod_requests(rep.pod)),
+            one_per_node=_one_per_node(rep), gang=rep.group,
+            existing=[i for i in ok if i < n_existing], shapes=[i - n_existing for i in ok if i >= n_existing]))
+    resources = sorted({r for c in classes for r in c.requests} | {PODS})
+    return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], _free(base, resources),
+                   resources, {k: g.spec.topology_key for k, g in ctx.pod_groups.items() if g.spec.topology_key},
+                   [dict(n.metadata.labels) for n in base.nodes], nowhere)
+
+
+def _claims(pod: PodInfo) -> bool:
+    spec = pod.pod.spec
+    return bool(spec.resource_claims) or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.volumes)
+
+
+def _one_per_node(pod: PodInfo) -> bool:
+    return any(t.topology_key == HOSTNAME and t.matches(pod.namespace, pod.labels, pod.ns_labels)
+               for t in pod.anti_affinity)
+
+
+def _free(base: ClusterSnapshot, resources: list[str]) -> list[dict[str, int]]:
+    used: dict[str, dict[str, int]] = {}
+    for pod in base.pods:
+        if holds_node(pod):
+            room = used.setdefault(pod.spec.node_name, {})
+            for name, value in pod_requests(pod).items():
+                room[name] = room.get(name, 0) + value
+            room[PODS] = room.get(PODS, 0) + 1
+    out = []
+    for node in base.nodes:
+        taken = used.get(node.metadata.name, {})
+        out.append({r: max(0, node.allocatable.get(r, 0) - taken.get(r, 0)) for r in resources})
+    return out
+
+
+def demand(cls: PodClass, resource: str) -> int:
+    return 1 if resource == PODS else cls.requests.get(resource, 0)

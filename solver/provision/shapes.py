@@ -1,0 +1,145 @@
+"""Node shapes ``provision`` may add: labels, taints, allocatable, a cost and how many.
+
+From a file (``parse_shapes``: a list of mappings, each checked, an error naming the entry and
+field) or from the cluster's own nodes (``shapes_from_nodes``: nodes alike in labels — less
+their name — taints and allocatable make one shape, costed by the config's
+``repack.instanceCost`` per instance type, else ``repack.defaultNodeCost``).
+
+Costs are kept in thousandths (integers for CP-SAT): 0.192 is 192.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Optional
+
+from models.config import SchedulerConfig
+from models.errors import InputError
+from models.objects import Node
+from models.resources import is_tracked_resource
+from models.snapshot import ClusterSnapshot
+
+COST_SCALE = 1000
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+# Labels a node carries for itself alone, left out when nodes are grouped into shapes.
+NODE_OWN_LABELS = (HOSTNAME,)
+CONDITION_TAINTS = "node.kubernetes.io/"
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    node: Node  # the shape as a Node named ``name`` (labels, taints, allocatable)
+    cost: int  # thousandths
+    max_count: int
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return self.node.allocatable
+
+    def made(self, name: str) -> Node:
+        """A node of this shape named ``name``."""
+        labels = dict(self.node.metadata.labels)
+        labels[HOSTNAME] = name
+        return Node.model_validate({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": [t.model_dump(by_alias=True, exclude_none=True) for t in self.node.spec.taints]},
+            "status": {"allocatable": {k: str(v) if k != "cpu" else f"{v}m" for k, v in self.allocatable.items()}},
+        })
+
+
+def _cost(value: Any, where: str) -> int:
+    try:
+        cost = Decimal(str(value))
+    except InvalidOperation:
+        raise InputError(where, "cost", f'"{value}" is not a number') from None
+    if not cost.is_finite() or cost < 0:
+        raise InputError(where, "cost", f"{value} must be a number >= 0")
+    return int((cost * COST_SCALE).to_integral_value())
+
+
+def _count(value: Any, where: str, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(where, field, f'"{value}" must be an integer >= 0')
+    return value
+
+
+def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
+    """Shapes from a file's list (see docs/operator-questions.md for the format)."""
+    if not isinstance(entries, list) or not entries:
+        raise InputError("shapes", "", "expected a non-empty list of shapes (or a mapping with key shapes:)")
+    out: list[Shape] = []
+    for i, entry in enumerate(entries):
+        where = f"shapes[{i}]"
+        if not isinstance(entry, dict):
+            raise InputError(where, "", "expected a mapping")
+        unknown = set(entry) - {"name", "labels", "taints", "allocatable", "cost", "maxCount", "zones"}
+        if unknown:
+            raise InputError(where, sorted(unknown)[0], "unknown field")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(where, "name", "a shape needs a name")
+        where = f"shapes[{i}] ({name})"
+        allocatable = entry.get("allocatable")
+        if not isinstance(allocatable, dict) or not allocatable:
+            raise InputError(where, "allocatable", "expected a mapping of resource to quantity")
+        for resource in allocatable:
+            if not is_tracked_resource(str(resource)):
+                raise InputError(where, f"allocatable.{resource}", "unknown resource (cpu, memory, pods, "
+                                 "ephemeral-storage, hugepages-*, or an extended resource domain/name)")
+        cost = _cost(entry.get("cost", 1), where)
+        max_count = _count(entry.get("maxCount", default_max), where, "maxCount")
+        zones = entry.get("zones")
+        if zones is None:
+            out.append(Shape(name, _node(name, entry, where, None), cost, max_count))
+            continue
+        if not isinstance(zones, dict) or not zones:
+            raise InputError(where, "zones", "expected a mapping of zone to the most nodes there")
+        for zone, count in zones.items():
+            zoned = f"{name}@{zone}"
+            out.append(Shape(zoned, _node(zoned, entry, where, str(zone)), cost,
+                             min(max_count, _count(count, where, f"zones.{zone}"))))
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise InputError("shapes", "name", "two shapes share a name")
+    return out
+
+
+def _node(name: str, entry: dict, where: str, zone: Optional[str]) -> Node:
+    labels = dict(entry.get("labels") or {})
+    if zone is not None:
+        labels[ZONE] = zone
+    try:
+        return Node.model_validate({"metadata": {"name": name, "labels": labels},
+                                    "spec": {"taints": entry.get("taints") or []},
+                                    "status": {"allocatable": entry["allocatable"]}})
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise InputError(where, "", " ".join(first[:3])[:300]) from None
+
+
+def shapes_from_nodes(snapshot: ClusterSnapshot, config: SchedulerConfig, *, max_count: int) -> list[Shape]:
+    """One shape per group of alike nodes, named after the group's first node."""
+    seen: dict[tuple, Shape] = {}
+    repack = config.repack
+    for node in snapshot.nodes:
+        labels = {k: v for k, v in node.metadata.labels.items() if k not in NODE_OWN_LABELS}
+        # The node lifecycle controller's taints (cordon, not-ready, ...) describe that node's
+        # state, not its shape.
+        kept = [t for t in node.spec.taints if not t.key.startswith(CONDITION_TAINTS)]
+        taints = tuple((t.key, t.value, t.effect) for t in kept)
+        key = (tuple(sorted(labels.items())), taints, tuple(sorted(node.allocatable.items())))
+        if key in seen:
+            continue
+        instance = labels.get(repack.node_cost_label, "")
+        cost = _cost(repack.instance_cost.get(instance, repack.default_node_cost), f"nodes/{node.metadata.name}")
+        name = f"like-{node.metadata.name}"
+        shaped = Node.model_validate({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": [t.model_dump(by_alias=True, exclude_none=True) for t in kept]},
+            "status": {"allocatable": {k: str(v) if k != "cpu" else f"{v}m" for k, v in node.allocatable.items()}},
+        })
+        seen[key] = Shape(name, shaped, cost, max_count)
+    return list(seen.values())

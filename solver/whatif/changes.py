@@ -1,0 +1,267 @@
+"""The changes ``what-if`` applies to a snapshot, each a small frozen value with ``apply``.
+
+A change names the objects it touches; one that names a node, pod, PodDisruptionBudget, pod
+group or namespace the snapshot does not have is an ``InputError`` naming it (exit 2), never a
+change silently skipped. Changes are applied in the order given, each to the result of the last.
+
+What a change does to the pods it displaces (drain, remove-node) follows what the cluster's
+controllers would do: a pod with a controlling owner other than a DaemonSet comes back pending
+(its controller makes a replacement; here the same pod, unbound, decided by this scheduler); a
+DaemonSet's pod stays with its node (``kubectl drain --ignore-daemonsets``) or goes with it; a
+pod without a controller is gone (``kubectl drain --force``). Budgets are not consulted: the
+question is what the cluster looks like afterwards, not whether the eviction API would allow it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from models.errors import InputError
+from models.objects import Node, Pod, PodDisruptionBudget, copy_with
+from models.snapshot import ClusterSnapshot, pod_group_key
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def rebuilt(snapshot: ClusterSnapshot, **fields: Any) -> ClusterSnapshot:
+    """``snapshot`` with some of its lists replaced, built (checked, resolved) again."""
+    current: dict[str, Any] = dict(
+        nodes=snapshot.nodes, pods=snapshot.pods, pdbs=snapshot.pdbs, priority_classes=snapshot.priority_classes,
+        pod_groups=snapshot.pod_groups, namespaces=snapshot.namespaces, pvs=snapshot.pvs, pvcs=snapshot.pvcs,
+        device_classes=snapshot.device_classes, resource_slices=snapshot.resource_slices,
+        resource_claims=snapshot.resource_claims, resource_claim_templates=snapshot.resource_claim_templates,
+        storage_classes=snapshot.storage_classes, csi_nodes=snapshot.csi_nodes,
+        claims_from_templates=snapshot.claims_from_templates,
+    )
+    current.update(fields)
+    return ClusterSnapshot.build(**current)
+
+
+def _node(snapshot: ClusterSnapshot, name: str, flag: str) -> Node:
+    node = snapshot.node_by_name.get(name)
+    if node is None:
+        raise InputError(f"nodes/{name}", flag, "no such node in the snapshot")
+    return node
+
+
+def _pdb(snapshot: ClusterSnapshot, key: str, flag: str) -> PodDisruptionBudget:
+    found = next((b for b in snapshot.pdbs if b.key == key), None)
+    if found is None:
+        raise InputError(f"poddisruptionbudgets/{key}", flag, "no such PodDisruptionBudget in the snapshot")
+    return found
+
+
+def _owner_kind(pod: Pod) -> Optional[str]:
+    owner = next((o for o in pod.metadata.owner_references if o.controller), None)
+    return owner.kind if owner is not None else None
+
+
+def unbound(pod: Pod, scheduler_name: str) -> Pod:
+    """``pod`` as its controller's replacement would be: pending, ours, no nomination."""
+    spec = copy_with(pod.spec, {"node_name": "", "scheduler_name": scheduler_name})
+    status = copy_with(pod.status, {"phase": "Pending", "nominated_node_name": "", "conditions": []})
+    return copy_with(pod, {"spec": spec, "status": status})
+
+
+def _displaced(pods: tuple[Pod, ...], node: str, scheduler_name: str, *, keep_daemons: bool) -> list[Pod]:
+    """The pods after ``node`` loses its workloads (see the module's docstring)."""
+    out: list[Pod] = []
+    for pod in pods:
+        if pod.spec.node_name != node or pod.is_terminal:
+            out.append(pod)
+            continue
+        kind = _owner_kind(pod)
+        if kind == "DaemonSet":
+            if keep_daemons:
+                out.append(pod)
+        elif kind is not None and not pod.is_terminating:
+            out.append(unbound(pod, scheduler_name))
+    return out
+
+
+@dataclass(frozen=True)
+class Drain:
+    """``--drain NODE``: cordon the node and send its workloads elsewhere."""
+
+    node: str
+    flag = "--drain"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        node = _node(snapshot, self.node, self.flag)
+        cordoned = copy_with(node, {"spec": copy_with(node.spec, {"unschedulable": True})})
+        nodes = tuple(cordoned if n is node else n for n in snapshot.nodes)
+        pods = _displaced(snapshot.pods, self.node, scheduler_name, keep_daemons=True)
+        return rebuilt(snapshot, nodes=nodes, pods=pods)
+
+    def describe(self) -> str:
+        return f"drain node {self.node}"
+
+
+@dataclass(frozen=True)
+class RemoveNode:
+    """``--remove-node NODE``: the node is gone, and its DaemonSet pods with it."""
+
+    node: str
+    flag = "--remove-node"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        _node(snapshot, self.node, self.flag)
+        nodes = tuple(n for n in snapshot.nodes if n.metadata.name != self.node)
+        pods = _displaced(snapshot.pods, self.node, scheduler_name, keep_daemons=False)
+        return rebuilt(snapshot, nodes=nodes, pods=pods)
+
+    def describe(self) -> str:
+        return f"remove node {self.node}"
+
+
+@dataclass(frozen=True)
+class AddNodes:
+    """``--add-nodes N:LIKE``: N new nodes shaped like node LIKE (labels, taints, allocatable),
+    or like the Node given in a file (``shape``), named ``<like>-whatif-<i>``; not cordoned."""
+
+    count: int
+    like: str
+    shape: Optional[Node] = None
+    flag = "--add-nodes"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        model = self.shape if self.shape is not None else _node(snapshot, self.like, self.flag)
+        base = model.metadata.name
+        taken = set(snapshot.node_by_name)
+        added: list[Node] = []
+        i = 0
+        while len(added) < self.count:
+            i += 1
+            name = f"{base}-whatif-{i}"
+            if name in taken:
+                continue
+            labels = dict(model.metadata.labels)
+            if HOSTNAME_LABEL in labels:
+                labels[HOSTNAME_LABEL] = name
+            metadata = copy_with(model.metadata, {"name": name, "labels": labels, "uid": ""})
+            spec = copy_with(model.spec, {"unschedulable": False})
+            added.append(copy_with(model, {"metadata": metadata, "spec": spec}))
+        return rebuilt(snapshot, nodes=snapshot.nodes + tuple(added))
+
+    def describe(self) -> str:
+        return f"add {self.count} node(s) like {self.like}"
+
+
+@dataclass(frozen=True)
+class DeletePdb:
+    """``--delete-pdb NS/NAME``."""
+
+    pdb: str
+    flag = "--delete-pdb"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        gone = _pdb(snapshot, self.pdb, self.flag)
+        return rebuilt(snapshot, pdbs=tuple(b for b in snapshot.pdbs if b is not gone))
+
+    def describe(self) -> str:
+        return f"delete PodDisruptionBudget {self.pdb}"
+
+
+@dataclass(frozen=True)
+class RelaxPdb:
+    """``--relax-pdb NS/NAME=MAX_UNAVAILABLE``: the budget's spec becomes ``maxUnavailable``
+    (an integer or a percentage), its allowance computed again from the pods."""
+
+    pdb: str
+    max_unavailable: Union[int, str]
+    flag = "--relax-pdb"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        old = _pdb(snapshot, self.pdb, self.flag)
+        relaxed = PodDisruptionBudget.model_validate({
+            "metadata": old.metadata.model_dump(by_alias=True, exclude_none=True),
+            "spec": {"selector": old.spec.selector.model_dump(by_alias=True, exclude_none=True)
+                     if old.spec.selector is not None else None,
+                     "maxUnavailable": self.max_unavailable},
+        })
+        return rebuilt(snapshot, pdbs=tuple(relaxed if b is old else b for b in snapshot.pdbs))
+
+    def describe(self) -> str:
+        return f"relax PodDisruptionBudget {self.pdb} to maxUnavailable {self.max_unavailable}"
+
+
+@dataclass(frozen=True)
+class SetPriority:
+    """``--priority POD_OR_GROUP=VALUE``: a pod (``NS/NAME``) or every pod of a gang
+    (``podgroup/NS/NAME``, or ``NS/NAME`` naming no pod but a gang) gets priority VALUE."""
+
+    target: str
+    value: int
+    flag = "--priority"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        keys = self._pods(snapshot)
+        pods = tuple(
+            copy_with(p, {"spec": copy_with(p.spec, {"priority": self.value})}) if p.key in keys else p
+            for p in snapshot.pods
+        )
+        return rebuilt(snapshot, pods=pods)
+
+    def _pods(self, snapshot: ClusterSnapshot) -> set[str]:
+        target = self.target
+        group = target.removeprefix("podgroup/").removeprefix("workload/")
+        if group == target and snapshot.pod(target) is not None:
+            return {target}
+        members = {p.key for p in snapshot.pods if pod_group_key(p) == group}
+        if not members:
+            raise InputError(target, self.flag, "no such pod or pod group in the snapshot")
+        return members
+
+    def describe(self) -> str:
+        return f"priority of {self.target} set to {self.value}"
+
+
+@dataclass(frozen=True)
+class RemovePod:
+    """``--remove-pod NS/NAME``: the pod is deleted (running or pending)."""
+
+    pod: str
+    flag = "--remove-pod"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        if snapshot.pod(self.pod) is None:
+            raise InputError(f"pods/{self.pod}", self.flag, "no such pod in the snapshot")
+        return rebuilt(snapshot, pods=tuple(p for p in snapshot.pods if p.key != self.pod))
+
+    def describe(self) -> str:
+        return f"remove pod {self.pod}"
+
+
+@dataclass(frozen=True)
+class RemoveNamespace:
+    """``--remove-namespace NS``: the namespace's pods, budgets and pod groups are deleted."""
+
+    namespace: str
+    flag = "--remove-namespace"
+
+    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        ns = self.namespace
+        known = any(p.metadata.namespace == ns for p in snapshot.pods) or any(
+            n.metadata.name == ns for n in snapshot.namespaces)
+        if not known:
+            raise InputError(f"namespaces/{ns}", self.flag, "no such namespace (and no pod in it) in the snapshot")
+        return rebuilt(
+            snapshot,
+            pods=tuple(p for p in snapshot.pods if p.metadata.namespace != ns),
+            pdbs=tuple(b for b in snapshot.pdbs if b.metadata.namespace != ns),
+            pod_groups=tuple(g for g in snapshot.pod_groups if g.metadata.namespace != ns),
+        )
+
+    def describe(self) -> str:
+        return f"remove namespace {self.namespace}'s workloads"
+
+
+Change = Union[Drain, RemoveNode, AddNodes, DeletePdb, RelaxPdb, SetPriority, RemovePod, RemoveNamespace]
+
+
+def apply_all(snapshot: ClusterSnapshot, changes: list[Change], scheduler_name: str) -> ClusterSnapshot:
+    """``snapshot`` with every change applied, in order."""
+    for change in changes:
+        snapshot = change.apply(snapshot, scheduler_name)
+    return snapshot

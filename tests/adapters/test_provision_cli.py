@@ -1,0 +1,71 @@
+"""``cpsat-scheduler provision`` on the command line: the nodes, where each pod goes, the
+baseline beside; a bad shape file refused with one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adapters.cli import main
+
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "old", "labels": {"kubernetes.io/hostname": "old"}},
+        "status": {"allocatable": {"cpu": "1", "memory": "4Gi", "pods": "110"}}}
+
+
+def pod(name: str, cpu: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "a"},
+            "spec": {"schedulerName": "cpsat-scheduler",
+                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+SHAPES = [{"name": "small", "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}, "cost": 4},
+          {"name": "big", "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}, "cost": 5}]
+
+
+def files(tmp_path: Path, shapes) -> tuple[str, str]:
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List",
+                                    "items": [NODE] + [pod(f"p{i}", "3") for i in range(3)]}))
+    shape_file = tmp_path / "shapes.yaml"
+    shape_file.write_text(yaml.safe_dump(shapes))
+    return str(snap), str(shape_file)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, list[str]]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err.strip().splitlines()
+
+
+def test_table_lists_the_nodes_the_baseline_and_where_pods_go(capsys, tmp_path: Path) -> None:
+    snap, shapes = files(tmp_path, {"shapes": SHAPES})
+    code, out, _ = run(capsys, "provision", snap, "--shapes", shapes)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "ADD 2 node(s), cost 9 — optimal (proven)"
+    assert "     1 x big (cost 5 each)" in lines and "     1 x small (cost 4 each)" in lines
+    assert "first-fit-decreasing would add 3 node(s), cost 12" in out
+    assert sum(1 for line in lines if "  ->  " in line) == 3
+
+
+def test_json(capsys, tmp_path: Path) -> None:
+    snap, shapes = files(tmp_path, SHAPES)
+    code, out, _ = run(capsys, "provision", snap, "--shapes", shapes, "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["cost"] == 9.0 and doc["proven"] and doc["gap"] == 0.0
+    assert doc["firstFitDecreasing"] == {"nodes": 3, "cost": 12.0, "unplaced": 0}
+    assert sorted(doc["placement"]) == ["a/p0", "a/p1", "a/p2"]
+
+
+@pytest.mark.parametrize(("bad", "line"), [
+    ({"cost": -1}, "shapes[0] (small): cost: -1 must be a number >= 0"),
+    ({"allocatable": {"cpu": "4", "gpus": "1"}}, "shapes[0] (small): allocatable.gpus: unknown resource"),
+])
+def test_a_bad_shape_file_exits_2_with_one_line(capsys, tmp_path: Path, bad, line) -> None:
+    snap, shapes = files(tmp_path, [dict(SHAPES[0], **bad)])
+    code, out, err = run(capsys, "provision", snap, "--shapes", shapes)
+    assert code == 2 and out == "" and len(err) == 1
+    assert err[0].startswith(f"cpsat-scheduler: error: {shapes}: {line}")

@@ -1,0 +1,64 @@
+"""``cpsat-scheduler what-if`` on the command line: both plans, JSON and table, bad changes
+refused with one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters.cli import main
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "quickstart.yaml"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, list[str]]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err.strip().splitlines()
+
+
+def test_json_gives_both_plans_and_what_changed(capsys) -> None:
+    code, out, _ = run(capsys, "what-if", str(QUICKSTART), "--remove-namespace", "analytics",
+                       "--add-nodes", "1:worker-a-1", "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["changes"] == ["remove namespace analytics's workloads", "add 1 node(s) like worker-a-1"]
+    assert doc["whatIf"]["nodes"] == doc["today"]["nodes"] + 1
+    assert sorted(doc["difference"]["removed"]) == ["analytics/etl-backfill-6kq2x", "analytics/etl-backfill-w9b3n"]
+    assert doc["today"]["placed"] == len(doc["today"]["assignments"])
+
+
+def test_table_lines_up_today_and_what_if(capsys) -> None:
+    code, out, _ = run(capsys, "what-if", str(QUICKSTART), "--drain", "worker-b-2")
+    assert code == 0
+    assert "CHANGES: drain node worker-b-2" in out
+    header = next(line for line in out.splitlines() if "TODAY" in line)
+    assert header.split() == ["TODAY", "WHAT-IF"]
+    assert "moved:        shop/postgres-0: worker-b-2 ->" in out
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--drain", "nope"], "cpsat-scheduler: error: nodes/nope: --drain: no such node in the snapshot"),
+    (["--relax-pdb", "shop/web=lots"], "cpsat-scheduler: error: shop/web=lots: --relax-pdb: \"lots\" is neither"),
+    (["--priority", "shop/nope=5"], "cpsat-scheduler: error: shop/nope: --priority: no such pod or pod group"),
+    (["--add-nodes", "0:worker-a-1"], "cpsat-scheduler: error: 0:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
+    (["--remove-pod", "nobody"], "cpsat-scheduler: error: nobody: --remove-pod: expected NAMESPACE/NAME"),
+    ([], "cpsat-scheduler: error: what-if: no change given"),
+])
+def test_bad_changes_exit_2_with_one_line(capsys, argv, line) -> None:
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), *argv)
+    assert code == 2 and out == ""
+    assert len(err) == 1 and err[0].startswith(line)
+
+
+def test_a_node_shape_from_a_file(capsys, tmp_path: Path) -> None:
+    shape = tmp_path / "shape.yaml"
+    shape.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: big, labels: {kubernetes.io/hostname: big}}\n"
+                     "status: {allocatable: {cpu: '64', memory: 256Gi, pods: '110'}}\n")
+    code, out, _ = run(capsys, "what-if", str(QUICKSTART), "--add-nodes", f"2:@{shape}", "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["whatIf"]["nodes"] == doc["today"]["nodes"] + 2
+    assert "shop/search-indexer-0" in doc["difference"]["newlyPlaced"]

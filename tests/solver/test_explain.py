@@ -1,0 +1,156 @@
+"""``why``: the minimal obstacle sets on named scenes, and, on generated windows, that every set
+is sufficient (relaxing it makes the pod or gang fit) and minimal (relaxing any fewer does not)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from models.config import SchedulerConfig
+from models.errors import InputError
+from solver import ScheduleRequest, decide
+from solver.explain import explain, plan_applied
+from solver.explain.obstacles import relaxed
+from tests.builders import make_node, make_pdb, make_pod, make_pod_group, make_snapshot, term
+from tests.builders import spread as spread_rule
+
+CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 10, "workers": 1},
+                                         "preemption": {"pdb": "hard"}})
+
+
+def kinds(explanation) -> list[str]:
+    return sorted(o.kind for o in explanation.obstacles)
+
+
+def test_a_gang_one_budget_away_from_its_rack() -> None:
+    """The issue's example: train (8 pods x 4 CPU, one rack); rack-a is full of pods of higher
+    priority, rack-b holds 6 because of batch-3 and batch-4, whose budget allows 0 disruptions."""
+    nodes = [make_node(f"{r}-{i}", cpu="8", memory="64Gi", labels={"rack": r}) for r in ("rack-a", "rack-b") for i in (1, 2, 3, 4)]
+    pods = [make_pod(f"infra/db-{i}", cpu="8", node=f"rack-a-{i}", priority=5000) for i in (1, 2, 3, 4)]
+    pods += [make_pod(f"ml/batch-{i}", cpu="4", node=f"rack-b-{i - 2}", priority=0, labels={"app": "batch"}) for i in (3, 4)]
+    pods += [make_pod(f"ml/train-{i}", cpu="4", priority=1000, group="train") for i in range(8)]
+    snap = make_snapshot(nodes, pods, pod_groups=[make_pod_group("ml/train", 8, topology_key="rack")],
+                         pdbs=[make_pdb("ml/batch", {"app": "batch"}, allowed=0)])
+    [why] = explain(snap, CONFIG, "podgroup/ml/train")
+    assert why.unit.kind == "gang" and len(why.reasons) == 8
+    assert why.proven
+    assert [o.text for o in why.obstacles] == ["PodDisruptionBudget ml/batch allows 0 disruption(s)"]
+    assert why.obstacles[0].fields == ("status.disruptionsAllowed",)
+
+
+def test_a_taint_and_a_full_node() -> None:
+    nodes = [make_node("tainted", cpu="4", taints=["gpu=yes:NoSchedule"]), make_node("full", cpu="4")]
+    pods = [make_pod("a/hog", cpu="4", node="full", priority=100), make_pod("a/p", cpu="2", priority=0)]
+    [why] = explain(make_snapshot(nodes, pods), CONFIG, "a/p")
+    assert why.reasons["a/p"].startswith("0/2 nodes are available:")
+    assert len(why.obstacles) == 1 and why.obstacles[0].kind in ("taint", "room")
+    if why.obstacles[0].kind == "taint":
+        assert why.obstacles[0].objects == ("nodes/tainted",) and why.obstacles[0].fields == ("spec.taints[0]",)
+    else:
+        assert "pods/a/hog" in why.obstacles[0].objects
+
+
+def test_two_obstacles_on_the_only_node() -> None:
+    nodes = [make_node("n1", cpu="4", taints=["dedicated=db:NoSchedule"], unschedulable=True)]
+    [why] = explain(make_snapshot(nodes, [make_pod("a/p", cpu="1")]), CONFIG, "a/p")
+    assert kinds(why) == ["cordon", "taint"]  # the cordon's own taint is not in spec.taints here
+
+
+def test_the_pods_own_selector_and_anti_affinity() -> None:
+    nodes = [make_node("a1", cpu="4", labels={"zone": "a"}), make_node("b1", cpu="4", labels={"zone": "b"})]
+    pods = [make_pod("x/web-1", cpu="1", node="a1", labels={"app": "web"}),
+            make_pod("x/web-2", cpu="1", node="b1", labels={"app": "web"}),
+            make_pod("x/web-3", cpu="1", labels={"app": "web"}, pod_anti_affinity=[term({"app": "web"}, "zone")])]
+    [why] = explain(make_snapshot(nodes, pods), CONFIG, "x/web-3")
+    assert kinds(why) == ["pod-anti-affinity"]
+    assert "topologyKey zone" in why.obstacles[0].text
+
+
+def test_nothing_relaxable_names_the_request_beyond_every_node() -> None:
+    [why] = explain(make_snapshot([make_node("n1", cpu="4")], [make_pod("a/big", cpu="16")]), CONFIG, "a/big")
+    assert why.obstacles is None
+    assert why.beyond == ("a/big requests cpu 16, the roomiest node has 4",)
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    ("a/ghost", "pods/a/ghost: TARGET: no such pod"),
+    ("a/run", "pods/a/run: TARGET: not a pending pod this scheduler places (it runs on node n1)"),
+    ("podgroup/a/none", "podgroup/a/none: TARGET: no pending pod of podgroup a/none"),
+])
+def test_a_target_that_is_not_pending_is_refused(target, message) -> None:
+    snap = make_snapshot([make_node("n1")], [make_pod("a/run", cpu="1", node="n1")])
+    with pytest.raises(InputError) as caught:
+        explain(snap, CONFIG, target)
+    assert str(caught.value).startswith(message)
+
+
+# -- generated windows --------------------------------------------------------------------------
+
+
+def window(seed: int):
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(rng.randint(2, 4)):
+        taints = ["team=ml:NoSchedule"] if rng.random() < 0.3 else []
+        nodes.append(make_node(f"n{i}", cpu=str(rng.choice([2, 4, 8])), memory="16Gi", taints=taints,
+                               unschedulable=rng.random() < 0.15, labels={"zone": rng.choice("ab"), "rack": f"r{i % 2}"}))
+    pods = []
+    for i in range(rng.randint(1, 6)):
+        node = rng.choice(nodes).metadata.name
+        app = rng.choice(["db", "batch", "web"])
+        anti = [term({"app": "web"}, "zone")] if app == "web" and rng.random() < 0.5 else []
+        pods.append(make_pod(f"run/{app}-{i}", cpu=str(rng.choice([1, 2, 3])), node=node, labels={"app": app},
+                             priority=rng.choice([0, 500, 2000]), pod_anti_affinity=anti))
+    tolerate = [{"key": "team", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}]
+    for i in range(rng.randint(1, 3)):
+        app = rng.choice(["web", "api"])
+        pods.append(make_pod(
+            f"new/{app}-{i}", cpu=str(rng.choice([1, 2, 4])), priority=rng.choice([0, 1000]), labels={"app": app},
+            node_selector={"zone": rng.choice("ab")} if rng.random() < 0.3 else None,
+            pod_anti_affinity=[term({"app": "web"}, "zone")] if app == "web" and rng.random() < 0.4 else (),
+            pod_affinity=[term({"app": "db"}, "zone")] if app == "api" and rng.random() < 0.3 else (),
+            spread=[spread_rule("zone", {"app": app})] if rng.random() < 0.3 else (),
+            tolerations=tolerate if rng.random() < 0.3 else ()))
+    groups = []
+    if rng.random() < 0.4:
+        size = rng.randint(2, 3)
+        pods += [make_pod(f"ml/g-{i}", cpu=str(rng.choice([1, 2])), priority=1000, group="g") for i in range(size)]
+        groups.append(make_pod_group("ml/g", size, topology_key="rack" if rng.random() < 0.5 else None))
+    pdbs = [make_pdb("run/batch", {"app": "batch"}, allowed=0)] if rng.random() < 0.5 else []
+    return make_snapshot(nodes, pods, pod_groups=groups, pdbs=pdbs)
+
+
+def _fits(snapshot, plan, unit_pods, reasons, obstacles) -> bool:
+    keys = tuple(reasons)
+    base = plan_applied(snapshot, plan, keep=set(keys))
+    decision = decide(ScheduleRequest(relaxed(base, keys, obstacles), CONFIG, window_keys=keys))
+    return set(keys) <= set(decision.plan.assignment_map())
+
+
+def check_windows(seeds) -> int:
+    """Every obstacle set sufficient and minimal; returns how many sets were checked."""
+    checked = 0
+    for seed in seeds:
+        snap = window(seed)
+        today = decide(ScheduleRequest(snap, CONFIG))
+        for why in explain(snap, CONFIG, today=today):
+            if why.fits_as_is or why.obstacles is None or not why.reasons:
+                continue
+            assert why.proven, seed
+            kept = why.obstacles
+            assert _fits(snap, today.plan, why.unit.pods, why.reasons, kept), (seed, [o.text for o in kept])
+            for o in kept:
+                fewer = tuple(x for x in kept if x is not o)
+                assert not _fits(snap, today.plan, why.unit.pods, why.reasons, fewer), (seed, o.text)
+            checked += 1
+    return checked
+
+
+def test_obstacle_sets_are_sufficient_and_minimal_on_20_windows() -> None:
+    assert check_windows(range(20)) >= 8
+
+
+@pytest.mark.long
+def test_obstacle_sets_are_sufficient_and_minimal_on_200_windows() -> None:
+    assert check_windows(range(1000, 1200)) >= 80

@@ -1,0 +1,125 @@
+"""``what-if``: each change applied to a small snapshot, decided again, compared with today."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.config import SchedulerConfig
+from models.errors import InputError
+from models.objects import OwnerReference, Pod, copy_with
+from solver import whatif as w
+from solver.whatif import what_if
+from tests.builders import make_node, make_pdb, make_pod, make_pod_group, make_snapshot
+
+CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 10}})
+HARD_PDB = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 10}, "preemption": {"pdb": "hard"}})
+
+
+def owned(pod: Pod, kind: str = "ReplicaSet") -> Pod:
+    ref = OwnerReference(kind=kind, name="owner", uid="u1", controller=True)
+    return copy_with(pod, {"metadata": copy_with(pod.metadata, {"owner_references": [ref]})})
+
+
+def test_adding_a_node_like_another_places_what_did_not_fit() -> None:
+    snap = make_snapshot([make_node("n1", cpu="2")], [make_pod("a/p1", cpu="2"), make_pod("a/p2", cpu="2")])
+    result = what_if(snap, [w.AddNodes(1, "n1")], CONFIG)
+    assert len(result.today.placed) == 1 and len(result.today.left_out) == 1
+    assert len(result.changed.placed) == 2
+    assert list(result.difference.newly_placed.values()) in (["n1"], ["n1-whatif-1"])
+    assert result.changed.nodes == 2 and result.changed.nodes_used == 2
+
+
+def test_draining_sends_owned_pods_elsewhere_keeps_daemons_and_drops_bare_pods() -> None:
+    pods = [owned(make_pod("a/web", cpu="1", node="n1")), owned(make_pod("a/agent", cpu="100m", node="n1"), "DaemonSet"),
+            make_pod("a/bare", cpu="1", node="n1")]
+    snap = make_snapshot([make_node("n1"), make_node("n2")], pods)
+    result = what_if(snap, [w.Drain("n1")], CONFIG)
+    assert result.difference.moved == {"a/web": ("n1", "n2")}
+    assert result.difference.removed == ["a/bare"]
+    drained = w.changes.apply_all(snap, [w.Drain("n1")], CONFIG.scheduler_name)
+    assert drained.node_by_name["n1"].spec.unschedulable
+    assert drained.pod("a/agent").spec.node_name == "n1"
+
+
+def test_removing_the_only_roomy_node_leaves_its_pod_out() -> None:
+    snap = make_snapshot([make_node("big", cpu="8"), make_node("small", cpu="1")],
+                         [owned(make_pod("a/wide", cpu="4", node="big"))])
+    result = what_if(snap, [w.RemoveNode("big")], CONFIG)
+    assert result.difference.newly_left_out == ["a/wide"]
+    assert "Insufficient cpu" in result.changed.left_out["a/wide"]
+    assert result.changed.nodes == 1
+
+
+def _pdb_scene():
+    nodes = [make_node("n1", cpu="2")]
+    pods = [make_pod("b/low", cpu="2", node="n1", priority=0, labels={"app": "low"}),
+            make_pod("a/high", cpu="2", priority=1000)]
+    return make_snapshot(nodes, pods, pdbs=[make_pdb("b/low", {"app": "low"}, min_available=1)])
+
+
+@pytest.mark.parametrize("change", [w.DeletePdb("b/low"), w.RelaxPdb("b/low", 1), w.RelaxPdb("b/low", "100%")],
+                         ids=["delete", "relax-int", "relax-percent"])
+def test_a_budget_deleted_or_relaxed_lets_the_preemptor_in(change) -> None:
+    result = what_if(_pdb_scene(), [change], HARD_PDB)
+    assert "a/high" in result.today.left_out and not result.today.evicted
+    assert result.changed.placed == {"a/high": "n1"}
+    assert result.difference.evictions_added == {"b/low": "n1"}
+
+
+def test_raising_a_priority_changes_who_gets_the_room() -> None:
+    snap = make_snapshot([make_node("n1", cpu="2")],
+                         [make_pod("a/first", cpu="2", priority=10), make_pod("a/second", cpu="2", priority=5)])
+    result = what_if(snap, [w.SetPriority("a/second", 100)], CONFIG)
+    assert set(result.today.placed) == {"a/first"}
+    assert set(result.changed.placed) == {"a/second"}
+    assert result.changed.placed_by_priority == {100: (1, 1), 10: (0, 1)}
+
+
+def test_a_gangs_priority_is_set_on_every_member() -> None:
+    pods = [make_pod(f"ml/t{i}", cpu="1", group="train") for i in range(2)] + [make_pod("a/x", cpu="1")]
+    snap = make_snapshot([make_node("n1", cpu="4")], pods, pod_groups=[make_pod_group("ml/train", 2)])
+    changed = w.changes.apply_all(snap, [w.SetPriority("podgroup/ml/train", 7)], CONFIG.scheduler_name)
+    assert [changed.pod(f"ml/t{i}").spec.priority for i in range(2)] == [7, 7]
+    assert changed.pod("a/x").spec.priority in (None, 0)
+
+
+def test_removing_a_running_pod_or_a_namespace_frees_its_room() -> None:
+    snap = make_snapshot([make_node("n1", cpu="2")],
+                         [make_pod("old/hog", cpu="2", node="n1"), make_pod("a/new", cpu="2")])
+    for change in (w.RemovePod("old/hog"), w.RemoveNamespace("old")):
+        result = what_if(snap, [change], CONFIG)
+        assert result.difference.newly_placed == {"a/new": "n1"}
+        assert result.difference.removed == ["old/hog"]
+
+
+def test_several_changes_apply_in_order() -> None:
+    snap = make_snapshot([make_node("n1", cpu="2")], [make_pod("a/p", cpu="4")])
+    result = what_if(snap, [w.AddNodes(1, "n1"), w.RemoveNode("n1")], CONFIG)
+    assert result.changed.nodes == 1 and "a/p" in result.changed.left_out
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (w.Drain("ghost"), "nodes/ghost: --drain"),
+    (w.RemoveNode("ghost"), "nodes/ghost: --remove-node"),
+    (w.AddNodes(2, "ghost"), "nodes/ghost: --add-nodes"),
+    (w.DeletePdb("a/ghost"), "poddisruptionbudgets/a/ghost: --delete-pdb"),
+    (w.RelaxPdb("a/ghost", 1), "poddisruptionbudgets/a/ghost: --relax-pdb"),
+    (w.SetPriority("a/ghost", 1), "a/ghost: --priority"),
+    (w.RemovePod("a/ghost"), "pods/a/ghost: --remove-pod"),
+    (w.RemoveNamespace("ghost"), "namespaces/ghost: --remove-namespace"),
+])
+def test_a_change_naming_nothing_is_refused_naming_it(change, named) -> None:
+    snap = make_snapshot([make_node("n1")], [make_pod("a/p", cpu="1")])
+    with pytest.raises(InputError) as caught:
+        what_if(snap, [change], CONFIG)
+    assert str(caught.value).startswith(named)
+
+
+def test_gangs_are_counted_per_priority() -> None:
+    pods = [make_pod(f"ml/a{i}", cpu="2", group="a", priority=10) for i in range(2)]
+    pods += [make_pod(f"ml/b{i}", cpu="2", group="b", priority=5) for i in range(2)]
+    snap = make_snapshot([make_node("n1", cpu="4")], pods,
+                         pod_groups=[make_pod_group("ml/a", 2), make_pod_group("ml/b", 2)])
+    result = what_if(snap, [w.SetPriority("podgroup/ml/b", 50)], CONFIG)
+    assert result.today.gangs_by_priority() == {10: (1, 1), 5: (0, 1)}
+    assert result.changed.gangs_by_priority() == {50: (1, 1), 10: (0, 1)}
