@@ -59,9 +59,6 @@ def test_from_the_cluster_with_list_calls_only(server, snapshot, tmp_path, capsy
 
 
 def test_as_the_kubectl_plugin_without_a_snapshot(server, tmp_path, capsys, monkeypatch) -> None:
-    from adapters import cluster_read
-
-    monkeypatch.setattr(cluster_read, "AS_KUBECTL_PLUGIN", False)  # restored after the plugin sets it
     monkeypatch.setenv("KUBECONFIG", server.kubeconfig_path(tmp_path))
     code = kubectl_plugin(["why", "shop/search-indexer-0", "-o", "json", "--workers", "1"])
     out, err = capsys.readouterr()
