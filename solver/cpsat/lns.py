@@ -61,16 +61,20 @@ ROUND_PAIRS = 3000
 MAX_NODES = 60
 MIN_NODES = 4
 # A round is not started with less time than this left.
-MIN_ROUND_SECONDS = 0.3
+MIN_ROUND_SECONDS = 1.0
 # Share of the time left one round may use.
 ROUND_SHARE = 0.25
 # The fewest pairs a round's model is cut down to, however slow the builds before it were.
 MIN_ROUND_PAIRS = 300
+# CP-SAT workers of a round's solve (fewer when the user's config says so).
+ROUND_WORKERS = 2
 # Share of a round's time left after the build that completing the incumbent as the hint may
 # take: a round whose hint is not completed rarely finds even the incumbent again.
 HINT_SHARE = 0.5
-# A round's solve gets at least this long, even when its build used the round's budget.
-MIN_SOLVE_SECONDS = 0.1
+# A round's solve gets at least this long (within the decision's deadline), even when its build
+# used the round's budget: CP-SAT's presolve alone takes a tenth of a second on a busy machine, and
+# rounds cut shorter answered UNKNOWN with the incumbent as their hint.
+MIN_SOLVE_SECONDS = 0.5
 
 
 @dataclass
@@ -181,7 +185,7 @@ class _Search:
         stats.rounds += 1
         t0 = time.monotonic()
         found, pairs, built = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods, self.weights,
-                                     min(deadline, t0 + budget), cap)
+                                     (min(deadline, t0 + budget), deadline), cap)
         stats.max_pairs = max(stats.max_pairs, pairs)
         if pairs:
             self.seconds_per_pair = max(built / pairs, 1e-6)
@@ -281,9 +285,12 @@ def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
 
 
 def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], free_pods: list[PodInfo],
-           weights: dict[int, int], deadline: float, cap: int) -> tuple[Optional[_Plan], int, float]:
-    """One neighbourhood's model of at most about ``cap`` pairs, solved: the whole plan it gives
-    (or None), the pairs, and the seconds until the model was built."""
+           weights: dict[int, int], deadlines: tuple[float, float], cap: int) -> tuple[Optional[_Plan], int, float]:
+    """One neighbourhood's model of at most about ``cap`` pairs, solved by the first of
+    ``deadlines`` (the round's; the solve gets ``MIN_SOLVE_SECONDS`` past it up to the second, the
+    decision's): the whole plan it gives (or None), the pairs, and the seconds until the model was
+    built."""
+    deadline, last = deadlines
     start = time.monotonic()
     inside = set(nodes)
     on_nodes = [p for p in free_pods if plan.placements.get(p.key) in inside]
@@ -314,9 +321,11 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     current = GreedyResult(placements={k: n for k, n in plan.placements.items() if k in freed},
                            victims=[v for v in plan.victims if v.node in inside])
     how = best_hint(wm, current, sub, weights, HINT_SHARE * max(0.0, deadline - time.monotonic()))
-    log.debug("lns round: %d pairs built in %.2fs, hint: %s", sum(len(cand[c.id]) for c in live),
-              time.monotonic() - start, how)
-    solver, status, _, _, _ = solve_sound(wm, ctx.config.solver, max(deadline, time.monotonic() + MIN_SOLVE_SECONDS))
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("lns round: %d pairs, %d victims, (variables, constraints) %s built in %.2fs, hint: %s",
+                  sum(len(cand[c.id]) for c in live), len(wm.evict), wm.size(), time.monotonic() - start, how)
+    solve_by = min(last, max(deadline, time.monotonic() + MIN_SOLVE_SECONDS))
+    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by)
     if solver is None:
         return None, pairs, built
     found = Solution()
@@ -325,6 +334,16 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     placements.update(found.placements)
     victims = [v for v in plan.victims if v.node not in inside] + found.victims
     return _Plan(placements, victims), pairs, built
+
+
+def _round_solver_config(ctx: SchedulingContext):
+    """The solver settings of a round: the user's, with at most ``ROUND_WORKERS`` workers unless
+    the user chose fewer (a round's model is small; eight workers on a busy machine spent its
+    short budget starting up and answered UNKNOWN with a complete hint)."""
+    cfg = ctx.config.solver
+    if cfg.workers and cfg.workers <= ROUND_WORKERS:
+        return cfg
+    return cfg.model_copy(update={"workers": ROUND_WORKERS})
 
 
 def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: int) -> list[int]:

@@ -131,6 +131,6 @@ def test_a_round_keeps_the_spread_of_the_plan_s_pods_it_does_not_free() -> None:
     incumbent = _Plan({"default/s-0": index["n-a"], "default/s-3": index["n-a"], "default/s-1": index["n-b"],
                        "default/s-2": index["n-c"]}, [])
     found, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-c"]],
-                         list(ctx.window), tier_weights([p.priority for p in ctx.window]), time.monotonic() + 5, 1000)
+                         list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
     assert found is not None
     assert "default/s-2" in found.placements and "default/big" not in found.placements, found.placements
