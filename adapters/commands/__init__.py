@@ -126,3 +126,23 @@ def note(message: Optional[str]) -> None:
     """A side remark for people, on stderr so that stdout stays machine-readable."""
     if message:
         print(f"cpsat-scheduler: note: {message}", file=sys.stderr)
+
+
+def read_snapshot_or_cluster(args: argparse.Namespace, config: SchedulerConfig, source):
+    """The ``LoadedSnapshot`` a command decides on: the cluster of ``--kubeconfig``/``--context``/
+    ``--in-cluster`` (read-only: list calls) when asked for, else ``source`` (a SNAPSHOT file, ``-``
+    for stdin, or a bundled example; None: none was given). Bad input raises ``InputError``."""
+    from adapters.cluster_read import cluster_requested, read_cluster
+    from adapters.snapshot_io import read_snapshot
+    from models import InputError
+
+    if cluster_requested(args, snapshot_given=args.snapshot is not None):
+        if args.snapshot is not None:
+            raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")
+        stage("reading the cluster")
+        cluster = read_cluster(args)
+        return read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
+    if source is None:
+        raise InputError("", "SNAPSHOT", "give a snapshot file (or - for stdin), or --kubeconfig to read a cluster")
+    stage(f"reading {source}")
+    return read_snapshot(source, max_bytes=config.limits.max_snapshot_bytes)

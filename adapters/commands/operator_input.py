@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 
-from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
-from models import InputError
+from adapters.cluster_read import add_cluster_options
 
-from . import add_config_options, add_progress_option, config_from_args, non_negative_float, note, stage, worker_count
+from . import (
+    add_config_options, add_progress_option, config_from_args, non_negative_float, note, read_snapshot_or_cluster,
+    worker_count,
+)
 
 OUTPUTS = ("table", "json")
 
@@ -28,19 +30,8 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 
 def read_input(args: argparse.Namespace):
     """(snapshot, config) from the command line; bad input raises ``InputError`` (exit 2)."""
-    from adapters.snapshot_io import read_snapshot
-
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers)
-    if cluster_requested(args, snapshot_given=args.snapshot is not None):
-        if args.snapshot is not None:
-            raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")
-        stage("reading the cluster")
-        cluster = read_cluster(args)
-        loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
-    else:
-        if args.snapshot is None:
-            raise InputError("", "SNAPSHOT", "give a snapshot file (or - for stdin), or --kubeconfig to read a cluster")
-        loaded = read_snapshot(args.snapshot, max_bytes=config.limits.max_snapshot_bytes)
+    loaded = read_snapshot_or_cluster(args, config, args.snapshot)
     loaded = loaded.require_nodes_or_pods()
     note(loaded.note())
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from adapters.gc_control import keep_for_good, paused_gc
-from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
+from adapters.cluster_read import add_cluster_options
 from models import InputError
 
 from . import (
@@ -22,6 +22,7 @@ from . import (
     non_negative_int,
     note,
     progress_lines,
+    read_snapshot_or_cluster,
     stage,
     worker_count,
 )
@@ -86,19 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from adapters.output import dump_plan
-    from adapters.snapshot_io import read_snapshot
 
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
-    if cluster_requested(args, snapshot_given=args.snapshot is not None):
-        if args.snapshot is not None:
-            raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")
-        stage("reading the cluster")
-        cluster = read_cluster(args)
-        loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
-    else:
-        source = snapshot_source(args.snapshot)
-        stage(f"reading {source}")
-        loaded = read_snapshot(source, max_bytes=config.limits.max_snapshot_bytes)
+    loaded = read_snapshot_or_cluster(args, config, snapshot_source(args.snapshot))
     loaded = loaded.require_nodes_or_pods()
     keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
