@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import solver
 from models import ClusterSnapshot, Pod, SchedulerConfig
@@ -59,7 +59,7 @@ class _Job:
 
 
 class Explainer:
-    def __init__(self, config: SchedulerConfig, reporter: Reporter, *,
+    def __init__(self, config: SchedulerConfig, reporter: Reporter, *, metrics: Any,
                  waiting: Callable[[str], Optional[Pod]], busy: Callable[[], bool]) -> None:
         """``waiting(key)``: the pod as the cache shows it if it still waits to be scheduled
         (not bound, not assumed, not deleted), else None; ``busy()``: a window is being decided."""
@@ -70,6 +70,7 @@ class Explainer:
         self.config = config.with_overrides(time_limit_seconds=min(config.solver.time_limit_seconds, self.seconds),
                                             workers=1)
         self.reporter = reporter
+        self.metrics = metrics
         self.waiting = waiting
         self.busy = busy
         self.explained = 0  # answers written (for tests and logs)
@@ -108,6 +109,12 @@ class Explainer:
     def offer(self, snapshot: ClusterSnapshot, decision: solver.Decision) -> None:
         """A cycle's snapshot and decision: its left-out pods and gangs not explained yet (at most
         ``max_per_cycle``) become the next job, replacing one not started."""
+        try:
+            self._offer(snapshot, decision)
+        except Exception:  # noqa: BLE001 - called by the cycle: an explanation must never stop scheduling
+            log.warning("could not pick the pods to explain", exc_info=True)
+
+    def _offer(self, snapshot: ClusterSnapshot, decision: solver.Decision) -> None:
         plan = decision.plan
         if not plan.unschedulable:
             return
@@ -144,6 +151,7 @@ class Explainer:
                 except Exception:  # noqa: BLE001 - an explanation must never stop scheduling
                     log.warning("could not explain %s; its condition keeps kube-scheduler's message", unit.name,
                                 exc_info=True)
+                    self.metrics.explanations.labels(result="failed").inc()
                     self._remember(job, unit, "")
 
     def _explain(self, job: _Job, unit: Unit) -> None:
@@ -159,10 +167,12 @@ class Explainer:
             [found] = explain(job.snapshot, self.config, unit.name, today=job.decision, gate=gate)
         except Stopped as why:
             log.info("not explaining %s: %s (out of time, or it no longer waits)", unit.name, why)
+            self.metrics.explanations.labels(result="stopped").inc()
             self._remember(job, unit, "")
             return
         suffix = found.short_form()
         self._remember(job, unit, suffix)
+        self.metrics.explanations.labels(result="answered").inc()
         if not suffix:
             return
         for key, message in found.reasons.items():

@@ -184,7 +184,7 @@ class Scheduler:
         # `why`'s answers after kube's message in left-out pods' conditions (`explain.py`), if enabled
         self.explainer: Optional[Explainer] = None
         if self.config.live.explain.enabled and not options.dry_run:
-            self.explainer = Explainer(self.config, self.reporter, waiting=self._still_waiting,
+            self.explainer = Explainer(self.config, self.reporter, metrics=self.metrics, waiting=self._still_waiting,
                                        busy=lambda: self._busy_since is not None)
         # What the solver keeps from one window's decision to the next (its kept state): ours.
         self.memory = solver.SolverMemory()

@@ -69,6 +69,7 @@ class Explanation:
             "fitsAsIs": self.fits_as_is,
             "obstacles": [o.to_json() for o in self.obstacles] if self.obstacles is not None else None,
             "beyondEveryNode": list(self.beyond), "claimsNotCarried": self.claims_not_carried,
+            "short": self.short_form(),
             "proven": self.proven, "checks": self.checks, "seconds": round(self.seconds, 3),
         }
 

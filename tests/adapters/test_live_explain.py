@@ -63,6 +63,10 @@ def held_by_a_hard_budget() -> list[dict[str, Any]]:
             pdb("batch", min_available=1, app="batch")]
 
 
+def explanations(sched: Any, result: str) -> float:
+    return sched.metrics.registry.get_sample_value("cpsat_scheduler_explanations_total", {"result": result}) or 0.0
+
+
 def group_message(cluster: Cluster, name: str) -> str:
     group = cluster.server.store.get(CORE_PODGROUPS.key, NS, name) or {}
     found = [c for c in (group.get("status") or {}).get("conditions") or []
@@ -92,14 +96,15 @@ def test_a_pod_held_out_by_a_hard_budget_is_told_so_after_kubes_message(make_clu
     assert cluster.node_of("batch-1") == "n1" and cluster.node_of("urgent") is None
     # Tried again with the same verdict (a node's change moves it back to the queue): the
     # condition is not written again, nor is the answer worked out again.
-    written, explained = len(status_patches(cluster, "urgent")), sched.explainer.explained if sched.explainer else 0
+    written = len(status_patches(cluster, "urgent"))
+    assert explanations(sched, "answered") == 1
     tries = failed_attempts(cluster)
     cluster.core.patch_node("n1", {"metadata": {"labels": {"touched": "yes"}}})
     assert wait_for(lambda: failed_attempts(cluster) > tries, timeout=10.0)
     assert kube_message(cluster, "urgent") == kube
     time.sleep(0.5)
     assert len(status_patches(cluster, "urgent")) == written
-    assert sched.explainer is not None and sched.explainer.explained == explained
+    assert explanations(sched, "answered") == 1
     assert message_of(cluster, "urgent").endswith(PDB_OBSTACLE)
 
 
@@ -149,3 +154,5 @@ def test_a_pod_bound_before_its_answer_is_not_touched(make_cluster: Callable[...
     assert condition is not None and condition["status"] == "True"
     assert all("obstacles" not in str(r.body) for r in status_patches(cluster, "urgent"))
     assert sched.explainer.explained == 0
+    assert wait_for(lambda: explanations(sched, "stopped") == 1, timeout=5.0)  # it tried, and gave up
+    assert explanations(sched, "answered") == 0
