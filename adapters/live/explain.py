@@ -10,8 +10,11 @@ Explaining never slows the decision loop or the binds: the cycle only hands its 
 decision over (``offer``, no work); one background thread explains at most ``maxPerCycle`` pods
 or gangs of the latest cycle (a newer cycle replaces what an older one left unexplained), runs
 each feasibility check with one solver worker, and waits before each check while a window is
-being decided. An explanation past ``secondsPerTarget``, one whose pod was bound or deleted
-meanwhile, or one that fails, writes nothing: kube's message stays, the failure is logged.
+being decided or pods are being bound (the time spent waiting does not count against
+``secondsPerTarget``, up to ``MAX_WAIT_SECONDS``). An explanation past its time, one whose pod
+was bound or deleted meanwhile, or one that fails, writes nothing: kube's message stays, the
+failure is logged. ("Never slows" up to one check: a check already running when a window starts
+shares the interpreter with it until it ends.)
 
 The answer is kept per pod with the kube message it was worked out for: a later cycle that
 leaves the pod out with the same message writes the same condition (``annotate``), so nothing
@@ -40,6 +43,9 @@ log = logging.getLogger(__name__)
 REFRESH_SECONDS = 300.0
 # While a window is being decided, the explainer looks again this often before its next check.
 BUSY_POLL_SECONDS = 0.05
+# How long one explanation may wait, in all, for windows and binds to finish before its checks
+# (seconds): under a steady stream of pods it gives up rather than hold its snapshot for ever.
+MAX_WAIT_SECONDS = 60.0
 # Answers kept at most (pods come and go: never let it grow without bound).
 MAX_ANSWERS = 10_000
 
@@ -155,12 +161,18 @@ class Explainer:
                     self._remember(job, unit, "")
 
     def _explain(self, job: _Job, unit: Unit) -> None:
-        deadline = time.monotonic() + self.seconds
+        start = time.monotonic()
+        deadline = start + self.seconds  # moved on by the time spent waiting for the loop and binds
+        give_up = start + MAX_WAIT_SECONDS
 
         def gate() -> bool:
-            while self.busy() and time.monotonic() < deadline and not self._stopping.is_set():
+            nonlocal deadline
+            began = time.monotonic()
+            while self.busy() and time.monotonic() < give_up and not self._stopping.is_set():
                 self._stopping.wait(BUSY_POLL_SECONDS)
-            return (time.monotonic() < deadline and not self._stopping.is_set()
+            now = time.monotonic()
+            deadline += now - began
+            return (now < min(deadline, give_up) and not self._stopping.is_set()
                     and all(self.waiting(k) is not None for k in unit.pods))
 
         try:

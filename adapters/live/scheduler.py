@@ -185,7 +185,7 @@ class Scheduler:
         self.explainer: Optional[Explainer] = None
         if self.config.live.explain.enabled and not options.dry_run:
             self.explainer = Explainer(self.config, self.reporter, metrics=self.metrics, waiting=self._still_waiting,
-                                       busy=lambda: self._busy_since is not None)
+                                       busy=lambda: self._busy_since is not None or self.binder.binding)
         # What the solver keeps from one window's decision to the next (its kept state): ours.
         self.memory = solver.SolverMemory()
         self.reporter.group_conditions = self.cache.core_group_conditions
