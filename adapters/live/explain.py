@@ -68,7 +68,8 @@ class Explainer:
     def __init__(self, config: SchedulerConfig, reporter: Reporter, *, metrics: Any,
                  waiting: Callable[[str], Optional[Pod]], busy: Callable[[], bool]) -> None:
         """``waiting(key)``: the pod as the cache shows it if it still waits to be scheduled
-        (not bound, not assumed, not deleted), else None; ``busy()``: a window is being decided."""
+        (not bound, not assumed, not deleted), else None; ``busy()``: a window is being decided or
+        binds are in flight (checks wait for it to clear)."""
         settings = config.live.explain
         self.max_per_cycle = settings.max_per_cycle
         self.seconds = settings.seconds_per_target
