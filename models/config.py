@@ -151,6 +151,25 @@ class LimitsConfig(_ConfigModel):
     max_snapshot_bytes: int = Field(default=DEFAULT_MAX_SNAPSHOT_BYTES, ge=1)
 
 
+class ExplainConfig(_ConfigModel):
+    """``live.explain``: the live scheduler appends ``why``'s short answer (a minimal set of
+    obstacles) to a left-out pod's ``PodScheduled`` message. Off by default: each answer costs
+    several one-target decisions of CPU beside the decision loop, and a condition message that
+    differs from kube-scheduler's is a choice the operator makes."""
+
+    enabled: bool = False
+    # Left-out pods or gangs explained per cycle at most (the others wait for a later cycle).
+    max_per_cycle: int = Field(default=2, ge=1)
+    # Time one explanation may take, feasibility checks included; past it, none is written.
+    seconds_per_target: float = Field(default=5.0, gt=0)
+
+
+class LiveConfig(_ConfigModel):
+    """What only ``cpsat-scheduler run`` reads."""
+
+    explain: ExplainConfig = ExplainConfig()
+
+
 class SchedulerConfig(_ConfigModel):
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     profile: Literal["default", "packing"] = "default"
@@ -161,6 +180,7 @@ class SchedulerConfig(_ConfigModel):
     preemption: PreemptionConfig = PreemptionConfig()
     repack: RepackConfig = RepackConfig()
     limits: LimitsConfig = LimitsConfig()
+    live: LiveConfig = LiveConfig()
     # greedy's tie-break among equal best scores: None is deterministic (first in node order);
     # an integer seeds kube-scheduler's uniform random choice.
     tie_break_seed: Optional[int] = None

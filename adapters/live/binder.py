@@ -288,6 +288,12 @@ class Binder:
             self._abandon(unit, "the lease was lost while waiting for victims")
 
     @property
+    def binding(self) -> bool:
+        """Units being bound or evicted for right now (not those waiting for victims to go)."""
+        with self._lock:
+            return self._busy > 0
+
+    @property
     def idle(self) -> bool:
         with self._lock:
             return self._busy == 0 and not self._waiting and not self._uncertain

@@ -84,6 +84,7 @@ class _Write:
     status: Optional[dict[str, Any]] = None
     group_status: Optional[dict[str, Any]] = None  # a v1alpha2 PodGroup's status, not a pod's
     same: Optional[tuple[str, ...]] = None  # what makes a later event the same as this one
+    still: Optional[Callable[[], bool]] = None  # asked right before sending: false drops the write
 
 
 class Reporter:
@@ -99,6 +100,9 @@ class Reporter:
         self.enabled = enabled
         # gang key -> the UID and conditions of its v1alpha2 PodGroup as watched (None: not such a gang)
         self.group_conditions = group_conditions
+        # (pod key or podgroup/<gang key>, kube-scheduler's message) -> the condition message to
+        # write: kube's, or kube's with `why`'s obstacles after it (`explain.py`, when enabled)
+        self.annotate: Callable[[str, str], str] = lambda key, message: message
         # gang key -> (PodGroup UID, status, reason, message) last queued: not queued again while
         # the watch has not shown it yet (a gang retried meanwhile would write it twice)
         # Per gang, the group's uid and the conditions queued for it, by type: not written again
@@ -156,16 +160,30 @@ class Reporter:
         does when a preemption finds no node for the pod (a stale nomination keeps room others
         may not take)."""
         self._event(pod, FAILED_SCHEDULING, message, "Warning", "Scheduling")
+        shown = self.annotate(pod.key, message) if reason == UNSCHEDULABLE else message
+        self._pod_condition(pod, shown, reason, clear_nomination=clear_nomination)
+
+    def explained(self, pod: Pod, message: str, still: Callable[[], bool]) -> bool:
+        """Write the `PodScheduled=False` (`Unschedulable`) condition of `pod` again with
+        `message` annotated (`annotate`: kube-scheduler's message and the obstacles after it), no
+        event; only when that changes what was written, and only if `still()` holds right before
+        the write is sent (the pod still waits: one bound meanwhile is not touched)."""
+        return self._pod_condition(pod, self.annotate(pod.key, message), UNSCHEDULABLE, clear_nomination=False,
+                                   still=still)
+
+    def _pod_condition(self, pod: Pod, message: str, reason: str, *, clear_nomination: bool,
+                       still: Optional[Callable[[], bool]] = None) -> bool:
         with self._lock:
             if self._reported.get(pod.key) == message and not clear_nomination:
-                return
+                return False
             self._reported[pod.key] = message
         condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                      "lastTransitionTime": now_micro()[:19] + "Z", "lastProbeTime": None}
         status: dict[str, Any] = {"conditions": [condition]}
         if clear_nomination:
             status["nominatedNodeName"] = None
-        self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name, status=status))
+        return self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name, status=status,
+                                still=still))
 
     def preempted(self, victim: Pod, preemptor: str, node: str) -> None:
         self._event(victim, PREEMPTED, preempted_message(preemptor, node), "Normal", "Preempting")
@@ -174,6 +192,8 @@ class Reporter:
                             reason: str = GROUP_SCHEDULED) -> None:
         """The `PodGroupScheduled` condition of gang `gang`'s v1alpha2 PodGroup (nothing for a gang
         of another shape), unless the watch already shows it so."""
+        if not scheduled and reason == UNSCHEDULABLE:
+            message = self.annotate(f"podgroup/{gang}", message)
         self._group_condition(gang, PODGROUP_SCHEDULED, "True" if scheduled else "False", reason, message)
 
     def pod_group_disrupted(self, gang: str, victim: str, preemptor: str, node: str) -> None:
@@ -277,6 +297,10 @@ class Reporter:
             if self._stopping.is_set():  # past the drain deadline: what is left is dropped
                 self.metrics.events_dropped.inc()
                 continue
+            if write.still is not None and not write.still():
+                with self._lock:
+                    self._reported.pop(f"{write.namespace}/{write.name}", None)
+                continue
             # the one body this write has, named before the calls below read it
             event, group_status, status = write.event, write.group_status, write.status
             try:
@@ -296,6 +320,9 @@ class Reporter:
             except KubeError as exc:
                 self.metrics.events_dropped.inc()
                 log.debug("not recorded: %s", exc.message)
+                if write.status is not None:
+                    with self._lock:  # not written: the next verdict on the pod may write it again
+                        self._reported.pop(f"{write.namespace}/{write.name}", None)
                 if write.group_status is not None:
                     with self._lock:  # not written: the next verdict on the gang may write it again
                         ctype = write.group_status["conditions"][-1]["type"]

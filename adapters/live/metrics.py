@@ -58,6 +58,9 @@ class Metrics:
                                       ["resource", "reason"], registry=r)
         self.events_dropped = Counter(f"{PREFIX}_events_dropped_total",
                                       "Events and status updates not sent (queue full or API error).", registry=r)
+        self.explanations = Counter(f"{PREFIX}_explanations_total",
+                                    "live.explain: left-out pods and gangs explained, by result (answered, "
+                                    "stopped: out of time or no longer waiting, failed).", ["result"], registry=r)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

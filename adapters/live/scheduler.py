@@ -52,6 +52,7 @@ from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
 from .cache import BINDING, DRY_RUN, ClusterCache, node_feasibility
 from .clock import Clock, SystemClock
 from .events import SCHEDULER_ERROR, Reporter
+from .explain import Explainer
 from .events import UNSCHEDULABLE as UNSCHEDULABLE_REASON
 from .handlers import QueueFeeder
 from .informer import Informer
@@ -180,6 +181,11 @@ class Scheduler:
         self.reporter = Reporter(api, component=config.scheduler_name, instance=self.elector.identity,
                                  clock=self.clock, metrics=self.metrics, enabled=not options.dry_run)
         self.cache = ClusterCache()
+        # `why`'s answers after kube's message in left-out pods' conditions (`explain.py`), if enabled
+        self.explainer: Optional[Explainer] = None
+        if self.config.live.explain.enabled and not options.dry_run:
+            self.explainer = Explainer(self.config, self.reporter, metrics=self.metrics, waiting=self._still_waiting,
+                                       busy=lambda: self._busy_since is not None or self.binder.binding)
         # What the solver keeps from one window's decision to the next (its kept state): ours.
         self.memory = solver.SolverMemory()
         self.reporter.group_conditions = self.cache.core_group_conditions
@@ -190,7 +196,7 @@ class Scheduler:
                                                      backoffs=options.retry_backoffs, dry_run=options.dry_run),
                              is_leader=self.elector.is_leader, on_bound=on_bound, on_evicted=on_evicted)
         self.cache.listener = QueueFeeder(self.queue, scheduler_name=config.scheduler_name, cache=lambda: self.cache,
-                                          victim_gone=self.binder.victim_gone, pod_gone=self.reporter.forget)
+                                          victim_gone=self.binder.victim_gone, pod_gone=self._pod_gone)
         self.informers = [Informer(api, self.cache, r, clock=self.clock, backoffs=options.watch_backoffs,
                                    watch_timeout=options.watch_timeout, metrics=self.metrics) for r in WATCHED]
         self.status_server: Optional[StatusServer] = None
@@ -234,6 +240,8 @@ class Scheduler:
             self._gc_clock = GcClock()
             gc.callbacks.append(self._gc_clock)
         self.reporter.start()
+        if self.explainer is not None:
+            self.explainer.start()
         for informer in self.informers:
             informer.start()
         if self.status_server is not None:
@@ -258,6 +266,8 @@ class Scheduler:
             thread.join(self.config.solver.time_limit_seconds * 2 + STOP_GRACE_SECONDS)
         self.binder.shutdown()
         self.elector.stop(release=release_lease)
+        if self.explainer is not None:
+            self.explainer.stop()
         self.reporter.stop()
         for informer in self.informers:
             informer.stop()
@@ -312,6 +322,19 @@ class Scheduler:
             finally:
                 self._window, self._marked = [], []
                 self._busy_since = None
+
+    def _pod_gone(self, key: str) -> None:
+        self.reporter.forget(key)
+        if self.explainer is not None:
+            self.explainer.forget(key)
+
+    def _still_waiting(self, key: str) -> Optional[Pod]:
+        """The pod as the cache shows it while it still waits for us (None: bound, assumed,
+        deleted or terminating)."""
+        pod = self.cache.pod(key)
+        if pod is None or pod.spec.node_name or pod.is_terminating or self.cache.is_assumed(key):
+            return None
+        return pod
 
     def _recover_window(self) -> None:
         """After a failed cycle: the window's pods not yet handed to the binder go back to the
@@ -369,6 +392,8 @@ class Scheduler:
         self._busy_phase = "bind"
         self.bind_or_evict(units)
         result.units, result.acted = len(units), True
+        if self.explainer is not None and decision is not None and plan.unschedulable:
+            self.explainer.offer(snapshot, decision)  # worked out off the loop, after the cycle's writes
         if log.isEnabledFor(logging.DEBUG):  # its arguments are built before log.debug could drop them
             self._log_window(window, result, plan)
         return result

@@ -13,7 +13,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from models.config import SchedulerConfig
 from models.errors import InputError
@@ -28,7 +28,14 @@ from ..whatif.changes import rebuilt
 from .obstacles import Obstacle, candidates, frozen_budgets, relaxed
 from .search import Verdict, minimal_subset
 
-__all__ = ["Explanation", "Obstacle", "Unit", "explain", "units_of"]
+__all__ = ["Explanation", "Obstacle", "Stopped", "Unit", "explain", "units_of", "OBSTACLES_PREFIX"]
+
+# How the short form of an answer begins, after kube-scheduler's message in a condition.
+OBSTACLES_PREFIX = "obstacles: "
+
+
+class Stopped(Exception):
+    """The caller's ``gate`` refused the next feasibility check (out of time, target gone)."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +69,21 @@ class Explanation:
             "fitsAsIs": self.fits_as_is,
             "obstacles": [o.to_json() for o in self.obstacles] if self.obstacles is not None else None,
             "beyondEveryNode": list(self.beyond), "claimsNotCarried": self.claims_not_carried,
+            "short": self.short_form(),
             "proven": self.proven, "checks": self.checks, "seconds": round(self.seconds, 3),
         }
+
+    def short_form(self) -> str:
+        """The answer in one line, for a condition message after kube-scheduler's own:
+        "obstacles: PodDisruptionBudget ml/batch allows 0 disruption(s); node n3's room". Empty
+        when the unit is not left out."""
+        if not self.reasons:
+            return ""
+        if self.fits_as_is:
+            return OBSTACLES_PREFIX + "none, it fits alone (the best plan gave its room to other pods)"
+        if self.obstacles is None:
+            return OBSTACLES_PREFIX + "none that can be relaxed (it fits no node with every obstacle relaxed)"
+        return OBSTACLES_PREFIX + "; ".join(o.brief for o in self.obstacles)
 
 
 def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str]) -> list[Unit]:
@@ -108,19 +128,21 @@ def _grouped(snapshot: ClusterSnapshot, pods: Sequence[Pod], pending: set[str]) 
 
 
 def explain(snapshot: ClusterSnapshot, config: SchedulerConfig, target: Optional[str] = None, *,
-            all_pending: bool = False, today: Optional[Decision] = None) -> list[Explanation]:
-    """Why the best plan leaves ``target`` (or every left-out pod and gang) out."""
+            all_pending: bool = False, today: Optional[Decision] = None,
+            gate: Optional[Callable[[], bool]] = None) -> list[Explanation]:
+    """Why the best plan leaves ``target`` (or every left-out pod and gang) out. ``gate`` is asked
+    before every feasibility check; when it says no, ``Stopped`` is raised (no partial answer)."""
     if today is None:
         today = decide(ScheduleRequest(snapshot, config, all_pending=all_pending))
     plan = today.plan
     carried = not (plan.allocations or plan.volume_bindings)
     return [dataclasses.replace(e, claims_not_carried=not carried) if e.reasons else e
-            for e in (_explain_unit(snapshot, config, plan, unit, all_pending)
+            for e in (_explain_unit(snapshot, config, plan, unit, all_pending, gate)
                       for unit in units_of(snapshot, plan, target))]
 
 
 def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan, unit: Unit,
-                  all_pending: bool) -> Explanation:
+                  all_pending: bool, gate: Optional[Callable[[], bool]] = None) -> Explanation:
     start = time.monotonic()
     placed = {k: n for k, n in plan.assignment_map().items() if k in unit.pods}
     reasons = {u.pod: u.message for u in plan.unschedulable if u.pod in unit.pods}
@@ -136,6 +158,8 @@ def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan
 
     def fits(relaxing: tuple[Obstacle, ...]) -> Verdict:
         nonlocal checks
+        if gate is not None and not gate():
+            raise Stopped(f"{unit.name}: stopped after {checks} feasibility check(s)")
         checks += 1
         request = ScheduleRequest(relaxed(base, keys, relaxing), config, all_pending=all_pending, window_keys=keys,
                                   memory=memory)

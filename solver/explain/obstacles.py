@@ -47,6 +47,13 @@ class Obstacle:
     objects: tuple[str, ...]
     fields: tuple[str, ...]
     weight: int = 1  # how much relaxing it would disturb (tried for removal first when larger)
+    short: str = ""  # a few words for a condition message ("node n3's room"); ``text`` when empty
+
+    @property
+    def brief(self) -> str:
+        """The short form (``short``, else ``text``): what the live scheduler appends to a
+        left-out pod's ``PodScheduled`` message."""
+        return self.short or self.text
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "text": self.text, "objects": list(self.objects), "fields": list(self.fields)}
@@ -90,7 +97,8 @@ def _room(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
         text = f"node {node.metadata.name}: room{what} held by {len(pods)} pod(s): {names}"
         out.append(Obstacle("room", node.metadata.name, text, (f"nodes/{node.metadata.name}",)
                             + tuple(f"pods/{p.key}" for p in pods),
-                            ("status.allocatable", "spec.containers[*].resources.requests"), 100 + len(pods)))
+                            ("status.allocatable", "spec.containers[*].resources.requests"), 100 + len(pods),
+                            f"node {node.metadata.name}'s room"))
     return out
 
 
@@ -116,12 +124,14 @@ def _node_rules(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]
         name = node.metadata.name
         if node.spec.unschedulable:
             out.append(Obstacle("cordon", name, f"node {name} is cordoned", (f"nodes/{name}",),
-                                ("spec.unschedulable",), 20))
+                                ("spec.unschedulable",), 20,
+                                f"node {name} cordoned"))
         for i, taint in enumerate(node.spec.taints):
             if taint.effect in HARD_EFFECTS and not all(_tolerated(t, taint) for t in targets):
                 shown = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
                 out.append(Obstacle("taint", (name, i), f"node {name} has taint {shown}, not tolerated",
-                                    (f"nodes/{name}",), (f"spec.taints[{i}]",), 10))
+                                    (f"nodes/{name}",), (f"spec.taints[{i}]",), 10,
+                                    f"node {name}'s taint {shown}"))
     return out
 
 
@@ -135,24 +145,27 @@ def _target_rules(targets: Sequence[Pod]) -> list[Obstacle]:
     out = []
     if any(t.spec.node_selector for t in targets):
         out.append(Obstacle("node-selector", None, f"{who}: nodeSelector {_labels(targets[0].spec.node_selector)}",
-                            owners, ("spec.nodeSelector",), 5))
+                            owners, ("spec.nodeSelector",), 5, "its nodeSelector"))
     affinities = [t.spec.affinity for t in targets if t.spec.affinity is not None]
     if any(a.node_affinity and a.node_affinity.required_during_scheduling_ignored_during_execution for a in affinities):
         out.append(Obstacle("node-affinity", None, f"{who}: required node affinity", owners,
-                            ("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",), 5))
+                            ("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",), 5,
+                            "its required node affinity"))
     for kind, attr, field in (("pod-affinity", "pod_affinity", "podAffinity"),
                               ("pod-anti-affinity", "pod_anti_affinity", "podAntiAffinity")):
         count = max((len(_required(getattr(a, attr))) for a in affinities), default=0)
         for i in range(count):
             term = next(_required(getattr(a, attr))[i] for a in affinities if len(_required(getattr(a, attr))) > i)
             out.append(Obstacle(kind, i, f"{who}: required {field} term {i} (topologyKey {term.topology_key})",
-                                owners, (f"spec.affinity.{field}.requiredDuringSchedulingIgnoredDuringExecution[{i}]",), 5))
+                                owners, (f"spec.affinity.{field}.requiredDuringSchedulingIgnoredDuringExecution[{i}]",), 5,
+                                f"its {field} term {i}"))
     count = max((len(t.spec.topology_spread_constraints) for t in targets), default=0)
     for i in range(count):
         c = next(t.spec.topology_spread_constraints[i] for t in targets if len(t.spec.topology_spread_constraints) > i)
         if c.when_unsatisfiable == "DoNotSchedule":
             out.append(Obstacle("spread", i, f"{who}: topology spread {i} (topologyKey {c.topology_key}, maxSkew "
-                                f"{c.max_skew})", owners, (f"spec.topologySpreadConstraints[{i}]",), 5))
+                                f"{c.max_skew})", owners, (f"spec.topologySpreadConstraints[{i}]",), 5,
+                                f"its topology spread {i} ({c.topology_key})"))
     return out
 
 
@@ -167,7 +180,8 @@ def _their_anti_affinity(base: ClusterSnapshot) -> list[Obstacle]:
         if holds_node(pod) and aff is not None and _required(aff.pod_anti_affinity):
             out.append(Obstacle("their-anti-affinity", pod.key, f"pod {pod.key} on node {pod.spec.node_name}: its "
                                 "required podAntiAffinity", (f"pods/{pod.key}",),
-                                ("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",), 30))
+                                ("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",), 30,
+                                f"pod {pod.key}'s podAntiAffinity"))
     return out
 
 
@@ -176,7 +190,8 @@ def _group_topology(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obsta
 
     keys = {k for t in targets if (k := pod_group_key(t)) is not None}
     return [Obstacle("group-topology", g.key, f"gang {g.key}: every member in one {g.spec.topology_key} domain",
-                     (f"podgroups/{g.key}",), ("spec.schedulingConstraints.topology[0].key",), 5)
+                     (f"podgroups/{g.key}",), ("spec.schedulingConstraints.topology[0].key",), 5,
+                     f"gang {g.key} in one {g.spec.topology_key}")
             for g in base.pod_groups if g.key in keys and g.spec.topology_key]
 
 

@@ -10,7 +10,7 @@ import pytest
 from models.config import SchedulerConfig
 from models.errors import InputError
 from solver import ScheduleRequest, decide
-from solver.explain import explain, plan_applied
+from solver.explain import Stopped, explain, plan_applied
 from solver.explain.obstacles import relaxed
 from tests.builders import make_node, make_pdb, make_pod, make_pod_group, make_snapshot, term
 from tests.builders import spread as spread_rule
@@ -154,3 +154,30 @@ def test_obstacle_sets_are_sufficient_and_minimal_on_20_windows() -> None:
 @pytest.mark.long
 def test_obstacle_sets_are_sufficient_and_minimal_on_200_windows() -> None:
     assert check_windows(range(1000, 1200)) >= 80
+
+
+@pytest.mark.parametrize(("name", "nodes", "pods", "target", "short"), [
+    ("cordon and taint of the only node", [make_node("n1", cpu="4", taints=["dedicated=db:NoSchedule"], unschedulable=True)],
+     [make_pod("a/p", cpu="1")], "a/p", "obstacles: node n1 cordoned; node n1's taint dedicated=db:NoSchedule"),
+    ("a full node", [make_node("n1", cpu="4")], [make_pod("a/hog", cpu="4", node="n1", priority=100),
+                                                  make_pod("a/p", cpu="2", priority=0)],
+     "a/p", "obstacles: node n1's room"),
+    ("nothing relaxable", [make_node("n1", cpu="4")], [make_pod("a/big", cpu="16")], "a/big",
+     "obstacles: none that can be relaxed (it fits no node with every obstacle relaxed)"),
+])
+def test_the_short_form_the_live_scheduler_appends(name, nodes, pods, target, short) -> None:
+    [why] = explain(make_snapshot(nodes, pods), CONFIG, target)
+    assert why.short_form() == short
+    assert why.to_json()["short"] == short
+
+
+def test_a_gate_that_says_no_stops_the_search_with_no_partial_answer() -> None:
+    nodes = [make_node("n1", cpu="4", taints=["dedicated=db:NoSchedule"], unschedulable=True)]
+    asked = []
+
+    def gate() -> bool:
+        asked.append(1)
+        return len(asked) < 3  # two checks, then out of time
+
+    with pytest.raises(Stopped, match="a/p: stopped after 2 feasibility check"):
+        explain(make_snapshot(nodes, [make_pod("a/p", cpu="1")]), CONFIG, "a/p", gate=gate)
