@@ -122,8 +122,11 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
     return sol, stats
 
 
-# Round kinds in turn: the left-out pods' best nodes gain most, so they come twice as often.
-KINDS = ("left-out", "victims", "left-out", "domain")
+# Round kinds in turn: the left-out pods' best nodes (with evictions), the nodes of the costliest
+# victims, a slice of a zone, and between each two the left-out pods' best nodes among those
+# without victims (packing alone: a model without eviction variables, quick to solve; on the
+# 300-node contended cluster one such round placed 28 more pods, no eviction).
+KINDS = ("left-out", "pack", "victims", "pack", "domain", "pack")
 # Rounds a node just freed sits out of the next neighbourhoods.
 TABU_ROUNDS = 4
 # Share of a round's budget its build may take (the rest is the solve's), judged by the pace of
@@ -184,8 +187,9 @@ class _Search:
         nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap)
         stats.rounds += 1
         t0 = time.monotonic()
+        preempt = kind != "pack" and self.ctx.config.preemption.enabled
         found, pairs, built = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods, self.weights,
-                                     (min(deadline, t0 + budget), deadline), cap)
+                                     (min(deadline, t0 + budget), deadline), cap, preempt)
         stats.max_pairs = max(stats.max_pairs, pairs)
         if pairs:
             self.seconds_per_pair = max(built / pairs, 1e-6)
@@ -233,6 +237,9 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
     state = ctx.state
     n = len(ctx.nodes)
     size = _size(n)
+    if kind == "pack":
+        evicting = {v.node for v in plan.victims}
+        return [i for i in _neighbourhood("left-out", ctx, plan, free_pods, rng) if i not in evicting]
     if kind == "left-out":
         left = [p for p in free_pods if p.key not in plan.placements]
         if not left:
@@ -285,11 +292,13 @@ def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
 
 
 def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], free_pods: list[PodInfo],
-           weights: dict[int, int], deadlines: tuple[float, float], cap: int) -> tuple[Optional[_Plan], int, float]:
+           weights: dict[int, int], deadlines: tuple[float, float], cap: int,
+           preempt: bool = True) -> tuple[Optional[_Plan], int, float]:
     """One neighbourhood's model of at most about ``cap`` pairs, solved by the first of
     ``deadlines`` (the round's; the solve gets ``MIN_SOLVE_SECONDS`` past it up to the second, the
     decision's): the whole plan it gives (or None), the pairs, and the seconds until the model was
-    built."""
+    built. ``preempt``: whether the model may evict (a round over nodes the incumbent evicts
+    nothing on may pack alone)."""
     deadline, last = deadlines
     start = time.monotonic()
     inside = set(nodes)
@@ -310,12 +319,12 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     classes = sub.classes
     mask = np.zeros(len(ctx.nodes), dtype=bool)
     mask[nodes] = True
-    cand, ubs = candidates(sub, classes, static, {}, ctx.config.preemption.enabled, within=mask)
+    cand, ubs = candidates(sub, classes, static, {}, preempt, within=mask)
     live = [c for c in classes if len(cand[c.id])]
     if not live:
         return None, 0, 0.0
     pairs = sum(len(cand[c.id]) for c in live)
-    inp = BuildInput(sub, static, cand, ubs, sctx, weights, ctx.config.preemption.enabled)
+    inp = BuildInput(sub, static, cand, ubs, sctx, weights, preempt)
     wm = build_component(inp, live)
     built = time.monotonic() - start
     current = GreedyResult(placements={k: n for k, n in plan.placements.items() if k in freed},
