@@ -201,6 +201,9 @@ def _quantity(name: str, value: int) -> str:
     for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
         if value >= size and value % size == 0:
             return f"{value // size}{unit}"
+        if value >= size and unit != "Ki" and (name in ("memory", "ephemeral-storage") or name.startswith("hugepages-")):
+            # Not a whole unit (a node's allocatable after the kubelet's reservations): one decimal.
+            return f"{value / size:.1f}{unit}"
     return str(value)
 
 
