@@ -101,6 +101,11 @@ def stats_line(plan: Plan) -> str:
         parts.append(f"bound {_num(s.bound)}")
     parts.append("gap -" if s.gap is None else f"gap {s.gap:.2%}")
     parts.append(f"wall {s.wall_time_s:.2f}s")
+    if s.degraded:
+        parts.append(f"degraded: {s.degraded}")
+    if s.lns_rounds:
+        gain = "" if s.lns_placed_gain is None else f", {s.lns_placed_gain:+d} placed and {s.lns_victims_change:+d} victim(s) against greedy"
+        parts.append(f"search {s.lns_rounds} round(s), {s.lns_improved_rounds} improving{gain}")
     if s.fallback:
         parts.append(f"fallback yes ({s.fallback_reason})" if s.fallback_reason else "fallback yes")
     else:

@@ -134,3 +134,12 @@ def test_a_round_keeps_the_spread_of_the_plan_s_pods_it_does_not_free() -> None:
                          list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
     assert found is not None
     assert "default/s-2" in found.placements and "default/big" not in found.placements, found.placements
+
+
+def test_the_table_says_the_search_ran_and_what_it_gained(too_big: None) -> None:
+    from adapters.output import stats_line
+
+    plan = schedule(_fragmented(), CONFIG)
+    line = stats_line(plan)
+    assert "degraded: large-neighbourhood search" in line
+    assert f"search {plan.stats.lns_rounds} round(s), {plan.stats.lns_improved_rounds} improving, +1 placed" in line
