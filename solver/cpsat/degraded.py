@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import threading
 import time
+from typing import Any
 
 from .. import interrupt, progress
 from ..filtering import StaticFilters
@@ -56,22 +57,58 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
             why = f"even {node_classes.MIN_BUCKETS} free-room buckets leave too many node classes"
     estimate = f"{'up to ' if bound_only else ''}{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
     if buckets is None:
-        step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
-        progress.stage(f"degraded to {step}; waiting for greedy's plan")
-        if not runner:
-            runner.append(GreedyRun(ctx, static))
-        run = runner[0]
-        greedy = run.wait()
-        interrupt.check()
-        assert greedy is not None
-        no_search = lns.eligible(ctx)
-        if no_search is None and deadline - time.monotonic() > lns.MIN_ROUND_SECONDS:
-            return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
-                           f"and node classes do not apply ({why}")
-        if no_search is None:
-            no_search = "greedy's plan came after the time limit"
-        return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,
-                            run.seconds, degraded="greedy")
+        return _greedy_only(ctx, static, runner, deadline, estimate, why)
+    built = _build_node_classes(ctx, buckets, estimate, start, deadline, weights, allow_preemption)
+    sol = built.sol
+    sol.build_time = time.monotonic() - build_start
+    solve_start = time.monotonic()
+    lost = _solve_node_classes(ctx, built, start, deadline, solve_start)
+    _greedy_for_rest(ctx, static, sol)
+    sol.solve_time = time.monotonic() - solve_start
+    # Bounds over node classes are not bounds of the real problem: none are reported.
+    sol.status = "FEASIBLE"
+    log.debug("node classes: %d, %d variables, %d constraints, %d pod(s) lost in decoding",
+              len(built.reduced.ctx.nodes), sol.variables, sol.constraints, lost)
+    return _better_of(ctx, static, runner, sol, weights)
+
+
+def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate: str, why) -> CpsatOutcome:
+    """(c) Node classes do not apply: greedy's plan, improved by the neighbourhood search when the
+    window allows it and time is left."""
+    step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
+    progress.stage(f"degraded to {step}; waiting for greedy's plan")
+    if not runner:
+        runner.append(GreedyRun(ctx, static))
+    run = runner[0]
+    greedy = run.wait()
+    interrupt.check()
+    assert greedy is not None
+    no_search = lns.eligible(ctx)
+    if no_search is None and deadline - time.monotonic() > lns.MIN_ROUND_SECONDS:
+        return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
+                       f"and node classes do not apply ({why}")
+    if no_search is None:
+        no_search = "greedy's plan came after the time limit"
+    return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,
+                        run.seconds, degraded="greedy")
+
+
+@dataclasses.dataclass
+class _NodeClassModels:
+    """The node-class problem, built: the reduced cluster, its components and their models, each
+    model's hint read as a plan (what stands when the solve finds less), and the solution so far
+    (sizes)."""
+    reduced: Any
+    parts: list
+    models: list
+    fallbacks: list
+    sol: Solution
+
+
+def _build_node_classes(ctx, buckets: int, estimate: str, start: float, deadline: float, weights,
+                        allow_preemption: bool) -> _NodeClassModels:
+    """(a) The window over node classes: the nodes bucketed, the candidates and components over
+    them, one model per component, each with its best hint."""
     reduced = node_classes.reduce(ctx, buckets)
     rctx = reduced.ctx
     rstatic = StaticFilters(rctx.nodes, rctx.window)
@@ -98,8 +135,14 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
             fallbacks.append(HintSolution(wm, counts, counts_value(wm, counts, weights)))
         else:
             fallbacks.append(wm.hint_solution)
-    sol.build_time = time.monotonic() - build_start
-    solve_start = time.monotonic()
+    return _NodeClassModels(reduced, parts, models, fallbacks, sol)
+
+
+def _solve_node_classes(ctx, built: _NodeClassModels, start: float, deadline: float, solve_start: float) -> int:
+    """Solve each component's model in its share of the time (or keep its hint when the solve
+    finds less, or when the build used the whole limit), then decode the node-class plan onto
+    real nodes. The pods decoding could not fit."""
+    sol, models, fallbacks = built.sol, built.models, built.fallbacks
     pseudo = Solution()
     if time.monotonic() >= deadline:
         # The build used the whole limit: CP-SAT would spend its loading time to answer UNKNOWN.
@@ -108,7 +151,7 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
     else:
         progress.stage(f"solving over node classes: {sol.variables:,} variables, {sol.constraints:,} constraints; "
                        f"{time_left(start, deadline)}")
-    deadlines = component_deadlines(parts, solve_start, deadline)
+    deadlines = component_deadlines(built.parts, solve_start, deadline)
     for i, wm in enumerate(models):
         solver, status = None, "UNKNOWN"
         if not sol.solve_skipped:
@@ -121,29 +164,35 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
         else:
             extract(wm, fallbacks[i], pseudo)
             sol.hint_components += 1
-    sol.placements, lost = node_classes.decode(reduced, ctx, pseudo.placements)
+    sol.placements, lost = node_classes.decode(built.reduced, ctx, pseudo.placements)
     sol.decode_lost = lost
+    return lost
+
+
+def _greedy_for_rest(ctx, static, sol: Solution) -> None:
+    """(c) Greedy for the rest: what the node-class plan left (what the solve found no place for in
+    its time, what decoding could not fit) goes through scheduleOne on top of it."""
     rest = [p for p in ctx.window if p.key not in sol.placements]
-    if rest:  # cheaper than the whole window's greedy run, which is waited for anyway
-        # (c) greedy for the rest: what the node-class plan left (what the solve found no place
-        # for in its time, what decoding could not fit) goes through scheduleOne on top of it.
-        progress.stage(f"greedy for the rest: {len(rest):,} pod(s) the node-class plan left")
-        state = ctx.state.copy()
-        for key, n in sol.placements.items():
-            state.add(ctx.pod(key), n)
-        cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
-        with interrupt.stoppable(cancel=cancel):
-            more = schedule_greedy(dataclasses.replace(ctx, window=rest), static=static, allow_preemption=False,
-                                   state=state, cancel=cancel)
-        interrupt.check()
-        sol.placements.update(more.placements)
-        sol.greedy_rest = len(more.placements)
-        sol.degraded = "node classes + greedy for the rest"
-    sol.solve_time = time.monotonic() - solve_start
-    # Bounds over node classes are not bounds of the real problem: none are reported.
-    sol.status = "FEASIBLE"
-    log.debug("node classes: %d, %d variables, %d constraints, %d pod(s) lost in decoding",
-              len(rctx.nodes), sol.variables, sol.constraints, lost)
+    if not rest:
+        return
+    # Cheaper than the whole window's greedy run, which is waited for anyway.
+    progress.stage(f"greedy for the rest: {len(rest):,} pod(s) the node-class plan left")
+    state = ctx.state.copy()
+    for key, n in sol.placements.items():
+        state.add(ctx.pod(key), n)
+    cancel = threading.Event()  # Ctrl-C stops it at the next pod (``interrupt.request``)
+    with interrupt.stoppable(cancel=cancel):
+        more = schedule_greedy(dataclasses.replace(ctx, window=rest), static=static, allow_preemption=False,
+                               state=state, cancel=cancel)
+    interrupt.check()
+    sol.placements.update(more.placements)
+    sol.greedy_rest = len(more.placements)
+    sol.degraded = "node classes + greedy for the rest"
+
+
+def _better_of(ctx, static, runner: list[GreedyRun], sol: Solution, weights) -> CpsatOutcome:
+    """The node-class plan or greedy's, whichever is better; greedy's run is skipped when the plan
+    places every pod without victims (greedy's cannot be better then)."""
     scored = final_state.affordable(ctx)
     if len(sol.placements) == len(ctx.window) and not (runner and runner[0].done) and not scored:
         # Every pod placed, no victim: greedy's plan cannot be better (``plan_value``). The

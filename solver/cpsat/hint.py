@@ -165,120 +165,155 @@ def packing_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
     back out; an elastic gang keeps every member that fits. A gang with required topology tries
     the domains of its key whose free room could hold it, the tightest first, and stays in the
     first that takes ``need`` of its members."""
-    state = wm.state
-    free = wm.ctx.claims.withheld(state.free)
-    scale = np.maximum(state.alloc.max(axis=0), 1)
-    named_books = [(name, make(wm)) for name, make in PACKING_BOOKS]
-    books = [book for _, book in named_books]
-    skip = {c.id for c in wm.classes if _left_out_of_packing(c, named_books)}
-    # (priority, share per pod, first pod's queue position, need, [(class, count)], where: None
-    # for any node, else (free) -> the node masks to try in turn)
-    units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Any]] = []
-    in_unit: set[int] = set()
-    whole = [enc for enc in wm.encodings.values() if isinstance(enc, PacksWhole)]  # gangs
-    for enc in whole:
-        for need, members, repeats, where in enc.packing_units(wm):
-            in_unit.update(c.id for c, _ in members)
-            if any(c.id in skip for c, _ in members):
-                continue
-            pods = sum(k for _, k in members)
-            share = sum(k * float((wm.vec[c.id] / scale).max()) for c, k in members) / max(pods, 1)
-            first = min(c.id for c, _ in members)
-            units.extend((members[0][0].rep.priority, share, first, need, members, where) for _ in range(repeats))
-    for cls in wm.classes:
-        if cls.id in in_unit or cls.id in skip or any(enc.packing_leaves_out(wm, cls) for enc in whole) \
-                or not wm.by_class.get(cls.id):
-            continue
-        units.append((cls.rep.priority, float((wm.vec[cls.id] / scale).max()), cls.id, 0, [(cls, cls.size)], None))
-    units.sort(key=lambda u: (-u[0], u[1], u[2]))
-    nodes, ubs = wm.cand, wm.ub  # per class, in the order of its variables
-    taken = {c.id: np.zeros(len(nodes[c.id]), dtype=np.int64) for c in wm.classes}
-    book = _AntiBook(wm) if any(c.rep.anti_affinity for c in wm.classes) or state.anti_owners else None
+    return _Packing(wm).counts()
 
-    def place(members: list[tuple[PodClass, int]], within: Optional[np.ndarray]) -> list[tuple[int, int]]:
-        """Best fit of a unit's pods (onto nodes of ``within`` only, when given): the (class id,
-        position in its candidate list) of each pod placed."""
-        placed = []
-        for cls, k in members:
-            cand, vec = nodes[cls.id], wm.vec[cls.id]
-            if not len(cand) or not vec.any():
+
+class _Packing:
+    """The best-fit walk of ``packing_counts``: the room left on every node, the pods taken per
+    class and candidate, and the books (devices, required anti-affinity) that follow each pod
+    placed, shared by the steps below."""
+
+    def __init__(self, wm: WindowModel) -> None:
+        self.wm = wm
+        state = wm.state
+        self.free = wm.ctx.claims.withheld(state.free)
+        self.scale = np.maximum(state.alloc.max(axis=0), 1)
+        named_books = [(name, make(wm)) for name, make in PACKING_BOOKS]
+        self.books = [book for _, book in named_books]
+        self.units = self._units(named_books)
+        self.nodes, self.ubs = wm.cand, wm.ub  # per class, in the order of its variables
+        self.taken = {c.id: np.zeros(len(self.nodes[c.id]), dtype=np.int64) for c in wm.classes}
+        self.book = _AntiBook(wm) if any(c.rep.anti_affinity for c in wm.classes) or state.anti_owners else None
+
+    def _units(self, named_books: list[tuple[str, PackingBook]]
+               ) -> list[tuple[int, float, int, int, list[tuple[PodClass, int]], Any]]:
+        """What to pack, in packing order: (priority, share per pod, first pod's queue position,
+        need, [(class, count)], where: None for any node, else (free) -> the node masks to try in
+        turn). A gang gives the units of its ``packing_units``; every other class with variables
+        is one unit of all its pods. Higher priority first, then the smaller pods."""
+        wm = self.wm
+        skip = {c.id for c in wm.classes if _left_out_of_packing(c, named_books)}
+        units: list[tuple[int, float, int, int, list[tuple[PodClass, int]], Any]] = []
+        in_unit: set[int] = set()
+        whole = [enc for enc in wm.encodings.values() if isinstance(enc, PacksWhole)]  # gangs
+        for enc in whole:
+            for need, members, repeats, where in enc.packing_units(wm):
+                in_unit.update(c.id for c, _ in members)
+                if any(c.id in skip for c, _ in members):
+                    continue
+                pods = sum(k for _, k in members)
+                share = sum(k * float((wm.vec[c.id] / self.scale).max()) for c, k in members) / max(pods, 1)
+                first = min(c.id for c, _ in members)
+                units.extend((members[0][0].rep.priority, share, first, need, members, where) for _ in range(repeats))
+        for cls in wm.classes:
+            if cls.id in in_unit or cls.id in skip or any(enc.packing_leaves_out(wm, cls) for enc in whole) \
+                    or not wm.by_class.get(cls.id):
                 continue
-            cols = np.flatnonzero(vec)
-            anti = book is not None and book.involves(cls.id)
-            room = free[np.ix_(cand, cols)] - vec[cols]  # per candidate, what one more pod leaves
-            ok = room_fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
-            if within is not None:
-                ok &= within[cand]
-            if anti:
-                assert book is not None  # anti implies a book
-                ok &= book.allowed(cls.id, cand)
-            counting = [b for b in books if cls.id in b.rows]  # devices, counted exactly
-            if counting:
-                cap = np.fromiter((_cap(counting, cls.id, i) for i in range(len(cand))), dtype=np.int64, count=len(cand))
-                ok &= cap > 0
-            left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
-            while k > 0:
-                i = int(left.argmin())  # best fit: the node this pod fills most ...
-                if not ok[i]:
-                    break
-                # ... and as many of the unit's pods of this class as fit there (one at a time
-                # under anti-affinity: each may close the domain to the next).
-                here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
-                                          int(room_copies(vec, free[cand[i]])))
-                if counting:
-                    here = min(here, int(cap[i]))
-                    for b in counting:
-                        b.take(b.rows[cls.id][i], here)
-                    cap[i] = _cap(counting, cls.id, i)
-                free[cand[i]] -= here * vec
-                taken[cls.id][i] += here
-                placed.extend([(cls.id, i)] * here)
-                k -= here
-                # Only this node changed (and, under anti-affinity, its domains): refresh its
-                # entry, or the whole mask when a domain spans more nodes than this one.
-                r = free[cand[i], cols] - vec[cols]  # what one more pod would leave
-                ok[i] = bool(room_fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
-                if counting:
-                    ok[i] = ok[i] and cap[i] > 0
-                if anti:
-                    assert book is not None
-                    if book.add(cls.id, int(cand[i])):
-                        ok &= book.allowed(cls.id, cand)
-                        left[~ok] = np.inf
-                    else:
-                        ok[i] = ok[i] and bool(book.allowed(cls.id, cand[i:i + 1])[0])
-                left[i] = float((r / scale[cols]).max()) if ok[i] else np.inf
+            units.append((cls.rep.priority, float((wm.vec[cls.id] / self.scale).max()), cls.id, 0, [(cls, cls.size)],
+                          None))
+        units.sort(key=lambda u: (-u[0], u[1], u[2]))
+        return units
+
+    def counts(self) -> dict[tuple[int, int], int]:
+        """Pack the units in turn; a unit that places fewer than its ``need`` is taken back out.
+        The pods placed, per (class id, node)."""
+        counts: dict[tuple[int, int], int] = {}
+        for _, _, _, need, members, where in self.units:
+            placed = self._place_unit(need, members, where)
+            if len(placed) < need:
+                self.undo(placed)
+                continue
+            for c, i in placed:
+                key_ = (c, int(self.nodes[c][i]))
+                counts[key_] = counts.get(key_, 0) + 1
+        return counts
+
+    def _place_unit(self, need: int, members: list[tuple[PodClass, int]], where: Any) -> list[tuple[int, int]]:
+        """One unit best fit: anywhere, or in the first of its domains (``where``) that takes
+        ``need`` of its pods (at least one), the others' attempts undone."""
+        if where is None:
+            return self.place(members, None)
+        placed: list[tuple[int, int]] = []
+        for within in where(self.free):
+            placed = self.place(members, within)
+            if len(placed) >= max(need, 1):
+                break
+            self.undo(placed)
+            placed = []
         return placed
 
-    def undo(placed: list[tuple[int, int]]) -> None:
+    def place(self, members: list[tuple[PodClass, int]], within: Optional[np.ndarray]) -> list[tuple[int, int]]:
+        """Best fit of a unit's pods (onto nodes of ``within`` only, when given): the (class id,
+        position in its candidate list) of each pod placed."""
+        placed: list[tuple[int, int]] = []
+        for cls, k in members:
+            self._place_class(cls, k, within, placed)
+        return placed
+
+    def _place_class(self, cls: PodClass, k: int, within: Optional[np.ndarray], placed: list[tuple[int, int]]) -> None:
+        """Best fit of ``k`` pods of ``cls`` one node at a time, each (class id, position) placed
+        appended to ``placed``; stops when no candidate is left."""
+        wm, free, scale, book, taken, ubs = self.wm, self.free, self.scale, self.book, self.taken, self.ubs
+        cand, vec = self.nodes[cls.id], wm.vec[cls.id]
+        if not len(cand) or not vec.any():
+            return
+        cols = np.flatnonzero(vec)
+        anti = book is not None and book.involves(cls.id)
+        room = free[np.ix_(cand, cols)] - vec[cols]  # per candidate, what one more pod leaves
+        ok = room_fits(vec, free[cand]) & (taken[cls.id] < ubs[cls.id])
+        if within is not None:
+            ok &= within[cand]
+        if anti:
+            assert book is not None  # anti implies a book
+            ok &= book.allowed(cls.id, cand)
+        counting = [b for b in self.books if cls.id in b.rows]  # devices, counted exactly
+        if counting:
+            cap = np.fromiter((_cap(counting, cls.id, i) for i in range(len(cand))), dtype=np.int64, count=len(cand))
+            ok &= cap > 0
+        left = np.where(ok, (room / scale[cols]).max(axis=1), np.inf)
+        while k > 0:
+            i = int(left.argmin())  # best fit: the node this pod fills most ...
+            if not ok[i]:
+                break
+            # ... and as many of the unit's pods of this class as fit there (one at a time
+            # under anti-affinity: each may close the domain to the next).
+            here = 1 if anti else min(k, int(ubs[cls.id][i] - taken[cls.id][i]),
+                                      int(room_copies(vec, free[cand[i]])))
+            if counting:
+                here = min(here, int(cap[i]))
+                for b in counting:
+                    b.take(b.rows[cls.id][i], here)
+                cap[i] = _cap(counting, cls.id, i)
+            free[cand[i]] -= here * vec
+            taken[cls.id][i] += here
+            placed.extend([(cls.id, i)] * here)
+            k -= here
+            # Only this node changed (and, under anti-affinity, its domains): refresh its
+            # entry, or the whole mask when a domain spans more nodes than this one.
+            r = free[cand[i], cols] - vec[cols]  # what one more pod would leave
+            ok[i] = bool(room_fits(vec, free[cand[i]])) and taken[cls.id][i] < ubs[cls.id][i]
+            if counting:
+                ok[i] = ok[i] and cap[i] > 0
+            if anti:
+                assert book is not None
+                if book.add(cls.id, int(cand[i])):
+                    ok &= book.allowed(cls.id, cand)
+                    left[~ok] = np.inf
+                else:
+                    ok[i] = ok[i] and bool(book.allowed(cls.id, cand[i:i + 1])[0])
+            left[i] = float((r / scale[cols]).max()) if ok[i] else np.inf
+
+    def undo(self, placed: list[tuple[int, int]]) -> None:
+        """Take placed pods back out: their room, counts and book entries."""
+        wm, nodes = self.wm, self.nodes
         for c, i in placed:
-            free[nodes[c][i]] += wm.vec[c]
-            taken[c][i] -= 1
-            for b in books:
+            self.free[nodes[c][i]] += wm.vec[c]
+            self.taken[c][i] -= 1
+            for b in self.books:
                 if c in b.rows:
                     b.take(b.rows[c][i], -1)
-            if book is not None and book.involves(c):
-                book.add(c, int(nodes[c][i]), -1)
-
-    counts: dict[tuple[int, int], int] = {}
-    for _, _, _, need, members, where in units:
-        if where is None:
-            placed = place(members, None)
-        else:
-            placed = []
-            for within in where(free):
-                placed = place(members, within)
-                if len(placed) >= max(need, 1):
-                    break
-                undo(placed)
-                placed = []
-        if len(placed) < need:
-            undo(placed)
-            continue
-        for c, i in placed:
-            key_ = (c, int(nodes[c][i]))
-            counts[key_] = counts.get(key_, 0) + 1
-    return counts
+            if self.book is not None and self.book.involves(c):
+                self.book.add(c, int(nodes[c][i]), -1)
 
 
 def counts_value(wm: WindowModel, counts: dict[tuple[int, int], int], weights: dict[int, int]) -> int:

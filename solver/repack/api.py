@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Any, Optional
 
 from models.config import SchedulerConfig
 from models.errors import InputError
@@ -238,50 +238,13 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
     if problems:
         raise RepackUnsafe(problems)
 
-    per_resource = per_resource_bound(problem)
-    lp = (grouped_lp_bound(problem) if placement.rounds or not placement.candidates
-          else lp_bound(problem, placement.candidates, placement.upper))
-    lower = nodes_bound(per_resource, lp, len(problem.pinned))
-    solver_bound = None
-    if options.objective == "nodes" and options.max_moves is None and options.target_free is None and placement.bound is not None:
-        # CP-SAT's proof that at most ``bound`` nodes can be free, for any plan keeping every rule
-        # and budget: a bound on the nodes in use, as good as the others when no option narrows it.
-        solver_bound = len(names) - int(placement.bound) - len(problem.keep)
-        lower = max(lower, solver_bound)
-    unmovable: dict[str, int] = {}
-    for key, verdict in problem.verdicts.items():
-        if not verdict.movable and key not in problem.held:
-            assert verdict.reason is not None  # an unmovable verdict names its reason (movable._stays)
-            unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
+    per_resource, lp, lower, solver_bound = _bounds(problem, placement, options, len(names))
+    unmovable = _unmovable(problem)
     freed_index = {names.index(name) for name in freed}
     needed = sum(1 for n in problem.origin.values() if n in freed_index)
     if steps:
         notes.append(_tradeoff(len(freed), len(steps), needed, options.max_moves, len(placement.rounds)))
-    empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
-    stats = {
-        "status": placement.status,
-        "wall_time_s": round(time.monotonic() - start, 3),
-        "objective": options.objective,
-        "objective_value": placement.objective,
-        "objective_bound": placement.bound,
-        # The same two figures in the objective's own unit (nodes, or the configured cost), and
-        # how much of it was empty before the plan: the model counts every empty freeable node.
-        "objective_value_units": _units(placement.objective, options.objective),
-        "objective_bound_units": _units(placement.bound, options.objective),
-        "empty_before": empty_before,
-        "build_time_s": round(placement.build_time, 3),
-        "solve_time_s": round(placement.solve_time, 3),
-        "variables": placement.variables,
-        "constraints": placement.constraints,
-        "movable_pods": len(problem.origin),
-        "pod_classes": len(problem.ctx.classes),
-        "nodes": len(names),
-        # How the plan trades freed nodes against evictions (``--max-moves`` caps the evictions):
-        # the evictions, and the fewest that could free these nodes (their movable pods).
-        "evictions": len(steps),
-        "evictions_needed_by_freed": needed,
-        "evictions_per_freed_node": round(len(steps) / len(freed), 3) if freed else None,
-    }
+    stats = _stats(problem, placement, options, start, len(steps), nodes, len(freed), needed)
     if placement.rounds:
         stats["rounds"] = [r.as_dict() for r in placement.rounds]
     return RepackResult(
@@ -303,6 +266,66 @@ def _plan(snapshot: ClusterSnapshot, config: SchedulerConfig, options: RepackOpt
         notes=notes,
         runbook=runbook(snapshot, steps, names, freed),
     )
+
+
+def _bounds(problem, placement, options: RepackOptions, n_nodes: int
+            ) -> tuple[Any, Optional[float], int, Optional[int]]:
+    """The lower bounds on the nodes in use after any plan: per resource, the LP's, their best
+    (``lower``), and CP-SAT's proof when the run had no option narrowing it."""
+    per_resource = per_resource_bound(problem)
+    lp = (grouped_lp_bound(problem) if placement.rounds or not placement.candidates
+          else lp_bound(problem, placement.candidates, placement.upper))
+    lower = nodes_bound(per_resource, lp, len(problem.pinned))
+    solver_bound = None
+    if options.objective == "nodes" and options.max_moves is None and options.target_free is None and placement.bound is not None:
+        # CP-SAT's proof that at most ``bound`` nodes can be free, for any plan keeping every rule
+        # and budget: a bound on the nodes in use, as good as the others when no option narrows it.
+        solver_bound = n_nodes - int(placement.bound) - len(problem.keep)
+        lower = max(lower, solver_bound)
+    return per_resource, lp, lower, solver_bound
+
+
+def _unmovable(problem) -> dict[str, int]:
+    """The pods that never move (the held pending ones aside), counted per reason."""
+    unmovable: dict[str, int] = {}
+    for key, verdict in problem.verdicts.items():
+        if not verdict.movable and key not in problem.held:
+            assert verdict.reason is not None  # an unmovable verdict names its reason (movable._stays)
+            unmovable[verdict.reason] = unmovable.get(verdict.reason, 0) + 1
+    return unmovable
+
+
+def _stats(problem, placement, options: RepackOptions, start: float, evictions: int, nodes: list,
+           freed: int, needed: int) -> dict[str, Any]:
+    """The run's figures for ``stats``: the solve (status, objective and bound, sizes, times) and
+    how the plan trades freed nodes against evictions."""
+    names = [n.name for n in problem.nodes]
+    empty_before = sum(1 for r in nodes if not r.busy_before and problem.freeable(names.index(r.name)))
+    stats: dict[str, Any] = {
+        "status": placement.status,
+        "wall_time_s": round(time.monotonic() - start, 3),
+        "objective": options.objective,
+        "objective_value": placement.objective,
+        "objective_bound": placement.bound,
+        # The same two figures in the objective's own unit (nodes, or the configured cost), and
+        # how much of it was empty before the plan: the model counts every empty freeable node.
+        "objective_value_units": _units(placement.objective, options.objective),
+        "objective_bound_units": _units(placement.bound, options.objective),
+        "empty_before": empty_before,
+        "build_time_s": round(placement.build_time, 3),
+        "solve_time_s": round(placement.solve_time, 3),
+        "variables": placement.variables,
+        "constraints": placement.constraints,
+        "movable_pods": len(problem.origin),
+        "pod_classes": len(problem.ctx.classes),
+        "nodes": len(names),
+        # How the plan trades freed nodes against evictions (``--max-moves`` caps the evictions):
+        # the evictions, and the fewest that could free these nodes (their movable pods).
+        "evictions": evictions,
+        "evictions_needed_by_freed": needed,
+        "evictions_per_freed_node": round(evictions / freed, 3) if freed else None,
+    }
+    return stats
 
 
 def _tradeoff(freed: int, evictions: int, needed: int, cap: Optional[int], rounds: int) -> str:

@@ -138,110 +138,148 @@ class _RoundModel(RepackModel):
 
 def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: float) -> RoundsResult:
     """The final node of every movable pod after draining batch by batch until ``deadline``."""
-    ctx = problem.ctx
-    # Every pod that stays, and the movable ones where they run: the problem's running cluster
-    # (built once; the order walk starts from it too).
-    state = problem.running().state.copy()
-    pods = {p.key: p for p in ctx.window}
-    cur = dict(problem.origin)
-    cls_of = {p.key: cls.id for cls in ctx.classes for p in cls.pods}
-    on: dict[int, list[str]] = defaultdict(list)
-    for key, n in cur.items():
-        on[n].append(key)
-    r_cpu, r_mem, r_pods = (state.res_index[r] for r in (CPU, MEMORY, PODS))
-    cols = [r_cpu, r_mem, r_pods]
-    alloc = np.maximum(state.alloc[:, cols], 1)
+    return _Rounds(problem, options, deadline).run()
 
-    def load(n: int) -> float:
-        return float((state.used[n, cols] / alloc[n]).max())
 
-    by_cost = options.objective == "cost"
-    drain = [n for n in on if problem.freeable(n)]
-    # Small nodes before large ones among equals: the large ones then hold what stays (freeing a
-    # 32-CPU node that looks half empty gives away the room of two 16-CPU ones).
-    size = state.alloc[:, cols[:2]].astype(np.float64) / np.maximum(state.alloc[:, cols[:2]].max(axis=0), 1)
-    drain.sort(key=lambda n: (-problem.cost[n] / max(len(on[n]), 1) if by_cost else 0.0, len(on[n]),
-                              float(size[n].sum()), load(n), n))
-    # Replicas that ask to be apart: per group, the most on one node today (the replay's check).
-    groups: dict[tuple, Counter] = defaultdict(Counter)
-    for key, n in cur.items():
-        if availability.apart_per_node(pods[key]):
-            groups[availability.group_of(pods[key])][n] += 1
-    caps = {g: max(c.values()) for g, c in groups.items()}
+class _Rounds:
+    """The rounds' shared state: the cluster as the moves so far leave it (``state``, ``cur``,
+    ``on``), the budgets left (``--max-moves``, ``--target-free``, PodDisruptionBudgets), the
+    candidates queued, and what the rounds report."""
 
-    budget_left = [b.allowed for b in problem.budgets.budgets]
-    covering = {key: problem.budgets.covering(pods[key]) for key in cur}
-    moves_left = options.max_moves
-    free_left = options.target_free
-    freed: set[int] = set()
-    received: set[int] = set()
-    tried: set[int] = set()
-    reports: list[RoundReport] = []
-    phases: list[list[str]] = []  # per round, the pods it moves (the order walks round by round)
-    checked: set[str] = set()  # moves the greedy drain checked in the phases' order
-    version = ctx.config.kubernetes_version
-    status, barren, best_bound = "FEASIBLE", 0, None
-    queue = list(drain)
-    total_rounds = max(1, -(-len(queue) // BATCH))
-    while queue:
-        interrupt.check()
-        now = time.monotonic()
-        if now >= deadline or (moves_left is not None and moves_left <= 0) or (free_left is not None and free_left <= 0):
-            break
-        batch = [n for n in queue[:BATCH] if n not in received]
-        queue = queue[BATCH:]
-        if free_left is not None:  # --target-free: no more candidates than nodes left to free
-            queue = batch[free_left:] + queue
-            batch = batch[:free_left]
-        if not batch:
-            continue
-        tried.update(batch)
-        rounds_left = max(1, min(total_rounds - len(reports), -(-len(queue) // BATCH) + 1))
-        slice_ = max((deadline - now) / rounds_left, MIN_SLICE)
-        if moves_left is not None:
-            batch = [n for n in batch if len(on[n]) <= moves_left]
-            if not batch:
+    def __init__(self, problem: RepackProblem, options: RepackOptions, deadline: float) -> None:
+        self.problem, self.options, self.deadline = problem, options, deadline
+        ctx = problem.ctx
+        # Every pod that stays, and the movable ones where they run: the problem's running cluster
+        # (built once; the order walk starts from it too).
+        state = self.state = problem.running().state.copy()
+        self.pods = {p.key: p for p in ctx.window}
+        self.cur = dict(problem.origin)
+        self.cls_of = {p.key: cls.id for cls in ctx.classes for p in cls.pods}
+        self.on: dict[int, list[str]] = defaultdict(list)
+        for key, n in self.cur.items():
+            self.on[n].append(key)
+        r_cpu, r_mem, r_pods = (state.res_index[r] for r in (CPU, MEMORY, PODS))
+        self.cols = [r_cpu, r_mem, r_pods]
+        self.alloc = np.maximum(state.alloc[:, self.cols], 1)
+        self.by_cost = options.objective == "cost"
+        drain = self._drain_order()
+        self._apart_caps()
+        self.budget_left = [b.allowed for b in problem.budgets.budgets]
+        self.covering = {key: problem.budgets.covering(self.pods[key]) for key in self.cur}
+        self.moves_left = options.max_moves
+        self.free_left = options.target_free
+        self.freed: set[int] = set()
+        self.received: set[int] = set()
+        self.tried: set[int] = set()
+        self.reports: list[RoundReport] = []
+        self.phases: list[list[str]] = []  # per round, the pods it moves (the order walks round by round)
+        self.checked: set[str] = set()  # moves the greedy drain checked in the phases' order
+        self.version = ctx.config.kubernetes_version
+        self.status, self.barren, self.best_bound = "FEASIBLE", 0, None
+        self.queue = list(drain)
+        self.total_rounds = max(1, -(-len(self.queue) // BATCH))
+
+    def _load(self, n: int) -> float:
+        return float((self.state.used[n, self.cols] / self.alloc[n]).max())
+
+    def _drain_order(self) -> list[int]:
+        """The busy freeable nodes, cheapest to drain first (see the module note)."""
+        problem, state, on, cols = self.problem, self.state, self.on, self.cols
+        drain = [n for n in on if problem.freeable(n)]
+        # Small nodes before large ones among equals: the large ones then hold what stays (freeing a
+        # 32-CPU node that looks half empty gives away the room of two 16-CPU ones).
+        size = state.alloc[:, cols[:2]].astype(np.float64) / np.maximum(state.alloc[:, cols[:2]].max(axis=0), 1)
+        drain.sort(key=lambda n: (-problem.cost[n] / max(len(on[n]), 1) if self.by_cost else 0.0, len(on[n]),
+                                  float(size[n].sum()), self._load(n), n))
+        return drain
+
+    def _apart_caps(self) -> None:
+        """Replicas that ask to be apart: per group, the most on one node today (the replay's check)."""
+        self.groups: dict[tuple, Counter] = defaultdict(Counter)
+        for key, n in self.cur.items():
+            if availability.apart_per_node(self.pods[key]):
+                self.groups[availability.group_of(self.pods[key])][n] += 1
+        self.caps = {g: max(c.values()) for g, c in self.groups.items()}
+
+    def run(self) -> RoundsResult:
+        """Rounds until the deadline, a spent budget, no candidate left, or too many barren rounds."""
+        while self.queue:
+            interrupt.check()
+            now = time.monotonic()
+            if now >= self.deadline or (self.moves_left is not None and self.moves_left <= 0) \
+                    or (self.free_left is not None and self.free_left <= 0):
                 break
+            batch = [n for n in self.queue[:BATCH] if n not in self.received]
+            self.queue = self.queue[BATCH:]
+            if self.free_left is not None:  # --target-free: no more candidates than nodes left to free
+                self.queue = batch[self.free_left:] + self.queue
+                batch = batch[:self.free_left]
+            if not batch:
+                continue
+            self.tried.update(batch)
+            rounds_left = max(1, min(self.total_rounds - len(self.reports), -(-len(self.queue) // BATCH) + 1))
+            slice_ = max((self.deadline - now) / rounds_left, MIN_SLICE)
+            if self.moves_left is not None:
+                batch = [n for n in batch if len(self.on[n]) <= self.moves_left]
+                if not batch:
+                    break
+            self._round(batch, slice_)
+            if self.barren >= BARREN_ROUNDS:
+                break
+        return self._result()
+
+    def _round(self, batch: list[int], slice_: float) -> None:
+        """One round: the greedy walk over the batch, the round's model for what it left, then the
+        moves kept, the budgets spent and the round reported."""
+        state, pods, on, cur = self.state, self.pods, self.on, self.cur
         keys = sorted(k for n in batch for k in on[n])
         started = time.monotonic()
-        targets = _receivers(problem, state, batch, keys, pods, freed | tried, cols)
+        targets = _receivers(self.problem, state, batch, keys, pods, self.freed | self.tried, self.cols)
         targets[batch] = False  # a candidate receives nothing: one left busy gets its pods back
-        # Pods whose rules count per domain move first, one at a time where kube-scheduler's
-        # filters admit them then (a zone spread skewed today admits only the emptiest zone);
-        # a candidate whose such pod finds no place stays out of the round.
+        early, start, sequence = self._walk(batch, targets)
+        early_keys = {k for k, _, _ in early}
+        keys = sorted(k for n in batch for k in on[n] if k not in early_keys)
+        for key in keys:
+            state.remove(pods[key])
+        greedy_whole = bool(keys) and set(start) == set(keys)
+        final, round_status = self._solve_round(batch, keys, early, start, early_keys, targets, slice_, started,
+                                                greedy_whole)
+        left_busy = self._settle(keys, final, early)
+        phase, moved_now = self._commit(early, left_busy, keys, final)
+        self._record_phases(phase, greedy_whole, sequence, early_keys)
+        gained = [n for n in batch if not on[n]]
+        self.freed.update(gained)
+        if self.moves_left is not None:
+            self.moves_left -= moved_now
+        if self.free_left is not None:
+            self.free_left -= len(gained)
+        if round_status not in ("OPTIMAL",):
+            self.status = "FEASIBLE"
+        self._report(batch, targets, gained, moved_now, round_status, started)
+        self.barren = self.barren + 1 if not gained else 0
+
+    def _walk(self, batch: list[int], targets: np.ndarray) -> tuple[list[tuple[str, int, int]], dict[str, int], list[str]]:
+        """The greedy walk: drains each candidate of ``batch`` onto the receivers, removing from
+        ``batch`` the candidates it must leave out. Pods whose rules count per domain move first,
+        one at a time where kube-scheduler's filters admit them then (a zone spread skewed today
+        admits only the emptiest zone); a candidate whose such pod finds no place stays out of
+        the round. Returns the early moves (pod, from, to) in order, where the walk put the other
+        pods (the model's start) and the pods of the nodes it drained whole, in its order."""
+        state, pods, on, cols = self.state, self.pods, self.on, self.cols
         early: list[tuple[str, int, int]] = []  # (pod, from, to), in order
         start: dict[str, int] = {}  # where the greedy walk put the other pods: the model's start
         sequence: list[str] = []  # the pods of the nodes it drained whole, in its order
-        left = list(budget_left)  # PodDisruptionBudgets' evictions left as the greedy walk goes
+        left = list(self.budget_left)  # PodDisruptionBudgets' evictions left as the greedy walk goes
         for n in list(batch):
             interrupt.check()  # Ctrl-C: between nodes of the walk, not only between rounds
             mine = sorted(on[n], key=lambda k: (not topology_keys(pods[k]), -int(state.vector(pods[k])[cols[0]]), k))
             spread = sum(1 for k in mine if topology_keys(pods[k]))
-            if moves_left is not None and len(mine) > moves_left - len(early) - len(start):
+            if self.moves_left is not None and len(mine) > self.moves_left - len(early) - len(start):
                 batch.remove(n)
                 continue
-            done = []
-            for key in mine:
-                if any(left[i] <= 0 for i in covering[key]):  # its PodDisruptionBudget is spent
-                    break
-                state.remove(pods[key])
-                feasible = Cycle(pods[key], state, problem.static, version=version).feasible()
-                feasible = feasible[targets[feasible]]
-                if not len(feasible):
-                    state.add(pods[key], n)
-                    break
-                room = (state.free[feasible][:, cols] - state.vector(pods[key])[cols]) / alloc[feasible]
-                to = int(feasible[int(np.argmin(_fit(room)))])
-                state.add(pods[key], to)
-                done.append((key, n, to))
-                for i in covering[key]:
-                    left[i] -= 1
+            done = self._move_off(n, mine, targets, left)
             if len(done) < spread:  # a pod bound to its domain found no place: the node stays
-                for key, src, to in reversed(done):
-                    state.remove(pods[key])
-                    state.add(pods[key], src)
-                    for i in covering[key]:
-                        left[i] += 1
+                self._put_back(done, left)
                 batch.remove(n)
                 continue
             early += done[:spread]
@@ -249,20 +287,48 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 start.update({key: to for key, _, to in done[spread:]})
                 sequence += [key for key, _, _ in done]
             else:  # the model may still find room for the rest; they start at home
-                for key, src, to in reversed(done[spread:]):
-                    state.remove(pods[key])
-                    state.add(pods[key], src)
-                    for i in covering[key]:
-                        left[i] += 1
-        early_keys = {k for k, _, _ in early}
-        keys = sorted(k for n in batch for k in on[n] if k not in early_keys)
-        for key in keys:
+                self._put_back(done[spread:], left)
+        return early, start, sequence
+
+    def _move_off(self, n: int, mine: list[str], targets: np.ndarray, left: list[int]) -> list[tuple[str, int, int]]:
+        """Node ``n``'s pods in turn onto the receiver each leaves fullest, until one finds no
+        place or its PodDisruptionBudget is spent: the moves made (pod, from, to)."""
+        state, pods, cols, alloc = self.state, self.pods, self.cols, self.alloc
+        done = []
+        for key in mine:
+            if any(left[i] <= 0 for i in self.covering[key]):  # its PodDisruptionBudget is spent
+                break
             state.remove(pods[key])
-        round_moves = moves_left - len(early) if moves_left is not None else None
-        origin = {k: cur[k] for k in keys}
+            feasible = Cycle(pods[key], state, self.problem.static, version=self.version).feasible()
+            feasible = feasible[targets[feasible]]
+            if not len(feasible):
+                state.add(pods[key], n)
+                break
+            room = (state.free[feasible][:, cols] - state.vector(pods[key])[cols]) / alloc[feasible]
+            to = int(feasible[int(np.argmin(_fit(room)))])
+            state.add(pods[key], to)
+            done.append((key, n, to))
+            for i in self.covering[key]:
+                left[i] -= 1
+        return done
+
+    def _put_back(self, moves: list[tuple[str, int, int]], left: list[int]) -> None:
+        """Undo walk moves, last first: each pod back home, its budgets given back."""
+        for key, src, to in reversed(moves):
+            self.state.remove(self.pods[key])
+            self.state.add(self.pods[key], src)
+            for i in self.covering[key]:
+                left[i] += 1
+
+    def _solve_round(self, batch: list[int], keys: list[str], early: list[tuple[str, int, int]], start: dict[str, int],
+                     early_keys: set[str], targets: np.ndarray, slice_: float, started: float,
+                     greedy_whole: bool) -> tuple[dict[str, int], str]:
+        """Where the round puts ``keys`` (the batch's pods the walk did not move early): the walk's
+        places when it drained every candidate, else the round's model's; and its status."""
+        round_moves = self.moves_left - len(early) if self.moves_left is not None else None
+        origin = {k: self.cur[k] for k in keys}
         final = dict(origin)
         round_status = "UNKNOWN"
-        greedy_whole = bool(keys) and set(start) == set(keys)
         try:
             if greedy_whole:
                 # Every candidate drained: no plan frees more of them, and each of their pods
@@ -271,9 +337,10 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 final = {**origin, **start}
                 round_status = "OPTIMAL"
             elif keys:
-                sub = _round_problem(problem, state, batch, keys, pods, cls_of, cur, budget_left, covering, early_keys)
-                limits = _apart_limits(sub, groups, caps, keys, cur, pods, targets)
-                opts = replace(options, max_moves=round_moves, target_free=free_left, time_limit=slice_)
+                sub = _round_problem(self.problem, self.state, batch, keys, self.pods, self.cls_of, self.cur,
+                                     self.budget_left, self.covering, early_keys)
+                limits = _apart_limits(sub, self.groups, self.caps, keys, self.cur, self.pods, targets)
+                opts = replace(self.options, max_moves=round_moves, target_free=self.free_left, time_limit=slice_)
                 model = _RoundModel(sub, opts, targets, limits)
                 model.build()
                 used = model.complete_hint([{**sub.origin, **start}, dict(sub.origin)], slice_ * 0.2)
@@ -285,6 +352,12 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 round_status = "OPTIMAL"
         except RepackInfeasible:
             round_status = "INFEASIBLE"
+        return final, round_status
+
+    def _settle(self, keys: list[str], final: dict[str, int], early: list[tuple[str, int, int]]) -> set[int]:
+        """The round's pods into ``state`` where ``final`` puts them (``final`` completed with the
+        early moves kept); the candidates left busy, which keep every pod."""
+        state, pods, cur = self.state, self.pods, self.cur
         # A candidate left busy keeps every pod (moving some would free nothing): it received
         # nothing in the round, so each pod fits back where it ran.
         left_busy = {cur[k] for k in keys if final[k] == cur[k]}
@@ -296,55 +369,61 @@ def solve_in_rounds(problem: RepackProblem, options: RepackOptions, deadline: fl
                 state.remove(pods[key])
                 state.add(pods[key], src)
         final.update({key: to for key, src, to in early if src not in left_busy})
+        return left_busy
+
+    def _commit(self, early: list[tuple[str, int, int]], left_busy: set[int], keys: list[str],
+                final: dict[str, int]) -> tuple[list[str], int]:
+        """The batch's pods where the round put them: ``cur``, ``on``, the receivers and the
+        PodDisruptionBudgets updated. The pods moved, in order, and their count."""
         phase: list[str] = []
-        # The batch's pods where the round put them.
         moved_now = 0
         for key in [k for k, src, _ in early if src not in left_busy] + keys:
             n = final[key]
-            if n != cur[key]:
+            if n != self.cur[key]:
                 phase.append(key)
                 moved_now += 1
-                on[cur[key]].remove(key)
-                on[n].append(key)
-                received.add(n)
-                for i in covering[key]:
-                    budget_left[i] -= 1
-                cur[key] = n
-        # The early moves were each checked in this order on the cluster as it was then: they
-        # are walked one by one, then the model's moves as one group.
+                self.on[self.cur[key]].remove(key)
+                self.on[n].append(key)
+                self.received.add(n)
+                for i in self.covering[key]:
+                    self.budget_left[i] -= 1
+                self.cur[key] = n
+        return phase, moved_now
+
+    def _record_phases(self, phase: list[str], greedy_whole: bool, sequence: list[str], early_keys: set[str]) -> None:
+        """The round's moves as phases for ``order``: the early moves were each checked in this
+        order on the cluster as it was then, so they are walked one by one, then the model's moves
+        as one group."""
         if greedy_whole:  # each move was checked in this order, on the cluster as it was then
             in_phase = set(phase)
-            phases.extend([k] for k in sequence if k in in_phase)
-            checked.update(k for k in sequence if k in in_phase)
+            self.phases.extend([k] for k in sequence if k in in_phase)
+            self.checked.update(k for k in sequence if k in in_phase)
         else:
             early_moved = [k for k in phase if k in early_keys]
-            phases.extend([k] for k in early_moved)
+            self.phases.extend([k] for k in early_moved)
             if len(phase) > len(early_moved):
-                phases.append([k for k in phase if k not in early_keys])
-        gained = [n for n in batch if not on[n]]
-        freed.update(gained)
-        if moves_left is not None:
-            moves_left -= moved_now
-        if free_left is not None:
-            free_left -= len(gained)
-        if round_status not in ("OPTIMAL",):
-            status = "FEASIBLE"
-        report = RoundReport(len(reports) + 1, len(batch), int(targets.sum()), len(gained), moved_now, round_status,
-                             time.monotonic() - started)
-        reports.append(report)
+                self.phases.append([k for k in phase if k not in early_keys])
+
+    def _report(self, batch: list[int], targets: np.ndarray, gained: list[int], moved_now: int, round_status: str,
+                started: float) -> None:
+        """The round's figures, kept for the result and printed as progress."""
+        report = RoundReport(len(self.reports) + 1, len(batch), int(targets.sum()), len(gained), moved_now,
+                             round_status, time.monotonic() - started)
+        self.reports.append(report)
         progress.stage(f"round {report.number}: {len(gained)} of {len(batch)} candidate node(s) freed with "
                        f"{moved_now} move(s) onto {report.receivers} receiver(s) ({round_status}, "
-                       f"{report.seconds:.1f}s); {len(freed)} freed so far, "
-                       f"{sum(r.moves for r in reports)} eviction(s)")
-        barren = barren + 1 if not gained else 0
-        if barren >= BARREN_ROUNDS:
-            break
-    placement = Placement(final=cur, status=status if reports else "UNKNOWN", objective=None, bound=best_bound)
-    if by_cost:
-        placement.objective = float(sum(problem.cost_units(n) for n in freed))
-    else:
-        placement.objective = float(len(freed))
-    return RoundsResult(placement=placement, rounds=reports, phases=phases, checked=frozenset(checked))
+                       f"{report.seconds:.1f}s); {len(self.freed)} freed so far, "
+                       f"{sum(r.moves for r in self.reports)} eviction(s)")
+
+    def _result(self) -> RoundsResult:
+        placement = Placement(final=self.cur, status=self.status if self.reports else "UNKNOWN", objective=None,
+                              bound=self.best_bound)
+        if self.by_cost:
+            placement.objective = float(sum(self.problem.cost_units(n) for n in self.freed))
+        else:
+            placement.objective = float(len(self.freed))
+        return RoundsResult(placement=placement, rounds=self.reports, phases=self.phases,
+                            checked=frozenset(self.checked))
 
 
 def _fit(room: np.ndarray) -> np.ndarray:

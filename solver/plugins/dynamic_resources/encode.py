@@ -271,82 +271,120 @@ def _encode_claim(m: cp_model.CpModel, rules: Any, key: str, claim: Any, kinds: 
     """``x`` pods on the node (at most ``ub``), each with a claim like ``claim``: a class of
     several pods only when ``template_signature`` let them share it (every request ExactCount).
     A request with subrequests costs the position of the one chosen on the preference level."""
-    # per request: (alternative name, kind) -> count var
-    per_alt: dict[str, dict[int, Any]] = {}
+    enc = _ClaimEncoding(m, rules, key, kinds, x, takes, ub, wm, start, shares)
     for request in claim.spec.devices.requests:
+        enc.request(request)
+    for c in claim.spec.devices.constraints:
+        enc.constraint(c, claim)
+
+
+class _ClaimEncoding:
+    """One claim's variables on one node, request by request, then its constraints over them.
+    ``per_alt`` holds, per request (alternative name), the count variable of each device kind
+    (by index) it may take."""
+
+    def __init__(self, m: cp_model.CpModel, rules: Any, key: str, kinds: list, x: Any,
+                 takes: dict[int, list[tuple[Any, int]]], ub: int, wm: Any, start: Any,
+                 shares: Optional[dict[Any, list[tuple[Any, dict]]]]) -> None:
+        self.m, self.rules, self.key, self.kinds, self.x = m, rules, key, kinds, x
+        self.takes, self.ub, self.wm, self.start, self.shares = takes, ub, wm, start, shares
+        self.per_alt: dict[str, dict[int, Any]] = {}
+        self.kind_by_index = {k.index: k for k in kinds}
+
+    def request(self, request: Any) -> None:
+        """A request's alternatives (itself, or its subrequests): each chosen (``use``) for every
+        pod, or exactly one chosen per pod, the later ones costing their rank."""
+        m, x = self.m, self.x
         alts = _alternatives(request)
         chosen = []
         for alt in alts:
-            fits = []
-            for kind in kinds:
-                sample = kind.members[0]
-                try:
-                    if rules.candidate(key, alt, sample):
-                        fits.append(kind)
-                except AllocationError:
-                    continue
-            use = x if len(alts) == 1 else m.new_bool_var(f"dra_use[{key},{alt.name}]")
+            fits = self._fits(alt)
+            use = x if len(alts) == 1 else m.new_bool_var(f"dra_use[{self.key},{alt.name}]")
             if not fits:
                 m.add(use == 0)  # no kind on this node the alternative may take
-                chosen.append(use)
-                continue
-            ys = {}
-            if alt.mode == "All":
-                # Every device of the node the alternative may take, from complete pools (else
-                # the alternative cannot be chosen here): a kind's devices all at once, each of
-                # them free, so no other claim of the window may take any of them — or, for a
-                # shareable device, a share of each within what its capacities have left.
-                def by_share(k: Any) -> bool:
-                    return shares is not None and shared_kind(k) and not alt.admin
-
-                whole = all(rules.inventory.pools[(k.driver, k.pool)].complete for k in fits) and (alt.admin or (
-                    start is None or not any(r.id in start.used for k in fits if not by_share(k) for r in k.members)))
-                if not whole:
-                    m.add(use == 0)
-                for kind in fits:
-                    y = m.new_int_var(0, len(kind.members), f"dra_all[{key},{alt.name},{kind.index}]")
-                    m.add(y == len(kind.members) * use)
-                    ys[kind.index] = y
-                    if by_share(kind) and shares is not None:
-                        each = alt.demand(kind.members[0]) or {}
-                        for member in kind.members:
-                            shares[member.id].append((use, each))
-                    elif not alt.admin:  # admin access takes nothing from anyone
-                        takes[kind.index].append((use, len(kind.members)))
-                per_alt[alt.name] = ys
-                chosen.append(use)
-                continue
-            for kind in fits:
-                sharing = shares is not None and shared_kind(kind) and not alt.admin
-                top = alt.count * ub if sharing else min(alt.count * ub, len(kind.members))
-                y = m.new_int_var(0, top, f"dra_y[{key},{alt.name},{kind.index}]")
-                ys[kind.index] = y
-                if sharing and shares is not None:
-                    # A device that allows multiple allocations: which devices, each at most
-                    # once per pod, their capacities summed over the window (``encode_shares``).
-                    need = alt.demand(kind.members[0])
-                    parts = []
-                    for member in kind.members:
-                        part = m.new_int_var(0, ub, f"dra_share[{key},{alt.name},{member.device.name}]")
-                        m.add(part <= x)
-                        shares[member.id].append((part, need or {}))
-                        parts.append(part)
-                    m.add(y == cp_model.LinearExpr.sum(parts))
-                    continue
-                if not alt.admin:  # admin access takes nothing from anyone
-                    takes[kind.index].append((y, 1))
-            m.add(cp_model.LinearExpr.sum(list(ys.values())) == alt.count * use)
-            per_alt[alt.name] = ys
+            elif alt.mode == "All":
+                self.per_alt[alt.name] = self._all(alt, use, fits)
+            else:
+                self.per_alt[alt.name] = self._counted(alt, use, fits)
             chosen.append(use)
         if len(alts) > 1:
             m.add(cp_model.LinearExpr.sum(chosen) == x)
-            if wm is not None:
-                level = preference_level(wm)
+            if self.wm is not None:
+                level = preference_level(self.wm)
                 for rank, use in enumerate(chosen):
                     if rank:
                         level.add(use, -rank, 0, 1)
-    kind_by_index = {k.index: k for k in kinds}
-    for c in claim.spec.devices.constraints:
+
+    def _fits(self, alt: Any) -> list:
+        """The device kinds on this node the alternative may take."""
+        fits = []
+        for kind in self.kinds:
+            sample = kind.members[0]
+            try:
+                if self.rules.candidate(self.key, alt, sample):
+                    fits.append(kind)
+            except AllocationError:
+                continue
+        return fits
+
+    def _by_share(self, alt: Any, k: Any) -> bool:
+        return self.shares is not None and shared_kind(k) and not alt.admin
+
+    def _all(self, alt: Any, use: Any, fits: list) -> dict[int, Any]:
+        """allocationMode All: every device of the node the alternative may take, from complete
+        pools (else the alternative cannot be chosen here): a kind's devices all at once, each of
+        them free, so no other claim of the window may take any of them — or, for a shareable
+        device, a share of each within what its capacities have left."""
+        m, shares, start = self.m, self.shares, self.start
+        whole = all(self.rules.inventory.pools[(k.driver, k.pool)].complete for k in fits) and (alt.admin or (
+            start is None or not any(r.id in start.used for k in fits if not self._by_share(alt, k) for r in k.members)))
+        if not whole:
+            m.add(use == 0)
+        ys = {}
+        for kind in fits:
+            y = m.new_int_var(0, len(kind.members), f"dra_all[{self.key},{alt.name},{kind.index}]")
+            m.add(y == len(kind.members) * use)
+            ys[kind.index] = y
+            if self._by_share(alt, kind) and shares is not None:
+                each = alt.demand(kind.members[0]) or {}
+                for member in kind.members:
+                    shares[member.id].append((use, each))
+            elif not alt.admin:  # admin access takes nothing from anyone
+                self.takes[kind.index].append((use, len(kind.members)))
+        return ys
+
+    def _counted(self, alt: Any, use: Any, fits: list) -> dict[int, Any]:
+        """ExactCount: ``alt.count`` devices per pod choosing the alternative, spread over the
+        kinds it may take."""
+        m, shares, ub, key = self.m, self.shares, self.ub, self.key
+        ys = {}
+        for kind in fits:
+            sharing = shares is not None and shared_kind(kind) and not alt.admin
+            top = alt.count * ub if sharing else min(alt.count * ub, len(kind.members))
+            y = m.new_int_var(0, top, f"dra_y[{key},{alt.name},{kind.index}]")
+            ys[kind.index] = y
+            if sharing and shares is not None:
+                # A device that allows multiple allocations: which devices, each at most
+                # once per pod, their capacities summed over the window (``encode_shares``).
+                need = alt.demand(kind.members[0])
+                parts = []
+                for member in kind.members:
+                    part = m.new_int_var(0, ub, f"dra_share[{key},{alt.name},{member.device.name}]")
+                    m.add(part <= self.x)
+                    shares[member.id].append((part, need or {}))
+                    parts.append(part)
+                m.add(y == cp_model.LinearExpr.sum(parts))
+                continue
+            if not alt.admin:  # admin access takes nothing from anyone
+                self.takes[kind.index].append((y, 1))
+        m.add(cp_model.LinearExpr.sum(list(ys.values())) == alt.count * use)
+        return ys
+
+    def constraint(self, c: Any, claim: Any) -> None:
+        """A matchAttribute / distinctAttribute constraint over the requests it names: devices
+        without the attribute are never taken; matched devices share one value (per pod, when the
+        class has several), distinct ones take each value at most once (per pod)."""
+        m, x, ub, key, per_alt, kind_by_index = self.m, self.x, self.ub, self.key, self.per_alt, self.kind_by_index
         attribute = c.match_attribute or c.distinct_attribute or ""
         covered = [(k, y) for name, row in per_alt.items()
                    if not c.requests or name in c.requests or name.split("/")[0] in c.requests for k, y in row.items()]

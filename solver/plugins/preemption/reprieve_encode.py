@@ -71,104 +71,147 @@ def encode(wm: WindowModel) -> None:
 def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
     """The reprieve on node ``n``, whose evictable running pods are ``victims`` (most important
     first)."""
-    m, state = wm.model, wm.state
-    entries = wm.by_node[n]
-    matchers = entangling(wm.ctx)
-    budgets = PdbBudgets.of(wm.ctx)
-    free_beyond = beyond_node_local((), state.pods_on[n].values())
-    lam = {v.key: wm.evict_level[v.key] for v in victims}
-    levels = sorted({lv for v in victims for lv in lam[v.key]}, reverse=True)
-    gone: dict[tuple[str, int], cp_model.IntVar] = {}
-    for v in victims:
-        for lv in lam[v.key]:
-            gone[v.key, lv] = m.new_bool_var(f"gone[{v.key},{lv}]")
-        m.add(cp_model.LinearExpr.sum([gone[v.key, lv] for lv in lam[v.key]]) <= 1)
-        for lv, var in lam[v.key].items():
-            m.add(var <= gone[v.key, lv])  # the plan evicts at kube's level only
+    node = _NodeReprieve(wm, n, victims)
+    for level in node.levels:
+        node.encode_level(level)
 
-    def present(v: PodInfo, level: int):
+
+class _NodeReprieve:
+    """The reprieve on one node: its victims' ``gone[v, L]`` variables (made at construction) and
+    what the node holds, shared by the levels' constraints."""
+
+    def __init__(self, wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
+        self.wm, self.n, self.victims = wm, n, victims
+        self.m, self.state = wm.model, wm.state
+        m, state = self.m, self.state
+        self.entries = wm.by_node[n]
+        self.matchers = entangling(wm.ctx)
+        self.budgets = PdbBudgets.of(wm.ctx)
+        self.free_beyond = beyond_node_local((), state.pods_on[n].values())
+        lam = self.lam = {v.key: wm.evict_level[v.key] for v in victims}
+        self.levels = sorted({lv for v in victims for lv in lam[v.key]}, reverse=True)
+        gone: dict[tuple[str, int], cp_model.IntVar] = {}
+        for v in victims:
+            for lv in lam[v.key]:
+                gone[v.key, lv] = m.new_bool_var(f"gone[{v.key},{lv}]")
+            m.add(cp_model.LinearExpr.sum([gone[v.key, lv] for lv in lam[v.key]]) <= 1)
+            for lv, var in lam[v.key].items():
+                m.add(var <= gone[v.key, lv])  # the plan evicts at kube's level only
+        self.gone = gone
+        self.width = state.free.shape[1]
+        self.alloc = state.alloc[n].astype(np.int64)
+        self.used = state.used[n].astype(np.int64)
+        self.claims = wm.ctx.claims
+
+    def present(self, v: PodInfo, level: int):
         """1 − (v gone at a level above ``level``), as (vars, coeffs, constant)."""
-        above = [gone[v.key, lv] for lv in lam[v.key] if lv > level]
+        above = [self.gone[v.key, lv] for lv in self.lam[v.key] if lv > level]
         return above, [-1] * len(above), 1
 
-    width = state.free.shape[1]
-    alloc = state.alloc[n].astype(np.int64)
-    used = state.used[n].astype(np.int64)
-    claims = wm.ctx.claims
-    for level in levels:
-        preemptors = [(cls, var) for cls, var in entries
+    def encode_level(self, level: int) -> None:
+        """Level ``level``'s turn: its victims, in kube-scheduler's order, reprieved one by one
+        while they fit back; evicted only when a pod placed at that priority may preempt."""
+        m, wm, n, gone = self.m, self.wm, self.n, self.gone
+        preemptors = [(cls, var) for cls, var in self.entries
                       if cls.rep.priority == level and cls.rep.may_preempt_others]
-        here = [v for v in victims if level in lam[v.key]]
+        here = [v for v in self.victims if level in self.lam[v.key]]
         if not here:
-            continue
+            return
         # kube-scheduler's order: those whose eviction would break a PodDisruptionBudget first.
-        violating, safe = budgets.split(here)
+        violating, safe = self.budgets.split(here)
         here = violating + safe
         if not preemptors:
             for v in here:
                 m.add(gone[v.key, level] == 0)
-            continue
+            return
         active = wm.new_presence(f"reprieve_active[{n},{level}]", [var for _, var in preemptors],
                                  sum(wm.ub_of(cls.id, n) for cls, _ in preemptors))
         for v in here:
             m.add(gone[v.key, level] <= active)
-        requested = np.zeros(width, dtype=bool)
+        requested = np.zeros(self.width, dtype=bool)
         for cls, _ in preemptors:
             requested |= wm.vec[cls.id] > 0
-        above = [(cls, var) for cls, var in entries if cls.rep.priority >= level]
-        claimed = claims.room(n, level, width) if claims else np.zeros(width, dtype=np.int64)
-        # kept[v, L]: present at L's turn and not evicted there; over[v]: the literals "with v
-        # back, resource r is over" (one per resource v asks for).
-        kept: dict[str, Any] = {}  # a bool var, or the negation of gone[v, L]
+        above = [(cls, var) for cls, var in self.entries if cls.rep.priority >= level]
+        claimed = self.claims.room(n, level, self.width) if self.claims else np.zeros(self.width, dtype=np.int64)
+        kept = self._kept(level, here)
+        # over[v]: the literals "with v back, resource r is over" (one per resource v asks for).
         over_lits: dict[str, list] = defaultdict(list)
+        for r in np.flatnonzero(requested).tolist():
+            self._room(level, r, here, above, claimed, active, kept, over_lits)
+        self._ports(level, here, above, active, kept, over_lits)
+        self._beyond(level, here, above, over_lits)
+
+    def _kept(self, level: int, here: list[PodInfo]) -> dict[str, Any]:
+        """kept[v, L]: present at L's turn and not evicted there (a bool var, or the negation of
+        gone[v, L] for a pod never gone before L)."""
+        m, gone = self.m, self.gone
+        kept: dict[str, Any] = {}
         for v in here:
-            vs, cs, const = present(v, level)
+            vs, cs, const = self.present(v, level)
             if not vs:  # never gone before L: kept is "not gone at L"
                 kept[v.key] = gone[v.key, level].Not()
                 continue
             k = kept[v.key] = m.new_bool_var(f"kept[{v.key},{level}]")
             m.add(k == cp_model.LinearExpr.weighted_sum(vs, cs) + const - gone[v.key, level])
-        for r in np.flatnonzero(requested).tolist():
-            # base_L,r: the node's running pods, less those gone before L and less the ones in the
-            # reprieve list (added back one by one below), plus the pods placed at or above L.
-            vars_: list = [var for _, var in above]
-            coeffs: list[int] = [int(wm.vec[cls.id][r]) for cls, _ in above]
-            const = int(used[r]) + int(claimed[r])
-            for v in victims:
-                amount = int(state.vector(v)[r])
-                if not amount:
-                    continue
-                if level in lam[v.key]:
-                    const -= amount  # in the list: counted through kept[]
-                    continue
-                vs, cs, c0 = present(v, level)  # gone above L: its room is free
-                const -= amount * (1 - c0)
-                vars_ += vs
-                coeffs += [amount * c for c in cs]
-            cap = int(alloc[r])
-            # The sum's range (placed counts up to their bounds; pods gone above L free room).
-            hi = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
-            lo = const + sum(c for c in coeffs[len(above):] if c < 0)
-            prefix_vars: list = []
-            prefix_coeffs: list[int] = []
-            for v in here:
-                amount = int(state.vector(v)[r])
-                if amount and hi + amount > cap:  # else v always fits back on r: nothing to state
-                    if lo + amount > cap:
-                        # v never fits back on r at this level: reprieved only without a turn.
-                        m.add_implication(kept[v.key], active.Not())
-                        over_lits[v.key].append(active)
-                    else:
-                        expr = (cp_model.LinearExpr.weighted_sum(vars_ + prefix_vars, coeffs + prefix_coeffs)
-                                + const + amount)
-                        over = m.new_bool_var(f"reprieve_over[{n},{level},{r},{v.key}]")
-                        m.add(expr >= cap + 1).only_enforce_if(over)
-                        m.add(expr <= cap).only_enforce_if(over.Not())
-                        m.add_bool_or([kept[v.key].Not(), active.Not(), over.Not()])
-                        over_lits[v.key].append(over)
-                prefix_vars.append(kept[v.key])
-                prefix_coeffs.append(amount)
-                hi += amount
+        return kept
+
+    def _base(self, level: int, r: int, above: list, claimed: np.ndarray) -> tuple[list, list[int], int]:
+        """base_L,r: the node's running pods, less those gone before L and less the ones in the
+        reprieve list (added back one by one), plus the pods placed at or above L; as (vars,
+        coeffs, constant), the placed pods' terms first."""
+        wm, state = self.wm, self.state
+        vars_: list = [var for _, var in above]
+        coeffs: list[int] = [int(wm.vec[cls.id][r]) for cls, _ in above]
+        const = int(self.used[r]) + int(claimed[r])
+        for v in self.victims:
+            amount = int(state.vector(v)[r])
+            if not amount:
+                continue
+            if level in self.lam[v.key]:
+                const -= amount  # in the list: counted through kept[]
+                continue
+            vs, cs, c0 = self.present(v, level)  # gone above L: its room is free
+            const -= amount * (1 - c0)
+            vars_ += vs
+            coeffs += [amount * c for c in cs]
+        return vars_, coeffs, const
+
+    def _room(self, level: int, r: int, here: list[PodInfo], above: list, claimed: np.ndarray, active: Any,
+              kept: dict[str, Any], over_lits: dict[str, list]) -> None:
+        """Resource ``r`` at level L: each victim in turn is over when it does not fit back beside
+        the base and the victims kept before it; one never fitting back is reprieved only
+        without a turn."""
+        m, wm, n = self.m, self.wm, self.n
+        vars_, coeffs, const = self._base(level, r, above, claimed)
+        cap = int(self.alloc[r])
+        # The sum's range (placed counts up to their bounds; pods gone above L free room).
+        hi = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
+        lo = const + sum(c for c in coeffs[len(above):] if c < 0)
+        prefix_vars: list = []
+        prefix_coeffs: list[int] = []
+        for v in here:
+            amount = int(self.state.vector(v)[r])
+            if amount and hi + amount > cap:  # else v always fits back on r: nothing to state
+                if lo + amount > cap:
+                    # v never fits back on r at this level: reprieved only without a turn.
+                    m.add_implication(kept[v.key], active.Not())
+                    over_lits[v.key].append(active)
+                else:
+                    expr = (cp_model.LinearExpr.weighted_sum(vars_ + prefix_vars, coeffs + prefix_coeffs)
+                            + const + amount)
+                    over = m.new_bool_var(f"reprieve_over[{n},{level},{r},{v.key}]")
+                    m.add(expr >= cap + 1).only_enforce_if(over)
+                    m.add(expr <= cap).only_enforce_if(over.Not())
+                    m.add_bool_or([kept[v.key].Not(), active.Not(), over.Not()])
+                    over_lits[v.key].append(over)
+            prefix_vars.append(kept[v.key])
+            prefix_coeffs.append(amount)
+            hi += amount
+
+    def _ports(self, level: int, here: list[PodInfo], above: list, active: Any, kept: dict[str, Any],
+               over_lits: dict[str, list]) -> None:
+        """Host ports: a pod placed at or above L that wants a port v holds keeps v out."""
+        wm, n = self.wm, self.n
         for v in here:
             if not v.host_ports:
                 continue
@@ -176,8 +219,13 @@ def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
                 if cls.rep.host_ports and node_ports.ports_conflict(cls.rep.host_ports, v.host_ports):
                     # A pod placed at or above L wants a port v holds: v is never reprieved there.
                     there = wm.new_presence(f"reprieve_port[{n},{level},{cls.id},{v.key}]", [var], wm.ub_of(cls.id, n))
-                    m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
+                    self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
                     over_lits[v.key].append(there)
+
+    def _beyond(self, level: int, here: list[PodInfo], above: list, over_lits: dict[str, list]) -> None:
+        """Why each victim may be gone at L: one of its ``over`` literals (room, ports, rules
+        beyond the node, devices), or never gone when it has none."""
+        m, wm, n, gone = self.m, self.wm, self.n, self.gone
         # Rules beyond the node may keep a pod from being reprieved too: a placed pod with
         # (anti-)affinity, spread or claims, a running pod's anti-affinity, a victim some window
         # pod's anti-affinity or spread counts. There the eviction is not required to be for room
@@ -185,7 +233,7 @@ def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
         beyond = [wm.new_presence(f"reprieve_beyond[{n},{level},{cls.id}]", [var], wm.ub_of(cls.id, n))
                   for cls, var in above if beyond_node_local((cls.rep,), ())]
         for v in here:
-            if free_beyond or entangled(v, matchers):
+            if self.free_beyond or entangled(v, self.matchers):
                 continue
             over_lits[v.key] += beyond
             # Devices as room: a claim of v's given back to a placed pod with claims (``victim_room``).
