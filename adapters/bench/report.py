@@ -92,6 +92,12 @@ def report_table(report: BenchReport) -> str:
 
 def _workload_tables(report: BenchReport) -> list[str]:
     """Quality, time, the cpsat/greedy ratios and any fallbacks, one section each."""
+    return (_quality_table(report) + _time_table(report) + _gang_table(report) + _dra_table(report)
+            + _ratio_table(report) + _fallback_notes(report))
+
+
+def _quality_table(report: BenchReport) -> list[str]:
+    """Per workload and engine: pods placed against the bound, nodes used, victims, gap, validity."""
     lines = [
         "",
         "QUALITY (bound: most pods any placement can place; min nodes: fewest nodes that could host every pod)",
@@ -129,9 +135,15 @@ def _workload_tables(report: BenchReport) -> list[str]:
         numeric={1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13},
     )
 
+    return lines
+
+
+def _time_table(report: BenchReport) -> list[str]:
+    """Per workload and engine: decision latency, throughput, the model's size, peak memory."""
+    lines: list[str] = []
     lines += ["", "TIME (decision = wall clock around one decide() call per window, its validation included; model size: largest window; "
               "peak RSS: the process's resident-memory high-water mark while the workload ran, both engines)"]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for w in report.workloads:
         for k, (engine, result) in enumerate(w.results.items()):
             r = result.to_json()
@@ -163,13 +175,16 @@ def _workload_tables(report: BenchReport) -> list[str]:
         numeric=set(range(2, 17)),
     )
 
-    lines += _gang_table(report)
-    lines += _dra_table(report)
+    return lines
 
+
+def _ratio_table(report: BenchReport) -> list[str]:
+    """cpsat against greedy, for workloads both engines ran."""
+    lines: list[str] = []
     compared = [w for w in report.workloads if w.ratios()]
     if compared:
         lines += ["", "CPSAT / GREEDY (placed and weighted: higher is better; time: lower is better)"]
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for w in compared:
             ratios = w.ratios()
             c, g = w.results["cpsat"], w.results["greedy"]
@@ -190,6 +205,12 @@ def _workload_tables(report: BenchReport) -> list[str]:
             numeric={1, 2, 3, 4, 5},
         )
 
+    return lines
+
+
+def _fallback_notes(report: BenchReport) -> list[str]:
+    """The first reason per workload that cpsat returned greedy's plan."""
+    lines: list[str] = []
     notes = [
         f"{w.name}: {engine}: {result.to_json()['fallback_reason']}"
         for w in report.workloads
