@@ -48,7 +48,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
@@ -78,7 +78,7 @@ class Outcome:
 
     scheduler: str                       # "kube-scheduler", "schedule 1s", "schedule 10s", "run"
     placed: dict[str, str] = field(default_factory=dict)        # pending pod key -> node
-    evicted: list[str] = field(default_factory=list)           # running pod keys
+    evicted: list[str] = field(default_factory=list)           # pod keys: running, or pending placed then evicted
     settled: bool = True
     seconds: float = 0.0                 # to settle (kube-scheduler, run) or the solve's wall time
     cpu_seconds: Optional[float] = None
@@ -86,6 +86,8 @@ class Outcome:
     solver_status: str = ""              # CP-SAT's own (OPTIMAL also when greedy's equal plan was returned)
     degraded: str = ""                   # the step the model degraded to at this size, if any
     misdirected: list[dict[str, str]] = field(default_factory=list)  # kube: victim, preemptor, node, preemptor's end
+    preemptors: dict[str, list[str]] = field(default_factory=dict)   # kube: victim -> [preemptor, node] (its event)
+    rule_breaks: list[str] = field(default_factory=list)  # kube: the project's validator on its outcome as a plan
     kubelet: list[str] = field(default_factory=list)           # pods a kubelet would refuse
     unsettled: list[str] = field(default_factory=list)         # did not settle: pods neither bound nor marked, terminating
     # filled by ``Scenario.summarize``
@@ -93,6 +95,7 @@ class Outcome:
     placed_tiers: dict[int, int] = field(default_factory=dict)  # priority -> pending pods placed
     evicted_tiers: dict[int, int] = field(default_factory=dict)
     pdb_violations: int = 0
+    placed_then_evicted: int = 0         # pending pods the scheduler bound, then evicted for others
     gangs_whole: int = 0
     gangs_broken: int = 0
 
@@ -157,6 +160,7 @@ class Scenario:
         for k in outcome.placed:
             _count(outcome.tiers, priority[k])
             _count(outcome.placed_tiers, priority[k])
+        outcome.placed_then_evicted = len(gone & {key(p) for p in self.pending()})
         outcome.pdb_violations = self._pdb_violations(gone)
         outcome.gangs_whole, outcome.gangs_broken = self._gangs(set(outcome.placed))
         return outcome
@@ -426,7 +430,8 @@ def _quietly(call: Callable[[], Any]) -> None:
 
 def _pod_state(loader: Loader, scenario: Scenario) -> Callable[[], tuple[Any, ...]]:
     """A reading of the scenario's pods: (pending pods bound, pending pods marked unschedulable,
-    running pods gone, pods terminating)."""
+    pods gone, pods terminating). A pending pod gone was bound by the scheduler, then evicted
+    for a pod of higher priority (without its controller, nothing creates it again)."""
     pending = {key(p) for p in scenario.pending()}
     running = {key(p) for p in scenario.running()}
 
@@ -435,7 +440,7 @@ def _pod_state(loader: Loader, scenario: Scenario) -> Callable[[], tuple[Any, ..
         bound = frozenset((k, p.spec.node_name) for k, p in pods.items() if k in pending and p.spec.node_name)
         marked = frozenset(k for k, p in pods.items() if k in pending and not p.spec.node_name and any(
             c.type == "PodScheduled" and c.status == "False" for c in (p.status.conditions or [])))
-        gone = frozenset(k for k in running if k not in pods)
+        gone = frozenset(k for k in running | pending if k not in pods)
         terminating = sum(1 for p in pods.values() if p.metadata.deletion_timestamp)
         return bound, marked, gone, terminating
     return read
@@ -443,7 +448,7 @@ def _pod_state(loader: Loader, scenario: Scenario) -> Callable[[], tuple[Any, ..
 
 def _settled(scenario: Scenario) -> Callable[[tuple[Any, ...]], bool]:
     pending = {key(p) for p in scenario.pending()}
-    return lambda now: {k for k, _ in now[0]} | set(now[1]) == pending and now[3] == 0
+    return lambda now: {k for k, _ in now[0]} | set(now[1]) | (set(now[2]) & pending) == pending and now[3] == 0
 
 
 def _recorders(loader: Loader, scenario: Scenario) -> list[PodRecorder]:
@@ -463,7 +468,7 @@ def _watch(loader: Loader, scenario: Scenario, started: float, limit: float,
     outcome = Outcome(name, placed=dict(bound), evicted=sorted(gone), settled=done,
                       seconds=round((since if done else time.monotonic()) - started, 2), cpu_seconds=cpu())
     if not done:
-        waiting = {key(p) for p in scenario.pending()} - {k for k, _ in bound} - set(marked)
+        waiting = {key(p) for p in scenario.pending()} - {k for k, _ in bound} - set(marked) - set(gone)
         outcome.unsettled = sorted(waiting)[:20] + ([f"{terminating} terminating"] if terminating else [])
         outcome.unsettled.append(f"last change {round(time.monotonic() - since, 1)} s before the limit")
     return outcome
@@ -494,27 +499,59 @@ def kube_decides(plane: ControlPlane, loader: Loader, scenario: Scenario, workdi
         stop_process(proc)
         for r in recorders:
             r.stop()
-    outcome.misdirected = _misdirected(loader, scenario, outcome, uids)
+    outcome.preemptors = _preemptors(loader, scenario, uids)
+    outcome.misdirected = [{"victim": v, "preemptor": p, "node": n, "preemptor_ended": outcome.placed.get(p) or "pending"}
+                           for v, (p, n) in sorted(outcome.preemptors.items())
+                           if v in outcome.evicted and outcome.placed.get(p) != n]
     outcome.kubelet = [r.line() for r in _final_refusals(loader, scenario)]
     return scenario.summarize(outcome)
 
 
-def _misdirected(loader: Loader, scenario: Scenario, outcome: Outcome, uids: dict[str, str]) -> list[dict[str, str]]:
-    """kube-scheduler's evictions whose preemptor (named by the victim's Preempted event) did not
-    end up bound on the victim's node: its room went to another pod, or to none."""
-    out = []
+def _preemptors(loader: Loader, scenario: Scenario, uids: dict[str, str]) -> dict[str, list[str]]:
+    """Each victim's preemptor and node, from its Preempted event ("Preempted by pod UID on node
+    N"). An eviction whose preemptor did not end up bound on N (``Outcome.misdirected``) gave its
+    room to another pod, or to none: kube-scheduler's asynchronous preemption."""
+    out: dict[str, list[str]] = {}
     for ns in loader._namespaces(scenario):
         for e in loader.core.list_namespaced_event(ns).items:
             found = _PREEMPTED.match(e.message or "") if e.reason == "Preempted" else None
-            if not found:
-                continue
-            victim = f"{ns}/{e.involved_object.name}"
-            preemptor = uids.get(found.group(1)) or (f"{ns}/{e.related.name}" if e.related else found.group(1))
-            node = found.group(2)
-            ended = outcome.placed.get(preemptor)
-            if victim in outcome.evicted and ended != node:
-                out.append({"victim": victim, "preemptor": preemptor, "node": node, "preemptor_ended": ended or "pending"})
+            if found:
+                preemptor = uids.get(found.group(1)) or (f"{ns}/{e.related.name}" if e.related else found.group(1))
+                out[f"{ns}/{e.involved_object.name}"] = [preemptor, found.group(2)]
     return out
+
+
+def rule_breaks(scenario: Scenario, items: list[dict[str, Any]], kube: Outcome) -> list[str]:
+    """The project's validator on kube-scheduler's outcome as a plan (its placements, its
+    evictions with the preemptors their events name): the rules, as the project reads them,
+    that kube's end state breaks (e.g. a hard spread skewed by a later pod or an eviction, which
+    kube-scheduler checks only when the pod is placed)."""
+    from models.plan import Assignment, Plan, PlanStats, Preemption, Unschedulable
+    from solver import validate
+
+    pending = {key(p) for p in scenario.pending()}
+    running = {key(p) for p in scenario.running()}
+    plan = Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in kube.placed.items()),
+                preemptions=tuple(Preemption(pod=v, node=kube.preemptors.get(v, ["", ""])[1],
+                                             preemptor=kube.preemptors.get(v, ["", ""])[0])
+                                  for v in kube.evicted if v in running),
+                unschedulable=tuple(Unschedulable(pod=k, message="left pending by kube-scheduler")
+                                    for k in sorted(pending - set(kube.placed))),
+                stats=PlanStats(engine="kube-scheduler", status="FEASIBLE"))
+    return validate(_snapshot(scenario, items), plan, _config(1.0))
+
+
+def _snapshot(scenario: Scenario, items: list[dict[str, Any]]) -> Any:
+    from adapters.snapshot_io import read_snapshot
+
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    return read_snapshot(io.StringIO(text), label=scenario.name).snapshot
+
+
+def _config(limit: float) -> Any:
+    from models.config import SchedulerConfig
+
+    return SchedulerConfig(scheduler_name=PROFILE).with_overrides(time_limit_seconds=limit)
 
 
 def _final_refusals(loader: Loader, scenario: Scenario) -> list[Any]:
@@ -529,17 +566,19 @@ def _final_refusals(loader: Loader, scenario: Scenario) -> list[Any]:
 def project_plans(scenario: Scenario, items: list[dict[str, Any]], limits: Iterable[float]) -> list[Outcome]:
     """The project's offline plan (``solver.schedule``, as ``cpsat-scheduler schedule`` runs it)
     on the objects read back from the server, at each time limit."""
-    from adapters.snapshot_io import read_snapshot
-    from models.config import SchedulerConfig
     from solver import schedule
 
-    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    snapshot = read_snapshot(io.StringIO(text), label=scenario.name).snapshot
+    snapshot = _snapshot(scenario, items)
     nodes = [o for o in items if o["kind"] == "Node"]
     pods = [o for o in items if o["kind"] == "Pod"]
-    out = []
-    for limit in limits:
-        cfg = SchedulerConfig(scheduler_name=PROFILE).with_overrides(time_limit_seconds=limit)
+    out: list[Outcome] = []
+    for limit in sorted(limits):
+        proven = next((o for o in out if o.solver_status == "OPTIMAL" and not o.degraded), None)
+        if proven is not None:
+            # proven optimal at a shorter limit: a longer one cannot place more; not solved again
+            out.append(replace(proven, scheduler=f"schedule {limit:g}s"))
+            continue
+        cfg = _config(limit)
         cpu = time.process_time()
         plan = schedule(snapshot, cfg)
         outcome = Outcome(f"schedule {limit:g}s", placed=plan.assignment_map(),
@@ -671,7 +710,9 @@ def bench(plane: ControlPlane, scenario: Scenario, workdir: Path, *, limits: Ite
             report.refused = str(exc)
             return report
         items = loader.read_back(scenario)
-        report.outcomes.append(kube_decides(plane, loader, scenario, workdir, limit=limit, loaded=True))
+        kube = kube_decides(plane, loader, scenario, workdir, limit=limit, loaded=True)
+        kube.rule_breaks = rule_breaks(scenario, items, kube)
+        report.outcomes.append(kube)
         loader.clear(scenario)
         report.outcomes += project_plans(scenario, items, limits)
         if live:
@@ -701,10 +742,18 @@ def render(report: BenchReport) -> str:
                      f"{_tiers(o.evicted_tiers, tiers):<22} {o.pdb_violations:>9} "
                      f"{f'{o.gangs_whole}/{o.gangs_broken}':>18} {settle_s:>9} {cpu:>6} {o.status:<10} {len(o.kubelet):>7}")
     kube = next((o for o in report.outcomes if o.scheduler == "kube-scheduler"), None)
+    if kube and kube.rule_breaks:
+        lines.append(f"kube-scheduler: its end state breaks {len(kube.rule_breaks)} rule(s) as the project reads "
+                     f"them, e.g. {kube.rule_breaks[0]}")
     if kube and kube.misdirected:
         lines.append(f"kube-scheduler: {len(kube.misdirected)} eviction(s) whose preemptor did not end on the "
                      f"victim's node, e.g. {kube.misdirected[0]}")
     for o in report.outcomes:
+        if o.placed_then_evicted:
+            lines.append(f"{o.scheduler}: {o.placed_then_evicted} pending pod(s) placed, then evicted for others "
+                         "(counted among the evictions, not among the placed)")
+        if not o.settled:
+            lines.append(f"{o.scheduler}: did not settle in the limit; waiting: {', '.join(o.unsettled)}")
         for line in o.kubelet[:3]:
             lines.append(f"{o.scheduler}: {line}")
     return "\n".join(lines)

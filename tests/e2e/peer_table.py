@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.kube_peer import Loader, Outcome, Refused, compare, contended_window, kube_decides, prepare, project_plans
+from tests.e2e.kube_peer import (
+    Loader, Outcome, Refused, compare, contended_window, kube_decides, prepare, project_plans, rule_breaks,
+)
 
 # The sizes (nodes) of a cycle of 25 scenarios: most small, up to 500.
 SIZES = (10,) * 8 + (20,) * 6 + (40,) * 4 + (80,) * 3 + (150,) * 2 + (300, 500)
@@ -64,6 +66,20 @@ class Row:
         """Per plan (its scheduler name): +1 more, 0 equal, -1 worse than kube-scheduler."""
         assert self.kube is not None
         return {p.scheduler: compare(p, self.kube) for p in self.plans}
+
+
+def worse_kind(row: Row) -> str:
+    """Why kube-scheduler placed more: "misdirected" (it made an eviction whose room went to a
+    pod that did not preempt for it), "rule" (its end state breaks a rule the project keeps, as
+    the project's validator reads it: spread, affinity, capacity, ...; the validator's lines on
+    which preemptor a victim belongs to are not such a rule: kube's own events name it), else
+    "worse" (the project's own shortfall: must not be)."""
+    assert row.kube is not None
+    if row.kube.misdirected:
+        return "misdirected"
+    if any(not line.startswith("preemption:") for line in row.kube.rule_breaks):
+        return "rule"
+    return "worse"
 
 
 def proves(plan: Outcome, kube: Outcome) -> bool:
@@ -96,6 +112,7 @@ def run_one(plane: ControlPlane, loader: Loader, name: str, items: list[dict[str
         thread = threading.Thread(target=solve, name=f"plan-{name}")
         thread.start()
         row.kube = kube_decides(plane, loader, scenario, workdir, limit=settle_limit, loaded=True)
+        row.kube.rule_breaks = rule_breaks(scenario, read, row.kube)
         thread.join()
         if failed:
             raise failed[0]
@@ -119,6 +136,7 @@ def summarize(rows: list[Row], limits: list[float]) -> dict[str, Any]:
         "kube_did_not_settle": [r.name for r in done if r.kube is not None and not r.kube.settled],
         "compared": len(settled), "kube_left_pending": len(left),
         "misdirected_scenarios": [r.name for r in settled if r.kube is not None and r.kube.misdirected],
+        "kube_evicted_its_own_placements": [r.name for r in settled if r.kube is not None and r.kube.placed_then_evicted],
         "kubelet_refusals": sum(len(o.kubelet) for r in done for o in [r.kube, *r.plans] if o is not None),
         "by_limit": {},
     }
@@ -126,10 +144,12 @@ def summarize(rows: list[Row], limits: list[float]) -> dict[str, Any]:
         name = f"schedule {limit:g}s"
         more = [r for r in left if r.verdicts().get(name) == 1]
         worse_all = [r for r in settled if r.verdicts().get(name) == -1]
+        apart = {kind: [r.name for r in worse_all if worse_kind(r) == kind] for kind in ("misdirected", "rule")}
         proven = [r for r in left if proves(next(p for p in r.plans if p.scheduler == name), r.kube)]  # type: ignore[arg-type]
         out["by_limit"][f"{limit:g}"] = {
             "more": len(more), "equal": sum(1 for r in left if r.verdicts().get(name) == 0),
-            "proves_kube_optimal": len(proven), "worse": [r.name for r in worse_all],
+            "proves_kube_optimal": len(proven), "worse": [r.name for r in worse_all if worse_kind(r) == "worse"],
+            "fewer_with_misdirected": apart["misdirected"], "fewer_where_kube_breaks_a_rule": apart["rule"],
             "more_with_misdirected": sum(1 for r in more if r.kube is not None and r.kube.misdirected),
             "more_of_all_settled": sum(1 for r in settled if r.verdicts().get(name) == 1),
         }
@@ -156,10 +176,16 @@ def markdown(summary: dict[str, Any], rows: list[Row], limits: list[float], comm
         b = summary["by_limit"][f"{limit:g}"]
         lines.append(f"| the project worse than kube-scheduler at {limit:g} s (all compared) "
                      f"| {len(b['worse'])} {', '.join(b['worse'])} | |")
+        lines.append(f"| fewer at {limit:g} s, where kube's end state breaks a rule the project keeps (apart) "
+                     f"| {len(b['fewer_where_kube_breaks_a_rule'])} {', '.join(b['fewer_where_kube_breaks_a_rule'])} | |")
+        lines.append(f"| fewer at {limit:g} s, where kube made misdirected evictions (apart) "
+                     f"| {len(b['fewer_with_misdirected'])} {', '.join(b['fewer_with_misdirected'])} | |")
     lines.append(f"| kube-scheduler evicted a victim whose preemptor ended elsewhere (counted apart) "
                  f"| {len(summary['misdirected_scenarios'])} scenarios | |")
+    lines.append(f"| kube-scheduler evicted pods it had placed itself in the same run "
+                 f"| {len(summary['kube_evicted_its_own_placements'])} scenarios | |")
     lines.append(f"| pods a kubelet would refuse (any plan) | {summary['kubelet_refusals']} | |")
-    lines += ["", "| scenario | nodes | running | pending | kube placed | " +
+    lines += ["", "| scenario | nodes | running | pending | kube placed (rule breaks) | " +
               " | ".join(f"{limit:g} s placed (status)" for limit in limits) + " | kube evictions (misdirected) |",
               "|---|---|---|---|---|" + "---|" * len(limits) + "---|"]
     for r in rows:
@@ -168,7 +194,7 @@ def markdown(summary: dict[str, Any], rows: list[Row], limits: list[float], comm
             continue
         cells = [f"{len(p.placed)} ({p.solver_status or p.status}{', ' + p.degraded if p.degraded else ''})" for p in r.plans]
         settled = "" if r.kube.settled else " (did not settle)"
-        lines.append(f"| {r.name} | {r.nodes} | {r.running} | {r.pending} | {len(r.kube.placed)}{settled} | "
+        lines.append(f"| {r.name} | {r.nodes} | {r.running} | {r.pending} | {len(r.kube.placed)}{settled} ({len(r.kube.rule_breaks)}) | "
                      + " | ".join(cells) + f" | {len(r.kube.evicted)} ({len(r.kube.misdirected)}) |")
     return "\n".join(lines) + "\n"
 
@@ -188,7 +214,7 @@ def run(plane: ControlPlane, count: int, *, seed: int = 0, sizes: tuple[int, ...
             row, read = run_one(plane, loader, name, contended_window(size, seed + i), limits, out, settle_limit)
             rows.append(row)
             if row.kube is not None and row.kube.settled and any(v < 0 for v in row.verdicts().values()):
-                (out / f"worse-{name}.json").write_text(json.dumps(
+                (out / f"{worse_kind(row)}-{name}.json").write_text(json.dumps(
                     {"apiVersion": "v1", "kind": "List", "items": read}, default=str))
             summary = summarize(rows, limits)
             (out / "peer-table.json").write_text(json.dumps(
