@@ -10,7 +10,7 @@ after every scenario, so a run stopped early still leaves its table; a scenario 
 is worse is written whole to ``DIR/worse-<scenario>.json``.)
 
 Scenario ``i`` is ``kube_peer.contended_window(size, seed + i)``, its size the ``i``-th of
-``--sizes`` taken round (by default a cycle of 25 from 10 to 500 nodes, most of them small). Each
+``--sizes`` taken round (by default a cycle of 100 from 6 to 500 nodes, most of them small). Each
 is loaded on the server with its pending pods; the project's plans (``solver.schedule`` at each
 ``--time-limit``) are computed on the objects read back, in a thread while the real
 kube-scheduler, started then, decides and settles (the machine's CPU is shared by both, as it
@@ -43,8 +43,20 @@ from tests.e2e.kube_peer import (
     Loader, Outcome, Refused, compare, contended_window, kube_decides, prepare, project_plans, rule_breaks,
 )
 
-# The sizes (nodes) of a cycle of 25 scenarios: most small, up to 500.
-SIZES = (10,) * 8 + (20,) * 6 + (40,) * 4 + (80,) * 3 + (150,) * 2 + (300, 500)
+# The sizes (nodes) of a cycle of 100 scenarios, most small, up to 500: 100 of them take about
+# 45 min on a shared 2-core machine. Interleaved, so that a shorter run has some of each.
+_COUNTS = ((6, 40), (10, 36), (20, 15), (40, 7), (100, 1), (500, 1))
+
+
+def _cycle() -> tuple[int, ...]:
+    """The sizes spread evenly over the cycle (largest placed first at its share's midpoint)."""
+    slots: list[tuple[float, int]] = []
+    for size, count in _COUNTS:
+        slots += [((k + 0.5) / count, size) for k in range(count)]
+    return tuple(size for _, size in sorted(slots))
+
+
+SIZES = _cycle()
 PUBLISHED = {"more_1s": "> 44%", "more_10s": "> 73%", "optimal": "> 19%"}
 PAPER = "Christensen et al., arXiv 2511.08373"
 
@@ -200,7 +212,7 @@ def markdown(summary: dict[str, Any], rows: list[Row], limits: list[float], comm
 
 
 def run(plane: ControlPlane, count: int, *, seed: int = 0, sizes: tuple[int, ...] = SIZES,
-        limits: Optional[list[float]] = None, out: Path, settle_limit: float = 180.0,
+        limits: Optional[list[float]] = None, out: Path, settle_limit: float = 240.0,
         command: str = "", progress: bool = False) -> dict[str, Any]:
     limits = limits or [1.0, 10.0]
     out.mkdir(parents=True, exist_ok=True)
@@ -244,9 +256,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.peer_table", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sizes", type=_sizes, default=SIZES, help="node counts, taken round (default: 25 from 10 to 500)")
+    parser.add_argument("--sizes", type=_sizes, default=SIZES, help="node counts, taken round (default: a cycle of 100 from 6 to 500)")
     parser.add_argument("--time-limit", dest="limits", type=float, action="append", help="seconds (default 1 and 10)")
-    parser.add_argument("--settle-limit", type=float, default=180.0, help="seconds kube-scheduler may take to settle")
+    parser.add_argument("--settle-limit", type=float, default=240.0, help="seconds kube-scheduler may take to settle")
     parser.add_argument("--out", default="peer-table", help="folder for peer-table.json and peer-table.md")
     args = parser.parse_args(argv)
     if args.scenarios < 1 or args.settle_limit <= 0 or any(t <= 0 for t in args.limits or []):
