@@ -112,9 +112,9 @@ def refusals(nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any
     ``placements`` binds that pod (one of ``pods``, unbound or not) to the node, in plan order.
     A pod of ``pods`` that is not in the cluster any more (an evicted victim) must be left out."""
     allocatable: dict[str, dict[str, int]] = {}
-    for node in nodes:
-        status = node.get("status") or {}
-        allocatable[node["metadata"]["name"]] = {
+    for body in nodes:
+        status = body.get("status") or {}
+        allocatable[body["metadata"]["name"]] = {
             r: _units(r, q) for r, q in (status.get("allocatable") or {}).items()}
     by_key = {_key(p): p for p in pods}
     order: list[tuple[str, str]] = [
