@@ -117,3 +117,26 @@ def test_the_peer_table_long(control_plane: ControlPlane, tmp_path: Path) -> Non
     out = Path(os.environ.get("CPSAT_PEER_OUT") or tmp_path)
     summary = _table(control_plane, out, count, peer_table.SIZES)
     assert not summary["by_limit"]["10"]["worse"], summary["by_limit"]["10"]["worse"]
+
+
+def test_the_table_tells_a_shortfall_from_what_is_counted_apart() -> None:
+    def row(name: str, kube_placed: int, ours: int, *, misdirected: bool = False, rule: str = "",
+            pending: int = 9, status: str = "FEASIBLE") -> peer_table.Row:
+        kube = Outcome("kube-scheduler", placed_tiers={100: kube_placed}, placed={f"p{i}": "n" for i in range(kube_placed)})
+        kube.misdirected = [{"victim": "v"}] if misdirected else []
+        kube.rule_breaks = [rule] if rule else ["preemption: who evicts whom, as kube's events name it"]
+        plans = [outcome(f"schedule {t:g}s", {100: ours}, solver_status=status) for t in (1.0, 10.0)]
+        return peer_table.Row(name, 3, 5, pending, kube=kube, plans=plans)
+
+    rows = [row("more", 5, 6), row("equal-proven", 5, 5, status="OPTIMAL"), row("equal", 5, 5),
+            row("misdirected", 6, 5, misdirected=True), row("rule", 6, 5, rule="spread: zone a exceeds maxSkew 1"),
+            row("worse", 6, 5), row("all-placed", 9, 9)]
+    summary = peer_table.summarize(rows, [1.0, 10.0])
+    assert summary["compared"] == 7 and summary["kube_left_pending"] == 6
+    ten = summary["by_limit"]["10"]
+    assert (ten["more"], ten["equal"], ten["proves_kube_optimal"]) == (1, 2, 1)
+    assert ten["worse"] == ["worse"]
+    assert ten["fewer_with_misdirected"] == ["misdirected"]
+    assert ten["fewer_where_kube_breaks_a_rule"] == ["rule"]
+    text = peer_table.markdown(summary, rows, [1.0, 10.0], "cmd")
+    assert "| ... of those, the project places more high-priority pods at 10 s | 1/6 (17%) | > 73% |" in text
