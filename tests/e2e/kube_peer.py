@@ -154,9 +154,9 @@ def _preemptors(loader: Loader, scenario: Scenario, uids: dict[str, str]) -> dic
     room to another pod, or to none: kube-scheduler's asynchronous preemption."""
     out: dict[str, list[str]] = {}
     for ns in loader._namespaces(scenario):
-        for e in loader.core.list_namespaced_event(ns).items:
-            found = _PREEMPTED.match(e.message or "") if e.reason == "Preempted" else None
-            if found:
+        for e in loader.core.list_namespaced_event(ns, field_selector="reason=Preempted").items:
+            found = _PREEMPTED.match(e.message or "")
+            if found and e.involved_object.uid in uids:   # this run's victim, not an earlier run's
                 preemptor = uids.get(found.group(1)) or (f"{ns}/{e.related.name}" if e.related else found.group(1))
                 out[f"{ns}/{e.involved_object.name}"] = [preemptor, found.group(2)]
     return out

@@ -175,6 +175,7 @@ class Loader:
         sel = f"{RUN_LABEL}={scenario.run}"
         for ns in self._namespaces(scenario):
             _quietly(lambda: self.core.delete_collection_namespaced_pod(ns, label_selector=sel, grace_period_seconds=0))
+            _quietly(lambda: self.core.delete_collection_namespaced_event(ns))   # the next run reads its own
             for b in self.policy.list_namespaced_pod_disruption_budget(ns).items:
                 _quietly(lambda: self.policy.delete_namespaced_pod_disruption_budget(b.metadata.name, ns))
             _quietly(lambda: self.custom.delete_collection_namespaced_custom_object(
