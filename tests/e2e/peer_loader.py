@@ -66,10 +66,16 @@ class Loader:
                 if o["kind"] == "PodDisruptionBudget":
                     self._pdb(o)
                 elif o["kind"] == "PodGroup":
-                    self.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2",
-                                                                o["metadata"]["namespace"], "podgroups", o)
+                    self._pod_group(o)
         except _Named as exc:
             raise Refused(str(exc)) from None
+
+    def _pod_group(self, o: dict[str, Any]) -> None:
+        ns, name = o["metadata"]["namespace"], o["metadata"]["name"]
+        try:
+            self.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", ns, "podgroups", o)
+        except ApiException as exc:
+            raise _Named(f"PodGroup {ns}/{name}: {_message(exc)}") from None
 
     def pending(self, scenario: Scenario) -> None:
         """The pending pods, in the snapshot's order (creation order is the queue's tie-break)."""
@@ -178,11 +184,22 @@ class Loader:
             _quietly(lambda: self.core.delete_collection_namespaced_event(ns))   # the next run reads its own
             for b in self.policy.list_namespaced_pod_disruption_budget(ns).items:
                 _quietly(lambda: self.policy.delete_namespaced_pod_disruption_budget(b.metadata.name, ns))
-            _quietly(lambda: self.custom.delete_collection_namespaced_custom_object(
-                "scheduling.k8s.io", "v1alpha2", ns, "podgroups"))
+            self._clear_pod_groups(ns)
         _quietly(lambda: self.core.delete_collection_node(label_selector=sel))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.core.list_pod_for_all_namespaces(label_selector=sel, limit=1).items:
+            time.sleep(0.3)
+
+    def _clear_pod_groups(self, ns: str) -> None:
+        """PodGroups deleted and gone: their finalizer (removed by a controller that does not run
+        here) is taken off first, so the next scenario may use the same names."""
+        group = ("scheduling.k8s.io", "v1alpha2", ns, "podgroups")
+        for g in self.custom.list_namespaced_custom_object(*group)["items"]:
+            name = g["metadata"]["name"]
+            _quietly(lambda: self.custom.patch_namespaced_custom_object(*group, name, {"metadata": {"finalizers": None}}))
+            _quietly(lambda: self.custom.delete_namespaced_custom_object(*group, name))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.custom.list_namespaced_custom_object(*group)["items"]:
             time.sleep(0.3)
 
 

@@ -72,6 +72,7 @@ class Row:
     kube: Optional[Outcome] = None
     plans: list[Outcome] = field(default_factory=list)
     refused: str = ""
+    error: str = ""             # the bench itself failed on this scenario (counted, not compared)
     seconds: float = 0.0
 
     def verdicts(self) -> dict[str, int]:
@@ -145,6 +146,7 @@ def summarize(rows: list[Row], limits: list[float]) -> dict[str, Any]:
     left = [r for r in settled if r.kube is not None and len(r.kube.placed) < r.pending]
     out: dict[str, Any] = {
         "scenarios": len(rows), "skipped_refused": [{"scenario": r.name, "refused": r.refused} for r in rows if r.refused],
+        "bench_errors": [{"scenario": r.name, "error": r.error} for r in rows if r.error],
         "kube_did_not_settle": [r.name for r in done if r.kube is not None and not r.kube.settled],
         "compared": len(settled), "kube_left_pending": len(left),
         "misdirected_scenarios": [r.name for r in settled if r.kube is not None and r.kube.misdirected],
@@ -172,6 +174,7 @@ def markdown(summary: dict[str, Any], rows: list[Row], limits: list[float], comm
     left = summary["kube_left_pending"]
     lines = [f"Measured by `{command}`.", "",
              f"{summary['scenarios']} scenarios; {len(summary['skipped_refused'])} refused by the server (skipped); "
+             f"{len(summary['bench_errors'])} where the bench failed; "
              f"{len(summary['kube_did_not_settle'])} where kube-scheduler did not settle (left out); "
              f"{summary['compared']} compared.", "",
              "| | measured | published (" + PAPER + ") |", "|---|---|---|",
@@ -202,7 +205,8 @@ def markdown(summary: dict[str, Any], rows: list[Row], limits: list[float], comm
               "|---|---|---|---|---|" + "---|" * len(limits) + "---|"]
     for r in rows:
         if r.kube is None:
-            lines.append(f"| {r.name} | {r.nodes} | {r.running} | {r.pending} | refused: {r.refused} |" + " |" * (len(limits) + 1))
+            why = f"refused: {r.refused}" if r.refused else f"bench error: {r.error}"
+            lines.append(f"| {r.name} | {r.nodes} | {r.running} | {r.pending} | {why} |" + " |" * (len(limits) + 1))
             continue
         cells = [f"{len(p.placed)} ({p.solver_status or p.status}{', ' + p.degraded if p.degraded else ''})" for p in r.plans]
         settled = "" if r.kube.settled else " (did not settle)"
@@ -223,7 +227,10 @@ def run(plane: ControlPlane, count: int, *, seed: int = 0, sizes: tuple[int, ...
         for i in range(count):
             size = sizes[i % len(sizes)]
             name = f"contended-{size}n-s{seed + i}"
-            row, read = run_one(plane, loader, name, contended_window(size, seed + i), limits, out, settle_limit)
+            try:
+                row, read = run_one(plane, loader, name, contended_window(size, seed + i), limits, out, settle_limit)
+            except Exception as exc:   # one scenario's failure is reported in its row; the others still run
+                row, read = Row(name, size, 0, 0, error=f"{type(exc).__name__}: {str(exc)[:500]}"), []
             rows.append(row)
             if row.kube is not None and row.kube.settled and any(v < 0 for v in row.verdicts().values()):
                 (out / f"{worse_kind(row)}-{name}.json").write_text(json.dumps(
@@ -235,7 +242,7 @@ def run(plane: ControlPlane, count: int, *, seed: int = 0, sizes: tuple[int, ...
             if progress:
                 verdicts = row.verdicts() if row.kube is not None else {}
                 print(f"[{i + 1}/{count}] {name}: {row.seconds:.0f} s, kube placed "
-                      f"{len(row.kube.placed) if row.kube else '-'}/{row.pending}, {verdicts or row.refused}",
+                      f"{len(row.kube.placed) if row.kube else '-'}/{row.pending}, {verdicts or row.refused or row.error}",
                       file=sys.stderr, flush=True)
     finally:
         loader.close()
