@@ -165,6 +165,7 @@ class Loader:
     def _plain(self, obj: Any, kind: str, api_version: str) -> dict[str, Any]:
         out = self.api.sanitize_for_serialization(obj)
         out["kind"], out["apiVersion"] = kind, api_version
+        (out.get("metadata") or {}).pop("managedFields", None)   # the server's bookkeeping: half the bytes
         return dict(out)
 
     @staticmethod
