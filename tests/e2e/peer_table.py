@@ -90,9 +90,14 @@ def worse_kind(row: Row) -> str:
     assert row.kube is not None
     if row.kube.misdirected:
         return "misdirected"
-    if any(not line.startswith("preemption:") for line in row.kube.rule_breaks):
+    if _breaks(row.kube):
         return "rule"
     return "worse"
+
+
+def _breaks(kube: Outcome) -> int:
+    """kube's end state's breaks of the project's rules, beyond which preemptor a victim is for."""
+    return sum(1 for line in kube.rule_breaks if not line.startswith("preemption:"))
 
 
 def proves(plan: Outcome, kube: Outcome) -> bool:
@@ -200,6 +205,16 @@ def markdown(summary: dict[str, Any], rows: list[Row], limits: list[float], comm
     lines.append(f"| kube-scheduler evicted pods it had placed itself in the same run "
                  f"| {len(summary['kube_evicted_its_own_placements'])} scenarios | |")
     lines.append(f"| pods a kubelet would refuse (any plan) | {summary['kubelet_refusals']} | |")
+    lines += ["", "By size (scenarios compared; kube leaves pods pending; of those, more / proves optimal / worse "
+              "at each limit):", "", "| nodes | compared | kube leaves pending | "
+              + " | ".join(f"{limit:g} s: more / proven / worse" for limit in limits) + " |",
+              "|---|---|---|" + "---|" * len(limits)]
+    for size in sorted({r.nodes for r in rows}):
+        part = [r for r in rows if r.nodes == size]
+        sub = summarize(part, limits)
+        cells = [f"{b['more']} / {b['proves_kube_optimal']} / {len(b['worse'])}"
+                 for b in (sub["by_limit"][f"{limit:g}"] for limit in limits)]
+        lines.append(f"| {size} | {sub['compared']} | {sub['kube_left_pending']} | " + " | ".join(cells) + " |")
     lines += ["", "| scenario | nodes | running | pending | kube placed (rule breaks) | " +
               " | ".join(f"{limit:g} s placed (status)" for limit in limits) + " | kube evictions (misdirected) |",
               "|---|---|---|---|---|" + "---|" * len(limits) + "---|"]
@@ -210,7 +225,7 @@ def markdown(summary: dict[str, Any], rows: list[Row], limits: list[float], comm
             continue
         cells = [f"{len(p.placed)} ({p.solver_status or p.status}{', ' + p.degraded if p.degraded else ''})" for p in r.plans]
         settled = "" if r.kube.settled else " (did not settle)"
-        lines.append(f"| {r.name} | {r.nodes} | {r.running} | {r.pending} | {len(r.kube.placed)}{settled} ({len(r.kube.rule_breaks)}) | "
+        lines.append(f"| {r.name} | {r.nodes} | {r.running} | {r.pending} | {len(r.kube.placed)}{settled} ({_breaks(r.kube)}) | "
                      + " | ".join(cells) + f" | {len(r.kube.evicted)} ({len(r.kube.misdirected)}) |")
     return "\n".join(lines) + "\n"
 
@@ -249,6 +264,29 @@ def run(plane: ControlPlane, count: int, *, seed: int = 0, sizes: tuple[int, ...
     return summary
 
 
+def rows_from_json(data: dict[str, Any]) -> list[Row]:
+    """The rows of a ``peer-table.json``, to render its table again."""
+    def outcome(o: dict[str, Any]) -> Outcome:
+        for tiers in ("tiers", "placed_tiers", "evicted_tiers"):
+            o[tiers] = {int(t): n for t, n in (o.get(tiers) or {}).items()}
+        return Outcome(**{k: v for k, v in o.items() if k in Outcome.__dataclass_fields__})
+    rows = []
+    for r in data["rows"]:
+        kube = outcome(r["kube"]) if r.get("kube") else None
+        rows.append(Row(r["name"], r["nodes"], r["running"], r["pending"], kube=kube,
+                        plans=[outcome(p) for p in r.get("plans") or []], refused=r.get("refused", ""),
+                        error=r.get("error", ""), seconds=r.get("seconds", 0.0)))
+    return rows
+
+
+def render_json(path: Path) -> str:
+    """``--render``: the markdown table of a ``peer-table.json`` written earlier (no server)."""
+    data = json.loads(path.read_text())
+    rows = rows_from_json(data)
+    limits = sorted({float(p.scheduler.split()[1].rstrip("s")) for r in rows for p in r.plans})
+    return markdown(summarize(rows, limits), rows, limits, data.get("command", ""))
+
+
 def _sizes(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in text.split(","))
@@ -267,7 +305,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--time-limit", dest="limits", type=float, action="append", help="seconds (default 1 and 10)")
     parser.add_argument("--settle-limit", type=float, default=240.0, help="seconds kube-scheduler may take to settle")
     parser.add_argument("--out", default="peer-table", help="folder for peer-table.json and peer-table.md")
+    parser.add_argument("--render", metavar="JSON", help="print the table of a peer-table.json again, and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        try:
+            print(render_json(Path(args.render)), end="")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"peer_table: {args.render}: not a peer-table.json ({exc})", file=sys.stderr)
+            return 2
+        return 0
     if args.scenarios < 1 or args.settle_limit <= 0 or any(t <= 0 for t in args.limits or []):
         print("peer_table: --scenarios, --settle-limit and --time-limit must be positive", file=sys.stderr)
         return 2

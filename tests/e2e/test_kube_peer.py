@@ -140,3 +140,20 @@ def test_the_table_tells_a_shortfall_from_what_is_counted_apart() -> None:
     assert ten["fewer_where_kube_breaks_a_rule"] == ["rule"]
     text = peer_table.markdown(summary, rows, [1.0, 10.0], "cmd")
     assert "| ... of those, the project places more high-priority pods at 10 s | 1/6 (17%) | > 73% |" in text
+
+
+def test_the_bench_runs_each_scheduler_on_one_snapshot(control_plane: ControlPlane, tmp_path: Path) -> None:
+    scenario = prepare("bench", kube_peer.contended_window(6, 11))
+    report = kube_peer.bench(control_plane, scenario, tmp_path, limits=(1.0,), live=True, limit=180.0)
+    assert not report.refused, report.refused
+    assert [o.scheduler for o in report.outcomes] == ["kube-scheduler", "schedule 1s", "run"]
+    pending = {kube_peer.key(p) for p in scenario.pending()}
+    for o in report.outcomes:
+        assert o.settled, (o.scheduler, o.unsettled)
+        assert o.kubelet == [], (o.scheduler, o.kubelet)
+        assert set(o.placed) <= pending and sum(o.placed_tiers.values()) == len(o.placed) > 0, o.scheduler
+    live = report.outcomes[-1]
+    assert live.cpu_seconds and live.cpu_seconds > 0
+    text = kube_peer.render(report)
+    assert text.splitlines()[0] == f"bench: 6 nodes, {report.running} running pods, {report.pending} pending"
+    assert all(f"\n{name}" in text for name in ("kube-scheduler ", "schedule 1s ", "run "))
