@@ -377,10 +377,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                            limit=args.limit)
         finally:
             plane.stop()
-    print(render(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=1))
-    return 3 if report.refused else 0
+    if report.refused:          # bad input: one line, status 2
+        return _usage(render(report))
+    print(render(report))
+    return 0
 
 
 if __name__ == "__main__":
