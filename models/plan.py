@@ -106,6 +106,9 @@ class PlanStats(_PlanModel):
     # Times the model was solved again because its plan evicted a pod kube-scheduler's own
     # preemption, replayed on the plan, would keep (each adds that node's verdict as a cut).
     victim_cut_rounds: Optional[int] = None
+    # CP-SAT's own status, also when greedy's plan is returned (status GREEDY_BETTER or
+    # FALLBACK): OPTIMAL there still proves the model's levels cannot be bettered.
+    solver_status: Optional[str] = None
     # The large-neighbourhood search, when the whole-window model would overrun the limit: rounds
     # run, rounds whose plan replaced the incumbent, the largest round model (class x node pairs),
     # pods placed beyond greedy's plan and victims against it, and what the last improving

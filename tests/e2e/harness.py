@@ -329,15 +329,16 @@ class Cluster:
 
 
 def kube_scheduler_profile(plane: ControlPlane, profile: str, workdir: Path, log: Any,
-                           verbosity: int = 1) -> subprocess.Popen[bytes]:
+                           verbosity: int = 1, **settings_: Any) -> subprocess.Popen[bytes]:
     """The real kube-scheduler with one profile named ``profile`` (pods whose schedulerName names
-    it), as system:kube-scheduler, leader election off, logging to ``log`` (a binary file)."""
+    it), as system:kube-scheduler, leader election off, logging to ``log`` (a binary file).
+    ``settings_``: more fields of its KubeSchedulerConfiguration (percentageOfNodesToScore, ...)."""
     assert plane.built is not None
     import yaml
 
     settings = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                 "clientConnection": {"kubeconfig": str(plane.kube_scheduler_kubeconfig)},
-                "leaderElection": {"leaderElect": False}, "profiles": [{"schedulerName": profile}]}
+                "leaderElection": {"leaderElect": False}, "profiles": [{"schedulerName": profile}], **settings_}
     path = workdir / "kube-scheduler.yaml"
     path.write_text(yaml.safe_dump(settings))
     return subprocess.Popen([str(plane.built.path("kube-scheduler")), f"--config={path}",

@@ -27,6 +27,11 @@ node selector on its window's label, so nodes of other windows or tests are neve
     ties at random); a window without a tie is also run whole through ``--engine greedy``, which
     must place the same pods on the same nodes.
 
+(d) the kubelets: on every node, the pods kube-scheduler placed, and those of the project's plan
+    (check_pinned's, its victims gone), added to the running ones, fit the node's allocatable in
+    all the kubelet checks at admission (``kubelet_admission``: cpu, memory, pods, extended
+    resources, hugepages); a pod the kubelet would refuse (OutOfcpu, ...) is a disagreement.
+
 Every disagreement is a ``Disagreement`` (window seed, pod, kube's node and message, greedy's
 node and message, the per-node totals and per-plugin scores of the nodes in question); the test
 writes them to a JSON file and fails on any whose kind is not in ``KNOWN`` (each of which the
@@ -56,6 +61,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.controlplane import FEATURE_GATES, ControlPlane
 from tests.e2e.controlplane.cluster import _gates, ensure_default_service_account, free_port
+from tests.e2e.kubelet_admission import plan_refusals
 
 SCHEDULER = "kube-diff"
 NAMESPACE = "kube-diff"
@@ -701,7 +707,7 @@ def _message(exc: ApiException) -> str:
 @dataclass
 class Disagreement:
     # (a) "validate"; (b) "filter", "score", "tie", "plugin-score", "message", "whole-window",
-    # "spread-window-guard" (known); (c) "us-kube"
+    # "spread-window-guard" (known); (c) "us-kube"; (d) "kubelet"
     kind: str
     seed: int
     pod: str
@@ -735,6 +741,9 @@ class WindowReport:
     messages: int = 0           # unschedulable pods whose FitError message agreed
     scored: int = 0             # placed pods whose every node's score was compared with kube's log
     unpinned: int = 0           # (c): of ``planned``, bound without asking kube (_spread_sees_the_pin)
+    admitted: int = 0           # (d): placements of kube's and the project's plans the kubelets admit
+    plan_nodes: list[dict[str, Any]] = field(default_factory=list, repr=False)  # (d): the window's nodes
+    plan_pods: list[dict[str, Any]] = field(default_factory=list, repr=False)   # (d): running and pending
 
 
 def check_pinned(kube: KubeRun, report: WindowReport, window: Window) -> None:
@@ -747,6 +756,9 @@ def check_pinned(kube: KubeRun, report: WindowReport, window: Window) -> None:
     config = _config().with_overrides(time_limit_seconds=2.0, workers=1)
     plan = schedule(_snapshot(report.plan_input), config)
     order = [(a.pod.split("/", 1)[1], a.node) for a in plan.assignments]
+    # (d) the kubelets: no node of the project's plan holds more than it allocates
+    report.admitted += _kubelet(report, report.plan_nodes, report.plan_pods, plan.assignment_map(), "the project",
+                                evicted=[v.pod for v in plan.preemptions])
     # A pod whose required pod affinity it matches itself may be the first of its group (the
     # self-affinity escape): only while no pod of the group runs, so such pods go first, as the
     # validator orders them; the retries take care of the pods that wait for support.
@@ -758,6 +770,18 @@ def check_pinned(kube: KubeRun, report: WindowReport, window: Window) -> None:
         node = dict(order).get(name)
         report.disagreements.append(Disagreement("us-kube", window.seed, name, None, node,
                                                  f"kube-scheduler did not bind the plan's pod on its node: {why}"))
+
+
+def _kubelet(report: "WindowReport", nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
+             assignments: dict[str, str], whose: str, evicted: Iterable[str] = ()) -> int:
+    """(d) Kubelet admission (``kubelet_admission``) of a plan's nodes: each refusal is a
+    disagreement of kind "kubelet"; returns how many placements were admitted."""
+    refused = plan_refusals(nodes, pods, assignments, evicted)
+    ours = whose == "the project"
+    for r in refused:
+        report.disagreements.append(Disagreement("kubelet", report.seed, r.pod, None if ours else r.node,
+                                                 r.node if ours else None, f"{whose}'s plan: {r.line()}"))
+    return len(assignments) - sum(1 for r in refused if r.pod in assignments)
 
 
 # The release the project's side follows (``--kubernetes-version``: "1.34" shows what 1.36's
@@ -810,6 +834,9 @@ def check(outcome: KubeOutcome) -> WindowReport:
                 stats=PlanStats(engine="kube-scheduler", status="FEASIBLE"))
     for line in validate(_snapshot(base + pending), plan, config):
         report.disagreements.append(Disagreement("validate", window.seed, "", None, None, line))
+    # (d) the kubelets: no node of kube's placements holds more than it allocates
+    report.admitted += _kubelet(report, outcome.nodes, outcome.running + pending,
+                                {key + p: n for p, n in outcome.placed.items()}, "kube-scheduler")
 
     # (b) greedy = kube, pod by pod on kube's trajectory
     bound: list[dict[str, Any]] = []
@@ -858,6 +885,7 @@ def check(outcome: KubeOutcome) -> WindowReport:
             bound.append(placed)
 
     report.plan_input = base + pending
+    report.plan_nodes, report.plan_pods = outcome.nodes, outcome.running + pending
     report.kube_placed_on, report.kube_unschedulable = dict(outcome.placed), dict(outcome.unschedulable)
     # the window whole, when every decision was unique: the same pods on the same nodes
     whole_plan = schedule(_snapshot(base + pending), config, engine="greedy")
@@ -1009,6 +1037,7 @@ class Summary:
     unpinned: int = 0
     messages: int = 0
     scored: int = 0
+    admitted: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
     refusals: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
@@ -1027,6 +1056,7 @@ class Summary:
         self.planned += report.planned
         self.unpinned += report.unpinned
         self.messages += report.messages
+        self.admitted += report.admitted
         self.scored += report.scored
         self.disagreements.extend(report.disagreements)
 
@@ -1039,7 +1069,7 @@ class Summary:
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
         return (f"{self.windows} windows ({self.refused} refused by the server), {self.pods} pending pods: "
                 f"kube placed {self.kube_placed}, greedy {self.greedy_placed}; {self.unique} unique best scores, "
-                f"{self.ties} ties; {self.scored} pods' scores compared node by node; {self.messages} unschedulable messages alike; {self.planned} planned placements ({self.unpinned} of them bound unasked); disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
+                f"{self.ties} ties; {self.scored} pods' scores compared node by node; {self.messages} unschedulable messages alike; {self.planned} planned placements ({self.unpinned} of them bound unasked); {self.admitted} placements admitted by the kubelet check; disagreements {len(self.disagreements)} {kinds or ''} in {self.seconds:.0f} s")
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({"summary": self.line(), "refusals": self.refusals,

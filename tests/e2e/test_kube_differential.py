@@ -28,7 +28,7 @@ def _run(control_plane: ControlPlane, tmp_path: Path, seeds: range) -> None:
     summary = kube_differential.run(control_plane, seeds, tmp_path, out=out, pinned=True)
     print(summary.line())
     assert summary.refused == 0, summary.refusals
-    assert summary.pods and summary.unique and summary.planned, summary.line()
+    assert summary.pods and summary.unique and summary.planned and summary.admitted, summary.line()
     unknown = summary.unknown()
     shown = "\n".join(f"seed {d.seed} {d.pod}: {d.kind}: {d.detail} (kube {d.kube_node}, greedy {d.greedy_node})"
                       for d in unknown[:20])
