@@ -43,6 +43,9 @@ class Loader:
         self.scheduling = client.SchedulingV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
         self.pool = ThreadPoolExecutor(8)
+        # PriorityClasses this loader made (cluster-scoped): gone again with the scenario, so no
+        # later test on the same server finds a class of the same name with another value.
+        self.made_classes: set[str] = set()
 
     def close(self) -> None:
         self.pool.shutdown()
@@ -86,6 +89,7 @@ class Loader:
         for o in classes:
             try:
                 self.scheduling.create_priority_class(o)
+                self.made_classes.add(o["metadata"]["name"])
             except ApiException as exc:
                 if exc.status != 409:
                     raise _Named(f"PriorityClass {o['metadata']['name']}: {_message(exc)}") from None
@@ -178,7 +182,8 @@ class Loader:
                 for p in self.core.list_pod_for_all_namespaces(label_selector=f"{RUN_LABEL}={scenario.run}").items}
 
     def clear(self, scenario: Scenario) -> None:
-        """Every object of the scenario gone (PriorityClasses and namespaces stay)."""
+        """Every object of the scenario gone, the PriorityClasses this loader made with them
+        (namespaces, and classes that were there before, stay)."""
         sel = f"{RUN_LABEL}={scenario.run}"
         for ns in self._namespaces(scenario):
             _quietly(lambda: self.core.delete_collection_namespaced_pod(ns, label_selector=sel, grace_period_seconds=0))
@@ -190,6 +195,9 @@ class Loader:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.core.list_pod_for_all_namespaces(label_selector=sel, limit=1).items:
             time.sleep(0.3)
+        for name in sorted(self.made_classes):
+            _quietly(lambda: self.scheduling.delete_priority_class(name))
+        self.made_classes.clear()
 
     def _clear_pod_groups(self, ns: str) -> None:
         """PodGroups deleted and gone: their finalizer (removed by a controller that does not run
