@@ -15,8 +15,9 @@ more obstacles are relaxed (the deletion search in ``search`` relies on that):
 * ``group-topology``: a gang's required topology (every member in one domain of a label);
 * ``pdb``: a PodDisruptionBudget, when budgets are hard (``preemption.pdb: hard``).
 
-The "pods" count of a node, volumes and devices are not obstacles here (a pod they stop is
-reported as fitting nowhere even with every obstacle relaxed).
+* what a node holds beyond requests and what the targets carry with them (``held``): a node's
+  pod count, the targets' volumes, a node's volume attach limit, the targets' device claims and
+  host ports.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from models.snapshot import ClusterSnapshot, holds_node
 
 from ..disruption import disruptions_allowed
 from ..whatif.changes import rebuilt
+from .held import held_obstacles, relaxed_csi_nodes, relaxed_node, relaxed_target
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -70,6 +72,7 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
     out += _target_rules(targets)
     out += _their_anti_affinity(base)
     out += _group_topology(base, targets)
+    out += held_obstacles(base, targets)
     if config.preemption.enabled and config.preemption.pdb == "hard":
         out += [Obstacle("pdb", b.key, f"PodDisruptionBudget {b.key} allows {b.status.disruptions_allowed} "
                          "disruption(s)", (f"poddisruptionbudgets/{b.key}",), ("status.disruptionsAllowed",), 50)
@@ -214,13 +217,13 @@ def relaxed(base: ClusterSnapshot, targets: Iterable[str], obstacles: Iterable[O
     if not by_kind:
         return base
     target_keys = set(targets)
-    nodes = [_relaxed_node(n, by_kind) for n in base.nodes]
+    nodes = [relaxed_node(_relaxed_node(n, by_kind), by_kind, len(target_keys)) for n in base.nodes]
     room = by_kind.get("room", set())
     theirs = by_kind.get("their-anti-affinity", set())
     pods = []
     for pod in base.pods:
         if pod.key in target_keys:
-            pod = _relaxed_target(pod, by_kind)
+            pod = relaxed_target(_relaxed_target(pod, by_kind), by_kind)
         if pod.spec.node_name in room and holds_node(pod):
             pod = _without_room(pod)
         if pod.key in theirs:
@@ -229,7 +232,8 @@ def relaxed(base: ClusterSnapshot, targets: Iterable[str], obstacles: Iterable[O
     pdbs = [b for b in base.pdbs if b.key not in by_kind.get("pdb", set())]
     groups = [copy_with(g, {"spec": copy_with(g.spec, {"topology_key": None})})
               if g.key in by_kind.get("group-topology", set()) else g for g in base.pod_groups]
-    return rebuilt(base, nodes=nodes, pods=pods, pdbs=pdbs, pod_groups=groups)
+    extra = {"csi_nodes": relaxed_csi_nodes(base, by_kind)} if "volume-limit" in by_kind else {}
+    return rebuilt(base, nodes=nodes, pods=pods, pdbs=pdbs, pod_groups=groups, **extra)
 
 
 def _relaxed_node(node, by_kind: dict[str, set]):

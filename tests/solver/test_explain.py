@@ -12,7 +12,8 @@ from models.errors import InputError
 from solver import ScheduleRequest, decide
 from solver.explain import Stopped, explain, plan_applied
 from solver.explain.obstacles import relaxed
-from tests.builders import make_node, make_pdb, make_pod, make_pod_group, make_snapshot, term
+from tests.builders import (make_csi_node, make_node, make_pdb, make_pod, make_pod_group, make_pv, make_pvc, make_snapshot,
+                            make_storage_class, term)
 from tests.builders import spread as spread_rule
 
 CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 10, "workers": 1},
@@ -181,3 +182,64 @@ def test_a_gate_that_says_no_stops_the_search_with_no_partial_answer() -> None:
 
     with pytest.raises(Stopped, match="a/p: stopped after 2 feasibility check"):
         explain(make_snapshot(nodes, [make_pod("a/p", cpu="1")]), CONFIG, "a/p", gate=gate)
+
+
+# -- what a node holds beyond requests, what the targets carry ------------------------------------
+
+
+def test_a_node_out_of_pod_slots_is_named_by_its_pod_count() -> None:
+    nodes = [make_node("n1", cpu="8", pods=2)]
+    pods = [make_pod(f"a/run-{i}", node="n1", priority=100) for i in range(2)] + [make_pod("a/p", cpu="1")]
+    [why] = explain(make_snapshot(nodes, pods), CONFIG, "a/p")
+    assert [(o.kind, o.objects, o.fields) for o in why.obstacles] == [
+        ("pod-count", ("nodes/n1",), ("status.allocatable.pods",))]
+    assert why.obstacles[0].text == "node n1 holds 2 pod(s), its pod slots: 2"
+    assert why.short_form() == "obstacles: node n1's pod count"
+
+
+def test_a_volume_bound_in_another_zone_is_named_with_its_node_affinity() -> None:
+    nodes = [make_node("b1", cpu="4", labels={"topology.kubernetes.io/zone": "b"})]
+    snap = make_snapshot(nodes, [make_pod("a/db", cpu="1", claims=["data"])],
+                         pvcs=[make_pvc("a/data", volume="pv-a")], pvs=[make_pv("pv-a", zone="a", claim="a/data")],
+                         storage_classes=[make_storage_class()])
+    [why] = explain(snap, CONFIG, "a/db")
+    [o] = why.obstacles
+    assert o.kind == "volume" and "persistentvolumes/pv-a" in o.objects and "spec.nodeAffinity" in o.fields
+    assert o.text == ("a/db: PersistentVolumeClaim a/data bound to volume pv-a (reachable only from the nodes its "
+                      "spec.nodeAffinity selects)")
+
+
+def test_a_node_at_its_volume_attach_limit_or_the_volume_itself() -> None:
+    nodes = [make_node("n1", cpu="4")]
+    pods = [make_pod("a/old", node="n1", claims=["old"]), make_pod("a/new", cpu="1", claims=["new"])]
+    snap = make_snapshot(nodes, pods, pvcs=[make_pvc("a/old", volume="pv-old"), make_pvc("a/new", volume="pv-new")],
+                         pvs=[make_pv("pv-old", claim="a/old"), make_pv("pv-new", claim="a/new")],
+                         storage_classes=[make_storage_class()], csi_nodes=[make_csi_node("n1", {"disk.csi": 1})])
+    [why] = explain(snap, CONFIG, "a/new")
+    assert why.proven and len(why.obstacles) == 1 and kinds(why)[0] in ("volume", "volume-limit")
+    if kinds(why) == ["volume-limit"]:
+        assert why.obstacles[0].fields == ("spec.drivers[0].allocatable.count",)
+
+
+def test_devices_held_by_a_running_pods_claim_name_the_targets_claim() -> None:
+    from tests.solver.dra_objects import allocated_claim, gpu_class, gpu_slice, gpu_template, with_claim
+    from models.snapshot import ClusterSnapshot
+
+    pods = [with_claim(make_pod("ml/old", cpu="1", node="n1"), claim="old-gpus"),
+            with_claim(make_pod("ml/new", cpu="1"), template="one-gpu")]
+    snap = ClusterSnapshot.build(nodes=[make_node("n1", cpu="8")], pods=pods, device_classes=[gpu_class()],
+                                 resource_slices=[gpu_slice("n1", 1)], resource_claim_templates=[gpu_template("ml/one-gpu", 1)],
+                                 resource_claims=[allocated_claim("ml/old-gpus", "n1", ["gpu-0"], "old")])
+    [why] = explain(snap, CONFIG, "ml/new")
+    [o] = why.obstacles
+    assert o.kind == "device-claim" and o.objects[0] == "resourceclaimtemplates/ml/one-gpu"
+    assert o.fields == ("spec.resourceClaims[0]", "spec.devices.requests")
+    assert why.proven
+
+
+def test_a_gang_whose_members_share_a_host_port_on_the_one_node() -> None:
+    pods = [make_pod(f"ml/w-{i}", cpu="1", group="w", host_ports=[8080]) for i in range(2)]
+    snap = make_snapshot([make_node("n1", cpu="8")], pods, pod_groups=[make_pod_group("ml/w", 2)])
+    [why] = explain(snap, CONFIG, "podgroup/ml/w")
+    assert [(o.kind, o.text) for o in why.obstacles] == [
+        ("host-port", "2 pods of the gang: hostPort 8080/TCP (no two of them on one node)")]
