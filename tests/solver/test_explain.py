@@ -3,12 +3,15 @@ is sufficient (relaxing it makes the pod or gang fit) and minimal (relaxing any 
 
 from __future__ import annotations
 
+import collections
 import random
 
 import pytest
 
 from models.config import SchedulerConfig
 from models.errors import InputError
+from models.objects import copy_with
+from models.snapshot import POD_GROUP_LABEL
 from solver import ScheduleRequest, decide
 from solver.explain import Stopped, explain, plan_applied
 from solver.explain.obstacles import relaxed
@@ -119,7 +122,62 @@ def window(seed: int):
         pods += [make_pod(f"ml/g-{i}", cpu=str(rng.choice([1, 2])), priority=1000, group="g") for i in range(size)]
         groups.append(make_pod_group("ml/g", size, topology_key="rack" if rng.random() < 0.5 else None))
     pdbs = [make_pdb("run/batch", {"app": "batch"}, allowed=0)] if rng.random() < 0.5 else []
-    return make_snapshot(nodes, pods, pod_groups=groups, pdbs=pdbs)
+    return held(seed, nodes, pods, groups, pdbs)
+
+
+def held(seed: int, nodes, pods, groups, pdbs):
+    """The window with what nodes hold beyond requests and what pods carry (their own random
+    stream, so the rest of the window is as it was): a node's few pod slots, a pending pod's
+    volume bound in one zone, GPUs as DRA devices (some held by a running pod's claim, a pending
+    pod asking for some), the gang's members sharing a host port."""
+    from models.snapshot import ClusterSnapshot
+    from tests.solver.dra_objects import allocated_claim, gpu_class, gpu_slice, gpu_template, with_claim
+
+    rng = random.Random(seed * 7919 + 1)
+    extra: dict = {}
+    if rng.random() < 0.25:
+        i = rng.randrange(len(nodes))
+        held_there = sum(1 for p in pods if p.spec.node_name == nodes[i].metadata.name)
+        nodes[i] = make_node(nodes[i].metadata.name, cpu=str(nodes[i].allocatable["cpu"] // 1000), memory="16Gi",
+                             pods=held_there, labels=dict(nodes[i].metadata.labels),
+                             taints=[f"{t.key}={t.value}:{t.effect}" for t in nodes[i].spec.taints],
+                             unschedulable=nodes[i].spec.unschedulable)
+    pending = [i for i, p in enumerate(pods) if not p.spec.node_name and not p.metadata.labels.get(POD_GROUP_LABEL)]
+    if pending and rng.random() < 0.25:
+        i = rng.choice(pending)
+        zone = rng.choice("ab")
+        pods[i] = make_pod(pods[i].key, cpu=str(pods[i].spec.containers[0].resources.requests["cpu"] // 1000),
+                           priority=pods[i].spec.priority, labels=dict(pods[i].metadata.labels), claims=["data"])
+        extra.update(pvcs=[make_pvc(f"{pods[i].metadata.namespace}/data", volume="pv-data")],
+                     pvs=[make_pv("pv-data", zone=zone, claim=f"{pods[i].metadata.namespace}/data")],
+                     storage_classes=[make_storage_class()])
+        nodes[:] = [_zoned(n) for n in nodes]
+    if rng.random() < 0.3:
+        gpus = {n.metadata.name: rng.choice([0, 1, 2]) for n in nodes}
+        extra.update(device_classes=[gpu_class()], resource_slices=[gpu_slice(n, g) for n, g in gpus.items() if g],
+                     resource_claim_templates=[gpu_template("new/gpu", rng.choice([1, 2]))])
+        holder = next((i for i, p in enumerate(pods) if p.spec.node_name and gpus[p.spec.node_name]), None)
+        if holder is not None and rng.random() < 0.7:
+            pod = pods[holder]
+            pods[holder] = with_claim(pod, claim="held")
+            extra["resource_claims"] = [allocated_claim(f"{pod.metadata.namespace}/held", pod.spec.node_name,
+                                                         ["gpu-0"], pod.metadata.name)]
+        asking = [i for i in pending if pods[i].metadata.namespace == "new" and not pods[i].spec.volumes]
+        if asking:
+            i = rng.choice(asking)
+            pods[i] = with_claim(pods[i], template="gpu")
+    if groups and rng.random() < 0.5:
+        pods[:] = [make_pod(p.key, cpu=str(p.spec.containers[0].resources.requests["cpu"] // 1000), priority=1000,
+                            group=p.metadata.labels[POD_GROUP_LABEL], host_ports=[9000])
+                   if p.metadata.labels.get(POD_GROUP_LABEL) else p for p in pods]
+    return ClusterSnapshot.build(nodes=nodes, pods=pods, pod_groups=groups, pdbs=pdbs, **extra)
+
+
+def _zoned(node):
+    """``node`` with the well-known zone label beside its own ``zone`` one (a volume's node affinity reads it)."""
+    labels = dict(node.metadata.labels)
+    labels["topology.kubernetes.io/zone"] = labels["zone"]
+    return copy_with(node, {"metadata": copy_with(node.metadata, {"labels": labels})})
 
 
 def _fits(snapshot, plan, unit_pods, reasons, obstacles) -> bool:
@@ -127,6 +185,9 @@ def _fits(snapshot, plan, unit_pods, reasons, obstacles) -> bool:
     base = plan_applied(snapshot, plan, keep=set(keys))
     decision = decide(ScheduleRequest(relaxed(base, keys, obstacles), CONFIG, window_keys=keys))
     return set(keys) <= set(decision.plan.assignment_map())
+
+
+SEEN: collections.Counter = collections.Counter()  # obstacle kinds the checked sets named (printed with -s)
 
 
 def check_windows(seeds) -> int:
@@ -145,6 +206,9 @@ def check_windows(seeds) -> int:
                 fewer = tuple(x for x in kept if x is not o)
                 assert not _fits(snap, today.plan, why.unit.pods, why.reasons, fewer), (seed, o.text)
             checked += 1
+            SEEN.update(o.kind for o in kept)
+            SEEN[f"size {len(kept)}"] += 1
+    print(f"{checked} sets checked; kinds and sizes: {dict(sorted(SEEN.items()))}")
     return checked
 
 
