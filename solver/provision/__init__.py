@@ -11,17 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from models.config import SchedulerConfig
-from models.plan import Assignment, Plan, PlanStats
 from models.snapshot import ClusterSnapshot
 
-from ..api import ScheduleRequest, decide
+from ..api import ScheduleRequest, decide, plan_of_placements
 from ..validate import validate
 from ..explain import plan_applied
-from ..whatif.changes import rebuilt
 from .ffd import Bins, first_fit_decreasing
 from .model import Solved, solve
 from .problem import Problem, build_problem
-from .shapes import COST_SCALE, Shape, parse_shapes, shapes_from_nodes
+from .shapes import COST_SCALE, Shape, parse_shapes, shapes_from_nodes, with_new_nodes
 
 __all__ = ["Provisioned", "Shape", "parse_shapes", "provision", "shapes_from_nodes"]
 
@@ -142,13 +140,13 @@ def _checked(base, config, keys, nowhere, added, shapes, where, all_pending) -> 
     independent validator accepts it whole; else the engine's own decision (its left-out pods
     named with their reasons)."""
     by_name = {s.name: s for s in shapes}
-    provisioned = rebuilt(base, nodes=base.nodes + tuple(by_name[a.shape].made(a.name) for a in added))
+    provisioned = with_new_nodes(base, [(by_name[a.shape], a.name) for a in added])
     window = [k for k in keys if k not in nowhere]
     if not window:
         return {}, {}
     if set(window) <= set(where):
-        plan = Plan(assignments=tuple(Assignment(pod=k, node=where[k]) for k in window),
-                    stats=PlanStats(engine="provision", status="model"))
+        plan = plan_of_placements(provisioned, config, {k: where[k] for k in window}, window_keys=tuple(window),
+                                  all_pending=all_pending)
         if not validate(provisioned, plan, config, all_pending=all_pending, window_keys=window):
             return {k: where[k] for k in window}, {}
     decision = decide(ScheduleRequest(provisioned, config, all_pending=all_pending, window_keys=tuple(window)))

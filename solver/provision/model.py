@@ -15,7 +15,8 @@ from typing import Optional
 from ortools.sat.python import cp_model
 
 from .ffd import Bins
-from .problem import Problem, demand
+from .devices import DEVICE
+from .problem import Problem, demand, need
 
 
 @dataclass(frozen=True)
@@ -93,19 +94,21 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
 
 
 def _capacity(model, problem: Problem, bins, x, new) -> None:
-    """No bin holds more than its room (an added node's, only if it is added)."""
+    """No bin holds more than its room (an added node's, only if it is added), devices included."""
     by_bin: dict = {}
     for (cid, b), v in x.items():
         by_bin.setdefault(b, []).append((problem.classes[cid], v))
     for b, terms in by_bin.items():
-        for r in problem.resources:
-            load = sum(demand(c, r) * v for c, v in terms if demand(c, r))
+        where = (b[0], b[1])
+        room = problem.room(where)
+        for r in problem.resources + [d for d in room if d.startswith(DEVICE)]:
+            load = sum(need(c, r, where) * v for c, v in terms if need(c, r, where))
             if isinstance(load, int):
                 continue
             if b[0] == "node":
-                model.add(load <= problem.free[b[1]][r])
+                model.add(load <= room.get(r, 0))
             else:
-                model.add(load <= problem.shapes[b[1]].allocatable.get(r, 0) * new[b[1], b[2]])
+                model.add(load <= room.get(r, 0) * new[b[1], b[2]])
 
 
 def _volume_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
@@ -116,29 +119,32 @@ def _volume_cuts(model, problem: Problem, counts: list[int], new, missed) -> Non
         members = [c for c in problem.classes if set(c.shapes) <= family]
         existing = {i for c in members for i in c.existing}
         for r in problem.resources:
-            need = sum(demand(c, r) * len(c.keys) for c in members) - sum(problem.free[i][r] for i in existing)
-            if need <= 0:
+            short = sum(demand(c, r) * len(c.keys) for c in members) - sum(problem.free[i][r] for i in existing)
+            if short <= 0:
                 continue
             room = [(problem.shapes[s].allocatable.get(r, 0), new[s, j]) for s in family for j in range(counts[s])]
             if any(a for a, _ in room):
                 model.add(sum(a * v for a, v in room if a)
-                          + sum(demand(c, r) * missed[c.id] for c in members) >= need)
+                          + sum(demand(c, r) * missed[c.id] for c in members) >= short)
 
 
-def fit_count(c, room: dict[str, int], resources: list[str]) -> int:
-    """How many pods of class ``c`` fit ``room`` (1 at most when it repels its own per node)."""
-    most = min((room.get(r, 0) // demand(c, r) for r in resources if demand(c, r)), default=len(c.keys))
+def fit_count(c, room: dict[str, int], resources: list[str], where: tuple[str, int]) -> int:
+    """How many pods of class ``c`` fit ``room`` of bin ``where`` (1 at most when it repels its
+    own per node)."""
+    names = resources + [d for d in room if d.startswith(DEVICE)]
+    most = min((room.get(r, 0) // need(c, r, where) for r in names if need(c, r, where)), default=len(c.keys))
     return min(most, 1) if c.one_per_node else most
 
 
 def _count_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
     """Redundant, for the bound: each class's pods need nodes, at most ``fit_count`` per node."""
+    res = problem.resources
     for c in problem.classes:
-        need = len(c.keys) - sum(fit_count(c, problem.free[i], problem.resources) for i in c.existing)
-        terms = [(fit_count(c, problem.shapes[s].allocatable, problem.resources), new[s, j])
+        need_more = len(c.keys) - sum(fit_count(c, problem.room(("node", i)), res, ("node", i)) for i in c.existing)
+        terms = [(fit_count(c, problem.room(("shape", s)), res, ("shape", s)), new[s, j])
                  for s in c.shapes for j in range(counts[s])]
-        if need > 0 and any(f for f, _ in terms):
-            model.add(sum(f * v for f, v in terms if f) + missed[c.id] >= need)
+        if need_more > 0 and any(f for f, _ in terms):
+            model.add(sum(f * v for f, v in terms if f) + missed[c.id] >= need_more)
 
 
 def _gang_domains(model, problem: Problem, bins, x) -> None:

@@ -23,14 +23,10 @@ from models.snapshot import ClusterSnapshot, holds_node
 from ..context import build_context
 from ..filtering import Cycle, StaticFilters
 from ..info import PodInfo
-from ..whatif.changes import rebuilt
-from .shapes import HOSTNAME, Shape
+from .devices import DEVICE, class_devices, free_devices
+from .shapes import HOSTNAME, Shape, with_new_nodes
 
 PODS = "pods"
-# A pod with device or volume claims: where it can go depends on devices and volumes the plan's
-# other pods take, which the cluster ``provision`` reasons about does not carry.
-NOT_MODELLED = ("not provisioned for: it has ResourceClaims or PersistentVolumeClaims, which provision does "
-                "not model (devices and volumes)")
 
 
 @dataclass
@@ -42,6 +38,9 @@ class PodClass:
     gang: Optional[str]
     existing: list[int] = field(default_factory=list)  # indexes of existing nodes it may go to
     shapes: list[int] = field(default_factory=list)  # indexes of shapes it may go to
+    # DRA devices one pod takes per bin ("node", i) / ("shape", s), by ``devices.DEVICE`` kind
+    # name (empty: none, or not counted exactly — see ``devices``)
+    devices: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,14 +54,23 @@ class Problem:
     gang_keys: dict[str, str]  # gang -> its required topology key
     existing_labels: list[dict[str, str]]
     nowhere: dict[str, str]  # pods no node of any shape could take, alone -> the filter's reason
+    shape_devices: list[dict[str, int]] = field(default_factory=list)  # devices of a node of each shape, by kind
+
+    def room(self, where: tuple[str, int]) -> dict[str, int]:
+        """A bin's room: an existing node's free room and devices, or a new node of a shape's."""
+        if where[0] == "node":
+            return self.free[where[1]]
+        shape = self.shapes[where[1]]
+        out = {r: shape.allocatable.get(r, 0) for r in self.resources}
+        out.update(self.shape_devices[where[1]])
+        return out
 
 
 def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config: SchedulerConfig, *,
                   all_pending: bool = False) -> Problem:
     """``base``: the snapshot with ``plan``'s placements bound (``explain.plan_applied``)."""
     keys = [u.pod for u in plan.unschedulable]
-    probes = [s.made(f"{s.name}-probe") for s in shapes]
-    snapshot = rebuilt(base, nodes=base.nodes + tuple(probes))
+    snapshot = with_new_nodes(base, [(s, f"{s.name}-probe") for s in shapes])
     ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=keys)
     static = StaticFilters(ctx.nodes, ctx.window)
     n_existing = len(base.nodes)
@@ -70,10 +78,6 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
     nowhere: dict[str, str] = {}
     for cls in ctx.classes:
         rep = cls.rep
-        if _claims(rep):
-            for p in cls.pods:
-                nowhere[p.key] = NOT_MODELLED
-            continue
         cycle = Cycle(rep, ctx.state, static, version=config.kubernetes_version)
         statuses = cycle.statuses()
         ok = [i for i, st in enumerate(statuses) if st.ok]
@@ -81,19 +85,22 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
             for p in cls.pods:
                 nowhere[p.key] = cycle.fit_error()
             continue
+        rows = class_devices(ctx, rep, ok) if rep.pod.spec.resource_claims else None
+        devices = {("node", i) if i < n_existing else ("shape", i - n_existing): row
+                   for i, row in (rows or {}).items() if row}
         classes.append(PodClass(
             id=len(classes), keys=[p.key for p in cls.pods], requests=dict(pod_requests(rep.pod)),
             one_per_node=_one_per_node(rep), gang=rep.group,
-            existing=[i for i in ok if i < n_existing], shapes=[i - n_existing for i in ok if i >= n_existing]))
+            existing=[i for i in ok if i < n_existing], shapes=[i - n_existing for i in ok if i >= n_existing],
+            devices=devices))
     resources = sorted({r for c in classes for r in c.requests} | {PODS})
-    return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], _free(base, resources),
+    free = _free(base, resources)
+    for i, room in enumerate(free):
+        room.update(free_devices(ctx, i))
+    return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], free,
                    resources, {k: g.spec.topology_key for k, g in ctx.pod_groups.items() if g.spec.topology_key},
-                   [dict(n.metadata.labels) for n in base.nodes], nowhere)
-
-
-def _claims(pod: PodInfo) -> bool:
-    spec = pod.pod.spec
-    return bool(spec.resource_claims) or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.volumes)
+                   [dict(n.metadata.labels) for n in base.nodes], nowhere,
+                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))])
 
 
 def _one_per_node(pod: PodInfo) -> bool:
@@ -118,3 +125,10 @@ def _free(base: ClusterSnapshot, resources: list[str]) -> list[dict[str, int]]:
 
 def demand(cls: PodClass, resource: str) -> int:
     return 1 if resource == PODS else cls.requests.get(resource, 0)
+
+
+def need(cls: PodClass, resource: str, where: tuple[str, int]) -> int:
+    """What one pod of ``cls`` takes of ``resource`` in bin ``where`` (devices differ per bin)."""
+    if resource.startswith(DEVICE):
+        return cls.devices.get(where, {}).get(resource, 0)
+    return demand(cls, resource)

@@ -9,7 +9,9 @@ import pytest
 from models.config import SchedulerConfig
 from models.errors import InputError
 from solver.provision import parse_shapes, provision
-from tests.builders import make_node, make_pod, make_pod_group, make_snapshot, term
+from models.snapshot import ClusterSnapshot
+from tests.builders import make_node, make_pod, make_pod_group, make_pvc, make_snapshot, make_storage_class, term
+from tests.solver.dra_objects import allocated_claim, gpu_class, gpu_slice, gpu_template, with_claim
 
 CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 20, "workers": 2}})
 
@@ -132,9 +134,57 @@ def test_nothing_to_provision_when_everything_fits() -> None:
     assert (r.pending, r.added, r.cost, r.placement) == (0, [], 0, {})
 
 
-def test_pods_with_volume_claims_are_set_aside_with_the_reason() -> None:
+def test_a_pod_whose_claim_does_not_exist_is_named_with_kube_schedulers_reason() -> None:
     node, hog = full_node()
     pods = [hog, make_pod("a/db", cpu="2", claims=["data"]), make_pod("a/web", cpu="2")]
     r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1)))
-    assert r.nowhere["a/db"].startswith("not provisioned for: it has ResourceClaims or PersistentVolumeClaims")
+    assert r.nowhere == {"a/db": '0/2 nodes are available: persistentvolumeclaim "data" not found.'}
     assert r.placement == {"a/web": "big-new-1"}
+
+
+def test_a_wait_for_first_consumer_claim_goes_to_a_new_node_its_storage_class_allows() -> None:
+    """The StorageClass provisions only in zone b: the pod goes to a new node there, and the
+    plan that is validated binds the claim to that node."""
+    node, hog = full_node()
+    snap = make_snapshot([node], [hog, make_pod("a/db", cpu="2", claims=["data"])], pvcs=[make_pvc("a/data")],
+                         storage_classes=[make_storage_class(zones=["b"])])
+    r = provision(snap, CONFIG, shapes(("cheap", "4", 1, {"zones": {"a": 5}}), ("dear", "4", 3, {"zones": {"b": 5}})))
+    assert [a.shape for a in r.added] == ["dear@b"] and r.placement == {"a/db": "dear@b-new-1"}
+    assert r.proven and not r.nowhere
+
+
+def gpu_pods(n: int, count: int) -> list:
+    return [with_claim(make_pod(f"ml/t{i}", cpu="1"), template="gpus") for i in range(n)], gpu_template("ml/gpus", count)
+
+
+def test_gpu_pods_get_nodes_of_a_shape_whose_devices_hold_them() -> None:
+    """Three pods of 2 GPUs each: the 4-GPU shape holds two (cost 3 each), the 8-GPU one all
+    three (cost 5): one 8-GPU node, where first-fit-decreasing opens two of 4."""
+    node, hog = full_node()
+    pods, template = gpu_pods(3, 2)
+    snap = ClusterSnapshot.build(nodes=[node], pods=[hog, *pods], device_classes=[gpu_class()],
+                                 resource_claim_templates=[template])
+    gpus = {"devices": [{"driver": "gpu.example.com", "count": 4, "attributes": {"model": "a100"}}]}
+    eight = {"devices": [{"driver": "gpu.example.com", "count": 8, "name": "gpu"}]}
+    r = provision(snap, CONFIG, shapes(("plain", "16", 1), ("gpu4", "16", 3, gpus), ("gpu8", "16", 5, eight)))
+    assert (r.ffd_nodes, r.ffd_cost) == (2, 6000)
+    assert [a.shape for a in r.added] == ["gpu8"] and r.cost == 5000 and r.proven
+    assert set(r.placement.values()) == {"gpu8-new-1"} and not r.left_out and not r.nowhere
+
+
+def test_a_shape_taken_from_a_node_carries_its_devices() -> None:
+    pods, template = gpu_pods(3, 2)
+    held = with_claim(make_pod("ml/old", cpu="1", node="g1"), claim="old")
+    snap = ClusterSnapshot.build(nodes=[make_node("g1", cpu="16")], pods=[held, *pods], device_classes=[gpu_class()],
+                                 resource_slices=[gpu_slice("g1", 4)], resource_claim_templates=[template],
+                                 resource_claims=[allocated_claim("ml/old", "g1", ["gpu-0", "gpu-1"], "old")])
+    r = provision(snap, CONFIG)
+    assert r.pending == 2  # one of the three fits the two GPUs left on g1
+    assert [a.shape for a in r.added] == ["like-g1"] and r.proven
+    assert set(r.placement.values()) == {"like-g1-new-1"}
+
+
+def test_a_shape_file_with_a_bad_device_is_refused_naming_it() -> None:
+    with pytest.raises(InputError) as caught:
+        parse_shapes([{"name": "x", "allocatable": {"cpu": "4"}, "devices": [{"driver": "d", "count": 0}]}], default_max=5)
+    assert str(caught.value).startswith('shapes[0] (x): devices[0].count: "0" must be an integer >= 1')
