@@ -392,7 +392,7 @@ def plan_of_placements(snapshot: ClusterSnapshot, config: SchedulerConfig, place
     index = ctx.state.node_index
     placed = {k: index[n] for k, n in placements.items()}
     book = ctx.state.volume_book
-    volumes = (book.bindings_of(((ctx.pod(k), ctx.nodes[n]) for k, n in placed.items()), ctx.state.volumes, None)
+    volumes = (book.bindings_of(((ctx.window_pod(k), ctx.nodes[n]) for k, n in placed.items()), ctx.state.volumes, None)
                if book is not None else ())
     left = tuple(Unschedulable(pod=p.key, message="not placed") for p in ctx.window if p.key not in placed)
     return Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in placements.items()), unschedulable=left,

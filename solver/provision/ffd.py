@@ -57,7 +57,8 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
                     return False
                 return True
             target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], kind)
-                           and not (cls.one_per_node and bins.count[b].get(cls.id))), None)
+                           and not (cls.one_per_node and bins.count[b].get(cls.id))
+                           and not any(_apart(problem, cls.id, other) for other in bins.count[b])), None)
             if target is None:
                 target = _open(problem, bins, cls, opened, allowed, per_pod)
             if target is None:
@@ -70,6 +71,10 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
             if topo is not None and gang not in domains:
                 domains[gang] = _label(problem, bins.kind[target], topo) or ""
     return bins
+
+
+def _apart(problem: Problem, a: int, b: int) -> bool:
+    return (min(a, b), max(a, b)) in problem.apart
 
 
 def _copies(cls: PodClass, room: dict[str, int], where: tuple[str, int]) -> int:

@@ -69,6 +69,7 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
         for j in range(1, n):
             model.add_implication(new[s, j], new[s, j - 1])
     _gang_domains(model, problem, bins, x)
+    _apart(model, problem, bins, x)
     _volume_cuts(model, problem, counts, new, missed)
     _count_cuts(model, problem, counts, new, missed)
     nodes = sum(new.values())
@@ -145,6 +146,21 @@ def _count_cuts(model, problem: Problem, counts: list[int], new, missed) -> None
                  for s in c.shapes for j in range(counts[s])]
         if need_more > 0 and any(f for f, _ in terms):
             model.add(sum(f * v for f, v in terms if f) + missed[c.id] >= need_more)
+
+
+def _apart(model, problem: Problem, bins, x) -> None:
+    """Two classes whose pods cannot share a node (host ports, anti-affinity on hostname) do not
+    both have pods in one bin: ``on[c, b]`` is true when class c has a pod in bin b."""
+    involved = {c for pair in problem.apart for c in pair}
+    on = {}
+    for (cid, b), v in x.items():
+        if cid in involved:
+            on[cid, b] = model.new_bool_var(f"on[{cid},{b}]")
+            model.add(v == 0).only_enforce_if(on[cid, b].Not())
+    for a, c in problem.apart:
+        for b in bins:
+            if (a, b) in on and (c, b) in on:
+                model.add_at_most_one(on[a, b], on[c, b])
 
 
 def _gang_domains(model, problem: Problem, bins, x) -> None:

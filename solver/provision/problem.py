@@ -23,6 +23,7 @@ from models.snapshot import ClusterSnapshot, holds_node
 from ..context import build_context
 from ..filtering import Cycle, StaticFilters
 from ..info import PodInfo
+from ..plugins.node_ports.filter import ports_conflict
 from .devices import DEVICE, class_devices, free_devices
 from .shapes import HOSTNAME, Shape, with_new_nodes
 
@@ -34,7 +35,7 @@ class PodClass:
     id: int
     keys: list[str]
     requests: dict[str, int]
-    one_per_node: bool  # a required anti-affinity on hostname that matches its own pods
+    one_per_node: bool  # a required anti-affinity on hostname that matches its own pods, or a host port
     gang: Optional[str]
     existing: list[int] = field(default_factory=list)  # indexes of existing nodes it may go to
     shapes: list[int] = field(default_factory=list)  # indexes of shapes it may go to
@@ -55,6 +56,9 @@ class Problem:
     existing_labels: list[dict[str, str]]
     nowhere: dict[str, str]  # pods no node of any shape could take, alone -> the filter's reason
     shape_devices: list[dict[str, int]] = field(default_factory=list)  # devices of a node of each shape, by kind
+    # pairs of classes no node may hold together: their host ports collide, or a required
+    # anti-affinity on hostname of one matches the other's pods
+    apart: set[tuple[int, int]] = field(default_factory=set)
 
     def room(self, where: tuple[str, int]) -> dict[str, int]:
         """A bin's room: an existing node's free room and devices, or a new node of a shape's."""
@@ -94,18 +98,32 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
             existing=[i for i in ok if i < n_existing], shapes=[i - n_existing for i in ok if i >= n_existing],
             devices=devices))
     resources = sorted({r for c in classes for r in c.requests} | {PODS})
+    reps = {c.id: ctx.pod(c.keys[0]) for c in classes}
+    apart = {(a.id, b.id) for a in classes for b in classes if a.id < b.id and _apart(reps[a.id], reps[b.id])}
     free = _free(base, resources)
     for i, room in enumerate(free):
         room.update(free_devices(ctx, i))
     return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], free,
                    resources, {k: g.spec.topology_key for k, g in ctx.pod_groups.items() if g.spec.topology_key},
                    [dict(n.metadata.labels) for n in base.nodes], nowhere,
-                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))])
+                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))], apart)
+
+
+def _repels(pod: PodInfo, other: PodInfo) -> bool:
+    """A required anti-affinity term of ``pod`` on hostname matches ``other``."""
+    return any(t.topology_key == HOSTNAME and t.matches(other.namespace, other.labels, other.ns_labels)
+               for t in pod.anti_affinity)
 
 
 def _one_per_node(pod: PodInfo) -> bool:
-    return any(t.topology_key == HOSTNAME and t.matches(pod.namespace, pod.labels, pod.ns_labels)
-               for t in pod.anti_affinity)
+    return _repels(pod, pod) or bool(pod.host_ports)
+
+
+def _apart(a: Optional[PodInfo], b: Optional[PodInfo]) -> bool:
+    """Pods of classes ``a`` and ``b`` cannot share a node (ports, or anti-affinity either way)."""
+    if a is None or b is None:
+        return False
+    return ports_conflict(a.host_ports, b.host_ports) or _repels(a, b) or _repels(b, a)
 
 
 def _free(base: ClusterSnapshot, resources: list[str]) -> list[dict[str, int]]:

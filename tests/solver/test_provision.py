@@ -115,13 +115,27 @@ def test_zones_make_one_shape_per_zone_with_its_own_limit() -> None:
     assert b.node.metadata.labels["topology.kubernetes.io/zone"] == "b"
 
 
-def test_a_rule_the_cost_model_does_not_count_is_caught_and_named() -> None:
-    """Anti-affinity between two different pods is not in the cost model: its one node for both
-    is refused by the validator, the engine decides instead, and the pod left out is named."""
+def test_pods_that_repel_each_other_or_share_a_host_port_get_nodes_apart() -> None:
+    """Anti-affinity on hostname between two different pods, and two pods of different classes
+    asking for one host port, are in the cost model: one node each, proven."""
     node, hog = full_node()
     pods = [hog, make_pod("a/x", cpu="1", labels={"app": "x"}, pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")]),
-            make_pod("a/y", cpu="1", labels={"app": "y"})]
+            make_pod("a/y", cpu="1", labels={"app": "y"}),
+            make_pod("a/p", cpu="1", host_ports=[8080]), make_pod("a/q", cpu="2", host_ports=[8080])]
     r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1)))
+    assert len(r.added) == 2 and r.proven and not r.left_out
+    assert r.placement["a/x"] != r.placement["a/y"] and r.placement["a/p"] != r.placement["a/q"]
+
+
+def test_a_rule_the_cost_model_does_not_count_is_caught_and_named() -> None:
+    """Anti-affinity between two different pods across zones is not in the cost model: its one
+    node for both is refused by the validator, the engine decides instead, and the pod left out
+    is named."""
+    node, hog = full_node()
+    zone = "topology.kubernetes.io/zone"
+    pods = [hog, make_pod("a/x", cpu="1", labels={"app": "x"}, pod_anti_affinity=[term({"app": "y"}, zone)]),
+            make_pod("a/y", cpu="1", labels={"app": "y"})]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1, {"zones": {"a": 3}})))
     assert len(r.added) == 1 and r.status == "OPTIMAL"
     assert len(r.placement) == 1 and len(r.left_out) == 1
     assert not r.proven
