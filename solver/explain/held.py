@@ -194,3 +194,15 @@ def relaxed_target(pod: Pod, by_kind: dict[str, set]) -> Pod:
                                 "containers": [bare(c) for c in spec.containers],
                                 "init_containers": [bare(c) for c in spec.init_containers]})
     return pod if spec is pod.spec else copy_with(pod, {"spec": spec})
+
+
+def released_claims(base: ClusterSnapshot, freed: set[str]) -> list:
+    """The snapshot's claims, those reserved only for pods of ``freed`` deallocated (their
+    devices free again), as when those pods' room is relaxed."""
+    out = []
+    for claim in base.resource_claims:
+        users = {f"{claim.metadata.namespace}/{r.name}" for r in claim.status.reserved_for if r.resource == "pods"}
+        if claim.status.allocation is not None and users and users <= freed:
+            claim = copy_with(claim, {"status": copy_with(claim.status, {"allocation": None, "reserved_for": []})})
+        out.append(claim)
+    return out

@@ -4,8 +4,9 @@ node, each one a thing an operator could change, with the relaxation that change
 Every relaxation only ever removes a constraint, so placing the targets can only get easier as
 more obstacles are relaxed (the deletion search in ``search`` relies on that):
 
-* ``room``: what the pods on one node hold (their requests and host ports; they stay, with
-  their labels, so affinity and spread counts do not move) — "node n3's room";
+* ``room``: what the pods on one node hold (their requests, host ports and the devices of claims
+  only they use; they stay, with their labels, so affinity and spread counts do not move) —
+  "node n3's room";
 * ``cordon``: a node's ``spec.unschedulable``; ``taint``: one NoSchedule/NoExecute taint of a
   node that a target does not tolerate;
 * ``node-selector``, ``node-affinity``, ``pod-affinity[i]``, ``pod-anti-affinity[i]``,
@@ -33,7 +34,7 @@ from models.snapshot import ClusterSnapshot, holds_node
 
 from ..disruption import disruptions_allowed
 from ..whatif.changes import rebuilt
-from .held import held_obstacles, relaxed_csi_nodes, relaxed_node, relaxed_target
+from .held import held_obstacles, relaxed_csi_nodes, relaxed_node, relaxed_target, released_claims
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -83,7 +84,7 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
 def _room(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
     by_node: dict[str, list[Pod]] = {}
     for pod in base.pods:
-        if holds_node(pod) and (pod_requests(pod) or _host_ports(pod)):
+        if holds_node(pod) and (pod_requests(pod) or _host_ports(pod) or pod.spec.resource_claims):
             by_node.setdefault(pod.spec.node_name, []).append(pod)
     wanted: dict[str, int] = {}
     for t in targets:
@@ -221,18 +222,22 @@ def relaxed(base: ClusterSnapshot, targets: Iterable[str], obstacles: Iterable[O
     room = by_kind.get("room", set())
     theirs = by_kind.get("their-anti-affinity", set())
     pods = []
+    freed: set[str] = set()  # pods whose room is relaxed: their claims' devices are given back
     for pod in base.pods:
         if pod.key in target_keys:
             pod = relaxed_target(_relaxed_target(pod, by_kind), by_kind)
         if pod.spec.node_name in room and holds_node(pod):
             pod = _without_room(pod)
+            freed.add(pod.key)
         if pod.key in theirs:
             pod = _without_anti_affinity(pod)
         pods.append(pod)
     pdbs = [b for b in base.pdbs if b.key not in by_kind.get("pdb", set())]
     groups = [copy_with(g, {"spec": copy_with(g.spec, {"topology_key": None})})
               if g.key in by_kind.get("group-topology", set()) else g for g in base.pod_groups]
-    extra = {"csi_nodes": relaxed_csi_nodes(base, by_kind)} if "volume-limit" in by_kind else {}
+    extra: dict = {"csi_nodes": relaxed_csi_nodes(base, by_kind)} if "volume-limit" in by_kind else {}
+    if freed and base.resource_claims:
+        extra["resource_claims"] = released_claims(base, freed)
     return rebuilt(base, nodes=nodes, pods=pods, pdbs=pdbs, pod_groups=groups, **extra)
 
 
@@ -255,7 +260,7 @@ def _without_room(pod: Pod) -> Pod:
     spec = copy_with(pod.spec, {"containers": [bare(c) for c in pod.spec.containers],
                                 "init_containers": [bare(c) for c in pod.spec.init_containers],
                                 "overhead": {}, "resources": None})
-    return copy_with(pod, {"spec": spec})
+    return relaxed_target(copy_with(pod, {"spec": spec}), {"device-claim": {rc.name for rc in pod.spec.resource_claims}})
 
 
 def _without_anti_affinity(pod: Pod) -> Pod:

@@ -14,7 +14,7 @@ from models.objects import copy_with
 from models.snapshot import POD_GROUP_LABEL
 from solver import ScheduleRequest, decide
 from solver.explain import Stopped, explain, plan_applied
-from solver.explain.obstacles import relaxed
+from solver.explain.obstacles import candidates, relaxed
 from tests.builders import (make_csi_node, make_node, make_pdb, make_pod, make_pod_group, make_pv, make_pvc, make_snapshot,
                             make_storage_class, term)
 from tests.builders import spread as spread_rule
@@ -299,6 +299,12 @@ def test_devices_held_by_a_running_pods_claim_name_the_targets_claim() -> None:
     assert o.kind == "device-claim" and o.objects[0] == "resourceclaimtemplates/ml/one-gpu"
     assert o.fields == ("spec.resourceClaims[0]", "spec.devices.requests")
     assert why.proven
+    # The other way: node n1's room relaxed gives back the GPU ml/old's claim holds.
+    today = decide(ScheduleRequest(snap, CONFIG))
+    room = [c for c in candidates(plan_applied(snap, today.plan, keep={"ml/new"}), [snap.pod("ml/new")], CONFIG)
+            if c.kind == "room"]
+    assert room and _fits(snap, today.plan, ("ml/new",), {"ml/new": ""}, tuple(room))
+    assert not _fits(snap, today.plan, ("ml/new",), {"ml/new": ""}, ())
 
 
 def test_a_gang_whose_members_share_a_host_port_on_the_one_node() -> None:
