@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_input_options(parser)
     parser.add_argument("--shapes", metavar="FILE", help="node shapes, YAML or JSON: a list (or shapes: list) of "
-                        "name, labels, taints, allocatable, cost, maxCount, zones")
+                        "name, labels, taints, allocatable, cost, maxCount, zones, devices")
     parser.set_defaults(handler=run, decides=True)
 
 
@@ -83,8 +83,8 @@ def table(r) -> str:
         lines += ["", f"WHERE {len(r.placement)} OF THE {r.pending} LEFT-OUT POD(S) GO"]
         lines += [f"  {pod}  ->  {node}" for pod, node in sorted(r.placement.items())]
     if r.left_out:
-        lines += ["", f"STILL LEFT OUT: {len(r.left_out)} (a rule the cost model does not count: spread, "
-                  "anti-affinity between different pods, ports, volumes, devices)"]
+        lines += ["", f"STILL LEFT OUT: {len(r.left_out)} (a rule the cost model does not count: spread across "
+                  "pods, anti-affinity across zones, volume limits, devices not counted exactly)"]
         lines += [f"  {pod}: {why}" for pod, why in sorted(r.left_out.items())]
     if r.nowhere:
         lines += ["", f"NOT PLACED ON ANY SHAPE: {len(r.nowhere)}"]

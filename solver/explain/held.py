@@ -70,33 +70,48 @@ def _volumes(base: ClusterSnapshot, targets: Sequence[Pod]) -> list["Obstacle"]:
     for t in targets:
         for name in _volume_names(t):
             seen.setdefault(f"{t.metadata.namespace}/{name}", []).append(t)
-    claims = {c.key: c for c in base.pvcs}
-    volumes = {v.metadata.name: v for v in base.pvs}
     out = []
     for key, pods in seen.items():
-        claim = claims.get(key)
-        objects = [f"persistentvolumeclaims/{key}"]
-        fields = ["spec.volumes[*].persistentVolumeClaim"]
-        if claim is None:
-            what = "does not exist yet"
-        elif claim.spec.volume_name:
-            pv = volumes.get(claim.spec.volume_name)
-            what = f"bound to volume {claim.spec.volume_name}"
-            objects.append(f"persistentvolumes/{claim.spec.volume_name}")
-            if pv is not None and pv.spec.node_affinity is not None:
-                what += " (reachable only from the nodes its spec.nodeAffinity selects)"
-                fields.append("spec.nodeAffinity")
-        else:
-            sc = claim.spec.storage_class_name or ""
-            what = f"unbound, StorageClass {sc or '(none)'}"
-            if sc:
-                objects.append(f"storageclasses/{sc}")
-                fields.append("volumeBindingMode, allowedTopologies")
-        owner = _who(pods)
-        out.append(Obstacle("volume", key.partition("/")[2], f"{owner}: PersistentVolumeClaim {key} {what}",
+        what, objects, fields = _volume_facts(base, key, {p.key for p in pods})
+        out.append(Obstacle("volume", key.partition("/")[2], f"{_who(pods)}: PersistentVolumeClaim {key} {what}",
                             tuple(objects) + tuple(f"pods/{p.key}" for p in pods), tuple(fields), 8,
                             f"its volume {key}"))
     return out
+
+
+def _volume_facts(base: ClusterSnapshot, key: str, owners: set[str]) -> tuple[str, list[str], list[str]]:
+    """What stands out about claim ``key``: missing, its volume and that volume's node affinity,
+    an access mode another pod holds, or unbound with its StorageClass's binding mode."""
+    claim = next((c for c in base.pvcs if c.key == key), None)
+    objects = [f"persistentvolumeclaims/{key}"]
+    fields = ["spec.volumes[*].persistentVolumeClaim"]
+    if claim is None:
+        return "does not exist yet", objects, fields
+    facts = []
+    if claim.spec.volume_name:
+        pv = next((v for v in base.pvs if v.metadata.name == claim.spec.volume_name), None)
+        facts.append(f"bound to volume {claim.spec.volume_name}")
+        objects.append(f"persistentvolumes/{claim.spec.volume_name}")
+        if pv is not None and pv.spec.node_affinity is not None:
+            facts.append("whose spec.nodeAffinity limits the nodes that reach it")
+            fields.append("spec.nodeAffinity")
+    else:
+        sc = next((c for c in base.storage_classes if c.metadata.name == claim.spec.storage_class_name), None)
+        if sc is None:
+            facts.append(f"unbound, StorageClass {claim.spec.storage_class_name or '(none)'}")
+        else:
+            facts.append(f"unbound, StorageClass {sc.metadata.name} (volumeBindingMode {sc.volume_binding_mode}"
+                         + (", allowedTopologies" if sc.allowed_topologies else "") + ")")
+            objects.append(f"storageclasses/{sc.metadata.name}")
+            fields.append("volumeBindingMode")
+    if "ReadWriteOncePod" in claim.spec.access_modes:
+        name = key.partition("/")[2]
+        users = [p.key for p in base.pods if holds_node(p) and p.key not in owners
+                 and p.metadata.namespace == claim.metadata.namespace and name in claim_names(p.spec.volumes)]
+        if users:
+            facts.append(f"ReadWriteOncePod, in use by pod {users[0]}")
+            fields.append("spec.accessModes")
+    return ", ".join(facts), objects, fields
 
 
 def _volume_limits(base: ClusterSnapshot, targets: Sequence[Pod]) -> list["Obstacle"]:

@@ -2,12 +2,14 @@
 (existing, or of which shape) each pod class may go to, and how much room each has.
 
 Eligibility is kube-scheduler's filter cycle (``filtering.Cycle``) for each class's first pod,
-run on the cluster as the best plan leaves it plus one empty node of each shape: every filter
-(taints, selectors, node affinity, ports, inter-pod affinity against running pods, spread for
-one pod, resources against what is free) decides where a class may go, alone. What couples
-pods of the window beyond resources — a gang's one domain, a pod repelling its own replicas
-per node — is the model's (``model``); the rest is checked by deciding the provisioned
-cluster with the same engine (``provision``).
+run on the cluster as the best plan leaves it plus one empty node of each shape (with the
+shape's devices): every filter (taints, selectors, node affinity, ports, inter-pod affinity
+against running pods, spread for one pod, resources against what is free, volumes — a
+WaitForFirstConsumer claim whose StorageClass reaches the new node — and device claims) decides
+where a class may go, alone. What couples pods of the window beyond resources — a gang's one
+domain, pods that may not share a node (anti-affinity on hostname, host ports), the devices of
+each kind a node has (``devices``) — is the model's (``model``); the rest is checked by the
+validator and by deciding the provisioned cluster with the same engine (``provision``).
 """
 
 from __future__ import annotations

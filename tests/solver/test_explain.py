@@ -269,8 +269,7 @@ def test_a_volume_bound_in_another_zone_is_named_with_its_node_affinity() -> Non
     [why] = explain(snap, CONFIG, "a/db")
     [o] = why.obstacles
     assert o.kind == "volume" and "persistentvolumes/pv-a" in o.objects and "spec.nodeAffinity" in o.fields
-    assert o.text == ("a/db: PersistentVolumeClaim a/data bound to volume pv-a (reachable only from the nodes its "
-                      "spec.nodeAffinity selects)")
+    assert o.text == "a/db: PersistentVolumeClaim a/data bound to volume pv-a, whose spec.nodeAffinity limits the nodes that reach it"
 
 
 def test_a_node_at_its_volume_attach_limit_or_the_volume_itself() -> None:
