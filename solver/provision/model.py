@@ -71,6 +71,7 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
     _gang_domains(model, problem, bins, x)
     _apart(model, problem, bins, x)
     _volume_cuts(model, problem, counts, new, missed)
+    _device_cuts(model, problem, counts, new, missed)
     _count_cuts(model, problem, counts, new, missed)
     nodes = sum(new.values())
     weight = len(new) + 1
@@ -127,6 +128,27 @@ def _volume_cuts(model, problem: Problem, counts: list[int], new, missed) -> Non
             if any(a for a, _ in room):
                 model.add(sum(a * v for a, v in room if a)
                           + sum(demand(c, r) * missed[c.id] for c in members) >= short)
+
+
+def _devices_in(room: dict[str, int]) -> int:
+    return sum(v for r, v in room.items() if r.startswith(DEVICE))
+
+
+def _device_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
+    """Redundant, for the bound: pods with devices that may go only to nodes of shapes S (and
+    some existing nodes) need at least the fewest devices each could take, in all, from the
+    free devices of those existing nodes and the devices of new nodes of S."""
+    taking = [c for c in problem.classes if c.devices]
+    for family in {frozenset(c.shapes) for c in taking}:
+        members = [c for c in taking if set(c.shapes) <= family]
+        least = {c.id: min((sum(c.devices.get(w, {}).values()) for w in
+                            [("node", i) for i in c.existing] + [("shape", s) for s in c.shapes]), default=0)
+                 for c in members}
+        existing = {i for c in members for i in c.existing}
+        short = sum(least[c.id] * len(c.keys) for c in members) - sum(_devices_in(problem.free[i]) for i in existing)
+        room = [(_devices_in(problem.room(("shape", s))), new[s, j]) for s in family for j in range(counts[s])]
+        if short > 0 and any(a for a, _ in room):
+            model.add(sum(a * v for a, v in room if a) + sum(least[c.id] * missed[c.id] for c in members) >= short)
 
 
 def fit_count(c, room: dict[str, int], resources: list[str], where: tuple[str, int]) -> int:
