@@ -19,14 +19,11 @@ Each relaxation only removes a constraint (a slot more, a volume, claim or port 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 from models.objects import Container, Node, Pod, copy_with
 from models.snapshot import ClusterSnapshot, holds_node
 from models.storage import claim_names
 
-if TYPE_CHECKING:
-    from .obstacles import Obstacle
+from .obstacle import Obstacle
 
 PODS = "pods"
 
@@ -35,14 +32,12 @@ def _who(targets: Sequence[Pod]) -> str:
     return targets[0].key if len(targets) == 1 else f"{len(targets)} pods of the gang"
 
 
-def held_obstacles(base: ClusterSnapshot, targets: Sequence[Pod]) -> list["Obstacle"]:
+def held_obstacles(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
     return [*_pod_count(base), *_volumes(base, targets), *_volume_limits(base, targets),
             *_device_claims(targets), *_host_ports(targets)]
 
 
-def _pod_count(base: ClusterSnapshot) -> list["Obstacle"]:
-    from .obstacles import Obstacle
-
+def _pod_count(base: ClusterSnapshot) -> list[Obstacle]:
     held: dict[str, int] = {}
     for pod in base.pods:
         if holds_node(pod):
@@ -63,9 +58,7 @@ def _volume_names(pod: Pod) -> list[str]:
     return out
 
 
-def _volumes(base: ClusterSnapshot, targets: Sequence[Pod]) -> list["Obstacle"]:
-    from .obstacles import Obstacle
-
+def _volumes(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
     seen: dict[str, list[Pod]] = {}
     for t in targets:
         for name in _volume_names(t):
@@ -114,9 +107,7 @@ def _volume_facts(base: ClusterSnapshot, key: str, owners: set[str]) -> tuple[st
     return ", ".join(facts), objects, fields
 
 
-def _volume_limits(base: ClusterSnapshot, targets: Sequence[Pod]) -> list["Obstacle"]:
-    from .obstacles import Obstacle
-
+def _volume_limits(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
     if not any(_volume_names(t) for t in targets):
         return []
     out = []
@@ -132,9 +123,7 @@ def _volume_limits(base: ClusterSnapshot, targets: Sequence[Pod]) -> list["Obsta
     return out
 
 
-def _device_claims(targets: Sequence[Pod]) -> list["Obstacle"]:
-    from .obstacles import Obstacle
-
+def _device_claims(targets: Sequence[Pod]) -> list[Obstacle]:
     entries: dict[str, tuple[int, str]] = {}
     for t in targets:
         for i, rc in enumerate(t.spec.resource_claims):
@@ -153,9 +142,7 @@ def _ports_of(pod: Pod) -> set[tuple[int, str]]:
             if p.host_port}
 
 
-def _host_ports(targets: Sequence[Pod]) -> list["Obstacle"]:
-    from .obstacles import Obstacle
-
+def _host_ports(targets: Sequence[Pod]) -> list[Obstacle]:
     ports = sorted({p for t in targets for p in _ports_of(t)})
     owners = tuple(f"pods/{t.key}" for t in targets)
     many = len(targets) > 1

@@ -24,7 +24,6 @@ more obstacles are relaxed (the deletion search in ``search`` relies on that):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from models.config import SchedulerConfig
@@ -34,32 +33,10 @@ from models.snapshot import ClusterSnapshot, holds_node
 
 from ..disruption import disruptions_allowed
 from ..whatif.changes import rebuilt
+from .obstacle import Obstacle
 from .held import held_obstacles, relaxed_csi_nodes, relaxed_node, relaxed_target, released_claims
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-@dataclass(frozen=True)
-class Obstacle:
-    """One relaxable group of constraints. ``ref``: what ``relaxed`` needs to undo it (a node
-    name, (node, taint index), a field and index of the targets, a pod or budget key)."""
-
-    kind: str
-    ref: Any
-    text: str
-    objects: tuple[str, ...]
-    fields: tuple[str, ...]
-    weight: int = 1  # how much relaxing it would disturb (tried for removal first when larger)
-    short: str = ""  # a few words for a condition message ("node n3's room"); ``text`` when empty
-
-    @property
-    def brief(self) -> str:
-        """The short form (``short``, else ``text``): what the live scheduler appends to a
-        left-out pod's ``PodScheduled`` message."""
-        return self.short or self.text
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "objects": list(self.objects), "fields": list(self.fields)}
 
 
 # -- finding them ----------------------------------------------------------------------------
