@@ -15,8 +15,9 @@ from typing import Optional
 from ortools.sat.python import cp_model
 
 from .ffd import Bins
+from .cuts import aggregate_bound, cuts
 from .devices import DEVICE
-from .problem import Problem, demand, need
+from .problem import Problem, need
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,13 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
             model.add_implication(new[s, j], new[s, j - 1])
     _gang_domains(model, problem, bins, x)
     _apart(model, problem, bins, x)
-    _volume_cuts(model, problem, counts, new, missed)
-    _device_cuts(model, problem, counts, new, missed)
-    _count_cuts(model, problem, counts, new, missed)
+    rows = cuts(problem)
+    # Redundant cuts, for the bound (``cuts``): per row, the nodes of its shapes hold at least
+    # what its pods need beyond the existing nodes' room (less what is missed).
+    for row in rows:
+        room = [(a, new[s, j]) for s, a in row.per_shape.items() for j in range(counts[s])]
+        if any(a for a, _ in room):
+            model.add(sum(a * v for a, v in room) + sum(k * missed[c] for c, k in row.missed.items()) >= row.short)
     nodes = sum(new.values())
     weight = len(new) + 1
     cost = sum(problem.shapes[s].cost * v for (s, _), v in new.items())
@@ -92,6 +97,10 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
     total = sum(problem.shapes[s].cost * n for s, n in chosen.items())
     missing = sum(solver.value(v) for v in missed.values())
     bound = (int(solver.best_objective_bound) - missing * most) // weight if missing == 0 else None
+    if bound is not None and status != cp_model.OPTIMAL:
+        # The cuts alone over node counts per shape: a small model proven in a moment, whose
+        # optimum bounds the cost too (a bound CP-SAT's search may not reach in its time).
+        bound = max(bound, aggregate_bound(problem, counts, rows))
     return Solved(chosen, placement, total, sum(chosen.values()), name, bound, missing)
 
 
@@ -111,63 +120,6 @@ def _capacity(model, problem: Problem, bins, x, new) -> None:
                 model.add(load <= room.get(r, 0))
             else:
                 model.add(load <= room.get(r, 0) * new[b[1], b[2]])
-
-
-def _volume_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
-    """Redundant, for the bound: pods that may go only to nodes of shapes S (and some existing
-    nodes) need, per resource, at least their total request in nodes of S beyond that free room."""
-    families = {frozenset(c.shapes) for c in problem.classes}
-    for family in families:
-        members = [c for c in problem.classes if set(c.shapes) <= family]
-        existing = {i for c in members for i in c.existing}
-        for r in problem.resources:
-            short = sum(demand(c, r) * len(c.keys) for c in members) - sum(problem.free[i][r] for i in existing)
-            if short <= 0:
-                continue
-            room = [(problem.shapes[s].allocatable.get(r, 0), new[s, j]) for s in family for j in range(counts[s])]
-            if any(a for a, _ in room):
-                model.add(sum(a * v for a, v in room if a)
-                          + sum(demand(c, r) * missed[c.id] for c in members) >= short)
-
-
-def _devices_in(room: dict[str, int]) -> int:
-    return sum(v for r, v in room.items() if r.startswith(DEVICE))
-
-
-def _device_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
-    """Redundant, for the bound: pods with devices that may go only to nodes of shapes S (and
-    some existing nodes) need at least the fewest devices each could take, in all, from the
-    free devices of those existing nodes and the devices of new nodes of S."""
-    taking = [c for c in problem.classes if c.devices]
-    for family in {frozenset(c.shapes) for c in taking}:
-        members = [c for c in taking if set(c.shapes) <= family]
-        least = {c.id: min((sum(c.devices.get(w, {}).values()) for w in
-                            [("node", i) for i in c.existing] + [("shape", s) for s in c.shapes]), default=0)
-                 for c in members}
-        existing = {i for c in members for i in c.existing}
-        short = sum(least[c.id] * len(c.keys) for c in members) - sum(_devices_in(problem.free[i]) for i in existing)
-        room = [(_devices_in(problem.room(("shape", s))), new[s, j]) for s in family for j in range(counts[s])]
-        if short > 0 and any(a for a, _ in room):
-            model.add(sum(a * v for a, v in room if a) + sum(least[c.id] * missed[c.id] for c in members) >= short)
-
-
-def fit_count(c, room: dict[str, int], resources: list[str], where: tuple[str, int]) -> int:
-    """How many pods of class ``c`` fit ``room`` of bin ``where`` (1 at most when it repels its
-    own per node)."""
-    names = resources + [d for d in room if d.startswith(DEVICE)]
-    most = min((room.get(r, 0) // need(c, r, where) for r in names if need(c, r, where)), default=len(c.keys))
-    return min(most, 1) if c.one_per_node else most
-
-
-def _count_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
-    """Redundant, for the bound: each class's pods need nodes, at most ``fit_count`` per node."""
-    res = problem.resources
-    for c in problem.classes:
-        need_more = len(c.keys) - sum(fit_count(c, problem.room(("node", i)), res, ("node", i)) for i in c.existing)
-        terms = [(fit_count(c, problem.room(("shape", s)), res, ("shape", s)), new[s, j])
-                 for s in c.shapes for j in range(counts[s])]
-        if need_more > 0 and any(f for f, _ in terms):
-            model.add(sum(f * v for f, v in terms if f) + missed[c.id] >= need_more)
 
 
 def _apart(model, problem: Problem, bins, x) -> None:
