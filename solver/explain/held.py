@@ -33,11 +33,12 @@ def _who(targets: Sequence[Pod]) -> str:
 
 
 def held_obstacles(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
-    return [*_pod_count(base), *_volumes(base, targets), *_volume_limits(base, targets),
+    return [*_pod_count(base, len(targets)), *_volumes(base, targets), *_volume_limits(base, targets),
             *_device_claims(targets), *_host_ports(targets)]
 
 
-def _pod_count(base: ClusterSnapshot) -> list[Obstacle]:
+def _pod_count(base: ClusterSnapshot, wanted: int) -> list[Obstacle]:
+    """Nodes without a slot for each of the ``wanted`` targets."""
     held: dict[str, int] = {}
     for pod in base.pods:
         if holds_node(pod):
@@ -45,7 +46,7 @@ def _pod_count(base: ClusterSnapshot) -> list[Obstacle]:
     out = []
     for node in base.nodes:
         name, slots, n = node.metadata.name, node.allocatable.get(PODS, 0), held.get(node.metadata.name, 0)
-        if n + 1 > slots:
+        if n + wanted > slots:
             out.append(Obstacle("pod-count", name, f"node {name} holds {n} pod(s), its pod slots: {slots}",
                                 (f"nodes/{name}",), ("status.allocatable.pods",), 40, f"node {name}'s pod count"))
     return out

@@ -312,3 +312,13 @@ def test_a_gang_whose_members_share_a_host_port_on_the_one_node() -> None:
     [why] = explain(snap, CONFIG, "podgroup/ml/w")
     assert [(o.kind, o.text) for o in why.obstacles] == [
         ("host-port", "2 pods of the gang: hostPort 8080/TCP (no two of them on one node)")]
+
+
+def test_a_gang_short_of_pod_slots_by_one_is_named_by_the_pod_count() -> None:
+    """One slot left on the only node, two members to place: the node's pod count, though a
+    single pod would fit."""
+    pods = [make_pod(f"a/run-{i}", node="n1", priority=100) for i in range(2)]
+    pods += [make_pod(f"ml/w-{i}", cpu="1", group="w") for i in range(2)]
+    snap = make_snapshot([make_node("n1", cpu="8", pods=3)], pods, pod_groups=[make_pod_group("ml/w", 2)])
+    [why] = explain(snap, CONFIG, "podgroup/ml/w")
+    assert [(o.kind, o.text) for o in why.obstacles] == [("pod-count", "node n1 holds 2 pod(s), its pod slots: 3")]
