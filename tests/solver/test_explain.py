@@ -197,6 +197,8 @@ def check_windows(seeds) -> int:
         snap = window(seed)
         today = decide(ScheduleRequest(snap, CONFIG))
         for why in explain(snap, CONFIG, today=today):
+            if why.reasons and (why.fits_as_is or why.obstacles is None):
+                SEEN["fits as is" if why.fits_as_is else "fits nowhere"] += 1
             if why.fits_as_is or why.obstacles is None or not why.reasons:
                 continue
             assert why.proven, seed
