@@ -75,8 +75,9 @@ def table(r) -> str:
     lines = [f"ADD {len(r.added)} node(s), cost {r.cost / 1000:g} — {proof}"]
     counts = Counter(a.shape for a in r.added)
     for shape, n in sorted(counts.items()):
-        cost = next(a.cost for a in r.added if a.shape == shape)
-        lines.append(f"  {n:>4} x {shape} (cost {cost / 1000:g} each)")
+        first = next(a for a in r.added if a.shape == shape)
+        devices = f", {first.devices} device(s)" if first.devices else ""
+        lines.append(f"  {n:>4} x {shape} (cost {first.cost / 1000:g} each{devices})")
     lines.append(f"first-fit-decreasing would add {r.ffd_nodes} node(s), cost {r.ffd_cost / 1000:g}"
                  + (f", and leave {r.ffd_unplaced} pod(s) out" if r.ffd_unplaced else ""))
     if r.placement:

@@ -29,6 +29,7 @@ class Added:
     name: str
     shape: str
     cost: int  # thousandths
+    devices: int = 0  # DRA devices the node publishes (its shape's)
 
 
 @dataclass
@@ -62,7 +63,8 @@ class Provisioned:
             "pending": self.pending, "nodes": len(self.added), "cost": self.cost / COST_SCALE,
             "status": self.status, "proven": self.proven,
             "costBound": None if self.bound is None else self.bound / COST_SCALE, "gap": self.gap,
-            "added": [{"name": a.name, "shape": a.shape, "cost": a.cost / COST_SCALE} for a in self.added],
+            "added": [{"name": a.name, "shape": a.shape, "cost": a.cost / COST_SCALE, "devices": a.devices}
+                      for a in self.added],
             "placement": dict(sorted(self.placement.items())), "leftOut": dict(sorted(self.left_out.items())),
             "fitsNoShape": dict(sorted(self.nowhere.items())),
             "firstFitDecreasing": {"nodes": self.ffd_nodes, "cost": self.ffd_cost / COST_SCALE,
@@ -92,7 +94,7 @@ def provision(snapshot: ClusterSnapshot, config: SchedulerConfig, shapes: Option
     else:  # the model found nothing in time: first-fit-decreasing's answer stands
         counts, status, bound = _counts(baseline), "first-fit-decreasing", None
         where = _from_bins(problem, baseline)
-    added = [Added(f"{shapes[s].name}-new-{j + 1}", shapes[s].name, shapes[s].cost)
+    added = [Added(f"{shapes[s].name}-new-{j + 1}", shapes[s].name, shapes[s].cost, shapes[s].device_count)
              for s, n in sorted(counts.items()) for j in range(n)]
     placement, left_out = _checked(base, config, keys, problem.nowhere, added, shapes, where, all_pending)
     return Provisioned(len(keys), added, sum(a.cost for a in added), status, bound, placement, left_out,

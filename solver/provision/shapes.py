@@ -44,6 +44,10 @@ class Shape:
     def allocatable(self) -> dict[str, int]:
         return self.node.allocatable
 
+    @property
+    def device_count(self) -> int:
+        return sum(len(s.spec.devices) for s in self.slices)
+
     def made_slices(self, name: str) -> tuple[ResourceSlice, ...]:
         """The slices a node of this shape named ``name`` publishes (its pools named after it)."""
         return copied_slices(self.slices, name)
