@@ -55,7 +55,7 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
                     return False
                 if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
                     return False
-                return True
+                return not _domain_clash(problem, bins, cls.id, kind)
             target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], kind)
                            and not (cls.one_per_node and bins.count[b].get(cls.id))
                            and not any(_apart(problem, cls.id, other) for other in bins.count[b])), None)
@@ -71,6 +71,21 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
             if topo is not None and gang not in domains:
                 domains[gang] = _label(problem, bins.kind[target], topo) or ""
     return bins
+
+
+def _domain_clash(problem: Problem, bins: Bins, cid: int, kind: tuple[str, int]) -> bool:
+    """A pod of class ``cid`` on a bin like ``kind`` would share a domain of a wider key with a
+    class it must stay apart from there (or, repelling its own, with a pod of its class)."""
+    for (a, c), keys in problem.apart_in.items():
+        if cid not in (a, c):
+            continue
+        other = c if a == cid else a
+        for key in keys:
+            value = _label(problem, kind, key)
+            if value is not None and any(count.get(other) and _label(problem, k, key) == value
+                                         for k, count in zip(bins.kind, bins.count)):
+                return True
+    return False
 
 
 def _apart(problem: Problem, a: int, b: int) -> bool:

@@ -10,7 +10,7 @@ answers is the hint, so the model's answer is never worse than the baseline.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ortools.sat.python import cp_model
 
@@ -71,6 +71,7 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
             model.add_implication(new[s, j], new[s, j - 1])
     _gang_domains(model, problem, bins, x)
     _apart(model, problem, bins, x)
+    _apart_in_domains(model, problem, bins, x)
     rows = cuts(problem)
     # Redundant cuts, for the bound (``cuts``): per row, the nodes of its shapes hold at least
     # what its pods need beyond the existing nodes' room (less what is missed).
@@ -135,6 +136,36 @@ def _apart(model, problem: Problem, bins, x) -> None:
         for b in bins:
             if (a, b) in on and (c, b) in on:
                 model.add_at_most_one(on[a, b], on[c, b])
+
+
+def _apart_in_domains(model, problem: Problem, bins, x) -> None:
+    """Classes that may not share a domain of a wider key (zone, rack) do not both have pods in
+    one value of it (``in_domain[c, key, v]``: class c has a pod where the key is v); a class that
+    repels its own pods there has at most one pod per value."""
+    in_domain: dict = {}
+
+    def there(c: int, key: str, value: str, where: list) -> Any:
+        if (c, key, value) not in in_domain:
+            flag = in_domain[c, key, value] = model.new_bool_var(f"in_domain[{c},{key},{value}]")
+            for b in where:
+                if (c, b) in x:
+                    model.add(x[c, b] == 0).only_enforce_if(flag.Not())
+        return in_domain[c, key, value]
+
+    for (a, c), keys in problem.apart_in.items():
+        for key in sorted(keys):
+            by_value: dict[str, list] = {}
+            for b in bins:
+                value = _label(problem, b, key)
+                if value is not None:
+                    by_value.setdefault(value, []).append(b)
+            for value, where in sorted(by_value.items()):
+                if a == c:
+                    terms = [x[a, b] for b in where if (a, b) in x]
+                    if terms:
+                        model.add(sum(terms) <= 1)
+                else:
+                    model.add_at_most_one(there(a, key, value, where), there(c, key, value, where))
 
 
 def _gang_domains(model, problem: Problem, bins, x) -> None:

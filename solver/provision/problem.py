@@ -61,6 +61,9 @@ class Problem:
     # pairs of classes no node may hold together: their host ports collide, or a required
     # anti-affinity on hostname of one matches the other's pods
     apart: set[tuple[int, int]] = field(default_factory=set)
+    # classes (a <= b) whose pods may not share a domain of these other topology keys (a required
+    # anti-affinity of one matching the other; a == b: at most one pod of the class per domain)
+    apart_in: dict[tuple[int, int], set[str]] = field(default_factory=dict)
 
     def room(self, where: tuple[str, int]) -> dict[str, int]:
         """A bin's room: an existing node's free room and devices, or a new node of a shape's."""
@@ -101,20 +104,34 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
             devices=devices))
     resources = sorted({r for c in classes for r in c.requests} | {PODS})
     reps = {c.id: ctx.pod(c.keys[0]) for c in classes}
-    apart = {(a.id, b.id) for a in classes for b in classes if a.id < b.id and _apart(reps[a.id], reps[b.id])}
+    # Only pairs where one side has anti-affinity or host ports can be kept apart.
+    marked = {c.id for c in classes if (r := reps[c.id]) is not None and (r.anti_affinity or r.host_ports)}
+    pairs = [(a.id, b.id) for a in classes for b in classes if a.id <= b.id and (a.id in marked or b.id in marked)]
+    apart = {(a, b) for a, b in pairs if a < b and _apart(reps[a], reps[b])}
+    apart_in = {(a, b): wider for a, b in pairs if (wider := _apart_in(reps[a], reps[b]))}
     free = _free(base, resources)
     for i, room in enumerate(free):
         room.update(free_devices(ctx, i))
     return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], free,
                    resources, {k: g.spec.topology_key for k, g in ctx.pod_groups.items() if g.spec.topology_key},
                    [dict(n.metadata.labels) for n in base.nodes], nowhere,
-                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))], apart)
+                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))], apart, apart_in)
+
+
+def _repelled_in(pod: PodInfo, other: PodInfo) -> set[str]:
+    """The topology keys of ``pod``'s required anti-affinity terms that match ``other``."""
+    return {t.topology_key for t in pod.anti_affinity if t.matches(other.namespace, other.labels, other.ns_labels)}
 
 
 def _repels(pod: PodInfo, other: PodInfo) -> bool:
     """A required anti-affinity term of ``pod`` on hostname matches ``other``."""
-    return any(t.topology_key == HOSTNAME and t.matches(other.namespace, other.labels, other.ns_labels)
-               for t in pod.anti_affinity)
+    return HOSTNAME in _repelled_in(pod, other)
+
+
+def _apart_in(a: Optional[PodInfo], b: Optional[PodInfo]) -> set[str]:
+    if a is None or b is None:
+        return set()
+    return (_repelled_in(a, b) | _repelled_in(b, a)) - {HOSTNAME}
 
 
 def _one_per_node(pod: PodInfo) -> bool:

@@ -11,6 +11,7 @@ from models.errors import InputError
 from solver.provision import parse_shapes, provision
 from models.snapshot import ClusterSnapshot
 from tests.builders import make_node, make_pod, make_pod_group, make_pvc, make_snapshot, make_storage_class, term
+from tests.builders import spread as spread_rule
 from tests.solver.dra_objects import allocated_claim, gpu_class, gpu_slice, gpu_template, with_claim
 
 CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 20, "workers": 2}})
@@ -127,20 +128,37 @@ def test_pods_that_repel_each_other_or_share_a_host_port_get_nodes_apart() -> No
     assert r.placement["a/x"] != r.placement["a/y"] and r.placement["a/p"] != r.placement["a/q"]
 
 
-def test_a_rule_the_cost_model_does_not_count_is_caught_and_named() -> None:
-    """Anti-affinity between two different pods across zones is not in the cost model: its one
-    node for both is refused by the validator, the engine decides instead, and the pod left out
-    is named."""
+def test_pods_that_repel_each_other_across_zones_get_nodes_in_two_zones() -> None:
+    """Anti-affinity on the zone between two different pods, and a pod repelling its own
+    replicas per zone, are in the cost model: the cheap zone's shape for one of each, the dear
+    zone's for the other."""
     node, hog = full_node()
     zone = "topology.kubernetes.io/zone"
     pods = [hog, make_pod("a/x", cpu="1", labels={"app": "x"}, pod_anti_affinity=[term({"app": "y"}, zone)]),
             make_pod("a/y", cpu="1", labels={"app": "y"})]
+    pods += [make_pod(f"a/db{i}", cpu="1", labels={"app": "db"}, pod_anti_affinity=[term({"app": "db"}, zone)])
+             for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1, {"zones": {"a": 3}}),
+                                                              ("dear", "8", 2, {"zones": {"b": 3}})))
+    assert sorted(a.shape for a in r.added) == ["big@a", "dear@b"] and r.proven and not r.left_out
+    assert r.placement["a/x"] != r.placement["a/y"] and r.placement["a/db0"] != r.placement["a/db1"]
+
+
+def test_a_rule_the_cost_model_does_not_count_is_caught_and_named() -> None:
+    """Spread across several pending pods is not in the cost model: its one zone-a node for both
+    replicas is refused by the validator (zone b, full, counts 0 of them), the engine decides
+    instead, and the replica left out is named."""
+    zone = "topology.kubernetes.io/zone"
+    node = make_node("old", cpu="1", labels={zone: "b"})
+    hog = make_pod("sys/hog", cpu="1", node="old")
+    pods = [hog] + [make_pod(f"a/w{i}", cpu="1", labels={"app": "w"}, spread=[spread_rule(zone, {"app": "w"})])
+                    for i in range(2)]
     r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1, {"zones": {"a": 3}})))
     assert len(r.added) == 1 and r.status == "OPTIMAL"
     assert len(r.placement) == 1 and len(r.left_out) == 1
     assert not r.proven
     [why] = r.left_out.values()
-    assert "anti-affinity" in why
+    assert "topology spread" in why
 
 
 def test_nothing_to_provision_when_everything_fits() -> None:
