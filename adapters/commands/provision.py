@@ -85,7 +85,7 @@ def table(r) -> str:
         lines += [f"  {pod}  ->  {node}" for pod, node in sorted(r.placement.items())]
     if r.left_out:
         lines += ["", f"STILL LEFT OUT: {len(r.left_out)} (a rule the cost model does not count: spread across "
-                  "pods, anti-affinity across zones, volume limits, devices not counted exactly)"]
+                  "pods, volume limits, devices not counted exactly)"]
         lines += [f"  {pod}: {why}" for pod, why in sorted(r.left_out.items())]
     if r.nowhere:
         lines += ["", f"NOT PLACED ON ANY SHAPE: {len(r.nowhere)}"]
