@@ -1,11 +1,8 @@
 """The DRA devices a node shape carries, and what a pod class takes of them.
 
-A shape taken from an existing node carries that node's own ResourceSlices (``spec.nodeName``
-the node): a new node of the shape gets a copy of each, its pool renamed after the new node (a
-pool is one node's, and two nodes never share a device). A shape from a file lists its devices
-(``devices:``, see ``parse_devices``), published as one slice per driver. Slices that reach
-nodes by selector or ``allNodes`` are not copied: a new node whose labels match reaches them as
-it is.
+A shape taken from an existing node carries that node's own ResourceSlices, copied to each new
+node of it (``whatif.node_slices``). A shape from a file lists its devices (``devices:``, see
+``parse_devices``), published as one slice per driver.
 
 What a class takes (``class_devices``): per node it may go to, the devices one of its pods takes
 of each node-local kind, as ``DeviceBook`` counts them for the packing — exact when the class's
@@ -20,7 +17,6 @@ from typing import Any, Optional
 
 from models.dra import ResourceSlice
 from models.errors import InputError
-from models.objects import copy_with
 from models.snapshot import ClusterSnapshot
 
 from ..plugins.dynamic_resources import AllocationError
@@ -31,33 +27,11 @@ DEVICE = "device:"
 ATTRIBUTE_KINDS = {bool: "bool", int: "int", str: "string"}
 
 
-def node_slices(snapshot: ClusterSnapshot, node: str) -> tuple[ResourceSlice, ...]:
-    """The slices of ``node``'s own devices (newest generation of each pool)."""
-    own = [s for s in snapshot.resource_slices if s.spec.node_name == node]
-    newest: dict[tuple[str, str], int] = {}
-    for s in own:
-        key = (s.spec.driver, s.spec.pool.name)
-        newest[key] = max(newest.get(key, -1), s.spec.pool.generation)
-    return tuple(s for s in own if s.spec.pool.generation == newest[(s.spec.driver, s.spec.pool.name)])
-
-
 def devices_signature(slices: tuple[ResourceSlice, ...]) -> tuple:
     """What two nodes' slices must share for the nodes to be one shape: drivers and devices."""
     return tuple(sorted(
         (s.spec.driver, tuple(d.model_dump_json(by_alias=True, exclude_none=True) for d in s.spec.devices))
         for s in slices))
-
-
-def copied_slices(slices: tuple[ResourceSlice, ...], node: str) -> tuple[ResourceSlice, ...]:
-    """``slices`` as a new node ``node`` publishes them: on it, each pool renamed after it."""
-    pools = sorted({(s.spec.driver, s.spec.pool.name) for s in slices})
-    renamed = {p: (node if len(pools) == 1 else f"{node}-{i}") for i, p in enumerate(pools)}
-    out = []
-    for i, s in enumerate(slices):
-        pool = copy_with(s.spec.pool, {"name": renamed[(s.spec.driver, s.spec.pool.name)], "generation": 0})
-        spec = copy_with(s.spec, {"node_name": node, "pool": pool})
-        out.append(copy_with(s, {"metadata": copy_with(s.metadata, {"name": f"{node}-slice-{i}"}), "spec": spec}))
-    return tuple(out)
 
 
 def parse_devices(entries: Any, where: str) -> tuple[ResourceSlice, ...]:

@@ -22,7 +22,8 @@ from models.resources import is_tracked_resource
 from models.snapshot import ClusterSnapshot
 
 from ..whatif.changes import rebuilt
-from .devices import copied_slices, devices_signature, node_slices, parse_devices
+from ..whatif.node_slices import copied_slices, node_slices
+from .devices import devices_signature, parse_devices
 
 COST_SCALE = 1000
 HOSTNAME = "kubernetes.io/hostname"
