@@ -47,6 +47,9 @@ class Provisioned:
     ffd_unplaced: int
     seconds: float
     shapes: list[Shape] = field(default_factory=list)
+    # "model": the validator accepted the model's placement (devices and volume bindings given as
+    # the engine gives them); "engine": it did not, and the engine decided the pods on those nodes
+    placed_by: str = "model"
 
     @property
     def proven(self) -> bool:
@@ -69,7 +72,7 @@ class Provisioned:
             "fitsNoShape": dict(sorted(self.nowhere.items())),
             "firstFitDecreasing": {"nodes": self.ffd_nodes, "cost": self.ffd_cost / COST_SCALE,
                                    "unplaced": self.ffd_unplaced},
-            "seconds": round(self.seconds, 3),
+            "placedBy": self.placed_by, "seconds": round(self.seconds, 3),
         }
 
 
@@ -96,10 +99,10 @@ def provision(snapshot: ClusterSnapshot, config: SchedulerConfig, shapes: Option
         where = _from_bins(problem, baseline)
     added = [Added(f"{shapes[s].name}-new-{j + 1}", shapes[s].name, shapes[s].cost, shapes[s].device_count)
              for s, n in sorted(counts.items()) for j in range(n)]
-    placement, left_out = _checked(base, config, keys, problem.nowhere, added, shapes, where, all_pending)
+    placement, left_out, placed_by = _checked(base, config, keys, problem.nowhere, added, shapes, where, all_pending)
     return Provisioned(len(keys), added, sum(a.cost for a in added), status, bound, placement, left_out,
                        problem.nowhere, ffd_cost, len(baseline.added()), len(baseline.unplaced),
-                       time.monotonic() - start, shapes)
+                       time.monotonic() - start, shapes, placed_by)
 
 
 def _counts(baseline: Bins) -> dict[int, int]:
@@ -137,7 +140,8 @@ def _from_bins(problem: Problem, bins: Bins) -> dict[str, str]:
     return out
 
 
-def _checked(base, config, keys, nowhere, added, shapes, where, all_pending) -> tuple[dict[str, str], dict[str, str]]:
+def _checked(base, config, keys, nowhere, added, shapes, where,
+             all_pending) -> tuple[dict[str, str], dict[str, str], str]:
     """Where the pods go on ``base`` with the ``added`` nodes: the model's placement when the
     independent validator accepts it whole; else the engine's own decision (its left-out pods
     named with their reasons)."""
@@ -145,13 +149,13 @@ def _checked(base, config, keys, nowhere, added, shapes, where, all_pending) -> 
     provisioned = with_new_nodes(base, [(by_name[a.shape], a.name) for a in added])
     window = [k for k in keys if k not in nowhere]
     if not window:
-        return {}, {}
+        return {}, {}, "model"
     if set(window) <= set(where):
         plan = plan_of_placements(provisioned, config, {k: where[k] for k in window}, window_keys=tuple(window),
                                   all_pending=all_pending)
         if not validate(provisioned, plan, config, all_pending=all_pending, window_keys=window):
-            return {k: where[k] for k in window}, {}
+            return {k: where[k] for k in window}, {}, "model"
     decision = decide(ScheduleRequest(provisioned, config, all_pending=all_pending, window_keys=tuple(window)))
     if not decision.validated:
         raise RuntimeError("the provisioned cluster's plan failed validation (a bug): " + "; ".join(decision.problems[:3]))
-    return decision.plan.assignment_map(), {u.pod: u.message for u in decision.plan.unschedulable}
+    return decision.plan.assignment_map(), {u.pod: u.message for u in decision.plan.unschedulable}, "engine"

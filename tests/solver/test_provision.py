@@ -156,7 +156,7 @@ def test_a_rule_the_cost_model_does_not_count_is_caught_and_named() -> None:
     r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1, {"zones": {"a": 3}})))
     assert len(r.added) == 1 and r.status == "OPTIMAL"
     assert len(r.placement) == 1 and len(r.left_out) == 1
-    assert not r.proven
+    assert not r.proven and r.placed_by == "engine"
     [why] = r.left_out.values()
     assert "topology spread" in why
 
@@ -182,6 +182,7 @@ def test_a_wait_for_first_consumer_claim_goes_to_a_new_node_its_storage_class_al
                          storage_classes=[make_storage_class(zones=["b"])])
     r = provision(snap, CONFIG, shapes(("cheap", "4", 1, {"zones": {"a": 5}}), ("dear", "4", 3, {"zones": {"b": 5}})))
     assert [a.shape for a in r.added] == ["dear@b"] and r.placement == {"a/db": "dear@b-new-1"}
+    assert r.placed_by == "model"
     assert r.proven and not r.nowhere
 
 
@@ -202,6 +203,7 @@ def test_gpu_pods_get_nodes_of_a_shape_whose_devices_hold_them() -> None:
     assert (r.ffd_nodes, r.ffd_cost) == (2, 6000)
     assert [a.shape for a in r.added] == ["gpu8"] and r.cost == 5000 and r.proven
     assert set(r.placement.values()) == {"gpu8-new-1"} and not r.left_out and not r.nowhere
+    assert r.placed_by == "model"  # the validator accepted it, with the allocator's devices per claim
 
 
 def test_a_shape_taken_from_a_node_carries_its_devices() -> None:
