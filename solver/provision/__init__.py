@@ -1,8 +1,9 @@
 """``provision``: for the pending pods the best plan leaves out, the cheapest set of nodes to
 add (total cost, then fewest nodes), chosen exactly over node shapes (``model``), beside
-first-fit-decreasing's answer (``ffd``). The answer is then decided by the same engine as
-``schedule`` on the cluster with the nodes added: where each pod goes is that validated plan's,
-so every rule holds, and a rule the model does not count shows up as pods it leaves out."""
+first-fit-decreasing's answer (``ffd``). The model's placement, with the devices and volume
+bindings the engine's rules give it, is then checked by the independent validator on the
+cluster with the nodes added; when a rule the model does not count refuses it, the same engine
+as ``schedule`` decides the pods there instead, and what it leaves out is named."""
 
 from __future__ import annotations
 

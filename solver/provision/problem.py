@@ -7,8 +7,8 @@ shape's devices): every filter (taints, selectors, node affinity, ports, inter-p
 against running pods, spread for one pod, resources against what is free, volumes — a
 WaitForFirstConsumer claim whose StorageClass reaches the new node — and device claims) decides
 where a class may go, alone. What couples pods of the window beyond resources — a gang's one
-domain, pods that may not share a node (anti-affinity on hostname, host ports), the devices of
-each kind a node has (``devices``) — is the model's (``model``); the rest is checked by the
+domain, pods that may not share a node (anti-affinity on hostname, host ports) or a zone or
+rack (anti-affinity on that key), the devices of each kind a node has (``devices``) — is the model's (``model``); the rest is checked by the
 validator and by deciding the provisioned cluster with the same engine (``provision``).
 """
 
