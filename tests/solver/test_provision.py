@@ -222,3 +222,24 @@ def test_a_shape_file_with_a_bad_device_is_refused_naming_it() -> None:
     with pytest.raises(InputError) as caught:
         parse_shapes([{"name": "x", "allocatable": {"cpu": "4"}, "devices": [{"driver": "d", "count": 0}]}], default_max=5)
     assert str(caught.value).startswith('shapes[0] (x): devices[0].count: "0" must be an integer >= 1')
+
+
+def test_devices_the_model_cannot_count_are_left_to_the_validator_and_the_engine() -> None:
+    """A firstAvailable claim (2 GPUs, else 1) is not counted by the model: its one 2-GPU node
+    for three pods is refused by the validator, and the engine's decision there names the pod
+    left out (two pods get one GPU each)."""
+    from models.dra import ResourceClaimTemplate
+
+    template = ResourceClaimTemplate.model_validate({"metadata": {"name": "some", "namespace": "ml"}, "spec": {"spec": {
+        "devices": {"requests": [{"name": "gpus", "firstAvailable": [
+            {"name": "two", "deviceClassName": "gpu.example.com", "count": 2},
+            {"name": "one", "deviceClassName": "gpu.example.com", "count": 1}]}]}}}})
+    node, hog = full_node()
+    pods = [with_claim(make_pod(f"ml/t{i}", cpu="1"), template="some") for i in range(3)]
+    snap = ClusterSnapshot.build(nodes=[node], pods=[hog, *pods], device_classes=[gpu_class()],
+                                 resource_claim_templates=[template])
+    gpus = {"devices": [{"driver": "gpu.example.com", "count": 2}]}
+    r = provision(snap, CONFIG, shapes(("gpu2", "16", 1, gpus)))
+    assert r.placed_by == "engine" and not r.proven
+    assert len(r.placement) + len(r.left_out) == 3 and r.left_out
+    assert all("cannot allocate all claims" in why for why in r.left_out.values())
