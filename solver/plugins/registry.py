@@ -52,6 +52,7 @@ from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
 from .gang.plugin import PLUGIN as gang
+from .group_disruption.plugin import PLUGIN as group_disruption
 from .image_locality.plugin import PLUGIN as image_locality
 from .inter_pod_affinity.plugin import PLUGIN as inter_pod_affinity
 from .node_affinity.plugin import PLUGIN as node_affinity
@@ -85,6 +86,7 @@ PLUGINS: tuple[Plugin, ...] = (
     balanced_allocation,
     image_locality,
     gang,
+    group_disruption,
     preemption,
 )
 

@@ -1,0 +1,44 @@
+"""``disruptionMode: all`` (Kubernetes 1.37's PodGroup): a group's running members are evicted
+together or not at all. A basic under the plugins, as budgets are (``disruption``): greedy's
+part, the model's encoding, the validator's check and kube-scheduler's replayed preemption each
+read the one rule here: evicting any member of such a group evicts every running member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Optional
+
+from models.objects import PodGroup
+
+from .info import PodInfo
+
+
+def evicted_together(pod_groups: Mapping[str, PodGroup], pod: PodInfo) -> Optional[str]:
+    """The key of ``pod``'s group when it is evicted only as a whole (``disruptionMode: all``)."""
+    group = pod.group
+    if group is None:
+        return None
+    found = pod_groups.get(group)
+    return group if found is not None and found.spec.disruption_all else None
+
+
+def running_members(pod_groups: Mapping[str, PodGroup],
+                    running: Iterable[tuple[PodInfo, int]]) -> dict[str, list[tuple[PodInfo, int]]]:
+    """The running members (pod, node) of every ``disruptionMode: all`` group, by group key."""
+    out: dict[str, list[tuple[PodInfo, int]]] = {}
+    for pod, node in running:
+        group = evicted_together(pod_groups, pod)
+        if group is not None:
+            out.setdefault(group, []).append((pod, node))
+    return out
+
+
+def co_victims(pod_groups: Mapping[str, PodGroup], victim: PodInfo,
+               running: Iterable[tuple[PodInfo, int]]) -> list[tuple[PodInfo, int]]:
+    """The running members (pod, node) that go with ``victim``: its group's others when the
+    group is evicted only as a whole, none otherwise."""
+    group = evicted_together(pod_groups, victim)
+    if group is None:
+        return []
+    return [(p, n) for p, n in running if p.group == group and p.key != victim.key]
