@@ -63,7 +63,8 @@ class Tree:
 
     def groups_under(self, composite: str) -> list[str]:
         """The PodGroups anywhere under ``composite``."""
-        out, pending = [], [composite]
+        out: list[str] = []
+        pending = [composite]
         while pending:
             for kind, key in self.children.get(pending.pop(), []):
                 (out if kind == GROUP else pending).append(key)
