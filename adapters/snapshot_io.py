@@ -29,7 +29,9 @@ from pydantic import BaseModel
 from models import ClusterSnapshot, InputError, Pod
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 from models.objects import PodSpec
+from models.group_claims import group_claims, share_group_claims
 from models.group_tree import resolve_groups
+from models.snapshot import pod_group_key
 from models.workloads import workload_pod_groups
 
 from . import item_stream
@@ -250,9 +252,11 @@ class _Objects:
         classes = {c.metadata.name: c for c in objects["PriorityClass"]}
         core, composites = resolve_groups(objects["CorePodGroup"], objects["WorkloadTemplates"],
                                           objects["CompositePodGroup"], classes)
+        shared, made = group_claims(objects["CorePodGroup"], {t.key: t for t in objects["ResourceClaimTemplate"]},
+                                    {c.key: c for c in objects["ResourceClaim"]})
         snapshot = ClusterSnapshot.build(
             nodes=objects["Node"],
-            pods=objects["Pod"],
+            pods=share_group_claims(objects["Pod"], shared, pod_group_key),
             pdbs=objects["PodDisruptionBudget"],
             priority_classes=objects["PriorityClass"],
             pod_groups=[*objects["PodGroup"], *core,
@@ -263,7 +267,7 @@ class _Objects:
             pvcs=objects["PersistentVolumeClaim"],
             device_classes=objects["DeviceClass"],
             resource_slices=objects["ResourceSlice"],
-            resource_claims=objects["ResourceClaim"],
+            resource_claims=[*objects["ResourceClaim"], *made],
             resource_claim_templates=objects["ResourceClaimTemplate"],
             storage_classes=objects["StorageClass"],
             csi_nodes=objects["CSINode"],

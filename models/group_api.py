@@ -66,6 +66,17 @@ class GroupResourceClaim(K8sModel):
         return self
 
 
+class GroupClaimStatus(K8sModel):
+    """``status.resourceClaimStatuses[]``: the claim made for a group's template entry."""
+
+    name: str = Field(min_length=1)
+    resource_claim_name: Optional[str] = None
+
+
+class GroupStatus(K8sModel):
+    resource_claim_statuses: ListOf[GroupClaimStatus] = []
+
+
 class TemplateRef(K8sModel):
     """``spec.workloadRef`` of a 1.37 PodGroup or CompositePodGroup."""
 

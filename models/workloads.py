@@ -25,7 +25,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from .group_api import DisruptionMode, GroupPriority, GroupResourceClaim, TemplateRef
+from .group_api import DisruptionMode, GroupPriority, GroupResourceClaim, GroupStatus, TemplateRef
 from .objects import K8sModel, ListOf, NamespacedObject, ObjectMeta, PodGroup, PodGroupSpec, check_preferred_topology
 
 # What a pod of a Workload's gang is keyed by: namespace/workload:podGroup[:replicaKey]
@@ -81,6 +81,7 @@ class CorePodGroup(NamespacedObject):
     kind: Literal["PodGroup"] = "PodGroup"
     metadata: ObjectMeta
     spec: CorePodGroupSpec
+    status: Optional[GroupStatus] = None
 
     _preferred = field_validator("metadata")(check_preferred_topology)
 
