@@ -65,6 +65,7 @@ def share_group_claims(pods: Iterable[Pod], shared: Mapping[tuple[str, str], tup
         key = group_of(pod)
         points: dict[str, str] = {}
         for entry in pod.spec.resource_claims if key is not None else ():
+            assert key is not None
             found = shared.get((key, entry.name))
             if found is not None and entry.resource_claim_template_name == found[0].resource_claim_template_name:
                 points[entry.name] = found[1]
