@@ -64,10 +64,37 @@ def resolve_groups(core: Iterable[CorePodGroup], workloads: Iterable[WorkloadTem
         if c.min_group_count > have:
             raise InputError(f"{COMPOSITES}/{c.key}", "spec.schedulingPolicy.gang.minGroupCount",
                              f"{c.min_group_count} is above the {have} child group(s) naming it as their parent")
-        group_priority(f"{COMPOSITES}/{c.key}", c.spec.priority, c.spec.priority_class_name, classes)
-    groups = [g.pod_group(group_priority(f"{PODGROUPS}/{g.key}", g.spec.priority, g.spec.priority_class_name,
-                                         classes)) for g in core]
+    inherited = _inherited(composites, by_composite, classes)
+    groups = []
+    for g in core:
+        own = group_priority(f"{PODGROUPS}/{g.key}", g.spec.priority, g.spec.priority_class_name, classes)
+        parent = g.spec.parent_composite_pod_group_name
+        above = inherited.get(f"{g.metadata.namespace}/{parent}") if parent else None
+        group = g.pod_group(own if own is not None or above is None else above[0])
+        if above is not None and above[1] is not None:
+            group = group.model_copy(update={"spec": group.spec.model_copy(update={"disruption_unit": above[1]})})
+        groups.append(group)
     return groups, composites
+
+
+def _inherited(composites: list[CompositePodGroup], by_composite: Mapping[str, CompositePodGroup],
+               classes: Mapping[str, PriorityClass]) -> dict[str, tuple[Optional[int], Optional[str]]]:
+    """Per CompositePodGroup, what the PodGroups under it take from the tree: the nearest level's
+    priority (a PodGroup's own comes first), and the widest level saying ``disruptionMode: all``
+    (its pods then go together, whatever the PodGroups below say)."""
+    out: dict[str, tuple[Optional[int], Optional[str]]] = {}
+    for c in composites:
+        priority: Optional[int] = None
+        unit: Optional[str] = None
+        at: Optional[CompositePodGroup] = c
+        while at is not None:
+            if priority is None:
+                priority = group_priority(f"{COMPOSITES}/{at.key}", at.spec.priority, at.spec.priority_class_name, classes)
+            if at.disruption_all:
+                unit = f"CompositePodGroup {at.key}"
+            at = by_composite.get(at.parent_key) if at.parent_key else None
+        out[c.key] = (priority, unit)
+    return out
 
 
 def group_priority(obj: str, priority: Optional[int], class_name: str,

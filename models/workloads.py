@@ -99,7 +99,7 @@ class CorePodGroup(NamespacedObject):
         if own.preemption_policy is not None:
             update["preemption_policy"] = own.preemption_policy
         if own.disruption_mode is not None and own.disruption_mode.is_all:
-            update["disruption_all"] = True
+            update["disruption_unit"] = f"PodGroup {self.key}"
         if own.parent_composite_pod_group_name:
             update["parent"] = f"{self.metadata.namespace}/{own.parent_composite_pod_group_name}"
         if own.resource_claims:

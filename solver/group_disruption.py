@@ -15,17 +15,19 @@ from .info import PodInfo
 
 
 def evicted_together(pod_groups: Mapping[str, PodGroup], pod: PodInfo) -> Optional[str]:
-    """The key of ``pod``'s group when it is evicted only as a whole (``disruptionMode: all``)."""
+    """What ``pod`` is evicted only together with (``disruptionMode: all``): its PodGroup, or the
+    widest CompositePodGroup above it saying so ("PodGroup ns/name", "CompositePodGroup ns/name");
+    None when it may go alone."""
     group = pod.group
     if group is None:
         return None
     found = pod_groups.get(group)
-    return group if found is not None and found.spec.disruption_all else None
+    return found.spec.disruption_unit if found is not None else None
 
 
 def running_members(pod_groups: Mapping[str, PodGroup],
                     running: Iterable[tuple[PodInfo, int]]) -> dict[str, list[tuple[PodInfo, int]]]:
-    """The running members (pod, node) of every ``disruptionMode: all`` group, by group key."""
+    """The running members (pod, node) of every unit evicted only as a whole, by unit."""
     out: dict[str, list[tuple[PodInfo, int]]] = {}
     for pod, node in running:
         group = evicted_together(pod_groups, pod)
@@ -36,9 +38,9 @@ def running_members(pod_groups: Mapping[str, PodGroup],
 
 def co_victims(pod_groups: Mapping[str, PodGroup], victim: PodInfo,
                running: Iterable[tuple[PodInfo, int]]) -> list[tuple[PodInfo, int]]:
-    """The running members (pod, node) that go with ``victim``: its group's others when the
-    group is evicted only as a whole, none otherwise."""
-    group = evicted_together(pod_groups, victim)
-    if group is None:
+    """The running pods (pod, node) that go with ``victim``: the others of its unit when it is
+    evicted only as a whole, none otherwise."""
+    unit = evicted_together(pod_groups, victim)
+    if unit is None:
         return []
-    return [(p, n) for p, n in running if p.group == group and p.key != victim.key]
+    return [(p, n) for p, n in running if p.key != victim.key and evicted_together(pod_groups, p) == unit]

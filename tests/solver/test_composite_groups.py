@@ -164,3 +164,25 @@ def test_bad_trees_exit_2_naming_object_and_field(edit, message, tmp_path: Path,
     assert main(["schedule", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"cpsat-scheduler: error: {message}", err
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_levels_disruption_mode_all_takes_every_pod_under_it(engine: str) -> None:
+    """Both replicas run in block 2; the root says disruptionMode: all and priority 5 (its
+    PodGroups set none, so their pods take it). A pod of priority 100 that must go on b2-ra-0
+    evicts the four pods of the tree, not the one in its way."""
+    def running(items):
+        for replica, rack in (("a", "rb"), ("b", "ra")):
+            for i in range(2):
+                pod = obj(items, "Pod", f"train-{replica}-{i}")
+                pod["spec"]["nodeName"], pod["status"]["phase"] = f"b2-{rack}-{i}", "Running"
+        obj(items, "CompositePodGroup", "train")["spec"].update(disruptionMode={"all": {}}, priority=5)
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "urgent", "namespace": "ops"},
+                      "spec": {"schedulerName": "cpsat-scheduler", "priority": 100,
+                               "nodeSelector": {"kubernetes.io/hostname": "b2-ra-0"},
+                               "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "2"}}}]},
+                      "status": {"phase": "Pending"}})
+    snapshot = read(items_of(running))
+    assert snapshot.pod_by_key["ml/train-a-0"].spec.priority == 5
+    plan = decide(snapshot, engine)
+    assert sorted(p.pod for p in plan.preemptions) == sorted(f"ml/train-{r}-{i}" for r in "ab" for i in range(2))

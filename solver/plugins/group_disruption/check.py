@@ -16,10 +16,10 @@ def check(replay: Replay) -> None:
     if not replay.victims:
         return
     evicted = {v.pod.key for v in replay.victims}
-    for group, members in sorted(running_members(replay.ctx.pod_groups, replay.before.pods()).items()):
+    for unit, members in sorted(running_members(replay.ctx.pod_groups, replay.before.pods()).items()):
         gone = [p.key for p, _ in members if p.key in evicted]
         kept = [p.key for p, _ in members if p.key not in evicted]
         if gone and kept:
             replay.report(
-                f"disruption: PodGroup {group} (disruptionMode all) loses {len(gone)} of its {len(members)} running "
+                f"disruption: {unit} (disruptionMode all) loses {len(gone)} of its {len(members)} running "
                 f"member(s) ({names(gone)}) while {names(kept)} keep running: its members go together or not at all")

@@ -53,11 +53,12 @@ def check(replay: Replay) -> None:
 def _goes_with_group(replay: Replay, v) -> bool:
     """A member of a ``disruptionMode: all`` PodGroup evicted with a group-mate that its preemptor
     evicts on the preemptor's own node (the group goes as a unit, wherever its members run)."""
-    if evicted_together(replay.ctx.pod_groups, v.pod) is None:
+    unit = evicted_together(replay.ctx.pod_groups, v.pod)
+    if unit is None:
         return False
     where = replay.assigned[v.preemptor]
-    return any(o.pod.group == v.pod.group and o.preemptor == v.preemptor and o.node == where
-               for o in replay.victims)
+    return any(evicted_together(replay.ctx.pod_groups, o.pod) == unit and o.preemptor == v.preemptor
+               and o.node == where for o in replay.victims)
 
 
 def _check_victims_needed(replay: Replay, sound: set[str]) -> None:
