@@ -29,9 +29,6 @@ from pydantic import BaseModel
 from models import ClusterSnapshot, InputError, Pod
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 from models.objects import PodSpec
-from models.group_claims import group_claims, share_group_claims
-from models.group_tree import resolve_groups
-from models.snapshot import pod_group_key
 from models.workloads import workload_pod_groups
 
 from . import item_stream
@@ -52,6 +49,7 @@ from .reading.documents import (
     read_text,
 )
 from .reading.errors import validate_model
+from .reading.groups import groups_of
 from .reading.kinds import ALSO, KINDS, VERSIONED, Kind, group_of, kind_of, object_name
 from .reading.plan_file import load_plan
 from .reading.validation import shared_view, spec_key, validate_object, validate_pod, validate_pod_with
@@ -249,25 +247,23 @@ class _Objects:
     def loaded(self, label: str) -> LoadedSnapshot:
         objects: dict[str, list[Any]] = {kind: [obj for _, obj in sorted(entries, key=lambda e: e[0])]
                                          for kind, entries in self.by_kind.items()}  # each kind's own model
-        classes = {c.metadata.name: c for c in objects["PriorityClass"]}
-        core, composites = resolve_groups(objects["CorePodGroup"], objects["WorkloadTemplates"],
-                                          objects["CompositePodGroup"], classes)
-        shared, made = group_claims(objects["CorePodGroup"], {t.key: t for t in objects["ResourceClaimTemplate"]},
-                                    {c.key: c for c in objects["ResourceClaim"]})
+        groups = groups_of(objects["CorePodGroup"], objects["WorkloadTemplates"], objects["CompositePodGroup"],
+                           {c.metadata.name: c for c in objects["PriorityClass"]},
+                           {t.key: t for t in objects["ResourceClaimTemplate"]}, {c.key: c for c in objects["ResourceClaim"]})
         snapshot = ClusterSnapshot.build(
             nodes=objects["Node"],
-            pods=share_group_claims(objects["Pod"], shared, pod_group_key),
+            pods=groups.pods(objects["Pod"]),
             pdbs=objects["PodDisruptionBudget"],
             priority_classes=objects["PriorityClass"],
-            pod_groups=[*objects["PodGroup"], *core,
+            pod_groups=[*objects["PodGroup"], *groups.pod_groups,
                         *workload_pod_groups(objects["Workload"], _workload_refs(objects["Pod"]))],
-            composite_groups=composites,
+            composite_groups=groups.composites,
             namespaces=objects["Namespace"],
             pvs=objects["PersistentVolume"],
             pvcs=objects["PersistentVolumeClaim"],
             device_classes=objects["DeviceClass"],
             resource_slices=objects["ResourceSlice"],
-            resource_claims=[*objects["ResourceClaim"], *made],
+            resource_claims=[*objects["ResourceClaim"], *groups.made_claims],
             resource_claim_templates=objects["ResourceClaimTemplate"],
             storage_classes=objects["StorageClass"],
             csi_nodes=objects["CSINode"],
