@@ -65,15 +65,15 @@ def resolve_groups(core: Iterable[CorePodGroup], workloads: Iterable[WorkloadTem
             raise InputError(f"{COMPOSITES}/{c.key}", "spec.schedulingPolicy.gang.minGroupCount",
                              f"{c.min_group_count} is above the {have} child group(s) naming it as their parent")
     inherited = _inherited(composites, by_composite, classes)
-    groups = []
+    groups: list[PodGroup] = []
     for g in core:
         own = group_priority(f"{PODGROUPS}/{g.key}", g.spec.priority, g.spec.priority_class_name, classes)
         parent = g.spec.parent_composite_pod_group_name
         above = inherited.get(f"{g.metadata.namespace}/{parent}") if parent else None
-        group = g.pod_group(own if own is not None or above is None else above[0])
+        made = g.pod_group(own if own is not None or above is None else above[0])
         if above is not None and above[1] is not None:
-            group = group.model_copy(update={"spec": group.spec.model_copy(update={"disruption_unit": above[1]})})
-        groups.append(group)
+            made = made.model_copy(update={"spec": made.spec.model_copy(update={"disruption_unit": above[1]})})
+        groups.append(made)
     return groups, composites
 
 
