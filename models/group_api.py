@@ -92,12 +92,14 @@ class GroupPriority(K8sModel):
     preemption_policy: Optional[PreemptionPolicy] = None
 
 
-class OneTopology(K8sModel):
+class TopologyConstraint(K8sModel):
     key: str = Field(min_length=1)
 
 
-class Constraints(K8sModel):
-    topology: ListOf[OneTopology] = Field(default=[], max_length=1)
+class SchedulingConstraints(K8sModel):
+    """``spec.schedulingConstraints`` of every version's groups: at most one topology key."""
+
+    topology: ListOf[TopologyConstraint] = Field(default=[], max_length=1)
 
     @property
     def topology_key(self) -> Optional[str]:
@@ -122,7 +124,7 @@ class CompositePolicy(K8sModel):
 class PodGroupTemplate(GroupPriority):
     name: str = Field(min_length=1)
     scheduling_policy: dict[str, Any]
-    scheduling_constraints: Optional[Constraints] = None
+    scheduling_constraints: Optional[SchedulingConstraints] = None
     resource_claims: ListOf[GroupResourceClaim] = Field(default=[], max_length=4)
     disruption_mode: Optional[DisruptionMode] = None
 
@@ -130,7 +132,7 @@ class PodGroupTemplate(GroupPriority):
 class CompositePodGroupTemplate(GroupPriority):
     name: str = Field(min_length=1)
     scheduling_policy: CompositePolicy
-    scheduling_constraints: Optional[Constraints] = None
+    scheduling_constraints: Optional[SchedulingConstraints] = None
     disruption_mode: Optional[DisruptionMode] = None
     pod_group_templates: ListOf[PodGroupTemplate] = []
     composite_pod_group_templates: ListOf["CompositePodGroupTemplate"] = []
@@ -172,7 +174,7 @@ class CompositePodGroupSpec(GroupPriority):
     parent_composite_pod_group_name: Optional[str] = None
     workload_ref: Optional[TemplateRef] = None
     scheduling_policy: CompositePolicy
-    scheduling_constraints: Optional[Constraints] = None
+    scheduling_constraints: Optional[SchedulingConstraints] = None
     disruption_mode: Optional[DisruptionMode] = None
 
 

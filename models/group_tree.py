@@ -44,19 +44,14 @@ def resolve_groups(core: Iterable[CorePodGroup], workloads: Iterable[WorkloadTem
     for c in composites:
         names_elsewhere.setdefault(c.metadata.name, []).append(c.metadata.namespace)
     children: dict[str, int] = {}
-    for group in core:
-        obj = f"{PODGROUPS}/{group.key}"
-        _check_template(obj, group.spec.workload_ref, group.metadata.namespace, by_workload, composite=False)
-        parent = group.spec.parent_composite_pod_group_name
+    linked: list[tuple[str, CorePodGroup | CompositePodGroup]] = [
+        *((PODGROUPS, g) for g in core), *((COMPOSITES, c) for c in composites)]
+    for resource, item in linked:
+        obj, namespace = f"{resource}/{item.key}", item.metadata.namespace
+        _check_template(obj, item.spec.workload_ref, namespace, by_workload, composite=resource == COMPOSITES)
+        parent = item.spec.parent_composite_pod_group_name
         if parent:
-            key = _check_parent(obj, group.metadata.namespace, parent, by_composite, names_elsewhere)
-            children[key] = children.get(key, 0) + 1
-    for c in composites:
-        obj = f"{COMPOSITES}/{c.key}"
-        _check_template(obj, c.spec.workload_ref, c.metadata.namespace, by_workload, composite=True)
-        parent = c.spec.parent_composite_pod_group_name
-        if parent:
-            key = _check_parent(obj, c.metadata.namespace, parent, by_composite, names_elsewhere)
+            key = _check_parent(obj, namespace, parent, by_composite, names_elsewhere)
             children[key] = children.get(key, 0) + 1
     _check_cycles(composites, by_composite)
     for c in composites:

@@ -25,7 +25,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from .group_api import DisruptionMode, GroupPriority, GroupResourceClaim, GroupStatus, TemplateRef
+from .group_api import DisruptionMode, GroupPriority, GroupResourceClaim, GroupStatus, SchedulingConstraints, TemplateRef
 from .objects import K8sModel, ListOf, NamespacedObject, ObjectMeta, PodGroup, PodGroupSpec, check_preferred_topology
 
 # What a pod of a Workload's gang is keyed by: namespace/workload:podGroup[:replicaKey]
@@ -50,18 +50,6 @@ class SchedulingPolicy(K8sModel):
     @property
     def min_member(self) -> int:
         return self.gang.min_count if self.gang is not None else 1
-
-
-class TopologyConstraint(K8sModel):
-    key: str = Field(min_length=1)
-
-
-class SchedulingConstraints(K8sModel):
-    topology: ListOf[TopologyConstraint] = Field(default=[], max_length=1)
-
-    @property
-    def topology_key(self) -> Optional[str]:
-        return self.topology[0].key if self.topology else None
 
 
 class CorePodGroupSpec(GroupPriority):

@@ -33,7 +33,6 @@ import numpy as np
 import pytest
 
 from adapters.snapshot_io import read_snapshot
-from models import Assignment, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.config import SchedulerConfig
 from solver import schedule, validate
 from solver.context import build_context
@@ -42,6 +41,7 @@ from solver.cpsat.solve import solve_window
 from solver.filtering import StaticFilters
 from solver.plugin_api import Victim
 from solver.plugins.preemption.replay import replay
+from tests.reliability.test_preemption_optimum import _plan_of  # the same plan from (placements, victims)
 
 CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=20.0, workers=2, seed=1)
 LEVELS = 4  # placement, budgets, victims' priorities, victim count
@@ -123,18 +123,6 @@ def composite_window(rng: random.Random) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- the exhaustive search
-
-
-def _plan_of(ctx, placements: dict[str, int], victims: list[Victim]) -> Plan:
-    name = [nd.name for nd in ctx.nodes]
-    evicting = {v.node for v in victims}
-    return Plan(
-        assignments=[Assignment(pod=k, node=name[n]) for k, n in sorted(placements.items())],
-        preemptions=[Preemption(pod=v.pod.key, node=name[v.node], preemptor=v.preemptor) for v in victims],
-        nominations=[Nomination(pod=k, node=name[n]) for k, n in sorted(placements.items()) if n in evicting],
-        unschedulable=[Unschedulable(pod=p.key, message="left out") for p in ctx.window if p.key not in placements],
-        stats=PlanStats(engine="exhaustive", status="OPTIMAL"),
-    )
 
 
 def _fits(ctx, placements: dict[str, int], gone: set[str]) -> bool:
