@@ -25,6 +25,11 @@ def evicted_together(pod_groups: Mapping[str, PodGroup], pod: PodInfo) -> Option
     return found.spec.disruption_unit if found is not None else None
 
 
+def any_unit(pod_groups: Mapping[str, PodGroup]) -> bool:
+    """Whether some group is evicted only as a whole (most snapshots: none, and nothing to do)."""
+    return any(g.spec.disruption_unit is not None for g in pod_groups.values())
+
+
 def running_members(pod_groups: Mapping[str, PodGroup],
                     running: Iterable[tuple[PodInfo, int]]) -> dict[str, list[tuple[PodInfo, int]]]:
     """The running members (pod, node) of every unit evicted only as a whole, by unit."""

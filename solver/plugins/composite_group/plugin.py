@@ -14,6 +14,9 @@ NAME = "CompositePodGroup"
 def prepare(snapshot, config, window, state):
     """Each window pod under a tree learns its root (``PodInfo.tree``): what couples it."""
     if not snapshot.composite_groups:
+        for pod in window:  # a pod kept from an earlier window may remember a tree gone since
+            if pod.tree:
+                pod.tree = ""
         return
     tree = Tree.of_groups(snapshot.composite_groups, snapshot.pod_group_by_key)
     for pod in window:

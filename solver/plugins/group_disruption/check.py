@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...framework import names
-from ...group_disruption import running_members
+from ...group_disruption import any_unit, running_members
 
 if TYPE_CHECKING:
     from ...plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:
-    if not replay.victims:
+    if not replay.victims or not any_unit(replay.ctx.pod_groups):
         return
     evicted = {v.pod.key for v in replay.victims}
     for unit, members in sorted(running_members(replay.ctx.pod_groups, replay.before.pods()).items()):

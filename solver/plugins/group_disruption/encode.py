@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...group_disruption import running_members
+from ...group_disruption import any_unit, running_members
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel
 
 
 def encode(wm: EncodeModel) -> None:
-    if not wm.evict:
+    if not wm.evict or not any_unit(wm.ctx.pod_groups):
         return
     for members in running_members(wm.ctx.pod_groups, wm.state.pods()).values():
         evicts = [wm.evict.get(p.key) for p, _ in members]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...group_disruption import co_victims, evicted_together
+from ...group_disruption import any_unit, co_victims, evicted_together
 from ...info import PodInfo
 from ...plugin_api import GreedyPart, PassResult, Victim
 from ...state import ClusterState
@@ -24,12 +24,18 @@ class WholeGroupEviction(GreedyPart):
     turned: set[str] = field(default_factory=set)  # groups whose every window member had its turn
     co: set[str] = field(default_factory=set)  # keys evicted because a group-mate was
 
+    active: bool = True  # some group is evicted only as a whole (else the part does nothing)
+
     @staticmethod
     def of(ctx, state: ClusterState, static, trial) -> "WholeGroupEviction":
+        if not any_unit(ctx.pod_groups):
+            return WholeGroupEviction(ctx, {}, active=False)
         last = {p.group: p.key for p in ctx.window if p.group is not None}
         return WholeGroupEviction(ctx, last)
 
     def settle(self, pod: PodInfo, state: ClusterState, result: PassResult) -> list[PodInfo]:
+        if not self.active:
+            return []
         if pod.group is not None and self.last_member.get(pod.group) == pod.key:
             self.turned.add(pod.group)
         if not any(v.pod.group is not None for v in result.victims):

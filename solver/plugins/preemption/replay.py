@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from ...disruption import PdbBudgets
 from ...framework import names
-from ...group_disruption import co_victims
+from ...group_disruption import co_victims, evicted_together
 from ...info import PodInfo
 from .postfilter import resources_only, select_victims
 from .victim_room import may_preempt
@@ -156,6 +156,8 @@ def _with_group_mates(ctx, victims: list[PodInfo], state) -> list[PodInfo]:
     out = list(victims)
     seen = {v.key for v in out}
     for victim in victims:
+        if evicted_together(ctx.pod_groups, victim) is None:
+            continue
         for mate, _ in co_victims(ctx.pod_groups, victim, list(state.pods())):
             if mate.key not in seen:
                 seen.add(mate.key)
