@@ -81,8 +81,13 @@ class Loader:
             raise _Named(f"PodGroup {ns}/{name}: {_message(exc)}") from None
 
     def pending(self, scenario: Scenario) -> None:
-        """The pending pods, in the snapshot's order (creation order is the queue's tie-break)."""
-        for o in scenario.pending():
+        """The pending pods, created in name order (namespace, then name). kube-scheduler starts
+        once they all exist, so its queue takes them in the order its informer lists them — the
+        server's, by name — and breaks priority ties by that; the project breaks them by creation
+        time, then name. Created in name order, both queues agree (creation times have a
+        one-second grain, their ties going by name), so neither scheduler is judged on an order
+        the other never saw."""
+        for o in sorted(scenario.pending(), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
             self._create_pod(o)
 
     def _classes(self, classes: list[dict[str, Any]]) -> None:
