@@ -32,7 +32,8 @@ from .greedy import GreedyResult, schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
 from .memory import SolverMemory
-from .plugins.registry import PLAN_ALLOCATIONS, POSTFILTER, window_parts
+from .plugins import registry
+from .plugins.registry import window_parts
 from .state import ClusterState
 
 ENGINES = ("cpsat", "greedy")
@@ -353,9 +354,9 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
     """The plan of ``placements`` and ``victims``; ``named``: the victims are named for the pod at
     whose turn kube-scheduler's preemption evicts them already (the CP-SAT engine names them)."""
     nodes = ctx.nodes
-    if victims and POSTFILTER is not None and not named:
+    if victims and registry.POSTFILTER is not None and not named:
         # Each victim named for the pod at whose turn kube-scheduler's preemption evicts it.
-        victims = POSTFILTER.kube_preemptors(ctx, placements, list(victims), static)
+        victims = registry.POSTFILTER.kube_preemptors(ctx, placements, list(victims), static)
         nominations = _nominated_preemptors(nominations, victims, placements)
     assignments = tuple(Assignment(pod=k, node=nodes[n].name) for k, n in placements.items())
     preemptions = tuple(Preemption(pod=v.pod.key, node=nodes[v.node].name, preemptor=v.preemptor) for v in victims)
@@ -393,9 +394,9 @@ def _nominated_preemptors(nominations, victims, placements) -> dict[str, int]:
 
 
 def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
-    """What the rules give the plan beyond where pods go (``PLAN_ALLOCATIONS``: DynamicResources'
+    """What the rules give the plan beyond where pods go (``registry.PLAN_ALLOCATIONS``: DynamicResources'
     devices per claim, the plan replayed on the snapshot's state in its placement order)."""
-    return tuple(a for hook in PLAN_ALLOCATIONS for a in hook(ctx, placements, victims))
+    return tuple(a for hook in registry.PLAN_ALLOCATIONS for a in hook(ctx, placements, victims))
 
 
 def _taken(result) -> Optional[dict[str, str]]:
@@ -457,8 +458,8 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
             if why is not None:
                 msg = why
             else:
-                postfilter = (f"preemption: {POSTFILTER.REASON_TERMINATING}"
-                              if pod.waiting_on and POSTFILTER is not None else None)
+                postfilter = (f"preemption: {registry.POSTFILTER.REASON_TERMINATING}"
+                              if pod.waiting_on and registry.POSTFILTER is not None else None)
                 msg = cycle.fit_error(postfilter=postfilter) if not feasible_now else (
                     "the window's joint placement left this pod out (it fits the final state only by "
                     "breaking a window-level rule such as topology spread or a gang)"

@@ -21,7 +21,7 @@ from . import interrupt
 from .info import NodeInfo, NodeList, PodInfo, SpecMemo, node_derived
 from .memory import SolverMemory
 from .plugin_api import NO_NOMINATIONS, Nominations
-from .plugins.registry import NOMINATIONS, PREPARES
+from .plugins import registry
 from .state import ClusterState
 
 
@@ -91,13 +91,9 @@ def queue_order_key(pod: PodInfo) -> tuple:
 
 
 def selector_keys(info: PodInfo) -> set[str]:
-    """The pod label keys the pod's own selectors look at (pod (anti-)affinity, spread)."""
-    keys: set[str] = set()
-    for term in (*info.affinity, *info.anti_affinity, *info.preferred_affinity, *info.preferred_anti_affinity):
-        keys |= term.selector.keys()
-    for c in info.spread:
-        keys |= c.selector.keys()
-    return keys
+    """The pod label keys the pod's own selectors look at, as the rules declare them
+    (``Reads.pod_label_keys``: pod (anti-)affinity, spread)."""
+    return registry.pod_label_keys(info)
 
 
 def relevant_label_keys(snapshot: ClusterSnapshot, infos: Iterable[PodInfo], counted: Iterable[str] = ()) -> frozenset[str]:
@@ -408,7 +404,7 @@ def build_context(
         state = assumed.state.copy()
     # Each rule's part: DRA's devices and the volume catalog on the state, the marks on window
     # pods that are part of their signature (a pod waiting for its victims may not preempt).
-    for prepare in PREPARES:
+    for prepare in registry.PREPARES:
         prepare(snapshot, config, window, state)
 
     notes: list[str] = []
@@ -418,12 +414,14 @@ def build_context(
             + ", ".join(sorted(unknown_nodes)[:5])
         )
 
-    claims = NOMINATIONS(snapshot, config, window, state) if NOMINATIONS is not None else NO_NOMINATIONS
+    nominations = registry.NOMINATIONS
+    claims = nominations(snapshot, config, window, state) if nominations is not None else NO_NOMINATIONS
 
     relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}
     classes: list[PodClass] = []
     for info in window:
+        info.declared = registry.signature(info)
         sig = info.scheduling_signature(relevant)
         cls = by_signature.get(sig)
         if cls is None:

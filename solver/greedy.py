@@ -32,7 +32,7 @@ import numpy as np
 from .context import SchedulingContext
 from .info import PodInfo
 from .plugin_api import GreedyPart, PostFilterOutcome, Victim
-from .plugins.registry import GREEDY_PARTS, POSTFILTER
+from .plugins import registry
 from .node_order import node_tree_order, num_feasible_nodes_to_find
 from .filtering import Cycle, StaticFilters
 from .scoring import ScoreContext, score_nodes
@@ -146,11 +146,11 @@ class _Run:
             ctx, state, static, sctx,
             cache_scores=score_cache,
             rng=random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None,
-            preempt=(cfg.preemption.enabled if allow_preemption is None else allow_preemption) and POSTFILTER is not None,
+            preempt=(cfg.preemption.enabled if allow_preemption is None else allow_preemption) and registry.POSTFILTER is not None,
             order=order,
             position=position,
             to_find=num_feasible_nodes_to_find(n, cfg.percentage_of_nodes_to_score),
-            parts=[make(ctx, state, static, trial) for make in GREEDY_PARTS],
+            parts=[make(ctx, state, static, trial) for make in registry.GREEDY_PARTS],
             result=GreedyResult(state=state),
         )
 
@@ -246,17 +246,17 @@ class _Run:
 
     def _preemption(self, pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> Optional[PostFilterOutcome]:
         """The PostFilter (DefaultPreemption) for a pod no node fits (None: preemption is off)."""
-        if not self.preempt or POSTFILTER is None:
+        if not self.preempt or registry.POSTFILTER is None:
             return None
         evicted = [v.pod for v in self.result.victims]  # their budgets are spent (a rolled-back gang's are not)
         protected = frozenset().union(*(part.protected() for part in self.parts))
-        return POSTFILTER.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
+        return registry.POSTFILTER.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
                                             allowed=allowed, evicted=evicted, protected=protected)
 
     def _reprieve(self, node: int, priority: int) -> list[Victim]:
         """The victims, less those a preemption at ``priority`` on ``node`` makes unnecessary."""
-        assert POSTFILTER is not None  # a nomination means the PostFilter ran
-        return POSTFILTER.reprieve_level(node, priority, self.state, self.result.victims, self.ctx)
+        assert registry.POSTFILTER is not None  # a nomination means the PostFilter ran
+        return registry.POSTFILTER.reprieve_level(node, priority, self.state, self.result.victims, self.ctx)
 
     def _after_postfilter(self, pod: PodInfo, allowed: Optional[np.ndarray]) -> None:
         """A pod that preempted reprieves the victims it makes unnecessary (unless a rule defers

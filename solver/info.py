@@ -222,6 +222,9 @@ class PodInfo:
     # ResourceClaims ask for, when every one is still to be made from a template; pods with equal
     # text ask for equal devices, each for its own claim, and may share a class.
     devices_key: str = ""
+    # Set by the context builder: what the rules declare they read of the pod beyond the fields
+    # below (``plugin_api.Reads.signature``, through the registry); part of the signature.
+    declared: tuple = ()
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,
@@ -319,6 +322,7 @@ class PodInfo:
             # per request, and the model counts them per class (``dynamic_resources.encode``).
             (self.devices_key or self.key) if spec.resource_claims else None,
             self.claims,
+            self.declared,
         )
 
 

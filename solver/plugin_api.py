@@ -22,6 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -33,6 +34,7 @@ from .state import ClusterState
 
 if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
+    from models.objects import Node, Pod
     from models.plan import Plan
     from models.snapshot import ClusterSnapshot
 
@@ -612,6 +614,64 @@ class PostFilter(Protocol):
         ...
 
 
+# --------------------------------------------------------------------------- what a plugin reads
+
+
+class Coupling(IntEnum):
+    """How far a rule ties one pod's placement to other pods' — the one "coupled / not node-local"
+    answer every engine asks (``registry.coupling``): the packing hint, node classes, re-packing's
+    move order and the live queue's joint decisions. Larger reaches further."""
+
+    NONE = 0  # the rule reads nothing of other pods for this pod
+    NODE = 1  # only pods on the same node (host ports, a claim's volume, per-node counts)
+    DOMAIN = 2  # pods in the same topology domain, counted through node labels the rule declares
+    ACROSS = 3  # pods wherever they are (gangs, inter-pod affinity): no reduction keeps it
+
+
+# (pod, state or None) -> how far the rule ties the pod to others; ``state`` (when given) lets a
+# rule count running pods' terms on the pod (a running pod's anti-affinity that matches it).
+CouplingHook = Callable[[PodInfo, Optional[ClusterState]], Coupling]
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What a rule reads, declared once (kube-scheduler's ``SignPlugin``/``EnqueueExtensions``):
+    the engines derive from these, through the registry, which pods may share a class, which
+    label keys matter, and which pods are coupled — never from a list of fields of their own.
+
+    * ``signature``: what the rule reads of a pod beyond the fields every rule shares
+      (``PodInfo.scheduling_signature``): pods that differ in it never share a class;
+    * ``pod_label_keys``: the pod label keys the pod's own selectors read (kept in signatures);
+    * ``node_label_keys``: the node label keys the rule reads for the pod (node classes keep them
+      apart); None: it reads the node's name;
+    * ``topology_keys``: the node label keys whose domains the rule couples pods through
+      (re-packing keeps such a pod's moves together);
+    * ``coupling``: how far the rule ties the pod to other pods (``Coupling``).
+    """
+
+    signature: Optional[Callable[[PodInfo], Hashable]] = None
+    pod_label_keys: Optional[Callable[[PodInfo], Iterable[str]]] = None
+    node_label_keys: Optional[Callable[[PodInfo], Optional[Iterable[str]]]] = None
+    topology_keys: Optional[Callable[[PodInfo], Iterable[str]]] = None
+    coupling: Optional[CouplingHook] = None
+
+
+NOTHING_READ = Reads()
+
+
+@dataclass(frozen=True)
+class PodWrite:
+    """What a PreBind writes on a pod before it is bound (the live binder sends it as one merge
+    patch of the pod's metadata): annotations and labels to set."""
+
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+# (pod as read, node it goes to) -> what the rule writes on the pod before the bind, or None.
+PreBind = Callable[["Pod", "Node"], Optional[PodWrite]]
+
+
 # --------------------------------------------------------------------------- the plugin object
 
 # (EncodeModel) -> the rule's encoding object, or None: adds the rule's constraints and returns
@@ -714,6 +774,8 @@ class Plugin:
     * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
     * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
+    * ``reads``: what the rule reads of pods and nodes and how far it couples pods (``Reads``);
+    * ``prebind``: what the rule writes on a pod before the live binder binds it (``PreBind``);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
       the node-class and symmetry reductions and the packing hint leave windows using it alone.
@@ -744,3 +806,5 @@ class Plugin:
     score_cache: Optional[ScoreCacheHook] = None
     repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
     nominations: Optional[NominationsHook] = None
+    reads: Reads = NOTHING_READ
+    prebind: Optional[PreBind] = None

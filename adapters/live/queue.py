@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from models import Pod, pod_group_key
+from solver.coupling import reaches_other_nodes
 
 from .clock import Clock
 
@@ -76,17 +77,10 @@ class QueuedPod:
 def needs_joint_decision(pod: Pod) -> bool:
     """Whether deciding `pod` together with pods that arrive soon can give a better (or the
     only) plan: a gang member (placed all together or not at all), or a pod whose required
-    inter-pod affinity or anti-affinity, or hard topology spread, reads where its peers go.
-    Any other pod is decided as well on its own, the moment it is ready."""
-    if pod_group_key(pod):
-        return True
-    spec = pod.spec
-    aff = spec.affinity
-    if aff is not None:
-        for group in (aff.pod_affinity, aff.pod_anti_affinity):
-            if group is not None and group.required_during_scheduling_ignored_during_execution:
-                return True
-    return any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread_constraints)
+    inter-pod affinity or anti-affinity, or hard topology spread, reads where its peers go — as
+    the rules declare it (``solver.coupling``). Any other pod is decided as well on its own, the
+    moment it is ready."""
+    return reaches_other_nodes(pod)
 
 
 def _gated(pod: Pod) -> bool:

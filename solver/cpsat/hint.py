@@ -26,7 +26,9 @@ from ortools.sat.python import cp_model
 
 from .. import interrupt
 from ..plugin_api import HintsItself, PackingBook, PacksWhole
-from ..plugins.registry import PACKING_BOOKS, per_node_state
+from ..plugin_api import Coupling
+from ..plugins import registry
+from ..plugins.registry import per_node_state
 from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..greedy import GreedyResult
 from ..state import PodMatcher
@@ -57,10 +59,8 @@ def greedy_hint(wm: WindowModel, greedy: GreedyResult, ctx, counts: Optional[dic
 
 
 def _coupled(wm: WindowModel, cls) -> bool:
-    rep = cls.rep
-    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group or rep.claims:
-        return True
-    return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
+    """Some rule ties the class's pods to other pods (``registry.coupling``): not first fit."""
+    return registry.coupling(cls.rep, wm.state) > Coupling.NONE
 
 
 def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
@@ -178,7 +178,7 @@ class _Packing:
         state = wm.state
         self.free = wm.ctx.claims.withheld(state.free)
         self.scale = np.maximum(state.alloc.max(axis=0), 1)
-        named_books = [(name, make(wm)) for name, make in PACKING_BOOKS]
+        named_books = [(name, make(wm)) for name, make in registry.PACKING_BOOKS]
         self.books = [book for _, book in named_books]
         self.units = self._units(named_books)
         self.nodes, self.ubs = wm.cand, wm.ub  # per class, in the order of its variables

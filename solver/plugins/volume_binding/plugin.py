@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...plugin_api import Plugin
+from ...plugin_api import Coupling, Plugin, Reads
 from ...volume_catalog import VolumeCatalog
 from . import check, encode, filter, rules
 
@@ -29,5 +29,10 @@ def couples(x):
     return (lambda y: bool(y.claims)) if x.claims else None
 
 
+def coupling(pod, state):
+    """A claim's volume is used on the nodes of its pods (one node for ReadWriteOncePod)."""
+    return Coupling.NODE if pod.claims else Coupling.NONE
+
+
 PLUGIN = Plugin(rules.NAME, prune=prune, prepare=prepare, couples=couples, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
-                per_node_state=rules.uses_node_state)
+                per_node_state=rules.uses_node_state, reads=Reads(coupling=coupling))
