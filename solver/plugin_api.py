@@ -30,7 +30,7 @@ from ortools.sat.python import cp_model
 
 from .framework import Status
 from .info import NodeInfo, PodInfo
-from .state import ClusterState
+from .state import Book, BookMaker, ClusterState, PluginState
 
 if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
@@ -776,6 +776,8 @@ class Plugin:
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
     * ``reads``: what the rule reads of pods and nodes and how far it couples pods (``Reads``);
     * ``prebind``: what the rule writes on a pod before the live binder binds it (``PreBind``);
+    * ``state``: the rule's own bookkeeping on each new state (``BookMaker`` -> ``PluginState``,
+      held in ``ClusterState.books`` under the plugin's name: Reserve/Unreserve, copy, merge);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
       the node-class and symmetry reductions and the packing hint leave windows using it alone.
@@ -808,3 +810,4 @@ class Plugin:
     nominations: Optional[NominationsHook] = None
     reads: Reads = NOTHING_READ
     prebind: Optional[PreBind] = None
+    state: Optional[BookMaker] = None

@@ -83,7 +83,55 @@ class VolumeBook(Protocol):
         ...
 
 
+class PluginState(Protocol):
+    """A rule's own bookkeeping on a state (``ClusterState.books``, by plugin name), which the
+    state knows nothing of: kube-scheduler's Reserve and Unreserve as pods come and go, a copy
+    for each copy of the state, and what it becomes when nodes are merged into classes."""
+
+    def reserve(self, pod: PodInfo, node: int) -> None:
+        """``pod`` is now on ``node``."""
+        ...
+
+    def reserve_many(self, placed: list[tuple[PodInfo, int]]) -> None:
+        """``reserve`` for each pair (a state filled with the bound pods at once)."""
+        ...
+
+    def unreserve(self, pod: PodInfo, node: int) -> None:
+        """``pod`` left ``node``."""
+        ...
+
+    def copy(self) -> PluginState:
+        """An independent copy (it may share what neither side writes until it does)."""
+        ...
+
+    def merged(self, members: list[list[int]]) -> Optional[PluginState]:
+        """The book over merged nodes, one per group of ``members`` (None: not carried over)."""
+        ...
+
+
+class Book:
+    """``PluginState``'s defaults: ``reserve_many`` adds pod by pod, merging carries nothing."""
+
+    def reserve(self, pod: PodInfo, node: int) -> None:
+        raise NotImplementedError
+
+    def reserve_many(self, placed: list[tuple[PodInfo, int]]) -> None:
+        for pod, node in placed:
+            self.reserve(pod, node)
+
+    def merged(self, members: list[list[int]]) -> Optional[PluginState]:
+        return None
+
+
+# (new state) -> the rule's book for it, or None: it keeps none there.
+BookMaker = Callable[["ClusterState"], Optional[PluginState]]
+
+
 class ClusterState:
+    # The rules' books every new state starts with, by plugin name (set by the plugin registry:
+    # this module stands below the plugins and names none).
+    book_makers: tuple[tuple[str, BookMaker], ...] = ()
+
     def __init__(self, nodes: list[NodeInfo], resources: Iterable[str]) -> None:
         extra = sorted(set(resources) - set(BASE_RESOURCES))
         self.nodes = nodes
@@ -103,7 +151,6 @@ class ClusterState:
         self._alloc_rows: list[Optional[list[list[int]]]] = [None]
         self.nonzero = np.zeros((n, 2), dtype=np.int64)  # scoring-only cpu, memory
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
-        self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
         self.where: dict[str, int] = {}
         self._counters: dict[Matcher, np.ndarray] = {}
         self._counter_order: list[tuple[Matcher, np.ndarray]] = []  # ``_counters`` as registered
@@ -150,7 +197,7 @@ class ClusterState:
         # How many pods of each priority the state holds: preemption asks "is any pod below
         # this priority at all?" before looking node by node.
         self.priorities: Counter[int] = Counter()
-        # Copy on write: a copy shares the per-node pod dicts and port counters, and the
+        # Copy on write: a copy shares the per-node pod dicts, and the
         # per-group node counters, with the state it was copied from; each side copies one
         # before its first change to it (``_own``, ``_own_group``). None: every one is its own.
         self._owned: Optional[set[int]] = None
@@ -164,6 +211,19 @@ class ClusterState:
         self.volume_book: Optional[VolumeBook] = None
         self.claim_users: dict[str, dict[str, int]] = {}
         self.pv_taken: dict[str, str] = {}
+        # Each rule's own bookkeeping, by plugin name (``PluginState``): reserved and unreserved
+        # as pods are added and removed, copied with the state.
+        self.books: dict[str, PluginState] = {}
+        for name, make in self.book_makers:
+            book = make(self)
+            if book is not None:
+                self.books[name] = book
+
+    def attach(self, name: str, book: PluginState) -> None:
+        """Give the state a rule's book once the state exists (a rule reading the snapshot first,
+        in its ``prepare``); the pods already in the state are reserved in it."""
+        book.reserve_many(list(self.pods()))
+        self.books[name] = book
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -202,7 +262,6 @@ class ClusterState:
         self.free[node] -= vec
         self.nonzero[node, 0] += pod.nonzero_cpu
         self.nonzero[node, 1] += pod.nonzero_mem
-        self.ports_on[node].update(pod.host_ports)
         self.priorities[pod.priority] += 1
         self._count(pod, node, +1)
         for claim in pod.claims:
@@ -212,6 +271,8 @@ class ClusterState:
         self.touched.append(node)
         if self.dra is not None:
             self.dra.add(pod, node)
+        for book in self.books.values():
+            book.reserve(pod, node)
 
     def add_many(self, placed: list[tuple[PodInfo, int]]) -> None:
         """``add(pod, node)`` for each pair, from per-node aggregates: the pods of one requests
@@ -247,8 +308,6 @@ class ClusterState:
             key = pod.key
             where[key] = node
             pods_on[node][key] = pod
-            if pod.host_ports:
-                self.ports_on[node].update(pod.host_ports)
             priorities[pod.priority] += 1
             indices = groups.get(gkey := (pod.match_key, pod.terminating))
             if indices is None:
@@ -273,6 +332,8 @@ class ClusterState:
                 self._group_index.add(gkey, counted[0])
             counted[1].update(node_of[members].tolist())
         self.touched.extend(np.unique(node_of).tolist())
+        for book in self.books.values():
+            book.reserve_many(placed)
 
     def _row(self, requests: dict[str, int]) -> np.ndarray:
         """A request as a row over ``resources`` (``pods`` = 1), as ``vector`` makes it."""
@@ -295,8 +356,6 @@ class ClusterState:
         self.free[node] += vec
         self.nonzero[node, 0] -= pod.nonzero_cpu
         self.nonzero[node, 1] -= pod.nonzero_mem
-        self.ports_on[node].subtract(pod.host_ports)
-        self.ports_on[node] = +self.ports_on[node]
         self.priorities[pod.priority] -= 1
         if not self.priorities[pod.priority]:
             del self.priorities[pod.priority]
@@ -312,14 +371,15 @@ class ClusterState:
         self.touched.append(node)
         if self.dra is not None:
             self.dra.remove(pod)
+        for book in self.books.values():
+            book.unreserve(pod, node)
         return node
 
     def _own(self, node: int) -> None:
-        """Make the node's pod dict and port counter this state's own before changing them."""
+        """Make the node's pod dict this state's own before changing it."""
         owned = self._owned
         if owned is not None and node not in owned:
             self.pods_on[node] = dict(self.pods_on[node])
-            self.ports_on[node] = Counter(self.ports_on[node])
             owned.add(node)
 
     def _count(self, pod: PodInfo, node: int, delta: int) -> None:
@@ -530,11 +590,8 @@ class ClusterState:
         np.add.at(out.nonzero, to, self.nonzero)
         for k, group in enumerate(members):
             on = out.pods_on[k]
-            ports = out.ports_on[k]
             for n in group:
                 on.update(self.pods_on[n])
-                if self.ports_on[n]:
-                    ports.update(self.ports_on[n])
             out.where.update(dict.fromkeys(on, k))
         out.priorities = Counter(self.priorities)
         for key, (pod, per_node) in self._groups.items():
@@ -549,6 +606,11 @@ class ClusterState:
         out.claim_users = {claim: {key: int(to[n]) for key, n in users.items()} for claim, users in self.claim_users.items()}
         out._match_cache = self._match_cache
         out._vectors = self._vectors
+        out.books = {}
+        for name, book in self.books.items():
+            carried = book.merged(members)
+            if carried is not None:
+                out.books[name] = carried
         return out
 
     @property
@@ -574,7 +636,6 @@ class ClusterState:
         other.nonzero = self.nonzero.copy()
         # Shared until written, on both sides (``_own``).
         other.pods_on = list(self.pods_on)
-        other.ports_on = list(self.ports_on)
         self._owned, other._owned = set(), set()
         # ``.copy()``, not ``dict()``: CPython's dict() copies a dict that has had deletions key by
         # key, five times slower (3,000 pods: 63 against 12 µs; the kept state is copied twice per
@@ -600,6 +661,7 @@ class ClusterState:
         other.removals = 0
         other.priorities = Counter(self.priorities)
         other.dra = self.dra.copy() if self.dra is not None else None
+        other.books = {name: book.copy() for name, book in self.books.items()}
         other.volumes = self.volumes
         other.volume_book = self.volume_book
         other.claim_users = self.claim_users.copy()  # each value is replaced, never changed in place

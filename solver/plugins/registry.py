@@ -185,6 +185,7 @@ def _derive() -> None:
     _MAY_PREEMPT = tuple(p.may_preempt for p in PLUGINS if p.may_preempt is not None)
     _PER_NODE = tuple((p.name, p.per_node_state) for p in PLUGINS if p.per_node_state is not None)
     _derive_facts()
+    ClusterState.book_makers = tuple((p.name, p.state) for p in PLUGINS if p.state is not None)
 
 
 def register(plugin: Plugin) -> None:

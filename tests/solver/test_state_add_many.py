@@ -9,6 +9,7 @@ import random
 import pytest
 
 from models import SchedulerConfig
+from solver.plugins.node_ports.book import ports_on
 from solver.context import build_context
 from solver.state import ClusterState, PodMatcher
 from solver.terms import Selector
@@ -21,7 +22,7 @@ WEB = PodMatcher(Selector(equals=(("app", "web"),)), frozenset(["default"]), Non
 def reading(state: ClusterState) -> tuple:
     return (
         [list(p) for p in state.pods_on],  # the order too: it is the order pods are tried as victims
-        [sorted(c.items()) for c in state.ports_on],
+        [sorted(c.items()) for c in ports_on(state)],
         state.used.tolist(),
         state.free.tolist(),
         state.nonzero.tolist(),

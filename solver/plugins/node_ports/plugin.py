@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...plugin_api import Coupling, Plugin, Reads
 from . import check, encode, filter
+from .book import PortBook
 
 
 def prune(pod, state, can_evict, window):
@@ -17,4 +18,4 @@ def coupling(pod, state):
 
 
 PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, filter=filter, encode=(encode.encode,), checks=(check.check,),
-                reads=Reads(coupling=coupling))
+                reads=Reads(coupling=coupling), state=PortBook.make)
