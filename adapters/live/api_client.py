@@ -552,6 +552,11 @@ class KubeApi:
         _call(f"patch status of {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,
               {"status": status})
 
+    def patch_pod_metadata(self, namespace: str, name: str, metadata: dict[str, Any]) -> None:
+        """Strategic-merge PATCH of a pod's ``metadata`` (annotations, labels): a rule's PreBind."""
+        _call(f"patch metadata of {namespace}/{name}", self.core.patch_namespaced_pod, name, namespace,
+              {"metadata": metadata})
+
     # --- volumes (VolumeBinding's PreBind) -----------------------------------------------------
 
     def reserve_volume(self, volume: str, namespace: str, claim: str, claim_uid: str) -> None:
