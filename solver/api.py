@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from models.config import SchedulerConfig
 from models.errors import InputError, Interrupted
-from models.plan import Assignment, DeviceAllocation, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
+from models.plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
 from . import interrupt, progress
@@ -217,7 +217,7 @@ class _Deciding:
 
     def _greedy_plan(self, result: GreedyResult, static: StaticFilters, stats: dict) -> Plan:
         return _plan_from(self.ctx, result.placements, result.victims, result.nominations, result.unschedulable,
-                          static, stats=stats, start=self.start, engine_greedy=True, volumes_taken=_taken(result))
+                          static, stats=stats, start=self.start, engine_greedy=True, engine_state=result.state)
 
     def _greedy_whole(self) -> Optional[Decision]:
         """Greedy's plan when it places every pod of the window without preempting, else None
@@ -350,7 +350,7 @@ def _lns_stats(stats) -> dict:
 
 
 def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,
-               volumes_taken=None, named=False) -> Plan:
+               engine_state=None, named=False) -> Plan:
     """The plan of ``placements`` and ``victims``; ``named``: the victims are named for the pod at
     whose turn kube-scheduler's preemption evicts them already (the CP-SAT engine names them)."""
     nodes = ctx.nodes
@@ -375,12 +375,11 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         nodes=len(ctx.nodes),
         placed=len(assignments),
     )
-    book = ctx.state.volume_book  # VolumeBinding's, set with the volume catalog
-    volumes = (book.bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes,
-                                volumes_taken) if book is not None else ())
+    # What the rules add beyond where pods go (``registry.PLAN_OUTPUTS``: devices, volumes).
+    parts = [output(ctx, placements, list(victims), engine_state) for output in registry.PLAN_OUTPUTS]
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
-                gated=_gated(ctx), allocations=_allocations(ctx, placements, victims), volume_bindings=volumes,
-                stats=PlanStats(**stats))
+                gated=_gated(ctx), allocations=tuple(a for part in parts for a in part.allocations),
+                volume_bindings=tuple(v for part in parts for v in part.volume_bindings), stats=PlanStats(**stats))
 
 
 def _nominated_preemptors(nominations, victims, placements) -> dict[str, int]:
@@ -391,17 +390,6 @@ def _nominated_preemptors(nominations, victims, placements) -> dict[str, int]:
         if v.preemptor in placements:
             out[v.preemptor] = placements[v.preemptor]
     return out
-
-
-def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
-    """What the rules give the plan beyond where pods go (``registry.PLAN_ALLOCATIONS``: DynamicResources'
-    devices per claim, the plan replayed on the snapshot's state in its placement order)."""
-    return tuple(a for hook in registry.PLAN_ALLOCATIONS for a in hook(ctx, placements, victims))
-
-
-def _taken(result) -> Optional[dict[str, str]]:
-    """The volumes greedy's Reserve gave the window's claims (volume -> claim)."""
-    return result.state.pv_taken if result.state is not None else None
 
 
 def _gated(ctx) -> tuple[Gated, ...]:

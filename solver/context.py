@@ -60,7 +60,7 @@ class SchedulingContext:
     all_pending: bool = False
     # ``bound`` by key (built from it when not given).
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
-    # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
+    # The room pending pods outside the window are nominated to (the ``nominations`` hook's).
     claims: Nominations = NO_NOMINATIONS
     # Pods of the same decision placed outside this model (a large-neighbourhood round's fixed
     # remainder, ``cpsat/lns``), with their nodes: in the state as running pods, yet still the

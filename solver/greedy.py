@@ -7,7 +7,7 @@ scheduler's uniform random choice when a tie-break seed is set); assume the pod 
 the next pod sees it. A pod that fits nowhere tries DefaultPreemption, else gets the FitError
 message. The rules' parts in the pass beyond their filters (``plugin_api.GreedyPart``, one per
 plugin with a ``greedy`` hook, asked in ``PLUGINS`` order) order the queue, gate each pod's turn,
-narrow the nodes it is scored on and settle after it: coscheduling (``plugins/gang/greedy.py``)
+narrow the nodes it is scored on and settle after it: coscheduling (its ``GreedyPart``)
 places a gang's members tentatively and rolls them back, victims included, when their group
 falls short of minMember — the Permit stage, so the fallback never half-places — refuses a gang
 whose minResources the free room left at its turn cannot cover (PreFilter), and gives a gang

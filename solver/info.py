@@ -213,7 +213,7 @@ class PodInfo:
     # Filled by the context builder: index of the pod's equivalence class in the window.
     class_id: int = -1
     match_key: tuple = field(default=())
-    # Set by the context builder (``plugins/preemption/nominated``): the nominated node where
+    # Set by the context builder (the PostFilter's ``prepare``): the nominated node where
     # victims of this pod's earlier preemption are still terminating; it may not preempt again.
     waiting_on: str = ""
     # The PersistentVolumeClaims the pod mounts, as namespace/name (``models.storage.pod_claims``).

@@ -35,7 +35,7 @@ from .state import Book, BookMaker, ClusterState, PluginState
 if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
     from models.objects import Node, Pod
-    from models.plan import Plan
+    from models.plan import DeviceAllocation, Plan, VolumeBinding
     from models.snapshot import ClusterSnapshot
 
 
@@ -672,6 +672,19 @@ class PodWrite:
 PreBind = Callable[["Pod", "Node"], Optional[PodWrite]]
 
 
+@dataclass(frozen=True)
+class PlanPart:
+    """What a rule adds to a plan beyond placements, victims and messages (``Plan`` fields)."""
+
+    allocations: tuple[DeviceAllocation, ...] = ()
+    volume_bindings: tuple[VolumeBinding, ...] = ()
+
+
+# (context, placements, victims, the state the engine placed into or None) -> the rule's part of
+# the plan (greedy's state carries what its Reserve chose; the model's plans pass None).
+PlanOutput = Callable[[Any, Mapping[str, int], list[Victim], Optional[ClusterState]], PlanPart]
+
+
 # --------------------------------------------------------------------------- the plugin object
 
 # (EncodeModel) -> the rule's encoding object, or None: adds the rule's constraints and returns
@@ -763,8 +776,8 @@ class Plugin:
     * ``plan_rank``: the rule's levels in the comparison of two plans' values (placements,
       victims), after the evictions' (``cpsat/choose.plan_value``; larger is better): how far
       down their ``firstAvailable`` lists device claims go, preferred-topology gangs' spans;
-    * ``plan_allocations``: what the rule gives a plan (placements, victims) beyond where pods
-      go, as the plan's ``allocations`` (DynamicResources: each new claim allocation);
+    * ``plan_output``: what the rule adds to a plan beyond where pods go (``PlanOutput``:
+      DynamicResources' claim allocations, VolumeBinding's volume bindings);
     * ``score_cache``: the score's part in greedy's score cache (``ScoreCacheHook``: the same
       totals as ``score``, faster; a score plugin without it is asked for its ``score``);
     * ``crowding``: the score's drop per further pod of a class on a node, for the CP-SAT
@@ -803,7 +816,7 @@ class Plugin:
     packing: Optional[Callable[[Any], PackingBook]] = None
     may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
     plan_rank: Optional[Callable[[Any, dict[str, int], list[Any]], tuple]] = None
-    plan_allocations: Optional[Callable[[Any, dict[str, int], list[Any]], tuple]] = None
+    plan_output: Optional[PlanOutput] = None
     crowding: Optional[Crowding] = None
     score_cache: Optional[ScoreCacheHook] = None
     repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None

@@ -65,24 +65,6 @@ class Matcher(Protocol):
     def matches(self, pod: PodInfo) -> bool: ...
 
 
-class VolumeBook(Protocol):
-    """What a state asks of the volume rules as pods come and go (``ClusterState.volume_book``)."""
-
-    def reserve(self, pod: PodInfo, node: NodeInfo, state: "ClusterState") -> None:
-        """VolumeBinding's Reserve: the volumes the pod's delayed claims take on ``node``."""
-        ...
-
-    def release(self, pod: PodInfo, state: "ClusterState") -> None:
-        """Undo ``reserve`` for claims no pod in the state uses any more."""
-        ...
-
-    def bindings_of(self, placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: Any,
-                    taken: Optional[Mapping[str, str]] = None) -> tuple[Any, ...]:
-        """A plan's ``volume_bindings``: a volume (or provisioning) for every delayed claim of
-        the ``placed`` pods; ``taken`` (volume -> claim), what the engine reserved, kept."""
-        ...
-
-
 class PluginState(Protocol):
     """A rule's own bookkeeping on a state (``ClusterState.books``, by plugin name), which the
     state knows nothing of: kube-scheduler's Reserve and Unreserve as pods come and go, a copy
@@ -191,9 +173,6 @@ class ClusterState:
         # with copies (same columns) and safe to: an entry is never changed, only replaced.
         self._vectors: dict[str, tuple[dict[str, int], np.ndarray]] = {}
         self.removals = 0  # pods taken out of the state so far
-        # Devices of Dynamic Resource Allocation (``plugins.dynamic_resources.hold.DraHold``),
-        # when the snapshot has claims: allocated as pods are added, given back as removed.
-        self.dra: Any = None
         # How many pods of each priority the state holds: preemption asks "is any pod below
         # this priority at all?" before looking node by node.
         self.priorities: Counter[int] = Counter()
@@ -202,15 +181,9 @@ class ClusterState:
         # before its first change to it (``_own``, ``_own_group``). None: every one is its own.
         self._owned: Optional[set[int]] = None
         self._owned_groups: Optional[set[tuple]] = None
-        # Volumes (``plugins/volume_*``): what the snapshot says of claims, volumes, classes and
-        # CSI limits; which pods use each claim (claim -> pod -> node); and the volumes window
-        # claims took so far (volume -> claim; VolumeBinding's Reserve).
+        # The storage objects of the snapshot (claims, volumes, classes and CSI limits), which the
+        # volume rules read; set by whoever builds the state (EMPTY: none).
         self.volumes: VolumeCatalog = EMPTY
-        # VolumeBinding's Reserve and its undoing (``plugins/volume_binding/filter.py``), given
-        # with ``volumes`` by whoever builds the state (this module stands below the plugins).
-        self.volume_book: Optional[VolumeBook] = None
-        self.claim_users: dict[str, dict[str, int]] = {}
-        self.pv_taken: dict[str, str] = {}
         # Each rule's own bookkeeping, by plugin name (``PluginState``): reserved and unreserved
         # as pods are added and removed, copied with the state.
         self.books: dict[str, PluginState] = {}
@@ -221,8 +194,8 @@ class ClusterState:
 
     def attach(self, name: str, book: PluginState) -> None:
         """Give the state a rule's book once the state exists (a rule reading the snapshot first,
-        in its ``prepare``); the pods already in the state are reserved in it."""
-        book.reserve_many(list(self.pods()))
+        in its ``prepare``): the book counts the pods already in the state itself (made from the
+        snapshot, or ``reserve_many(state.pods())`` first)."""
         self.books[name] = book
 
     # -- resources ---------------------------------------------------------------------------
@@ -264,13 +237,7 @@ class ClusterState:
         self.nonzero[node, 1] += pod.nonzero_mem
         self.priorities[pod.priority] += 1
         self._count(pod, node, +1)
-        for claim in pod.claims:
-            self.claim_users[claim] = {**self.claim_users.get(claim, {}), pod.key: node}
-        if pod.claims and self.volumes and self.volume_book is not None:
-            self.volume_book.reserve(pod, self.nodes[node], self)
         self.touched.append(node)
-        if self.dra is not None:
-            self.dra.add(pod, node)
         for book in self.books.values():
             book.reserve(pod, node)
 
@@ -281,7 +248,7 @@ class ClusterState:
         adds one by one give (a node changed once in ``touched``, as a cache refreshing it reads
         it once anyway). A state with counters, volumes or devices, or a pod already in it, adds
         one by one."""
-        if (self._counters or self.dra is not None or self.volume_book is not None
+        if (self._counters
                 or self._owned is not None or self._owned_groups is not None
                 or len({pod.key for pod, _ in placed} | self.where.keys()) != len(placed) + len(self.where)):
             for pod, node in placed:
@@ -316,8 +283,6 @@ class ClusterState:
                 indices.append(i)
             if pod.anti_affinity or pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
                 self._count_terms(pod, node, 1)
-            for claim in pod.claims:
-                self.claim_users[claim] = {**self.claim_users.get(claim, {}), key: node}
         if vectors:
             added = np.zeros_like(self.used)
             np.add.at(added, node_of, np.stack(vectors)[row_of])
@@ -360,17 +325,7 @@ class ClusterState:
         if not self.priorities[pod.priority]:
             del self.priorities[pod.priority]
         self._count(pod, node, -1)
-        for claim in pod.claims:
-            users = {k: v for k, v in self.claim_users.get(claim, {}).items() if k != pod.key}
-            if users:
-                self.claim_users[claim] = users
-            else:
-                self.claim_users.pop(claim, None)
-        if pod.claims and self.pv_taken and self.volume_book is not None:
-            self.volume_book.release(pod, self)
         self.touched.append(node)
-        if self.dra is not None:
-            self.dra.remove(pod)
         for book in self.books.values():
             book.unreserve(pod, node)
         return node
@@ -576,8 +531,8 @@ class ClusterState:
         """A state over ``nodes``, one per group of this state's nodes (``members``), with
         allocatable ``alloc``, each holding every pod of its members: what adding those pods one
         by one gives (node classes, ``cpsat/node_classes.py``), made from the per-node aggregates
-        instead — sums of the arrays and counters, the pod dicts joined. Volumes and devices are
-        not carried over (a fresh state has none either)."""
+        instead — sums of the arrays and counters, the pod dicts joined; each rule's book as it
+        merges itself (``PluginState.merged``; volumes and devices are not carried over)."""
         out = ClusterState(nodes, self.resources)
         assert out.resources == self.resources  # the request vectors are shared: the same columns
         to = np.empty(len(self.nodes), dtype=np.int64)
@@ -603,7 +558,6 @@ class ClusterState:
         for term, owners in self.anti_owners.items():
             out.anti_owners[term] = np.bincount(to, weights=owners, minlength=len(nodes)).astype(np.int64)
         out.affinity_pods = dict(self.affinity_pods)
-        out.claim_users = {claim: {key: int(to[n]) for key, n in users.items()} for claim, users in self.claim_users.items()}
         out._match_cache = self._match_cache
         out._vectors = self._vectors
         out.books = {}
@@ -660,12 +614,8 @@ class ClusterState:
         other._vectors = self._vectors
         other.removals = 0
         other.priorities = Counter(self.priorities)
-        other.dra = self.dra.copy() if self.dra is not None else None
         other.books = {name: book.copy() for name, book in self.books.items()}
         other.volumes = self.volumes
-        other.volume_book = self.volume_book
-        other.claim_users = self.claim_users.copy()  # each value is replaced, never changed in place
-        other.pv_taken = self.pv_taken.copy()
         return other
 
 

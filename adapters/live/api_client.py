@@ -111,7 +111,7 @@ PVS = Resource("persistentvolumes", "PersistentVolume", "v1", optional=True)
 STORAGE_CLASSES = Resource("storageclasses", "StorageClass", "storage.k8s.io/v1", optional=True)
 CSI_NODES = Resource("csinodes", "CSINode", "storage.k8s.io/v1", optional=True)
 VOLUME_RESOURCES: tuple[Resource, ...] = (PVCS, PVS, STORAGE_CLASSES, CSI_NODES)
-# What the DynamicResources plugin reads (``solver/plugins/dynamic_resources``), GA in 1.34:
+# What the DynamicResources plugin reads (kube-scheduler's DRA objects), GA in 1.34:
 # each optional, so a server without resource.k8s.io/v1 leaves the scheduler working without
 # it. Listed through the generic custom-object call (the same URL the typed client would use);
 # the claims' PreBind writes are in ``dra_writes.py``.

@@ -31,7 +31,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
 * ``may_preempt``: whether a preemptor may evict a victim (DefaultPreemption's eligibility);
   ``PLAN_RANKS``: the rules' levels after the evictions' when two plans are compared;
-  ``PLAN_ALLOCATIONS``: what the rules add to a plan beyond its placements (devices per claim);
+  ``PLAN_OUTPUTS``: what the rules add to a plan beyond its placements (devices per claim, volumes);
 * ``CROWDING``: the score plugins' crowding terms for the CP-SAT objective;
 * ``REPACK_KEEPS``: for re-packing, the rules' limits on where a moving pod may go;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
@@ -48,7 +48,7 @@ import numpy as np
 
 from ..info import PodInfo
 from ..plugin_api import (Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
-                          GreedyHook, NodeNames, NominationsHook, Plugin, PackingBook, PodWrite, PostFilter, PreBind,
+                          GreedyHook, NodeNames, NominationsHook, Plugin, PackingBook, PlanOutput, PodWrite, PostFilter, PreBind,
                           Prepare, Prune, WindowPart)
 from ..state import ClusterState
 from . import static_check
@@ -133,8 +133,8 @@ POSTFILTER: PostFilter | None = None
 # (plugin name, hook): the books the packing hint counts exactly (devices).
 PACKING_BOOKS: tuple[tuple[str, Callable[[Any], PackingBook]], ...] = ()
 PLAN_RANKS: tuple[Callable[[Any, dict[str, int], list[Any]], tuple], ...] = ()
-# The rules that give a plan more than placements and evictions (devices per claim).
-PLAN_ALLOCATIONS: tuple[Callable[[Any, dict[str, int], list[Any]], tuple], ...] = ()
+# The rules that give a plan more than placements and evictions (devices per claim, volumes).
+PLAN_OUTPUTS: tuple[PlanOutput, ...] = ()
 CROWDING: tuple[Crowding, ...] = ()
 REPACK_KEEPS: tuple[Any, ...] = ()
 PREPARES: tuple[Prepare, ...] = ()
@@ -153,7 +153,7 @@ def _derive() -> None:
     """Every list the engines read, from ``PLUGINS`` as it is now."""
     global STATIC_FILTERS, STATIC_NODE_NAMES, CYCLE_FILTERS, PRUNES, SCORE_PLUGINS, SCORE_PLUGIN_NAMES, SCORE_CACHE
     global FILTER_ENCODINGS, WINDOW_ENCODINGS, FILTER_ENCODERS, WINDOW_ENCODERS, COUPLERS, FINAL_CHECKS, CAPACITY
-    global GREEDY_PARTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_ALLOCATIONS, CROWDING, REPACK_KEEPS, PREPARES
+    global GREEDY_PARTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_OUTPUTS, CROWDING, REPACK_KEEPS, PREPARES
     global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE
     STATIC_FILTERS = tuple(p.filter for p in PLUGINS if p.static)
     STATIC_NODE_NAMES = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
@@ -176,7 +176,7 @@ def _derive() -> None:
     POSTFILTER = _one([p.postfilter for p in PLUGINS if p.postfilter is not None])
     PACKING_BOOKS = tuple((p.name, p.packing) for p in PLUGINS if p.packing is not None)
     PLAN_RANKS = tuple(p.plan_rank for p in PLUGINS if p.plan_rank is not None)
-    PLAN_ALLOCATIONS = tuple(p.plan_allocations for p in PLUGINS if p.plan_allocations is not None)
+    PLAN_OUTPUTS = tuple(p.plan_output for p in PLUGINS if p.plan_output is not None)
     CROWDING = tuple(p.crowding for p in PLUGINS if p.crowding is not None)
     REPACK_KEEPS = tuple(p.repack_keep for p in PLUGINS if p.repack_keep is not None)
     PREPARES = tuple(p.prepare for p in PLUGINS if p.prepare is not None)

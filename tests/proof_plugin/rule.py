@@ -90,6 +90,7 @@ def book_of(state: ClusterState) -> CrewBook:
     book = state.books.get(NAME)
     if book is None:  # a state made before the plugin was registered
         book = CrewBook.make(state)
+        book.reserve_many(list(state.pods()))
         state.attach(NAME, book)
     assert isinstance(book, CrewBook)
     return book

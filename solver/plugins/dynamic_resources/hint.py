@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from .allocator import AllocationError, _alternatives, attribute_value
+from .hold import hold_of
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -23,7 +24,7 @@ class DeviceBook:
     def __init__(self, wm: WindowModel) -> None:
         self.free: dict[int, int] = {}
         self.rows: dict[int, list[Optional[dict[int, int]]]] = {}
-        dra = wm.state.dra
+        dra = hold_of(wm.state)
         if dra is None:
             return
         rules, inventory = dra.rules, dra.rules.inventory

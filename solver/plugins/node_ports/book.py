@@ -62,6 +62,7 @@ def ports_on(state: ClusterState) -> list[Counter[Port]]:
     book = state.books.get(NAME)
     if book is None:
         book = PortBook.make(state)
+        book.reserve_many(list(state.pods()))
         state.attach(NAME, book)
     assert isinstance(book, PortBook)
     return book.on
