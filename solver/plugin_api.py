@@ -23,7 +23,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, runtime_checkable
+
+import random
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -34,6 +36,7 @@ from .state import Book, BookMaker, ClusterState, PluginState
 
 if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
+    from models.objects import NodeSelectorTerm, PodGroup, Toleration
     from models.objects import Node, Pod
     from models.plan import DeviceAllocation, Plan, VolumeBinding
     from models.snapshot import ClusterSnapshot
@@ -83,6 +86,7 @@ class Level:
 # --------------------------------------------------------------------------- views of the engines
 
 T = TypeVar("T")
+C = TypeVar("C")  # a pod class, as the engine holds it
 
 
 class ClassView(Protocol):
@@ -96,6 +100,47 @@ class ClassView(Protocol):
 
     @property
     def size(self) -> int: ...
+
+
+class ContextView(Protocol):
+    """One decision's context (``context.SchedulingContext``): the snapshot's nodes and state,
+    the window's pods in queue order and their classes, the room nominated outside the window."""
+
+    @property
+    def config(self) -> SchedulerConfig: ...
+
+    @property
+    def state(self) -> ClusterState: ...
+
+    @property
+    def nodes(self) -> Sequence[NodeInfo]: ...
+
+    @property
+    def window(self) -> Sequence[PodInfo]: ...
+
+    @property
+    def classes(self) -> Sequence[ClassView]: ...
+
+    @property
+    def pod_groups(self) -> Mapping[str, PodGroup]: ...
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @property
+    def bound(self) -> Sequence[PodInfo]:
+        """The pods holding nodes, in the snapshot's order."""
+        ...
+
+    @property
+    def settled(self) -> Sequence[tuple[PodInfo, int]]:
+        """Pods of the decision placed outside this model (an LNS round's fixed remainder)."""
+        ...
+
+    @property
+    def claims(self) -> Nominations: ...
+
+    def pod(self, key: str) -> Optional[PodInfo]: ...
 
 
 class StaticView(Protocol):
@@ -239,16 +284,19 @@ class NodeByNode(ABC):
         return None
 
 
-class CodedCycle(NodeByNode):
+P = TypeVar("P")  # a PreFilter's result
+
+
+class CodedCycle(NodeByNode, Generic[P]):
     """A ``CycleFilter`` on a PreFilter's result ``pre`` whose many-node check gives a code per
     node (0: fits) and whose codes index shared statuses: the shape of the filters that vectorise
     their PreFilter's counts (pod (anti-)affinity, topology spread). ``check(pod, node, pre)`` is the
     one-node Filter; ``codes(nodes, pre)`` and ``feasible(nodes, pre)`` the many-node answers;
     ``dry_run(node)``, when given, the filter's ``NodeDryRun`` on one node."""
 
-    def __init__(self, pod: Any, pre: Any, nodes: list[NodeInfo], check: Callable[..., Status],
-                 codes: Callable[[np.ndarray, Any], np.ndarray], statuses: Sequence[Status],
-                 feasible: Callable[[np.ndarray, Any], np.ndarray],
+    def __init__(self, pod: PodInfo, pre: P, nodes: list[NodeInfo], check: Callable[[PodInfo, NodeInfo, P], Status],
+                 codes: Callable[[np.ndarray, P], np.ndarray], statuses: Sequence[Status],
+                 feasible: Callable[[np.ndarray, P], np.ndarray],
                  dry_run: Optional[Callable[[int], NodeDryRun]] = None) -> None:
         self.pod, self.pre, self.nodes = pod, pre, nodes
         self._check, self._codes, self._statuses, self._feasible = check, codes, statuses, feasible
@@ -275,25 +323,44 @@ class EncodeModel(Protocol):
     """The CP-SAT window model an encoder adds its constraints to (``cpsat.model.WindowModel``):
     x[c, n] pods of class c on node n, evict[v], the objective levels, and the shared helpers."""
 
-    ctx: Any
     state: ClusterState
-    static: Any
-    classes: Any
     model: cp_model.CpModel
     allow_preemption: bool
     x: dict[tuple[int, int], cp_model.IntVar]
     cand: dict[int, np.ndarray]
-    by_node: Any
-    by_class: Any
     placed: dict[int, cp_model.IntVar | int]
     evict: dict[str, cp_model.IntVar]
     evict_pod: dict[str, tuple[PodInfo, int]]
     evict_level: dict[str, dict[int, cp_model.IntVar]]
     levels: list[Level]
     vec: dict[int, np.ndarray]
-    # The rules' views of the whole window, by plugin name (``WindowPart``; empty outside a
-    # scheduling window): an encoder reads its own plugin's part (the gangs it starts from).
-    window: Mapping[str, Any]
+
+    @property
+    def ctx(self) -> ContextView: ...
+
+    @property
+    def static(self) -> StaticView: ...
+
+    @property
+    def classes(self) -> Sequence[ClassView]:
+        """The model's classes (``x[c, n]``'s ``c`` is a class's ``id``)."""
+        ...
+
+    @property
+    def by_node(self) -> Mapping[int, Sequence[tuple[ClassView, cp_model.IntVar]]]:
+        """Per node, its (class, x[c, n]) pairs."""
+        ...
+
+    @property
+    def by_class(self) -> Mapping[int, Sequence[tuple[int, cp_model.IntVar]]]:
+        """Per class id, its (node, x[c, n]) pairs."""
+        ...
+
+    @property
+    def window(self) -> Mapping[str, WindowPart]:
+        """The rules' views of the whole window, by plugin name (empty outside a scheduling
+        window): an encoder reads its own plugin's part (the gangs it starts from)."""
+        ...
 
     def class_of(self, pod: PodInfo) -> int: ...
 
@@ -303,9 +370,9 @@ class EncodeModel(Protocol):
 
     def class_vars_by_domain(self, cls_id: int, key: str) -> dict[int, list]: ...
 
-    def new_presence(self, name: str, vars_: list, bound: int) -> Any: ...
+    def new_presence(self, name: str, vars_: list, bound: int) -> cp_model.IntVar: ...
 
-    def node_used(self, n: int) -> Any: ...
+    def node_used(self, n: int) -> cp_model.IntVar: ...
 
     def evictable(self, pod: PodInfo) -> Optional[cp_model.IntVar]: ...
 
@@ -315,18 +382,22 @@ class ReplayView(Protocol):
     (``before`` the snapshot, ``base`` less the victims, ``final`` plus the assignments) and
     ``report`` for each violation."""
 
-    ctx: Any
     plan: Plan
     problems: list[str]
     assigned: dict[str, int]
     victims: list[Victim]
     nodes: list[NodeInfo]
     window: dict[str, PodInfo]
-    static: Any
     before: ClusterState
     base: ClusterState
     final: ClusterState
     placed_on: dict[int, list[PodInfo]]
+
+    @property
+    def ctx(self) -> ContextView: ...
+
+    @property
+    def static(self) -> StaticView: ...
 
     def report(self, line: str) -> None: ...
 
@@ -343,16 +414,37 @@ class ScoreView(Protocol):
     kubernetes_version: str
     num_nodes: int
     image_nodes: Mapping[str, tuple[int, int]]
-    memo: dict[str, Any]
+    memo: dict[str, Any]  # a score plugin's own values for the decision, under its NAME
 
     @property
-    def index(self) -> Any: ...
+    def index(self) -> NodeIndexView: ...
+
+
+class NodeIndexView(Protocol):
+    """What the scoring index answers of the nodes at once (``scoring.NodeIndex``)."""
+
+    @property
+    def size(self) -> int:
+        """How many nodes."""
+        ...
+
+    def domain(self, key: str) -> tuple[np.ndarray, dict[str, int], list[str]]: ...
+
+    def term_mask(self, term: NodeSelectorTerm) -> np.ndarray: ...
+
+    def required_affinity_mask(self, pod: PodInfo) -> np.ndarray: ...
+
+    def tolerated_mask(self, tolerations: Iterable[Toleration]) -> np.ndarray: ...
+
+    def prefer_no_schedule_counts(self, tolerations: Iterable[Toleration]) -> np.ndarray: ...
+
+    def image_mask(self, image: str) -> Optional[np.ndarray]: ...
 
 
 class Values(Protocol):
     """A solution's values: a CP-SAT solver after its solve, or a hint read as a plan."""
 
-    def value(self, var: Any) -> int: ...
+    def value(self, var: cp_model.IntVar) -> int: ...
 
 
 class Nominations(Protocol):
@@ -423,7 +515,7 @@ class PreemptorNamer(Protocol):
     def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values: Values,
                class_of: Callable[[PodInfo], int]) -> list[PodInfo]: ...
 
-    def rank(self, pod: PodInfo, victim: PodInfo) -> Any: ...
+    def rank(self, pod: PodInfo, victim: PodInfo) -> bool | int | tuple: ...
 
 
 @runtime_checkable
@@ -443,22 +535,27 @@ class PacksWhole(Protocol):
     such units, where), ``where`` None (any node) or (free room) -> the node masks to try in
     turn; ``packing_leaves_out``, a class outside the units the packing leaves out."""
 
-    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Any]]: ...
+    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Optional[Callable]]]: ...
 
-    def packing_leaves_out(self, wm: EncodeModel, cls: Any) -> bool: ...
+    def packing_leaves_out(self, wm: EncodeModel, cls: ClassView) -> bool: ...
 
 
 class PackingBook(Protocol):
     """A rule's state the packing hint counts exactly as it places pods (devices): per class it
-    counts, one row per candidate node (``rows``); ``cap(row)``, the pods more the free state
-    takes (a large number when the row takes nothing); ``take(row, pods)``, count them (negative:
-    give back)."""
+    counts, per candidate node: ``cap``, the pods more the free state takes (a large number
+    when the class takes nothing of it); ``take``, count them (negative: give back)."""
 
-    rows: dict[int, list[Any]]
+    def counts(self, cls_id: int) -> bool:
+        """Whether the book counts the class (its pods take what it keeps)."""
+        ...
 
-    def cap(self, row: Any) -> int: ...
+    def cap(self, cls_id: int, i: int) -> int:
+        """The pods more of the class its ``i``-th candidate node takes, as the book stands."""
+        ...
 
-    def take(self, row: Any, pods: int) -> None: ...
+    def take(self, cls_id: int, i: int, pods: int) -> None:
+        """Count ``pods`` more of the class on its ``i``-th candidate (negative: give back)."""
+        ...
 
 
 @runtime_checkable
@@ -473,7 +570,7 @@ class Capacity(Protocol):
     engines' candidate bounds, packing hints and node-class decodes ask it through
     ``registry.fits``/``registry.copies``. ``room``: one node's row, or one row per node."""
 
-    def fits(self, vec: np.ndarray, room: Any) -> Any:
+    def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray | bool:
         """Whether one pod of ``vec`` fits (a bool per row)."""
         ...
 
@@ -547,7 +644,7 @@ class WindowPart:
     hands that mapping to the prunes (a plugin reads its own part there). The defaults take no
     part."""
 
-    def merge(self, classes: list[Any]) -> tuple[list[Any], dict[int, int]]:
+    def merge(self, classes: list[C]) -> tuple[list[C], dict[int, int]]:
         """The model's classes: interchangeable groups' classes merged (gang kinds), with the
         alias from each merged-away class id to the id it is counted in."""
         return classes, {}
@@ -563,12 +660,12 @@ class WindowPart:
         ``feasible_now``: some node passes the filters on ``final``. None: not this rule."""
         return None
 
-    def linked(self, classes: list[Any]) -> list[list[int]]:
+    def linked(self, classes: list[ClassView]) -> list[list[int]]:
         """Lists of class ids that must share one model component (gangs whose minResources
         admissions read one another's use of the cluster)."""
         return []
 
-    def encoding(self) -> Any:
+    def encoding(self) -> Optional[object]:
         """The encoding object each component's model starts with for the plugin (its encoders
         fill it in, its decode and hint read it), or None: the encoders make their own."""
         return None
@@ -578,7 +675,7 @@ class WindowPart:
 # ``nodes`` (greedy's filters and scores, no preemption), or None: none passes.
 Trial = Callable[[PodInfo, np.ndarray], Optional[int]]
 # (context, state, static filters, trial) -> the rule's part in one greedy pass.
-GreedyHook = Callable[[Any, ClusterState, StaticView, Trial], GreedyPart]
+GreedyHook = Callable[[ContextView, ClusterState, StaticView, Trial], GreedyPart]
 
 
 class PostFilterOutcome(Protocol):
@@ -592,24 +689,26 @@ class PostFilterOutcome(Protocol):
 class PostFilter(Protocol):
     """Greedy's PostFilter (DefaultPreemption), for a pod no node fits."""
 
-    def default_preemption(self, pod: PodInfo, cycle: Any, state: ClusterState, static: Any, ctx: Any, *,
-                           rng: Any = None, allowed: Any = None, evicted: Sequence[PodInfo] = (),
+    def default_preemption(self, pod: PodInfo, cycle: CycleView, state: ClusterState, static: StaticView,
+                           ctx: ContextView, *, rng: Optional[random.Random] = None,
+                           allowed: Optional[np.ndarray] = None, evicted: Sequence[PodInfo] = (),
                            protected: frozenset[str] = frozenset()) -> PostFilterOutcome:
         """Victims on one node that make room for ``pod`` (or why none)."""
         ...
 
     REASON_TERMINATING: str  # why a pod waiting for its earlier victims does not preempt again
 
-    def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: Any) -> list:
+    def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: ContextView) -> list:
         """The victims, less those a preemption at priority ``level`` on ``node`` makes unnecessary."""
         ...
 
-    def replay(self, ctx: Any, placements: Mapping[str, int], nodes: Iterable[int], static: Any) -> Any:
+    def replay(self, ctx: ContextView, placements: Mapping[str, int], nodes: Iterable[int], static: StaticView) -> Any:
         """kube-scheduler's preemption replayed on a plan's placements in queue order, turn by turn
         on ``nodes``: who it evicts, for whom (``evicted_by``), and each pod's turn."""
         ...
 
-    def kube_preemptors(self, ctx: Any, placements: Mapping[str, int], victims: list, static: Any) -> list:
+    def kube_preemptors(self, ctx: ContextView, placements: Mapping[str, int], victims: list,
+                        static: StaticView) -> list:
         """The victims, each named for the pod at whose turn the replay evicts it."""
         ...
 
@@ -682,7 +781,7 @@ class PlanPart:
 
 # (context, placements, victims, the state the engine placed into or None) -> the rule's part of
 # the plan (greedy's state carries what its Reserve chose; the model's plans pass None).
-PlanOutput = Callable[[Any, Mapping[str, int], list[Victim], Optional[ClusterState]], PlanPart]
+PlanOutput = Callable[[ContextView, Mapping[str, int], list[Victim], Optional[ClusterState]], PlanPart]
 
 
 # --------------------------------------------------------------------------- the plugin object
@@ -691,12 +790,12 @@ PlanOutput = Callable[[Any, Mapping[str, int], list[Victim], Optional[ClusterSta
 # what it made of its own (its variables, what its hint and decode read); the engine keeps it by
 # plugin name (``WindowModel.encodings``) and decode, hint and stages ask it through the
 # protocols above. A plugin whose encoding spans several steps runs them in one encoder.
-Encoder = Callable[[Any], Optional[Any]]
+Encoder = Callable[[EncodeModel], Optional[object]]
 # (pod, state, can_evict, window) -> mask of the nodes the pod may ever use in the window, whatever
 # the window does; ``can_evict(running pod)``: whether some eviction of the window may remove it;
 # ``window``: the window's parts by plugin name (``WindowPart``; empty outside a scheduling window).
-Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
-Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
+Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, WindowPart]], np.ndarray]
+Check = Callable[[ReplayView], None]  # reports the rule's violations
 # (pod) -> None, or the node names a static filter's PreFilter restricts the pod to and the status
 # of every node outside them (with no name at all, the PreFilter fails: its reason is the message).
 NodeNames = Callable[[PodInfo], Optional[tuple[set[str], Status]]]
@@ -734,16 +833,47 @@ class ScoreCachePart(Protocol):
 
     def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[LocalKernel]: ...
 
-    def totals(self, pod: PodInfo, nodes: np.ndarray) -> Any: ...
+    def totals(self, pod: PodInfo, nodes: np.ndarray) -> Optional[np.ndarray | int]: ...
+
+
+class CacheTuning(Protocol):
+    """The score cache's tuning a part reads (``scoring.cache.ScoreCache``)."""
+
+    recount_after: int  # per-class tables are counted afresh after this many placements
 
 
 # (state, score context, weight, the cache: its tuning) -> the plugin's part in one score cache.
-ScoreCacheHook = Callable[[ClusterState, Any, int, Any], ScoreCachePart]
+ScoreCacheHook = Callable[[ClusterState, ScoreView, int, CacheTuning], ScoreCachePart]
 
 
 # (pod, nodes, state, score context, class size) -> the weighted score one more pod of the class
 # takes from each further one on each node (an array, or one number for every node), or None.
-Crowding = Callable[[PodInfo, np.ndarray, ClusterState, Any, int], Any]
+Crowding = Callable[[PodInfo, np.ndarray, ClusterState, ScoreView, int], Optional[np.ndarray | float]]
+
+
+class FilterModule(Protocol):
+    """A rule's Filter module (``<plugin>/filter.py``, or its ``rules.py``): its ``NAME``."""
+
+    NAME: str
+
+
+class StaticFilter(Protocol):
+    """A static rule's Filter module: ``filter(pod, node)`` reads only the two (``Plugin.static``)."""
+
+    NAME: str
+
+    @property
+    def filter(self) -> Callable[[PodInfo, NodeInfo], Status]: ...
+
+
+class ScoreModule(Protocol):
+    """A rule's Score module (``<plugin>/score.py``): its ``NAME`` keys the weight, ``score``
+    gives the weighted-to-be scores of a pod over nodes (None: nothing to add)."""
+
+    NAME: str
+
+    @property
+    def score(self) -> Callable[..., Optional[np.ndarray]]: ...
 
 
 @dataclass(frozen=True)
@@ -797,9 +927,9 @@ class Plugin:
     """
 
     name: str
-    filter: Optional[Any] = None
+    filter: Optional[FilterModule] = None
     static: bool = False
-    score: Optional[Any] = None
+    score: Optional[ScoreModule] = None
     cycle: Optional[CycleHook] = None
     node_names: Optional[NodeNames] = None
     prune: Optional[Prune] = None
@@ -812,14 +942,14 @@ class Plugin:
     capacity: Optional[Capacity] = None
     greedy: Optional[GreedyHook] = None
     postfilter: Optional[PostFilter] = None
-    window: Optional[Callable[[Any], WindowPart]] = None
-    packing: Optional[Callable[[Any], PackingBook]] = None
+    window: Optional[Callable[[ContextView], WindowPart]] = None
+    packing: Optional[Callable[[EncodeModel], PackingBook]] = None
     may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
-    plan_rank: Optional[Callable[[Any, dict[str, int], list[Any]], tuple]] = None
+    plan_rank: Optional[Callable[[ContextView, dict[str, int], list[Victim]], tuple]] = None
     plan_output: Optional[PlanOutput] = None
     crowding: Optional[Crowding] = None
     score_cache: Optional[ScoreCacheHook] = None
-    repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
+    repack_keep: Optional[Callable[[ContextView, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
     nominations: Optional[NominationsHook] = None
     reads: Reads = NOTHING_READ
     prebind: Optional[PreBind] = None

@@ -91,13 +91,13 @@ def _left_out_of_packing(cls, books: list[tuple[str, PackingBook]]) -> bool:
     rep = cls.rep
     if rep.host_ports or rep.affinity or rep.hard_spread:
         return True
-    counted = tuple(name for name, book in books if cls.id in book.rows)
+    counted = tuple(name for name, book in books if book.counts(cls.id))
     return per_node_state(rep, besides=counted)
 
 
 def _cap(books: list[PackingBook], c: int, i: int) -> int:
     """The pods more of class ``c`` on its ``i``-th candidate that every book allows."""
-    return min(book.cap(book.rows[c][i]) for book in books)
+    return min(book.cap(c, i) for book in books)
 
 
 class _AntiBook:
@@ -266,7 +266,7 @@ class _Packing:
         if anti:
             assert book is not None  # anti implies a book
             ok &= book.allowed(cls.id, cand)
-        counting = [b for b in self.books if cls.id in b.rows]  # devices, counted exactly
+        counting = [b for b in self.books if b.counts(cls.id)]  # devices, counted exactly
         if counting:
             cap = np.fromiter((_cap(counting, cls.id, i) for i in range(len(cand))), dtype=np.int64, count=len(cand))
             ok &= cap > 0
@@ -282,7 +282,7 @@ class _Packing:
             if counting:
                 here = min(here, int(cap[i]))
                 for b in counting:
-                    b.take(b.rows[cls.id][i], here)
+                    b.take(cls.id, i, here)
                 cap[i] = _cap(counting, cls.id, i)
             free[cand[i]] -= here * vec
             taken[cls.id][i] += here
@@ -310,8 +310,8 @@ class _Packing:
             self.free[nodes[c][i]] += wm.vec[c]
             self.taken[c][i] -= 1
             for b in self.books:
-                if c in b.rows:
-                    b.take(b.rows[c][i], -1)
+                if b.counts(c):
+                    b.take(c, i, -1)
             if self.book is not None and self.book.involves(c):
                 self.book.add(c, int(nodes[c][i]), -1)
 

@@ -42,13 +42,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
 import numpy as np
 
 from ..info import PodInfo
 from ..plugin_api import (Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
-                          GreedyHook, NodeNames, NominationsHook, Plugin, PackingBook, PlanOutput, PodWrite, PostFilter, PreBind,
+                          GreedyHook, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, PodWrite, PostFilter, PreBind,
                           Prepare, Prune, WindowPart)
 from ..state import ClusterState
 from . import static_check
@@ -112,7 +112,7 @@ def _ordered(first: Iterable[Plugin]) -> tuple[Plugin, ...]:
 
 # What the engines read, derived from ``PLUGINS`` by ``_derive`` (again at each ``register``):
 # an engine reads them as ``registry.NAME`` when it runs, never copies one at import.
-STATIC_FILTERS: tuple[Any, ...] = ()
+STATIC_FILTERS: tuple[StaticFilter, ...] = ()
 STATIC_NODE_NAMES: tuple[NodeNames, ...] = ()
 CYCLE_FILTERS: tuple[CycleHook, ...] = ()
 PRUNES: tuple[Prune, ...] = ()
@@ -155,7 +155,7 @@ def _derive() -> None:
     global FILTER_ENCODINGS, WINDOW_ENCODINGS, FILTER_ENCODERS, WINDOW_ENCODERS, COUPLERS, FINAL_CHECKS, CAPACITY
     global GREEDY_PARTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_OUTPUTS, CROWDING, REPACK_KEEPS, PREPARES
     global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE
-    STATIC_FILTERS = tuple(p.filter for p in PLUGINS if p.static)
+    STATIC_FILTERS = tuple(cast(StaticFilter, p.filter) for p in PLUGINS if p.static)
     STATIC_NODE_NAMES = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
     CYCLE_FILTERS = tuple(p.cycle for p in PLUGINS if p.cycle is not None)
     # Candidate pruning before CP-SAT's variables exist (every plugin's mask is and-ed).

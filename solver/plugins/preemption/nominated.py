@@ -59,7 +59,7 @@ from ..taint_toleration import filter as taint_toleration
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
     from ...plugin_api import CycleView as Cycle
-    from ...plugin_api import ReplayView as Replay
+    from ...plugin_api import ContextView, ReplayView as Replay
 
 NAME = "DefaultPreemption"
 # The pod waits for victims of its earlier preemption on its nominated node (kube-scheduler's words).
@@ -180,6 +180,12 @@ class Claims:
 NONE = Claims({})
 
 
+def claims_of(ctx: ContextView) -> Claims:
+    """The context's nominations, which this plugin's ``nominations`` hook made (a ``Claims``)."""
+    claims = ctx.claims
+    return claims if isinstance(claims, Claims) else NONE
+
+
 def outside_claims(snapshot: ClusterSnapshot, window: Iterable[PodInfo], state: ClusterState,
                    ns_labels: dict[str, dict[str, str]], *, sidecar_ports: bool) -> Claims:
     """The claims of the pending pods outside ``window`` nominated to a node of the snapshot."""
@@ -248,7 +254,7 @@ def release(state: ClusterState, held: list[PodInfo]) -> None:
 def check(replay: Replay) -> None:
     """Each placed window pod leaves room, on its node's final state, for the claims of priority
     ≥ its own: on every resource it requests and on its host ports."""
-    claims: Claims = replay.ctx.claims
+    claims = claims_of(replay.ctx)
     if not claims:
         return
     final, before = replay.final, replay.before
@@ -288,7 +294,7 @@ def encode(wm: WindowModel) -> None:
     claims of priority ≥ the class's added: a capacity row per resource it requests (rhs the
     free room, never below zero as the validator reads overcommit, less the claims), and no host
     port of the class taken by such a claim."""
-    claims: Claims = wm.ctx.claims
+    claims = claims_of(wm.ctx)
     if not claims:
         return
     m, state = wm.model, wm.state

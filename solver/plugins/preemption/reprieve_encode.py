@@ -45,6 +45,7 @@ from ortools.sat.python import cp_model
 from ...disruption import PdbBudgets
 from ...info import PodInfo
 from ..node_ports import filter as node_ports
+from .nominated import claims_of
 from .victim_room import beyond_node_local, device_reasons, entangled, entangling
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class _NodeReprieve:
         self.width = state.free.shape[1]
         self.alloc = state.alloc[n].astype(np.int64)
         self.used = state.used[n].astype(np.int64)
-        self.claims = wm.ctx.claims
+        self.claims = claims_of(wm.ctx)
 
     def present(self, v: PodInfo, level: int):
         """1 − (v gone at a level above ``level``), as (vars, coeffs, constant)."""
