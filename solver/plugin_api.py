@@ -83,6 +83,29 @@ class Level:
         return cp_model.LinearExpr.weighted_sum(list(vars_), list(coeffs)) + self.constant
 
 
+# --------------------------------------------------------------------------- books preemption asks
+
+
+@runtime_checkable
+class GivesBack(Protocol):
+    """A rule's book (``PluginState``) whose holdings an eviction may give back, so preemption's
+    dry runs cannot be read off the node's room alone (DRA's devices: a claim reserved only for
+    evicted pods): preemption asks every book of the state that meets this protocol, naming none."""
+
+    def gives_back_to(self, pod: PodInfo) -> bool:
+        """Whether evicting pods may free something of this book that ``pod`` asks for."""
+        ...
+
+    def returnable(self, pod: PodInfo) -> bool:
+        """Whether ``pod``, taken out and put back, can take its holdings again."""
+        ...
+
+
+def gives_back(state: ClusterState) -> list[GivesBack]:
+    """The state's books an eviction may give something back from."""
+    return [book for book in state.books.values() if isinstance(book, GivesBack)]
+
+
 # --------------------------------------------------------------------------- views of the engines
 
 T = TypeVar("T")

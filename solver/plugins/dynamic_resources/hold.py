@@ -85,6 +85,10 @@ class DraHold:
     def unreserve(self, pod: Any, node: int) -> None:
         self.remove(pod)
 
+    def gives_back_to(self, pod: Any) -> bool:
+        """With ``preemption.freeDevices``, a victim's devices may come back to a pod with claims."""
+        return self.free_devices and bool(pod.pod.spec.resource_claims)
+
     def merged(self, members: list[list[int]]) -> None:
         """Devices are counted per node: merged nodes keep none (node classes leave such windows)."""
         return None
