@@ -452,13 +452,17 @@ class Binder:
             why = exc.message if isinstance(exc, KubeError) else str(exc)
             log.warning("not binding %s: writing its resourceclaims failed: %s", p.key, why)
             self.claim_writer.release(p.key)
-            self.cache.forget(p.key)
-            self.metrics.binds.labels(result="prebind-failed").inc()
-            self.reporter.failed_scheduling(p.pod, f"running PreBind plugin \"DynamicResources\": {why}",
-                                            reason=SCHEDULER_ERROR)
-            self.queue.requeue_error(p.key)
+            self._prebind_failed(p, "DynamicResources", why)
             return False
         return True
+
+    def _prebind_failed(self, p: Placement, plugin: str, why: str) -> None:
+        """A PreBind write failed: the pod goes back to the queue unbound, with the event
+        kube-scheduler reports for it."""
+        self.cache.forget(p.key)
+        self.metrics.binds.labels(result="prebind-failed").inc()
+        self.reporter.failed_scheduling(p.pod, f"running PreBind plugin \"{plugin}\": {why}", reason=SCHEDULER_ERROR)
+        self.queue.requeue_error(p.key)
 
     def _release_claims(self, key: str) -> None:
         if self._claim_writer is not None and self._claim_writer.has_written(key):
@@ -480,11 +484,7 @@ class Binder:
                                   sleep=self.clock.sleep, should_continue=self.is_leader)
             except KubeError as exc:
                 log.warning("not binding %s: PreBind %s failed: %s", p.key, plugin, exc)
-                self.cache.forget(p.key)
-                self.metrics.binds.labels(result="prebind-failed").inc()
-                self.reporter.failed_scheduling(p.pod, f"running PreBind plugin \"{plugin}\": {exc}",
-                                                reason=SCHEDULER_ERROR)
-                self.queue.requeue_error(p.key)
+                self._prebind_failed(p, plugin, exc.message)
                 return False
         return True
 

@@ -277,12 +277,16 @@ def signature(pod: PodInfo) -> tuple:
     return tuple(part(pod) for part in _SIGNATURES) if _SIGNATURES else ()
 
 
-def pod_label_keys(pod: PodInfo) -> set[str]:
-    """The pod label keys the pod's own selectors read, by every rule (``Reads.pod_label_keys``)."""
+def _union(reads: Iterable[Callable[[PodInfo], Iterable[str]]], pod: PodInfo) -> set[str]:
     keys: set[str] = set()
-    for read in _POD_LABEL_KEYS:
+    for read in reads:
         keys.update(read(pod))
     return keys
+
+
+def pod_label_keys(pod: PodInfo) -> set[str]:
+    """The pod label keys the pod's own selectors read, by every rule (``Reads.pod_label_keys``)."""
+    return _union(_POD_LABEL_KEYS, pod)
 
 
 def node_label_keys(pod: PodInfo) -> Optional[set[str]]:
@@ -299,10 +303,7 @@ def node_label_keys(pod: PodInfo) -> Optional[set[str]]:
 
 def topology_keys(pod: PodInfo) -> set[str]:
     """The node label keys whose domains the rules couple ``pod`` through (``Reads.topology_keys``)."""
-    keys: set[str] = set()
-    for read in _TOPOLOGY_KEYS:
-        keys.update(read(pod))
-    return keys
+    return _union(_TOPOLOGY_KEYS, pod)
 
 
 def coupling(pod: PodInfo, state: Optional[ClusterState] = None) -> Coupling:
