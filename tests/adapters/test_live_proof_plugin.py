@@ -49,3 +49,19 @@ def test_a_crew_is_bound_on_one_rack_with_the_prebind_annotation(cluster, engine
     plain = c.pod("plain")
     assert plain is not None and PLACED not in (plain["metadata"].get("annotations") or {})
     assert c.violations() == []
+
+
+def test_a_refused_prebind_write_leaves_the_pod_unbound_until_it_succeeds(cluster) -> None:
+    """The API server refuses the PreBind patch: the pod is not bound, the event names the
+    plugin, and once the server takes writes again the pod is bound with its annotation."""
+    c: Cluster = cluster()
+    c.server.faults.fail("PATCH", r"/pods/solo$", status=403, count=None, message="patching is off")
+    c.scheduler(options=fast_options())
+    c.create(crew_pod("solo", "db"))
+    assert wait_for(lambda: any("running PreBind plugin \"CrewRack\"" in (e.get("message") or "")
+                                for e in c.events("FailedScheduling")), timeout=10)
+    assert c.node_of("solo") is None
+    c.server.faults.clear()
+    assert wait_for(lambda: c.node_of("solo"), timeout=20)
+    solo = c.pod("solo")
+    assert solo is not None and solo["metadata"]["annotations"][PLACED] in ("r1", "r2")
