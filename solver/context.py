@@ -405,7 +405,7 @@ def build_context(
     # Each rule's part: DRA's devices and the volume catalog on the state, the marks on window
     # pods that are part of their signature (a pod waiting for its victims may not preempt).
     for prepare in registry.PREPARES:
-        prepare(snapshot, config, window, state)
+        prepare(snapshot, config, window, state, registry.static_verdict)
 
     notes: list[str] = []
     if unknown_nodes:

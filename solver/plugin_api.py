@@ -828,10 +828,15 @@ Couples = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
 # (pod, state, static filters, Kubernetes version) -> the filter's PreFilter for one cycle, or None
 # when it passes on every node for this pod.
 CycleHook = Callable[[PodInfo, ClusterState, StaticView, str], Optional[CycleFilter]]
-# (snapshot, config, window, state) -> None: the rule's part in building a context, before the
-# window's pods are grouped into classes: what it attaches to the state for the snapshot (DRA's
-# devices, the volume catalog) and the marks it sets on window pods (part of their signature).
-Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], None]
+# (pod, node) -> the static PreFilters' and Filters' verdict (the first failure; NodeName,
+# NodeAffinity, TaintToleration, NodeUnschedulable): offered to the plugins by the engine, so no
+# plugin imports the static ones to ask them.
+StaticVerdict = Callable[[PodInfo, NodeInfo], Status]
+# (snapshot, config, window, state, static verdicts) -> None: the rule's part in building a
+# context, before the window's pods are grouped into classes: what it attaches to the state for
+# the snapshot (DRA's devices, the volume catalog) and the marks it sets on window pods (part of
+# their signature).
+Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState, StaticVerdict], None]
 # (snapshot, config, window, state) -> the room pods outside the window keep (``Nominations``).
 NominationsHook = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], Nominations]
 

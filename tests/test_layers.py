@@ -61,15 +61,6 @@ def test_the_registry_lists_are_read_from_the_plugins() -> None:
     assert registry.FILTER_ENCODERS == registry.WINDOW_ENCODERS[:len(registry.FILTER_ENCODERS)]
 
 
-def test_preemption_reads_the_static_filters_the_registry_lists() -> None:
-    """DefaultPreemption names the static filters itself (the registry lists it, so it cannot
-    import the registry back): the two lists must stay one."""
-    from solver.plugins.preemption import nominated
-    from solver.plugins.registry import STATIC_FILTERS
-
-    assert nominated.STATIC_FILTERS == STATIC_FILTERS
-
-
 # --------------------------------------------------------------------------- engines name no plugin
 
 # The engines: everything under solver/ that runs the plugins rather than being one (the basics

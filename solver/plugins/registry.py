@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
 import numpy as np
 
-from ..info import PodInfo
+from ..framework import SUCCESS, Status
+from ..info import NodeInfo, PodInfo
 from ..plugin_api import (Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
                           GreedyHook, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, PodWrite, PostFilter, PreBind,
                           Prepare, Prune, WindowPart)
@@ -236,6 +237,20 @@ def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
 def window_parts(ctx: Any) -> dict[str, WindowPart]:
     """Every rule's view of the window ``ctx`` for CP-SAT, by plugin name (``WindowPart``)."""
     return {name: make(ctx) for name, make in _WINDOWS}
+
+
+def static_verdict(pod: PodInfo, node: NodeInfo) -> Status:
+    """The static rules' verdict on ``pod`` and ``node``: a PreFilter restricting the pod to other
+    nodes by name, else the first static Filter that fails (``StaticVerdict``)."""
+    for node_names in STATIC_NODE_NAMES:
+        narrowed = node_names(pod)
+        if narrowed is not None and node.name not in narrowed[0]:
+            return narrowed[1]
+    for plugin in STATIC_FILTERS:
+        status = plugin.filter(pod, node)
+        if not status.ok:
+            return status
+    return SUCCESS
 
 
 def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:

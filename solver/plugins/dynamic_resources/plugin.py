@@ -7,7 +7,7 @@ from . import check, cycle, encode, filter, hold_for, plan
 from .hint import DeviceBook
 
 
-def prepare(snapshot, config, window, state):
+def prepare(snapshot, config, window, state, static):
     """A snapshot with claims or slices (or a window pod with claims): its devices held on the
     state (``DraHold``), and each claiming window pod's templates as part of its signature."""
     if snapshot.resource_claims or snapshot.resource_slices or any(p.pod.spec.resource_claims for p in window):

@@ -15,7 +15,7 @@ def prune(pod, state, can_evict, window):
     return encode.prune(pod, state, can_evict) if pod.claims else np.ones(len(state.nodes), dtype=bool)
 
 
-def prepare(snapshot, config, window, state):
+def prepare(snapshot, config, window, state, static):
     """A snapshot with volumes: its claims, volumes, classes and CSI limits (``VolumeCatalog``)
     on the state, and VolumeBinding's Reserve (``filter.Reserve``) given to the volume book."""
     if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
