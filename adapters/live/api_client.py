@@ -153,6 +153,12 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
     "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
     "replace_namespaced_lease": (("coordination.k8s.io", "leases", "update"),),
 }
+# Calls made only for a rule's PreBind writes on the pod itself (``Plugin.prebind``), which no
+# built-in rule has: the manifests do not grant them; a deployment adding such a plugin grants
+# ``patch`` on ``pods`` to the scheduler's ClusterRole.
+PLUGIN_CALLS: dict[str, tuple[Permission, ...]] = {
+    "patch_namespaced_pod": (("", "pods", "patch"),),
+}
 
 
 def load_api_client(kubeconfig: Optional[str] = None, *, in_cluster: bool = False,
