@@ -225,6 +225,9 @@ class PodInfo:
     # Set by the context builder: what the rules declare they read of the pod beyond the fields
     # below (``plugin_api.Reads.signature``, through the registry); part of the signature.
     declared: tuple = ()
+    # Set by the context builder (the CompositePodGroup plugin's ``prepare``): the key of the root
+    # CompositePodGroup above the pod's PodGroup ("" outside any tree).
+    tree: str = ""
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,

@@ -73,6 +73,10 @@ ENGINE_GLOBS = ("solver/*.py", "solver/cpsat/*.py", "solver/scoring/*.py", "solv
 # plugin package): keep this short; a new entry needs a reason a reviewer accepts, and an entry no
 # longer used fails the test below.
 ENGINE_PLUGIN_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    # provision's cost model (branch ops2, merged beside the plugin API's change) counts devices
+    # and host ports itself: to move behind Plugin hooks (a capacity-like hook per rule).
+    ("solver/provision/devices.py", "dynamic_resources"): "provision counts devices per kind as DRA's hint does",
+    ("solver/provision/problem.py", "node_ports"): "provision keeps host-port conflicts apart in its classes",
 }
 
 
@@ -144,7 +148,8 @@ def test_no_engine_module_names_a_plugin_package() -> None:
     plugin (``tests/proof_plugin``) therefore needs no line in any of them."""
     named = sorted((str(path.relative_to(ROOT)), plugin) for pattern in ENGINE_GLOBS
                    for path in sorted(ROOT.glob(pattern))
-                   for plugin in _named_plugins(path) | _imported_plugins(path))
+                   for plugin in _named_plugins(path) | _imported_plugins(path)
+                   if (str(path.relative_to(ROOT)), plugin) not in ENGINE_PLUGIN_IMPORTS_ALLOWED)
     assert named == [], f"engine modules naming a plugin package: {named}"
 
 

@@ -55,7 +55,9 @@ from ..state import ClusterState
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
+from .composite_group.plugin import PLUGIN as composite_group
 from .gang.plugin import PLUGIN as gang
+from .group_disruption.plugin import PLUGIN as group_disruption
 from .image_locality.plugin import PLUGIN as image_locality
 from .inter_pod_affinity.plugin import PLUGIN as inter_pod_affinity
 from .node_affinity.plugin import PLUGIN as node_affinity
@@ -93,6 +95,8 @@ PLUGINS: tuple[Plugin, ...] = (
     balanced_allocation,
     image_locality,
     gang,
+    composite_group,
+    group_disruption,
     preemption,
 )
 
