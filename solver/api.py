@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from models.config import SchedulerConfig
 from models.errors import InputError, Interrupted
-from models.plan import Assignment, DeviceAllocation, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
+from models.plan import Assignment, Gated, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.snapshot import ClusterSnapshot
 
 from . import interrupt, progress
@@ -32,7 +32,8 @@ from .greedy import GreedyResult, schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
 from .memory import SolverMemory
-from .plugins.registry import PLAN_ALLOCATIONS, POSTFILTER, window_parts
+from .plugins import registry
+from .plugins.registry import window_parts
 from .state import ClusterState
 
 ENGINES = ("cpsat", "greedy")
@@ -216,7 +217,7 @@ class _Deciding:
 
     def _greedy_plan(self, result: GreedyResult, static: StaticFilters, stats: dict) -> Plan:
         return _plan_from(self.ctx, result.placements, result.victims, result.nominations, result.unschedulable,
-                          static, stats=stats, start=self.start, engine_greedy=True, volumes_taken=_taken(result))
+                          static, stats=stats, start=self.start, engine_greedy=True, engine_state=result.state)
 
     def _greedy_whole(self) -> Optional[Decision]:
         """Greedy's plan when it places every pod of the window without preempting, else None
@@ -349,13 +350,13 @@ def _lns_stats(stats) -> dict:
 
 
 def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,
-               volumes_taken=None, named=False) -> Plan:
+               engine_state=None, named=False) -> Plan:
     """The plan of ``placements`` and ``victims``; ``named``: the victims are named for the pod at
     whose turn kube-scheduler's preemption evicts them already (the CP-SAT engine names them)."""
     nodes = ctx.nodes
-    if victims and POSTFILTER is not None and not named:
+    if victims and registry.POSTFILTER is not None and not named:
         # Each victim named for the pod at whose turn kube-scheduler's preemption evicts it.
-        victims = POSTFILTER.kube_preemptors(ctx, placements, list(victims), static)
+        victims = registry.POSTFILTER.kube_preemptors(ctx, placements, list(victims), static)
         nominations = _nominated_preemptors(nominations, victims, placements)
     assignments = tuple(Assignment(pod=k, node=nodes[n].name) for k, n in placements.items())
     preemptions = tuple(Preemption(pod=v.pod.key, node=nodes[v.node].name, preemptor=v.preemptor) for v in victims)
@@ -374,12 +375,11 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
         nodes=len(ctx.nodes),
         placed=len(assignments),
     )
-    book = ctx.state.volume_book  # VolumeBinding's, set with the volume catalog
-    volumes = (book.bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes,
-                                volumes_taken) if book is not None else ())
+    # What the rules add beyond where pods go (``registry.PLAN_OUTPUTS``: devices, volumes).
+    parts = [output(ctx, placements, list(victims), engine_state) for output in registry.PLAN_OUTPUTS]
     return Plan(assignments=assignments, preemptions=preemptions, unschedulable=left, nominations=noms,
-                gated=_gated(ctx), allocations=_allocations(ctx, placements, victims), volume_bindings=volumes,
-                stats=PlanStats(**stats))
+                gated=_gated(ctx), allocations=tuple(a for part in parts for a in part.allocations),
+                volume_bindings=tuple(v for part in parts for v in part.volume_bindings), stats=PlanStats(**stats))
 
 
 def plan_of_placements(snapshot: ClusterSnapshot, config: SchedulerConfig, placements: dict[str, str], *,
@@ -391,12 +391,11 @@ def plan_of_placements(snapshot: ClusterSnapshot, config: SchedulerConfig, place
     ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=list(window_keys))
     index = ctx.state.node_index
     placed = {k: index[n] for k, n in placements.items()}
-    book = ctx.state.volume_book
-    volumes = (book.bindings_of(((ctx.window_pod(k), ctx.nodes[n]) for k, n in placed.items()), ctx.state.volumes, None)
-               if book is not None else ())
+    parts = [output(ctx, placed, [], None) for output in registry.PLAN_OUTPUTS]
     left = tuple(Unschedulable(pod=p.key, message="not placed") for p in ctx.window if p.key not in placed)
     return Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in placements.items()), unschedulable=left,
-                allocations=_allocations(ctx, placed, []), volume_bindings=volumes,
+                allocations=tuple(a for part in parts for a in part.allocations),
+                volume_bindings=tuple(v for part in parts for v in part.volume_bindings),
                 stats=PlanStats(engine="provision", status="model"))
 
 
@@ -408,17 +407,6 @@ def _nominated_preemptors(nominations, victims, placements) -> dict[str, int]:
         if v.preemptor in placements:
             out[v.preemptor] = placements[v.preemptor]
     return out
-
-
-def _allocations(ctx, placements, victims) -> tuple[DeviceAllocation, ...]:
-    """What the rules give the plan beyond where pods go (``PLAN_ALLOCATIONS``: DynamicResources'
-    devices per claim, the plan replayed on the snapshot's state in its placement order)."""
-    return tuple(a for hook in PLAN_ALLOCATIONS for a in hook(ctx, placements, victims))
-
-
-def _taken(result) -> Optional[dict[str, str]]:
-    """The volumes greedy's Reserve gave the window's claims (volume -> claim)."""
-    return result.state.pv_taken if result.state is not None else None
 
 
 def _gated(ctx) -> tuple[Gated, ...]:
@@ -475,8 +463,8 @@ def explain(ctx, pods, placements, victims, static) -> dict[str, str]:
             if why is not None:
                 msg = why
             else:
-                postfilter = (f"preemption: {POSTFILTER.REASON_TERMINATING}"
-                              if pod.waiting_on and POSTFILTER is not None else None)
+                postfilter = (f"preemption: {registry.POSTFILTER.REASON_TERMINATING}"
+                              if pod.waiting_on and registry.POSTFILTER is not None else None)
                 msg = cycle.fit_error(postfilter=postfilter) if not feasible_now else (
                     "the window's joint placement left this pod out (it fits the final state only by "
                     "breaking a window-level rule such as topology spread or a gang)"

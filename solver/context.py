@@ -21,7 +21,7 @@ from . import interrupt
 from .info import NodeInfo, NodeList, PodInfo, SpecMemo, node_derived
 from .memory import SolverMemory
 from .plugin_api import NO_NOMINATIONS, Nominations
-from .plugins.registry import NOMINATIONS, PREPARES
+from .plugins import registry
 from .state import ClusterState
 
 
@@ -60,7 +60,7 @@ class SchedulingContext:
     all_pending: bool = False
     # ``bound`` by key (built from it when not given).
     bound_by_key: dict[str, PodInfo] = field(default_factory=dict)
-    # The room pending pods outside the window are nominated to (``plugins/preemption/nominated``).
+    # The room pending pods outside the window are nominated to (the ``nominations`` hook's).
     claims: Nominations = NO_NOMINATIONS
     # Pods of the same decision placed outside this model (a large-neighbourhood round's fixed
     # remainder, ``cpsat/lns``), with their nodes: in the state as running pods, yet still the
@@ -91,13 +91,9 @@ def queue_order_key(pod: PodInfo) -> tuple:
 
 
 def selector_keys(info: PodInfo) -> set[str]:
-    """The pod label keys the pod's own selectors look at (pod (anti-)affinity, spread)."""
-    keys: set[str] = set()
-    for term in (*info.affinity, *info.anti_affinity, *info.preferred_affinity, *info.preferred_anti_affinity):
-        keys |= term.selector.keys()
-    for c in info.spread:
-        keys |= c.selector.keys()
-    return keys
+    """The pod label keys the pod's own selectors look at, as the rules declare them
+    (``Reads.pod_label_keys``: pod (anti-)affinity, spread)."""
+    return registry.pod_label_keys(info)
 
 
 def relevant_label_keys(snapshot: ClusterSnapshot, infos: Iterable[PodInfo], counted: Iterable[str] = ()) -> frozenset[str]:
@@ -408,8 +404,8 @@ def build_context(
         state = assumed.state.copy()
     # Each rule's part: DRA's devices and the volume catalog on the state, the marks on window
     # pods that are part of their signature (a pod waiting for its victims may not preempt).
-    for prepare in PREPARES:
-        prepare(snapshot, config, window, state)
+    for prepare in registry.PREPARES:
+        prepare(snapshot, config, window, state, registry.static_verdict)
 
     notes: list[str] = []
     if unknown_nodes:
@@ -418,12 +414,14 @@ def build_context(
             + ", ".join(sorted(unknown_nodes)[:5])
         )
 
-    claims = NOMINATIONS(snapshot, config, window, state) if NOMINATIONS is not None else NO_NOMINATIONS
+    nominations = registry.NOMINATIONS
+    claims = nominations(snapshot, config, window, state) if nominations is not None else NO_NOMINATIONS
 
     relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}
     classes: list[PodClass] = []
     for info in window:
+        info.declared = registry.signature(info)
         sig = info.scheduling_signature(relevant)
         cls = by_signature.get(sig)
         if cls is None:

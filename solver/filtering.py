@@ -23,7 +23,6 @@ from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
 from .plugin_api import CycleFilter, NodeDryRun
 from .plugins import registry
-from .plugins.registry import STATIC_FILTERS
 
 
 def _cache_key(pod: PodInfo) -> tuple:
@@ -167,7 +166,7 @@ def _node_names_failure(pod: PodInfo) -> Optional[str]:
 
 
 def _first_static_failure(pod: PodInfo, node: NodeInfo) -> Status:
-    for plugin in STATIC_FILTERS:
+    for plugin in registry.STATIC_FILTERS:
         status = plugin.filter(pod, node)
         if not status.ok:
             return status

@@ -7,7 +7,7 @@ scheduler's uniform random choice when a tie-break seed is set); assume the pod 
 the next pod sees it. A pod that fits nowhere tries DefaultPreemption, else gets the FitError
 message. The rules' parts in the pass beyond their filters (``plugin_api.GreedyPart``, one per
 plugin with a ``greedy`` hook, asked in ``PLUGINS`` order) order the queue, gate each pod's turn,
-narrow the nodes it is scored on and settle after it: coscheduling (``plugins/gang/greedy.py``)
+narrow the nodes it is scored on and settle after it: coscheduling (its ``GreedyPart``)
 places a gang's members tentatively and rolls them back, victims included, when their group
 falls short of minMember — the Permit stage, so the fallback never half-places — refuses a gang
 whose minResources the free room left at its turn cannot cover (PreFilter), and gives a gang
@@ -33,7 +33,7 @@ from .group_disruption import evicted_together
 from .context import SchedulingContext
 from .info import PodInfo
 from .plugin_api import GreedyPart, PostFilterOutcome, Victim
-from .plugins.registry import GREEDY_PARTS, POSTFILTER
+from .plugins import registry
 from .node_order import node_tree_order, num_feasible_nodes_to_find
 from .filtering import Cycle, StaticFilters
 from .scoring import ScoreContext, score_nodes
@@ -149,11 +149,11 @@ class _Run:
             ctx, state, static, sctx,
             cache_scores=score_cache,
             rng=random.Random(cfg.tie_break_seed) if cfg.tie_break_seed is not None else None,
-            preempt=(cfg.preemption.enabled if allow_preemption is None else allow_preemption) and POSTFILTER is not None,
+            preempt=(cfg.preemption.enabled if allow_preemption is None else allow_preemption) and registry.POSTFILTER is not None,
             order=order,
             position=position,
             to_find=num_feasible_nodes_to_find(n, cfg.percentage_of_nodes_to_score),
-            parts=[make(ctx, state, static, trial) for make in GREEDY_PARTS],
+            parts=[make(ctx, state, static, trial) for make in registry.GREEDY_PARTS],
             result=GreedyResult(state=state),
         )
 
@@ -247,11 +247,11 @@ class _Run:
 
     def _preemption(self, pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> Optional[PostFilterOutcome]:
         """The PostFilter (DefaultPreemption) for a pod no node fits (None: preemption is off)."""
-        if not self.preempt or POSTFILTER is None:
+        if not self.preempt or registry.POSTFILTER is None:
             return None
         evicted = [v.pod for v in self.result.victims]  # their budgets are spent (a rolled-back gang's are not)
         protected = frozenset().union(*(part.protected() for part in self.parts))
-        return POSTFILTER.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
+        return registry.POSTFILTER.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
                                             allowed=allowed, evicted=evicted, protected=protected)
 
     def reprieve_at_end(self) -> None:
@@ -264,13 +264,13 @@ class _Run:
         first, while the node holds them beside everything placed): the plan evicts less than
         kube-scheduler's order would, which the replay allows, and places the same pods."""
         result = self.result
-        if not result.victims or POSTFILTER is None:
+        if not result.victims or registry.POSTFILTER is None:
             return
         groups = self.ctx.pod_groups
         levels = {(v.node, self.ctx.window_pod(v.preemptor).priority) for v in result.victims}
         for node, level in sorted(levels, key=lambda nl: (-nl[1], nl[0])):
             before = result.victims
-            result.victims = POSTFILTER.reprieve_level(node, level, self.state, before, self.ctx)
+            result.victims = registry.POSTFILTER.reprieve_level(node, level, self.state, before, self.ctx)
             # A member of a group evicted only as a whole (disruptionMode: all) stays with its mates.
             kept = {v.pod.key for v in result.victims}
             for v in before:

@@ -213,7 +213,7 @@ class PodInfo:
     # Filled by the context builder: index of the pod's equivalence class in the window.
     class_id: int = -1
     match_key: tuple = field(default=())
-    # Set by the context builder (``plugins/preemption/nominated``): the nominated node where
+    # Set by the context builder (the PostFilter's ``prepare``): the nominated node where
     # victims of this pod's earlier preemption are still terminating; it may not preempt again.
     waiting_on: str = ""
     # The PersistentVolumeClaims the pod mounts, as namespace/name (``models.storage.pod_claims``).
@@ -222,7 +222,10 @@ class PodInfo:
     # ResourceClaims ask for, when every one is still to be made from a template; pods with equal
     # text ask for equal devices, each for its own claim, and may share a class.
     devices_key: str = ""
-    # Set by the context builder (``plugins/composite_group``): the key of the root
+    # Set by the context builder: what the rules declare they read of the pod beyond the fields
+    # below (``plugin_api.Reads.signature``, through the registry); part of the signature.
+    declared: tuple = ()
+    # Set by the context builder (the CompositePodGroup plugin's ``prepare``): the key of the root
     # CompositePodGroup above the pod's PodGroup ("" outside any tree).
     tree: str = ""
 
@@ -322,6 +325,7 @@ class PodInfo:
             # per request, and the model counts them per class (``dynamic_resources.encode``).
             (self.devices_key or self.key) if spec.resource_claims else None,
             self.claims,
+            self.declared,
         )
 
 

@@ -22,18 +22,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, runtime_checkable
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, runtime_checkable
+
+import random
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from .framework import Status
 from .info import NodeInfo, PodInfo
-from .state import ClusterState
+from .state import Book, BookMaker, ClusterState, PluginState
 
 if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
-    from models.plan import Plan
+    from models.objects import NodeSelectorTerm, PodGroup, Toleration
+    from models.objects import Node, Pod
+    from models.plan import DeviceAllocation, Plan, VolumeBinding
     from models.snapshot import ClusterSnapshot
 
 
@@ -78,9 +83,33 @@ class Level:
         return cp_model.LinearExpr.weighted_sum(list(vars_), list(coeffs)) + self.constant
 
 
+# --------------------------------------------------------------------------- books preemption asks
+
+
+@runtime_checkable
+class GivesBack(Protocol):
+    """A rule's book (``PluginState``) whose holdings an eviction may give back, so preemption's
+    dry runs cannot be read off the node's room alone (DRA's devices: a claim reserved only for
+    evicted pods): preemption asks every book of the state that meets this protocol, naming none."""
+
+    def gives_back_to(self, pod: PodInfo) -> bool:
+        """Whether evicting pods may free something of this book that ``pod`` asks for."""
+        ...
+
+    def returnable(self, pod: PodInfo) -> bool:
+        """Whether ``pod``, taken out and put back, can take its holdings again."""
+        ...
+
+
+def gives_back(state: ClusterState) -> list[GivesBack]:
+    """The state's books an eviction may give something back from."""
+    return [book for book in state.books.values() if isinstance(book, GivesBack)]
+
+
 # --------------------------------------------------------------------------- views of the engines
 
 T = TypeVar("T")
+C = TypeVar("C")  # a pod class, as the engine holds it
 
 
 class ClassView(Protocol):
@@ -94,6 +123,47 @@ class ClassView(Protocol):
 
     @property
     def size(self) -> int: ...
+
+
+class ContextView(Protocol):
+    """One decision's context (``context.SchedulingContext``): the snapshot's nodes and state,
+    the window's pods in queue order and their classes, the room nominated outside the window."""
+
+    @property
+    def config(self) -> SchedulerConfig: ...
+
+    @property
+    def state(self) -> ClusterState: ...
+
+    @property
+    def nodes(self) -> Sequence[NodeInfo]: ...
+
+    @property
+    def window(self) -> Sequence[PodInfo]: ...
+
+    @property
+    def classes(self) -> Sequence[ClassView]: ...
+
+    @property
+    def pod_groups(self) -> Mapping[str, PodGroup]: ...
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @property
+    def bound(self) -> Sequence[PodInfo]:
+        """The pods holding nodes, in the snapshot's order."""
+        ...
+
+    @property
+    def settled(self) -> Sequence[tuple[PodInfo, int]]:
+        """Pods of the decision placed outside this model (an LNS round's fixed remainder)."""
+        ...
+
+    @property
+    def claims(self) -> Nominations: ...
+
+    def pod(self, key: str) -> Optional[PodInfo]: ...
 
 
 class StaticView(Protocol):
@@ -237,16 +307,19 @@ class NodeByNode(ABC):
         return None
 
 
-class CodedCycle(NodeByNode):
+P = TypeVar("P")  # a PreFilter's result
+
+
+class CodedCycle(NodeByNode, Generic[P]):
     """A ``CycleFilter`` on a PreFilter's result ``pre`` whose many-node check gives a code per
     node (0: fits) and whose codes index shared statuses: the shape of the filters that vectorise
     their PreFilter's counts (pod (anti-)affinity, topology spread). ``check(pod, node, pre)`` is the
     one-node Filter; ``codes(nodes, pre)`` and ``feasible(nodes, pre)`` the many-node answers;
     ``dry_run(node)``, when given, the filter's ``NodeDryRun`` on one node."""
 
-    def __init__(self, pod: Any, pre: Any, nodes: list[NodeInfo], check: Callable[..., Status],
-                 codes: Callable[[np.ndarray, Any], np.ndarray], statuses: Sequence[Status],
-                 feasible: Callable[[np.ndarray, Any], np.ndarray],
+    def __init__(self, pod: PodInfo, pre: P, nodes: list[NodeInfo], check: Callable[[PodInfo, NodeInfo, P], Status],
+                 codes: Callable[[np.ndarray, P], np.ndarray], statuses: Sequence[Status],
+                 feasible: Callable[[np.ndarray, P], np.ndarray],
                  dry_run: Optional[Callable[[int], NodeDryRun]] = None) -> None:
         self.pod, self.pre, self.nodes = pod, pre, nodes
         self._check, self._codes, self._statuses, self._feasible = check, codes, statuses, feasible
@@ -273,25 +346,44 @@ class EncodeModel(Protocol):
     """The CP-SAT window model an encoder adds its constraints to (``cpsat.model.WindowModel``):
     x[c, n] pods of class c on node n, evict[v], the objective levels, and the shared helpers."""
 
-    ctx: Any
     state: ClusterState
-    static: Any
-    classes: Any
     model: cp_model.CpModel
     allow_preemption: bool
     x: dict[tuple[int, int], cp_model.IntVar]
     cand: dict[int, np.ndarray]
-    by_node: Any
-    by_class: Any
     placed: dict[int, cp_model.IntVar | int]
     evict: dict[str, cp_model.IntVar]
     evict_pod: dict[str, tuple[PodInfo, int]]
     evict_level: dict[str, dict[int, cp_model.IntVar]]
     levels: list[Level]
     vec: dict[int, np.ndarray]
-    # The rules' views of the whole window, by plugin name (``WindowPart``; empty outside a
-    # scheduling window): an encoder reads its own plugin's part (the gangs it starts from).
-    window: Mapping[str, Any]
+
+    @property
+    def ctx(self) -> ContextView: ...
+
+    @property
+    def static(self) -> StaticView: ...
+
+    @property
+    def classes(self) -> Sequence[ClassView]:
+        """The model's classes (``x[c, n]``'s ``c`` is a class's ``id``)."""
+        ...
+
+    @property
+    def by_node(self) -> Mapping[int, Sequence[tuple[ClassView, cp_model.IntVar]]]:
+        """Per node, its (class, x[c, n]) pairs."""
+        ...
+
+    @property
+    def by_class(self) -> Mapping[int, Sequence[tuple[int, cp_model.IntVar]]]:
+        """Per class id, its (node, x[c, n]) pairs."""
+        ...
+
+    @property
+    def window(self) -> Mapping[str, WindowPart]:
+        """The rules' views of the whole window, by plugin name (empty outside a scheduling
+        window): an encoder reads its own plugin's part (the gangs it starts from)."""
+        ...
 
     def class_of(self, pod: PodInfo) -> int: ...
 
@@ -301,9 +393,9 @@ class EncodeModel(Protocol):
 
     def class_vars_by_domain(self, cls_id: int, key: str) -> dict[int, list]: ...
 
-    def new_presence(self, name: str, vars_: list, bound: int) -> Any: ...
+    def new_presence(self, name: str, vars_: list, bound: int) -> cp_model.IntVar: ...
 
-    def node_used(self, n: int) -> Any: ...
+    def node_used(self, n: int) -> cp_model.IntVar: ...
 
     def evictable(self, pod: PodInfo) -> Optional[cp_model.IntVar]: ...
 
@@ -313,18 +405,22 @@ class ReplayView(Protocol):
     (``before`` the snapshot, ``base`` less the victims, ``final`` plus the assignments) and
     ``report`` for each violation."""
 
-    ctx: Any
     plan: Plan
     problems: list[str]
     assigned: dict[str, int]
     victims: list[Victim]
     nodes: list[NodeInfo]
     window: dict[str, PodInfo]
-    static: Any
     before: ClusterState
     base: ClusterState
     final: ClusterState
     placed_on: dict[int, list[PodInfo]]
+
+    @property
+    def ctx(self) -> ContextView: ...
+
+    @property
+    def static(self) -> StaticView: ...
 
     def report(self, line: str) -> None: ...
 
@@ -341,16 +437,37 @@ class ScoreView(Protocol):
     kubernetes_version: str
     num_nodes: int
     image_nodes: Mapping[str, tuple[int, int]]
-    memo: dict[str, Any]
+    memo: dict[str, Any]  # a score plugin's own values for the decision, under its NAME
 
     @property
-    def index(self) -> Any: ...
+    def index(self) -> NodeIndexView: ...
+
+
+class NodeIndexView(Protocol):
+    """What the scoring index answers of the nodes at once (``scoring.NodeIndex``)."""
+
+    @property
+    def size(self) -> int:
+        """How many nodes."""
+        ...
+
+    def domain(self, key: str) -> tuple[np.ndarray, dict[str, int], list[str]]: ...
+
+    def term_mask(self, term: NodeSelectorTerm) -> np.ndarray: ...
+
+    def required_affinity_mask(self, pod: PodInfo) -> np.ndarray: ...
+
+    def tolerated_mask(self, tolerations: Iterable[Toleration]) -> np.ndarray: ...
+
+    def prefer_no_schedule_counts(self, tolerations: Iterable[Toleration]) -> np.ndarray: ...
+
+    def image_mask(self, image: str) -> Optional[np.ndarray]: ...
 
 
 class Values(Protocol):
     """A solution's values: a CP-SAT solver after its solve, or a hint read as a plan."""
 
-    def value(self, var: Any) -> int: ...
+    def value(self, var: cp_model.IntVar) -> int: ...
 
 
 class Nominations(Protocol):
@@ -421,7 +538,7 @@ class PreemptorNamer(Protocol):
     def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values: Values,
                class_of: Callable[[PodInfo], int]) -> list[PodInfo]: ...
 
-    def rank(self, pod: PodInfo, victim: PodInfo) -> Any: ...
+    def rank(self, pod: PodInfo, victim: PodInfo) -> bool | int | tuple: ...
 
 
 @runtime_checkable
@@ -441,22 +558,27 @@ class PacksWhole(Protocol):
     such units, where), ``where`` None (any node) or (free room) -> the node masks to try in
     turn; ``packing_leaves_out``, a class outside the units the packing leaves out."""
 
-    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Any]]: ...
+    def packing_units(self, wm: EncodeModel) -> list[tuple[int, list, int, Optional[Callable]]]: ...
 
-    def packing_leaves_out(self, wm: EncodeModel, cls: Any) -> bool: ...
+    def packing_leaves_out(self, wm: EncodeModel, cls: ClassView) -> bool: ...
 
 
 class PackingBook(Protocol):
     """A rule's state the packing hint counts exactly as it places pods (devices): per class it
-    counts, one row per candidate node (``rows``); ``cap(row)``, the pods more the free state
-    takes (a large number when the row takes nothing); ``take(row, pods)``, count them (negative:
-    give back)."""
+    counts, per candidate node: ``cap``, the pods more the free state takes (a large number
+    when the class takes nothing of it); ``take``, count them (negative: give back)."""
 
-    rows: dict[int, list[Any]]
+    def counts(self, cls_id: int) -> bool:
+        """Whether the book counts the class (its pods take what it keeps)."""
+        ...
 
-    def cap(self, row: Any) -> int: ...
+    def cap(self, cls_id: int, i: int) -> int:
+        """The pods more of the class its ``i``-th candidate node takes, as the book stands."""
+        ...
 
-    def take(self, row: Any, pods: int) -> None: ...
+    def take(self, cls_id: int, i: int, pods: int) -> None:
+        """Count ``pods`` more of the class on its ``i``-th candidate (negative: give back)."""
+        ...
 
 
 @runtime_checkable
@@ -484,7 +606,7 @@ class Capacity(Protocol):
     engines' candidate bounds, packing hints and node-class decodes ask it through
     ``registry.fits``/``registry.copies``. ``room``: one node's row, or one row per node."""
 
-    def fits(self, vec: np.ndarray, room: Any) -> Any:
+    def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray | bool:
         """Whether one pod of ``vec`` fits (a bool per row)."""
         ...
 
@@ -558,7 +680,7 @@ class WindowPart:
     hands that mapping to the prunes (a plugin reads its own part there). The defaults take no
     part."""
 
-    def merge(self, classes: list[Any]) -> tuple[list[Any], dict[int, int]]:
+    def merge(self, classes: list[C]) -> tuple[list[C], dict[int, int]]:
         """The model's classes: interchangeable groups' classes merged (gang kinds), with the
         alias from each merged-away class id to the id it is counted in."""
         return classes, {}
@@ -574,12 +696,12 @@ class WindowPart:
         ``feasible_now``: some node passes the filters on ``final``. None: not this rule."""
         return None
 
-    def linked(self, classes: list[Any]) -> list[list[int]]:
+    def linked(self, classes: list[ClassView]) -> list[list[int]]:
         """Lists of class ids that must share one model component (gangs whose minResources
         admissions read one another's use of the cluster)."""
         return []
 
-    def encoding(self) -> Any:
+    def encoding(self) -> Optional[object]:
         """The encoding object each component's model starts with for the plugin (its encoders
         fill it in, its decode and hint read it), or None: the encoders make their own."""
         return None
@@ -589,7 +711,7 @@ class WindowPart:
 # ``nodes`` (greedy's filters and scores, no preemption), or None: none passes.
 Trial = Callable[[PodInfo, np.ndarray], Optional[int]]
 # (context, state, static filters, trial) -> the rule's part in one greedy pass.
-GreedyHook = Callable[[Any, ClusterState, StaticView, Trial], GreedyPart]
+GreedyHook = Callable[[ContextView, ClusterState, StaticView, Trial], GreedyPart]
 
 
 class PostFilterOutcome(Protocol):
@@ -603,26 +725,99 @@ class PostFilterOutcome(Protocol):
 class PostFilter(Protocol):
     """Greedy's PostFilter (DefaultPreemption), for a pod no node fits."""
 
-    def default_preemption(self, pod: PodInfo, cycle: Any, state: ClusterState, static: Any, ctx: Any, *,
-                           rng: Any = None, allowed: Any = None, evicted: Sequence[PodInfo] = (),
+    def default_preemption(self, pod: PodInfo, cycle: CycleView, state: ClusterState, static: StaticView,
+                           ctx: ContextView, *, rng: Optional[random.Random] = None,
+                           allowed: Optional[np.ndarray] = None, evicted: Sequence[PodInfo] = (),
                            protected: frozenset[str] = frozenset()) -> PostFilterOutcome:
         """Victims on one node that make room for ``pod`` (or why none)."""
         ...
 
     REASON_TERMINATING: str  # why a pod waiting for its earlier victims does not preempt again
 
-    def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: Any) -> list:
+    def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: ContextView) -> list:
         """The victims, less those a preemption at priority ``level`` on ``node`` makes unnecessary."""
         ...
 
-    def replay(self, ctx: Any, placements: Mapping[str, int], nodes: Iterable[int], static: Any) -> Any:
+    def replay(self, ctx: ContextView, placements: Mapping[str, int], nodes: Iterable[int], static: StaticView) -> Any:
         """kube-scheduler's preemption replayed on a plan's placements in queue order, turn by turn
         on ``nodes``: who it evicts, for whom (``evicted_by``), and each pod's turn."""
         ...
 
-    def kube_preemptors(self, ctx: Any, placements: Mapping[str, int], victims: list, static: Any) -> list:
+    def kube_preemptors(self, ctx: ContextView, placements: Mapping[str, int], victims: list,
+                        static: StaticView) -> list:
         """The victims, each named for the pod at whose turn the replay evicts it."""
         ...
+
+
+# --------------------------------------------------------------------------- what a plugin reads
+
+
+class Coupling(IntEnum):
+    """How far a rule ties one pod's placement to other pods' — the one "coupled / not node-local"
+    answer every engine asks (``registry.coupling``): the packing hint, node classes, re-packing's
+    move order and the live queue's joint decisions. Larger reaches further."""
+
+    NONE = 0  # the rule reads nothing of other pods for this pod
+    NODE = 1  # only pods on the same node (host ports, a claim's volume, per-node counts)
+    DOMAIN = 2  # pods in the same topology domain, counted through node labels the rule declares
+    ACROSS = 3  # pods wherever they are (gangs, inter-pod affinity): no reduction keeps it
+
+
+# (pod, state or None) -> how far the rule ties the pod to others; ``state`` (when given) lets a
+# rule count running pods' terms on the pod (a running pod's anti-affinity that matches it).
+CouplingHook = Callable[[PodInfo, Optional[ClusterState]], Coupling]
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What a rule reads, declared once (kube-scheduler's ``SignPlugin``/``EnqueueExtensions``):
+    the engines derive from these, through the registry, which pods may share a class, which
+    label keys matter, and which pods are coupled — never from a list of fields of their own.
+
+    * ``signature``: what the rule reads of a pod beyond the fields every rule shares
+      (``PodInfo.scheduling_signature``): pods that differ in it never share a class;
+    * ``pod_label_keys``: the pod label keys the pod's own selectors read (kept in signatures);
+    * ``node_label_keys``: the node label keys the rule reads for the pod (node classes keep them
+      apart); None: it reads the node's name;
+    * ``topology_keys``: the node label keys whose domains the rule couples pods through
+      (re-packing keeps such a pod's moves together);
+    * ``coupling``: how far the rule ties the pod to other pods (``Coupling``).
+    """
+
+    signature: Optional[Callable[[PodInfo], Hashable]] = None
+    pod_label_keys: Optional[Callable[[PodInfo], Iterable[str]]] = None
+    node_label_keys: Optional[Callable[[PodInfo], Optional[Iterable[str]]]] = None
+    topology_keys: Optional[Callable[[PodInfo], Iterable[str]]] = None
+    coupling: Optional[CouplingHook] = None
+
+
+NOTHING_READ = Reads()
+
+
+@dataclass(frozen=True)
+class PodWrite:
+    """What a PreBind writes on a pod before it is bound (the live binder sends it as one merge
+    patch of the pod's metadata): annotations and labels to set."""
+
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+# (pod as read, node it goes to) -> what the rule writes on the pod before the bind, or None.
+PreBind = Callable[["Pod", "Node"], Optional[PodWrite]]
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """What a rule adds to a plan beyond placements, victims and messages (``Plan`` fields)."""
+
+    allocations: tuple[DeviceAllocation, ...] = ()
+    volume_bindings: tuple[VolumeBinding, ...] = ()
+
+
+# (context, placements, victims, the state the engine placed into or None) -> the rule's part of
+# the plan (greedy's state carries what its Reserve chose; the model's plans pass None).
+PlanOutput = Callable[[ContextView, Mapping[str, int], list[Victim], Optional[ClusterState]], PlanPart]
 
 
 # --------------------------------------------------------------------------- the plugin object
@@ -631,12 +826,12 @@ class PostFilter(Protocol):
 # what it made of its own (its variables, what its hint and decode read); the engine keeps it by
 # plugin name (``WindowModel.encodings``) and decode, hint and stages ask it through the
 # protocols above. A plugin whose encoding spans several steps runs them in one encoder.
-Encoder = Callable[[Any], Optional[Any]]
+Encoder = Callable[[EncodeModel], Optional[object]]
 # (pod, state, can_evict, window) -> mask of the nodes the pod may ever use in the window, whatever
 # the window does; ``can_evict(running pod)``: whether some eviction of the window may remove it;
 # ``window``: the window's parts by plugin name (``WindowPart``; empty outside a scheduling window).
-Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, Any]], np.ndarray]
-Check = Callable[[Any], None]  # (ReplayView) -> None: reports the rule's violations
+Prune = Callable[[PodInfo, ClusterState, Callable[[PodInfo], bool], Mapping[str, WindowPart]], np.ndarray]
+Check = Callable[[ReplayView], None]  # reports the rule's violations
 # (pod) -> None, or the node names a static filter's PreFilter restricts the pod to and the status
 # of every node outside them (with no name at all, the PreFilter fails: its reason is the message).
 NodeNames = Callable[[PodInfo], Optional[tuple[set[str], Status]]]
@@ -646,10 +841,15 @@ Couples = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
 # (pod, state, static filters, Kubernetes version) -> the filter's PreFilter for one cycle, or None
 # when it passes on every node for this pod.
 CycleHook = Callable[[PodInfo, ClusterState, StaticView, str], Optional[CycleFilter]]
-# (snapshot, config, window, state) -> None: the rule's part in building a context, before the
-# window's pods are grouped into classes: what it attaches to the state for the snapshot (DRA's
-# devices, the volume catalog) and the marks it sets on window pods (part of their signature).
-Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], None]
+# (pod, node) -> the static PreFilters' and Filters' verdict (the first failure; NodeName,
+# NodeAffinity, TaintToleration, NodeUnschedulable): offered to the plugins by the engine, so no
+# plugin imports the static ones to ask them.
+StaticVerdict = Callable[[PodInfo, NodeInfo], Status]
+# (snapshot, config, window, state, static verdicts) -> None: the rule's part in building a
+# context, before the window's pods are grouped into classes: what it attaches to the state for
+# the snapshot (DRA's devices, the volume catalog) and the marks it sets on window pods (part of
+# their signature).
+Prepare = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState, StaticVerdict], None]
 # (snapshot, config, window, state) -> the room pods outside the window keep (``Nominations``).
 NominationsHook = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo], ClusterState], Nominations]
 
@@ -674,16 +874,47 @@ class ScoreCachePart(Protocol):
 
     def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[LocalKernel]: ...
 
-    def totals(self, pod: PodInfo, nodes: np.ndarray) -> Any: ...
+    def totals(self, pod: PodInfo, nodes: np.ndarray) -> Optional[np.ndarray | int]: ...
+
+
+class CacheTuning(Protocol):
+    """The score cache's tuning a part reads (``scoring.cache.ScoreCache``)."""
+
+    recount_after: int  # per-class tables are counted afresh after this many placements
 
 
 # (state, score context, weight, the cache: its tuning) -> the plugin's part in one score cache.
-ScoreCacheHook = Callable[[ClusterState, Any, int, Any], ScoreCachePart]
+ScoreCacheHook = Callable[[ClusterState, ScoreView, int, CacheTuning], ScoreCachePart]
 
 
 # (pod, nodes, state, score context, class size) -> the weighted score one more pod of the class
 # takes from each further one on each node (an array, or one number for every node), or None.
-Crowding = Callable[[PodInfo, np.ndarray, ClusterState, Any, int], Any]
+Crowding = Callable[[PodInfo, np.ndarray, ClusterState, ScoreView, int], Optional[np.ndarray | float]]
+
+
+class FilterModule(Protocol):
+    """A rule's Filter module (``<plugin>/filter.py``, or its ``rules.py``): its ``NAME``."""
+
+    NAME: str
+
+
+class StaticFilter(Protocol):
+    """A static rule's Filter module: ``filter(pod, node)`` reads only the two (``Plugin.static``)."""
+
+    NAME: str
+
+    @property
+    def filter(self) -> Callable[[PodInfo, NodeInfo], Status]: ...
+
+
+class ScoreModule(Protocol):
+    """A rule's Score module (``<plugin>/score.py``): its ``NAME`` keys the weight, ``score``
+    gives the weighted-to-be scores of a pod over nodes (None: nothing to add)."""
+
+    NAME: str
+
+    @property
+    def score(self) -> Callable[..., Optional[np.ndarray]]: ...
 
 
 @dataclass(frozen=True)
@@ -716,8 +947,8 @@ class Plugin:
     * ``plan_rank``: the rule's levels in the comparison of two plans' values (placements,
       victims), after the evictions' (``cpsat/choose.plan_value``; larger is better): how far
       down their ``firstAvailable`` lists device claims go, preferred-topology gangs' spans;
-    * ``plan_allocations``: what the rule gives a plan (placements, victims) beyond where pods
-      go, as the plan's ``allocations`` (DynamicResources: each new claim allocation);
+    * ``plan_output``: what the rule adds to a plan beyond where pods go (``PlanOutput``:
+      DynamicResources' claim allocations, VolumeBinding's volume bindings);
     * ``score_cache``: the score's part in greedy's score cache (``ScoreCacheHook``: the same
       totals as ``score``, faster; a score plugin without it is asked for its ``score``);
     * ``crowding``: the score's drop per further pod of a class on a node, for the CP-SAT
@@ -727,15 +958,19 @@ class Plugin:
     * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
     * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
+    * ``reads``: what the rule reads of pods and nodes and how far it couples pods (``Reads``);
+    * ``prebind``: what the rule writes on a pod before the live binder binds it (``PreBind``);
+    * ``state``: the rule's own bookkeeping on each new state (``BookMaker`` -> ``PluginState``,
+      held in ``ClusterState.books`` under the plugin's name: Reserve/Unreserve, copy, merge);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
       mounted, devices held): nodes alike in every other way are not interchangeable for it, so
       the node-class and symmetry reductions and the packing hint leave windows using it alone.
     """
 
     name: str
-    filter: Optional[Any] = None
+    filter: Optional[FilterModule] = None
     static: bool = False
-    score: Optional[Any] = None
+    score: Optional[ScoreModule] = None
     cycle: Optional[CycleHook] = None
     node_names: Optional[NodeNames] = None
     prune: Optional[Prune] = None
@@ -748,12 +983,15 @@ class Plugin:
     capacity: Optional[Capacity] = None
     greedy: Optional[GreedyHook] = None
     postfilter: Optional[PostFilter] = None
-    window: Optional[Callable[[Any], WindowPart]] = None
-    packing: Optional[Callable[[Any], PackingBook]] = None
+    window: Optional[Callable[[ContextView], WindowPart]] = None
+    packing: Optional[Callable[[EncodeModel], PackingBook]] = None
     may_preempt: Optional[Callable[[PodInfo, PodInfo], bool]] = None
-    plan_rank: Optional[Callable[[Any, dict[str, int], list[Any]], tuple]] = None
-    plan_allocations: Optional[Callable[[Any, dict[str, int], list[Any]], tuple]] = None
+    plan_rank: Optional[Callable[[ContextView, dict[str, int], list[Victim]], tuple]] = None
+    plan_output: Optional[PlanOutput] = None
     crowding: Optional[Crowding] = None
     score_cache: Optional[ScoreCacheHook] = None
-    repack_keep: Optional[Callable[[Any, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
+    repack_keep: Optional[Callable[[ContextView, Mapping[str, int]], Callable[[PodInfo], Optional[np.ndarray]]]] = None
     nominations: Optional[NominationsHook] = None
+    reads: Reads = NOTHING_READ
+    prebind: Optional[PreBind] = None
+    state: Optional[BookMaker] = None

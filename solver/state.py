@@ -65,25 +65,55 @@ class Matcher(Protocol):
     def matches(self, pod: PodInfo) -> bool: ...
 
 
-class VolumeBook(Protocol):
-    """What a state asks of the volume rules as pods come and go (``ClusterState.volume_book``)."""
+class PluginState(Protocol):
+    """A rule's own bookkeeping on a state (``ClusterState.books``, by plugin name), which the
+    state knows nothing of: kube-scheduler's Reserve and Unreserve as pods come and go, a copy
+    for each copy of the state, and what it becomes when nodes are merged into classes."""
 
-    def reserve(self, pod: PodInfo, node: NodeInfo, state: "ClusterState") -> None:
-        """VolumeBinding's Reserve: the volumes the pod's delayed claims take on ``node``."""
+    def reserve(self, pod: PodInfo, node: int) -> None:
+        """``pod`` is now on ``node``."""
         ...
 
-    def release(self, pod: PodInfo, state: "ClusterState") -> None:
-        """Undo ``reserve`` for claims no pod in the state uses any more."""
+    def reserve_many(self, placed: list[tuple[PodInfo, int]]) -> None:
+        """``reserve`` for each pair (a state filled with the bound pods at once)."""
         ...
 
-    def bindings_of(self, placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: Any,
-                    taken: Optional[Mapping[str, str]] = None) -> tuple[Any, ...]:
-        """A plan's ``volume_bindings``: a volume (or provisioning) for every delayed claim of
-        the ``placed`` pods; ``taken`` (volume -> claim), what the engine reserved, kept."""
+    def unreserve(self, pod: PodInfo, node: int) -> None:
+        """``pod`` left ``node``."""
         ...
+
+    def copy(self) -> PluginState:
+        """An independent copy (it may share what neither side writes until it does)."""
+        ...
+
+    def merged(self, members: list[list[int]]) -> Optional[PluginState]:
+        """The book over merged nodes, one per group of ``members`` (None: not carried over)."""
+        ...
+
+
+class Book:
+    """``PluginState``'s defaults: ``reserve_many`` adds pod by pod, merging carries nothing."""
+
+    def reserve(self, pod: PodInfo, node: int) -> None:
+        raise NotImplementedError
+
+    def reserve_many(self, placed: list[tuple[PodInfo, int]]) -> None:
+        for pod, node in placed:
+            self.reserve(pod, node)
+
+    def merged(self, members: list[list[int]]) -> Optional[PluginState]:
+        return None
+
+
+# (new state) -> the rule's book for it, or None: it keeps none there.
+BookMaker = Callable[["ClusterState"], Optional[PluginState]]
 
 
 class ClusterState:
+    # The rules' books every new state starts with, by plugin name (set by the plugin registry:
+    # this module stands below the plugins and names none).
+    book_makers: tuple[tuple[str, BookMaker], ...] = ()
+
     def __init__(self, nodes: list[NodeInfo], resources: Iterable[str]) -> None:
         extra = sorted(set(resources) - set(BASE_RESOURCES))
         self.nodes = nodes
@@ -103,7 +133,6 @@ class ClusterState:
         self._alloc_rows: list[Optional[list[list[int]]]] = [None]
         self.nonzero = np.zeros((n, 2), dtype=np.int64)  # scoring-only cpu, memory
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
-        self.ports_on: list[Counter[tuple[str, str, int]]] = [Counter() for _ in nodes]
         self.where: dict[str, int] = {}
         self._counters: dict[Matcher, np.ndarray] = {}
         self._counter_order: list[tuple[Matcher, np.ndarray]] = []  # ``_counters`` as registered
@@ -144,26 +173,30 @@ class ClusterState:
         # with copies (same columns) and safe to: an entry is never changed, only replaced.
         self._vectors: dict[str, tuple[dict[str, int], np.ndarray]] = {}
         self.removals = 0  # pods taken out of the state so far
-        # Devices of Dynamic Resource Allocation (``plugins.dynamic_resources.hold.DraHold``),
-        # when the snapshot has claims: allocated as pods are added, given back as removed.
-        self.dra: Any = None
         # How many pods of each priority the state holds: preemption asks "is any pod below
         # this priority at all?" before looking node by node.
         self.priorities: Counter[int] = Counter()
-        # Copy on write: a copy shares the per-node pod dicts and port counters, and the
+        # Copy on write: a copy shares the per-node pod dicts, and the
         # per-group node counters, with the state it was copied from; each side copies one
         # before its first change to it (``_own``, ``_own_group``). None: every one is its own.
         self._owned: Optional[set[int]] = None
         self._owned_groups: Optional[set[tuple]] = None
-        # Volumes (``plugins/volume_*``): what the snapshot says of claims, volumes, classes and
-        # CSI limits; which pods use each claim (claim -> pod -> node); and the volumes window
-        # claims took so far (volume -> claim; VolumeBinding's Reserve).
+        # The storage objects of the snapshot (claims, volumes, classes and CSI limits), which the
+        # volume rules read; set by whoever builds the state (EMPTY: none).
         self.volumes: VolumeCatalog = EMPTY
-        # VolumeBinding's Reserve and its undoing (``plugins/volume_binding/filter.py``), given
-        # with ``volumes`` by whoever builds the state (this module stands below the plugins).
-        self.volume_book: Optional[VolumeBook] = None
-        self.claim_users: dict[str, dict[str, int]] = {}
-        self.pv_taken: dict[str, str] = {}
+        # Each rule's own bookkeeping, by plugin name (``PluginState``): reserved and unreserved
+        # as pods are added and removed, copied with the state.
+        self.books: dict[str, PluginState] = {}
+        for name, make in self.book_makers:
+            book = make(self)
+            if book is not None:
+                self.books[name] = book
+
+    def attach(self, name: str, book: PluginState) -> None:
+        """Give the state a rule's book once the state exists (a rule reading the snapshot first,
+        in its ``prepare``): the book counts the pods already in the state itself (made from the
+        snapshot, or ``reserve_many(state.pods())`` first)."""
+        self.books[name] = book
 
     # -- resources ---------------------------------------------------------------------------
 
@@ -202,16 +235,11 @@ class ClusterState:
         self.free[node] -= vec
         self.nonzero[node, 0] += pod.nonzero_cpu
         self.nonzero[node, 1] += pod.nonzero_mem
-        self.ports_on[node].update(pod.host_ports)
         self.priorities[pod.priority] += 1
         self._count(pod, node, +1)
-        for claim in pod.claims:
-            self.claim_users[claim] = {**self.claim_users.get(claim, {}), pod.key: node}
-        if pod.claims and self.volumes and self.volume_book is not None:
-            self.volume_book.reserve(pod, self.nodes[node], self)
         self.touched.append(node)
-        if self.dra is not None:
-            self.dra.add(pod, node)
+        for book in self.books.values():
+            book.reserve(pod, node)
 
     def add_many(self, placed: list[tuple[PodInfo, int]]) -> None:
         """``add(pod, node)`` for each pair, from per-node aggregates: the pods of one requests
@@ -220,7 +248,7 @@ class ClusterState:
         adds one by one give (a node changed once in ``touched``, as a cache refreshing it reads
         it once anyway). A state with counters, volumes or devices, or a pod already in it, adds
         one by one."""
-        if (self._counters or self.dra is not None or self.volume_book is not None
+        if (self._counters
                 or self._owned is not None or self._owned_groups is not None
                 or len({pod.key for pod, _ in placed} | self.where.keys()) != len(placed) + len(self.where)):
             for pod, node in placed:
@@ -247,8 +275,6 @@ class ClusterState:
             key = pod.key
             where[key] = node
             pods_on[node][key] = pod
-            if pod.host_ports:
-                self.ports_on[node].update(pod.host_ports)
             priorities[pod.priority] += 1
             indices = groups.get(gkey := (pod.match_key, pod.terminating))
             if indices is None:
@@ -257,8 +283,6 @@ class ClusterState:
                 indices.append(i)
             if pod.anti_affinity or pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
                 self._count_terms(pod, node, 1)
-            for claim in pod.claims:
-                self.claim_users[claim] = {**self.claim_users.get(claim, {}), key: node}
         if vectors:
             added = np.zeros_like(self.used)
             np.add.at(added, node_of, np.stack(vectors)[row_of])
@@ -273,6 +297,8 @@ class ClusterState:
                 self._group_index.add(gkey, counted[0])
             counted[1].update(node_of[members].tolist())
         self.touched.extend(np.unique(node_of).tolist())
+        for book in self.books.values():
+            book.reserve_many(placed)
 
     def _row(self, requests: dict[str, int]) -> np.ndarray:
         """A request as a row over ``resources`` (``pods`` = 1), as ``vector`` makes it."""
@@ -295,31 +321,20 @@ class ClusterState:
         self.free[node] += vec
         self.nonzero[node, 0] -= pod.nonzero_cpu
         self.nonzero[node, 1] -= pod.nonzero_mem
-        self.ports_on[node].subtract(pod.host_ports)
-        self.ports_on[node] = +self.ports_on[node]
         self.priorities[pod.priority] -= 1
         if not self.priorities[pod.priority]:
             del self.priorities[pod.priority]
         self._count(pod, node, -1)
-        for claim in pod.claims:
-            users = {k: v for k, v in self.claim_users.get(claim, {}).items() if k != pod.key}
-            if users:
-                self.claim_users[claim] = users
-            else:
-                self.claim_users.pop(claim, None)
-        if pod.claims and self.pv_taken and self.volume_book is not None:
-            self.volume_book.release(pod, self)
         self.touched.append(node)
-        if self.dra is not None:
-            self.dra.remove(pod)
+        for book in self.books.values():
+            book.unreserve(pod, node)
         return node
 
     def _own(self, node: int) -> None:
-        """Make the node's pod dict and port counter this state's own before changing them."""
+        """Make the node's pod dict this state's own before changing it."""
         owned = self._owned
         if owned is not None and node not in owned:
             self.pods_on[node] = dict(self.pods_on[node])
-            self.ports_on[node] = Counter(self.ports_on[node])
             owned.add(node)
 
     def _count(self, pod: PodInfo, node: int, delta: int) -> None:
@@ -516,8 +531,8 @@ class ClusterState:
         """A state over ``nodes``, one per group of this state's nodes (``members``), with
         allocatable ``alloc``, each holding every pod of its members: what adding those pods one
         by one gives (node classes, ``cpsat/node_classes.py``), made from the per-node aggregates
-        instead — sums of the arrays and counters, the pod dicts joined. Volumes and devices are
-        not carried over (a fresh state has none either)."""
+        instead — sums of the arrays and counters, the pod dicts joined; each rule's book as it
+        merges itself (``PluginState.merged``; volumes and devices are not carried over)."""
         out = ClusterState(nodes, self.resources)
         assert out.resources == self.resources  # the request vectors are shared: the same columns
         to = np.empty(len(self.nodes), dtype=np.int64)
@@ -530,11 +545,8 @@ class ClusterState:
         np.add.at(out.nonzero, to, self.nonzero)
         for k, group in enumerate(members):
             on = out.pods_on[k]
-            ports = out.ports_on[k]
             for n in group:
                 on.update(self.pods_on[n])
-                if self.ports_on[n]:
-                    ports.update(self.ports_on[n])
             out.where.update(dict.fromkeys(on, k))
         out.priorities = Counter(self.priorities)
         for key, (pod, per_node) in self._groups.items():
@@ -546,9 +558,13 @@ class ClusterState:
         for term, owners in self.anti_owners.items():
             out.anti_owners[term] = np.bincount(to, weights=owners, minlength=len(nodes)).astype(np.int64)
         out.affinity_pods = dict(self.affinity_pods)
-        out.claim_users = {claim: {key: int(to[n]) for key, n in users.items()} for claim, users in self.claim_users.items()}
         out._match_cache = self._match_cache
         out._vectors = self._vectors
+        out.books = {}
+        for name, book in self.books.items():
+            carried = book.merged(members)
+            if carried is not None:
+                out.books[name] = carried
         return out
 
     @property
@@ -574,7 +590,6 @@ class ClusterState:
         other.nonzero = self.nonzero.copy()
         # Shared until written, on both sides (``_own``).
         other.pods_on = list(self.pods_on)
-        other.ports_on = list(self.ports_on)
         self._owned, other._owned = set(), set()
         # ``.copy()``, not ``dict()``: CPython's dict() copies a dict that has had deletions key by
         # key, five times slower (3,000 pods: 63 against 12 µs; the kept state is copied twice per
@@ -599,11 +614,8 @@ class ClusterState:
         other._vectors = self._vectors
         other.removals = 0
         other.priorities = Counter(self.priorities)
-        other.dra = self.dra.copy() if self.dra is not None else None
+        other.books = {name: book.copy() for name, book in self.books.items()}
         other.volumes = self.volumes
-        other.volume_book = self.volume_book
-        other.claim_users = self.claim_users.copy()  # each value is replaced, never changed in place
-        other.pv_taken = self.pv_taken.copy()
         return other
 
 

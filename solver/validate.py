@@ -28,7 +28,7 @@ from .filtering import StaticFilters
 from .info import PodInfo
 from .memory import SolverMemory
 from .plugin_api import Victim
-from .plugins.registry import FINAL_CHECKS
+from .plugins import registry
 
 
 def validate(
@@ -42,7 +42,7 @@ def validate(
     replay = Replay(ctx, plan)
     replay.check_plan()
     replay.build_final_state()
-    for check in FINAL_CHECKS:
+    for check in registry.FINAL_CHECKS:
         check(replay)
     return replay.problems
 

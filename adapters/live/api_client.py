@@ -111,7 +111,7 @@ PVS = Resource("persistentvolumes", "PersistentVolume", "v1", optional=True)
 STORAGE_CLASSES = Resource("storageclasses", "StorageClass", "storage.k8s.io/v1", optional=True)
 CSI_NODES = Resource("csinodes", "CSINode", "storage.k8s.io/v1", optional=True)
 VOLUME_RESOURCES: tuple[Resource, ...] = (PVCS, PVS, STORAGE_CLASSES, CSI_NODES)
-# What the DynamicResources plugin reads (``solver/plugins/dynamic_resources``), GA in 1.34:
+# What the DynamicResources plugin reads (kube-scheduler's DRA objects), GA in 1.34:
 # each optional, so a server without resource.k8s.io/v1 leaves the scheduler working without
 # it. Listed through the generic custom-object call (the same URL the typed client would use);
 # the claims' PreBind writes are in ``dra_writes.py``.
@@ -152,6 +152,12 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
     "read_namespaced_lease": (("coordination.k8s.io", "leases", "get"),),
     "create_namespaced_lease": (("coordination.k8s.io", "leases", "create"),),
     "replace_namespaced_lease": (("coordination.k8s.io", "leases", "update"),),
+}
+# Calls made only for a rule's PreBind writes on the pod itself (``Plugin.prebind``), which no
+# built-in rule has: the manifests do not grant them; a deployment adding such a plugin grants
+# ``patch`` on ``pods`` to the scheduler's ClusterRole.
+PLUGIN_CALLS: dict[str, tuple[Permission, ...]] = {
+    "patch_namespaced_pod": (("", "pods", "patch"),),
 }
 
 
@@ -551,6 +557,11 @@ class KubeApi:
         """Strategic-merge PATCH of pods/{name}/status (conditions merge by type)."""
         _call(f"patch status of {namespace}/{name}", self.core.patch_namespaced_pod_status, name, namespace,
               {"status": status})
+
+    def patch_pod_metadata(self, namespace: str, name: str, metadata: dict[str, Any]) -> None:
+        """Strategic-merge PATCH of a pod's ``metadata`` (annotations, labels): a rule's PreBind."""
+        _call(f"patch metadata of {namespace}/{name}", self.core.patch_namespaced_pod, name, namespace,
+              {"metadata": metadata})
 
     # --- volumes (VolumeBinding's PreBind) -----------------------------------------------------
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from models import Pod, pod_group_key
+from solver.plugin_api import PodWrite
 from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
@@ -73,6 +74,8 @@ class Placement:
     # DynamicResources' PreBind: the pod's claims, each with the allocation the window chose
     # (None: allocated already, the pod is only added to reservedFor); see `dra_writes.py`
     claims: tuple[ClaimUse, ...] = ()
+    # The other rules' PreBind (``Plugin.prebind``): (plugin name, what it writes on the pod)
+    writes: tuple[tuple[str, PodWrite], ...] = ()
 
     @property
     def key(self) -> str:
@@ -414,6 +417,8 @@ class Binder:
                     unanswered.append(exc)
                 raise
 
+        if p.writes and not self._prebind_writes(p):
+            return False
         if p.volumes and not self._prebind_volumes(p):
             return False
         if p.claims and not self._prebind_claims(p):
@@ -447,17 +452,41 @@ class Binder:
             why = exc.message if isinstance(exc, KubeError) else str(exc)
             log.warning("not binding %s: writing its resourceclaims failed: %s", p.key, why)
             self.claim_writer.release(p.key)
-            self.cache.forget(p.key)
-            self.metrics.binds.labels(result="prebind-failed").inc()
-            self.reporter.failed_scheduling(p.pod, f"running PreBind plugin \"DynamicResources\": {why}",
-                                            reason=SCHEDULER_ERROR)
-            self.queue.requeue_error(p.key)
+            self._prebind_failed(p, "DynamicResources", why)
             return False
         return True
+
+    def _prebind_failed(self, p: Placement, plugin: str, why: str) -> None:
+        """A PreBind write failed: the pod goes back to the queue unbound, with the event
+        kube-scheduler reports for it."""
+        self.cache.forget(p.key)
+        self.metrics.binds.labels(result="prebind-failed").inc()
+        self.reporter.failed_scheduling(p.pod, f"running PreBind plugin \"{plugin}\": {why}", reason=SCHEDULER_ERROR)
+        self.queue.requeue_error(p.key)
 
     def _release_claims(self, key: str) -> None:
         if self._claim_writer is not None and self._claim_writer.has_written(key):
             self._claim_writer.release(key)
+
+    def _prebind_writes(self, p: Placement) -> bool:
+        """The rules' PreBind writes on the pod itself (``Plugin.prebind``), before it is bound: one
+        merge patch of its metadata per rule. A write that fails sends the pod back to the queue
+        unbound, as a failed PreBind does in kube-scheduler."""
+        ns, name = p.pod.metadata.namespace, p.pod.metadata.name
+        for plugin, write in p.writes:
+            metadata = {part: dict(values) for part, values in
+                        (("annotations", write.annotations), ("labels", write.labels)) if values}
+
+            def send() -> None:
+                self.api.patch_pod_metadata(ns, name, metadata)
+            try:
+                call_with_retries(send, what=f"PreBind {plugin} of {p.key}", backoffs=self.settings.backoffs,
+                                  sleep=self.clock.sleep, should_continue=self.is_leader)
+            except KubeError as exc:
+                log.warning("not binding %s: PreBind %s failed: %s", p.key, plugin, exc)
+                self._prebind_failed(p, plugin, exc.message)
+                return False
+        return True
 
     def _prebind_volumes(self, p: Placement) -> bool:
         """VolumeBinding's PreBind, before the pod is bound: each first-time claim's chosen volume

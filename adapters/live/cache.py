@@ -209,7 +209,7 @@ class ClusterCache:
         self._unresolved: dict[str, InputError] = {}  # holding pods whose priority class is unknown
         # Pending pods (any scheduler's, not assumed) with a status.nominatedNodeName: a snapshot
         # carries those outside its window, whose room the decision must leave them
-        # (solver/plugins/preemption/nominated.py). Kept current by `_refresh`.
+        # (the PostFilter's nominations). Kept current by `_refresh`.
         self._nominated: dict[str, Pod] = {}
         self._namespaces: Counter[str] = Counter()  # of the holding pods
         self._workload_refs: Counter[tuple[str, str, str, str]] = Counter()  # of the holding pods (`_workload_ref`)

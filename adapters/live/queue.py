@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from models import Pod, pod_group_key
+from solver.coupling import reaches_other_nodes
 
 from .clock import Clock
 
@@ -73,20 +74,29 @@ class QueuedPod:
         return pod_group_key(self.pod)
 
 
+# ``needs_joint_decision``'s answers per Pod object (the queue asks about the same pods again at
+# every wait): bounded, and locked, as the queue's threads ask at once.
+_JOINT_KEPT = 8192
+_joint: dict[int, tuple[Pod, bool]] = {}
+_joint_lock = threading.Lock()
+
+
 def needs_joint_decision(pod: Pod) -> bool:
     """Whether deciding `pod` together with pods that arrive soon can give a better (or the
     only) plan: a gang member (placed all together or not at all), or a pod whose required
-    inter-pod affinity or anti-affinity, or hard topology spread, reads where its peers go.
-    Any other pod is decided as well on its own, the moment it is ready."""
-    if pod_group_key(pod):
-        return True
-    spec = pod.spec
-    aff = spec.affinity
-    if aff is not None:
-        for group in (aff.pod_affinity, aff.pod_anti_affinity):
-            if group is not None and group.required_during_scheduling_ignored_during_execution:
-                return True
-    return any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread_constraints)
+    inter-pod affinity or anti-affinity, or hard topology spread, reads where its peers go — as
+    the rules declare it (``solver.coupling``). Any other pod is decided as well on its own, the
+    moment it is ready."""
+    with _joint_lock:
+        hit = _joint.get(id(pod))
+    if hit is not None and hit[0] is pod:
+        return hit[1]
+    answer = reaches_other_nodes(pod)
+    with _joint_lock:
+        if len(_joint) >= _JOINT_KEPT:
+            _joint.clear()
+        _joint[id(pod)] = (pod, answer)
+    return answer
 
 
 def _gated(pod: Pod) -> bool:

@@ -46,7 +46,7 @@ from typing import Callable, Iterator, Optional, Union
 
 import solver
 from models import ClusterSnapshot, InputError, Plan, Pod, SchedulerConfig, pod_group_key
-from solver.plugins.preemption.nominated import REASON_TERMINATING
+from solver.plugins import registry
 
 from .binder import Binder, BinderSettings, BindUnit, Placement, Victim
 from .cache import BINDING, DRY_RUN, ClusterCache, node_feasibility
@@ -589,8 +589,9 @@ class Scheduler:
         pod tried preemption and found no node. A pod still waiting for its victims keeps it
         (it was not eligible to preempt: the nomination stands), and so does every pod while
         preemption is off (kube-scheduler then runs no PostFilter)."""
-        return (bool(pod.status.nominated_node_name) and self.config.preemption.enabled
-                and REASON_TERMINATING not in message)
+        postfilter = registry.POSTFILTER
+        return (bool(pod.status.nominated_node_name) and self.config.preemption.enabled and postfilter is not None
+                and postfilter.REASON_TERMINATING not in message)
 
     def _report_rejected_gangs(self, snapshot: ClusterSnapshot, plan: Plan, rejected: dict[str, str]) -> None:
         """A gang the window tried and rejected says so on its PodGroup too. Not one that placed

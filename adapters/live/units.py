@@ -25,6 +25,8 @@ from typing import Optional
 from models import ClusterSnapshot, Plan, Pod, pod_group_key
 from models.dra import EXTENDED_CLAIM_ANNOTATION, extended_request_mappings
 
+from solver.plugins import registry
+
 from .binder import BindUnit, Placement, Victim
 from .dra_writes import ClaimUse, extended_claim
 from .queue import QueuedPod
@@ -95,6 +97,8 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
             uses.append(ClaimUse(pc.key, pc.claim.metadata.uid or "", allocated.get(pc.key)))
         return tuple(uses)
 
+    # The rules' PreBind writes on the pods (``Plugin.prebind``), given the node each goes to.
+    node_objects = {n.metadata.name: n for n in snapshot.nodes} if registry.PREBINDS else {}
     groups: dict[str, list[Placement]] = defaultdict(list)
     gangs: dict[str, Optional[str]] = {}
     for a in plan.assignments:
@@ -104,7 +108,9 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
         gangs[unit_key] = gang
         groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated,
                                           volumes=tuple(volumes_of.get(a.pod, ())),
-                                          claims=claims_of(pod, by_key[a.pod].pod)))
+                                          claims=claims_of(pod, by_key[a.pod].pod),
+                                          writes=tuple(registry.prebind_writes(pod, node_objects[a.node]))
+                                          if a.node in node_objects else ()))
 
     units = []
     for unit_key, placements in groups.items():

@@ -15,7 +15,7 @@ from .. import interrupt
 from ..context import PodClass, SchedulingContext
 from ..filtering import StaticFilters
 from ..plugin_api import WindowPart
-from ..plugins.registry import PRUNES, WINDOW_ENCODINGS
+from ..plugins import registry
 from ..scoring import crowding, score_nodes
 from . import eviction
 from .model import Level, WindowModel
@@ -52,7 +52,7 @@ def build_component(inp: BuildInput, classes) -> WindowModel:
     wm.create_variables()
     eviction.create(wm)
     wm.window = inp.window
-    encode_rules(wm, WINDOW_ENCODINGS)
+    encode_rules(wm, registry.WINDOW_ENCODINGS)
     interrupt.check()
     eviction.encode_costs(wm, ctx)
     placement = wm.level("placement")
@@ -141,7 +141,7 @@ def candidates(ctx, classes, static, window, allow_preemption, within=None):
             return (can_preempt and eviction.can_evict(rep, other, allow_preemption)) or other.key in others
 
         mask = np.ones(len(state.nodes), dtype=bool)
-        for prune in PRUNES:
+        for prune in registry.PRUNES:
             mask &= prune(rep, state, can_evict, window)
         return mask
 

@@ -4,7 +4,7 @@ choice between the solver's plan and greedy's (``choose``)."""
 from __future__ import annotations
 
 from ..plugin_api import Victim
-from ..plugins.registry import PLAN_RANKS
+from ..plugins import registry
 from ..disruption import PdbBudgets
 from ..scoring import final_state
 
@@ -59,7 +59,7 @@ def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: 
                victim_weights: dict[int, int]) -> tuple:
     """Lexicographic value of a plan, as the model orders it: placement by priority tier, then
     PodDisruptionBudget violations, the victims' priority tiers (``victim_weights``, one scale for
-    every plan compared), the number of victims, then the rules' own levels (``PLAN_RANKS``, in
+    every plan compared), the number of victims, then the rules' own levels (``registry.PLAN_RANKS``, in
     the registry's order: how far down their ``firstAvailable`` lists the plan's device claims go,
     then the domains preferred-topology gangs span, widest level first)."""
     placed = sum(weights[ctx.pod(k).priority] for k in placements)
@@ -68,5 +68,5 @@ def plan_value(ctx, placements: dict[str, int], victims: list[Victim], weights: 
         -PdbBudgets.of(ctx).violations(v.pod for v in victims),
         -sum(victim_weights[v.pod.priority] for v in victims),
         -len(victims),
-        tuple(level for rank in PLAN_RANKS for level in rank(ctx, placements, victims)),
+        tuple(level for rank in registry.PLAN_RANKS for level in rank(ctx, placements, victims)),
     )

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..context import PodClass
 from ..info import PodInfo
-from ..plugins.registry import COUPLERS
+from ..plugins import registry
 from ..state import ClusterState, PodMatcher
 from .eviction import can_evict, top_preemptor
 
@@ -27,7 +27,7 @@ def _ties(classes: list[PodClass]) -> dict[int, list]:
     """Per class whose rules tie it to other pods, those rules' predicates (``registry.COUPLERS``)."""
     out: dict[int, list] = {}
     for cls in classes:
-        preds = [p for p in (couples(cls.rep) for couples in COUPLERS) if p is not None]
+        preds = [p for p in (couples(cls.rep) for couples in registry.COUPLERS) if p is not None]
         if preds:
             out[cls.id] = preds
     return out

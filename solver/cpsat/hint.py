@@ -25,8 +25,9 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
-from ..plugin_api import HintsItself, PackingBook, PacksWhole, Relaxable
-from ..plugins.registry import PACKING_BOOKS, per_node_state
+from ..plugin_api import Coupling, HintsItself, PackingBook, PacksWhole, Relaxable
+from ..plugins import registry
+from ..plugins.registry import per_node_state
 from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..greedy import GreedyResult
 from ..state import PodMatcher
@@ -57,10 +58,8 @@ def greedy_hint(wm: WindowModel, greedy: GreedyResult, ctx, counts: Optional[dic
 
 
 def _coupled(wm: WindowModel, cls) -> bool:
-    rep = cls.rep
-    if rep.host_ports or rep.affinity or rep.anti_affinity or rep.hard_spread or rep.group or rep.claims:
-        return True
-    return any(term.matches(rep.namespace, rep.labels, rep.ns_labels) for term in wm.state.anti_owners)
+    """Some rule ties the class's pods to other pods (``registry.coupling``): not first fit."""
+    return registry.coupling(cls.rep, wm.state) > Coupling.NONE
 
 
 def first_fit_counts(wm: WindowModel) -> dict[tuple[int, int], int]:
@@ -91,13 +90,13 @@ def _left_out_of_packing(cls, books: list[tuple[str, PackingBook]]) -> bool:
     rep = cls.rep
     if rep.host_ports or rep.affinity or rep.hard_spread:
         return True
-    counted = tuple(name for name, book in books if cls.id in book.rows)
+    counted = tuple(name for name, book in books if book.counts(cls.id))
     return per_node_state(rep, besides=counted)
 
 
 def _cap(books: list[PackingBook], c: int, i: int) -> int:
     """The pods more of class ``c`` on its ``i``-th candidate that every book allows."""
-    return min(book.cap(book.rows[c][i]) for book in books)
+    return min(book.cap(c, i) for book in books)
 
 
 class _AntiBook:
@@ -178,7 +177,7 @@ class _Packing:
         state = wm.state
         self.free = wm.ctx.claims.withheld(state.free)
         self.scale = np.maximum(state.alloc.max(axis=0), 1)
-        named_books = [(name, make(wm)) for name, make in PACKING_BOOKS]
+        named_books = [(name, make(wm)) for name, make in registry.PACKING_BOOKS]
         self.books = [book for _, book in named_books]
         self.units = self._units(named_books)
         self.nodes, self.ubs = wm.cand, wm.ub  # per class, in the order of its variables
@@ -266,7 +265,7 @@ class _Packing:
         if anti:
             assert book is not None  # anti implies a book
             ok &= book.allowed(cls.id, cand)
-        counting = [b for b in self.books if cls.id in b.rows]  # devices, counted exactly
+        counting = [b for b in self.books if b.counts(cls.id)]  # devices, counted exactly
         if counting:
             cap = np.fromiter((_cap(counting, cls.id, i) for i in range(len(cand))), dtype=np.int64, count=len(cand))
             ok &= cap > 0
@@ -282,7 +281,7 @@ class _Packing:
             if counting:
                 here = min(here, int(cap[i]))
                 for b in counting:
-                    b.take(b.rows[cls.id][i], here)
+                    b.take(cls.id, i, here)
                 cap[i] = _cap(counting, cls.id, i)
             free[cand[i]] -= here * vec
             taken[cls.id][i] += here
@@ -310,8 +309,8 @@ class _Packing:
             self.free[nodes[c][i]] += wm.vec[c]
             self.taken[c][i] -= 1
             for b in self.books:
-                if c in b.rows:
-                    b.take(b.rows[c][i], -1)
+                if b.counts(c):
+                    b.take(c, i, -1)
             if self.book is not None and self.book.involves(c):
                 self.book.add(c, int(nodes[c][i]), -1)
 

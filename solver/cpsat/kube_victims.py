@@ -4,7 +4,7 @@ constraints (issue 33).
 The model's eviction rule (``victim_room``, read on the final state) admits plans whose victims
 kube-scheduler, taking the pods one at a time in queue order, would keep (it evicts another pod, or
 none). Which pods kube-scheduler evicts on a node follows from the pods placed there (the replay,
-``POSTFILTER.replay``), a sequential procedure no final-state constraint states exactly. So the
+``registry.POSTFILTER.replay``), a sequential procedure no final-state constraint states exactly. So the
 component is solved, its plan replayed on the nodes it evicts from, and for each node where the
 plan evicts a pod the replay keeps, the replay's verdict for that node's placement is added:
 
@@ -29,7 +29,7 @@ from ortools.sat.python import cp_model
 
 from .. import interrupt
 from ..plugin_api import PlacementDecoder, Relaxable, Values, Victim
-from ..plugins.registry import POSTFILTER
+from ..plugins import registry
 from .decode import extract, placement_value
 from .model import WindowModel
 from .outcome import Solution
@@ -52,7 +52,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     the time runs out first (status FEASIBLE, no bound). The first solve has the whole time: the
     model's reprieve (``reprieve_encode``) makes plans that break the replay the exception, and a
     share held back for the solve after the cuts left the first without a plan on busy cores."""
-    if POSTFILTER is None or not wm.evict:
+    if registry.POSTFILTER is None or not wm.evict:
         return (*solve(wm, cfg, deadline, work=work), 0)
     ne: dict[tuple[int, int], cp_model.IntVar] = {}
     rounds = 0
@@ -67,7 +67,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             return solver, status, obj, bnd, rounds
         trial = Solution()
         extract(wm, solver, trial)
-        found = POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
+        found = registry.POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
         kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
         if not kept:
             if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
@@ -113,9 +113,9 @@ def _kube_evicts_all(wm: WindowModel, solver) -> bool:
     after the cut, and the window fell back to greedy's plan, 5 pods short of kube-scheduler's."""
     trial = Solution()
     extract(wm, solver, trial)
-    if not trial.victims or POSTFILTER is None:
+    if not trial.victims or registry.POSTFILTER is None:
         return True
-    found = POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
+    found = registry.POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
     return all(v.pod.key in found.evicted_by for v in trial.victims)
 
 
@@ -223,14 +223,14 @@ def repair(wm: WindowModel, trial: Solution) -> Optional[PlanValues]:
     """``trial``'s placements with the replay's victims: each pod that cannot fit its node at its
     turn taken out and the replay run again, until every turn fits or preempts. None when the
     model has encodings that decode their own variables (gangs), or the repair does not settle."""
-    if POSTFILTER is None or any(isinstance(enc, PlacementDecoder) and enc.decoded_classes()
+    if registry.POSTFILTER is None or any(isinstance(enc, PlacementDecoder) and enc.decoded_classes()
                                  for enc in wm.encodings.values()):
         log.debug("repair: the model decodes gangs itself")
         return None
     placements = dict(trial.placements)
     nodes = {v.node for v in trial.victims}
     for _ in range(REPAIR_ROUNDS):
-        found = POSTFILTER.replay(wm.ctx, placements, nodes, wm.static)
+        found = registry.POSTFILTER.replay(wm.ctx, placements, nodes, wm.static)
         stuck = [key for key, turn in found.turns.items() if not turn.outcome_ok]
         if not stuck:
             victims = [Victim(v, t.node, t.pod.key) for t in found.turns.values() for v in t.victims]
@@ -249,13 +249,13 @@ def name_by_replay(ctx, sol: Solution, static, names: Optional[dict[str, str]] =
     it (the model's decode names a pod of its level), and nominate that pod to its node. ``names``:
     what the solves' own replays found (``WindowModel.kube_names``); the plan is replayed again
     only for a victim they do not name."""
-    if POSTFILTER is None or not sol.victims:
+    if registry.POSTFILTER is None or not sol.victims:
         return
     names = names or {}
     if all(v.pod.key in names for v in sol.victims):
         sol.victims = [Victim(v.pod, v.node, names[v.pod.key]) for v in sol.victims]
     else:
-        sol.victims = POSTFILTER.kube_preemptors(ctx, sol.placements, sol.victims, static)
+        sol.victims = registry.POSTFILTER.kube_preemptors(ctx, sol.placements, sol.victims, static)
     for v in sol.victims:
         if v.preemptor in sol.placements:
             sol.nominations[v.preemptor] = sol.placements[v.preemptor]

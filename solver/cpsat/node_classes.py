@@ -35,7 +35,9 @@ import numpy as np
 from .. import interrupt
 from ..context import SchedulingContext
 from ..info import NodeList
-from ..plugins.registry import copies as room_copies, fits as room_fits, soft_spread_keys
+from ..plugin_api import Coupling
+from ..plugins import registry
+from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..plugins.registry import per_node_state  # volumes, devices: counted per node, which a class's aggregate cannot express
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -45,26 +47,17 @@ MIN_BUCKETS = 2
 
 
 def node_label_keys(ctx: SchedulingContext) -> Optional[frozenset[str]]:
-    """The node label keys the window's rules read: node selectors, required and preferred node
-    affinity, and the topology keys of its spread and inter-pod terms. None: a rule reads the
-    node's name (``matchFields``). (``ctx.relevant_labels`` are *pod* label keys, those selectors
-    read of pods: grouping nodes by them merged the zones a spread constraint counts.)"""
+    """The node label keys the window's rules read, as each declares them (``Reads.node_label_keys``:
+    node selectors, required and preferred node affinity, the topology keys of spread and inter-pod
+    terms). None: a rule reads the node's name (``matchFields``). (``ctx.relevant_labels`` are *pod*
+    label keys, those selectors read of pods: grouping nodes by them merged the zones a spread
+    constraint counts.)"""
     keys: set[str] = set()
     for cls in ctx.classes:
-        rep = cls.rep
-        keys.update(rep.node_selector)
-        required = rep.required_node_affinity
-        terms = [*(required.node_selector_terms if required is not None else ()), *(t for _, t in rep.preferred_node_terms)]
-        for term in terms:
-            if term.match_fields:
-                return None
-            keys.update(e.key for e in term.match_expressions)
-        keys.update(c.topology_key for c in rep.spread)
-        # A controller's pod with no constraints of its own is scored over kube-scheduler's default
-        # ones: its zone key is read too (the hostname one counts per pseudo node, as it did).
-        keys.update(k for k in soft_spread_keys(rep) if k != HOSTNAME)
-        for group in (rep.affinity, rep.anti_affinity, rep.preferred_affinity, rep.preferred_anti_affinity):
-            keys.update(t.topology_key for t in group)
+        some = registry.node_label_keys(cls.rep)
+        if some is None:
+            return None
+        keys |= some
     return frozenset(keys)
 
 
@@ -92,6 +85,8 @@ def not_eligible(ctx: SchedulingContext, allow_preemption: bool) -> Optional[str
             return "the window has pods naming their node"
         if per_node_state(pod):
             return "the window has volumes or device claims (counted per node)"
+        if registry.coupling(pod) in (Coupling.NODE, Coupling.ACROSS):  # DOMAIN: through labels kept
+            return "a rule ties the window's pods to each other"
         if allow_preemption and not pod.preempt_never and lowest_running is not None and lowest_running < pod.priority:
             return "a window pod could preempt"
     return None

@@ -31,7 +31,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
 * ``may_preempt``: whether a preemptor may evict a victim (DefaultPreemption's eligibility);
   ``PLAN_RANKS``: the rules' levels after the evictions' when two plans are compared;
-  ``PLAN_ALLOCATIONS``: what the rules add to a plan beyond its placements (devices per claim);
+  ``PLAN_OUTPUTS``: what the rules add to a plan beyond its placements (devices per claim, volumes);
 * ``CROWDING``: the score plugins' crowding terms for the CP-SAT objective;
 * ``REPACK_KEEPS``: for re-packing, the rules' limits on where a moving pod may go;
 * ``PREPARES``: each rule's part in building a context (``context.build_context``);
@@ -40,14 +40,18 @@ them, in ``PLUGINS`` order. What the engines read:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
-from typing import Any
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
 import numpy as np
 
-from ..info import PodInfo
-from ..plugin_api import (Capacity, Check, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder, GreedyHook, NodeNames, NominationsHook, Plugin,
-                          PackingBook, PostFilter, Prepare, WindowPart)
+from ..framework import SUCCESS, Status
+from ..info import NodeInfo, PodInfo
+from ..plugin_api import (Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
+                          GreedyHook, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, PodWrite, PostFilter, PreBind,
+                          Prepare, Prune, WindowPart)
+from ..state import ClusterState
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
@@ -63,12 +67,16 @@ from .node_resources_fit.plugin import PLUGIN as node_resources_fit
 from .node_unschedulable.plugin import PLUGIN as node_unschedulable
 from .node_volume_limits.plugin import PLUGIN as node_volume_limits
 from .pod_topology_spread.plugin import PLUGIN as pod_topology_spread
-from .pod_topology_spread.score import soft_constraints as _soft_spread
 from .preemption.plugin import PLUGIN as preemption
 from .taint_toleration.plugin import PLUGIN as taint_toleration
 from .volume_binding.plugin import PLUGIN as volume_binding
 from .volume_restrictions.plugin import PLUGIN as volume_restrictions
 from .volume_zone.plugin import PLUGIN as volume_zone
+
+if TYPE_CHECKING:
+    from models.objects import Node, Pod
+
+T = TypeVar("T")
 
 PLUGINS: tuple[Plugin, ...] = (
     node_unschedulable,
@@ -107,37 +115,110 @@ def _ordered(first: Iterable[Plugin]) -> tuple[Plugin, ...]:
     return named + tuple(p for p in PLUGINS if p not in named)
 
 
-STATIC_FILTERS: tuple[Any, ...] = tuple(p.filter for p in PLUGINS if p.static)
-STATIC_NODE_NAMES: tuple[NodeNames, ...] = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
-# Greedy runs the volume rules as one cycle for a pod with claims (``volume_binding/filter.py``).
-_VOLUME_PLUGINS = (volume_restrictions, node_volume_limits, volume_binding, volume_zone)
-VOLUME_FILTERS = tuple(p.filter for p in _VOLUME_PLUGINS)
-DYNAMIC_FILTERS = tuple(p.filter for p in PLUGINS if not p.static and p.filter is not None and p not in _VOLUME_PLUGINS)
-CYCLE_FILTERS: tuple[CycleHook, ...] = tuple(p.cycle for p in PLUGINS if p.cycle is not None)
-FILTER_NAMES = tuple(p.name for p in PLUGINS if p.filter is not None)
-
-# Candidate pruning before CP-SAT's variables exist (every plugin's mask is and-ed).
-PRUNES = tuple(p.prune for p in PLUGINS if p.prune is not None)
-
-SCORE_PLUGINS: tuple[Any, ...] = tuple(p.score for p in PLUGINS if p.score is not None)
-SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
+# What the engines read, derived from ``PLUGINS`` by ``_derive`` (again at each ``register``):
+# an engine reads them as ``registry.NAME`` when it runs, never copies one at import.
+STATIC_FILTERS: tuple[StaticFilter, ...] = ()
+STATIC_NODE_NAMES: tuple[NodeNames, ...] = ()
+CYCLE_FILTERS: tuple[CycleHook, ...] = ()
+PRUNES: tuple[Prune, ...] = ()
+SCORE_PLUGINS: tuple[Any, ...] = ()
+SCORE_PLUGIN_NAMES: tuple[str, ...] = ()
 # (score NAME, hook): the score plugins' parts in greedy's score cache, in PLUGINS order.
-SCORE_CACHE: tuple[tuple[str, ScoreCacheHook], ...] = tuple(
-    (p.score.NAME, p.score_cache) for p in PLUGINS if p.score is not None and p.score_cache is not None)
-
+SCORE_CACHE: tuple[tuple[str, ScoreCacheHook], ...] = ()
 # (plugin name, encoder), in build order: the engine keeps what an encoder returns by the name.
-FILTER_ENCODINGS: tuple[tuple[str, Encoder], ...] = tuple((p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.encode)
-WINDOW_ENCODINGS: tuple[tuple[str, Encoder], ...] = FILTER_ENCODINGS + tuple(
-    (p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
-FILTER_ENCODERS: tuple[Encoder, ...] = tuple(e for _, e in FILTER_ENCODINGS)
-WINDOW_ENCODERS: tuple[Encoder, ...] = tuple(e for _, e in WINDOW_ENCODINGS)
+FILTER_ENCODINGS: tuple[tuple[str, Encoder], ...] = ()
+WINDOW_ENCODINGS: tuple[tuple[str, Encoder], ...] = ()
+FILTER_ENCODERS: tuple[Encoder, ...] = ()
+WINDOW_ENCODERS: tuple[Encoder, ...] = ()
+COUPLERS: tuple[Couples, ...] = ()
+FINAL_CHECKS: tuple[Check, ...] = ()
+CAPACITY: tuple[Capacity, ...] = ()
+GREEDY_PARTS: tuple[GreedyHook, ...] = ()
+POSTFILTER: PostFilter | None = None
+# (plugin name, hook): the books the packing hint counts exactly (devices).
+PACKING_BOOKS: tuple[tuple[str, Callable[[Any], PackingBook]], ...] = ()
+PLAN_RANKS: tuple[Callable[[Any, dict[str, int], list[Any]], tuple], ...] = ()
+# The rules that give a plan more than placements and evictions (devices per claim, volumes).
+PLAN_OUTPUTS: tuple[PlanOutput, ...] = ()
+CROWDING: tuple[Crowding, ...] = ()
+REPACK_KEEPS: tuple[Any, ...] = ()
+PREPARES: tuple[Prepare, ...] = ()
+NOMINATIONS: NominationsHook | None = None
+_WINDOWS: tuple[tuple[str, Callable[[Any], WindowPart]], ...] = ()
+_MAY_PREEMPT: tuple[Callable[[PodInfo, PodInfo], bool], ...] = ()
+_PER_NODE: tuple[tuple[str, Callable[[PodInfo], bool]], ...] = ()
 
-COUPLERS: tuple[Couples, ...] = tuple(p.couples for p in PLUGINS if p.couples is not None)
 
-FINAL_CHECKS: tuple[Check, ...] = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
+def _one(hooks: list[T]) -> T | None:
+    assert len(hooks) <= 1, "one plugin at most gives this hook (kube-scheduler's default profile has one)"
+    return hooks[0] if hooks else None
 
-CAPACITY: tuple[Capacity, ...] = tuple(p.capacity for p in PLUGINS if p.capacity is not None)
-assert CAPACITY, "some rule must count requests against a node's room"
+
+def _derive() -> None:
+    """Every list the engines read, from ``PLUGINS`` as it is now."""
+    global STATIC_FILTERS, STATIC_NODE_NAMES, CYCLE_FILTERS, PRUNES, SCORE_PLUGINS, SCORE_PLUGIN_NAMES, SCORE_CACHE
+    global FILTER_ENCODINGS, WINDOW_ENCODINGS, FILTER_ENCODERS, WINDOW_ENCODERS, COUPLERS, FINAL_CHECKS, CAPACITY
+    global GREEDY_PARTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_OUTPUTS, CROWDING, REPACK_KEEPS, PREPARES
+    global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE
+    STATIC_FILTERS = tuple(cast(StaticFilter, p.filter) for p in PLUGINS if p.static)
+    STATIC_NODE_NAMES = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
+    CYCLE_FILTERS = tuple(p.cycle for p in PLUGINS if p.cycle is not None)
+    # Candidate pruning before CP-SAT's variables exist (every plugin's mask is and-ed).
+    PRUNES = tuple(p.prune for p in PLUGINS if p.prune is not None)
+    SCORE_PLUGINS = tuple(p.score for p in PLUGINS if p.score is not None)
+    SCORE_PLUGIN_NAMES = tuple(p.NAME for p in SCORE_PLUGINS)
+    SCORE_CACHE = tuple((p.score.NAME, p.score_cache) for p in PLUGINS
+                        if p.score is not None and p.score_cache is not None)
+    FILTER_ENCODINGS = tuple((p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.encode)
+    WINDOW_ENCODINGS = FILTER_ENCODINGS + tuple((p.name, e) for p in _ordered(ENCODE_ORDER) for e in p.window_encode)
+    FILTER_ENCODERS = tuple(e for _, e in FILTER_ENCODINGS)
+    WINDOW_ENCODERS = tuple(e for _, e in WINDOW_ENCODINGS)
+    COUPLERS = tuple(p.couples for p in PLUGINS if p.couples is not None)
+    FINAL_CHECKS = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
+    CAPACITY = tuple(p.capacity for p in PLUGINS if p.capacity is not None)
+    assert CAPACITY, "some rule must count requests against a node's room"
+    GREEDY_PARTS = tuple(p.greedy for p in PLUGINS if p.greedy is not None)
+    POSTFILTER = _one([p.postfilter for p in PLUGINS if p.postfilter is not None])
+    PACKING_BOOKS = tuple((p.name, p.packing) for p in PLUGINS if p.packing is not None)
+    PLAN_RANKS = tuple(p.plan_rank for p in PLUGINS if p.plan_rank is not None)
+    PLAN_OUTPUTS = tuple(p.plan_output for p in PLUGINS if p.plan_output is not None)
+    CROWDING = tuple(p.crowding for p in PLUGINS if p.crowding is not None)
+    REPACK_KEEPS = tuple(p.repack_keep for p in PLUGINS if p.repack_keep is not None)
+    PREPARES = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
+    NOMINATIONS = _one([p.nominations for p in PLUGINS if p.nominations is not None])
+    _WINDOWS = tuple((p.name, p.window) for p in PLUGINS if p.window is not None)
+    _MAY_PREEMPT = tuple(p.may_preempt for p in PLUGINS if p.may_preempt is not None)
+    _PER_NODE = tuple((p.name, p.per_node_state) for p in PLUGINS if p.per_node_state is not None)
+    _derive_facts()
+    ClusterState.book_makers = tuple((p.name, p.state) for p in PLUGINS if p.state is not None)
+
+
+def register(plugin: Plugin) -> None:
+    """Add ``plugin`` after every plugin listed, and derive every list again: the one line a
+    plugin living outside this package (a test's) needs. Its encoders and checks run after the
+    others'. ``unregister`` takes it out again."""
+    global PLUGINS
+    if any(p.name == plugin.name for p in PLUGINS):
+        raise ValueError(f"a plugin named {plugin.name!r} is registered already")
+    PLUGINS = PLUGINS + (plugin,)
+    _derive()
+
+
+def unregister(plugin: Plugin) -> None:
+    """Take a plugin ``register`` added out again (the lists are derived anew)."""
+    global PLUGINS
+    PLUGINS = tuple(p for p in PLUGINS if p is not plugin)
+    _derive()
+
+
+@contextmanager
+def registered(plugin: Plugin) -> Iterator[Plugin]:
+    """``register(plugin)`` for the length of a ``with`` block (a test's plugin)."""
+    register(plugin)
+    try:
+        yield plugin
+    finally:
+        unregister(plugin)
 
 
 def fits(vec: np.ndarray, room: Any) -> Any:
@@ -157,46 +238,28 @@ def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
     return out
 
 
-GREEDY_PARTS: tuple[GreedyHook, ...] = tuple(p.greedy for p in PLUGINS if p.greedy is not None)
-_POSTFILTERS = [p.postfilter for p in PLUGINS if p.postfilter is not None]
-assert len(_POSTFILTERS) <= 1, "one PostFilter at most (kube-scheduler's default profile has DefaultPreemption)"
-POSTFILTER: PostFilter | None = _POSTFILTERS[0] if _POSTFILTERS else None
-
-_WINDOWS = tuple((p.name, p.window) for p in PLUGINS if p.window is not None)
-
-
 def window_parts(ctx: Any) -> dict[str, WindowPart]:
     """Every rule's view of the window ``ctx`` for CP-SAT, by plugin name (``WindowPart``)."""
     return {name: make(ctx) for name, make in _WINDOWS}
 
 
-# (plugin name, hook): the books the packing hint counts exactly (devices).
-PACKING_BOOKS: tuple[tuple[str, Callable[[Any], PackingBook]], ...] = tuple(
-    (p.name, p.packing) for p in PLUGINS if p.packing is not None)
-
-_MAY_PREEMPT = tuple(p.may_preempt for p in PLUGINS if p.may_preempt is not None)
-PLAN_RANKS: tuple[Callable[[Any, dict[str, int], list[Any]], tuple], ...] = tuple(
-    p.plan_rank for p in PLUGINS if p.plan_rank is not None)
-# The rules that give a plan more than placements and evictions (devices per claim).
-PLAN_ALLOCATIONS: tuple[Callable[[Any, dict[str, int], list[Any]], tuple], ...] = tuple(
-    p.plan_allocations for p in PLUGINS if p.plan_allocations is not None)
+def static_verdict(pod: PodInfo, node: NodeInfo) -> Status:
+    """The static rules' verdict on ``pod`` and ``node``: a PreFilter restricting the pod to other
+    nodes by name, else the first static Filter that fails (``StaticVerdict``)."""
+    for node_names in STATIC_NODE_NAMES:
+        narrowed = node_names(pod)
+        if narrowed is not None and node.name not in narrowed[0]:
+            return narrowed[1]
+    for plugin in STATIC_FILTERS:
+        status = plugin.filter(pod, node)
+        if not status.ok:
+            return status
+    return SUCCESS
 
 
 def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
     """Whether ``preemptor`` may evict ``victim`` at all, by every rule that says (none: never)."""
     return bool(_MAY_PREEMPT) and all(rule(preemptor, victim) for rule in _MAY_PREEMPT)
-
-
-CROWDING: tuple[Crowding, ...] = tuple(p.crowding for p in PLUGINS if p.crowding is not None)
-REPACK_KEEPS = tuple(p.repack_keep for p in PLUGINS if p.repack_keep is not None)
-
-PREPARES: tuple[Prepare, ...] = tuple(p.prepare for p in PLUGINS if p.prepare is not None)
-_NOMINATIONS = [p.nominations for p in PLUGINS if p.nominations is not None]
-assert len(_NOMINATIONS) <= 1, "one plugin at most says which room pods outside the window keep"
-NOMINATIONS: NominationsHook | None = _NOMINATIONS[0] if _NOMINATIONS else None
-
-_PER_NODE: tuple[tuple[str, Callable[[PodInfo], bool]], ...] = tuple(
-    (p.name, p.per_node_state) for p in PLUGINS if p.per_node_state is not None)
 
 
 def per_node_state(pod: PodInfo, besides: Collection[str] = ()) -> bool:
@@ -206,8 +269,81 @@ def per_node_state(pod: PodInfo, besides: Collection[str] = ()) -> bool:
     return any(uses(pod) for name, uses in _PER_NODE if name not in besides)
 
 
-def soft_spread_keys(pod: PodInfo) -> frozenset[str]:
-    """The topology keys PodTopologySpread's score reads of nodes for ``pod``: those of its
-    ScheduleAnyway constraints, or, for a controller's pod with none, kube-scheduler's system
-    defaults (hostname and zone)."""
-    return frozenset(c.topology_key for c in _soft_spread(pod)[0])
+# --------------------------------------------------------------------------- declared facts
+
+_SIGNATURES: tuple[Callable[[PodInfo], Hashable], ...] = ()
+_POD_LABEL_KEYS: tuple[Callable[[PodInfo], Iterable[str]], ...] = ()
+_NODE_LABEL_KEYS: tuple[Callable[[PodInfo], Optional[Iterable[str]]], ...] = ()
+_TOPOLOGY_KEYS: tuple[Callable[[PodInfo], Iterable[str]], ...] = ()
+_COUPLINGS: tuple[CouplingHook, ...] = ()
+PREBINDS: tuple[tuple[str, PreBind], ...] = ()
+
+
+def _derive_facts() -> None:
+    global _SIGNATURES, _POD_LABEL_KEYS, _NODE_LABEL_KEYS, _TOPOLOGY_KEYS, _COUPLINGS, PREBINDS
+    reads = [p.reads for p in PLUGINS]
+    _SIGNATURES = tuple(r.signature for r in reads if r.signature is not None)
+    _POD_LABEL_KEYS = tuple(r.pod_label_keys for r in reads if r.pod_label_keys is not None)
+    _NODE_LABEL_KEYS = tuple(r.node_label_keys for r in reads if r.node_label_keys is not None)
+    _TOPOLOGY_KEYS = tuple(r.topology_keys for r in reads if r.topology_keys is not None)
+    _COUPLINGS = tuple(r.coupling for r in reads if r.coupling is not None)
+    PREBINDS = tuple((p.name, p.prebind) for p in PLUGINS if p.prebind is not None)
+
+
+def signature(pod: PodInfo) -> tuple:
+    """What the rules read of ``pod`` beyond ``PodInfo.scheduling_signature`` (each rule's
+    ``Reads.signature``; () when no rule declares one): part of the pod's class."""
+    return tuple(part(pod) for part in _SIGNATURES) if _SIGNATURES else ()
+
+
+def _union(reads: Iterable[Callable[[PodInfo], Iterable[str]]], pod: PodInfo) -> set[str]:
+    keys: set[str] = set()
+    for read in reads:
+        keys.update(read(pod))
+    return keys
+
+
+def pod_label_keys(pod: PodInfo) -> set[str]:
+    """The pod label keys the pod's own selectors read, by every rule (``Reads.pod_label_keys``)."""
+    return _union(_POD_LABEL_KEYS, pod)
+
+
+def node_label_keys(pod: PodInfo) -> Optional[set[str]]:
+    """The node label keys the rules read for ``pod`` (``Reads.node_label_keys``); None: some rule
+    reads the node's name."""
+    keys: set[str] = set()
+    for read in _NODE_LABEL_KEYS:
+        some = read(pod)
+        if some is None:
+            return None
+        keys.update(some)
+    return keys
+
+
+def topology_keys(pod: PodInfo) -> set[str]:
+    """The node label keys whose domains the rules couple ``pod`` through (``Reads.topology_keys``)."""
+    return _union(_TOPOLOGY_KEYS, pod)
+
+
+def coupling(pod: PodInfo, state: Optional[ClusterState] = None) -> Coupling:
+    """How far the rules tie ``pod`` to other pods: the furthest any rule says (``Coupling``).
+    ``state``: also count what pods in it hold on this one (running pods' anti-affinity)."""
+    out = Coupling.NONE
+    for rule in _COUPLINGS:
+        out = max(out, rule(pod, state))
+        if out is Coupling.ACROSS:
+            break
+    return out
+
+
+def prebind_writes(pod: Pod, node: Node) -> list[tuple[str, PodWrite]]:
+    """What the rules write on ``pod`` before it is bound to ``node`` (plugin name, write)."""
+    out = []
+    for name, hook in PREBINDS:
+        write = hook(pod, node)
+        if write is not None:
+            out.append((name, write))
+    return out
+
+
+_derive()

@@ -21,6 +21,7 @@ from models.snapshot import ClusterSnapshot
 
 from ..plugins.dynamic_resources import AllocationError
 from ..plugins.dynamic_resources.hint import devices_per_kind
+from ..plugins.dynamic_resources.hold import hold_of
 
 # How a device kind shows up among a bin's resources in the model: "device:<kind index>".
 DEVICE = "device:"
@@ -83,7 +84,7 @@ def _attribute(value: Any, where: str, field: str) -> dict:
 def class_devices(ctx: Any, rep: Any, nodes: list[int]) -> Optional[dict[int, dict[str, int]]]:
     """Per node index of ``nodes`` (of ``ctx``), the devices one pod of ``rep``'s class takes
     there by kind (``DEVICE`` names); None when the count would not be exact."""
-    dra = ctx.state.dra
+    dra = hold_of(ctx.state)
     if dra is None or not rep.devices_key:
         return None
     claims = dra.claims_of(rep)
@@ -99,7 +100,7 @@ def class_devices(ctx: Any, rep: Any, nodes: list[int]) -> Optional[dict[int, di
 
 def free_devices(ctx: Any, node: int) -> dict[str, int]:
     """The free devices of ``node``'s own kinds, by ``DEVICE`` name."""
-    dra = ctx.state.dra
+    dra = hold_of(ctx.state)
     if dra is None:
         return {}
     out = {}

@@ -40,8 +40,8 @@ from .. import interrupt, progress
 from ..cpsat.model import WindowModel
 from ..cpsat.build import encode_rules
 from ..cpsat.solve import STATUS_NAMES, _solver, candidates
+from ..plugins import registry
 from ..plugins.registry import copies as room_copies
-from ..plugins.registry import FILTER_ENCODINGS, REPACK_KEEPS
 from . import availability
 from .drain import greedy_drain
 from .problem import RepackProblem
@@ -132,7 +132,7 @@ class RepackModel:
         state = ctx.state
         # The rules' limits on where a moving pod may go (a gang with required topology keeps
         # the domain it shares today), given where the pods are now.
-        keeps = [make(ctx, self.problem.origin) for make in REPACK_KEEPS]
+        keeps = [make(ctx, self.problem.origin) for make in registry.REPACK_KEEPS]
         for cls in self.classes:
             nodes, ubs = cand[cls.id], upper[cls.id]
             have = dict(zip(nodes.tolist(), ubs.tolist()))
@@ -159,7 +159,7 @@ class RepackModel:
         wm, m, problem = self.wm, self.model, self.problem
         wm.create_variables()
         # The rules, each from its own module (the engine keeps the encodings they return).
-        encode_rules(wm, FILTER_ENCODINGS)
+        encode_rules(wm, registry.FILTER_ENCODINGS)
 
         # Every movable pod is placed somewhere.
         for cls in self.classes:
@@ -406,7 +406,7 @@ class RepackModel:
         pairing, but a move inside its domain leaves the domain counts alone at every step, so
         spread constraints that a cross-domain swap would break halfway still hold."""
         rep, labels, origin = cls.rep, [n.labels for n in self.problem.nodes], self.problem.origin
-        keys = sorted({c.topology_key for c in rep.hard_spread} | {t.topology_key for t in (*rep.affinity, *rep.anti_affinity)})
+        keys = sorted(registry.topology_keys(rep))
         out: dict[str, int] = {}
         if keys:
             open_places: dict[tuple, list[int]] = {}

@@ -28,6 +28,8 @@ import numpy as np
 from ..framework import Status
 from ..info import PodInfo
 from ..filtering import Cycle
+from ..plugin_api import Coupling
+from ..plugins import registry
 from .problem import RepackProblem
 
 # How many conflicting moves an error message lists.
@@ -95,15 +97,10 @@ class _Walk:
         self.into: dict[int, set[str]] = {}
         for move in self.moves.values():
             self.into.setdefault(move.target, set()).add(move.pod)
-        anti_terms = list(self.state.anti_owners)
-        self.nonlocal_moves = {
-            key
-            for key, pod in self.window.items()
-            if pod.hard_spread
-            or pod.affinity
-            or pod.anti_affinity
-            or any(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in anti_terms)
-        }
+        # Moves whose verdicts read other nodes' pods (``registry.coupling``): checked again after
+        # every step, not only when their target changes.
+        self.nonlocal_moves = {key for key, pod in self.window.items()
+                               if registry.coupling(pod, self.state) >= Coupling.DOMAIN}
         # Evictions each budget can still take beyond the moves themselves (for buffer steps).
         budgets = problem.budgets
         self.covering = {key: budgets.covering(pod) for key, pod in self.window.items()}

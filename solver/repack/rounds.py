@@ -43,6 +43,7 @@ from models.resources import CPU, MEMORY, PODS
 from .. import interrupt, progress
 from ..context import PodClass
 from ..filtering import Cycle
+from ..plugins import registry
 from ..disruption import PdbBudgets
 from . import availability
 from . import model as one_model
@@ -436,9 +437,10 @@ def _fit(room: np.ndarray) -> np.ndarray:
 
 
 def topology_keys(pod) -> list[str]:
-    """The topology keys the pod's rules count per domain (spread, inter-pod (anti-)affinity);
-    the hostname key is left out (a node is its own domain: moving leaves it anyway)."""
-    keys = {c.topology_key for c in pod.hard_spread} | {t.topology_key for t in (*pod.affinity, *pod.anti_affinity)}
+    """The topology keys the pod's rules count per domain (``registry.topology_keys``: spread,
+    inter-pod (anti-)affinity); the hostname key is left out (a node is its own domain: moving
+    leaves it anyway)."""
+    keys = registry.topology_keys(pod)
     keys.discard(HOSTNAME_KEY)
     return sorted(keys)
 

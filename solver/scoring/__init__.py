@@ -25,7 +25,7 @@ from models.config import SchedulerConfig, ScoringConfig
 
 from ..info import NodeInfo, PodInfo
 from ..state import ClusterState
-from ..plugins.registry import SCORE_PLUGIN_NAMES, SCORE_PLUGINS
+from ..plugins import registry
 from .node_index import NodeIndex
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class ScoreContext:
 def plugin_scores(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: ScoreContext) -> dict[str, Optional[np.ndarray]]:
     """Each plugin's normalized scores over ``nodes`` (None: skipped), in plugin order."""
     nodes = np.asarray(nodes, dtype=np.int64)
-    return {p.NAME: p.score(pod, nodes, state, sctx) for p in SCORE_PLUGINS}
+    return {p.NAME: p.score(pod, nodes, state, sctx) for p in registry.SCORE_PLUGINS}
 
 
 def score_nodes(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: ScoreContext) -> np.ndarray:
@@ -89,7 +89,7 @@ def score_nodes(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: Scor
     total = np.zeros(len(nodes), dtype=np.int64)
     if len(nodes) == 0:
         return total
-    for plugin in SCORE_PLUGINS:
+    for plugin in registry.SCORE_PLUGINS:
         weight = sctx.weight(plugin.NAME)
         if weight == 0:
             continue
@@ -97,6 +97,14 @@ def score_nodes(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: Scor
         if scores is not None:
             total += weight * scores
     return total
+
+
+def __getattr__(name: str) -> Any:
+    """``SCORE_PLUGINS``/``SCORE_PLUGIN_NAMES``: the registry's, as they are now (a plugin may
+    be registered after this module is imported)."""
+    if name in ("SCORE_PLUGINS", "SCORE_PLUGIN_NAMES"):
+        return getattr(registry, name)
+    raise AttributeError(name)
 
 
 __all__ = [

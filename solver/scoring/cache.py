@@ -41,9 +41,9 @@ import numpy as np
 
 from ..info import PodInfo
 from ..plugin_api import LocalKernel, ScoreCachePart
-from ..plugins.registry import SCORE_CACHE
+from ..plugins import registry
 from ..state import ClusterState
-from . import SCORE_PLUGINS, ScoreContext
+from . import ScoreContext
 
 
 class _Local:
@@ -70,15 +70,15 @@ class ScoreCache:
     def __init__(self, state: ClusterState, sctx: ScoreContext) -> None:
         self.state = state
         self.sctx = sctx
-        self.weights = {p.NAME: sctx.weight(p.NAME) for p in SCORE_PLUGINS}
+        self.weights = {p.NAME: sctx.weight(p.NAME) for p in registry.SCORE_PLUGINS}
         self._local: dict[int, tuple[_Local, int, np.ndarray]] = {}  # class -> kernels, touched seen, values
         # The score plugins' parts (their ``score_cache`` hooks), those with a weight.
         self._parts: list[ScoreCachePart] = [make(state, sctx, self.weights[name], self)
-                                             for name, make in SCORE_CACHE if self.weights[name]]
+                                             for name, make in registry.SCORE_CACHE if self.weights[name]]
         # Score plugins without a part (a plugin added to the registry): their own ``score``, as
         # ``score_nodes`` runs it, so the totals stay equal without a line here.
-        derived = {name for name, _ in SCORE_CACHE}
-        self._others = tuple(p for p in SCORE_PLUGINS if p.NAME not in derived and self.weights[p.NAME])
+        derived = {name for name, _ in registry.SCORE_CACHE}
+        self._others = tuple(p for p in registry.SCORE_PLUGINS if p.NAME not in derived and self.weights[p.NAME])
 
     # Up to this many nodes changed since a class's values were last refreshed, they are
     # recomputed one by one in Python (``LocalKernel.one``); more, with the numpy kernels.

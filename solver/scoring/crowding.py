@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..info import PodInfo
-from ..plugins.registry import CROWDING
+from ..plugins import registry
 from ..state import ClusterState
 from ..terms import spreads_itself_per_node
 from . import ScoreContext
@@ -45,7 +45,7 @@ def drop_per_pod(
     takes from each further one (integer, ≥ 0): the score plugins' ``crowding`` terms, summed in
     ``PLUGINS`` order."""
     drop = np.zeros(len(nodes), dtype=np.float64)
-    for term in CROWDING:
+    for term in registry.CROWDING:
         part = term(pod, nodes, state, sctx, class_size)
         if part is not None:
             drop += part

@@ -133,7 +133,14 @@ def required() -> set[Permission]:
 
 
 def test_the_code_calls_exactly_the_methods_its_table_names() -> None:
-    assert called_methods() == set(API_CALLS)
+    assert called_methods() == set(API_CALLS) | set(api_client.PLUGIN_CALLS)
+
+
+def test_a_plugins_prebind_writes_are_not_granted_by_default() -> None:
+    """Patching a pod is only a plugin's PreBind (``Plugin.prebind``; no built-in rule has one):
+    the manifests leave it out, least privilege, and the table says what to add."""
+    assert api_client.PLUGIN_CALLS == {"patch_namespaced_pod": (("", "pods", "patch"),)}
+    assert ("", "pods", "patch") not in granted()
 
 
 def test_the_table_says_how_the_api_server_authorises_each_call() -> None:

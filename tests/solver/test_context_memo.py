@@ -16,6 +16,7 @@ import solver.context as context
 from models import ClusterSnapshot, SchedulerConfig
 from models.snapshot import SnapshotDelta
 from models.objects import Pod
+from solver.plugins.node_ports.book import ports_on
 from solver.context import build_context
 from solver.memory import SolverMemory
 from solver.state import PodMatcher
@@ -56,7 +57,7 @@ def _reading(ctx) -> dict:
         "nonzero": state.nonzero.tolist(),
         "where": dict(state.where),
         "pods_on": [list(p) for p in state.pods_on],  # in order: victims tie-break by it
-        "ports": [dict(p) for p in state.ports_on],
+        "ports": [dict(p) for p in ports_on(state)],
         "priorities": dict(state.priorities),
         "anti": {t: c.tolist() for t, c in state.anti_owners.items()},
         "affinity_pods": sorted(state.affinity_pods),

@@ -74,25 +74,25 @@ class _NameLength:
         return np.array([min(100, 10 * len(state.nodes[n].name)) for n in nodes.tolist()], dtype=np.int64)
 
 
-def test_a_score_plugin_the_cache_does_not_know_counts_in_its_totals(monkeypatch) -> None:
+def test_a_score_plugin_the_cache_does_not_know_counts_in_its_totals() -> None:
     """Greedy scores through ``ScoreCache``; a score plugin added to the list (no line in the
     cache) still counts, as ``score_nodes`` counts it, and decides where a pod goes."""
     import solver.scoring as scoring
-    import solver.scoring.cache as cache
+    from solver.plugin_api import Plugin
+    from solver.plugins import registry
 
     nodes = [make_node("a"), make_node("bbbbbbbbbb"), make_node("cc")]
     snapshot = make_snapshot(nodes, [make_pod("default/p", cpu="1")])
     ctx = build_context(snapshot, SchedulerConfig())
     assert [ctx.nodes[v].name for v in schedule_greedy(ctx).placements.values()] != ["bbbbbbbbbb"]
 
-    plugins = scoring.SCORE_PLUGINS + (_NameLength,)
-    monkeypatch.setattr(scoring, "SCORE_PLUGINS", plugins)
-    monkeypatch.setattr(cache, "SCORE_PLUGINS", plugins)
-    ctx = build_context(snapshot, SchedulerConfig())
-    sctx = scoring.ScoreContext.of(ctx)
-    every = np.arange(len(ctx.nodes), dtype=np.int64)
-    assert ScoreCache(ctx.state.copy(), sctx).totals(ctx.window[0], every).tolist() == \
-        scoring.score_nodes(ctx.window[0], every, ctx.state, sctx).tolist()
-    for score_cache in (True, False):
-        placed = schedule_greedy(ctx, score_cache=score_cache).placements
-        assert [ctx.nodes[v].name for v in placed.values()] == ["bbbbbbbbbb"]
+    with registry.registered(Plugin(_NameLength.NAME, score=_NameLength)):
+        ctx = build_context(snapshot, SchedulerConfig())
+        sctx = scoring.ScoreContext.of(ctx)
+        every = np.arange(len(ctx.nodes), dtype=np.int64)
+        assert ScoreCache(ctx.state.copy(), sctx).totals(ctx.window[0], every).tolist() == \
+            scoring.score_nodes(ctx.window[0], every, ctx.state, sctx).tolist()
+        for score_cache in (True, False):
+            placed = schedule_greedy(ctx, score_cache=score_cache).placements
+            assert [ctx.nodes[v].name for v in placed.values()] == ["bbbbbbbbbb"]
+    assert _NameLength not in scoring.SCORE_PLUGINS  # taken out again

@@ -16,6 +16,7 @@ from models import SchedulerConfig
 from solver.api import schedule
 from solver.context import build_context
 from solver.validate import validate
+from solver.plugins.dynamic_resources.hold import hold_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples/snapshots/dra"
@@ -61,12 +62,12 @@ def test_state_gives_devices_back_when_a_pod_is_removed() -> None:
     state = ctx.state.copy()
     first, second, third = ctx.window
     state.add(first, 0)
-    assert len(state.dra.state.used) == 2
+    assert len(hold_of(state).state.used) == 2
     copy = state.copy()
     copy.add(second, 0)  # nothing left on n0 for it: no allocation is made
-    assert len(copy.dra.state.used) == 2 and len(state.dra.state.used) == 2
+    assert len(hold_of(copy).state.used) == 2 and len(hold_of(state).state.used) == 2
     state.remove(first)
-    assert state.dra.state.used == {} and state.dra.added_allocations() == {}
+    assert hold_of(state).state.used == {} and hold_of(state).added_allocations() == {}
 
 
 def test_plan_round_trips_and_validate_names_both_claims_of_a_shared_device(tmp_path: Path) -> None:
@@ -213,11 +214,11 @@ def test_a_device_every_node_reaches_is_given_once(tmp_path: Path, engine: str) 
     if engine == "greedy":  # the filter asked before and after the other pod takes the device
         state = build_context(snap, SchedulerConfig()).state
         p0, p1 = (next(p for p in build_context(snap, SchedulerConfig()).window if p.key == k) for k in ("ml/p0", "ml/p1"))
-        assert state.dra.allocation(p1, 1)[0] is not None
+        assert hold_of(state).allocation(p1, 1)[0] is not None
         state.add(p0, 0)
-        assert state.dra.allocation(p1, 1) == (None, "cannot allocate all claims")
+        assert hold_of(state).allocation(p1, 1) == (None, "cannot allocate all claims")
         state.remove(p0)
-        assert state.dra.allocation(p1, 1)[0] is not None
+        assert hold_of(state).allocation(p1, 1)[0] is not None
     plan = schedule(snap, engine=engine)
     assert len(plan.assignments) == 1 and len(plan.unschedulable) == 1
     assert [a.allocation for a in plan.allocations] == [

@@ -9,6 +9,8 @@ import random
 import pytest
 
 from models import SchedulerConfig
+from solver.plugins.volume_restrictions.book import volume_book
+from solver.plugins.node_ports.book import ports_on
 from solver.context import build_context
 from solver.state import ClusterState, PodMatcher
 from solver.terms import Selector
@@ -21,7 +23,7 @@ WEB = PodMatcher(Selector(equals=(("app", "web"),)), frozenset(["default"]), Non
 def reading(state: ClusterState) -> tuple:
     return (
         [list(p) for p in state.pods_on],  # the order too: it is the order pods are tried as victims
-        [sorted(c.items()) for c in state.ports_on],
+        [sorted(c.items()) for c in ports_on(state)],
         state.used.tolist(),
         state.free.tolist(),
         state.nonzero.tolist(),
@@ -30,7 +32,7 @@ def reading(state: ClusterState) -> tuple:
         [(k, list(c.items()), pod.key) for k, (pod, c) in state._groups.items()],
         [(t, c.tolist()) for t, c in state.anti_owners.items()],
         list(state.affinity_pods),
-        sorted(state.claim_users.items()),
+        sorted(volume_book(state).claim_users.items()),
         state.match_counts(WEB).tolist(),
         sorted(set(state.touched)),
     )

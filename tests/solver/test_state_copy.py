@@ -10,6 +10,7 @@ import random
 import pytest
 
 from models import SchedulerConfig
+from solver.plugins.node_ports.book import ports_on
 from solver.context import build_context
 from solver.state import ClusterState, PodMatcher
 from solver.terms import Selector
@@ -22,7 +23,7 @@ WEB = PodMatcher(Selector(equals=(("app", "web"),)), frozenset(["default"]), Non
 def reading(state: ClusterState) -> tuple:
     return (
         [sorted(p) for p in state.pods_on],
-        [sorted(c.items()) for c in state.ports_on],
+        [sorted(c.items()) for c in ports_on(state)],
         state.used.tolist(),
         sorted(state.where.items()),
         state.match_counts(WEB).tolist(),

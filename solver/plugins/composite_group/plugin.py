@@ -11,7 +11,7 @@ from ...group_tree import Tree
 NAME = "CompositePodGroup"
 
 
-def prepare(snapshot, config, window, state):
+def prepare(snapshot, config, window, state, static):
     """Each window pod under a tree learns its root (``PodInfo.tree``): what couples it."""
     if not snapshot.composite_groups:
         for pod in window:  # a pod kept from an earlier window may remember a tree gone since

@@ -40,6 +40,7 @@ from ortools.sat.python import cp_model
 from ...plugin_api import Level
 from . import capacity
 from .allocator import AllocationError, _alternatives, attribute_value
+from .hold import hold_of
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -59,7 +60,7 @@ def preference_level(wm: "WindowModel") -> Any:
 
 
 def encode(wm: "WindowModel") -> None:
-    dra = wm.state.dra
+    dra = hold_of(wm.state)
     if dra is None:
         return
     rules, inventory, start = dra.rules, dra.rules.inventory, dra.state
@@ -197,7 +198,7 @@ def freed_literals(wm: "WindowModel") -> dict[str, Any]:
     if found is not None:
         return found
     found = {}
-    dra = wm.state.dra
+    dra = hold_of(wm.state)
     if dra is not None and wm.evict:
         for key, pods in sorted(dra.holders().items()):
             if not all(p in wm.evict for p in pods) or key not in dra.state.allocations:

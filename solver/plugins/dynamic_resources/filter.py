@@ -10,6 +10,7 @@ import numpy as np
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...state import ClusterState
+from .hold import hold_of
 
 NAME = "DynamicResources"
 # kube-scheduler's reason when no allocation of the pod's claims exists on the node.
@@ -23,14 +24,15 @@ def uses_node_state(pod: PodInfo) -> bool:
 
 
 def applies(pod: PodInfo, state: ClusterState) -> bool:
-    return state.dra is not None and bool(pod.pod.spec.resource_claims)
+    return hold_of(state) is not None and bool(pod.pod.spec.resource_claims)
 
 
 def filter(pod: PodInfo, node: NodeInfo, state: ClusterState) -> Status:
     if not applies(pod, state):
         return SUCCESS
-    assert state.dra is not None
-    found, why = state.dra.allocation(pod, node.index)
+    dra = hold_of(state)
+    assert dra is not None
+    found, why = dra.allocation(pod, node.index)
     if found is not None:
         return SUCCESS
     if why.startswith(REASON):
@@ -41,6 +43,6 @@ def filter(pod: PodInfo, node: NodeInfo, state: ClusterState) -> Status:
 def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
     if not applies(pod, state):
         return np.ones(len(nodes), dtype=bool)
-    assert state.dra is not None
-    dra = state.dra
+    dra = hold_of(state)
+    assert dra is not None
     return np.fromiter((dra.fits(pod, int(n)) for n in nodes), dtype=bool, count=len(nodes))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from .allocator import AllocationError, _alternatives, attribute_value
+from .hold import hold_of
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -56,7 +57,7 @@ class DeviceBook:
     def __init__(self, wm: WindowModel) -> None:
         self.free: dict[int, int] = {}
         self.rows: dict[int, list[Optional[dict[int, int]]]] = {}
-        dra = wm.state.dra
+        dra = hold_of(wm.state)
         if dra is None:
             return
         rules = dra.rules
@@ -73,12 +74,17 @@ class DeviceBook:
             except (LookupError, AllocationError, ValueError):
                 continue
 
-    def cap(self, row: Optional[dict[int, int]]) -> int:
-        """Pods more that the free devices take (a large number for a pod that takes none)."""
+    def counts(self, cls_id: int) -> bool:
+        return cls_id in self.rows
+
+    def cap(self, cls_id: int, i: int) -> int:
+        """Pods more of the class that the free devices of its ``i``-th candidate take (a large
+        number for a pod that takes none)."""
+        row = self.rows[cls_id][i]
         if row is None:
             return 0
         return min((self.free[k] // n for k, n in row.items() if n > 0), default=1 << 30)
 
-    def take(self, row: Optional[dict[int, int]], pods: int) -> None:
-        for k, n in (row or {}).items():
+    def take(self, cls_id: int, i: int, pods: int) -> None:
+        for k, n in (self.rows[cls_id][i] or {}).items():
             self.free[k] -= pods * n

@@ -1,6 +1,7 @@
 """The DRA part of a ``ClusterState``: the devices held as pods come and go.
 
-A state that has one (``ClusterState.dra``, set by the context builder when the snapshot has
+A state that has one (its book under ``NAME`` in ``ClusterState.books``, attached by the plugin's
+``prepare`` when the snapshot has
 claims or slices) allocates a pod's unallocated claims when the pod is added on a node — the
 allocation the DynamicResources filter found there — and gives them back when the last pod of
 the state using them is removed (a gang rolled back, a trial placement undone). Claims the
@@ -15,6 +16,8 @@ from typing import Any, Optional
 from models.dra import PodClaim
 
 from .allocator import AllocationError, ClaimAllocation, DraState, Rules
+
+NAME = "DynamicResources"  # the plugin's name: its book's key in ``ClusterState.books``
 
 
 def claim_holders(rules: Rules) -> dict[str, frozenset[str]]:
@@ -69,6 +72,26 @@ class DraHold:
         return DraHold(self.rules, self.snapshot, self.nodes, self.state.copy(),
                        {k: set(v) for k, v in self.users.items()}, self._shared,
                        {k: set(v) for k, v in self.gone.items()}, dict(self.parked), self.free_devices)
+
+    # -- the state's book (``state.PluginState``): Reserve and Unreserve as pods come and go
+
+    def reserve(self, pod: Any, node: int) -> None:
+        self.add(pod, node)
+
+    def reserve_many(self, placed: list[tuple[Any, int]]) -> None:
+        for pod, node in placed:
+            self.add(pod, node)
+
+    def unreserve(self, pod: Any, node: int) -> None:
+        self.remove(pod)
+
+    def gives_back_to(self, pod: Any) -> bool:
+        """With ``preemption.freeDevices``, a victim's devices may come back to a pod with claims."""
+        return self.free_devices and bool(pod.pod.spec.resource_claims)
+
+    def merged(self, members: list[list[int]]) -> None:
+        """Devices are counted per node: merged nodes keep none (node classes leave such windows)."""
+        return None
 
     def holders(self) -> dict[str, frozenset[str]]:
         """``claim_holders``, or none at all when ``preemption.freeDevices`` is off."""
@@ -276,3 +299,10 @@ class DraHold:
     def added_allocations(self) -> dict[str, ClaimAllocation]:
         """The allocations made in this state (not the snapshot's), by claim."""
         return {k: self.state.allocations[k] for k in sorted(self.users)}
+
+
+def hold_of(state: Any) -> Optional[DraHold]:
+    """The devices held on ``state`` (its DynamicResources book), or None: the snapshot has no
+    claims nor slices."""
+    book = state.books.get(NAME)
+    return book if isinstance(book, DraHold) else None

@@ -19,6 +19,7 @@ from models.plan import DeviceAllocation
 
 from .allocator import _alternatives
 from .hold import DraHold
+from .hold import hold_of
 
 
 # How many node orders ``plan_hold`` tries for a plan placement order strands.
@@ -27,7 +28,7 @@ _JOINT_TRIES = 3
 
 def plan_hold(ctx: Any, placements: dict[str, int], victims: list[Any]) -> Optional[DraHold]:
     """The state's DRA hold after the plan, or None when no placed pod has claims."""
-    if ctx.state.dra is None or not any(ctx.pod(k).pod.spec.resource_claims for k in placements):
+    if hold_of(ctx.state) is None or not any(ctx.pod(k).pod.spec.resource_claims for k in placements):
         return None
     cache = ctx.__dict__.setdefault("_dra_plan_holds", {})
     key = (tuple(placements.items()), tuple(sorted(v.pod.key for v in victims)))
@@ -40,14 +41,15 @@ def plan_hold(ctx: Any, placements: dict[str, int], victims: list[Any]) -> Optio
     final = base.copy()
     for name, n in placements.items():
         final.add(ctx.pod(name), n)
-    dra = final.dra
+    dra, start = hold_of(final), hold_of(base)
+    assert dra is not None and start is not None  # the context's state holds devices (checked above)
     pods = [ctx.pod(name) for name in placements]
     if not dra.complete(pods):
         # Node by node, and where a node's pods go unserved (an earlier node took a device it
         # needs: one several nodes reach, a preferred firstAvailable choice), that node first.
         order = [(ctx.pod(name), n) for name, n in placements.items()]
         for _ in range(_JOINT_TRIES):
-            joint = base.dra.copy()
+            joint = start.copy()
             joint.place_jointly(order)
             if joint.complete(pods):
                 dra = joint
@@ -67,7 +69,7 @@ def preference_cost(ctx: Any, placements: dict[str, int], victims: list[Any]) ->
     """Σ over the plan's new allocations and their ``firstAvailable`` requests of the position of
     the subrequest given (0: the first) — what the model's ``dra_first_available`` level
     counts, negated. 0 without replaying anything when no placed pod's claim has such a request."""
-    hold = ctx.state.dra
+    hold = hold_of(ctx.state)
     if hold is None or not any(
             pc.claim is not None and any(r.first_available for r in pc.claim.spec.devices.requests)
             for name in placements if ctx.pod(name).pod.spec.resource_claims for pc in hold.claims_of(ctx.pod(name))):

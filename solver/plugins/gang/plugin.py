@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ...plugin_api import Plugin
+from ...plugin_api import Coupling, Plugin, Reads
 from . import check, min_resources, permit, preferred, topology
 from .encoding import GangEncoding
 from .greedy import GangPass
@@ -71,6 +71,10 @@ def couples(x):
     return None if group is None else (lambda y: y.group == group)
 
 
+def coupling(pod, state):
+    return Coupling.ACROSS if pod.group is not None else Coupling.NONE
+
+
 PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of, window=GangWindow.of, plan_rank=plan_rank, repack_keep=repack_keep,
                 window_encode=(encode,),
-                checks=(check.check, topology.check))
+                checks=(check.check, topology.check), reads=Reads(coupling=coupling))

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...info import PodInfo
 from ...state import ClusterState
+from .book import ports_on
 from .filter import ports_conflict
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ def blocked_by_running(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarr
     ok = np.ones(len(state.nodes), dtype=bool)
     if not pod.host_ports:
         return ok
-    for node, held in enumerate(state.ports_on):
+    for node, held in enumerate(ports_on(state)):
         if not held:
             continue  # no running pod on the node holds a host port
         for other in state.pods_on[node].values():

@@ -17,6 +17,7 @@ from ...framework import SUCCESS, Status, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...plugin_api import NodeByNode, NodeDryRun, StaticView
 from ...state import ClusterState
+from .book import ports_on
 
 NAME = "NodePorts"
 # A wanted host port is already taken on the node.
@@ -46,7 +47,7 @@ def fits(pod: PodInfo, used: Iterable[Port]) -> bool:
 
 
 def filter(pod: PodInfo, node: NodeInfo, state: ClusterState) -> Status:
-    if not pod.host_ports or fits(pod, state.ports_on[node.index]):
+    if not pod.host_ports or fits(pod, ports_on(state)[node.index]):
         return SUCCESS
     return unschedulable(NAME, REASON)
 
@@ -54,7 +55,7 @@ def filter(pod: PodInfo, node: NodeInfo, state: ClusterState) -> Status:
 def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:
     if not pod.host_ports:
         return np.ones(len(nodes), dtype=bool)
-    return np.fromiter((fits(pod, state.ports_on[n]) for n in nodes), dtype=bool, count=len(nodes))
+    return np.fromiter((fits(pod, ports_on(state)[n]) for n in nodes), dtype=bool, count=len(nodes))
 
 
 class PortsCycle(NodeByNode):
@@ -78,10 +79,10 @@ class PortsCycle(NodeByNode):
         return feasible(self.pod, nodes, self.state)
 
     def fits(self, node: int) -> bool:
-        return fits(self.pod, self.state.ports_on[node])
+        return fits(self.pod, ports_on(self.state)[node])
 
     def on_node(self, node: int) -> Optional[NodeDryRun]:
-        return PortsOnNode(self.pod, self.state.ports_on[node])
+        return PortsOnNode(self.pod, ports_on(self.state)[node])
 
 
 class PortsOnNode:

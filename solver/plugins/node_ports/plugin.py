@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ...plugin_api import Plugin
+from ...plugin_api import Coupling, Plugin, Reads
 from . import check, encode, filter
+from .book import PortBook
 
 
 def prune(pod, state, can_evict, window):
@@ -11,4 +12,10 @@ def prune(pod, state, can_evict, window):
     return encode.blocked_by_running(pod, state, can_evict)
 
 
-PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, filter=filter, encode=(encode.encode,), checks=(check.check,))
+def coupling(pod, state):
+    """A host port is taken by the pods of one node."""
+    return Coupling.NODE if pod.host_ports else Coupling.NONE
+
+
+PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, filter=filter, encode=(encode.encode,), checks=(check.check,),
+                reads=Reads(coupling=coupling), state=PortBook.make)

@@ -48,46 +48,26 @@ from ortools.sat.python import cp_model
 from models.snapshot import ClusterSnapshot
 
 from ...framework import Code, names
-from ...info import NodeInfo, PodInfo
+from ...info import PodInfo
 from ...state import ClusterState
-from ..node_affinity import filter as node_affinity
-from ..node_name import filter as node_name
 from ..node_ports import filter as node_ports
-from ..node_unschedulable import filter as node_unschedulable
-from ..taint_toleration import filter as taint_toleration
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
     from ...plugin_api import CycleView as Cycle
-    from ...plugin_api import ReplayView as Replay
+    from ...plugin_api import ContextView, ReplayView as Replay, StaticVerdict
 
 NAME = "DefaultPreemption"
 # The pod waits for victims of its earlier preemption on its nominated node (kube-scheduler's words).
 REASON_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 # A phantom of a nominated pod held on its node while greedy filters a pod: its key's prefix.
 _PHANTOM = "nominated:"
-# The static filters, in the registry's order (``registry.STATIC_FILTERS``; a test holds the two
-# equal): named here, since the registry lists this module and importing it back would close a
-# circle.
-STATIC_FILTERS = (node_unschedulable, node_name, taint_toleration, node_affinity)
 
 
 # --------------------------------------------------------------------------- 1. eligibility
 
 
-def _unresolvable_for(pod: PodInfo, node: NodeInfo) -> bool:
-    """Whether a static filter makes ``node`` UnschedulableAndUnresolvable for ``pod``."""
-    allowed = node_affinity.prefilter_node_names(pod)
-    if allowed is not None and node.name not in allowed:
-        return True
-    for plugin in STATIC_FILTERS:
-        status = plugin.filter(pod, node)
-        if not status.ok:
-            return status.code == Code.UNRESOLVABLE
-    return False
-
-
-def waiting_on(pod: PodInfo, state: ClusterState) -> str:
+def waiting_on(pod: PodInfo, state: ClusterState, static: StaticVerdict) -> str:
     """The node ``pod`` waits on for its victims ("" when it may preempt): its nominated node,
     where a pod it outranks is terminating by preemption (kube-scheduler's
     PodEligibleToPreemptOthers)."""
@@ -97,7 +77,8 @@ def waiting_on(pod: PodInfo, state: ClusterState) -> str:
         return ""
     if not any(q.priority < pod.priority and q.pod.terminating_by_preemption for q in state.pods_on[index].values()):
         return ""
-    return "" if _unresolvable_for(pod, state.nodes[index]) else name
+    # kube-scheduler: a static filter making the node UnschedulableAndUnresolvable ends the wait.
+    return "" if static(pod, state.nodes[index]).code == Code.UNRESOLVABLE else name
 
 
 def nominated_node_fits(pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> np.ndarray:
@@ -114,12 +95,12 @@ def nominated_node_fits(pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray
 _NO_NODE = np.zeros(0, dtype=np.int64)
 
 
-def mark_waiting(window: Iterable[PodInfo], state: ClusterState) -> None:
+def mark_waiting(window: Iterable[PodInfo], state: ClusterState, static: StaticVerdict) -> None:
     """Set ``waiting_on`` on every window pod that may not preempt (before classes are formed:
     it is part of a pod's scheduling signature)."""
     for info in window:
         if info.pod.status.nominated_node_name:
-            info.waiting_on = waiting_on(info, state)
+            info.waiting_on = waiting_on(info, state, static)
 
 
 # --------------------------------------------------------------------------- 2. claims
@@ -178,6 +159,12 @@ class Claims:
 
 
 NONE = Claims({})
+
+
+def claims_of(ctx: ContextView) -> Claims:
+    """The context's nominations, which this plugin's ``nominations`` hook made (a ``Claims``)."""
+    claims = ctx.claims
+    return claims if isinstance(claims, Claims) else NONE
 
 
 def outside_claims(snapshot: ClusterSnapshot, window: Iterable[PodInfo], state: ClusterState,
@@ -248,7 +235,7 @@ def release(state: ClusterState, held: list[PodInfo]) -> None:
 def check(replay: Replay) -> None:
     """Each placed window pod leaves room, on its node's final state, for the claims of priority
     ≥ its own: on every resource it requests and on its host ports."""
-    claims: Claims = replay.ctx.claims
+    claims = claims_of(replay.ctx)
     if not claims:
         return
     final, before = replay.final, replay.before
@@ -288,7 +275,7 @@ def encode(wm: WindowModel) -> None:
     claims of priority ≥ the class's added: a capacity row per resource it requests (rhs the
     free room, never below zero as the validator reads overcommit, less the claims), and no host
     port of the class taken by such a claim."""
-    claims: Claims = wm.ctx.claims
+    claims = claims_of(wm.ctx)
     if not claims:
         return
     m, state = wm.model, wm.state

@@ -21,10 +21,10 @@ class _PostFilter:
     kube_preemptors = staticmethod(kube_replay.kube_preemptors)
 
 
-def prepare(snapshot, config, window, state):
+def prepare(snapshot, config, window, state, static):
     """Pods still waiting for their victims may not preempt: marked before classes are formed
     (it is part of a pod's signature)."""
-    nominated.mark_waiting(window, state)
+    nominated.mark_waiting(window, state, static)
 
 
 def nominations(snapshot, config, window, state):

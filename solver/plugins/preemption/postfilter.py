@@ -29,7 +29,7 @@ from . import nominated
 from ...disruption import PdbBudgets
 from .victim_room import beyond_node_local, entangled, entangling, may_preempt
 from ..node_ports import filter as node_ports
-from ...plugin_api import CycleView as Cycle, NodeDryRun, StaticView as StaticFilters
+from ...plugin_api import CycleView as Cycle, NodeDryRun, StaticView as StaticFilters, gives_back
 from ..node_resources_fit import filter as node_resources_fit
 from ...state import ClusterState
 
@@ -255,8 +255,7 @@ def resources_only(pod: PodInfo, cycle: Cycle, state: ClusterState) -> bool:
     ``preemption.freeDevices``, a pod with claims needs the dry run on the state: a victim's
     devices come back only there (``DraHold``: a claim reserved only for evicted pods gives its
     devices back). Off, as in kube-scheduler, no device comes back."""
-    return cycle.node_local and not pod.host_ports and not (
-        state.dra is not None and state.dra.free_devices and pod.pod.spec.resource_claims)
+    return cycle.node_local and not pod.host_ports and not any(book.gives_back_to(pod) for book in gives_back(state))
 
 
 def _best(candidates: list[_Candidate]) -> _Candidate:
@@ -335,7 +334,7 @@ def _remembered(pod: PodInfo, cycle: Cycle, state: ClusterState, window: frozens
     domain's count, say) are the same. The next pod of the class to preempt tries the same ~100
     nodes, of which only the one the last took has changed. Kept in the state's local cache and
     brought up to date on the nodes touched since, like ``_lower``."""
-    if pod.class_id < 0 or state.dra is not None or pod.claims:
+    if pod.class_id < 0 or gives_back(state) or pod.claims:
         return None
     key = ("preemption-dry-runs", pod.class_id, window)
     hit = state.local_cache.get(key)
@@ -487,6 +486,7 @@ def reprieve_level(
     claims = ctx.claims.at_least(node, level) if ctx.claims else []
     claimed = sum((c.vector for c in claims), np.zeros(state.alloc.shape[1], dtype=np.int64))
     holders = [*placed, *(c.pod for c in claims)]
+    books = gives_back(state)
     back: set[str] = set()
     for pod in (*violating, *safe):
         demand = state.alloc[node] - state.free[node] + state.vector(pod) + claimed
@@ -494,7 +494,7 @@ def reprieve_level(
             continue
         if pod.host_ports and any(p.host_ports and node_ports.ports_conflict(p.host_ports, pod.host_ports) for p in holders):
             continue
-        if state.dra is not None and not state.dra.returnable(pod):
+        if not all(book.returnable(pod) for book in books):
             continue  # its claim's devices went to a placed pod: it stays evicted
         state.add(pod, node)
         back.add(pod.key)

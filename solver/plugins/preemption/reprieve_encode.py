@@ -49,6 +49,7 @@ from ...disruption import PdbBudgets
 from ...info import PodInfo
 from ..node_ports import filter as node_ports
 from ...state import PodMatcher
+from .nominated import claims_of
 from .victim_room import device_reasons
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class _NodeReprieve:
         self.width = state.free.shape[1]
         self.alloc = state.alloc[n].astype(np.int64)
         self.used = state.used[n].astype(np.int64)
-        self.claims = wm.ctx.claims
+        self.claims = claims_of(wm.ctx)
 
     def present(self, v: PodInfo, level: int):
         """1 − (v gone at a level above ``level``), as (vars, coeffs, constant)."""

@@ -94,10 +94,12 @@ def device_reasons(wm: WindowModel, n: int, victim: PodInfo, level: int, above: 
     back (``dynamic_resources.encode.freed_literals``: reserved only for evicted pods) and a class
     with ResourceClaims is placed on node ``n`` at or above ``level`` — its devices are room such
     a pod may take. Read per node, not per device (the model counts devices by kind)."""
-    dra = wm.state.dra
+    from ..dynamic_resources.encode import freed_literals
+    from ..dynamic_resources.hold import hold_of
+
+    dra = hold_of(wm.state)
     if dra is None or not victim.pod.spec.resource_claims:
         return []
-    from ..dynamic_resources.encode import freed_literals
 
     freed = freed_literals(wm)
     lits = [freed[pc.key] for pc in dra.claims_of(victim) if pc.key in freed]

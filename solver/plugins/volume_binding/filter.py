@@ -18,6 +18,7 @@ from ...state import ClusterState
 from ..node_volume_limits import rules as limits
 from ..node_volume_limits.rules import node_claims as node_claims
 from ..volume_restrictions import rules as restrictions
+from ..volume_restrictions.book import volume_book
 from ...volume_catalog import VolumeCatalog
 from ..volume_zone import rules as zone
 from . import rules as binding
@@ -30,6 +31,7 @@ class VolumeCycle(NodeByNode):
 
     def __init__(self, pod: PodInfo, state: ClusterState, nodes: Optional[list[NodeInfo]] = None) -> None:
         self.pod, self.state = pod, state
+        self.book = volume_book(state)
         self.nodes = nodes if nodes is not None else state.nodes
         catalog = state.volumes
         # PreFilter, in plugin order: VolumeRestrictions (a claim it cannot find), VolumeBinding.
@@ -39,7 +41,7 @@ class VolumeCycle(NodeByNode):
         if self.error is None and self.binding.error is not None:
             self.error, self.error_plugin = self.binding.error, binding.NAME
         rwop = restrictions.rwop_claims(pod.claims, catalog)
-        self.holders = restrictions.holders(pod.key, rwop, state.claim_users)
+        self.holders = restrictions.holders(pod.key, rwop, self.book.claim_users)
         self.new = limits.by_driver(pod.claims, catalog)
         self.zone = zone.topology(pv for _, pv in self.binding.bound)
         self.failed = unresolvable(self.error_plugin, self.error) if self.error is not None else None
@@ -55,7 +57,7 @@ class VolumeCycle(NodeByNode):
             present = limits.by_driver(node_claims(self.state, node.index), self.state.volumes)
             if limits.over(self.new, present, node_limits):
                 return unschedulable(limits.NAME, limits.REASON)
-        reasons = binding.reasons(self.binding, node.name, node.labels, self.state.pv_taken)
+        reasons = binding.reasons(self.binding, node.name, node.labels, self.book.pv_taken)
         if reasons:
             return unresolvable(binding.NAME, *reasons)
         if not zone.fits(self.zone, node.labels):
@@ -68,27 +70,41 @@ def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -
     return VolumeCycle(pod, state, static.nodes) if pod.claims else None
 
 
-def reserve(pod: PodInfo, node: NodeInfo, state: ClusterState) -> None:
-    """VolumeBinding's Reserve: the volumes the pod's delayed claims take on ``node`` (the
-    smallest that fits each), so no later pod of the window takes them too."""
-    if not pod.claims or not state.volumes:
-        return
-    claims = binding.prefilter(pod.namespace, pod.claims, state.volumes)
-    if claims.error is not None or not claims.delayed:
-        return
-    chosen = binding.choose(claims, node.name, node.labels, state.pv_taken) or {}
-    for claim, volume in chosen.items():
-        if volume is not None and claim not in state.pv_taken.values():
-            state.pv_taken[volume] = claim
+class Reserve:
+    """VolumeBinding's Reserve on a snapshot's volumes (``VolumeReserve``, which the volume book
+    calls as pods are added): the volumes a pod's delayed claims take on its node (the smallest
+    that fits each), so no later pod of the window takes them too."""
+
+    def __init__(self, catalog: VolumeCatalog, nodes: list[NodeInfo]) -> None:
+        self.catalog, self.nodes = catalog, nodes
+
+    def reserve(self, pod: PodInfo, node: int, taken: dict[str, str]) -> None:
+        if not pod.claims or not self.catalog:
+            return
+        claims = binding.prefilter(pod.namespace, pod.claims, self.catalog)
+        if claims.error is not None or not claims.delayed:
+            return
+        at = self.nodes[node]
+        chosen = binding.choose(claims, at.name, at.labels, taken) or {}
+        for claim, volume in chosen.items():
+            if volume is not None and claim not in taken.values():
+                taken[volume] = claim
 
 
-def release(pod: PodInfo, state: ClusterState) -> None:
-    """Undo ``reserve`` for claims no pod in the state uses any more."""
-    if not state.pv_taken:
-        return
-    gone = {c for c in pod.claims if c not in state.claim_users}
-    if gone:
-        state.pv_taken = {v: c for v, c in state.pv_taken.items() if c not in gone}
+def attach_volumes(state: ClusterState, catalog: VolumeCatalog) -> None:
+    """A snapshot with volumes: its catalog on the state, and the Reserve on its volume book."""
+    state.volumes = catalog
+    volume_book(state).binder = Reserve(catalog, state.nodes)
+
+
+def plan_volumes(ctx, placements: Mapping[str, int], victims, engine_state: Optional[ClusterState]) -> tuple[VolumeBinding, ...]:
+    """The plan's ``volume_bindings`` (none without a snapshot's volumes): greedy's Reserve kept
+    (``engine_state``: the state greedy placed into), the other claims matched."""
+    if volume_book(ctx.state).binder is None:
+        return ()
+    taken = volume_book(engine_state).pv_taken if engine_state is not None else None
+    nodes = ctx.nodes
+    return bindings_of(((ctx.pod(k), nodes[n]) for k, n in placements.items()), ctx.state.volumes, taken)
 
 
 def claim_uses(placed: Iterable[tuple[PodInfo, NodeInfo]], catalog: VolumeCatalog) -> dict[str, list[tuple[str, NodeInfo]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...plugin_api import Plugin
+from ...plugin_api import Coupling, PlanPart, Plugin, Reads
 from ...volume_catalog import VolumeCatalog
 from . import check, encode, filter, rules
 
@@ -15,12 +15,17 @@ def prune(pod, state, can_evict, window):
     return encode.prune(pod, state, can_evict) if pod.claims else np.ones(len(state.nodes), dtype=bool)
 
 
-def prepare(snapshot, config, window, state):
+def prepare(snapshot, config, window, state, static):
     """A snapshot with volumes: its claims, volumes, classes and CSI limits (``VolumeCatalog``)
-    on the state, and VolumeBinding's Reserve (``filter.reserve``/``release``) as its book."""
+    on the state, and VolumeBinding's Reserve (``filter.Reserve``) given to the volume book."""
     if snapshot.pvcs or snapshot.pvs or snapshot.storage_classes or snapshot.csi_nodes:
-        state.volumes = VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes, snapshot.csi_nodes)
-        state.volume_book = filter
+        filter.attach_volumes(state, VolumeCatalog.of(snapshot.pvcs, snapshot.pvs, snapshot.storage_classes,
+                                                      snapshot.csi_nodes))
+
+
+def plan_output(ctx, placements, victims, engine_state):
+    """The plan's ``volume_bindings``: a volume (or provisioning) for every delayed claim."""
+    return PlanPart(volume_bindings=filter.plan_volumes(ctx, placements, victims, engine_state))
 
 
 def couples(x):
@@ -29,5 +34,10 @@ def couples(x):
     return (lambda y: bool(y.claims)) if x.claims else None
 
 
+def coupling(pod, state):
+    """A claim's volume is used on the nodes of its pods (one node for ReadWriteOncePod)."""
+    return Coupling.NODE if pod.claims else Coupling.NONE
+
+
 PLUGIN = Plugin(rules.NAME, prune=prune, prepare=prepare, couples=couples, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
-                per_node_state=rules.uses_node_state)
+                per_node_state=rules.uses_node_state, reads=Reads(coupling=coupling), plan_output=plan_output)

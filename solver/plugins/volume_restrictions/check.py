@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import rules
+from .book import volume_book
 
 if TYPE_CHECKING:
     from ...plugin_api import ReplayView as Replay
@@ -16,7 +17,7 @@ def check(replay: Replay) -> None:
     if not placed:
         return
     catalog = replay.final.volumes
-    for claim, users in sorted(replay.final.claim_users.items()):
+    for claim, users in sorted(volume_book(replay.final).claim_users.items()):
         if len(users) > 1 and catalog.rwop(claim) and placed & set(users):
             pods = ", ".join(f"{k} on {replay.node_name(n)}" for k, n in sorted(users.items()))
             replay.report(f"VolumeRestrictions: claim {claim} has access mode ReadWriteOncePod but {len(users)} pods "

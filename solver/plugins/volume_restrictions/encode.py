@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ortools.sat.python import cp_model
 
 from . import rules
+from .book import volume_book
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -28,7 +29,7 @@ def encode(wm: WindowModel) -> None:
     for cls in wm.classes:
         if not cls.rep.claims:
             continue
-        holders = rules.holders(cls.rep.key, rules.rwop_claims(cls.rep.claims, catalog), state.claim_users)
+        holders = rules.holders(cls.rep.key, rules.rwop_claims(cls.rep.claims, catalog), volume_book(state).claim_users)
         for key in holders:
             node = state.where.get(key)
             for n, x in wm.by_class.get(cls.id, []):
