@@ -660,13 +660,9 @@ class GreedyPart:
     def placed(self, pod: PodInfo, node: int, preempted: bool) -> None:
         """The pod was placed on ``node`` (``preempted``: by its PostFilter, with victims)."""
 
-    def defers(self, pod: PodInfo) -> bool:
-        """Whether the pod's preemption stands only once its turn's group is settled (``settle``)."""
-        return False
-
     def settle(self, pod: PodInfo, state: ClusterState, result: PassResult) -> list[PodInfo]:
-        """After the pod's turn: the pods whose deferred preemptions now stand (Permit at a
-        gang's last member; what it rolls back it takes out of ``state`` and ``result``)."""
+        """After the pod's turn: the pods whose preemptions now stand (Permit at a gang's last
+        member; what it rolls back it takes out of ``state`` and ``result``)."""
         return []
 
     def protected(self) -> frozenset[str]:

@@ -115,10 +115,6 @@ class GangPass(GreedyPart):
         if gang is not None and not preempted:
             self.nodes_used.setdefault(gang.key, []).append(node)
 
-    def defers(self, pod: PodInfo) -> bool:
-        """A gang member's preemption stands only if its gang keeps its placements (Permit)."""
-        return self._gang(pod) is not None
-
     def settle(self, pod: PodInfo, state: ClusterState, result: PassResult) -> list[PodInfo]:
         """Permit at the gang's last member (``_settle_gang``): a gang that keeps its window
         placements protects its running members from later preemptors, and its members'
