@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.controlplane import FEATURE_GATES, ControlPlane
+from tests.e2e.controlplane import ControlPlane
 from tests.e2e.controlplane.cluster import _gates, ensure_default_service_account, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -345,7 +345,7 @@ def kube_scheduler_profile(plane: ControlPlane, profile: str, workdir: Path, log
                              f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
                              f"--authorization-kubeconfig={plane.kube_scheduler_kubeconfig}",
                              "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-                             f"--feature-gates={_gates(FEATURE_GATES)}", f"--v={verbosity}"],
+                             f"--feature-gates={_gates(plane.features.feature_gates)}", f"--v={verbosity}"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
