@@ -79,7 +79,8 @@ def as_parser_input(obj: dict[str, Any]) -> Optional[dict[str, Any]]:
     group, _, version = api_version.rpartition("/")
     if group != GROUP or version not in NEWER or obj.get("kind") != "Workload":
         return obj
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    found = obj.get("spec")
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
     groups: dict[str, dict[str, Any]] = {}
     for template in _templates(spec):
         groups.setdefault(str(template.get("name")), {"name": template.get("name"),
