@@ -47,16 +47,21 @@ def plan(path: Path, out_path: Path | None = None) -> dict[str, Any]:
             "gated": sorted(json.dumps(g, sort_keys=True) for g in out["gated"])}
 
 
-@pytest.fixture
-def applier(control_plane: ControlPlane) -> Iterator[Applier]:
+def applier_on(plane: ControlPlane) -> Iterator[Applier]:
+    """An Applier for `plane` (its PodGroups in the plane's version) that deletes what it made."""
     from kubernetes import config
 
-    made = Applier(config.new_client_from_config(str(control_plane.admin_kubeconfig)), control_plane.features.gang_api)
+    made = Applier(config.new_client_from_config(str(plane.admin_kubeconfig)), plane.features.gang_api)
     try:
         yield made
     finally:
         made.delete()
         made.api.close()
+
+
+@pytest.fixture
+def applier(control_plane: ControlPlane) -> Iterator[Applier]:
+    yield from applier_on(control_plane)
 
 
 @pytest.mark.parametrize("example", CASES)

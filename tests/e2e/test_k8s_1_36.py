@@ -18,7 +18,7 @@ from kubernetes import client, config
 
 from tests.e2e.controlplane import ControlPlane, ControlPlaneError
 from tests.e2e.dumps import Applier, items_of
-from tests.e2e.test_dumps import EXAMPLES, dump_gives_the_examples_plan, plan
+from tests.e2e.test_dumps import EXAMPLES, applier_on, dump_gives_the_examples_plan, plan
 from tests.e2e.test_read_cluster import cli
 
 V136 = "v1.36.3"
@@ -42,12 +42,7 @@ def plane_1_36(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFac
 
 @pytest.fixture
 def applier(plane_1_36: ControlPlane) -> Iterator[Applier]:
-    made = Applier(config.new_client_from_config(str(plane_1_36.admin_kubeconfig)), plane_1_36.features.gang_api)
-    try:
-        yield made
-    finally:
-        made.delete()
-        made.api.close()
+    yield from applier_on(plane_1_36)
 
 
 def test_the_1_36_server_serves_v1alpha2_and_not_v1beta1(plane_1_36: ControlPlane) -> None:
