@@ -145,8 +145,9 @@ class Applier:
     def delete(self) -> None:
         for api_version, kind, namespace, name in reversed(self.created):
             try:
-                if kind in ("PersistentVolume", "PersistentVolumeClaim"):
-                    # admission's pv/pvc-protection finalizers; their controller would lift them
+                if kind in ("PersistentVolume", "PersistentVolumeClaim") or api_version.startswith("scheduling.k8s.io/"):
+                    # admission's pv/pvc-protection finalizers, a PodGroup's protection finalizer:
+                    # their controllers (not run here) would lift them
                     self._resource(api_version, kind).patch(
                         body={"metadata": {"finalizers": None}}, name=name, namespace=namespace or None,
                         content_type="application/merge-patch+json")
