@@ -1,7 +1,9 @@
 """Workload-aware preemption (1.37, KEP-5710) on a real server (``tests/e2e/gang_preemption_peer.py``):
 a full cluster of low-priority gangs, half ``disruptionMode: all``, and a high-priority gang that
 needs two whole nodes. 1.37's kube-scheduler places the preemptor and evicts an ``all`` group
-only whole; the project's plan, read from the same server first, places the preemptor too."""
+only whole; the project's plan, read from the same server first, places the preemptor too. That
+the plan cuts no ``all`` group is issue 35's item 2 (the ``k137`` branch): expected to fail until
+it lands, and to fail loudly (strict) once it does, so the marker is taken off then."""
 
 from __future__ import annotations
 
@@ -10,17 +12,24 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.gang_preemption_peer import MEMBERS, compare
+from tests.e2e.gang_preemption_peer import Verdict, compare
 
 
-def test_both_place_the_preemptor_gang_and_kube_scheduler_evicts_all_groups_whole(
-        control_plane: ControlPlane, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def verdicts(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> tuple[Verdict, Verdict]:
     if control_plane.features.composite_api is None:
-        pytest.skip("workload-aware preemption is 1.37's; this plane is " + str(control_plane.built and
-                                                                                 control_plane.built.version))
-    kube, ours = compare(control_plane, 0, tmp_path)
-    assert kube.preemptor_placed, kube
-    assert kube.evicted and kube.partial_all == set(), kube      # `all` groups go whole, or not at all
-    assert ours.preemptor_placed, ours
-    assert ours.evicted                                           # two whole nodes had to be freed
-    assert len(ours.evicted) <= len(kube.evicted) + MEMBERS * 0, (kube, ours)
+        pytest.skip(f"workload-aware preemption is 1.37's; this plane is {control_plane.built and control_plane.built.version}")
+    return compare(control_plane, 0, tmp_path_factory.mktemp("wap"))
+
+
+def test_kube_scheduler_evicts_all_groups_whole_and_both_place_the_preemptor(verdicts: tuple[Verdict, Verdict]) -> None:
+    kube, ours = verdicts
+    assert kube.preemptor_placed and kube.evicted, kube
+    assert kube.partial_all == set(), kube        # 1.37: an `all` group goes whole or not at all
+    assert ours.preemptor_placed and ours.evicted, ours
+
+
+@pytest.mark.xfail(strict=True, reason="disruptionMode is read by issue 35 item 2 (branch k137), not yet merged")
+def test_the_plan_cuts_no_all_group(verdicts: tuple[Verdict, Verdict]) -> None:
+    _, ours = verdicts
+    assert ours.partial_all == set(), ours
