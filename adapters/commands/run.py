@@ -251,12 +251,12 @@ def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: thre
     try:
         api.gang_api = gang_api.parse_choice(args.gang_api)
         api.check_gang_api()        # a version asked for that the server does not serve: exit 2
-    except ValueError as exc:
-        api.close()
-        raise InputError(api_client.configuration.host, "--gang-api", str(exc)) from None
-    except InputError:
+    except InputError:            # (an InputError is a ValueError too: this comes first)
         api.close()
         raise
+    except ValueError as exc:
+        api.close()
+        raise InputError(f"cluster {api_client.configuration.host}", "--gang-api", str(exc)) from None
     log = logging.getLogger("adapters.live")
     try:
         scheduler = Scheduler(api, config, options)

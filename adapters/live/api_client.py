@@ -510,7 +510,7 @@ class KubeApi:
             log.warning("cannot check --gang-api %s now: %s", self.gang_api, exc)
             return
         if self.gang_api not in served:
-            raise InputError(self.api_client.configuration.host, "--gang-api",
+            raise InputError(f"cluster {self.api_client.configuration.host}", "--gang-api",
                              gang_api.not_served(self.gang_api, served))
 
     def pod_group_condition(self) -> str:

@@ -78,3 +78,8 @@ def test_run_with_a_gang_api_the_server_does_not_serve_is_exit_2(make_cluster: C
     assert code == 2
     assert len(err) == 1 and "--gang-api" in err[0] and "scheduling.k8s.io/v1alpha2 is not served" in err[0]
     assert "PodGroup versions it serves: v1alpha3, v1beta1" in err[0]
+    assert err[0].startswith("cpsat-scheduler: error: cluster http") and err[0].count("--gang-api:") == 1
+    code = main(["run", "--kubeconfig", cluster.server.kubeconfig_path(tmp_path), "--gang-api", "v2",
+                 "--no-leader-elect", "--duration", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "not a PodGroup version" in err[0] and err[0].count("--gang-api") == 2
