@@ -514,8 +514,12 @@ class KubeApi:
                              gang_api.not_served(self.gang_api, served))
 
     def pod_group_condition(self) -> str:
-        """The condition kube-scheduler of the server's version sets on a placed PodGroup."""
-        return gang_api.scheduled_condition(self.api_version_of(CORE_PODGROUPS))
+        """The condition kube-scheduler of the server's version sets on a placed PodGroup: from
+        the version the PodGroups were last listed in (no request here: it is asked on the
+        scheduling path; a gang exists only once its PodGroup was listed)."""
+        with self._gang_lock:
+            version = self._gang_versions.get(CORE_PODGROUPS, CORE_PODGROUPS.version)
+        return gang_api.scheduled_condition(version)
 
     def _forget_version(self, resource: Resource) -> None:
         with self._gang_lock:
