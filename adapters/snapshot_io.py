@@ -49,7 +49,8 @@ from .reading.documents import (
     read_text,
 )
 from .reading.errors import validate_model
-from .reading.kinds import ALSO, KINDS, Kind, group_of, kind_of, object_name
+from .reading.groups import groups_of
+from .reading.kinds import ALSO, KINDS, VERSIONED, Kind, group_of, kind_of, object_name
 from .reading.plan_file import load_plan
 from .reading.validation import shared_view, spec_key, validate_object, validate_pod, validate_pod_with
 from .reading.yaml_events import CHECK_EVERY, MAX_ALIAS_EXPANSION, MAX_DEPTH, ItemSink, yaml_documents
@@ -193,7 +194,7 @@ class _Objects:
         # Each object with its place in the input, (document, item): the order objects are read
         # in is not always the input's (a List's kindless items wait for the List's kind).
         self.by_kind: dict[str, list[tuple[tuple, BaseModel]]] = {
-            kind: [] for kind in [*KINDS, *(spec.slot for spec in ALSO.values())]}
+            kind: [] for kind in [*KINDS, *(spec.slot for spec in (*ALSO.values(), *VERSIONED.values()))]}
         self.skipped: Counter[str] = Counter()
         self.kindless: list[tuple[int, str, Any, tuple]] = []  # list items waiting for their list's kind
         self.shared: dict = {}  # equal leaf objects, one instance (``models.objects.compact``)
@@ -246,19 +247,23 @@ class _Objects:
     def loaded(self, label: str) -> LoadedSnapshot:
         objects: dict[str, list[Any]] = {kind: [obj for _, obj in sorted(entries, key=lambda e: e[0])]
                                          for kind, entries in self.by_kind.items()}  # each kind's own model
+        groups = groups_of(objects["CorePodGroup"], objects["WorkloadTemplates"], objects["CompositePodGroup"],
+                           {c.metadata.name: c for c in objects["PriorityClass"]},
+                           {t.key: t for t in objects["ResourceClaimTemplate"]}, {c.key: c for c in objects["ResourceClaim"]})
         snapshot = ClusterSnapshot.build(
             nodes=objects["Node"],
-            pods=objects["Pod"],
+            pods=groups.pods(objects["Pod"]),
             pdbs=objects["PodDisruptionBudget"],
             priority_classes=objects["PriorityClass"],
-            pod_groups=[*objects["PodGroup"], *(g.pod_group() for g in objects["CorePodGroup"]),
+            pod_groups=[*objects["PodGroup"], *groups.pod_groups,
                         *workload_pod_groups(objects["Workload"], _workload_refs(objects["Pod"]))],
+            composite_groups=groups.composites,
             namespaces=objects["Namespace"],
             pvs=objects["PersistentVolume"],
             pvcs=objects["PersistentVolumeClaim"],
             device_classes=objects["DeviceClass"],
             resource_slices=objects["ResourceSlice"],
-            resource_claims=objects["ResourceClaim"],
+            resource_claims=[*objects["ResourceClaim"], *groups.made_claims],
             resource_claim_templates=objects["ResourceClaimTemplate"],
             storage_classes=objects["StorageClass"],
             csi_nodes=objects["CSINode"],

@@ -791,6 +791,16 @@ class PodGroupSpec(K8sModel):
     # label. Internal: no scheduler-plugins or Volcano field reads into it (its alias is no
     # camelCase name) and it is never written out.
     topology_key: Optional[str] = Field(default=None, alias="__topologyKey", exclude=True)
+    # Kubernetes 1.37 (``models.group_api``), internal as ``topology_key`` is: the group's own
+    # priority and preemption policy (None: its pods' own), what its running members are evicted
+    # together with under ``disruptionMode: all`` ("PodGroup ns/name", or the widest
+    # "CompositePodGroup ns/name" above it saying ``all``; None: one by one), its parent
+    # CompositePodGroup's key, and the names of the device claims it owns (shared by its members).
+    priority: Optional[int] = Field(default=None, alias="__priority", exclude=True)
+    preemption_policy: Optional[str] = Field(default=None, alias="__preemptionPolicy", exclude=True)
+    disruption_unit: Optional[str] = Field(default=None, alias="__disruptionUnit", exclude=True)
+    parent: Optional[str] = Field(default=None, alias="__parent", exclude=True)
+    claims: tuple[str, ...] = Field(default=(), alias="__claims", exclude=True)
 
 
 # A gang's preferred topology: node label keys, widest first (``block,rack``); the solver keeps

@@ -23,6 +23,8 @@ from .dra import (
     DeviceClass, PodClaim, ResourceClaim, ResourceClaimTemplate, ResourceSlice, back_extended_resources, resolve_pod_claims,
 )
 from .storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from .group_api import CompositePodGroup
+from .group_tree import apply_group_priority
 from .workloads import workload_key
 from .priority import PriorityResolutionError, resolve_preemption_policy, resolve_priority
 
@@ -127,6 +129,8 @@ class ClusterSnapshot(BaseModel):
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
     pod_groups: tuple[PodGroup, ...] = ()
+    # Kubernetes 1.37's CompositePodGroups: the inner nodes of group trees (``models.group_tree``).
+    composite_groups: tuple[CompositePodGroup, ...] = ()
     namespaces: tuple[Namespace, ...] = ()
     # Where persistent data lives (read by ``repack``: a pod moves only where its volume can follow).
     pvs: tuple[PersistentVolume, ...] = ()
@@ -154,6 +158,7 @@ class ClusterSnapshot(BaseModel):
         pdbs: Iterable[PodDisruptionBudget] = (),
         priority_classes: Iterable[PriorityClass] = (),
         pod_groups: Iterable[PodGroup] = (),
+        composite_groups: Iterable[CompositePodGroup] = (),
         namespaces: Iterable[Namespace] = (),
         pvs: Iterable[PersistentVolume] = (),
         pvcs: Iterable[PersistentVolumeClaim] = (),
@@ -194,6 +199,7 @@ class ClusterSnapshot(BaseModel):
         # is taken as it is, without a copy.
         nodes, pods, pdbs = tuple(nodes), tuple(pods), tuple(pdbs)
         priority_classes, pod_groups, namespaces = tuple(priority_classes), tuple(pod_groups), tuple(namespaces)
+        composite_groups = tuple(composite_groups)
         pvs, pvcs = tuple(pvs), tuple(pvcs)
         device_classes, resource_slices = tuple(device_classes), tuple(resource_slices)
         resource_claims, resource_claim_templates = tuple(resource_claims), tuple(resource_claim_templates)
@@ -222,6 +228,9 @@ class ClusterSnapshot(BaseModel):
         if not resolved:
             classes = {c.metadata.name: c for c in priority_classes}
             pods = tuple(resolve_pod(pod, classes) for pod in pods)
+        if any(g.spec.priority is not None or g.spec.preemption_policy is not None for g in pod_groups):
+            # 1.37: a group's own priority and preemption policy are its members'.
+            pods = tuple(apply_group_priority(pods, {g.key: g for g in pod_groups}, pod_group_key))
         if device_classes:
             pods, made = _back_extended(pods, device_classes, nodes, resource_claims, asking_beyond,
                                         positions, pod_keys)
@@ -229,7 +238,7 @@ class ClusterSnapshot(BaseModel):
         # Every field is already of its type: no validation pass over tens of thousands of pods.
         snapshot = cls.model_construct(
             nodes=nodes, pods=pods, pdbs=pdbs, priority_classes=priority_classes, pod_groups=pod_groups,
-            namespaces=namespaces, pvs=pvs, pvcs=pvcs, device_classes=device_classes,
+            composite_groups=composite_groups, namespaces=namespaces, pvs=pvs, pvcs=pvcs, device_classes=device_classes,
             resource_slices=resource_slices, resource_claims=resource_claims,
             resource_claim_templates=resource_claim_templates, storage_classes=storage_classes,
             csi_nodes=csi_nodes, claims_from_templates=claims_from_templates,

@@ -25,6 +25,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
+from .group_api import DisruptionMode, GroupPriority, GroupResourceClaim, GroupStatus, SchedulingConstraints, TemplateRef
 from .objects import K8sModel, ListOf, NamespacedObject, ObjectMeta, PodGroup, PodGroupSpec, check_preferred_topology
 
 # What a pod of a Workload's gang is keyed by: namespace/workload:podGroup[:replicaKey]
@@ -51,38 +52,48 @@ class SchedulingPolicy(K8sModel):
         return self.gang.min_count if self.gang is not None else 1
 
 
-class TopologyConstraint(K8sModel):
-    key: str = Field(min_length=1)
-
-
-class SchedulingConstraints(K8sModel):
-    topology: ListOf[TopologyConstraint] = Field(default=[], max_length=1)
-
-    @property
-    def topology_key(self) -> Optional[str]:
-        return self.topology[0].key if self.topology else None
-
-
-class CorePodGroupSpec(K8sModel):
+class CorePodGroupSpec(GroupPriority):
     scheduling_policy: SchedulingPolicy
     scheduling_constraints: Optional[SchedulingConstraints] = None
+    # 1.37 (v1beta1, v1alpha3; ``models.group_api``): absent from a 1.36 object.
+    parent_composite_pod_group_name: Optional[str] = None
+    workload_ref: Optional[TemplateRef] = None
+    resource_claims: ListOf[GroupResourceClaim] = Field(default=[], max_length=4)
+    disruption_mode: Optional[DisruptionMode] = None
 
 
 class CorePodGroup(NamespacedObject):
-    """``scheduling.k8s.io/v1alpha2`` ``PodGroup``."""
+    """``scheduling.k8s.io`` ``PodGroup``: ``v1alpha2`` (1.36), ``v1beta1`` and ``v1alpha3`` (1.37)."""
 
     api_version: str = "scheduling.k8s.io/v1alpha2"
     kind: Literal["PodGroup"] = "PodGroup"
     metadata: ObjectMeta
     spec: CorePodGroupSpec
+    status: Optional[GroupStatus] = None
 
     _preferred = field_validator("metadata")(check_preferred_topology)
 
-    def pod_group(self) -> PodGroup:
-        spec = PodGroupSpec(min_member=self.spec.scheduling_policy.min_member)
-        constraints = self.spec.scheduling_constraints
+    def pod_group(self, priority: Optional[int] = None) -> PodGroup:
+        """The scheduler's gang model of this group; ``priority``: the group's, resolved from its
+        priorityClassName (``models.group_tree``), else its own ``spec.priority``."""
+        own = self.spec
+        spec = PodGroupSpec(min_member=own.scheduling_policy.min_member)
+        constraints = own.scheduling_constraints
+        update: dict[str, Any] = {}  # internal fields, no alias
         if constraints is not None and constraints.topology_key is not None:
-            spec = spec.model_copy(update={"topology_key": constraints.topology_key})  # internal, no alias
+            update["topology_key"] = constraints.topology_key
+        if priority is not None or own.priority is not None:
+            update["priority"] = priority if priority is not None else own.priority
+        if own.preemption_policy is not None:
+            update["preemption_policy"] = own.preemption_policy
+        if own.disruption_mode is not None and own.disruption_mode.is_all:
+            update["disruption_unit"] = f"PodGroup {self.key}"
+        if own.parent_composite_pod_group_name:
+            update["parent"] = f"{self.metadata.namespace}/{own.parent_composite_pod_group_name}"
+        if own.resource_claims:
+            update["claims"] = tuple(c.name for c in own.resource_claims)
+        if update:
+            spec = spec.model_copy(update=update)
         return PodGroup(metadata=self.metadata, spec=spec)
 
 

@@ -382,6 +382,24 @@ def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, 
                 stats=PlanStats(**stats))
 
 
+def plan_of_placements(snapshot: ClusterSnapshot, config: SchedulerConfig, placements: dict[str, str], *,
+                       window_keys: tuple[str, ...], all_pending: bool = False) -> Plan:
+    """The plan that places ``placements`` (pod -> node name) and evicts nothing, with what the
+    rules give it beyond where pods go (devices per claim, volume bindings) as a decision's plan
+    has them; the window's other pods are left out. For a placement made elsewhere (``provision``'s
+    model) to be checked by the validator as a plan of this engine's would be."""
+    ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=list(window_keys))
+    index = ctx.state.node_index
+    placed = {k: index[n] for k, n in placements.items()}
+    book = ctx.state.volume_book
+    volumes = (book.bindings_of(((ctx.window_pod(k), ctx.nodes[n]) for k, n in placed.items()), ctx.state.volumes, None)
+               if book is not None else ())
+    left = tuple(Unschedulable(pod=p.key, message="not placed") for p in ctx.window if p.key not in placed)
+    return Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in placements.items()), unschedulable=left,
+                allocations=_allocations(ctx, placed, []), volume_bindings=volumes,
+                stats=PlanStats(engine="provision", status="model"))
+
+
 def _nominated_preemptors(nominations, victims, placements) -> dict[str, int]:
     """The nominations, with each victim's preemptor nominated to its node (a pod the plan placed
     where it needed no victim keeps its nomination only if another rule gave it one)."""

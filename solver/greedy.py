@@ -13,9 +13,9 @@ falls short of minMember — the Permit stage, so the fallback never half-places
 whose minResources the free room left at its turn cannot cover (PreFilter), and gives a gang
 with required topology one domain (upstream's TAS: a trial placement per domain); topology
 spread's window guard keeps each pod off the domains where it would break the spread of a pod
-placed before it. The PostFilter is the registry's (DefaultPreemption): a preemption on a node
-where pods of the same priority preempted before in the window reprieves their victims it
-makes unnecessary (``reprieve_level``: one priority, one batch).
+placed before it. The PostFilter is the registry's (DefaultPreemption); as in kube-scheduler, an
+eviction is never taken back during the pass, so later pods find the room it left; once every
+pod has had its turn, victims whose room no pod took are put back (``reprieve_at_end``).
 
 It is the baseline every solver result is measured against, the solver's hint, and the fallback.
 """
@@ -29,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from .group_disruption import evicted_together
 from .context import SchedulingContext
 from .info import PodInfo
 from .plugin_api import GreedyPart, PostFilterOutcome, Victim
@@ -89,6 +90,8 @@ def schedule_greedy(
         if progress is not None:
             progress[0] = done
         run.turn(pod)
+    if not run.result.cancelled:
+        run.reprieve_at_end()
     return run.result
 
 
@@ -181,9 +184,7 @@ class _Run:
             if pod.key in result.placements:
                 self.placed.append(pod)
         for part in self.parts:
-            for member in part.settle(pod, state, result):  # their preemptions, now that they stand
-                if member.key in result.nominations:
-                    result.victims = self._reprieve(result.nominations[member.key], member.priority)
+            part.settle(pod, state, result)  # a gang's preemptions stand once the gang does
 
     def _filter(self, pod: PodInfo, allowed: Optional[np.ndarray], outside: str) -> None:
         """Filter the pod along the node walk; place it, or tell why not, or preempt."""
@@ -253,21 +254,37 @@ class _Run:
         return POSTFILTER.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
                                             allowed=allowed, evicted=evicted, protected=protected)
 
-    def _reprieve(self, node: int, priority: int) -> list[Victim]:
-        """The victims, less those a preemption at ``priority`` on ``node`` makes unnecessary."""
-        assert POSTFILTER is not None  # a nomination means the PostFilter ran
-        return POSTFILTER.reprieve_level(node, priority, self.state, self.result.victims, self.ctx)
+    def reprieve_at_end(self) -> None:
+        """Victims whose room no pod took, put back once every pod has had its turn.
+
+        kube-scheduler evicts at each preemptor's turn and never takes an eviction back, so the
+        pods after a preemptor — of its priority or lower — find the room its victims left; the
+        pass does the same. Once the queue is done, what is left of that room is given back to
+        the victims (``reprieve_level``: each level's victims on a node, the most important
+        first, while the node holds them beside everything placed): the plan evicts less than
+        kube-scheduler's order would, which the replay allows, and places the same pods."""
+        result = self.result
+        if not result.victims or POSTFILTER is None:
+            return
+        groups = self.ctx.pod_groups
+        levels = {(v.node, self.ctx.window_pod(v.preemptor).priority) for v in result.victims}
+        for node, level in sorted(levels, key=lambda nl: (-nl[1], nl[0])):
+            before = result.victims
+            result.victims = POSTFILTER.reprieve_level(node, level, self.state, before, self.ctx)
+            # A member of a group evicted only as a whole (disruptionMode: all) stays with its mates.
+            kept = {v.pod.key for v in result.victims}
+            for v in before:
+                if v.pod.key not in kept and evicted_together(groups, v.pod) is not None:
+                    self.state.remove(v.pod)
+                    result.victims.append(v)
 
     def _after_postfilter(self, pod: PodInfo, allowed: Optional[np.ndarray]) -> None:
-        """A pod that preempted reprieves the victims it makes unnecessary (unless a rule defers
-        its preemption: a gang's members, at Permit); one that failed remembers its failure for
-        its class."""
+        """A pod that preempted is placed (its victims stay evicted until ``reprieve_at_end``); one
+        that failed remembers its failure for its class."""
         result = self.result
         if pod.key in result.placements:
             for part in self.parts:
                 part.placed(pod, result.placements[pod.key], preempted=True)
-            if pod.key in result.nominations and not any(part.defers(pod) for part in self.parts):
-                result.victims = self._reprieve(result.placements[pod.key], pod.priority)
         elif not pod.affinity and pod.class_id >= 0:
             self.failed[pod.class_id] = _Failure(
                 self.state.removals, len(self.placed), result.unschedulable[pod.key],

@@ -222,6 +222,9 @@ class PodInfo:
     # ResourceClaims ask for, when every one is still to be made from a template; pods with equal
     # text ask for equal devices, each for its own claim, and may share a class.
     devices_key: str = ""
+    # Set by the context builder (``plugins/composite_group``): the key of the root
+    # CompositePodGroup above the pod's PodGroup ("" outside any tree).
+    tree: str = ""
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,

@@ -460,6 +460,19 @@ class PackingBook(Protocol):
 
 
 @runtime_checkable
+class Relaxable(Protocol):
+    """An encoding that states a rule stricter than the one a plan is finally judged by: the
+    model's level-by-level reprieve, where kube-scheduler's preemption takes the pods one at a
+    time. ``admit`` lets one plan's own evictions through beside it (greedy's, kube-scheduler's
+    order: the hint and the floor, ``cpsat/hint.py``); ``relax`` lifts it in a copy of the model,
+    to check a plan repaired to the exact rule (``cpsat/kube_victims.py``)."""
+
+    def admit(self, wm: EncodeModel, counts: Mapping[tuple[int, int], int], victims: Mapping[int, set[str]]) -> None: ...
+
+    def relax(self, model: cp_model.CpModel) -> None: ...
+
+
+@runtime_checkable
 class CarriesHint(Protocol):
     """An encoding whose own variables a staged solve hints the next stage with (``hint_vars``)."""
 

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_input_options(parser)
     parser.add_argument("--shapes", metavar="FILE", help="node shapes, YAML or JSON: a list (or shapes: list) of "
-                        "name, labels, taints, allocatable, cost, maxCount, zones")
+                        "name, labels, taints, allocatable, cost, maxCount, zones, devices")
     parser.set_defaults(handler=run, decides=True)
 
 
@@ -75,16 +75,17 @@ def table(r) -> str:
     lines = [f"ADD {len(r.added)} node(s), cost {r.cost / 1000:g} — {proof}"]
     counts = Counter(a.shape for a in r.added)
     for shape, n in sorted(counts.items()):
-        cost = next(a.cost for a in r.added if a.shape == shape)
-        lines.append(f"  {n:>4} x {shape} (cost {cost / 1000:g} each)")
+        first = next(a for a in r.added if a.shape == shape)
+        devices = f", {first.devices} device(s)" if first.devices else ""
+        lines.append(f"  {n:>4} x {shape} (cost {first.cost / 1000:g} each{devices})")
     lines.append(f"first-fit-decreasing would add {r.ffd_nodes} node(s), cost {r.ffd_cost / 1000:g}"
                  + (f", and leave {r.ffd_unplaced} pod(s) out" if r.ffd_unplaced else ""))
     if r.placement:
         lines += ["", f"WHERE {len(r.placement)} OF THE {r.pending} LEFT-OUT POD(S) GO"]
         lines += [f"  {pod}  ->  {node}" for pod, node in sorted(r.placement.items())]
     if r.left_out:
-        lines += ["", f"STILL LEFT OUT: {len(r.left_out)} (a rule the cost model does not count: spread, "
-                  "anti-affinity between different pods, ports, volumes, devices)"]
+        lines += ["", f"STILL LEFT OUT: {len(r.left_out)} (a rule the cost model does not count: spread across "
+                  "pods, volume limits, devices not counted exactly)"]
         lines += [f"  {pod}: {why}" for pod, why in sorted(r.left_out.items())]
     if r.nowhere:
         lines += ["", f"NOT PLACED ON ANY SHAPE: {len(r.nowhere)}"]

@@ -70,7 +70,7 @@ def text(e) -> str:
             lines.append(f"       objects: {', '.join(o.objects[:6])}{' ...' if len(o.objects) > 6 else ''}; "
                          f"fields: {', '.join(o.fields)}")
     if e.claims_not_carried:
-        lines.append("  note: the checks see the plan's pods bound but not the devices or volumes it gives them; "
+        lines.append("  note: the checks see the plan's pods bound but not the volumes it binds them; "
                      "a pod short only of those may show as fitting")
     proof = "yes" if e.proven else "no (a feasibility check ran out of time: the set may not be minimal)"
     lines.append(f"  proven: {proof} ({e.checks} feasibility check(s), {e.seconds:.2f}s)")

@@ -6,7 +6,8 @@
 * ``kinds``: the kinds read, their API groups and how an error names one object;
 * ``validation``: one object validated into its model, pods sharing one parsed spec;
 * ``errors``: a pydantic ValidationError as one ``InputError`` naming the object and field;
-* ``config_file``, ``plan_file``: the scheduler config and a plan.
+* ``config_file``, ``plan_file``: the scheduler config and a plan;
+* ``groups``: Kubernetes' own groups (1.36, 1.37) from plain objects, for a dump or a server.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ from pydantic import BaseModel
 from models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from models.group_api import CompositePodGroup, WorkloadTemplates
 from models.workloads import CorePodGroup, Workload
 
-__all__ = ["ALSO", "KINDS", "Kind", "group_of", "kind_of", "object_name"]
+__all__ = ["ALSO", "KINDS", "VERSIONED", "Kind", "group_of", "kind_of", "object_name"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ KINDS: dict[str, Kind] = {
                       frozenset({"scheduling.x-k8s.io", "scheduling.sigs.k8s.io", "scheduling.volcano.sh"}), True),
     # Kubernetes' own gang API, 1.35 (Workload) and 1.36 (PodGroup): ``models.workloads``.
     "Workload": Kind("workloads", Workload, frozenset({"scheduling.k8s.io"}), True),
+    # 1.37's inner nodes of a group tree (v1alpha3): ``models.group_api``.
+    "CompositePodGroup": Kind("compositepodgroups", CompositePodGroup, frozenset({"scheduling.k8s.io"}), True),
     "Namespace": Kind("namespaces", Namespace, frozenset({""}), False),
     "PersistentVolume": Kind("persistentvolumes", PersistentVolume, frozenset({""}), False),
     "PersistentVolumeClaim": Kind("persistentvolumeclaims", PersistentVolumeClaim, frozenset({""}), True),
@@ -56,7 +59,19 @@ ALSO: dict[tuple[str, str], Kind] = {
 }
 
 
+# Kinds whose shape changed between versions of one API group: (kind, apiVersion) -> how to read
+# it. 1.37's Workload holds templates (``podGroupTemplates``), 1.35's pod groups (``podGroups``);
+# every version of Kubernetes' own PodGroup reads into ``CorePodGroup`` (``ALSO``).
+_TEMPLATES = Kind("workloads", WorkloadTemplates, frozenset({"scheduling.k8s.io"}), True, slot="WorkloadTemplates")
+VERSIONED: dict[tuple[str, str], Kind] = {
+    ("Workload", "scheduling.k8s.io/v1beta1"): _TEMPLATES,
+    ("Workload", "scheduling.k8s.io/v1alpha3"): _TEMPLATES,
+}
+
+
 def kind_of(kind: Any, api_version: Any) -> Optional[Kind]:
+    if isinstance(api_version, str) and (kind, api_version) in VERSIONED:
+        return VERSIONED[(kind, api_version)]
     group = group_of(api_version)
     return ALSO.get((kind, group)) if group is not None and (kind, group) in ALSO else KINDS.get(kind)
 

@@ -8,6 +8,9 @@ has a say in a victim's preemptor (inter-pod affinity) declares that (``plugin_a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Optional
+
 from ..greedy import GreedyResult
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Values, Victim
 from ..plugins.registry import may_preempt
@@ -29,8 +32,18 @@ def extract(wm: WindowModel, values: Values, sol: Solution) -> None:
     for dec in decoders:
         decoded |= dec.decoded_classes()
     placed_on: dict[int, list] = {}
+    # A plan read as values (``kube_victims.PlanValues``, a repaired plan) knows its pods by name:
+    # the counts would hand a class's places to its first pods, and its victims are named for the
+    # pods it keeps.
+    by_name: Optional[Mapping[str, int]] = getattr(values, "pod_nodes", None)
     for cls in wm.classes:
         if cls.id in decoded:
+            continue
+        if by_name is not None:
+            for pod in cls.pods:
+                if pod.key in by_name:
+                    sol.placements[pod.key] = by_name[pod.key]
+                    placed_on.setdefault(by_name[pod.key], []).append(pod)
             continue
         pods = iter(cls.pods)
         for n, k in sorted(counts.get(cls.id, [])):

@@ -25,7 +25,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
-from ..plugin_api import HintsItself, PackingBook, PacksWhole
+from ..plugin_api import HintsItself, PackingBook, PacksWhole, Relaxable
 from ..plugins.registry import PACKING_BOOKS, per_node_state
 from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..greedy import GreedyResult
@@ -405,4 +405,27 @@ def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dic
         return "first fit"
     greedy_hint(wm, greedy, ctx, other)
     done = complete(wm, budget)
+    if done is None and _admit_greedy(wm, greedy, other):
+        wm.model.clear_hints()  # a refused completion leaves greedy's partial hint in place
+        greedy_hint(wm, greedy, ctx, other)
+        done = complete(wm, budget)
+        if done is not None:
+            return "greedy plan (completed, its evictions admitted)" if done else "greedy plan (its evictions admitted)"
     return "greedy plan (completed)" if done else "greedy plan" + (" (infeasible)" if done is None else "")
+
+
+def _admit_greedy(wm: WindowModel, greedy: GreedyResult, counts: dict[tuple[int, int], int]) -> bool:
+    """Admit greedy's own evictions beside the model's batch reprieve (``plugin_api.Relaxable``)
+    on the nodes it evicts from, for its configuration there. Greedy evicts as kube-scheduler
+    does, one pod at a time, which the batch can refuse (three victims where the batch keeps one,
+    and the pods after the preemptors in their room); its plan is the bar the solver must not fall
+    below, so the model must hold it. Whether anything was admitted."""
+    victims: dict[int, set[str]] = {}
+    for v in greedy.victims:
+        victims.setdefault(v.node, set()).add(v.pod.key)
+    relaxable = [enc for enc in wm.encodings.values() if isinstance(enc, Relaxable)]
+    if not victims or not relaxable:
+        return False
+    for enc in relaxable:
+        enc.admit(wm, counts, victims)
+    return True

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from google.protobuf import text_format
 from ortools.sat.python import cp_model
@@ -136,11 +136,14 @@ def maximize(model: cp_model.CpModel, terms: list, coeffs: list[int]) -> None:
 
 
 def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True, work: Optional[float] = None,
+                    accept: Optional[Callable[[cp_model.CpSolver], bool]] = None,
                     ) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
     """Solve ``wm`` stage by stage until ``deadline``: (the solver holding the last stage's
     solution or None, its status, the first stage's objective and bound). ``work``: with one
     worker, the deterministic seconds the stages share (``new_solver``), so a fixed seed gives
-    the same plan whatever else the machine is doing."""
+    the same plan whatever else the machine is doing. ``accept``: asked of the first stage's
+    solution when later stages follow; a solution it refuses is returned at once (FEASIBLE), the
+    later stages not run: their time would be spent polishing a plan the caller throws away."""
     stages = stages_of(wm.levels)
     num_variables = len(wm.model.Proto().variables)
     if not stages:
@@ -183,6 +186,8 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
             objective, bound = this.objective_value, this.best_objective_bound
         if i == len(stages) - 1:
             break
+        if i == 0 and accept is not None and not accept(this):
+            return this, "FEASIBLE", objective, bound
         # Fix this stage's value and hint the next stage with the solution found.
         wm.model.add(cp_model.LinearExpr.weighted_sum(terms, coeffs) >= int(round(this.objective_value)))
         wm.model.clear_hints()

@@ -25,6 +25,7 @@ from models.snapshot import ClusterSnapshot, pod_group_key
 from ..api import Decision, ScheduleRequest, decide
 from ..memory import SolverMemory
 from ..whatif.changes import rebuilt
+from .carried import carried_claims
 from .obstacles import Obstacle, candidates, frozen_budgets, relaxed
 from .search import Verdict, minimal_subset
 
@@ -58,8 +59,8 @@ class Explanation:
     proven: bool
     seconds: float
     beyond: tuple[str, ...] = ()  # with no obstacles: "memory: 48Gi asked, 15Gi on the roomiest node"
-    # The plan allocates devices or binds volumes for the pods it places: the checks see those
-    # pods bound but their claims as the snapshot has them (devices and volumes not yet taken).
+    # The plan binds volumes for the pods it places: the checks see those pods bound but their
+    # volume claims as the snapshot has them (volumes not yet taken; devices are carried).
     claims_not_carried: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def explain(snapshot: ClusterSnapshot, config: SchedulerConfig, target: Optional
     if today is None:
         today = decide(ScheduleRequest(snapshot, config, all_pending=all_pending))
     plan = today.plan
-    carried = not (plan.allocations or plan.volume_bindings)
+    carried = not plan.volume_bindings  # (device allocations are carried: ``plan_applied``)
     return [dataclasses.replace(e, claims_not_carried=not carried) if e.reasons else e
             for e in (_explain_unit(snapshot, config, plan, unit, all_pending, gate)
                       for unit in units_of(snapshot, plan, target))]
@@ -208,8 +209,9 @@ def _quantity(name: str, value: int) -> str:
 
 
 def plan_applied(snapshot: ClusterSnapshot, plan: Plan, *, keep: set[str]) -> ClusterSnapshot:
-    """The cluster as ``plan`` leaves it: its placements bound, its victims gone, the pending pods
-    it leaves out gone but for ``keep``; every budget's allowance frozen (``frozen_budgets``)."""
+    """The cluster as ``plan`` leaves it: its placements bound with the devices it allocates them
+    (``carried``), its victims gone, the pending pods it leaves out gone but for ``keep``; every
+    budget's allowance frozen (``frozen_budgets``)."""
     placed = plan.assignment_map()
     victims = {p.pod for p in plan.preemptions}
     left = {u.pod for u in plan.unschedulable} - keep
@@ -222,4 +224,5 @@ def plan_applied(snapshot: ClusterSnapshot, plan: Plan, *, keep: set[str]) -> Cl
             status = copy_with(pod.status, {"phase": "Running", "nominated_node_name": ""})
             pod = copy_with(pod, {"spec": copy_with(pod.spec, {"node_name": node}), "status": status})
         pods.append(pod)
-    return frozen_budgets(rebuilt(snapshot, pods=pods))
+    pods, claims = carried_claims(snapshot, plan, pods)
+    return frozen_budgets(rebuilt(snapshot, pods=pods, resource_claims=claims))

@@ -4,8 +4,9 @@ node, each one a thing an operator could change, with the relaxation that change
 Every relaxation only ever removes a constraint, so placing the targets can only get easier as
 more obstacles are relaxed (the deletion search in ``search`` relies on that):
 
-* ``room``: what the pods on one node hold (their requests and host ports; they stay, with
-  their labels, so affinity and spread counts do not move) — "node n3's room";
+* ``room``: what the pods on one node hold (their requests, host ports and the devices of claims
+  only they use; they stay, with their labels, so affinity and spread counts do not move) —
+  "node n3's room";
 * ``cordon``: a node's ``spec.unschedulable``; ``taint``: one NoSchedule/NoExecute taint of a
   node that a target does not tolerate;
 * ``node-selector``, ``node-affinity``, ``pod-affinity[i]``, ``pod-anti-affinity[i]``,
@@ -15,14 +16,14 @@ more obstacles are relaxed (the deletion search in ``search`` relies on that):
 * ``group-topology``: a gang's required topology (every member in one domain of a label);
 * ``pdb``: a PodDisruptionBudget, when budgets are hard (``preemption.pdb: hard``).
 
-The "pods" count of a node, volumes and devices are not obstacles here (a pod they stop is
-reported as fitting nowhere even with every obstacle relaxed).
+* what a node holds beyond requests and what the targets carry with them (``held``): a node's
+  pod count, the targets' volumes, a node's volume attach limit, the targets' device claims and
+  host ports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from models.config import SchedulerConfig
@@ -32,31 +33,10 @@ from models.snapshot import ClusterSnapshot, holds_node
 
 from ..disruption import disruptions_allowed
 from ..whatif.changes import rebuilt
+from .obstacle import Obstacle
+from .held import held_obstacles, relaxed_csi_nodes, relaxed_node, relaxed_target, released_claims
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-@dataclass(frozen=True)
-class Obstacle:
-    """One relaxable group of constraints. ``ref``: what ``relaxed`` needs to undo it (a node
-    name, (node, taint index), a field and index of the targets, a pod or budget key)."""
-
-    kind: str
-    ref: Any
-    text: str
-    objects: tuple[str, ...]
-    fields: tuple[str, ...]
-    weight: int = 1  # how much relaxing it would disturb (tried for removal first when larger)
-    short: str = ""  # a few words for a condition message ("node n3's room"); ``text`` when empty
-
-    @property
-    def brief(self) -> str:
-        """The short form (``short``, else ``text``): what the live scheduler appends to a
-        left-out pod's ``PodScheduled`` message."""
-        return self.short or self.text
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "objects": list(self.objects), "fields": list(self.fields)}
 
 
 # -- finding them ----------------------------------------------------------------------------
@@ -70,6 +50,7 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
     out += _target_rules(targets)
     out += _their_anti_affinity(base)
     out += _group_topology(base, targets)
+    out += held_obstacles(base, targets)
     if config.preemption.enabled and config.preemption.pdb == "hard":
         out += [Obstacle("pdb", b.key, f"PodDisruptionBudget {b.key} allows {b.status.disruptions_allowed} "
                          "disruption(s)", (f"poddisruptionbudgets/{b.key}",), ("status.disruptionsAllowed",), 50)
@@ -80,7 +61,7 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
 def _room(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
     by_node: dict[str, list[Pod]] = {}
     for pod in base.pods:
-        if holds_node(pod) and (pod_requests(pod) or _host_ports(pod)):
+        if holds_node(pod) and (pod_requests(pod) or _host_ports(pod) or pod.spec.resource_claims):
             by_node.setdefault(pod.spec.node_name, []).append(pod)
     wanted: dict[str, int] = {}
     for t in targets:
@@ -214,22 +195,27 @@ def relaxed(base: ClusterSnapshot, targets: Iterable[str], obstacles: Iterable[O
     if not by_kind:
         return base
     target_keys = set(targets)
-    nodes = [_relaxed_node(n, by_kind) for n in base.nodes]
+    nodes = [relaxed_node(_relaxed_node(n, by_kind), by_kind, len(target_keys)) for n in base.nodes]
     room = by_kind.get("room", set())
     theirs = by_kind.get("their-anti-affinity", set())
     pods = []
+    freed: set[str] = set()  # pods whose room is relaxed: their claims' devices are given back
     for pod in base.pods:
         if pod.key in target_keys:
-            pod = _relaxed_target(pod, by_kind)
+            pod = relaxed_target(_relaxed_target(pod, by_kind), by_kind)
         if pod.spec.node_name in room and holds_node(pod):
             pod = _without_room(pod)
+            freed.add(pod.key)
         if pod.key in theirs:
             pod = _without_anti_affinity(pod)
         pods.append(pod)
     pdbs = [b for b in base.pdbs if b.key not in by_kind.get("pdb", set())]
     groups = [copy_with(g, {"spec": copy_with(g.spec, {"topology_key": None})})
               if g.key in by_kind.get("group-topology", set()) else g for g in base.pod_groups]
-    return rebuilt(base, nodes=nodes, pods=pods, pdbs=pdbs, pod_groups=groups)
+    extra: dict = {"csi_nodes": relaxed_csi_nodes(base, by_kind)} if "volume-limit" in by_kind else {}
+    if freed and base.resource_claims:
+        extra["resource_claims"] = released_claims(base, freed)
+    return rebuilt(base, nodes=nodes, pods=pods, pdbs=pdbs, pod_groups=groups, **extra)
 
 
 def _relaxed_node(node, by_kind: dict[str, set]):
@@ -251,7 +237,7 @@ def _without_room(pod: Pod) -> Pod:
     spec = copy_with(pod.spec, {"containers": [bare(c) for c in pod.spec.containers],
                                 "init_containers": [bare(c) for c in pod.spec.init_containers],
                                 "overhead": {}, "resources": None})
-    return copy_with(pod, {"spec": spec})
+    return relaxed_target(copy_with(pod, {"spec": spec}), {"device-claim": {rc.name for rc in pod.spec.resource_claims}})
 
 
 def _without_anti_affinity(pod: Pod) -> Pod:

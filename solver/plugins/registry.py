@@ -51,7 +51,9 @@ from ..plugin_api import (Capacity, Check, Crowding, ScoreCacheHook, Couples, Cy
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
 from .dynamic_resources.plugin import PLUGIN as dynamic_resources
+from .composite_group.plugin import PLUGIN as composite_group
 from .gang.plugin import PLUGIN as gang
+from .group_disruption.plugin import PLUGIN as group_disruption
 from .image_locality.plugin import PLUGIN as image_locality
 from .inter_pod_affinity.plugin import PLUGIN as inter_pod_affinity
 from .node_affinity.plugin import PLUGIN as node_affinity
@@ -85,6 +87,8 @@ PLUGINS: tuple[Plugin, ...] = (
     balanced_allocation,
     image_locality,
     gang,
+    composite_group,
+    group_disruption,
     preemption,
 )
 

@@ -1,8 +1,9 @@
 """``provision``: for the pending pods the best plan leaves out, the cheapest set of nodes to
 add (total cost, then fewest nodes), chosen exactly over node shapes (``model``), beside
-first-fit-decreasing's answer (``ffd``). The answer is then decided by the same engine as
-``schedule`` on the cluster with the nodes added: where each pod goes is that validated plan's,
-so every rule holds, and a rule the model does not count shows up as pods it leaves out."""
+first-fit-decreasing's answer (``ffd``). The model's placement, with the devices and volume
+bindings the engine's rules give it, is then checked by the independent validator on the
+cluster with the nodes added; when a rule the model does not count refuses it, the same engine
+as ``schedule`` decides the pods there instead, and what it leaves out is named."""
 
 from __future__ import annotations
 
@@ -11,17 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from models.config import SchedulerConfig
-from models.plan import Assignment, Plan, PlanStats
 from models.snapshot import ClusterSnapshot
 
-from ..api import ScheduleRequest, decide
+from ..api import ScheduleRequest, decide, plan_of_placements
 from ..validate import validate
 from ..explain import plan_applied
-from ..whatif.changes import rebuilt
 from .ffd import Bins, first_fit_decreasing
 from .model import Solved, solve
 from .problem import Problem, build_problem
-from .shapes import COST_SCALE, Shape, parse_shapes, shapes_from_nodes
+from .shapes import COST_SCALE, Shape, parse_shapes, shapes_from_nodes, with_new_nodes
 
 __all__ = ["Provisioned", "Shape", "parse_shapes", "provision", "shapes_from_nodes"]
 
@@ -31,6 +30,7 @@ class Added:
     name: str
     shape: str
     cost: int  # thousandths
+    devices: int = 0  # DRA devices the node publishes (its shape's)
 
 
 @dataclass
@@ -48,6 +48,9 @@ class Provisioned:
     ffd_unplaced: int
     seconds: float
     shapes: list[Shape] = field(default_factory=list)
+    # "model": the validator accepted the model's placement (devices and volume bindings given as
+    # the engine gives them); "engine": it did not, and the engine decided the pods on those nodes
+    placed_by: str = "model"
 
     @property
     def proven(self) -> bool:
@@ -64,12 +67,13 @@ class Provisioned:
             "pending": self.pending, "nodes": len(self.added), "cost": self.cost / COST_SCALE,
             "status": self.status, "proven": self.proven,
             "costBound": None if self.bound is None else self.bound / COST_SCALE, "gap": self.gap,
-            "added": [{"name": a.name, "shape": a.shape, "cost": a.cost / COST_SCALE} for a in self.added],
+            "added": [{"name": a.name, "shape": a.shape, "cost": a.cost / COST_SCALE, "devices": a.devices}
+                      for a in self.added],
             "placement": dict(sorted(self.placement.items())), "leftOut": dict(sorted(self.left_out.items())),
             "fitsNoShape": dict(sorted(self.nowhere.items())),
             "firstFitDecreasing": {"nodes": self.ffd_nodes, "cost": self.ffd_cost / COST_SCALE,
                                    "unplaced": self.ffd_unplaced},
-            "seconds": round(self.seconds, 3),
+            "placedBy": self.placed_by, "seconds": round(self.seconds, 3),
         }
 
 
@@ -94,12 +98,12 @@ def provision(snapshot: ClusterSnapshot, config: SchedulerConfig, shapes: Option
     else:  # the model found nothing in time: first-fit-decreasing's answer stands
         counts, status, bound = _counts(baseline), "first-fit-decreasing", None
         where = _from_bins(problem, baseline)
-    added = [Added(f"{shapes[s].name}-new-{j + 1}", shapes[s].name, shapes[s].cost)
+    added = [Added(f"{shapes[s].name}-new-{j + 1}", shapes[s].name, shapes[s].cost, shapes[s].device_count)
              for s, n in sorted(counts.items()) for j in range(n)]
-    placement, left_out = _checked(base, config, keys, problem.nowhere, added, shapes, where, all_pending)
+    placement, left_out, placed_by = _checked(base, config, keys, problem.nowhere, added, shapes, where, all_pending)
     return Provisioned(len(keys), added, sum(a.cost for a in added), status, bound, placement, left_out,
                        problem.nowhere, ffd_cost, len(baseline.added()), len(baseline.unplaced),
-                       time.monotonic() - start, shapes)
+                       time.monotonic() - start, shapes, placed_by)
 
 
 def _counts(baseline: Bins) -> dict[int, int]:
@@ -137,21 +141,22 @@ def _from_bins(problem: Problem, bins: Bins) -> dict[str, str]:
     return out
 
 
-def _checked(base, config, keys, nowhere, added, shapes, where, all_pending) -> tuple[dict[str, str], dict[str, str]]:
+def _checked(base, config, keys, nowhere, added, shapes, where,
+             all_pending) -> tuple[dict[str, str], dict[str, str], str]:
     """Where the pods go on ``base`` with the ``added`` nodes: the model's placement when the
     independent validator accepts it whole; else the engine's own decision (its left-out pods
     named with their reasons)."""
     by_name = {s.name: s for s in shapes}
-    provisioned = rebuilt(base, nodes=base.nodes + tuple(by_name[a.shape].made(a.name) for a in added))
+    provisioned = with_new_nodes(base, [(by_name[a.shape], a.name) for a in added])
     window = [k for k in keys if k not in nowhere]
     if not window:
-        return {}, {}
+        return {}, {}, "model"
     if set(window) <= set(where):
-        plan = Plan(assignments=tuple(Assignment(pod=k, node=where[k]) for k in window),
-                    stats=PlanStats(engine="provision", status="model"))
+        plan = plan_of_placements(provisioned, config, {k: where[k] for k in window}, window_keys=tuple(window),
+                                  all_pending=all_pending)
         if not validate(provisioned, plan, config, all_pending=all_pending, window_keys=window):
-            return {k: where[k] for k in window}, {}
+            return {k: where[k] for k in window}, {}, "model"
     decision = decide(ScheduleRequest(provisioned, config, all_pending=all_pending, window_keys=tuple(window)))
     if not decision.validated:
         raise RuntimeError("the provisioned cluster's plan failed validation (a bug): " + "; ".join(decision.problems[:3]))
-    return decision.plan.assignment_map(), {u.pod: u.message for u in decision.plan.unschedulable}
+    return decision.plan.assignment_map(), {u.pod: u.message for u in decision.plan.unschedulable}, "engine"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .problem import PODS, PodClass, Problem, demand
+from .problem import PODS, PodClass, Problem, need
 
 
 @dataclass
@@ -31,15 +31,15 @@ def _label(problem: Problem, kind: tuple[str, int], key: str) -> Optional[str]:
     return problem.shapes[kind[1]].node.metadata.labels.get(key)
 
 
-def _fits(cls: PodClass, room: dict[str, int], resources: list[str]) -> bool:
-    return all(room[r] >= demand(cls, r) for r in resources)
+def _fits(cls: PodClass, room: dict[str, int], where: tuple[str, int]) -> bool:
+    """``room`` holds every resource and device kind of its bin ``where``."""
+    return all(room[r] >= need(cls, r, where) for r in room)
 
 
 def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
     """``per_pod`` False: the baseline, a new node of the cheapest shape that fits the pod.
     True: the shape cheapest per copy of the pod it holds (cost / how many fit), the model's
     second starting point (not the baseline)."""
-    res = problem.resources
     bins = Bins([("node", i) for i in range(len(problem.existing))], [dict(f) for f in problem.free],
                 [{} for _ in problem.existing])
     opened = {s: 0 for s in range(len(problem.shapes))}
@@ -55,38 +55,58 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
                     return False
                 if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
                     return False
-                return True
-            target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], res)
-                           and not (cls.one_per_node and bins.count[b].get(cls.id))), None)
+                return not _domain_clash(problem, bins, cls.id, kind)
+            target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], kind)
+                           and not (cls.one_per_node and bins.count[b].get(cls.id))
+                           and not any(_apart(problem, cls.id, other) for other in bins.count[b])), None)
             if target is None:
                 target = _open(problem, bins, cls, opened, allowed, per_pod)
             if target is None:
                 bins.unplaced.append(key)
                 continue
-            for r in res:
-                bins.room[target][r] -= demand(cls, r)
+            where = bins.kind[target]
+            for r in bins.room[target]:
+                bins.room[target][r] -= need(cls, r, where)
             bins.count[target][cls.id] = bins.count[target].get(cls.id, 0) + 1
             if topo is not None and gang not in domains:
                 domains[gang] = _label(problem, bins.kind[target], topo) or ""
     return bins
 
 
-def _copies(cls: PodClass, room: dict[str, int], resources: list[str]) -> int:
-    most = min((room[r] // demand(cls, r) for r in resources if demand(cls, r)), default=1)
+def _domain_clash(problem: Problem, bins: Bins, cid: int, kind: tuple[str, int]) -> bool:
+    """A pod of class ``cid`` on a bin like ``kind`` would share a domain of a wider key with a
+    class it must stay apart from there (or, repelling its own, with a pod of its class)."""
+    for (a, c), keys in problem.apart_in.items():
+        if cid not in (a, c):
+            continue
+        other = c if a == cid else a
+        for key in keys:
+            value = _label(problem, kind, key)
+            if value is not None and any(count.get(other) and _label(problem, k, key) == value
+                                         for k, count in zip(bins.kind, bins.count)):
+                return True
+    return False
+
+
+def _apart(problem: Problem, a: int, b: int) -> bool:
+    return (min(a, b), max(a, b)) in problem.apart
+
+
+def _copies(cls: PodClass, room: dict[str, int], where: tuple[str, int]) -> int:
+    most = min((room[r] // need(cls, r, where) for r in room if need(cls, r, where)), default=1)
     return min(most, 1) if cls.one_per_node else most
 
 
 def _open(problem: Problem, bins: Bins, cls: PodClass, opened: dict[int, int], allowed,
           per_pod: bool) -> Optional[int]:
-    res = problem.resources
     best: Optional[tuple[float, int, int]] = None
     for s in cls.shapes:
         shape = problem.shapes[s]
-        room = {r: shape.allocatable.get(r, 0) for r in res}
-        if opened[s] >= shape.max_count or not allowed(("shape", s)) or not _fits(cls, room, res):
+        room = problem.room(("shape", s))
+        if opened[s] >= shape.max_count or not allowed(("shape", s)) or not _fits(cls, room, ("shape", s)):
             continue
-        waste = sum(room[r] - demand(cls, r) for r in res if r != PODS)
-        price = shape.cost / max(1, _copies(cls, room, res)) if per_pod else shape.cost
+        waste = sum(room[r] - need(cls, r, ("shape", s)) for r in problem.resources if r != PODS)
+        price = shape.cost / max(1, _copies(cls, room, ("shape", s))) if per_pod else shape.cost
         if best is None or (price, waste, s) < best:
             best = (price, waste, s)
     if best is None:
@@ -95,6 +115,6 @@ def _open(problem: Problem, bins: Bins, cls: PodClass, opened: dict[int, int], a
     opened[s] += 1
     shape = problem.shapes[s]
     bins.kind.append(("shape", s))
-    bins.room.append({r: shape.allocatable.get(r, 0) for r in res})
+    bins.room.append(problem.room(("shape", s)))
     bins.count.append({})
     return len(bins.kind) - 1

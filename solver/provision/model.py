@@ -10,12 +10,14 @@ answers is the hint, so the model's answer is never worse than the baseline.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ortools.sat.python import cp_model
 
 from .ffd import Bins
-from .problem import Problem, demand
+from .cuts import aggregate_bound, cuts
+from .devices import DEVICE
+from .problem import Problem, need
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,15 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
         for j in range(1, n):
             model.add_implication(new[s, j], new[s, j - 1])
     _gang_domains(model, problem, bins, x)
-    _volume_cuts(model, problem, counts, new, missed)
-    _count_cuts(model, problem, counts, new, missed)
+    _apart(model, problem, bins, x)
+    _apart_in_domains(model, problem, bins, x)
+    rows = cuts(problem)
+    # Redundant cuts, for the bound (``cuts``): per row, the nodes of its shapes hold at least
+    # what its pods need beyond the existing nodes' room (less what is missed).
+    for row in rows:
+        room = [(a, new[s, j]) for s, a in row.per_shape.items() for j in range(counts[s])]
+        if any(a for a, _ in room):
+            model.add(sum(a * v for a, v in room) + sum(k * missed[c] for c, k in row.missed.items()) >= row.short)
     nodes = sum(new.values())
     weight = len(new) + 1
     cost = sum(problem.shapes[s].cost * v for (s, _), v in new.items())
@@ -89,56 +98,74 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
     total = sum(problem.shapes[s].cost * n for s, n in chosen.items())
     missing = sum(solver.value(v) for v in missed.values())
     bound = (int(solver.best_objective_bound) - missing * most) // weight if missing == 0 else None
+    if bound is not None and status != cp_model.OPTIMAL:
+        # The cuts alone over node counts per shape: a small model proven in a moment, whose
+        # optimum bounds the cost too (a bound CP-SAT's search may not reach in its time).
+        bound = max(bound, aggregate_bound(problem, counts, rows))
     return Solved(chosen, placement, total, sum(chosen.values()), name, bound, missing)
 
 
 def _capacity(model, problem: Problem, bins, x, new) -> None:
-    """No bin holds more than its room (an added node's, only if it is added)."""
+    """No bin holds more than its room (an added node's, only if it is added), devices included."""
     by_bin: dict = {}
     for (cid, b), v in x.items():
         by_bin.setdefault(b, []).append((problem.classes[cid], v))
     for b, terms in by_bin.items():
-        for r in problem.resources:
-            load = sum(demand(c, r) * v for c, v in terms if demand(c, r))
+        where = (b[0], b[1])
+        room = problem.room(where)
+        for r in problem.resources + [d for d in room if d.startswith(DEVICE)]:
+            load = sum(need(c, r, where) * v for c, v in terms if need(c, r, where))
             if isinstance(load, int):
                 continue
             if b[0] == "node":
-                model.add(load <= problem.free[b[1]][r])
+                model.add(load <= room.get(r, 0))
             else:
-                model.add(load <= problem.shapes[b[1]].allocatable.get(r, 0) * new[b[1], b[2]])
+                model.add(load <= room.get(r, 0) * new[b[1], b[2]])
 
 
-def _volume_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
-    """Redundant, for the bound: pods that may go only to nodes of shapes S (and some existing
-    nodes) need, per resource, at least their total request in nodes of S beyond that free room."""
-    families = {frozenset(c.shapes) for c in problem.classes}
-    for family in families:
-        members = [c for c in problem.classes if set(c.shapes) <= family]
-        existing = {i for c in members for i in c.existing}
-        for r in problem.resources:
-            need = sum(demand(c, r) * len(c.keys) for c in members) - sum(problem.free[i][r] for i in existing)
-            if need <= 0:
-                continue
-            room = [(problem.shapes[s].allocatable.get(r, 0), new[s, j]) for s in family for j in range(counts[s])]
-            if any(a for a, _ in room):
-                model.add(sum(a * v for a, v in room if a)
-                          + sum(demand(c, r) * missed[c.id] for c in members) >= need)
+def _apart(model, problem: Problem, bins, x) -> None:
+    """Two classes whose pods cannot share a node (host ports, anti-affinity on hostname) do not
+    both have pods in one bin: ``on[c, b]`` is true when class c has a pod in bin b."""
+    involved = {c for pair in problem.apart for c in pair}
+    on = {}
+    for (cid, b), v in x.items():
+        if cid in involved:
+            on[cid, b] = model.new_bool_var(f"on[{cid},{b}]")
+            model.add(v == 0).only_enforce_if(on[cid, b].Not())
+    for a, c in problem.apart:
+        for b in bins:
+            if (a, b) in on and (c, b) in on:
+                model.add_at_most_one(on[a, b], on[c, b])
 
 
-def fit_count(c, room: dict[str, int], resources: list[str]) -> int:
-    """How many pods of class ``c`` fit ``room`` (1 at most when it repels its own per node)."""
-    most = min((room.get(r, 0) // demand(c, r) for r in resources if demand(c, r)), default=len(c.keys))
-    return min(most, 1) if c.one_per_node else most
+def _apart_in_domains(model, problem: Problem, bins, x) -> None:
+    """Classes that may not share a domain of a wider key (zone, rack) do not both have pods in
+    one value of it (``in_domain[c, key, v]``: class c has a pod where the key is v); a class that
+    repels its own pods there has at most one pod per value."""
+    in_domain: dict = {}
 
+    def there(c: int, key: str, value: str, where: list) -> Any:
+        if (c, key, value) not in in_domain:
+            flag = in_domain[c, key, value] = model.new_bool_var(f"in_domain[{c},{key},{value}]")
+            for b in where:
+                if (c, b) in x:
+                    model.add(x[c, b] == 0).only_enforce_if(flag.Not())
+        return in_domain[c, key, value]
 
-def _count_cuts(model, problem: Problem, counts: list[int], new, missed) -> None:
-    """Redundant, for the bound: each class's pods need nodes, at most ``fit_count`` per node."""
-    for c in problem.classes:
-        need = len(c.keys) - sum(fit_count(c, problem.free[i], problem.resources) for i in c.existing)
-        terms = [(fit_count(c, problem.shapes[s].allocatable, problem.resources), new[s, j])
-                 for s in c.shapes for j in range(counts[s])]
-        if need > 0 and any(f for f, _ in terms):
-            model.add(sum(f * v for f, v in terms if f) + missed[c.id] >= need)
+    for (a, c), keys in problem.apart_in.items():
+        for key in sorted(keys):
+            by_value: dict[str, list] = {}
+            for b in bins:
+                value = _label(problem, b, key)
+                if value is not None:
+                    by_value.setdefault(value, []).append(b)
+            for value, where in sorted(by_value.items()):
+                if a == c:
+                    terms = [x[a, b] for b in where if (a, b) in x]
+                    if terms:
+                        model.add(sum(terms) <= 1)
+                else:
+                    model.add_at_most_one(there(a, key, value, where), there(c, key, value, where))
 
 
 def _gang_domains(model, problem: Problem, bins, x) -> None:

@@ -2,12 +2,14 @@
 (existing, or of which shape) each pod class may go to, and how much room each has.
 
 Eligibility is kube-scheduler's filter cycle (``filtering.Cycle``) for each class's first pod,
-run on the cluster as the best plan leaves it plus one empty node of each shape: every filter
-(taints, selectors, node affinity, ports, inter-pod affinity against running pods, spread for
-one pod, resources against what is free) decides where a class may go, alone. What couples
-pods of the window beyond resources — a gang's one domain, a pod repelling its own replicas
-per node — is the model's (``model``); the rest is checked by deciding the provisioned
-cluster with the same engine (``provision``).
+run on the cluster as the best plan leaves it plus one empty node of each shape (with the
+shape's devices): every filter (taints, selectors, node affinity, ports, inter-pod affinity
+against running pods, spread for one pod, resources against what is free, volumes — a
+WaitForFirstConsumer claim whose StorageClass reaches the new node — and device claims) decides
+where a class may go, alone. What couples pods of the window beyond resources — a gang's one
+domain, pods that may not share a node (anti-affinity on hostname, host ports) or a zone or
+rack (anti-affinity on that key), the devices of each kind a node has (``devices``) — is the model's (``model``); the rest is checked by the
+validator and by deciding the provisioned cluster with the same engine (``provision``).
 """
 
 from __future__ import annotations
@@ -23,14 +25,11 @@ from models.snapshot import ClusterSnapshot, holds_node
 from ..context import build_context
 from ..filtering import Cycle, StaticFilters
 from ..info import PodInfo
-from ..whatif.changes import rebuilt
-from .shapes import HOSTNAME, Shape
+from ..plugins.node_ports.filter import ports_conflict
+from .devices import DEVICE, class_devices, free_devices
+from .shapes import HOSTNAME, Shape, with_new_nodes
 
 PODS = "pods"
-# A pod with device or volume claims: where it can go depends on devices and volumes the plan's
-# other pods take, which the cluster ``provision`` reasons about does not carry.
-NOT_MODELLED = ("not provisioned for: it has ResourceClaims or PersistentVolumeClaims, which provision does "
-                "not model (devices and volumes)")
 
 
 @dataclass
@@ -38,10 +37,13 @@ class PodClass:
     id: int
     keys: list[str]
     requests: dict[str, int]
-    one_per_node: bool  # a required anti-affinity on hostname that matches its own pods
+    one_per_node: bool  # a required anti-affinity on hostname that matches its own pods, or a host port
     gang: Optional[str]
     existing: list[int] = field(default_factory=list)  # indexes of existing nodes it may go to
     shapes: list[int] = field(default_factory=list)  # indexes of shapes it may go to
+    # DRA devices one pod takes per bin ("node", i) / ("shape", s), by ``devices.DEVICE`` kind
+    # name (empty: none, or not counted exactly — see ``devices``)
+    devices: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,14 +57,29 @@ class Problem:
     gang_keys: dict[str, str]  # gang -> its required topology key
     existing_labels: list[dict[str, str]]
     nowhere: dict[str, str]  # pods no node of any shape could take, alone -> the filter's reason
+    shape_devices: list[dict[str, int]] = field(default_factory=list)  # devices of a node of each shape, by kind
+    # pairs of classes no node may hold together: their host ports collide, or a required
+    # anti-affinity on hostname of one matches the other's pods
+    apart: set[tuple[int, int]] = field(default_factory=set)
+    # classes (a <= b) whose pods may not share a domain of these other topology keys (a required
+    # anti-affinity of one matching the other; a == b: at most one pod of the class per domain)
+    apart_in: dict[tuple[int, int], set[str]] = field(default_factory=dict)
+
+    def room(self, where: tuple[str, int]) -> dict[str, int]:
+        """A bin's room: an existing node's free room and devices, or a new node of a shape's."""
+        if where[0] == "node":
+            return self.free[where[1]]
+        shape = self.shapes[where[1]]
+        out = {r: shape.allocatable.get(r, 0) for r in self.resources}
+        out.update(self.shape_devices[where[1]])
+        return out
 
 
 def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config: SchedulerConfig, *,
                   all_pending: bool = False) -> Problem:
     """``base``: the snapshot with ``plan``'s placements bound (``explain.plan_applied``)."""
     keys = [u.pod for u in plan.unschedulable]
-    probes = [s.made(f"{s.name}-probe") for s in shapes]
-    snapshot = rebuilt(base, nodes=base.nodes + tuple(probes))
+    snapshot = with_new_nodes(base, [(s, f"{s.name}-probe") for s in shapes])
     ctx = build_context(snapshot, config, all_pending=all_pending, window_keys=keys)
     static = StaticFilters(ctx.nodes, ctx.window)
     n_existing = len(base.nodes)
@@ -70,10 +87,6 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
     nowhere: dict[str, str] = {}
     for cls in ctx.classes:
         rep = cls.rep
-        if _claims(rep):
-            for p in cls.pods:
-                nowhere[p.key] = NOT_MODELLED
-            continue
         cycle = Cycle(rep, ctx.state, static, version=config.kubernetes_version)
         statuses = cycle.statuses()
         ok = [i for i, st in enumerate(statuses) if st.ok]
@@ -81,24 +94,55 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
             for p in cls.pods:
                 nowhere[p.key] = cycle.fit_error()
             continue
+        rows = class_devices(ctx, rep, ok) if rep.pod.spec.resource_claims else None
+        devices = {("node", i) if i < n_existing else ("shape", i - n_existing): row
+                   for i, row in (rows or {}).items() if row}
         classes.append(PodClass(
             id=len(classes), keys=[p.key for p in cls.pods], requests=dict(pod_requests(rep.pod)),
             one_per_node=_one_per_node(rep), gang=rep.group,
-            existing=[i for i in ok if i < n_existing], shapes=[i - n_existing for i in ok if i >= n_existing]))
+            existing=[i for i in ok if i < n_existing], shapes=[i - n_existing for i in ok if i >= n_existing],
+            devices=devices))
     resources = sorted({r for c in classes for r in c.requests} | {PODS})
-    return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], _free(base, resources),
+    reps = {c.id: ctx.pod(c.keys[0]) for c in classes}
+    # Only pairs where one side has anti-affinity or host ports can be kept apart.
+    marked = {c.id for c in classes if (r := reps[c.id]) is not None and (r.anti_affinity or r.host_ports)}
+    pairs = [(a.id, b.id) for a in classes for b in classes if a.id <= b.id and (a.id in marked or b.id in marked)]
+    apart = {(a, b) for a, b in pairs if a < b and _apart(reps[a], reps[b])}
+    apart_in = {(a, b): wider for a, b in pairs if (wider := _apart_in(reps[a], reps[b]))}
+    free = _free(base, resources)
+    for i, room in enumerate(free):
+        room.update(free_devices(ctx, i))
+    return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], free,
                    resources, {k: g.spec.topology_key for k, g in ctx.pod_groups.items() if g.spec.topology_key},
-                   [dict(n.metadata.labels) for n in base.nodes], nowhere)
+                   [dict(n.metadata.labels) for n in base.nodes], nowhere,
+                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))], apart, apart_in)
 
 
-def _claims(pod: PodInfo) -> bool:
-    spec = pod.pod.spec
-    return bool(spec.resource_claims) or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.volumes)
+def _repelled_in(pod: PodInfo, other: PodInfo) -> set[str]:
+    """The topology keys of ``pod``'s required anti-affinity terms that match ``other``."""
+    return {t.topology_key for t in pod.anti_affinity if t.matches(other.namespace, other.labels, other.ns_labels)}
+
+
+def _repels(pod: PodInfo, other: PodInfo) -> bool:
+    """A required anti-affinity term of ``pod`` on hostname matches ``other``."""
+    return HOSTNAME in _repelled_in(pod, other)
+
+
+def _apart_in(a: Optional[PodInfo], b: Optional[PodInfo]) -> set[str]:
+    if a is None or b is None:
+        return set()
+    return (_repelled_in(a, b) | _repelled_in(b, a)) - {HOSTNAME}
 
 
 def _one_per_node(pod: PodInfo) -> bool:
-    return any(t.topology_key == HOSTNAME and t.matches(pod.namespace, pod.labels, pod.ns_labels)
-               for t in pod.anti_affinity)
+    return _repels(pod, pod) or bool(pod.host_ports)
+
+
+def _apart(a: Optional[PodInfo], b: Optional[PodInfo]) -> bool:
+    """Pods of classes ``a`` and ``b`` cannot share a node (ports, or anti-affinity either way)."""
+    if a is None or b is None:
+        return False
+    return ports_conflict(a.host_ports, b.host_ports) or _repels(a, b) or _repels(b, a)
 
 
 def _free(base: ClusterSnapshot, resources: list[str]) -> list[dict[str, int]]:
@@ -118,3 +162,10 @@ def _free(base: ClusterSnapshot, resources: list[str]) -> list[dict[str, int]]:
 
 def demand(cls: PodClass, resource: str) -> int:
     return 1 if resource == PODS else cls.requests.get(resource, 0)
+
+
+def need(cls: PodClass, resource: str, where: tuple[str, int]) -> int:
+    """What one pod of ``cls`` takes of ``resource`` in bin ``where`` (devices differ per bin)."""
+    if resource.startswith(DEVICE):
+        return cls.devices.get(where, {}).get(resource, 0)
+    return demand(cls, resource)

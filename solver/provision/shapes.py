@@ -1,8 +1,8 @@
-"""Node shapes ``provision`` may add: labels, taints, allocatable, a cost and how many.
+"""Node shapes ``provision`` may add: labels, taints, allocatable, devices, a cost and how many.
 
 From a file (``parse_shapes``: a list of mappings, each checked, an error naming the entry and
 field) or from the cluster's own nodes (``shapes_from_nodes``: nodes alike in labels — less
-their name — taints and allocatable make one shape, costed by the config's
+their name — taints, allocatable and own devices make one shape, costed by the config's
 ``repack.instanceCost`` per instance type, else ``repack.defaultNodeCost``).
 
 Costs are kept in thousandths (integers for CP-SAT): 0.192 is 192.
@@ -15,10 +15,15 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
 
 from models.config import SchedulerConfig
+from models.dra import ResourceSlice
 from models.errors import InputError
 from models.objects import Node
 from models.resources import is_tracked_resource
 from models.snapshot import ClusterSnapshot
+
+from ..whatif.changes import rebuilt
+from ..whatif.node_slices import copied_slices, node_slices
+from .devices import devices_signature, parse_devices
 
 COST_SCALE = 1000
 HOSTNAME = "kubernetes.io/hostname"
@@ -34,10 +39,19 @@ class Shape:
     node: Node  # the shape as a Node named ``name`` (labels, taints, allocatable)
     cost: int  # thousandths
     max_count: int
+    slices: tuple[ResourceSlice, ...] = ()  # its own devices' slices, as a node of it publishes them (``devices``)
 
     @property
     def allocatable(self) -> dict[str, int]:
         return self.node.allocatable
+
+    @property
+    def device_count(self) -> int:
+        return sum(len(s.spec.devices) for s in self.slices)
+
+    def made_slices(self, name: str) -> tuple[ResourceSlice, ...]:
+        """The slices a node of this shape named ``name`` publishes (its pools named after it)."""
+        return copied_slices(self.slices, name)
 
     def made(self, name: str) -> Node:
         """A node of this shape named ``name``."""
@@ -75,7 +89,7 @@ def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
         where = f"shapes[{i}]"
         if not isinstance(entry, dict):
             raise InputError(where, "", "expected a mapping")
-        unknown = set(entry) - {"name", "labels", "taints", "allocatable", "cost", "maxCount", "zones"}
+        unknown = set(entry) - {"name", "labels", "taints", "allocatable", "cost", "maxCount", "zones", "devices"}
         if unknown:
             raise InputError(where, sorted(unknown)[0], "unknown field")
         name = entry.get("name")
@@ -91,16 +105,17 @@ def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
                                  "ephemeral-storage, hugepages-*, or an extended resource domain/name)")
         cost = _cost(entry.get("cost", 1), where)
         max_count = _count(entry.get("maxCount", default_max), where, "maxCount")
+        slices = parse_devices(entry["devices"], where) if "devices" in entry else ()
         zones = entry.get("zones")
         if zones is None:
-            out.append(Shape(name, _node(name, entry, where, None), cost, max_count))
+            out.append(Shape(name, _node(name, entry, where, None), cost, max_count, slices))
             continue
         if not isinstance(zones, dict) or not zones:
             raise InputError(where, "zones", "expected a mapping of zone to the most nodes there")
         for zone, count in zones.items():
             zoned = f"{name}@{zone}"
             out.append(Shape(zoned, _node(zoned, entry, where, str(zone)), cost,
-                             min(max_count, _count(count, where, f"zones.{zone}"))))
+                             min(max_count, _count(count, where, f"zones.{zone}")), slices))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise InputError("shapes", "name", "two shapes share a name")
@@ -130,7 +145,9 @@ def shapes_from_nodes(snapshot: ClusterSnapshot, config: SchedulerConfig, *, max
         # state, not its shape.
         kept = [t for t in node.spec.taints if not t.key.startswith(CONDITION_TAINTS)]
         taints = tuple((t.key, t.value, t.effect) for t in kept)
-        key = (tuple(sorted(labels.items())), taints, tuple(sorted(node.allocatable.items())))
+        slices = node_slices(snapshot, node.metadata.name)
+        key = (tuple(sorted(labels.items())), taints, tuple(sorted(node.allocatable.items())),
+               devices_signature(slices))
         if key in seen:
             continue
         instance = labels.get(repack.node_cost_label, "")
@@ -141,5 +158,12 @@ def shapes_from_nodes(snapshot: ClusterSnapshot, config: SchedulerConfig, *, max
             "spec": {"taints": [t.model_dump(by_alias=True, exclude_none=True) for t in kept]},
             "status": {"allocatable": {k: str(v) if k != "cpu" else f"{v}m" for k, v in node.allocatable.items()}},
         })
-        seen[key] = Shape(name, shaped, cost, max_count)
+        seen[key] = Shape(name, shaped, cost, max_count, slices)
     return list(seen.values())
+
+
+def with_new_nodes(base: ClusterSnapshot, new: list[tuple[Shape, str]]) -> ClusterSnapshot:
+    """``base`` with a node of each ``(shape, name)`` added, and its devices' slices."""
+    nodes = base.nodes + tuple(shape.made(name) for shape, name in new)
+    slices = tuple(s for shape, name in new for s in shape.made_slices(name))
+    return rebuilt(base, nodes=nodes, resource_slices=base.resource_slices + slices) if slices else rebuilt(base, nodes=nodes)

@@ -21,6 +21,8 @@ from models.errors import InputError
 from models.objects import Node, Pod, PodDisruptionBudget, copy_with
 from models.snapshot import ClusterSnapshot, pod_group_key
 
+from .node_slices import copied_slices, node_slices
+
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
@@ -117,8 +119,9 @@ class RemoveNode:
 
 @dataclass(frozen=True)
 class AddNodes:
-    """``--add-nodes N:LIKE``: N new nodes shaped like node LIKE (labels, taints, allocatable),
-    or like the Node given in a file (``shape``), named ``<like>-whatif-<i>``; not cordoned."""
+    """``--add-nodes N:LIKE``: N new nodes shaped like node LIKE (labels, taints, allocatable, its
+    own DRA devices: ``node_slices``), or like the Node given in a file (``shape``), named
+    ``<like>-whatif-<i>``; not cordoned."""
 
     count: int
     like: str
@@ -142,7 +145,12 @@ class AddNodes:
             metadata = copy_with(model.metadata, {"name": name, "labels": labels, "uid": ""})
             spec = copy_with(model.spec, {"unschedulable": False})
             added.append(copy_with(model, {"metadata": metadata, "spec": spec}))
-        return rebuilt(snapshot, nodes=snapshot.nodes + tuple(added))
+        # A node copied from one of the cluster's gets a copy of that node's own devices.
+        own = node_slices(snapshot, self.like) if self.shape is None else ()
+        if not own:
+            return rebuilt(snapshot, nodes=snapshot.nodes + tuple(added))
+        slices = tuple(s for node in added for s in copied_slices(own, node.metadata.name))
+        return rebuilt(snapshot, nodes=snapshot.nodes + tuple(added), resource_slices=snapshot.resource_slices + slices)
 
     def describe(self) -> str:
         return f"add {self.count} node(s) like {self.like}"

@@ -69,3 +69,20 @@ def test_a_bad_shape_file_exits_2_with_one_line(capsys, tmp_path: Path, bad, lin
     code, out, err = run(capsys, "provision", snap, "--shapes", shapes)
     assert code == 2 and out == "" and len(err) == 1
     assert err[0].startswith(f"cpsat-scheduler: error: {shapes}: {line}")
+
+
+def test_gpu_pods_get_a_shape_with_devices_from_the_file(capsys) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    code, out, _ = run(capsys, "provision", str(examples / "snapshots/dra/contended.yaml"),
+                       "--shapes", str(examples / "provision/gpu-shapes.yaml"), "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["proven"] and doc["placement"] == {"ml/train-2": "gpu-x4-new-1"}
+    assert doc["added"] == [{"name": "gpu-x4-new-1", "shape": "gpu-x4", "cost": 5.67, "devices": 4}]
+
+
+def test_a_device_without_a_driver_is_refused_in_one_line(capsys, tmp_path: Path) -> None:
+    bad = [{"name": "g", "allocatable": {"cpu": "8"}, "cost": 1, "devices": [{"count": 2}]}]
+    snap, shapes = files(tmp_path, bad)
+    code, out, err = run(capsys, "provision", snap, "--shapes", shapes)
+    assert code == 2 and out == ""
+    assert err == [f"cpsat-scheduler: error: {shapes}: shapes[0] (g): devices[0].driver: a device needs its driver's name"]

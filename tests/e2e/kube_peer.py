@@ -272,9 +272,11 @@ class BenchReport:
 
 
 def bench(plane: ControlPlane, scenario: Scenario, workdir: Path, *, limits: Iterable[float] = (1.0, 10.0),
-          live: bool = True, limit: float = LIMIT) -> BenchReport:
+          live: bool = True, limit: float = LIMIT, snapshot_out: Optional[Path] = None) -> BenchReport:
     """kube-scheduler, the offline plans and (``live``) ``run``, one after the other, each on
-    the scenario loaded afresh."""
+    the scenario loaded afresh. ``snapshot_out``: where to write the objects read back from the
+    server (what the offline plans decide on: `cpsat-scheduler schedule FILE --scheduler-name
+    kube-peer` reproduces them)."""
     report = BenchReport(scenario.name, sum(o["kind"] == "Node" for o in scenario.objects),
                          len(scenario.running()), len(scenario.pending()))
     loader = Loader(plane)
@@ -286,6 +288,8 @@ def bench(plane: ControlPlane, scenario: Scenario, workdir: Path, *, limits: Ite
             report.refused = str(exc)
             return report
         items = loader.read_back(scenario)
+        if snapshot_out is not None:
+            snapshot_out.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
         kube = kube_decides(plane, loader, scenario, workdir, limit=limit, loaded=True)
         kube.rule_breaks = rule_breaks(scenario, items, kube)
         report.outcomes.append(kube)
@@ -361,6 +365,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="the offline plan's CP-SAT limits (default 1 and 10)")
     parser.add_argument("--no-live", action="store_true", help="leave out cpsat-scheduler run")
     parser.add_argument("--json", help="write the report as JSON here")
+    parser.add_argument("--save-snapshot", metavar="FILE",
+                        help="write the objects read back from the server (the offline plans' input) here")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.limit <= 0 or any(t <= 0 for t in args.limits or []):
         return _usage("--nodes, --limit and --time-limit must be positive")
@@ -374,7 +380,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             plane.start()
             report = bench(plane, scenario, Path(tmp), limits=args.limits or (1.0, 10.0), live=not args.no_live,
-                           limit=args.limit)
+                           limit=args.limit, snapshot_out=Path(args.save_snapshot) if args.save_snapshot else None)
         finally:
             plane.stop()
     if args.json:

@@ -3,16 +3,20 @@ is sufficient (relaxing it makes the pod or gang fit) and minimal (relaxing any 
 
 from __future__ import annotations
 
+import collections
 import random
 
 import pytest
 
 from models.config import SchedulerConfig
 from models.errors import InputError
+from models.objects import copy_with
+from models.snapshot import POD_GROUP_LABEL
 from solver import ScheduleRequest, decide
 from solver.explain import Stopped, explain, plan_applied
-from solver.explain.obstacles import relaxed
-from tests.builders import make_node, make_pdb, make_pod, make_pod_group, make_snapshot, term
+from solver.explain.obstacles import candidates, relaxed
+from tests.builders import (make_csi_node, make_node, make_pdb, make_pod, make_pod_group, make_pv, make_pvc, make_snapshot,
+                            make_storage_class, term)
 from tests.builders import spread as spread_rule
 
 CONFIG = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 10, "workers": 1},
@@ -118,7 +122,62 @@ def window(seed: int):
         pods += [make_pod(f"ml/g-{i}", cpu=str(rng.choice([1, 2])), priority=1000, group="g") for i in range(size)]
         groups.append(make_pod_group("ml/g", size, topology_key="rack" if rng.random() < 0.5 else None))
     pdbs = [make_pdb("run/batch", {"app": "batch"}, allowed=0)] if rng.random() < 0.5 else []
-    return make_snapshot(nodes, pods, pod_groups=groups, pdbs=pdbs)
+    return held(seed, nodes, pods, groups, pdbs)
+
+
+def held(seed: int, nodes, pods, groups, pdbs):
+    """The window with what nodes hold beyond requests and what pods carry (their own random
+    stream, so the rest of the window is as it was): a node's few pod slots, a pending pod's
+    volume bound in one zone, GPUs as DRA devices (some held by a running pod's claim, a pending
+    pod asking for some), the gang's members sharing a host port."""
+    from models.snapshot import ClusterSnapshot
+    from tests.solver.dra_objects import allocated_claim, gpu_class, gpu_slice, gpu_template, with_claim
+
+    rng = random.Random(seed * 7919 + 1)
+    extra: dict = {}
+    if rng.random() < 0.25:
+        i = rng.randrange(len(nodes))
+        held_there = sum(1 for p in pods if p.spec.node_name == nodes[i].metadata.name)
+        nodes[i] = make_node(nodes[i].metadata.name, cpu=str(nodes[i].allocatable["cpu"] // 1000), memory="16Gi",
+                             pods=held_there, labels=dict(nodes[i].metadata.labels),
+                             taints=[f"{t.key}={t.value}:{t.effect}" for t in nodes[i].spec.taints],
+                             unschedulable=nodes[i].spec.unschedulable)
+    pending = [i for i, p in enumerate(pods) if not p.spec.node_name and not p.metadata.labels.get(POD_GROUP_LABEL)]
+    if pending and rng.random() < 0.25:
+        i = rng.choice(pending)
+        zone = rng.choice("ab")
+        pods[i] = make_pod(pods[i].key, cpu=str(pods[i].spec.containers[0].resources.requests["cpu"] // 1000),
+                           priority=pods[i].spec.priority, labels=dict(pods[i].metadata.labels), claims=["data"])
+        extra.update(pvcs=[make_pvc(f"{pods[i].metadata.namespace}/data", volume="pv-data")],
+                     pvs=[make_pv("pv-data", zone=zone, claim=f"{pods[i].metadata.namespace}/data")],
+                     storage_classes=[make_storage_class()])
+        nodes[:] = [_zoned(n) for n in nodes]
+    if rng.random() < 0.3:
+        gpus = {n.metadata.name: rng.choice([0, 1, 2]) for n in nodes}
+        extra.update(device_classes=[gpu_class()], resource_slices=[gpu_slice(n, g) for n, g in gpus.items() if g],
+                     resource_claim_templates=[gpu_template("new/gpu", rng.choice([1, 2]))])
+        holder = next((i for i, p in enumerate(pods) if p.spec.node_name and gpus[p.spec.node_name]), None)
+        if holder is not None and rng.random() < 0.7:
+            pod = pods[holder]
+            pods[holder] = with_claim(pod, claim="held")
+            extra["resource_claims"] = [allocated_claim(f"{pod.metadata.namespace}/held", pod.spec.node_name,
+                                                         ["gpu-0"], pod.metadata.name)]
+        asking = [i for i in pending if pods[i].metadata.namespace == "new" and not pods[i].spec.volumes]
+        if asking:
+            i = rng.choice(asking)
+            pods[i] = with_claim(pods[i], template="gpu")
+    if groups and rng.random() < 0.5:
+        pods[:] = [make_pod(p.key, cpu=str(p.spec.containers[0].resources.requests["cpu"] // 1000), priority=1000,
+                            group=p.metadata.labels[POD_GROUP_LABEL], host_ports=[9000])
+                   if p.metadata.labels.get(POD_GROUP_LABEL) else p for p in pods]
+    return ClusterSnapshot.build(nodes=nodes, pods=pods, pod_groups=groups, pdbs=pdbs, **extra)
+
+
+def _zoned(node):
+    """``node`` with the well-known zone label beside its own ``zone`` one (a volume's node affinity reads it)."""
+    labels = dict(node.metadata.labels)
+    labels["topology.kubernetes.io/zone"] = labels["zone"]
+    return copy_with(node, {"metadata": copy_with(node.metadata, {"labels": labels})})
 
 
 def _fits(snapshot, plan, unit_pods, reasons, obstacles) -> bool:
@@ -128,6 +187,9 @@ def _fits(snapshot, plan, unit_pods, reasons, obstacles) -> bool:
     return set(keys) <= set(decision.plan.assignment_map())
 
 
+SEEN: collections.Counter = collections.Counter()  # obstacle kinds the checked sets named (printed with -s)
+
+
 def check_windows(seeds) -> int:
     """Every obstacle set sufficient and minimal; returns how many sets were checked."""
     checked = 0
@@ -135,6 +197,8 @@ def check_windows(seeds) -> int:
         snap = window(seed)
         today = decide(ScheduleRequest(snap, CONFIG))
         for why in explain(snap, CONFIG, today=today):
+            if why.reasons and (why.fits_as_is or why.obstacles is None):
+                SEEN["fits as is" if why.fits_as_is else "fits nowhere"] += 1
             if why.fits_as_is or why.obstacles is None or not why.reasons:
                 continue
             assert why.proven, seed
@@ -144,6 +208,9 @@ def check_windows(seeds) -> int:
                 fewer = tuple(x for x in kept if x is not o)
                 assert not _fits(snap, today.plan, why.unit.pods, why.reasons, fewer), (seed, o.text)
             checked += 1
+            SEEN.update(o.kind for o in kept)
+            SEEN[f"size {len(kept)}"] += 1
+    print(f"{checked} sets checked; kinds and sizes: {dict(sorted(SEEN.items()))}")
     return checked
 
 
@@ -181,3 +248,79 @@ def test_a_gate_that_says_no_stops_the_search_with_no_partial_answer() -> None:
 
     with pytest.raises(Stopped, match="a/p: stopped after 2 feasibility check"):
         explain(make_snapshot(nodes, [make_pod("a/p", cpu="1")]), CONFIG, "a/p", gate=gate)
+
+
+# -- what a node holds beyond requests, what the targets carry ------------------------------------
+
+
+def test_a_node_out_of_pod_slots_is_named_by_its_pod_count() -> None:
+    nodes = [make_node("n1", cpu="8", pods=2)]
+    pods = [make_pod(f"a/run-{i}", node="n1", priority=100) for i in range(2)] + [make_pod("a/p", cpu="1")]
+    [why] = explain(make_snapshot(nodes, pods), CONFIG, "a/p")
+    assert [(o.kind, o.objects, o.fields) for o in why.obstacles] == [
+        ("pod-count", ("nodes/n1",), ("status.allocatable.pods",))]
+    assert why.obstacles[0].text == "node n1 holds 2 pod(s), its pod slots: 2"
+    assert why.short_form() == "obstacles: node n1's pod count"
+
+
+def test_a_volume_bound_in_another_zone_is_named_with_its_node_affinity() -> None:
+    nodes = [make_node("b1", cpu="4", labels={"topology.kubernetes.io/zone": "b"})]
+    snap = make_snapshot(nodes, [make_pod("a/db", cpu="1", claims=["data"])],
+                         pvcs=[make_pvc("a/data", volume="pv-a")], pvs=[make_pv("pv-a", zone="a", claim="a/data")],
+                         storage_classes=[make_storage_class()])
+    [why] = explain(snap, CONFIG, "a/db")
+    [o] = why.obstacles
+    assert o.kind == "volume" and "persistentvolumes/pv-a" in o.objects and "spec.nodeAffinity" in o.fields
+    assert o.text == "a/db: PersistentVolumeClaim a/data bound to volume pv-a, whose spec.nodeAffinity limits the nodes that reach it"
+
+
+def test_a_node_at_its_volume_attach_limit_or_the_volume_itself() -> None:
+    nodes = [make_node("n1", cpu="4")]
+    pods = [make_pod("a/old", node="n1", claims=["old"]), make_pod("a/new", cpu="1", claims=["new"])]
+    snap = make_snapshot(nodes, pods, pvcs=[make_pvc("a/old", volume="pv-old"), make_pvc("a/new", volume="pv-new")],
+                         pvs=[make_pv("pv-old", claim="a/old"), make_pv("pv-new", claim="a/new")],
+                         storage_classes=[make_storage_class()], csi_nodes=[make_csi_node("n1", {"disk.csi": 1})])
+    [why] = explain(snap, CONFIG, "a/new")
+    assert why.proven and len(why.obstacles) == 1 and kinds(why)[0] in ("volume", "volume-limit")
+    if kinds(why) == ["volume-limit"]:
+        assert why.obstacles[0].fields == ("spec.drivers[0].allocatable.count",)
+
+
+def test_devices_held_by_a_running_pods_claim_name_the_targets_claim() -> None:
+    from tests.solver.dra_objects import allocated_claim, gpu_class, gpu_slice, gpu_template, with_claim
+    from models.snapshot import ClusterSnapshot
+
+    pods = [with_claim(make_pod("ml/old", cpu="1", node="n1"), claim="old-gpus"),
+            with_claim(make_pod("ml/new", cpu="1"), template="one-gpu")]
+    snap = ClusterSnapshot.build(nodes=[make_node("n1", cpu="8")], pods=pods, device_classes=[gpu_class()],
+                                 resource_slices=[gpu_slice("n1", 1)], resource_claim_templates=[gpu_template("ml/one-gpu", 1)],
+                                 resource_claims=[allocated_claim("ml/old-gpus", "n1", ["gpu-0"], "old")])
+    [why] = explain(snap, CONFIG, "ml/new")
+    [o] = why.obstacles
+    assert o.kind == "device-claim" and o.objects[0] == "resourceclaimtemplates/ml/one-gpu"
+    assert o.fields == ("spec.resourceClaims[0]", "spec.devices.requests")
+    assert why.proven
+    # The other way: node n1's room relaxed gives back the GPU ml/old's claim holds.
+    today = decide(ScheduleRequest(snap, CONFIG))
+    room = [c for c in candidates(plan_applied(snap, today.plan, keep={"ml/new"}), [snap.pod("ml/new")], CONFIG)
+            if c.kind == "room"]
+    assert room and _fits(snap, today.plan, ("ml/new",), {"ml/new": ""}, tuple(room))
+    assert not _fits(snap, today.plan, ("ml/new",), {"ml/new": ""}, ())
+
+
+def test_a_gang_whose_members_share_a_host_port_on_the_one_node() -> None:
+    pods = [make_pod(f"ml/w-{i}", cpu="1", group="w", host_ports=[8080]) for i in range(2)]
+    snap = make_snapshot([make_node("n1", cpu="8")], pods, pod_groups=[make_pod_group("ml/w", 2)])
+    [why] = explain(snap, CONFIG, "podgroup/ml/w")
+    assert [(o.kind, o.text) for o in why.obstacles] == [
+        ("host-port", "2 pods of the gang: hostPort 8080/TCP (no two of them on one node)")]
+
+
+def test_a_gang_short_of_pod_slots_by_one_is_named_by_the_pod_count() -> None:
+    """One slot left on the only node, two members to place: the node's pod count, though a
+    single pod would fit."""
+    pods = [make_pod(f"a/run-{i}", node="n1", priority=100) for i in range(2)]
+    pods += [make_pod(f"ml/w-{i}", cpu="1", group="w") for i in range(2)]
+    snap = make_snapshot([make_node("n1", cpu="8", pods=3)], pods, pod_groups=[make_pod_group("ml/w", 2)])
+    [why] = explain(snap, CONFIG, "podgroup/ml/w")
+    assert [(o.kind, o.text) for o in why.obstacles] == [("pod-count", "node n1 holds 2 pod(s), its pod slots: 3")]

@@ -16,7 +16,7 @@ from models import SchedulerConfig
 from solver import schedule, validate
 
 GANGS = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "gangs"
-SHAPES = ["scheduler-plugins", "podgroup-v1alpha2", "workload-v1alpha1", "volcano"]
+SHAPES = ["scheduler-plugins", "podgroup-v1alpha2", "podgroup-v1beta1", "workload-v1alpha1", "volcano"]
 
 
 def plan_of(path: Path, engine: str):

@@ -29,6 +29,18 @@ def test_adding_a_node_like_another_places_what_did_not_fit() -> None:
     assert result.changed.nodes == 2 and result.changed.nodes_used == 2
 
 
+def test_a_node_added_like_a_gpu_node_carries_its_devices() -> None:
+    from models.snapshot import ClusterSnapshot
+    from tests.solver.dra_objects import gpu_class, gpu_slice, gpu_template, with_claim
+
+    pods = [with_claim(make_pod(f"ml/t{i}", cpu="1"), template="two") for i in range(2)]
+    snap = ClusterSnapshot.build(nodes=[make_node("g1", cpu="8")], pods=pods, device_classes=[gpu_class()],
+                                 resource_slices=[gpu_slice("g1", 2)], resource_claim_templates=[gpu_template("ml/two", 2)])
+    result = what_if(snap, [w.AddNodes(1, "g1")], CONFIG)
+    assert len(result.today.placed) == 1 and len(result.changed.placed) == 2
+    assert sorted(result.changed.placed.values()) == ["g1", "g1-whatif-1"]
+
+
 def test_draining_sends_owned_pods_elsewhere_keeps_daemons_and_drops_bare_pods() -> None:
     pods = [owned(make_pod("a/web", cpu="1", node="n1")), owned(make_pod("a/agent", cpu="100m", node="n1"), "DaemonSet"),
             make_pod("a/bare", cpu="1", node="n1")]

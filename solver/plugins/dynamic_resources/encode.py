@@ -81,6 +81,7 @@ def encode(wm: "WindowModel") -> None:
         nodes = sorted({n for cid in ids for n, _ in wm.by_class.get(cid, [])})
         anchors[key] = {n: m.new_bool_var(f"dra_at[{key},{n}]") for n in nodes}
         m.add(cp_model.LinearExpr.sum(list(anchors[key].values())) <= 1)
+    reach = _reach(wm, inventory, anchors)
     for cls in wm.classes:
         rep = cls.rep
         if not rep.pod.spec.resource_claims:
@@ -112,7 +113,8 @@ def encode(wm: "WindowModel") -> None:
                     m.add(x == 0)  # not even in the snapshot's state: never once others took devices
                     continue
             for key in here:
-                m.add(x <= anchors[key][n])  # the shared claim is allocated from this pod's node
+                # the shared claim is allocated from a node whose devices this pod's node reaches too
+                m.add(x <= cp_model.LinearExpr.sum(reach[key].get(n, [])))
             kinds = inventory.kinds_on(node)
             ub = wm.ub_of(cls.id, n)
             for key, claim in own:
@@ -143,6 +145,17 @@ def encode(wm: "WindowModel") -> None:
               <= free + cp_model.LinearExpr.weighted_sum([lit for lit, _ in returned], [n for _, n in returned]))
     _encode_counters(m, inventory, start, takes, _freed_counters(inventory, start, freed))
     encode_shares(m, inventory, start, shares)
+
+
+def _reach(wm: "WindowModel", inventory: Any, anchors: dict[str, dict[int, Any]]) -> dict[str, dict[int, list]]:
+    """Per shared claim and node m, the anchors ``dra_at[claim, a]`` whose devices a pod on m
+    reaches too: every kind node a can use, m can use (devices a node selector offers to a rack:
+    the members of a group sharing its claim may spread over the rack). Node-local devices make
+    that m = a, as before."""
+    kinds = {n: frozenset(k.index for k in inventory.kinds_on(wm.state.nodes[n].node))
+             for at in anchors.values() for n in at}
+    return {key: {n: [a_var for a, a_var in at.items() if kinds[a] <= kinds[n]] for n in at}
+            for key, at in anchors.items()}
 
 
 def shared_kind(kind: Any) -> bool:

@@ -12,6 +12,39 @@ if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
 
 
+def devices_per_kind(rules: Any, claims: list, node: Any) -> Optional[dict[int, int]]:
+    """Devices per kind one pod with ``claims`` takes on ``node``; None: it cannot go there;
+    raises LookupError where one node-local kind per request does not describe the choice (the
+    count would not be exact). Claims already allocated, or not needed, take nothing more."""
+    kinds = rules.inventory.kinds_on(node)
+    out: dict[int, int] = {}
+    for pc in claims:
+        if not pc.needed or (pc.claim is not None and pc.claim.status.allocation is not None):
+            continue
+        chosen: dict[str, tuple[Any, int]] = {}
+        for request in pc.claim.spec.devices.requests:
+            (alt,) = _alternatives(request)
+            fits = [k for k in kinds if rules.candidate(pc.key, alt, k.members[0])]
+            if not fits:
+                return None
+            if len(fits) > 1 or fits[0].scope.node_name is None:
+                raise LookupError
+            chosen[request.name] = (fits[0], alt.count)
+        for c in pc.claim.spec.devices.constraints:
+            covered = [v for name, v in chosen.items() if not c.requests or name in c.requests]
+            attribute = c.match_attribute or c.distinct_attribute or ""
+            values = [attribute_value(k.members[0], attribute) for k, _ in covered]
+            if any(v is None for v in values):
+                return None
+            if c.match_attribute is not None and len({repr(v) for v in values}) > 1:
+                return None
+            if c.distinct_attribute is not None and (len(covered) > 1 or any(n > 1 for _, n in covered)):
+                raise LookupError
+        for k, n in chosen.values():
+            out[k.index] = out.get(k.index, 0) + n
+    return out
+
+
 class DeviceBook:
     """Devices for the packing (DynamicResources), where counting them is exact: a class whose
     claims are all still to be made from ExactCount templates (``PodInfo.devices_key``) and
@@ -26,40 +59,9 @@ class DeviceBook:
         dra = wm.state.dra
         if dra is None:
             return
-        rules, inventory = dra.rules, dra.rules.inventory
-        for kind in inventory.kinds:
+        rules = dra.rules
+        for kind in rules.inventory.kinds:
             self.free[kind.index] = sum(1 for r in kind.members if r.id not in dra.state.used)
-
-        def need(claims: list, node) -> Optional[dict[int, int]]:
-            """Devices per kind one pod takes on ``node``; None: it cannot go there; raises
-            LookupError where one kind per request does not describe the choice."""
-            kinds = inventory.kinds_on(node)
-            out: dict[int, int] = {}
-            for pc in claims:
-                if not pc.needed:
-                    continue
-                chosen: dict[str, tuple[Any, int]] = {}
-                for request in pc.claim.spec.devices.requests:
-                    (alt,) = _alternatives(request)
-                    fits = [k for k in kinds if rules.candidate(pc.key, alt, k.members[0])]
-                    if not fits:
-                        return None
-                    if len(fits) > 1 or fits[0].scope.node_name is None:
-                        raise LookupError
-                    chosen[request.name] = (fits[0], alt.count)
-                for c in pc.claim.spec.devices.constraints:
-                    covered = [v for name, v in chosen.items() if not c.requests or name in c.requests]
-                    attribute = c.match_attribute or c.distinct_attribute or ""
-                    values = [attribute_value(k.members[0], attribute) for k, _ in covered]
-                    if any(v is None for v in values):
-                        return None
-                    if c.match_attribute is not None and len({repr(v) for v in values}) > 1:
-                        return None
-                    if c.distinct_attribute is not None and (len(covered) > 1 or any(n > 1 for _, n in covered)):
-                        raise LookupError
-                for k, n in chosen.values():
-                    out[k.index] = out.get(k.index, 0) + n
-            return out
 
         for cls in wm.classes:
             rep = cls.rep
@@ -67,7 +69,7 @@ class DeviceBook:
                 continue
             claims = dra.claims_of(rep)
             try:
-                self.rows[cls.id] = [need(claims, wm.state.nodes[n].node) for n in wm.cand[cls.id].tolist()]
+                self.rows[cls.id] = [devices_per_kind(rules, claims, wm.state.nodes[n].node) for n in wm.cand[cls.id].tolist()]
             except (LookupError, AllocationError, ValueError):
                 continue
 

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ...group_tree import Tree, TreeDomains
 from ...info import PodInfo
 from ...plugin_api import OPEN, Gate, GreedyPart, PassResult, Trial
 from ...state import ClusterState
@@ -46,11 +47,16 @@ class GangPass(GreedyPart):
     admission_asked: set[str] = field(default_factory=set)
     # Gangs' members placed so far in the window, by node (a preferred topology's domains).
     nodes_used: dict[str, list[int]] = field(default_factory=dict)
+    # The topology choices of CompositePodGroup levels above gangs (None: no tree in the snapshot).
+    trees: Optional[TreeDomains] = None
 
     @staticmethod
     def of(ctx, state: ClusterState, static, trial: Trial) -> "GangPass":
         gangs = collect(ctx)
         book = GangPass(ctx, trial, gangs, {g.members[-1].key: g for g in gangs.values()})
+        tree = Tree.of(ctx)
+        if tree is not None:
+            book.trees = TreeDomains(tree, ctx.window, trial)
         if any(p.group is not None for p in ctx.window):  # no gang in the window: no member to protect
             for p in ctx.bound:
                 if p.group is not None:
@@ -85,12 +91,15 @@ class GangPass(GreedyPart):
         blocked = gang.blocked(pod)
         if blocked:
             return Gate(blocked=blocked)
+        above = self.trees.within(gang.key, state) if self.trees is not None else None
         key = topology.key_of(gang.group)
         if key is None:
-            return OPEN
+            return OPEN if above is None else Gate(within=above[0], outside=topology.outside_domain(above[1]))
         within = self.domain.get(gang.key)
         if within is None:
-            within = self.domain[gang.key] = _choose_domain(gang, state, self.ctx, self.trial)
+            limit = above[0] if above is not None else None
+            within = _choose_domain(gang, state, self.ctx, self.trial, limit)
+            self.domain[gang.key] = within = within if limit is None else within & limit
         return Gate(within=within, outside=topology.outside_domain(key))
 
     def narrow(self, pod: PodInfo, state: ClusterState, feasible: np.ndarray) -> np.ndarray:
@@ -126,7 +135,8 @@ class GangPass(GreedyPart):
         return frozenset(self.protected_keys)
 
 
-def _choose_domain(gang: Gang, state: ClusterState, ctx, trial: Trial) -> np.ndarray:
+def _choose_domain(gang: Gang, state: ClusterState, ctx, trial: Trial,
+                   limit: Optional[np.ndarray] = None) -> np.ndarray:
     """Upstream's topology-aware scheduling for a gang with required topology: for every domain
     it may use (its running members' one, else each value of the key), place its members on a
     copy of the state, restricted to that domain's nodes; keep the domain that places the most,
@@ -141,7 +151,9 @@ def _choose_domain(gang: Gang, state: ClusterState, ctx, trial: Trial) -> np.nda
     then by that fullness, the first trial placing every member is the answer, and a domain whose
     bound is below the best trial so far cannot be. When no domain's bound reaches what the gang
     needs, no trial can place it whole (it fails, or preempts in the domain chosen): the domain
-    with the largest bound, then the fullest, is taken without trials."""
+    with the largest bound, then the fullest, is taken without trials. ``limit``: the nodes a
+    CompositePodGroup level above the gang chose (``group_tree.TreeDomains``): only the domains
+    inside it are tried."""
     key = topology.key_of(gang.group)
     assert key is not None
     ids = topology.domain_ids(state, key)
@@ -149,6 +161,9 @@ def _choose_domain(gang: Gang, state: ClusterState, ctx, trial: Trial) -> np.nda
     # Running members pin the domain as the snapshot has them (victims a rolled-back gang returns
     # come back where they were).
     domains = topology.candidate_domains(gang, ctx.state, key)
+    if limit is not None:
+        inside = {int(d) for d in ids[limit] if d >= 0}
+        domains = [d for d in domains if d in inside]
     if not domains:
         return chosen
     members = len(gang.members)

@@ -112,8 +112,8 @@ def kinds(ctx, gangs: dict[str, Gang]) -> list[GangKind]:
     base_ids: dict[tuple, int] = {}
     by_key: dict[tuple, list[Gang]] = defaultdict(list)
     for gang in gangs.values():  # in the order of their first members: queue order
-        if gang.group is None or gang.running or gang.blocked(gang.members[0]):
-            continue
+        if gang.group is None or gang.running or gang.blocked(gang.members[0]) or gang.group.spec.parent:
+            continue  # a CompositePodGroup's child keeps its own classes (``composite_group``)
         for pod in gang.members:
             if pod.class_id not in base_of:
                 sig = ctx.classes[pod.class_id].rep.scheduling_signature(labels, with_group=False)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from ...framework import names
+from ...group_disruption import evicted_together
 from ...disruption import disruptions_allowed, pdbs_covering
 from . import replay as kube_replay
 from .victim_room import why_not
@@ -35,7 +36,7 @@ def check(replay: Replay) -> None:
                 f"preemption: {victim} is evicted from node {node} for {v.preemptor}, which the plan does not place"
             )
             continue
-        if replay.assigned[v.preemptor] != v.node:
+        if replay.assigned[v.preemptor] != v.node and not _goes_with_group(replay, v):
             replay.report(
                 f"preemption: {victim} is evicted from node {node} for {v.preemptor}, which is placed on "
                 f"node {replay.node_name(replay.assigned[v.preemptor])}"
@@ -47,6 +48,17 @@ def check(replay: Replay) -> None:
     _check_victims_needed(replay, sound)
     if config.preemption.pdb == "hard" and replay.victims:
         _check_budgets(replay)
+
+
+def _goes_with_group(replay: Replay, v) -> bool:
+    """A member of a ``disruptionMode: all`` PodGroup evicted with a group-mate that its preemptor
+    evicts on the preemptor's own node (the group goes as a unit, wherever its members run)."""
+    unit = evicted_together(replay.ctx.pod_groups, v.pod)
+    if unit is None:
+        return False
+    where = replay.assigned[v.preemptor]
+    return any(evicted_together(replay.ctx.pod_groups, o.pod) == unit and o.preemptor == v.preemptor
+               and o.node == where for o in replay.victims)
 
 
 def _check_victims_needed(replay: Replay, sound: set[str]) -> None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from ...disruption import PdbBudgets
 from ...framework import names
+from ...group_disruption import co_victims, evicted_together
 from ...info import PodInfo
 from .postfilter import resources_only, select_victims
 from .victim_room import may_preempt
@@ -138,7 +139,7 @@ def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> 
         node = placements[pod.key]
         if node in judged:
             out.turns[pod.key] = _turn(pod, node, state, static, ctx, budgets, never, evicted, done, version)
-            for victim in out.turns[pod.key].victims:
+            for victim in _with_group_mates(ctx, out.turns[pod.key].victims, state):
                 state.remove(victim)
                 evicted.append(victim)
                 out.evicted_by[victim.key] = pod.key
@@ -146,6 +147,21 @@ def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> 
         done.append(pod.key)
         if pod.group is not None and last_member[pod.group] == pod.key:
             never = never | running_members.get(pod.group, set())
+    return out
+
+
+def _with_group_mates(ctx, victims: list[PodInfo], state) -> list[PodInfo]:
+    """``victims`` and, for each in a ``disruptionMode: all`` PodGroup, its running group-mates:
+    1.37's workload-aware preemption evicts such a group as a unit (``group_disruption``)."""
+    out = list(victims)
+    seen = {v.key for v in out}
+    for victim in victims:
+        if evicted_together(ctx.pod_groups, victim) is None:
+            continue
+        for mate, _ in co_victims(ctx.pod_groups, victim, list(state.pods())):
+            if mate.key not in seen:
+                seen.add(mate.key)
+                out.append(mate)
     return out
 
 

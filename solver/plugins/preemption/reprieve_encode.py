@@ -26,18 +26,21 @@ cuts, ``solver/cpsat/kube_victims.py``, take over):
   plan may keep a pod kube-scheduler evicts, the final capacity rows then holding it.
 
 Host ports count too: a pod placed at or above ``L`` that wants a port ``u`` holds keeps ``u`` from
-being reprieved. Where rules beyond the node may keep ``u`` out as well (a placed pod with
-(anti-)affinity, spread or claims, a running pod's anti-affinity, a victim a window pod's
-anti-affinity or spread counts), ``gone[u, L]`` is not required to be for room; ``kept`` still
-requires room. Not weighed here (the cuts take them): the budgets other nodes' evictions spend
+being reprieved. Where a rule beyond room may keep ``u`` out as well — a pod of priority ``L``
+placed on the node whose required anti-affinity or hard spread counts ``u``, volume claims on
+both sides, or ``u``'s own required anti-affinity (``_hinges_on``) — ``gone[u, L]`` is not
+required to be for room; ``kept`` still requires room. Rules of other pods (placed above ``L``,
+or on other nodes of a domain ``u`` is in) are no reason: kube-scheduler evicts at a pod's turn
+only what keeps that pod off that node. Not weighed here (the cuts take them): the budgets other nodes' evictions spend
 before a level's turn, and what those rules decide.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -45,7 +48,8 @@ from ortools.sat.python import cp_model
 from ...disruption import PdbBudgets
 from ...info import PodInfo
 from ..node_ports import filter as node_ports
-from .victim_room import beyond_node_local, device_reasons, entangled, entangling
+from ...state import PodMatcher
+from .victim_room import device_reasons
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -58,20 +62,74 @@ def _importance(pod: PodInfo) -> tuple:
     return (-pod.priority, pod.start_time or _NOW, pod.key)
 
 
-def encode(wm: WindowModel) -> None:
+class ReprieveEncoding:
+    """What the encoding leaves in the model (``plugin_api.Relaxable``): per node, ``strict[n]``,
+    under which the plan's evictions there must be the level-by-level reprieve's. It must hold
+    unless ``relaxed`` (fixed false; true only in a copy, ``relax``) or the node's ``alternative``
+    (fixed false until ``admit`` frees it) does."""
+
+    def __init__(self, model: cp_model.CpModel) -> None:
+        self.relaxed = model.new_int_var(0, 0, "reprieve_relaxed")
+        self.strict: dict[int, cp_model.IntVar] = {}
+        self.alternative: dict[int, cp_model.IntVar] = {}
+
+    def add_node(self, model: cp_model.CpModel, n: int) -> cp_model.IntVar:
+        strict = self.strict[n] = model.new_bool_var(f"reprieve_strict[{n}]")
+        alternative = self.alternative[n] = model.new_int_var(0, 0, f"reprieve_alternative[{n}]")
+        model.add_bool_or([strict, self.relaxed, alternative])
+        return strict
+
+    def relax(self, model: cp_model.CpModel) -> None:
+        """In ``model`` (a copy of the window model), evictions no longer tied to the reprieve on
+        any node; the replay still judges them."""
+        _free(model, self.relaxed, 1, 1)
+
+    def admit(self, wm: WindowModel, counts: Mapping[tuple[int, int], int], victims: Mapping[int, set[str]]) -> None:
+        """Admit one plan's own evictions beside the reprieve's: on each node of ``victims``, when
+        the node holds exactly that plan's pods (``counts``, pods per (class, node)), the plan may
+        evict those victims (or fewer) whatever the batch says. Greedy's plan evicts as
+        kube-scheduler does, one pod at a time, which the batch can refuse; admitted, it is a hint
+        the model holds and a floor the solver cannot fall below."""
+        m = wm.model
+        for n, keys in victims.items():
+            alternative = self.alternative.get(n)
+            if alternative is None:
+                continue
+            _free(m, alternative, 0, 1)
+            for cls, var in wm.by_node[n]:
+                k = counts.get((cls.id, n), 0)
+                differs = m.new_bool_var(f"reprieve_differs[{n},{cls.id}]")
+                m.add(var != k).only_enforce_if(differs)
+                m.add(var == k).only_enforce_if(differs.Not())
+                m.add_implication(differs, alternative.Not())
+            for key, (_, node) in wm.evict_pod.items():
+                if node == n and key not in keys:
+                    m.add(wm.evict[key] == 0).only_enforce_if(alternative)
+
+
+def _free(model: cp_model.CpModel, var: cp_model.IntVar, lo: int, hi: int) -> None:
+    """Set ``var``'s domain in ``model`` (the literals above are fixed through their domains)."""
+    domain = model.proto.variables[var.index].domain
+    domain[0] = lo
+    domain[1] = hi
+
+
+def encode(wm: WindowModel) -> Optional[ReprieveEncoding]:
     if not wm.evict:
-        return
+        return None
     victims_on: dict[int, list[PodInfo]] = defaultdict(list)
     for victim, n in wm.evict_pod.values():
         victims_on[n].append(victim)
+    made = ReprieveEncoding(wm.model)
     for n, victims in victims_on.items():
-        _encode_node(wm, n, sorted(victims, key=_importance))
+        _encode_node(wm, n, sorted(victims, key=_importance), made.add_node(wm.model, n))
+    return made
 
 
-def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
+def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo], exact: Any) -> None:
     """The reprieve on node ``n``, whose evictable running pods are ``victims`` (most important
     first)."""
-    node = _NodeReprieve(wm, n, victims)
+    node = _NodeReprieve(wm, n, victims, exact)
     for level in node.levels:
         node.encode_level(level)
 
@@ -80,14 +138,12 @@ class _NodeReprieve:
     """The reprieve on one node: its victims' ``gone[v, L]`` variables (made at construction) and
     what the node holds, shared by the levels' constraints."""
 
-    def __init__(self, wm: WindowModel, n: int, victims: list[PodInfo]) -> None:
+    def __init__(self, wm: WindowModel, n: int, victims: list[PodInfo], exact: Any) -> None:
         self.wm, self.n, self.victims = wm, n, victims
         self.m, self.state = wm.model, wm.state
         m, state = self.m, self.state
         self.entries = wm.by_node[n]
-        self.matchers = entangling(wm.ctx)
         self.budgets = PdbBudgets.of(wm.ctx)
-        self.free_beyond = beyond_node_local((), state.pods_on[n].values())
         lam = self.lam = {v.key: wm.evict_level[v.key] for v in victims}
         self.levels = sorted({lv for v in victims for lv in lam[v.key]}, reverse=True)
         gone: dict[tuple[str, int], cp_model.IntVar] = {}
@@ -96,7 +152,7 @@ class _NodeReprieve:
                 gone[v.key, lv] = m.new_bool_var(f"gone[{v.key},{lv}]")
             m.add(cp_model.LinearExpr.sum([gone[v.key, lv] for lv in lam[v.key]]) <= 1)
             for lv, var in lam[v.key].items():
-                m.add(var <= gone[v.key, lv])  # the plan evicts at kube's level only
+                m.add(var <= gone[v.key, lv]).only_enforce_if(exact)  # the plan evicts at kube's level only
         self.gone = gone
         self.width = state.free.shape[1]
         self.alloc = state.alloc[n].astype(np.int64)
@@ -226,19 +282,36 @@ class _NodeReprieve:
         """Why each victim may be gone at L: one of its ``over`` literals (room, ports, rules
         beyond the node, devices), or never gone when it has none."""
         m, wm, n, gone = self.m, self.wm, self.n, self.gone
-        # Rules beyond the node may keep a pod from being reprieved too: a placed pod with
-        # (anti-)affinity, spread or claims, a running pod's anti-affinity, a victim some window
-        # pod's anti-affinity or spread counts. There the eviction is not required to be for room
-        # (the cuts judge it).
-        beyond = [wm.new_presence(f"reprieve_beyond[{n},{level},{cls.id}]", [var], wm.ub_of(cls.id, n))
-                  for cls, var in above if beyond_node_local((cls.rep,), ())]
+        # At L's turn a pod of priority L evicts a victim only so that it fits the node itself:
+        # beyond room and ports, only through a rule of its own that reads the victim (its
+        # anti-affinity or hard spread matches it, or both hold volume claims), or the victim's
+        # own anti-affinity. A rule of some other pod — placed above L, or elsewhere in a domain
+        # the victim shares — is judged at that pod's turn, on its node, and is no reason here.
+        preempting = [(cls, var) for cls, var in above if cls.rep.priority == level and cls.rep.may_preempt_others]
+        presence: dict[int, Any] = {}
         for v in here:
-            if self.free_beyond or entangled(v, self.matchers):
-                continue
-            over_lits[v.key] += beyond
+            for cls, var in preempting:
+                if _hinges_on(cls.rep, v):
+                    if cls.id not in presence:
+                        presence[cls.id] = wm.new_presence(f"reprieve_beyond[{n},{level},{cls.id}]", [var],
+                                                           wm.ub_of(cls.id, n))
+                    over_lits[v.key].append(presence[cls.id])
             # Devices as room: a claim of v's given back to a placed pod with claims (``victim_room``).
             over_lits[v.key] += device_reasons(wm, n, v, level, above)
             if over_lits[v.key]:
                 m.add_bool_or(over_lits[v.key]).only_enforce_if(gone[v.key, level])
             else:
                 m.add(gone[v.key, level] == 0)  # it asks for nothing the level's pods request
+
+
+def _hinges_on(preemptor: PodInfo, victim: PodInfo) -> bool:
+    """Whether ``preemptor``'s fit on the victim's node can hinge on ``victim`` beyond room and
+    ports: the victim's own required anti-affinity matching it, the preemptor's required anti-affinity or
+    hard spread counting it, or volume claims on both sides (ReadWriteOncePod, CSI counts)."""
+    if any(PodMatcher.of_term(t).matches(preemptor) for t in victim.anti_affinity):
+        return True
+    if preemptor.claims and victim.claims:
+        return True
+    if any(PodMatcher.of_term(t).matches(victim) for t in preemptor.anti_affinity):
+        return True
+    return any(PodMatcher.of_spread(c.selector, preemptor.namespace).matches(victim) for c in preemptor.hard_spread)

@@ -1,0 +1,109 @@
+"""The DRA devices a node shape carries, and what a pod class takes of them.
+
+A shape taken from an existing node carries that node's own ResourceSlices, copied to each new
+node of it (``whatif.node_slices``). A shape from a file lists its devices (``devices:``, see
+``parse_devices``), published as one slice per driver.
+
+What a class takes (``class_devices``): per node it may go to, the devices one of its pods takes
+of each node-local kind, as ``DeviceBook`` counts them for the packing — exact when the class's
+claims are all still to be made from templates and each request may take one kind only there.
+Where that does not hold the class takes no devices in the model; the validator then checks the
+placement and the engine decides what it refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from models.dra import ResourceSlice
+from models.errors import InputError
+from models.snapshot import ClusterSnapshot
+
+from ..plugins.dynamic_resources import AllocationError
+from ..plugins.dynamic_resources.hint import devices_per_kind
+
+# How a device kind shows up among a bin's resources in the model: "device:<kind index>".
+DEVICE = "device:"
+ATTRIBUTE_KINDS = {bool: "bool", int: "int", str: "string"}
+
+
+def devices_signature(slices: tuple[ResourceSlice, ...]) -> tuple:
+    """What two nodes' slices must share for the nodes to be one shape: drivers and devices."""
+    return tuple(sorted(
+        (s.spec.driver, tuple(d.model_dump_json(by_alias=True, exclude_none=True) for d in s.spec.devices))
+        for s in slices))
+
+
+def parse_devices(entries: Any, where: str) -> tuple[ResourceSlice, ...]:
+    """A shape file's ``devices:``: a list of ``{driver, count, name?, attributes?, capacity?}``
+    — ``count`` alike devices of ``driver`` named ``<name>-0..`` (``name`` defaults to
+    ``device``), attributes as plain values (``model: a100``, ``memory: 80``) or as a slice
+    writes them (``{string: a100}``), capacity as quantities (``memory: 80Gi``)."""
+    if not isinstance(entries, list):
+        raise InputError(where, "devices", "expected a list of {driver, count, attributes, capacity}")
+    by_driver: dict[str, list[dict]] = {}
+    for i, entry in enumerate(entries):
+        at = f"devices[{i}]"
+        if not isinstance(entry, dict):
+            raise InputError(where, at, "expected a mapping")
+        unknown = set(entry) - {"driver", "count", "name", "attributes", "capacity"}
+        if unknown:
+            raise InputError(where, f"{at}.{sorted(unknown)[0]}", "unknown field")
+        driver, count = entry.get("driver"), entry.get("count", 1)
+        if not isinstance(driver, str) or not driver:
+            raise InputError(where, f"{at}.driver", "a device needs its driver's name")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise InputError(where, f"{at}.count", f'"{count}" must be an integer >= 1')
+        attributes = {k: _attribute(v, where, f"{at}.attributes.{k}") for k, v in (entry.get("attributes") or {}).items()}
+        capacity = {k: {"value": str(v)} for k, v in (entry.get("capacity") or {}).items()}
+        prefix = str(entry.get("name") or "device")
+        listed = by_driver.setdefault(driver, [])
+        listed += [{"name": f"{prefix}-{len(listed) + j}", "attributes": attributes, "capacity": capacity}
+                   for j in range(count)]
+    out = []
+    for driver, devices in by_driver.items():
+        try:
+            out.append(ResourceSlice.model_validate({"metadata": {"name": f"shape-{driver}"}, "spec": {
+                "driver": driver, "nodeName": "shape", "pool": {"name": "shape", "generation": 0, "resourceSliceCount": 1},
+                "devices": devices}}))
+        except ValueError as exc:
+            raise InputError(where, "devices", " ".join(str(exc).splitlines()[:3])[:300]) from None
+    return tuple(out)
+
+
+def _attribute(value: Any, where: str, field: str) -> dict:
+    if isinstance(value, dict):
+        return value
+    kind = ATTRIBUTE_KINDS.get(type(value))
+    if kind is None:
+        raise InputError(where, field, f'"{value}" must be a string, integer or boolean')
+    return {kind: value}
+
+
+def class_devices(ctx: Any, rep: Any, nodes: list[int]) -> Optional[dict[int, dict[str, int]]]:
+    """Per node index of ``nodes`` (of ``ctx``), the devices one pod of ``rep``'s class takes
+    there by kind (``DEVICE`` names); None when the count would not be exact."""
+    dra = ctx.state.dra
+    if dra is None or not rep.devices_key:
+        return None
+    claims = dra.claims_of(rep)
+    out: dict[int, dict[str, int]] = {}
+    try:
+        for n in nodes:
+            row = devices_per_kind(dra.rules, claims, ctx.nodes[n].node)
+            out[n] = {f"{DEVICE}{k}": v for k, v in (row or {}).items() if v}
+    except (LookupError, AllocationError, ValueError):
+        return None
+    return out
+
+
+def free_devices(ctx: Any, node: int) -> dict[str, int]:
+    """The free devices of ``node``'s own kinds, by ``DEVICE`` name."""
+    dra = ctx.state.dra
+    if dra is None:
+        return {}
+    out = {}
+    for kind in dra.rules.inventory.kinds_on(ctx.nodes[node].node):
+        if kind.scope.node_name is not None:
+            out[f"{DEVICE}{kind.index}"] = sum(1 for r in kind.members if r.id not in dra.state.used)
+    return out
