@@ -7,14 +7,9 @@ newest served: ``v1beta1``, then ``v1alpha3`` (1.37), then ``v1alpha2`` (PodGrou
 ``v1alpha1`` (Workload, 1.35). A version asked for by name (``--gang-api v1beta1``) that the
 server does not serve is an input error naming the server, the kind and what it does serve.
 
-``as_parser_input`` is where a v1beta1/v1alpha3 object becomes what the parser reads today
-(``models.workloads``: the v1alpha2 PodGroup, the v1alpha1 Workload): swap its body for the
-identity once the parser reads those versions itself. A PodGroup needs nothing (v1beta1 keeps
-``schedulingPolicy`` and ``schedulingConstraints`` as v1alpha2 had them; the fields the parser
-does not read yet, ``disruptionMode``, ``priority``, ``resourceClaims``, stay in the object); a
-v1beta1 Workload's ``podGroupTemplates`` become the ``podGroups`` a v1alpha1 Workload had (pods of
-1.36+ join PodGroups, never a Workload, so those only name the templates). CompositePodGroups go
-through unchanged (the parser skips kinds it does not read).
+``as_parser_input`` is the one place an object listed from a server would be put in a shape the
+parser reads; since issue 35's parser (v1beta1/v1alpha3 PodGroup, Workload and
+CompositePodGroup) landed, every version listed here is read as it is.
 """
 
 from __future__ import annotations
@@ -72,28 +67,8 @@ def scheduled_condition(api_version: str) -> str:
 
 
 def as_parser_input(obj: dict[str, Any]) -> Optional[dict[str, Any]]:
-    """`obj` as the snapshot parser reads it today (see the module's docstring); objects of
-    other versions and kinds are returned as they are. None: nothing the parser can use (a
-    v1beta1 Workload with no pod group template at any level), left out as a dump without it."""
-    api_version = str(obj.get("apiVersion") or "")
-    group, _, version = api_version.rpartition("/")
-    if group != GROUP or version not in NEWER or obj.get("kind") != "Workload":
-        return obj
-    found = obj.get("spec")
-    spec: dict[str, Any] = found if isinstance(found, dict) else {}
-    groups: dict[str, dict[str, Any]] = {}
-    for template in _templates(spec):
-        groups.setdefault(str(template.get("name")), {"name": template.get("name"),
-                                                      "policy": template.get("schedulingPolicy")})
-    if not groups:
-        return None
-    return {**obj, "spec": {**spec, "podGroups": list(groups.values())}}
-
-
-def _templates(level: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every PodGroup template of a Workload spec, those inside CompositePodGroup templates too."""
-    found = [t for t in level.get("podGroupTemplates") or [] if isinstance(t, dict)]
-    for composite in level.get("compositePodGroupTemplates") or []:
-        if isinstance(composite, dict):
-            found.extend(_templates(composite))
-    return found
+    """`obj` as the snapshot parser reads it. The parser reads every version listed here itself
+    (``adapters/reading/kinds.py``: v1beta1/v1alpha3 PodGroup, the templates-only Workload,
+    CompositePodGroup), so this is the identity; it stays the one place a version the parser
+    does not read yet would be converted (None: leave the object out)."""
+    return obj

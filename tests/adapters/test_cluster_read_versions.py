@@ -47,7 +47,8 @@ WORKLOAD = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "meta
                                                                             "schedulingPolicy": {"gang": {"minCount": 2}}}]}]}}
 COMPOSITE = {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
              "metadata": {"name": "workers", "namespace": "ml"},
-             "spec": {"schedulingPolicy": {"gang": {"minGroupCount": 2}}}}
+             "spec": {"workloadRef": {"workloadName": "job", "templateName": "workers"},
+                      "schedulingPolicy": {"basic": {}}}}
 
 
 def objects(api_version: str, min_count: int) -> list[dict[str, Any]]:
@@ -133,14 +134,12 @@ def test_candidates(kind: str, asked: str | None, expected: tuple[str, ...]) -> 
     assert gang_api.candidates(kind, asked) == expected
 
 
-def test_a_v1beta1_workload_becomes_the_shape_the_parser_reads() -> None:
-    converted = gang_api.as_parser_input(WORKLOAD)
-    assert converted is not None
-    assert [g["name"] for g in converted["spec"]["podGroups"]] == ["driver", "rank"]
-    assert converted["spec"]["podGroups"][1]["policy"] == {"gang": {"minCount": 2}}
-    assert gang_api.as_parser_input({**WORKLOAD, "spec": {"podGroupTemplates": []}}) is None
+def test_objects_listed_go_to_the_parser_as_they_are() -> None:
+    """The parser reads 1.37's shapes itself (the templates-only Workload, CompositePodGroup)."""
+    assert gang_api.as_parser_input(WORKLOAD) is WORKLOAD
+    assert gang_api.as_parser_input(COMPOSITE) is COMPOSITE
     group = pod_group("scheduling.k8s.io/v1beta1", "g", 2)
-    assert gang_api.as_parser_input(group) is group       # PodGroups need nothing
+    assert gang_api.as_parser_input(group) is group
 
 
 @pytest.mark.parametrize("api_version, condition", [

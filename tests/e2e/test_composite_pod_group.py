@@ -6,9 +6,8 @@ CompositePodGroup is listed with them; test_read_cluster.py checks READ_RULES al
 1.37's kube-scheduler decides for real.
 
 When both child groups fit, both place all four pods. When only one fits (1.5-CPU pods, one per
-2-CPU node), kube-scheduler places none: the composite is all-or-nothing. The project's plan does
-the same only once CompositePodGroups are read (issue 35 item 2, branch ``k137``): a strict xfail
-until then."""
+2-CPU node), kube-scheduler places none: the composite is all-or-nothing, and so is the project's
+plan (issue 35's composite_group plugin)."""
 
 from __future__ import annotations
 
@@ -124,7 +123,6 @@ def test_kube_scheduler_places_no_child_group_when_only_one_fits(one_fits: tuple
     assert kube == set(), kube
 
 
-@pytest.mark.xfail(strict=True, reason="CompositePodGroup is read by issue 35 item 2 (branch k137), not yet merged")
 def test_the_plan_places_no_child_group_when_only_one_fits(one_fits: tuple[set[str], set[str]]) -> None:
     ours, _ = one_fits
     assert ours == set(), ours

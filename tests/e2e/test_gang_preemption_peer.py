@@ -1,9 +1,8 @@
 """Workload-aware preemption (1.37, KEP-5710) on a real server (``tests/e2e/gang_preemption_peer.py``):
 a full cluster of low-priority gangs, half ``disruptionMode: all``, and a high-priority gang that
 needs two whole nodes. 1.37's kube-scheduler places the preemptor and evicts an ``all`` group
-only whole; the project's plan, read from the same server first, places the preemptor too. That
-the plan cuts no ``all`` group is issue 35's item 2 (the ``k137`` branch): expected to fail until
-it lands, and to fail loudly (strict) once it does, so the marker is taken off then."""
+only whole; the project's plan, read from the same server first, places the preemptor too and
+cuts no ``all`` group either (issue 35's GroupDisruption plugin)."""
 
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ def test_kube_scheduler_evicts_all_groups_whole_and_both_place_the_preemptor(ver
     assert ours.preemptor_placed and ours.evicted, ours
 
 
-@pytest.mark.xfail(strict=True, reason="disruptionMode is read by issue 35 item 2 (branch k137), not yet merged")
 def test_the_plan_cuts_no_all_group(verdicts: tuple[Verdict, Verdict]) -> None:
     _, ours = verdicts
     assert ours.partial_all == set(), ours
