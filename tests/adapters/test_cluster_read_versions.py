@@ -149,3 +149,18 @@ def test_objects_listed_go_to_the_parser_as_they_are() -> None:
 ])
 def test_the_scheduled_condition_is_named_as_each_version_names_it(api_version: str, condition: str) -> None:
     assert gang_api.scheduled_condition(api_version) == condition
+
+
+@pytest.mark.parametrize("mode, code", [("Pod", 0), ("PodGroup", 0), ("Bogus", 2)])
+def test_a_1_36_servers_string_disruption_mode_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      mode: str, code: int) -> None:
+    """A real 1.36 server defaults a v1alpha2 PodGroup's spec.disruptionMode to the string "Pod"
+    (its "PodGroup" is 1.37's `all`): its dumps must read; any other string is one line, exit 2."""
+    items = objects("scheduling.k8s.io/v1alpha2", 3)
+    items[-1]["spec"]["disruptionMode"] = mode
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    assert main(["schedule", str(path), "-o", "json", "--workers", "1"]) == code
+    err = capsys.readouterr().err.strip()
+    if code:
+        assert len(err.splitlines()) == 1 and "podgroups/ml/train" in err and "disruptionMode" in err, err
