@@ -36,7 +36,7 @@ PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
 
 
 # 1.36's v1alpha2 PodGroup has the mode as a string, which a 1.36 server defaults to "Pod".
-V1ALPHA2_DISRUPTION_MODES = {"Pod": {"single": {}}, "PodGroup": {"all": {}}}
+V1ALPHA2_DISRUPTION_MODES: dict[str, dict[str, dict[str, Any]]] = {"Pod": {"single": {}}, "PodGroup": {"all": {}}}
 
 
 class DisruptionMode(K8sModel):
