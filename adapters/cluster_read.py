@@ -5,6 +5,8 @@ one List, exactly as a dump would be.
 `schedule`, `validate` and `repack` take `--kubeconfig PATH` / `--context NAME` / `--in-cluster`
 in place of a SNAPSHOT. Only `list` calls are made (in pages of 500); a kind whose API the server
 does not serve (a CRD not installed, an alpha API off) is left out, as it would be from a dump.
+Kubernetes' own gang kinds (PodGroup, Workload, CompositePodGroup) are listed in the newest
+version the server serves, or in the one `--gang-api` names (``adapters.gang_api``).
 The ClusterRole a reader needs is `READ_RULES` (docs/configuration.md: "Reading a live cluster").
 """
 
@@ -17,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from adapters import gang_api
 from models import InputError
 
 __all__ = ["KINDS", "READ_RULES", "ClusterSource", "add_cluster_options", "cluster_requested", "read_cluster"]
@@ -49,18 +52,23 @@ KINDS: tuple[ListedKind, ...] = (
     # every real server serves these; a test server may not (then: no volumes, as in a dump without them)
     ListedKind("v1", "PersistentVolume", "persistentvolumes", False, optional=True),
     ListedKind("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, optional=True),
-    # gangs: Kubernetes' own (1.36 PodGroups; 1.35 Workloads), scheduler-plugins' and Volcano's CRDs
-    ListedKind("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups", True, optional=True),
-    ListedKind("scheduling.k8s.io/v1alpha1", "Workload", "workloads", True, optional=True),
+    # gangs: scheduler-plugins' and Volcano's CRDs (Kubernetes' own: GANG_KINDS)
     ListedKind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups", True, optional=True),
     ListedKind("scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups", True, optional=True),
     ListedKind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", True, optional=True),
 )
 
+# Kubernetes' own gang kinds, each in every version read (one of them is listed: gang_api.candidates).
+GANG_KINDS: dict[str, tuple[ListedKind, ...]] = {
+    kind: tuple(ListedKind(f"{gang_api.GROUP}/{v}", kind, plural, True, optional=True)
+                for v in gang_api.VERSIONS[kind])
+    for kind, plural in (("PodGroup", "podgroups"), ("Workload", "workloads"),
+                         ("CompositePodGroup", "compositepodgroups"))}
+
 
 def _rules() -> list[dict[str, Any]]:
     by_group: dict[str, list[str]] = {}
-    for kind in KINDS:
+    for kind in (*KINDS, *(k for kinds in GANG_KINDS.values() for k in kinds)):
         by_group.setdefault(kind.group, [])
         if kind.plural not in by_group[kind.group]:
             by_group[kind.group].append(kind.plural)
@@ -80,6 +88,9 @@ def add_cluster_options(parser: argparse.ArgumentParser, *, kubeconfig: bool = T
         parser.add_argument("--context", metavar="NAME", help="with --kubeconfig: the kubeconfig context")
     parser.add_argument("--in-cluster", action="store_true",
                         help="read the cluster of the pod's service account instead of a SNAPSHOT")
+    parser.add_argument("--gang-api", metavar="VERSION", default="auto",
+                        help="with a cluster: the scheduling.k8s.io version to read PodGroups in (v1beta1,"
+                             " v1alpha3, v1alpha2; default auto: the newest the server serves)")
 
 
 def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) -> bool:
@@ -119,13 +130,47 @@ def read_cluster(args: argparse.Namespace) -> ClusterSource:
         raise credentials_refused(where, exc) from None
     label = f"cluster {api.configuration.host}"
     try:
+        asked = gang_api.parse_choice(getattr(args, "gang_api", None))
+    except ValueError as exc:
+        raise InputError(label, "--gang-api", str(exc)) from None
+    try:
         items: list[dict[str, Any]] = []
         for kind in KINDS:
-            items.extend(_list(api, kind, label))
+            items.extend(_list(api, kind, label) or [])
+        items.extend(_gang_items(api, label, asked))
     finally:
         api.close()
     document = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
     return ClusterSource(json.dumps(document), label)
+
+
+def _gang_items(api: Any, label: str, asked: Optional[str]) -> list[dict[str, Any]]:
+    """Each of Kubernetes' gang kinds in the first of its candidate versions the server serves,
+    as the parser reads it (gang_api.as_parser_input). A PodGroup version asked for by name that
+    the server does not serve is an input error."""
+    items: list[dict[str, Any]] = []
+    for kind, listed in GANG_KINDS.items():
+        by_version = {k.api_version.rpartition("/")[2]: k for k in listed}
+        found = None
+        for version in gang_api.candidates(kind, asked):
+            found = _list(api, by_version[version], label)
+            if found is not None:
+                break
+        if found is None and kind == "PodGroup" and asked is not None:
+            raise InputError(label, "--gang-api", gang_api.not_served(asked, _served_versions(api)))
+        items.extend(o for o in map(gang_api.as_parser_input, found or []) if o is not None)
+    return items
+
+
+def _served_versions(api: Any) -> Optional[set[str]]:
+    """The versions of scheduling.k8s.io the server's discovery lists (None: it could not be read)."""
+    from kubernetes import client
+
+    try:
+        groups = client.ApisApi(api).get_api_versions(_request_timeout=30).groups or []
+    except Exception:  # noqa: BLE001 - only a message's detail depends on it
+        return None
+    return {v.version for g in groups if g.name == gang_api.GROUP for v in g.versions or []}
 
 
 _CORE_LISTS = {"namespaces": "list_namespace", "nodes": "list_node", "pods": "list_pod_for_all_namespaces",
@@ -133,7 +178,8 @@ _CORE_LISTS = {"namespaces": "list_namespace", "nodes": "list_node", "pods": "li
                "persistentvolumeclaims": "list_persistent_volume_claim_for_all_namespaces"}
 
 
-def _list(api: Any, kind: ListedKind, label: str) -> list[dict[str, Any]]:
+def _list(api: Any, kind: ListedKind, label: str) -> Optional[list[dict[str, Any]]]:
+    """Every object of `kind`; None when the server does not serve an optional kind (404)."""
     from urllib3.exceptions import HTTPError
 
     from kubernetes import client
@@ -159,7 +205,7 @@ def _list(api: Any, kind: ListedKind, label: str) -> list[dict[str, Any]]:
                 answer.release_conn()
         except ApiException as exc:
             if exc.status == 404 and kind.optional:
-                return []
+                return None
             if exc.status in (401, 403):
                 raise InputError(label, kind.plural, f"{exc.status} {exc.reason}: listing {kind.plural}"
                                  f" ({kind.group or 'core'} API group) needs the `list` verb; see docs/configuration.md, "

@@ -35,11 +35,25 @@ MAX_USER_PRIORITY = 1_000_000_000
 PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
 
 
+# 1.36's v1alpha2 PodGroup has the mode as a string, which a 1.36 server defaults to "Pod".
+V1ALPHA2_DISRUPTION_MODES: dict[str, dict[str, dict[str, Any]]] = {"Pod": {"single": {}}, "PodGroup": {"all": {}}}
+
+
 class DisruptionMode(K8sModel):
-    """``{single: {}}`` or ``{all: {}}``; neither set reads as ``single`` (the API's default)."""
+    """``{single: {}}`` or ``{all: {}}``; neither set reads as ``single`` (the API's default).
+    1.36's string form (``Pod``, ``PodGroup``) reads as ``single`` and ``all``."""
 
     single: Optional[dict[str, Any]] = None
     all: Optional[dict[str, Any]] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1alpha2_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value not in V1ALPHA2_DISRUPTION_MODES:
+                raise ValueError(f"{value!r} is not a disruption mode (Pod, PodGroup, or {{single: {{}}}}, {{all: {{}}}})")
+            return V1ALPHA2_DISRUPTION_MODES[value]
+        return value
 
     @model_validator(mode="after")
     def _one(self):

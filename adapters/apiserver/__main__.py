@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .resources import GANG_APIS
+from .resources import DEFAULT_GANG_APIS
 from .server import FakeApiServer, flatten
 
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = FakeApiServer(objects, kubelet=not args.no_kubelet, podgroups_crd=not args.no_podgroups,
-                           gang_apis=() if args.no_gang_apis else tuple(GANG_APIS), port=args.port)
+                           gang_apis=() if args.no_gang_apis else DEFAULT_GANG_APIS, port=args.port)
     server.start()
     print(server.url, flush=True)
     if args.kubeconfig:

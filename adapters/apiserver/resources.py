@@ -183,8 +183,28 @@ VOLCANO_PODGROUPS = Resource(
     "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, storage="podgroups.scheduling.volcano.sh",
     status_subresource=True, generation=True, unconditional_update=False, custom=True, delete_returns_object=True,
 )
-# What `gang_apis` names each by (FakeApiServer): its group/version.
-GANG_APIS: dict[str, Resource] = {r.api_version: r for r in (CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS)}
+# Kubernetes 1.37's: v1beta1 PodGroup and Workload, v1alpha3 CompositePodGroup. Served only when
+# `gang_apis` names them (a 1.37 server); each version has its own storage here, where a real
+# server stores one object and serves it in each version (tests create in the version served).
+PODGROUPS_V1BETA1 = Resource(
+    "scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, storage="podgroups.v1beta1.scheduling.k8s.io",
+    status_subresource=True, generation=True, delete_returns_object=True,
+)
+WORKLOADS_V1BETA1 = Resource(
+    "scheduling.k8s.io", "v1beta1", "workloads", "Workload", True, storage="workloads.v1beta1.scheduling.k8s.io",
+    generation=True, delete_returns_object=True,
+)
+COMPOSITE_PODGROUPS = Resource(
+    "scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup", True,
+    storage="compositepodgroups.scheduling.k8s.io", status_subresource=True, generation=True,
+    delete_returns_object=True,
+)
+# What `gang_apis` names each by (FakeApiServer): its group/version (two share scheduling.k8s.io/v1beta1).
+GANG_APIS: dict[str, Resource] = {r.api_version: r for r in (CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS,
+                                                             COMPOSITE_PODGROUPS)}
+GANG_APIS_EXTRA: dict[str, tuple[Resource, ...]] = {"scheduling.k8s.io/v1beta1": (PODGROUPS_V1BETA1, WORKLOADS_V1BETA1)}
+# What a FakeApiServer serves unless told: the 1.36 shapes (and Volcano's).
+DEFAULT_GANG_APIS: tuple[str, ...] = (CORE_PODGROUPS.api_version, WORKLOADS.api_version, VOLCANO_PODGROUPS.api_version)
 
 # What the volume plugins read (the scheduler lists and watches them; PVs and claims have a status).
 PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True,
@@ -213,11 +233,11 @@ class Registry:
 
     def __init__(self, *, podgroups_crd: bool, gang_apis: Iterable[str] = ()) -> None:
         wanted = list(gang_apis)
-        unknown = [api for api in wanted if api not in GANG_APIS]
+        unknown = [api for api in wanted if api not in GANG_APIS and api not in GANG_APIS_EXTRA]
         if unknown:
-            raise ValueError(f"unknown gang APIs {unknown}; known: {sorted(GANG_APIS)}")
-        self.resources: tuple[Resource, ...] = (BUILTIN + ((PODGROUPS,) if podgroups_crd else ())
-                                                + tuple(GANG_APIS[api] for api in wanted))
+            raise ValueError(f"unknown gang APIs {unknown}; known: {sorted({*GANG_APIS, *GANG_APIS_EXTRA})}")
+        gangs = [r for api in wanted for r in ((GANG_APIS[api],) if api in GANG_APIS else GANG_APIS_EXTRA[api])]
+        self.resources: tuple[Resource, ...] = BUILTIN + ((PODGROUPS,) if podgroups_crd else ()) + tuple(gangs)
         self._by_url = {(r.group, r.version, r.plural): r for r in self.resources}
         self._by_kind = {(r.api_version, r.kind): r for r in self.resources}
 

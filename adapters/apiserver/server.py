@@ -21,7 +21,7 @@ from .controllers import DisruptionController, Kubelet, ReplicaControllers, Reso
 from .faults import FaultInjector
 from .handler import HttpServer
 from .request_log import RequestLog
-from .resources import GANG_APIS, Registry
+from .resources import DEFAULT_GANG_APIS, Registry
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -68,8 +68,10 @@ class FakeApiServer:
             paths answer 404, as on a cluster without the CRD.
         gang_apis: the other gang APIs served, by group/version (`resources.GANG_APIS`):
             Kubernetes' `scheduling.k8s.io/v1alpha2` PodGroups and `scheduling.k8s.io/v1alpha1`
-            Workloads, Volcano's `scheduling.volcano.sh/v1beta1` PodGroups. By default all;
-            those left out answer 404, as on a cluster without the feature gate or CRD.
+            Workloads, Volcano's `scheduling.volcano.sh/v1beta1` PodGroups (the default), and
+            1.37's `scheduling.k8s.io/v1beta1` (PodGroups and Workloads) and
+            `scheduling.k8s.io/v1alpha3` (CompositePodGroups) when named; those left out
+            answer 404, as on a cluster without the feature gate or CRD.
         kubelet: simulate kubelets (bound pods start, graceful deletions complete).
         kubelet_start_seconds: delay from bind to Running (0: within the bind request).
         kubelet_grace_seconds: delay from graceful delete to removal (0: at once).
@@ -89,7 +91,7 @@ class FakeApiServer:
         objects: Iterable[dict[str, Any]] = (),
         *,
         podgroups_crd: bool = True,
-        gang_apis: Iterable[str] = tuple(GANG_APIS),
+        gang_apis: Iterable[str] = DEFAULT_GANG_APIS,
         kubelet: bool = True,
         kubelet_start_seconds: float = 0.05,
         kubelet_grace_seconds: float = 0.2,

@@ -182,6 +182,10 @@ class Bench:
                     phases["burst"] = self._measured(proc, log_path, recorder, names, create=target.create_pods,
                                                      trim=True)
                 metrics = ({} if engine == PEER else self._metrics(self._wait_ready(log_path, proc)))
+                if engine == PEER:
+                    # kube-scheduler 1.37 cancels the event writes still in flight when it is told
+                    # to stop (cpsat-scheduler flushes them): its events are waited for first.
+                    _wait_events(recorder, phases)
             finally:
                 proc.send_signal(signal.SIGTERM)  # promptly: events still queued must be flushed now
                 try:
@@ -195,10 +199,7 @@ class Bench:
         # The last events reach the recorder through a watch, which lags (a real API server's more,
         # a loaded machine's much more): wait until each bound pod's event is in, or EVENTS_SECONDS
         # pass (an event the scheduler never wrote is then counted missing).
-        deadline = time.monotonic() + EVENTS_SECONDS
-        while time.monotonic() < deadline and any(recorder.count_events(names) < result.bound
-                                                  for names, result in phases.values()):
-            time.sleep(0.1)
+        _wait_events(recorder, phases)
         if args.keep_logs:  # each pod's times as the bench saw them (monotonic, comparable with the scheduler's log)
             with recorder.lock, open(Path(args.keep_logs) / f"pods-{engine}.tsv", "w") as out:
                 for name, created in sorted(recorder.created.items()):
@@ -514,3 +515,11 @@ def main(argv: Optional[list[str]] = None, prog: str = PROG) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _wait_events(recorder: Any, phases: dict[str, Any]) -> None:
+    """Until each phase's bound pods have their Scheduled event in, or EVENTS_SECONDS pass."""
+    deadline = time.monotonic() + EVENTS_SECONDS
+    while time.monotonic() < deadline and any(recorder.count_events(names) < result.bound
+                                              for names, result in phases.values()):
+        time.sleep(0.1)

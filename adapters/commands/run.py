@@ -18,6 +18,7 @@ import sys
 import threading
 from typing import Any, Optional
 
+from adapters import gang_api
 from models import InputError
 
 from . import config_from_args, non_negative_float, non_negative_int, worker_count
@@ -78,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     where.add_argument("--simulate", metavar="SNAPSHOT",
                        help="run against a local API server made from this snapshot file and print what happens")
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--gang-api", metavar="VERSION", default="auto",
+                        help="the scheduling.k8s.io version to watch and write PodGroups in (v1beta1, v1alpha3,"
+                             " v1alpha2; default auto: the newest the server serves)")
     parser.add_argument("--scheduler-name", metavar="NAME",
                         help="take pods whose spec.schedulerName is NAME (default: the config's, cpsat-scheduler)")
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
@@ -244,6 +248,15 @@ def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: thre
         where = "in-cluster service account" if in_cluster else (args.kubeconfig or "default kubeconfig")
         raise credentials_refused(where, exc) from None
     api = KubeApi(api_client)
+    try:
+        api.gang_api = gang_api.parse_choice(args.gang_api)
+        api.check_gang_api()        # a version asked for that the server does not serve: exit 2
+    except InputError:            # (an InputError is a ValueError too: this comes first)
+        api.close()
+        raise
+    except ValueError as exc:
+        api.close()
+        raise InputError(f"cluster {api_client.configuration.host}", "--gang-api", str(exc)) from None
     log = logging.getLogger("adapters.live")
     try:
         scheduler = Scheduler(api, config, options)

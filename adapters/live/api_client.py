@@ -29,9 +29,10 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from adapters import gang_api
 from models import InputError
 
-from .errors import KubeError, for_status, from_client, status_message
+from .errors import KubeError, NotFound, for_status, from_client, status_message
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +95,12 @@ PRIORITY_CLASSES = Resource("priorityclasses", "PriorityClass", "scheduling.k8s.
 # optional, a CRD not installed or an alpha API not enabled is looked for again now and then.
 # scheduler-plugins' coscheduling PodGroup (CRD);
 PODGROUPS = Resource("podgroups", "PodGroup", "scheduling.x-k8s.io/v1alpha1", optional=True)
-# Kubernetes 1.36's PodGroup (feature gate GenericWorkload), the one whose status the scheduler writes;
+# Kubernetes' own PodGroup (1.36 v1alpha2, 1.37 v1beta1), the one whose status the scheduler
+# writes; listed, watched and written in the version the server serves (KubeApi.version_of);
 CORE_PODGROUPS = Resource("podgroups.scheduling.k8s.io", "PodGroup", "scheduling.k8s.io/v1alpha2", optional=True,
                           plural="podgroups")
-# Kubernetes 1.35's Workload, whose pod groups pods join through spec.workloadRef;
+# Kubernetes' Workload (1.35 v1alpha1: pods join its pod groups through spec.workloadRef; 1.37
+# v1beta1: templates of PodGroups), in the version the server serves too;
 WORKLOADS = Resource("workloads.scheduling.k8s.io", "Workload", "scheduling.k8s.io/v1alpha1", optional=True,
                      plural="workloads")
 # Volcano's PodGroup (CRD).
@@ -121,7 +124,8 @@ RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v
 DRA_RESOURCES: tuple[Resource, ...] = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS)
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES,
                                  *DRA_RESOURCES)
-# The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup).
+# The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup;
+# PodGroupInitiallyScheduled in 1.37's v1beta1 and v1alpha3: KubeApi.pod_group_condition).
 PODGROUP_SCHEDULED = "PodGroupScheduled"
 # ... and DisruptionTarget: the scheduler evicted a member of the group (to preempt).
 PODGROUP_DISRUPTION_TARGET = "DisruptionTarget"
@@ -455,6 +459,11 @@ class KubeApi:
         self.custom = client.CustomObjectsApi(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
         self._direct = direct_writes(api_client)
+        # The scheduling.k8s.io version each of Kubernetes' gang resources is read in: found by
+        # discovery when first needed, found again after a 404 (an upgrade, an API turned on).
+        self.gang_api: Optional[str] = None      # a PodGroup version asked for (--gang-api), else the newest
+        self._gang_versions: dict[Resource, str] = {}
+        self._gang_lock = threading.Lock()
 
     def close(self) -> None:
         self.api_client.close()
@@ -464,6 +473,63 @@ class KubeApi:
         the write must take the client's path instead (nothing was sent)."""
         direct = self._direct
         return direct is not None and direct.post(what, direct.path(template, **params), body)
+
+    # --- which version of the gang API -------------------------------------------------------
+
+    def served_versions(self, group: str) -> set[str]:
+        """The versions of API group `group` the server's discovery lists (KubeError on failure).
+        GET /apis is a non-resource URL every authenticated identity may read (the built-in
+        system:discovery role), so it needs no rule in examples/deploy/rbac.yaml."""
+        body = _call(f"discover {group}", client.ApisApi(self.api_client).get_api_versions)
+        return {str(v.get("version")) for g in body.get("groups") or [] if g.get("name") == group
+                for v in g.get("versions") or []}
+
+    def version_of(self, resource: Resource) -> str:
+        """The version `resource` is listed, watched and written in: its own, except for
+        Kubernetes' PodGroup and Workload, whose version is the newest the server serves (or the
+        one --gang-api names), found by discovery the first time."""
+        if resource is not CORE_PODGROUPS and resource is not WORKLOADS:
+            return resource.version
+        with self._gang_lock:
+            found = self._gang_versions.get(resource)
+        if found is None:
+            candidates = gang_api.candidates(resource.kind, self.gang_api)
+            served = self.served_versions(resource.group)
+            found = next((v for v in candidates if v in served), candidates[0] if candidates else resource.version)
+            with self._gang_lock:
+                self._gang_versions[resource] = found
+            log.info("reading %s in %s/%s", resource.name, resource.group, found)
+        return found
+
+    def api_version_of(self, resource: Resource) -> str:
+        version = self.version_of(resource)
+        return f"{resource.group}/{version}" if resource.group else version
+
+    def check_gang_api(self) -> None:
+        """With a PodGroup version asked for (`gang_api`): an InputError when the server does not
+        serve it. Nothing is checked when the server cannot be reached (the informers retry)."""
+        if self.gang_api is None:
+            return
+        try:
+            served = self.served_versions(gang_api.GROUP)
+        except KubeError as exc:
+            log.warning("cannot check --gang-api %s now: %s", self.gang_api, exc)
+            return
+        if self.gang_api not in served:
+            raise InputError(f"cluster {self.api_client.configuration.host}", "--gang-api",
+                             gang_api.not_served(self.gang_api, served))
+
+    def pod_group_condition(self) -> str:
+        """The condition kube-scheduler of the server's version sets on a placed PodGroup: from
+        the version the PodGroups were last listed in (no request here: it is asked on the
+        scheduling path; a gang exists only once its PodGroup was listed)."""
+        with self._gang_lock:
+            version = self._gang_versions.get(CORE_PODGROUPS, CORE_PODGROUPS.version)
+        return gang_api.scheduled_condition(version)
+
+    def _forget_version(self, resource: Resource) -> None:
+        with self._gang_lock:
+            self._gang_versions.pop(resource, None)
 
     # --- list and watch ------------------------------------------------------------------------
 
@@ -487,15 +553,17 @@ class KubeApi:
         if resource is CSI_NODES:
             return self.storage.list_csi_node
         if resource in GANG_RESOURCES or resource in DRA_RESOURCES:
+            version = self.version_of(resource)
+
             def gangs(**kw: Any) -> Any:
-                return self.custom.list_cluster_custom_object(resource.group, resource.version, resource.path_plural,
-                                                              **kw)
+                return self.custom.list_cluster_custom_object(resource.group, version, resource.path_plural, **kw)
             return gangs
         raise ValueError(f"not a watched resource: {resource.name}")
 
     def list(self, resource: Resource) -> tuple[list[dict[str, Any]], str]:
         """Every object of `resource` (page by page) and the list's resourceVersion."""
         lister = self._lister(resource)
+        api_version = self.api_version_of(resource)
         items: list[dict[str, Any]] = []
         token: Optional[str] = None
         what = f"list {resource.name}"
@@ -503,11 +571,15 @@ class KubeApi:
             kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
             if token:
                 kwargs["_continue"] = token
-            body = _call(what, lister, **kwargs)
+            try:
+                body = _call(what, lister, **kwargs)
+            except NotFound:
+                self._forget_version(resource)     # looked for again by discovery next time
+                raise
             for item in body.get("items") or []:
                 if isinstance(item, dict):
                     item.setdefault("kind", resource.kind)  # list items carry no kind of their own
-                    item.setdefault("apiVersion", resource.api_version)
+                    item.setdefault("apiVersion", api_version)
                     items.append(item)
             meta = body.get("metadata") or {}
             token = meta.get("continue")
@@ -583,11 +655,12 @@ class KubeApi:
     # --- pod groups ----------------------------------------------------------------------------
 
     def patch_pod_group_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        """JSON merge PATCH of a scheduling.k8s.io/v1alpha2 PodGroup's status subresource (the
-        typed client has no such API yet: the generic custom-object call makes the same request)."""
+        """JSON merge PATCH of a scheduling.k8s.io PodGroup's status subresource, in the version
+        it is watched in (the typed client has no such API: the generic custom-object call makes
+        the same request)."""
         r = CORE_PODGROUPS
         _call(f"patch status of podgroup {namespace}/{name}", self.custom.patch_namespaced_custom_object_status,
-              r.group, r.version, namespace, r.path_plural, name, {"status": status})
+              r.group, self.version_of(r), namespace, r.path_plural, name, {"status": status})
 
     # --- events --------------------------------------------------------------------------------
 

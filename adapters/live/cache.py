@@ -48,6 +48,8 @@ from models.objects import copy_with
 from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, resolve_pod
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
+from adapters.gang_api import as_parser_input
+
 from .convert import parse_object
 from .dra_writes import ClaimOverlay
 from .api_client import (CORE_PODGROUPS, CSI_NODES, DEVICE_CLASSES, DRA_RESOURCES, GANG_RESOURCES, NODES, PDBS, PODS,
@@ -302,8 +304,11 @@ class ClusterCache:
 
     def _parse(self, resource: Resource, obj: dict[str, Any]) -> Any:
         """The model, or the InputError that says why there is none."""
+        readable = as_parser_input(obj)
+        if readable is None:
+            return InputError(f"{resource.name}/{object_key(obj)}", "spec", "no pod group template at any level")
         try:
-            model = parse_object(obj, resource.kind, resource.api_version)
+            model = parse_object(readable, resource.kind, resource.api_version)
         except InputError as exc:
             return exc
         if isinstance(model, CorePodGroup):

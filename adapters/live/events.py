@@ -190,11 +190,15 @@ class Reporter:
 
     def pod_group_scheduled(self, gang: str, *, scheduled: bool, message: str = GROUP_SCHEDULED_MESSAGE,
                             reason: str = GROUP_SCHEDULED) -> None:
-        """The `PodGroupScheduled` condition of gang `gang`'s v1alpha2 PodGroup (nothing for a gang
-        of another shape), unless the watch already shows it so."""
+        """The `PodGroupScheduled` condition of gang `gang`'s v1alpha2 PodGroup, or
+        `PodGroupInitiallyScheduled` of a 1.37 (v1beta1) one (nothing for a gang of another
+        shape), unless the watch already shows it so. As 1.37's kube-scheduler does, an
+        `InitiallyScheduled` True is never turned back to False (more pods came later)."""
         if not scheduled and reason == UNSCHEDULABLE:
             message = self.annotate(f"podgroup/{gang}", message)
-        self._group_condition(gang, PODGROUP_SCHEDULED, "True" if scheduled else "False", reason, message)
+        ctype = self.api.pod_group_condition()
+        self._group_condition(gang, ctype, "True" if scheduled else "False", reason, message,
+                              keep_true=ctype != PODGROUP_SCHEDULED)
 
     def pod_group_disrupted(self, gang: str, victim: str, preemptor: str, node: str) -> None:
         """The `DisruptionTarget` condition (reason `PreemptionByScheduler`) of gang `gang`'s
@@ -202,12 +206,15 @@ class Reporter:
         self._group_condition(gang, PODGROUP_DISRUPTION_TARGET, "True", PREEMPTION_BY_SCHEDULER,
                               f"member {victim} preempted by pod {preemptor} on node {node}")
 
-    def _group_condition(self, gang: str, ctype: str, status: str, reason: str, message: str) -> None:
+    def _group_condition(self, gang: str, ctype: str, status: str, reason: str, message: str, *,
+                         keep_true: bool = False) -> None:
         found = self.group_conditions(gang)
         if found is None:
             return
         uid, conditions = found
         current = next((c for c in conditions if c.get("type") == ctype), None)
+        if keep_true and current is not None and current.get("status") == "True" and status != "True":
+            return
         if current is not None and (current.get("status"), current.get("reason"), current.get("message")) \
                 == (status, reason, message):
             return

@@ -167,6 +167,8 @@ def authorization(method: str, path: str, query: dict[str, str]) -> Optional[Per
     parts = [unquote(p) for p in path.strip("/").split("/") if p]
     if not parts or parts[0] not in ("api", "apis"):
         return None
+    if len(parts) < (2 if parts[0] == "api" else 3) + 1:
+        return None  # discovery (/apis, /apis/GROUP[/VERSION]): non-resource URLs every identity may GET
     rest = parts[2:] if parts[0] == "api" else parts[3:]
     group = "" if parts[0] == "api" else parts[1]
     if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:

@@ -46,8 +46,12 @@ class Applier:
     """Creates objects as they are in a dump, then writes their status the way their
     controllers would; `read_back` lists them again."""
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(self, api: client.ApiClient, gang_api: str = "") -> None:
+        """`gang_api`: the version Kubernetes' own PodGroups are made in on this server (1.37:
+        scheduling.k8s.io/v1beta1), whatever version the snapshot wrote them in: the spec that
+        snapshots use (schedulingPolicy, schedulingConstraints) is the same in v1alpha2 and v1beta1."""
         self.api = api
+        self.gang_api = gang_api
         self.dyn = dynamic.DynamicClient(api)
         self.core = client.CoreV1Api(api)
         self.created: list[tuple[str, str, str, str]] = []   # apiVersion, kind, namespace, name
@@ -92,6 +96,8 @@ class Applier:
                 if exc.status != 409:
                     raise
         for obj in sorted(objects, key=lambda o: ORDER.get(o["kind"], 9)):
+            if self.gang_api and obj["kind"] == "PodGroup" and obj["apiVersion"].startswith("scheduling.k8s.io/"):
+                obj = {**obj, "apiVersion": self.gang_api}
             resource = self._resource(obj["apiVersion"], obj["kind"])
             namespace = obj["metadata"].get("namespace")
             name = obj["metadata"]["name"]
@@ -139,8 +145,9 @@ class Applier:
     def delete(self) -> None:
         for api_version, kind, namespace, name in reversed(self.created):
             try:
-                if kind in ("PersistentVolume", "PersistentVolumeClaim"):
-                    # admission's pv/pvc-protection finalizers; their controller would lift them
+                if kind in ("PersistentVolume", "PersistentVolumeClaim") or api_version.startswith("scheduling.k8s.io/"):
+                    # admission's pv/pvc-protection finalizers, a PodGroup's protection finalizer:
+                    # their controllers (not run here) would lift them
                     self._resource(api_version, kind).patch(
                         body={"metadata": {"finalizers": None}}, name=name, namespace=namespace or None,
                         content_type="application/merge-patch+json")

@@ -1,8 +1,9 @@
-"""The same v1alpha2 PodGroup gangs placed by the real kube-scheduler 1.36 (its GangScheduling and
-TopologyAwareWorkloadScheduling plugins) and by cpsat-scheduler, on the same real server, one
-after the other: gangs placed, pods placed, racks used by each placed gang.
+"""The same PodGroup gangs placed by the real kube-scheduler (1.37: v1beta1 PodGroups, its
+GangScheduling and TopologyAwareWorkloadScheduling plugins; 1.36: v1alpha2) and by
+cpsat-scheduler, on the same real server, one after the other: gangs placed, pods placed, racks
+used by each placed gang.
 
-    python -m tests.e2e.gang_peer [--seeds 3]     # starts and stops its own control plane
+    python -m tests.e2e.gang_peer [--seeds 3] [--version v1.36.3]   # starts and stops its own control plane
 
 Each workload is contended on purpose: more gang demand than the racks hold, gangs of mixed
 sizes, some with a required rack topology, created in an order that makes first-come placement
@@ -112,8 +113,9 @@ def place(plane: ControlPlane, load: Workload, scheduler: str, *, kube_scheduler
             spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": gang.size}}}
             if gang.topology:
                 spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
-            custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", ns, "podgroups", {
-                "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "metadata": {"name": gang.name},
+            group, version = plane.features.gang_api.split("/")
+            custom.create_namespaced_custom_object(group, version, ns, "podgroups", {
+                "apiVersion": plane.features.gang_api, "kind": "PodGroup", "metadata": {"name": gang.name},
                 "spec": spec})
         # members arrive interleaved, gang by gang, as jobs submitted together would
         order = [(g, i) for i in range(max(g.size for g in load.gangs)) for g in load.gangs if i < g.size]
@@ -186,8 +188,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.gang_peer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--version", default=None, help="the control plane's Kubernetes version (default: go.mod's)")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp, ControlPlane(Path(tmp) / "cp") as plane:
+    with tempfile.TemporaryDirectory() as tmp, ControlPlane(Path(tmp) / "cp", version=args.version) as plane:
+        print(f"Kubernetes {plane.built.version if plane.built else '?'}, PodGroups in {plane.features.gang_api}")
         print("seed  scheduler        gangs placed  pods placed  racks/gang  partial  settled after")
         for seed in range(args.seeds):
             load = workload(seed)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.controlplane import FEATURE_GATES, ControlPlane
+from tests.e2e.controlplane import ControlPlane
 from tests.e2e.controlplane.cluster import _gates, ensure_default_service_account, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -244,16 +244,43 @@ class Cluster:
         self.scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
         self.priority_classes.append(name)
 
-    def pod_group(self, name: str, min_count: int, *, topology_key: Optional[str] = None) -> None:
-        spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    @property
+    def gang_version(self) -> str:
+        """The scheduling.k8s.io version this control plane's PodGroups are written in (1.37:
+        v1beta1, 1.36: v1alpha2)."""
+        return self.plane.features.gang_api.rpartition("/")[2]
+
+    @property
+    def scheduled_condition(self) -> str:
+        """What kube-scheduler (and so cpsat-scheduler) calls a placed PodGroup's condition here."""
+        return self.plane.features.initially_scheduled
+
+    def workload(self, name: str, template: str, min_count: int) -> None:
+        """A Workload of one pod group template with a gang policy (1.36 and 1.37 alike)."""
+        self.custom.create_namespaced_custom_object("scheduling.k8s.io", self.gang_version, self.ns, "workloads", {
+            "apiVersion": f"scheduling.k8s.io/{self.gang_version}", "kind": "Workload", "metadata": {"name": name},
+            "spec": {"podGroupTemplates": [{"name": template, "schedulingPolicy": {"gang": {"minCount": min_count}}}]}})
+
+    def pod_group(self, name: str, min_count: int, *, topology_key: Optional[str] = None,
+                  template: Optional[tuple[str, str]] = None, extra: Optional[dict[str, Any]] = None) -> None:
+        """A PodGroup with a gang policy in the plane's version; `template`: (workload, template)
+        it is made from, referred to as that version does; `extra`: more spec fields
+        (1.37: disruptionMode, priority, ...)."""
+        spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}, **(extra or {})}
         if topology_key:
             spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
-        self.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", self.ns, "podgroups", {
-            "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+        if template and self.gang_version == "v1alpha2":
+            spec["podGroupTemplateRef"] = {"workload": {"workloadName": template[0],
+                                                        "podGroupTemplateName": template[1]}}
+        elif template:
+            spec["workloadRef"] = {"workloadName": template[0], "templateName": template[1]}
+        self.custom.create_namespaced_custom_object("scheduling.k8s.io", self.gang_version, self.ns, "podgroups", {
+            "apiVersion": f"scheduling.k8s.io/{self.gang_version}", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": self.ns}, "spec": spec})
 
     def group_conditions(self, name: str) -> dict[str, dict[str, Any]]:
-        found = self.custom.get_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", self.ns, "podgroups", name)
+        found = self.custom.get_namespaced_custom_object("scheduling.k8s.io", self.gang_version, self.ns,
+                                                         "podgroups", name)
         return {c["type"]: c for c in (found.get("status") or {}).get("conditions") or []}
 
     # --- reading -------------------------------------------------------------------------
@@ -345,7 +372,7 @@ def kube_scheduler_profile(plane: ControlPlane, profile: str, workdir: Path, log
                              f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
                              f"--authorization-kubeconfig={plane.kube_scheduler_kubeconfig}",
                              "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-                             f"--feature-gates={_gates(FEATURE_GATES)}", f"--v={verbosity}"],
+                             f"--feature-gates={_gates(plane.features.feature_gates)}", f"--v={verbosity}"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 

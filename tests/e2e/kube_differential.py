@@ -59,7 +59,7 @@ import yaml
 from kubernetes import client, config as kube_config
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.controlplane import FEATURE_GATES, ControlPlane
+from tests.e2e.controlplane import ControlPlane
 from tests.e2e.controlplane.cluster import _gates, ensure_default_service_account, free_port
 from tests.e2e.kubelet_admission import plan_refusals
 
@@ -430,7 +430,7 @@ class KubeRun:
                 [str(plane.built.path("kube-scheduler")), f"--config={path}",
                  f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
                  f"--authorization-kubeconfig={plane.kube_scheduler_kubeconfig}",
-                 "--bind-address=127.0.0.1", f"--secure-port={port}", f"--feature-gates={_gates(FEATURE_GATES)}",
+                 "--bind-address=127.0.0.1", f"--secure-port={port}", f"--feature-gates={_gates(plane.features.feature_gates)}",
                  f"--v={verbosity}"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_healthy(port)
 

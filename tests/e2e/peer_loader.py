@@ -43,6 +43,10 @@ class Loader:
         self.scheduling = client.SchedulingV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
         self.pool = ThreadPoolExecutor(8)
+        # PodGroups are written and read in the plane's version (1.37: v1beta1; a scenario's
+        # v1alpha2 PodGroup has the same spec.schedulingPolicy, so it moves over as it is)
+        self.gang_api = plane.features.gang_api
+        self.gang_group, self.gang_version = self.gang_api.split("/")
         # PriorityClasses this loader made (cluster-scoped): gone again with the scenario, so no
         # later test on the same server finds a class of the same name with another value.
         self.made_classes: set[str] = set()
@@ -76,7 +80,8 @@ class Loader:
     def _pod_group(self, o: dict[str, Any]) -> None:
         ns, name = o["metadata"]["namespace"], o["metadata"]["name"]
         try:
-            self.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", ns, "podgroups", o)
+            self.custom.create_namespaced_custom_object(self.gang_group, self.gang_version, ns, "podgroups",
+                                                        {**o, "apiVersion": self.gang_api})
         except ApiException as exc:
             raise _Named(f"PodGroup {ns}/{name}: {_message(exc)}") from None
 
@@ -167,8 +172,9 @@ class Loader:
         for ns in self._namespaces(scenario):
             out += [self._plain(b, "PodDisruptionBudget", "policy/v1")
                     for b in self.policy.list_namespaced_pod_disruption_budget(ns).items]
-            for g in self.custom.list_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", ns, "podgroups")["items"]:
-                out.append({**g, "kind": "PodGroup", "apiVersion": "scheduling.k8s.io/v1alpha2"})
+            for g in self.custom.list_namespaced_custom_object(self.gang_group, self.gang_version, ns,
+                                                               "podgroups")["items"]:
+                out.append({**g, "kind": "PodGroup", "apiVersion": self.gang_api})
         return out
 
     def _plain(self, obj: Any, kind: str, api_version: str) -> dict[str, Any]:
@@ -207,7 +213,7 @@ class Loader:
     def _clear_pod_groups(self, ns: str) -> None:
         """PodGroups deleted and gone: their finalizer (removed by a controller that does not run
         here) is taken off first, so the next scenario may use the same names."""
-        group = ("scheduling.k8s.io", "v1alpha2", ns, "podgroups")
+        group = (self.gang_group, self.gang_version, ns, "podgroups")
         for g in self.custom.list_namespaced_custom_object(*group)["items"]:
             name = g["metadata"]["name"]
             _quietly(lambda: self.custom.patch_namespaced_custom_object(*group, name, {"metadata": {"finalizers": None}}))

@@ -25,16 +25,31 @@ def test_a_second_build_builds_nothing(control_plane: ControlPlane) -> None:
     assert not str(again.bin_dir).startswith(str(REPO))      # the cache is outside the repository
 
 
-def test_the_server_is_1_36_and_serves_the_gang_and_dra_apis(control_plane: ControlPlane) -> None:
+def test_the_server_is_1_37_and_serves_the_gang_and_dra_apis(control_plane: ControlPlane) -> None:
+    """The default control plane is go.mod's 1.37.2 with the gang APIs of features.py on:
+    v1beta1 PodGroup/Workload, v1alpha3 CompositePodGroup; v1alpha2 is gone in 1.37."""
+    assert control_plane.built is not None
+    if control_plane.built.version != "v1.37.2":
+        pytest.skip(f"CPSAT_E2E_KUBERNETES chose {control_plane.built.version} (test_k8s_1_36.py covers 1.36)")
     api = config.new_client_from_config(str(control_plane.admin_kubeconfig))
-    assert client.VersionApi(api).get_code().git_version == "v1.36.3"
+    assert client.VersionApi(api).get_code().git_version == "v1.37.2"
     served = {v.group_version for g in client.ApisApi(api).get_api_versions().groups for v in g.versions}
-    assert {"scheduling.k8s.io/v1alpha2", "resource.k8s.io/v1"} <= served
-    # a 1.35 Workload (v1alpha1) is not served any more
-    assert "scheduling.k8s.io/v1alpha1" not in served
-    resources = {r.name for r in client.CustomObjectsApi(api).get_api_resources("scheduling.k8s.io", "v1alpha2").resources}
-    assert {"podgroups", "podgroups/status", "workloads"} <= resources
+    assert {"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3", "resource.k8s.io/v1"} <= served
+    assert "scheduling.k8s.io/v1alpha2" not in served
+    custom = client.CustomObjectsApi(api)
+    beta = {r.name for r in custom.get_api_resources("scheduling.k8s.io", "v1beta1").resources}
+    assert {"podgroups", "podgroups/status", "workloads"} <= beta
+    alpha = {r.name for r in custom.get_api_resources("scheduling.k8s.io", "v1alpha3").resources}
+    assert {"compositepodgroups", "compositepodgroups/status"} <= alpha
     api.close()
+
+
+def test_an_unknown_version_is_refused_with_exit_2() -> None:
+    done = subprocess.run([sys.executable, "-m", "tests.e2e.controlplane", "build", "--version", "1.35.0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("control plane: choosing the Kubernetes version failed: v1.35.0 is not pinned here"
+                                   f" (known: v1.36.3, v1.37.2) (log: {REPO / 'tests/e2e/controlplane/go.mod'})")
 
 
 def test_a_failed_start_names_the_step_and_its_log_and_leaves_nothing_running(

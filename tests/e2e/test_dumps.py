@@ -26,8 +26,10 @@ from tests.e2e.dumps import Applier, items_of
 from tests.e2e.harness import REPO
 
 EXAMPLES = REPO / "examples" / "snapshots"
-# Every example the 1.36 server can hold (gangs/workload-v1alpha1.yaml is a 1.35 Workload, an API
-# 1.36 no longer serves; Volcano's PodGroup is a CRD of its own project).
+# Every example the server can hold (gangs/workload-v1alpha1.yaml is a 1.35 Workload, an API
+# 1.36 no longer serves; Volcano's PodGroup is a CRD of its own project). On 1.37 the examples'
+# v1alpha2 PodGroups are made as v1beta1 (Applier's gang_api), so the dump read is a 1.37 one;
+# test_k8s_1_36.py reads the same dumps from a 1.36 server.
 CASES = ["quickstart.yaml", "gangs/podgroup-v1alpha2.yaml", "gangs/topology-rack.yaml", "gangs/scheduler-plugins.yaml"]
 
 
@@ -45,11 +47,11 @@ def plan(path: Path, out_path: Path | None = None) -> dict[str, Any]:
             "gated": sorted(json.dumps(g, sort_keys=True) for g in out["gated"])}
 
 
-@pytest.fixture
-def applier(control_plane: ControlPlane) -> Iterator[Applier]:
+def applier_on(plane: ControlPlane) -> Iterator[Applier]:
+    """An Applier for `plane` (its PodGroups in the plane's version) that deletes what it made."""
     from kubernetes import config
 
-    made = Applier(config.new_client_from_config(str(control_plane.admin_kubeconfig)))
+    made = Applier(config.new_client_from_config(str(plane.admin_kubeconfig)), plane.features.gang_api)
     try:
         yield made
     finally:
@@ -57,14 +59,26 @@ def applier(control_plane: ControlPlane) -> Iterator[Applier]:
         made.api.close()
 
 
+@pytest.fixture
+def applier(control_plane: ControlPlane) -> Iterator[Applier]:
+    yield from applier_on(control_plane)
+
+
 @pytest.mark.parametrize("example", CASES)
 def test_a_dump_from_the_real_server_gives_the_examples_plan(applier: Applier, example: str, tmp_path: Path) -> None:
+    dump_gives_the_examples_plan(applier, example, tmp_path)
+
+
+def dump_gives_the_examples_plan(applier: Applier, example: str, tmp_path: Path) -> None:
+    """`example` applied, dumped back and scheduled: the example's plan (see the module's docstring)."""
     source = EXAMPLES / example
     applier.apply(items_of(yaml.safe_load(source.read_text())))
     dumped = applier.read_back()
     path = tmp_path / "dump.yaml"
     path.write_text(yaml.safe_dump(dumped, sort_keys=False))
     # what a real server adds is really there (else this test would prove nothing)
+    groups = [i for i in dumped["items"] if i["kind"] == "PodGroup" and i["apiVersion"].startswith("scheduling.k8s.io/")]
+    assert all(g["apiVersion"] == applier.gang_api for g in groups)   # a dump of this server's version
     pods = [i for i in dumped["items"] if i["kind"] == "Pod"]
     assert pods and all(p["metadata"].get("managedFields") and p["metadata"].get("uid") for p in pods)
     assert all(p["spec"].get("enableServiceLinks") is not None for p in pods)

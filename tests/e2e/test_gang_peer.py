@@ -1,5 +1,6 @@
-"""Gangs against the real kube-scheduler: the same contended v1alpha2 PodGroup workload placed by
-kube-scheduler 1.36's gang plugins and by cpsat-scheduler on the same server."""
+"""Gangs against the real kube-scheduler: the same contended PodGroup workload (v1beta1 on the
+1.37 control plane) placed by kube-scheduler's gang plugins and by cpsat-scheduler on the same
+server."""
 
 from __future__ import annotations
 

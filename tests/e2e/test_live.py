@@ -97,13 +97,14 @@ def test_a_podgroup_gang_is_placed_all_or_nothing_and_its_condition_written(clus
     assert cluster.bound() == {}
     cluster.pod(names[2], cpu="1", group="train")
     assert wait_for(lambda: set(cluster.bound()) == set(names), timeout=60), sched.text()[-3000:]
-    assert wait_for(lambda: cluster.group_conditions("train").get("PodGroupScheduled", {}).get("status") == "True")
+    scheduled = cluster.scheduled_condition    # PodGroupInitiallyScheduled on 1.37, PodGroupScheduled on 1.36
+    assert wait_for(lambda: cluster.group_conditions("train").get(scheduled, {}).get("status") == "True")
     # a gang that cannot fit (5 x 1 CPU, 1 CPU left): none bound, and the group says why
     for i in range(5):
         cluster.pod(f"big-{i}", cpu="1", group="big")
-    assert wait_for(lambda: cluster.group_conditions("big").get("PodGroupScheduled", {}).get("status") == "False",
+    assert wait_for(lambda: cluster.group_conditions("big").get(scheduled, {}).get("status") == "False",
                     timeout=60), sched.text()[-3000:]
-    assert cluster.group_conditions("big")["PodGroupScheduled"]["reason"] == "Unschedulable"
+    assert cluster.group_conditions("big")[scheduled]["reason"] == "Unschedulable"
     assert set(cluster.bound()) == set(names)
     assert cluster.overcommitted() == []
     _no_denials(sched.text())
@@ -181,18 +182,13 @@ def test_a_restart_mid_burst_loses_nothing(cluster: Cluster) -> None:
     _no_denials(first.text() + second.text())
 
 
-def test_a_1_36_workload_gang_runs_through_its_podgroup(cluster: Cluster) -> None:
-    """1.36's Workload (v1alpha2) holds pod group templates; a PodGroup made from one carries the
-    gang policy, and pods join the PodGroup (spec.schedulingGroup)."""
+def test_a_workload_gang_runs_through_its_podgroup(cluster: Cluster) -> None:
+    """A Workload (1.37 v1beta1; 1.36 v1alpha2) holds pod group templates; a PodGroup made from
+    one carries the gang policy, and pods join the PodGroup (spec.schedulingGroup)."""
     cluster.node("n1", cpu="2", memory="4Gi")
     cluster.node("n2", cpu="2", memory="4Gi")
-    cluster.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", cluster.ns, "workloads", {
-        "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload", "metadata": {"name": "job"},
-        "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}]}})
-    cluster.custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", cluster.ns, "podgroups", {
-        "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "metadata": {"name": "job-workers-0"},
-        "spec": {"podGroupTemplateRef": {"workload": {"workloadName": "job", "podGroupTemplateName": "workers"}},
-                 "schedulingPolicy": {"gang": {"minCount": 4}}}})
+    cluster.workload("job", "workers", 4)
+    cluster.pod_group("job-workers-0", 4, template=("job", "workers"))
     sched = cluster.scheduler()
     names = [f"worker-{i}" for i in range(4)]
     for name in names[:3]:
@@ -201,7 +197,7 @@ def test_a_1_36_workload_gang_runs_through_its_podgroup(cluster: Cluster) -> Non
     assert cluster.bound() == {}                   # three of four: the gang waits whole
     cluster.pod(names[3], cpu="1", group="job-workers-0")
     assert wait_for(lambda: set(cluster.bound()) == set(names), timeout=60), sched.text()[-3000:]
-    assert wait_for(lambda: cluster.group_conditions("job-workers-0").get("PodGroupScheduled", {})
+    assert wait_for(lambda: cluster.group_conditions("job-workers-0").get(cluster.scheduled_condition, {})
                     .get("status") == "True")
     _no_denials(sched.text())
 

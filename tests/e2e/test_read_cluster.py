@@ -1,4 +1,4 @@
-"""`schedule`, `validate` and `repack` reading straight from a real 1.36 API server
+"""`schedule`, `validate` and `repack` reading straight from a real API server (1.37 by default)
 (`--kubeconfig`), as an identity that may only `list` the kinds the parser reads (READ_RULES, the
 ClusterRole in docs/configuration.md): the same plans as from the example file the objects came from."""
 
@@ -95,3 +95,30 @@ def test_an_identity_that_may_not_list_a_kind_is_told_which(control_plane: Contr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "namespaces" in lines[0] and "403" in lines[0] and "list" in lines[0]
     assert "Traceback" not in done.stderr
+
+
+def test_gangs_are_read_in_the_servers_version_and_another_asked_for_is_exit_2(
+        control_plane: ControlPlane, reader_kubeconfig: Path) -> None:
+    """The example's PodGroups, made in this server's version (1.37: v1beta1), read back by an
+    identity with READ_RULES only (PodGroups, Workloads and CompositePodGroups of the newest
+    version): the file's plan. A version the server does not serve, asked for: one line, exit 2."""
+    source = EXAMPLES / "gangs" / "podgroup-v1alpha2.yaml"
+    made = Applier(config.new_client_from_config(str(control_plane.admin_kubeconfig)), control_plane.features.gang_api)
+    try:
+        made.apply(items_of(yaml.safe_load(source.read_text())))
+        done = cli("schedule", "--kubeconfig", str(reader_kubeconfig), "--output", "json", "--workers", "1",
+                   "--seed", "7")
+        assert done.returncode == 0, done.stderr
+        from_cluster, expected = json.loads(done.stdout), plan(source)
+        assert sorted(a["pod"] for a in from_cluster["assignments"]) == sorted(p for p, _ in expected["assignments"])
+        assert sorted(u["pod"] for u in from_cluster["unschedulable"]) == expected["unschedulable"]
+        served = control_plane.features.gang_api.rpartition("/")[2]
+        other = "v1alpha2" if served == "v1beta1" else "v1beta1"
+        refused = cli("schedule", "--kubeconfig", str(reader_kubeconfig), "--gang-api", other)
+        assert refused.returncode == 2 and refused.stdout == ""
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"scheduling.k8s.io/{other} is not served" in lines[0], refused.stderr
+        assert served in lines[0].split("PodGroup versions it serves:")[1]
+    finally:
+        made.delete()
+        made.api.close()

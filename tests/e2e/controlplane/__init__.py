@@ -3,7 +3,8 @@
 command line."""
 
 from .build import ControlPlaneError, ensure_built, required_version
-from .cluster import FEATURE_GATES, RUNTIME_CONFIG, ControlPlane, State, stop_processes
+from .cluster import ControlPlane, State, stop_processes
+from .features import FEATURES, VersionFeatures, features
 
-__all__ = ["ControlPlane", "ControlPlaneError", "FEATURE_GATES", "RUNTIME_CONFIG", "State", "ensure_built",
+__all__ = ["FEATURES", "ControlPlane", "ControlPlaneError", "State", "VersionFeatures", "ensure_built", "features",
            "required_version", "stop_processes"]

@@ -1,9 +1,12 @@
-"""python -m tests.e2e.controlplane build | up [--dir DIR] [--kube-scheduler] | down [--dir DIR]
+"""python -m tests.e2e.controlplane build | up [--dir DIR] [--kube-scheduler] | down [--dir DIR]  [--version V]
 
 build  build kube-apiserver, kube-scheduler and etcd into the cache (nothing when cached)
 up     start etcd + kube-apiserver (+ kube-scheduler) on 127.0.0.1 and print where the
        kubeconfigs are; the processes keep running until `down`
 down   stop exactly the processes `up` started in DIR
+
+--version picks the Kubernetes version (go.mod's, 1.37.2, by default; v1.36.3 is kept too);
+$CPSAT_E2E_KUBERNETES does the same for the test suite.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .build import ControlPlaneError, cache_root, ensure_built
+from .build import CHOOSING, ControlPlaneError, cache_root, ensure_built
 from .cluster import ControlPlane, State, stop_processes
 
 
@@ -23,16 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None,
                         help="the control plane's folder (default: <cache>/controlplane/run)")
     parser.add_argument("--kube-scheduler", action="store_true", help="also start kube-scheduler")
+    parser.add_argument("--version", default=None, help="Kubernetes version to build or start (default: go.mod's)")
     args = parser.parse_args(argv)
     directory = args.dir or cache_root() / "controlplane" / "run"
     try:
         if args.action == "build":
-            built = ensure_built()
+            built = ensure_built(version=args.version)
             print(f"{built.bin_dir} ({'built in %.0f s' % built.seconds if built.built else 'cached'})")
         elif args.action == "up":
             if (directory / "state.json").exists():
                 stop_processes(State.load(directory).pids, State.load(directory).pgid)
-            plane = ControlPlane(directory, with_scheduler=args.kube_scheduler).start()
+            plane = ControlPlane(directory, with_scheduler=args.kube_scheduler, version=args.version).start()
             assert plane.state is not None
             print(f"server      {plane.server}  (Kubernetes {plane.state.version})")
             print(f"admin       KUBECONFIG={plane.admin_kubeconfig}")
@@ -49,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stopped {', '.join(state.pids)}")
     except ControlPlaneError as exc:
         print(exc, file=sys.stderr)
+        if exc.step == CHOOSING:         # a version this module does not pin: the user's input
+            return 2
         if args.action == "build" and exc.log.exists():      # the cause, where CI shows it
             tail = exc.log.read_text(errors="replace").splitlines()[-40:]
             print("\n".join(["--- last lines of " + str(exc.log), *tail]), file=sys.stderr)

@@ -1,11 +1,15 @@
 """Building kube-apiserver, kube-scheduler and etcd from the Go module beside this file.
 
 The binaries go to a cache outside the repository, one folder per Kubernetes version
-(``~/.cache/cpsat-scheduler/controlplane/v1.36.3/bin`` unless ``CPSAT_E2E_CACHE`` names another
+(``~/.cache/cpsat-scheduler/controlplane/v1.37.2/bin`` unless ``CPSAT_E2E_CACHE`` names another
 root), with a stamp of what they were built from (go.mod, go.sum, the Go sources, the Go version
 and the build flags): a second run with the same stamp builds nothing. Go's module and build
 caches live beside them, so nothing is written into the repository or into the user's own Go
 caches.
+
+Two versions can be built from this one module: the one ``go.mod`` pins (the default, 1.37.2) and
+each older one kept as ``<version>.mod``/``<version>.sum`` beside it (1.36.3), built with Go's
+``-modfile``. ``CPSAT_E2E_KUBERNETES=v1.36.3`` (or ``version=``) picks one.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MODULE_DIR = Path(__file__).resolve().parent
+CHOOSING = "choosing the Kubernetes version"
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
 PACKAGES = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-scheduler", "./etcd")
 
@@ -33,13 +38,32 @@ class ControlPlaneError(RuntimeError):
         super().__init__(f"control plane: {step} failed{': ' + detail if detail else ''} (log: {log})")
 
 
-def required_version(module: str) -> str:
-    """The version go.mod requires of `module` (k8s.io/kubernetes -> v1.36.3)."""
-    text = (MODULE_DIR / "go.mod").read_text()
+def required_version(module: str, modfile: str = "go.mod") -> str:
+    """The version `modfile` requires of `module` (k8s.io/kubernetes -> v1.37.2)."""
+    text = (MODULE_DIR / modfile).read_text()
     found = re.search(rf"^\s*{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
     if not found:
-        raise ControlPlaneError("reading go.mod", MODULE_DIR / "go.mod", f"no requirement on {module}")
+        raise ControlPlaneError("reading go.mod", MODULE_DIR / modfile, f"no requirement on {module}")
     return found.group(1)
+
+
+def versions() -> dict[str, str]:
+    """Each Kubernetes version this module can build -> its module file (go.mod for the default)."""
+    out = {required_version("k8s.io/kubernetes"): "go.mod"}
+    for path in sorted(MODULE_DIR.glob("v*.mod")):
+        out[required_version("k8s.io/kubernetes", path.name)] = path.name
+    return out
+
+
+def selected_version(version: str | None = None) -> str:
+    """`version`, else $CPSAT_E2E_KUBERNETES, else go.mod's; one this module cannot build is an error."""
+    known = versions()
+    chosen = version or os.environ.get("CPSAT_E2E_KUBERNETES") or required_version("k8s.io/kubernetes")
+    chosen = chosen if chosen.startswith("v") else "v" + chosen
+    if chosen not in known:
+        raise ControlPlaneError(CHOOSING, MODULE_DIR / "go.mod",
+                                f"{chosen} is not pinned here (known: {', '.join(sorted(known))})")
+    return chosen
 
 
 def cache_root() -> Path:
@@ -74,10 +98,14 @@ def _go() -> str | None:
                                        if os.access(p, os.X_OK)), None)
 
 
-def _stamp(go: str, version: str) -> str:
+def _stamp(go: str, version: str, modfile: str) -> str:
+    # Each file is hashed under its role's name, so a version's stamp does not change when its
+    # pins move from go.mod to <version>.mod (the cache built before stays valid).
+    sources = {"go.mod": modfile, "go.sum": modfile[:-len(".mod")] + ".sum", "tools.go": "tools.go",
+               "etcd/main.go": "etcd/main.go"}
     digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "tools.go", "etcd/main.go"):
-        digest.update(name.encode() + b"\0" + (MODULE_DIR / name).read_bytes() + b"\0")
+    for name, path in sources.items():
+        digest.update(name.encode() + b"\0" + (MODULE_DIR / path).read_bytes() + b"\0")
     go_version = subprocess.run([go, "version"], capture_output=True, text=True, check=False).stdout.strip()
     digest.update(go_version.encode() + b"\0" + ldflags(version).encode())
     return digest.hexdigest()
@@ -90,11 +118,12 @@ def go_env(root: Path) -> dict[str, str]:
     return env
 
 
-def ensure_built(*, quiet: bool = False) -> Built:
+def ensure_built(*, quiet: bool = False, version: str | None = None) -> Built:
     """The control plane's binaries, built now unless the cache already has them for this stamp.
 
     Raises ControlPlaneError naming the step (no Go toolchain, the build) and its log."""
-    version = required_version("k8s.io/kubernetes")
+    version = selected_version(version)
+    modfile = versions()[version]
     root = cache_root()
     home = root / "controlplane" / version
     bin_dir, stamp_file, log = home / "bin", home / "stamp", home / "build.log"
@@ -103,7 +132,7 @@ def ensure_built(*, quiet: bool = False) -> Built:
     if go is None:
         log.write_text("no `go` command on PATH; the e2e tier builds its control plane with Go 1.26\n")
         raise ControlPlaneError("build (finding Go)", log, "no `go` command on PATH")
-    stamp = _stamp(go, version)
+    stamp = _stamp(go, version, modfile)
     start = time.monotonic()
     with open(home / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)      # one build at a time; a waiter then finds it done
@@ -112,7 +141,8 @@ def ensure_built(*, quiet: bool = False) -> Built:
         staging = home / "bin.partial"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        command = ["nice", go, "build", "-trimpath", f"-ldflags={ldflags(version)}", "-o", f"{staging}/", *PACKAGES]
+        alternate = [] if modfile == "go.mod" else [f"-modfile={modfile}"]
+        command = ["nice", go, "build", *alternate, "-trimpath", f"-ldflags={ldflags(version)}", "-o", f"{staging}/", *PACKAGES]
         if not quiet:
             print(f"building the {version} control plane (kube-apiserver, kube-scheduler, etcd) into {bin_dir};"
                   f" log: {log}", flush=True)

@@ -5,9 +5,10 @@ kube-scheduler, started from the binaries `build.ensure_built` made.
   `stop` ends exactly those processes (by pid, then the group for anything they started).
 - Authentication by client certificates (one CA made for this start) and service-account tokens;
   authorization by the Node and RBAC authorizers.
-- The gang APIs 1.36 serves are turned on (``scheduling.k8s.io/v1alpha2`` PodGroups and
-  Workloads: feature gates GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling);
-  dynamic resource allocation (``resource.k8s.io/v1``) is on by default in 1.36.
+- The gang APIs of its version are turned on (``features.py``: 1.37's ``scheduling.k8s.io/v1beta1``
+  and ``v1alpha3``, 1.36's ``v1alpha2``); dynamic resource allocation (``resource.k8s.io/v1``) is
+  on by default in both. The version is go.mod's (1.37.2) unless ``CPSAT_E2E_KUBERNETES`` or
+  ``version=`` picks another the module pins.
 - No kubelet and no controller-manager: tests make their Nodes Ready, finish the deletion of
   terminating pods and write PodDisruptionBudget status themselves (see `tests.e2e.kubelet`).
 
@@ -36,13 +37,11 @@ from typing import Any, Optional
 import yaml
 
 from .build import Built, ControlPlaneError, ensure_built
+from .features import VersionFeatures, features
 from .certs import Authority, service_account_keys
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "examples" / "deploy"
-# What 1.36 needs for the gang APIs (all alpha, so off by default); DRA's resource.k8s.io/v1 is GA.
-FEATURE_GATES = {"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True}
-RUNTIME_CONFIG = {"scheduling.k8s.io/v1alpha2": True}
 SCHEDULER_SA = ("cpsat-scheduler", "cpsat-scheduler")      # namespace, name (examples/deploy)
 START_TIMEOUT = float(os.environ.get("CPSAT_E2E_START_TIMEOUT", "180"))
 
@@ -89,9 +88,10 @@ class ControlPlane:
     """A control plane in `directory` (made if missing). Use `start()` then `stop()`, or as a
     context manager."""
 
-    def __init__(self, directory: Path, *, with_scheduler: bool = False) -> None:
+    def __init__(self, directory: Path, *, with_scheduler: bool = False, version: Optional[str] = None) -> None:
         self.directory = Path(directory)
         self.with_scheduler = with_scheduler
+        self.version = version
         self.built: Optional[Built] = None
         self.state: Optional[State] = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -112,6 +112,12 @@ class ControlPlane:
     @property
     def kube_scheduler_kubeconfig(self) -> Path:
         return self.directory / "kube-scheduler.kubeconfig"
+
+    @property
+    def features(self) -> VersionFeatures:
+        """The gates and gang API versions of the running version."""
+        assert self.built is not None
+        return features(self.built.version)
 
     @property
     def server(self) -> str:
@@ -136,7 +142,7 @@ class ControlPlane:
 
     def _start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.built = ensure_built()
+        self.built = ensure_built(version=self.version)
         pki = self.directory / "pki"
         ca = Authority(pki)
         serving = ca.issue("apiserver", "kube-apiserver", server=True)
@@ -167,7 +173,8 @@ class ControlPlane:
             f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
-            f"--feature-gates={_gates(FEATURE_GATES)}", f"--runtime-config={_gates(RUNTIME_CONFIG)}",
+            f"--feature-gates={_gates(self.features.feature_gates)}",
+            f"--runtime-config={_gates(self.features.runtime_config)}",
             "--profiling=false", "--v=1"])
         self._wait("kube-apiserver", lambda: self._https_ok("/readyz", admin))
         self._setup_identity()
@@ -191,7 +198,8 @@ class ControlPlane:
             str(self.built.path("kube-scheduler")), f"--config={path}",
             f"--authentication-kubeconfig={self.kube_scheduler_kubeconfig}",
             f"--authorization-kubeconfig={self.kube_scheduler_kubeconfig}",
-            "--bind-address=127.0.0.1", f"--secure-port={port}", f"--feature-gates={_gates(FEATURE_GATES)}",
+            "--bind-address=127.0.0.1", f"--secure-port={port}",
+            f"--feature-gates={_gates(self.features.feature_gates)}",
             "--v=1", *extra])
         self.state.scheduler_port = port
         self._wait("kube-scheduler", lambda: self._http_ok(f"https://127.0.0.1:{port}/healthz", insecure=True))
