@@ -350,14 +350,9 @@ def _apply(wm: WindowModel, counts: dict[tuple[int, int], int], evicted: set[str
     return counts
 
 
-def complete(wm: WindowModel, budget: float) -> Optional[bool]:
-    """Extend the hint on placements and evictions to every variable of the model.
-
-    The hint names x, placed and evict only; the auxiliary variables (presence flags, domain
-    counts, minima, seeds) are left for CP-SAT to fill in by search, which a starved machine may
-    not finish within the limit. A solve with the hinted variables fixed is a propagation
-    exercise; its answer becomes the hint for every variable. Returns whether it succeeded
-    (if not, the partial hint stays as it was), or None if the hint is infeasible."""
+def solve_hinted(model: cp_model.CpModel, budget: float) -> tuple[int, cp_model.CpSolver]:
+    """Solve ``model`` with its hinted variables fixed (a propagation exercise: one worker, no
+    presolve, the first solution): CP-SAT's status and the solver holding its answer."""
     solver = interrupt.new_solver()
     params = solver.parameters
     params.fix_variables_to_their_hinted_value = True
@@ -366,8 +361,20 @@ def complete(wm: WindowModel, budget: float) -> Optional[bool]:
     params.stop_after_first_solution = True
     params.cp_model_presolve = False
     with interrupt.stoppable(solver):
-        status = solver.solve(wm.model)
+        status = solver.solve(model)
     interrupt.check()
+    return status, solver
+
+
+def complete(wm: WindowModel, budget: float) -> Optional[bool]:
+    """Extend the hint on placements and evictions to every variable of the model.
+
+    The hint names x, placed and evict only; the auxiliary variables (presence flags, domain
+    counts, minima, seeds) are left for CP-SAT to fill in by search, which a starved machine may
+    not finish within the limit. A solve with the hinted variables fixed is a propagation
+    exercise; its answer becomes the hint for every variable. Returns whether it succeeded
+    (if not, the partial hint stays as it was), or None if the hint is infeasible."""
+    status, solver = solve_hinted(wm.model, budget)
     if status == cp_model.INFEASIBLE:
         return None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -27,7 +27,6 @@ from typing import Optional
 
 from ortools.sat.python import cp_model
 
-from .. import interrupt
 from ..plugin_api import PlacementDecoder, Relaxable, Values, Victim
 from ..plugins import registry
 from .decode import extract, placement_value
@@ -197,16 +196,9 @@ def _holds_relaxed(wm: WindowModel, plan: PlanValues, budget: float) -> Optional
     copy.clear_hints()
     for var in _plan_vars(wm):
         copy.add_hint(copy.get_int_var_from_proto_index(var.index), plan.value(var))
-    solver = interrupt.new_solver()
-    params = solver.parameters
-    params.fix_variables_to_their_hinted_value = True
-    params.max_time_in_seconds = max(budget, 0.01)
-    params.num_workers = 1
-    params.stop_after_first_solution = True
-    params.cp_model_presolve = False
-    with interrupt.stoppable(solver):
-        status = solver.solve(copy)
-    interrupt.check()
+    from .hint import solve_hinted
+
+    status, _ = solve_hinted(copy, budget)
     if status == cp_model.INFEASIBLE:
         return None
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
