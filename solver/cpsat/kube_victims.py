@@ -56,6 +56,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     ne: dict[tuple[int, int], cp_model.IntVar] = {}
     rounds = 0
     repaired: Optional[PlanValues] = None
+    hint_repaired = False  # the repaired plan is a solution of the model itself: the next solve's hint
     while True:
         mark = len(wm.model.proto.constraints)
         solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=lambda s: _kube_evicts_all(wm, s))
@@ -82,9 +83,10 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         for c in list(wm.model.proto.constraints)[mark:]:
             c.clear_linear()  # the stages' value fixings (each a linear row): dropped
         fixed = repair(wm, trial)
-        if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)) \
-                and _holds(wm, fixed, deadline):
-            repaired = fixed
+        if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
+            holds = _holds(wm, fixed, deadline)
+            if holds is not None:
+                repaired, hint_repaired = fixed, holds == IN_MODEL
         if time.monotonic() >= deadline:
             if repaired is None:
                 return None, "UNKNOWN", None, None, rounds
@@ -96,11 +98,9 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             for key, (victim, node) in wm.evict_pod.items():
                 if node == n and key not in found.evicted_by:
                     wm.model.add_bool_or([*config, wm.evict[key].Not()])
-        if repaired is not None:
+        if repaired is not None and hint_repaired:
             wm.model.clear_hints()
-            hinted = {var.index: var for var in
-                      [*wm.x.values(), *wm.evict.values(), *(lam for lv in wm.evict_level.values() for lam in lv.values())]}
-            for var in hinted.values():  # a victim of one level has its evict var as its level
+            for var in _plan_vars(wm):  # a victim of one level has its evict var as its level
                 wm.model.add_hint(var, repaired.value(var))
 
 
@@ -149,7 +149,12 @@ def _plan_vars(wm: WindowModel) -> list:
                                       *(lam for lv in wm.evict_level.values() for lam in lv.values())]}.values())
 
 
-def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> bool:
+# How a repaired plan holds (``_holds``): a solution of the whole model, or only with the batch
+# reprieve lifted (then it is an answer, but no hint for the model).
+IN_MODEL, RELAXED = "model", "relaxed"
+
+
+def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> Optional[str]:
     """Whether the repaired plan is a solution of the model: the repair takes out pods that
     cannot fit at their turn, which the rules that judge a group of the plan's pods (topology
     spread's skew, a gang's minimum) may not allow. Checked by completing the plan's placements
@@ -160,7 +165,8 @@ def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> bool:
     time, and their victims can differ: the repaired plan's victims are the replay's own, which
     the batch may refuse. Refused by the whole model, the plan is checked once more with the
     reprieve relaxed (``plugin_api.Relaxable``): every other rule still holds it, and the replay
-    has just judged its evictions exactly."""
+    has just judged its evictions exactly. Returns ``IN_MODEL``, ``RELAXED`` or None (refused, or
+    not checked in time); unless ``IN_MODEL``, the model's hint is put back as it was."""
     from .hint import complete
 
     hint = wm.model.proto.solution_hint
@@ -170,17 +176,19 @@ def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> bool:
         wm.model.add_hint(var, plan.value(var))
     budget = min(HOLDS_SECONDS, max(0.05, (deadline - time.monotonic()) / 4))
     done = complete(wm, budget)
-    if done is None:
-        done = _holds_relaxed(wm, plan, budget)
-    if not done:
-        log.debug("repair: the repaired plan %s", "breaks a rule of the model" if done is None else "was not checked in time")
-        # The hint the solve had (greedy's plan, completed) is a better start than a plan the
-        # model refuses: a 20-node window found no solution in 2.5 s from the refused one.
-        wm.model.clear_hints()
-        hint.vars.extend(before[0])
-        hint.values.extend(before[1])
-        wm.hint_complete = before[2]
-    return bool(done)
+    if done:
+        return IN_MODEL
+    relaxed = _holds_relaxed(wm, plan, budget) if done is None else None
+    if not relaxed:
+        log.debug("repair: the repaired plan %s",
+                  "breaks a rule of the model" if done is None and relaxed is None else "was not checked in time")
+    # The hint the solve had (greedy's plan, completed) is a better start than a plan the model
+    # refuses: a 20-node window found no solution in 2.5 s from the refused one.
+    wm.model.clear_hints()
+    hint.vars.extend(before[0])
+    hint.values.extend(before[1])
+    wm.hint_complete = before[2]
+    return RELAXED if relaxed else None
 
 
 def _holds_relaxed(wm: WindowModel, plan: PlanValues, budget: float) -> Optional[bool]:
