@@ -388,7 +388,8 @@ def complete(wm: WindowModel, budget: float) -> Optional[bool]:
     return True
 
 
-def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], budget: float) -> str:
+def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dict[int, int], budget: float,
+              admit: bool = True) -> str:
     """Hint the better of greedy's plan (or, without it, first fit) and the packing (kept in
     ``wm.hint_solution`` when it wins). With greedy's plan at hand the hint is completed to every
     variable (``complete``); a packing the model rejects gives way to greedy's plan. Returns
@@ -411,7 +412,7 @@ def best_hint(wm: WindowModel, greedy: Optional[GreedyResult], ctx, weights: dic
         return "first fit"
     greedy_hint(wm, greedy, ctx, other)
     done = complete(wm, budget)
-    if done is None and _admit_greedy(wm, greedy, other):
+    if done is None and admit and _admit_greedy(wm, greedy, other):
         wm.model.clear_hints()  # a refused completion leaves greedy's partial hint in place
         greedy_hint(wm, greedy, ctx, other)
         done = complete(wm, budget)

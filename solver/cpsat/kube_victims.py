@@ -42,7 +42,7 @@ REPAIR_ROUNDS = 5
 
 
 def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = None, solve=solve_component,
-                ) -> tuple[Optional[Values], str, Optional[float], Optional[float], int]:
+                relaxed_repairs: bool = True) -> tuple[Optional[Values], str, Optional[float], Optional[float], int]:
     """``solve`` (the staged solve, ``stages.solve_component``), repeated with the replay's cuts
     until the plan's victims are ones kube-scheduler's preemption evicts: (the solution's values
     or None, status, objective, bound, rounds of cuts). A plan that breaks the replay is also
@@ -84,7 +84,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             c.clear_linear()  # the stages' value fixings (each a linear row): dropped
         fixed = repair(wm, trial)
         if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
-            holds = _holds(wm, fixed, deadline)
+            holds = _holds(wm, fixed, deadline, relaxed=relaxed_repairs)
             if holds is not None:
                 repaired, hint_repaired = fixed, holds == IN_MODEL
         if time.monotonic() >= deadline:
@@ -154,7 +154,7 @@ def _plan_vars(wm: WindowModel) -> list:
 IN_MODEL, RELAXED = "model", "relaxed"
 
 
-def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> Optional[str]:
+def _holds(wm: WindowModel, plan: PlanValues, deadline: float, relaxed: bool = True) -> Optional[str]:
     """Whether the repaired plan is a solution of the model: the repair takes out pods that
     cannot fit at their turn, which the rules that judge a group of the plan's pods (topology
     spread's skew, a gang's minimum) may not allow. Checked by completing the plan's placements
@@ -166,7 +166,10 @@ def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> Optional[str]:
     the batch may refuse. Refused by the whole model, the plan is checked once more with the
     reprieve relaxed (``plugin_api.Relaxable``): every other rule still holds it, and the replay
     has just judged its evictions exactly. Returns ``IN_MODEL``, ``RELAXED`` or None (refused, or
-    not checked in time); unless ``IN_MODEL``, the model's hint is put back as it was."""
+    not checked in time); unless ``IN_MODEL``, the model's hint is put back as it was.
+    ``relaxed=False``: the whole model only (a neighbourhood round, whose replay sees the round's
+    part of the window: a repair it judged, refused by the model, once failed the full
+    validator under a loaded CI machine)."""
     from .hint import complete
 
     hint = wm.model.proto.solution_hint
@@ -178,17 +181,17 @@ def _holds(wm: WindowModel, plan: PlanValues, deadline: float) -> Optional[str]:
     done = complete(wm, budget)
     if done:
         return IN_MODEL
-    relaxed = _holds_relaxed(wm, plan, budget) if done is None else None
-    if not relaxed:
+    lifted = _holds_relaxed(wm, plan, budget) if done is None and relaxed else None
+    if not lifted:
         log.debug("repair: the repaired plan %s",
-                  "breaks a rule of the model" if done is None and relaxed is None else "was not checked in time")
+                  "breaks a rule of the model" if done is None and lifted is None else "was not checked in time")
     # The hint the solve had (greedy's plan, completed) is a better start than a plan the model
     # refuses: a 20-node window found no solution in 2.5 s from the refused one.
     wm.model.clear_hints()
     hint.vars.extend(before[0])
     hint.values.extend(before[1])
     wm.hint_complete = before[2]
-    return RELAXED if relaxed else None
+    return RELAXED if lifted else None
 
 
 def _holds_relaxed(wm: WindowModel, plan: PlanValues, budget: float) -> Optional[bool]:

@@ -329,12 +329,15 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     built = time.monotonic() - start
     current = GreedyResult(placements={k: n for k, n in plan.placements.items() if k in freed},
                            victims=[v for v in plan.victims if v.node in inside])
-    how = best_hint(wm, current, sub, weights, HINT_SHARE * max(0.0, deadline - time.monotonic()))
+    # A round keeps to plans its whole model holds: no evictions admitted beside the batch
+    # reprieve, no repair accepted with it lifted (``kube_victims``). Its replay sees only the
+    # round's part of the window; such a plan once failed the full validator (a loaded CI run).
+    how = best_hint(wm, current, sub, weights, HINT_SHARE * max(0.0, deadline - time.monotonic()), admit=False)
     if log.isEnabledFor(logging.DEBUG):
         log.debug("lns round: %d pairs, %d victims, (variables, constraints) %s built in %.2fs, hint: %s",
                   sum(len(cand[c.id]) for c in live), len(wm.evict), wm.size(), time.monotonic() - start, how)
     solve_by = min(last, max(deadline, time.monotonic() + MIN_SOLVE_SECONDS))
-    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by)
+    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, relaxed_repairs=False)
     if solver is None:
         return None, pairs, built
     found = Solution()
