@@ -10,6 +10,7 @@ so no rule ever rescans all pods for each incoming pod.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -91,11 +92,13 @@ class PluginState(Protocol):
         ...
 
 
-class Book:
-    """``PluginState``'s defaults: ``reserve_many`` adds pod by pod, merging carries nothing."""
+class Book(ABC):
+    """``PluginState``'s defaults: ``reserve_many`` adds pod by pod, merging carries nothing. A
+    book says what ``reserve`` records (abstract: a book without it cannot be made)."""
 
+    @abstractmethod
     def reserve(self, pod: PodInfo, node: int) -> None:
-        raise NotImplementedError
+        """``pod`` was placed on ``node``."""
 
     def reserve_many(self, placed: list[tuple[PodInfo, int]]) -> None:
         for pod, node in placed:
