@@ -29,7 +29,6 @@ from typing import Optional
 
 import numpy as np
 
-from .group_disruption import evicted_together
 from .context import SchedulingContext
 from .info import PodInfo
 from .plugin_api import GreedyPart, PostFilterOutcome, Victim
@@ -266,17 +265,9 @@ class _Run:
         result = self.result
         if not result.victims or registry.POSTFILTER is None:
             return
-        groups = self.ctx.pod_groups
         levels = {(v.node, self.ctx.window_pod(v.preemptor).priority) for v in result.victims}
         for node, level in sorted(levels, key=lambda nl: (-nl[1], nl[0])):
-            before = result.victims
-            result.victims = registry.POSTFILTER.reprieve_level(node, level, self.state, before, self.ctx)
-            # A member of a group evicted only as a whole (disruptionMode: all) stays with its mates.
-            kept = {v.pod.key for v in result.victims}
-            for v in before:
-                if v.pod.key not in kept and evicted_together(groups, v.pod) is not None:
-                    self.state.remove(v.pod)
-                    result.victims.append(v)
+            result.victims = registry.POSTFILTER.reprieve_level(node, level, self.state, result.victims, self.ctx)
 
     def _after_postfilter(self, pod: PodInfo, allowed: Optional[np.ndarray]) -> None:
         """A pod that preempted is placed (its victims stay evicted until ``reprieve_at_end``); one

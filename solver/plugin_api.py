@@ -731,7 +731,8 @@ class PostFilter(Protocol):
     REASON_TERMINATING: str  # why a pod waiting for its earlier victims does not preempt again
 
     def reprieve_level(self, node: int, level: int, state: ClusterState, victims: list, ctx: ContextView) -> list:
-        """The victims, less those a preemption at priority ``level`` on ``node`` makes unnecessary."""
+        """The victims, less those of priority ``level``'s preemptors on ``node`` that the node still
+        holds once the pass is done (greedy's end-of-pass reprieve)."""
         ...
 
     def replay(self, ctx: ContextView, placements: Mapping[str, int], nodes: Iterable[int], static: StaticView) -> Any:

@@ -27,6 +27,7 @@ from ...framework import SUCCESS, Code, Status, fit_error_message, reason_histog
 from ...info import PodInfo
 from . import nominated
 from ...disruption import PdbBudgets
+from ...group_disruption import evicted_together
 from .victim_room import beyond_node_local, entangled, entangling, may_preempt
 from ..node_ports import filter as node_ports
 from ...plugin_api import CycleView as Cycle, NodeDryRun, StaticView as StaticFilters, gives_back
@@ -452,22 +453,23 @@ def reprieve_level(
     victims: list,
     ctx,
 ) -> list:
-    """After a pod of priority ``level`` preempted on ``node``, put back the victims that earlier
-    preemptors of that same priority took there and that the node no longer needs: the window's
-    reading of the reprieve (``victim_room``: pods of one priority are one batch, so each victim of
-    the level must be needed with all the others gone). kube-scheduler, one pod at a time, would
-    keep them evicted; the room they return is the room its later pods would have found.
+    """Once greedy's pass is done (``greedy.reprieve_at_end``), put back the victims that the
+    preemptors of priority ``level`` took on ``node`` and that the node, with everything placed on
+    it, still holds — the most important first, those whose eviction breaks a budget before the
+    others. kube-scheduler keeps them evicted; put back, the plan evicts less and places the same.
 
-    ``victims``: the window's victims so far (``pod``, ``node``, ``preemptor``); the state holds the
-    window's placements so far (all of priority ``level`` or above: the queue goes by priority).
-    Returns the victims that stay evicted. Victims of nodes the rule does not judge (a placed pod
-    with affinity or spread, a running pod with anti-affinity) and entangled ones stay evicted."""
+    ``victims``: the window's victims (``pod``, ``node``, ``preemptor``); the state holds the
+    window's placements. Returns the victims that stay evicted. Victims of nodes the rule does not
+    judge (a placed pod with affinity or spread, a running pod with anti-affinity), entangled ones
+    and members of a group evicted only as a whole stay evicted."""
     here = [v for v in victims if v.node == node]
     if len(here) < 2:
         return victims  # the pod's own victims are needed (its own reprieve said so)
     window = _window_keys(ctx)
     matchers = entangling(ctx)
-    candidates = [v for v in here if ctx.pod(v.preemptor).priority == level and not entangled(v.pod, matchers)]
+    # A member of a group evicted only as a whole (disruptionMode: all) goes with its mates.
+    candidates = [v for v in here if ctx.pod(v.preemptor).priority == level and not entangled(v.pod, matchers)
+                  and evicted_together(ctx.pod_groups, v.pod) is None]
     if not candidates:
         return victims
     placed = [p for p in state.pods_on[node].values() if p.key in window]
