@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Optional
+from typing import Any, Optional
 
 from ortools.sat.python import cp_model
 
@@ -59,15 +59,14 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     hint_repaired = False  # the repaired plan is a solution of the model itself: the next solve's hint
     while True:
         mark = len(wm.model.proto.constraints)
-        solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=lambda s: _kube_evicts_all(wm, s))
+        judged = _Judged(wm)
+        solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=judged.accept)
         if solver is None:
             if repaired is not None:
                 wm.kube_names = repaired.names
                 return repaired, "FEASIBLE", None, None, rounds
             return solver, status, obj, bnd, rounds
-        trial = Solution()
-        extract(wm, solver, trial)
-        found = registry.POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
+        trial, found = judged.of(solver)
         kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
         if not kept:
             if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
@@ -104,18 +103,31 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
                 wm.model.add_hint(var, repaired.value(var))
 
 
-def _kube_evicts_all(wm: WindowModel, solver) -> bool:
-    """Whether every victim of the placement stage's solution is one the replay evicts. Asked
-    before the later stages (victims, scores) polish it: a plan the replay refuses is cut,
-    repaired (the repair is the incumbent when it holds) and solved again at once. On a 20-node
-    window the victims stage alone took the rest of a 10 s limit, leaving no time for the solve
-    after the cut, and the window fell back to greedy's plan, 5 pods short of kube-scheduler's."""
-    trial = Solution()
-    extract(wm, solver, trial)
-    if not trial.victims or registry.POSTFILTER is None:
-        return True
-    found = registry.POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
-    return all(v.pod.key in found.evicted_by for v in trial.victims)
+class _Judged:
+    """A solution read as a plan and replayed (``of``), once per solution: the placement stage's
+    is asked before the later stages polish it (``accept``, every victim one the replay evicts —
+    a plan the replay refuses is cut, repaired and solved again at once; on a 20-node window the
+    victims stage alone took the rest of a 10 s limit, leaving no time for the solve after the
+    cut), and the same judgement serves the loop when that solution is the one returned."""
+
+    def __init__(self, wm: WindowModel) -> None:
+        self.wm = wm
+        self.last: Optional[tuple[object, Solution, Any]] = None
+
+    def of(self, solver) -> tuple[Solution, Any]:
+        if self.last is not None and self.last[0] is solver:
+            return self.last[1], self.last[2]
+        wm = self.wm
+        trial = Solution()
+        extract(wm, solver, trial)
+        assert registry.POSTFILTER is not None  # solve_sound replays only with a PostFilter
+        found = registry.POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
+        self.last = (solver, trial, found)
+        return trial, found
+
+    def accept(self, solver) -> bool:
+        trial, found = self.of(solver)
+        return all(v.pod.key in found.evicted_by for v in trial.victims)
 
 
 class PlanValues:
