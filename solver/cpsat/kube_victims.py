@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 from ortools.sat.python import cp_model
@@ -42,7 +43,8 @@ REPAIR_ROUNDS = 5
 
 
 def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = None, solve=solve_component,
-                relaxed_repairs: bool = True) -> tuple[Optional[Values], str, Optional[float], Optional[float], int]:
+                relaxed_repairs: bool = True, view: Optional[ReplayOf] = None
+                ) -> tuple[Optional[Values], str, Optional[float], Optional[float], int]:
     """``solve`` (the staged solve, ``stages.solve_component``), repeated with the replay's cuts
     until the plan's victims are ones kube-scheduler's preemption evicts: (the solution's values
     or None, status, objective, bound, rounds of cuts). A plan that breaks the replay is also
@@ -50,16 +52,19 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     victims the replay's own. That plan is the hint of the solve after the cuts, and the answer if
     the time runs out first (status FEASIBLE, no bound). The first solve has the whole time: the
     model's reprieve (``reprieve_encode``) makes plans that break the replay the exception, and a
-    share held back for the solve after the cuts left the first without a plan on busy cores."""
+    share held back for the solve after the cuts left the first without a plan on busy cores.
+    ``view``: how a plan of the model is replayed (``ReplayOf``; the model's own window by
+    default)."""
     if registry.POSTFILTER is None or not wm.evict:
         return (*solve(wm, cfg, deadline, work=work), 0)
     ne: dict[tuple[int, int], cp_model.IntVar] = {}
     rounds = 0
     repaired: Optional[PlanValues] = None
     hint_repaired = False  # the repaired plan is a solution of the model itself: the next solve's hint
+    view = view or OwnWindow(wm)
     while True:
         mark = len(wm.model.proto.constraints)
-        judged = _Judged(wm)
+        judged = _Judged(wm, view)
         solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=judged.accept)
         if solver is None:
             if repaired is not None:
@@ -81,7 +86,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
                 log.debug("  kept: %s", found.why_kept(v.pod, v.node, v.preemptor))
         for c in list(wm.model.proto.constraints)[mark:]:
             c.clear_linear()  # the stages' value fixings (each a linear row): dropped
-        fixed = repair(wm, trial)
+        fixed = repair(wm, trial, view)
         if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
             holds = _holds(wm, fixed, deadline, relaxed=relaxed_repairs)
             if holds is not None:
@@ -103,6 +108,47 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
                 wm.model.add_hint(var, repaired.value(var))
 
 
+class OwnWindow:
+    """The replay of a plan of ``wm`` as its own window: ``view(placements, nodes)`` is
+    ``registry.POSTFILTER.replay`` of the model's context, judging ``nodes``."""
+
+    def __init__(self, wm: WindowModel) -> None:
+        self.wm = wm
+
+    def __call__(self, placements: Mapping[str, int], nodes: set[int]) -> Any:
+        assert registry.POSTFILTER is not None  # solve_sound replays only with a PostFilter
+        return registry.POSTFILTER.replay(self.wm.ctx, placements, nodes, self.wm.static)
+
+
+class WholePlan:
+    """The replay of a plan of a model that decides part of a window (a neighbourhood round,
+    ``lns``) inside the whole plan: the rest of the window placed as ``outside`` has it, in queue
+    order with the model's pods (a pod placed outside comes in at its turn, not before every
+    one of the model's: at an earlier turn, a spread's other domains hold fewer pods), and the
+    nodes of ``outside_victims`` judged too. The last answer is kept: the same plan asked again
+    (the round's final check) is not replayed twice."""
+
+    def __init__(self, ctx, static, outside: Mapping[str, int], outside_victims: list[Victim]) -> None:
+        self.ctx, self.static = ctx, static
+        self.outside = dict(outside)
+        self.outside_nodes = {v.node for v in outside_victims}
+        self.last: Optional[tuple[tuple, Any]] = None
+
+    def __call__(self, placements: Mapping[str, int], nodes: set[int]) -> Any:
+        key = (tuple(sorted(placements.items())), tuple(sorted(nodes)))
+        if self.last is not None and self.last[0] == key:
+            return self.last[1]
+        assert registry.POSTFILTER is not None
+        found = registry.POSTFILTER.replay(self.ctx, {**self.outside, **placements}, set(nodes) | self.outside_nodes,
+                                           self.static)
+        self.last = (key, found)
+        return found
+
+
+# How a plan of the model is replayed: (placements, nodes to judge) -> ``KubeReplay``.
+ReplayOf = Callable[[Mapping[str, int], set[int]], Any]
+
+
 class _Judged:
     """A solution read as a plan and replayed (``of``), once per solution: the placement stage's
     is asked before the later stages polish it (``accept``, every victim one the replay evicts —
@@ -110,8 +156,8 @@ class _Judged:
     victims stage alone took the rest of a 10 s limit, leaving no time for the solve after the
     cut), and the same judgement serves the loop when that solution is the one returned."""
 
-    def __init__(self, wm: WindowModel) -> None:
-        self.wm = wm
+    def __init__(self, wm: WindowModel, view: ReplayOf) -> None:
+        self.wm, self.view = wm, view
         self.last: Optional[tuple[object, Solution, Any]] = None
 
     def of(self, solver) -> tuple[Solution, Any]:
@@ -120,8 +166,7 @@ class _Judged:
         wm = self.wm
         trial = Solution()
         extract(wm, solver, trial)
-        assert registry.POSTFILTER is not None  # solve_sound replays only with a PostFilter
-        found = registry.POSTFILTER.replay(wm.ctx, trial.placements, {v.node for v in trial.victims}, wm.static)
+        found = self.view(trial.placements, {v.node for v in trial.victims})
         self.last = (solver, trial, found)
         return trial, found
 
@@ -234,21 +279,27 @@ def _holds_relaxed(wm: WindowModel, plan: PlanValues, budget: float) -> Optional
 HOLDS_SECONDS = 1.0
 
 
-def repair(wm: WindowModel, trial: Solution) -> Optional[PlanValues]:
+def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) -> Optional[PlanValues]:
     """``trial``'s placements with the replay's victims: each pod that cannot fit its node at its
     turn taken out and the replay run again, until every turn fits or preempts. None when the
-    model has encodings that decode their own variables (gangs), or the repair does not settle."""
+    model has encodings that decode their own variables (gangs), or the repair does not settle
+    (or a pod outside the model, which ``view`` replays too, is the one that cannot fit)."""
     if registry.POSTFILTER is None or any(isinstance(enc, PlacementDecoder) and enc.decoded_classes()
                                  for enc in wm.encodings.values()):
         log.debug("repair: the model decodes gangs itself")
         return None
+    view = view or OwnWindow(wm)
     placements = dict(trial.placements)
     nodes = {v.node for v in trial.victims}
     for _ in range(REPAIR_ROUNDS):
-        found = registry.POSTFILTER.replay(wm.ctx, placements, nodes, wm.static)
+        found = view(placements, nodes)
         stuck = [key for key, turn in found.turns.items() if not turn.outcome_ok]
+        if any(key not in placements for key in stuck):
+            log.debug("repair: a pod outside the model cannot fit at its turn")
+            return None
         if not stuck:
-            victims = [Victim(v, t.node, t.pod.key) for t in found.turns.values() for v in t.victims]
+            victims = [Victim(v, t.node, t.pod.key) for t in found.turns.values() if t.pod.key in placements
+                       for v in t.victims]
             if any(v.pod.key not in wm.evict for v in victims):
                 log.debug("repair: a victim of the replay has no eviction variable")
                 return None  # a victim the model has no variable for

@@ -50,7 +50,7 @@ from .build import BuildInput, build_component, candidates
 from .choose import choose, plan_value, tier_weights
 from .decode import extract
 from .hint import best_hint
-from .kube_victims import name_by_replay, solve_sound
+from .kube_victims import WholePlan, name_by_replay, solve_sound
 from .outcome import Solution
 
 log = logging.getLogger("cpsat_scheduler.solver")
@@ -330,22 +330,33 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     current = GreedyResult(placements={k: n for k, n in plan.placements.items() if k in freed},
                            victims=[v for v in plan.victims if v.node in inside])
     # A round keeps to plans its whole model holds: no evictions admitted beside the batch
-    # reprieve, no repair accepted with it lifted (``kube_victims``). Its replay sees only the
-    # round's part of the window; such a plan once failed the full validator (a loaded CI run).
+    # reprieve, no repair accepted with it lifted (``kube_victims``); its plans are replayed
+    # inside the whole plan (``WholePlan``), pods outside the round at their own turns.
     how = best_hint(wm, current, sub, weights, HINT_SHARE * max(0.0, deadline - time.monotonic()), admit=False)
     if log.isEnabledFor(logging.DEBUG):
         log.debug("lns round: %d pairs, %d victims, (variables, constraints) %s built in %.2fs, hint: %s",
                   sum(len(cand[c.id]) for c in live), len(wm.evict), wm.size(), time.monotonic() - start, how)
     solve_by = min(last, max(deadline, time.monotonic() + MIN_SOLVE_SECONDS))
-    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, relaxed_repairs=False)
+    outside = {k: n for k, n in plan.placements.items() if k not in freed}
+    outside_victims = [v for v in plan.victims if v.node not in inside]
+    whole = WholePlan(ctx, static, outside, outside_victims)
+    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, relaxed_repairs=False, view=whole)
     if solver is None:
         return None, pairs, built
     found = Solution()
     extract(wm, solver, found)
-    placements = {k: n for k, n in plan.placements.items() if k not in freed}
-    placements.update(found.placements)
-    victims = [v for v in plan.victims if v.node not in inside] + found.victims
-    return _Plan(placements, victims), pairs, built
+    victims = outside_victims + found.victims
+    if victims:
+        # The whole plan's victims, each one kube-scheduler's preemption evicts in the whole
+        # window's queue order: the round's pods change what the pods outside it meet at their
+        # turns too (a spread's counts), so the victims outside are judged again as well.
+        judged = whole(found.placements, {v.node for v in found.victims})
+        wrong = [v for v in victims if v.pod.key not in judged.evicted_by]
+        if wrong:
+            log.debug("lns round: refused, kube-scheduler's preemption keeps %d of the whole plan's victims (%s)",
+                      len(wrong), wrong[0].pod.key)
+            return None, pairs, built
+    return _Plan({**outside, **found.placements}, victims), pairs, built
 
 
 def _round_solver_config(ctx: SchedulingContext):

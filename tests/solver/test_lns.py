@@ -143,3 +143,33 @@ def test_the_table_says_the_search_ran_and_what_it_gained(too_big: None) -> None
     line = stats_line(plan)
     assert "degraded: large-neighbourhood search" in line
     assert f"search {plan.stats.lns_rounds} round(s), {plan.stats.lns_improved_rounds} improving, +1 placed" in line
+
+
+def test_a_round_judges_its_evictions_in_the_whole_window_s_queue_order() -> None:
+    """Zone a holds a running pod of app s (zone spread, maxSkew 1) on n-a2, and n-a is full with
+    a low-priority pod. The incumbent places s's pod z (created second) in zone b and leaves y
+    (created first) out. A round freeing n-a sees z as part of the cluster: y fits there by
+    evicting the low pod (a=2, b=1). But kube-scheduler takes y before z: at y's turn zone b is
+    empty, y does not fit n-a even with the low pod gone, and its preemption keeps that pod: the
+    round must not evict it (a plan the validator refuses)."""
+    from solver.context import build_context
+    from solver.cpsat.choose import tier_weights
+    from solver.cpsat.lns import _Plan, _round
+    from solver.filtering import StaticFilters
+    from solver.scoring import ScoreContext
+
+    nodes = [make_node("n-a", cpu="2", memory="64Gi", labels={"zone": "a"}),
+             make_node("n-a2", cpu="1", memory="64Gi", labels={"zone": "a"}),
+             make_node("n-b", cpu="1", memory="64Gi", labels={"zone": "b"})]
+    s = {"labels": {"app": "s"}, "spread": [spread("zone", {"app": "s"})]}
+    pods = [make_pod("default/low", cpu="2", node="n-a", priority=0),
+            make_pod("default/s-running", cpu="1", node="n-a2", priority=0, **s),
+            make_pod("default/y", cpu="1", priority=1000, created=T0, **s),
+            make_pod("default/z", cpu="1", priority=1000, created=T0 + timedelta(seconds=1), **s)]
+    snapshot = make_snapshot(nodes, pods)
+    ctx = build_context(snapshot, CONFIG)
+    index = {n.name: n.index for n in ctx.nodes}
+    incumbent = _Plan({"default/z": index["n-b"]}, [])
+    found, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-a"]],
+                         list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
+    assert found is None or not found.victims, (found.placements, found.victims)
