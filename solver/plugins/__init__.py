@@ -5,7 +5,7 @@ A plugin package keeps side by side what the rest of the solver needs of one rul
 - ``plugin.py``: ``PLUGIN``, the one object naming what the package implements (filter, prune,
   encode, score, final checks, whether it keeps state per node) — ``plugin_api.Plugin``;
 - ``filter.py``: the Filter (and PreFilter) with kube-scheduler's reasons, vectorised over
-  nodes, and the rule's one predicate (``node_resources_fit.fits``, ``pod_topology_spread.skew_floor``,
+  nodes, and the rule's one predicate (``pod_topology_spread.skew_floor``,
   ...);
 - ``encode.py``: the same rule as CP-SAT constraints on the window model, beside its filter;
 - ``score.py``: the Score (and PreScore/NormalizeScore) of the default profile;
@@ -13,7 +13,7 @@ A plugin package keeps side by side what the rest of the solver needs of one rul
 
 ``gang/`` is the all-or-nothing group rule (kube-scheduler's coscheduling Permit, with its one
 minMember test ``reaches_min_member``) and ``preemption/`` the DefaultPreemption PostFilter:
-who may preempt whom (``victim_room.why_not``/``may_preempt``), which victims a plan may name,
+who may preempt whom (``shared.preemption_rule``), which victims a plan may name,
 and PodDisruptionBudgets. ``static_check.py`` replays the four static filters for the validator
 and ``helper.py`` holds the arithmetic the score plugins share.
 
