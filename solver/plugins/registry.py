@@ -67,13 +67,13 @@ from .node_name.plugin import PLUGIN as node_name
 from .node_ports.plugin import PLUGIN as node_ports
 from .node_resources_fit.plugin import PLUGIN as node_resources_fit
 from .node_unschedulable.plugin import PLUGIN as node_unschedulable
-from .node_volume_limits.plugin import PLUGIN as node_volume_limits
 from .pod_topology_spread.plugin import PLUGIN as pod_topology_spread
 from .preemption.plugin import PLUGIN as preemption
 from .taint_toleration.plugin import PLUGIN as taint_toleration
-from .volume_binding.plugin import PLUGIN as volume_binding
-from .volume_restrictions.plugin import PLUGIN as volume_restrictions
-from .volume_zone.plugin import PLUGIN as volume_zone
+from .volumes.node_volume_limits.plugin import PLUGIN as node_volume_limits
+from .volumes.volume_binding.plugin import PLUGIN as volume_binding
+from .volumes.volume_restrictions.plugin import PLUGIN as volume_restrictions
+from .volumes.volume_zone.plugin import PLUGIN as volume_zone
 
 if TYPE_CHECKING:
     from models.objects import Node, Pod
