@@ -1,7 +1,8 @@
 """The layering holds: adapters -> solver -> models, only adapters talk to a cluster, plugins never
-import the engines that call them (solver/plugin_api.py is what they stand on) and the basics under
-them import no plugin, no import circle inside the solver (among the modules and packages of each
-package), in the live scheduler only api_client.py and errors.py touch the Kubernetes client, and the
+import the engines that call them (solver/plugin_api.py is what they stand on) nor another plugin
+outside their family (solver/plugins/shared/ is what they share) and the basics under them import
+no plugin, no import circle inside the solver (among the modules and packages of each package), in
+the live scheduler only api_client.py and errors.py touch the Kubernetes client, and the
 benchmarks use the live scheduler, never the other way.
 The contracts are in pyproject.toml ([tool.importlinter]); import-linter checks them on every test
 run."""

@@ -10,7 +10,7 @@
    (a request above allocatable, a missing topology key) are not looked at, so such a pod keeps
    waiting. It may still be placed wherever it fits; the plan evicts nothing for it. The context
    marks it (``PodInfo.waiting_on``); greedy's PostFilter, the model's ``evict`` variables and the
-   validator (``victim_room.why_not``) all read that mark.
+   validator (``shared.preemption_rule.why_not``) all read that mark.
 
 2. **The room a nominated pod waits for is not given away.** kube-scheduler filters a pod on N
    with the pods nominated to N of priority ≥ its own (other than itself) added to the node. A
