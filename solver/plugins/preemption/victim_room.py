@@ -68,5 +68,8 @@ def freed_reasons(wm: WindowModel, n: int, victim: PodInfo, level: int, above: l
     book of the model's state that an eviction may give something back from
     (``plugin_api.GivesBackInModel``: DRA's devices of a claim reserved only for evicted pods), for
     the classes placed on node ``n`` at or above ``level``."""
-    return [lit for book in wm.state.books.values() if isinstance(book, GivesBackInModel)
-            for lit in book.freed_reasons(wm, n, victim, level, above)]
+    books = wm.__dict__.get("_preemption_gives_back")
+    if books is None:  # found once per model: asked per victim, level and node
+        books = wm.__dict__["_preemption_gives_back"] = [
+            book for book in wm.state.books.values() if isinstance(book, GivesBackInModel)]
+    return [lit for book in books for lit in book.freed_reasons(wm, n, victim, level, above)]
