@@ -130,7 +130,7 @@ class Plan(_PlanModel):
     gated: tuple[Gated, ...] = ()
     # Devices the plan gives to pending pods' ResourceClaims.
     allocations: tuple[DeviceAllocation, ...] = ()
-    # The volumes the plan's WaitForFirstConsumer claims take (``plugins/volume_binding``).
+    # The volumes the plan's WaitForFirstConsumer claims take (``plugins/volumes/volume_binding``).
     volume_bindings: tuple[VolumeBinding, ...] = ()
     stats: PlanStats
 

@@ -145,7 +145,7 @@ class ClusterSnapshot(BaseModel):
     # manager's resourceclaim controller to make it (the live scheduler: it writes claims'
     # status, and only a claim that exists has one).
     claims_from_templates: bool = True
-    # What the volume plugins read besides claims and volumes (``solver/plugins/volume_*``).
+    # What the volume plugins read besides claims and volumes (``solver/plugins/volumes/``).
     storage_classes: tuple[StorageClass, ...] = ()
     csi_nodes: tuple[CSINode, ...] = ()
 

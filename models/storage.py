@@ -2,7 +2,7 @@
 and CSINodes, as ``kubectl get pv,pvc,storageclass,csinode -A -o yaml`` prints them, and which
 claims a pod's ``spec.volumes`` mount.
 
-Only what placement reads is parsed (``solver/plugins/volume_*``, ``node_volume_limits``):
+Only what placement reads is parsed (``solver/plugins/volumes/``):
 the claim's request, access modes, class, volume mode and binding; the volume's capacity,
 access modes, class, node affinity, claimRef, CSI driver and zone labels; the class's binding
 mode, provisioner and allowed topologies; the per-driver attach limits of each node. Sizes are

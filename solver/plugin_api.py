@@ -106,6 +106,21 @@ def gives_back(state: ClusterState) -> list[GivesBack]:
     return [book for book in state.books.values() if isinstance(book, GivesBack)]
 
 
+@runtime_checkable
+class GivesBackInModel(Protocol):
+    """A rule's book whose holdings the window model's evictions may give back (DRA's devices of
+    a claim reserved only for evicted pods): DefaultPreemption's reprieve encoding asks every book
+    of the model's state that meets this protocol why a victim's eviction may be needed beyond
+    the node's room, naming none."""
+
+    def freed_reasons(self, wm: EncodeModel, node: int, victim: PodInfo, level: int,
+                      above: list[tuple[ClassView, cp_model.IntVar]]) -> list[cp_model.IntVar]:
+        """Literals, each true only when evicting ``victim`` gives back something of this book that
+        a class of ``above`` (placed on ``node`` at or above ``level``: (class, x[c, node])) may
+        take; [] when it gives back nothing such a class asks for."""
+        ...
+
+
 # --------------------------------------------------------------------------- views of the engines
 
 T = TypeVar("T")
@@ -615,6 +630,28 @@ class Capacity(Protocol):
         ...
 
 
+class KindRoom(Protocol):
+    """A rule's per-node room that pods take as counts of kinds, the way requests take resources
+    (DRA's devices of a node's own kinds): provisioning packs each kind beside the requests, asking
+    every rule with a ``kind_room`` (``registry.KIND_ROOMS``). Kinds are the rule's own keys."""
+
+    def taken(self, state: ClusterState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Optional[list[dict[int, int]]]:
+        """Per node of ``nodes``, what one pod like ``pod`` takes of each kind there (kinds it
+        takes none of left out); None when the rule cannot count it exactly (the pod then takes
+        nothing of it in provisioning's model, and the validator judges the placement)."""
+        ...
+
+    def free(self, state: ClusterState, node: NodeInfo) -> dict[int, int]:
+        """The free room of each of ``node``'s own kinds on ``state``."""
+        ...
+
+
+# (pod x) -> None when the rule lets x share a node with any pod, else a predicate: may x and pod y
+# never share one node, wherever the rest goes (their host ports collide)? Provisioning keeps such
+# pods' classes apart (``registry.apart``); the rule's answer is symmetric.
+Apart = Callable[[PodInfo], Optional[Callable[[PodInfo], bool]]]
+
+
 class PassResult(Protocol):
     """Greedy's result so far in one pass over a window (``greedy.GreedyResult``)."""
 
@@ -955,6 +992,9 @@ class Plugin:
     * ``window``: the rule's view of a whole window for CP-SAT (``WindowPart``: gang kinds);
     * ``postfilter``: greedy's PostFilter (``PostFilter``; one plugin at most, DefaultPreemption);
     * ``capacity``: the rule counts requests against a node's room (``Capacity``);
+    * ``kind_room``: the rule's per-node room counted in kinds, for provisioning (``KindRoom``:
+      DRA's devices);
+    * ``apart``: pods the rule never lets share a node, for provisioning (``Apart``: host ports);
     * ``reads``: what the rule reads of pods and nodes and how far it couples pods (``Reads``);
     * ``prebind``: what the rule writes on a pod before the live binder binds it (``PreBind``);
     * ``state``: the rule's own bookkeeping on each new state (``BookMaker`` -> ``PluginState``,
@@ -978,6 +1018,8 @@ class Plugin:
     per_node_state: Optional[Callable[[PodInfo], bool]] = None
     prepare: Optional[Prepare] = None
     capacity: Optional[Capacity] = None
+    kind_room: Optional[KindRoom] = None
+    apart: Optional[Apart] = None
     greedy: Optional[GreedyHook] = None
     postfilter: Optional[PostFilter] = None
     window: Optional[Callable[[ContextView], WindowPart]] = None

@@ -1,8 +1,8 @@
 """What the four volume plugins read of a snapshot, as plain lookups: claims by ``namespace/name``,
 volumes and classes by name, and each node's per-driver CSI attach limit.
 
-Pure data over ``models.storage`` objects; the rules themselves live in ``volume_binding``,
-``volume_restrictions``, ``volume_zone`` and ``node_volume_limits``. A pod's claims are
+Pure data over ``models.storage`` objects; the rules themselves live in the volume plugins' family
+(VolumeBinding, VolumeRestrictions, VolumeZone and NodeVolumeLimits). A pod's claims are
 ``PodInfo.claims`` (``models.storage.pod_claims``, namespaced).
 """
 

@@ -1,7 +1,8 @@
 """The layering holds: adapters -> solver -> models, only adapters talk to a cluster, plugins never
-import the engines that call them (solver/plugin_api.py is what they stand on) and the basics under
-them import no plugin, no import circle inside the solver (among the modules and packages of each
-package), in the live scheduler only api_client.py and errors.py touch the Kubernetes client, and the
+import the engines that call them (solver/plugin_api.py is what they stand on) nor another plugin
+outside their family (solver/plugins/shared/ is what they share) and the basics under them import
+no plugin, no import circle inside the solver (among the modules and packages of each package), in
+the live scheduler only api_client.py and errors.py touch the Kubernetes client, and the
 benchmarks use the live scheduler, never the other way.
 The contracts are in pyproject.toml ([tool.importlinter]); import-linter checks them on every test
 run."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,16 +27,25 @@ def test_import_contracts_are_kept() -> None:
 
 
 def test_every_plugin_package_exports_one_plugin_and_the_registry_lists_it() -> None:
-    """Adding a rule is a folder and one registry line: every package under solver/plugins/
-    names what it implements in plugin.py, and the registry's list holds exactly those."""
+    """Adding a rule is a folder and one registry line: every package under solver/plugins/ (or
+    under a family of them, ``volumes/``) names what it implements in plugin.py, and the
+    registry's list holds exactly those; ``shared/`` holds no plugin."""
     import importlib
 
     from solver.plugin_api import Plugin
     from solver.plugins import registry
 
-    packages = sorted(p.name for p in (ROOT / "solver" / "plugins").iterdir() if (p / "__init__.py").exists())
+    plugins_root = ROOT / "solver" / "plugins"
+    for top in _plugin_packages():
+        folder = plugins_root / top
+        members = [p for p in folder.iterdir() if (p / "__init__.py").exists()]
+        # a plugin package, or a family whose every package is a plugin
+        assert (folder / "plugin.py").exists() != bool(members), top
+        assert all((m / "plugin.py").exists() for m in members), top
+    assert not [p for name in NOT_PLUGINS for p in (plugins_root / name).rglob("plugin.py")]
     exported = {}
-    for name in packages:
+    for folder in _plugin_dirs():
+        name = ".".join(folder.relative_to(plugins_root).parts)
         module = importlib.import_module(f"solver.plugins.{name}.plugin")
         assert isinstance(module.PLUGIN, Plugin), name
         exported[name] = module.PLUGIN
@@ -72,16 +83,22 @@ ENGINE_GLOBS = ("solver/*.py", "solver/cpsat/*.py", "solver/scoring/*.py", "solv
 # An engine module reaching a plugin package past the registry, with the reason it must (module,
 # plugin package): keep this short; a new entry needs a reason a reviewer accepts, and an entry no
 # longer used fails the test below.
-ENGINE_PLUGIN_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
-    # provision's cost model (branch ops2, merged beside the plugin API's change) counts devices
-    # and host ports itself: to move behind Plugin hooks (a capacity-like hook per rule).
-    ("solver/provision/devices.py", "dynamic_resources"): "provision counts devices per kind as DRA's hint does",
-    ("solver/provision/problem.py", "node_ports"): "provision keeps host-port conflicts apart in its classes",
-}
+ENGINE_PLUGIN_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+
+# Packages under solver/plugins/ that are no plugin: the predicates plugins share (they import none).
+NOT_PLUGINS = {"shared"}
 
 
 def _plugin_packages() -> set[str]:
-    return {p.name for p in (ROOT / "solver" / "plugins").iterdir() if (p / "__init__.py").exists()}
+    """The packages directly under solver/plugins/ that hold plugins: a plugin's own, or a family
+    of plugin packages (``volumes/``)."""
+    return {p.name for p in (ROOT / "solver" / "plugins").iterdir()
+            if (p / "__init__.py").exists() and p.name not in NOT_PLUGINS}
+
+
+def _plugin_dirs() -> list[Path]:
+    """Every plugin package, at any depth: a folder holding plugin.py."""
+    return sorted(p.parent for p in (ROOT / "solver" / "plugins").rglob("plugin.py"))
 
 
 def _imported_plugins(path: Path) -> set[str]:
@@ -159,11 +176,62 @@ def test_the_naming_check_can_fail(tmp_path: Path) -> None:
     assert _named_plugins(module) == {"gang", "node_ports"}
 
 
+# --------------------------------------------------------------------------- plugins import no other plugin
+
+# A plugin module importing a plugin package outside its own family, with the reason it must
+# ((module, plugin package) -> why): keep it empty; what two plugins share belongs in
+# solver/plugins/shared/, where the owning plugin imports it from too.
+PLUGIN_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def _sideways_imports() -> set[tuple[str, str]]:
+    """(module, plugin package) for every module under solver/plugins/ importing a plugin package
+    other than the one it lives in (a family, ``volumes/``, counts as one package; the modules
+    beside the packages — registry.py, helper.py, static_check.py — are not plugins)."""
+    plugins_root = ROOT / "solver" / "plugins"
+    out = set()
+    for path in sorted(plugins_root.rglob("*.py")):
+        parts = path.relative_to(plugins_root).parts
+        if len(parts) < 2:
+            continue
+        for plugin in _imported_plugins(path) - {parts[0]}:
+            out.add((str(path.relative_to(ROOT)), plugin))
+    return out
+
+
+def test_no_plugin_imports_another_outside_its_family() -> None:
+    """The issue's "plugins depend sideways": a plugin reaches another plugin's rule only through
+    solver/plugins/shared/ (or the plugin API); inside a family (the four volume plugins) imports
+    are the family's business. ``shared/`` itself imports no plugin."""
+    found = _sideways_imports()
+    unexplained = sorted(found - set(PLUGIN_IMPORTS_ALLOWED))
+    assert not unexplained, f"plugin modules importing another plugin (use plugins/shared): {unexplained}"
+    stale = sorted(set(PLUGIN_IMPORTS_ALLOWED) - found)
+    assert not stale, f"allow-list entries no longer used (remove them): {stale}"
+
+
+def test_the_sideways_check_can_fail() -> None:
+    """An import across plugin packages is seen; one inside the volume family, or of shared/, is not."""
+    cases = {
+        ("gang", "from ..node_ports import filter\n"): {"node_ports"},
+        ("gang", "def f():\n    from ..volumes.volume_zone import rules\n"): {"volumes"},
+        ("volumes/volume_binding", "from ..volume_zone import rules\nfrom ...shared import resource_fit\n"): set(),
+        ("shared", "from ..preemption import victim_room\n"): {"preemption"},
+    }
+    for (folder, text), expected in cases.items():
+        where = ROOT / "solver" / "plugins" / folder
+        with tempfile.NamedTemporaryFile("w", suffix=".py", dir=where, delete=False) as f:
+            f.write(text)
+        path = Path(f.name)
+        try:
+            assert _imported_plugins(path) - {folder.split("/")[0]} == expected, text
+        finally:
+            path.unlink()
+
+
 def test_the_engine_import_check_sees_every_way_of_importing() -> None:
     """The check above can fail: absolute, relative, package-attribute and function-level imports
     of a plugin are all seen."""
-    import tempfile
-
     sources = {
         "import solver.plugins.gang.permit\n": {"gang"},
         "from .plugins.node_ports import filter\n": {"node_ports"},

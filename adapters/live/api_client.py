@@ -107,8 +107,8 @@ WORKLOADS = Resource("workloads.scheduling.k8s.io", "Workload", "scheduling.k8s.
 VOLCANO_PODGROUPS = Resource("podgroups.scheduling.volcano.sh", "PodGroup", "scheduling.volcano.sh/v1beta1",
                              optional=True, plural="podgroups")
 GANG_RESOURCES: tuple[Resource, ...] = (PODGROUPS, CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS)
-# What the volume plugins read (``solver/plugins/volume_*``): each optional, so a server that
-# does not serve one (or RBAC that does not grant it) leaves the scheduler working without it.
+# What the volume plugins read: each optional, so a server that does not serve one (or RBAC that
+# does not grant it) leaves the scheduler working without it.
 PVCS = Resource("persistentvolumeclaims", "PersistentVolumeClaim", "v1", optional=True)
 PVS = Resource("persistentvolumes", "PersistentVolume", "v1", optional=True)
 STORAGE_CLASSES = Resource("storageclasses", "StorageClass", "storage.k8s.io/v1", optional=True)

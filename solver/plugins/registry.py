@@ -25,6 +25,8 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``FINAL_CHECKS``: the validator's final-state checks, in the order their lines are reported;
 * ``PER_NODE_STATE``: per pod, whether a rule keeps state per node for it (volumes, devices);
 * ``fits``/``copies``: a request against a node's room, by every rule with a ``capacity``;
+* ``KIND_ROOMS``: the rules' per-node room counted in kinds (devices), for provisioning;
+  ``apart``: which pods the rules never let share a node (host ports), for provisioning;
 * ``GREEDY_PARTS``: each rule's part in greedy's pass beyond its filter (gangs, spread's guard);
   ``POSTFILTER``: greedy's PostFilter (DefaultPreemption; None: no plugin gives one);
 * ``window_parts``: each rule's view of a whole window for CP-SAT (gang kinds), by plugin name;
@@ -48,9 +50,9 @@ import numpy as np
 
 from ..framework import SUCCESS, Status
 from ..info import NodeInfo, PodInfo
-from ..plugin_api import (Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
+from ..plugin_api import (Apart, Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
                           GreedyHook, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, PodWrite, PostFilter, PreBind,
-                          Prepare, Prune, WindowPart)
+                          Prepare, Prune, KindRoom, WindowPart)
 from ..state import ClusterState
 from . import static_check
 from .balanced_allocation.plugin import PLUGIN as balanced_allocation
@@ -65,13 +67,13 @@ from .node_name.plugin import PLUGIN as node_name
 from .node_ports.plugin import PLUGIN as node_ports
 from .node_resources_fit.plugin import PLUGIN as node_resources_fit
 from .node_unschedulable.plugin import PLUGIN as node_unschedulable
-from .node_volume_limits.plugin import PLUGIN as node_volume_limits
 from .pod_topology_spread.plugin import PLUGIN as pod_topology_spread
 from .preemption.plugin import PLUGIN as preemption
 from .taint_toleration.plugin import PLUGIN as taint_toleration
-from .volume_binding.plugin import PLUGIN as volume_binding
-from .volume_restrictions.plugin import PLUGIN as volume_restrictions
-from .volume_zone.plugin import PLUGIN as volume_zone
+from .volumes.node_volume_limits.plugin import PLUGIN as node_volume_limits
+from .volumes.volume_binding.plugin import PLUGIN as volume_binding
+from .volumes.volume_restrictions.plugin import PLUGIN as volume_restrictions
+from .volumes.volume_zone.plugin import PLUGIN as volume_zone
 
 if TYPE_CHECKING:
     from models.objects import Node, Pod
@@ -133,6 +135,7 @@ WINDOW_ENCODERS: tuple[Encoder, ...] = ()
 COUPLERS: tuple[Couples, ...] = ()
 FINAL_CHECKS: tuple[Check, ...] = ()
 CAPACITY: tuple[Capacity, ...] = ()
+KIND_ROOMS: tuple[KindRoom, ...] = ()
 GREEDY_PARTS: tuple[GreedyHook, ...] = ()
 POSTFILTER: PostFilter | None = None
 # (plugin name, hook): the books the packing hint counts exactly (devices).
@@ -147,6 +150,7 @@ NOMINATIONS: NominationsHook | None = None
 _WINDOWS: tuple[tuple[str, Callable[[Any], WindowPart]], ...] = ()
 _MAY_PREEMPT: tuple[Callable[[PodInfo, PodInfo], bool], ...] = ()
 _PER_NODE: tuple[tuple[str, Callable[[PodInfo], bool]], ...] = ()
+_APART: tuple[Apart, ...] = ()
 
 
 def _one(hooks: list[T]) -> T | None:
@@ -159,7 +163,7 @@ def _derive() -> None:
     global STATIC_FILTERS, STATIC_NODE_NAMES, CYCLE_FILTERS, PRUNES, SCORE_PLUGINS, SCORE_PLUGIN_NAMES, SCORE_CACHE
     global FILTER_ENCODINGS, WINDOW_ENCODINGS, FILTER_ENCODERS, WINDOW_ENCODERS, COUPLERS, FINAL_CHECKS, CAPACITY
     global GREEDY_PARTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_OUTPUTS, CROWDING, REPACK_KEEPS, PREPARES
-    global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE
+    global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE, KIND_ROOMS, _APART
     STATIC_FILTERS = tuple(cast(StaticFilter, p.filter) for p in PLUGINS if p.static)
     STATIC_NODE_NAMES = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
     CYCLE_FILTERS = tuple(p.cycle for p in PLUGINS if p.cycle is not None)
@@ -177,6 +181,8 @@ def _derive() -> None:
     FINAL_CHECKS = (static_check.check,) + tuple(c for p in _ordered(CHECK_ORDER) for c in p.checks)
     CAPACITY = tuple(p.capacity for p in PLUGINS if p.capacity is not None)
     assert CAPACITY, "some rule must count requests against a node's room"
+    KIND_ROOMS = tuple(p.kind_room for p in PLUGINS if p.kind_room is not None)
+    _APART = tuple(p.apart for p in PLUGINS if p.apart is not None)
     GREEDY_PARTS = tuple(p.greedy for p in PLUGINS if p.greedy is not None)
     POSTFILTER = _one([p.postfilter for p in PLUGINS if p.postfilter is not None])
     PACKING_BOOKS = tuple((p.name, p.packing) for p in PLUGINS if p.packing is not None)
@@ -236,6 +242,15 @@ def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
     for rule in CAPACITY[1:]:
         out = np.minimum(out, rule.copies(vec, room))
     return out
+
+
+def apart(pod: PodInfo) -> Optional[Callable[[PodInfo], bool]]:
+    """None when no rule keeps ``pod`` off a node for another pod's sake, else whether some rule
+    never lets ``pod`` and another pod share a node (``Apart``: their host ports collide)."""
+    rules = [rule for make in _APART if (rule := make(pod)) is not None]
+    if not rules:
+        return None
+    return lambda other: any(rule(other) for rule in rules)
 
 
 def window_parts(ctx: Any) -> dict[str, WindowPart]:

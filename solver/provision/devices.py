@@ -5,10 +5,10 @@ node of it (``whatif.node_slices``). A shape from a file lists its devices (``de
 ``parse_devices``), published as one slice per driver.
 
 What a class takes (``class_devices``): per node it may go to, the devices one of its pods takes
-of each node-local kind, as ``DeviceBook`` counts them for the packing — exact when the class's
-claims are all still to be made from templates and each request may take one kind only there.
-Where that does not hold the class takes no devices in the model; the validator then checks the
-placement and the engine decides what it refuses.
+of each kind, as every rule with a ``kind_room`` counts them (``plugin_api.KindRoom``; DRA's
+devices of a node's own kinds, counted as the packing hint counts them). Where a rule cannot
+count exactly the class takes no devices in the model; the validator then checks the placement
+and the engine decides what it refuses.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from models.dra import ResourceSlice
 from models.errors import InputError
 from models.snapshot import ClusterSnapshot
 
-from ..plugins.dynamic_resources import AllocationError
-from ..plugins.dynamic_resources.hint import devices_per_kind
-from ..plugins.dynamic_resources.hold import hold_of
+from ..plugins import registry
 
 # How a device kind shows up among a bin's resources in the model: "device:<kind index>".
 DEVICE = "device:"
@@ -83,28 +81,22 @@ def _attribute(value: Any, where: str, field: str) -> dict:
 
 def class_devices(ctx: Any, rep: Any, nodes: list[int]) -> Optional[dict[int, dict[str, int]]]:
     """Per node index of ``nodes`` (of ``ctx``), the devices one pod of ``rep``'s class takes
-    there by kind (``DEVICE`` names); None when the count would not be exact."""
-    dra = hold_of(ctx.state)
-    if dra is None or not rep.devices_key:
+    there by kind (``DEVICE`` names); None when no rule counts them, or a count would not be exact."""
+    if not registry.KIND_ROOMS:
         return None
-    claims = dra.claims_of(rep)
-    out: dict[int, dict[str, int]] = {}
-    try:
-        for n in nodes:
-            row = devices_per_kind(dra.rules, claims, ctx.nodes[n].node)
-            out[n] = {f"{DEVICE}{k}": v for k, v in (row or {}).items() if v}
-    except (LookupError, AllocationError, ValueError):
-        return None
+    out: dict[int, dict[str, int]] = {n: {} for n in nodes}
+    for room in registry.KIND_ROOMS:
+        rows = room.taken(ctx.state, rep, [ctx.nodes[n] for n in nodes])
+        if rows is None:
+            return None
+        for n, row in zip(nodes, rows):
+            out[n].update((f"{DEVICE}{k}", v) for k, v in row.items())
     return out
 
 
 def free_devices(ctx: Any, node: int) -> dict[str, int]:
     """The free devices of ``node``'s own kinds, by ``DEVICE`` name."""
-    dra = hold_of(ctx.state)
-    if dra is None:
-        return {}
-    out = {}
-    for kind in dra.rules.inventory.kinds_on(ctx.nodes[node].node):
-        if kind.scope.node_name is not None:
-            out[f"{DEVICE}{kind.index}"] = sum(1 for r in kind.members if r.id not in dra.state.used)
+    out: dict[str, int] = {}
+    for room in registry.KIND_ROOMS:
+        out.update((f"{DEVICE}{k}", v) for k, v in room.free(ctx.state, ctx.nodes[node]).items())
     return out

@@ -25,7 +25,7 @@ from models.snapshot import ClusterSnapshot, holds_node
 from ..context import build_context
 from ..filtering import Cycle, StaticFilters
 from ..info import PodInfo
-from ..plugins.node_ports.filter import ports_conflict
+from ..plugins import registry
 from .devices import DEVICE, class_devices, free_devices
 from .shapes import HOSTNAME, Shape, with_new_nodes
 
@@ -37,7 +37,7 @@ class PodClass:
     id: int
     keys: list[str]
     requests: dict[str, int]
-    one_per_node: bool  # a required anti-affinity on hostname that matches its own pods, or a host port
+    one_per_node: bool  # a required anti-affinity on hostname that matches its own pods, or a rule's (host ports)
     gang: Optional[str]
     existing: list[int] = field(default_factory=list)  # indexes of existing nodes it may go to
     shapes: list[int] = field(default_factory=list)  # indexes of shapes it may go to
@@ -58,8 +58,8 @@ class Problem:
     existing_labels: list[dict[str, str]]
     nowhere: dict[str, str]  # pods no node of any shape could take, alone -> the filter's reason
     shape_devices: list[dict[str, int]] = field(default_factory=list)  # devices of a node of each shape, by kind
-    # pairs of classes no node may hold together: their host ports collide, or a required
-    # anti-affinity on hostname of one matches the other's pods
+    # pairs of classes no node may hold together: a rule keeps them apart (``Plugin.apart``: their
+    # host ports collide), or a required anti-affinity on hostname of one matches the other's pods
     apart: set[tuple[int, int]] = field(default_factory=set)
     # classes (a <= b) whose pods may not share a domain of these other topology keys (a required
     # anti-affinity of one matching the other; a == b: at most one pod of the class per domain)
@@ -104,8 +104,8 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
             devices=devices))
     resources = sorted({r for c in classes for r in c.requests} | {PODS})
     reps = {c.id: ctx.pod(c.keys[0]) for c in classes}
-    # Only pairs where one side has anti-affinity or host ports can be kept apart.
-    marked = {c.id for c in classes if (r := reps[c.id]) is not None and (r.anti_affinity or r.host_ports)}
+    # Only pairs where one side has anti-affinity or a rule keeping it apart can be kept apart.
+    marked = {c.id for c in classes if (r := reps[c.id]) is not None and (r.anti_affinity or registry.apart(r))}
     pairs = [(a.id, b.id) for a in classes for b in classes if a.id <= b.id and (a.id in marked or b.id in marked)]
     apart = {(a, b) for a, b in pairs if a < b and _apart(reps[a], reps[b])}
     apart_in = {(a, b): wider for a, b in pairs if (wider := _apart_in(reps[a], reps[b]))}
@@ -134,15 +134,21 @@ def _apart_in(a: Optional[PodInfo], b: Optional[PodInfo]) -> set[str]:
     return (_repelled_in(a, b) | _repelled_in(b, a)) - {HOSTNAME}
 
 
+def _kept_apart(pod: PodInfo, other: PodInfo) -> bool:
+    """Some rule never lets ``pod`` and ``other`` share a node (``registry.apart``: host ports)."""
+    rule = registry.apart(pod)
+    return rule is not None and rule(other)
+
+
 def _one_per_node(pod: PodInfo) -> bool:
-    return _repels(pod, pod) or bool(pod.host_ports)
+    return _repels(pod, pod) or _kept_apart(pod, pod)
 
 
 def _apart(a: Optional[PodInfo], b: Optional[PodInfo]) -> bool:
-    """Pods of classes ``a`` and ``b`` cannot share a node (ports, or anti-affinity either way)."""
+    """Pods of classes ``a`` and ``b`` cannot share a node (a rule's, or anti-affinity either way)."""
     if a is None or b is None:
         return False
-    return ports_conflict(a.host_ports, b.host_ports) or _repels(a, b) or _repels(b, a)
+    return _kept_apart(a, b) or _repels(a, b) or _repels(b, a)
 
 
 def _free(base: ClusterSnapshot, resources: list[str]) -> list[dict[str, int]]:

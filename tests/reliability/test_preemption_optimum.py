@@ -53,7 +53,7 @@ from solver.cpsat.solve import plan_value, solve_window, tier_weights
 from solver.cpsat.symmetry import canonical
 from solver.filtering import StaticFilters
 from solver.greedy import Victim
-from solver.plugins.node_ports import filter as node_ports
+from solver.plugins.shared.host_ports import ports_conflict
 from solver.disruption import PdbBudgets
 from solver.plugins.preemption.replay import replay
 from solver.plugins.preemption.victim_room import candidate_levels
@@ -212,13 +212,13 @@ def _node_options(ctx, n: int, placed: list, placements: dict[str, int], static,
         requested |= vec > 0
         total += vec
     for i, p in enumerate(placed):
-        if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for q in placed[i + 1:] if p.host_ports):
+        if any(ports_conflict(p.host_ports, q.host_ports) for q in placed[i + 1:] if p.host_ports):
             return []
     # Claims of nominated pods outside the window (``nominated``): each placed pod leaves the room
     # of those of priority >= its own (no gangs here).
     claims = ctx.claims
     honoured = {p.key: claims.room(n, p.priority, len(alloc)) for p in placed}
-    if any(p.host_ports and node_ports.ports_conflict(p.host_ports, c.pod.host_ports)
+    if any(p.host_ports and ports_conflict(p.host_ports, c.pod.host_ports)
            for p in placed for c in claims.at_least(n, p.priority) if c.pod.host_ports):
         return []
     found: list[tuple[frozenset[str], dict[str, str]]] = []
@@ -235,7 +235,7 @@ def _node_options(ctx, n: int, placed: list, placements: dict[str, int], static,
             if any((free - honoured[p.key] < np.minimum(alloc - used, 0))[state.vector(p) > 0].any() for p in placed):
                 continue
             kept = [q for q in running if q.key not in keys]
-            if any(node_ports.ports_conflict(p.host_ports, q.host_ports) for p in placed if p.host_ports for q in kept):
+            if any(ports_conflict(p.host_ports, q.host_ports) for p in placed if p.host_ports for q in kept):
                 continue
             found.append((keys, {k: evicted_by[k] for k in keys}))
     return found

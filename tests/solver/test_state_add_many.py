@@ -9,7 +9,7 @@ import random
 import pytest
 
 from models import SchedulerConfig
-from solver.plugins.volume_restrictions.book import volume_book
+from solver.plugins.volumes.volume_restrictions.book import volume_book
 from solver.plugins.node_ports.book import ports_on
 from solver.context import build_context
 from solver.state import ClusterState, PodMatcher

@@ -24,7 +24,7 @@ from models.config import version_at_least
 from ...info import PodInfo
 from ...state import ClusterState
 from ..helper import MAX_NODE_SCORE, trunc_div
-from ..node_resources_fit.score import allocatable_and_requested
+from ..shared.requested import allocatable_and_requested
 
 if TYPE_CHECKING:
     from ...plugin_api import ScoreView as ScoreContext

@@ -14,7 +14,7 @@ import numpy as np
 from ...info import PodInfo
 from ...state import ClusterState
 from ..helper import MAX_NODE_SCORE
-from ..node_resources_fit.score_cache import requested_rows, source
+from ..shared.requested import requested_rows, source
 from . import score
 
 

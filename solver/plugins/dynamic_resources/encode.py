@@ -40,6 +40,7 @@ from ortools.sat.python import cp_model
 from ...plugin_api import Level
 from . import capacity
 from .allocator import AllocationError, _alternatives, attribute_value
+from .freed import freed_literals
 from .hold import hold_of
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def encode(wm: "WindowModel") -> None:
             _encode_claim(m, rules, key, claim, inventory.kinds_on(wm.state.nodes[n].node), a, takes, 1, wm, start, shares)
     # Devices a preemption gives back: freed[c] only when every pod claim c is reserved for is
     # evicted; then its devices count as free for the window's claims.
-    freed = freed_literals(wm)
+    freed = freed_literals(wm, dra)
     back: dict[int, list[tuple[Any, int]]] = defaultdict(list)  # kind -> (freed[c], its devices there)
     for key, lit in freed.items():
         per_kind: dict[int, int] = defaultdict(int)
@@ -186,30 +187,6 @@ def encode_shares(m: cp_model.CpModel, inventory: Any, start: Any, shares: dict[
                 den = den * q.denominator // _gcd(den, q.denominator)
             m.add(cp_model.LinearExpr.weighted_sum([z for z, _ in terms], [int(q * den) for _, q in terms])
                   <= max(int(room * den), 0))
-
-
-def freed_literals(wm: "WindowModel") -> dict[str, Any]:
-    """Per snapshot claim that evictions can deallocate (``hold.claim_holders``: reserved only
-    for pods), a literal true only when every pod it is reserved for is evicted (``evict[v]``;
-    a reserving pod the model cannot evict keeps it allocated). Made once per model: the
-    device counts here and the reprieve (``preemption/reprieve_encode``, through ``victim_room.device_reasons``) read the same literal.
-    None at all when config ``preemption.freeDevices`` is off (``DraHold.holders``)."""
-    found = wm.__dict__.get("_dra_freed")
-    if found is not None:
-        return found
-    found = {}
-    dra = hold_of(wm.state)
-    if dra is not None and wm.evict:
-        for key, pods in sorted(dra.holders().items()):
-            if not all(p in wm.evict for p in pods) or key not in dra.state.allocations:
-                continue
-            evicts = [wm.evict[p] for p in sorted(pods)]
-            lit = wm.model.new_bool_var(f"dra_freed[{key}]")
-            for e in evicts:
-                wm.model.add_implication(lit, e)
-            found[key] = lit
-    wm.__dict__["_dra_freed"] = found
-    return found
 
 
 def _sole_holder(start: Any, device_id: Any, key: str) -> bool:

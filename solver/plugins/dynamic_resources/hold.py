@@ -16,6 +16,7 @@ from typing import Any, Optional
 from models.dra import PodClaim
 
 from .allocator import AllocationError, ClaimAllocation, DraState, Rules
+from .freed import device_reasons
 
 NAME = "DynamicResources"  # the plugin's name: its book's key in ``ClusterState.books``
 
@@ -92,6 +93,11 @@ class DraHold:
     def merged(self, members: list[list[int]]) -> None:
         """Devices are counted per node: merged nodes keep none (node classes leave such windows)."""
         return None
+
+    def freed_reasons(self, wm: Any, node: int, victim: Any, level: int, above: list) -> list:
+        """``plugin_api.GivesBackInModel``: a victim's claims given back are room for the classes
+        with claims placed on ``node`` at or above ``level`` (``freed.device_reasons``)."""
+        return device_reasons(self, wm, node, victim, level, above)
 
     def holders(self) -> dict[str, frozenset[str]]:
         """``claim_holders``, or none at all when ``preemption.freeDevices`` is off."""

@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 
 from models.objects import PodGroup
 
-from ..node_resources_fit import filter as node_resources_fit
+from ..shared import resource_fit
 from .encoding import GangEncoding
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def room_by_domain(state: ClusterState, key: str, vectors: list[np.ndarray], fre
     ``within`` left out): no placement in the domain puts more there."""
     ids = domain_ids(state, key)
     counted = ids >= 0 if within is None else (ids >= 0) & within
-    fit = node_resources_fit.copies(np.min(vectors, axis=0), free[counted])
+    fit = resource_fit.copies(np.min(vectors, axis=0), free[counted])
     return np.bincount(ids[counted], weights=fit, minlength=len(state.domains(key)[1]))
 
 

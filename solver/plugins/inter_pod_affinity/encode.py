@@ -16,7 +16,7 @@ from ortools.sat.python import cp_model
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
 from .filter import NAME, AllTerms
-from ..preemption.victim_room import may_preempt
+from ..shared.preemption_rule import may_preempt
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel

@@ -10,6 +10,7 @@ from typing import Optional
 
 from ...framework import SUCCESS, Status, unresolvable
 from ...info import NodeInfo, PodInfo
+from ..shared.node_inclusion import matches
 
 NAME = "NodeAffinity"
 # nodeSelector or required node affinity does not match the node.
@@ -18,17 +19,6 @@ REASON = "node(s) didn't match Pod's node affinity/selector"
 REASON_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 # Every term names nodes, and together they name none.
 REASON_CONFLICT = "pod affinity terms conflict"
-
-
-def matches(pod: PodInfo, node: NodeInfo) -> bool:
-    """nodeSelector (every key equal) AND required node affinity (terms ORed)."""
-    for key, value in pod.node_selector.items():
-        if node.labels.get(key) != value:
-            return False
-    required = pod.required_node_affinity
-    if required is not None and not required.matches(node.name, node.labels):
-        return False
-    return True
 
 
 def prefilter_node_names(pod: PodInfo) -> Optional[set[str]]:

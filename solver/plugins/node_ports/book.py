@@ -8,10 +8,9 @@ from typing import Optional
 
 from ...info import PodInfo
 from ...state import Book, ClusterState
+from ..shared.host_ports import Port
 
 NAME = "NodePorts"
-
-Port = tuple[str, str, int]
 
 
 class PortBook(Book):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...info import PodInfo
-from .filter import WILDCARD, conflicts
+from ..shared.host_ports import WILDCARD, conflicts
 
 if TYPE_CHECKING:
     from ...plugin_api import ReplayView as Replay

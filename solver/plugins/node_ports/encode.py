@@ -10,7 +10,7 @@ import numpy as np
 from ...info import PodInfo
 from ...state import ClusterState
 from .book import ports_on
-from .filter import ports_conflict
+from ..shared.host_ports import ports_conflict
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel

@@ -1,8 +1,7 @@
 """NodePorts: a pod's host ports must be free on the node.
 
-``(ip, protocol, port)`` conflicts with a used one of the same protocol and port when either
-side binds the wildcard ``0.0.0.0`` or both bind the same IP. A pod's own ports are not checked
-against each other.
+When two ports collide is ``shared.host_ports`` (preemption and provisioning ask it too). A pod's
+own ports are not checked against each other.
 """
 
 from __future__ import annotations
@@ -17,28 +16,12 @@ from ...framework import SUCCESS, Status, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...plugin_api import NodeByNode, NodeDryRun, StaticView
 from ...state import ClusterState
+from ..shared.host_ports import Port, conflicts
 from .book import ports_on
 
 NAME = "NodePorts"
 # A wanted host port is already taken on the node.
 REASON = "node(s) didn't have free ports for the requested pod ports"
-WILDCARD = "0.0.0.0"
-
-Port = tuple[str, str, int]
-
-
-def conflicts(wanted: Port, used: Iterable[Port]) -> bool:
-    ip, proto, port = wanted
-    for uip, uproto, uport in used:
-        if uport == port and uproto == proto and (ip == WILDCARD or uip == WILDCARD or uip == ip):
-            return True
-    return False
-
-
-def ports_conflict(a: Iterable[Port], b: Iterable[Port]) -> bool:
-    """Whether two pods' host ports collide (symmetric)."""
-    b = tuple(b)
-    return any(conflicts(p, b) for p in a)
 
 
 def fits(pod: PodInfo, used: Iterable[Port]) -> bool:

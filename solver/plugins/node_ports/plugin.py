@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...plugin_api import Coupling, Plugin, Reads
+from ..shared.host_ports import ports_conflict
 from . import check, encode, filter
 from .book import PortBook
 
@@ -17,5 +18,12 @@ def coupling(pod, state):
     return Coupling.NODE if pod.host_ports else Coupling.NONE
 
 
+def apart(pod):
+    """A pod never shares a node with a pod whose host ports collide with its own."""
+    if not pod.host_ports:
+        return None
+    return lambda other: ports_conflict(pod.host_ports, other.host_ports)
+
+
 PLUGIN = Plugin(filter.NAME, cycle=filter.cycle, prune=prune, filter=filter, encode=(encode.encode,), checks=(check.check,),
-                reads=Reads(coupling=coupling), state=PortBook.make)
+                reads=Reads(coupling=coupling), state=PortBook.make, apart=apart)

@@ -16,6 +16,7 @@ from models.resources import CPU, MEMORY
 from ...info import PodInfo
 from ...state import ClusterState
 from ..helper import MAX_NODE_SCORE
+from ..shared.requested import allocatable_and_requested
 from . import score
 
 
@@ -28,7 +29,7 @@ def crowding(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: Any, cl
     numerator = np.zeros(len(nodes), dtype=np.float64)
     total = np.zeros(len(nodes), dtype=np.float64)
     for spec in sctx.scoring.resources:
-        pair = score.allocatable_and_requested(pod, nodes, state, spec.name, nonzero=True)
+        pair = allocatable_and_requested(pod, nodes, state, spec.name, nonzero=True)
         if pair is None:
             continue
         alloc, _ = pair

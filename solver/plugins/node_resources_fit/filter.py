@@ -1,97 +1,32 @@
 """NodeResourcesFit (filter): the pod's request fits what the node has left, for every resource
 and for the pod count.
 
-``fits`` is the rule itself, the one place it is computed — greedy's filters, the CP-SAT
-candidates and hint, preemption's dry run and re-packing all ask it; ``copies`` is how many pods
-of one request fit; ``feasible``/``fits_alone`` apply it to a state's nodes; ``insufficient``
-gives the reasons in kube-scheduler's order. The same request vector (``ClusterState.vector``) is the
-coefficient row of the CP-SAT capacity constraints (``encode.py``).
+The rule itself (``fits``, ``copies``, the reasons and status of a shortage) is
+``shared.resource_fit``, where preemption's dry run and gangs ask it too; ``feasible``/``fits_alone``
+apply it to a state's nodes, ``ResourcesCycle`` runs it in a pod's filter cycle. The module is
+also the plugin's ``capacity`` (``fits``, ``copies``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
-from models.config import DEFAULT_KUBERNETES_VERSION, version_at_least
-from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from models.config import DEFAULT_KUBERNETES_VERSION
 
-from ...framework import SUCCESS, Code, Status
+from ...framework import SUCCESS, Status
 from ...info import NodeInfo, PodInfo
 from ...plugin_api import NodeByNode, NodeDryRun, StaticView
 from ...state import ClusterState
+from ..shared.resource_fit import NAME, asked, copies, fits, status_of
 
-NAME = "NodeResourcesFit"
-# The node already runs as many pods as its allocatable "pods" allows.
-REASON_TOO_MANY_PODS = "Too many pods"
-
-
-def insufficient_reason(resource: str) -> str:
-    """``Insufficient cpu``, ``Insufficient nvidia.com/gpu``, ..."""
-    return f"Insufficient {resource}"
-
-
-def insufficient(vec: np.ndarray, free: np.ndarray, alloc: np.ndarray, state: ClusterState) -> tuple[list[str], bool]:
-    """Reasons the request ``vec`` does not fit ``free``, and whether any part exceeds ``alloc``
-    outright (no eviction could make room)."""
-    reasons: list[str] = []
-    hopeless = False
-    idx = state.res_index
-    if vec[idx[PODS]] > free[idx[PODS]]:
-        # Never unresolvable, even with no pods allocatable: kube-scheduler's fit.go does not
-        # mark the pod-count shortage Unresolvable (only cpu, memory, storage and scalars).
-        reasons.append(REASON_TOO_MANY_PODS)
-    order = [CPU, MEMORY, EPHEMERAL_STORAGE] + sorted(r for r in state.resources[4:])
-    for name in order:
-        i = idx[name]
-        if vec[i] > 0 and vec[i] > free[i]:
-            reasons.append(insufficient_reason(name))
-            hopeless |= bool(vec[i] > alloc[i])
-    return reasons, hopeless
+__all__ = ["NAME", "ResourcesCycle", "RoomOnNode", "copies", "cycle", "feasible", "filter", "fits", "fits_alone"]
 
 
 def filter(pod: PodInfo, node: NodeInfo, state: ClusterState, *, version: str = DEFAULT_KUBERNETES_VERSION) -> Status:
     n = node.index
     return status_of(state.vector(pod), state.alloc[n] - state.used[n], state.alloc[n], state, version=version)
-
-
-def status_of(vec: np.ndarray, free, alloc: np.ndarray, state: ClusterState, *, version: str = DEFAULT_KUBERNETES_VERSION) -> Status:
-    """The filter's status for a request ``vec`` against ``free`` of a node with ``alloc``
-    (preemption's dry run asks it of amounts the state does not hold)."""
-    reasons, hopeless = insufficient(vec, free, alloc, state)
-    if not reasons:
-        return SUCCESS
-    # From 1.34 a request larger than the whole allocatable is one no eviction can help.
-    code = Code.UNRESOLVABLE if hopeless and version_at_least(version, "1.34") else Code.UNSCHEDULABLE
-    return Status(code, tuple(reasons), NAME)
-
-
-def asked(vec: np.ndarray) -> list[tuple[int, int]]:
-    """``(column, amount)`` of every resource a request asks for (non-zero; the pod count always
-    is): the request as ``fits`` reads it, for callers that ask it of one node many times."""
-    return [(c, int(vec[c])) for c in np.flatnonzero(vec).tolist()]
-
-
-def fits(vec: np.ndarray | list[tuple[int, int]], room: Any) -> Any:
-    """The rule: a request fits ``room`` when every resource it asks for is at most what is
-    there; a resource it does not ask for (0) always fits, even where the node is overcommitted.
-
-    ``vec`` is a request vector and ``room`` one node's row (a numpy bool comes back) or one row
-    per node (a bool per row). Preemption's dry run asks it of one node thousands of times in
-    exact Python integers: it passes ``asked(vec)`` and a list, and gets a plain bool at Python
-    speed (numpy's per-call cost dominated greedy preemption: 35% slower)."""
-    if isinstance(vec, list):
-        return all(room[c] >= amount for c, amount in vec)
-    cols = np.flatnonzero(vec)
-    return np.all(np.asarray(room)[..., cols] >= vec[cols], axis=-1)
-
-
-def copies(vec: np.ndarray, room: np.ndarray) -> np.ndarray:
-    """How many pods of request ``vec`` fit ``room`` together, per row: ``fits`` repeated (0 where
-    not even one fits). ``vec`` must ask for something (a pod always asks for the pod count)."""
-    cols = np.flatnonzero(vec)
-    return np.maximum((room[..., cols] // vec[cols]).min(axis=-1), 0)
 
 
 def feasible(pod: PodInfo, nodes: np.ndarray, state: ClusterState) -> np.ndarray:

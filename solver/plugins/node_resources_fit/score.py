@@ -19,15 +19,14 @@ so the ``packing`` profile can make it MostAllocated.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 
 from ...info import PodInfo
 from ...state import ClusterState
 from ..helper import MAX_NODE_SCORE, broken_linear
+from ..shared.requested import allocatable_and_requested
 
 if TYPE_CHECKING:
     from ...plugin_api import ScoreView as ScoreContext
@@ -40,40 +39,6 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 SHAPE_SCORE_SCALE = 10
 # Utilization used when the node has none of the resource or the request exceeds it.
 MAX_UTILIZATION = 100
-
-
-def scored_column(pod: PodInfo, state: ClusterState, resource: str) -> Optional[int]:
-    """The state's column of a configured score resource, or None when the resource scores are
-    left out: a scalar resource the pod does not request, ``pods``, a name kube-scheduler does not
-    account for, or one no node has. NodeResourcesFit's and BalancedAllocation's rule, asked by
-    both plugins and by the incremental score cache."""
-    if is_scalar_resource(resource) and pod.requests.get(resource, 0) == 0:
-        return None
-    tracked = resource in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(resource)
-    column = state.res_index.get(resource)
-    return column if tracked else None
-
-
-def allocatable_and_requested(
-    pod: PodInfo, nodes: np.ndarray, state: ClusterState, resource: str, *, nonzero: bool
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """(allocatable, requested with the pod) of one resource over ``nodes``, or None to skip it.
-
-    ``nonzero`` selects the scoring-only non-zero requests for cpu and memory (NodeResourcesFit);
-    BalancedAllocation passes False and sees actual requests everywhere.
-    """
-    column = scored_column(pod, state, resource)
-    if column is None:
-        return None
-    pod_request = pod.requests.get(resource, 0)
-    alloc = state.alloc[nodes, column]
-    if nonzero and resource == CPU:  # the pod's own scored request leaves pod-level resources out
-        requested = state.nonzero[nodes, 0] + pod.score_cpu
-    elif nonzero and resource == MEMORY:
-        requested = state.nonzero[nodes, 1] + pod.score_mem
-    else:
-        requested = state.used[nodes, column] + pod_request
-    return alloc, requested
 
 
 def _resources(pod: PodInfo, nodes: np.ndarray, state: ClusterState, sctx: "ScoreContext") -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:

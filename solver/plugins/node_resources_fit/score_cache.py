@@ -10,37 +10,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from models.resources import CPU, MEMORY
-
 from ...info import PodInfo
 from ...state import ClusterState
 from ..helper import MAX_NODE_SCORE, broken_linear
+from ..shared.requested import requested_rows, source
 from . import score
-
-# Columns of the per-node "requested" rows the kernels gather: the two scoring-only non-zero
-# requests (cpu, memory) first, then every column of ``state.used``.
-NONZERO_COLUMNS = 2
-
-
-def requested_rows(state: ClusterState, nodes: np.ndarray) -> np.ndarray:
-    """The per-node requested rows ``source`` columns index (non-zero cpu and memory, then used)."""
-    return np.concatenate((state.nonzero[nodes], state.used[nodes]), axis=1)
-
-
-def source(pod: PodInfo, state: ClusterState, name: str, *, nonzero: bool) -> Optional[tuple[int, int, int]]:
-    """(column in the gathered requested row, allocatable column, amount the pod adds) of one
-    configured resource, or None when the plugin leaves it out — the same rules as
-    ``node_resources_fit.allocatable_and_requested``."""
-    column = score.scored_column(pod, state, name)
-    if column is None:
-        return None
-    pod_request = pod.requests.get(name, 0)
-    if nonzero and name == CPU:
-        return 0, column, pod.score_cpu
-    if nonzero and name == MEMORY:
-        return 1, column, pod.score_mem
-    return NONZERO_COLUMNS + column, column, pod_request
-
 
 class FitKernel:
     """Weighted NodeResourcesFit of one pod class, for any set of nodes."""

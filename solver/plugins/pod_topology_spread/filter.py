@@ -18,8 +18,7 @@ from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...plugin_api import CodedCycle, NodeDryRun, StaticView
 from ...terms import SpreadConstraint
-from ..node_affinity import filter as node_affinity
-from ..taint_toleration import filter as taint_toleration
+from ..shared.node_inclusion import matches, tolerates
 from ...state import ClusterState, PodMatcher
 
 NAME = "PodTopologySpread"
@@ -40,16 +39,12 @@ class ConstraintCounts:
     counted: np.ndarray  # per node, whether its matching pods count (eligible, with the key)
 
 
-def _tolerates(pod: PodInfo, node: NodeInfo) -> bool:
-    return taint_toleration.untolerated(pod.tolerations, node.taints) is None
-
-
 def inclusion_masks(static: StaticView, pod: PodInfo) -> tuple[np.ndarray, np.ndarray]:
     """The inclusion policies' node masks for ``pod``: the nodes matching its nodeSelector and
     required node affinity (``nodeAffinityPolicy: Honor``), and those whose NoSchedule and
     NoExecute taints it tolerates (``nodeTaintsPolicy: Honor``); cached by the static filters."""
-    return (static.node_mask("spread: node affinity", pod, node_affinity.matches),
-            static.node_mask("spread: tolerated taints", pod, _tolerates))
+    return (static.node_mask("spread: node affinity", pod, matches),
+            static.node_mask("spread: tolerated taints", pod, tolerates))
 
 
 def eligible_nodes(

@@ -1,7 +1,7 @@
 """Preemption in a plan (the validator's reading).
 
 Each victim runs on the named node and its preemptor is placed there and may preempt it
-(``victim_room.why_not``: strictly higher priority, not ``preemptionPolicy: Never``, not a
+(``shared.preemption_rule.why_not``: strictly higher priority, not ``preemptionPolicy: Never``, not a
 member of the victim's own PodGroup); kube-scheduler's own preemption, replayed on the plan in
 queue order, evicts it at that preemptor's turn (``replay``); with ``preemption.pdb: hard`` no
 budget's allowance is exceeded.
@@ -16,7 +16,7 @@ from ...framework import names
 from ...group_disruption import evicted_together
 from ...disruption import disruptions_allowed, pdbs_covering
 from . import replay as kube_replay
-from .victim_room import why_not
+from ..shared.preemption_rule import why_not
 
 if TYPE_CHECKING:
     from ...plugin_api import ReplayView as Replay

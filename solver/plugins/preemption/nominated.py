@@ -10,7 +10,7 @@
    (a request above allocatable, a missing topology key) are not looked at, so such a pod keeps
    waiting. It may still be placed wherever it fits; the plan evicts nothing for it. The context
    marks it (``PodInfo.waiting_on``); greedy's PostFilter, the model's ``evict`` variables and the
-   validator (``victim_room.why_not``) all read that mark.
+   validator (``shared.preemption_rule.why_not``) all read that mark.
 
 2. **The room a nominated pod waits for is not given away.** kube-scheduler filters a pod on N
    with the pods nominated to N of priority ≥ its own (other than itself) added to the node. A
@@ -50,7 +50,7 @@ from models.snapshot import ClusterSnapshot
 from ...framework import Code, names
 from ...info import PodInfo
 from ...state import ClusterState
-from ..node_ports import filter as node_ports
+from ..shared.host_ports import ports_conflict
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -253,7 +253,7 @@ def check(replay: Replay) -> None:
             short = [final.resources[r] for r in np.flatnonzero(vec).tolist()
                      if free_after[r] - room[r] < min(free_before[r], 0)]
             ports = [c.key for c in honoured if c.pod.host_ports
-                     and node_ports.ports_conflict(pod.host_ports, c.pod.host_ports)]
+                     and ports_conflict(pod.host_ports, c.pod.host_ports)]
             if short:
                 replay.report(
                     f"nominated: {pod.key} (priority {pod.priority}) takes room on node {replay.node_name(index)} "
@@ -290,7 +290,7 @@ def encode(wm: WindowModel) -> None:
             honoured = claims.at_least(n, cls.rep.priority)
             if not honoured:
                 continue
-            if cls.rep.host_ports and any(node_ports.ports_conflict(cls.rep.host_ports, c.pod.host_ports)
+            if cls.rep.host_ports and any(ports_conflict(cls.rep.host_ports, c.pod.host_ports)
                                           for c in honoured if c.pod.host_ports):
                 # A host port a nominated pod of priority ≥ the class's waits for here.
                 m.add(var == 0)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from models.config import version_at_least
 
 from ...plugin_api import Plugin
-from . import check, nominated, postfilter, reprieve_encode, victim_room
+from ..shared.preemption_rule import may_preempt
+from . import check, nominated, postfilter, reprieve_encode
 from . import replay as kube_replay
 
 
@@ -35,4 +36,4 @@ def nominations(snapshot, config, window, state):
 
 PLUGIN = Plugin(nominated.NAME, window_encode=(reprieve_encode.encode, nominated.encode), checks=(check.check,
                 nominated.check), prepare=prepare, nominations=nominations, postfilter=_PostFilter(),
-                may_preempt=victim_room.may_preempt)
+                may_preempt=may_preempt)

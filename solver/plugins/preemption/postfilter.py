@@ -28,10 +28,11 @@ from ...info import PodInfo
 from . import nominated
 from ...disruption import PdbBudgets
 from ...group_disruption import evicted_together
-from .victim_room import beyond_node_local, entangled, entangling, may_preempt
-from ..node_ports import filter as node_ports
+from .victim_room import beyond_node_local, entangled, entangling
+from ..shared.preemption_rule import may_preempt
+from ..shared.host_ports import ports_conflict
 from ...plugin_api import CycleView as Cycle, NodeDryRun, StaticView as StaticFilters, gives_back
-from ..node_resources_fit import filter as node_resources_fit
+from ..shared import resource_fit
 from ...state import ClusterState
 
 NAME = "DefaultPreemption"
@@ -213,17 +214,17 @@ def _select_by_resources(
     for v in lower:
         room = [r + a for r, a in zip(room, of[v.key])]
 
-    request = node_resources_fit.asked(vec)
+    request = resource_fit.asked(vec)
 
     def fits(amounts: list[int]) -> bool:
-        return node_resources_fit.fits(request, amounts)
+        return resource_fit.fits(request, amounts)
 
     def without(amounts: list[int], v: PodInfo) -> list[int]:
         return [r - a for r, a in zip(amounts, of[v.key])]
 
     def refused(amounts: list[int]) -> tuple[None, Status]:
         free = np.array(amounts, dtype=object)
-        return None, node_resources_fit.status_of(vec, free, state.alloc[node], state, version=version)
+        return None, resource_fit.status_of(vec, free, state.alloc[node], state, version=version)
 
     if not fits(room):
         return refused(room)
@@ -423,7 +424,7 @@ def default_preemption(
         if usage is not None:
             idx = np.array(potential, dtype=np.int64)
             room = state.free[idx].astype(np.float64) + usage[idx]
-            hopeless = set(idx[~node_resources_fit.fits(state.vector(pod), room)].tolist())
+            hopeless = set(idx[~resource_fit.fits(state.vector(pod), room)].tolist())
         for i in range(len(potential)):
             node = potential[(offset + i) % len(potential)]
             if node in hopeless:
@@ -494,7 +495,7 @@ def reprieve_level(
         demand = state.alloc[node] - state.free[node] + state.vector(pod) + claimed
         if bool((demand[requested] > state.alloc[node][requested]).any()):
             continue
-        if pod.host_ports and any(p.host_ports and node_ports.ports_conflict(p.host_ports, pod.host_ports) for p in holders):
+        if pod.host_ports and any(p.host_ports and ports_conflict(p.host_ports, pod.host_ports) for p in holders):
             continue
         if not all(book.returnable(pod) for book in books):
             continue  # its claim's devices went to a placed pod: it stays evicted

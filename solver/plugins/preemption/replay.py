@@ -42,7 +42,7 @@ from ...framework import names
 from ...group_disruption import co_victims, evicted_together
 from ...info import PodInfo
 from .postfilter import resources_only, select_victims
-from .victim_room import may_preempt
+from ..shared.preemption_rule import may_preempt
 
 # What a pod's turn came to on a replayed node.
 FITS = "fits"  # the pod fits the node as it is: no preemption

@@ -47,10 +47,10 @@ from ortools.sat.python import cp_model
 
 from ...disruption import PdbBudgets
 from ...info import PodInfo
-from ..node_ports import filter as node_ports
+from ..shared.host_ports import ports_conflict
 from ...state import PodMatcher
 from .nominated import claims_of
-from .victim_room import device_reasons
+from .victim_room import freed_reasons
 
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
@@ -273,7 +273,7 @@ class _NodeReprieve:
             if not v.host_ports:
                 continue
             for cls, var in above:
-                if cls.rep.host_ports and node_ports.ports_conflict(cls.rep.host_ports, v.host_ports):
+                if cls.rep.host_ports and ports_conflict(cls.rep.host_ports, v.host_ports):
                     # A pod placed at or above L wants a port v holds: v is never reprieved there.
                     there = wm.new_presence(f"reprieve_port[{n},{level},{cls.id},{v.key}]", [var], wm.ub_of(cls.id, n))
                     self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
@@ -298,7 +298,7 @@ class _NodeReprieve:
                                                            wm.ub_of(cls.id, n))
                     over_lits[v.key].append(presence[cls.id])
             # Devices as room: a claim of v's given back to a placed pod with claims (``victim_room``).
-            over_lits[v.key] += device_reasons(wm, n, v, level, above)
+            over_lits[v.key] += freed_reasons(wm, n, v, level, above)
             if over_lits[v.key]:
                 m.add_bool_or(over_lits[v.key]).only_enforce_if(gone[v.key, level])
             else:

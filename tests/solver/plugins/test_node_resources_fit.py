@@ -200,7 +200,7 @@ def test_packing_profile_uses_most_allocated():
 
 
 def test_fits_is_every_requested_resource_at_most_what_is_there() -> None:
-    from solver.plugins.node_resources_fit.filter import asked, copies, fits
+    from solver.plugins.shared.resource_fit import asked, copies, fits
 
     vec = np.array([500, 0, 1])  # cpu 500m, no memory, one pod
     assert fits(vec, np.array([500, 0, 1]))  # exactly enough

@@ -15,7 +15,7 @@ from tests.builders import make_pod, pod_info
 @pytest.mark.parametrize("policy", [None, "Never"])
 @pytest.mark.parametrize("groups", [(None, None), ("g1", None), (None, "g1"), ("g1", "g1"), ("g1", "g2")])
 def test_may_preempt_is_exactly_no_reason_against(victim_priority, policy, groups) -> None:
-    from solver.plugins.preemption.victim_room import may_preempt, why_not
+    from solver.plugins.shared.preemption_rule import may_preempt, why_not
 
     preemptor = pod_info(make_pod("default/p", cpu="1", priority=5, preemption_policy=policy, group=groups[0]))
     victim = pod_info(make_pod("default/v", cpu="1", priority=victim_priority, node="n1", group=groups[1]))

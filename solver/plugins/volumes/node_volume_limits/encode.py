@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 from . import rules
 
 if TYPE_CHECKING:
-    from ...plugin_api import EncodeModel as WindowModel
+    from ....plugin_api import EncodeModel as WindowModel
 
 
 def encode(wm: WindowModel) -> None:

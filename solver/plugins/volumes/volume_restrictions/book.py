@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Optional, Protocol
 
-from ...info import PodInfo
-from ...state import Book, ClusterState
+from ....info import PodInfo
+from ....state import Book, ClusterState
 
 NAME = "VolumeRestrictions"  # the plugin owning the book: its key in ``ClusterState.books``
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...plugin_api import Coupling, PlanPart, Plugin, Reads
-from ...volume_catalog import VolumeCatalog
+from ....plugin_api import Coupling, PlanPart, Plugin, Reads
+from ....volume_catalog import VolumeCatalog
 from . import check, encode, filter, rules
 
 

@@ -13,7 +13,7 @@ from . import rules
 from .filter import claim_uses
 
 if TYPE_CHECKING:
-    from ...plugin_api import ReplayView as Replay
+    from ....plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

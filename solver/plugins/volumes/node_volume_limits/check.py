@@ -10,7 +10,7 @@ from .rules import node_claims
 from . import rules
 
 if TYPE_CHECKING:
-    from ...plugin_api import ReplayView as Replay
+    from ....plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

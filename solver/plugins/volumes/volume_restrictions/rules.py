@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ...volume_catalog import VolumeCatalog
+from ....volume_catalog import VolumeCatalog
 
 NAME = "VolumeRestrictions"
 RWOP_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "

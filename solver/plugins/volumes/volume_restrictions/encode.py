@@ -13,7 +13,7 @@ from . import rules
 from .book import volume_book
 
 if TYPE_CHECKING:
-    from ...plugin_api import EncodeModel as WindowModel
+    from ....plugin_api import EncodeModel as WindowModel
 
 
 def encode(wm: WindowModel) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from . import rules
 
 if TYPE_CHECKING:
-    from ...plugin_api import ReplayView as Replay
+    from ....plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...info import PodInfo
-from ...state import ClusterState
+from ....info import PodInfo
+from ....state import ClusterState
 from . import rules
 from .filter import VolumeCycle
 
 if TYPE_CHECKING:
-    from ...plugin_api import EncodeModel as WindowModel
+    from ....plugin_api import EncodeModel as WindowModel
 
 
 def prune(pod: PodInfo, state: ClusterState, can_evict=lambda other: False) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Optional
 
 from models.storage import NO_PROVISIONER, PersistentVolume, PersistentVolumeClaim, StorageClass
 
-from ...volume_catalog import VolumeCatalog, uses_node_state as uses_node_state
+from ....volume_catalog import VolumeCatalog, uses_node_state as uses_node_state
 
 NAME = "VolumeBinding"
 

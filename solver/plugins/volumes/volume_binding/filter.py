@@ -11,15 +11,15 @@ from typing import Optional
 
 from models.plan import VolumeBinding
 
-from ...framework import SUCCESS, Status, unresolvable, unschedulable
-from ...info import NodeInfo, PodInfo
-from ...plugin_api import NodeByNode, StaticView
-from ...state import ClusterState
+from ....framework import SUCCESS, Status, unresolvable, unschedulable
+from ....info import NodeInfo, PodInfo
+from ....plugin_api import NodeByNode, StaticView
+from ....state import ClusterState
 from ..node_volume_limits import rules as limits
 from ..node_volume_limits.rules import node_claims as node_claims
 from ..volume_restrictions import rules as restrictions
 from ..volume_restrictions.book import volume_book
-from ...volume_catalog import VolumeCatalog
+from ....volume_catalog import VolumeCatalog
 from ..volume_zone import rules as zone
 from . import rules as binding
 

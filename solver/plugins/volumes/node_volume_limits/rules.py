@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ...volume_catalog import VolumeCatalog
+from ....volume_catalog import VolumeCatalog
 
 if TYPE_CHECKING:
-    from ...state import ClusterState
+    from ....state import ClusterState
 
 NAME = "NodeVolumeLimits"
 REASON = "node(s) exceed max volume count"

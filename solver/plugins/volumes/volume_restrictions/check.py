@@ -9,7 +9,7 @@ from . import rules
 from .book import volume_book
 
 if TYPE_CHECKING:
-    from ...plugin_api import ReplayView as Replay
+    from ....plugin_api import ReplayView as Replay
 
 
 def check(replay: Replay) -> None:
