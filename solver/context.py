@@ -400,7 +400,7 @@ def build_context(
         # Nothing reads the kept state's record of changed nodes (a copy starts its own, and the
         # caches that read it live on copies); kept, it would grow by a node or two per window
         # for as long as a live scheduler runs.
-        assumed.state.touched.clear()
+        assumed.state.forget_touched()
         state = assumed.state.copy()
     # Each rule's part: DRA's devices and the volume catalog on the state, the marks on window
     # pods that are part of their signature (a pod waiting for its victims may not preempt).

@@ -168,6 +168,10 @@ class ClusterState:
         # Every node whose pods changed, in order: lets per-class caches of node-local checks
         # (resources, ports) refresh only what changed since they were computed.
         self.touched: list[int] = []
+        # Beside each entry of ``touched``, the key of the pod that came or went ("" when several
+        # did at once, ``add_many``): a cache that depends only on some pods (preemption's lower
+        # pods, never the window's) refreshes only the nodes where one of those changed.
+        self.touched_by: list[str] = []
         # (len(touched) when computed, value): the value is the caller's (a node mask in
         # filtering, (mask, usage) in preemption).
         self.local_cache: dict[tuple, tuple[int, Any]] = {}
@@ -241,8 +245,15 @@ class ClusterState:
         self.priorities[pod.priority] += 1
         self._count(pod, node, +1)
         self.touched.append(node)
+        self.touched_by.append(pod.key)
         for book in self.books.values():
             book.reserve(pod, node)
+
+    def forget_touched(self, since: int = 0) -> None:
+        """Drop the record of changed nodes from position ``since`` on (a dry run that put
+        everything back; a kept state whose record nobody reads)."""
+        del self.touched[since:]
+        del self.touched_by[since:]
 
     def add_many(self, placed: list[tuple[PodInfo, int]]) -> None:
         """``add(pod, node)`` for each pair, from per-node aggregates: the pods of one requests
@@ -299,7 +310,9 @@ class ClusterState:
                 counted = self._groups[gkey] = (placed[members[0]][0], Counter())
                 self._group_index.add(gkey, counted[0])
             counted[1].update(node_of[members].tolist())
-        self.touched.extend(np.unique(node_of).tolist())
+        changed = np.unique(node_of).tolist()
+        self.touched.extend(changed)
+        self.touched_by.extend([""] * len(changed))
         for book in self.books.values():
             book.reserve_many(placed)
 
@@ -329,6 +342,7 @@ class ClusterState:
             del self.priorities[pod.priority]
         self._count(pod, node, -1)
         self.touched.append(node)
+        self.touched_by.append(pod.key)
         for book in self.books.values():
             book.unreserve(pod, node)
         return node
@@ -613,6 +627,7 @@ class ClusterState:
         other.affinity_pods = self.affinity_pods.copy()
         other._domains = self._domains
         other.touched = []
+        other.touched_by = []
         other.local_cache = {}
         other._vectors = self._vectors
         other.removals = 0

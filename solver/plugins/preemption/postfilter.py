@@ -163,7 +163,7 @@ def select_victims(
             state.add(victim, node)
         # The state holds what it held: no cache need refresh for this dry run.
         state.removals = removals
-        del state.touched[touched:]
+        state.forget_touched(touched)
 
 
 def _select_on_node(
@@ -321,8 +321,10 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
         mask, usage = np.zeros(n, dtype=bool), np.zeros(state.alloc.shape)
         fill(mask, usage, range(n))
     else:
+        # Only a pod outside the window coming or going changes a node's lower pods.
         seen, (mask, usage) = hit
-        fill(mask, usage, set(state.touched[seen:]))
+        fill(mask, usage, {node for node, key in zip(state.touched[seen:], state.touched_by[seen:])
+                           if not key or key not in window})
     if pod.group is None:
         state.local_cache[key] = (len(state.touched), (mask, usage))
     return mask, usage if exact else None
