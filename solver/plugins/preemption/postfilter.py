@@ -291,21 +291,27 @@ def _window_keys(ctx) -> frozenset[str]:
 _EXACT_FLOAT = 2**52
 
 
-def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
+def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str],
+           protected: frozenset[str] = frozenset()) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Per node: does it hold a pod the preemptor could evict (lower priority, not a window pod,
-    not of the preemptor's own gang), and what those pods request in all (floats; None when
-    amounts are too large for floats to be exact)? Kept in the state's local cache per priority
-    and brought up to date on the nodes touched since, like the node-local filter masks: pods
-    that fail in a row ask this of every node each time."""
-    def lower_pods(i: int) -> list[PodInfo]:
+    not ``protected``, not of the preemptor's own gang), and what those pods request in all
+    (floats; None when amounts are too large for floats to be exact)? Kept in the state's local
+    cache per priority and brought up to date on the nodes touched since, like the node-local
+    filter masks: pods that fail in a row ask this of every node each time. What one preemptor
+    alone may not evict — the protected pods (running members of admitted gangs, more as gangs
+    are admitted) and its own gang's running members — is taken out of a copy, on their nodes
+    only: the cache serves gang members too and does not start again as the protected set grows."""
+    def lower_pods(i: int, excluded: frozenset[str], own: bool) -> list[PodInfo]:
+        # ``own``: asked for this very preemptor (its gang's members are not its victims);
+        # otherwise for any preemptor of its priority that may preempt (the cached masks)
         return [
             p for p in state.pods_on[i].values()
-            if p.priority < pod.priority and p.key not in window and may_preempt(pod, p)
+            if p.priority < pod.priority and p.key not in excluded and (not own or may_preempt(pod, p))
         ]
 
-    def fill(mask: np.ndarray, usage: np.ndarray, nodes) -> None:
+    def fill(mask: np.ndarray, usage: np.ndarray, nodes, excluded: frozenset[str] = window, own: bool = False) -> None:
         for i in nodes:
-            pods = lower_pods(i)
+            pods = lower_pods(i, excluded, own)
             mask[i] = bool(pods)
             # summed in integers, then one conversion (one stack per node, not a float add per pod)
             usage[i] = np.sum([state.vector(p) for p in pods], axis=0, dtype=np.int64) if pods else 0
@@ -316,7 +322,7 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
         # nobody in the whole state is below the preemptor
         return np.zeros(n, dtype=bool), np.zeros(state.alloc.shape) if exact else None
     key = ("preemption-lower", pod.priority, window)
-    hit = state.local_cache.get(key) if pod.group is None else None  # own-gang exclusion: not shared
+    hit = state.local_cache.get(key)
     if hit is None:
         mask, usage = np.zeros(n, dtype=bool), np.zeros(state.alloc.shape)
         fill(mask, usage, range(n))
@@ -325,9 +331,34 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str]) -> tuple[n
         seen, (mask, usage) = hit
         fill(mask, usage, {node for node, key in zip(state.touched[seen:], state.touched_by[seen:])
                            if not key or key not in window})
-    if pod.group is None:
-        state.local_cache[key] = (len(state.touched), (mask, usage))
+    state.local_cache[key] = (len(state.touched), (mask, usage))
+    # What this preemptor may not evict beyond the window (protected gang members, its own
+    # gang's running members): taken out of a copy on their nodes only.
+    apart = {state.where[k] for k in protected if k in state.where}
+    if pod.group is not None:
+        apart |= _group_nodes(state, pod.group)
+    if apart:
+        mask, usage = mask.copy(), usage.copy()
+        fill(mask, usage, apart, window | protected, own=True)
     return mask, usage if exact else None
+
+
+def _group_nodes(state: ClusterState, group: str) -> set[int]:
+    """The nodes where pods of PodGroup ``group`` run (or ran since the answer was first made: a
+    node too many only costs its lower pods being looked at again). Found once over every pod of
+    the state, then brought up to date from the pods that came since (``touched_by``)."""
+    key = ("preemption-group-nodes", group)
+    hit = state.local_cache.get(key)
+    if hit is None:
+        nodes = {node for q, node in state.pods() if q.group == group}
+    else:
+        seen, nodes = hit
+        for node, came in zip(state.touched[seen:], state.touched_by[seen:]):
+            q = state.pods_on[node].get(came) if came else None
+            if q is not None and q.group == group or not came:
+                nodes.add(node)
+    state.local_cache[key] = (len(state.touched), nodes)
+    return nodes
 
 
 def _remembered(pod: PodInfo, cycle: Cycle, state: ClusterState, window: frozenset[str]) -> Optional[dict]:
@@ -384,7 +415,7 @@ def default_preemption(
     # A node with no pod of lower priority has no victims to offer (checked before any dry run).
     no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
     potential = []
-    lower, usage = _lower(pod, state, window)
+    lower, usage = _lower(pod, state, _window_keys(ctx), protected)
     for i, s in enumerate(statuses):
         if s.code != Code.UNSCHEDULABLE or (allowed is not None and not allowed[i]):
             continue
