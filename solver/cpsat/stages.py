@@ -135,15 +135,39 @@ def maximize(model: cp_model.CpModel, terms: list, coeffs: list[int]) -> None:
 
 
 
+# The first stage's solutions a ``Recorder`` keeps: its first ones (closest to the hint) and its
+# latest (the best so far).
+RECORDED_FIRST, RECORDED_LAST = 6, 12
+
+
+class Recorder(cp_model.CpSolverSolutionCallback):
+    """The values of ``variables`` in each solution the first stage finds, as (objective,
+    {variable index: value}), the first ``RECORDED_FIRST`` and the latest ``RECORDED_LAST`` kept:
+    a caller that refuses the stage's last solution may find an earlier one it accepts
+    (``kube_victims``)."""
+
+    def __init__(self, variables: list) -> None:
+        super().__init__()
+        self.variables = variables
+        self.found: list[tuple[float, dict[int, int]]] = []
+
+    def on_solution_callback(self) -> None:
+        self.found.append((self.objective_value, {v.index: self.value(v) for v in self.variables}))
+        if len(self.found) > RECORDED_FIRST + RECORDED_LAST:
+            del self.found[RECORDED_FIRST]
+
+
 def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True, work: Optional[float] = None,
                     accept: Optional[Callable[[cp_model.CpSolver], bool]] = None,
+                    record: Optional[Recorder] = None,
                     ) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
     """Solve ``wm`` stage by stage until ``deadline``: (the solver holding the last stage's
     solution or None, its status, the first stage's objective and bound). ``work``: with one
     worker, the deterministic seconds the stages share (``new_solver``), so a fixed seed gives
     the same plan whatever else the machine is doing. ``accept``: asked of the first stage's
     solution when later stages follow; a solution it refuses is returned at once (FEASIBLE), the
-    later stages not run: their time would be spent polishing a plan the caller throws away."""
+    later stages not run: their time would be spent polishing a plan the caller throws away.
+    ``record``: told of each solution of the first stage."""
     stages = stages_of(wm.levels)
     num_variables = len(wm.model.Proto().variables)
     if not stages:
@@ -163,7 +187,7 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
         this = new_solver(cfg, budget, num_variables, hint_complete=wm.hint_complete and i == 0, presolve=presolve,
                           work=None if work is None else work * share)
         with interrupt.stoppable(this):
-            status = this.solve(wm.model)
+            status = this.solve(wm.model, record) if i == 0 and record is not None else this.solve(wm.model)
         interrupt.check()
         log.debug(
             "stage %s: %s after %.2fs of %.2fs (objective %s)",
