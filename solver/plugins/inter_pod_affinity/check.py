@@ -56,8 +56,9 @@ def check_anti_affinity(replay: Replay) -> None:
             pool = replay.placed()
         ids = state.domains(term.topology_key)[0]
         by_domain: dict[int, list[PodInfo]] = defaultdict(list)
+        matches = state.matcher(matcher)  # looked up once, not per pod
         for pod, index in pool:
-            if ids[index] >= 0 and state.matches(matcher, pod):
+            if ids[index] >= 0 and matches(pod):
                 by_domain[int(ids[index])].append(pod)
         if not by_domain:
             continue
