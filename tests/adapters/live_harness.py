@@ -227,7 +227,8 @@ class Cluster:
             self.server.api.handle(Request("POST", path, body=json.dumps(obj).encode()))
             return
         plural = {"PodGroup": "podgroups", "PodDisruptionBudget": "poddisruptionbudgets",
-                  "PriorityClass": "priorityclasses", "Workload": "workloads"}[kind]
+                  "PriorityClass": "priorityclasses", "Workload": "workloads",
+                  "CompositePodGroup": "compositepodgroups"}[kind]
         base = f"/apis/{api_version}"
         path = f"{base}/namespaces/{obj['metadata'].get('namespace', NS)}/{plural}" if kind != "PriorityClass" \
             else f"{base}/{plural}"
