@@ -20,6 +20,11 @@ handed over as the last snapshot had them; and it says which pods changed since 
 (its `delta`), so the solver brings its own state up to date from those alone, as
 kube-scheduler updates only the NodeInfos whose generation moved.
 
+Kubernetes 1.37's group trees (CompositePodGroups and the PodGroups naming a parent) are kept
+beside the gangs (`group_trees.py`) and resolved by the dump reader's own code: a snapshot holds
+the trees a dump of the same objects gives, a tree it would refuse is left out whole (its pods
+wait: `group_problem`), and the queue is told which gangs share a tree.
+
 Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
 parsed once, by `convert.parse_object`; one that does not parse is left out and logged with
 its object and field named. Listeners (the queue's event handlers) are told about every
