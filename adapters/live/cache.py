@@ -52,6 +52,7 @@ from models.dra import ResourceClaim
 from models.objects import copy_with
 from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, resolve_pod
 from models.group_api import WorkloadTemplates
+from models.group_tree import COMPOSITES, PODGROUPS as TREE_PODGROUPS
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from adapters.gang_api import as_parser_input
@@ -64,6 +65,9 @@ from .api_client import (COMPOSITE_PODGROUPS, CORE_PODGROUPS, CSI_NODES, DEVICE_
 from .group_trees import GroupTrees, Resolved
 
 log = logging.getLogger(__name__)
+
+# The resource a refused tree's object is kept in `invalid` under, by how `group_trees` names it.
+_TREE_RESOURCES = {TREE_PODGROUPS: CORE_PODGROUPS.name, COMPOSITES: COMPOSITE_PODGROUPS.name}
 
 # Assumption states: a bind is being sent; the API server said yes and the watch has not shown
 # it yet; the pod waits for its victims to leave; the outcome of a bind is unknown (the answer
@@ -260,7 +264,12 @@ class ClusterCache:
         # Kubernetes 1.37's group trees: the CompositePodGroups and the PodGroups naming a parent
         # (``group_trees.py``), and the refusals of trees last logged (kept in `invalid` too).
         self.trees = GroupTrees()
-        self._trees_refused: set[tuple[str, str]] = set()
+        self._trees_refused: dict[tuple[str, str], str] = {}
+        # CompositePodGroups changed by the batch of events being applied, and gangs to try again
+        # once it is in (`_trees_settled`): those of their trees before it, and those of refused
+        # trees when a Workload or PriorityClass changed (what they lacked may have come).
+        self._trees_touched: set[str] = set()
+        self._trees_retry: set[str] = set()
 
     # --- feeding from list and watch -----------------------------------------------------------
 
@@ -274,6 +283,7 @@ class ClusterCache:
             for key in [k for k in self._objects[resource] if k not in seen]:
                 self._delete(resource, key)
             self._synced.add(resource)
+            self._trees_settled()
             self.changed.notify_all()
 
     def apply(self, resource: Resource, event_type: str, obj: dict[str, Any], *, newer_only: bool = False) -> None:
@@ -287,6 +297,7 @@ class ClusterCache:
             with self.lock:
                 self.invalid.pop((resource.name, key), None)
                 self._delete(resource, key)
+                self._trees_settled()
                 self.changed.notify_all()
             return
         echo = self._bound_echo(key, obj) if resource is PODS and event_type == "MODIFIED" else None
@@ -297,6 +308,7 @@ class ClusterCache:
             if echo is not None and self._objects[PODS].get(key) is not echo[0]:
                 model = self._parse(resource, obj)  # the pod changed meanwhile: the echo is not of it
             self._store(resource, key, model, obj)
+            self._trees_settled()
             self.changed.notify_all()
 
     def _bound_echo(self, key: str, obj: dict[str, Any]) -> Optional[tuple[Pod, Pod]]:
@@ -365,6 +377,8 @@ class ClusterCache:
             self._refresh(key)
         elif resource is PRIORITY_CLASSES:
             self._classes_changed = True
+        if resource is WORKLOADS or resource is PRIORITY_CLASSES:
+            self._trees_retry |= self.trees.refused_gangs  # a template or class a refused tree lacked may be here now
         if resource is CORE_PODGROUPS:
             conditions = (obj.get("status") or {}).get("conditions")
             self._conditions[key] = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
@@ -443,11 +457,20 @@ class ClusterCache:
                 self.listener.devices_changed(resource.kind)
 
     def _put_composite(self, key: str, composite: Any) -> None:
-        """CompositePodGroup `key` is now `composite` (None: gone): the gangs of its tree, before
-        and after, are decided again (one created after its pods lets them be tried at last)."""
-        before = self.trees.gangs_with(key)
+        """CompositePodGroup `key` is now `composite` (None: gone)."""
+        self._trees_retry |= self.trees.gangs_with(key)  # as indexed before this batch
         self.trees.put_composite(key, composite)
-        gangs = before | self.trees.gangs_with(key)
+        self._trees_touched.add(key)
+
+    def _trees_settled(self) -> None:
+        """Under the lock, once a batch of events is in: the trees indexed again, and the gangs
+        of every tree a CompositePodGroup of the batch was or is in decided again (one created
+        after its pods lets them be tried at last)."""
+        self.trees.index()
+        if not (self._trees_touched or self._trees_retry):
+            return
+        gangs = frozenset(self._trees_retry.union(*map(self.trees.gangs_with, self._trees_touched)))
+        self._trees_touched, self._trees_retry = set(), set()
         if gangs and self.listener:
             self.listener.group_tree_changed(gangs)
 
@@ -679,28 +702,26 @@ class ClusterCache:
         """Under the lock: the group trees resolved as a dump's are (None without any), each
         refused tree logged once per change and kept in `invalid` while it stays refused."""
         if not self.trees:
-            refused, self._trees_refused = self._trees_refused, set()
-            for entry in refused:
-                self.invalid.pop(entry, None)
+            self._forget_refused({})
             return None
         stamp = (self._changes[WORKLOADS.name], self._changes[PRIORITY_CLASSES.name])
-        classes = {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values()  # type: ignore[attr-defined]
-                   if isinstance(c, PriorityClass)}
-        templates = [w for w in self._objects[WORKLOADS].values() if isinstance(w, WorkloadTemplates)]
-        resolved = self.trees.resolve(stamp, templates, classes)
-        names = {"podgroups": CORE_PODGROUPS.name, "compositepodgroups": COMPOSITE_PODGROUPS.name}
-        refused = set()
-        for (kind, key), problem in resolved.invalid.items():
-            entry = (names.get(kind, kind), key)
+        resolved = self.trees.resolve(
+            stamp, lambda: [w for w in self._objects[WORKLOADS].values() if isinstance(w, WorkloadTemplates)],
+            lambda: {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values() if isinstance(c, PriorityClass)})
+        refused = {(_TREE_RESOURCES[kind], key): problem for (kind, key), problem in resolved.invalid.items()}
+        for entry, problem in refused.items():
             if self.invalid.get(entry) != problem:
-                log.warning("ignoring the group tree of %s/%s from the API server: %s", names.get(kind, kind), key,
-                            problem)
+                log.warning("ignoring the group tree of %s/%s from the API server: %s", *entry, problem)
                 self.invalid[entry] = problem
-            refused.add(entry)
-        for entry in self._trees_refused - refused:
-            self.invalid.pop(entry, None)
-        self._trees_refused = refused
+        self._forget_refused(refused)
         return resolved
+
+    def _forget_refused(self, refused: dict[tuple[str, str], str]) -> None:
+        """Under the lock: the trees refused before and not now leave `invalid`."""
+        for entry, problem in self._trees_refused.items():
+            if entry not in refused and self.invalid.get(entry) == problem:
+                del self.invalid[entry]
+        self._trees_refused = refused
 
     def group_problem(self, gang: str) -> Optional[str]:
         """Why the pods of gang `gang` must wait for its group tree to be fixed; None if they need not."""

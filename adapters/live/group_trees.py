@@ -15,7 +15,7 @@ fellow gangs of one tree), so the queue can take a tree's pods into one window t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -46,7 +46,8 @@ class Resolved:
 
 class GroupTrees:
     """The CompositePodGroups and the PodGroups naming a parent, by key; callers hold the cache's
-    lock while they change or resolve them."""
+    lock while they change or resolve them, and `index` them once a batch of changes is in (a
+    list of thousands is indexed once, not once per object)."""
 
     def __init__(self) -> None:
         self.members: dict[str, CorePodGroup] = {}
@@ -55,19 +56,20 @@ class GroupTrees:
         # whole on a change, never changed in place: the queue reads it without a lock.
         self.tree_gangs: Mapping[str, frozenset[str]] = {}
         self._trees: dict[TreeNode, frozenset[TreeNode]] = {}
+        self._dirty = False  # changed since `_trees` and `tree_gangs` were made
+        self.refused_gangs: frozenset[str] = frozenset()  # the gangs of the trees last refused (``resolve``)
         self._resolved: Optional[tuple[tuple[object, ...], Resolved]] = None
 
     def __bool__(self) -> bool:
         return bool(self.members or self.composites)
 
-    def put_group(self, key: str, group: Optional[CorePodGroup]) -> bool:
-        """PodGroup ``key`` is now ``group`` (None: gone); whether a tree changed."""
+    def put_group(self, key: str, group: Optional[CorePodGroup]) -> None:
+        """PodGroup ``key`` is now ``group`` (None: gone)."""
         if group is not None and group.spec.parent_composite_pod_group_name:
             self.members[key] = group
         elif self.members.pop(key, None) is None:
-            return False
-        self._index()
-        return True
+            return
+        self._dirty, self._resolved = True, None
 
     def put_composite(self, key: str, composite: Optional[CompositePodGroup]) -> None:
         """CompositePodGroup ``key`` is now ``composite`` (None: gone)."""
@@ -75,26 +77,27 @@ class GroupTrees:
             self.composites[key] = composite
         else:
             self.composites.pop(key, None)
-        self._index()
+        self._dirty, self._resolved = True, None
 
     def gangs_with(self, composite: str) -> frozenset[str]:
-        """The gangs of the tree CompositePodGroup ``composite`` is (or was last) linked to."""
+        """The gangs of the tree CompositePodGroup ``composite`` was linked to when last indexed."""
         return frozenset(key for kind, key in self._trees.get((COMPOSITES, composite), ()) if kind == PODGROUPS)
 
-    def resolve(self, stamp: tuple[object, ...], workloads: Iterable[WorkloadTemplates],
-                classes: Mapping[str, PriorityClass]) -> Resolved:
-        """The trees resolved, the refused ones left out; the last answer again while ``stamp``
-        (what else the resolution read: the Workloads' and classes' change counts) and the trees
-        are as they were."""
+    def resolve(self, stamp: tuple[object, ...], workloads: Callable[[], Iterable[WorkloadTemplates]],
+                classes: Callable[[], Mapping[str, PriorityClass]]) -> Resolved:
+        """The trees resolved against the Workloads of templates and the PriorityClasses (asked
+        for only when needed), the refused ones left out; the last answer again while ``stamp``
+        (the Workloads' and classes' change counts) and the trees are as they were."""
+        self.index()
         if self._resolved is not None and self._resolved[0] == stamp:
             return self._resolved[1]
         members, composites = dict(self.members), dict(self.composites)
-        templates = list(workloads)
+        templates, by_name = list(workloads()), classes()
         problems: dict[str, str] = {}
         invalid: dict[TreeNode, str] = {}
         while True:
             try:
-                groups, checked = resolve_groups(members.values(), templates, composites.values(), classes)
+                groups, checked = resolve_groups(members.values(), templates, composites.values(), by_name)
                 break
             except InputError as exc:
                 kind, _, key = exc.obj.partition("/")
@@ -108,12 +111,15 @@ class GroupTrees:
                 if len(members) + len(composites) == left:
                     raise  # an error no tree explains: not this module's to hide
         resolved = Resolved({g.key: g for g in groups}, tuple(checked), problems, invalid)
+        self.refused_gangs = frozenset(problems)
         self._resolved = (stamp, resolved)
         return resolved
 
-    def _index(self) -> None:
-        """Link every object to its parent and publish each gang's tree."""
-        self._resolved = None
+    def index(self) -> None:
+        """Link every object to its parent and publish each gang's tree, if anything changed."""
+        if not self._dirty:
+            return
+        self._dirty = False
         parent: dict[TreeNode, TreeNode] = {}
         for key, group in self.members.items():
             parent[(PODGROUPS, key)] = (COMPOSITES, f"{group.metadata.namespace}/{group.spec.parent_composite_pod_group_name}")

@@ -173,6 +173,11 @@ def test_a_1_37_workload_of_templates_is_read_and_checks_the_tree() -> None:
     assert not cache.invalid.get((WORKLOADS.name, f"{NS}/job"))
     why = cache.group_problem(f"{NS}/rank-0")
     assert why is not None and 'Workload default/job has no podGroupTemplate named "nope"' in why
+    listener = Trees()
+    cache.listener = listener
+    workload["spec"]["podGroupTemplates"].append({"name": "nope", "schedulingPolicy": {"basic": {}}})
+    cache.apply(WORKLOADS, "MODIFIED", workload)  # the template comes: the refused tree's pods try again
+    assert listener.calls == [("tree", [f"{NS}/rank-0"])] and cache.group_problem(f"{NS}/rank-0") is None
 
 
 @pytest.fixture
