@@ -683,12 +683,12 @@ class ClusterCache:
                     continue
                 groups[key] = group  # type: ignore[assignment]
         if trees is not None:  # a refused tree's PodGroups are left out (their pods wait: `group_problem`)
-            core = self._objects[CORE_PODGROUPS]
+            core = self._objects[CORE_PODGROUPS]  # (a PodGroup of another API by the same name is kept)
             for key in trees.problems:
-                if groups.get(key) is core.get(key):
+                if key in core and groups.get(key) is core[key]:
                     del groups[key]
             for key, group in trees.groups.items():
-                if groups.get(key) is core.get(key):
+                if key in core and groups.get(key) is core[key]:
                     groups[key] = group
         workloads = [w for w in self._objects[WORKLOADS].values() if isinstance(w, Workload)]  # 1.35's, not templates
         if workloads:
