@@ -107,6 +107,13 @@ WORKLOADS = Resource("workloads.scheduling.k8s.io", "Workload", "scheduling.k8s.
 VOLCANO_PODGROUPS = Resource("podgroups.scheduling.volcano.sh", "PodGroup", "scheduling.volcano.sh/v1beta1",
                              optional=True, plural="podgroups")
 GANG_RESOURCES: tuple[Resource, ...] = (PODGROUPS, CORE_PODGROUPS, WORKLOADS, VOLCANO_PODGROUPS)
+# Kubernetes 1.37's CompositePodGroup (v1alpha3): an inner node of a tree of PodGroups, in the
+# version the server serves too. Not a gang of its own (no pod names it): the cache keeps the
+# trees beside the gangs (``group_trees.py``).
+COMPOSITE_PODGROUPS = Resource("compositepodgroups.scheduling.k8s.io", "CompositePodGroup", "scheduling.k8s.io/v1alpha3",
+                               optional=True, plural="compositepodgroups")
+# Kubernetes' own kinds whose version is the newest the server serves (``KubeApi.version_of``).
+NEWEST_SERVED: tuple[Resource, ...] = (CORE_PODGROUPS, WORKLOADS, COMPOSITE_PODGROUPS)
 # What the volume plugins read: each optional, so a server that does not serve one (or RBAC that
 # does not grant it) leaves the scheduler working without it.
 PVCS = Resource("persistentvolumeclaims", "PersistentVolumeClaim", "v1", optional=True)
@@ -122,8 +129,8 @@ DEVICE_CLASSES = Resource("deviceclasses", "DeviceClass", "resource.k8s.io/v1", 
 RESOURCE_SLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1", optional=True)
 RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v1", optional=True)
 DRA_RESOURCES: tuple[Resource, ...] = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS)
-WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES,
-                                 *DRA_RESOURCES)
+WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, COMPOSITE_PODGROUPS,
+                                 *VOLUME_RESOURCES, *DRA_RESOURCES)
 # The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup;
 # PodGroupInitiallyScheduled in 1.37's v1beta1 and v1alpha3: KubeApi.pod_group_condition).
 PODGROUP_SCHEDULED = "PodGroupScheduled"
@@ -143,7 +150,8 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
     "list_persistent_volume": (("", "persistentvolumes", "list"),),
     "list_storage_class": (("storage.k8s.io", "storageclasses", "list"),),
     "list_csi_node": (("storage.k8s.io", "csinodes", "list"),),
-    "list_cluster_custom_object": tuple((r.group, r.path_plural, "list") for r in (*GANG_RESOURCES, *DRA_RESOURCES)),
+    "list_cluster_custom_object": tuple((r.group, r.path_plural, "list")
+                                        for r in (*GANG_RESOURCES, COMPOSITE_PODGROUPS, *DRA_RESOURCES)),
     "patch_namespaced_custom_object_status": ((CORE_PODGROUPS.group, f"{CORE_PODGROUPS.path_plural}/status", "patch"),),
     "read_namespaced_pod": (("", "pods", "get"),),
     "create_namespaced_pod_binding": (("", "pods/binding", "create"),),
@@ -486,9 +494,9 @@ class KubeApi:
 
     def version_of(self, resource: Resource) -> str:
         """The version `resource` is listed, watched and written in: its own, except for
-        Kubernetes' PodGroup and Workload, whose version is the newest the server serves (or the
-        one --gang-api names), found by discovery the first time."""
-        if resource is not CORE_PODGROUPS and resource is not WORKLOADS:
+        Kubernetes' PodGroup, Workload and CompositePodGroup, whose version is the newest the server
+        serves (or the one --gang-api names), found by discovery the first time."""
+        if resource not in NEWEST_SERVED:
             return resource.version
         with self._gang_lock:
             found = self._gang_versions.get(resource)
@@ -552,7 +560,7 @@ class KubeApi:
             return self.storage.list_storage_class
         if resource is CSI_NODES:
             return self.storage.list_csi_node
-        if resource in GANG_RESOURCES or resource in DRA_RESOURCES:
+        if resource in GANG_RESOURCES or resource is COMPOSITE_PODGROUPS or resource in DRA_RESOURCES:
             version = self.version_of(resource)
 
             def gangs(**kw: Any) -> Any:

@@ -20,6 +20,11 @@ handed over as the last snapshot had them; and it says which pods changed since 
 (its `delta`), so the solver brings its own state up to date from those alone, as
 kube-scheduler updates only the NodeInfos whose generation moved.
 
+Kubernetes 1.37's group trees (CompositePodGroups and the PodGroups naming a parent) are kept
+beside the gangs (`group_trees.py`) and resolved by the dump reader's own code: a snapshot holds
+the trees a dump of the same objects gives, a tree it would refuse is left out whole (its pods
+wait: `group_problem`), and the queue is told which gangs share a tree.
+
 Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
 parsed once, by `convert.parse_object`; one that does not parse is left out and logged with
 its object and field named. Listeners (the queue's event handlers) are told about every
@@ -46,17 +51,23 @@ from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, 
 from models.dra import ResourceClaim
 from models.objects import copy_with
 from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, resolve_pod
+from models.group_api import WorkloadTemplates
+from models.group_tree import COMPOSITES, PODGROUPS as TREE_PODGROUPS
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from adapters.gang_api import as_parser_input
 
 from .convert import parse_object
 from .dra_writes import ClaimOverlay
-from .api_client import (CORE_PODGROUPS, CSI_NODES, DEVICE_CLASSES, DRA_RESOURCES, GANG_RESOURCES, NODES, PDBS, PODS,
-                         PRIORITY_CLASSES, PVCS, PVS, RESOURCE_CLAIMS, RESOURCE_SLICES, STORAGE_CLASSES, VOLUME_RESOURCES,
-                         WATCHED, WORKLOADS, Resource)
+from .api_client import (COMPOSITE_PODGROUPS, CORE_PODGROUPS, CSI_NODES, DEVICE_CLASSES, DRA_RESOURCES, GANG_RESOURCES,
+                         NEWEST_SERVED, NODES, PDBS, PODS, PRIORITY_CLASSES, PVCS, PVS, RESOURCE_CLAIMS, RESOURCE_SLICES,
+                         STORAGE_CLASSES, VOLUME_RESOURCES, WATCHED, WORKLOADS, Resource)
+from .group_trees import GroupTrees, Resolved
 
 log = logging.getLogger(__name__)
+
+# The resource a refused tree's object is kept in `invalid` under, by how `group_trees` names it.
+_TREE_RESOURCES = {TREE_PODGROUPS: CORE_PODGROUPS.name, COMPOSITES: COMPOSITE_PODGROUPS.name}
 
 # Assumption states: a bind is being sent; the API server said yes and the watch has not shown
 # it yet; the pod waits for its victims to leave; the outcome of a bind is unknown (the answer
@@ -71,6 +82,7 @@ class CacheListener(Protocol):
     def node_changed(self, old: Optional[Node], new: Optional[Node]) -> None: ...
     def pod_group_changed(self, group: PodGroup) -> None: ...
     def workload_changed(self, workload: Workload) -> None: ...
+    def group_tree_changed(self, gangs: frozenset[str]) -> None: ...
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None: ...
     def volumes_changed(self, kind: str) -> None: ...
     def devices_changed(self, kind: str) -> None: ...
@@ -94,9 +106,19 @@ def object_key(obj: dict[str, Any]) -> str:
 
 def model_key(resource: Resource, model: BaseModel) -> str:
     meta = model.metadata  # type: ignore[attr-defined]
-    if resource in (PODS, PDBS, PVCS, RESOURCE_CLAIMS, *GANG_RESOURCES):
+    if resource in (PODS, PDBS, PVCS, RESOURCE_CLAIMS, *GANG_RESOURCES, COMPOSITE_PODGROUPS):
         return f"{meta.namespace or 'default'}/{meta.name}"
     return str(meta.name)
+
+
+def _version_read(resource: Resource, obj: dict[str, Any]) -> str:
+    """The apiVersion `obj` is parsed as: its own for a kind listed in the version the server
+    serves (a 1.37 Workload of templates is not 1.35's), else the resource's (which tells
+    Kubernetes' PodGroup from scheduler-plugins' whatever the object says)."""
+    own = obj.get("apiVersion")
+    if resource in NEWEST_SERVED and isinstance(own, str) and own.startswith(resource.group + "/"):
+        return own
+    return resource.api_version
 
 
 def node_relevant(node: Node) -> tuple:
@@ -239,6 +261,15 @@ class ClusterCache:
         # (``dra_writes.ClaimOverlay``): a snapshot shows them allocated, so no later window
         # hands their devices out again before the PreBind write is seen.
         self.claims = ClaimOverlay()
+        # Kubernetes 1.37's group trees: the CompositePodGroups and the PodGroups naming a parent
+        # (``group_trees.py``), and the refusals of trees last logged (kept in `invalid` too).
+        self.trees = GroupTrees()
+        self._trees_refused: dict[tuple[str, str], str] = {}
+        # CompositePodGroups changed by the batch of events being applied, and gangs to try again
+        # once it is in (`_trees_settled`): those of their trees before it, and those of refused
+        # trees when a Workload or PriorityClass changed (what they lacked may have come).
+        self._trees_touched: set[str] = set()
+        self._trees_retry: set[str] = set()
 
     # --- feeding from list and watch -----------------------------------------------------------
 
@@ -252,6 +283,7 @@ class ClusterCache:
             for key in [k for k in self._objects[resource] if k not in seen]:
                 self._delete(resource, key)
             self._synced.add(resource)
+            self._trees_settled()
             self.changed.notify_all()
 
     def apply(self, resource: Resource, event_type: str, obj: dict[str, Any], *, newer_only: bool = False) -> None:
@@ -265,6 +297,7 @@ class ClusterCache:
             with self.lock:
                 self.invalid.pop((resource.name, key), None)
                 self._delete(resource, key)
+                self._trees_settled()
                 self.changed.notify_all()
             return
         echo = self._bound_echo(key, obj) if resource is PODS and event_type == "MODIFIED" else None
@@ -275,6 +308,7 @@ class ClusterCache:
             if echo is not None and self._objects[PODS].get(key) is not echo[0]:
                 model = self._parse(resource, obj)  # the pod changed meanwhile: the echo is not of it
             self._store(resource, key, model, obj)
+            self._trees_settled()
             self.changed.notify_all()
 
     def _bound_echo(self, key: str, obj: dict[str, Any]) -> Optional[tuple[Pod, Pod]]:
@@ -308,12 +342,9 @@ class ClusterCache:
         if readable is None:
             return InputError(f"{resource.name}/{object_key(obj)}", "spec", "no pod group template at any level")
         try:
-            model = parse_object(readable, resource.kind, resource.api_version)
+            return parse_object(readable, resource.kind, _version_read(resource, readable))
         except InputError as exc:
             return exc
-        if isinstance(model, CorePodGroup):
-            return model.pod_group()  # the one gang model, converted as a snapshot file's is
-        return model
 
     def _store(self, resource: Resource, key: str, model: Any, obj: dict[str, Any]) -> None:
         if isinstance(model, InputError):
@@ -323,6 +354,11 @@ class ClusterCache:
             self._delete(resource, key)
             return
         self.invalid.pop((resource.name, key), None)
+        if isinstance(model, CorePodGroup):  # the one gang model, converted as a snapshot file's is
+            self.trees.put_group(key, model)
+            model = model.pod_group()
+        elif resource is COMPOSITE_PODGROUPS:
+            self._put_composite(key, model)
         store = self._objects[resource]
         old = store.get(key)
         if resource is NODES and old is not None and _same_node(old, model):  # type: ignore[arg-type]
@@ -341,6 +377,8 @@ class ClusterCache:
             self._refresh(key)
         elif resource is PRIORITY_CLASSES:
             self._classes_changed = True
+        if resource is WORKLOADS or resource is PRIORITY_CLASSES:
+            self._trees_retry |= self.trees.refused_gangs  # a template or class a refused tree lacked may be here now
         if resource is CORE_PODGROUPS:
             conditions = (obj.get("status") or {}).get("conditions")
             self._conditions[key] = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
@@ -370,6 +408,9 @@ class ClusterCache:
             self._classes_changed = True
         if resource is CORE_PODGROUPS:
             self._conditions.pop(key, None)
+            self.trees.put_group(key, None)
+        if resource is COMPOSITE_PODGROUPS:
+            self._put_composite(key, None)
         if resource is PODS:
             self._prints.pop(key, None)
             self._assumed.pop(key, None)
@@ -414,6 +455,24 @@ class ClusterCache:
                 self.claims.seen(f"{claim.metadata.namespace}/{claim.metadata.name}", claim, self._pod_uid)
             if self.listener:
                 self.listener.devices_changed(resource.kind)
+
+    def _put_composite(self, key: str, composite: Any) -> None:
+        """CompositePodGroup `key` is now `composite` (None: gone)."""
+        self._trees_retry |= self.trees.gangs_with(key)  # as indexed before this batch
+        self.trees.put_composite(key, composite)
+        self._trees_touched.add(key)
+
+    def _trees_settled(self) -> None:
+        """Under the lock, once a batch of events is in: the trees indexed again, and the gangs
+        of every tree a CompositePodGroup of the batch was or is in decided again (one created
+        after its pods lets them be tried at last)."""
+        self.trees.index()
+        if not (self._trees_touched or self._trees_retry):
+            return
+        gangs = frozenset(self._trees_retry.union(*map(self.trees.gangs_with, self._trees_touched)))
+        self._trees_touched, self._trees_retry = set(), set()
+        if gangs and self.listener:
+            self.listener.group_tree_changed(gangs)
 
     def _pod_uid(self, key: str) -> str:
         pod: Optional[Pod] = self._objects[PODS].get(key)  # type: ignore[assignment]
@@ -605,12 +664,13 @@ class ClusterCache:
                 return True
         return False
 
-    def _pod_groups(self, pending: Iterable[Pod]) -> list[PodGroup]:
+    def _pod_groups(self, pending: Iterable[Pod], trees: Optional[Resolved]) -> list[PodGroup]:
         """Under the lock: every gang of a snapshot, in one model. Two PodGroups of different
         shapes with one namespace/name would be one gang key: the first shape in `GANG_RESOURCES`
         is kept (and the clash logged), so one stray object cannot stop every window. A
         Workload's gangs are those its pods name (each replica key its own), as for a file: the
-        holding pods' as `_refresh` counts them, and those of the snapshot's ``pending`` pods."""
+        holding pods' as `_refresh` counts them, and those of the snapshot's ``pending`` pods. A
+        PodGroup of a group tree is as ``trees`` resolved it, and left out if its tree was refused."""
         groups: dict[str, PodGroup] = {}
         for resource in GANG_RESOURCES:
             if resource is WORKLOADS:
@@ -622,13 +682,52 @@ class ClusterCache:
                         self.invalid[(resource.name, key)] = "same name as a PodGroup of another API"
                     continue
                 groups[key] = group  # type: ignore[assignment]
-        workloads: list[Workload] = list(self._objects[WORKLOADS].values())  # type: ignore[arg-type]
+        if trees is not None:  # a refused tree's PodGroups are left out (their pods wait: `group_problem`)
+            core = self._objects[CORE_PODGROUPS]  # (a PodGroup of another API by the same name is kept)
+            for key in trees.problems:
+                if key in core and groups.get(key) is core[key]:
+                    del groups[key]
+            for key, group in trees.groups.items():
+                if key in core and groups.get(key) is core[key]:
+                    groups[key] = group
+        workloads = [w for w in self._objects[WORKLOADS].values() if isinstance(w, Workload)]  # 1.35's, not templates
         if workloads:
             refs = set(self._workload_refs)
             refs.update(ref for p in pending if (ref := _workload_ref(p)) is not None)
             for group in workload_pod_groups(workloads, refs):
                 groups.setdefault(group.key, group)
         return list(groups.values())
+
+    def _resolved_trees(self) -> Optional[Resolved]:
+        """Under the lock: the group trees resolved as a dump's are (None without any), each
+        refused tree logged once per change and kept in `invalid` while it stays refused."""
+        if not self.trees:
+            self._forget_refused({})
+            return None
+        stamp = (self._changes[WORKLOADS.name], self._changes[PRIORITY_CLASSES.name])
+        resolved = self.trees.resolve(
+            stamp, lambda: [w for w in self._objects[WORKLOADS].values() if isinstance(w, WorkloadTemplates)],
+            lambda: {c.metadata.name: c for c in self._objects[PRIORITY_CLASSES].values() if isinstance(c, PriorityClass)})
+        refused = {(_TREE_RESOURCES[kind], key): problem for (kind, key), problem in resolved.invalid.items()}
+        for entry, problem in refused.items():
+            if self.invalid.get(entry) != problem:
+                log.warning("ignoring the group tree of %s/%s from the API server: %s", *entry, problem)
+                self.invalid[entry] = problem
+        self._forget_refused(refused)
+        return resolved
+
+    def _forget_refused(self, refused: dict[tuple[str, str], str]) -> None:
+        """Under the lock: the trees refused before and not now leave `invalid`."""
+        for entry, problem in self._trees_refused.items():
+            if entry not in refused and self.invalid.get(entry) == problem:
+                del self.invalid[entry]
+        self._trees_refused = refused
+
+    def group_problem(self, gang: str) -> Optional[str]:
+        """Why the pods of gang `gang` must wait for its group tree to be fixed; None if they need not."""
+        with self.lock:
+            trees = self._resolved_trees()
+            return trees.problems.get(gang) if trees is not None else None
 
     def snapshot(self, window: Iterable[str] = ()) -> ClusterSnapshot:
         """Everything one decision reads: nodes, pods holding nodes (assumed ones included),
@@ -677,9 +776,11 @@ class ClusterCache:
                 delta = SnapshotDelta(last[0], frozenset(changed))
             nodes, node_by_name = self._taken_values(NODES)
             pods = (*self._holding.values(), *pending)
+            trees = self._resolved_trees()
             snapshot = ClusterSnapshot.build(
                 nodes=nodes, pods=pods, pdbs=self._taken_values(PDBS)[0],
-                priority_classes=self._classes.values(), pod_groups=self._pod_groups(pending),
+                priority_classes=self._classes.values(), pod_groups=self._pod_groups(pending, trees),
+                composite_groups=trees.composites if trees is not None else (),
                 pvcs=self._taken_values(PVCS)[0], pvs=self._taken_values(PVS)[0],
                 storage_classes=self._taken_values(STORAGE_CLASSES)[0],
                 csi_nodes=self._taken_values(CSI_NODES)[0],

@@ -14,7 +14,8 @@ coarse, safe version of those hints:
   satisfied now (nothing else becomes *more* feasible when a pod arrives);
 - a gang member or its PodGroup appears (any shape: scheduler-plugins', Kubernetes' v1alpha2 or
   Volcano's), or the Workload its pods name: the gang's (the Workload's gangs') waiting members
-  try again;
+  try again; a CompositePodGroup appears, changes or goes: the waiting members of every gang of
+  its tree try again (its tree may be whole, or valid, at last);
 - a PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode appears, changes or goes:
   pods that mount claims try again (a claim bound or created, a volume freed, a limit raised);
 - a DeviceClass, ResourceSlice or ResourceClaim appears, changes or goes: pods with
@@ -143,6 +144,9 @@ class QueueFeeder:
         # Its gangs are keyed namespace/workload:podGroup[:replicaKey] (`models.workloads`).
         prefix = f"{workload.key}{KEY_SEPARATOR}"
         self.queue.move_all(lambda qp: qp.gang is not None and qp.gang.startswith(prefix))
+
+    def group_tree_changed(self, gangs: frozenset[str]) -> None:
+        self.queue.move_all(lambda qp: qp.gang in gangs)
 
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None:
         if _budget_loosened(old, new):

@@ -122,6 +122,10 @@ class SchedulingQueue:
         self._pools: dict[str, set[str]] = {pool: set() for pool in (*POOLS, IN_FLIGHT)}
         self._active: list[tuple[int, float, int, str]] = []
         self._gangs: dict[str, set[str]] = defaultdict(set)
+        # The gangs of a gang's group tree (Kubernetes 1.37's CompositePodGroups), itself included;
+        # none outside a tree. Set by the scheduler to read the cache's index, which it may
+        # read without the cache's lock (the cache tells the queue of changes under that lock).
+        self.tree_of: Callable[[str], frozenset[str]] = lambda gang: frozenset()
         self._seq = itertools.count()
         self._closed = False
         self._arrivals: deque[float] = deque(maxlen=2)  # when the last two new pods came
@@ -254,9 +258,16 @@ class SchedulingQueue:
             if qp is None or self._where.get(key) != ACTIVE or qp.seq != seq:
                 continue  # a stale heap entry
             self._start(qp, window, taken)
-        for qp in list(window):  # a gang travels whole: bring every queued sibling along
+        # A gang travels whole, and so does a tree of gangs (placed all together or not at all):
+        # bring every queued sibling along.
+        brought: set[str] = set()
+        for qp in list(window):
             gang = qp.gang
-            for sibling in sorted(self._gangs.get(gang, ()) if gang else ()):
+            if not gang or gang in brought:
+                continue
+            gangs = sorted(self.tree_of(gang) | {gang})
+            brought.update(gangs)
+            for sibling in (s for g in gangs for s in sorted(self._gangs.get(g, ()))):
                 if sibling not in taken and self._where.get(sibling) in (ACTIVE, BACKOFF, UNSCHEDULABLE):
                     self._start(self._pods[sibling], window, taken)
         return window

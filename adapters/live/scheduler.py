@@ -181,6 +181,7 @@ class Scheduler:
         self.reporter = Reporter(api, component=config.scheduler_name, instance=self.elector.identity,
                                  clock=self.clock, metrics=self.metrics, enabled=not options.dry_run)
         self.cache = ClusterCache()
+        self.queue.tree_of = lambda gang: self.cache.trees.tree_gangs.get(gang, frozenset())
         # `why`'s answers after kube's message in left-out pods' conditions (`explain.py`), if enabled
         self.explainer: Optional[Explainer] = None
         if self.config.live.explain.enabled and not options.dry_run:
@@ -387,7 +388,7 @@ class Scheduler:
         with self._phase("assume", result):
             units = self.assume(snapshot, window, plan)
             self._marked = [v.key for u in units for v in u.victims]
-            result.unschedulable = self.report_unschedulable(snapshot, window, plan)
+            result.unschedulable += self.report_unschedulable(snapshot, window, plan)
         self._window, self._marked = [], []  # from here on, the binder answers for the window
         self._busy_phase = "bind"
         self.bind_or_evict(units)
@@ -429,12 +430,16 @@ class Scheduler:
                       result: CycleResult) -> tuple[list[QueuedPod], Optional[ClusterSnapshot]]:
         """The window's pods that still wait, and the cache frozen around them."""
         waiting = []
+        refused: dict[str, str] = {}  # gang -> why its group tree was refused
         for qp in window:
             pod = self.cache.pod(qp.key)
             if pod is None or pod.spec.node_name or pod.is_terminating or self.cache.is_assumed(qp.key) \
                     or pod.spec.scheduler_name != self.config.scheduler_name:
                 self.queue.done(qp.key)
                 result.dropped.append(qp.key)
+            elif (gang := qp.gang) is not None and (problem := self.cache.group_problem(gang)) is not None:
+                self._wait_for_tree(pod, gang, problem, refused)
+                result.unschedulable += 1
             else:
                 waiting.append(qp)
         if not waiting:
@@ -445,6 +450,19 @@ class Scheduler:
             log.error("cannot build a snapshot for this window: %s", exc)
             self.give_back(waiting, error=True, message=f"scheduler error: {exc}")
             return [], None
+
+    def _wait_for_tree(self, pod: Pod, gang: str, problem: str, refused: dict[str, str]) -> None:
+        """A pod of a gang whose group tree was refused (``group_trees.py``) waits, saying why,
+        as a dump of the same objects is refused: no part of a tree is placed as if it were
+        ungrouped. Its PodGroup says so too, once per window."""
+        self.queue.requeue_unschedulable(pod.key, problem)
+        self.metrics.attempts.labels(result="unschedulable").inc()
+        self.reporter.failed_scheduling(pod, problem)
+        log.info("%s is unschedulable: %s", pod.key, problem)
+        self.on_unschedulable(pod.key, problem)
+        if gang not in refused:
+            refused[gang] = problem
+            self.reporter.pod_group_scheduled(gang, scheduled=False, reason=UNSCHEDULABLE_REASON, message=problem)
 
     def decide(self, snapshot: ClusterSnapshot, window: list[QueuedPod]) -> Optional[solver.Decision]:
         """One `solver.decide` call for the window: it validates whatever plan it returns and

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO
 
 from models import Assignment, ClusterSnapshot, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
-from models.workloads import CorePodGroup, workload_pod_groups
+from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .binder import Placement, Victim
 from .convert import parse_object
@@ -89,7 +89,8 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     parsed: dict[str, list[Any]] = {"Node": [], "Pod": [], "PodDisruptionBudget": [], "PriorityClass": [],
                                     "PodGroup": [], "Workload": [], "PersistentVolumeClaim": [],
                                     "PersistentVolume": [], "StorageClass": [], "CSINode": [], "DeviceClass": [],
-                                    "ResourceSlice": [], "ResourceClaim": [], "ResourceClaimTemplate": []}
+                                    "ResourceSlice": [], "ResourceClaim": [], "ResourceClaimTemplate": [],
+                                    "CompositePodGroup": []}
     replayed: dict[str, str] = {}
     for obj in objects:
         kind = str(obj.get("kind"))
@@ -106,9 +107,11 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
         parsed[kind].append(model)
     refs = {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
             for p in parsed["Pod"] if (r := p.spec.workload_ref) is not None}
-    groups = [*parsed["PodGroup"], *workload_pod_groups(parsed["Workload"], refs)]
+    workloads = [w for w in parsed["Workload"] if isinstance(w, Workload)]  # 1.35's (1.37's hold templates only)
+    groups = [*parsed["PodGroup"], *workload_pod_groups(workloads, refs)]
     snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=parsed["Pod"], pdbs=parsed["PodDisruptionBudget"],
                                      priority_classes=parsed["PriorityClass"], pod_groups=groups,
+                                     composite_groups=parsed["CompositePodGroup"],
                                      pvcs=parsed["PersistentVolumeClaim"], pvs=parsed["PersistentVolume"],
                                      storage_classes=parsed["StorageClass"], csi_nodes=parsed["CSINode"],
                                      device_classes=parsed["DeviceClass"], resource_slices=parsed["ResourceSlice"],

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 from kubernetes import client
 
 from adapters.apiserver import FakeApiServer
-from adapters.apiserver.resources import GANG_APIS
+from adapters.apiserver.resources import GANG_APIS, GANG_APIS_EXTRA
 from adapters.live import LiveOptions, Scheduler
 from adapters.live.api_client import KubeApi, configured_client
 from adapters.live.leader import LeaseSettings
@@ -227,7 +227,8 @@ class Cluster:
             self.server.api.handle(Request("POST", path, body=json.dumps(obj).encode()))
             return
         plural = {"PodGroup": "podgroups", "PodDisruptionBudget": "poddisruptionbudgets",
-                  "PriorityClass": "priorityclasses", "Workload": "workloads"}[kind]
+                  "PriorityClass": "priorityclasses", "Workload": "workloads",
+                  "CompositePodGroup": "compositepodgroups"}[kind]
         base = f"/apis/{api_version}"
         path = f"{base}/namespaces/{obj['metadata'].get('namespace', NS)}/{plural}" if kind != "PriorityClass" \
             else f"{base}/{plural}"
@@ -254,7 +255,9 @@ class Cluster:
     def violations(self, config: Optional[SchedulerConfig] = None) -> list[str]:
         """Replay every bind the schedulers made on the final state through the validator."""
         objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups",
-                                 *(r.key for r in GANG_APIS.values()), "persistentvolumeclaims", "persistentvolumes",
+                                 *(r.key for r in GANG_APIS.values()),
+                                 *(r.key for extra in GANG_APIS_EXTRA.values() for r in extra),
+                                 "persistentvolumeclaims", "persistentvolumes",
                                  "storageclasses", "csinodes", "deviceclasses", "resourceslices", "resourceclaims",
                                  "resourceclaimtemplates") for o in self.server.store.list(key)]
         bound_by_us = {k: n for k, n in self.binds}

@@ -13,6 +13,7 @@ import pytest
 from adapters.live.cache import BINDING, ClusterCache, object_key
 from adapters.live.convert import parse_object
 from adapters.live.api_client import (
+    COMPOSITE_PODGROUPS,
     CORE_PODGROUPS,
     DEVICE_CLASSES,
     DRA_RESOURCES,
@@ -63,7 +64,7 @@ def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Clu
     cache = ClusterCache()
     cache.replace(NODES, nodes)
     cache.replace(PODS, [dict(p, metadata={**p["metadata"], "resourceVersion": "5"}) for p in pods])
-    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, *VOLUME_RESOURCES, *DRA_RESOURCES):
+    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, COMPOSITE_PODGROUPS, *VOLUME_RESOURCES, *DRA_RESOURCES):
         cache.replace(resource, [])
     return cache
 
@@ -253,7 +254,7 @@ def test_synced_only_when_every_resource_was_listed() -> None:
         cache.replace(resource, [])
     cache.mark_synced(PODGROUPS)  # an absent CRD
     assert not cache.synced  # the other gang APIs are still to be listed (or found absent)
-    for resource in GANG_RESOURCES:
+    for resource in (*GANG_RESOURCES, COMPOSITE_PODGROUPS):
         cache.mark_synced(resource)
     assert not cache.synced  # claims, volumes, classes and CSINodes are still to be listed
     for resource in VOLUME_RESOURCES:

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from adapters.apiserver.api import Request
+from adapters.apiserver.resources import DEFAULT_GANG_APIS
 from adapters.cli import build_parser
 from adapters.live import api_client, dra_writes
 from adapters.snapshot_io import load_config
@@ -63,6 +64,7 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "list_cluster_custom_object": (("scheduling.x-k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "workloads", "list"),
+                                   ("scheduling.k8s.io", "compositepodgroups", "list"),
                                    ("scheduling.volcano.sh", "podgroups", "list"),
                                    ("resource.k8s.io", "deviceclasses", "list"),
                                    ("resource.k8s.io", "resourceslices", "list"),
@@ -150,10 +152,10 @@ def test_the_table_says_how_the_api_server_authorises_each_call() -> None:
 def test_every_gang_api_watched_is_in_the_table() -> None:
     """The custom-object lister serves each watched gang resource: each has its permission, and
     nothing else is listed through it."""
-    watched = {(r.group, r.path_plural, "list") for r in api_client.WATCHED
-               if r in api_client.GANG_RESOURCES or r in api_client.DRA_RESOURCES}
+    custom = (*api_client.GANG_RESOURCES, api_client.COMPOSITE_PODGROUPS, *api_client.DRA_RESOURCES)
+    watched = {(r.group, r.path_plural, "list") for r in api_client.WATCHED if r in custom}
     assert watched == set(CLIENT_METHODS["list_cluster_custom_object"])
-    assert all(r.optional for r in api_client.GANG_RESOURCES)
+    assert all(r.optional for r in (*api_client.GANG_RESOURCES, api_client.COMPOSITE_PODGROUPS))
 
 
 def test_rbac_grants_exactly_what_the_code_calls() -> None:
@@ -188,7 +190,9 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
                        pod("low-1", cpu="1", priority_class="low", node_name="n1", running=True, labels={"app": "b"}),
                        pod("filler", cpu="900m", priority_class="high", node_name="n2", running=True),
                        pdb("b", min_available=1, app="b"), pod_group("job", 2), core_pod_group("core", 2),
-                       *first_time_claims(NS), device_class(), gpu_slice("n2", 2), gpu_claim("gpu")])
+                       *first_time_claims(NS), device_class(), gpu_slice("n2", 2), gpu_claim("gpu")],
+                      # 1.37's CompositePodGroups beside 1.36's PodGroups (read as v1alpha2: --gang-api)
+                      gang_apis=[*DEFAULT_GANG_APIS, "scheduling.k8s.io/v1alpha3"])
     seen: set[Permission] = set()
     handle = cluster.server.api.handle
 
@@ -204,7 +208,10 @@ def test_a_running_scheduler_uses_every_permission_and_nothing_else() -> None:
 
     try:
         cluster.server.api.handle = recording  # type: ignore[method-assign]
-        sched = cluster.scheduler(options=fast_options(leader_elect=True))
+        sched = cluster.scheduler(options=fast_options(leader_elect=True), start=False)
+        sched.api.gang_api = "v1alpha2"
+        sched.start()
+        assert sched.wait_synced(5.0)
         # lease renewals, binds, a conflict read back, events, conditions, an eviction
         cluster.server.faults.fail("POST", r"/pods/conflicted/binding$", status=409)
         # a pod with a ResourceClaim whose first bind is refused: the claim is written, then released

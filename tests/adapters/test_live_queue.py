@@ -151,6 +151,21 @@ def test_a_gang_member_brings_its_waiting_siblings(queue: SchedulingQueue, clock
     assert sorted(keys(window)) == ["default/job-0", "default/job-1", "default/job-2"]
 
 
+def test_a_member_of_a_group_tree_brings_the_whole_tree(queue: SchedulingQueue) -> None:
+    """Gangs under one CompositePodGroup are placed together or not at all: a window taking one
+    member takes every waiting member of every gang of the tree (``tree_of``), no other gang."""
+    trees = {"default/a": frozenset({"default/a", "default/b"}), "default/b": frozenset({"default/a", "default/b"})}
+    queue.tree_of = lambda gang: trees.get(gang, frozenset())
+    queue.add(make_pod("b-0", gang="b"))
+    queue.pop_window(1, 0)
+    queue.requeue_unschedulable("default/b-0", "its tree's other gang is not there")
+    for name, gang in (("a-0", "a"), ("a-1", "a"), ("c-0", "c")):
+        queue.add(make_pod(name, priority=100 if gang == "a" else 0, gang=gang))
+    window = queue.pop_window(1, 0)  # size 1, but a tree travels whole
+    assert sorted(keys(window)) == ["default/a-0", "default/a-1", "default/b-0"]
+    assert keys(queue.pop_window(1, 0)) == ["default/c-0"]
+
+
 def test_deleted_pods_leave_even_while_in_flight(queue: SchedulingQueue) -> None:
     queue.add(make_pod("p"))
     queue.pop_window(1, 0)
