@@ -45,11 +45,15 @@ def parse_choice(text: Optional[str]) -> Optional[str]:
 def candidates(kind: str, asked: Optional[str] = None) -> tuple[str, ...]:
     """The versions to try listing `kind` in, newest first; the first the server serves is the
     one. With `asked` (a PodGroup version): PodGroups in exactly that version, the other kinds in
-    the same line (1.37's v1beta1/v1alpha3, or the older v1alpha1 Workload beside v1alpha2)."""
+    the same line (1.37's v1beta1/v1alpha3, or the older v1alpha1 Workload beside v1alpha2); a
+    kind the asked version lacks is listed in the versions of its line it has (CompositePodGroup,
+    v1alpha3 only, beside v1beta1 PodGroups: left unlisted, a tree would be read as no tree)."""
     if asked is None:
         return VERSIONS[kind]
-    if kind == "PodGroup" or asked in NEWER:
+    if kind == "PodGroup":
         return (asked,) if asked in VERSIONS[kind] else ()
+    if asked in NEWER:
+        return (asked,) if asked in VERSIONS[kind] else tuple(v for v in VERSIONS[kind] if v in NEWER)
     return tuple(v for v in VERSIONS[kind] if v not in NEWER)
 
 

@@ -127,7 +127,7 @@ def test_an_unknown_version_is_exit_2(serve: Any, capsys: pytest.CaptureFixture[
     ("Workload", "v1alpha2", ("v1alpha1",)),            # 1.35's Workload beside 1.36's PodGroup
     ("Workload", "v1beta1", ("v1beta1",)),
     ("CompositePodGroup", "v1alpha2", ()),
-    ("CompositePodGroup", "v1beta1", ()),               # only ever v1alpha3
+    ("CompositePodGroup", "v1beta1", ("v1alpha3",)),    # only ever v1alpha3, 1.37's line beside v1beta1
     ("CompositePodGroup", "v1alpha3", ("v1alpha3",)),
 ])
 def test_candidates(kind: str, asked: str | None, expected: tuple[str, ...]) -> None:
