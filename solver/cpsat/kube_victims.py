@@ -61,8 +61,10 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     rounds = 0
     repaired: Optional[PlanValues] = None
     hint_repaired = False  # the repaired plan is a solution of the model itself: the next solve's hint
+    # Earlier solutions are looked at for a model of its own window only: a neighbourhood round's
+    # replay is the whole plan's (``WholePlan``), too slow to ask several times within a round.
+    plan_vars = _plan_vars(wm) if view is None and len(wm.x) + len(wm.evict) <= RECORD_MAX_VARIABLES else None
     view = view or OwnWindow(wm)
-    plan_vars = _plan_vars(wm) if len(wm.x) + len(wm.evict) <= RECORD_MAX_VARIABLES else None
     while True:
         mark = len(wm.model.proto.constraints)
         judged = _Judged(wm, view)
@@ -88,7 +90,8 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
                 log.debug("  kept: %s", found.why_kept(v.pod, v.node, v.preemptor))
         for c in list(wm.model.proto.constraints)[mark:]:
             c.clear_linear()  # the stages' value fixings (each a linear row): dropped
-        earlier = _earlier(wm, recorder, view, placement_value(wm, repaired) if repaired is not None else None)
+        earlier = _earlier(wm, recorder, view, placement_value(wm, repaired) if repaired is not None else None,
+                           deadline)
         if earlier is not None:
             repaired, hint_repaired = earlier, True
         fixed = repair(wm, trial, view)
@@ -121,19 +124,19 @@ EARLIER_TRIED = 8
 
 
 def _earlier(wm: WindowModel, recorder: Optional[Recorder], view: ReplayOf,
-             floor: Optional[int]) -> Optional[PlanValues]:
+             floor: Optional[int], deadline: float) -> Optional[PlanValues]:
     """The best of the first stage's earlier solutions (``Recorder``) whose victims are all ones
     kube-scheduler's preemption evicts, as a plan, if it places more than ``floor`` (a placement
     value; None: any). A longer solve ends on a plan that breaks the replay more often than a
     short one, whose first solutions keep close to the hint: on a 20-node window the solve at 10 s
     cut nine rounds and ended below greedy, where the one at 1 s had returned an earlier, sound
-    plan above it."""
+    plan above it. No solution is replayed once ``deadline`` has passed."""
     if recorder is None or len(recorder.found) < 2 or any(
             isinstance(enc, PlacementDecoder) and enc.decoded_classes() for enc in wm.encodings.values()):
         return None
     for _, values in sorted(recorder.found[:-1], key=lambda f: -f[0])[:EARLIER_TRIED]:
         plan = _Recorded(values)
-        if floor is not None and placement_value(wm, plan) <= floor:
+        if floor is not None and placement_value(wm, plan) <= floor or time.monotonic() >= deadline:
             break
         trial = Solution()
         extract(wm, plan, trial)
