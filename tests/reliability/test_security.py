@@ -43,6 +43,7 @@ import pytest
 import yaml
 
 from adapters.apiserver import FakeApiServer, RequestRecord
+from adapters.apiserver.resources import DEFAULT_GANG_APIS
 from adapters.live.serving import parse_addr
 from tests.adapters.test_live_dra import claiming, device_class, extended_pod, gpu_claim, gpu_slice
 from tests.adapters.live_harness import (
@@ -286,14 +287,21 @@ def _new_pods() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeployedRun]:
     tmp = tmp_path_factory.mktemp("deployed")
-    server = FakeApiServer(_workload(), kubelet_start_seconds=0.01, kubelet_grace_seconds=0.05).start()
+    # 1.37's CompositePodGroups served beside 1.36's PodGroups, so the role's watch on them is
+    # exercised (test_live_deploy does the same; CompositePodGroup is v1alpha3 only, so it is
+    # watched there whatever --gang-api says)
+    server = FakeApiServer(_workload(), kubelet_start_seconds=0.01, kubelet_grace_seconds=0.05,
+                           gang_apis=[*DEFAULT_GANG_APIS, "scheduling.k8s.io/v1alpha3"]).start()
     records = server.requests.keep()
     config, secrets = _kubeconfig(server)
     kubeconfig = tmp / "kubeconfig"
     kubeconfig.write_text(json.dumps(config))
     scheduler_config = tmp / "config.yaml"
     scheduler_config.write_text(one("ConfigMap", documents("configmap.yaml"))["data"]["config.yaml"])
-    argv = [sys.executable, "-m", "adapters", "--debug", *deployment_argv(kubeconfig, scheduler_config), "--verbose"]
+    # --gang-api v1alpha2: the workload's Kubernetes PodGroups are 1.36's (the server would
+    # otherwise be read in its newest, v1alpha3, where they are not)
+    argv = [sys.executable, "-m", "adapters", "--debug", *deployment_argv(kubeconfig, scheduler_config), "--verbose",
+            "--gang-api", "v1alpha2"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**env, "CPSAT_DEBUG": "1"})

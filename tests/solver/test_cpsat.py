@@ -461,3 +461,27 @@ def test_bulk_objective_is_the_one_or_tools_writes() -> None:
     theirs.maximize(cp_model.LinearExpr.weighted_sum([theirs.get_int_var_from_proto_index(i) for i in picks], coeffs))
     assert str(ours.proto.objective) == str(theirs.proto.objective)
     assert len(ours.proto.objective.vars) < 60
+
+
+def test_a_victim_evicted_for_an_earlier_pod_supports_no_later_pod_s_affinity() -> None:
+    """Found by the property test above. run0 (app a) is the only pod of its app in zone z0; p0
+    (created first) and p4 (app a, required affinity to app a in its zone) of one priority both
+    want n0, where room for both means evicting run0. The model counted run0 as p4's support,
+    evicted "for p0" — but p0 comes first in the queue and fits without evicting: run0 goes at
+    p4's turn, and p4 is then the first pod of its group, which p3 (the same terms, in zone z1)
+    cannot also be. The model's plan failed the validator and greedy's was returned; now a victim
+    supports a class only when the pod it is evicted for comes after all of that class's pods."""
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}]}}
+    nodes = [make_node("n0", cpu="5", memory="32Gi", labels={"zone": "z0"}),
+             make_node("n1", cpu="2", memory="32Gi", labels={"zone": "z1"})]
+    pods = [make_pod("default/run0", cpu="1", node="n0", priority=0, labels={"app": "a"}),
+            make_pod("default/p0", cpu="4", priority=10, labels={"app": "b"}, created=at(0)),
+            make_pod("default/p1", cpu="2", priority=0, labels={"app": "a"}, created=at(1)),
+            make_pod("default/p2", cpu="2", priority=0, labels={"app": "a"}, created=at(2)),
+            make_pod("default/p3", cpu="1", priority=0, labels={"app": "a"}, created=at(3), affinity=affinity),
+            make_pod("default/p4", cpu="1", priority=10, labels={"app": "a"}, created=at(4), affinity=affinity)]
+    snapshot = make_snapshot(nodes, pods)
+    plan = schedule(snapshot, FAST)
+    assert validate(snapshot, plan, FAST) == []
+    assert plan.stats.status != "FALLBACK", plan.stats.fallback_reason

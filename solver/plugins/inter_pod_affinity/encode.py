@@ -35,6 +35,9 @@ class AffinityEncoding:
     support: dict[tuple[str, int, str], object] = field(default_factory=dict)
     # Per victim, the class the plan names its preemptor from (``named_preemptor``); decode reads it.
     preemptor_named: dict[str, dict[int, cp_model.IntVar]] = field(default_factory=dict)
+    # (class, class) -> whether every pod of the first comes after every pod of the second in
+    # queue order (``_all_after``).
+    after: dict[tuple[int, int], bool] = field(default_factory=dict)
 
     # Decoding (``plugin_api.PreemptorNamer``): which placed pod a victim is named for.
     def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values, class_of) -> list[PodInfo]:
@@ -220,9 +223,31 @@ def named_preemptor(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo) -> 
     return named
 
 
+def _all_after(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> bool:
+    """Whether every pod of class ``other`` comes after every pod of ``cls`` in queue order
+    (priority, creation, name), so a victim evicted for one of them is still there at each of
+    ``cls``'s turns. A class of gang members (ordered with their gang) never is."""
+    hit = enc.after.get((other, cls.id))
+    if hit is None:
+        later = next((c for c in wm.classes if c.id == other), None)
+        if later is None or any(p.group is not None for p in (*later.pods, *cls.pods)):
+            hit = False
+        else:
+            hit = min(map(_queue_key, later.pods)) > max(map(_queue_key, cls.pods))
+        enc.after[(other, cls.id)] = hit
+    return hit
+
+
+def _queue_key(pod: PodInfo) -> tuple:
+    """kube-scheduler's queue order: priority, then creation, then name."""
+    return (-pod.priority, pod.created, pod.key)
+
+
 def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, key: str) -> object:
     """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods in its
-    domain under ``key``": it stays, or it is evicted for a pod of another class, or for one of
+    domain under ``key``": it stays, or it is evicted for a pod of another class that comes after
+    all of ``cls``'s in queue order (``_all_after``: evicted for an earlier one, it is gone at
+    their turns — kube-scheduler then names the first pod that needs its room), or for one of
     ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
     has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
     pod's turn and never again, so pods placed before the preemptor keep their support; the
@@ -233,7 +258,7 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     if lit is None:
         m = wm.model
         named = named_preemptor(wm, enc, pod)
-        others = [b for c, b in named.items() if c != cls.id]
+        others = [b for c, b in named.items() if c != cls.id and _all_after(wm, enc, c, cls)]
         own = named.get(cls.id)
         if own is not None and cls.size >= 2 and AllTerms(cls.rep.affinity).matches(cls.rep):
             d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
