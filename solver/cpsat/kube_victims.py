@@ -93,7 +93,10 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         earlier = _earlier(wm, recorder, view, placement_value(wm, repaired) if repaired is not None else None,
                            deadline)
         if earlier is not None:
-            repaired, hint_repaired = earlier, True
+            # An answer, not the next solve's hint: a hint not checked against the model with the
+            # cuts (``_holds``) is what OR-tools 9.15's presolve can abort the process on
+            # (std::out_of_range in its hint crush, google/or-tools#5288; seen once in the peer table).
+            repaired, hint_repaired = earlier, False
         fixed = repair(wm, trial, view)
         if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
             holds = _holds(wm, fixed, deadline, relaxed=relaxed_repairs)
