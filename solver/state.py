@@ -11,6 +11,7 @@ so no rule ever rescans all pods for each incoming pod.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -405,7 +406,12 @@ class ClusterState:
             hit = self._matching[key] = (len(order), [order[i][1] for i in self._counters_for(pod)
                                                       if self._matches(order[i][0], pod)])
         elif hit[0] != len(order):
-            more = [c for m, c in order[hit[0]:] if self._matches(m, pod)]
+            # Only the counters registered since that may count the pod (by the label pairs
+            # they require): a pass registering hundreds of counters would otherwise ask each
+            # of them about every (labels, terminating) seen before.
+            positions = self._counters_for(pod)
+            since = positions[bisect_left(positions, hit[0]):]
+            more = [order[i][1] for i in since if self._matches(order[i][0], pod)]
             hit = self._matching[key] = (len(order), hit[1] + more if more else hit[1])
         return hit[1]
 

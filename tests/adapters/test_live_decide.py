@@ -71,7 +71,7 @@ def test_a_refused_model_plan_gives_greedys_validated_plan(make_cluster: Callabl
 
 def test_a_failing_solver_is_replaced_by_greedy_in_the_same_call(make_cluster: Callable[..., Cluster],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(ctx: Any) -> Any:
+    def boom(ctx: Any, **_: Any) -> Any:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(api, "solve_window", boom)

@@ -133,7 +133,7 @@ def test_a_solver_plan_the_validator_refuses_gives_greedys_validated(monkeypatch
 
 
 def test_a_failing_solver_falls_back_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(ctx):
+    def boom(ctx, **_):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(api, "solve_window", boom)
