@@ -23,7 +23,9 @@ kube-scheduler updates only the NodeInfos whose generation moved.
 Kubernetes 1.37's group trees (CompositePodGroups and the PodGroups naming a parent) are kept
 beside the gangs (`group_trees.py`) and resolved by the dump reader's own code: a snapshot holds
 the trees a dump of the same objects gives, a tree it would refuse is left out whole (its pods
-wait: `group_problem`), and the queue is told which gangs share a tree.
+wait: `group_problem`), and the queue is told which gangs share a tree. A PodGroup's own
+`priorityClassName` is resolved the same way (one naming no parent is a tree of one), and the
+device claims a PodGroup owns are shared by its members as a dump's are (`_shown`).
 
 Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
 parsed once, by `convert.parse_object`; one that does not parse is left out and logged with

@@ -188,11 +188,18 @@ def test_a_group_naming_a_missing_class_keeps_its_pods_waiting_saying_why() -> N
     assert cache.snapshot(pending(objects)).pod_group_by_key[f"{NS}/urgent"].spec.priority == 1000
 
 
-def test_a_groups_priority_class_preempts_live(make_cluster: Callable[..., Cluster]) -> None:
+def test_a_groups_priority_class_preempts_live_once_it_exists(make_cluster: Callable[..., Cluster]) -> None:
+    """The group's class missing, its pod waits saying so; the class created, the pod is tried
+    again at the group's priority and preempts (at its own 0 it could not)."""
     objects = priority_objects()
-    cluster = make_cluster(objects[:-1], gang_apis=V137)
+    cluster = make_cluster([o for o in objects[:-1] if o["metadata"]["name"] != "gold"], gang_apis=V137)
     cluster.scheduler(fast_config(), fast_options(engine="cpsat", window_wait=0.2))
     cluster.create(objects[-1])
+    why = f"PodGroup {NS}/urgent cannot be used by the scheduler until it is fixed: "
+    assert wait_for(lambda: any(e["involvedObject"]["name"] == "urgent-0" and e["message"].startswith(why)
+                                for e in cluster.events("FailedScheduling")), timeout=15)
+    assert cluster.node_of("urgent-0") is None and cluster.pod("busy") is not None
+    cluster.create(priority_class("gold", 1000))
     assert wait_for(lambda: cluster.node_of("urgent-0"), timeout=15) == "n1"
-    assert cluster.pod("busy") is None  # evicted for it: at its pod's own 0 it could not have been
+    assert cluster.pod("busy") is None
     assert [e["involvedObject"]["name"] for e in cluster.events("Preempted")] == ["busy"]
