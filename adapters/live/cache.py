@@ -23,7 +23,9 @@ kube-scheduler updates only the NodeInfos whose generation moved.
 Kubernetes 1.37's group trees (CompositePodGroups and the PodGroups naming a parent) are kept
 beside the gangs (`group_trees.py`) and resolved by the dump reader's own code: a snapshot holds
 the trees a dump of the same objects gives, a tree it would refuse is left out whole (its pods
-wait: `group_problem`), and the queue is told which gangs share a tree.
+wait: `group_problem`), and the queue is told which gangs share a tree. A PodGroup's own
+`priorityClassName` is resolved the same way (one naming no parent is a tree of one), and the
+device claims a PodGroup owns are shared by its members as a dump's are (`_shown`).
 
 Watch events enter through `replace` (a full list) and `apply` (one event). Each object is
 parsed once, by `convert.parse_object`; one that does not parse is left out and logged with
@@ -49,8 +51,9 @@ from pydantic import BaseModel
 
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.dra import ResourceClaim
+from models.group_claims import group_claims, share_group_claims
 from models.objects import copy_with
-from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, resolve_pod
+from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, pod_group_key, resolve_pod
 from models.group_api import WorkloadTemplates
 from models.group_tree import COMPOSITES, PODGROUPS as TREE_PODGROUPS
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
@@ -270,6 +273,13 @@ class ClusterCache:
         # trees when a Workload or PriorityClass changed (what they lacked may have come).
         self._trees_touched: set[str] = set()
         self._trees_retry: set[str] = set()
+        # The device claims PodGroups own (1.37, ``spec.resourceClaims``) by (group key, entry):
+        # the group's entry and the claim its status names, which its members' matching entries
+        # are pointed at (``models.group_claims``, as a dump's reader does). A group whose
+        # claim the resourceclaim controller has not made yet shares none: its members' entries
+        # name the template, and they wait for the claim as any pod's from a template does
+        # (``claims_from_templates`` is false here; ``dra_writes.py``).
+        self._shared_claims: dict[tuple[str, str], tuple[Any, str]] = {}
 
     # --- feeding from list and watch -----------------------------------------------------------
 
@@ -356,6 +366,7 @@ class ClusterCache:
         self.invalid.pop((resource.name, key), None)
         if isinstance(model, CorePodGroup):  # the one gang model, converted as a snapshot file's is
             self.trees.put_group(key, model)
+            self._share_claims(key, model)
             model = model.pod_group()
         elif resource is COMPOSITE_PODGROUPS:
             self._put_composite(key, model)
@@ -409,6 +420,7 @@ class ClusterCache:
         if resource is CORE_PODGROUPS:
             self._conditions.pop(key, None)
             self.trees.put_group(key, None)
+            self._share_claims(key, None)
         if resource is COMPOSITE_PODGROUPS:
             self._put_composite(key, None)
         if resource is PODS:
@@ -455,6 +467,30 @@ class ClusterCache:
                 self.claims.seen(f"{claim.metadata.namespace}/{claim.metadata.name}", claim, self._pod_uid)
             if self.listener:
                 self.listener.devices_changed(resource.kind)
+
+    def _share_claims(self, key: str, group: Optional[CorePodGroup]) -> None:
+        """Under the lock: PodGroup `key`'s shared claims are now `group`'s (None: gone). When
+        they changed (the controller made the group's claim, the group went), its holding pods
+        are shown again and named in the next snapshot's delta."""
+        shared, _ = group_claims([group] if group is not None else [], {}, {})  # no templates: none made here
+        old = {entry: found for entry, found in self._shared_claims.items() if entry[0] == key}
+        if shared == old:
+            return
+        for entry in old:
+            del self._shared_claims[entry]
+        self._shared_claims.update(shared)
+        for pod_key, source in self._sources.items():
+            if source.spec.resource_claims and pod_group_key(source) == key:
+                self._holding[pod_key] = self._resolve(pod_key, source)
+                self._changed.add(pod_key)
+
+    def _shown(self, pod: Pod) -> Pod:
+        """`pod` as a snapshot shows it: its priority resolved from its class (`InputError` if
+        it cannot be) and its entries of its group's claims pointed at them."""
+        pod = resolve_pod(pod, self._classes)
+        if self._shared_claims and pod.spec.resource_claims:
+            pod = share_group_claims([pod], self._shared_claims, pod_group_key)[0]
+        return pod
 
     def _put_composite(self, key: str, composite: Any) -> None:
         """CompositePodGroup `key` is now `composite` (None: gone)."""
@@ -556,7 +592,7 @@ class ClusterCache:
         """Under the lock: `pod` resolved against the priority classes (as it is, if it cannot
         be: every snapshot then says why, naming the pod, until it can)."""
         try:
-            return resolve_pod(pod, self._classes)
+            return self._shown(pod)
         except InputError as exc:
             self._unresolved[key] = exc
             return pod
@@ -741,7 +777,7 @@ class ClusterCache:
                        if (pod := objects.get(key)) is not None and key not in self._holding]
             if self._unresolved:
                 raise next(iter(self._unresolved.values()))
-            pending = [resolve_pod(pod, self._classes) for _, pod in waiting]  # type: ignore[arg-type]
+            pending = [self._shown(pod) for _, pod in waiting]  # type: ignore[arg-type]
             extra = [key for key, _ in waiting]
             # Pods nominated to a node and not decided now keep their room there; one whose
             # priority class is unknown cannot be weighed and is left out.
@@ -751,7 +787,7 @@ class ClusterCache:
                 if key in window_keys:
                     continue
                 try:
-                    pending.append(resolve_pod(pod, self._classes))
+                    pending.append(self._shown(pod))
                 except InputError:
                     continue
                 extra.append(key)

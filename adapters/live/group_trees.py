@@ -1,7 +1,9 @@
 """The live cache's group trees (Kubernetes 1.37): the CompositePodGroups it watches and the
 PodGroups that name a parent, resolved by the offline reader's own code
 (``models.group_tree.resolve_groups``), so a window sees the trees a dump of the same objects
-would give.
+would give. A PodGroup naming no parent but a ``priorityClassName`` is resolved here too, as a
+tree of one: its priority is its class's, as in a dump, and a class that does not exist makes
+its pods wait as a refused tree's do (that object's own reading needs nothing else).
 
 Two differences from a dump, both because a live cluster holds many trees and a window must not
 stop for one bad object. A tree ``resolve_groups`` refuses (a cycle of parents, a parent in
@@ -29,8 +31,11 @@ from models.workloads import CorePodGroup
 TreeNode = tuple[str, str]
 
 
-def refused(gang: str, problem: str) -> str:
-    """Why the pods of PodGroup ``gang`` wait: its tree was refused."""
+def refused(gang: str, problem: str, *, alone: bool = False) -> str:
+    """Why the pods of PodGroup ``gang`` wait: its tree was refused (``alone``: the PodGroup,
+    which names no parent, was)."""
+    if alone:
+        return f"PodGroup {gang} cannot be used by the scheduler until it is fixed: {problem}"
     return f"PodGroup {gang} is in a group tree the scheduler cannot use until it is fixed: {problem}"
 
 
@@ -45,7 +50,8 @@ class Resolved:
 
 
 class GroupTrees:
-    """The CompositePodGroups and the PodGroups naming a parent, by key; callers hold the cache's
+    """The CompositePodGroups and the PodGroups naming a parent or a priority class (``members``),
+    by key; callers hold the cache's
     lock while they change or resolve them, and `index` them once a batch of changes is in (a
     list of thousands is indexed once, not once per object)."""
 
@@ -65,7 +71,7 @@ class GroupTrees:
 
     def put_group(self, key: str, group: Optional[CorePodGroup]) -> None:
         """PodGroup ``key`` is now ``group`` (None: gone)."""
-        if group is not None and group.spec.parent_composite_pod_group_name:
+        if group is not None and (group.spec.parent_composite_pod_group_name or group.spec.priority_class_name):
             self.members[key] = group
         elif self.members.pop(key, None) is None:
             return
@@ -104,8 +110,9 @@ class GroupTrees:
                 left = len(members) + len(composites)
                 invalid[(kind, key)] = str(exc)
                 for node_kind, node_key in self._trees.get((kind, key), ()):
-                    if node_kind == PODGROUPS and members.pop(node_key, None) is not None:
-                        problems[node_key] = refused(node_key, str(exc))
+                    if node_kind == PODGROUPS and (member := members.pop(node_key, None)) is not None:
+                        alone = not member.spec.parent_composite_pod_group_name
+                        problems[node_key] = refused(node_key, str(exc), alone=alone)
                     elif node_kind == COMPOSITES:
                         composites.pop(node_key, None)
                 if len(members) + len(composites) == left:
@@ -122,7 +129,8 @@ class GroupTrees:
         self._dirty = False
         parent: dict[TreeNode, TreeNode] = {}
         for key, group in self.members.items():
-            parent[(PODGROUPS, key)] = (COMPOSITES, f"{group.metadata.namespace}/{group.spec.parent_composite_pod_group_name}")
+            if group.spec.parent_composite_pod_group_name:  # (one naming none is a tree of one)
+                parent[(PODGROUPS, key)] = (COMPOSITES, f"{group.metadata.namespace}/{group.spec.parent_composite_pod_group_name}")
         for key, composite in self.composites.items():
             if composite.parent_key is not None:
                 parent[(COMPOSITES, key)] = (COMPOSITES, composite.parent_key)
@@ -130,7 +138,7 @@ class GroupTrees:
         for child, above in parent.items():
             children.setdefault(above, []).append(child)
         trees: dict[TreeNode, frozenset[TreeNode]] = {}
-        for node in [*parent, *((COMPOSITES, k) for k in self.composites)]:
+        for node in [*parent, *((PODGROUPS, k) for k in self.members), *((COMPOSITES, k) for k in self.composites)]:
             if node not in trees:
                 tree = _linked(node, parent, children)
                 trees.update(dict.fromkeys(tree, tree))
