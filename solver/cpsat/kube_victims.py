@@ -134,8 +134,7 @@ def _earlier(wm: WindowModel, recorder: Optional[Recorder], view: ReplayOf,
     short one, whose first solutions keep close to the hint: on a 20-node window the solve at 10 s
     cut nine rounds and ended below greedy, where the one at 1 s had returned an earlier, sound
     plan above it. No solution is replayed once ``deadline`` has passed."""
-    if recorder is None or len(recorder.found) < 2 or any(
-            isinstance(enc, PlacementDecoder) and enc.decoded_classes() for enc in wm.encodings.values()):
+    if recorder is None or len(recorder.found) < 2 or _decodes_itself(wm):
         return None
     for _, values in sorted(recorder.found[:-1], key=lambda f: -f[0])[:EARLIER_TRIED]:
         plan = _Recorded(values)
@@ -149,6 +148,13 @@ def _earlier(wm: WindowModel, recorder: Optional[Recorder], view: ReplayOf,
             return PlanValues(wm, trial.placements,
                               [Victim(v.pod, v.node, found.evicted_by[v.pod.key]) for v in trial.victims])
     return None
+
+
+def _decodes_itself(wm: WindowModel) -> bool:
+    """Whether an encoding of ``wm`` decodes its own classes' placements (gangs): a plan of such
+    a model is not its placements and victims alone, so neither repair nor an earlier solution
+    can be rebuilt from them."""
+    return any(isinstance(enc, PlacementDecoder) and enc.decoded_classes() for enc in wm.encodings.values())
 
 
 class _Recorded:
@@ -337,8 +343,7 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
     turn taken out and the replay run again, until every turn fits or preempts. None when the
     model has encodings that decode their own variables (gangs), or the repair does not settle
     (or a pod outside the model, which ``view`` replays too, is the one that cannot fit)."""
-    if registry.POSTFILTER is None or any(isinstance(enc, PlacementDecoder) and enc.decoded_classes()
-                                 for enc in wm.encodings.values()):
+    if registry.POSTFILTER is None or _decodes_itself(wm):
         log.debug("repair: the model decodes gangs itself")
         return None
     view = view or OwnWindow(wm)
