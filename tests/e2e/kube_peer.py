@@ -62,6 +62,12 @@ QUIET = 4.0                        # seconds without change: settled
 # throttle on thousands of bindings, not the scheduler (the live bench's peer runs at 1000 too)
 CLIENT = {"qps": 1000.0, "burst": 2000}
 LIMIT = 300.0                      # seconds at most per scheduler
+# kube-scheduler's informer reads the pods that exist when it starts by a LIST, handed on in the
+# server's order (namespace, then name), so that its queue breaks priority ties as the project's
+# does. By default (WatchListClient, on since 1.35) it streams them into a Go map first and hands
+# them on in that map's random order: equal-priority pods then go in a new random order on every
+# run (docs/kube-peer.md, "Queue order").
+KUBE_GATES = {"WatchListClient": False}
 _PREEMPTED = re.compile(r"Preempted by pod (\S+) on node (\S+)")
 
 
@@ -121,9 +127,11 @@ def _cpu_of(pid: int) -> Callable[[], Optional[float]]:
 
 
 def kube_decides(plane: ControlPlane, loader: Loader, scenario: Scenario, workdir: Path, *, limit: float = LIMIT,
-                 loaded: bool = False) -> Outcome:
+                 loaded: bool = False, verbosity: int = 1) -> Outcome:
     """The real kube-scheduler, started once every pending pod exists, left to settle.
-    ``loaded``: the caller loaded the scenario (its pending pods named for ``PROFILE``)."""
+    ``loaded``: the caller loaded the scenario (its pending pods named for ``PROFILE``).
+    ``verbosity``: its ``--v`` (3 logs each pod it attempts, in queue order; 10 each plugin's
+    score), its log kept in ``workdir`` as ``kube-scheduler-<run>.log``."""
     if not loaded:
         loader.load(scenario)
         loader.pending(scenario)
@@ -133,7 +141,8 @@ def kube_decides(plane: ControlPlane, loader: Loader, scenario: Scenario, workdi
     try:
         with open(workdir / f"kube-scheduler-{scenario.run}.log", "wb") as log:
             started = time.monotonic()
-            proc = kube_scheduler_profile(plane, PROFILE, workdir, log, verbosity=1, percentageOfNodesToScore=100,
+            proc = kube_scheduler_profile(plane, PROFILE, workdir, log, verbosity=verbosity, gates=KUBE_GATES,
+                                          percentageOfNodesToScore=100,
                                           clientConnection=CLIENT | {"kubeconfig": str(plane.kube_scheduler_kubeconfig)})
         outcome = _watch(loader, scenario, started, limit, _cpu_of(proc.pid), "kube-scheduler")
     finally:
@@ -272,7 +281,8 @@ class BenchReport:
 
 
 def bench(plane: ControlPlane, scenario: Scenario, workdir: Path, *, limits: Iterable[float] = (1.0, 10.0),
-          live: bool = True, limit: float = LIMIT, snapshot_out: Optional[Path] = None) -> BenchReport:
+          live: bool = True, limit: float = LIMIT, snapshot_out: Optional[Path] = None,
+          kube_verbosity: int = 1) -> BenchReport:
     """kube-scheduler, the offline plans and (``live``) ``run``, one after the other, each on
     the scenario loaded afresh. ``snapshot_out``: where to write the objects read back from the
     server (what the offline plans decide on: `cpsat-scheduler schedule FILE --scheduler-name
@@ -290,7 +300,7 @@ def bench(plane: ControlPlane, scenario: Scenario, workdir: Path, *, limits: Ite
         items = loader.read_back(scenario)
         if snapshot_out is not None:
             snapshot_out.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-        kube = kube_decides(plane, loader, scenario, workdir, limit=limit, loaded=True)
+        kube = kube_decides(plane, loader, scenario, workdir, limit=limit, loaded=True, verbosity=kube_verbosity)
         kube.rule_breaks = rule_breaks(scenario, items, kube)
         report.outcomes.append(kube)
         loader.clear(scenario)
@@ -367,6 +377,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--json", help="write the report as JSON here")
     parser.add_argument("--save-snapshot", metavar="FILE",
                         help="write the objects read back from the server (the offline plans' input) here")
+    parser.add_argument("--kube-verbosity", type=int, default=1, metavar="V",
+                        help="kube-scheduler's --v (3: each pod attempted, in queue order; 10: each plugin's score)")
+    parser.add_argument("--workdir", metavar="DIR",
+                        help="keep the schedulers' logs here (kube-scheduler-<run>.log), not in a temporary directory")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.limit <= 0 or any(t <= 0 for t in args.limits or []):
         return _usage("--nodes, --limit and --time-limit must be positive")
@@ -377,10 +391,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     scenario = prepare(name, items)
     with tempfile.TemporaryDirectory(prefix="kube-peer-") as tmp:
         plane = ControlPlane(Path(tmp) / "plane")
+        workdir = Path(args.workdir) if args.workdir else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         try:
             plane.start()
-            report = bench(plane, scenario, Path(tmp), limits=args.limits or (1.0, 10.0), live=not args.no_live,
-                           limit=args.limit, snapshot_out=Path(args.save_snapshot) if args.save_snapshot else None)
+            report = bench(plane, scenario, workdir, limits=args.limits or (1.0, 10.0), live=not args.no_live,
+                           limit=args.limit, snapshot_out=Path(args.save_snapshot) if args.save_snapshot else None,
+                           kube_verbosity=args.kube_verbosity)
         finally:
             plane.stop()
     if args.json:
