@@ -69,6 +69,8 @@ LIMIT = 300.0                      # seconds at most per scheduler
 # run (docs/kube-peer.md, "Queue order").
 KUBE_GATES = {"WatchListClient": False}
 _PREEMPTED = re.compile(r"Preempted by pod (\S+) on node (\S+)")
+# kube-scheduler's line (at --v=3) as it pops a pod from its queue to try it
+_ATTEMPT = re.compile(r'"Attempting to schedule pod" pod="([^"]+)"')
 
 
 # --------------------------------------------------------------------------- the schedulers
@@ -155,6 +157,21 @@ def kube_decides(plane: ControlPlane, loader: Loader, scenario: Scenario, workdi
                            if v in outcome.evicted and outcome.placed.get(p) != n]
     outcome.kubelet = [r.line() for r in _final_refusals(loader, scenario)]
     return scenario.summarize(outcome)
+
+
+def attempt_order(log: str) -> list[str]:
+    """The pods in the order kube-scheduler first tried them (its log at ``--v=3`` or more): its
+    queue's initial order (a pod tried again is counted at its first attempt only; the pods not
+    yet tried keep their order among themselves)."""
+    return list(dict.fromkeys(found.group(1) for found in _ATTEMPT.finditer(log)))
+
+
+def project_queue_order(scenario: Scenario, items: list[dict[str, Any]]) -> list[str]:
+    """The pending pods in the order the project's engines take them (``solver.context``'s window:
+    priority, then creation time, then name), on the objects read back from the server."""
+    from solver.context import build_context
+
+    return [p.key for p in build_context(_snapshot(scenario, items), _config(1.0)).window]
 
 
 def _preemptors(loader: Loader, scenario: Scenario, uids: dict[str, str]) -> dict[str, list[str]]:
