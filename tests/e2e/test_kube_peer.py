@@ -70,6 +70,26 @@ def test_a_snapshot_is_made_loadable_and_counted() -> None:
     assert scenario.summarize(Outcome("x", evicted=victims)).pdb_violations >= len(victims) - allowed > 0
 
 
+def test_each_pods_replica_set_is_loaded_with_it() -> None:
+    """kube-scheduler spreads a pod by default only when it finds the ReplicaSet its owner
+    reference names; the project assumes it exists (issue 38)."""
+    def pod(name: str, owner: str, **labels: str) -> dict[str, Any]:
+        ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": "u", "controller": True}
+        return {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "c"}]},
+                "metadata": {"name": name, "namespace": "prod", "labels": labels, "ownerReferences": [ref]}}
+    kept = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-2", "namespace": "prod", "uid": "v"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}}, "status": {"replicas": 1}}
+    scenario = prepare("s", [pod("a", "web-1", app="web", hash="1"), pod("b", "web-1", app="web", hash="1", extra="x"),
+                             pod("c", "web-2", app="web"), kept])
+    sets = {o["metadata"]["name"]: o for o in scenario.objects if o["kind"] == "ReplicaSet"}
+    assert sorted(sets) == ["web-1", "web-2"]
+    made = sets["web-1"]
+    want = {"app": "web", "hash": "1", kube_peer.RUN_LABEL: scenario.run}     # the labels both pods share
+    assert made["spec"]["selector"] == {"matchLabels": want} and made["spec"]["template"]["metadata"]["labels"] == want
+    assert made["spec"]["replicas"] == 0 and made["metadata"]["labels"] == {kube_peer.RUN_LABEL: scenario.run}
+    assert "status" not in sets["web-2"] and "uid" not in sets["web-2"]["metadata"]      # the snapshot's own, kept
+
+
 def test_the_attempt_order_is_each_pods_first_attempt() -> None:
     log = "\n".join([
         'I1202 14:40:19.786204 4846 schedule_one.go:117] "Attempting to schedule pod" pod="prod/b"',
