@@ -18,7 +18,8 @@ server refuses is reported with the server's message and the scenario is skipped
 Then one scheduler decides:
 
 - ``kube-scheduler``: the real one, started once the scenario is loaded (profile ``kube-peer``,
-  ``percentageOfNodesToScore: 100``);
+  ``percentageOfNodesToScore: 100``, its informer listing the pods so that its queue breaks
+  priority ties as the project's does: ``KUBE_GATES``);
 - ``schedule`` (offline): the project's plan (``solver.schedule``, what ``cpsat-scheduler schedule``
   runs) on the objects as read back from the server before any scheduler ran, at 1 s and 10 s;
 - ``run`` (live): ``cpsat-scheduler run`` as its own process, with its service account.
