@@ -102,6 +102,16 @@ def test_the_attempt_order_is_each_pods_first_attempt() -> None:
     assert kube_peer.attempt_order("") == []
 
 
+def test_the_final_scores_are_a_pods_first_scoring() -> None:
+    from tests.e2e.greedy_vs_kube import final_scores
+
+    line = 'I1202 schedule_one.go:1012] "Calculated node\'s final score for pod" pod="{}" node="{}" score={}'
+    log = "\n".join([line.format("prod/a", "n1", 586), line.format("prod/b", "n1", 9), line.format("prod/a", "n2", 586),
+                     line.format("prod/a", "n1", 1)])         # its next attempt: not read
+    assert final_scores(log, "prod/a") == {"n1": 586, "n2": 586}
+    assert final_scores(log, "prod/c") == {}
+
+
 def test_a_snapshot_that_is_not_json_is_one_line_and_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
