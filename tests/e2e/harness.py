@@ -356,9 +356,11 @@ class Cluster:
 
 
 def kube_scheduler_profile(plane: ControlPlane, profile: str, workdir: Path, log: Any,
-                           verbosity: int = 1, **settings_: Any) -> subprocess.Popen[bytes]:
+                           verbosity: int = 1, gates: Optional[dict[str, bool]] = None,
+                           **settings_: Any) -> subprocess.Popen[bytes]:
     """The real kube-scheduler with one profile named ``profile`` (pods whose schedulerName names
     it), as system:kube-scheduler, leader election off, logging to ``log`` (a binary file).
+    ``gates``: feature gates set beside the plane's (``WatchListClient``, ...).
     ``settings_``: more fields of its KubeSchedulerConfiguration (percentageOfNodesToScore, ...)."""
     assert plane.built is not None
     import yaml
@@ -372,7 +374,7 @@ def kube_scheduler_profile(plane: ControlPlane, profile: str, workdir: Path, log
                              f"--authentication-kubeconfig={plane.kube_scheduler_kubeconfig}",
                              f"--authorization-kubeconfig={plane.kube_scheduler_kubeconfig}",
                              "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-                             f"--feature-gates={_gates(plane.features.feature_gates)}", f"--v={verbosity}"],
+                             f"--feature-gates={_gates(plane.features.feature_gates | (gates or {}))}", f"--v={verbosity}"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 

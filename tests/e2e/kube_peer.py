@@ -18,7 +18,8 @@ server refuses is reported with the server's message and the scenario is skipped
 Then one scheduler decides:
 
 - ``kube-scheduler``: the real one, started once the scenario is loaded (profile ``kube-peer``,
-  ``percentageOfNodesToScore: 100``);
+  ``percentageOfNodesToScore: 100``, its informer listing the pods so that its queue breaks
+  priority ties as the project's does: ``KUBE_GATES``);
 - ``schedule`` (offline): the project's plan (``solver.schedule``, what ``cpsat-scheduler schedule``
   runs) on the objects as read back from the server before any scheduler ran, at 1 s and 10 s;
 - ``run`` (live): ``cpsat-scheduler run`` as its own process, with its service account.
@@ -62,7 +63,15 @@ QUIET = 4.0                        # seconds without change: settled
 # throttle on thousands of bindings, not the scheduler (the live bench's peer runs at 1000 too)
 CLIENT = {"qps": 1000.0, "burst": 2000}
 LIMIT = 300.0                      # seconds at most per scheduler
+# kube-scheduler's informer reads the pods that exist when it starts by a LIST, handed on in the
+# server's order (namespace, then name), so that its queue breaks priority ties as the project's
+# does. By default (WatchListClient, on since 1.35) it streams them into a Go map first and hands
+# them on in that map's random order: equal-priority pods then go in a new random order on every
+# run (docs/kube-peer.md, "Queue order").
+KUBE_GATES = {"WatchListClient": False}
 _PREEMPTED = re.compile(r"Preempted by pod (\S+) on node (\S+)")
+# kube-scheduler's line (at --v=3) as it pops a pod from its queue to try it
+_ATTEMPT = re.compile(r'"Attempting to schedule pod" pod="([^"]+)"')
 
 
 # --------------------------------------------------------------------------- the schedulers
@@ -121,9 +130,11 @@ def _cpu_of(pid: int) -> Callable[[], Optional[float]]:
 
 
 def kube_decides(plane: ControlPlane, loader: Loader, scenario: Scenario, workdir: Path, *, limit: float = LIMIT,
-                 loaded: bool = False) -> Outcome:
+                 loaded: bool = False, verbosity: int = 1) -> Outcome:
     """The real kube-scheduler, started once every pending pod exists, left to settle.
-    ``loaded``: the caller loaded the scenario (its pending pods named for ``PROFILE``)."""
+    ``loaded``: the caller loaded the scenario (its pending pods named for ``PROFILE``).
+    ``verbosity``: its ``--v`` (3 logs each pod it attempts, in queue order; 10 each plugin's
+    score), its log kept in ``workdir`` as ``kube-scheduler-<run>.log``."""
     if not loaded:
         loader.load(scenario)
         loader.pending(scenario)
@@ -133,7 +144,8 @@ def kube_decides(plane: ControlPlane, loader: Loader, scenario: Scenario, workdi
     try:
         with open(workdir / f"kube-scheduler-{scenario.run}.log", "wb") as log:
             started = time.monotonic()
-            proc = kube_scheduler_profile(plane, PROFILE, workdir, log, verbosity=1, percentageOfNodesToScore=100,
+            proc = kube_scheduler_profile(plane, PROFILE, workdir, log, verbosity=verbosity, gates=KUBE_GATES,
+                                          percentageOfNodesToScore=100,
                                           clientConnection=CLIENT | {"kubeconfig": str(plane.kube_scheduler_kubeconfig)})
         outcome = _watch(loader, scenario, started, limit, _cpu_of(proc.pid), "kube-scheduler")
     finally:
@@ -146,6 +158,21 @@ def kube_decides(plane: ControlPlane, loader: Loader, scenario: Scenario, workdi
                            if v in outcome.evicted and outcome.placed.get(p) != n]
     outcome.kubelet = [r.line() for r in _final_refusals(loader, scenario)]
     return scenario.summarize(outcome)
+
+
+def attempt_order(log: str) -> list[str]:
+    """The pods in the order kube-scheduler first tried them (its log at ``--v=3`` or more): its
+    queue's initial order (a pod tried again is counted at its first attempt only; the pods not
+    yet tried keep their order among themselves)."""
+    return list(dict.fromkeys(found.group(1) for found in _ATTEMPT.finditer(log)))
+
+
+def project_queue_order(scenario: Scenario, items: list[dict[str, Any]]) -> list[str]:
+    """The pending pods in the order the project's engines take them (``solver.context``'s window:
+    priority, then creation time, then name), on the objects read back from the server."""
+    from solver.context import build_context
+
+    return [p.key for p in build_context(_snapshot(scenario, items), _config(1.0)).window]
 
 
 def _preemptors(loader: Loader, scenario: Scenario, uids: dict[str, str]) -> dict[str, list[str]]:
@@ -272,7 +299,8 @@ class BenchReport:
 
 
 def bench(plane: ControlPlane, scenario: Scenario, workdir: Path, *, limits: Iterable[float] = (1.0, 10.0),
-          live: bool = True, limit: float = LIMIT, snapshot_out: Optional[Path] = None) -> BenchReport:
+          live: bool = True, limit: float = LIMIT, snapshot_out: Optional[Path] = None,
+          kube_verbosity: int = 1) -> BenchReport:
     """kube-scheduler, the offline plans and (``live``) ``run``, one after the other, each on
     the scenario loaded afresh. ``snapshot_out``: where to write the objects read back from the
     server (what the offline plans decide on: `cpsat-scheduler schedule FILE --scheduler-name
@@ -290,7 +318,7 @@ def bench(plane: ControlPlane, scenario: Scenario, workdir: Path, *, limits: Ite
         items = loader.read_back(scenario)
         if snapshot_out is not None:
             snapshot_out.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-        kube = kube_decides(plane, loader, scenario, workdir, limit=limit, loaded=True)
+        kube = kube_decides(plane, loader, scenario, workdir, limit=limit, loaded=True, verbosity=kube_verbosity)
         kube.rule_breaks = rule_breaks(scenario, items, kube)
         report.outcomes.append(kube)
         loader.clear(scenario)
@@ -367,6 +395,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--json", help="write the report as JSON here")
     parser.add_argument("--save-snapshot", metavar="FILE",
                         help="write the objects read back from the server (the offline plans' input) here")
+    parser.add_argument("--kube-verbosity", type=int, default=1, metavar="V",
+                        help="kube-scheduler's --v (3: each pod attempted, in queue order; 10: each plugin's score)")
+    parser.add_argument("--workdir", metavar="DIR",
+                        help="keep the schedulers' logs here (kube-scheduler-<run>.log), not in a temporary directory")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.limit <= 0 or any(t <= 0 for t in args.limits or []):
         return _usage("--nodes, --limit and --time-limit must be positive")
@@ -377,10 +409,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     scenario = prepare(name, items)
     with tempfile.TemporaryDirectory(prefix="kube-peer-") as tmp:
         plane = ControlPlane(Path(tmp) / "plane")
+        workdir = Path(args.workdir) if args.workdir else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         try:
             plane.start()
-            report = bench(plane, scenario, Path(tmp), limits=args.limits or (1.0, 10.0), live=not args.no_live,
-                           limit=args.limit, snapshot_out=Path(args.save_snapshot) if args.save_snapshot else None)
+            report = bench(plane, scenario, workdir, limits=args.limits or (1.0, 10.0), live=not args.no_live,
+                           limit=args.limit, snapshot_out=Path(args.save_snapshot) if args.save_snapshot else None,
+                           kube_verbosity=args.kube_verbosity)
         finally:
             plane.stop()
     if args.json:

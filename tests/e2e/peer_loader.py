@@ -42,6 +42,7 @@ class Loader:
         self.policy = client.PolicyV1Api(self.api)
         self.scheduling = client.SchedulingV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
+        self.apps = client.AppsV1Api(self.api)
         self.pool = ThreadPoolExecutor(8)
         # PodGroups are written and read in the plane's version (1.37: v1beta1; a scenario's
         # v1alpha2 PodGroup has the same spec.schedulingPolicy, so it moves over as it is)
@@ -74,6 +75,8 @@ class Loader:
                     self._pdb(o)
                 elif o["kind"] == "PodGroup":
                     self._pod_group(o)
+                elif o["kind"] == "ReplicaSet":
+                    self._replica_set(o)
         except _Named as exc:
             raise Refused(str(exc)) from None
 
@@ -85,13 +88,21 @@ class Loader:
         except ApiException as exc:
             raise _Named(f"PodGroup {ns}/{name}: {_message(exc)}") from None
 
+    def _replica_set(self, o: dict[str, Any]) -> None:
+        ns, name = o["metadata"].get("namespace") or "default", o["metadata"]["name"]
+        try:
+            self.apps.create_namespaced_replica_set(ns, o)
+        except ApiException as exc:
+            raise _Named(f"ReplicaSet {ns}/{name}: {_message(exc)}") from None
+
     def pending(self, scenario: Scenario) -> None:
         """The pending pods, created in name order (namespace, then name). kube-scheduler starts
-        once they all exist, so its queue takes them in the order its informer lists them — the
-        server's, by name — and breaks priority ties by that; the project breaks them by creation
-        time, then name. Created in name order, both queues agree (creation times have a
-        one-second grain, their ties going by name), so neither scheduler is judged on an order
-        the other never saw."""
+        once they all exist, so its queue breaks priority ties by the order its informer hands
+        the pods on: the server's, by name, when it lists them (``kube_peer.KUBE_GATES`` turns
+        its default watch-list off: that one hands them on in a random order). The project breaks
+        them by creation time, then name. Created in name order, both queues agree (creation
+        times have a one-second grain, their ties going by name), so neither scheduler is judged
+        on an order the other never saw."""
         for o in sorted(scenario.pending(), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
             self._create_pod(o)
 
@@ -199,6 +210,7 @@ class Loader:
         for ns in self._namespaces(scenario):
             _quietly(lambda: self.core.delete_collection_namespaced_pod(ns, label_selector=sel, grace_period_seconds=0))
             _quietly(lambda: self.core.delete_collection_namespaced_event(ns))   # the next run reads its own
+            _quietly(lambda: self.apps.delete_collection_namespaced_replica_set(ns, label_selector=sel))
             for b in self.policy.list_namespaced_pod_disruption_budget(ns).items:
                 _quietly(lambda: self.policy.delete_namespaced_pod_disruption_budget(b.metadata.name, ns))
             self._clear_pod_groups(ns)

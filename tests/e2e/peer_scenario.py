@@ -148,7 +148,8 @@ _SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "
 def prepare(name: str, items: Iterable[dict[str, Any]], run: Optional[str] = None) -> Scenario:
     """A snapshot's objects as the bench loads them: the server's own metadata fields dropped,
     coscheduling PodGroups made 1.36 PodGroups, every node labelled with the run and every pending
-    pod selecting those nodes. Kinds the bench does not load (Deployments, ...) are left out."""
+    pod selecting those nodes, and the ReplicaSet each pod names as its controller (``_owners``).
+    Kinds the bench does not load (Deployments, ...) are left out."""
     scenario = Scenario(name, [])
     if run:
         scenario.run = run
@@ -177,10 +178,45 @@ def prepare(name: str, items: Iterable[dict[str, Any]], run: Optional[str] = Non
             obj = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
                    "metadata": {"name": meta["name"], "namespace": meta.get("namespace") or "default"},
                    "spec": {"schedulingPolicy": {"gang": {"minCount": minimum}}}}
+        elif kind == "ReplicaSet":
+            meta["labels"] = {**(meta.get("labels") or {}), **label}
+            obj.pop("status", None)
         elif kind not in ("PriorityClass", "PodDisruptionBudget"):
             continue
         scenario.objects.append(obj)
+    scenario.objects += _owners(scenario.objects, label)
     return scenario
+
+
+def _owners(objects: list[dict[str, Any]], label: dict[str, str]) -> list[dict[str, Any]]:
+    """A ReplicaSet for each one the pods name as their controller and the snapshot lacks.
+    kube-scheduler gives a pod the system default spread (PodTopologySpread's scores) only when
+    it finds that ReplicaSet, and takes its selector; the project, whose snapshots hold no
+    ReplicaSets, takes the pod's own labels (``pod_topology_spread.score.default_selector``).
+    Without these, the two scored the same pod differently (issue 38). Each one selects the
+    labels its pods all share, with ``replicas: 0``: no controller runs, and it makes no pod."""
+    have = {(o["metadata"].get("namespace") or "default", o["metadata"]["name"])
+            for o in objects if o.get("kind") == "ReplicaSet"}
+    shared: dict[tuple[str, str], dict[str, str]] = {}
+    for pod in objects:
+        if pod.get("kind") != "Pod":
+            continue
+        meta = pod["metadata"]
+        owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+        if owner is None or owner.get("kind") != "ReplicaSet" or owner.get("apiVersion") != "apps/v1":
+            continue
+        at = (meta.get("namespace") or "default", owner["name"])
+        if at in have:
+            continue
+        labels = meta.get("labels") or {}
+        before = shared.get(at)
+        shared[at] = dict(labels) if before is None else {k: v for k, v in before.items() if labels.get(k) == v}
+    return [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+             "metadata": {"name": name, "namespace": ns, "labels": dict(label)},
+             "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                      "template": {"metadata": {"labels": labels},
+                                   "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}}
+            for (ns, name), labels in sorted(shared.items()) if labels]
 
 
 def with_scheduler(scenario: Scenario, scheduler: str) -> Scenario:

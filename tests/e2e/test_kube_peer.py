@@ -70,6 +70,48 @@ def test_a_snapshot_is_made_loadable_and_counted() -> None:
     assert scenario.summarize(Outcome("x", evicted=victims)).pdb_violations >= len(victims) - allowed > 0
 
 
+def test_each_pods_replica_set_is_loaded_with_it() -> None:
+    """kube-scheduler spreads a pod by default only when it finds the ReplicaSet its owner
+    reference names; the project assumes it exists (issue 38)."""
+    def pod(name: str, owner: str, **labels: str) -> dict[str, Any]:
+        ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": "u", "controller": True}
+        return {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "c"}]},
+                "metadata": {"name": name, "namespace": "prod", "labels": labels, "ownerReferences": [ref]}}
+    kept = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-2", "namespace": "prod", "uid": "v"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}}, "status": {"replicas": 1}}
+    scenario = prepare("s", [pod("a", "web-1", app="web", hash="1"), pod("b", "web-1", app="web", hash="1", extra="x"),
+                             pod("c", "web-2", app="web"), kept])
+    sets = {o["metadata"]["name"]: o for o in scenario.objects if o["kind"] == "ReplicaSet"}
+    assert sorted(sets) == ["web-1", "web-2"]
+    made = sets["web-1"]
+    want = {"app": "web", "hash": "1", kube_peer.RUN_LABEL: scenario.run}     # the labels both pods share
+    assert made["spec"]["selector"] == {"matchLabels": want} and made["spec"]["template"]["metadata"]["labels"] == want
+    assert made["spec"]["replicas"] == 0 and made["metadata"]["labels"] == {kube_peer.RUN_LABEL: scenario.run}
+    assert "status" not in sets["web-2"] and "uid" not in sets["web-2"]["metadata"]      # the snapshot's own, kept
+
+
+def test_the_attempt_order_is_each_pods_first_attempt() -> None:
+    log = "\n".join([
+        'I1202 14:40:19.786204 4846 schedule_one.go:117] "Attempting to schedule pod" pod="prod/b"',
+        'I1202 14:40:19.786499 4846 dynamicresources.go:609] "pod resource claims" pod="prod/b" resourceclaims=[]',
+        'I1202 14:40:19.787155 4846 schedule_one.go:117] "Attempting to schedule pod" pod="prod/a"',
+        'I1202 14:40:19.806424 4846 schedule_one.go:117] "Attempting to schedule pod" pod="prod/b"',   # retried
+        'I1202 14:40:19.824791 4846 schedule_one.go:117] "Attempting to schedule pod" pod="batch/c"',
+    ])
+    assert kube_peer.attempt_order(log) == ["prod/b", "prod/a", "batch/c"]
+    assert kube_peer.attempt_order("") == []
+
+
+def test_the_final_scores_are_a_pods_first_scoring() -> None:
+    from tests.e2e.greedy_vs_kube import final_scores
+
+    line = 'I1202 schedule_one.go:1012] "Calculated node\'s final score for pod" pod="{}" node="{}" score={}'
+    log = "\n".join([line.format("prod/a", "n1", 586), line.format("prod/b", "n1", 9), line.format("prod/a", "n2", 586),
+                     line.format("prod/a", "n1", 1)])         # its next attempt: not read
+    assert final_scores(log, "prod/a") == {"n1": 586, "n2": 586}
+    assert final_scores(log, "prod/c") == {}
+
+
 def test_a_snapshot_that_is_not_json_is_one_line_and_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -158,6 +200,26 @@ def test_the_table_tells_a_shortfall_from_what_is_counted_apart() -> None:
     assert ten["fewer_where_kube_breaks_a_rule"] == ["rule"]
     text = peer_table.markdown(summary, rows, [1.0, 10.0], "cmd")
     assert "| ... of those, the project places more high-priority pods at 10 s | 1/6 (17%) | > 73% |" in text
+
+
+def test_kube_scheduler_takes_the_pods_in_the_projects_queue_order(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """Issue 38: the pending pods exist before kube-scheduler starts; its queue must then break
+    priority ties as the project's does (creation, then name), or greedy is compared with a
+    scheduler that took the pods in another order (with the default watch-list informer,
+    a new random one each run)."""
+    scenario = prepare("order", kube_peer.contended_window(6, 11))
+    loader = kube_peer.Loader(control_plane)
+    try:
+        loader.load(scenario)
+        loader.pending(scenario)
+        ours = kube_peer.project_queue_order(scenario, loader.read_back(scenario))
+        kube_peer.kube_decides(control_plane, loader, scenario, tmp_path, limit=120.0, loaded=True, verbosity=3)
+    finally:
+        loader.clear(scenario)
+        loader.close()
+    tried = kube_peer.attempt_order((tmp_path / f"kube-scheduler-{scenario.run}.log").read_text())
+    assert len(tried) == len(ours) == len(scenario.pending()) > 8
+    assert tried == ours
 
 
 def test_the_bench_runs_each_scheduler_on_one_snapshot(control_plane: ControlPlane, tmp_path: Path) -> None:
