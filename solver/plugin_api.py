@@ -33,6 +33,7 @@ from ortools.sat.python import cp_model
 from .framework import Status
 from .info import NodeInfo, PodInfo
 from .state import Book, BookMaker, ClusterState, PluginState
+from .terms import AffinityTerm
 
 if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
@@ -119,6 +120,48 @@ class GivesBackInModel(Protocol):
         a class of ``above`` (placed on ``node`` at or above ``level``: (class, x[c, node])) may
         take; [] when it gives back nothing such a class asks for."""
         ...
+
+
+@runtime_checkable
+class TermOwners(Protocol):
+    """A rule's book counting, per node, the running pods that hold each required anti-affinity
+    term (InterPodAffinity's): the packing hint keeps running pods' terms in its domains and the
+    components join the classes an eviction lifts a term for, asking whichever book meets this
+    protocol (``term_owners``), naming none."""
+
+    def term_owners(self) -> Mapping[AffinityTerm, np.ndarray]:
+        """Every held term and how many pods on each node hold it (read-only)."""
+        ...
+
+
+def term_owners(state: ClusterState) -> Mapping[AffinityTerm, np.ndarray]:
+    """The required anti-affinity terms pods in ``state`` hold, with their owners per node
+    (empty when no book counts them)."""
+    for book in state.books.values():
+        if isinstance(book, TermOwners):
+            return book.term_owners()
+    return {}
+
+
+@runtime_checkable
+class KeepsNodesApart(Protocol):
+    """A rule's book whose holdings tell nodes apart that look alike otherwise (running pods'
+    inter-pod terms): the node-class reduction asks every book meeting this protocol
+    (``kept_apart``) before merging nodes, naming none."""
+
+    def keeps_nodes_apart(self) -> Optional[str]:
+        """Why the state's nodes cannot be merged into classes now (None: they can)."""
+        ...
+
+
+def kept_apart(state: ClusterState) -> Optional[str]:
+    """The first reason a book of ``state`` gives for keeping its nodes apart (None: none does)."""
+    for book in state.books.values():
+        if isinstance(book, KeepsNodesApart):
+            why = book.keeps_nodes_apart()
+            if why is not None:
+                return why
+    return None
 
 
 # --------------------------------------------------------------------------- views of the engines
