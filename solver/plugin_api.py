@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
     from models.objects import NodeSelectorTerm, PodGroup, Toleration
     from models.objects import Node, Pod
+    from models.dra import ClaimUse
     from models.plan import DeviceAllocation, Plan, VolumeBinding
     from models.snapshot import ClusterSnapshot
 
@@ -871,17 +872,55 @@ class Reads:
 NOTHING_READ = Reads()
 
 
+class BindWrite:
+    """What a rule's PreBind writes before a pod is bound: a typed record the rule declares and the
+    live scheduler writes, with one writer per kind of record (``adapters/live/prebind.py``), so
+    the binder runs every rule's PreBind in ``PLUGINS`` order and names none."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
-class PodWrite:
-    """What a PreBind writes on a pod before it is bound (the live binder sends it as one merge
-    patch of the pod's metadata): annotations and labels to set."""
+class PodWrite(BindWrite):
+    """Annotations and labels a rule sets on the pod itself (sent as one merge patch of the pod's
+    metadata)."""
 
     annotations: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-# (pod as read, node it goes to) -> what the rule writes on the pod before the bind, or None.
-PreBind = Callable[["Pod", "Node"], Optional[PodWrite]]
+@dataclass(frozen=True)
+class ClaimVolume:
+    """A first-time PersistentVolumeClaim of the pod and what it takes: the volume to reserve for
+    it (its claimRef), or None to have it provisioned on the pod's node (the claim's selected
+    node)."""
+
+    claim: str  # namespace/name
+    volume: Optional[str]
+    uid: str  # the claim's uid as the decision saw it ("" when unknown)
+
+
+@dataclass(frozen=True)
+class VolumeWrites(BindWrite):
+    """The volumes the pod's first-time claims take (VolumeBinding's PreBind)."""
+
+    claims: tuple[ClaimVolume, ...]
+
+
+@dataclass(frozen=True)
+class ClaimWrites(BindWrite):
+    """The pod's ResourceClaims, each allocated and reserved for the pod (DynamicResources'
+    PreBind), in order (``models.dra.ClaimUse``)."""
+
+    uses: tuple[ClaimUse, ...]
+
+
+# (pod as the snapshot holds it, pod as read from the cluster — before any rewrite of the
+# snapshot's —, the node object it goes to) -> what the rule writes before the bind, or None.
+PodPreBind = Callable[["Pod", "Pod", "Node"], Optional[BindWrite]]
+# (the window's plan, its snapshot) -> the rule's PreBind for the pods that plan places: made once
+# per plan, so a rule reading the plan (its volumes, its allocations) indexes it once.
+PreBind = Callable[["Plan", "ClusterSnapshot"], PodPreBind]
 
 
 @dataclass(frozen=True)
@@ -1039,7 +1078,9 @@ class Plugin:
       DRA's devices);
     * ``apart``: pods the rule never lets share a node, for provisioning (``Apart``: host ports);
     * ``reads``: what the rule reads of pods and nodes and how far it couples pods (``Reads``);
-    * ``prebind``: what the rule writes on a pod before the live binder binds it (``PreBind``);
+    * ``prebind``: what the rule writes before the live binder binds a pod (``PreBind``, giving
+      a ``BindWrite`` record: a ``PodWrite``, VolumeBinding's ``VolumeWrites``, DynamicResources'
+      ``ClaimWrites``);
     * ``state``: the rule's own bookkeeping on each new state (``BookMaker`` -> ``PluginState``,
       held in ``ClusterState.books`` under the plugin's name: Reserve/Unreserve, copy, merge);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes
