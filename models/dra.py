@@ -15,6 +15,7 @@ compiled by ``solver.plugins.dynamic_resources.cel``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Any, Iterable, Literal, Optional
 
@@ -503,6 +504,31 @@ def extended_request_mappings(pod: Any, request_names: Iterable[str]) -> list[di
             if name in wanted:
                 out.append({"containerName": c.name, "resourceName": resource, "requestName": name})
     return out
+
+
+@dataclass(frozen=True)
+class ClaimUse:
+    """One ResourceClaim of a placed pod, as DynamicResources' PreBind writes it: ``allocation``
+    is what the window chose for it (the shape of ``status.allocation``), None when the snapshot
+    had it allocated already (then the pod is only added to ``reservedFor``)."""
+
+    claim: str  # namespace/name
+    uid: str  # as the decision saw it ("" when unknown): a claim made again is not written
+    allocation: Optional[dict[str, Any]] = None
+    # A claim the scheduler makes (extended resources backed by DRA): the object to create
+    # (``claim`` is then its generateName), and the pod's ``requestMappings``.
+    create: Optional[dict[str, Any]] = None
+    mappings: tuple[dict[str, str], ...] = ()
+
+
+def extended_claim(namespace: str, pod_name: str, pod_uid: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The ResourceClaim kube-scheduler creates for a pod's extended resources backed by DRA."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"generateName": template_claim_name(pod_name, EXTENDED_CLAIM_ENTRY), "namespace": namespace,
+                         "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid,
+                                              "controller": True, "blockOwnerDeletion": True}]},
+            "spec": spec}
 
 
 def back_extended_resources(pods: list[Any], classes: list[DeviceClass], nodes: list[Any],

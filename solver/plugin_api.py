@@ -33,11 +33,13 @@ from ortools.sat.python import cp_model
 from .framework import Status
 from .info import NodeInfo, PodInfo
 from .state import Book, BookMaker, ClusterState, PluginState
+from .terms import AffinityTerm
 
 if TYPE_CHECKING:
     from models.config import SchedulerConfig, ScoringConfig
     from models.objects import NodeSelectorTerm, PodGroup, Toleration
     from models.objects import Node, Pod
+    from models.dra import ClaimUse
     from models.plan import DeviceAllocation, Plan, VolumeBinding
     from models.snapshot import ClusterSnapshot
 
@@ -119,6 +121,48 @@ class GivesBackInModel(Protocol):
         a class of ``above`` (placed on ``node`` at or above ``level``: (class, x[c, node])) may
         take; [] when it gives back nothing such a class asks for."""
         ...
+
+
+@runtime_checkable
+class TermOwners(Protocol):
+    """A rule's book counting, per node, the running pods that hold each required anti-affinity
+    term (InterPodAffinity's): the packing hint keeps running pods' terms in its domains and the
+    components join the classes an eviction lifts a term for, asking whichever book meets this
+    protocol (``term_owners``), naming none."""
+
+    def term_owners(self) -> Mapping[AffinityTerm, np.ndarray]:
+        """Every held term and how many pods on each node hold it (read-only)."""
+        ...
+
+
+def term_owners(state: ClusterState) -> Mapping[AffinityTerm, np.ndarray]:
+    """The required anti-affinity terms pods in ``state`` hold, with their owners per node
+    (empty when no book counts them)."""
+    for book in state.books.values():
+        if isinstance(book, TermOwners):
+            return book.term_owners()
+    return {}
+
+
+@runtime_checkable
+class KeepsNodesApart(Protocol):
+    """A rule's book whose holdings tell nodes apart that look alike otherwise (running pods'
+    inter-pod terms): the node-class reduction asks every book meeting this protocol
+    (``kept_apart``) before merging nodes, naming none."""
+
+    def keeps_nodes_apart(self) -> Optional[str]:
+        """Why the state's nodes cannot be merged into classes now (None: they can)."""
+        ...
+
+
+def kept_apart(state: ClusterState) -> Optional[str]:
+    """The first reason a book of ``state`` gives for keeping its nodes apart (None: none does)."""
+    for book in state.books.values():
+        if isinstance(book, KeepsNodesApart):
+            why = book.keeps_nodes_apart()
+            if why is not None:
+                return why
+    return None
 
 
 # --------------------------------------------------------------------------- views of the engines
@@ -828,17 +872,55 @@ class Reads:
 NOTHING_READ = Reads()
 
 
+class BindWrite:
+    """What a rule's PreBind writes before a pod is bound: a typed record the rule declares and the
+    live scheduler writes, with one writer per kind of record (``adapters/live/prebind.py``), so
+    the binder runs every rule's PreBind in ``PLUGINS`` order and names none."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
-class PodWrite:
-    """What a PreBind writes on a pod before it is bound (the live binder sends it as one merge
-    patch of the pod's metadata): annotations and labels to set."""
+class PodWrite(BindWrite):
+    """Annotations and labels a rule sets on the pod itself (sent as one merge patch of the pod's
+    metadata)."""
 
     annotations: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-# (pod as read, node it goes to) -> what the rule writes on the pod before the bind, or None.
-PreBind = Callable[["Pod", "Node"], Optional[PodWrite]]
+@dataclass(frozen=True)
+class ClaimVolume:
+    """A first-time PersistentVolumeClaim of the pod and what it takes: the volume to reserve for
+    it (its claimRef), or None to have it provisioned on the pod's node (the claim's selected
+    node)."""
+
+    claim: str  # namespace/name
+    volume: Optional[str]
+    uid: str  # the claim's uid as the decision saw it ("" when unknown)
+
+
+@dataclass(frozen=True)
+class VolumeWrites(BindWrite):
+    """The volumes the pod's first-time claims take (VolumeBinding's PreBind)."""
+
+    claims: tuple[ClaimVolume, ...]
+
+
+@dataclass(frozen=True)
+class ClaimWrites(BindWrite):
+    """The pod's ResourceClaims, each allocated and reserved for the pod (DynamicResources'
+    PreBind), in order (``models.dra.ClaimUse``)."""
+
+    uses: tuple[ClaimUse, ...]
+
+
+# (pod as the snapshot holds it, pod as read from the cluster — before any rewrite of the
+# snapshot's —, the node object it goes to) -> what the rule writes before the bind, or None.
+PodPreBind = Callable[["Pod", "Pod", "Node"], Optional[BindWrite]]
+# (the window's plan, its snapshot) -> the rule's PreBind for the pods that plan places: made once
+# per plan, so a rule reading the plan (its volumes, its allocations) indexes it once.
+PreBind = Callable[["Plan", "ClusterSnapshot"], PodPreBind]
 
 
 @dataclass(frozen=True)
@@ -996,7 +1078,9 @@ class Plugin:
       DRA's devices);
     * ``apart``: pods the rule never lets share a node, for provisioning (``Apart``: host ports);
     * ``reads``: what the rule reads of pods and nodes and how far it couples pods (``Reads``);
-    * ``prebind``: what the rule writes on a pod before the live binder binds it (``PreBind``);
+    * ``prebind``: what the rule writes before the live binder binds a pod (``PreBind``, giving
+      a ``BindWrite`` record: a ``PodWrite``, VolumeBinding's ``VolumeWrites``, DynamicResources'
+      ``ClaimWrites``);
     * ``state``: the rule's own bookkeeping on each new state (``BookMaker`` -> ``PluginState``,
       held in ``ClusterState.books`` under the plugin's name: Reserve/Unreserve, copy, merge);
     * ``per_node_state``: the rule keeps state per node beyond requests and labels (volumes

@@ -155,16 +155,6 @@ class ClusterState:
         # ``_counters_matching``'s index of the counters by the label pair they require: how many
         # of ``_counter_order`` it covers, their positions by pair, and those requiring none.
         self._counter_index: tuple[int, dict[tuple[str, str], list[int]], list[int]] = (0, {}, [])
-        # Required anti-affinity terms of pods in the state: term -> owners per node.
-        self.anti_owners: dict[AffinityTerm, np.ndarray] = {}
-        # ``anti_terms_matching``'s memo: terms as they came into ``anti_owners``, how many times
-        # one left it, and per (namespace, labels) what was found when.
-        self._anti_added: list[AffinityTerm] = []
-        self._anti_dropped = 0
-        self._anti_matching: dict[tuple, tuple[int, int, list[AffinityTerm]]] = {}
-        # Pods with a term InterPodAffinity scoring reads (required affinity, preferred affinity
-        # and anti-affinity; never required anti-affinity, which only filters).
-        self.affinity_pods: dict[str, PodInfo] = {}
         self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
         # Every node whose pods changed, in order: lets per-class caches of node-local checks
         # (resources, ports) refresh only what changed since they were computed.
@@ -296,8 +286,6 @@ class ClusterState:
                 groups[gkey] = [i]
             else:
                 indices.append(i)
-            if pod.anti_affinity or pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
-                self._count_terms(pod, node, 1)
         if vectors:
             added = np.zeros_like(self.used)
             np.add.at(added, node_of, np.stack(vectors)[row_of])
@@ -374,25 +362,6 @@ class ClusterState:
                 del self._groups[key]
         for counts in self._counters_matching(pod):
             counts[node] += delta
-        self._count_terms(pod, node, delta)
-
-    def _count_terms(self, pod: PodInfo, node: int, delta: int) -> None:
-        """The pod's own affinity terms counted in or out: its required anti-affinity terms'
-        owners on ``node``, and whether it is among the pods InterPodAffinity's score reads."""
-        for term in pod.anti_affinity:
-            owners = self.anti_owners.get(term)
-            if owners is None:
-                owners = self.anti_owners[term] = np.zeros(len(self.nodes), dtype=np.int64)
-                self._anti_added.append(term)
-            owners[node] += delta
-            if delta < 0 and not owners.any():
-                del self.anti_owners[term]
-                self._anti_dropped += 1
-        if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
-            if delta > 0:
-                self.affinity_pods[pod.key] = pod
-            else:
-                self.affinity_pods.pop(pod.key, None)
 
     def _counters_matching(self, pod: PodInfo) -> list[np.ndarray]:
         """The counters that count ``pod``, remembered per (labels, terminating) and extended by
@@ -476,22 +445,6 @@ class ClusterState:
 
         return matches
 
-    def anti_terms_matching(self, pod: PodInfo) -> list[AffinityTerm]:
-        """The required anti-affinity terms of pods in the state that match ``pod`` (the terms of
-        ``anti_owners``, in its order until one leaves): remembered per (namespace, labels) and
-        extended by the terms that came since, asked afresh only after one left. Every pod's
-        InterPodAffinity PreFilter asks; a window of hundreds of anti-affinity apps has hundreds."""
-        key = pod.match_key
-        hit = self._anti_matching.get(key)
-        added = self._anti_added
-        if hit is None or hit[1] != self._anti_dropped:
-            found = [t for t in self.anti_owners if t.matches(pod.namespace, pod.labels, pod.ns_labels)]
-            hit = self._anti_matching[key] = (len(added), self._anti_dropped, found)
-        elif hit[0] != len(added):
-            more = [t for t in added[hit[0]:] if t.matches(pod.namespace, pod.labels, pod.ns_labels)]
-            hit = self._anti_matching[key] = (len(added), hit[1], hit[2] + more if more else hit[2])
-        return hit[2]
-
     # -- queries the rules share -------------------------------------------------------------
 
     def match_counts(self, matcher: Matcher) -> np.ndarray:
@@ -523,14 +476,6 @@ class ClusterState:
             if hit:
                 nodes.update(per_node)
         return [(p, n) for n in sorted(nodes) for p in self.pods_on[n].values() if self._matches(matcher, p)]
-
-    def anti_owner_pods(self, term: AffinityTerm) -> list[tuple[PodInfo, int]]:
-        """The pods in the state whose required anti-affinity holds ``term``, node by node."""
-        owners = self.anti_owners.get(term)
-        if owners is None:
-            return []
-        return [(p, n) for n in np.flatnonzero(owners).tolist() for p in self.pods_on[n].values()
-                if term in p.anti_affinity]
 
     def domains(self, topology_key: str) -> tuple[np.ndarray, list[str]]:
         """Per node, the id of its value for ``topology_key`` (−1 where the label is missing)."""
@@ -578,9 +523,6 @@ class ClusterState:
                 counts[int(to[n])] += c
             out._groups[key] = (pod, counts)
         out._group_index = self._group_index  # the same keys
-        for term, owners in self.anti_owners.items():
-            out.anti_owners[term] = np.bincount(to, weights=owners, minlength=len(nodes)).astype(np.int64)
-        out.affinity_pods = dict(self.affinity_pods)
         out._match_cache = self._match_cache
         out._vectors = self._vectors
         out.books = {}
@@ -626,11 +568,6 @@ class ClusterState:
         other._group_index = self._group_index
         other._counter_index = (0, {}, [])
         self._owned_groups, other._owned_groups = set(), set()
-        other.anti_owners = {t: c.copy() for t, c in self.anti_owners.items()}
-        other._anti_added = list(other.anti_owners)
-        other._anti_dropped = 0
-        other._anti_matching = {}
-        other.affinity_pods = self.affinity_pods.copy()
         other._domains = self._domains
         other.touched = []
         other.touched_by = []

@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from models import Pod, pod_group_key
-from solver.plugin_api import PodWrite
+from solver.plugin_api import BindWrite
 from models.objects import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 
 from .cache import AWAITING_VICTIMS, BINDING, BOUND, DRY_RUN, UNCERTAIN, ClusterCache
 from .clock import Clock
-from .dra_writes import ClaimUse, ClaimWriteError, ClaimWriter
 from .errors import ConnectionFailure, KubeError, NotFound, TooManyRequests
 from .events import SCHEDULER_ERROR, Reporter
+from .prebind import Calls, Writers
 from .api_client import KubeApi, now_micro
 from .queue import QueuedPod, SchedulingQueue
 from .retry import call_with_retries
@@ -69,13 +69,9 @@ class Placement:
     pod: Pod  # as the window's snapshot saw it (its UID is the bind precondition)
     node: str
     nominated: bool = False  # a preemptor: its nominatedNodeName is set before evicting
-    # PreBind: (claim key, volume to reserve for it or None to provision on `node`, claim uid)
-    volumes: tuple[tuple[str, Optional[str], str], ...] = ()
-    # DynamicResources' PreBind: the pod's claims, each with the allocation the window chose
-    # (None: allocated already, the pod is only added to reservedFor); see `dra_writes.py`
-    claims: tuple[ClaimUse, ...] = ()
-    # The other rules' PreBind (``Plugin.prebind``): (plugin name, what it writes on the pod)
-    writes: tuple[tuple[str, PodWrite], ...] = ()
+    # The rules' PreBind (``Plugin.prebind``), in the rules' order: (plugin name, what it writes
+    # before the bind), each written by the writer of its kind (`prebind.py`)
+    writes: tuple[tuple[str, BindWrite], ...] = ()
 
     @property
     def key(self) -> str:
@@ -145,7 +141,8 @@ class Binder:
         self._busy = 0  # units submitted and not finished
         self._uncertain: dict[str, float] = {}  # pods whose bind outcome is unknown -> when to give up
         self._settling: set[str] = set()  # of those, the ones being read back now (`_settle_uncertain`)
-        self._claim_writer: Optional[ClaimWriter] = None
+        # The writers of the rules' PreBind records, one per kind (`prebind.py`).
+        self.writers = Writers(Calls(api, settings.backoffs, lambda s: self.clock.sleep(s), lambda: self.is_leader()))
 
     # --- entry points ------------------------------------------------------------------------
 
@@ -275,7 +272,7 @@ class Binder:
                 self.cache.observe_pod(current)  # ends the assumption, keeps the room
             elif self.cache.forget(key):
                 log.warning("bind of %s to %s did not land; forgetting it and trying again", key, node)
-                self._release_claims(key)
+                self.writers.unreserve(key)
             self.queue.requeue_error(key)  # the queue drops a pod bound or deleted meanwhile
             with self._lock:
                 self._uncertain.pop(key, None)
@@ -417,11 +414,7 @@ class Binder:
                     unanswered.append(exc)
                 raise
 
-        if p.writes and not self._prebind_writes(p):
-            return False
-        if p.volumes and not self._prebind_volumes(p):
-            return False
-        if p.claims and not self._prebind_claims(p):
+        if p.writes and not self._prebind(p):
             return False
         sent = self.clock.now()
         try:
@@ -429,30 +422,19 @@ class Binder:
                               sleep=self.clock.sleep, should_continue=self.is_leader)
         except KubeError as exc:
             ok = self._after_failed_bind(p, exc, unanswered=bool(unanswered))
-            if p.claims and not ok and not self.cache.is_assumed(key):  # not bound, nor maybe bound
-                self._release_claims(key)
+            if p.writes and not ok and not self.cache.is_assumed(key):  # not bound, nor maybe bound
+                self.writers.unreserve(key)
             return ok
         self._bound(p, sent)
         return True
 
-    @property
-    def claim_writer(self) -> ClaimWriter:
-        if self._claim_writer is None:
-            self._claim_writer = ClaimWriter(self.api, backoffs=self.settings.backoffs,
-                                             sleep=self.clock.sleep, should_continue=self.is_leader)
-        return self._claim_writer
-
-    def _prebind_claims(self, p: Placement) -> bool:
-        """DynamicResources' PreBind, before the pod is bound: each claim's allocation and the
-        pod in its reservedFor (`dra_writes.py`). A write that fails releases what was written
-        and sends the pod back to the queue unbound, as kube-scheduler's Unreserve does."""
-        try:
-            self.claim_writer.reserve(p.key, p.pod.metadata.uid, p.claims)
-        except (ClaimWriteError, KubeError) as exc:
-            why = exc.message if isinstance(exc, KubeError) else str(exc)
-            log.warning("not binding %s: writing its resourceclaims failed: %s", p.key, why)
-            self.claim_writer.release(p.key)
-            self._prebind_failed(p, "DynamicResources", why)
+    def _prebind(self, p: Placement) -> bool:
+        """The rules' PreBind, before the pod is bound: each record written by the writer of its
+        kind, in the rules' order. A write that fails undoes what the others wrote and sends the
+        pod back to the queue unbound, as kube-scheduler's Unreserve does."""
+        failed = self.writers.write(p.key, p.pod, p.node, p.writes)
+        if failed is not None:
+            self._prebind_failed(p, *failed)
             return False
         return True
 
@@ -464,61 +446,9 @@ class Binder:
         self.reporter.failed_scheduling(p.pod, f"running PreBind plugin \"{plugin}\": {why}", reason=SCHEDULER_ERROR)
         self.queue.requeue_error(p.key)
 
-    def _release_claims(self, key: str) -> None:
-        if self._claim_writer is not None and self._claim_writer.has_written(key):
-            self._claim_writer.release(key)
-
-    def _prebind_writes(self, p: Placement) -> bool:
-        """The rules' PreBind writes on the pod itself (``Plugin.prebind``), before it is bound: one
-        merge patch of its metadata per rule. A write that fails sends the pod back to the queue
-        unbound, as a failed PreBind does in kube-scheduler."""
-        ns, name = p.pod.metadata.namespace, p.pod.metadata.name
-        for plugin, write in p.writes:
-            metadata = {part: dict(values) for part, values in
-                        (("annotations", write.annotations), ("labels", write.labels)) if values}
-
-            def send() -> None:
-                self.api.patch_pod_metadata(ns, name, metadata)
-            try:
-                call_with_retries(send, what=f"PreBind {plugin} of {p.key}", backoffs=self.settings.backoffs,
-                                  sleep=self.clock.sleep, should_continue=self.is_leader)
-            except KubeError as exc:
-                log.warning("not binding %s: PreBind %s failed: %s", p.key, plugin, exc)
-                self._prebind_failed(p, plugin, exc.message)
-                return False
-        return True
-
-    def _prebind_volumes(self, p: Placement) -> bool:
-        """VolumeBinding's PreBind, before the pod is bound: each first-time claim's chosen volume
-        gets the claim as its claimRef, or the claim gets the node to provision for (its
-        ``volume.kubernetes.io/selected-node``). The PV controller and the provisioner finish
-        the binding; the kubelet waits for it. A write that fails sends the pod back to the
-        queue unbound (kube-scheduler unreserves it the same way)."""
-        for claim, volume, uid in p.volumes:
-            ns, _, name = claim.partition("/")
-            if volume is not None:
-                def write() -> None:
-                    self.api.reserve_volume(volume, ns, name, uid)
-                what = f"reserve volume {volume} for {claim}"
-            else:
-                def write() -> None:
-                    self.api.select_node(ns, name, p.node)
-                what = f"select node {p.node} for {claim}"
-            try:
-                call_with_retries(write, what=what, backoffs=self.settings.backoffs, sleep=self.clock.sleep,
-                                  should_continue=self.is_leader)
-            except KubeError as exc:
-                log.warning("not binding %s: %s failed: %s", p.key, what, exc)
-                self.cache.forget(p.key)
-                self.metrics.binds.labels(result="prebind-failed").inc()
-                self.queue.requeue_error(p.key)
-                return False
-        return True
-
     def _bound(self, p: Placement, sent: Optional[float] = None) -> None:
         bind_log.info("bound %s to %s", p.key, p.node)
-        if self._claim_writer is not None:
-            self._claim_writer.settled(p.key)
+        self.writers.settled(p.key)
         self.cache.set_state(p.key, BOUND)
         self.queue.done(p.key)
         self.metrics.binds.labels(result="bound").inc()

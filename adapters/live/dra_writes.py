@@ -43,11 +43,10 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from models.dra import EXTENDED_CLAIM_ANNOTATION, EXTENDED_CLAIM_ENTRY, AllocationResult, ResourceClaim, \
-    ResourceClaimSpec, ResourceClaimStatus, template_claim_name
+from models.dra import EXTENDED_CLAIM_ANNOTATION, EXTENDED_CLAIM_ENTRY, AllocationResult, ClaimUse, ResourceClaim, \
+    ResourceClaimSpec, ResourceClaimStatus, extended_claim, template_claim_name
 from models.objects import ObjectMeta
 
 from .errors import Conflict, KubeError, NotFound
@@ -84,31 +83,6 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
 class ClaimWriteError(Exception):
     """A claim cannot be written for the pod as decided (gone, made again, allocated other
     devices meanwhile): the pod goes back to the queue and is decided again."""
-
-
-@dataclass(frozen=True)
-class ClaimUse:
-    """One claim of a placed pod: ``allocation`` is what the window chose for it (the shape of
-    ``status.allocation``), None when the snapshot had it allocated already (then the pod is
-    only added to ``reservedFor``)."""
-
-    claim: str  # namespace/name
-    uid: str  # as the decision saw it ("" when unknown): a claim made again is not written
-    allocation: Optional[dict[str, Any]] = None
-    # A claim this scheduler makes (extended resources backed by DRA): the object to create
-    # (``claim`` is then its generateName), and the pod's ``requestMappings``.
-    create: Optional[dict[str, Any]] = None
-    mappings: tuple[dict[str, str], ...] = ()
-
-
-def extended_claim(namespace: str, pod_name: str, pod_uid: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """The ResourceClaim kube-scheduler creates for a pod's extended resources backed by DRA."""
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaim",
-            "metadata": {"generateName": template_claim_name(pod_name, EXTENDED_CLAIM_ENTRY), "namespace": namespace,
-                         "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
-                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid,
-                                              "controller": True, "blockOwnerDeletion": True}]},
-            "spec": spec}
 
 
 def _made_key(key: str) -> bool:

@@ -534,9 +534,9 @@ class Scheduler:
                 dropped_victims |= {v.key for v in unit.victims}
                 continue
             kept.append(unit)
-            for p in unit.placements:  # devices the window allocated stay taken until the watch shows them
-                if p.claims:
-                    self.cache.assume_claims(p.key, [(c.claim, c.allocation) for c in p.claims])
+            for p in unit.placements:  # what the PreBinds take (devices) stays taken until the watch shows it
+                if p.writes:
+                    self.binder.writers.assume(self.cache, p.key, p.writes)
         while dropped_victims:  # units counting on victims that nobody will evict now
             waiting = [u for u in kept if u.waits_for & dropped_victims]
             dropped_victims = set()

@@ -23,12 +23,10 @@ from collections import defaultdict
 from typing import Optional
 
 from models import ClusterSnapshot, Plan, Pod, pod_group_key
-from models.dra import EXTENDED_CLAIM_ANNOTATION, extended_request_mappings
 
 from solver.plugins import registry
 
 from .binder import BindUnit, Placement, Victim
-from .dra_writes import ClaimUse, extended_claim
 from .queue import QueuedPod
 
 
@@ -63,42 +61,10 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
     every_victim = {v.pod for v in plan.preemptions}
     victims_reach_out = any(_has_required_anti_affinity(pod_of(v)) for v in every_victim)
 
-    # What each pod's first-time claims take (VolumeBinding's PreBind writes it before the bind):
-    # (claim key, volume or None to provision, the claim's uid).
-    volumes_of: dict[str, list[tuple[str, Optional[str], str]]] = defaultdict(list)
-    for b in plan.volume_bindings:
-        claim = snapshot.pvc_by_key.get(b.claim)
-        volumes_of[b.pod].append((b.claim, b.volume, claim.metadata.uid if claim is not None else ""))
-
-    # What each pod's ResourceClaims take (DynamicResources' PreBind writes it before the bind):
-    # the window's allocation of a claim, or none for one the snapshot has allocated already.
-    allocated = {a.claim: a.allocation for a in plan.allocations}
-
-    def claims_of(pod: Pod, original: Pod) -> tuple[ClaimUse, ...]:
-        if not pod.spec.resource_claims:
-            return ()
-        uses = []
-        for pc in snapshot.pod_claims(pod):
-            if not (pc.needed and pc.key and pc.claim is not None):
-                continue
-            if pc.from_template and pc.claim.metadata.annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true":
-                # the claim kube-scheduler makes for extended resources backed by DRA: made in PreBind
-                requests = [r for r in pc.claim.spec.devices.requests if r.exactly is not None]
-                spec = {"devices": {"requests": [
-                    {"name": r.name, "exactly": {"deviceClassName": r.exactly.device_class_name,
-                                                 "allocationMode": "ExactCount", "count": r.exactly.count}}
-                    for r in requests if r.exactly is not None]}}
-                names = [r.name for r in requests]
-                uses.append(ClaimUse(pc.key, "", allocated.get(pc.key),
-                                     create=extended_claim(pod.metadata.namespace, pod.metadata.name,
-                                                           pod.metadata.uid or "", spec),
-                                     mappings=tuple(extended_request_mappings(original, names))))
-                continue
-            uses.append(ClaimUse(pc.key, pc.claim.metadata.uid or "", allocated.get(pc.key)))
-        return tuple(uses)
-
-    # The rules' PreBind writes on the pods (``Plugin.prebind``), given the node each goes to.
-    node_objects = {n.metadata.name: n for n in snapshot.nodes} if registry.PREBINDS else {}
+    # What the rules write before each pod is bound (``Plugin.prebind``, in registry order), given
+    # the pod, the pod as read and the node it goes to.
+    prebind = registry.prebinds(plan, snapshot)
+    node_objects = {n.metadata.name: n for n in snapshot.nodes}
     groups: dict[str, list[Placement]] = defaultdict(list)
     gangs: dict[str, Optional[str]] = {}
     for a in plan.assignments:
@@ -106,11 +72,9 @@ def form_units(plan: Plan, window: list[QueuedPod], snapshot: ClusterSnapshot) -
         gang = pod_group_key(pod)
         unit_key = f"gang:{gang}" if gang else a.pod
         gangs[unit_key] = gang
-        groups[unit_key].append(Placement(by_key[a.pod], pod, a.node, nominated=a.pod in nominated,
-                                          volumes=tuple(volumes_of.get(a.pod, ())),
-                                          claims=claims_of(pod, by_key[a.pod].pod),
-                                          writes=tuple(registry.prebind_writes(pod, node_objects[a.node]))
-                                          if a.node in node_objects else ()))
+        read = by_key[a.pod]
+        groups[unit_key].append(Placement(read, pod, a.node, nominated=a.pod in nominated,
+                                          writes=tuple(prebind(pod, read.pod, node_objects[a.node]))))
 
     units = []
     for unit_key, placements in groups.items():

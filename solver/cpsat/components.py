@@ -18,6 +18,7 @@ import numpy as np
 
 from ..context import PodClass
 from ..info import PodInfo
+from ..plugin_api import term_owners
 from ..plugins import registry
 from ..state import ClusterState, PodMatcher
 from .eviction import can_evict, top_preemptor
@@ -133,7 +134,7 @@ def components(
             if a.id != b.id and not graph.has_edge(a.id, b.id) and _couples(a, b, ties):
                 graph.add_edge(a.id, b.id)
     if state is not None and allow_preemption:
-        if state.anti_owners or any(c.rep.anti_affinity for c in classes):
+        if term_owners(state) or any(c.rep.anti_affinity for c in classes):
             graph.add_edges_from(_lifting_edges(classes, cand, on_node, state, allow_preemption))
     by_id = {c.id: c for c in classes}
     parts = [sorted((by_id[i] for i in comp), key=lambda c: c.id) for comp in nx.connected_components(graph)]

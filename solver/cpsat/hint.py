@@ -25,7 +25,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .. import interrupt
-from ..plugin_api import Coupling, HintsItself, PackingBook, PacksWhole, Relaxable
+from ..plugin_api import Coupling, HintsItself, PackingBook, PacksWhole, Relaxable, term_owners
 from ..plugins import registry
 from ..plugins.registry import per_node_state
 from ..plugins.registry import copies as room_copies, fits as room_fits
@@ -110,7 +110,8 @@ class _AntiBook:
 
     def __init__(self, wm: WindowModel) -> None:
         state = wm.state
-        terms = {t for c in wm.classes for t in c.rep.anti_affinity} | set(state.anti_owners)
+        held = term_owners(state)  # running pods' terms, with their owners per node
+        terms = {t for c in wm.classes for t in c.rep.anti_affinity} | set(held)
         self.ids: dict = {}
         self.size: dict = {}
         self.matching: dict = {}  # term -> pods matching it, per domain
@@ -125,7 +126,7 @@ class _AntiBook:
                 return np.bincount(ids[has], weights=per_node[has], minlength=len(values)).astype(np.int64)
 
             self.matching[t] = per_domain(state.match_counts(PodMatcher.of_term(t)))
-            owners = state.anti_owners.get(t)
+            owners = held.get(t)
             self.owning[t] = per_domain(owners) if owners is not None else np.zeros(len(values), dtype=np.int64)
         self.own = {c.id: c.rep.anti_affinity for c in wm.classes}
         self.hit_by = {c.id: tuple(t for t in terms if t.matches(c.rep.namespace, c.rep.labels, c.rep.ns_labels))
@@ -182,7 +183,7 @@ class _Packing:
         self.units = self._units(named_books)
         self.nodes, self.ubs = wm.cand, wm.ub  # per class, in the order of its variables
         self.taken = {c.id: np.zeros(len(self.nodes[c.id]), dtype=np.int64) for c in wm.classes}
-        self.book = _AntiBook(wm) if any(c.rep.anti_affinity for c in wm.classes) or state.anti_owners else None
+        self.book = _AntiBook(wm) if any(c.rep.anti_affinity for c in wm.classes) or term_owners(state) else None
 
     def _units(self, named_books: list[tuple[str, PackingBook]]
                ) -> list[tuple[int, float, int, int, list[tuple[PodClass, int]], Any]]:

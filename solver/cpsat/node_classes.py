@@ -35,7 +35,7 @@ import numpy as np
 from .. import interrupt
 from ..context import SchedulingContext
 from ..info import NodeList
-from ..plugin_api import Coupling
+from ..plugin_api import Coupling, kept_apart
 from ..plugins import registry
 from ..plugins.registry import copies as room_copies, fits as room_fits
 from ..plugins.registry import per_node_state  # volumes, devices: counted per node, which a class's aggregate cannot express
@@ -69,8 +69,9 @@ def not_eligible(ctx: SchedulingContext, allow_preemption: bool) -> Optional[str
     if HOSTNAME in keys:
         return "a rule reads the hostname label"
     state = ctx.state
-    if state.anti_owners or state.affinity_pods:
-        return "running pods hold inter-pod (anti-)affinity terms"
+    apart = kept_apart(state)  # a rule's book telling nodes apart (running pods' inter-pod terms)
+    if apart is not None:
+        return apart
     if ctx.claims:
         return "pods nominated outside the window keep room on their nodes (counted per node)"
     lowest_running = min((p for p, n in state.priorities.items() if n > 0), default=None)

@@ -30,7 +30,8 @@ def node_groups(wm: WindowModel) -> list[list[int]]:
     state = wm.state
     evicting = {n for _, n in wm.evict_pod.values()}
     coeff = {var.index: c for var, c in wm.level("score").terms}
-    counters = list(state._counters.values()) + list(state.anti_owners.values())
+    # (Held anti-affinity terms need no counter here: their owners' nodes are left out below.)
+    counters = list(state._counters.values())
     groups: dict[tuple, list[int]] = defaultdict(list)
     for n, entries in wm.by_node.items():
         if n in evicting:

@@ -51,7 +51,7 @@ import numpy as np
 from ..framework import SUCCESS, Status
 from ..info import NodeInfo, PodInfo
 from ..plugin_api import (Apart, Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
-                          GreedyHook, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, PodWrite, PostFilter, PreBind,
+                          GreedyHook, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, BindWrite, PostFilter, PreBind,
                           Prepare, Prune, KindRoom, WindowPart)
 from ..state import ClusterState
 from . import static_check
@@ -77,6 +77,8 @@ from .volumes.volume_zone.plugin import PLUGIN as volume_zone
 
 if TYPE_CHECKING:
     from models.objects import Node, Pod
+    from models.plan import Plan
+    from models.snapshot import ClusterSnapshot
 
 T = TypeVar("T")
 
@@ -351,14 +353,21 @@ def coupling(pod: PodInfo, state: Optional[ClusterState] = None) -> Coupling:
     return out
 
 
-def prebind_writes(pod: Pod, node: Node) -> list[tuple[str, PodWrite]]:
-    """What the rules write on ``pod`` before it is bound to ``node`` (plugin name, write)."""
-    out = []
-    for name, hook in PREBINDS:
-        write = hook(pod, node)
-        if write is not None:
-            out.append((name, write))
-    return out
+def prebinds(plan: Plan, snapshot: ClusterSnapshot) -> Callable[[Pod, Pod, Node], list[tuple[str, BindWrite]]]:
+    """Every rule's PreBind for the pods ``plan`` places, in ``PLUGINS`` order: given a pod as the
+    snapshot holds it, as read from the cluster and the node it goes to, what each rule writes
+    before the bind (plugin name, record)."""
+    hooks = [(name, make(plan, snapshot)) for name, make in PREBINDS]
+
+    def writes(pod: Pod, read: Pod, node: Node) -> list[tuple[str, BindWrite]]:
+        out = []
+        for name, hook in hooks:
+            write = hook(pod, read, node)
+            if write is not None:
+                out.append((name, write))
+        return out
+
+    return writes
 
 
 _derive()

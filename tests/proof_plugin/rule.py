@@ -7,10 +7,10 @@ from typing import Optional
 
 import numpy as np
 
-from models import Node, Pod
+from models import ClusterSnapshot, Node, Plan, Pod
 from solver.framework import SUCCESS, Status, unresolvable, unschedulable
 from solver.info import NodeInfo, PodInfo
-from solver.plugin_api import Book, ClusterState, Coupling, NodeByNode, PodWrite, ReplayView, StaticView
+from solver.plugin_api import Book, ClusterState, Coupling, NodeByNode, PodPreBind, PodWrite, ReplayView, StaticView
 
 NAME = "CrewRack"
 CREW = "proof.example.com/crew"  # pod annotation: the crew the pod belongs to
@@ -170,8 +170,12 @@ def check(replay: ReplayView) -> None:
             replay.report(f"{NAME}: crew {crew} runs on racks {shown}")
 
 
-def prebind(pod: Pod, node: Node) -> Optional[PodWrite]:
-    """Write the rack the crew pod got on it before it is bound."""
-    if not pod.metadata.annotations.get(CREW):
-        return None
-    return PodWrite(annotations={PLACED: node.metadata.labels.get(RACK, "")})
+def prebind(plan: Plan, snapshot: ClusterSnapshot) -> PodPreBind:
+    """Write the rack a crew pod got on it before it is bound (the plan itself is not read)."""
+
+    def rack_of(pod: Pod, read: Pod, node: Node) -> Optional[PodWrite]:
+        if not pod.metadata.annotations.get(CREW):
+            return None
+        return PodWrite(annotations={PLACED: node.metadata.labels.get(RACK, "")})
+
+    return rack_of

@@ -16,6 +16,7 @@ import solver.context as context
 from models import ClusterSnapshot, SchedulerConfig
 from models.snapshot import SnapshotDelta
 from models.objects import Pod
+from solver.plugins.inter_pod_affinity.book import term_book
 from solver.plugins.node_ports.book import ports_on
 from solver.context import build_context
 from solver.memory import SolverMemory
@@ -59,8 +60,8 @@ def _reading(ctx) -> dict:
         "pods_on": [list(p) for p in state.pods_on],  # in order: victims tie-break by it
         "ports": [dict(p) for p in ports_on(state)],
         "priorities": dict(state.priorities),
-        "anti": {t: c.tolist() for t, c in state.anti_owners.items()},
-        "affinity_pods": sorted(state.affinity_pods),
+        "anti": {t: c.tolist() for t, c in term_book(state).owners.items()},
+        "affinity_pods": sorted(term_book(state).scored),
         "web": state.match_counts(web).tolist(),
         "tier1": state.match_counts(tier1).tolist(),
         "bound": [p.key for p in ctx.bound],

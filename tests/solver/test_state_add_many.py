@@ -10,6 +10,7 @@ import pytest
 
 from models import SchedulerConfig
 from solver.plugins.volumes.volume_restrictions.book import volume_book
+from solver.plugins.inter_pod_affinity.book import term_book
 from solver.plugins.node_ports.book import ports_on
 from solver.context import build_context
 from solver.state import ClusterState, PodMatcher
@@ -30,8 +31,8 @@ def reading(state: ClusterState) -> tuple:
         list(state.where.items()),
         sorted(state.priorities.items()),
         [(k, list(c.items()), pod.key) for k, (pod, c) in state._groups.items()],
-        [(t, c.tolist()) for t, c in state.anti_owners.items()],
-        list(state.affinity_pods),
+        [(t, c.tolist()) for t, c in term_book(state).owners.items()],
+        list(term_book(state).scored),
         sorted(volume_book(state).claim_users.items()),
         state.match_counts(WEB).tolist(),
         sorted(set(state.touched)),

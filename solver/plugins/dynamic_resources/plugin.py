@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...plugin_api import PlanPart, Plugin
 from . import check, cycle, encode, filter, hold_for, plan
 from .hint import DeviceBook
+from .prebind import prebind
 from .room import DeviceRoom
 
 
@@ -26,4 +27,4 @@ def plan_output(ctx, placements, victims, engine_state):
 
 PLUGIN = Plugin(filter.NAME, filter=filter, cycle=cycle.cycle, encode=(encode.encode,), checks=(check.check,),
                 per_node_state=filter.uses_node_state, prepare=prepare, packing=DeviceBook,
-                plan_rank=plan.plan_rank, plan_output=plan_output, kind_room=DeviceRoom())
+                plan_rank=plan.plan_rank, plan_output=plan_output, kind_room=DeviceRoom(), prebind=prebind)

@@ -28,6 +28,7 @@ import numpy as np
 from ...framework import names
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
+from .book import term_book
 from .filter import AllTerms
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def check_anti_affinity(replay: Replay) -> None:
     term of either: the owner's term matching the other pod in the owner's domain."""
     state, placed = replay.final, replay.assigned
     owners: dict = defaultdict(list)
-    for index in sorted({int(n) for per_node in state.anti_owners.values() for n in np.flatnonzero(per_node)}):
+    for index in sorted({int(n) for per_node in term_book(state).owners.values() for n in np.flatnonzero(per_node)}):
         for pod in state.pods_on[index].values():  # only nodes holding some term's owner
             for term in pod.anti_affinity:
                 owners[term].append((pod, index))

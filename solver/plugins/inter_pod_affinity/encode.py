@@ -15,6 +15,7 @@ from ortools.sat.python import cp_model
 
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
+from .book import term_book
 from .filter import NAME, AllTerms
 from ..shared.preemption_rule import may_preempt
 
@@ -75,11 +76,12 @@ def prune(pod: PodInfo, state: ClusterState, can_evict) -> np.ndarray:
         for other, node in _running_matching(state, PodMatcher.of_term(term)):
             if ids[node] >= 0 and not can_evict(other):
                 ok &= ids != ids[node]
-    for term in state.anti_owners:
+    book = term_book(state)
+    for term in book.owners:
         if not term.matches(pod.namespace, pod.labels, pod.ns_labels):
             continue
         ids = state.domains(term.topology_key)[0]
-        for other, node in state.anti_owner_pods(term):
+        for other, node in book.owner_pods(state, term):
             if ids[node] >= 0 and not can_evict(other):
                 ok &= ids != ids[node]
     return ok
@@ -90,6 +92,7 @@ def encode(wm: WindowModel) -> AffinityEncoding:
     it to name every victim's preemptor), which the engine keeps."""
     enc = AffinityEncoding()
     state, m = wm.state, wm.model
+    book = term_book(state)
     classes = [c for c in wm.classes if wm.by_class.get(c.id)]
     anchoring = _Anchoring(wm, enc, classes, _support_components(wm, classes))
     for cls in classes:
@@ -119,12 +122,12 @@ def encode(wm: WindowModel) -> AffinityEncoding:
                     else:
                         m.add_implication(present, evict)
         # Running pods' anti-affinity terms that match this class: their domains need them gone.
-        for term in state.anti_owners:
+        for term in book.owners:
             if not term.matches(rep.namespace, rep.labels, rep.ns_labels):
                 continue
             ids = state.domains(term.topology_key)[0]
             owners_by_domain: dict[int, list] = {}
-            for other, node in state.anti_owner_pods(term):
+            for other, node in book.owner_pods(state, term):
                 if ids[node] >= 0:
                     owners_by_domain.setdefault(int(ids[node]), []).append(other)
             for d, own in wm.class_vars_by_domain(cls.id, term.topology_key).items():

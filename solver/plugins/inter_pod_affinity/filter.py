@@ -18,6 +18,7 @@ from ...info import NodeInfo, PodInfo
 from ...plugin_api import CodedCycle, NodeDryRun, StaticView
 from ...terms import AffinityTerm
 from ...state import ClusterState, PodMatcher
+from .book import term_book
 
 NAME = "InterPodAffinity"
 # A required affinity term has no matching pod in the node's domain (or the key is missing).
@@ -61,8 +62,9 @@ def prefilter(pod: PodInfo, state: ClusterState) -> AffinityCounts | None:
     """None when the pod has no required terms and no placed pod's anti-affinity can reach it."""
     existing = []
     blocked_by_key: dict[str, np.ndarray] = {}
-    for term in state.anti_terms_matching(pod):
-        ids, per_domain = _per_domain(state, term.topology_key, state.anti_owners[term])
+    book = term_book(state)
+    for term in book.terms_matching(pod):
+        ids, per_domain = _per_domain(state, term.topology_key, book.owners[term])
         blocked = blocked_by_key.get(term.topology_key)
         blocked_by_key[term.topology_key] = per_domain > 0 if blocked is None else blocked | (per_domain > 0)
     for key, blocked in blocked_by_key.items():
@@ -201,10 +203,11 @@ class AffinityOnNode:
         self.anti = [count for _, count in anti]
         # placed pods' anti-affinity terms matching the pod: owners in the node's domain
         self.existing: dict[AffinityTerm, int] = {}
-        for term in state.anti_terms_matching(pod):
+        book = term_book(state)
+        for term in book.terms_matching(pod):
             ids = state.domains(term.topology_key)[0]
             if ids[node] >= 0:
-                self.existing[term] = int(state.anti_owners[term][ids == ids[node]].sum())
+                self.existing[term] = int(book.owners[term][ids == ids[node]].sum())
         self._start = (tuple(tuple(c) for c in self.affinity), tuple(self.anti),
                        frozenset(self.existing.items()))
 

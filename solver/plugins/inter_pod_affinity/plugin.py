@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...plugin_api import Coupling, Plugin, Reads
 from . import check, encode, filter, score
+from .book import TermBook, term_book
 from .score_cache import InterPodPart
 
 
@@ -43,12 +44,12 @@ def coupling(pod, state):
     anti-affinity terms that match the pod (``state``)."""
     if pod.affinity or pod.anti_affinity:
         return Coupling.ACROSS
-    if state is not None and any(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in state.anti_owners):
+    if state is not None and any(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in term_book(state).owners):
         return Coupling.ACROSS
     return Coupling.NONE
 
 
 PLUGIN = Plugin(filter.NAME, score_cache=InterPodPart, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
-                checks=(check.check_anti_affinity, check.check_affinity),
+                checks=(check.check_anti_affinity, check.check_affinity), state=TermBook.make,
                 reads=Reads(pod_label_keys=pod_label_keys, node_label_keys=node_label_keys, topology_keys=topology_keys,
                             coupling=coupling))

@@ -13,7 +13,7 @@ kube-scheduler visits every pod when the incoming pod has preferred terms and on
 pod (anti-)affinity otherwise; the result is the same, because without incoming terms only
 the existing pods' own terms can contribute. The incoming pod's terms are evaluated with the
 per-node match counts the cluster state keeps (a bincount over the term's domains). The
-existing pods' terms are walked from ``state.affinity_pods``; equal terms of different pods
+existing pods' terms are walked from the plugin's book (``TermBook.scored``); equal terms of different pods
 (replicas) are interned once per snapshot, so each distinct term is matched against the
 incoming pod once, not once per pod.
 
@@ -33,6 +33,7 @@ from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
 from ...terms import AffinityTerm
 from ..helper import MAX_NODE_SCORE
+from .book import term_book
 
 if TYPE_CHECKING:
     from ...plugin_api import ScoreView as ScoreContext
@@ -133,7 +134,7 @@ def topology_weights(pod: PodInfo, state: ClusterState, sctx: "ScoreContext") ->
     hard_weight = sctx.scoring.hard_pod_affinity_weight
     pending: dict[str, tuple[list[int], list[int]]] = {}  # topology key -> (nodes, amounts)
     verdict: dict[int, bool] = {}  # this pod's verdicts by term id, without rehashing its labels
-    for key, existing in state.affinity_pods.items():
+    for key, existing in term_book(state).scored.items():
         items = interned.items(existing, hard_weight)
         if not items:
             continue

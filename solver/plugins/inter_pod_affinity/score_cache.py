@@ -13,6 +13,7 @@ import numpy as np
 from ...info import PodInfo
 from ...state import ClusterState
 from . import score
+from .book import term_book
 
 
 class InterPodPart:
@@ -23,7 +24,7 @@ class InterPodPart:
         return None
 
     def totals(self, pod: PodInfo, nodes: np.ndarray) -> Optional[np.ndarray]:
-        if not (pod.preferred_affinity or pod.preferred_anti_affinity or self.state.affinity_pods):
+        if not (pod.preferred_affinity or pod.preferred_anti_affinity or term_book(self.state).scored):
             return None
         scores = score.score(pod, nodes, self.state, self.sctx)
         return None if scores is None else self.weight * scores

@@ -8,6 +8,7 @@ import numpy as np
 from ....plugin_api import Coupling, PlanPart, Plugin, Reads
 from ....volume_catalog import VolumeCatalog
 from . import check, encode, filter, rules
+from .prebind import prebind
 
 
 def prune(pod, state, can_evict, window):
@@ -40,4 +41,5 @@ def coupling(pod, state):
 
 
 PLUGIN = Plugin(rules.NAME, prune=prune, prepare=prepare, couples=couples, filter=rules, cycle=filter.cycle, window_encode=(encode.encode,), checks=(check.check,),
-                per_node_state=rules.uses_node_state, reads=Reads(coupling=coupling), plan_output=plan_output)
+                per_node_state=rules.uses_node_state, reads=Reads(coupling=coupling), plan_output=plan_output,
+                prebind=prebind)
