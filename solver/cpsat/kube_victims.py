@@ -236,7 +236,7 @@ class _Judged:
 
 class PlanValues:
     """A plan (placements, victims) read as a solution's values (``plugin_api.Values``) of ``wm``:
-    x, evict and level; every other variable reads 0 (so no encoding may decode its own)."""
+    x, placed, evict and level; every other variable reads 0 (so no encoding may decode its own)."""
 
     def __init__(self, wm: WindowModel, placements: dict[str, int], victims: list[Victim]) -> None:
         ctx = wm.ctx
@@ -245,6 +245,12 @@ class PlanValues:
         for key, n in placements.items():
             counts[wm.class_of(ctx.window_pod(key)), n] += 1
         self.values: dict[int, int] = {var.index: counts.get(cn, 0) for cn, var in wm.x.items()}
+        per_class: dict[int, int] = defaultdict(int)
+        for (c, _), k in counts.items():
+            per_class[c] += k
+        for c, placed in wm.placed.items():  # placed[c] = sum of x[c, ·]: the placement level's terms
+            if not isinstance(placed, int):
+                self.values[placed.index] = per_class.get(c, 0)
         level_of = {v.pod.key: ctx.window_pod(v.preemptor).priority for v in victims}
         self.names = {v.pod.key: v.preemptor for v in victims}
         for key, evict in wm.evict.items():
@@ -260,8 +266,10 @@ class PlanValues:
 
 
 def _plan_vars(wm: WindowModel) -> list:
-    """The variables a ``PlanValues`` names: x, evict and the eviction levels (each once)."""
-    return list({v.index: v for v in [*wm.x.values(), *wm.evict.values(),
+    """The variables a ``PlanValues`` names: x, placed, evict and the eviction levels (each once).
+    ``placed`` is what ``placement_value`` reads: a plan without it would be worth nothing."""
+    placed = [v for v in wm.placed.values() if not isinstance(v, int)]
+    return list({v.index: v for v in [*wm.x.values(), *placed, *wm.evict.values(),
                                       *(lam for lv in wm.evict_level.values() for lam in lv.values())]}.values())
 
 

@@ -179,3 +179,31 @@ def test_a_lower_pod_takes_no_room_a_higher_one_freed_for_it() -> None:
     plan = schedule(snapshot, SOLVER)
     assert [(p.pod, p.preemptor) for p in plan.preemptions] == [("default/low", "default/mid")]
     assert validate(snapshot, plan, SOLVER) == []
+
+
+def test_a_repaired_plan_is_worth_what_it_places() -> None:
+    """A plan read back as the model's values (a repaired plan, an earlier solution) is weighed
+    against the solve's by the model's placement level, whose terms are each class's ``placed``
+    count: a plan that named only x and evict read as placing nothing, so a 10 s solve that cut
+    its way below greedy won over the better repaired plan kept on the way (contended-40n-s1065:
+    greedy's 19 in the lowest tier returned, where a repaired plan held 45)."""
+    from solver.cpsat import solve as cpsat
+    from solver.cpsat.decode import placement_value
+    from solver.cpsat.kube_victims import PlanValues, _plan_vars
+    from solver.scoring import ScoreContext
+
+    snapshot = _snapshot([("a", "5", 0), ("b", "3", 0)], [("q1", "4", 1000), ("q2", "2", 1000)])
+    ctx = build_context(snapshot, SOLVER)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    window, classes, alias = cpsat.model_classes(ctx)
+    cand, ubs = cpsat.candidates(ctx, classes, static, window, True)
+    weights = cpsat.tier_weights([p.priority for p in ctx.window])
+    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, True,
+                                                window, alias), [c for c in classes if len(cand[c.id])])
+    one = PlanValues(wm, {"default/q1": 0}, [])
+    both = PlanValues(wm, {"default/q1": 0, "default/q2": 0}, [])
+    assert 0 < placement_value(wm, one) < placement_value(wm, both)
+    assert placement_value(wm, both) == 2 * weights[1000]
+    # The recorded variables (an earlier solution, the next solve's hint) name the counts too.
+    placed = {v.index for v in wm.placed.values() if not isinstance(v, int)}
+    assert placed and placed <= {v.index for v in _plan_vars(wm)}
