@@ -21,7 +21,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
                         "with --kubeconfig/--context/--in-cluster, or as `kubectl cpsat`: the cluster is read)")
     add_cluster_options(parser)
     parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS",
-                        help="CP-SAT time limit per decision (config solver.timeLimitSeconds)")
+                        help="each decision's time limit, its context build and validation included (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers)")
     add_config_options(parser)
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default) or json")

@@ -117,7 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--engine", choices=ENGINES, default="cpsat",
                         help="cpsat (default) or greedy (kube-scheduler's scheduleOne, pod by pod)")
     parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS",
-                        help="CP-SAT time limit per window (config solver.timeLimitSeconds)")
+                        help="each window's time limit, its context build and validation included (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N",
                         help="CP-SAT worker threads (config solver.workers)")
     parser.add_argument("--bind-concurrency", type=positive_int, default=defaults.DEFAULT_BIND_CONCURRENCY,
