@@ -86,7 +86,9 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     The pods it bound (and that still run where it put them) are taken off their nodes and
     handed to the validator as a plan that puts them back: an overcommitted node, a broken
     affinity or spread constraint or a split gang produced by the live binds is reported,
-    one line each.
+    one line each. Kubernetes' own PodGroups are read as the live cache reads them: their
+    trees and own priority classes resolved (``_group_trees``), their members' entries of a
+    group-owned claim pointed at the group's claim (``models.group_claims``).
     """
     import solver
 
