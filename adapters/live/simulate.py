@@ -21,10 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO
 
 from models import Assignment, ClusterSnapshot, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
+from models.group_api import WorkloadTemplates
+from models.group_claims import group_claims, share_group_claims
+from models.snapshot import pod_group_key
 from models.workloads import CorePodGroup, Workload, workload_pod_groups
 
 from .binder import Placement, Victim
 from .convert import parse_object
+from .group_trees import GroupTrees, Resolved
 from .defaults import DEFAULT_ARRIVAL_RATE as DEFAULT_ARRIVAL_RATE  # re-exported
 from .api_client import KubeApi, configured_client
 from .options import LiveOptions
@@ -82,7 +86,9 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     The pods it bound (and that still run where it put them) are taken off their nodes and
     handed to the validator as a plan that puts them back: an overcommitted node, a broken
     affinity or spread constraint or a split gang produced by the live binds is reported,
-    one line each.
+    one line each. Kubernetes' own PodGroups are read as the live cache reads them: their
+    trees and own priority classes resolved (``_group_trees``), their members' entries of a
+    group-owned claim pointed at the group's claim (``models.group_claims``).
     """
     import solver
 
@@ -102,26 +108,45 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
             if bound.get(pod.key) == pod.spec.node_name and not pod.is_terminating:
                 replayed[pod.key] = pod.spec.node_name
                 model = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": ""})})
-        if isinstance(model, CorePodGroup):  # Kubernetes' own PodGroup, read into the one gang model
-            model = model.pod_group()
         parsed[kind].append(model)
     refs = {(p.metadata.namespace, r.name, r.pod_group, r.pod_group_replica_key)
             for p in parsed["Pod"] if (r := p.spec.workload_ref) is not None}
     workloads = [w for w in parsed["Workload"] if isinstance(w, Workload)]  # 1.35's (1.37's hold templates only)
-    groups = [*parsed["PodGroup"], *workload_pod_groups(workloads, refs)]
-    snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=parsed["Pod"], pdbs=parsed["PodDisruptionBudget"],
+    core, trees = _group_trees(parsed)
+    shared, made = group_claims(core, {t.key: t for t in parsed["ResourceClaimTemplate"]},
+                                {c.key: c for c in parsed["ResourceClaim"]})
+    groups = [*(g for g in parsed["PodGroup"] if not isinstance(g, CorePodGroup)),
+              *(trees.groups.get(g.key) or g.pod_group() for g in core if g.key not in trees.problems),
+              *workload_pod_groups(workloads, refs)]
+    snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=share_group_claims(parsed["Pod"], shared, pod_group_key),
+                                     pdbs=parsed["PodDisruptionBudget"],
                                      priority_classes=parsed["PriorityClass"], pod_groups=groups,
-                                     composite_groups=parsed["CompositePodGroup"],
+                                     composite_groups=trees.composites,
                                      pvcs=parsed["PersistentVolumeClaim"], pvs=parsed["PersistentVolume"],
                                      storage_classes=parsed["StorageClass"], csi_nodes=parsed["CSINode"],
                                      device_classes=parsed["DeviceClass"], resource_slices=parsed["ResourceSlice"],
-                                     resource_claims=parsed["ResourceClaim"],
+                                     resource_claims=[*parsed["ResourceClaim"], *made],
                                      resource_claim_templates=parsed["ResourceClaimTemplate"])
     left = [p.key for p in snapshot.pending_pods(config.scheduler_name) if p.key not in replayed]
     plan = Plan(assignments=tuple(Assignment(pod=k, node=n) for k, n in sorted(replayed.items())),
                 unschedulable=tuple(Unschedulable(pod=k, message="still pending") for k in sorted(left)),
                 stats=PlanStats(engine="live", status="REPLAY"))
     return solver.validate(snapshot, plan, config)
+
+
+def _group_trees(parsed: dict[str, list[Any]]) -> tuple[list[CorePodGroup], Resolved]:
+    """Kubernetes' own PodGroups of ``parsed``, and their trees and own priority classes resolved
+    as the live cache resolves them (``group_trees``: a dump's reader's code, a refused tree left
+    out, its pods left pending)."""
+    core = [g for g in parsed["PodGroup"] if isinstance(g, CorePodGroup)]
+    trees = GroupTrees()
+    for group in core:
+        trees.put_group(group.key, group)
+    for composite in parsed["CompositePodGroup"]:
+        trees.put_composite(composite.key, composite)
+    templates = [w for w in parsed["Workload"] if isinstance(w, WorkloadTemplates)]
+    classes = {c.metadata.name: c for c in parsed["PriorityClass"]}
+    return core, trees.resolve((), lambda: templates, lambda: classes)
 
 
 class Simulation:
