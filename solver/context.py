@@ -66,6 +66,8 @@ class SchedulingContext:
     # remainder, ``cpsat/lns``), with their nodes: in the state as running pods, yet still the
     # plan's placements, which the rules that judge a plan's pods as a group must count as such.
     settled: tuple[tuple[PodInfo, int], ...] = ()
+    # ``queue()``'s answer, with the window it was worked out for (never copied by ``replace``).
+    _queue: Optional[tuple[list[PodInfo], list[PodInfo]]] = field(default=None, init=False, repr=False)
 
     @property
     def num_nodes(self) -> int:
@@ -78,6 +80,19 @@ class SchedulingContext:
     def window_pod(self, key: str) -> PodInfo:
         """The window pod ``key`` (a KeyError when it is not one)."""
         return self._window_by_key[key]
+
+    def queue(self) -> list[PodInfo]:
+        """The window in kube-scheduler's queue order: ``window`` (PrioritySort) as each rule's
+        QueueSort reorders it, in ``PLUGINS`` order (a gang's members together). Greedy's pass and
+        the preemption replay that judges every plan both follow it. Worked out once per window."""
+        hit = self._queue
+        if hit is None or hit[0] is not self.window:
+            queue = list(self.window)
+            for sort in registry.QUEUE_SORTS:
+                queue = sort(self, queue)
+            hit = (self.window, queue)
+            self._queue = hit
+        return hit[1]
 
     def __post_init__(self) -> None:
         self._window_by_key = {p.key: p for p in self.window}

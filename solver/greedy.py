@@ -51,9 +51,9 @@ class GreedyResult:
 
 
 def queue_order(ctx: SchedulingContext, parts: list[GreedyPart]) -> list[PodInfo]:
-    """Priority first (the window's order); then as each rule's part orders it (coscheduling: a
-    gang's members together, at the place of its first member)."""
-    queue = list(ctx.window)
+    """kube-scheduler's queue (``SchedulingContext.queue``: priority first, then the rules'
+    QueueSort, e.g. a gang's members together), as each rule's part takes it in."""
+    queue = list(ctx.queue())
     for part in parts:
         queue = part.order(queue)
     return queue

@@ -224,6 +224,11 @@ class ContextView(Protocol):
 
     def pod(self, key: str) -> Optional[PodInfo]: ...
 
+    def queue(self) -> Sequence[PodInfo]:
+        """The window in kube-scheduler's queue order: ``window`` (priority, creation, name) as
+        the rules' QueueSort reorders it (``Plugin.queue_sort``)."""
+        ...
+
 
 class StaticView(Protocol):
     """The static filters' cached verdicts (``filtering.StaticFilters``)."""
@@ -721,12 +726,14 @@ OPEN = Gate()
 
 class GreedyPart:
     """A rule's part in one greedy pass over a window, beyond its filters (coscheduling's
-    queue order, PreFilter and Permit; the window guard of topology spread): a plugin's
+    PreFilter and Permit; the window guard of topology spread): a plugin's
     ``greedy`` hook makes one per pass, and greedy asks every part, in ``PLUGINS`` order. The
     defaults take no part."""
 
     def order(self, queue: list[PodInfo]) -> list[PodInfo]:
-        """The window's queue as this rule orders it (a gang's members together)."""
+        """The queue the pass takes (``SchedulingContext.queue``), as this rule sees it in: the
+        rule may note where its pods come (a tree's last pod); the order itself is the rules'
+        ``QueueSort``, which the preemption replay follows too."""
         return queue
 
     def gate(self, pod: PodInfo, state: ClusterState, result: PassResult) -> Gate:
@@ -789,6 +796,10 @@ class WindowPart:
 Trial = Callable[[PodInfo, np.ndarray], Optional[int]]
 # (context, state, static filters, trial) -> the rule's part in one greedy pass.
 GreedyHook = Callable[[ContextView, ClusterState, StaticView, Trial], GreedyPart]
+# kube-scheduler's QueueSort, as a rule reorders the window's queue (coscheduling: a gang's
+# members together): pure, so that greedy's pass and the preemption replay that judges every
+# plan follow the one queue (``SchedulingContext.queue``).
+QueueSort = Callable[[ContextView, list[PodInfo]], list[PodInfo]]
 
 
 class PostFilterOutcome(Protocol):
@@ -1055,7 +1066,10 @@ class Plugin:
     * ``nominations``: the room pods outside the window are nominated to (``NominationsHook``;
       one plugin at most gives it, DefaultPreemption);
     * ``greedy``: the rule's part in greedy's pass beyond its filter (``GreedyHook``:
-      coscheduling's queue order, PreFilter and Permit, topology spread's window guard);
+      coscheduling's PreFilter and Permit, topology spread's window guard);
+    * ``queue_sort``: how the rule reorders the window's queue (``QueueSort``, kube-scheduler's
+      QueueSort point: coscheduling's and a CompositePodGroup's members together), applied in
+      ``PLUGINS`` order over the window's priority order (``SchedulingContext.queue``);
     * ``packing``: the rule's state the packing hint counts exactly (``PackingBook``, made per
       window model): a class it counts is packed even though the rule keeps per-node state;
     * ``may_preempt``: whether a preemptor may evict a victim at all (DefaultPreemption's
@@ -1105,6 +1119,7 @@ class Plugin:
     kind_room: Optional[KindRoom] = None
     apart: Optional[Apart] = None
     greedy: Optional[GreedyHook] = None
+    queue_sort: Optional[QueueSort] = None
     postfilter: Optional[PostFilter] = None
     window: Optional[Callable[[ContextView], WindowPart]] = None
     packing: Optional[Callable[[EncodeModel], PackingBook]] = None

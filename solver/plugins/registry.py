@@ -28,6 +28,7 @@ them, in ``PLUGINS`` order. What the engines read:
 * ``KIND_ROOMS``: the rules' per-node room counted in kinds (devices), for provisioning;
   ``apart``: which pods the rules never let share a node (host ports), for provisioning;
 * ``GREEDY_PARTS``: each rule's part in greedy's pass beyond its filter (gangs, spread's guard);
+  ``QUEUE_SORTS``: the rules' QueueSort, in order (a gang's and a tree's pods together);
   ``POSTFILTER``: greedy's PostFilter (DefaultPreemption; None: no plugin gives one);
 * ``window_parts``: each rule's view of a whole window for CP-SAT (gang kinds), by plugin name;
 * ``PACKING_BOOKS``: the rules' state the packing hint counts exactly (devices), by plugin name;
@@ -51,7 +52,7 @@ import numpy as np
 from ..framework import SUCCESS, Status
 from ..info import NodeInfo, PodInfo
 from ..plugin_api import (Apart, Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
-                          GreedyHook, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, BindWrite, PostFilter, PreBind,
+                          GreedyHook, QueueSort, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, BindWrite, PostFilter, PreBind,
                           Prepare, Prune, KindRoom, WindowPart)
 from ..state import ClusterState
 from . import static_check
@@ -139,6 +140,7 @@ FINAL_CHECKS: tuple[Check, ...] = ()
 CAPACITY: tuple[Capacity, ...] = ()
 KIND_ROOMS: tuple[KindRoom, ...] = ()
 GREEDY_PARTS: tuple[GreedyHook, ...] = ()
+QUEUE_SORTS: tuple[QueueSort, ...] = ()
 POSTFILTER: PostFilter | None = None
 # (plugin name, hook): the books the packing hint counts exactly (devices).
 PACKING_BOOKS: tuple[tuple[str, Callable[[Any], PackingBook]], ...] = ()
@@ -164,7 +166,7 @@ def _derive() -> None:
     """Every list the engines read, from ``PLUGINS`` as it is now."""
     global STATIC_FILTERS, STATIC_NODE_NAMES, CYCLE_FILTERS, PRUNES, SCORE_PLUGINS, SCORE_PLUGIN_NAMES, SCORE_CACHE
     global FILTER_ENCODINGS, WINDOW_ENCODINGS, FILTER_ENCODERS, WINDOW_ENCODERS, COUPLERS, FINAL_CHECKS, CAPACITY
-    global GREEDY_PARTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_OUTPUTS, CROWDING, REPACK_KEEPS, PREPARES
+    global GREEDY_PARTS, QUEUE_SORTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_OUTPUTS, CROWDING, REPACK_KEEPS, PREPARES
     global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE, KIND_ROOMS, _APART
     STATIC_FILTERS = tuple(cast(StaticFilter, p.filter) for p in PLUGINS if p.static)
     STATIC_NODE_NAMES = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
@@ -186,6 +188,7 @@ def _derive() -> None:
     KIND_ROOMS = tuple(p.kind_room for p in PLUGINS if p.kind_room is not None)
     _APART = tuple(p.apart for p in PLUGINS if p.apart is not None)
     GREEDY_PARTS = tuple(p.greedy for p in PLUGINS if p.greedy is not None)
+    QUEUE_SORTS = tuple(p.queue_sort for p in PLUGINS if p.queue_sort is not None)
     POSTFILTER = _one([p.postfilter for p in PLUGINS if p.postfilter is not None])
     PACKING_BOOKS = tuple((p.name, p.packing) for p in PLUGINS if p.packing is not None)
     PLAN_RANKS = tuple(p.plan_rank for p in PLUGINS if p.plan_rank is not None)

@@ -207,3 +207,27 @@ def test_a_repaired_plan_is_worth_what_it_places() -> None:
     # The recorded variables (an earlier solution, the next solve's hint) name the counts too.
     placed = {v.index for v in wm.placed.values() if not isinstance(v, int)}
     assert placed and placed <= {v.index for v in _plan_vars(wm)}
+
+
+def test_a_gang_is_replayed_where_greedy_took_it_though_its_first_member_stays_pending() -> None:
+    """Found by the long property run: gang g1's first member (t0, priority 10) fits no node, so
+    its other member (t2, priority 0) takes its turn at t0's place, before t1 (priority 10): t2
+    takes n0's last pod slot, and t1 then evicts a running pod. The replay ordered only the
+    placed pods, so it put t2 after t1, found that t1 fit without evicting anything, and refused
+    greedy's own plan. Both now follow the one queue (``SchedulingContext.queue``)."""
+    from tests.builders import make_pod_group
+
+    nodes = [make_node("n0", cpu="1", pods=3)]
+    running = [make_pod(f"default/run{i}", cpu="100m", node="n0", priority=0) for i in range(2)]
+    pending = [
+        make_pod("default/t0", priority=10, group="g1", node_selector={"disk": "ssd"}, created=T0),
+        make_pod("default/t1", priority=10, created=T0 + timedelta(minutes=1)),
+        make_pod("default/t2", priority=0, group="g1", preemption_policy="Never", created=T0 + timedelta(minutes=2)),
+    ]
+    snapshot = make_snapshot(nodes, running + pending, pod_groups=[make_pod_group("default/g1", 1)])
+    for engine in ("greedy", "cpsat"):
+        plan = schedule(snapshot, SOLVER, engine=engine)
+        assert validate(snapshot, plan, SOLVER) == [], engine
+        assert {a.pod for a in plan.assignments} == {"default/t1", "default/t2"}, engine
+        assert len(plan.preemptions) == 1, engine
+    assert [p.key for p in build_context(snapshot, SOLVER).queue()] == ["default/t0", "default/t2", "default/t1"]

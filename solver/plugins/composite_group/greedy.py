@@ -32,22 +32,14 @@ class TreePass(GreedyPart):
         return above[-1] if above else None
 
     def order(self, queue: list[PodInfo]) -> list[PodInfo]:
-        if self.tree is None:
-            return queue
-        under: dict[str, list[PodInfo]] = {}
-        for pod in queue:
-            root = self._root(pod)
-            if root is not None:
-                under.setdefault(root, []).append(pod)
-        out: list[PodInfo] = []
-        for pod in queue:
-            root = self._root(pod)
-            if root is None:
-                out.append(pod)
-            elif root not in self.last_pod:
-                out.extend(under[root])
-                self.last_pod[root] = under[root][-1].key
-        return out
+        """The queue as it is (``together`` put each tree's pods together); each root's last pod
+        is noted, where its Permit runs."""
+        if self.tree is not None:
+            for pod in queue:
+                root = self._root(pod)
+                if root is not None:
+                    self.last_pod[root] = pod.key
+        return queue
 
     def settle(self, pod: PodInfo, state: ClusterState, result: PassResult) -> list[PodInfo]:
         root = self._root(pod)
@@ -95,3 +87,31 @@ def _take_back(pods: list[PodInfo], state: ClusterState, result: PassResult, mes
         else:
             kept.append(victim)
     result.victims = kept
+
+
+def together(ctx, queue: list[PodInfo]) -> list[PodInfo]:
+    """1.37's QueueSort for CompositePodGroups (``plugin_api.QueueSort``): every pod under one
+    root together in the queue, at its first pod's place."""
+    tree = Tree.of(ctx)
+    if tree is None:
+        return queue
+
+    def root(pod: PodInfo) -> Optional[str]:
+        above = tree.ancestors(pod.group) if pod.group is not None else []
+        return above[-1] if above else None
+
+    under: dict[str, list[PodInfo]] = {}
+    for pod in queue:
+        r = root(pod)
+        if r is not None:
+            under.setdefault(r, []).append(pod)
+    if not under:
+        return queue
+    out: list[PodInfo] = []
+    for pod in queue:
+        r = root(pod)
+        if r is None:
+            out.append(pod)
+        elif r in under:
+            out.extend(under.pop(r))
+    return out

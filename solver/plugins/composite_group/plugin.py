@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...plugin_api import Plugin
 from . import check, encode
-from .greedy import TreePass
+from .greedy import TreePass, together
 from ...group_tree import Tree
 
 NAME = "CompositePodGroup"
@@ -29,5 +29,5 @@ def couples(x):
     return (lambda y: y.tree == x.tree) if x.tree else None
 
 
-PLUGIN = Plugin(NAME, greedy=TreePass.of, window_encode=(encode.encode,), checks=(check.check,),
+PLUGIN = Plugin(NAME, greedy=TreePass.of, queue_sort=together, window_encode=(encode.encode,), checks=(check.check,),
                 prepare=prepare, couples=couples)

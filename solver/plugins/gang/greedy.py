@@ -66,19 +66,6 @@ class GangPass(GreedyPart):
     def _gang(self, pod: PodInfo) -> Optional[Gang]:
         return self.by_key.get(pod.group) if pod.group else None
 
-    def order(self, queue: list[PodInfo]) -> list[PodInfo]:
-        """Priority first (the queue's order); a gang's members together, at the place of its
-        first member (coscheduling)."""
-        out: list[PodInfo] = []
-        seen: set[str] = set()
-        for pod in queue:
-            if pod.group is None:
-                out.append(pod)
-            elif pod.group not in seen:
-                seen.add(pod.group)
-                out.extend(self.by_key[pod.group].members)
-        return out
-
     def gate(self, pod: PodInfo, state: ClusterState, result: PassResult) -> Gate:
         """The gang's minResources PreFilter (at its first member only), whether the pod is
         blocked, and a topology gang's domain (chosen at its first member)."""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ...plugin_api import Coupling, Plugin, Reads
-from . import check, min_resources, permit, preferred, topology
+from . import check, min_resources, permit, preferred, queue_sort, topology
 from .encoding import GangEncoding
 from .greedy import GangPass
 from .window import GangWindow
@@ -75,6 +75,6 @@ def coupling(pod, state):
     return Coupling.ACROSS if pod.group is not None else Coupling.NONE
 
 
-PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of, window=GangWindow.of, plan_rank=plan_rank, repack_keep=repack_keep,
+PLUGIN = Plugin(permit.NAME, prune=prune, couples=couples, greedy=GangPass.of, queue_sort=queue_sort.together, window=GangWindow.of, plan_rank=plan_rank, repack_keep=repack_keep,
                 window_encode=(encode,),
                 checks=(check.check, topology.check), reads=Reads(coupling=coupling))

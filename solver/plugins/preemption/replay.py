@@ -92,24 +92,12 @@ class KubeReplay:
                 f"(kube-scheduler evicts {names(v.key for v in turn.victims)} there)")
 
 
-def queue(window: Iterable[PodInfo], placed: Iterable[str]) -> list[PodInfo]:
-    """The placed window pods in kube-scheduler's queue order: the window's order (priority,
-    creation, name), a gang's members together at its first member's place."""
+def queue(ctx, placed: Iterable[str]) -> list[PodInfo]:
+    """The placed window pods in kube-scheduler's queue order (``ctx.queue()``: priority, creation,
+    name, then the rules' QueueSort, e.g. a gang's members together at its first member's place,
+    placed or not): the order greedy takes them in."""
     placed = set(placed)
-    pods = [p for p in window if p.key in placed]
-    members: dict[str, list[PodInfo]] = {}
-    for p in pods:
-        if p.group is not None:
-            members.setdefault(p.group, []).append(p)
-    out: list[PodInfo] = []
-    seen: set[str] = set()
-    for p in pods:
-        if p.group is None:
-            out.append(p)
-        elif p.group not in seen:
-            seen.add(p.group)
-            out.extend(members[p.group])
-    return out
+    return [p for p in ctx.queue() if p.key in placed]
 
 
 def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> KubeReplay:
@@ -125,7 +113,7 @@ def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> 
     window = frozenset(p.key for p in ctx.window)
     evicted: list[PodInfo] = []
     done: list[str] = []
-    order = queue(ctx.window, placements)
+    order = queue(ctx, placements)
     # A gang whose members the plan places protects its running members from the preemptors after
     # it (as greedy's Permit does: evicting one would take the gang below its minimum).
     last_member = {p.group: p.key for p in order if p.group is not None}
