@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO
 
-from models import Assignment, ClusterSnapshot, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
+from models import Assignment, ClusterSnapshot, InputError, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
 from models.group_api import WorkloadTemplates
 from models.group_claims import group_claims, share_group_claims
 from models.snapshot import pod_group_key
@@ -55,6 +55,8 @@ _VOLCANO_API = "scheduling.volcano.sh/v1beta1"
 _GANG_APIS_1_36 = (f"{_GANG_GROUP}/v1alpha2", f"{_GANG_GROUP}/v1alpha1", _VOLCANO_API)
 _GANG_APIS_1_37 = (f"{_GANG_GROUP}/v1beta1", f"{_GANG_GROUP}/v1alpha3", _VOLCANO_API)
 _NEWER_VERSIONS = (f"{_GANG_GROUP}/v1beta1", f"{_GANG_GROUP}/v1alpha3")
+# The version each release's PodGroups are stored in here (the first of its gang APIs).
+_POD_GROUP_VERSIONS = ("v1beta1", "v1alpha2")
 # Fields the API server sets; a pod submitted again must not carry them.
 _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "deletionTimestamp",
                "deletionGracePeriodSeconds", "selfLink")
@@ -116,6 +118,23 @@ def served_gang_apis(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
               if o.get("apiVersion") == relabel and o.get("kind") in ("PodGroup", "Workload") else o
               for o in objects]
     return stored, _GANG_APIS_1_37
+
+
+def check_gang_api(asked: Optional[str], gang_apis: tuple[str, ...], snapshot: str) -> None:
+    """`--gang-api` beside `--simulate`: the PodGroup version asked for must be the one the
+    in-memory server stores this snapshot's PodGroups in (`served_gang_apis`: v1beta1 for a 1.37
+    snapshot, v1alpha2 for 1.36's); any other is an InputError naming both, as against a cluster
+    that does not serve it, rather than a run whose gangs all wait for a PodGroup never listed."""
+    if asked is None:
+        return
+    served = next(api.rpartition("/")[2] for api in gang_apis
+                  if api.startswith(f"{_GANG_GROUP}/") and api.rpartition("/")[2] in _POD_GROUP_VERSIONS)
+    if asked != served:
+        release = "1.37" if gang_apis == _GANG_APIS_1_37 else "1.36"
+        raise InputError(snapshot, "--gang-api",
+                         f"{_GANG_GROUP}/{asked} is not served by the simulated server, which serves this snapshot's"
+                         f" PodGroups in {_GANG_GROUP}/{served} (Kubernetes {release}'s); drop --gang-api or pick"
+                         f" {served}")
 
 
 def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str], config: SchedulerConfig) -> list[str]:
@@ -207,8 +226,10 @@ class Simulation:
 
     def __init__(self, objects: list[dict[str, Any]], config: SchedulerConfig, options: LiveOptions, *,
                  arrival_rate: float = DEFAULT_ARRIVAL_RATE, duration: Optional[float] = None,
-                 out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
+                 out: Optional[TextIO] = None, stop: Optional[threading.Event] = None,
+                 gang_api: Optional[str] = None) -> None:
         self.config = config
+        self.gang_api = gang_api  # the PodGroup version --gang-api asked for (check_gang_api), else None
         self.options = options
         self.arrival_rate = arrival_rate
         self.duration = duration
@@ -261,6 +282,7 @@ class Simulation:
                                kubelet_grace_seconds=KUBELET_GRACE_SECONDS, resourceclaim_controller=True,
                                gang_apis=self.gang_apis).start()
         api = KubeApi(configured_client(server.client_configuration()))
+        api.gang_api = self.gang_api
         scheduler = Scheduler(api, self.config, self.options, on_bound=self._bound, on_evicted=self._evicted,
                               on_unschedulable=self._unschedulable)
         nodes = sum(1 for o in self.preload if o.get("kind") == "Node")
