@@ -81,7 +81,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
     parser.add_argument("--gang-api", metavar="VERSION", default="auto",
                         help="the scheduling.k8s.io version to watch and write PodGroups in (v1beta1, v1alpha3,"
-                             " v1alpha2; default auto: the newest the server serves)")
+                             " v1alpha2; default auto: the newest the server serves; with --simulate, the one the"
+                             " snapshot's PodGroups are served in)")
     parser.add_argument("--scheduler-name", metavar="NAME",
                         help="take pods whose spec.schedulerName is NAME (default: the config's, cpsat-scheduler)")
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")

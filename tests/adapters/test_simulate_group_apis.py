@@ -175,3 +175,31 @@ def test_simulate_gang_api_not_served_for_the_dump_is_exit_2(capsys: pytest.Capt
             "this snapshot's PodGroups in scheduling.k8s.io/v1beta1 (Kubernetes 1.37's)") in err
     status, out, err = simulate(COMPOSITE, capsys, "--gang-api", "v1beta1")
     assert status == 0 and "bound 4 pod(s)" in out
+
+
+def test_the_in_memory_claim_controller_makes_the_groups_claim_and_none_for_its_members() -> None:
+    """KEP-5729 as the simulation plays it: the v1beta1 PodGroup's entry gets one claim, owned by
+    the group and named in its status; the members' matching entries get none of their own."""
+    objects, apis = served_gang_apis(objects_of(GANGS / "group-claims.yaml"))
+    server = FakeApiServer(objects, gang_apis=apis, kubelet=False, resourceclaim_controller=True).start()
+    try:
+        group_key = "podgroups.v1beta1.scheduling.k8s.io"
+
+        def statuses() -> list[dict[str, Any]]:
+            group = server.store.peek(group_key, "ml", "allreduce") or {}
+            return list((group.get("status") or {}).get("resourceClaimStatuses") or [])
+
+        assert wait_for(lambda: statuses(), timeout=5.0)
+        [status] = statuses()
+        assert status["name"] == "fabric" and status["resourceClaimName"].startswith("allreduce-fabric-")
+        claim = server.store.peek("resourceclaims", "ml", status["resourceClaimName"])
+        assert claim is not None
+        assert claim["metadata"]["annotations"]["resource.kubernetes.io/podgroup-claim-name"] == "fabric"
+        assert [(r["kind"], r["name"]) for r in claim["metadata"]["ownerReferences"]] == [("PodGroup", "allreduce")]
+        made = [c["metadata"]["name"] for c in server.store.list("resourceclaims", "ml")]
+        assert made == [status["resourceClaimName"]]  # none per member
+        for name in ("allreduce-0", "allreduce-1"):
+            member = server.store.peek("pods", "ml", name) or {}
+            assert not (member.get("status") or {}).get("resourceClaimStatuses")
+    finally:
+        server.stop()
