@@ -365,9 +365,18 @@ class ResourceClaimController:
     (both parts cut in proportion past 57 characters), owned by the pod (``controller: true``),
     annotated ``resource.kubernetes.io/pod-claim-name: <entry>`` — and the entry in its
     ``status.resourceClaimStatuses``. A template created later is looked for again then.
+
+    1.37's group-owned claims (KEP-5729): a v1beta1 PodGroup's ``spec.resourceClaims`` entry
+    naming a template gets one claim, named ``<group>-<entry>-`` and the five characters, owned
+    by the group, annotated ``resource.kubernetes.io/podgroup-claim-name: <entry>``, and named in
+    the group's ``status.resourceClaimStatuses``. A member's entry of the same name and template
+    is the group's: no claim of its own is made for it (the scheduler points it at the group's).
     Nothing is deallocated or deleted. Off unless the server is asked for it."""
 
     POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
+    GROUP_CLAIM_NAME = "resource.kubernetes.io/podgroup-claim-name"
+    # Where 1.37's PodGroups are stored (resources.PODGROUPS_V1BETA1): the only ones owning claims.
+    GROUPS = "podgroups.v1beta1.scheduling.k8s.io"
     ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
     def __init__(self, store: Store, timers: Timers, *, delay: float = 0.02) -> None:
@@ -381,24 +390,35 @@ class ResourceClaimController:
         if is_terminating(pod):
             return False
         made = {s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
-        return any(e.get("resourceClaimTemplateName") and e.get("name") not in made
+        return any(e.get("resourceClaimTemplateName") and e.get("name") not in made and not self._groups(pod, e)
                    for e in (pod.get("spec") or {}).get("resourceClaims") or [])
+
+    def _groups(self, pod: dict[str, Any], entry: dict[str, Any]) -> bool:
+        """Whether `entry` of `pod` is its PodGroup's: the group lists one of the same name and template."""
+        group_name = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        if not group_name:
+            return False
+        group = self._store.peek(self.GROUPS, pod["metadata"].get("namespace", ""), group_name)
+        return group is not None and any(
+            e.get("name") == entry.get("name") and e.get("resourceClaimTemplateName") == entry["resourceClaimTemplateName"]
+            for e in (group.get("spec") or {}).get("resourceClaims") or [])
 
     def on_change(self, key: str, type_: str, obj: dict[str, Any], prev: dict[str, Any] | None) -> None:
         if type_ == DELETED:
             return
-        if key == "pods" and self._wanted(obj):
-            self._later(obj)
+        if key in ("pods", self.GROUPS) and self._wanted(obj):
+            self._later(key, obj)
         elif key == "resourceclaimtemplates":
             namespace = obj["metadata"].get("namespace", "")
-            for pod in list(self._store.items("pods", namespace)):
-                if self._wanted(pod):
-                    self._later(pod)
+            for owners in (self.GROUPS, "pods"):  # a group's claim before its members' own
+                for owner in list(self._store.items(owners, namespace)):
+                    if self._wanted(owner):
+                        self._later(owners, owner)
 
-    def _later(self, pod: dict[str, Any]) -> None:
-        m = pod["metadata"]
+    def _later(self, key: str, owner: dict[str, Any]) -> None:
+        m = owner["metadata"]
         uid, namespace, name = m.get("uid", ""), m.get("namespace", ""), m["name"]
-        self._timers.call_later(self.delay, lambda: self._make(uid, namespace, name))
+        self._timers.call_later(self.delay, lambda: self._make(key, uid, namespace, name))
 
     def _claim_name(self, pod: str, entry: str) -> str:
         base, limit = f"{pod}-{entry}-", 57
@@ -408,16 +428,20 @@ class ResourceClaimController:
         n = next(self._names)
         return base + "".join(self.ALPHABET[(n * 7 + i * 11) % len(self.ALPHABET)] for i in range(5))
 
-    def _make(self, uid: str, namespace: str, name: str) -> None:
+    def _make(self, key: str, uid: str, namespace: str, name: str) -> None:
+        """The claims of owner `name` (a pod, or a PodGroup when `key` is GROUPS) not made yet."""
         with self._store.lock:
-            pod = self._store.peek("pods", namespace, name)
+            pod = self._store.peek(key, namespace, name)
             if pod is None or pod["metadata"].get("uid") != uid or not self._wanted(pod):
                 return
+            is_group = key == self.GROUPS
+            annotation = self.GROUP_CLAIM_NAME if is_group else self.POD_CLAIM_NAME
+            owner_ref = {"apiVersion": pod.get("apiVersion", "v1"), "kind": pod.get("kind", "Pod")}
             statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
             made = {s.get("name") for s in statuses}
             for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
                 template_name = entry.get("resourceClaimTemplateName")
-                if not template_name or entry.get("name") in made:
+                if not template_name or entry.get("name") in made or self._groups(pod, entry):
                     continue
                 template = self._store.peek("resourceclaimtemplates", namespace, template_name)
                 if template is None:
@@ -429,8 +453,8 @@ class ResourceClaimController:
                     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                     "metadata": {"name": claim_name, "namespace": namespace,
                                  "labels": dict(extra.get("labels") or {}),
-                                 "annotations": {**(extra.get("annotations") or {}), self.POD_CLAIM_NAME: entry["name"]},
-                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
+                                 "annotations": {**(extra.get("annotations") or {}), annotation: entry["name"]},
+                                 "ownerReferences": [{**owner_ref, "name": name, "uid": uid,
                                                       "controller": True, "blockOwnerDeletion": True}],
                                  "creationTimestamp": now_rfc3339()},
                     "spec": copy.deepcopy(body.get("spec") or {})})
@@ -439,4 +463,4 @@ class ResourceClaimController:
                 return
             pod = copy.deepcopy(pod)
             pod.setdefault("status", {})["resourceClaimStatuses"] = statuses
-            self._store.update("pods", pod)
+            self._store.update(key, pod)

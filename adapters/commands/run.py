@@ -81,7 +81,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
     parser.add_argument("--gang-api", metavar="VERSION", default="auto",
                         help="the scheduling.k8s.io version to watch and write PodGroups in (v1beta1, v1alpha3,"
-                             " v1alpha2; default auto: the newest the server serves)")
+                             " v1alpha2; default auto: the newest the server serves; with --simulate, the one the"
+                             " snapshot's PodGroups are served in)")
     parser.add_argument("--scheduler-name", metavar="NAME",
                         help="take pods whose spec.schedulerName is NAME (default: the config's, cpsat-scheduler)")
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
@@ -285,7 +286,7 @@ def _run_cluster(args: argparse.Namespace, config: Any, options: Any, stop: thre
 def _simulate(args: argparse.Namespace, config: Any, options: Any, stop: threading.Event,
               interrupted: threading.Event) -> int:
     from adapters.apiserver import flatten
-    from adapters.live.simulate import Simulation
+    from adapters.live.simulate import Simulation, check_gang_api
     from adapters.snapshot_io import read_documents, read_snapshot
 
     max_bytes = config.limits.max_snapshot_bytes
@@ -295,8 +296,13 @@ def _simulate(args: argparse.Namespace, config: Any, options: Any, stop: threadi
     objects = flatten(d for d in read_documents(args.simulate, max_bytes=max_bytes) if isinstance(d, dict))
     if interrupted.is_set():
         return EXIT_INTERRUPTED
+    try:
+        asked = gang_api.parse_choice(args.gang_api)
+    except ValueError as exc:
+        raise InputError(args.simulate, "--gang-api", str(exc)) from None
     simulation = Simulation(objects, config, options, arrival_rate=args.arrival_rate, duration=args.duration,
-                            out=sys.stdout, stop=stop)
+                            out=sys.stdout, stop=stop, gang_api=asked)
+    check_gang_api(asked, simulation.gang_apis, args.simulate)  # before the server starts: nothing to undo
     result = simulation.run()
     if interrupted.is_set():
         return EXIT_INTERRUPTED  # what was decided is on stdout already; a summary of half a run is not

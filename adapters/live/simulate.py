@@ -7,6 +7,11 @@ server's own create path, admission included) and runs the unchanged scheduler a
 over HTTP with the official client — the very code that runs in a cluster. Bindings,
 evictions and unschedulable pods are printed as they happen.
 
+The server serves the gang APIs of the snapshot's Kubernetes release (``served_gang_apis``):
+1.36's by default, 1.37's (``scheduling.k8s.io/v1beta1`` and ``v1alpha3``) when the snapshot
+holds a PodGroup, Workload or CompositePodGroup of those versions, so the scheduler reads the
+groups in the version it would pick on that cluster.
+
 It ends by itself once every pod has arrived and nothing is left to do (every remaining pod
 is unschedulable), or after `--duration`. At the end the final state is replayed through the
 plan validator: every pod this scheduler bound, on its node, must pass every hard rule.
@@ -20,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, TextIO
 
-from models import Assignment, ClusterSnapshot, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
+from models import Assignment, ClusterSnapshot, InputError, Plan, PlanStats, Pod, SchedulerConfig, Unschedulable
 from models.group_api import WorkloadTemplates
 from models.group_claims import group_claims, share_group_claims
 from models.snapshot import pod_group_key
@@ -40,6 +45,18 @@ SETTLE_SECONDS = 0.5
 # How long the simulated kubelet takes to start a bound pod and to stop a deleted one (seconds).
 KUBELET_START_SECONDS = 0.05
 KUBELET_GRACE_SECONDS = 0.5
+# Kubernetes' own gang API (``adapters.gang_api``) and what the in-memory server serves of it
+# (``adapters.apiserver.resources``): a 1.36 server's v1alpha2 PodGroup and v1alpha1 Workload, or
+# a 1.37 server's v1beta1 PodGroup and Workload with v1alpha3 (CompositePodGroup). Volcano's
+# PodGroup CRD beside either.
+_GANG_GROUP = "scheduling.k8s.io"
+_GANG_KINDS = frozenset({"PodGroup", "Workload", "CompositePodGroup"})
+_VOLCANO_API = "scheduling.volcano.sh/v1beta1"
+_GANG_APIS_1_36 = (f"{_GANG_GROUP}/v1alpha2", f"{_GANG_GROUP}/v1alpha1", _VOLCANO_API)
+_GANG_APIS_1_37 = (f"{_GANG_GROUP}/v1beta1", f"{_GANG_GROUP}/v1alpha3", _VOLCANO_API)
+_NEWER_VERSIONS = (f"{_GANG_GROUP}/v1beta1", f"{_GANG_GROUP}/v1alpha3")
+# The version each release's PodGroups are stored in here (the first of its gang APIs).
+_POD_GROUP_VERSIONS = ("v1beta1", "v1alpha2")
 # Fields the API server sets; a pod submitted again must not carry them.
 _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "deletionTimestamp",
                "deletionGracePeriodSeconds", "selfLink")
@@ -78,6 +95,46 @@ def _as_submitted(pod: dict[str, Any]) -> dict[str, Any]:
 def _creation_order(pod: dict[str, Any]) -> tuple:
     meta = pod.get("metadata") or {}
     return (str(meta.get("creationTimestamp") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def served_gang_apis(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """The gang APIs the in-memory server serves for `objects`, and `objects` as it stores them.
+
+    A snapshot with a 1.37 group object (a ``scheduling.k8s.io`` PodGroup, Workload or
+    CompositePodGroup in ``v1beta1`` or ``v1alpha3``) is served as a 1.37 server serves it: v1beta1
+    PodGroups and Workloads, v1alpha3 CompositePodGroups. A real server keeps one object and
+    serves it in every version it has on, so the scheduler reads each PodGroup and Workload in
+    v1beta1 whatever version it was dumped in; the in-memory server keeps one storage per
+    version, so a v1alpha3 PodGroup or Workload is stored as v1beta1 (the two read alike). 1.37
+    no longer serves v1alpha2 PodGroups: such objects in a 1.37 snapshot are not loaded (the
+    server says so on stderr) and their pods wait, as on that cluster. Any other snapshot is
+    served 1.36's versions, as before.
+    """
+    newer = any(o.get("kind") in _GANG_KINDS and o.get("apiVersion") in _NEWER_VERSIONS for o in objects)
+    if not newer:
+        return objects, _GANG_APIS_1_36
+    relabel = f"{_GANG_GROUP}/v1alpha3"
+    stored = [{**o, "apiVersion": f"{_GANG_GROUP}/v1beta1"}
+              if o.get("apiVersion") == relabel and o.get("kind") in ("PodGroup", "Workload") else o
+              for o in objects]
+    return stored, _GANG_APIS_1_37
+
+
+def check_gang_api(asked: Optional[str], gang_apis: tuple[str, ...], snapshot: str) -> None:
+    """`--gang-api` beside `--simulate`: the PodGroup version asked for must be the one the
+    in-memory server stores this snapshot's PodGroups in (`served_gang_apis`: v1beta1 for a 1.37
+    snapshot, v1alpha2 for 1.36's); any other is an InputError naming both, as against a cluster
+    that does not serve it, rather than a run whose gangs all wait for a PodGroup never listed."""
+    if asked is None:
+        return
+    served = next(api.rpartition("/")[2] for api in gang_apis
+                  if api.startswith(f"{_GANG_GROUP}/") and api.rpartition("/")[2] in _POD_GROUP_VERSIONS)
+    if asked != served:
+        release = "1.37" if gang_apis == _GANG_APIS_1_37 else "1.36"
+        raise InputError(snapshot, "--gang-api",
+                         f"{_GANG_GROUP}/{asked} is not served by the simulated server, which serves this snapshot's"
+                         f" PodGroups in {_GANG_GROUP}/{served} (Kubernetes {release}'s); drop --gang-api or pick"
+                         f" {served}")
 
 
 def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str], config: SchedulerConfig) -> list[str]:
@@ -149,13 +206,30 @@ def _group_trees(parsed: dict[str, list[Any]]) -> tuple[list[CorePodGroup], Reso
     return core, trees.resolve((), lambda: templates, lambda: classes)
 
 
+# The kinds the final state is replayed with (``final_state_violations``).
+_REPLAYED_KINDS = frozenset({"Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "Workload",
+                             "CompositePodGroup", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
+                             "CSINode", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+
+
+def _final_listing(server: Any) -> list[dict[str, Any]]:
+    """Every object of a replayed kind the server stores, from every resource it serves: each
+    gang API's storage too (scheduler-plugins', Volcano's, Kubernetes' own in the versions served),
+    so the replay sees the groups the scheduler read. Each object keeps its apiVersion, which
+    tells apart the kinds two APIs name alike (PodGroup)."""
+    keys = list(dict.fromkeys(r.key for r in server.registry.resources if r.kind in _REPLAYED_KINDS))
+    return [o for key in keys for o in server.store.list(key)]
+
+
 class Simulation:
     """One simulated run; `run()` blocks until it ends and returns what happened."""
 
     def __init__(self, objects: list[dict[str, Any]], config: SchedulerConfig, options: LiveOptions, *,
                  arrival_rate: float = DEFAULT_ARRIVAL_RATE, duration: Optional[float] = None,
-                 out: Optional[TextIO] = None, stop: Optional[threading.Event] = None) -> None:
+                 out: Optional[TextIO] = None, stop: Optional[threading.Event] = None,
+                 gang_api: Optional[str] = None) -> None:
         self.config = config
+        self.gang_api = gang_api  # the PodGroup version --gang-api asked for (check_gang_api), else None
         self.options = options
         self.arrival_rate = arrival_rate
         self.duration = duration
@@ -163,6 +237,7 @@ class Simulation:
         self.stop_event = stop or threading.Event()
         name = config.scheduler_name
         streamed = arrival_rate > 0
+        objects, self.gang_apis = served_gang_apis(objects)
         self.arrivals = sorted((o for o in objects if streamed and _is_pending_pod_of(o, name)), key=_creation_order)
         self.preload = [o for o in objects if not (streamed and _is_pending_pod_of(o, name))]
         # the arriving pods' namespaces must exist before they do, as in a real cluster
@@ -204,8 +279,10 @@ class Simulation:
         from adapters.apiserver.errors import ApiError
 
         server = FakeApiServer(self.preload, kubelet_start_seconds=KUBELET_START_SECONDS,
-                               kubelet_grace_seconds=KUBELET_GRACE_SECONDS, resourceclaim_controller=True).start()
+                               kubelet_grace_seconds=KUBELET_GRACE_SECONDS, resourceclaim_controller=True,
+                               gang_apis=self.gang_apis).start()
         api = KubeApi(configured_client(server.client_configuration()))
+        api.gang_api = self.gang_api
         scheduler = Scheduler(api, self.config, self.options, on_bound=self._bound, on_evicted=self._evicted,
                               on_unschedulable=self._unschedulable)
         nodes = sum(1 for o in self.preload if o.get("kind") == "Node")
@@ -213,7 +290,7 @@ class Simulation:
         if self.out is not None:
             self.out.write(f"simulating {server.url}: {nodes} nodes; {preloaded} pending pods for "
                            f"{self.config.scheduler_name} at the start, {len(self.arrivals)} arriving at "
-                           f"{self.arrival_rate:g}/s\n")
+                           f"{self.arrival_rate:g}/s; serving {', '.join(self._gang_versions())}\n")
         try:
             scheduler.start()
             scheduler.wait_synced(10.0)
@@ -227,15 +304,16 @@ class Simulation:
         finally:
             scheduler.stop()
             self.result.elapsed = time.monotonic() - self._t0
-            objects = [o for key in ("nodes", "pods", "poddisruptionbudgets", "priorityclasses", "podgroups",
-                                     "persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes",
-                                     "deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
-                       for o in server.store.list(key)]
+            objects = _final_listing(server)
             api.close()
             server.stop()
         if not self.options.dry_run:
             self.result.violations = final_state_violations(objects, self.result.bound, self.config)
         return self.result
+
+    def _gang_versions(self) -> list[str]:
+        """What the header line names of the served gang APIs: `scheduling.k8s.io/v1beta1, ...`."""
+        return [api for api in self.gang_apis if api != _VOLCANO_API]
 
     def _feed(self, server: Any, request_cls: Any, api_error: Any) -> None:
         try:
