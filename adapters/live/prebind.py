@@ -67,14 +67,25 @@ class BindWriter(Protocol[R]):
         ...
 
 
-class PodMetadataWriter:
-    """``PodWrite``: one merge patch of the pod's metadata (annotations, labels)."""
+class _KeepsNothing:
+    """A writer whose writes the cache need not hold and no Unreserve undoes (the API server
+    keeps them, and what they point at is released by their owner)."""
 
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
 
-    def assume(self, cache: ClusterCache, key: str, record: PodWrite) -> None:
+    def assume(self, cache: ClusterCache, key: str, record: Any) -> None:
         return None
+
+    def unreserve(self, key: str) -> None:
+        return None
+
+    def settled(self, key: str) -> None:
+        return None
+
+
+class PodMetadataWriter(_KeepsNothing):
+    """``PodWrite``: one merge patch of the pod's metadata (annotations, labels)."""
 
     def write(self, key: str, pod: Pod, node: str, plugin: str, record: PodWrite) -> Optional[str]:
         ns, name = pod.metadata.namespace, pod.metadata.name
@@ -90,23 +101,11 @@ class PodMetadataWriter:
             return exc.message
         return None
 
-    def unreserve(self, key: str) -> None:
-        return None
 
-    def settled(self, key: str) -> None:
-        return None
-
-
-class VolumeWriter:
+class VolumeWriter(_KeepsNothing):
     """``VolumeWrites``: each first-time claim's chosen volume gets the claim as its claimRef, or
     the claim gets the node to provision for (its ``volume.kubernetes.io/selected-node``). The
     PV controller and the provisioner finish the binding; the kubelet waits for it."""
-
-    def __init__(self, calls: Calls) -> None:
-        self.calls = calls
-
-    def assume(self, cache: ClusterCache, key: str, record: VolumeWrites) -> None:
-        return None
 
     def write(self, key: str, pod: Pod, node: str, plugin: str, record: VolumeWrites) -> Optional[str]:
         api = self.calls.api
@@ -126,12 +125,6 @@ class VolumeWriter:
             except KubeError as exc:
                 log.warning("not binding %s: %s failed: %s", key, what, exc)
                 return exc.message
-        return None
-
-    def unreserve(self, key: str) -> None:
-        return None
-
-    def settled(self, key: str) -> None:
         return None
 
 
