@@ -597,12 +597,17 @@ class PlacementDecoder(Protocol):
 class PreemptorNamer(Protocol):
     """An encoding with a say in which placed pod a victim is evicted for: ``narrow`` keeps the
     candidates the model chose among ``preemptors`` (all of them when it chose none), and
-    ``rank`` orders what is left (lowest first; ties go to the pod's key)."""
+    ``rank`` orders what is left (lowest first; ties go to the pod's key). ``named`` gives, per
+    class, the model's literal "the plan names a pod of this class as ``victim``'s preemptor"
+    (empty where the model names none): the replay must name a pod of the chosen class
+    (``cpsat/kube_victims.py``), and a plan where it does not is cut on that literal."""
 
     def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values: Values,
                class_of: Callable[[PodInfo], int]) -> list[PodInfo]: ...
 
     def rank(self, pod: PodInfo, victim: PodInfo) -> bool | int | tuple: ...
+
+    def named(self, victim: PodInfo) -> Mapping[int, Any]: ...
 
 
 @runtime_checkable

@@ -13,7 +13,19 @@ plan evicts a pod the replay keeps, the replay's verdict for that node's placeme
 (one clause per kept victim over "x[c, n] ≠ k_c" literals), and the component is solved again,
 from scratch: the lexicographic stages' value fixings are dropped first (an earlier stage's value
 may no longer be reachable). The cuts remove only plans the replay rejects, so a plan proven
-optimal with them is optimal among the plans the rule allows. A plan that breaks the replay is
+optimal with them is optimal among the plans the rule allows.
+
+Where the model names the class a victim is evicted for (``plugin_api.PreemptorNamer.named``: a
+victim that supports required affinity supports every pod but its preemptor), the replay must name
+a pod of that class too: kube-scheduler may evict the victim at an earlier pod's turn (the spread
+at that turn), and the pods the model leaned on it then lose their support. Such a victim is
+refused like a kept one, and cut on the model's naming of the whole plan:
+
+    x = the plan's x  and  evict = the plan's evict   ⇒   named[v, c] = 0
+
+(the replay reads the plan's placements and the nodes it evicts from, so every plan this clause
+removes is one the replay names the same way, for another class than c). A plan that breaks the
+replay is
 also repaired at once (its placements kept, its victims the replay's): the hint of the next solve,
 and the component's plan if the time runs out before a solve passes.
 """
@@ -28,7 +40,7 @@ from typing import Any, Optional
 
 from ortools.sat.python import cp_model
 
-from ..plugin_api import PlacementDecoder, Relaxable, Values, Victim
+from ..plugin_api import PlacementDecoder, PreemptorNamer, Relaxable, Values, Victim
 from ..plugins import registry
 from .decode import extract, placement_value
 from .model import WindowModel
@@ -77,14 +89,16 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             return solver, status, obj, bnd, rounds
         trial, found = judged.of(solver)
         kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
-        if not kept:
+        misnamed = _misnamed(wm, solver, trial, found)
+        if not kept and not misnamed:
             if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
                 wm.kube_names = repaired.names
                 return repaired, "FEASIBLE", None, None, rounds
             wm.kube_names = found.evicted_by
             return solver, status, obj, bnd, rounds
         rounds += 1
-        log.debug("kube's preemption keeps %d victim(s) of the plan: cut round %d", len(kept), rounds)
+        log.debug("kube's preemption keeps %d victim(s) of the plan and evicts %d for another class than "
+                  "the model named: cut round %d", len(kept), len(misnamed), rounds)
         if log.isEnabledFor(logging.DEBUG):
             for v in kept[:8]:
                 log.debug("  kept: %s", found.why_kept(v.pod, v.node, v.preemptor))
@@ -113,6 +127,10 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             for key, (victim, node) in wm.evict_pod.items():
                 if node == n and key not in found.evicted_by:
                     wm.model.add_bool_or([*config, wm.evict[key].Not()])
+        if misnamed:
+            plan = _plan_differs(wm, ne, solver)
+            for lit in misnamed:
+                wm.model.add_bool_or([*plan, lit.Not()])
         if repaired is not None and hint_repaired:
             wm.model.clear_hints()
             for var in _plan_vars(wm):  # a victim of one level has its evict var as its level
@@ -143,7 +161,7 @@ def _earlier(wm: WindowModel, recorder: Optional[Recorder], view: ReplayOf,
         trial = Solution()
         extract(wm, plan, trial)
         found = view(trial.placements, {v.node for v in trial.victims})
-        if all(v.pod.key in found.evicted_by for v in trial.victims):
+        if all(v.pod.key in found.evicted_by for v in trial.victims) and not _misnamed(wm, plan, trial, found):
             log.debug("an earlier solution of the solve is one kube's preemption allows: kept")
             return PlanValues(wm, trial.placements,
                               [Victim(v.pod, v.node, found.evicted_by[v.pod.key]) for v in trial.victims])
@@ -231,7 +249,50 @@ class _Judged:
 
     def accept(self, solver) -> bool:
         trial, found = self.of(solver)
-        return all(v.pod.key in found.evicted_by for v in trial.victims)
+        return all(v.pod.key in found.evicted_by for v in trial.victims) and not _misnamed(self.wm, solver, trial, found)
+
+
+def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> list:
+    """The model's naming literals (``PreemptorNamer.named``, true in ``values``) of the victims the
+    replay evicts for a pod of another class than the model named: the pods the model leaned on
+    such a victim may find it gone at their turn. None for a model that decodes its own classes
+    (gangs): its placements are not its x alone, so the cut (``_plan_differs``) would not hold."""
+    namers = [enc for enc in wm.encodings.values() if isinstance(enc, PreemptorNamer)]
+    if not namers or _decodes_itself(wm):
+        return []
+    out = []
+    for v in trial.victims:
+        who = found.evicted_by.get(v.pod.key)
+        if who is None:
+            continue  # kept: refused and cut as such
+        cls = wm.class_of(wm.ctx.window_pod(who))
+        for namer in namers:
+            out.extend(b for c, b in namer.named(v.pod).items() if c != cls and values.value(b))
+    return out
+
+
+def _plan_differs(wm: WindowModel, ne: dict, values: Values) -> list:
+    """Literals one of which is true exactly when a solution's x or evict differ from ``values``':
+    "x ≠ k" per variable set above 0 (``_differs``), "evict = 0" per victim, and one literal for
+    "some variable at 0 is above 0" (a single sum: a model may hold many thousand of them)."""
+    lits: list = []
+    zero: list = []
+    for var in wm.x.values():
+        k = int(values.value(var))
+        if k:
+            lits.append(_differs(wm, ne, var, k))
+        else:
+            zero.append(var)
+    for var in wm.evict.values():
+        if values.value(var):
+            lits.append(var.Not())
+        else:
+            zero.append(var)
+    if zero:
+        rises = wm.model.new_bool_var("plan_differs")
+        wm.model.add(cp_model.LinearExpr.sum(zero) >= 1).only_enforce_if(rises)
+        lits.append(rises)
+    return lits
 
 
 class PlanValues:
@@ -260,17 +321,38 @@ class PlanValues:
             for lv, lam in levels.items():
                 self.values[lam.index] = int(on and lv == level)
             self.values[evict.index] = int(on)
+        # The model's naming is the replay's: a plan the model holds only by naming a victim's
+        # preemptor otherwise is one whose pods lean on a victim already gone at their turn.
+        for key, named in _named(wm):
+            cls = wm.class_of(ctx.window_pod(self.names[key])) if key in self.names else None
+            for c, b in named.items():
+                self.values[b.index] = int(c == cls)
 
     def value(self, var) -> int:
         return self.values.get(var.index, 0)
 
 
 def _plan_vars(wm: WindowModel) -> list:
-    """The variables a ``PlanValues`` names: x, placed, evict and the eviction levels (each once).
-    ``placed`` is what ``placement_value`` reads: a plan without it would be worth nothing."""
+    """The variables a ``PlanValues`` names: x, placed, evict, the eviction levels and the model's
+    naming of a victim's preemptor (each once). ``placed`` is what ``placement_value`` reads: a
+    plan without it would be worth nothing."""
     placed = [v for v in wm.placed.values() if not isinstance(v, int)]
+    named = [b for _, lits in _named(wm) for b in lits.values()]
     return list({v.index: v for v in [*wm.x.values(), *placed, *wm.evict.values(),
-                                      *(lam for lv in wm.evict_level.values() for lam in lv.values())]}.values())
+                                      *(lam for lv in wm.evict_level.values() for lam in lv.values()),
+                                      *named]}.values())
+
+
+def _named(wm: WindowModel) -> list[tuple[str, Mapping[int, Any]]]:
+    """Per victim the model names a preemptor's class for (``PreemptorNamer.named``), its literals."""
+    namers = [enc for enc in wm.encodings.values() if isinstance(enc, PreemptorNamer)]
+    out = []
+    for key, (victim, _) in wm.evict_pod.items():
+        for namer in namers:
+            named = namer.named(victim)
+            if named:
+                out.append((key, named))
+    return out
 
 
 # How a repaired plan holds (``_holds``): a solution of the whole model, or only with the batch

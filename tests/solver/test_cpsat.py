@@ -487,8 +487,6 @@ def test_a_victim_evicted_for_an_earlier_pod_supports_no_later_pod_s_affinity() 
     assert plan.stats.status != "FALLBACK", plan.stats.fallback_reason
 
 
-@pytest.mark.xfail(strict=True, reason="open: the model names a victim's preemptor by its own reading, "
-                   "kube-scheduler's replay by the spread at each turn (docs/limitations.md)")
 def test_a_victim_named_for_a_later_pod_by_the_model_supports_no_pod_kube_evicts_it_for() -> None:
     """Found by the long property run; open. t0 and t1 (app c, required affinity to app c per
     host, zone spread) are one affinity group; run0, the only app c pod, sits on n0 in zone z0,

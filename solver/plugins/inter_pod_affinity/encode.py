@@ -55,6 +55,11 @@ class AffinityEncoding:
         pod but its own preemptor (``leans_on``)."""
         return leans_on(pod, victim)
 
+    def named(self, victim: PodInfo) -> dict[int, cp_model.IntVar]:
+        """Per class, the literal "the plan names a pod of this class as ``victim``'s preemptor"
+        (``named_preemptor``); empty when the model names none for it."""
+        return self.preemptor_named.get(victim.key, {})
+
 
 # Window semantics (DESIGN.md): in the final state no two pods violate a required anti-affinity
 # term of either, and every window pod with required affinity has a matching pod other than
