@@ -260,7 +260,7 @@ def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> l
     namers = [enc for enc in wm.encodings.values() if isinstance(enc, PreemptorNamer)]
     if not namers or _decodes_itself(wm):
         return []
-    out = []
+    out: list = []
     for v in trial.victims:
         who = found.evicted_by.get(v.pod.key)
         if who is None:
