@@ -488,14 +488,15 @@ def test_a_victim_evicted_for_an_earlier_pod_supports_no_later_pod_s_affinity() 
 
 
 def test_a_victim_named_for_a_later_pod_by_the_model_supports_no_pod_kube_evicts_it_for() -> None:
-    """Found by the long property run; open. t0 and t1 (app c, required affinity to app c per
+    """Found by the long property run. t0 and t1 (app c, required affinity to app c per
     host, zone spread) are one affinity group; run0, the only app c pod, sits on n0 in zone z0,
     with room on n0 for one more pod. The model puts t0 on n0 leaning on run0, which it evicts
     "for t2" (created after the group), and t1 on n1 as the group's seed. kube-scheduler evicts
     run0 at t0's own turn (t0 beside it would break the zone spread), so the replay names t0 as
-    its preemptor: t0 is then the group's first pod, and t1 may not start it again. The validator
-    refuses the model's plan and greedy's is returned (the safety net, valid, never the model's
-    plan): the model's naming of a victim's preemptor does not follow the spread at each turn."""
+    its preemptor: t0 is then the group's first pod, and t1 may not start it again. The model's
+    naming of a victim's preemptor does not follow the spread at each turn, so ``solve_sound``
+    refuses a plan whose victim the replay evicts for another class than the model named, cuts
+    that naming and solves again: the plan returned is the model's, and valid."""
     affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "c"}}, "topologyKey": "kubernetes.io/hostname"}]}}
     zone_spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
