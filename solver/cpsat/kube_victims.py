@@ -25,9 +25,9 @@ refused like a kept one, and cut on the model's naming of the whole plan:
 
 (the replay reads the plan's placements and the nodes it evicts from, so every plan this clause
 removes is one the replay names the same way, for another class than c). A plan that breaks the
-replay is
-also repaired at once (its placements kept, its victims the replay's): the hint of the next solve,
-and the component's plan if the time runs out before a solve passes.
+replay is also repaired at once (its placements kept, its victims the replay's, named as the replay
+names them): the hint of the next solve, and the component's plan if the time runs out before a
+solve passes.
 """
 
 from __future__ import annotations
@@ -249,7 +249,8 @@ class _Judged:
 
     def accept(self, solver) -> bool:
         trial, found = self.of(solver)
-        return all(v.pod.key in found.evicted_by for v in trial.victims) and not _misnamed(self.wm, solver, trial, found)
+        return (all(v.pod.key in found.evicted_by for v in trial.victims)
+                and not _misnamed(self.wm, solver, trial, found))
 
 
 def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> list:
