@@ -106,6 +106,10 @@ class PlanStats(_PlanModel):
     # Times the model was solved again because its plan evicted a pod kube-scheduler's own
     # preemption, replayed on the plan, would keep (each adds that node's verdict as a cut).
     victim_cut_rounds: Optional[int] = None
+    # When the plan is the solver's followed by kube-scheduler's own turns (a pass in queue order
+    # on the solver's nodes where kube's rules allow them, ``solver/cpsat/guided.py``): what was
+    # done (null: the solver's plan as solved).
+    guided: Optional[str] = None
     # CP-SAT's own status, also when greedy's plan is returned (status GREEDY_BETTER or
     # FALLBACK): OPTIMAL there still proves the model's levels cannot be bettered.
     solver_status: Optional[str] = None

@@ -362,6 +362,7 @@ def _solver_stats(sol) -> dict:
         greedy_rest_placed=sol.greedy_rest if sol.node_classes is not None else None,
         solve_skipped=sol.solve_skipped,
         victim_cut_rounds=sol.victim_cut_rounds,
+        guided=sol.guided,
         solver_status=sol.status,
         **_lns_stats(sol.lns),
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 import threading
 from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
 from typing import Optional
 
 import numpy as np
@@ -76,12 +77,15 @@ def schedule_greedy(
     cancel: Optional[threading.Event] = None,
     progress: Optional[list[int]] = None,
     score_cache: bool = True,
+    guide: Optional[Guide] = None,
 ) -> GreedyResult:
     """``state``: a private copy to work on (default: a copy of the context's). ``cancel``: stop
     at the next pod (the result is then partial and marked). ``progress[0]``: pods done so far.
     ``score_cache``: score through ``ScoreCache`` (the same totals as ``score_nodes``, faster);
-    off, every pod is scored by ``score_nodes`` itself."""
+    off, every pod is scored by ``score_nodes`` itself. ``guide``: a pass led by another plan's
+    nodes (``Guide``), no longer kube-scheduler's own decision."""
     run = _Run.of(ctx, static=static, allow_preemption=allow_preemption, state=state, score_cache=score_cache)
+    run.guide = guide
     for done, pod in enumerate(queue_order(ctx, run.parts)):
         if cancel is not None and cancel.is_set():
             run.result.cancelled = True
@@ -92,6 +96,24 @@ def schedule_greedy(
     if not run.result.cancelled:
         run.reprieve_at_end()
     return run.result
+
+
+@dataclass(frozen=True)
+class Guide:
+    """Another plan's nodes for a pass to follow where kube-scheduler's rules let it.
+
+    At a guided pod's turn its node is tried first: taken when the pod passes every filter
+    there; else, when preemption is on, taken with the victims kube-scheduler's preemption picks
+    on that node (``select_victims`` on it alone, the pass's state as the pods before left it).
+    Otherwise, and for a pod the guide leaves out when ``others`` is set, the turn is
+    kube-scheduler's own (filter, score, preempt anywhere); with ``others`` off such a pod stays
+    pending. Each victim is one kube-scheduler's preemption evicts for its pod on its node, at
+    its turn, which is what the replay of a plan checks; so the pass turns a plan the replay
+    refuses (the solver's, ``cpsat.kube_victims``) into one it allows, keeping as much of it as
+    the turns allow."""
+
+    nodes: Mapping[str, int]
+    others: bool = True
 
 
 @dataclass
@@ -114,6 +136,7 @@ class _Run:
     result: GreedyResult
     next_start: int = 0  # where the next walk starts in ``order``
     scores: Optional[ScoreCache] = None
+    guide: Optional[Guide] = None
     # A pod that found no node (nor victims) fails again, with the same message, as long as no
     # pod left the state, every pod placed since outranks or equals it (placements only take
     # room, and a pod of equal or higher priority is no victim), none of them is counted by its
@@ -179,11 +202,48 @@ class _Run:
             result.unschedulable[pod.key] = entry.message
             self.failed[pod.class_id] = replace(entry, placed_at=len(self.placed))  # checked up to here
         else:
-            self._filter(pod, allowed, outside)
+            if not self._guided(pod, allowed):
+                self._filter(pod, allowed, outside)
             if pod.key in result.placements:
                 self.placed.append(pod)
         for part in self.parts:
             part.settle(pod, state, result)  # a gang's preemptions stand once the gang does
+
+    def _guided(self, pod: PodInfo, allowed: Optional[np.ndarray]) -> bool:
+        """The guide's turn for ``pod`` (``Guide``): True when it decided the pod (placed it on
+        its guided node, or left it pending as the guide does), False for kube-scheduler's own
+        turn."""
+        guide = self.guide
+        if guide is None:
+            return False
+        node = guide.nodes.get(pod.key)
+        if node is None:
+            if guide.others:
+                return False
+            self.result.unschedulable[pod.key] = "left pending by the plan the pass follows"
+            return True
+        if allowed is not None and not allowed[node]:
+            return False
+        ctx, state = self.ctx, self.state
+        held = ctx.claims.hold(state, pod, self.result.placements)
+        cycle = Cycle(pod, state, self.static, version=ctx.config.kubernetes_version)
+        if len(cycle.feasible(np.array([node], dtype=np.int64))):
+            ctx.claims.release(state, held)
+            state.add(pod, node)
+            self.result.placements[pod.key] = node
+            for part in self.parts:
+                part.placed(pod, node, preempted=False)
+            return True
+        only = np.zeros(len(ctx.nodes), dtype=bool)
+        only[node] = True
+        outcome = self._preemption(pod, cycle, only if allowed is None else only & allowed)
+        if outcome is None or outcome.node is None:
+            ctx.claims.release(state, held)
+            return False
+        _preempt_or_fail(pod, cycle, outcome, state, self.result)
+        ctx.claims.release(state, held)
+        self._after_postfilter(pod, allowed)
+        return True
 
     def _filter(self, pod: PodInfo, allowed: Optional[np.ndarray], outside: str) -> None:
         """Filter the pod along the node walk; place it, or tell why not, or preempt."""

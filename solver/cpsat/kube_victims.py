@@ -97,6 +97,9 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             wm.kube_names = found.evicted_by
             return solver, status, obj, bnd, rounds
         rounds += 1
+        value = placement_value(wm, solver)
+        if wm.refused is None or value > wm.refused[0]:
+            wm.refused = (value, dict(trial.placements))
         log.debug("kube's preemption keeps %d victim(s) of the plan and evicts %d for another class than "
                   "the model named: cut round %d", len(kept), len(misnamed), rounds)
         if log.isEnabledFor(logging.DEBUG):

@@ -91,6 +91,9 @@ class WindowModel:
         # Victim -> the pod at whose turn kube-scheduler's preemption evicts it, from the replay
         # of the solution the solve returned (``kube_victims.solve_sound``).
         self.kube_names: dict[str, str] = {}
+        # The placements of the best plan the replay refused (``kube_victims.solve_sound``), with
+        # its placement value: what a guided pass (``greedy.Guide``) may still make sound.
+        self.refused: Optional[tuple[int, dict[str, int]]] = None
         # Context class id -> the model class it is counted in, for classes merged into another
         # (gang kinds' classes, ``gang.merge_classes``).
         self.alias: dict[int, int] = {}

@@ -51,6 +51,8 @@ class Solution:
     solve_skipped: bool = False
     # Rounds of cuts that took out victims kube-scheduler's preemption would keep (``kube_victims``).
     victim_cut_rounds: int = 0
+    # The plan is a guided pass's (``guided.follow``): what was done.
+    guided: Optional[str] = None
     # The large-neighbourhood search (``lns``), when the decision took it.
     lns: Optional[Any] = None
     gang_rejected: dict[str, str] = field(default_factory=dict)

@@ -39,6 +39,7 @@ from .build import BuildInput, build_component, candidates
 from .choose import PlanPair, choose, not_worse, plan_value, tier_weights
 from .components import components
 from .decode import extract, full_value, packing_value, placement_value, take_from_greedy
+from . import guided
 from . import degraded as steps  # read as steps.X: tests and tuning set them there
 from .greedy_run import (GREEDY_FIRST_SHARE, GREEDY_FIRST_WAIT_SHARE, GREEDY_SECONDS_PER_NODE_CHECK, GreedyRun,
                          estimated_greedy_seconds)
@@ -151,7 +152,7 @@ def _solve_beside_greedy(win: Window) -> CpsatOutcome:
     sol.build_time = time.monotonic() - build_start
     run = _hint(win, models, weights, sol)
     _solve_components(win, parts, models, weights, run, sol)
-    return _choose(win, sol, run, weights)
+    return _choose(win, sol, run, weights, models)
 
 
 def model_classes(ctx: SchedulingContext) -> tuple[dict[str, WindowPart], list, dict[int, int]]:
@@ -282,9 +283,10 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
     sol.bound = bound if have_bounds else None
 
 
-def _choose(win: Window, sol: Solution, run: GreedyRun, weights) -> CpsatOutcome:
+def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[WindowModel]) -> CpsatOutcome:
     """The solver's plan or greedy's, whichever is better (greedy is not waited for when it
-    cannot be)."""
+    cannot be). Before the two are weighed, the solver's plan may be replaced by a pass that
+    follows it where kube-scheduler's turns allow (``guided``), when that is better still."""
     ctx = win.ctx
     # Small windows compare the two plans' final-state scores too (``scores.final_state``): the
     # model's score terms approximate how the window's pods crowd each other, greedy's are exact.
@@ -303,5 +305,6 @@ def _choose(win: Window, sol: Solution, run: GreedyRun, weights) -> CpsatOutcome
     greedy: Optional[GreedyResult] = run.wait()
     interrupt.check()
     assert greedy is not None  # wait() without a timeout returns the result or raises
+    sol.guided = guided.follow(ctx, win.static, sol, models, weights, run.seconds, win.limit)
     better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, win.static, run.seconds, why)

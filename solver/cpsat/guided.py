@@ -1,0 +1,78 @@
+"""The solver's plan followed by kube-scheduler's own turns (``greedy.Guide``): a sound plan made
+of the solve's best, where the replay of kube-scheduler's preemption refused it or the time ran out
+before the cuts (``kube_victims``) found one as good.
+
+A solve whose plans the replay keeps refusing ends on a repaired plan, which drops every pod that
+cannot fit at its turn, or on greedy's. Both can place fewer high-priority pods than kube-scheduler
+itself does (`contended-20n-s1070` in the peer table, one run in three on a loaded machine). A pass
+in queue order that puts each pod on the node the solver chose when kube-scheduler's rules let it
+(it fits, or kube's preemption on that node finds victims) and otherwise takes kube-scheduler's own
+turn keeps the solver's decisions that hold and replaces the others with what kube would do. It
+costs one greedy pass; it runs only when greedy's own pass took a small share of the limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Optional
+
+from ..greedy import Guide, GreedyResult, schedule_greedy
+from .choose import plan_value, tier_weights
+from .model import WindowModel
+from .outcome import Solution
+
+log = logging.getLogger("cpsat_scheduler.solver")
+
+# The guided passes together may take at most this share of the limit, judged by greedy's own
+# pass (they are as long): past the limit by that much at most.
+GUIDED_SHARE = 0.05
+
+
+def guides(sol: Solution, models: list[WindowModel]) -> list[Guide]:
+    """The plans worth following: the solver's own (greedy's turns for the pods it left
+    pending), and, where a component's solve ended on a plan the replay refused, that plan in
+    its component's place (its pods left out either way, or given kube's turn)."""
+    out = [Guide(dict(sol.placements), others=True)]
+    refused = [wm for wm in models if wm.refused is not None]
+    if refused:
+        nodes = dict(sol.placements)
+        for wm in refused:
+            for c in wm.classes:
+                for pod in c.pods:
+                    nodes.pop(pod.key, None)
+        for wm in refused:
+            assert wm.refused is not None
+            nodes.update(wm.refused[1])
+        out += [Guide(nodes, others=True), Guide(nodes, others=False)]
+    return out
+
+
+def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[int, int],
+           greedy_seconds: float, limit: float) -> Optional[str]:
+    """Replace ``sol``'s plan with the best guided pass's when that is strictly better in the
+    model's order (``plan_value``); returns what was done, for the stats (None: nothing)."""
+    todo = guides(sol, models)
+    if sol.status == "OPTIMAL" or greedy_seconds * len(todo) > GUIDED_SHARE * limit:
+        return None
+    t0 = time.monotonic()
+    best: Optional[GreedyResult] = None
+    for guide in todo:
+        result = schedule_greedy(ctx, static=static, guide=guide)
+        if best is None or _better(ctx, result, best, weights):
+            best = result
+    assert best is not None
+    if not _better(ctx, best, sol, weights):
+        log.debug("guided passes: none better than the solver's plan (%.2fs)", time.monotonic() - t0)
+        return None
+    log.debug("guided pass: %d placed against the solver's %d (%.2fs)", len(best.placements), len(sol.placements),
+              time.monotonic() - t0)
+    sol.placements, sol.victims, sol.nominations = dict(best.placements), list(best.victims), dict(best.nominations)
+    sol.status, sol.objective, sol.bound = "FEASIBLE", None, None
+    return "the solver's plan followed where kube-scheduler's turns allow it, kube's own turns elsewhere"
+
+
+def _better(ctx, a, b, weights: dict[int, int]) -> bool:
+    scale = tier_weights([v.pod.priority for v in (*a.victims, *b.victims)])
+    return plan_value(ctx, a.placements, a.victims, weights, scale) > \
+        plan_value(ctx, b.placements, b.victims, weights, scale)
