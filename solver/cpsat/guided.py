@@ -51,7 +51,9 @@ def guides(sol: Solution, models: list[WindowModel]) -> list[Guide]:
 def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[int, int],
            greedy_seconds: float, limit: float) -> Optional[str]:
     """Replace ``sol``'s plan with the best guided pass's when that is strictly better in the
-    model's order (``plan_value``); returns what was done, for the stats (None: nothing)."""
+    model's order (``plan_value``); returns what was done, for the stats (None: nothing).
+    ``greedy_seconds``: what one pass costs (greedy's own, or its estimate where the decision
+    must not read the clock)."""
     todo = guides(sol, models)
     if sol.status == "OPTIMAL" or greedy_seconds * len(todo) > GUIDED_SHARE * limit:
         return None

@@ -305,6 +305,8 @@ def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[Wi
     greedy: Optional[GreedyResult] = run.wait()
     interrupt.check()
     assert greedy is not None  # wait() without a timeout returns the result or raises
-    sol.guided = guided.follow(ctx, win.static, sol, models, weights, run.seconds, win.limit)
+    # With one worker the decision must not read the clock: greedy's cost is then its estimate.
+    cost = estimated_greedy_seconds(ctx) if deterministic(ctx) else run.seconds
+    sol.guided = guided.follow(ctx, win.static, sol, models, weights, cost, win.limit)
     better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, win.static, run.seconds, why)
