@@ -8,7 +8,8 @@ itself does (`contended-20n-s1070` in the peer table, one run in three on a load
 in queue order that puts each pod on the node the solver chose when kube-scheduler's rules let it
 (it fits, or kube's preemption on that node finds victims) and otherwise takes kube-scheduler's own
 turn keeps the solver's decisions that hold and replaces the others with what kube would do. It
-costs one greedy pass; it runs only when greedy's own pass took a small share of the limit.
+costs one greedy pass; it runs only when greedy's own pass took a small share of the limit, and
+when greedy's plan came before the solve, that time is kept back from the solve.
 """
 
 from __future__ import annotations
@@ -24,9 +25,19 @@ from .outcome import Solution
 
 log = logging.getLogger("cpsat_scheduler.solver")
 
-# The guided passes together may take at most this share of the limit, judged by greedy's own
-# pass (they are as long): past the limit by that much at most.
-GUIDED_SHARE = 0.05
+# The guided passes (at most ``PASSES``, each as long as greedy's own pass) run when they take at
+# most this share of the limit: kept back from the solve when greedy's plan came first
+# (``reserve``), else past the limit by at most ``OVERRUN_SHARE`` of it.
+GUIDED_SHARE = 0.15
+OVERRUN_SHARE = 0.05
+PASSES = 3
+
+
+def reserve(greedy_seconds: float, limit: float) -> float:
+    """Seconds to keep back from the solve for the guided passes, greedy's pass having taken
+    ``greedy_seconds``: none when they would take more than ``GUIDED_SHARE`` of the limit."""
+    need = PASSES * greedy_seconds
+    return need if need <= GUIDED_SHARE * limit else 0.0
 
 
 def guides(sol: Solution, models: list[WindowModel]) -> list[Guide]:
@@ -49,13 +60,13 @@ def guides(sol: Solution, models: list[WindowModel]) -> list[Guide]:
 
 
 def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[int, int],
-           greedy_seconds: float, limit: float) -> Optional[str]:
+           greedy_seconds: float, limit: float, reserved: float = 0.0) -> Optional[str]:
     """Replace ``sol``'s plan with the best guided pass's when that is strictly better in the
     model's order (``plan_value``); returns what was done, for the stats (None: nothing).
     ``greedy_seconds``: what one pass costs (greedy's own, or its estimate where the decision
-    must not read the clock)."""
+    must not read the clock). ``reserved``: the seconds the solve left for them (``reserve``)."""
     todo = guides(sol, models)
-    if sol.status == "OPTIMAL" or greedy_seconds * len(todo) > GUIDED_SHARE * limit:
+    if sol.status == "OPTIMAL" or greedy_seconds * len(todo) > max(reserved, OVERRUN_SHARE * limit):
         return None
     t0 = time.monotonic()
     best: Optional[GreedyResult] = None

@@ -79,6 +79,8 @@ class Window:
     runner: list[GreedyRun]  # greedy's thread, once started
     start: float
     deadline: float
+    # Seconds kept back from the solve for the guided passes (``guided.reserve``), at the end.
+    reserved: float = 0.0
 
     @property
     def limit(self) -> float:
@@ -151,6 +153,8 @@ def _solve_beside_greedy(win: Window) -> CpsatOutcome:
         sol.node_groups += len(wm.node_groups)
     sol.build_time = time.monotonic() - build_start
     run = _hint(win, models, weights, sol)
+    if run.done and not deterministic(ctx):
+        win.reserved = guided.reserve(run.seconds, win.limit)
     _solve_components(win, parts, models, weights, run, sol)
     return _choose(win, sol, run, weights, models)
 
@@ -217,7 +221,7 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
     have_bounds = True
     solve_start = time.monotonic()
     progress.stage(f"solving: {sol.variables:,} variables, {sol.constraints:,} constraints; {time_left(win.start, win.deadline)}")
-    deadlines = component_deadlines(parts, solve_start, win.deadline)
+    deadlines = component_deadlines(parts, solve_start, win.deadline - win.reserved)
     # With one worker, each component's deterministic work is its share of the limit by pods: a
     # rule that does not read the clock (``stages.new_solver``).
     work = [d - solve_start for d in component_deadlines(parts, solve_start, solve_start + win.limit)] \
@@ -307,6 +311,6 @@ def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[Wi
     assert greedy is not None  # wait() without a timeout returns the result or raises
     # With one worker the decision must not read the clock: greedy's cost is then its estimate.
     cost = estimated_greedy_seconds(ctx) if deterministic(ctx) else run.seconds
-    sol.guided = guided.follow(ctx, win.static, sol, models, weights, cost, win.limit)
+    sol.guided = guided.follow(ctx, win.static, sol, models, weights, cost, win.limit, win.reserved)
     better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, win.static, run.seconds, why)
