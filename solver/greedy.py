@@ -229,14 +229,11 @@ class _Run:
         cycle = Cycle(pod, state, self.static, version=ctx.config.kubernetes_version)
         if len(cycle.feasible(np.array([node], dtype=np.int64))):
             ctx.claims.release(state, held)
-            state.add(pod, node)
-            self.result.placements[pod.key] = node
-            for part in self.parts:
-                part.placed(pod, node, preempted=False)
+            self._assume(pod, node)
             return True
         only = np.zeros(len(ctx.nodes), dtype=bool)
-        only[node] = True
-        outcome = self._preemption(pod, cycle, only if allowed is None else only & allowed)
+        only[node] = True  # ``allowed`` holds it (checked above)
+        outcome = self._preemption(pod, cycle, only)
         if outcome is None or outcome.node is None:
             ctx.claims.release(state, held)
             return False
@@ -299,7 +296,11 @@ class _Run:
             else:
                 totals = score_nodes(pod, chosen, state, self.sctx)
             node = select_host(chosen, totals, self.rng)
-        state.add(pod, node)
+        self._assume(pod, node)
+
+    def _assume(self, pod: PodInfo, node: int) -> None:
+        """Assume ``pod`` on ``node`` (it fits there without victims) and tell the rules."""
+        self.state.add(pod, node)
         self.result.placements[pod.key] = node
         for part in self.parts:
             part.placed(pod, node, preempted=False)

@@ -19,7 +19,7 @@ import time
 from typing import Optional
 
 from ..greedy import Guide, GreedyResult, schedule_greedy
-from .choose import plan_value, tier_weights
+from .choose import not_worse
 from .model import WindowModel
 from .outcome import Solution
 
@@ -62,7 +62,7 @@ def guides(sol: Solution, models: list[WindowModel]) -> list[Guide]:
 def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[int, int],
            greedy_seconds: float, limit: float, reserved: float = 0.0) -> Optional[str]:
     """Replace ``sol``'s plan with the best guided pass's when that is strictly better in the
-    model's order (``plan_value``); returns what was done, for the stats (None: nothing).
+    model's order (``choose.not_worse``); returns what was done, for the stats (None: nothing).
     ``greedy_seconds``: what one pass costs (greedy's own, or its estimate where the decision
     must not read the clock). ``reserved``: the seconds the solve left for them (``reserve``)."""
     todo = guides(sol, models)
@@ -86,6 +86,6 @@ def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[
 
 
 def _better(ctx, a, b, weights: dict[int, int]) -> bool:
-    scale = tier_weights([v.pod.priority for v in (*a.victims, *b.victims)])
-    return plan_value(ctx, a.placements, a.victims, weights, scale) > \
-        plan_value(ctx, b.placements, b.victims, weights, scale)
+    """Whether plan ``a`` is strictly better than ``b`` in the model's order (``b`` is not at least
+    as good)."""
+    return not not_worse(ctx, (b.placements, b.victims), (a.placements, a.victims), weights)
