@@ -989,7 +989,10 @@ NominationsHook = Callable[["ClusterSnapshot", "SchedulerConfig", list[PodInfo],
 class LocalKernel(Protocol):
     """A node-local score plugin's weighted score of one pod class over any nodes, from the
     nodes' own state: the score cache keeps its values over every node per class and refreshes
-    the nodes placements touch (``one`` for a few, in Python arithmetic, when ``scalar``)."""
+    the nodes placements touch (``one`` for a few, in Python arithmetic, when ``scalar``).
+    A kernel with a true ``reads_rows`` attribute is called ``kernel(nodes, rows)`` with the
+    nodes' requested amounts (``plugins.shared.requested.requested_rows``) gathered once for
+    every kernel of the class."""
 
     scalar: bool
 

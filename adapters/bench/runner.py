@@ -66,6 +66,7 @@ from . import memory
 from .bounds import max_placeable_bound, min_nodes_bound
 from .defaults import DEFAULT_TIME_LIMITS as DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE as DEFAULT_WINDOW_SIZE
 from .gangs import gang_figures
+from .objects import paused_gc
 from .dra_workload import dra_figures
 from .workloads import REAL_SHAPED, SCALE_TARGETS, WORKLOADS, Workload, generate
 
@@ -279,9 +280,12 @@ def run_engine(
     for window in windows:
         snapshot = cluster.snapshot(window)
         gc.collect()  # garbage of the previous window is not this decision's cost
-        gc.freeze()  # nor are collections walking the workload and the cluster (the CLI does the same)
+        gc.freeze()  # nor are collections walking the workload and the cluster
         try:
-            with _capture_solver_log() as log:
+            # and none while deciding, as ``schedule`` decides: the decision's own infos and
+            # state are new objects, and collections walking them took about 0.8 s of a
+            # 1,000-node decision (1.6 s without the freeze), against its time limit
+            with _capture_solver_log() as log, paused_gc():
                 start = time.perf_counter()
                 plan = schedule_fn(snapshot, config, engine, memory=memory)
                 seconds = time.perf_counter() - start

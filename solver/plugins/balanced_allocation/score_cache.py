@@ -40,8 +40,10 @@ class BalanceKernel:
         # v1.36: the change in balance the pod brings, not the balance with it
         self.change = score.scores_change(sctx.kubernetes_version)
 
-    def __call__(self, nodes: np.ndarray) -> np.ndarray:
-        before = requested_rows(self.state, nodes)[:, self.bal_pick]
+    reads_rows = True  # takes ``requested_rows(state, nodes)`` gathered by the cache
+
+    def __call__(self, nodes: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        before = (requested_rows(self.state, nodes) if rows is None else rows)[:, self.bal_pick]
         after = self._balance(nodes, before + self.bal_add)
         if not self.change:
             return self.weight * after

@@ -39,8 +39,10 @@ class FitKernel:
         # ``one`` covers the strategies whose per-resource score is a single expression.
         self.scalar = self.strategy != score.REQUESTED_TO_CAPACITY_RATIO
 
-    def __call__(self, nodes: np.ndarray) -> np.ndarray:
-        return self.weight * self._fit(nodes, requested_rows(self.state, nodes))
+    reads_rows = True  # takes ``requested_rows(state, nodes)`` gathered by the cache
+
+    def __call__(self, nodes: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        return self.weight * self._fit(nodes, requested_rows(self.state, nodes) if rows is None else rows)
 
     def one(self, node: int) -> int:
         """``self(np.array([node]))[0]`` in Python integers (no value comes near 2**63)."""

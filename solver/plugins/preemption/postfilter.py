@@ -96,6 +96,7 @@ def select_victims(
     local: bool = False,
     spent: Optional[list[int]] = None,
     cycle: Optional[Cycle] = None,
+    run: Optional[NodeDryRun] = None,
 ) -> tuple[Optional[_Candidate], Status]:
     """The minimal victim set on one node (or why the node cannot be made to fit).
 
@@ -109,7 +110,7 @@ def select_victims(
     kube-scheduler's PreFilterExtensions do), never through the state. Without one (or for a
     filter with none) the victims are taken out of the state itself and put back, a new cycle
     judged per step; the state's removal count and touched nodes are then restored, as no pod
-    left it."""
+    left it. ``run``: ``cycle.on_node(node)`` when the caller made it already (untouched)."""
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
     # A gang member never evicts a running member of its own group (that would undo the gang).
     # (A victim has lower priority: asked first, it spares the full rule most pods.)
@@ -123,7 +124,8 @@ def select_victims(
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     if local and static.mask(pod)[node]:
         return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version, spent)
-    run = cycle.on_node(node) if cycle is not None and cycle.state is state else None
+    if run is None and cycle is not None and cycle.state is state:
+        run = cycle.on_node(node)
     if run is not None:
         return _select_on_node(node, lower, run, budgets, hard_pdb, spent)
     removals, touched = state.removals, len(state.touched)
@@ -416,10 +418,14 @@ def default_preemption(
     no_victims = unresolvable(NAME, REASON_NO_VICTIMS)
     potential = []
     lower, usage = _lower(pod, state, _window_keys(ctx), protected)
+    # (Python lists: indexing numpy arrays element by element cost more than the walk itself)
+    has_lower = lower.tolist()
+    may = allowed.tolist() if allowed is not None else None
+    unschedulable = Code.UNSCHEDULABLE
     for i, s in enumerate(statuses):
-        if s.code != Code.UNSCHEDULABLE or (allowed is not None and not allowed[i]):
+        if s.code != unschedulable or (may is not None and not may[i]):
             continue
-        if lower[i]:
+        if has_lower[i]:
             potential.append(i)
         else:
             node_status[i] = no_victims
@@ -433,7 +439,7 @@ def default_preemption(
         spent_key = tuple(spent)
 
         def dry_run(node: int) -> tuple[Optional[_Candidate], Status]:
-            reads = None
+            reads, run = None, None
             if memo is not None:
                 run = None if local or cycle.node_local else cycle.on_node(node)
                 reads = run.reads() if run is not None else ()
@@ -442,7 +448,7 @@ def default_preemption(
                     return hit[3]
             out = select_victims(
                 pod, node, state, static, budgets, version, hard_pdb=ctx.config.preemption.pdb == "hard", window=window,
-                local=local, spent=spent, cycle=cycle,
+                local=local, spent=spent, cycle=cycle, run=run,  # the run that read ``reads``, not made again
             )
             if memo is not None:
                 memo[node] = (spent_key, protected, reads, out)
