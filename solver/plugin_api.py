@@ -990,13 +990,14 @@ class LocalKernel(Protocol):
     """A node-local score plugin's weighted score of one pod class over any nodes, from the
     nodes' own state: the score cache keeps its values over every node per class and refreshes
     the nodes placements touch (``one`` for a few, in Python arithmetic, when ``scalar``).
-    A kernel with a true ``reads_rows`` attribute is called ``kernel(nodes, rows)`` with the
-    nodes' requested amounts (``plugins.shared.requested.requested_rows``) gathered once for
-    every kernel of the class."""
+    ``rows``: the nodes' requested amounts (``plugins.shared.requested.requested_rows``),
+    gathered once for every kernel of the class when one of them ``reads_rows`` (None
+    otherwise: a kernel that reads them gathers its own)."""
 
     scalar: bool
+    reads_rows: bool
 
-    def __call__(self, nodes: np.ndarray) -> np.ndarray: ...
+    def __call__(self, nodes: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray: ...
 
     def one(self, node: int) -> int: ...
 

@@ -56,13 +56,13 @@ class _Local:
         self.scalar = all(k.scalar for k in kernels)
         # The requested amounts are gathered once per refresh for every kernel that reads them
         # (NodeResourcesFit and BalancedAllocation both do): the gather was a fifth of the cost.
-        self.rows = any(getattr(k, "reads_rows", False) for k in kernels)
+        self.rows = any(k.reads_rows for k in kernels)
 
     def __call__(self, nodes: np.ndarray) -> np.ndarray:
         out = np.zeros(len(nodes), dtype=np.int64)
         rows = requested_rows(self.state, nodes) if self.rows else None
         for kernel in self.kernels:
-            out += kernel(nodes, rows) if rows is not None and getattr(kernel, "reads_rows", False) else kernel(nodes)
+            out += kernel(nodes, rows)
         return out
 
     def one(self, node: int) -> int:

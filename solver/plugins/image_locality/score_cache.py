@@ -17,13 +17,14 @@ class ImageKernel:
     """Weighted ImageLocality of one pod class over every node, computed once."""
 
     scalar = True
+    reads_rows = False
 
     def __init__(self, pod: PodInfo, state: ClusterState, sctx: Any, weight: int) -> None:
         every = np.arange(len(state.nodes), dtype=np.int64)
         self.images = weight * score.score(pod, every, state, sctx)
         self.image_list = self.images.tolist()
 
-    def __call__(self, nodes: np.ndarray) -> np.ndarray:
+    def __call__(self, nodes: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
         return self.images[nodes]
 
     def one(self, node: int) -> int:
