@@ -47,6 +47,10 @@ class _SpecDerived:
     tolerations: tuple[Toleration, ...]
     images: tuple[str, ...]
     containers: int
+    # The pod's affinity and tolerations as the scheduling signature compares them (JSON text):
+    # serialising them is most of a signature's cost, and replicas share them.
+    affinity_json: str
+    tolerations_json: tuple[str, ...]
 
 
 # The replicas of a workload share their spec's parts (``adapters.snapshot_io`` reads one spec
@@ -67,24 +71,25 @@ class SpecMemo:
     def __init__(self) -> None:
         self._entries: dict[tuple, tuple[tuple, _SpecDerived]] = {}
         # What a PodInfo takes from its spec, namespace and labels together (``_Shape``), by
-        # (derived, namespace, labels, namespace labels): the running replicas of a workload have
+        # (namespace, labels, namespace labels, spec values): the running replicas of a workload have
         # one shape, so 150,000 running pods resolve their terms a few thousand times. Each entry
         # holds the objects whose ids are in its key.
         self._shapes: dict[tuple, tuple[tuple, _Shape]] = {}
 
     def shape(self, pod: Pod, ns_labels: dict[str, str], sidecar_ports: bool) -> "_Shape":
-        derived = self.derived(pod, sidecar_ports)
-        labels = pod.metadata.labels
-        items = tuple(labels.items())
-        ns = pod.metadata.namespace
-        key = (id(derived), ns, items, id(ns_labels))
+        # Keyed by the spec's field values themselves (as ``derived`` is), not by the derived
+        # entry: a hit, nearly every pod, looks up one key instead of two.
+        meta = pod.metadata
+        values = _spec_values(pod.spec.__dict__)
+        key = (meta.namespace, tuple(meta.labels.items()), id(ns_labels), sidecar_ports, *map(id, values))
         hit = self._shapes.get(key)
         if hit is not None:
             return hit[1]
+        derived = self.derived(pod, sidecar_ports)
         shape = _shape(pod, derived)
         if len(self._shapes) >= SPEC_DERIVED_KEPT:
             self._shapes = {}
-        self._shapes[key] = ((derived, ns_labels), shape)
+        self._shapes[key] = ((values, ns_labels), shape)
         return shape
 
     def derived(self, pod: Pod, sidecar_ports: bool) -> _SpecDerived:
@@ -174,6 +179,8 @@ def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
         tolerations=tuple(spec.tolerations),
         images=tuple(normalize_image(c.image) for c in [*spec.init_containers, *spec.containers] if c.image),
         containers=len(spec.containers) + len(spec.init_containers),
+        affinity_json=spec.affinity.model_dump_json() if spec.affinity else "",
+        tolerations_json=tuple(t.model_dump_json() for t in spec.tolerations),
     )
 
 
@@ -228,6 +235,10 @@ class PodInfo:
     # Set by the context builder (the CompositePodGroup plugin's ``prepare``): the key of the root
     # CompositePodGroup above the pod's PodGroup ("" outside any tree).
     tree: str = ""
+    # ``pod.spec.affinity`` and ``tolerations`` as JSON text, for ``scheduling_signature``
+    # (worked out once per spec, ``_SpecDerived``).
+    affinity_json: str = ""
+    tolerations_json: tuple[str, ...] = ()
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,
@@ -272,6 +283,8 @@ class PodInfo:
             terminating=pod.is_terminating,
             match_key=shape.match_key,
             claims=tuple(f"{meta.namespace}/{c}" for c in pod_claims(meta.name, spec.volumes)) if spec.volumes else (),
+            affinity_json=derived.affinity_json,
+            tolerations_json=derived.tolerations_json,
         )
 
     @property
@@ -309,8 +322,8 @@ class PodInfo:
             self.host_ports,
             self.node_name,
             tuple(sorted(self.node_selector.items())),
-            spec.affinity.model_dump_json() if spec.affinity else "",
-            tuple(t.model_dump_json() for t in self.tolerations),
+            self.affinity_json,
+            self.tolerations_json,
             self.spread,
             self.priority,
             self.preempt_never,
