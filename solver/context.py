@@ -397,8 +397,7 @@ def build_context(
     sidecar_ports = version_at_least(config.kubernetes_version, "1.34")
     ns_labels = snapshot.namespace_labels
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports, specs=memory.specs)
-              for p in interrupt.checked(pending_pods)]
+    window = memory.specs.infos(interrupt.checked(pending_pods), ns_labels, sidecar_ports)
     window.sort(key=queue_order_key)
 
     with memory.lock:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Optional, TypeVar
 
@@ -75,6 +75,33 @@ class SpecMemo:
         # one shape, so 150,000 running pods resolve their terms a few thousand times. Each entry
         # holds the objects whose ids are in its key.
         self._shapes: dict[tuple, tuple[tuple, _Shape]] = {}
+        # ``infos``' last window: by id(pod), the pod, ``sidecar_ports`` and its PodInfo's
+        # values as ``PodInfo.of`` made them (before a context marked the PodInfo).
+        self._window: dict[int, tuple[Pod, bool, tuple]] = {}
+
+    def infos(self, pods: Iterable[Pod], ns_labels: Mapping[str, dict[str, str]], sidecar_ports: bool) -> list["PodInfo"]:
+        """``PodInfo.of`` for each of ``pods`` (a window), with its namespace's labels. A decision
+        builds a context for its window and its validator another for the same pods of the same
+        snapshot: a pod the last call was asked for too (the very object) gets a PodInfo of the
+        values worked out then, a fresh object each time (a context marks its own: class,
+        signature). Only the last call's pods are kept."""
+        last = self._window
+        kept: dict[int, tuple[Pod, bool, tuple]] = {}
+        out: list[PodInfo] = []
+        for pod in pods:
+            labels = ns_labels.get(pod.metadata.namespace, {})
+            hit = last.get(id(pod))
+            if hit is not None and hit[0] is pod and hit[1] == sidecar_ports and hit[2][_NS_LABELS] == labels:
+                values = hit[2]
+                info = PodInfo(*values)
+                info.ns_labels = labels
+            else:
+                info = PodInfo.of(pod, labels, sidecar_ports=sidecar_ports, specs=self)
+                values = _init_values(info)
+            kept[id(pod)] = (pod, sidecar_ports, values)
+            out.append(info)
+        self._window = kept
+        return out
 
     def shape(self, pod: Pod, ns_labels: dict[str, str], sidecar_ports: bool) -> "_Shape":
         # Keyed by the spec's field values themselves (as ``derived`` is), not by the derived
@@ -340,6 +367,12 @@ class PodInfo:
             self.claims,
             self.declared,
         )
+
+
+# A PodInfo's constructor arguments in order, read off one (``SpecMemo.infos``).
+_INIT_FIELDS = tuple(f.name for f in fields(PodInfo) if f.init)
+_init_values = operator.attrgetter(*_INIT_FIELDS)
+_NS_LABELS = _INIT_FIELDS.index("ns_labels")
 
 
 @dataclass(eq=False, slots=True)
