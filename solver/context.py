@@ -111,12 +111,25 @@ def selector_keys(info: PodInfo) -> set[str]:
     return registry.pod_label_keys(info)
 
 
+def _terms_of(info: PodInfo) -> tuple[int, ...]:
+    """The identity of the terms ``selector_keys`` reads: pods of one shape share them (a key
+    is valid while the terms it names are alive)."""
+    return (id(info.affinity), id(info.anti_affinity), id(info.preferred_affinity),
+            id(info.preferred_anti_affinity), id(info.spread))
+
+
 def relevant_label_keys(snapshot: ClusterSnapshot, infos: Iterable[PodInfo], counted: Iterable[str] = ()) -> frozenset[str]:
     """Every pod label key some selector in the snapshot can look at: those of ``infos``, of
     the PodDisruptionBudgets, and ``counted`` (keys already gathered from other pods)."""
     keys: set[str] = {POD_GROUP_LABEL, *counted}
+    # The terms asked already (a window's replicas share theirs), each with a pod holding them:
+    # held, the ids in the keys stay theirs even when ``infos`` makes its items on the fly.
+    seen: dict[tuple[int, ...], PodInfo] = {}
     for info in infos:
-        keys |= selector_keys(info)
+        terms = _terms_of(info)
+        if terms not in seen:
+            seen[terms] = info
+            keys |= selector_keys(info)
     for pdb in snapshot.pdbs:
         sel = pdb.spec.selector
         if sel is not None:
@@ -180,8 +193,7 @@ class _Assumed:
                 requests[id(info.requests)] = [info, 1]
             else:
                 entry[1] += 1
-            entry = terms.get(key := (id(info.affinity), id(info.anti_affinity), id(info.preferred_affinity),
-                                       id(info.preferred_anti_affinity), id(info.spread)))
+            entry = terms.get(key := _terms_of(info))
             if entry is None:
                 terms[key] = [info, 1]
             else:
@@ -397,8 +409,7 @@ def build_context(
     sidecar_ports = version_at_least(config.kubernetes_version, "1.34")
     ns_labels = snapshot.namespace_labels
     pending_pods = window_pods(snapshot, config, all_pending=all_pending, window_keys=window_keys)
-    window = [PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports, specs=memory.specs)
-              for p in interrupt.checked(pending_pods)]
+    window = memory.specs.infos(interrupt.checked(pending_pods), ns_labels, sidecar_ports)
     window.sort(key=queue_order_key)
 
     with memory.lock:

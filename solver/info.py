@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Optional, TypeVar
 
@@ -47,6 +47,10 @@ class _SpecDerived:
     tolerations: tuple[Toleration, ...]
     images: tuple[str, ...]
     containers: int
+    # The pod's affinity and tolerations as the scheduling signature compares them (JSON text):
+    # serialising them is most of a signature's cost, and replicas share them.
+    affinity_json: str
+    tolerations_json: tuple[str, ...]
 
 
 # The replicas of a workload share their spec's parts (``adapters.snapshot_io`` reads one spec
@@ -67,24 +71,52 @@ class SpecMemo:
     def __init__(self) -> None:
         self._entries: dict[tuple, tuple[tuple, _SpecDerived]] = {}
         # What a PodInfo takes from its spec, namespace and labels together (``_Shape``), by
-        # (derived, namespace, labels, namespace labels): the running replicas of a workload have
+        # (namespace, labels, namespace labels, spec values): the running replicas of a workload have
         # one shape, so 150,000 running pods resolve their terms a few thousand times. Each entry
         # holds the objects whose ids are in its key.
         self._shapes: dict[tuple, tuple[tuple, _Shape]] = {}
+        # ``infos``' last window: by id(pod), the pod, ``sidecar_ports`` and its PodInfo's
+        # values as ``PodInfo.of`` made them (before a context marked the PodInfo).
+        self._window: dict[int, tuple[Pod, bool, tuple]] = {}
+
+    def infos(self, pods: Iterable[Pod], ns_labels: Mapping[str, dict[str, str]], sidecar_ports: bool) -> list["PodInfo"]:
+        """``PodInfo.of`` for each of ``pods`` (a window), with its namespace's labels. A decision
+        builds a context for its window and its validator another for the same pods of the same
+        snapshot: a pod the last call was asked for too (the very object) gets a PodInfo of the
+        values worked out then, a fresh object each time (a context marks its own: class,
+        signature). Only the last call's pods are kept."""
+        last = self._window
+        kept: dict[int, tuple[Pod, bool, tuple]] = {}
+        out: list[PodInfo] = []
+        for pod in pods:
+            labels = ns_labels.get(pod.metadata.namespace, {})
+            hit = last.get(id(pod))
+            if hit is not None and hit[0] is pod and hit[1] == sidecar_ports and hit[2][_NS_LABELS] == labels:
+                values = hit[2]
+                info = PodInfo(*values)
+                info.ns_labels = labels
+            else:
+                info = PodInfo.of(pod, labels, sidecar_ports=sidecar_ports, specs=self)
+                values = _init_values(info)
+            kept[id(pod)] = (pod, sidecar_ports, values)
+            out.append(info)
+        self._window = kept
+        return out
 
     def shape(self, pod: Pod, ns_labels: dict[str, str], sidecar_ports: bool) -> "_Shape":
-        derived = self.derived(pod, sidecar_ports)
-        labels = pod.metadata.labels
-        items = tuple(labels.items())
-        ns = pod.metadata.namespace
-        key = (id(derived), ns, items, id(ns_labels))
+        # Keyed by the spec's field values themselves (as ``derived`` is), not by the derived
+        # entry: a hit, nearly every pod, looks up one key instead of two.
+        meta = pod.metadata
+        values = _spec_values(pod.spec.__dict__)
+        key = (meta.namespace, tuple(meta.labels.items()), id(ns_labels), sidecar_ports, *map(id, values))
         hit = self._shapes.get(key)
         if hit is not None:
             return hit[1]
+        derived = self.derived(pod, sidecar_ports)
         shape = _shape(pod, derived)
         if len(self._shapes) >= SPEC_DERIVED_KEPT:
             self._shapes = {}
-        self._shapes[key] = ((derived, ns_labels), shape)
+        self._shapes[key] = ((values, ns_labels), shape)
         return shape
 
     def derived(self, pod: Pod, sidecar_ports: bool) -> _SpecDerived:
@@ -174,6 +206,8 @@ def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
         tolerations=tuple(spec.tolerations),
         images=tuple(normalize_image(c.image) for c in [*spec.init_containers, *spec.containers] if c.image),
         containers=len(spec.containers) + len(spec.init_containers),
+        affinity_json=spec.affinity.model_dump_json() if spec.affinity else "",
+        tolerations_json=tuple(t.model_dump_json() for t in spec.tolerations),
     )
 
 
@@ -228,6 +262,10 @@ class PodInfo:
     # Set by the context builder (the CompositePodGroup plugin's ``prepare``): the key of the root
     # CompositePodGroup above the pod's PodGroup ("" outside any tree).
     tree: str = ""
+    # ``pod.spec.affinity`` and ``tolerations`` as JSON text, for ``scheduling_signature``
+    # (worked out once per spec, ``_SpecDerived``).
+    affinity_json: str = ""
+    tolerations_json: tuple[str, ...] = ()
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,
@@ -272,6 +310,8 @@ class PodInfo:
             terminating=pod.is_terminating,
             match_key=shape.match_key,
             claims=tuple(f"{meta.namespace}/{c}" for c in pod_claims(meta.name, spec.volumes)) if spec.volumes else (),
+            affinity_json=derived.affinity_json,
+            tolerations_json=derived.tolerations_json,
         )
 
     @property
@@ -309,8 +349,8 @@ class PodInfo:
             self.host_ports,
             self.node_name,
             tuple(sorted(self.node_selector.items())),
-            spec.affinity.model_dump_json() if spec.affinity else "",
-            tuple(t.model_dump_json() for t in self.tolerations),
+            self.affinity_json,
+            self.tolerations_json,
             self.spread,
             self.priority,
             self.preempt_never,
@@ -327,6 +367,12 @@ class PodInfo:
             self.claims,
             self.declared,
         )
+
+
+# A PodInfo's constructor arguments in order, read off one (``SpecMemo.infos``).
+_INIT_FIELDS = tuple(f.name for f in fields(PodInfo) if f.init)
+_init_values = operator.attrgetter(*_INIT_FIELDS)
+_NS_LABELS = _INIT_FIELDS.index("ns_labels")
 
 
 @dataclass(eq=False, slots=True)

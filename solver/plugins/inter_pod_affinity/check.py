@@ -45,28 +45,47 @@ def check_anti_affinity(replay: Replay) -> None:
             for term in pod.anti_affinity:
                 owners[term].append((pod, index))
     reported: set[tuple[str, str]] = set()
+    domain_ids: dict[str, list[int]] = {}  # per topology key, each node's domain as a Python int
+    placed_pods: list[tuple[PodInfo, int]] = []  # ``replay.placed()``, listed once when needed
     for term, holders in owners.items():
+        ids = domain_ids.get(term.topology_key)
+        if ids is None:
+            ids = domain_ids[term.topology_key] = state.domains(term.topology_key)[0].tolist()
+        # Only the domains of the term's holders can hold a pod it forbids, and in those of
+        # running holders alone only a placed pod can break it (two running pods are no pair
+        # of the plan's): other pods are never read, so they are not asked whether the term
+        # matches them. A self anti-affinity term on hostname has its holders on the very nodes
+        # it matches, nearly all of them running: those nodes' placed pods are all it reads.
+        wanted = {ids[index] for _, index in holders}
+        wanted.discard(-1)
+        if not wanted:
+            continue
         matcher = PodMatcher.of_term(term)
-        if any(p.key in placed for p, _ in holders):
+        full = {ids[index] for p, index in holders if p.key in placed}  # domains of placed holders
+        if full:
             # Every final pod the term matches: only the nodes whose count says they hold one
-            # (the state's counter, made from its label groups, not pod by pod), in node order.
+            # (the state's counter, made from its label groups, not pod by pod), in node order;
+            # a node's placed pods are in the order its pods are (added last, in plan order).
             counts = state.match_counts(matcher)
             pool: Iterable[tuple[PodInfo, int]] = (
-                (pod, index) for index in np.flatnonzero(counts).tolist() for pod in state.pods_on[index].values())
+                (pod, index) for index in np.flatnonzero(counts).tolist() if ids[index] in wanted
+                for pod in (state.pods_on[index].values() if ids[index] in full
+                            else replay.placed_on.get(index, ())))
         else:
-            pool = replay.placed()
-        ids = state.domains(term.topology_key)[0]
+            if not placed_pods:
+                placed_pods = list(replay.placed())
+            pool = ((pod, index) for pod, index in placed_pods if ids[index] in wanted)
         by_domain: dict[int, list[PodInfo]] = defaultdict(list)
         matches = state.matcher(matcher)  # looked up once, not per pod
         for pod, index in pool:
-            if ids[index] >= 0 and matches(pod):
-                by_domain[int(ids[index])].append(pod)
+            if matches(pod):
+                by_domain[ids[index]].append(pod)
         if not by_domain:
             continue
         for owner, index in holders:
             if ids[index] < 0:
                 continue
-            for other in by_domain.get(int(ids[index]), ()):
+            for other in by_domain.get(ids[index], ()):
                 if other is owner or (owner.key not in placed and other.key not in placed):
                     continue
                 pair = (owner.key, other.key)

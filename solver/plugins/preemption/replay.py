@@ -111,8 +111,11 @@ def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> 
     version = ctx.config.kubernetes_version
     budgets = PdbBudgets.of(ctx)
     window = frozenset(p.key for p in ctx.window)
-    evicted: list[PodInfo] = []
-    done: list[str] = []
+    # Per budget, how many of the pods evicted so far it covers (``PdbBudgets.spent`` of them),
+    # counted as they go: asking it of every victim so far at each turn grew with their square.
+    spent = [0] * len(budgets.budgets)
+    # The pods placed so far, a set: ``hold`` reads it as one (a list it would copy every turn).
+    done: set[str] = set()
     order = queue(ctx, placements)
     # A gang whose members the plan places protects its running members from the preemptors after
     # it (as greedy's Permit does: evicting one would take the gang below its minimum).
@@ -126,13 +129,14 @@ def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> 
     for pod in order:
         node = placements[pod.key]
         if node in judged:
-            out.turns[pod.key] = _turn(pod, node, state, static, ctx, budgets, never, evicted, done, version)
+            out.turns[pod.key] = _turn(pod, node, state, static, ctx, budgets, never, spent, done, version)
             for victim in _with_group_mates(ctx, out.turns[pod.key].victims, state):
                 state.remove(victim)
-                evicted.append(victim)
+                for i in budgets.covering(victim):
+                    spent[i] += 1
                 out.evicted_by[victim.key] = pod.key
         state.add(pod, node)
-        done.append(pod.key)
+        done.add(pod.key)
         if pod.group is not None and last_member[pod.group] == pod.key:
             never = never | running_members.get(pod.group, set())
     return out
@@ -154,8 +158,9 @@ def _with_group_mates(ctx, victims: list[PodInfo], state) -> list[PodInfo]:
 
 
 def _turn(pod: PodInfo, node: int, state, static, ctx, budgets: PdbBudgets, window: frozenset[str],
-          evicted: list[PodInfo], done: list[str], version: str) -> Turn:
-    """``pod``'s turn on ``node``: it fits, or preempts there as kube-scheduler would, or cannot."""
+          spent: list[int], done: set[str], version: str) -> Turn:
+    """``pod``'s turn on ``node``: it fits, or preempts there as kube-scheduler would, or cannot.
+    ``spent``: per budget, the evictions so far it covers."""
     held = ctx.claims.hold(state, pod, done)  # nominated pods' room, as greedy filters with it
     try:
         cycle = static.cycle(pod, state, version=version)
@@ -163,7 +168,7 @@ def _turn(pod: PodInfo, node: int, state, static, ctx, budgets: PdbBudgets, wind
             return Turn(pod, node, FITS)
         lower = [p.key for p in state.pods_on[node].values() if p.key not in window and may_preempt(pod, p)]
         candidate, _ = select_victims(pod, node, state, static, budgets, version, window=window,
-                                      local=resources_only(pod, cycle, state), spent=budgets.spent(evicted),
+                                      local=resources_only(pod, cycle, state), spent=list(spent),
                                       cycle=cycle)
     finally:
         ctx.claims.release(state, held)
