@@ -49,8 +49,28 @@ class _SpecDerived:
     containers: int
     # The pod's affinity and tolerations as the scheduling signature compares them (JSON text):
     # serialising them is most of a signature's cost, and replicas share them.
-    affinity_json: str
-    tolerations_json: tuple[str, ...]
+    spec_text: "_SpecText"
+
+
+class _SpecText:
+    """A spec's affinity and tolerations as JSON text, made when a scheduling signature first
+    asks (window pods only: made for every running pod too, it cost more than it saved where
+    pods do not share their spec's parts) and kept for the replicas sharing the spec."""
+
+    __slots__ = ("_affinity", "_tolerations", "_text")
+
+    def __init__(self, affinity: Any, tolerations: Iterable[Toleration]) -> None:
+        self._affinity = affinity
+        self._tolerations = tuple(tolerations)
+        self._text: Optional[tuple[str, tuple[str, ...]]] = None
+
+    def text(self) -> tuple[str, tuple[str, ...]]:
+        """(affinity, each toleration), as JSON text. Two threads asking at once both make it:
+        the same text either way."""
+        if self._text is None:
+            self._text = (self._affinity.model_dump_json() if self._affinity else "",
+                          tuple(t.model_dump_json() for t in self._tolerations))
+        return self._text
 
 
 # The replicas of a workload share their spec's parts (``adapters.snapshot_io`` reads one spec
@@ -206,8 +226,7 @@ def _spec_derived(pod: Pod, sidecar_ports: bool) -> _SpecDerived:
         tolerations=tuple(spec.tolerations),
         images=tuple(normalize_image(c.image) for c in [*spec.init_containers, *spec.containers] if c.image),
         containers=len(spec.containers) + len(spec.init_containers),
-        affinity_json=spec.affinity.model_dump_json() if spec.affinity else "",
-        tolerations_json=tuple(t.model_dump_json() for t in spec.tolerations),
+        spec_text=_SpecText(spec.affinity, spec.tolerations),
     )
 
 
@@ -263,9 +282,8 @@ class PodInfo:
     # CompositePodGroup above the pod's PodGroup ("" outside any tree).
     tree: str = ""
     # ``pod.spec.affinity`` and ``tolerations`` as JSON text, for ``scheduling_signature``
-    # (worked out once per spec, ``_SpecDerived``).
-    affinity_json: str = ""
-    tolerations_json: tuple[str, ...] = ()
+    # (worked out once per spec, ``_SpecDerived``; None: from the pod's spec when asked).
+    spec_text: Optional[_SpecText] = None
 
     @staticmethod
     def of(pod: Pod, ns_labels: dict[str, str], *, sidecar_ports: bool = True,
@@ -310,8 +328,7 @@ class PodInfo:
             terminating=pod.is_terminating,
             match_key=shape.match_key,
             claims=tuple(f"{meta.namespace}/{c}" for c in pod_claims(meta.name, spec.volumes)) if spec.volumes else (),
-            affinity_json=derived.affinity_json,
-            tolerations_json=derived.tolerations_json,
+            spec_text=derived.spec_text,
         )
 
     @property
@@ -349,8 +366,7 @@ class PodInfo:
             self.host_ports,
             self.node_name,
             tuple(sorted(self.node_selector.items())),
-            self.affinity_json,
-            self.tolerations_json,
+            *(self.spec_text or _SpecText(spec.affinity, spec.tolerations)).text(),
             self.spread,
             self.priority,
             self.preempt_never,
