@@ -13,6 +13,7 @@ from models.lazy import lazy_names
 if TYPE_CHECKING:
     from .bounds import PlaceableBound, max_placeable_bound, min_nodes_bound, placeable_bound
     from .parse import as_list, dump, parse_objects, to_snapshot
+    from .tier_bounds import TierBound, tier_bound
     from .workloads import (
         SCALE_TARGETS,
         SCALES,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 _WHERE = {
     **dict.fromkeys(("PlaceableBound", "max_placeable_bound", "min_nodes_bound", "placeable_bound"), "bounds"),
     **dict.fromkeys(("as_list", "dump", "parse_objects", "to_snapshot"), "parse"),
+    **dict.fromkeys(("TierBound", "tier_bound"), "tier_bounds"),
     **dict.fromkeys(
         ("SCALE_TARGETS", "SCALES", "WORKLOADS", "Workload", "generate", "repack", "scale_3k", "scale_10k", "suite"),
         "workloads",
@@ -35,9 +37,9 @@ _WHERE = {
 }
 
 __all__ = [
-    "PlaceableBound", "SCALES", "SCALE_TARGETS", "WORKLOADS", "Workload", "as_list", "dump",
+    "PlaceableBound", "SCALES", "SCALE_TARGETS", "TierBound", "WORKLOADS", "Workload", "as_list", "dump",
     "generate", "max_placeable_bound", "min_nodes_bound", "parse_objects", "placeable_bound",
-    "repack", "scale_10k", "scale_3k", "suite", "to_snapshot",
+    "repack", "scale_10k", "scale_3k", "suite", "tier_bound", "to_snapshot",
 ]
 
 

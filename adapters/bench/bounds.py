@@ -171,6 +171,19 @@ class _Cluster:
             cached = self._free[preemptor_priority] = np.maximum(self.alloc - used, 0)
         return cached
 
+    def usage(self) -> dict[int, np.ndarray]:
+        """Per priority of bound pods: what they use, resource x node."""
+        return self._usage
+
+    def pools(self) -> list[np.ndarray]:
+        """The nodes as pools, each the nodes every static mask asked so far treats alike."""
+        if not self._static:
+            return [np.arange(len(self.nodes))]
+        masks = np.array(list(self._static.values()), dtype=bool)
+        _, pool_of = np.unique(masks.T, axis=0, return_inverse=True)
+        pool_of = pool_of.reshape(-1)
+        return [np.flatnonzero(pool_of == k) for k in range(int(pool_of.max()) + 1)]
+
     def static_mask(self, pod: Pod) -> np.ndarray:
         key = _static_key(pod)
         mask = self._static.get(key)
@@ -179,9 +192,11 @@ class _Cluster:
         return mask
 
 
-def _per_node_capacity(cluster: _Cluster, pod: Pod) -> np.ndarray:
-    """How many pods like ``pod`` each node could take, alone, resource by resource."""
-    free = cluster.free(_priority(pod) if _can_preempt(pod) else None)
+def _per_node_capacity(cluster: _Cluster, pod: Pod, top: Optional[int]) -> np.ndarray:
+    """How many pods like ``pod`` each node could take, alone, resource by resource, in the room
+    of bound pods no window pod can evict (``top``: the window's highest preempting priority).
+    Not only the pod's own preemption counts: room a higher pod's victims leave is anyone's."""
+    free = cluster.free(top)
     requests = pod_requests(pod)
     counts = np.where(cluster.static_mask(pod), np.iinfo(np.int64).max, 0)
     for i, r in enumerate(cluster.resources):
@@ -194,10 +209,10 @@ def _per_node_capacity(cluster: _Cluster, pod: Pod) -> np.ndarray:
     return counts
 
 
-def _apply_anti_affinity(cluster: _Cluster, pod: Pod, counts: np.ndarray) -> int:
+def _apply_anti_affinity(cluster: _Cluster, pod: Pod, counts: np.ndarray, top: Optional[int]) -> int:
     """The group's total after its required anti-affinity terms: no node in a domain holding a
-    matching pod it cannot preempt, and at most one pod per domain when the term matches the
-    group's own pods."""
+    matching pod no window pod can evict (below ``top``, any preemptor may), and at most one pod
+    per domain when the term matches the group's own pods."""
     total = int(counts.sum())
     ns, labels = pod.metadata.namespace, pod.metadata.labels
     for term in _required_anti_affinity(pod):
@@ -210,7 +225,7 @@ def _apply_anti_affinity(cluster: _Cluster, pod: Pod, counts: np.ndarray) -> int
         for other in cluster.bound:
             if other.metadata.namespace not in scope or not selector.matches(other.metadata.labels):
                 continue
-            if _can_preempt(pod) and _priority(other) < _priority(pod):
+            if top is not None and _priority(other) < top:
                 continue  # preemption could remove it
             value = domain[cluster.index[other.spec.node_name]]
             if value is not None:
@@ -225,28 +240,36 @@ def _apply_anti_affinity(cluster: _Cluster, pod: Pod, counts: np.ndarray) -> int
     return total
 
 
-def placeable_bound(snapshot: ClusterSnapshot, pending: Optional[Iterable[Pod]] = None) -> PlaceableBound:
-    """Upper bound on how many of ``pending`` (default: the snapshot's pending pods) can be placed,
-    with the relaxations that gave it. See ``max_placeable_bound``."""
-    pods = list(snapshot.pending_pods() if pending is None else pending)
-    if not pods or not snapshot.nodes:
-        return PlaceableBound(total=0, pending=len(pods), sum_of_groups=0)
+@dataclass
+class GroupCaps:
+    """The window's pending pods as equivalence groups, each bounded alone: ``counts[g][n]`` pods
+    of group ``g`` node ``n`` could take by its resources alone (0 where it may never run), and
+    ``caps[g]`` the group's total after its own anti-affinity, its size and its gang's minMember."""
+
+    cluster: _Cluster
+    groups: list[list[Pod]]
+    counts: list[np.ndarray]
+    caps: list[int]
+    reach: np.ndarray  # nodes some group could use
+
+
+def group_caps(snapshot: ClusterSnapshot, pods: list[Pod]) -> GroupCaps:
+    """``pods`` as equivalence groups, each bounded alone (``GroupCaps``)."""
     resources = sorted({r for p in pods for r, v in pod_requests(p).items() if v > 0} | {PODS})
     cluster = _Cluster(snapshot, resources)
     groups = _equivalence_groups(pods)
+    top = highest_preemptor(pods)
     caps: list[int] = []
+    counts: list[np.ndarray] = []
     reach = np.zeros(len(cluster.nodes), dtype=bool)
     for group in groups:
-        counts = _per_node_capacity(cluster, group[0])
-        reach |= counts > 0
-        caps.append(min(len(group), _apply_anti_affinity(cluster, group[0], counts)))
+        alone = _per_node_capacity(cluster, group[0], top)
+        reach |= alone > 0
+        counts.append(alone)
+        caps.append(min(len(group), _apply_anti_affinity(cluster, group[0], alone, top)))
 
     # Gangs: a group places nothing unless its members can reach minMember together.
-    bound_members: dict[str, int] = defaultdict(int)
-    for pod in cluster.bound:
-        gk = pod_group_key(pod)
-        if gk:
-            bound_members[gk] += 1
+    bound_members = gang_members_bound(cluster.bound)
     gang_cap: dict[str, int] = defaultdict(int)
     for group, cap in zip(groups, caps):
         gk = pod_group_key(group[0])
@@ -257,10 +280,39 @@ def placeable_bound(snapshot: ClusterSnapshot, pending: Optional[Iterable[Pod]] 
         pg = snapshot.pod_group_by_key.get(gk) if gk else None
         if gk and pg is not None and gang_cap[gk] < pg.spec.min_member - bound_members[gk]:
             caps[g] = 0
+    return GroupCaps(cluster, groups, counts, caps, reach)
+
+
+def highest_preemptor(pods: Iterable[Pod]) -> Optional[int]:
+    """The highest priority among pods that may preempt (None: none may): bound pods below it
+    are the ones some window pod could evict."""
+    preemptors = [_priority(p) for p in pods if _can_preempt(p)]
+    return max(preemptors) if preemptors else None
+
+
+def gang_members_bound(bound: Iterable[Pod]) -> dict[str, int]:
+    """Members of each gang already running."""
+    members: dict[str, int] = defaultdict(int)
+    for pod in bound:
+        gk = pod_group_key(pod)
+        if gk:
+            members[gk] += 1
+    return members
+
+
+def placeable_bound(snapshot: ClusterSnapshot, pending: Optional[Iterable[Pod]] = None,
+                    grouped: Optional[GroupCaps] = None) -> PlaceableBound:
+    """Upper bound on how many of ``pending`` (default: the snapshot's pending pods) can be placed,
+    with the relaxations that gave it. See ``max_placeable_bound``. ``grouped``: ``group_caps`` of
+    the same snapshot and pods, when the caller has them already."""
+    pods = list(snapshot.pending_pods() if pending is None else pending)
+    if not pods or not snapshot.nodes:
+        return PlaceableBound(total=0, pending=len(pods), sum_of_groups=0)
+    found = grouped if grouped is not None else group_caps(snapshot, pods)
+    cluster, groups, caps, reach = found.cluster, found.groups, found.caps, found.reach
 
     # One resource at a time over the whole window: smallest requests first fill the room.
-    preemptors = [_priority(p) for p in pods if _can_preempt(p)]
-    room = cluster.free(max(preemptors) if preemptors else None)
+    room = cluster.free(highest_preemptor(pods))
     per_resource: dict[str, int] = {}
     for i, r in enumerate(cluster.resources):
         left = int(room[i][reach].sum())
@@ -281,18 +333,20 @@ def placeable_bound(snapshot: ClusterSnapshot, pending: Optional[Iterable[Pod]] 
     )
 
 
-def max_placeable_bound(snapshot: ClusterSnapshot, pending: Optional[Iterable[Pod]] = None) -> int:
+def max_placeable_bound(snapshot: ClusterSnapshot, pending: Optional[Iterable[Pod]] = None,
+                        grouped: Optional[GroupCaps] = None) -> int:
     """No engine places more of ``pending`` than this.
 
     Each equivalence group of pending pods (same spec, labels, namespace) is bounded alone: the
     pods each statically feasible node could take if only its resources counted (room left by
-    pods the group cannot preempt, resource by resource), less domains ruled out or capped to
+    bound pods no window pod can preempt, resource by resource: a victim's room is anyone's once
+    it is gone, not only its preemptor's), less domains ruled out or capped to
     one by the group's required anti-affinity, capped by the group's size; a gang's groups count
     for nothing when together they cannot reach minMember. The sum is then capped again by each
     resource over the whole window, smallest requests first. Topology spread, ports, inter-group
     anti-affinity and the order of preemption are ignored: the bound can be loose, never low.
     """
-    return placeable_bound(snapshot, pending).total
+    return placeable_bound(snapshot, pending, grouped).total
 
 
 # --------------------------------------------------------------------------- min nodes

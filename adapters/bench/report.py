@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .runner import BenchReport
+from .runner import ENGINES, BenchReport
 
 __all__ = ["PlotUnavailable", "plot_report", "repack_table", "report_table", "require_matplotlib"]
 
@@ -92,8 +92,8 @@ def report_table(report: BenchReport) -> str:
 
 def _workload_tables(report: BenchReport) -> list[str]:
     """Quality, time, the cpsat/greedy ratios and any fallbacks, one section each."""
-    return (_quality_table(report) + _time_table(report) + _gang_table(report) + _dra_table(report)
-            + _ratio_table(report) + _fallback_notes(report))
+    return (_quality_table(report) + _tier_table(report) + _time_table(report) + _gang_table(report)
+            + _dra_table(report) + _ratio_table(report) + _fallback_notes(report))
 
 
 def _quality_table(report: BenchReport) -> list[str]:
@@ -136,6 +136,33 @@ def _quality_table(report: BenchReport) -> list[str]:
     )
 
     return lines
+
+
+def _tier_table(report: BenchReport) -> list[str]:
+    """Per workload and priority tier: pods of that priority and above each engine placed, against
+    the most any plan can place there (the bound CP-SAT proves, tier_bounds.py)."""
+    rows: list[tuple[str, ...]] = []
+    engines = [e for e in ENGINES if any(e in w.results for w in report.workloads)]
+    for w in report.workloads:
+        tiers = (w.bound.get("tiers") or {}).get("at_or_above_priority") or {}
+        placed = {e: r.to_json()["placed_by_priority"] for e, r in w.results.items()}
+        for k, (tier, bound) in enumerate(tiers.items()):
+            cells: list[str] = []
+            for e in engines:
+                if e not in placed:
+                    cells += ["-", "-"]
+                    continue
+                count = sum(n for p, n in placed[e].items() if int(p) >= int(tier))
+                cells += [_num(count), _num(bound - count)]
+            rows.append((w.name if k == 0 else "", f">= {int(tier):,}", _num(bound), *cells))
+    if not rows:
+        return []
+    header = ["WORKLOAD", "PRIORITY", "BOUND"]
+    for e in engines:
+        header += [e.upper(), "GAP"]
+    return (["", "TIERS (pods of this priority and above: each engine's against the most any plan can place, "
+             "a bound CP-SAT proves on a relaxation; GAP = bound - placed)"]
+            + _table(header, rows, numeric=set(range(2, len(header)))))
 
 
 def _time_table(report: BenchReport) -> list[str]:

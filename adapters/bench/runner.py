@@ -40,6 +40,11 @@ Derived figures, as the JSON report names them:
   every run; ``window_ms`` lists the first run's, window by window.
 * ``pods_per_s``: pods decided (placed or not) per second of decision time.
 * ``gap`` (cpsat): the largest relative gap between objective and best bound over the windows.
+
+Bounds, per workload (``bound``): ``max_placeable`` and ``min_nodes`` (bounds.py, arithmetic),
+``cpsat_placeable`` and ``tiers`` (tier_bounds.py: a relaxation CP-SAT solves, per priority tier;
+``tiers.at_or_above_priority[p]`` is the most pods of priority p and above any plan can place).
+Bounds are computed in the set-up, outside every decision's time.
 """
 
 from __future__ import annotations
@@ -63,10 +68,11 @@ import numpy as np
 from models import ClusterSnapshot, Plan, Pod, SchedulerConfig, pod_group_key
 
 from . import memory
-from .bounds import max_placeable_bound, min_nodes_bound
+from .bounds import group_caps, max_placeable_bound, min_nodes_bound
 from .defaults import DEFAULT_TIME_LIMITS as DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE as DEFAULT_WINDOW_SIZE
 from .gangs import gang_figures
 from .objects import paused_gc
+from .tier_bounds import tier_bound
 from .dra_workload import dra_figures
 from .workloads import REAL_SHAPED, SCALE_TARGETS, WORKLOADS, Workload, generate
 
@@ -78,6 +84,8 @@ ENGINES = ("cpsat", "greedy")
 TARGET_TIME_LIMITS = {"scale-3k": 15.0, "scale-10k": 10.0}
 # Violations kept per failing plan in the report; the count is always complete.
 VIOLATIONS_KEPT = 5
+# Time the CP-SAT bound of a workload may take in all (its tiers share it): set-up, not decision.
+TIER_BOUND_SECONDS = 5.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # (snapshot, config, engine, *, memory): ``memory`` is the run's ``solver.SolverMemory``, what the
@@ -515,7 +523,7 @@ class WorkloadResult:
     pods: int
     running: int
     windows: list[int]
-    bound: dict[str, Optional[int]]
+    bound: dict[str, Any]
     results: dict[str, EngineResult]
     setup_s: float
     time_limit: float
@@ -616,10 +624,14 @@ def measure(
     pending = [p for w in windows for p in w]
     if warm_up:
         _warm_up(base, pending, engines, config, schedule_fn or _schedule)
-    bound = {
-        "max_placeable": max_placeable_bound(base, pending),
+    grouped = group_caps(base, pending) if pending and base.nodes else None
+    tiers = tier_bound(base, pending, grouped=grouped, seconds=TIER_BOUND_SECONDS)
+    bound: dict[str, Any] = {
+        "max_placeable": max_placeable_bound(base, pending, grouped),
         "min_nodes": min_nodes_bound(base, [*base.bound_pods(), *pending]),
         "achievable": None if truncated else workload.metadata.get("achievable"),
+        "cpsat_placeable": tiers.total,
+        "tiers": tiers.to_json(),
     }
     setup = time.perf_counter() - start
     of_queue = f" (the first of {len(queue)})" if truncated else ""

@@ -70,6 +70,9 @@ def test_both_engines_run_on_each_workload_and_fill_the_contract() -> None:
             assert CONTRACT_RESULT <= set(r), engine
             assert r["valid"] is True and r["violations"] == []
             assert 0 <= r["placed"] <= w["bound"]["max_placeable"]
+            assert r["placed"] <= w["bound"]["cpsat_placeable"]
+            for tier, most in w["bound"]["tiers"]["at_or_above_priority"].items():
+                assert sum(n for p, n in r["placed_by_priority"].items() if int(p) >= int(tier)) <= most
             assert r["p50_ms"] <= r["p99_ms"] and r["pods_per_s"] > 0
         assert w["results"]["cpsat"]["placed"] >= w["results"]["greedy"]["placed"]
         cpsat = w["results"]["cpsat"]

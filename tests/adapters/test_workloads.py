@@ -476,6 +476,13 @@ def _snap(*objects):
             3,
         ),
         (
+            # Both engines place h on a node it empties and three of the l pods beside it.
+            "room a higher pod's victim leaves is anyone's",
+            [_node("a"), _node("b"), _pod("ra", cpu="4", node="a"), _pod("rb", cpu="4", node="b"),
+             _pod("h", cpu="1", priority=10)] + [_pod(f"l{i}", cpu="1") for i in range(4)],
+            5,
+        ),
+        (
             "preemptionPolicy Never cannot",
             [_node("a"), _pod("r", cpu="3", node="a")] + [_pod(f"p{i}", priority=10, preemptionPolicy="Never") for i in range(3)],
             1,

@@ -44,6 +44,7 @@ from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+from adapters.bench.tier_bounds import tier_bound
 from models import Assignment, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.config import SchedulerConfig
 from solver import schedule, validate
@@ -347,6 +348,10 @@ def check_window(snapshot, config) -> None:
     scale = tier_weights([p.priority for p, _ in ctx.state.pods()])
     best, placements, victims, _ = exhaustive_best(snapshot, config)
     note(f"exhaustive optimum {best}: {placements} victims {[(v.pod.key, v.preemptor) for v in victims]}")
+    # The bench's CP-SAT bound never says less than the optimum places, tier by tier.
+    tiers = tier_bound(snapshot, [p.pod for p in ctx.window], seconds=2.0, workers=1)
+    for tier, most in tiers.at_or_above.items():
+        assert sum(1 for k in placements if ctx.pod(k).priority >= tier) <= most, (tier, tiers.at_or_above)
     SEEN["windows"] += 1
     SEEN["with victims"] += bool(victims)
     levels_on = defaultdict(set)
