@@ -123,6 +123,11 @@ class PlanStats(_PlanModel):
     lns_placed_gain: Optional[int] = None
     lns_victims_change: Optional[int] = None
     lns_history: Optional[tuple[str, ...]] = None
+    # ``schedule --bound`` only, proven after the decision (outside its time limit): per priority
+    # p of the decided pods, the most pods of priority p and above any plan could place (CP-SAT's
+    # bound on a relaxation, adapters/bench/tier_bounds.py), and how many fewer this plan places.
+    tier_bound: Optional[dict[str, int]] = None
+    tier_gap: Optional[dict[str, int]] = None
 
 
 class Plan(_PlanModel):

@@ -1,5 +1,8 @@
 """A bound CP-SAT proves: at most how many pending pods of each priority and above any plan places.
 
+The bench reports it beside each engine (the TIERS table, ``bound.tiers``); ``schedule --bound``
+puts it in the plan's stats (``tier_bound``, ``tier_gap``), after the decision.
+
 ``max_placeable_bound`` (bounds.py) caps the whole window by one resource at a time. This relaxation
 is solved as a CP-SAT model instead, so it can hold every resource at once, node pools apart, the
 evictions preemption needs and gangs whole, and it is asked once per priority tier: the bound on

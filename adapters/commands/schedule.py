@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adapters.gc_control import keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options
@@ -26,6 +27,9 @@ from . import (
     stage,
     worker_count,
 )
+
+if TYPE_CHECKING:
+    from models import ClusterSnapshot, Plan
 
 ENGINES = ("cpsat", "greedy")
 OUTPUTS = ("table", "json", "yaml")
@@ -50,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
     add_config_options(parser)
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people), json (the stable contract) or yaml")
+    parser.add_argument("--bound", action="store_true", help="after the decision, prove with CP-SAT the most pods of each "
+                        "priority and above any plan could place, and print the plan's gap to it (stats.tier_bound, "
+                        "stats.tier_gap; up to 5 s more, outside the time limit)")
     add_progress_option(parser)
     parser.set_defaults(handler=run, decides=True)
 
@@ -117,5 +124,24 @@ def _run(args: argparse.Namespace) -> int:
         for line in decision.problems:
             print(f"  {line}", file=sys.stderr)
         return 1
-    sys.stdout.write(dump_plan(decision.plan, args.output))
+    plan = decision.plan
+    if args.bound:
+        stage("proving how many pods of each priority any plan could place (--bound)")
+        plan = with_tier_bound(plan, snapshot)
+    sys.stdout.write(dump_plan(plan, args.output))
     return 0
+
+
+def with_tier_bound(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+    """``plan`` with ``stats.tier_bound`` and ``stats.tier_gap`` over the pods it decided."""
+    from adapters.bench.tier_bounds import tier_bound
+
+    decided = {a.pod for a in plan.assignments} | {u.pod for u in plan.unschedulable}
+    pods = snapshot.pods_among(decided)
+    bound = tier_bound(snapshot, pods).at_or_above
+    priority = {p.key: p.spec.priority or 0 for p in pods}
+    placed = [priority[a.pod] for a in plan.assignments if a.pod in priority]
+    gap = {str(t): most - sum(1 for p in placed if p >= t) for t, most in bound.items()}
+    stats = plan.stats.model_copy(update={"tier_bound": {str(t): b for t, b in sorted(bound.items(), reverse=True)},
+                                          "tier_gap": dict(sorted(gap.items(), key=lambda kv: -int(kv[0])))})
+    return plan.model_copy(update={"stats": stats})

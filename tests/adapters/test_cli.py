@@ -426,3 +426,32 @@ def test_start_up_loads_no_solver_client_or_models(argv: list[str]) -> None:
         assert done.stdout.startswith(b"cpsat-scheduler ")
     else:
         assert b"usage: cpsat-scheduler" in done.stdout
+
+
+# --------------------------------------------------------------------------- --bound
+
+
+def test_bound_proves_how_far_the_plan_is_from_the_best_by_priority(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One 4-cpu node, full with a running pod of priority 0, and six 1-cpu pods: two of priority 10
+    (they may evict it), four of priority 0 (they may not). No plan places more than four, two of
+    them the priority-10 pods; the plan reaches both (the first evicts, the room left is anyone's),
+    so the gap is 0 at each tier."""
+    running = ("- apiVersion: v1\n  kind: Pod\n  metadata: {name: old, namespace: default}\n"
+               "  spec: {nodeName: n1, priority: 0, containers: [{name: c, resources: {requests: {cpu: '4'}}}]}\n"
+               "  status: {phase: Running}\n")
+    pending = [pod(f", priority: {prio}", ", resources: {requests: {cpu: '1'}}", name=f"p{prio}-{i}")
+               for prio, count in ((10, 2), (0, 4)) for i in range(count)]
+    path = write(tmp_path, "s.yaml", snapshot(NODE % "n1", running, *pending))
+
+    code, out, _ = run(capsys, "schedule", path, "-o", "json")
+    assert code == 0 and json.loads(out)["stats"]["tier_bound"] is None  # only when asked
+
+    code, out, _ = run(capsys, "schedule", path, "--bound", "-o", "json")
+    assert code == 0
+    plan = json.loads(out)
+    placed = [a["pod"] for a in plan["assignments"]]
+    assert plan["stats"]["tier_bound"] == {"10": 2, "0": 4}
+    assert plan["stats"]["tier_gap"] == {"10": 2 - sum("p10" in p for p in placed), "0": 4 - len(placed)} == {"10": 0, "0": 0}
+
+    code, out, _ = run(capsys, "schedule", path, "--bound")
+    assert code == 0 and "placed by priority against CP-SAT's bound: >= 10: 2 of at most 2, >= 0: 4 of at most 4" in out
