@@ -25,7 +25,9 @@ cordon, taints, nodeSelector, required node affinity):
 Spread, inter-pod affinity, ports, volumes, PodDisruptionBudgets and the order of the turns are
 left out, and each requested amount is rounded down, capacities up: the bound can be loose, never
 low. CP-SAT's best bound is used even when a tier's solve stops at its time limit, so each
-figure is proven whether the relaxation was solved to the end (``proven_optimal``) or not.
+figure is proven whether the relaxation was solved to the end (``proven_optimal``) or not. No
+figure is above ``max_placeable_bound`` either (it bounds every tier as well, and is now and then
+the lower of the two), nor above a lower tier's.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ortools.sat.python import cp_model
 
 from models import ClusterSnapshot, Pod, pod_group_key, pod_requests
 
-from .bounds import PODS, GroupCaps, gang_members_bound, group_caps, highest_preemptor
+from .bounds import PODS, GroupCaps, gang_members_bound, group_caps, highest_preemptor, placeable_bound
 
 # The largest coefficient a resource keeps after scaling (requests rounded down, capacity up).
 MAX_UNITS = 1 << 24
@@ -79,7 +81,8 @@ def _preempts(pod: Pod) -> bool:
 
 def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float = 5.0, workers: int = 2,
                grouped: Optional[GroupCaps] = None) -> TierBound:
-    """The relaxation above, solved once per priority tier of ``pending`` within ``seconds`` in all.
+    """The relaxation above, solved once per priority tier of ``pending``, the solves within
+    ``seconds`` in all (building the model comes first: a few seconds at 1,000 nodes).
     ``grouped``: ``bounds.group_caps`` of the same snapshot and pods, when the caller has them."""
     start = time.perf_counter()
     if not pending or not snapshot.nodes:
@@ -115,8 +118,10 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
         if not placed:
             continue
         for i in range(len(cluster.resources)):
-            # Rounding slack: requests and kept room round down, capacity up, one unit per term.
-            cap = _ceil(int(cluster.alloc[i][nodes].sum()), scale[i]) + len(movable) + 1
+            # Requests and kept room round down, capacity up; a scaled resource's kept room at each
+            # movable level can then read one unit above the truth, so the capacity gets as many.
+            slack = len(movable) if scale[i] > 1 else 0
+            cap = _ceil(int(cluster.alloc[i][nodes].sum()), scale[i]) + slack
             kept = _floor(sum(int(use[i][nodes].sum()) for q, use in usage.items() if q not in movable), scale[i])
             load: list = [need[g][i] * var for g, var in placed if need[g][i] > 0]
             evictable: list[cp_model.IntVar] = []
@@ -131,7 +136,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
                     evictable.append(evicted)
                 if not evictable:
                     continue
-                per_node = _ceil(int(above.max()), scale[i]) + 1
+                per_node = _ceil(int(above.max()), scale[i])
                 preemptors = [var for g, var in placed
                               if _preempts(found.groups[g][0]) and _priority(found.groups[g][0]) > q]
                 if preemptors:
@@ -160,6 +165,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
 
     tiers = sorted({_priority(p) for p in pending}, reverse=True)
     out = TierBound(pools=len(pools))
+    solving = time.perf_counter()
     for n, tier in enumerate(tiers):
         counted = [var for (g, _k), var in x.items() if _priority(found.groups[g][0]) >= tier]
         if not counted:
@@ -167,7 +173,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
             continue
         model.maximize(sum(counted))
         solver = cp_model.CpSolver()
-        left = seconds - (time.perf_counter() - start)
+        left = seconds - (time.perf_counter() - solving)
         solver.parameters.max_time_in_seconds = max(0.1, left / (len(tiers) - n))
         solver.parameters.num_workers = workers
         status = solver.solve(model)
@@ -179,6 +185,10 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
             proven = solver.best_objective_bound if status == cp_model.FEASIBLE else float("inf")
             out.at_or_above[tier] = int(min(np.floor(proven + 1e-6), sum(len(g) for g in found.groups
                                                                           if _priority(g[0]) >= tier)))
+    # The arithmetic bound (bounds.py: one resource at a time, smallest requests first) holds for
+    # every tier too and is sometimes the lower where the pools' sums let large pods through.
+    lowest = tiers[-1]
+    out.at_or_above[lowest] = min(out.at_or_above[lowest], placeable_bound(snapshot, pending, found).total)
     # No plan places more pods of a tier and above than of a lower tier and above: a lower tier's
     # bound holds for the tiers above it too (it is tighter when a solve stopped short).
     for lo, hi in zip(tiers[::-1], tiers[::-1][1:]):
