@@ -5,9 +5,10 @@
   the whole window under one resource at a time — so it can be loose but never wrong.
 - ``min_nodes_bound``: no placement hosts a set of pods on fewer nodes than this.
 
-Pure functions of the models. Static feasibility uses small local checks (node name, cordon,
-taints, nodeSelector, required node affinity) built on the models' own matchers; they follow
-kube-scheduler's filters but are not the solver's predicate modules.
+Functions of the models (with ``solver.interrupt``'s checks, so that Ctrl-C stops them). Static
+feasibility uses small local checks (node name, cordon, taints, nodeSelector, required node
+affinity) built on the models' own matchers; they follow kube-scheduler's filters but are not
+the solver's predicate modules.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Optional
 import numpy as np
 
 from models import ClusterSnapshot, Node, Pod, PodAffinityTerm, Taint, pod_group_key, pod_requests
+from solver import interrupt
 
 PODS = "pods"
 HOSTNAME = "kubernetes.io/hostname"
@@ -159,6 +161,7 @@ class _Cluster:
                 use[i, j] += 1 if r == PODS else requests.get(r, 0)
         self._free: dict[Optional[int], np.ndarray] = {}
         self._static: dict[str, np.ndarray] = {}
+        self._unevictable: dict[Optional[int], list[Pod]] = {}
 
     def free(self, preemptor_priority: Optional[int]) -> np.ndarray:
         """Room left by bound pods a pod of this priority cannot preempt (None: no preemption)."""
@@ -170,6 +173,14 @@ class _Cluster:
                     used += use
             cached = self._free[preemptor_priority] = np.maximum(self.alloc - used, 0)
         return cached
+
+    def unevictable(self, top: Optional[int]) -> list[Pod]:
+        """Bound pods no window pod can evict: at or above ``top``, the window's highest
+        preempting priority (all of them when none may preempt)."""
+        kept = self._unevictable.get(top)
+        if kept is None:
+            kept = self._unevictable[top] = [p for p in self.bound if top is None or _priority(p) >= top]
+        return kept
 
     def usage(self) -> dict[int, np.ndarray]:
         """Per priority of bound pods: what they use, resource x node."""
@@ -222,11 +233,9 @@ def _apply_anti_affinity(cluster: _Cluster, pod: Pod, counts: np.ndarray, top: O
         key = term.topology_key
         domain = [n.metadata.labels.get(key) for n in cluster.nodes]
         blocked = set()
-        for other in cluster.bound:
+        for other in cluster.unevictable(top):  # a pod preemption could remove blocks nothing
             if other.metadata.namespace not in scope or not selector.matches(other.metadata.labels):
                 continue
-            if top is not None and _priority(other) < top:
-                continue  # preemption could remove it
             value = domain[cluster.index[other.spec.node_name]]
             if value is not None:
                 blocked.add(value)
@@ -262,7 +271,7 @@ def group_caps(snapshot: ClusterSnapshot, pods: list[Pod]) -> GroupCaps:
     caps: list[int] = []
     counts: list[np.ndarray] = []
     reach = np.zeros(len(cluster.nodes), dtype=bool)
-    for group in groups:
+    for group in interrupt.checked(groups, every=1):  # Ctrl-C: a group's checks can take a second
         alone = _per_node_capacity(cluster, group[0], top)
         reach |= alone > 0
         counts.append(alone)

@@ -41,6 +41,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from models import ClusterSnapshot, Pod, pod_group_key, pod_requests
+from solver import interrupt
 
 from .bounds import PODS, GroupCaps, gang_members_bound, group_caps, highest_preemptor, placeable_bound
 
@@ -172,11 +173,13 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
             out.at_or_above[tier] = 0
             continue
         model.maximize(sum(counted))
-        solver = cp_model.CpSolver()
+        solver = interrupt.new_solver()  # Ctrl-C stops it through ``interrupt.request``
         left = seconds - (time.perf_counter() - solving)
         solver.parameters.max_time_in_seconds = max(0.1, left / (len(tiers) - n))
         solver.parameters.num_workers = workers
-        status = solver.solve(model)
+        with interrupt.stoppable(solver):
+            status = solver.solve(model)
+        interrupt.check()  # a stopped solve's figures are not proven: no bound at all
         if status == cp_model.OPTIMAL:
             out.at_or_above[tier] = int(round(solver.objective_value))
         else:
