@@ -15,7 +15,8 @@ cordon, taints, nodeSelector, required node affinity):
   could each take of ``g`` alone (``bounds.group_caps``), and per group at most its cap (its size,
   its own required anti-affinity, its gang's reach);
 - per pool and resource, the pods placed and the bound pods kept fit the pool's allocatable summed
-  (a pod may straddle nodes here: that is what makes it a relaxation);
+  (a pod may straddle nodes here: that is what makes it a relaxation; a node its running pods
+  overcommit counts with what they use);
 - bound pods at or above the window's highest preempting priority are kept; below it, the room of
   bound pods of priority ``q`` and below that is evicted in a pool is at most one node's worth of
   them (the pool's fullest node) per pod placed there that may preempt them (priority above ``q``):
@@ -95,6 +96,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
     top = highest_preemptor(pending)
     movable = sorted(q for q in usage if top is not None and q < top)  # bound priorities some pod may evict
 
+    used = sum(usage.values(), np.zeros_like(cluster.alloc))  # all running pods, resource x node
     model = cp_model.CpModel()
     scale = [_scale(cluster.alloc[i]) for i in range(len(cluster.resources))]
     need = [[_need(g[0], r, scale[i]) for i, r in enumerate(cluster.resources)] for g in found.groups]
@@ -122,7 +124,9 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
             # Requests and kept room round down, capacity up; a scaled resource's kept room at each
             # movable level can then read one unit above the truth, so the capacity gets as many.
             slack = len(movable) if scale[i] > 1 else 0
-            cap = _ceil(int(cluster.alloc[i][nodes].sum()), scale[i]) + slack
+            # A node its running pods overcommit (they came before its allocatable shrank, or a
+            # kubelet admitted them) counts as full, not as taking room from the pool's others.
+            cap = _ceil(int(np.maximum(cluster.alloc[i][nodes], used[i][nodes]).sum()), scale[i]) + slack
             kept = _floor(sum(int(use[i][nodes].sum()) for q, use in usage.items() if q not in movable), scale[i])
             load: list = [need[g][i] * var for g, var in placed if need[g][i] > 0]
             evictable: list[cp_model.IntVar] = []

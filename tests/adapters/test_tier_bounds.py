@@ -23,6 +23,14 @@ def test_every_resource_at_once_and_a_pod_never_split_beyond_one_node():
     assert bound_of(_node("a"), _node("b"), *[_pod(f"p{i}", cpu="1", memory="6Gi") for i in range(8)]) == {0: 4}
 
 
+def test_an_overcommitted_node_takes_no_room_from_the_others():
+    # n0's running pod uses twice its cpu; n1 is empty and takes the pending pod (the exhaustive
+    # optimum's property run found the pool's summed room reading 0 here).
+    objects = [_node("n0", cpu="1"), _node("n1", cpu="1"), _pod("run", cpu="2", node="n0"),
+               _pod("t", cpu="500m", preemptionPolicy="Never")]
+    assert bound_of(*objects) == {0: 1}
+
+
 def test_tiers_count_their_priority_and_above():
     objects = [_node("a"), *[_pod(f"h{i}", cpu="1", priority=10) for i in range(2)],
                *[_pod(f"l{i}", cpu="1", priority=1) for i in range(5)]]
