@@ -20,7 +20,8 @@ cordon, taints, nodeSelector, required node affinity):
 - bound pods at or above the window's highest preempting priority are kept; below it, the room of
   bound pods of priority ``q`` and below that is evicted in a pool is at most one node's worth of
   them (the pool's fullest node) per pod placed there that may preempt them (priority above ``q``):
-  kube-scheduler's preemption evicts on the node its preemptor goes to;
+  kube-scheduler's preemption evicts on the node its preemptor goes to (members of a PodGroup
+  evicted only whole, ``disruptionMode: all``, are not held to it: their group goes with them);
 - a gang places at least its missing minMember, or nothing.
 
 Spread, inter-pod affinity, ports, volumes, PodDisruptionBudgets and the order of the turns are
@@ -44,7 +45,7 @@ from ortools.sat.python import cp_model
 from models import ClusterSnapshot, Pod, pod_group_key, pod_requests
 from solver import interrupt
 
-from .bounds import PODS, GroupCaps, gang_members_bound, group_caps, highest_preemptor, placeable_bound
+from .bounds import PODS, GroupCaps, _Cluster, gang_members_bound, group_caps, highest_preemptor, placeable_bound
 
 # The largest coefficient a resource keeps after scaling (requests rounded down, capacity up).
 MAX_UNITS = 1 << 24
@@ -97,6 +98,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
     movable = sorted(q for q in usage if top is not None and q < top)  # bound priorities some pod may evict
 
     used = sum(usage.values(), np.zeros_like(cluster.alloc))  # all running pods, resource x node
+    units = _whole_group_usage(snapshot, cluster, movable)
     model = cp_model.CpModel()
     scale = [_scale(cluster.alloc[i]) for i in range(len(cluster.resources))]
     need = [[_need(g[0], r, scale[i]) for i, r in enumerate(cluster.resources)] for g in found.groups]
@@ -123,7 +125,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
         for i in range(len(cluster.resources)):
             # Requests and kept room round down, capacity up; a scaled resource's kept room at each
             # movable level can then read one unit above the truth, so the capacity gets as many.
-            slack = len(movable) if scale[i] > 1 else 0
+            slack = len(movable) + 1 if scale[i] > 1 else 0
             # A node its running pods overcommit (they came before its allocatable shrank, or a
             # kubelet admitted them) counts as full, not as taking room from the pool's others.
             cap = _ceil(int(np.maximum(cluster.alloc[i][nodes], used[i][nodes]).sum()), scale[i]) + slack
@@ -132,7 +134,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
             evictable: list[cp_model.IntVar] = []
             above = np.zeros(len(nodes), dtype=np.int64)
             for q in reversed(movable):  # highest first: evictions at q and above need a preemptor above q
-                level = usage[q][i][nodes]
+                level = usage[q][i][nodes] - (units[q][i][nodes] if q in units else 0)
                 above += level
                 amount = _floor(int(level.sum()), scale[i])
                 if amount > 0:
@@ -148,6 +150,11 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
                     model.add(sum(evictable) <= per_node * sum(preemptors))
                 else:
                     model.add(sum(evictable) == 0)
+            # Members of a group evicted only whole go wherever their preemptor goes: no
+            # one-node's-worth limit on their room (one eviction may empty every node of a pool).
+            whole = _floor(sum(int(use[i][nodes].sum()) for use in units.values()), scale[i])
+            if whole > 0:
+                load.append(whole - model.new_int_var(0, whole, f"w{k}_{i}"))
             if load:
                 model.add(sum(load) <= max(cap - kept, 0))
 
@@ -163,10 +170,10 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
         missing = (pg.spec.min_member - members[gk]) if pg is not None else 0
         if missing <= 0:
             continue
-        whole = model.new_bool_var(f"gang_{gk}")
-        model.add(sum(v for g in groups for v in by_group[g]) >= missing * whole)
+        placed_whole = model.new_bool_var(f"gang_{gk}")
+        model.add(sum(v for g in groups for v in by_group[g]) >= missing * placed_whole)
         for g in groups:
-            model.add(sum(by_group[g]) <= found.caps[g] * whole)
+            model.add(sum(by_group[g]) <= found.caps[g] * placed_whole)
 
     tiers = sorted({_priority(p) for p in pending}, reverse=True)
     out = TierBound(pools=len(pools))
@@ -201,6 +208,24 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
     for lo, hi in zip(tiers[::-1], tiers[::-1][1:]):
         out.at_or_above[hi] = min(out.at_or_above[hi], out.at_or_above[lo])
     out.seconds = time.perf_counter() - start
+    return out
+
+
+def _whole_group_usage(snapshot: ClusterSnapshot, cluster: _Cluster, levels: list[int]) -> dict[int, np.ndarray]:
+    """Per priority in ``levels``: what the running pods evicted only with their whole group
+    (PodGroup ``disruptionMode: all``) use, resource x node."""
+    out: dict[int, np.ndarray] = {}
+    for pod in cluster.bound:
+        q = _priority(pod)
+        gk = pod_group_key(pod) if q in levels else None
+        group = snapshot.pod_group_by_key.get(gk) if gk else None
+        if group is None or group.spec.disruption_unit is None:
+            continue
+        use = out.setdefault(q, np.zeros_like(cluster.alloc))
+        requests = pod_requests(pod)
+        j = cluster.index[pod.spec.node_name]
+        for i, r in enumerate(cluster.resources):
+            use[i, j] += 1 if r == PODS else requests.get(r, 0)
     return out
 
 

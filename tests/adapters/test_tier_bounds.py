@@ -73,3 +73,15 @@ def test_never_below_greedy_on_a_contended_cluster_by_tier():
         assert placed <= most, (tier, placed, most)
     # Tighter than counting the pending pods: the cluster has less room than its demand.
     assert bound.total < len(pending)
+
+
+def test_a_group_evicted_whole_frees_every_node_it_runs_on():
+    # disruptionMode all: h evicts job-0 and job-1 together, and the seven l pods use both nodes'
+    # room (both engines place 1 + 7; the one-node's-worth rule alone would say 1 + 3).
+    from tests.reliability.test_group_optimum import node, pod, podgroup, snapshot_of
+
+    for mode, most in (("all", {10: 1, 0: 8}), ("single", {10: 1, 0: 4})):
+        snapshot = snapshot_of([node("n0", 4), node("n1", 4), podgroup("job", 1, disruptionMode={mode: {}}, priority=0),
+                                pod("job-0", 4, node_name="n0", group="job"), pod("job-1", 4, node_name="n1", group="job"),
+                                pod("h", 1, priority=10), *[pod(f"l{i}", 1, priority=0, t=i + 1) for i in range(7)]])
+        assert tier_bound(snapshot, snapshot.pending_pods()).at_or_above == most, mode
