@@ -92,11 +92,11 @@ def _equivalence_groups(pods: Iterable[Pod]) -> list[list[Pod]]:
     return list(groups.values())
 
 
-def _priority(pod: Pod) -> int:
+def priority(pod: Pod) -> int:
     return pod.spec.priority or 0
 
 
-def _can_preempt(pod: Pod) -> bool:
+def can_preempt(pod: Pod) -> bool:
     return pod.spec.preemption_policy != "Never"
 
 
@@ -152,13 +152,7 @@ class _Cluster:
             for i, r in enumerate(self.resources):
                 self.alloc[i, j] = allocatable.get(r, 0)
         self.bound = [p for p in snapshot.bound_pods() if p.spec.node_name in self.index]
-        self._usage: dict[int, np.ndarray] = {}
-        for pod in self.bound:
-            use = self._usage.setdefault(_priority(pod), np.zeros_like(self.alloc))
-            j = self.index[pod.spec.node_name]
-            requests = pod_requests(pod)
-            for i, r in enumerate(self.resources):
-                use[i, j] += 1 if r == PODS else requests.get(r, 0)
+        self._usage = self.usage_of(self.bound)
         self._free: dict[Optional[int], np.ndarray] = {}
         self._static: dict[str, np.ndarray] = {}
         self._unevictable: dict[Optional[int], list[Pod]] = {}
@@ -168,8 +162,8 @@ class _Cluster:
         cached = self._free.get(preemptor_priority)
         if cached is None:
             used = np.zeros_like(self.alloc)
-            for priority, use in self._usage.items():
-                if preemptor_priority is None or priority >= preemptor_priority:
+            for level, use in self._usage.items():
+                if preemptor_priority is None or level >= preemptor_priority:
                     used += use
             cached = self._free[preemptor_priority] = np.maximum(self.alloc - used, 0)
         return cached
@@ -179,12 +173,23 @@ class _Cluster:
         preempting priority (all of them when none may preempt)."""
         kept = self._unevictable.get(top)
         if kept is None:
-            kept = self._unevictable[top] = [p for p in self.bound if top is None or _priority(p) >= top]
+            kept = self._unevictable[top] = [p for p in self.bound if top is None or priority(p) >= top]
         return kept
 
     def usage(self) -> dict[int, np.ndarray]:
         """Per priority of bound pods: what they use, resource x node."""
         return self._usage
+
+    def usage_of(self, pods: Iterable[Pod]) -> dict[int, np.ndarray]:
+        """Per priority of ``pods`` (bound ones): what they use, resource x node."""
+        out: dict[int, np.ndarray] = {}
+        for pod in pods:
+            use = out.setdefault(priority(pod), np.zeros_like(self.alloc))
+            j = self.index[pod.spec.node_name]
+            requests = pod_requests(pod)
+            for i, r in enumerate(self.resources):
+                use[i, j] += 1 if r == PODS else requests.get(r, 0)
+        return out
 
     def pools(self) -> list[np.ndarray]:
         """The nodes as pools, each the nodes every static mask asked so far treats alike."""
@@ -295,7 +300,7 @@ def group_caps(snapshot: ClusterSnapshot, pods: list[Pod]) -> GroupCaps:
 def highest_preemptor(pods: Iterable[Pod]) -> Optional[int]:
     """The highest priority among pods that may preempt (None: none may): bound pods below it
     are the ones some window pod could evict."""
-    preemptors = [_priority(p) for p in pods if _can_preempt(p)]
+    preemptors = [priority(p) for p in pods if can_preempt(p)]
     return max(preemptors) if preemptors else None
 
 

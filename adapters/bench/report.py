@@ -145,14 +145,14 @@ def _tier_table(report: BenchReport) -> list[str]:
     engines = [e for e in ENGINES if any(e in w.results for w in report.workloads)]
     for w in report.workloads:
         tiers = (w.bound.get("tiers") or {}).get("at_or_above_priority") or {}
-        placed = {e: r.to_json()["placed_by_priority"] for e, r in w.results.items()}
+        placed = {e: r.placed_by_priority for e, r in w.results.items()}
         for k, (tier, bound) in enumerate(tiers.items()):
             cells: list[str] = []
             for e in engines:
                 if e not in placed:
                     cells += ["-", "-"]
                     continue
-                count = sum(n for p, n in placed[e].items() if int(p) >= int(tier))
+                count = sum(n for p, n in placed[e].items() if p >= int(tier))
                 cells += [_num(count), _num(bound - count)]
             rows.append((w.name if k == 0 else "", f">= {int(tier):,}", _num(bound), *cells))
     if not rows:

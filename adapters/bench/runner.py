@@ -427,6 +427,11 @@ class EngineResult:
     def weighted(self) -> int:
         return sum(self.weights[self.priority_of[k]] for k in self.first.placed)
 
+    @property
+    def placed_by_priority(self) -> Counter:
+        """Pods the first run placed, by priority."""
+        return Counter(self.priority_of[k] for k in self.first.placed)
+
     def weighted_of(self, run: EngineRun) -> int:
         return sum(self.weights[self.priority_of[k]] for k in run.placed)
 
@@ -451,7 +456,7 @@ class EngineResult:
     def to_json(self) -> dict[str, Any]:
         decision = sum(run.decision_s for run in self.runs)
         decided = sum(w.pods for run in self.runs for w in run.windows)
-        by_priority = Counter(self.priority_of[k] for k in self.first.placed)
+        by_priority = self.placed_by_priority
         statuses = Counter(self._stats("status"))
         gaps = [g for g in self._stats("gap") if g is not None]
         solver_ran = self.engine == "cpsat" and any(v is not None for v in self._stats("variables"))

@@ -45,7 +45,9 @@ from ortools.sat.python import cp_model
 from models import ClusterSnapshot, Pod, pod_group_key, pod_requests
 from solver import interrupt
 
-from .bounds import PODS, GroupCaps, _Cluster, gang_members_bound, group_caps, highest_preemptor, placeable_bound
+from .bounds import (
+    PODS, GroupCaps, can_preempt, gang_members_bound, group_caps, highest_preemptor, placeable_bound, priority,
+)
 
 # The largest coefficient a resource keeps after scaling (requests rounded down, capacity up).
 MAX_UNITS = 1 << 24
@@ -74,14 +76,6 @@ class TierBound:
         }
 
 
-def _priority(pod: Pod) -> int:
-    return pod.spec.priority or 0
-
-
-def _preempts(pod: Pod) -> bool:
-    return pod.spec.preemption_policy != "Never"
-
-
 def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float = 5.0, workers: int = 2,
                grouped: Optional[GroupCaps] = None) -> TierBound:
     """The relaxation above, solved once per priority tier of ``pending``, the solves within
@@ -89,7 +83,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
     ``grouped``: ``bounds.group_caps`` of the same snapshot and pods, when the caller has them."""
     start = time.perf_counter()
     if not pending or not snapshot.nodes:
-        return TierBound(at_or_above={p: 0 for p in {_priority(q) for q in pending}})
+        return TierBound(at_or_above={p: 0 for p in {priority(q) for q in pending}})
     found = grouped if grouped is not None else group_caps(snapshot, pending)
     cluster = found.cluster
     pools = cluster.pools()
@@ -98,7 +92,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
     movable = sorted(q for q in usage if top is not None and q < top)  # bound priorities some pod may evict
 
     used = sum(usage.values(), np.zeros_like(cluster.alloc))  # all running pods, resource x node
-    units = _whole_group_usage(snapshot, cluster, movable)
+    units = _whole_group_usage(snapshot, found, movable)
     model = cp_model.CpModel()
     scale = [_scale(cluster.alloc[i]) for i in range(len(cluster.resources))]
     need = [[_need(g[0], r, scale[i]) for i, r in enumerate(cluster.resources)] for g in found.groups]
@@ -145,7 +139,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
                     continue
                 per_node = _ceil(int(above.max()), scale[i])
                 preemptors = [var for g, var in placed
-                              if _preempts(found.groups[g][0]) and _priority(found.groups[g][0]) > q]
+                              if can_preempt(found.groups[g][0]) and priority(found.groups[g][0]) > q]
                 if preemptors:
                     model.add(sum(evictable) <= per_node * sum(preemptors))
                 else:
@@ -175,11 +169,11 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
         for g in groups:
             model.add(sum(by_group[g]) <= found.caps[g] * placed_whole)
 
-    tiers = sorted({_priority(p) for p in pending}, reverse=True)
+    tiers = sorted({priority(p) for p in pending}, reverse=True)
     out = TierBound(pools=len(pools))
     solving = time.perf_counter()
     for n, tier in enumerate(tiers):
-        counted = [var for (g, _k), var in x.items() if _priority(found.groups[g][0]) >= tier]
+        counted = [var for (g, _k), var in x.items() if priority(found.groups[g][0]) >= tier]
         if not counted:
             out.at_or_above[tier] = 0
             continue
@@ -198,7 +192,7 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
             # No answer at all (not even a bound): the tier's pods, the count no plan exceeds.
             proven = solver.best_objective_bound if status == cp_model.FEASIBLE else float("inf")
             out.at_or_above[tier] = int(min(np.floor(proven + 1e-6), sum(len(g) for g in found.groups
-                                                                          if _priority(g[0]) >= tier)))
+                                                                          if priority(g[0]) >= tier)))
     # The arithmetic bound (bounds.py: one resource at a time, smallest requests first) holds for
     # every tier too and is sometimes the lower where the pools' sums let large pods through.
     lowest = tiers[-1]
@@ -211,22 +205,15 @@ def tier_bound(snapshot: ClusterSnapshot, pending: list[Pod], *, seconds: float 
     return out
 
 
-def _whole_group_usage(snapshot: ClusterSnapshot, cluster: _Cluster, levels: list[int]) -> dict[int, np.ndarray]:
+def _whole_group_usage(snapshot: ClusterSnapshot, found: GroupCaps, levels: list[int]) -> dict[int, np.ndarray]:
     """Per priority in ``levels``: what the running pods evicted only with their whole group
     (PodGroup ``disruptionMode: all``) use, resource x node."""
-    out: dict[int, np.ndarray] = {}
-    for pod in cluster.bound:
-        q = _priority(pod)
-        gk = pod_group_key(pod) if q in levels else None
+    def whole(pod: Pod) -> bool:
+        gk = pod_group_key(pod)
         group = snapshot.pod_group_by_key.get(gk) if gk else None
-        if group is None or group.spec.disruption_unit is None:
-            continue
-        use = out.setdefault(q, np.zeros_like(cluster.alloc))
-        requests = pod_requests(pod)
-        j = cluster.index[pod.spec.node_name]
-        for i, r in enumerate(cluster.resources):
-            use[i, j] += 1 if r == PODS else requests.get(r, 0)
-    return out
+        return group is not None and group.spec.disruption_unit is not None
+
+    return found.cluster.usage_of(p for p in found.cluster.bound if priority(p) in levels and whole(p))
 
 
 def _scale(alloc: np.ndarray) -> int:

@@ -141,7 +141,9 @@ def with_tier_bound(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     bound = tier_bound(snapshot, pods).at_or_above
     priority = {p.key: p.spec.priority or 0 for p in pods}
     placed = [priority[a.pod] for a in plan.assignments if a.pod in priority]
-    gap = {str(t): most - sum(1 for p in placed if p >= t) for t, most in bound.items()}
-    stats = plan.stats.model_copy(update={"tier_bound": {str(t): b for t, b in sorted(bound.items(), reverse=True)},
-                                          "tier_gap": dict(sorted(gap.items(), key=lambda kv: -int(kv[0])))})
+    tiers = sorted(bound, reverse=True)
+    stats = plan.stats.model_copy(update={
+        "tier_bound": {str(t): bound[t] for t in tiers},
+        "tier_gap": {str(t): bound[t] - sum(1 for p in placed if p >= t) for t in tiers},
+    })
     return plan.model_copy(update={"stats": stats})
