@@ -267,6 +267,21 @@ def _cases():
                     ["preemption: default/r (priority 0) is evicted from node n-b for default/p, but kube-scheduler's "
                      "preemption would keep it: default/p (priority 1) fits there at its turn without evicting anything"]))
 
+    # Found by the exhaustive-optimum test's long run. r (whose anti-affinity keeps other web pods
+    # out of zone a) runs until p evicts it; p and x then support each other in zone a. q cannot
+    # start a group of its own in zone b: before p comes, r matches its terms; after, p does.
+    nodes = zones("a", "b", pods=2)
+    pods = [web("default/r", "n-a", priority=0, pod_anti_affinity=[term({"app": "web"}, "zone")]),
+            web("default/p", priority=10, **SELF_AFFINE), web("default/x", priority=0, **SELF_AFFINE),
+            web("default/q", priority=0, **SELF_AFFINE)]
+    snap = make_snapshot(nodes, pods)
+    out.append(case("affinity-escape-closed-by-a-victim-and-its-matching-preemptor", snap,
+                    make_plan(snap, {"default/p": "n-a", "default/x": "n-a", "default/q": "n-b"},
+                              victims=[("default/r", "n-a", "default/p")]),
+                    ["affinity: default/q on node n-b: no other pod matching its required pod affinity is in zone=b "
+                     "(it matches its own terms, but default/r matches them until default/p evicts it, and "
+                     "default/p matches them too: it is not the first of its group)"]))
+
     # -- topology spread
     snap = make_snapshot(zones("a", "b"), [web("default/w1", **SPREAD_ZONE), web("default/w2", **SPREAD_ZONE)])
     out.append(case("spread-skew", snap, make_plan(snap, {"default/w1": "n-a", "default/w2": "n-a"}),
@@ -411,6 +426,14 @@ def _valid_cases():
     snap = make_snapshot(nodes, pods)
     out.append(valid("affinity-support-evicted-later-by-another-pod", snap,
                      make_plan(snap, {"default/p": "n-b", "default/q": "n-b"}, victims=[("default/r", "n-b", "default/q")])))
+    # The victim matching the first pod's terms is gone once its preemptor (which matches
+    # nothing of them) has come, so the first pod may start its group after that preemptor.
+    nodes = zones("a", "b", pods=1)
+    pods = [web("default/r", "n-a", priority=0), make_pod("default/p", priority=10, node_selector={"zone": "a"}),
+            web("default/q", priority=0, **SELF_AFFINE)]
+    snap = make_snapshot(nodes, pods)
+    out.append(valid("first-pod-after-a-matching-victim-is-evicted-by-another", snap,
+                     make_plan(snap, {"default/p": "n-a", "default/q": "n-b"}, victims=[("default/r", "n-a", "default/p")])))
     members = [make_pod(f"default/g{i}", group="job", cpu="1") for i in range(3)]
     snap = make_snapshot([make_node("n1", cpu="2"), make_node("n2", cpu="2")], members, pod_groups=[make_pod_group("default/job", 3)])
     out.append(valid("gang-placed-whole", snap, make_plan(snap, {"default/g0": "n1", "default/g1": "n1", "default/g2": "n2"})))

@@ -13,7 +13,9 @@
   domain: replicas split over zones that merely support each other (2 + 1, or one pair per zone)
   are refused, as any sequential order would refuse them. Terminating pods support, as in the
   filter; so does a victim, for every pod but its own preemptor (it runs until that preemptor
-  arrives, and kube-scheduler never rechecks the affinity of pods already placed).
+  arrives, and kube-scheduler never rechecks the affinity of pods already placed). A victim
+  matching a pod's terms closes its escape when the victim's preemptor matches them too: before
+  the preemptor comes the victim runs, after it the preemptor does.
 """
 
 from __future__ import annotations
@@ -177,6 +179,10 @@ def check_affinity(replay: Replay) -> None:
                         " (it matches its own terms, but running pods match them too: it is not the first"
                         " of its group)"
                     )
+                elif key in anchoring.closed_by:
+                    victim, by = anchoring.closed_by[key]
+                    line += (f" (it matches its own terms, but {victim} matches them until {by} evicts it, and {by} "
+                             "matches them too: it is not the first of its group)")
                 else:
                     first = ", ".join(f"{s} in {anchoring.domain_text(s)}" for s in seeds) or "another pod"
                     line += f" (it matches its own terms, but the first pod of its group is {first})"
@@ -222,16 +228,23 @@ class _FinalSupport:
         self.waiters: dict[tuple, list[tuple[str, int]]] = defaultdict(list)
         self.self_match: dict[str, bool] = {}
         self.runs_match: dict[str, bool] = {}  # a pod outside the window matches all its terms
+        # A victim of another pod that matches all the pod's terms, and whose preemptor does too:
+        # (victim, preemptor). Whichever of the pod and that preemptor comes first, the pod finds
+        # one of the two in the cluster at its turn, so it is never a first pod.
+        self.closed_by: dict[str, tuple[str, str]] = {}
         for pod, index in pods:
             matcher = self.matcher[pod.key]
             for t, term in enumerate(pod.affinity):
                 self.waiters[(matcher, term.topology_key, self._domain(term.topology_key, index))].append((pod.key, t))
             keys = [t.topology_key for t in pod.affinity]
             self.self_match[pod.key] = matcher.matches(pod)
-            self.runs_match[pod.key] = any(
-                q.key not in window and q.key not in self.victim_of and any(k in state.nodes[n].labels for k in keys)
-                for q, n in self.members[matcher]
-            )
+            counted = [(q, n) for q, n in self.members[matcher] if any(k in state.nodes[n].labels for k in keys)]
+            self.runs_match[pod.key] = any(q.key not in window and q.key not in self.victim_of for q, _ in counted)
+            matching = {q.key for q, _ in counted}
+            closing = next(((q.key, by) for q, _ in counted
+                            if (by := self.victim_of.get(q.key)) not in (None, pod.key) and by in matching), None)
+            if closing is not None:
+                self.closed_by[pod.key] = closing
 
     def _domain(self, key: str, node: int) -> int:
         return int(self.state.domains(key)[0][node])
@@ -281,7 +294,7 @@ class _FinalSupport:
     def may_escape(self, key: str, seeds: list[str]) -> bool:
         """Could ``key`` be a first pod: it matches its own terms, no running pod matches them, and
         the seeds can still be ordered so none matches the terms of one placed after it."""
-        if not self.self_match[key] or self.runs_match[key]:
+        if not self.self_match[key] or self.runs_match[key] or key in self.closed_by:
             return False
         left = [*seeds, key]
         while left:

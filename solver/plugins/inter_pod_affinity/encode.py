@@ -425,7 +425,24 @@ def _seed(wm: WindowModel, enc: AffinityEncoding, terms, d: int):
         seed = seeds[terms, d] = wm.model.new_bool_var(f"seed[{terms[0].topology_key},{d},{len(seeds)}]")
         for evict in _clearing(wm, enc, terms):
             wm.model.add_implication(seed, evict)
+        _closing_preemptors(wm, enc, terms, d, seed)
     return seed
+
+
+def _closing_preemptors(wm: WindowModel, enc: AffinityEncoding, terms, d: int, seed) -> None:
+    """A running match is gone only once its preemptor has come; a preemptor that matches the
+    terms too is then there instead (the validator's ``closed_by``). So a seed in domain ``d``
+    needs each running match evicted for a pod that does not match the terms, or for one in
+    ``d`` itself (that pod may be the seed, evicting its own match)."""
+    matcher = AllTerms(terms)
+    keyed = wm.state.domains(terms[0].topology_key)[0]
+    rep = {cls.id: cls.rep for cls in wm.classes}
+    for victim, node in _running_matching(wm.state, matcher):
+        if keyed[node] < 0 or keyed[node] == d:
+            continue
+        for cid, named in named_preemptor(wm, enc, victim).items():
+            if matcher.matches(rep[cid]):
+                wm.model.add_implication(seed, named.Not())
 
 
 def _encode_affinity(wm: WindowModel, enc: AffinityEncoding, cls, anchoring: _Anchoring) -> None:
