@@ -113,6 +113,10 @@ class Book(ABC):
 BookMaker = Callable[["ClusterState"], Optional[PluginState]]
 
 
+# Request rows kept by requests object (``ClusterState._rows``) before they are started over.
+ROWS_KEPT = 16384
+
+
 class ClusterState:
     # The rules' books every new state starts with, by plugin name (set by the plugin registry:
     # this module stands below the plugins and names none).
@@ -170,6 +174,10 @@ class ClusterState:
         # same key whose requests are another object (a new version of it) gets its own. Shared
         # with copies (same columns) and safe to: an entry is never changed, only replaced.
         self._vectors: dict[str, tuple[dict[str, int], np.ndarray]] = {}
+        # The same rows by requests object (replicas share theirs, ``info.SpecMemo``): a pod met
+        # for the first time takes its workload's row instead of making one. Each entry holds
+        # the object whose id is its key. Shared with copies, as ``_vectors`` is.
+        self._rows: dict[int, tuple[dict[str, int], np.ndarray]] = {}
         self.removals = 0  # pods taken out of the state so far
         # How many pods of each priority the state holds: preemption asks "is any pod below
         # this priority at all?" before looking node by node.
@@ -203,9 +211,17 @@ class ClusterState:
         hit = self._vectors.get(pod.key)
         if hit is not None and hit[0] is pod.requests:
             return hit[1]
-        vec = self._row(pod.requests)
-        vec.flags.writeable = False
-        self._vectors[pod.key] = (pod.requests, vec)
+        requests = pod.requests
+        shared = self._rows.get(id(requests))
+        if shared is not None and shared[0] is requests:
+            vec = shared[1]
+        else:
+            vec = self._row(requests)
+            vec.flags.writeable = False
+            if len(self._rows) >= ROWS_KEPT:  # a state kept window after window meets new ones
+                self._rows = {}
+            self._rows[id(requests)] = (requests, vec)
+        self._vectors[pod.key] = (requests, vec)
         return vec
 
     def forget_vectors(self, keys: Iterable[str]) -> None:
@@ -525,6 +541,7 @@ class ClusterState:
         out._group_index = self._group_index  # the same keys
         out._match_cache = self._match_cache
         out._vectors = self._vectors
+        out._rows = self._rows
         out.books = {}
         for name, book in self.books.items():
             carried = book.merged(members)
@@ -573,6 +590,7 @@ class ClusterState:
         other.touched_by = []
         other.local_cache = {}
         other._vectors = self._vectors
+        other._rows = self._rows
         other.removals = 0
         other.priorities = Counter(self.priorities)
         other.books = {name: book.copy() for name, book in self.books.items()}

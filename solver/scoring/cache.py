@@ -77,7 +77,8 @@ class ScoreCache:
         self.state = state
         self.sctx = sctx
         self.weights = {p.NAME: sctx.weight(p.NAME) for p in registry.SCORE_PLUGINS}
-        self._local: dict[int, tuple[_Local, int, np.ndarray]] = {}  # class -> kernels, touched seen, values
+        # class -> kernels, touched seen, values, which values are stale (a node changed since)
+        self._local: dict[int, tuple[_Local, int, np.ndarray, np.ndarray]] = {}
         # The score plugins' parts (their ``score_cache`` hooks), those with a weight.
         self._parts: list[ScoreCachePart] = [make(state, sctx, self.weights[name], self)
                                              for name, make in registry.SCORE_CACHE if self.weights[name]]
@@ -119,19 +120,26 @@ class ScoreCache:
         if hit is None:
             kernel = self._kernel(pod)
             values = kernel(np.arange(len(state.nodes), dtype=np.int64))
+            stale = np.zeros(len(state.nodes), dtype=bool)
         else:
-            kernel, seen, values = hit
+            kernel, seen, values, stale = hit
             if seen < len(touched):
                 fresh = touched[seen:]
                 if kernel.scalar and len(fresh) <= self.scalar_refresh:
                     for node in set(fresh):
                         values[node] = kernel.one(node)
+                        stale[node] = False
                 else:
-                    # each changed node once (any order: values are set node by node); a set of
-                    # a few hundred ints is cheaper than numpy's sort-based unique
-                    changed = np.fromiter(set(fresh), dtype=np.int64)
-                    values[changed] = kernel(changed)
-        self._local[pod.class_id] = (kernel, len(touched), values)
+                    # Only marked: a class met again after many placements elsewhere (classes
+                    # interleave in the queue) would otherwise refresh thousands of nodes to be
+                    # asked about a few hundred. The nodes asked are brought up to date below.
+                    stale[np.array(fresh, dtype=np.int64)] = True
+        asked = nodes[stale[nodes]]
+        if len(asked):
+            # (a node asked twice is computed twice, the same value: no need to make them unique)
+            values[asked] = kernel(asked)
+            stale[asked] = False
+        self._local[pod.class_id] = (kernel, len(touched), values, stale)
         return values[nodes]
 
     def _kernel(self, pod: PodInfo) -> _Local:

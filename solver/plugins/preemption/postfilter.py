@@ -315,8 +315,17 @@ def _lower(pod: PodInfo, state: ClusterState, window: frozenset[str],
         for i in nodes:
             pods = lower_pods(i, excluded, own)
             mask[i] = bool(pods)
-            # summed in integers, then one conversion (one stack per node, not a float add per pod)
-            usage[i] = np.sum([state.vector(p) for p in pods], axis=0, dtype=np.int64) if pods else 0
+            # summed in integers, then one conversion (one stack per node, not a float add per pod);
+            # where most of the node's pods are lower, as what the node uses less the others
+            # (``used`` is the sum of its pods' rows: the same integers either way)
+            if not pods:
+                usage[i] = 0
+            elif 2 * len(pods) <= len(state.pods_on[i]):
+                usage[i] = np.sum([state.vector(p) for p in pods], axis=0, dtype=np.int64)
+            else:
+                lower = {id(p) for p in pods}
+                others = [state.vector(p) for p in state.pods_on[i].values() if id(p) not in lower]
+                usage[i] = state.used[i] - np.sum(others, axis=0, dtype=np.int64) if others else state.used[i]
 
     n = len(state.nodes)
     exact = not state.alloc.size or int(state.alloc.max()) < _EXACT_FLOAT
