@@ -321,17 +321,33 @@ class ClusterSnapshot(BaseModel):
         in the snapshot's order."""
         return tuple(p for p in self.pods if _nominated_pending(p))
 
+    @cached_property
+    def bound_pod_tuple(self) -> tuple[Pod, ...]:
+        """``bound_pods``, found once: a decision, its validator and their rules each ask (a pass
+        over every pod, 150,000 of them at 5,000 nodes)."""
+        return tuple(p for p in self.pods if holds_node(p))
+
     def bound_pods(self) -> list[Pod]:
         """Pods that hold node capacity: assigned to a node and not Succeeded/Failed.
 
         Terminating pods still hold their node's resources until the kubelet lets go.
         """
-        return [p for p in self.pods if holds_node(p)]
+        return list(self.bound_pod_tuple)
+
+    @cached_property
+    def pending_found(self) -> dict[tuple[str, bool], tuple[Pod, ...]]:
+        """``pending_pods`` per (scheduler name, all pending) asked so far."""
+        return {}
 
     def pending_pods(self, scheduler_name: str = DEFAULT_SCHEDULER_NAME, *, all_pending: bool = False) -> list[Pod]:
         """Pods this scheduler should place: no node, not terminating, not terminal, not held by
         scheduling gates (kube-scheduler's PreEnqueue keeps those out of the queue), ours."""
-        return [p for p in self.pods if is_pending(p, scheduler_name, all_pending)]
+        found = self.pending_found
+        hit = found.get((scheduler_name, all_pending))
+        if hit is None:
+            hit = found[(scheduler_name, all_pending)] = tuple(
+                p for p in self.pods if is_pending(p, scheduler_name, all_pending))
+        return list(hit)
 
     def pod(self, key: str) -> Optional[Pod]:
         """The pod ``key`` (namespace/name), without building ``pod_by_key``."""
