@@ -31,6 +31,9 @@ class AffinityEncoding:
     seeds: dict[tuple, cp_model.IntVar] = field(default_factory=dict)
     # Per affinity terms, the eviction literals a seed of them needs.
     seed_clearing: dict[tuple, list] = field(default_factory=dict)
+    # Per affinity terms, each running match's domain and the literals naming, as its preemptor,
+    # a class that matches the terms too (``_closing_preemptors``).
+    seed_closing: dict[tuple, list[tuple[int, list]]] = field(default_factory=dict)
     # Per (running pod, class, key) whose affinity it may support, the literal "it supports that
     # class's pods in its domain" (it stays, or is evicted for another pod).
     support: dict[tuple[str, int, str], object] = field(default_factory=dict)
@@ -434,15 +437,19 @@ def _closing_preemptors(wm: WindowModel, enc: AffinityEncoding, terms, d: int, s
     terms too is then there instead (the validator's ``closed_by``). So a seed in domain ``d``
     needs each running match evicted for a pod that does not match the terms, or for one in
     ``d`` itself (that pod may be the seed, evicting its own match)."""
-    matcher = AllTerms(terms)
-    keyed = wm.state.domains(terms[0].topology_key)[0]
-    rep = {cls.id: cls.rep for cls in wm.classes}
-    for victim, node in _running_matching(wm.state, matcher):
-        if keyed[node] < 0 or keyed[node] == d:
-            continue
-        for cid, named in named_preemptor(wm, enc, victim).items():
-            if matcher.matches(rep[cid]):
-                wm.model.add_implication(seed, named.Not())
+    closing = enc.seed_closing.get(terms)
+    if closing is None:
+        matcher = AllTerms(terms)
+        keyed = wm.state.domains(terms[0].topology_key)[0]
+        matching = {cls.id for cls in wm.classes if matcher.matches(cls.rep)}
+        closing = enc.seed_closing[terms] = [
+            (int(keyed[node]), [named for cid, named in named_preemptor(wm, enc, victim).items() if cid in matching])
+            for victim, node in _running_matching(wm.state, matcher) if keyed[node] >= 0
+        ]
+    for domain, named in closing:
+        if domain != d:
+            for lit in named:
+                wm.model.add_implication(seed, lit.Not())
 
 
 def _encode_affinity(wm: WindowModel, enc: AffinityEncoding, cls, anchoring: _Anchoring) -> None:
