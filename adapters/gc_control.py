@@ -16,13 +16,19 @@ from contextlib import contextmanager
 
 @contextmanager
 def paused_gc() -> Iterator[None]:
-    """No cyclic collection while inside (the previous setting is restored on the way out)."""
+    """No cyclic collection while inside (the previous setting is restored on the way out).
+
+    In a command that keeps what it makes (``keep_for_good``), what was made inside is moved
+    out of the collector's sight on the way out too: the first collection after the pause walked
+    every object made during it (1.7 s after a 5,000-node decision, 1 s after reading its dump)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if _frozen:
+                gc.freeze()
             gc.enable()
 
 
@@ -43,8 +49,21 @@ def kept() -> bool:
     return _frozen
 
 
+# What a command holds until the process ends (``hold``): freeing it object by object only
+# delays the exit.
+_held: list[object] = []
+
+
+def hold(thing: object) -> None:
+    """Keep ``thing`` alive until ``release()``: a command that ends the process at once
+    (``kept()``) never pays for taking it apart (a decision's memory of 150,000 running pods took
+    1.7 s to free at 5,000 nodes, after the plan was decided)."""
+    _held.append(thing)
+
+
 def release() -> None:
     global _frozen
+    _held.clear()
     if _frozen:
         _frozen = False
         gc.unfreeze()

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters.gc_control import keep_for_good, paused_gc
+from adapters.gc_control import hold, keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options
 from models import InputError
 
@@ -96,9 +96,11 @@ def _run(args: argparse.Namespace) -> int:
     from adapters.output import dump_plan
 
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
+    # The snapshot, and what the decision reads of it, live until the command is done: no
+    # collection walks them again (``paused_gc`` puts what each stage made out of sight too).
+    keep_for_good()
     loaded = read_snapshot_or_cluster(args, config, snapshot_source(args.snapshot))
     loaded = loaded.require_nodes_or_pods()
-    keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))
@@ -106,15 +108,19 @@ def _run(args: argparse.Namespace) -> int:
     snapshot = loaded.snapshot
     stage(f"read {len(snapshot.nodes):,} node(s) and {len(snapshot.pods):,} pod(s); preparing the decision")
 
-    from solver import ScheduleRequest, decide
+    from solver import ScheduleRequest, SolverMemory, decide
 
     # One decision: validated inside (whichever engine made the plan), greedy's plan if the
     # model's cannot be used; the decision says whether the plan passed.
     # No cyclic collection while deciding either: the context alone is an info per pod, running
     # ones included, and each collection walked all made so far (a fifth of the context's CPU
     # on the realistic 1k dump); one decision makes no garbage that outlives it by much.
+    memory = SolverMemory()  # the running pods as the decision read them: freed with the process
+    hold(memory)
     with paused_gc():
-        decision = decide(ScheduleRequest(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending))
+        decision = decide(ScheduleRequest(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending,
+                                          memory=memory))
+    del memory
     if not decision.validated:
         print(
             f"cpsat-scheduler: refusing to print a plan that fails validation ({len(decision.problems)} "
