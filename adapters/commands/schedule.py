@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters.gc_control import hold, keep_for_good, paused_gc
+from adapters.gc_control import keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options
 from models import InputError
 
@@ -108,19 +108,15 @@ def _run(args: argparse.Namespace) -> int:
     snapshot = loaded.snapshot
     stage(f"read {len(snapshot.nodes):,} node(s) and {len(snapshot.pods):,} pod(s); preparing the decision")
 
-    from solver import ScheduleRequest, SolverMemory, decide
+    from solver import ScheduleRequest, decide
 
     # One decision: validated inside (whichever engine made the plan), greedy's plan if the
     # model's cannot be used; the decision says whether the plan passed.
     # No cyclic collection while deciding either: the context alone is an info per pod, running
     # ones included, and each collection walked all made so far (a fifth of the context's CPU
     # on the realistic 1k dump); one decision makes no garbage that outlives it by much.
-    memory = SolverMemory()  # the running pods as the decision read them: freed with the process
-    hold(memory)
     with paused_gc():
-        decision = decide(ScheduleRequest(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending,
-                                          memory=memory))
-    del memory
+        decision = decide(ScheduleRequest(loaded.snapshot, config, engine=args.engine, all_pending=args.all_pending))
     if not decision.validated:
         print(
             f"cpsat-scheduler: refusing to print a plan that fails validation ({len(decision.problems)} "
