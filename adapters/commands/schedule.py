@@ -136,13 +136,14 @@ def _run(args: argparse.Namespace) -> int:
 
 def with_tier_bound(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     """``plan`` with ``stats.tier_bound`` and ``stats.tier_gap`` over the pods it decided."""
+    from adapters.bench.bounds import priority
     from adapters.bench.tier_bounds import tier_bound
 
     decided = {a.pod for a in plan.assignments} | {u.pod for u in plan.unschedulable}
     pods = snapshot.pods_among(decided)
     bound = tier_bound(snapshot, pods).at_or_above
-    priority = {p.key: p.spec.priority or 0 for p in pods}
-    placed = [priority[a.pod] for a in plan.assignments if a.pod in priority]
+    of = {p.key: priority(p) for p in pods}
+    placed = [of[a.pod] for a in plan.assignments if a.pod in of]
     tiers = sorted(bound, reverse=True)
     stats = plan.stats.model_copy(update={
         "tier_bound": {str(t): bound[t] for t in tiers},
