@@ -204,7 +204,9 @@ def _node_options(ctx, n: int, placed: list, placements: dict[str, int], static,
     budgets = PdbBudgets.of(ctx)
     evicted_by: dict[str, str] = {}
     if ctx.config.preemption.enabled and any(candidate_levels(v, placed) for v in running):
-        evicted_by = replay(ctx, placements, {n}, static).evicted_by
+        # every placed node: a PodDisruptionBudget one node's eviction spends changes whom
+        # kube-scheduler's preemption evicts on another (which of equal pods it reprieves)
+        evicted_by = replay(ctx, placements, set(placements.values()), static).evicted_by
     evictable = [v for v in running if v.key in evicted_by]
     requested = np.zeros(len(alloc), dtype=bool)
     total = np.zeros(len(alloc), dtype=np.int64)
