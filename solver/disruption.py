@@ -86,6 +86,7 @@ class PdbBudgets:
         # selector matches of them, most of its greedy time.
         self._by_labels: dict[tuple, tuple[int, ...]] = {}
         self._names_counted = any(b.disrupted for b in budgets)
+        self._spent_below: dict[Optional[int], list[int]] = {}
 
     @staticmethod
     def of(ctx) -> "PdbBudgets":
@@ -127,6 +128,14 @@ class PdbBudgets:
             for i in self.covering(pod):
                 out[i] += 1
         return out
+
+    def spent_below(self, top: Optional[int], pods: Iterable[PodInfo]) -> list[int]:
+        """``spent`` of the ``pods`` of priority below ``top`` (none when ``top`` is None), kept
+        per ``top``: the most a window whose highest preemptor has priority ``top`` can spend."""
+        memo = self._spent_below
+        if top not in memo:
+            memo[top] = [0] * len(self.budgets) if top is None else self.spent(p for p in pods if p.priority < top)
+        return memo[top]
 
     def violations(self, evicted: Iterable[PodInfo]) -> int:
         """Disruptions past the budgets' allowances, summed over budgets: what the model's

@@ -19,7 +19,7 @@ from adapters.cli import main
 from models import Assignment, Plan, PlanStats, Preemption
 from models.config import SchedulerConfig
 from solver import schedule, validate
-from tests.builders import make_node, make_pod, make_snapshot
+from tests.builders import make_node, make_pdb, make_pod, make_snapshot
 
 SOLVER = SchedulerConfig().with_overrides(time_limit_seconds=10.0, workers=2, seed=1)
 FALLBACK = SOLVER.with_overrides(time_limit_seconds=0.0)
@@ -268,3 +268,47 @@ def test_a_gangs_members_of_one_priority_are_one_batch_too() -> None:
     assert validate(snapshot, greedy, FALLBACK) == []
     plan = schedule(snapshot, SOLVER)
     assert validate(snapshot, plan, SOLVER) == [] and {p.pod for p in plan.preemptions} == {"default/v2"}
+
+
+def budget_spent_elsewhere_window():
+    """Two nodes with room for two pods each. web-0 on node-a holds host port 80; web-1 (older)
+    and web-2 (younger) fill node-b. One budget covers the three (minAvailable 1: two disruptions
+    allowed). edge-0 and edge-1 want port 80 and half a CPU each, at priority 10."""
+    from datetime import datetime, timezone
+
+    early, late = datetime(2026, 1, 1, tzinfo=timezone.utc), datetime(2026, 1, 2, tzinfo=timezone.utc)
+    app = {"app": "web"}
+    return make_snapshot(
+        [make_node("node-a", cpu="1", pods=2), make_node("node-b", cpu="1", pods=2)],
+        [
+            make_pod("default/web-0", cpu="500m", node="node-a", priority=0, labels=app, host_ports=[80], start_time=early),
+            make_pod("default/web-1", cpu="500m", node="node-b", priority=0, labels=app, start_time=early),
+            make_pod("default/web-2", cpu="500m", node="node-b", priority=0, labels=app, start_time=late),
+            make_pod("default/edge-0", cpu="500m", priority=10, host_ports=[80], created=early),
+            make_pod("default/edge-1", cpu="500m", priority=10, host_ports=[80], created=late),
+        ],
+        pdbs=[make_pdb("default/web", app, min_available=1)],
+    )
+
+
+def test_a_budget_spent_on_another_node_moves_the_older_pod_ahead() -> None:
+    """Where edge-0 evicts web-0 on node-a (the port), it spends one of the budget's two
+    disruptions. At edge-1's turn on node-b one is left: kube-scheduler walks web-1 then web-2,
+    web-2's eviction would break the budget, so web-2 is reprieved first and the older web-1 goes.
+    Read with the budget as the window starts, the reprieve would keep web-1: the model must not
+    hold to that order, or it cannot state kube-scheduler's plan and proves nothing (it answered
+    FEASIBLE with the plan its cuts repaired). Greedy places both too, edge-0 on node-b."""
+    snapshot = budget_spent_elsewhere_window()
+    greedy = schedule(snapshot, FALLBACK, engine="greedy")
+    assert validate(snapshot, greedy, FALLBACK) == [] and (len(greedy.assignments), len(greedy.preemptions)) == (2, 2)
+    plan = schedule(snapshot, SOLVER)
+    assert validate(snapshot, plan, SOLVER) == []
+    assert plan.stats.status == "OPTIMAL"
+    assert {(p.pod, p.preemptor) for p in plan.preemptions} == {("default/web-0", "default/edge-0"),
+                                                                ("default/web-1", "default/edge-1")}
+    younger = Plan(assignments=[Assignment(pod="default/edge-0", node="node-a"), Assignment(pod="default/edge-1", node="node-b")],
+                   preemptions=[Preemption(pod="default/web-0", node="node-a", preemptor="default/edge-0"),
+                                Preemption(pod="default/web-2", node="node-b", preemptor="default/edge-1")],
+                   stats=PlanStats(engine="cpsat", status="OPTIMAL"))
+    problems = validate(snapshot, younger, SOLVER)
+    assert any("default/web-2" in line for line in problems), problems

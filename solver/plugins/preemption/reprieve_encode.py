@@ -31,8 +31,16 @@ placed on the node whose required anti-affinity or hard spread counts ``u``, vol
 both sides, or ``u``'s own required anti-affinity (``_hinges_on``) — ``gone[u, L]`` is not
 required to be for room; ``kept`` still requires room. Rules of other pods (placed above ``L``,
 or on other nodes of a domain ``u`` is in) are no reason: kube-scheduler evicts at a pod's turn
-only what keeps that pod off that node. Not weighed here (the cuts take them): the budgets other nodes' evictions spend
-before a level's turn, and what those rules decide.
+only what keeps that pod off that node. Not weighed here (the cuts take them): what those rules decide.
+
+The budgets are read as the window starts, but evictions before a level's turn (on other nodes, at
+higher levels, for the level's earlier pods) may have spent them, and a pod the split calls safe
+then counts as violating and moves ahead. Where that can happen (the split with every budget spent
+as far as the window's preemptors could spend it calls the pod violating), the order is not fixed
+and the encoding keeps only what holds in every order: ``kept`` requires room beside the pods
+surely before, ``gone`` a lack of room beside the pods possibly before. So the model never refuses
+a plan whose victims kube-scheduler's preemption picks with budgets spent; the replay's cuts
+refuse what it would not pick.
 """
 
 from __future__ import annotations
@@ -174,13 +182,13 @@ class _NodeReprieve:
         here = [v for v in self.victims if level in self.lam[v.key]]
         if not here:
             return
-        # kube-scheduler's order: those whose eviction would break a PodDisruptionBudget first.
-        violating, safe = self.budgets.split(here)
-        here = violating + safe
         if not preemptors:
             for v in here:
                 m.add(gone[v.key, level] == 0)
             return
+        # kube-scheduler's order: those whose eviction would break a PodDisruptionBudget first.
+        order = self._order(here)
+        here = order.pods
         active = wm.new_presence(f"reprieve_active[{n},{level}]", [var for _, var in preemptors],
                                  sum(wm.ub_of(cls.id, n) for cls, _ in preemptors))
         for v in here:
@@ -194,7 +202,7 @@ class _NodeReprieve:
         # over[v]: the literals "with v back, resource r is over" (one per resource v asks for).
         over_lits: dict[str, list] = defaultdict(list)
         for r in np.flatnonzero(requested).tolist():
-            self._room(level, r, here, above, claimed, active, kept, over_lits)
+            self._room(level, r, order, above, claimed, active, kept, over_lits)
         self._ports(level, here, above, active, kept, over_lits)
         self._beyond(level, here, above, over_lits)
 
@@ -233,37 +241,76 @@ class _NodeReprieve:
             coeffs += [amount * c for c in cs]
         return vars_, coeffs, const
 
-    def _room(self, level: int, r: int, here: list[PodInfo], above: list, claimed: np.ndarray, active: Any,
+    def _order(self, here: list[PodInfo]) -> "_Order":
+        """The level's victims in kube-scheduler's reprieve order, as far as the budgets fix it.
+        The split reads the budgets as the window starts; evictions kube-scheduler makes before
+        this turn (other nodes', earlier levels', the level's earlier pods') may have spent them,
+        turning pods the split calls safe into violating ones, which moves them ahead. Which of
+        those pods come first is then not known here: the encoding states only what holds in
+        every such order (``_Order``), and the replay's cuts judge the rest."""
+        violating, safe = self.budgets.split(here)
+        if not safe or not self.budgets.budgets:
+            return _Order(violating, safe)
+        # The split again with every budget spent as far as it can be: pods safe at the start
+        # that it calls violating may stand in either group.
+        spent = self.budgets.split(here, spent=self._most_spent())[0]
+        unsure = frozenset(v.key for v in spent) - {v.key for v in violating}
+        return _Order(violating, safe, unsure)
+
+    def _most_spent(self) -> list[int]:
+        """Per budget, the most evictions before a turn may have spent of it: every running pod
+        it covers that some window pod outranks (reached only if all of them go)."""
+        ctx = self.wm.ctx
+        top = max((cls.rep.priority for cls in ctx.classes if cls.rep.may_preempt_others), default=None)
+        return self.budgets.spent_below(top, ctx.bound_by_key.values())
+
+    def _room(self, level: int, r: int, order: "_Order", above: list, claimed: np.ndarray, active: Any,
               kept: dict[str, Any], over_lits: dict[str, list]) -> None:
         """Resource ``r`` at level L: each victim in turn is over when it does not fit back beside
         the base and the victims kept before it; one never fitting back is reprieved only
-        without a turn."""
+        without a turn. Where the order is not fixed (``_Order.unsure``), a victim is kept only
+        if it fits beside those surely before it, and gone only if it does not fit beside those
+        possibly before it."""
         m, wm, n = self.m, self.wm, self.n
         vars_, coeffs, const = self._base(level, r, above, claimed)
         cap = int(self.alloc[r])
         # The sum's range (placed counts up to their bounds; pods gone above L free room).
-        hi = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
+        hi0 = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
         lo = const + sum(c for c in coeffs[len(above):] if c < 0)
-        prefix_vars: list = []
-        prefix_coeffs: list[int] = []
-        for v in here:
-            amount = int(self.state.vector(v)[r])
-            if amount and hi + amount > cap:  # else v always fits back on r: nothing to state
-                if lo + amount > cap:
-                    # v never fits back on r at this level: reprieved only without a turn.
-                    m.add_implication(kept[v.key], active.Not())
-                    over_lits[v.key].append(active)
-                else:
-                    expr = (cp_model.LinearExpr.weighted_sum(vars_ + prefix_vars, coeffs + prefix_coeffs)
-                            + const + amount)
-                    over = m.new_bool_var(f"reprieve_over[{n},{level},{r},{v.key}]")
-                    m.add(expr >= cap + 1).only_enforce_if(over)
-                    m.add(expr <= cap).only_enforce_if(over.Not())
-                    m.add_bool_or([kept[v.key].Not(), active.Not(), over.Not()])
-                    over_lits[v.key].append(over)
-            prefix_vars.append(kept[v.key])
-            prefix_coeffs.append(amount)
-            hi += amount
+        amounts = {v.key: int(self.state.vector(v)[r]) for v in order.pods}
+
+        def prefix(before: list[PodInfo]) -> tuple[list, list[int], int]:
+            keys = [w.key for w in before if amounts[w.key]]
+            return [kept[k] for k in keys], [amounts[k] for k in keys], hi0 + sum(amounts[k] for k in keys)
+
+        def expr(more_vars: list, more_coeffs: list[int], amount: int):
+            return cp_model.LinearExpr.weighted_sum(vars_ + more_vars, coeffs + more_coeffs) + const + amount
+
+        run_vars: list = []  # the victims before v in the split's order (where it is fixed) ...
+        run_coeffs: list[int] = []
+        run_hi = hi0  # ... and the sum's top with them back
+        for v in order.pods:
+            amount = amounts[v.key]
+            fixed = order.fixed(v)
+            sure = (run_vars, run_coeffs, run_hi) if fixed else prefix(order.surely_before(v))
+            maybe = sure if fixed else prefix(order.possibly_before(v))
+            if amount:
+                run_vars, run_coeffs, run_hi = run_vars + [kept[v.key]], run_coeffs + [amount], run_hi + amount
+            if not amount or maybe[2] + amount <= cap:
+                continue  # v always fits back on r: nothing to state
+            if lo + amount > cap:
+                # v never fits back on r at this level: reprieved only without a turn.
+                m.add_implication(kept[v.key], active.Not())
+                over_lits[v.key].append(active)
+                continue
+            over = m.new_bool_var(f"reprieve_over[{n},{level},{r},{v.key}]")
+            m.add(expr(maybe[0], maybe[1], amount) >= cap + 1).only_enforce_if(over)
+            over_lits[v.key].append(over)
+            if fixed:
+                m.add(expr(maybe[0], maybe[1], amount) <= cap).only_enforce_if(over.Not())
+                m.add_bool_or([kept[v.key].Not(), active.Not(), over.Not()])
+            elif sure[2] + amount > cap:
+                m.add(expr(sure[0], sure[1], amount) <= cap).only_enforce_if([kept[v.key], active])
 
     def _ports(self, level: int, here: list[PodInfo], above: list, active: Any, kept: dict[str, Any],
                over_lits: dict[str, list]) -> None:
@@ -303,6 +350,45 @@ class _NodeReprieve:
                 m.add_bool_or(over_lits[v.key]).only_enforce_if(gone[v.key, level])
             else:
                 m.add(gone[v.key, level] == 0)  # it asks for nothing the level's pods request
+
+
+class _Order:
+    """A level's victims in kube-scheduler's reprieve order: those whose eviction breaks a budget
+    first, each group the most important first. ``unsure``: pods the budgets as the window starts
+    call safe that evictions before the turn may make violating; such a pod may stand in either
+    group, so which pods come before it (and it before them) is known only where both agree."""
+
+    def __init__(self, violating: list[PodInfo], safe: list[PodInfo], unsure: frozenset[str] = frozenset()) -> None:
+        self.pods = violating + safe
+        self.unsure = unsure
+        self._violating = {v.key for v in violating}
+        self._rank = {v.key: i for i, v in enumerate(sorted(self.pods, key=_importance))}
+
+    def fixed(self, v: PodInfo) -> bool:
+        """Whether the pods before ``v`` are the same in every order the budgets allow."""
+        return not self.unsure or all(self._surely(w, v) == self._maybe(w, v) for w in self.pods if w is not v)
+
+    def surely_before(self, v: PodInfo) -> list[PodInfo]:
+        if not self.unsure:
+            return self.pods[:self.pods.index(v)]
+        return [w for w in self.pods if w is not v and self._surely(w, v)]
+
+    def possibly_before(self, v: PodInfo) -> list[PodInfo]:
+        return [w for w in self.pods if w is not v and self._maybe(w, v)]
+
+    def _groups(self, v: PodInfo) -> tuple[bool, ...]:
+        """The groups ``v`` may stand in (True: violating)."""
+        return (True, False) if v.key in self.unsure else (v.key in self._violating,)
+
+    def _surely(self, w: PodInfo, v: PodInfo) -> bool:
+        return all(self._ahead(gw, w, gv, v) for gw in self._groups(w) for gv in self._groups(v))
+
+    def _maybe(self, w: PodInfo, v: PodInfo) -> bool:
+        return any(self._ahead(gw, w, gv, v) for gw in self._groups(w) for gv in self._groups(v))
+
+    def _ahead(self, gw: bool, w: PodInfo, gv: bool, v: PodInfo) -> bool:
+        """Whether ``w`` in group ``gw`` comes before ``v`` in group ``gv``."""
+        return gw if gw != gv else self._rank[w.key] < self._rank[v.key]
 
 
 def _hinges_on(preemptor: PodInfo, victim: PodInfo) -> bool:
