@@ -282,6 +282,31 @@ def _cases():
                      "(it matches its own terms, but default/r matches them until default/p evicts it, and "
                      "default/p matches them too: it is not the first of its group)"]))
 
+    # Found by the exhaustive-optimum test's long run. r0 and r1 (app a) keep app b off their node
+    # by anti-affinity until p0 evicts them; b pods need an app a pod beside them, and t (app a,
+    # never preempting) needs an app b pod. r0 and r1 cannot support p1 (p1 cannot be there while
+    # they run), so b and t only lean on each other, which no one-at-a-time order allows.
+    host = "kubernetes.io/hostname"
+    keep_b_out = dict(labels={"app": "a"}, pod_anti_affinity=[term({"app": "b"}, host)])
+    needs_a = dict(labels={"app": "b"}, pod_affinity=[term({"app": "a"}, host)])
+    pods = [make_pod("default/r0", cpu="500m", node="n0", priority=0, **keep_b_out),
+            make_pod("default/r1", cpu="1", node="n0", priority=0, **keep_b_out),
+            make_pod("default/p0", cpu="500m", priority=10, **needs_a),
+            make_pod("default/p1", cpu="500m", priority=10, **needs_a),
+            make_pod("default/t", cpu="500m", priority=100, labels={"app": "a"}, pod_affinity=[term({"app": "b"}, host)],
+                     preemption_policy="Never")]
+    snap = make_snapshot([make_node("n0", cpu="2", pods=3)], pods)
+    leaning = ("affinity: default/{} on node n0: in kubernetes.io/hostname=n0 it is supported only by pods placed in "
+               "the same plan that have no support of their own there ({}); without a running pod to join, a group "
+               "starts from one first pod and grows in that pod's domain")
+    out.append(case("affinity-no-support-from-a-victim-that-keeps-the-pod-out", snap,
+                    make_plan(snap, {"default/t": "n0", "default/p0": "n0", "default/p1": "n0"},
+                              victims=[("default/r0", "n0", "default/p0"), ("default/r1", "n0", "default/p0")]),
+                    [leaning.format("p0", "default/t"),
+                     leaning.format("p1", "default/t") + "; default/r0, default/r1 match too, but keep it out until "
+                     "the plan evicts them",
+                     leaning.format("t", "default/p0, default/p1")]))
+
     # -- topology spread
     snap = make_snapshot(zones("a", "b"), [web("default/w1", **SPREAD_ZONE), web("default/w2", **SPREAD_ZONE)])
     out.append(case("spread-skew", snap, make_plan(snap, {"default/w1": "n-a", "default/w2": "n-a"}),

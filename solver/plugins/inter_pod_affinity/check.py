@@ -13,7 +13,9 @@
   domain: replicas split over zones that merely support each other (2 + 1, or one pair per zone)
   are refused, as any sequential order would refuse them. Terminating pods support, as in the
   filter; so does a victim, for every pod but its own preemptor (it runs until that preemptor
-  arrives, and kube-scheduler never rechecks the affinity of pods already placed). A victim
+  arrives, and kube-scheduler never rechecks the affinity of pods already placed) and the pods
+  it keeps out while it runs (a required anti-affinity term of either matching the other, a
+  host port both want on its node): those come after it is gone. A victim
   matching a pod's terms closes its escape when the victim's preemptor matches them too: before
   the preemptor comes the victim runs, after it the preemptor does.
 """
@@ -30,6 +32,7 @@ import numpy as np
 from ...framework import names
 from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
+from ..shared.host_ports import ports_conflict
 from .book import term_book
 from .filter import AllTerms
 
@@ -160,12 +163,21 @@ def check_affinity(replay: Replay) -> None:
         domain = f"{topology}={node.labels[topology]}"
         candidates = anchoring.supporters(key, t)
         own_victims = [q for q in candidates if anchoring.victim_of.get(q) == key]
-        leaning = [q for q in candidates if q not in own_victims]
+        keeping_out = [q for q in candidates if q not in own_victims and q in anchoring.victim_of
+                       and anchoring.kept_out_by(q, key)]
+        leaning = [q for q in candidates if q not in own_victims and q not in keeping_out]
         if leaning:
             line = (
                 f"{where}: in {domain} it is supported only by pods placed in the same plan that have no "
                 f"support of their own there ({names(leaning)}); without a running pod to join, a group "
                 "starts from one first pod and grows in that pod's domain"
+            )
+            if keeping_out:
+                line += f"; {names(keeping_out)} match too, but keep it out until the plan evicts them"
+        elif keeping_out:
+            line = (
+                f"{where}: its only support in {domain} is {names(keeping_out)}, which keep it out while they run "
+                "(a required anti-affinity term or a host port) until the plan evicts them"
             )
         elif own_victims:
             line = (
@@ -215,6 +227,9 @@ class _FinalSupport:
         # A victim still runs until its preemptor arrives: it may support any pod but that one
         # (kube-scheduler's preemption never rechecks the affinity of pods already placed).
         self.victim_of = {v.pod.key: v.preemptor for v in victims}
+        # ... unless its rules keep that pod out while it runs (``kept_out_by``).
+        self.victims = {v.pod.key: (v.pod, v.node) for v in victims}
+        self._kept_out: dict[tuple[str, str], bool] = {}
         everyone = [*state.pods(), *((v.pod, v.node) for v in victims)]
         # Every pod matching each distinct set of terms, with its node.
         self.members: dict[AllTerms, list[tuple[PodInfo, int]]] = {}
@@ -285,11 +300,32 @@ class _FinalSupport:
                     for p, t in self.waiters.get(slot, ()):
                         if p == q or p not in progress.waiting or p == self.victim_of.get(q):
                             continue
+                        if q in self.victim_of and self.kept_out_by(q, p):
+                            continue
                         done = progress.satisfied[p]
                         done.add(t)
                         if len(done) == len(self.by_key[p][0].affinity):
                             progress.waiting.discard(p)
                             queue.append(p)
+
+    def kept_out_by(self, victim: str, key: str) -> bool:
+        """Whether ``key`` cannot be placed while ``victim`` still runs: a required anti-affinity
+        term of either matches the other in the term's domain, or on one node they want one host
+        port. Such a victim is gone before ``key`` comes, so it supports nothing of ``key``'s."""
+        hit = self._kept_out.get((victim, key))
+        if hit is None:
+            v, vn = self.victims[victim]
+            p, pn = self.by_key[key]
+            hit = (any(self._forbids(t, vn, p, pn) for t in v.anti_affinity)
+                   or any(self._forbids(t, pn, v, vn) for t in p.anti_affinity)
+                   or (vn == pn and bool(v.host_ports) and ports_conflict(v.host_ports, p.host_ports)))
+            self._kept_out[(victim, key)] = hit
+        return hit
+
+    def _forbids(self, term, owner_node: int, other: PodInfo, other_node: int) -> bool:
+        d = self._domain(term.topology_key, owner_node)
+        return (d >= 0 and d == self._domain(term.topology_key, other_node)
+                and term.matches(other.namespace, other.labels, other.ns_labels))
 
     def may_escape(self, key: str, seeds: list[str]) -> bool:
         """Could ``key`` be a first pod: it matches its own terms, no running pod matches them, and
