@@ -17,6 +17,7 @@ from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
 from .book import term_book
 from .filter import NAME, AllTerms
+from ..shared.host_ports import ports_conflict
 from ..shared.preemption_rule import may_preempt
 
 if TYPE_CHECKING:
@@ -262,10 +263,15 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
     has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
     pod's turn and never again, so pods placed before the preemptor keep their support; the
-    validator reads a victim as supporting every pod but its named preemptor). Created once per
-    pod, class and key."""
+    validator reads a victim as supporting every pod but its named preemptor). A victim that
+    keeps the class's pods out while it runs (``_keeps_out``) supports them only by staying.
+    Created once per pod, class and key."""
     cache = enc.support
     lit = cache.get((pod.key, cls.id, key))
+    if lit is None and _keeps_out(pod, cls.rep):
+        # While it runs the victim keeps the class's pods off its node (and maybe its domain):
+        # they come after it is gone, so only a victim that stays supports them.
+        lit = cache[(pod.key, cls.id, key)] = evict.Not()
     if lit is None:
         m = wm.model
         named = named_preemptor(wm, enc, pod)
@@ -286,6 +292,15 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
             m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
         cache[(pod.key, cls.id, key)] = lit
     return lit
+
+
+def _keeps_out(victim: PodInfo, rep: PodInfo) -> bool:
+    """Whether ``rep``'s pods may be kept out beside the running ``victim``: a required
+    anti-affinity term of either matches the other, or they want one host port. (Read for any
+    domain: the model is never more lenient here than the validator's ``kept_out_by``.)"""
+    return (any(t.matches(rep.namespace, rep.labels, rep.ns_labels) for t in victim.anti_affinity)
+            or any(PodMatcher.of_term(t).matches(victim) for t in rep.anti_affinity)
+            or (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)))
 
 
 def _running_anchors(wm: WindowModel, enc: AffinityEncoding, supporters, key: str, cls) -> tuple[set[int], dict[int, list]]:
