@@ -262,7 +262,7 @@ class _NodeReprieve:
         it covers that some window pod outranks (reached only if all of them go)."""
         ctx = self.wm.ctx
         top = max((cls.rep.priority for cls in ctx.classes if cls.rep.may_preempt_others), default=None)
-        return self.budgets.spent_below(top, ctx.bound_by_key.values())
+        return self.budgets.spent_below(top, ctx.bound)
 
     def _room(self, level: int, r: int, order: "_Order", above: list, claimed: np.ndarray, active: Any,
               kept: dict[str, Any], over_lits: dict[str, list]) -> None:
