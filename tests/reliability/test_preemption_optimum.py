@@ -331,8 +331,16 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
     evicted = {v.pod.key for v in victims}
     if any(key not in wm.evict for key in evicted):
         return False
+    # Pods alike in all but their names (node, priority, start, requests, labels, ports, terms)
+    # are one: which of them kube-scheduler names is a tie its sort leaves open, and the model
+    # names its own. So the plan's count of evictions per such group is fixed, not the names.
+    alike: dict[tuple, list] = defaultdict(list)
     for key, var in wm.evict.items():
-        wm.model.add(var == (1 if key in evicted else 0))
+        pod, node = wm.evict_pod[key]
+        alike[node, pod.priority, pod.start_time, pod.namespace, tuple(sorted(pod.labels.items())),
+              tuple(sorted(pod.requests.items())), pod.host_ports, pod.affinity, pod.anti_affinity].append(key)
+    for keys in alike.values():
+        wm.model.add(sum(wm.evict[k] for k in keys) == sum(1 for k in keys if k in evicted))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 10
     solver.parameters.num_workers = 1

@@ -9,6 +9,7 @@ loop: every greedy plan (kube-scheduler's own sequential decisions) passes.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Iterable, Optional
 
 import pytest
@@ -282,10 +283,10 @@ def _cases():
                      "(it matches its own terms, but default/r matches them until default/p evicts it, and "
                      "default/p matches them too: it is not the first of its group)"]))
 
-    # Found by the exhaustive-optimum test's long run. r0 and r1 (app a) keep app b off their node
+    # Found by the exhaustive-optimum test's long runs. r0 and r1 (app a) keep app b off their node
     # by anti-affinity until p0 evicts them; b pods need an app a pod beside them, and t (app a,
-    # never preempting) needs an app b pod. r0 and r1 cannot support p1 (p1 cannot be there while
-    # they run), so b and t only lean on each other, which no one-at-a-time order allows.
+    # never preempting) needs an app b pod. r0 and r1 cannot support p1 (gone at its turn, as p0
+    # comes first), so b and t only lean on each other, which no one-at-a-time order allows.
     host = "kubernetes.io/hostname"
     keep_b_out = dict(labels={"app": "a"}, pod_anti_affinity=[term({"app": "b"}, host)])
     needs_a = dict(labels={"app": "b"}, pod_affinity=[term({"app": "a"}, host)])
@@ -303,9 +304,23 @@ def _cases():
                     make_plan(snap, {"default/t": "n0", "default/p0": "n0", "default/p1": "n0"},
                               victims=[("default/r0", "n0", "default/p0"), ("default/r1", "n0", "default/p0")]),
                     [leaning.format("p0", "default/t"),
-                     leaning.format("p1", "default/t") + "; default/r0, default/r1 match too, but keep it out until "
-                     "the plan evicts them",
+                     leaning.format("p1", "default/t") + "; default/r0, default/r1 match too, but the plan evicts "
+                     "them for default/p0, ahead of it in the queue",
                      leaning.format("t", "default/p0, default/p1")]))
+    # The same with the victims evicted for the later pod: b comes first, but r0 and r1 keep it
+    # off the node (anti-affinity, and r0's host port) while they run.
+    pods = [make_pod("default/r0", cpu="500m", node="n0", priority=0, host_ports=[80], **keep_b_out),
+            make_pod("default/r1", cpu="500m", node="n0", priority=0, **keep_b_out),
+            make_pod("default/b", cpu="500m", priority=10, host_ports=[80], created=datetime(2026, 1, 1, tzinfo=timezone.utc), **needs_a),
+            make_pod("default/a", cpu="500m", priority=10, labels={"app": "a"}, pod_affinity=[term({"app": "b"}, host)],
+                     created=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=1))]
+    snap = make_snapshot([make_node("n0", cpu="1", pods=2)], pods)
+    out.append(case("affinity-no-support-from-a-victim-that-keeps-the-pod-out-while-it-runs", snap,
+                    make_plan(snap, {"default/b": "n0", "default/a": "n0"},
+                              victims=[("default/r0", "n0", "default/a"), ("default/r1", "n0", "default/a")]),
+                    [leaning.format("a", "default/b"),
+                     leaning.format("b", "default/a") + "; default/r0, default/r1 match too, but keep it out until "
+                     "the plan evicts them"]))
 
     # -- topology spread
     snap = make_snapshot(zones("a", "b"), [web("default/w1", **SPREAD_ZONE), web("default/w2", **SPREAD_ZONE)])

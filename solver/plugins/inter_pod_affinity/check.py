@@ -13,9 +13,11 @@
   domain: replicas split over zones that merely support each other (2 + 1, or one pair per zone)
   are refused, as any sequential order would refuse them. Terminating pods support, as in the
   filter; so does a victim, for every pod but its own preemptor (it runs until that preemptor
-  arrives, and kube-scheduler never rechecks the affinity of pods already placed) and the pods
-  it keeps out while it runs (a required anti-affinity term of either matching the other, a
-  host port both want on its node): those come after it is gone. A victim
+  arrives, and kube-scheduler never rechecks the affinity of pods already placed), the pods
+  after that preemptor in the queue (priority, creation, name: the victim is gone at their turn;
+  gang members, which their gang orders, excepted) and the pods it keeps out while it runs (a
+  required anti-affinity term of either matching the other, a host port both want on its node):
+  those come after it is gone. A victim
   matching a pod's terms closes its escape when the victim's preemptor matches them too: before
   the preemptor comes the victim runs, after it the preemptor does.
 """
@@ -23,7 +25,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,6 +36,7 @@ from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
 from ..shared.host_ports import ports_conflict
 from .book import term_book
+from .encode import queue_key
 from .filter import AllTerms
 
 if TYPE_CHECKING:
@@ -130,7 +133,7 @@ def check_affinity(replay: Replay) -> None:
         pods.append((pod, index))
     if not pods:
         return
-    anchoring = _FinalSupport(pods, replay.final, set(replay.assigned), replay.victims)
+    anchoring = _FinalSupport(pods, replay.final, set(replay.assigned), replay.victims, replay.window)
     progress = anchoring.start()
     seeds: list[str] = []
     while progress.waiting:
@@ -163,17 +166,27 @@ def check_affinity(replay: Replay) -> None:
         domain = f"{topology}={node.labels[topology]}"
         candidates = anchoring.supporters(key, t)
         own_victims = [q for q in candidates if anchoring.victim_of.get(q) == key]
-        keeping_out = [q for q in candidates if q not in own_victims and q in anchoring.victim_of
+        gone = [q for q in candidates if q not in own_victims and q in anchoring.victim_of
+                and anchoring.gone_before(q, key)]
+        keeping_out = [q for q in candidates if q not in own_victims and q not in gone and q in anchoring.victim_of
                        and anchoring.kept_out_by(q, key)]
-        leaning = [q for q in candidates if q not in own_victims and q not in keeping_out]
+        leaning = [q for q in candidates if q not in own_victims and q not in gone and q not in keeping_out]
         if leaning:
             line = (
                 f"{where}: in {domain} it is supported only by pods placed in the same plan that have no "
                 f"support of their own there ({names(leaning)}); without a running pod to join, a group "
                 "starts from one first pod and grows in that pod's domain"
             )
+            if gone:
+                line += (f"; {names(gone)} match too, but the plan evicts them for "
+                         f"{names(sorted({anchoring.victim_of[q] for q in gone}))}, ahead of it in the queue")
             if keeping_out:
                 line += f"; {names(keeping_out)} match too, but keep it out until the plan evicts them"
+        elif gone:
+            line = (
+                f"{where}: its only support in {domain} is {names(gone)}, which the plan evicts for "
+                f"{names(sorted({anchoring.victim_of[q] for q in gone}))}, ahead of it in the queue: gone at its turn"
+            )
         elif keeping_out:
             line = (
                 f"{where}: its only support in {domain} is {names(keeping_out)}, which keep it out while they run "
@@ -219,7 +232,8 @@ class _FinalSupport:
     already-placed pods match; a waiting pod is placed as soon as each of its terms has one."""
 
     def __init__(
-        self, pods: list[tuple[PodInfo, int]], state: ClusterState, window: set[str], victims: list[Victim]
+        self, pods: list[tuple[PodInfo, int]], state: ClusterState, window: set[str], victims: list[Victim],
+        pending: Mapping[str, PodInfo],
     ) -> None:
         self.state = state
         self.by_key = {pod.key: (pod, index) for pod, index in pods}
@@ -227,8 +241,10 @@ class _FinalSupport:
         # A victim still runs until its preemptor arrives: it may support any pod but that one
         # (kube-scheduler's preemption never rechecks the affinity of pods already placed).
         self.victim_of = {v.pod.key: v.preemptor for v in victims}
-        # ... unless its rules keep that pod out while it runs (``kept_out_by``).
+        # ... unless its preemptor comes first in the queue, or its rules keep that pod out while
+        # it runs (``gone_before``, ``kept_out_by``).
         self.victims = {v.pod.key: (v.pod, v.node) for v in victims}
+        self.pending = pending
         self._kept_out: dict[tuple[str, str], bool] = {}
         everyone = [*state.pods(), *((v.pod, v.node) for v in victims)]
         # Every pod matching each distinct set of terms, with its node.
@@ -300,13 +316,23 @@ class _FinalSupport:
                     for p, t in self.waiters.get(slot, ()):
                         if p == q or p not in progress.waiting or p == self.victim_of.get(q):
                             continue
-                        if q in self.victim_of and self.kept_out_by(q, p):
+                        if q in self.victim_of and (self.gone_before(q, p) or self.kept_out_by(q, p)):
                             continue
                         done = progress.satisfied[p]
                         done.add(t)
                         if len(done) == len(self.by_key[p][0].affinity):
                             progress.waiting.discard(p)
                             queue.append(p)
+
+    def gone_before(self, victim: str, key: str) -> bool:
+        """Whether ``victim``'s preemptor comes before ``key`` in kube-scheduler's queue (priority,
+        creation, name), so the victim is gone at ``key``'s turn. Not claimed where either is a
+        gang member (the gang's own order decides)."""
+        preemptor = self.pending.get(self.victim_of[victim])
+        pod = self.by_key[key][0]
+        if preemptor is None or preemptor.group is not None or pod.group is not None:
+            return False
+        return queue_key(preemptor) < queue_key(pod)
 
     def kept_out_by(self, victim: str, key: str) -> bool:
         """Whether ``key`` cannot be placed while ``victim`` still runs: a required anti-affinity

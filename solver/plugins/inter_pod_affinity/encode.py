@@ -245,12 +245,12 @@ def _all_after(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> bool:
         if later is None or any(p.group is not None for p in (*later.pods, *cls.pods)):
             hit = False
         else:
-            hit = min(map(_queue_key, later.pods)) > max(map(_queue_key, cls.pods))
+            hit = min(map(queue_key, later.pods)) > max(map(queue_key, cls.pods))
         enc.after[(other, cls.id)] = hit
     return hit
 
 
-def _queue_key(pod: PodInfo) -> tuple:
+def queue_key(pod: PodInfo) -> tuple:
     """kube-scheduler's queue order: priority, then creation, then name."""
     return (-pod.priority, pod.created, pod.key)
 
