@@ -18,7 +18,7 @@ from models.resources import is_tracked_resource
 from models.snapshot import POD_GROUP_LABEL, ClusterSnapshot, holds_node
 
 from . import interrupt
-from .info import NodeInfo, NodeList, PodInfo, SpecMemo, node_derived
+from .info import NodeInfo, NodeList, PodInfo, SpecMemo, node_derived, queue_order_key
 from .memory import SolverMemory
 from .plugin_api import NO_NOMINATIONS, Nominations
 from .plugins import registry
@@ -98,11 +98,6 @@ class SchedulingContext:
         self._window_by_key = {p.key: p for p in self.window}
         if len(self.bound_by_key) != len(self.bound):
             self.bound_by_key = {p.key: p for p in self.bound}
-
-
-def queue_order_key(pod: PodInfo) -> tuple:
-    """PrioritySort: higher priority first, then earlier creation (queue timestamp), then name."""
-    return (-pod.priority, pod.created, pod.key)
 
 
 def selector_keys(info: PodInfo) -> set[str]:

@@ -461,3 +461,9 @@ def node_derived(nodes: list[NodeInfo], what: Hashable, make: Callable[[], T]) -
                 values.clear()
             values[what] = make()
         return values[what]  # type: ignore[no-any-return]
+
+
+def queue_order_key(pod: PodInfo) -> tuple:
+    """kube-scheduler's queue order (PrioritySort): higher priority first, then earlier creation
+    (queue timestamp), then name."""
+    return (-pod.priority, pod.created, pod.key)

@@ -32,11 +32,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...framework import names
-from ...info import PodInfo
+from ...info import PodInfo, queue_order_key
 from ...state import ClusterState, PodMatcher
 from ..shared.host_ports import ports_conflict
 from .book import term_book
-from .encode import queue_key
 from .filter import AllTerms
 
 if TYPE_CHECKING:
@@ -332,7 +331,7 @@ class _FinalSupport:
         pod = self.by_key[key][0]
         if preemptor is None or preemptor.group is not None or pod.group is not None:
             return False
-        return queue_key(preemptor) < queue_key(pod)
+        return queue_order_key(preemptor) < queue_order_key(pod)
 
     def kept_out_by(self, victim: str, key: str) -> bool:
         """Whether ``key`` cannot be placed while ``victim`` still runs: a required anti-affinity

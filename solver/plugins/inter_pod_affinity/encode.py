@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...info import PodInfo
+from ...info import PodInfo, queue_order_key
 from ...state import ClusterState, PodMatcher
 from .book import term_book
 from .filter import NAME, AllTerms
@@ -245,14 +245,9 @@ def _all_after(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> bool:
         if later is None or any(p.group is not None for p in (*later.pods, *cls.pods)):
             hit = False
         else:
-            hit = min(map(queue_key, later.pods)) > max(map(queue_key, cls.pods))
+            hit = min(map(queue_order_key, later.pods)) > max(map(queue_order_key, cls.pods))
         enc.after[(other, cls.id)] = hit
     return hit
-
-
-def queue_key(pod: PodInfo) -> tuple:
-    """kube-scheduler's queue order: priority, then creation, then name."""
-    return (-pod.priority, pod.created, pod.key)
 
 
 def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, key: str) -> object:

@@ -363,18 +363,31 @@ class _Order:
         self.unsure = unsure
         self._violating = {v.key for v in violating}
         self._rank = {v.key: i for i, v in enumerate(sorted(self.pods, key=_importance))}
+        # Per victim, (surely before, possibly before): asked once per resource, made once.
+        self._before: dict[str, tuple[list[PodInfo], list[PodInfo]]] = {}
 
     def fixed(self, v: PodInfo) -> bool:
         """Whether the pods before ``v`` are the same in every order the budgets allow."""
-        return not self.unsure or all(self._surely(w, v) == self._maybe(w, v) for w in self.pods if w is not v)
+        if not self.unsure:
+            return True
+        sure, maybe = self._before_of(v)
+        return len(sure) == len(maybe)
 
     def surely_before(self, v: PodInfo) -> list[PodInfo]:
         if not self.unsure:
             return self.pods[:self.pods.index(v)]
-        return [w for w in self.pods if w is not v and self._surely(w, v)]
+        return self._before_of(v)[0]
 
     def possibly_before(self, v: PodInfo) -> list[PodInfo]:
-        return [w for w in self.pods if w is not v and self._maybe(w, v)]
+        return self._before_of(v)[1]
+
+    def _before_of(self, v: PodInfo) -> tuple[list[PodInfo], list[PodInfo]]:
+        hit = self._before.get(v.key)
+        if hit is None:
+            others = [w for w in self.pods if w is not v]
+            hit = self._before[v.key] = ([w for w in others if self._surely(w, v)],
+                                         [w for w in others if self._maybe(w, v)])
+        return hit
 
     def _groups(self, v: PodInfo) -> tuple[bool, ...]:
         """The groups ``v`` may stand in (True: violating)."""
