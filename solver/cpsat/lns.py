@@ -30,6 +30,7 @@ validated as every plan is (``solver.api``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import random
 import time
@@ -51,6 +52,7 @@ from .choose import choose, plan_value, tier_weights
 from .decode import extract
 from .hint import best_hint
 from .kube_victims import WholePlan, name_by_replay, solve_sound
+from .stages import solve_component
 from .outcome import Solution
 
 log = logging.getLogger("cpsat_scheduler.solver")
@@ -102,6 +104,8 @@ class _Plan:
     victims: list[Victim]
     # The cluster with the whole plan applied, made by the first round on this plan.
     applied: Optional[ClusterState] = None
+    # Each victim's preemptor, as the replay of the whole plan found it (None: not replayed).
+    names: Optional[dict[str, str]] = None
 
 
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
@@ -116,7 +120,9 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
                        f"{max(0.0, deadline - time.monotonic()):.1f}s left")
     best, stats = search.best, search.stats
     sol = Solution(placements=best.placements, victims=best.victims, status="FEASIBLE")
-    name_by_replay(ctx, sol, static)
+    if stats.improved:
+        # (greedy's plan, when no round improved it, is decided as greedy's: nothing to name)
+        name_by_replay(ctx, sol, static, names=best.names)
     stats.placed_gain = len(best.placements) - len(greedy.placements)
     stats.victims_change = len(best.victims) - len(greedy.victims)
     return sol, stats
@@ -127,6 +133,10 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
 # without victims (packing alone: a model without eviction variables, quick to solve; on the
 # 300-node contended cluster one such round placed 28 more pods, no eviction).
 KINDS = ("left-out", "pack", "victims", "pack", "domain", "pack")
+# A search with less time than this opens with a packing round, then takes the kinds in turn:
+# packing is the quickest kind to yield (the contended 1,000-node window on 2 busy cores, 1.5 s
+# left after greedy: +10 and +11 pods in 1.4 s, where the left-out round found 0 and 1 in 1.2 s).
+SHORT_SEARCH_SECONDS = 3.0
 # Rounds a node just freed sits out of the next neighbourhoods.
 TABU_ROUNDS = 4
 # Share of a round's budget its build may take (the rest is the solve's), judged by the pace of
@@ -154,6 +164,18 @@ class _Search:
         self.tabu: dict[int, int] = {}  # node -> the round it sits out until
         self.seconds_per_pair = FIRST_SECONDS_PER_PAIR
         self.builds: list[float] = []  # seconds each round took to build its model
+        self.short: Optional[bool] = None  # whether the search opens with a packing round
+
+    def _kind(self, deadline: float) -> str:
+        """The next round's kind (``KINDS`` in turn, after a packing round in a short search)."""
+        done = self.stats.rounds
+        if self.short is None:
+            self.short = deadline - time.monotonic() < SHORT_SEARCH_SECONDS
+        if self.short:
+            if done == 0:
+                return "pack"
+            done -= 1
+        return KINDS[done % len(KINDS)]
 
     def least_round_seconds(self) -> float:
         """The least time worth starting a round with: the quickest recent build and a solve."""
@@ -178,7 +200,7 @@ class _Search:
     def round(self, deadline: float) -> bool:
         """One round; False when no neighbourhood is left to free."""
         stats = self.stats
-        kind = KINDS[stats.rounds % len(KINDS)]
+        kind = self._kind(deadline)
         nodes = self._nodes(kind)
         if not nodes:
             return False
@@ -340,12 +362,21 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     outside = {k: n for k, n in plan.placements.items() if k not in freed}
     outside_victims = [v for v in plan.victims if v.node not in inside]
     whole = WholePlan(ctx, static, outside, outside_victims)
-    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, relaxed_repairs=False, view=whole)
+    # With the incumbent as a complete hint, the search starts from it at once: CP-SAT's presolve
+    # took the whole of a short round (a 4,000-variable round at 1,000 nodes: UNKNOWN after 0.3 s
+    # with it; two more pods without). The score stage, which ``choose`` does not rank rounds by,
+    # runs only for a plan already better than the incumbent: the hint, unless a packing beat it
+    # (``best_hint`` keeps that in ``hint_solution``), and then every plan is.
+    solve = functools.partial(solve_component, presolve=not wm.hint_complete,
+                              polish_only_gains=wm.hint_solution is None)
+    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, solve=solve, relaxed_repairs=False,
+                                          view=whole)
     if solver is None:
         return None, pairs, built
     found = Solution()
     extract(wm, solver, found)
     victims = outside_victims + found.victims
+    names: dict[str, str] = {}
     if victims:
         # The whole plan's victims, each one kube-scheduler's preemption evicts in the whole
         # window's queue order: the round's pods change what the pods outside it meet at their
@@ -356,7 +387,8 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
             log.debug("lns round: refused, kube-scheduler's preemption keeps %d of the whole plan's victims (%s)",
                       len(wrong), wrong[0].pod.key)
             return None, pairs, built
-    return _Plan({**outside, **found.placements}, victims), pairs, built
+        names = judged.evicted_by
+    return _Plan({**outside, **found.placements}, victims, names=names), pairs, built
 
 
 def _round_solver_config(ctx: SchedulingContext):

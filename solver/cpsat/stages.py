@@ -159,7 +159,7 @@ class Recorder(cp_model.CpSolverSolutionCallback):
 
 def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True, work: Optional[float] = None,
                     accept: Optional[Callable[[cp_model.CpSolver], bool]] = None,
-                    record: Optional[Recorder] = None,
+                    record: Optional[Recorder] = None, polish_only_gains: bool = False,
                     ) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
     """Solve ``wm`` stage by stage until ``deadline``: (the solver holding the last stage's
     solution or None, its status, the first stage's objective and bound). ``work``: with one
@@ -167,17 +167,26 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
     the same plan whatever else the machine is doing. ``accept``: asked of the first stage's
     solution when later stages follow; a solution it refuses is returned at once (FEASIBLE), the
     later stages not run: their time would be spent polishing a plan the caller throws away.
-    ``record``: told of each solution of the first stage."""
+    ``record``: told of each solution of the first stage. ``polish_only_gains``: a stage of
+    ``POLISH_LEVELS`` alone runs only when the stages before it beat the (complete) hint, the
+    incumbent a neighbourhood round improves on: its caller ranks plans without them, and a plan
+    no better than the hint is thrown away however well it is polished."""
     stages = stages_of(wm.levels)
+    hinted = _hint_values(wm, stages) if polish_only_gains else None
     num_variables = len(wm.model.Proto().variables)
     if not stages:
         return None, "OPTIMAL", 0.0, 0.0
     status_name = "OPTIMAL"
     solver = None
     objective = bound = None
+    found: list[int] = []
     for i, stage in enumerate(stages):
         remaining = deadline - time.monotonic()
         if remaining <= 0 and solver is not None:
+            status_name = "FEASIBLE"
+            break
+        if hinted is not None and solver is not None and all(lv.name in POLISH_LEVELS for lv in stage) \
+                and not tuple(found) > tuple(hinted[:i]):
             status_name = "FEASIBLE"
             break
         share = FIRST_STAGE_SHARE if i == 0 and len(stages) > 1 else 1.0 / (len(stages) - i)
@@ -208,6 +217,7 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
             status_name = "FEASIBLE"
         if i == 0:
             objective, bound = this.objective_value, this.best_objective_bound
+        found.append(round(this.objective_value))
         if i == len(stages) - 1:
             break
         if i == 0 and accept is not None and not accept(this):
@@ -232,6 +242,27 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
                     wm.model.add_hint(var, this.value(var))
     return solver, status_name, objective, bound
 
+
+# Levels that only polish a plan (``solve_component``'s ``polish_only_gains``).
+POLISH_LEVELS = frozenset({"score"})
+
+
+def _hint_values(wm: WindowModel, stages: list[list[Level]]) -> Optional[list[int]]:
+    """Each stage's objective at the model's hint, or None when the hint does not name every
+    variable a stage reads."""
+    hint = wm.model.proto.solution_hint
+    values = dict(zip(hint.vars, hint.values))
+    out = []
+    for stage in stages:
+        terms, coeffs = stage_terms(stage)
+        total = 0
+        for var, coeff in zip(terms, coeffs):
+            value = values.get(var.index)
+            if value is None:
+                return None
+            total += coeff * value
+        out.append(total)
+    return out
 
 
 # Each component gets at least this long, even when the ones before it overran their share.

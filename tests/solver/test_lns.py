@@ -173,3 +173,51 @@ def test_a_round_judges_its_evictions_in_the_whole_window_s_queue_order() -> Non
     found, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-a"]],
                          list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
     assert found is None or not found.victims, (found.placements, found.victims)
+
+
+def test_a_short_search_opens_with_a_packing_round_then_takes_the_kinds_in_turn() -> None:
+    """With less than ``SHORT_SEARCH_SECONDS`` left after greedy (1,000 nodes on a slow machine),
+    the first round packs (no eviction variables: the quickest kind to yield); a longer search
+    starts with the left-out pods' best nodes. Either way the kinds then come in ``KINDS`` order."""
+    from solver.context import build_context
+    from solver.filtering import StaticFilters
+    from solver.greedy import schedule_greedy
+
+    ctx = build_context(_fragmented(), CONFIG)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    greedy = schedule_greedy(ctx, static=static)
+    for left, first in ((lns.SHORT_SEARCH_SECONDS / 2, ["pack"]), (lns.SHORT_SEARCH_SECONDS * 2, [])):
+        search = lns._Search(ctx, static, greedy, seed=0)
+        kinds = []
+        for _ in range(len(lns.KINDS) + 1):
+            kinds.append(search._kind(time.monotonic() + left))
+            search.stats.rounds += 1
+        assert kinds == first + list(lns.KINDS) + list(lns.KINDS)[:1 - len(first)], kinds
+
+
+def test_a_round_polishes_scores_only_for_a_plan_better_than_the_incumbent(
+        too_big: None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The score stage (``choose`` does not rank rounds by it) runs in a round whose placement
+    beats the incumbent, and is skipped in one that only finds the incumbent again. (Each level
+    is made a stage of its own, as a cluster's ranges make them: these small models' would
+    otherwise share one.)"""
+    import logging
+
+    from solver.cpsat import stages as stages_module
+
+    monkeypatch.setattr(stages_module, "MAX_STAGE_RANGE", 1)
+
+    with caplog.at_level(logging.DEBUG, logger="cpsat_scheduler.solver"):
+        plan = schedule(_fragmented(), CONFIG)
+    assert plan.stats.lns_improved_rounds >= 1
+    stages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stage ")]
+    assert any(m.startswith("stage score") for m in stages), stages
+    caplog.clear()
+    nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
+    pods = [make_pod(f"default/p-{i}", cpu="1", labels={"app": "x"},
+                     pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")]) for i in range(3)]
+    with caplog.at_level(logging.DEBUG, logger="cpsat_scheduler.solver"):
+        plan = schedule(make_snapshot(nodes, pods), CONFIG)
+    assert plan.stats.lns_rounds >= 1 and plan.stats.lns_improved_rounds == 0
+    stages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stage ")]
+    assert stages and not any(m.startswith("stage score") for m in stages), stages
