@@ -3,7 +3,8 @@
 Two pod classes interact when they can share a node (capacity, ports, evictions), when a
 required (anti-)affinity or topology-spread term of one counts pods of the other, when they
 belong to one gang, or to two gangs whose minResources admissions are ordered, or when one
-may evict a running member of the other's gang, or a running pod whose anti-affinity (or the other's) keeps the other out of a domain they share. Classes with no
+may evict a running member of the other's gang, or a running pod whose anti-affinity (or the other's) keeps the other out of a domain they share,
+or when both may evict pods one PodDisruptionBudget covers (``budget_links``). Classes with no
 path between them cannot affect each other's feasibility or objective, so each connected
 component is its own, smaller CP-SAT model.
 """
@@ -17,6 +18,7 @@ import networkx as nx
 import numpy as np
 
 from ..context import PodClass
+from ..disruption import PdbBudgets
 from ..info import PodInfo
 from ..plugin_api import term_owners
 from ..plugins import registry
@@ -139,3 +141,30 @@ def components(
     by_id = {c.id: c for c in classes}
     parts = [sorted((by_id[i] for i in comp), key=lambda c: c.id) for comp in nx.connected_components(graph)]
     return sorted(parts, key=lambda part: part[0].id)
+
+
+def budget_links(ctx, classes: list[PodClass], cand: dict[int, np.ndarray], allow_preemption: bool) -> list[list[int]]:
+    """Lists of class ids that may evict pods one PodDisruptionBudget covers (for ``components``'
+    ``linked``). A budget's allowance is the whole plan's: in models of their own, each class
+    would spend all of it (two pools each evicting one pod of a budget that allows one), and
+    the plan breaks the budget, or under ``pdb: hard`` fails validation, where one model keeps it."""
+    if not allow_preemption or not ctx.snapshot.pdbs:
+        return []
+    budgets = PdbBudgets.of(ctx)
+    near: dict[int, list[PodClass]] = {}
+    for cls in classes:
+        if cls.rep.may_preempt_others:
+            for n in cand[cls.id].tolist():
+                near.setdefault(n, []).append(cls)
+    sharing: dict[int, set[int]] = {}
+    pods_on = ctx.state.pods_on
+    for n, here in near.items():
+        for pod in pods_on[n].values():
+            covering = budgets.covering(pod)
+            if not covering:
+                continue
+            takers = [c.id for c in here if can_evict(c.rep, pod, True)]
+            if takers:
+                for i in covering:
+                    sharing.setdefault(i, set()).update(takers)
+    return [sorted(ids) for ids in sharing.values() if len(ids) > 1]

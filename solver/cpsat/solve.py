@@ -37,7 +37,7 @@ from ..plugins.registry import window_parts
 from ..scoring import ScoreContext, final_state
 from .build import BuildInput, build_component, candidates
 from .choose import PlanPair, choose, not_worse, plan_value, tier_weights
-from .components import components
+from .components import budget_links, components
 from .decode import extract, full_value, packing_value, placement_value, take_from_greedy
 from . import guided
 from . import degraded as steps  # read as steps.X: tests and tuning set them there
@@ -176,7 +176,7 @@ def _components(ctx, classes, cand, window, allow_preemption: bool) -> list:
     """The window's independent components over the classes with a candidate node. A class
     that may evict a running member of a window gang couples with the gang's classes (the
     pod's ``group`` is shared pod data, not a rule's); the rules' window parts link the
-    classes that must share a component."""
+    classes that must share a component, and so do classes that may evict pods of one budget."""
     groups = {c.rep.group for c in classes if c.rep.group}
     running_members: dict[str, list] = {}
     for pod, n in ctx.state.pods():
@@ -184,6 +184,7 @@ def _components(ctx, classes, cand, window, allow_preemption: bool) -> list:
             running_members.setdefault(pod.group, []).append((pod, n))
     kept = [c for c in classes if len(cand[c.id])]
     linked = [ids for part in window.values() for ids in part.linked(kept)]
+    linked += budget_links(ctx, kept, cand, allow_preemption)
     return components(kept, cand, running_members, allow_preemption, ctx.state, linked=linked)
 
 
