@@ -11,7 +11,7 @@ DefaultPreemption's), since every engine that evicts counts them — no rule of 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -44,11 +44,46 @@ def _healthy(pod: Pod) -> bool:
 
 def disruptions_allowed(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> int:
     """How many covered pods may be disrupted now."""
-    if pdb.status.disruptions_allowed is not None:
-        return max(0, pdb.status.disruptions_allowed)
-    matching = [p for p in pods if covers(pdb, p) and not p.is_terminal]
-    expected = len(matching)
-    healthy = sum(1 for p in matching if _healthy(p))
+    return allowances([pdb], pods)[0]
+
+
+def allowances(pdbs: Sequence[PodDisruptionBudget], pods: Iterable[Pod]) -> list[int]:
+    """``disruptions_allowed`` of each of ``pdbs``. A budget's status says it when the
+    controller wrote it (as in any dump of a live cluster); otherwise it is worked out from the
+    pods it covers, counted per namespace and labels: the replicas of a workload share both, so
+    each budget matches its selector once per group instead of once per pod (300 budgets
+    without a status over the 40,000 pods of the contended 1,000-node dump took 37 s pod by
+    pod)."""
+    groups: dict[tuple, list] = {}  # (namespace, labels) -> [labels, pods not terminal, healthy]
+    for p in pods if any(b.status.disruptions_allowed is None for b in pdbs) else ():
+        if p.is_terminal:
+            continue
+        meta = p.metadata
+        key = (meta.namespace, tuple(meta.labels.items()))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = [meta.labels, 0, 0]
+        group[1] += 1
+        group[2] += _healthy(p)
+    out = []
+    for pdb in pdbs:
+        written = pdb.status.disruptions_allowed
+        if written is not None:
+            out.append(max(0, written))
+            continue
+        namespace, selector = pdb.metadata.namespace, pdb.spec.selector
+        expected = healthy = 0
+        if selector is not None:
+            for (ns, _), (labels, count, well) in groups.items():
+                if ns == namespace and selector.matches(labels):
+                    expected += count
+                    healthy += well
+        out.append(_allowed(pdb, expected, healthy))
+    return out
+
+
+def _allowed(pdb: PodDisruptionBudget, expected: int, healthy: int) -> int:
+    """The allowance of ``pdb`` covering ``expected`` pods (not terminal), ``healthy`` of them running."""
     if pdb.spec.max_unavailable is not None:
         desired = expected - _scaled(pdb.spec.max_unavailable, expected)
     elif pdb.spec.min_available is not None:
@@ -93,20 +128,22 @@ class PdbBudgets:
         cached = getattr(ctx, "_pdb_budgets", None)
         if cached is not None:
             return cached
-        pods = ctx.snapshot.pods
+        pdbs = ctx.snapshot.pdbs
         budgets = [
-            Budget(
-                pdb.key,
-                pdb.metadata.namespace,
-                Selector.of(pdb.spec.selector),
-                disruptions_allowed(pdb, pods),
-                frozenset(pdb.status.disrupted_pods),
-            )
-            for pdb in ctx.snapshot.pdbs
+            Budget(pdb.key, pdb.metadata.namespace, Selector.of(pdb.spec.selector), allowed,
+                   frozenset(pdb.status.disrupted_pods))
+            for pdb, allowed in zip(pdbs, allowances(pdbs, ctx.snapshot.pods))
         ]
         out = PdbBudgets(budgets)
         ctx._pdb_budgets = out
         return out
+
+    @staticmethod
+    def share(ctx, other) -> None:
+        """Give ``other``, a context over ``ctx``'s snapshot and other pods (a neighbourhood
+        round's), ``ctx``'s budgets and allowances with memos of its own, instead of working the
+        allowances out again for it."""
+        other._pdb_budgets = PdbBudgets(PdbBudgets.of(ctx).budgets)
 
     def covering(self, pod: PodInfo) -> tuple[int, ...]:
         """The budgets covering ``pod`` (``Budget.covers``), by position."""

@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import interrupt, progress
 from ..context import PodClass, SchedulingContext
+from ..disruption import PdbBudgets
 from ..greedy import GreedyResult
 from ..info import PodInfo
 from ..plugin_api import Victim
@@ -248,8 +249,6 @@ def _gain(ctx: SchedulingContext, new: _Plan, old: _Plan) -> str:
 
 
 def _violations(ctx: SchedulingContext, victims: list[Victim]) -> int:
-    from ..disruption import PdbBudgets
-
     return PdbBudgets.of(ctx).violations(v.pod for v in victims)
 
 
@@ -447,4 +446,6 @@ def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: d
     for p in window:
         by_class[p.class_id].append(p)
     classes = [PodClass(c.id, by_class[c.id]) for c in ctx.classes if c.id in by_class]
-    return dataclasses.replace(ctx, state=state, window=window, classes=classes, settled=settled)
+    sub = dataclasses.replace(ctx, state=state, window=window, classes=classes, settled=settled)
+    PdbBudgets.share(ctx, sub)
+    return sub

@@ -31,7 +31,7 @@ from models.objects import Container, Pod, copy_with
 from models.resources import pod_requests
 from models.snapshot import ClusterSnapshot, holds_node
 
-from ..disruption import disruptions_allowed
+from ..disruption import allowances
 from ..whatif.changes import rebuilt
 from .obstacle import Obstacle
 from .held import held_obstacles, relaxed_csi_nodes, relaxed_node, relaxed_target, released_claims
@@ -182,8 +182,8 @@ def _group_topology(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obsta
 def frozen_budgets(snapshot: ClusterSnapshot) -> ClusterSnapshot:
     """``snapshot`` with every budget's allowance written into its status, so that relaxing a
     node's room (which leaves its pods in place) or anything else cannot change what it allows."""
-    pdbs = [copy_with(b, {"status": copy_with(b.status, {"disruptions_allowed": disruptions_allowed(b, snapshot.pods)})})
-            for b in snapshot.pdbs]
+    pdbs = [copy_with(b, {"status": copy_with(b.status, {"disruptions_allowed": allowed})})
+            for b, allowed in zip(snapshot.pdbs, allowances(snapshot.pdbs, snapshot.pods))]
     return rebuilt(snapshot, pdbs=pdbs)
 
 

@@ -547,6 +547,32 @@ def test_disruptions_allowed(pdb, pods, want):
     assert disruptions_allowed(pdb, pods) == want
 
 
+def test_allowances_of_many_budgets_are_each_budget_s_own():
+    """``allowances`` counts pods per namespace and labels: every budget gets what
+    ``disruptions_allowed`` gives it over the pods one by one (the definition), whatever the
+    namespaces, labels, pending, terminating and finished pods."""
+    from solver.disruption import _allowed, _healthy, allowances, covers
+
+    pods = [make_pod(f"{ns}/{app}-{i}", node="n1" if i else None, labels={"app": app, "tier": str(i % 2)},
+                     terminating=i == 4, phase="Succeeded" if i == 5 else None)
+            for ns in ("default", "other") for app in ("db", "web") for i in range(7)]
+    pdbs = [make_pdb("default/a", {"app": "db"}, min_available=2),
+            make_pdb("default/b", {"app": "db", "tier": "1"}, max_unavailable="50%"),
+            make_pdb("other/c", {"app": "web"}, min_available="50%"),
+            make_pdb("other/d", {"app": "db"}, allowed=3, min_available=1),
+            make_pdb("default/e", {"app": "none"}, max_unavailable=1),
+            make_pdb("default/f", None, max_unavailable=1)]
+
+    def one_by_one(pdb):
+        matching = [p for p in pods if covers(pdb, p) and not p.is_terminal]
+        return _allowed(pdb, len(matching), sum(1 for p in matching if _healthy(p)))
+
+    want = [one_by_one(b) if b.status.disruptions_allowed is None else 3 for b in pdbs]
+    assert allowances(pdbs, pods) == want
+    assert [disruptions_allowed(b, pods) for b in pdbs] == want
+    assert len(set(want)) > 2  # the budgets differ: the test tells them apart
+
+
 def test_pdbs_covering():
     pod = make_pod("default/p", labels={"app": "db"})
     budgets = [
