@@ -30,7 +30,7 @@ from models.snapshot import ClusterSnapshot
 from ..context import build_context
 from ..memory import SolverMemory
 from ..info import PodInfo
-from ..disruption import covers, disruptions_allowed
+from ..disruption import allowances, covers
 from ..filtering import Cycle, StaticFilters
 from ..validate import validate
 from . import availability
@@ -96,15 +96,14 @@ def replay(
     evicted = Counter(s.pod for s in steps)
     if max_moves is not None and len(steps) > max_moves:
         problems.append(f"moves: {len(steps)} evictions exceed --max-moves {max_moves}")
-    running = snapshot.pods
-    for pdb in snapshot.pdbs:
-        count = sum(n for key, n in evicted.items() if covers(pdb, snapshot.pod_by_key[key]))
-        if count:
-            allowed = disruptions_allowed(pdb, running)
-            if count > allowed:
-                problems.append(
-                    f"pdb: PodDisruptionBudget {pdb.key} allows {allowed} disruption(s) but the plan evicts its pods {count} time(s)"
-                )
+    counts = {pdb.key: sum(n for key, n in evicted.items() if covers(pdb, snapshot.pod_by_key[key])) for pdb in snapshot.pdbs}
+    touched = [pdb for pdb in snapshot.pdbs if counts[pdb.key]]
+    for pdb, allowed in zip(touched, allowances(touched, snapshot.pods)):
+        count = counts[pdb.key]
+        if count > allowed:
+            problems.append(
+                f"pdb: PodDisruptionBudget {pdb.key} allows {allowed} disruption(s) but the plan evicts its pods {count} time(s)"
+            )
 
     for name in freed:
         n = index.get(name)

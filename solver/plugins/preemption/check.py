@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...framework import names
 from ...group_disruption import evicted_together
-from ...disruption import disruptions_allowed, pdbs_covering
+from ...disruption import allowances, pdbs_covering
 from . import replay as kube_replay
 from ..shared.preemption_rule import why_not
 
@@ -77,11 +77,9 @@ def _check_budgets(replay: Replay) -> None:
     for v in replay.victims:
         for pdb in pdbs_covering(v.pod.pod, pdbs):
             covered[pdb.key].append(v.pod.key)
-    for pdb in pdbs:
-        evicted = covered.get(pdb.key)
-        if not evicted:
-            continue
-        allowed = disruptions_allowed(pdb, pods)
+    touched = [pdb for pdb in pdbs if covered.get(pdb.key)]
+    for pdb, allowed in zip(touched, allowances(touched, pods)):
+        evicted = covered[pdb.key]
         if len(evicted) > allowed:
             replay.report(
                 f"pdb: PodDisruptionBudget {pdb.key} allows {allowed} disruption(s) but the plan evicts "
