@@ -147,6 +147,8 @@ class PdbBudgets:
 
     def covering(self, pod: PodInfo) -> tuple[int, ...]:
         """The budgets covering ``pod`` (``Budget.covers``), by position."""
+        if not self.budgets:
+            return ()
         key = pod.match_key or (pod.namespace, tuple(sorted(pod.labels.items())))
         hit = self._by_labels.get(key)
         if hit is None:

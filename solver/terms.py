@@ -53,6 +53,31 @@ NOTHING = Selector(nothing=True)
 EVERYTHING = Selector()
 
 
+class LabelKeys:
+    """The label keys a growing set of selectors reads, and a pod's memo key by them: its
+    namespace (which fixes its namespace's labels too) and only those labels. Every selector of
+    the set matches two pods with one key alike, so what was worked out for one holds for the
+    other; pods that differ in labels no selector reads (a StatefulSet pod's own name) share a
+    key, where ``PodInfo.match_key`` gives each its own."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self) -> None:
+        self.keys: frozenset[str] = frozenset()
+
+    def add(self, selector: Selector) -> bool:
+        """Count ``selector``'s keys in; whether that added any (memo keys made before are then
+        too coarse: the caller drops what it keyed by them)."""
+        new = selector.keys() - self.keys
+        if new:
+            self.keys = self.keys | new
+        return bool(new)
+
+    def of(self, namespace: str, labels: dict[str, str]) -> tuple:
+        keys = self.keys
+        return namespace, tuple(sorted((k, v) for k, v in labels.items() if k in keys))
+
+
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
     """A required or preferred pod (anti-)affinity term, namespaces resolved for its owner.

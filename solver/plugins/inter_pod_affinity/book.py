@@ -12,7 +12,7 @@ import numpy as np
 
 from ...info import PodInfo
 from ...state import Book, ClusterState
-from ...terms import AffinityTerm
+from ...terms import AffinityTerm, LabelKeys
 
 NAME = "InterPodAffinity"  # the plugin's name: its book's key in ``ClusterState.books``
 
@@ -27,6 +27,7 @@ class TermBook(Book):
         self._added: list[AffinityTerm] = []
         self._dropped = 0
         self._matching: dict[tuple, tuple[int, int, list[AffinityTerm]]] = {}
+        self._keys = LabelKeys()  # the label keys the held terms read: the memo's keys
         # Pods with a term the score reads (required affinity, preferred affinity and
         # anti-affinity; never required anti-affinity, which only filters).
         self.scored: dict[str, PodInfo] = {}
@@ -58,6 +59,8 @@ class TermBook(Book):
             if owners is None:
                 owners = self.owners[term] = np.zeros(self.nodes, dtype=np.int64)
                 self._added.append(term)
+                if self._keys.add(term.selector):
+                    self._matching = {}
             owners[node] += delta
             if delta < 0 and not owners.any():
                 del self.owners[term]
@@ -75,8 +78,16 @@ class TermBook(Book):
         other._added = list(other.owners)
         other._dropped = 0
         other._matching = {}
+        other._keys = self._keys_of(other._added)
         other.scored = self.scored.copy()
         return other
+
+    @staticmethod
+    def _keys_of(terms: list[AffinityTerm]) -> LabelKeys:
+        keys = LabelKeys()
+        for term in terms:
+            keys.add(term.selector)
+        return keys
 
     def merged(self, members: list[list[int]]) -> TermBook:
         """The owners summed over each group of nodes; the same pods scored."""
@@ -87,6 +98,7 @@ class TermBook(Book):
         for term, owners in self.owners.items():
             out.owners[term] = np.bincount(to, weights=owners, minlength=len(members)).astype(np.int64)
         out._added = list(out.owners)
+        out._keys = self._keys_of(out._added)
         out.scored = dict(self.scored)
         return out
 
@@ -105,10 +117,10 @@ class TermBook(Book):
 
     def terms_matching(self, pod: PodInfo) -> list[AffinityTerm]:
         """The held terms that match ``pod`` (in ``owners``' order until one leaves): remembered
-        per (namespace, labels) and extended by the terms that came since, asked afresh only
-        after one left. Every pod's PreFilter asks; a window of hundreds of anti-affinity apps
-        has hundreds."""
-        key = pod.match_key
+        per namespace and the labels the terms read (``LabelKeys``) and extended by the terms
+        that came since, asked afresh only after one left. Every pod's PreFilter asks; a window
+        of hundreds of anti-affinity apps has hundreds."""
+        key = self._keys.of(pod.namespace, pod.labels)
         hit = self._matching.get(key)
         added = self._added
         if hit is None or hit[1] != self._dropped:

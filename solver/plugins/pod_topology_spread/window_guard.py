@@ -19,7 +19,7 @@ from ...plugin_api import OPEN, Gate, GreedyPart, PassResult
 from ...plugin_api import StaticView as StaticFilters
 from . import filter as pod_topology_spread
 from ...state import ClusterState, PodMatcher
-from ...terms import SpreadConstraint
+from ...terms import LabelKeys, SpreadConstraint
 
 # Nodes refused by the guard, in the FitError histogram.
 REASON = "node(s) would break the topology spread of pods placed earlier in the window"
@@ -42,6 +42,7 @@ class SpreadGuard:
         # Per (namespace, labels) of the pods asking: how many guards were asked, those that
         # apply (a window of hundreds of spread apps has hundreds of guards, and every pod asks).
         self._applying: dict[tuple, tuple[int, list[_Guard]]] = {}
+        self._keys = LabelKeys()  # the label keys the guards' selectors read: ``_applying``'s keys
         self._eligible: dict[bytes, np.ndarray] = {}
 
     def placed(self, pod: PodInfo, node: int) -> None:
@@ -60,15 +61,18 @@ class SpreadGuard:
             if guard not in self.guards:
                 self.guards.add(guard)
                 self._order.append(guard)
+                if self._keys.add(c.selector):
+                    self._applying = {}
 
     def _guards_of(self, pod: PodInfo) -> list[_Guard]:
         """The guards whose constraint counts ``pod`` (same namespace, selector matching)."""
-        hit = self._applying.get(pod.match_key)
+        key = self._keys.of(pod.namespace, pod.labels)
+        hit = self._applying.get(key)
         if hit is None or hit[0] != len(self._order):
             seen, found = hit if hit is not None else (0, [])
             more = [g for g in self._order[seen:]
                     if g.namespace == pod.namespace and g.constraint.selector.matches(pod.labels)]
-            hit = self._applying[pod.match_key] = (len(self._order), found + more if more else found)
+            hit = self._applying[key] = (len(self._order), found + more if more else found)
         return hit[1]
 
     def allowed(self, pod: PodInfo) -> np.ndarray | None:
