@@ -54,22 +54,12 @@ def allowances(pdbs: Sequence[PodDisruptionBudget], pods: Iterable[Pod]) -> list
     each budget matches its selector once per group instead of once per pod (300 budgets
     without a status over the 40,000 pods of the contended 1,000-node dump took 37 s pod by
     pod)."""
-    groups: dict[tuple, list] = {}  # (namespace, labels) -> [labels, pods not terminal, healthy]
-    for p in pods if any(b.status.disruptions_allowed is None for b in pdbs) else ():
-        if p.is_terminal:
-            continue
-        meta = p.metadata
-        key = (meta.namespace, tuple(meta.labels.items()))
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = [meta.labels, 0, 0]
-        group[1] += 1
-        group[2] += _healthy(p)
+    written = [b.status.disruptions_allowed for b in pdbs]
+    groups = _pod_groups(pods) if None in written else {}
     out = []
-    for pdb in pdbs:
-        written = pdb.status.disruptions_allowed
-        if written is not None:
-            out.append(max(0, written))
+    for pdb, allowed in zip(pdbs, written):
+        if allowed is not None:
+            out.append(max(0, allowed))
             continue
         namespace, selector = pdb.metadata.namespace, pdb.spec.selector
         expected = healthy = 0
@@ -80,6 +70,22 @@ def allowances(pdbs: Sequence[PodDisruptionBudget], pods: Iterable[Pod]) -> list
                     healthy += well
         out.append(_allowed(pdb, expected, healthy))
     return out
+
+
+def _pod_groups(pods: Iterable[Pod]) -> dict[tuple, list]:
+    """The pods that are not terminal, per (namespace, labels): [labels, how many, how many healthy]."""
+    groups: dict[tuple, list] = {}
+    for p in pods:
+        if p.is_terminal:
+            continue
+        meta = p.metadata
+        key = (meta.namespace, tuple(meta.labels.items()))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = [meta.labels, 0, 0]
+        group[1] += 1
+        group[2] += _healthy(p)
+    return groups
 
 
 def _allowed(pdb: PodDisruptionBudget, expected: int, healthy: int) -> int:

@@ -20,7 +20,7 @@ from models.resources import pod_host_ports, pod_nonzero_requests, pod_requests
 from models.snapshot import pod_group_key
 from models.storage import pod_claims
 
-from .terms import AffinityTerm, SpreadConstraint
+from .terms import AffinityTerm, SpreadConstraint, labels_read
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -360,7 +360,7 @@ class PodInfo:
         spec = self.pod.spec
         return (
             self.namespace,
-            tuple(sorted((k, v) for k, v in self.labels.items() if k in relevant_labels)),
+            labels_read(self.labels, relevant_labels),
             tuple(sorted(self.requests.items())),
             (self.nonzero_cpu, self.nonzero_mem, self.score_cpu, self.score_mem),
             self.host_ports,

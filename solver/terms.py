@@ -53,12 +53,20 @@ NOTHING = Selector(nothing=True)
 EVERYTHING = Selector()
 
 
+def labels_read(labels: dict[str, str], keys: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """``labels`` projected onto ``keys``, sorted: what selectors reading only those keys see
+    (``PodInfo.scheduling_signature`` with the context's ``relevant_labels``, ``LabelKeys``)."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k in keys))
+
+
 class LabelKeys:
     """The label keys a growing set of selectors reads, and a pod's memo key by them: its
     namespace (which fixes its namespace's labels too) and only those labels. Every selector of
     the set matches two pods with one key alike, so what was worked out for one holds for the
     other; pods that differ in labels no selector reads (a StatefulSet pod's own name) share a
-    key, where ``PodInfo.match_key`` gives each its own."""
+    key, where ``PodInfo.match_key`` gives each its own. The context's ``relevant_labels`` does
+    the same for a whole snapshot's selectors; this one serves memos that live on a state (kept
+    from window to window) and read only the selectors they hold."""
 
     __slots__ = ("keys",)
 
@@ -67,15 +75,14 @@ class LabelKeys:
 
     def add(self, selector: Selector) -> bool:
         """Count ``selector``'s keys in; whether that added any (memo keys made before are then
-        too coarse: the caller drops what it keyed by them)."""
+        made no more, and the caller may drop what it keyed by them)."""
         new = selector.keys() - self.keys
         if new:
             self.keys = self.keys | new
         return bool(new)
 
     def of(self, namespace: str, labels: dict[str, str]) -> tuple:
-        keys = self.keys
-        return namespace, tuple(sorted((k, v) for k, v in labels.items() if k in keys))
+        return namespace, labels_read(labels, self.keys)
 
 
 @dataclass(frozen=True, slots=True)
