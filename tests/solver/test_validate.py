@@ -306,7 +306,11 @@ def _cases():
                     [leaning.format("p0", "default/t"),
                      leaning.format("p1", "default/t") + "; default/r0, default/r1 match too, but the plan evicts "
                      "them for default/p0, ahead of it in the queue",
-                     leaning.format("t", "default/p0, default/p1")]))
+                     leaning.format("t", "default/p0, default/p1"),
+                     *(f"preemption: default/{r} (priority 0) is evicted from node n0 for default/p0, but "
+                       "kube-scheduler's preemption would keep it: default/p0 (priority 10) does not fit there at its "
+                       "turn even with every pod it may evict gone; in the plan its room goes to default/t, which may "
+                       "not preempt it" for r in ("r0", "r1"))]))
     # The same with the victims evicted for the later pod: b comes first, but r0 and r1 keep it
     # off the node (anti-affinity, and r0's host port) while they run.
     pods = [make_pod("default/r0", cpu="500m", node="n0", priority=0, host_ports=[80], **keep_b_out),
@@ -320,7 +324,30 @@ def _cases():
                               victims=[("default/r0", "n0", "default/a"), ("default/r1", "n0", "default/a")]),
                     [leaning.format("a", "default/b"),
                      leaning.format("b", "default/a") + "; default/r0, default/r1 match too, but keep it out until "
-                     "the plan evicts them"]))
+                     "the plan evicts them",
+                     *(f"preemption: default/{r} (priority 0) is evicted from node n0 for default/a, but "
+                       "kube-scheduler's preemption would keep it: default/a (priority 10) does not fit there at its "
+                       "turn even with every pod it may evict gone" for r in ("r0", "r1"))]))
+    # Found by the exhaustive-optimum test's long run. t0 (never preempting) cannot fit n0 at its
+    # turn (the node's pod slots, and r0's host port), so kube-scheduler leaves it pending: at t1's
+    # turn only r0 and r1 could keep t1's affinity there, and t1 goes to n1 beside r2 without evicting
+    # anything. Counting t0 as present at t1's turn would make evicting both look needed.
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    app_a = dict(cpu="250m", labels={"app": "a"})
+    needs_own = dict(app_a, priority=10, pod_affinity=[term({"app": "a"}, host)])
+    pods = [make_pod("default/r0", node="n0", priority=0, host_ports=[80], **keep_b_out, cpu="250m"),
+            make_pod("default/r1", node="n0", priority=0, **keep_b_out, cpu="250m"),
+            make_pod("default/r2", node="n1", priority=0, host_ports=[80], **app_a),
+            make_pod("default/t0", preemption_policy="Never", host_ports=[80], created=start, **needs_own),
+            make_pod("default/t1", created=start + timedelta(minutes=1), **needs_own)]
+    snap = make_snapshot([make_node(n, cpu="1", pods=2) for n in ("n0", "n1")], pods)
+    kept = ("preemption: default/{} (priority 0) is evicted from node n0 for default/t1, but kube-scheduler's "
+            "preemption would keep it: default/t1 (priority 10) does not fit there at its turn even with every pod "
+            "it may evict gone; in the plan its room goes to default/t0, which may not preempt it")
+    out.append(case("preemption-dry-run-leaning-on-a-pod-that-cannot-fit-yet", snap,
+                    make_plan(snap, {"default/t0": "n0", "default/t1": "n0"},
+                              victims=[("default/r0", "n0", "default/t1"), ("default/r1", "n0", "default/t1")]),
+                    [kept.format("r0"), kept.format("r1")]))
 
     # -- topology spread
     snap = make_snapshot(zones("a", "b"), [web("default/w1", **SPREAD_ZONE), web("default/w2", **SPREAD_ZONE)])

@@ -9,7 +9,9 @@ break a PodDisruptionBudget before the others), keeping each that still leaves r
 The pods not put back are evicted, for that pod.
 
 The rule a plan is held to: replay the plan's placements in queue order, each pod pinned to the
-node the plan gives it, with the pods placed before it present and the running pods not yet
+node the plan gives it, with the pods placed before it present (but not one that could not fit its
+node at its own turn: kube-scheduler retries such a pod only after later evictions make its room)
+and the running pods not yet
 evicted by the replay present, the room of nominated pods held as greedy holds it, every filter
 judging as greedy's filter cycle does (resources, ports, volumes, devices, affinity, spread), and
 ``select_victims`` (greedy's SelectVictimsOnNode) choosing at each turn where the pod does not fit.
@@ -128,15 +130,22 @@ def replay(ctx, placements: Mapping[str, int], nodes: Iterable[int], static) -> 
     never = window
     for pod in order:
         node = placements[pod.key]
+        fits = True
         if node in judged:
-            out.turns[pod.key] = _turn(pod, node, state, static, ctx, budgets, never, spent, done, version)
-            for victim in _with_group_mates(ctx, out.turns[pod.key].victims, state):
+            turn = out.turns[pod.key] = _turn(pod, node, state, static, ctx, budgets, never, spent, done, version)
+            for victim in _with_group_mates(ctx, turn.victims, state):
                 state.remove(victim)
                 for i in budgets.covering(victim):
                     spent[i] += 1
                 out.evicted_by[victim.key] = pod.key
-        state.add(pod, node)
-        done.add(pod.key)
+            fits = turn.outcome_ok
+        if fits:
+            # A pod that cannot fit at its turn is not there for the turns after it: kube-scheduler
+            # leaves it pending and retries it only after the evictions that make its room. Counted
+            # present, it could lend a later preemptor the support (say, pod affinity) that makes
+            # evictions look needed that kube-scheduler's dry run would not make.
+            state.add(pod, node)
+            done.add(pod.key)
         if pod.group is not None and last_member[pod.group] == pod.key:
             never = never | running_members.get(pod.group, set())
     return out
