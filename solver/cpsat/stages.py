@@ -159,7 +159,7 @@ class Recorder(cp_model.CpSolverSolutionCallback):
 
 def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True, work: Optional[float] = None,
                     accept: Optional[Callable[[cp_model.CpSolver], bool]] = None,
-                    record: Optional[Recorder] = None, polish_only_gains: bool = False,
+                    record: Optional[Recorder] = None, polish_only_gains: bool = False, polish: bool = True,
                     ) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
     """Solve ``wm`` stage by stage until ``deadline``: (the solver holding the last stage's
     solution or None, its status, the first stage's objective and bound). ``work``: with one
@@ -170,8 +170,12 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
     ``record``: told of each solution of the first stage. ``polish_only_gains``: a stage of
     ``POLISH_LEVELS`` alone runs only when the stages before it beat the (complete) hint, the
     incumbent a neighbourhood round improves on: its caller ranks plans without them, and a plan
-    no better than the hint is thrown away however well it is polished."""
+    no better than the hint is thrown away however well it is polished. ``polish``: False skips
+    the stages of ``POLISH_LEVELS`` alone whatever the stages before them found (a search too short
+    to spend a third of a round on scores)."""
     stages = stages_of(wm.levels)
+    if not polish:  # (the first stage stays: it is the plan)
+        stages = stages[:1] + [st for st in stages[1:] if not all(lv.name in POLISH_LEVELS for lv in st)]
     hinted = _hint_values(wm, stages) if polish_only_gains else None
     num_variables = len(wm.model.Proto().variables)
     if not stages:
