@@ -369,5 +369,8 @@ class NodeRun:
                 return status
         return SUCCESS
 
+    def fits(self) -> bool:
+        return all(run.fits() for run in self.runs)
+
     def reads(self) -> tuple:
         return tuple(run.reads() for run in self.runs)

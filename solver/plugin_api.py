@@ -292,6 +292,10 @@ class NodeDryRun(Protocol):
         """The filter's verdict on the node now."""
         ...
 
+    def fits(self) -> bool:
+        """``status().ok``, without making a failure's reasons (a reprieve asks it per pod put back)."""
+        ...
+
     def reads(self) -> Hashable:
         """What the verdicts read beyond the node's own pods, as it was when the dry run began
         (a spread constraint's count in the node's domain and the other domains' minimum; ()

@@ -232,6 +232,9 @@ class AffinityOnNode:
     def reads(self) -> tuple:
         return self._start  # the counts of the node's domains, as the dry run began
 
+    def fits(self) -> bool:
+        return self.status().ok
+
     def status(self) -> Status:
         if self.has_affinity:
             if self.no_key:

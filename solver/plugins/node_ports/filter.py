@@ -90,6 +90,9 @@ class PortsOnNode:
     def reads(self) -> tuple:
         return ()  # the node's own ports
 
+    def fits(self) -> bool:
+        return self.status().ok
+
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> PortsCycle | None:
     """The plugin's ``cycle`` hook: a pod without host ports passes everywhere."""

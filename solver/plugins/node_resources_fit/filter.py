@@ -123,8 +123,11 @@ class RoomOnNode:
         self.room = [r - requests.get(name, 0) for r, (_, name, _) in zip(self.room, self.asked)]
         self.slots -= 1
 
+    def fits(self) -> bool:
+        return self.slots >= 1 and all(r >= amount for r, (_, _, amount) in zip(self.room, self.asked))
+
     def status(self) -> Status:
-        if self.slots >= 1 and all(r >= amount for r, (_, _, amount) in zip(self.room, self.asked)):
+        if self.fits():
             return SUCCESS
         free = self.state.free[self.node].astype(object)
         for r, (c, _, _) in zip(self.room, self.asked):

@@ -226,6 +226,9 @@ class SpreadOnNode:
     def reads(self) -> tuple:
         return self._start  # per constraint: the domain's count, the other domains' minimum
 
+    def fits(self) -> bool:
+        return self.status().ok
+
     def status(self) -> Status:
         for c in self.constraints:
             if c.dom < 0:

@@ -67,6 +67,22 @@ class _Candidate:
     node: int
     victims: list[PodInfo]
     pdb_violations: int
+    _rank: Optional[tuple] = field(default=None, repr=False, compare=False)
+
+    def rank(self) -> tuple:
+        """kube-scheduler's order of candidates (``_best``), worked out once: a class's dry runs
+        are remembered (``_remembered``) and ranked again at each of its pods' turns."""
+        if self._rank is None:
+            top = max((v.priority for v in self.victims), default=-PRIORITY_OFFSET)
+            earliest = min((v.start_time or _NOW for v in self.victims if v.priority == top), default=_NOW)
+            self._rank = (
+                self.pdb_violations,
+                top,
+                sum(v.priority + PRIORITY_OFFSET for v in self.victims),
+                len(self.victims),
+                -earliest.timestamp() if earliest != _NOW else float("inf"),
+            )
+        return self._rank
 
 
 def _importance(pod: PodInfo) -> tuple:
@@ -193,7 +209,7 @@ def _select_on_node(
     for group, counts_violation in ((violating, True), (safe, False)):
         for candidate in group:
             run.add_pod(candidate)
-            if run.status().ok:
+            if run.fits():
                 continue  # reprieved: it stays
             run.remove_pod(candidate)
             victims.append(candidate)
@@ -263,19 +279,9 @@ def resources_only(pod: PodInfo, cycle: Cycle, state: ClusterState) -> bool:
 
 
 def _best(candidates: list[_Candidate]) -> _Candidate:
-    def key(c: _Candidate) -> tuple:
-        top = max((v.priority for v in c.victims), default=-PRIORITY_OFFSET)
-        tops = [v for v in c.victims if v.priority == top]
-        earliest = min((v.start_time or _NOW for v in tops), default=_NOW)
-        return (
-            c.pdb_violations,
-            top,
-            sum(v.priority + PRIORITY_OFFSET for v in c.victims),
-            len(c.victims),
-            -earliest.timestamp() if earliest != _NOW else float("inf"),
-        )
-
-    return min(candidates, key=key)
+    """The candidate kube-scheduler picks: fewest PDB violations, lowest top victim priority,
+    smallest priority sum, fewest victims, latest start among the top victims; the first of a tie."""
+    return min(candidates, key=_Candidate.rank)
 
 
 _NOT_HELPFUL = Status(Code.UNRESOLVABLE, (REASON_NOT_HELPFUL,))
