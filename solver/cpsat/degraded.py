@@ -221,7 +221,7 @@ def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: st
     step = f"large-neighbourhood search: the per-node model ({why})"
     progress.stage(f"{step}; improving greedy's plan a neighbourhood at a time")
     start = time.monotonic()
-    sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed)
+    sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed, greedy_seconds=greedy_seconds)
     sol.solve_time = time.monotonic() - start
     sol.lns = stats
     if not stats.improved:

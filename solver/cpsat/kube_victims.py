@@ -213,14 +213,17 @@ class WholePlan:
         self.outside = dict(outside)
         self.outside_nodes = {v.node for v in outside_victims}
         self.last: Optional[tuple[tuple, Any]] = None
+        self.longest = 0.0  # seconds the slowest replay took
 
     def __call__(self, placements: Mapping[str, int], nodes: set[int]) -> Any:
         key = (tuple(sorted(placements.items())), tuple(sorted(nodes)))
         if self.last is not None and self.last[0] == key:
             return self.last[1]
         assert registry.POSTFILTER is not None
+        start = time.monotonic()
         found = registry.POSTFILTER.replay(self.ctx, {**self.outside, **placements}, set(nodes) | self.outside_nodes,
                                            self.static)
+        self.longest = max(self.longest, time.monotonic() - start)
         self.last = (key, found)
         return found
 

@@ -78,6 +78,12 @@ HINT_SHARE = 0.5
 # used the round's budget: CP-SAT's presolve alone takes a tenth of a second on a busy machine, and
 # rounds cut shorter answered UNKNOWN with the incumbent as their hint.
 MIN_SOLVE_SECONDS = 0.5
+# A round's plan is replayed whole after its solve (kube-scheduler's preemption in queue order,
+# ``WholePlan``): before the first replay is timed, it is guessed at this share of greedy's pass
+# (the contended 1,000-node window: 0.33-0.45 s after a 6-9 s pass). The solve stops that long
+# before the deadline, and a round starts only with that much more time left: a round whose
+# replay ran past the deadline took the decision 0.9 s past a 10 s limit.
+FIRST_REPLAY_SHARE = 0.07
 
 
 @dataclass
@@ -110,9 +116,10 @@ class _Plan:
 
 
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
-            seed: int = 0) -> tuple[Solution, LnsStats]:
-    """Greedy's plan improved round by round until ``deadline``."""
-    search = _Search(ctx, static, greedy, seed)
+            seed: int = 0, greedy_seconds: float = 0.0) -> tuple[Solution, LnsStats]:
+    """Greedy's plan improved round by round until ``deadline`` (``greedy_seconds``: what greedy's
+    pass took, the first guess at what replaying a whole plan takes)."""
+    search = _Search(ctx, static, greedy, seed, greedy_seconds)
     while deadline - time.monotonic() > search.least_round_seconds() and search.free_pods:
         interrupt.check()
         if not search.round(deadline):
@@ -151,7 +158,8 @@ FIRST_SECONDS_PER_PAIR = 2e-4
 class _Search:
     """The incumbent, the rounds' bookkeeping, and one round at a time (``round``)."""
 
-    def __init__(self, ctx: SchedulingContext, static, greedy: GreedyResult, seed: int) -> None:
+    def __init__(self, ctx: SchedulingContext, static, greedy: GreedyResult, seed: int,
+                 greedy_seconds: float = 0.0) -> None:
         self.ctx, self.static = ctx, static
         self.weights = tier_weights([p.priority for p in ctx.window])
         # Greedy's own state is its plan applied to the cluster (reprieved victims put back): the
@@ -170,6 +178,8 @@ class _Search:
         self.seconds_per_pair = FIRST_SECONDS_PER_PAIR
         self.builds: list[float] = []  # seconds each round took to build its model
         self.short: Optional[bool] = None  # whether the search opens with a packing round
+        # What the whole plan's replay after a round's solve takes (the slowest timed so far).
+        self.replay_seconds = FIRST_REPLAY_SHARE * greedy_seconds
 
     def _kind(self, deadline: float) -> str:
         """The next round's kind (``KINDS`` in turn, after a packing round in a short search)."""
@@ -183,9 +193,10 @@ class _Search:
         return KINDS[done % len(KINDS)]
 
     def least_round_seconds(self) -> float:
-        """The least time worth starting a round with: the quickest recent build and a solve."""
+        """The least time worth starting a round with: the quickest recent build, a solve, and
+        the replay of the plan it gives."""
         recent = self.builds[-3:]
-        return max(MIN_ROUND_SECONDS, (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS)
+        return max(MIN_ROUND_SECONDS, (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS) + self.replay_seconds
 
     def _nodes(self, kind: str) -> list[int]:
         """The round's nodes, most wanted first: neither pinned nor sitting out (unless nothing
@@ -215,8 +226,12 @@ class _Search:
         stats.rounds += 1
         t0 = time.monotonic()
         preempt = kind != "pack" and self.ctx.config.preemption.enabled
-        found, pairs, built = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods, self.weights,
-                                     (min(deadline, t0 + budget), deadline), cap, preempt, polish=not self.short)
+        last = deadline - self.replay_seconds  # the solve's own deadline: the replay comes after
+        found, pairs, built, replayed = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods,
+                                               self.weights, (min(last, t0 + budget), last), cap, preempt,
+                                               polish=not self.short)
+        if replayed:
+            self.replay_seconds = max(self.replay_seconds, replayed)
         stats.max_pairs = max(stats.max_pairs, pairs)
         if pairs:
             self.seconds_per_pair = max(built / pairs, 1e-6)
@@ -318,11 +333,11 @@ def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
 
 def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], free_pods: list[PodInfo],
            weights: dict[int, int], deadlines: tuple[float, float], cap: int,
-           preempt: bool = True, polish: bool = True) -> tuple[Optional[_Plan], int, float]:
+           preempt: bool = True, polish: bool = True) -> tuple[Optional[_Plan], int, float, float]:
     """One neighbourhood's model of at most about ``cap`` pairs, solved by the first of
     ``deadlines`` (the round's; the solve gets ``MIN_SOLVE_SECONDS`` past it up to the second, the
-    decision's): the whole plan it gives (or None), the pairs, and the seconds until the model was
-    built. ``preempt``: whether the model may evict (a round over nodes the incumbent evicts
+    decision's, less the replay after it): the whole plan it gives (or None), the pairs, the seconds
+    until the model was built, and those the slowest replay of a whole plan took. ``preempt``: whether the model may evict (a round over nodes the incumbent evicts
     nothing on may pack alone). ``polish``: whether a plan better than the incumbent has its
     scores polished (a short search spends that time on the next round, or on the plan's checks)."""
     deadline, last = deadlines
@@ -340,7 +355,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
         class_ids.add(p.class_id)
         freed[p.key] = p
     if not freed:
-        return None, 0, 0.0
+        return None, 0, 0.0, 0.0
     sub = _sub_context(ctx, plan, inside, freed)
     classes = sub.classes
     mask = np.zeros(len(ctx.nodes), dtype=bool)
@@ -348,7 +363,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     cand, ubs = candidates(sub, classes, static, {}, preempt, within=mask)
     live = [c for c in classes if len(cand[c.id])]
     if not live:
-        return None, 0, 0.0
+        return None, 0, 0.0, 0.0
     pairs = sum(len(cand[c.id]) for c in live)
     inp = BuildInput(sub, static, cand, ubs, sctx, weights, preempt)
     wm = build_component(inp, live)
@@ -376,7 +391,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, solve=solve, relaxed_repairs=False,
                                           view=whole)
     if solver is None:
-        return None, pairs, built
+        return None, pairs, built, whole.longest
     found = Solution()
     extract(wm, solver, found)
     victims = outside_victims + found.victims
@@ -390,9 +405,9 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
         if wrong:
             log.debug("lns round: refused, kube-scheduler's preemption keeps %d of the whole plan's victims (%s)",
                       len(wrong), wrong[0].pod.key)
-            return None, pairs, built
+            return None, pairs, built, whole.longest
         names = judged.evicted_by
-    return _Plan({**outside, **found.placements}, victims, names=names), pairs, built
+    return _Plan({**outside, **found.placements}, victims, names=names), pairs, built, whole.longest
 
 
 def _round_solver_config(ctx: SchedulingContext):

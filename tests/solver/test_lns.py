@@ -130,7 +130,7 @@ def test_a_round_keeps_the_spread_of_the_plan_s_pods_it_does_not_free() -> None:
     index = {n.name: n.index for n in ctx.nodes}
     incumbent = _Plan({"default/s-0": index["n-a"], "default/s-3": index["n-a"], "default/s-1": index["n-b"],
                        "default/s-2": index["n-c"]}, [])
-    found, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-c"]],
+    found, _, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-c"]],
                          list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
     assert found is not None
     assert "default/s-2" in found.placements and "default/big" not in found.placements, found.placements
@@ -170,7 +170,7 @@ def test_a_round_judges_its_evictions_in_the_whole_window_s_queue_order() -> Non
     ctx = build_context(snapshot, CONFIG)
     index = {n.name: n.index for n in ctx.nodes}
     incumbent = _Plan({"default/z": index["n-b"]}, [])
-    found, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-a"]],
+    found, _, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-a"]],
                          list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
     assert found is None or not found.victims, (found.placements, found.victims)
 
