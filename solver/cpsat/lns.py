@@ -36,7 +36,7 @@ import random
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from ..disruption import PdbBudgets
 from ..greedy import GreedyResult
 from ..info import PodInfo
 from ..plugin_api import Victim
+from ..plugins import registry
 from ..scoring import ScoreContext
 from ..state import ClusterState
 from .build import BuildInput, build_component, candidates
@@ -113,6 +114,8 @@ class _Plan:
     applied: Optional[ClusterState] = None
     # Each victim's preemptor, as the replay of the whole plan found it (None: not replayed).
     names: Optional[dict[str, str]] = None
+    # Whether a pod may be decided again by a packing round without a replay (``out_of_sight``).
+    out_of_sight: Optional[Callable[[PodInfo], bool]] = None
 
 
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
@@ -120,7 +123,7 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
     """Greedy's plan improved round by round until ``deadline`` (``greedy_seconds``: what greedy's
     pass took, the first guess at what replaying a whole plan takes)."""
     search = _Search(ctx, static, greedy, seed, greedy_seconds)
-    while deadline - time.monotonic() > search.least_round_seconds() and search.free_pods:
+    while search.free_pods and deadline - time.monotonic() > search.least_round_seconds(search.kind(deadline)):
         interrupt.check()
         if not search.round(deadline):
             break
@@ -181,7 +184,7 @@ class _Search:
         # What the whole plan's replay after a round's solve takes (the slowest timed so far).
         self.replay_seconds = FIRST_REPLAY_SHARE * greedy_seconds
 
-    def _kind(self, deadline: float) -> str:
+    def kind(self, deadline: float) -> str:
         """The next round's kind (``KINDS`` in turn, after a packing round in a short search)."""
         done = self.stats.rounds
         if self.short is None:
@@ -192,11 +195,19 @@ class _Search:
             done -= 1
         return KINDS[done % len(KINDS)]
 
-    def least_round_seconds(self) -> float:
-        """The least time worth starting a round with: the quickest recent build, a solve, and
-        the replay of the plan it gives."""
+    def least_round_seconds(self, kind: str) -> float:
+        """The least time worth starting a round of ``kind`` with: the quickest recent build, a
+        solve, and the replay of the plan it gives (none for a packing round: ``out_of_sight``)."""
         recent = self.builds[-3:]
-        return max(MIN_ROUND_SECONDS, (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS) + self.replay_seconds
+        return max(MIN_ROUND_SECONDS, (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS) + self._replay(kind)
+
+    def _replay(self, kind: str, nodes: Optional[list[int]] = None) -> float:
+        """The time a round of ``kind`` (over ``nodes``, when chosen) keeps for the whole plan's
+        replay after its solve: none for a packing round over nodes with no victim (``_round``)."""
+        if kind == "pack" and not self.ctx.claims:
+            if nodes is None or not {v.node for v in self.best.victims}.intersection(nodes):
+                return 0.0
+        return self.replay_seconds
 
     def _nodes(self, kind: str) -> list[int]:
         """The round's nodes, most wanted first: neither pinned nor sitting out (unless nothing
@@ -216,7 +227,7 @@ class _Search:
     def round(self, deadline: float) -> bool:
         """One round; False when no neighbourhood is left to free."""
         stats = self.stats
-        kind = self._kind(deadline)
+        kind = self.kind(deadline)
         nodes = self._nodes(kind)
         if not nodes:
             return False
@@ -226,7 +237,7 @@ class _Search:
         stats.rounds += 1
         t0 = time.monotonic()
         preempt = kind != "pack" and self.ctx.config.preemption.enabled
-        last = deadline - self.replay_seconds  # the solve's own deadline: the replay comes after
+        last = deadline - self._replay(kind, nodes)  # the solve's own deadline: the replay comes after
         found, pairs, built, replayed = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods,
                                                self.weights, (min(last, t0 + budget), last), cap, preempt,
                                                polish=not self.short)
@@ -345,6 +356,15 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     inside = set(nodes)
     on_nodes = [p for p in free_pods if plan.placements.get(p.key) in inside]
     left = [p for p in free_pods if p.key not in plan.placements]
+    # A packing round over nodes with no victim decides again only pods the replayed turns do not
+    # see: its plan then meets kube-scheduler's preemption exactly where the incumbent did, and
+    # is not replayed. (Nominated room outside the window follows the placements: replayed.)
+    unseen = not preempt and not ctx.claims and not any(v.node in inside for v in plan.victims)
+    if unseen and plan.victims:
+        if plan.out_of_sight is None:
+            plan.out_of_sight = out_of_sight(ctx, plan.placements, plan.victims)
+        on_nodes = [p for p in on_nodes if plan.out_of_sight(p)]
+        left = [p for p in left if plan.out_of_sight(p)]
     # The freed pods: those placed on the nodes, then the left-out ones by priority until the
     # pairs run out (each class counts once per node).
     freed: dict[str, PodInfo] = {p.key: p for p in on_nodes}
@@ -395,8 +415,10 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     found = Solution()
     extract(wm, solver, found)
     victims = outside_victims + found.victims
-    names: dict[str, str] = {}
-    if victims:
+    names: Optional[dict[str, str]] = {}
+    if unseen:
+        names = plan.names  # the same turns, the same preemptors
+    elif victims:
         # The whole plan's victims, each one kube-scheduler's preemption evicts in the whole
         # window's queue order: the round's pods change what the pods outside it meet at their
         # turns too (a spread's counts), so the victims outside are judged again as well.
@@ -408,6 +430,34 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
             return None, pairs, built, whole.longest
         names = judged.evicted_by
     return _Plan({**outside, **found.placements}, victims, names=names), pairs, built, whole.longest
+
+
+def out_of_sight(ctx: SchedulingContext, placements: dict[str, int], victims: list[Victim]) -> Callable[[PodInfo], bool]:
+    """Whether a pod may come, go or move without changing what kube-scheduler's preemption meets
+    at the turns a replay of the plan judges (the pods ``placements`` puts on nodes ``victims``
+    are evicted from): no rule of one of those pods ties it to this pod wherever they land, nor
+    one of this pod's rules to them (``registry.COUPLERS``: spread selectors, pod affinity and
+    anti-affinity terms). Nodes a round over such pods decides hold no victim, so the turns read
+    the same room, domain counts and terms as before. Asked per class and labels."""
+    evicting = {v.node for v in victims}
+    judged: dict[int, PodInfo] = {}
+    for key, node in placements.items():
+        if node in evicting:
+            pod = ctx.window_pod(key)
+            judged.setdefault(pod.class_id, pod)
+    reps = list(judged.values())
+    theirs = [tie for rep in reps for couples in registry.COUPLERS if (tie := couples(rep)) is not None]
+    seen: dict[tuple, bool] = {}
+
+    def unseen(pod: PodInfo) -> bool:
+        key = (pod.class_id, pod.namespace, pod.match_key)
+        hit = seen.get(key)
+        if hit is None:
+            own = [tie for couples in registry.COUPLERS if (tie := couples(pod)) is not None]
+            hit = seen[key] = not (any(tie(pod) for tie in theirs) or any(tie(rep) for tie in own for rep in reps))
+        return hit
+
+    return unseen
 
 
 def _round_solver_config(ctx: SchedulingContext):

@@ -190,7 +190,7 @@ def test_a_short_search_opens_with_a_packing_round_then_takes_the_kinds_in_turn(
         search = lns._Search(ctx, static, greedy, seed=0)
         kinds = []
         for _ in range(len(lns.KINDS) + 1):
-            kinds.append(search._kind(time.monotonic() + left))
+            kinds.append(search.kind(time.monotonic() + left))
             search.stats.rounds += 1
         assert kinds == first + list(lns.KINDS) + list(lns.KINDS)[:1 - len(first)], kinds
 
@@ -221,3 +221,29 @@ def test_a_round_polishes_scores_only_for_a_plan_better_than_the_incumbent(
     assert plan.stats.lns_rounds >= 1 and plan.stats.lns_improved_rounds == 0
     stages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stage ")]
     assert stages and not any(m.startswith("stage score") for m in stages), stages
+
+
+def test_a_packing_round_decides_again_only_pods_the_replayed_turns_do_not_see() -> None:
+    """p (app s, zone spread) is placed on n-v by evicting low there: its turn is one the whole
+    plan's replay judges. q is of app s too (p's spread counts it wherever it lands) and w keeps
+    app s out of its zone (its anti-affinity matches p): moving either could change what p meets
+    at its turn. u is tied to nothing: a packing round may decide it again without a replay."""
+    from solver.context import build_context
+    from solver.cpsat.lns import out_of_sight
+    from solver.plugin_api import Victim
+
+    nodes = [make_node(n, cpu="2", memory="64Gi", labels={"zone": z}) for n, z in (("n-v", "a"), ("n-p", "b"))]
+    s = {"labels": {"app": "s"}, "spread": [spread("zone", {"app": "s"})]}
+    pods = [make_pod("default/low", cpu="2", node="n-v", priority=0),
+            make_pod("default/p", cpu="2", priority=1000, created=T0, **s),
+            make_pod("default/q", cpu="1", priority=1000, created=T0 + timedelta(seconds=1), **s),
+            make_pod("default/w", cpu="1", labels={"app": "w"}, pod_anti_affinity=[term({"app": "s"}, "zone")]),
+            make_pod("default/u", cpu="1", labels={"app": "u"})]
+    ctx = build_context(make_snapshot(nodes, pods), CONFIG)
+    index = {n.name: n.index for n in ctx.nodes}
+    low = ctx.state.pods_on[index["n-v"]]["default/low"]
+    unseen = out_of_sight(ctx, {"default/p": index["n-v"]}, [Victim(low, index["n-v"], "default/p")])
+    assert {key: unseen(ctx.window_pod(key)) for key in ("default/q", "default/w", "default/u")} == {
+        "default/q": False, "default/w": False, "default/u": True}
+    # With no victim, no turn is judged: every pod is out of sight.
+    assert all(out_of_sight(ctx, {"default/p": index["n-p"]}, [])(p) for p in ctx.window)
