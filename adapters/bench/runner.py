@@ -510,6 +510,10 @@ class EngineResult:
             out["fallback_reason"] = fallback_reasons[0]
         if from_log:
             out["model_from_log"] = True
+        if any(v is not None for v in self._stats("lns_rounds")):
+            # The large-neighbourhood search (issue 34): its rounds and what they gained over greedy's plan.
+            out.update({name: sum(v for v in self._stats(name) if v is not None)
+                        for name in ("lns_rounds", "lns_improved_rounds", "lns_placed_gain", "lns_victims_change")})
         if self.gangs is not None:
             out["gangs"] = self.gangs
         if self.dra is not None:

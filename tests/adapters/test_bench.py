@@ -372,3 +372,17 @@ def test_peak_rss_follows_what_the_process_held() -> None:
     after = memory.peak_rss_mib()
     assert held >= before + 190
     assert after < held - 150  # a new mark, not the old one
+
+
+def test_the_search_s_rounds_and_gain_are_in_the_cpsat_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the decision takes the large-neighbourhood search (issue 34), the cpsat result says
+    how many rounds ran, how many improved greedy's plan, and the pods and victims they changed;
+    greedy's result has none of it."""
+    from solver.cpsat import degraded
+
+    monkeypatch.setattr(degraded, "BUILD_SECONDS_PER_PAIR", 10.0)  # every model reads as too large
+    result = measure(generate("anti-affinity", "quick", 0), CONFIG.with_overrides(time_limit_seconds=4.0)).to_json()
+    cpsat, greedy = result["results"]["cpsat"], result["results"]["greedy"]
+    assert cpsat["lns_rounds"] >= 1 and 0 <= cpsat["lns_improved_rounds"] <= cpsat["lns_rounds"]
+    assert cpsat["placed"] - greedy["placed"] == cpsat["lns_placed_gain"] >= 0
+    assert "lns_rounds" not in greedy
