@@ -247,3 +247,15 @@ def test_a_packing_round_decides_again_only_pods_the_replayed_turns_do_not_see()
         "default/q": False, "default/w": False, "default/u": True}
     # With no victim, no turn is judged: every pod is out of sight.
     assert all(out_of_sight(ctx, {"default/p": index["n-p"]}, [])(p) for p in ctx.window)
+
+
+def test_without_time_for_a_round_the_plan_is_greedy_s_and_says_how_much_was_left(
+        too_big: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Greedy's plan leaving less of the solver's share than a round needs: the plan is greedy's,
+    and the reason says what greedy left, not that it came after the limit."""
+    monkeypatch.setattr(lns, "MIN_ROUND_SECONDS", 1000.0)
+    plan = schedule(_fragmented(), CONFIG)
+    assert plan.stats.plan_from == "greedy" and plan.stats.lns_rounds is None
+    reason = plan.stats.plan_reason or ""
+    assert "no neighbourhood search: greedy's plan (after " in reason, reason
+    assert "less than a round needs (1000.0s)" in reason, reason
