@@ -85,12 +85,13 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
     assert greedy is not None
     no_search = lns.eligible(ctx)
     left = deadline - time.monotonic()
-    if no_search is None and left > lns.MIN_ROUND_SECONDS:
+    least = lns.MIN_PACK_ROUND_SECONDS if left < lns.SHORT_SEARCH_SECONDS else lns.MIN_ROUND_SECONDS
+    if no_search is None and left > least:
         return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
                        f"and node classes do not apply ({why}")
     if no_search is None and left > 0:
         no_search = (f"greedy's plan (after {run.seconds:.1f}s) left {left:.1f}s of the solver's share of the time "
-                     f"limit, less than a round needs ({lns.MIN_ROUND_SECONDS:.1f}s)")
+                     f"limit, less than a round needs ({least:.1f}s)")
     elif no_search is None:
         no_search = f"greedy's plan came after the time limit (greedy took {run.seconds:.1f}s)"
     return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,

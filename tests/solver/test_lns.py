@@ -254,6 +254,7 @@ def test_without_time_for_a_round_the_plan_is_greedy_s_and_says_how_much_was_lef
     """Greedy's plan leaving less of the solver's share than a round needs: the plan is greedy's,
     and the reason says what greedy left, not that it came after the limit."""
     monkeypatch.setattr(lns, "MIN_ROUND_SECONDS", 1000.0)
+    monkeypatch.setattr(lns, "MIN_PACK_ROUND_SECONDS", 1000.0)
     plan = schedule(_fragmented(), CONFIG)
     assert plan.stats.plan_from == "greedy" and plan.stats.lns_rounds is None
     reason = plan.stats.plan_reason or ""
