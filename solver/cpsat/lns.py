@@ -209,8 +209,11 @@ class _Search:
 
     def _replay(self, kind: str, nodes: Optional[list[int]] = None) -> float:
         """The time a round of ``kind`` (over ``nodes``, when chosen) keeps for the whole plan's
-        replay after its solve: none for a packing round over nodes with no victim (``_round``)."""
-        if kind == "pack" and not self.ctx.claims:
+        replay after its solve: none for a packing round over nodes with no victim (``_round``)
+        on an incumbent whose victims are named (greedy's are not: its plan improved is replayed
+        once at the end to name them, ``name_by_replay``, and that must fit before the deadline
+        too: it took the decision 0.3 s past the limit)."""
+        if kind == "pack" and not self.ctx.claims and (self.best.names is not None or not self.best.victims):
             if nodes is None or not {v.node for v in self.best.victims}.intersection(nodes):
                 return 0.0
         return self.replay_seconds
