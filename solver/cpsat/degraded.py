@@ -90,7 +90,7 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
         return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
                        f"and node classes do not apply ({why}")
     if no_search is None and left > 0:
-        no_search = (f"greedy's plan (after {run.seconds:.1f}s) left {left:.1f}s of the solver's share of the time "
+        no_search = (f"greedy's plan (after {run.seconds:.1f}s) left {left:.2f}s of the solver's share of the time "
                      f"limit, less than a round needs ({least:.1f}s)")
     elif no_search is None:
         no_search = f"greedy's plan came after the time limit (greedy took {run.seconds:.1f}s)"

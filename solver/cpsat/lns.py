@@ -358,8 +358,9 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     """One neighbourhood's model of at most about ``cap`` pairs, solved by the first of
     ``deadlines`` (the round's; the solve gets ``MIN_SOLVE_SECONDS`` past it up to the second, the
     decision's, less the replay after it): the whole plan it gives (or None), the pairs, the seconds
-    until the model was built, and those the slowest replay of a whole plan took. ``preempt``: whether the model may evict (a round over nodes the incumbent evicts
-    nothing on may pack alone). ``polish``: whether a plan better than the incumbent has its
+    until the model was built, and those the slowest replay of a whole plan took. ``preempt``:
+    whether the model may evict (a round over nodes the incumbent evicts nothing on may pack
+    alone). ``polish``: whether a plan better than the incumbent has its
     scores polished (a short search spends that time on the next round, or on the plan's checks)."""
     deadline, last = deadlines
     start = time.monotonic()
