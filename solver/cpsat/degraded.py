@@ -85,7 +85,7 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
     assert greedy is not None
     no_search = lns.eligible(ctx)
     left = deadline - time.monotonic()
-    least = lns.MIN_PACK_ROUND_SECONDS if left < lns.SHORT_SEARCH_SECONDS else lns.MIN_ROUND_SECONDS
+    least = lns.least_first_round(left)
     if no_search is None and left > least:
         return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
                        f"and node classes do not apply ({why}")

@@ -204,19 +204,22 @@ class _Search:
         solve, and the replay of the plan it gives (none for a packing round: ``out_of_sight``)."""
         recent = self.builds[-3:]
         replay = self._replay(kind)
-        least = MIN_PACK_ROUND_SECONDS if kind == "pack" and not replay else MIN_ROUND_SECONDS
-        return max(least, (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS) + replay
+        return max(_least(kind, replay), (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS) + replay
 
     def _replay(self, kind: str, nodes: Optional[list[int]] = None) -> float:
         """The time a round of ``kind`` (over ``nodes``, when chosen) keeps for the whole plan's
-        replay after its solve: none for a packing round over nodes with no victim (``_round``)
-        on an incumbent whose victims are named (greedy's are not: its plan improved is replayed
-        once at the end to name them, ``name_by_replay``, and that must fit before the deadline
-        too: it took the decision 0.3 s past the limit)."""
-        if kind == "pack" and not self.ctx.claims and (self.best.names is not None or not self.best.victims):
-            if nodes is None or not {v.node for v in self.best.victims}.intersection(nodes):
-                return 0.0
+        replay after its solve: none for a round ``_unseen`` decides (``_round``) on an incumbent
+        whose victims are named (greedy's are not: its plan improved is replayed once at the end
+        to name them, ``name_by_replay``, and that must fit before the deadline too: it took the
+        decision 0.3 s past the limit)."""
+        plan = self.best
+        if (plan.names is not None or not plan.victims) and _unseen(self.ctx, plan, self._preempts(kind), nodes):
+            return 0.0
         return self.replay_seconds
+
+    def _preempts(self, kind: str) -> bool:
+        """Whether a round of ``kind`` may evict (a packing round never does)."""
+        return kind != "pack" and self.ctx.config.preemption.enabled
 
     def _nodes(self, kind: str) -> list[int]:
         """The round's nodes, most wanted first: neither pinned nor sitting out (unless nothing
@@ -240,13 +243,12 @@ class _Search:
         nodes = self._nodes(kind)
         if not nodes:
             return False
-        least = MIN_PACK_ROUND_SECONDS if kind == "pack" and not self._replay(kind, nodes) else MIN_ROUND_SECONDS
-        budget = max(least, ROUND_SHARE * (deadline - time.monotonic()))
+        budget = max(_least(kind, self._replay(kind, nodes)), ROUND_SHARE * (deadline - time.monotonic()))
         cap = int(min(ROUND_PAIRS, max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair)))
         nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap)
         stats.rounds += 1
         t0 = time.monotonic()
-        preempt = kind != "pack" and self.ctx.config.preemption.enabled
+        preempt = self._preempts(kind)
         last = deadline - self._replay(kind, nodes)  # the solve's own deadline: the replay comes after
         found, pairs, built, replayed = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods,
                                                self.weights, (min(last, t0 + budget), last), cap, preempt,
@@ -370,7 +372,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     # A packing round over nodes with no victim decides again only pods the replayed turns do not
     # see: its plan then meets kube-scheduler's preemption exactly where the incumbent did, and
     # is not replayed. (Nominated room outside the window follows the placements: replayed.)
-    unseen = not preempt and not ctx.claims and not any(v.node in inside for v in plan.victims)
+    unseen = _unseen(ctx, plan, preempt, nodes)
     if unseen and plan.victims:
         if plan.out_of_sight is None:
             plan.out_of_sight = out_of_sight(ctx, plan.placements, plan.victims)
@@ -441,6 +443,28 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
             return None, pairs, built, whole.longest
         names = judged.evicted_by
     return _Plan({**outside, **found.placements}, victims, names=names), pairs, built, whole.longest
+
+
+def _least(kind: str, replay: float) -> float:
+    """The least time a round of ``kind`` is started with, before its replay (``replay``: none
+    for a packing round that is not replayed)."""
+    return MIN_PACK_ROUND_SECONDS if kind == "pack" and not replay else MIN_ROUND_SECONDS
+
+
+def least_first_round(left: float) -> float:
+    """The least time the search's first round needs, with ``left`` seconds left: a short search
+    opens with a packing round (``_Search.kind``)."""
+    return MIN_PACK_ROUND_SECONDS if left < SHORT_SEARCH_SECONDS else MIN_ROUND_SECONDS
+
+
+def _unseen(ctx: SchedulingContext, plan: _Plan, preempt: bool, nodes: Optional[list[int]]) -> bool:
+    """Whether a round over ``nodes`` (None: not chosen yet) may skip the whole plan's replay: it
+    evicts nothing (``preempt`` off), its nodes hold no victim of ``plan``, and no room outside
+    the window is nominated (it follows the placements); it then frees only pods
+    ``out_of_sight``."""
+    if preempt or ctx.claims:
+        return False
+    return nodes is None or not {v.node for v in plan.victims}.intersection(nodes)
 
 
 def out_of_sight(ctx: SchedulingContext, placements: dict[str, int], victims: list[Victim]) -> Callable[[PodInfo], bool]:
