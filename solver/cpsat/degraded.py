@@ -84,12 +84,12 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
     interrupt.check()
     assert greedy is not None
     no_search = lns.eligible(ctx)
-    left = deadline - time.monotonic()
-    least = lns.least_first_round(left)
-    if no_search is None and left > least:
-        return _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
-                       f"and node classes do not apply ({why}")
-    if no_search is None and left > 0:
+    if no_search is None and deadline - time.monotonic() > 0:
+        outcome = _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
+                          f"and node classes do not apply ({why}")
+        if outcome.solution is None or outcome.solution.lns is None or outcome.solution.lns.too_short is None:
+            return outcome
+        left, least = outcome.solution.lns.too_short
         no_search = (f"greedy's plan (after {run.seconds:.1f}s) left {left:.2f}s of the solver's share of the time "
                      f"limit, less than a round needs ({least:.1f}s)")
     elif no_search is None:

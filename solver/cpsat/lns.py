@@ -101,6 +101,8 @@ class LnsStats:
     placed_gain: int = 0  # pods placed beyond greedy's plan
     victims_change: int = 0  # victims against greedy's plan (negative: fewer)
     history: list[str] = field(default_factory=list)  # per improving round: what it gained
+    # When no round started: (seconds left, seconds the first round needed).
+    too_short: Optional[tuple[float, float]] = None
 
 
 def eligible(ctx: SchedulingContext) -> Optional[str]:
@@ -127,7 +129,12 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
     """Greedy's plan improved round by round until ``deadline`` (``greedy_seconds``: what greedy's
     pass took, the first guess at what replaying a whole plan takes)."""
     search = _Search(ctx, static, greedy, seed, greedy_seconds)
-    while search.free_pods and deadline - time.monotonic() > search.least_round_seconds(search.kind(deadline)):
+    while search.free_pods:
+        left, least = deadline - time.monotonic(), search.least_round_seconds(search.kind(deadline))
+        if left <= least:
+            if not search.stats.rounds:
+                search.stats.too_short = (left, least)
+            break
         interrupt.check()
         if not search.round(deadline):
             break
@@ -449,12 +456,6 @@ def _least(kind: str, replay: float) -> float:
     """The least time a round of ``kind`` is started with, before its replay (``replay``: none
     for a packing round that is not replayed)."""
     return MIN_PACK_ROUND_SECONDS if kind == "pack" and not replay else MIN_ROUND_SECONDS
-
-
-def least_first_round(left: float) -> float:
-    """The least time the search's first round needs, with ``left`` seconds left: a short search
-    opens with a packing round (``_Search.kind``)."""
-    return MIN_PACK_ROUND_SECONDS if left < SHORT_SEARCH_SECONDS else MIN_ROUND_SECONDS
 
 
 def _unseen(ctx: SchedulingContext, plan: _Plan, preempt: bool, nodes: Optional[list[int]]) -> bool:
