@@ -1020,7 +1020,7 @@ class ScoreCachePart(Protocol):
 class CacheTuning(Protocol):
     """The score cache's tuning a part reads (``scoring.cache.ScoreCache``)."""
 
-    recount_after: int  # per-class tables are counted afresh after this many placements
+    recount_after: int  # per-class tables are counted afresh after this many changes to their counter
 
 
 # (state, score context, weight, the cache: its tuning) -> the plugin's part in one score cache.

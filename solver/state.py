@@ -144,7 +144,13 @@ class ClusterState:
         self.where: dict[str, int] = {}
         self._counters: dict[Matcher, np.ndarray] = {}
         self._counter_order: list[tuple[Matcher, np.ndarray]] = []  # ``_counters`` as registered
-        self._matching: dict[tuple, tuple[int, list[np.ndarray]]] = {}  # see _counters_matching
+        # Per counter, each change to it since it was registered (or the state copied): (node,
+        # delta). A cache of sums over a counter catches up on the few changes since it last
+        # looked instead of summing every node again (``domain_counts``).
+        self._logs: dict[Matcher, list[tuple[int, int]]] = {}
+        # (matcher, topology key, eligible mask) -> (counts, present, counted, log position)
+        self._domain_sums: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        self._matching: dict[tuple, tuple[int, list[tuple[np.ndarray, list[tuple[int, int]]]]]] = {}  # see _counters_matching
         self._match_cache: dict[Matcher, dict[tuple, bool]] = {}
         # Pods in the state by what a matcher reads of them ((namespace, labels), terminating):
         # a pod of the group, and how many of the group each node holds. A new counter asks each
@@ -376,10 +382,11 @@ class ClusterState:
             del per_node[node]
             if not per_node:
                 del self._groups[key]
-        for counts in self._counters_matching(pod):
+        for counts, log in self._counters_matching(pod):
             counts[node] += delta
+            log.append((node, delta))
 
-    def _counters_matching(self, pod: PodInfo) -> list[np.ndarray]:
+    def _counters_matching(self, pod: PodInfo) -> list[tuple[np.ndarray, list[tuple[int, int]]]]:
         """The counters that count ``pod``, remembered per (labels, terminating) and extended by
         the counters registered since (counters are only ever added, in ``_counter_order``):
         saves hashing every matcher on every add and remove, and asking every one again when a
@@ -388,7 +395,7 @@ class ClusterState:
         hit = self._matching.get(key)
         order = self._counter_order
         if hit is None:
-            hit = self._matching[key] = (len(order), [order[i][1] for i in self._counters_for(pod)
+            hit = self._matching[key] = (len(order), [(order[i][1], self._logs[order[i][0]]) for i in self._counters_for(pod)
                                                       if self._matches(order[i][0], pod)])
         elif hit[0] != len(order):
             # Only the counters registered since that may count the pod (by the label pairs
@@ -396,7 +403,7 @@ class ClusterState:
             # of them about every (labels, terminating) seen before.
             positions = self._counters_for(pod)
             since = positions[bisect_left(positions, hit[0]):]
-            more = [order[i][1] for i in since if self._matches(order[i][0], pod)]
+            more = [(order[i][1], self._logs[order[i][0]]) for i in since if self._matches(order[i][0], pod)]
             hit = self._matching[key] = (len(order), hit[1] + more if more else hit[1])
         return hit[1]
 
@@ -478,7 +485,47 @@ class ClusterState:
                         counts[node] += count
             self._counters[matcher] = counts
             self._counter_order.append((matcher, counts))
+            self._logs[matcher] = []
         return counts
+
+    def domain_counts(self, matcher: Matcher, topology_key: str, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pods ``matcher`` counts per domain of ``topology_key`` over the ``eligible`` nodes
+        that carry the key; which domains have such a node (``present``); and those nodes
+        (``counted``). Kept per (matcher, key, eligible) and brought up to date from the
+        counter's own changes since the last ask, so a constraint asked about by pod after pod
+        costs its few changes, not a sum over every node. The arrays are read-only (they are
+        shared): a caller that changes one copies it first."""
+        counter = self.match_counts(matcher)
+        log = self._logs[matcher]
+        key = (matcher, topology_key, eligible.tobytes())
+        hit = self._domain_sums.get(key)
+        if hit is None:
+            ids, values = self.domains(topology_key)
+            counted = eligible & (ids >= 0)
+            counts = np.bincount(ids[counted], weights=counter[counted], minlength=len(values)).astype(np.int64)
+            present = np.zeros(len(values), dtype=bool)
+            present[ids[counted]] = True
+            for array in (counts, present, counted):
+                array.flags.writeable = False
+            self._domain_sums[key] = (counts, present, counted, len(log))
+            return counts, present, counted
+        counts, present, counted, seen = hit
+        if seen < len(log):
+            # A new array: an older answer may still be held (a cycle's PreFilter counts).
+            counts = counts.copy()
+            ids = self.domains(topology_key)[0]
+            for node, delta in log[seen:]:
+                if counted[node]:
+                    counts[ids[node]] += delta
+            counts.flags.writeable = False
+            self._domain_sums[key] = (counts, present, counted, len(log))
+        return counts, present, counted
+
+    def counter_changes(self, matcher: Matcher) -> list[tuple[int, int]]:
+        """Each change to ``match_counts(matcher)`` since it was registered here, (node, delta)
+        in order (registering it if needed); read-only for the caller."""
+        self.match_counts(matcher)
+        return self._logs[matcher]
 
     def pods_matching(self, matcher: Matcher) -> list[tuple[PodInfo, int]]:
         """The pods in the state ``matcher`` counts, node by node as ``pods()`` lists them: only
@@ -579,6 +626,8 @@ class ClusterState:
         other.where = self.where.copy()
         other._counters = {m: c.copy() for m, c in self._counters.items()}
         other._counter_order = list(other._counters.items())
+        other._logs = {m: [] for m in other._counters}
+        other._domain_sums = {}
         other._matching = {}  # holds this state's arrays
         other._match_cache = self._match_cache
         other._groups = self._groups.copy()

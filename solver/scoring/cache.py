@@ -90,8 +90,9 @@ class ScoreCache:
     # Up to this many nodes changed since a class's values were last refreshed, they are
     # recomputed one by one in Python (``LocalKernel.one``); more, with the numpy kernels.
     scalar_refresh = 8
-    # Beyond this many placements since a spread constraint's domain counts were last brought up
-    # to date, they are recounted over every node instead of node by node (read by the part).
+    # Beyond this many changes to a spread constraint's counter since its domain counts were last
+    # brought up to date, they are recounted over every node instead of change by change (read
+    # by the part).
     recount_after = 64
 
     def totals(self, pod: PodInfo, nodes: np.ndarray) -> np.ndarray:

@@ -70,7 +70,7 @@ def _check_group(replay: Replay, group: _SpreadGroup) -> None:
     matcher = PodMatcher.of_spread(c.selector, group.namespace)
 
     def per_domain(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
-        return domain_counts(state, matcher, ids, group.eligible, len(values))
+        return domain_counts(state, matcher, c.topology_key, group.eligible)
 
     (before, present), (base, _), (final, _) = (per_domain(s) for s in (replay.before, replay.base, replay.final))
     most = final + (before - base)  # the final state with the victims still there

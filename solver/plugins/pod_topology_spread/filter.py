@@ -65,14 +65,12 @@ def eligible_nodes(
 
 
 def domain_counts(
-    state: ClusterState, matcher: PodMatcher, ids: np.ndarray, eligible: np.ndarray, size: int
+    state: ClusterState, matcher: PodMatcher, topology_key: str, eligible: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Matching pods per topology domain over the eligible nodes that carry the key, and which
-    domains are eligible (``present``): what a constraint's skew is computed from."""
-    sel = eligible & (ids >= 0)
-    counts = np.bincount(ids[sel], weights=state.match_counts(matcher)[sel], minlength=size).astype(np.int64)
-    present = np.zeros(size, dtype=bool)
-    present[ids[sel]] = True
+    domains are eligible (``present``): what a constraint's skew is computed from. Read-only
+    arrays, kept current by the state (``ClusterState.domain_counts``)."""
+    counts, present, _ = state.domain_counts(matcher, topology_key, eligible)
     return counts, present
 
 
@@ -92,11 +90,11 @@ def skew_floor(counts: np.ndarray, present: np.ndarray, min_domains: int) -> int
 
 
 def counts_for(pod: PodInfo, c: SpreadConstraint, state: ClusterState, eligible: np.ndarray) -> ConstraintCounts:
-    ids, values = state.domains(c.topology_key)
-    counts, present = domain_counts(state, PodMatcher.of_spread(c.selector, pod.namespace), ids, eligible, len(values))
+    ids = state.domains(c.topology_key)[0]
+    counts, present, counted = state.domain_counts(PodMatcher.of_spread(c.selector, pod.namespace), c.topology_key, eligible)
     global_min = skew_floor(counts, present, c.min_domains)
     self_match = 1 if c.selector.matches(pod.labels) else 0
-    return ConstraintCounts(c, ids, counts, present, global_min, self_match, eligible & (ids >= 0))
+    return ConstraintCounts(c, ids, counts, present, global_min, self_match, counted)
 
 
 def prefilter(pod: PodInfo, state: ClusterState, affinity_mask: np.ndarray, tolerated_mask: np.ndarray) -> list[ConstraintCounts]:

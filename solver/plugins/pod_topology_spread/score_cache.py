@@ -23,7 +23,8 @@ from . import score
 @dataclass
 class _Constraint:
     """One soft constraint of a pod class; for a non-hostname key it also keeps the matching
-    pods per domain over the counted nodes, brought up to date from ``state.touched``."""
+    pods per domain over the counted nodes, brought up to date from the changes to the state's
+    counter of its selector (``ClusterState.counter_changes``)."""
 
     key: str
     hostname: bool
@@ -35,11 +36,11 @@ class _Constraint:
     matcher: Optional[PodMatcher]  # None: the selector counts no pod
     skew: float  # maxSkew − 1
     per_node: Optional[np.ndarray] = None  # matching pods per node (the state's live counter)
+    changes: Optional[list[tuple[int, int]]] = None  # that counter's changes, (node, delta)
     counts_at: Optional[list[bool]] = None  # per node: counted (Python list, for one-node updates); None: hostname key
     domain_list: Optional[list[int]] = None  # ``domain`` as a Python list; None: hostname key
     per_domain: Optional[np.ndarray] = None
-    last: Optional[list[int]] = None  # per node, the matching pods ``per_domain`` holds for it
-    seen: int = 0  # len(state.touched) when ``per_domain`` was last brought up to date
+    seen: int = 0  # len(changes) when ``per_domain`` was last brought up to date
 
 
 @dataclass
@@ -133,22 +134,20 @@ class SpreadPart:
 
 
     def _per_domain(self, c: _Constraint, per_node: np.ndarray) -> np.ndarray:
-        """Matching pods per domain over ``c``'s counted nodes (the plugin's bincount)."""
-        touched = self.state.touched
-        if c.per_domain is None or len(touched) - c.seen > self.owner.recount_after:
+        """Matching pods per domain over ``c``'s counted nodes (the plugin's bincount), caught up
+        on the counter's changes since the last ask: a class met again after a thousand
+        placements of other classes reads the few of its own selector's pods among them."""
+        changes = c.changes
+        assert changes is not None  # set with ``per_node``
+        if c.per_domain is None or len(changes) - c.seen > self.owner.recount_after:
             c.per_domain = np.bincount(c.counted_domain, weights=per_node[c.counted], minlength=c.domains).astype(np.int64)
-            c.last = per_node.tolist()
-        elif c.seen < len(touched):
-            # Counts change only where pods came or went, and every such node is in ``touched``.
-            # (``last`` is set with ``per_domain``; a non-hostname key has the per-node lists.)
-            assert c.last is not None and c.counts_at is not None and c.domain_list is not None
-            for node in set(touched[c.seen :]):
+        elif c.seen < len(changes):
+            # (a non-hostname key has the per-node lists)
+            assert c.counts_at is not None and c.domain_list is not None
+            for node, delta in changes[c.seen:]:
                 if c.counts_at[node]:
-                    now = per_node.item(node)
-                    if now != c.last[node]:
-                        c.per_domain[c.domain_list[node]] += now - c.last[node]
-                        c.last[node] = now
-        c.seen = len(touched)
+                    c.per_domain[c.domain_list[node]] += delta
+        c.seen = len(changes)
         return c.per_domain
 
     def _spread_scores(self, spread: _Spread, nodes: np.ndarray) -> np.ndarray:
@@ -170,6 +169,7 @@ class SpreadPart:
             if per_node is None and c.matcher is not None:
                 # The state's own counter, registered once and kept current by add/remove.
                 per_node = c.per_node = state.match_counts(c.matcher)
+                c.changes = state.counter_changes(c.matcher)
             if c.hostname:
                 count = per_node[nodes] if per_node is not None else np.zeros(len(nodes), dtype=np.int64)
                 term = count.astype(np.float64) * self._log(len(kept)) + c.skew

@@ -83,7 +83,8 @@ class SpreadGuard:
             eligible = self._eligible[g.eligible]
             ids, values = self.state.domains(c.topology_key)
             matcher = PodMatcher.of_spread(c.selector, g.namespace)
-            counts, present = pod_topology_spread.domain_counts(self.state, matcher, ids, eligible, len(values))
+            counts, present = pod_topology_spread.domain_counts(self.state, matcher, c.topology_key, eligible)
+            counts = counts.copy()  # (the state's, read-only)
             counts[g.domain] += 1
             low = pod_topology_spread.skew_floor(counts, present, c.min_domains)
             if counts[g.domain] - low > c.max_skew:
