@@ -299,8 +299,7 @@ class Cycle:
                     fits = f.fits(node)
                 mask[node] = fits
             elif seen < len(state.touched):
-                # each changed node once (a set: cheaper than numpy's sort-based unique)
-                changed = np.fromiter(set(state.touched[seen:]), dtype=np.int64)
+                changed = state.changed_since(seen)
                 changed = changed[self.static.mask(self.pod)[changed]]
                 mask[changed] = False
                 mask[self._dynamic(changed)] = True

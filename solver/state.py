@@ -173,6 +173,9 @@ class ClusterState:
         # did at once, ``add_many``): a cache that depends only on some pods (preemption's lower
         # pods, never the window's) refreshes only the nodes where one of those changed.
         self.touched_by: list[str] = []
+        # Per node, len(touched) just after its last entry there: ``changed_since`` reads the
+        # nodes changed after a point from it at once when the record since is long.
+        self.stamps = np.zeros(n, dtype=np.int64)
         # (len(touched) when computed, value): the value is the caller's (a node mask in
         # filtering, (mask, usage) in preemption).
         self.local_cache: dict[tuple, tuple[int, Any]] = {}
@@ -259,14 +262,28 @@ class ClusterState:
         self._count(pod, node, +1)
         self.touched.append(node)
         self.touched_by.append(pod.key)
+        self.stamps[node] = len(self.touched)
         for book in self.books.values():
             book.reserve(pod, node)
 
     def forget_touched(self, since: int = 0) -> None:
         """Drop the record of changed nodes from position ``since`` on (a dry run that put
-        everything back; a kept state whose record nobody reads)."""
+        everything back; a kept state whose record nobody reads). Their ``stamps`` stay: a node
+        it names may be read as changed once more, which only costs its recomputation."""
         del self.touched[since:]
         del self.touched_by[since:]
+
+    # Up to this many entries of ``touched`` since a point, ``changed_since`` reads them one by
+    # one; more, it scans ``stamps`` (one numpy pass over the nodes, cheaper than a Python set of
+    # a thousand entries: a class met again after every other class of a big window had a turn).
+    scan_after = 256
+
+    def changed_since(self, seen: int) -> np.ndarray:
+        """Every node with an entry in ``touched`` from position ``seen`` on, each once (possibly
+        with nodes whose entries ``forget_touched`` dropped)."""
+        if len(self.touched) - seen > self.scan_after:
+            return np.flatnonzero(self.stamps > seen)
+        return np.fromiter(set(self.touched[seen:]), dtype=np.int64)
 
     def add_many(self, placed: list[tuple[PodInfo, int]]) -> None:
         """``add(pod, node)`` for each pair, from per-node aggregates: the pods of one requests
@@ -321,8 +338,9 @@ class ClusterState:
                 counted = self._groups[gkey] = (placed[members[0]][0], Counter())
                 self._group_index.add(gkey, counted[0])
             counted[1].update(node_of[members].tolist())
-        changed = np.unique(node_of).tolist()
-        self.touched.extend(changed)
+        changed = np.unique(node_of)
+        self.stamps[changed] = len(self.touched) + np.arange(1, len(changed) + 1)
+        self.touched.extend(changed.tolist())
         self.touched_by.extend([""] * len(changed))
         for book in self.books.values():
             book.reserve_many(placed)
@@ -354,6 +372,7 @@ class ClusterState:
         self._count(pod, node, -1)
         self.touched.append(node)
         self.touched_by.append(pod.key)
+        self.stamps[node] = len(self.touched)
         for book in self.books.values():
             book.unreserve(pod, node)
         return node
@@ -637,6 +656,7 @@ class ClusterState:
         other._domains = self._domains
         other.touched = []
         other.touched_by = []
+        other.stamps = np.zeros(len(self.nodes), dtype=np.int64)
         other.local_cache = {}
         other._vectors = self._vectors
         other._rows = self._rows

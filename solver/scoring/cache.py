@@ -125,16 +125,15 @@ class ScoreCache:
         else:
             kernel, seen, values, stale = hit
             if seen < len(touched):
-                fresh = touched[seen:]
-                if kernel.scalar and len(fresh) <= self.scalar_refresh:
-                    for node in set(fresh):
+                if kernel.scalar and len(touched) - seen <= self.scalar_refresh:
+                    for node in set(touched[seen:]):
                         values[node] = kernel.one(node)
                         stale[node] = False
                 else:
                     # Only marked: a class met again after many placements elsewhere (classes
                     # interleave in the queue) would otherwise refresh thousands of nodes to be
                     # asked about a few hundred. The nodes asked are brought up to date below.
-                    stale[np.array(fresh, dtype=np.int64)] = True
+                    stale[state.changed_since(seen)] = True
         asked = nodes[stale[nodes]]
         if len(asked):
             # (a node asked twice is computed twice, the same value: no need to make them unique)
