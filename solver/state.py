@@ -134,12 +134,16 @@ class ClusterState:
             for name, value in node.allocatable.items():
                 if name in self.res_index:
                     self.alloc[node.index, self.res_index[name]] = value
-        self.used = np.zeros((n, r), dtype=np.int64)
+        # The scoring-only non-zero cpu and memory, then the used amounts, side by side in one
+        # array (``requested``): the score kernels gather a node's row of both at once.
+        # ``nonzero`` and ``used`` are views of it, written in place.
+        self.requested = np.zeros((n, 2 + r), dtype=np.int64)
+        self.used = self.requested[:, 2:]
         self.free = self.alloc.copy()  # alloc − used, kept current by add/remove
         # ``alloc`` as Python ints (``alloc_rows``), made on first use and shared with copies:
         # ``alloc`` is never written after this.
         self._alloc_rows: list[Optional[list[list[int]]]] = [None]
-        self.nonzero = np.zeros((n, 2), dtype=np.int64)  # scoring-only cpu, memory
+        self.nonzero = self.requested[:, :2]  # scoring-only cpu, memory
         self.pods_on: list[dict[str, PodInfo]] = [{} for _ in nodes]
         self.where: dict[str, int] = {}
         self._counters: dict[Matcher, np.ndarray] = {}
@@ -633,9 +637,10 @@ class ClusterState:
         other.res_index = self.res_index
         other.alloc = self.alloc
         other._alloc_rows = self._alloc_rows
-        other.used = self.used.copy()
+        other.requested = self.requested.copy()
+        other.used = other.requested[:, 2:]
         other.free = self.free.copy()
-        other.nonzero = self.nonzero.copy()
+        other.nonzero = other.requested[:, :2]
         # Shared until written, on both sides (``_own``).
         other.pods_on = list(self.pods_on)
         self._owned, other._owned = set(), set()

@@ -57,8 +57,9 @@ NONZERO_COLUMNS = 2
 
 
 def requested_rows(state: ClusterState, nodes: np.ndarray) -> np.ndarray:
-    """The per-node requested rows ``source`` columns index (non-zero cpu and memory, then used)."""
-    return np.concatenate((state.nonzero[nodes], state.used[nodes]), axis=1)
+    """The per-node requested rows ``source`` columns index (non-zero cpu and memory, then used:
+    ``ClusterState.requested``)."""
+    return state.requested[nodes]
 
 
 def source(pod: PodInfo, state: ClusterState, name: str, *, nonzero: bool) -> Optional[tuple[int, int, int]]:
