@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+import functools
 from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, runtime_checkable
 
 import random
@@ -105,7 +106,14 @@ class GivesBack(Protocol):
 
 def gives_back(state: ClusterState) -> list[GivesBack]:
     """The state's books an eviction may give something back from."""
-    return [book for book in state.books.values() if isinstance(book, GivesBack)]
+    return [book for book in state.books.values() if _gives_back_type(type(book))]
+
+
+@functools.lru_cache(maxsize=None)
+def _gives_back_type(kind: type) -> bool:
+    """Whether books of ``kind`` meet ``GivesBack`` (asked once per type: a runtime protocol
+    check costs microseconds, and preemption asks it for every book of every failing pod)."""
+    return all(callable(getattr(kind, name, None)) for name in ("gives_back_to", "returnable"))
 
 
 @runtime_checkable
