@@ -24,7 +24,7 @@ class BalanceKernel:
     scalar = True
 
     def __init__(self, pod: PodInfo, state: ClusterState, sctx: Any, weight: int, alloc_rows: list[list[int]],
-                 names: list[str]) -> None:
+                 names: list[str], shared: Optional[dict[tuple, tuple[np.ndarray, np.ndarray, bool]]] = None) -> None:
         self.state = state
         self.alloc_rows = alloc_rows  # state.alloc as Python ints, for ``one``
         self.weight = weight
@@ -32,11 +32,18 @@ class BalanceKernel:
         self.bal_specs = picked_b
         self.bal_pick = np.array([s[0] for s in picked_b], dtype=np.int64)
         self.bal_add = np.array([s[2] for s in picked_b], dtype=np.int64)
-        alloc_b = state.alloc[:, [s[1] for s in picked_b]]
-        self.bal_safe = np.maximum(alloc_b, 1).astype(np.float64)
-        self.bal_counted = alloc_b > 0
-        # The usual case: exactly two resources, both present on every node.
-        self.bal_pair = len(picked_b) == 2 and bool(self.bal_counted.all())
+        # Per-node arrays of the columns picked, shared by the classes picking the same (the
+        # part's ``shared``).
+        key = tuple(s[1] for s in picked_b)
+        arrays = None if shared is None else shared.get(key)
+        if arrays is None:
+            alloc_b = state.alloc[:, list(key)]
+            counted = alloc_b > 0
+            # The usual case: exactly two resources, both present on every node.
+            arrays = (np.maximum(alloc_b, 1).astype(np.float64), counted, len(key) == 2 and bool(counted.all()))
+            if shared is not None:
+                shared[key] = arrays
+        self.bal_safe, self.bal_counted, self.bal_pair = arrays
         # v1.36: the change in balance the pod brings, not the balance with it
         self.change = score.scores_change(sctx.kubernetes_version)
 
@@ -101,12 +108,13 @@ class BalancePart:
 
     def __init__(self, state: ClusterState, sctx: Any, weight: int, owner: Any) -> None:
         self.state, self.sctx, self.weight = state, sctx, weight
+        self._shared: dict[tuple, tuple[np.ndarray, np.ndarray, bool]] = {}  # the kernels' per-node arrays
 
     def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[BalanceKernel]:
         names = [r.name for r in self.sctx.scoring.balanced_resources]
         if score.skips(self.sctx.kubernetes_version, pod, names):
             return None  # PreScore Skip: the plugin adds nothing
-        return BalanceKernel(pod, self.state, self.sctx, self.weight, alloc_rows, names)
+        return BalanceKernel(pod, self.state, self.sctx, self.weight, alloc_rows, names, self._shared)
 
     def totals(self, pod: PodInfo, nodes: np.ndarray) -> None:
         return None
