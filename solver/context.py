@@ -418,10 +418,11 @@ def build_context(
         nodes, bound_by_key, unknown_nodes = assumed.nodes, assumed.placed, set(assumed.unknown.values())
         bound = assumed.bound_list()
         label_keys = list(assumed.label_keys)
-        # Nothing reads the kept state's record of changed nodes (a copy starts its own, and the
-        # caches that read it live on copies); kept, it would grow by a node or two per window
-        # for as long as a live scheduler runs.
+        # Nothing reads the kept state's records of changed nodes and counter changes (a copy
+        # starts its own, and the caches that read them live on copies); kept, they would grow by
+        # a node or two per window for as long as a live scheduler runs.
         assumed.state.forget_touched()
+        assumed.state.forget_changes()
         state = assumed.state.copy()
     # Each rule's part: DRA's devices and the volume catalog on the state, the marks on window
     # pods that are part of their signature (a pod waiting for its victims may not preempt).

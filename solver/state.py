@@ -277,6 +277,16 @@ class ClusterState:
         del self.touched[since:]
         del self.touched_by[since:]
 
+    def forget_changes(self) -> None:
+        """Drop the counters' records of changes and the sums read from them (a kept state whose
+        records nobody reads: a live scheduler's assumed state would otherwise grow them for as
+        long as it runs). A cache still reading an old record stops seeing changes: only a state
+        no cache reads may forget them (the caches live on copies, which keep records of their
+        own)."""
+        self._logs = {m: [] for m in self._logs}
+        self._matching = {}  # held the old records
+        self._domain_sums = {}
+
     # Up to this many entries of ``touched`` since a point, ``changed_since`` reads them one by
     # one; more, it scans ``stamps`` (one numpy pass over the nodes, cheaper than a Python set of
     # a thousand entries: a class met again after every other class of a big window had a turn).
