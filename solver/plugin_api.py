@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 import functools
-from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Optional, Protocol, TypeVar, cast, runtime_checkable
 
 import random
 
@@ -106,7 +106,7 @@ class GivesBack(Protocol):
 
 def gives_back(state: ClusterState) -> list[GivesBack]:
     """The state's books an eviction may give something back from."""
-    return [book for book in state.books.values() if _gives_back_type(type(book))]
+    return [cast(GivesBack, book) for book in state.books.values() if _gives_back_type(type(book))]
 
 
 @functools.lru_cache(maxsize=None)

@@ -35,7 +35,7 @@ class BalanceKernel:
         # Per-node arrays of the columns picked, shared by the classes picking the same (the
         # part's ``shared``).
         key = tuple(s[1] for s in picked_b)
-        arrays = None if shared is None else shared.get(key)
+        arrays: Optional[tuple[np.ndarray, np.ndarray, bool]] = None if shared is None else shared.get(key)
         if arrays is None:
             alloc_b = state.alloc[:, list(key)]
             counted = alloc_b > 0
@@ -43,7 +43,9 @@ class BalanceKernel:
             arrays = (np.maximum(alloc_b, 1).astype(np.float64), counted, len(key) == 2 and bool(counted.all()))
             if shared is not None:
                 shared[key] = arrays
-        self.bal_safe, self.bal_counted, self.bal_pair = arrays
+        self.bal_safe: np.ndarray = arrays[0]
+        self.bal_counted: np.ndarray = arrays[1]
+        self.bal_pair: bool = arrays[2]
         # v1.36: the change in balance the pod brings, not the balance with it
         self.change = score.scores_change(sctx.kubernetes_version)
 

@@ -16,11 +16,16 @@ from ..helper import MAX_NODE_SCORE, broken_linear
 from ..shared.requested import requested_rows, source
 from . import score
 
+# A kernel's per-node arrays: allocatable of the picked columns, the same at least 1, which a
+# node has, and the weights of those it has (at least 1).
+_NodeArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 class FitKernel:
     """Weighted NodeResourcesFit of one pod class, for any set of nodes."""
 
     def __init__(self, pod: PodInfo, state: ClusterState, sctx: Any, weight: int, alloc_rows: list[list[int]],
-                 shared: Optional[dict[tuple, tuple[np.ndarray, ...]]] = None) -> None:
+                 shared: Optional[dict[tuple, _NodeArrays]] = None) -> None:
         self.state = state
         self.alloc_rows = alloc_rows  # state.alloc as Python ints, for ``one``
         self.weight = weight
@@ -34,7 +39,7 @@ class FitKernel:
         # asking for the same resources share them (``shared``, the part's), instead of five
         # arrays over every node per class (a few hundred MB for 1,500 classes on 5,000 nodes).
         key = (tuple(s[1] for s, _ in picked), tuple(w for _, w in picked))
-        arrays = None if shared is None else shared.get(key)
+        arrays: Optional[_NodeArrays] = None if shared is None else shared.get(key)
         if arrays is None:
             alloc = state.alloc[:, list(key[0])]
             has = alloc > 0
@@ -42,7 +47,10 @@ class FitKernel:
             arrays = (alloc, np.maximum(alloc, 1), has, np.maximum(has.astype(np.int64) @ self.fit_w, 1))
             if shared is not None:
                 shared[key] = arrays
-        self.fit_alloc, self.fit_safe, self.fit_has, self.fit_wsum_safe = arrays
+        self.fit_alloc: np.ndarray = arrays[0]
+        self.fit_safe: np.ndarray = arrays[1]
+        self.fit_has: np.ndarray = arrays[2]
+        self.fit_wsum_safe: np.ndarray = arrays[3]
         self.shape = tuple((p.utilization, p.score * score.SHAPE_SCORE_SCALE) for p in sctx.scoring.shape)
         # ``one`` covers the strategies whose per-resource score is a single expression.
         self.scalar = self.strategy != score.REQUESTED_TO_CAPACITY_RATIO
@@ -95,7 +103,7 @@ class FitPart:
 
     def __init__(self, state: ClusterState, sctx: Any, weight: int, owner: Any) -> None:
         self.state, self.sctx, self.weight = state, sctx, weight
-        self._shared: dict[tuple, tuple[np.ndarray, ...]] = {}  # the kernels' per-node arrays
+        self._shared: dict[tuple, _NodeArrays] = {}  # the kernels' per-node arrays
 
     def local(self, pod: PodInfo, alloc_rows: list[list[int]]) -> Optional[FitKernel]:
         return FitKernel(pod, self.state, self.sctx, self.weight, alloc_rows, self._shared)
