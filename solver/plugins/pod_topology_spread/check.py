@@ -66,7 +66,7 @@ def check(replay: Replay) -> None:
 
 def _check_group(replay: Replay, group: _SpreadGroup) -> None:
     c = group.constraint
-    ids, values = replay.final.domains(c.topology_key)
+    values = replay.final.domains(c.topology_key)[1]
     matcher = PodMatcher.of_spread(c.selector, group.namespace)
 
     def per_domain(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:

@@ -81,7 +81,7 @@ class SpreadGuard:
         for g in self._guards_of(pod):
             c = g.constraint
             eligible = self._eligible[g.eligible]
-            ids, values = self.state.domains(c.topology_key)
+            ids = self.state.domains(c.topology_key)[0]
             matcher = PodMatcher.of_spread(c.selector, g.namespace)
             counts, present = pod_topology_spread.domain_counts(self.state, matcher, c.topology_key, eligible)
             counts = counts.copy()  # (the state's, read-only)
