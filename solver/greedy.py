@@ -285,9 +285,8 @@ class _Run:
         if len(chosen) == 1:
             node = int(chosen[0])
         else:
-            # The cache pays for itself from a class's second pod: its first call sets up the
-            # class over every node, twice the cost of scoring the feasible ones directly (a
-            # lone pod on 500 nodes: 0.21 against 0.10 ms). Both give the same totals.
+            # The cache pays for itself from a class's second pod: a lone pod is scored directly,
+            # without the class's per-node arrays and spread tables. Both give the same totals.
             classes = self.ctx.classes
             if self.cache_scores and 0 <= pod.class_id < len(classes) and classes[pod.class_id].size > 1:
                 if self.scores is None:
