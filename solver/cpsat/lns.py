@@ -118,7 +118,8 @@ class _Plan:
     victims: list[Victim]
     # The cluster with the whole plan applied, made by the first round on this plan.
     applied: Optional[ClusterState] = None
-    # Each victim's preemptor, as the replay of the whole plan found it (None: not replayed).
+    # Each victim's preemptor, as the replay of the whole plan finds it (greedy's own, for its plan;
+    # None: not known without a replay).
     names: Optional[dict[str, str]] = None
     # Whether a pod may be decided again by a packing round without a replay (``out_of_sight``).
     out_of_sight: Optional[Callable[[PodInfo], bool]] = None
@@ -130,13 +131,19 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
     pass took, the first guess at what replaying a whole plan takes)."""
     search = _Search(ctx, static, greedy, seed, greedy_seconds)
     while search.free_pods:
-        left, least = deadline - time.monotonic(), search.least_round_seconds(search.kind(deadline))
+        kind = search.kind(deadline)
+        left, least = deadline - time.monotonic(), search.least_round_seconds(kind)
+        if left <= least and kind != "pack" and left > search.least_round_seconds("pack"):
+            # Too short for this kind's round (its solve and the replay after it), long enough
+            # for a packing round's: one is run instead (on a contended 1,000-node window, a
+            # search that stopped after 0.18 s of its 1.3 s had a left-out round next).
+            kind, least = "pack", search.least_round_seconds("pack")
         if left <= least:
             if not search.stats.rounds:
                 search.stats.too_short = (left, least)
             break
         interrupt.check()
-        if not search.round(deadline):
+        if not search.round(deadline, kind):
             break
         progress.stage(f"large-neighbourhood search: round {search.stats.rounds}, {search.stats.improved} improving; "
                        f"{max(0.0, deadline - time.monotonic()):.1f}s left")
@@ -178,7 +185,13 @@ class _Search:
         self.weights = tier_weights([p.priority for p in ctx.window])
         # Greedy's own state is its plan applied to the cluster (reprieved victims put back): the
         # first round copies it instead of adding 10,000 pods again (0.15-0.2 s at 1,000 nodes).
-        self.best = _Plan(dict(greedy.placements), list(greedy.victims), applied=greedy.state)
+        # Its victims are named for the pods greedy evicted them for: greedy is kube-scheduler's
+        # queue-order algorithm, so those are the turns a replay of its plan finds (the validator
+        # checks every name against that replay, and refuses a plan that names another). A
+        # packing round that leaves the replayed turns alone keeps them, and neither it nor the
+        # end of the search replays the plan: at 1,000 nodes that is 0.3-0.4 s more for rounds.
+        self.best = _Plan(dict(greedy.placements), list(greedy.victims), applied=greedy.state,
+                          names={v.pod.key: v.preemptor for v in greedy.victims})
         self.stats = LnsStats()
         self.rng = random.Random(seed)
         fixed = {p.key for p in ctx.window if p.group is not None or p.claims or p.pod.spec.resource_claims}
@@ -216,9 +229,9 @@ class _Search:
     def _replay(self, kind: str, nodes: Optional[list[int]] = None) -> float:
         """The time a round of ``kind`` (over ``nodes``, when chosen) keeps for the whole plan's
         replay after its solve: none for a round ``_unseen`` decides (``_round``) on an incumbent
-        whose victims are named (greedy's are not: its plan improved is replayed once at the end
-        to name them, ``name_by_replay``, and that must fit before the deadline too: it took the
-        decision 0.3 s past the limit)."""
+        whose victims are named (greedy's are, and each round's plan is; one that were not would
+        be replayed once at the end to name them, ``name_by_replay``, and that must fit before the
+        deadline too: it took the decision 0.3 s past the limit)."""
         plan = self.best
         if (plan.names is not None or not plan.victims) and _unseen(self.ctx, plan, self._preempts(kind), nodes):
             return 0.0
@@ -243,10 +256,11 @@ class _Search:
                 return nodes
         return []
 
-    def round(self, deadline: float) -> bool:
-        """One round; False when no neighbourhood is left to free."""
+    def round(self, deadline: float, kind: Optional[str] = None) -> bool:
+        """One round (of ``kind``, default the next in turn); False when no neighbourhood is left
+        to free."""
         stats = self.stats
-        kind = self.kind(deadline)
+        kind = kind or self.kind(deadline)
         nodes = self._nodes(kind)
         if not nodes:
             return False

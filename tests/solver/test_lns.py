@@ -260,3 +260,44 @@ def test_without_time_for_a_round_the_plan_is_greedy_s_and_says_how_much_was_lef
     reason = plan.stats.plan_reason or ""
     assert "no neighbourhood search: greedy's plan (after " in reason, reason
     assert "less than a round needs (1000.0s)" in reason, reason
+
+
+def _greedy_run(snapshot):
+    from solver.context import build_context
+    from solver.filtering import StaticFilters
+    from solver.greedy import schedule_greedy
+
+    ctx = build_context(snapshot, CONFIG)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    return ctx, static, schedule_greedy(ctx, static=static)
+
+
+def test_greedy_s_victims_come_named_so_a_packing_round_keeps_no_time_for_a_replay() -> None:
+    """Greedy's victims are named for the pods it evicted them for (the turns a replay of its plan
+    finds; the validator checks each name against that replay): a packing round on greedy's plan
+    needs no replay after its solve, a round that may evict still keeps time for one."""
+    nodes = [make_node("n-v", cpu="2", memory="64Gi"), make_node("n-f", cpu="1", memory="64Gi")]
+    pods = [make_pod("default/low", cpu="2", node="n-v", priority=0),
+            make_pod("default/p", cpu="2", priority=1000, created=T0),
+            make_pod("default/u", cpu="1", created=T0 + timedelta(seconds=1))]
+    ctx, static, greedy = _greedy_run(make_snapshot(nodes, pods))
+    assert [(v.pod.key, v.preemptor) for v in greedy.victims] == [("default/low", "default/p")]
+    search = lns._Search(ctx, static, greedy, seed=0, greedy_seconds=10.0)
+    assert search.best.names == {"default/low": "default/p"}
+    assert search.least_round_seconds("pack") == lns.MIN_PACK_ROUND_SECONDS
+    assert search.least_round_seconds("left-out") >= lns.MIN_ROUND_SECONDS + lns.FIRST_REPLAY_SHARE * 10.0
+
+
+def test_a_search_too_short_for_its_next_kind_runs_a_packing_round_instead(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's next kind (the left-out pods' best nodes, which may evict) needs its solve and
+    the whole plan's replay; with less time left than that but enough for a packing round, a
+    packing round runs, and here it places the pod greedy left out."""
+    monkeypatch.setattr(lns, "SHORT_SEARCH_SECONDS", 0.5)  # not a short search: left-out comes first
+    ctx, static, greedy = _greedy_run(_fragmented())
+    assert "default/big" not in greedy.placements
+    # Greedy's pass guessed so slow that a replay would take 10 s: no left-out round fits in 2 s.
+    sol, stats = lns.improve(ctx, static, greedy, time.monotonic() + 2.0, seed=0, greedy_seconds=1000 / 7)
+    assert stats.too_short is None and stats.rounds >= 1
+    assert stats.improved >= 1 and "(pack," in stats.history[0], stats.history
+    assert "default/big" in sol.placements
