@@ -185,3 +185,27 @@ def test_all_pending_is_passed_on_not_guessed() -> None:
     assert [g.pod for g in every.plan.gated] == ["default/theirs"] and every.validated
     only_ours = decide(ScheduleRequest(snapshot, CONFIG, engine="greedy"))
     assert only_ours.plan.gated == () and only_ours.validated
+
+
+def test_greedy_s_plan_refused_for_its_victims_names_is_named_by_the_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Greedy's plan keeps the preemptor greedy evicted each victim for (the replay's own, as far
+    as any window shows); were the validator to refuse one, the plan is named by the replay, as
+    the other plans are, and validated again: the decision is still greedy's, valid, with the
+    replay's names."""
+    from solver.plugin_api import Victim
+
+    real = api.schedule_greedy
+
+    def misnamed(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.victims = [Victim(v.pod, v.node, "default/q") for v in result.victims]
+        return result
+
+    monkeypatch.setattr(api, "schedule_greedy", misnamed)
+    nodes = [make_node("n-v", cpu="2"), make_node("n-f", cpu="1")]
+    pods = [make_pod("default/low", cpu="2", node="n-v", priority=0),
+            make_pod("default/p", cpu="2", priority=1000),
+            make_pod("default/q", cpu="1", priority=1000)]
+    decision = decide(ScheduleRequest(make_snapshot(nodes, pods), CONFIG, engine="greedy"))
+    assert decision.validated and decision.source is PlanSource.GREEDY and decision.validations == 2
+    assert [(v.pod, v.node, v.preemptor) for v in decision.plan.preemptions] == [("default/low", "n-v", "default/p")]
