@@ -264,7 +264,11 @@ class _Search:
         nodes = self._nodes(kind)
         if not nodes:
             return False
-        budget = max(_least(kind, self._replay(kind, nodes)), ROUND_SHARE * (deadline - time.monotonic()))
+        # A share of what is left, at least a second (packing rounds too: given only their 0.6 s
+        # least while time was plentiful, the 300-node searches placed fewer pods), and no more
+        # than is left before the replay: only a search's last round is held to its least.
+        left, replay = deadline - time.monotonic(), self._replay(kind, nodes)
+        budget = max(_least(kind, replay), min(max(MIN_ROUND_SECONDS, ROUND_SHARE * left), left - replay))
         cap = int(min(ROUND_PAIRS, max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair)))
         nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap)
         stats.rounds += 1
