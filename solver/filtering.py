@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from .framework import SUCCESS, Code, Status, fit_error_message, reason_histogram
+from .framework import SUCCESS, Status, fit_error_message, reason_histogram
 from .info import NodeInfo, PodInfo, node_derived
 from .state import ClusterState
 from .plugin_api import CycleFilter, NodeDryRun
@@ -225,19 +225,6 @@ class Cycle:
         if self._statuses is None:
             self._statuses = self._all_statuses()
         return self._statuses
-
-    def unschedulable_nodes(self) -> list[int]:
-        """The nodes whose status is Unschedulable (preemption may help there), in node order.
-
-        When only node-local filters can fail beyond the static ones, these are the nodes a static
-        filter passes and NodeResourcesFit or NodePorts refuses (both say Unschedulable; the static
-        filters say Unresolvable), read from the masks without a Status per node: a preemption
-        that finds its node needs no statuses at all (a fifth of preemption's time at 1,000
-        nodes). ``tests/solver/test_predicates.py`` checks the two ways agree."""
-        if self.node_local and self.failed is None:
-            return np.flatnonzero(self.static.mask(self.pod) & ~self._local_mask()).tolist()
-        unschedulable = Code.UNSCHEDULABLE
-        return [i for i, s in enumerate(self.statuses()) if s.code == unschedulable]
 
     def _all_statuses(self) -> list[Status]:
         if self.failed is not None:

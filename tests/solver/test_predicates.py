@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solver.framework import Code, fit_error_message
+from solver.framework import fit_error_message
 
 from tests.builders import make_node, make_pod, scene, spread, term
 from tests.solver.plugins.filter_helpers import NODE_AFFINITY, PORTS, U, UNSCHEDULABLE, UU, case, untolerated, verdict
@@ -188,9 +188,5 @@ def test_feasible_mask_equals_per_node_status(cluster):
     assert s.feasible("default/p") == by_status
     # Cycle.statuses may take a vectorised path of its own: it must give the same statuses.
     assert s.cycle("default/p").statuses() == per_node
-    # ... and the nodes where preemption may help, read from the masks when only node-local
-    # filters can fail (preemption's shortcut): the Unschedulable ones, node by node.
-    assert s.cycle("default/p").unschedulable_nodes() == [
-        i for i, st in enumerate(per_node) if st.code == Code.UNSCHEDULABLE]
     hist = cycle.histogram()
     assert sum(hist.values()) >= len(nodes) - len(by_status)

@@ -425,7 +425,8 @@ def default_preemption(
     if pod.waiting_on:
         return PreemptionOutcome(None, message=f"preemption: {nominated.REASON_TERMINATING}")
     version = ctx.config.kubernetes_version
-    n = len(cycle.static.nodes)
+    statuses = cycle.statuses()
+    n = len(statuses)
     window = _window_keys(ctx) | protected if protected else _window_keys(ctx)
     node_status: dict[int, Status] = {}
     # A node with no pod of lower priority has no victims to offer (checked before any dry run).
@@ -435,8 +436,9 @@ def default_preemption(
     # (Python lists: indexing numpy arrays element by element cost more than the walk itself)
     has_lower = lower.tolist()
     may = allowed.tolist() if allowed is not None else None
-    for i in cycle.unschedulable_nodes():
-        if may is not None and not may[i]:
+    unschedulable = Code.UNSCHEDULABLE
+    for i, s in enumerate(statuses):
+        if s.code != unschedulable or (may is not None and not may[i]):
             continue
         if has_lower[i]:
             potential.append(i)
