@@ -133,11 +133,13 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
     while search.free_pods:
         kind = search.kind(deadline)
         left, least = deadline - time.monotonic(), search.least_round_seconds(kind)
-        if left <= least and kind != "pack" and left > search.least_round_seconds("pack"):
-            # Too short for this kind's round (its solve and the replay after it), long enough
-            # for a packing round's: one is run instead (on a contended 1,000-node window, a
+        if left <= least and kind != "pack":
+            # Too short for this kind's round (its solve and the replay after it); if long enough
+            # for a packing round's, one is run instead (on a contended 1,000-node window, a
             # search that stopped after 0.18 s of its 1.3 s had a left-out round next).
-            kind, least = "pack", search.least_round_seconds("pack")
+            pack = search.least_round_seconds("pack")
+            if left > pack:
+                kind, least = "pack", pack
         if left <= least:
             if not search.stats.rounds:
                 search.stats.too_short = (left, least)
