@@ -131,8 +131,8 @@ class ScoreCache:
             if seen < len(touched):
                 if kernel.scalar and len(touched) - seen <= self.scalar_refresh:
                     for node in set(touched[seen:]):
-                        values[node] = kernel.one(node)
-                        stale[node] = False
+                        if not stale[node]:  # a node never asked about stays to be computed when asked
+                            values[node] = kernel.one(node)
                 else:
                     # Only marked: a class met again after many placements elsewhere (classes
                     # interleave in the queue) would otherwise refresh thousands of nodes to be
