@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 import time
 from typing import Any
@@ -41,6 +42,10 @@ EARLY_FACTOR = 4
 # this share of the time left, the rest is the solve's.
 NODE_CLASS_SECONDS_PER_PAIR = 3e-4
 NODE_CLASS_BUILD_SHARE = 0.3
+# When greedy's plan leaves the search no round, the reason suggests a time limit that would: the
+# time the search lacked, plus this much for a few rounds (the 1,000-node contended window's
+# rounds take about a second each).
+SUGGESTED_SEARCH_SECONDS = 3.0
 
 
 def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float, pairs: int, weights,
@@ -91,11 +96,22 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
             return outcome
         left, least = outcome.solution.lns.too_short
         no_search = (f"greedy's plan (after {run.seconds:.1f}s) left {left:.2f}s of the solver's share of the time "
-                     f"limit, less than a round needs ({least:.1f}s)")
+                     f"limit, less than a round needs ({least:.1f}s){_longer_limit(ctx, least - left)}")
     elif no_search is None:
-        no_search = f"greedy's plan came after the time limit (greedy took {run.seconds:.1f}s)"
+        no_search = (f"greedy's plan came after the time limit (greedy took {run.seconds:.1f}s)"
+                     f"{_longer_limit(ctx, time.monotonic() - deadline)}")
     return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,
                         run.seconds, degraded="greedy")
+
+
+def _longer_limit(ctx, short_by: float) -> str:
+    """What the reason adds when the search had no time: the limit that would have left it a few
+    rounds (``short_by``: the seconds the solver's share lacked), or nothing without a limit."""
+    limit = ctx.config.solver.time_limit_seconds
+    if limit <= 0:
+        return ""
+    return (f"; a time limit of about {math.ceil(limit + max(short_by, 0.0) + SUGGESTED_SEARCH_SECONDS)}s "
+            f"would leave the search a few rounds")
 
 
 @dataclasses.dataclass

@@ -3,6 +3,7 @@ limit, greedy's plan is improved a neighbourhood at a time (``solver/cpsat/lns.p
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from datetime import timedelta
@@ -260,6 +261,36 @@ def test_without_time_for_a_round_the_plan_is_greedy_s_and_says_how_much_was_lef
     reason = plan.stats.plan_reason or ""
     assert "no neighbourhood search: greedy's plan (after " in reason, reason
     assert "less than a round needs (1000.0s)" in reason, reason
+    # ... and which limit would have left the search a few rounds: the 1,000 s it lacked, more.
+    left = float(re.search(r"left ([0-9.]+)s of the solver's share", reason).group(1))
+    limit = CONFIG.solver.time_limit_seconds
+    suggested = int(re.search(r"a time limit of about ([0-9]+)s would leave the search a few rounds", reason).group(1))
+    assert limit + 1000.0 - left < suggested <= limit + 1000.0 - left + degraded.SUGGESTED_SEARCH_SECONDS + 1, reason
+
+
+def test_greedy_after_the_limit_gives_its_plan_and_the_limit_that_would_leave_a_search(
+        too_big: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Greedy's plan coming after the solver's share (a 5,000-node window on a 10 s limit): the
+    plan is greedy's, the reason says so, and names a limit long enough for a few rounds."""
+    from solver.cpsat import greedy_run
+    from solver.greedy import schedule_greedy
+
+    slow = 0.5
+
+    def slow_greedy(*args, **kwargs):
+        time.sleep(slow)
+        return schedule_greedy(*args, **kwargs)
+
+    monkeypatch.setattr(greedy_run, "schedule_greedy", slow_greedy)
+    config = CONFIG.with_overrides(time_limit_seconds=0.2)
+    plan = schedule(_fragmented(), config)
+    assert plan.stats.plan_from == "greedy" and plan.stats.lns_rounds is None
+    assert not validate(_fragmented(), plan, config)
+    reason = plan.stats.plan_reason or ""
+    assert "no neighbourhood search: greedy's plan came after the time limit (greedy took " in reason, reason
+    suggested = int(re.search(r"a time limit of about ([0-9]+)s would leave the search a few rounds", reason).group(1))
+    # the limit, what greedy ran past the solver's share of it, and a few rounds
+    assert 0.2 + degraded.SUGGESTED_SEARCH_SECONDS < suggested <= 0.2 + slow + degraded.SUGGESTED_SEARCH_SECONDS + 1, reason
 
 
 def _greedy_run(snapshot):
