@@ -15,6 +15,7 @@ back: no caller reads that out of the plan's ``stats`` strings.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -166,6 +167,8 @@ class _Deciding:
         self._outcome: Optional[CpsatOutcome] = None
         self.start = time.monotonic()
         self.built = 0.0  # seconds the window's context took to build
+        self.kept = 0.0  # seconds of the limit not given to the solver (the build so far, the reserve)
+        self.solver_limit = 0.0  # the solver's share of the limit (``_solver_limit``)
 
     @property
     def ctx(self) -> SchedulingContext:
@@ -199,8 +202,9 @@ class _Deciding:
     def _solve(self) -> Decision:
         request = self.request
         self.solver_ran = True
+        self.solver_limit = self._solver_limit()
         try:
-            self._outcome = solve_window(self.ctx, time_limit=self._solver_limit())
+            self._outcome = solve_window(self.ctx, time_limit=self.solver_limit)
         except ModelInvalidError as exc:
             # CP-SAT refused the model (e.g. quantities near 2**62 whose sums could overflow int64):
             # an encoding's limit, not the user's error. The decision is still due: greedy's plan.
@@ -222,8 +226,17 @@ class _Deciding:
         limit = self.config.solver.time_limit_seconds
         if limit <= 0 or self.config.solver.workers == 1:
             return limit
-        left = limit - (time.monotonic() - self.start) - VALIDATION_PER_BUILD * self.built
-        return max(LEAST_SOLVER_SHARE * limit, left)
+        self.kept = (time.monotonic() - self.start) + VALIDATION_PER_BUILD * self.built
+        return max(LEAST_SOLVER_SHARE * limit, limit - self.kept)
+
+    def _longer_limit(self, lacked: Optional[float]) -> str:
+        """What a reason adds when greedy's plan left the search no time: the limit that would
+        have left it a few rounds (``lacked``: the seconds the solver's share was short of them;
+        the share floored at ``LEAST_SOLVER_SHARE`` counts as given)."""
+        if lacked is None or self.solver_limit <= 0:
+            return ""
+        limit = math.ceil(self.solver_limit + lacked + self.kept)
+        return f"; a time limit of about {limit}s would leave the search a few rounds"
 
     # -- the plans ---------------------------------------------------------------------------
 
@@ -310,6 +323,8 @@ class _Deciding:
             # Greedy's plan is returned: as the fallback (the solver had nothing in time, or failed),
             # or because it beat the solver's (GREEDY_BETTER). Either way ``fallback`` says so.
             reason = outcome.fallback_reason
+            if reason is not None:
+                reason += self._longer_limit(outcome.search_lacked)
             status = "FALLBACK" if reason is not None else "GREEDY_BETTER"
             source = PlanSource.FALLBACK if reason is not None else PlanSource.GREEDY
             reason = reason or outcome.chosen_because

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import threading
 import time
 from typing import Any
@@ -42,10 +41,12 @@ EARLY_FACTOR = 4
 # this share of the time left, the rest is the solve's.
 NODE_CLASS_SECONDS_PER_PAIR = 3e-4
 NODE_CLASS_BUILD_SHARE = 0.3
-# When greedy's plan leaves the search no round, the reason suggests a time limit that would: the
+# When greedy's plan leaves the search no round, the decision names a time limit that would: the
 # time the search lacked, plus this much for a few rounds (the 1,000-node contended window's
-# rounds take about a second each).
+# rounds take about a second each), plus this share of greedy's own time, which varies by as
+# much from run to run on a busy machine (5,000 nodes: 13.5 and 14.8 s in two runs in a row).
 SUGGESTED_SEARCH_SECONDS = 3.0
+SUGGESTED_GREEDY_SHARE = 0.25
 
 
 def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float, pairs: int, weights,
@@ -96,22 +97,15 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
             return outcome
         left, least = outcome.solution.lns.too_short
         no_search = (f"greedy's plan (after {run.seconds:.1f}s) left {left:.2f}s of the solver's share of the time "
-                     f"limit, less than a round needs ({least:.1f}s){_longer_limit(ctx, least - left)}")
+                     f"limit, less than a round needs ({least:.1f}s)")
+        lacked = least - left + SUGGESTED_SEARCH_SECONDS + SUGGESTED_GREEDY_SHARE * run.seconds
     elif no_search is None:
-        no_search = (f"greedy's plan came after the time limit (greedy took {run.seconds:.1f}s)"
-                     f"{_longer_limit(ctx, time.monotonic() - deadline)}")
+        no_search = f"greedy's plan came after the time limit (greedy took {run.seconds:.1f}s)"
+        lacked = time.monotonic() - deadline + SUGGESTED_SEARCH_SECONDS + SUGGESTED_GREEDY_SHARE * run.seconds
+    else:
+        lacked = None  # not time: the window itself is not searched
     return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,
-                        run.seconds, degraded="greedy")
-
-
-def _longer_limit(ctx, short_by: float) -> str:
-    """What the reason adds when the search had no time: the limit that would have left it a few
-    rounds (``short_by``: the seconds the solver's share lacked), or nothing without a limit."""
-    limit = ctx.config.solver.time_limit_seconds
-    if limit <= 0:
-        return ""
-    return (f"; a time limit of about {math.ceil(limit + max(short_by, 0.0) + SUGGESTED_SEARCH_SECONDS)}s "
-            f"would leave the search a few rounds")
+                        run.seconds, degraded="greedy", search_lacked=lacked)
 
 
 @dataclasses.dataclass

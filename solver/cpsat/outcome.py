@@ -68,3 +68,6 @@ class CpsatOutcome:
     greedy_time: float
     chosen_because: Optional[str] = None  # why the returned plan was picked (``choose``)
     degraded: Optional[str] = None  # the step taken when the per-node model would overrun ("node classes", "greedy")
+    # Seconds the solver's share of the limit lacked for a few neighbourhood rounds, when greedy's
+    # plan left the search none (the decision names a limit that would: ``api``).
+    search_lacked: Optional[float] = None
