@@ -90,6 +90,7 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
     interrupt.check()
     assert greedy is not None
     no_search = lns.eligible(ctx)
+    margin = SUGGESTED_SEARCH_SECONDS + SUGGESTED_GREEDY_SHARE * run.seconds  # of a limit named for the search
     if no_search is None and deadline - time.monotonic() > 0:
         outcome = _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
                           f"and node classes do not apply ({why}")
@@ -98,10 +99,10 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate
         left, least = outcome.solution.lns.too_short
         no_search = (f"greedy's plan (after {run.seconds:.1f}s) left {left:.2f}s of the solver's share of the time "
                      f"limit, less than a round needs ({least:.1f}s)")
-        lacked = least - left + SUGGESTED_SEARCH_SECONDS + SUGGESTED_GREEDY_SHARE * run.seconds
+        lacked = least - left + margin
     elif no_search is None:
         no_search = f"greedy's plan came after the time limit (greedy took {run.seconds:.1f}s)"
-        lacked = time.monotonic() - deadline + SUGGESTED_SEARCH_SECONDS + SUGGESTED_GREEDY_SHARE * run.seconds
+        lacked = time.monotonic() - deadline + margin
     else:
         lacked = None  # not time: the window itself is not searched
     return CpsatOutcome(greedy, None, False, f"degraded to {step}; no neighbourhood search: {no_search}", static,
