@@ -310,8 +310,12 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
     raise AssertionError("no valid plan found: the empty plan at least must be valid")
 
 
-def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Victim]) -> bool:
-    """The plan fixed into the model (one component of every class): is it feasible?"""
+def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Victim], *, exact: bool = True) -> bool:
+    """The plan fixed into the model (one component of every class): is it feasible?
+
+    ``exact``: the victims themselves (up to pods alike in all but their names); off, only how
+    many the plan evicts on each node at each priority among the pods each set of budgets covers
+    — a plan of the same value on every level (one budget at most in these windows)."""
     ctx = build_context(snapshot, config)
     static = StaticFilters(ctx.nodes, ctx.window)
     cand, ubs = cpsat.candidates(ctx, ctx.classes, static, {}, True)
@@ -335,8 +339,12 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
     # are one: which of them kube-scheduler names is a tie its sort leaves open, and the model
     # names its own. So the plan's count of evictions per such group is fixed, not the names.
     alike: dict[tuple, list] = defaultdict(list)
+    budgets = PdbBudgets.of(ctx)
     for key, var in wm.evict.items():
         pod, node = wm.evict_pod[key]
+        if not exact:
+            alike[node, pod.priority, budgets.covering(pod)].append(key)
+            continue
         alike[node, pod.priority, pod.start_time, pod.namespace, tuple(sorted(pod.labels.items())),
               tuple(sorted(pod.requests.items())), pod.host_ports, pod.affinity, pod.anti_affinity].append(key)
     for keys in alike.values():
@@ -347,7 +355,8 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
     return solver.solve(wm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
-SEEN = {"windows": 0, "with victims": 0, "victims at two levels on a node": 0, "greedy below": 0}
+SEEN = {"windows": 0, "with victims": 0, "victims at two levels on a node": 0, "greedy below": 0,
+        "victims only one at a time": 0}
 
 
 def check_window(snapshot, config) -> None:
@@ -376,7 +385,15 @@ def check_window(snapshot, config) -> None:
     note(f"model's optimum {own}: {sol.placements} victims {[(v.pod.key, v.preemptor) for v in sol.victims]}")
     assert validate(snapshot, _plan_of(ctx, sol.placements, sol.victims), config) == []
     assert own == best, f"model {dict(zip(LEVELS, own))} vs exhaustive {dict(zip(LEVELS, best))}"
-    assert _model_builds(snapshot, config, placements, victims), "the model refuses the exhaustive optimum"
+    # The model takes a node's pods of one priority as one batch where kube-scheduler takes them
+    # one at a time (docs/limitations.md): an eviction set of the same value can be out of its
+    # reach — two preemptors of one level, each evicting at its own turn, keep the less important
+    # of two like pods where the batch keeps the more important. Then the optimum's placements
+    # with as many victims per node, priority and budget must still be in it.
+    if not _model_builds(snapshot, config, placements, victims):
+        SEEN["victims only one at a time"] += 1
+        assert _model_builds(snapshot, config, placements, victims, exact=False), \
+            "the model refuses the exhaustive optimum's placements at its value"
 
     plan = schedule(snapshot, config)
     assert validate(snapshot, plan, config) == []
@@ -425,3 +442,33 @@ def test_model_agrees_with_the_exhaustive_optimum_long(coupled: Any, nominated: 
     SEEN.update(dict.fromkeys(SEEN, 0))
     run()
     print(f"\nexhaustive optimum windows: {SEEN}")
+
+
+def _one_level_like_victims() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run: one full node, three running pods of priority 0 (the two small ones
+    alike but for their start), two pending pods of priority 10. At the first one's turn
+    kube-scheduler evicts both small pods, the big one at the second's; the plan evicts two and
+    keeps either small pod. The batch keeps the earlier-started one, the exhaustive search names
+    the later one kept."""
+    anti = {"pod_anti_affinity": [term({"app": "b"}, HOST)]}
+    pods = [make_pod(f"default/run-{i}", cpu=cpu, node="n0", labels={"app": "a"}, priority=0, start_time=at(i),
+                     host_ports=[80] if i == 0 else [], **anti)
+            for i, cpu in enumerate(("2000m", "500m", "500m"))]
+    pods += [make_pod(f"default/t0-{r}", cpu="1", priority=10, labels={"app": "a"}, created=at(r)) for r in range(2)]
+    config = CONFIG.with_overrides(preemption={"enabled": True, "pdb": "soft"})
+    return make_snapshot([make_node("n0", cpu="3", memory="64Gi", pods=3)], pods), config
+
+
+def test_like_victims_of_one_level_evicted_one_at_a_time() -> None:
+    @settings(max_examples=1, database=None, **_SETTINGS)
+    @given(st.just(_one_level_like_victims()))
+    def run(window):
+        check_window(*window)
+
+    SEEN.update(dict.fromkeys(SEEN, 0))
+    run()
+    assert SEEN["windows"] == 1 and SEEN["with victims"] == 1
+    snapshot, config = _one_level_like_victims()
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == []
+    assert len(plan.assignments) == 2 and len(plan.preemptions) == 2  # kube-scheduler's order evicts all three
