@@ -10,7 +10,9 @@ plan evicts a pod the replay keeps, the replay's verdict for that node's placeme
 
     x[c, n] = k_c for every class c on n   ⇒   evict[v] = 0 for every v the replay keeps
 
-(one clause per kept victim over "x[c, n] ≠ k_c" literals), and the component is solved again,
+(one clause per kept victim over "x[c, n] ≠ k_c" literals; where a class placed on the node has
+required pod affinity, whose verdict reads the rest of the cluster, over the whole plan's
+literals instead), and the component is solved again,
 from scratch: the lexicographic stages' value fixings are dropped first (an earlier stage's value
 may no longer be reachable). The cuts remove only plans the replay rejects, so a plan proven
 optimal with them is optimal among the plans the rule allows.
@@ -125,8 +127,15 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             wm.kube_names = repaired.names
             return repaired, "FEASIBLE", None, None, rounds
         nodes = {v.node for v in kept}
+        whole: Optional[list] = None
         for n in nodes:
-            config = [_differs(wm, ne, var, int(solver.value(var))) for _, var in wm.by_node[n]]
+            if _reads_beyond(wm, solver, n):
+                # The verdict there leans on pods elsewhere: the cut is on the whole plan.
+                if whole is None:
+                    whole = _plan_differs(wm, ne, solver)
+                config = whole
+            else:
+                config = [_differs(wm, ne, var, int(solver.value(var))) for _, var in wm.by_node[n]]
             for key, (victim, node) in wm.evict_pod.items():
                 if node == n and key not in found.evicted_by:
                     wm.model.add_bool_or([*config, wm.evict[key].Not()])
@@ -276,6 +285,17 @@ def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> l
         for namer in namers:
             out.extend(b for c, b in namer.named(v.pod).items() if c != cls and values.value(b))
     return out
+
+
+def _reads_beyond(wm: WindowModel, values: Values, n: int) -> bool:
+    """Whether the replay's verdict on node ``n`` can change with the pods of other nodes for the
+    same counts there: a class placed on it has required pod affinity, whose support may be
+    elsewhere in its domain and whose first pod may start only where nothing in the cluster
+    matches its terms yet (a pod the plan places on another node closes that). The cut there is
+    then the whole plan's (not for a model that decodes its own classes: its x is not its plan)."""
+    if _decodes_itself(wm):
+        return False
+    return any(cls.rep.affinity and values.value(var) for cls, var in wm.by_node[n])
 
 
 def _plan_differs(wm: WindowModel, ne: dict, values: Values) -> list:

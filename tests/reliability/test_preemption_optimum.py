@@ -51,9 +51,10 @@ from solver import schedule, validate
 from solver.context import build_context
 from solver.cpsat import solve as cpsat
 from solver.cpsat.solve import plan_value, solve_window, tier_weights
+from solver.cpsat.hint import _admit_greedy, greedy_counts
 from solver.cpsat.symmetry import canonical
 from solver.filtering import StaticFilters
-from solver.greedy import Victim
+from solver.greedy import Victim, schedule_greedy
 from solver.plugins.shared.host_ports import ports_conflict
 from solver.disruption import PdbBudgets
 from solver.plugins.preemption.replay import replay
@@ -311,7 +312,8 @@ def exhaustive_best(snapshot, config) -> tuple[tuple, dict[str, int], list[Victi
 
 
 def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Victim], *, exact: bool = True) -> bool:
-    """The plan fixed into the model (one component of every class): is it feasible?
+    """The plan fixed into the model (one component of every class, greedy's evictions admitted):
+    is it feasible?
 
     ``exact``: the victims themselves (up to pods alike in all but their names); off, only how
     many the plan evicts on each node at each priority among the pods each set of budgets covers
@@ -324,6 +326,10 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
         return not placements
     wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx),
                                                   tier_weights([p.priority for p in ctx.window]), True), live)
+    # As the decision does where the batch refuses greedy's plan: greedy's own evictions (kube-
+    # scheduler's one-at-a-time order) admitted beside it, for greedy's placement on its nodes.
+    greedy = schedule_greedy(ctx, static=static)
+    _admit_greedy(wm, greedy, greedy_counts(wm, greedy, ctx))
     counts: dict[tuple[int, int], int] = defaultdict(int)
     for key, n in placements.items():
         counts[ctx.pod(key).class_id, n] += 1
@@ -472,3 +478,83 @@ def test_like_victims_of_one_level_evicted_one_at_a_time() -> None:
     plan = schedule(snapshot, config)
     assert validate(snapshot, plan, config) == []
     assert len(plan.assignments) == 2 and len(plan.preemptions) == 2  # kube-scheduler's order evicts all three
+
+
+def _window(nodes: list, pods: list) -> tuple[Any, SchedulerConfig]:
+    return make_snapshot(nodes, pods), CONFIG.with_overrides(preemption={"enabled": True, "pdb": "soft"})
+
+
+def _greedys_own_order() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run: kube-scheduler's one-at-a-time order evicts the priority-0 pod for
+    the first preemptor and both priority-10 pods for the second, which leaves room for a
+    priority-0 pod; the batch (both preemptors at once) keeps the priority-0 pod. The model holds
+    it as greedy's plan, admitted beside the batch."""
+    pods = [make_pod("default/run-0", cpu="500m", node="n0", labels={"app": "a"}, priority=0, start_time=at(0)),
+            *(make_pod(f"default/run-{i}", cpu="1", node="n0", labels={"app": "a"}, priority=10, start_time=at(0))
+              for i in (1, 2)),
+            make_pod("default/t0-0", cpu="500m", priority=0, labels={"app": "a"}, created=at(0)),
+            make_pod("default/t1-0", cpu="500m", priority=1000, labels={"app": "a"}, host_ports=[80], created=at(1)),
+            make_pod("default/t2-0", cpu="2", priority=1000, labels={"app": "a"}, created=at(2))]
+    return _window([make_node("n0", cpu="3", memory="64Gi", pods=3)], pods)
+
+
+def _affinity_verdict_reads_other_nodes() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run: t1's pods may start on n2 (their terms match themselves) only while
+    t0-0, which matches them too, is placed nowhere; the replay's refusal of n2 with t0-0 on n0 cut
+    n2's placement for every plan, including the best one, which leaves t0-0 pending."""
+    anti_b = [term({"app": "b"}, HOST)]
+    pods = [make_pod("default/run-0", cpu="500m", node="n0", labels={"app": "b"}, priority=10, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=anti_b),
+            make_pod("default/run-1", cpu="500m", node="n2", labels={"app": "b"}, priority=0, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=anti_b),
+            make_pod("default/t0-0", cpu="2", priority=1000, labels={"app": "a"}, created=at(0), host_ports=[80],
+                     pod_anti_affinity=[term({"app": "a"}, HOST)]),
+            *(make_pod(f"default/t1-{r}", cpu="2", priority=1000, labels={"app": "a"}, created=at(1 + r),
+                       pod_affinity=[term({"app": "a"}, HOST)]) for r in range(2))]
+    nodes = [make_node("n0", cpu="2", memory="64Gi", pods=2), make_node("n1", cpu="1", memory="64Gi", pods=2),
+             make_node("n2", cpu="4", memory="64Gi", pods=2)]
+    return _window(nodes, pods)
+
+
+def _support_that_needs_its_own_room() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run: t0-0 needs app=b beside it (run-1), but fits n0 only once run-0 and
+    run-1 are gone, which t1-0 evicts after t0-0's turn. kube-scheduler places t1-0 alone; the
+    validator once accepted both (run-1 counted as t0-0's support while it ran)."""
+    anti_b = [term({"app": "b"}, HOST)]
+    pods = [make_pod("default/run-0", cpu="500m", node="n0", labels={"app": "a"}, priority=0, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=anti_b),
+            make_pod("default/run-1", cpu="500m", node="n0", labels={"app": "b"}, priority=0, start_time=at(0),
+                     pod_anti_affinity=anti_b),
+            make_pod("default/t0-0", cpu="500m", priority=100, labels={"app": "a"}, created=at(0),
+                     pod_affinity=[term({"app": "b"}, HOST)]),
+            make_pod("default/t1-0", cpu="500m", priority=10, labels={"app": "a"}, created=at(1), host_ports=[80],
+                     pod_affinity=[term({"app": "a"}, HOST)], pod_anti_affinity=anti_b)]
+    return _window([make_node("n0", cpu="1", memory="64Gi", pods=2)], pods)
+
+
+@pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
+                                  _support_that_needs_its_own_room],
+                         ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
+                              "support-that-needs-its-own-room"])
+def test_windows_found_by_the_long_run(make) -> None:
+    @settings(max_examples=1, database=None, **_SETTINGS)
+    @given(st.just(make()))
+    def run(window):
+        check_window(*window)
+
+    SEEN.update(dict.fromkeys(SEEN, 0))
+    run()
+    assert SEEN["windows"] == 1
+
+
+def test_support_that_needs_its_own_room_is_refused() -> None:
+    snapshot, config = _support_that_needs_its_own_room()
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == []
+    assert [a.pod for a in plan.assignments] == ["default/t1-0"]  # as kube-scheduler places them
+    ctx = build_context(snapshot, config)
+    both = _plan_of(ctx, {"default/t0-0": 0, "default/t1-0": 0},
+                    [Victim(ctx.bound_by_key[f"default/run-{i}"], 0, "default/t1-0") for i in (0, 1)])
+    assert validate(snapshot, both, config) == [
+        "affinity: default/t0-0 on node n0: its only support in kubernetes.io/hostname=n0 is default/run-1, which "
+        "keep it out while they run (it does not fit the node beside them at its turn) until the plan evicts them"]

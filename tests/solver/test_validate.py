@@ -344,10 +344,15 @@ def _cases():
     kept = ("preemption: default/{} (priority 0) is evicted from node n0 for default/t1, but kube-scheduler's "
             "preemption would keep it: default/t1 (priority 10) does not fit there at its turn even with every pod "
             "it may evict gone; in the plan its room goes to default/t0, which may not preempt it")
+    # t0 fits n0 only once r0 and r1 are gone, so neither supports it; t0 and t1 then lean on
+    # each other alone (r0 and r1 are t1's own victims).
     out.append(case("preemption-dry-run-leaning-on-a-pod-that-cannot-fit-yet", snap,
                     make_plan(snap, {"default/t0": "n0", "default/t1": "n0"},
                               victims=[("default/r0", "n0", "default/t1"), ("default/r1", "n0", "default/t1")]),
-                    [kept.format("r0"), kept.format("r1")]))
+                    [leaning.format("t0", "default/t1") + "; default/r0, default/r1 match too, but keep it out until "
+                     "the plan evicts them",
+                     leaning.format("t1", "default/t0"),
+                     kept.format("r0"), kept.format("r1")]))
 
     # -- topology spread
     snap = make_snapshot(zones("a", "b"), [web("default/w1", **SPREAD_ZONE), web("default/w2", **SPREAD_ZONE)])

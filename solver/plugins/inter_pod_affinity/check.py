@@ -17,7 +17,10 @@
   after that preemptor in the queue (priority, creation, name: the victim is gone at their turn;
   gang members, which their gang orders, excepted) and the pods it keeps out while it runs (a
   required anti-affinity term of either matching the other, a host port both want on its node):
-  those come after it is gone. A victim
+  those come after it is gone. Room is such a reason too: a pod that does not fit its node at its
+  own turn, beside the victims there whose preemptors come after it, is placed only once they are
+  gone, so they support nothing of its (kube-scheduler's own preemption for it would remove them
+  first, and its dry run then finds no support). A victim
   matching a pod's terms closes its escape when the victim's preemptor matches them too: before
   the preemptor comes the victim runs, after it the preemptor does.
 """
@@ -35,6 +38,7 @@ from ...framework import names
 from ...info import PodInfo, queue_order_key
 from ...state import ClusterState, PodMatcher
 from ..shared.host_ports import ports_conflict
+from ..shared.resource_fit import fits
 from .book import term_book
 from .filter import AllTerms
 
@@ -187,9 +191,11 @@ def check_affinity(replay: Replay) -> None:
                 f"{names(sorted({anchoring.victim_of[q] for q in gone}))}, ahead of it in the queue: gone at its turn"
             )
         elif keeping_out:
+            why = ("it does not fit the node beside them at its turn" if anchoring.waits_for_room(key)
+                   else "a required anti-affinity term or a host port")
             line = (
                 f"{where}: its only support in {domain} is {names(keeping_out)}, which keep it out while they run "
-                "(a required anti-affinity term or a host port) until the plan evicts them"
+                f"({why}) until the plan evicts them"
             )
         elif own_victims:
             line = (
@@ -244,7 +250,9 @@ class _FinalSupport:
         # it runs (``gone_before``, ``kept_out_by``).
         self.victims = {v.pod.key: (v.pod, v.node) for v in victims}
         self.pending = pending
+        self.placed = window
         self._kept_out: dict[tuple[str, str], bool] = {}
+        self._waits: dict[str, bool] = {}
         everyone = [*state.pods(), *((v.pod, v.node) for v in victims)]
         # Every pod matching each distinct set of terms, with its node.
         self.members: dict[AllTerms, list[tuple[PodInfo, int]]] = {}
@@ -343,8 +351,37 @@ class _FinalSupport:
             p, pn = self.by_key[key]
             hit = (any(self._forbids(t, vn, p, pn) for t in v.anti_affinity)
                    or any(self._forbids(t, pn, v, vn) for t in p.anti_affinity)
-                   or (vn == pn and bool(v.host_ports) and ports_conflict(v.host_ports, p.host_ports)))
+                   or (vn == pn and bool(v.host_ports) and ports_conflict(v.host_ports, p.host_ports))
+                   or (vn == pn and self.waits_for_room(key)))
             self._kept_out[(victim, key)] = hit
+        return hit
+
+    def waits_for_room(self, key: str) -> bool:
+        """Whether ``key`` does not fit its node at its own turn: beside the node's pods that stay,
+        the plan's pods placed there before it in the queue and the victims there whose preemptors
+        come after it (each asked resource and the pod count, as the filter reads them). Only pods
+        whose order is known count (gang members are ordered by their gang): an unknown order
+        never makes a pod wait."""
+        hit = self._waits.get(key)
+        if hit is None:
+            pod, node = self.by_key[key]
+            hit = False
+            if pod.group is None:
+                mine = queue_order_key(pod)
+                used = self.state.vector(pod).copy()
+                for q in self.state.pods_on[node].values():
+                    if q.key == key:
+                        continue
+                    if q.key in self.placed and (q.group is not None or queue_order_key(q) > mine):
+                        continue  # placed after it, or in an order not known
+                    used += self.state.vector(q)
+                for v, (q, vn) in self.victims.items():
+                    preemptor = self.pending.get(self.victim_of[v])
+                    if vn == node and preemptor is not None and preemptor.group is None \
+                            and queue_order_key(preemptor) > mine:
+                        used += self.state.vector(q)
+                hit = not bool(fits(self.state.vector(pod), self.state.alloc[node] - used + self.state.vector(pod)))
+            self._waits[key] = hit
         return hit
 
     def _forbids(self, term, owner_node: int, other: PodInfo, other_node: int) -> bool:
