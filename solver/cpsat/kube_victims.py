@@ -92,7 +92,8 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         trial, found = judged.of(solver)
         kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
         misnamed = _misnamed(wm, solver, trial, found)
-        if not kept and not misnamed:
+        stranded = _stranded(wm, trial, found)
+        if not kept and not misnamed and not stranded:
             if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
                 wm.kube_names = repaired.names
                 return repaired, "FEASIBLE", None, None, rounds
@@ -103,7 +104,8 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         if wm.refused is None or value > wm.refused[0]:
             wm.refused = (value, dict(trial.placements))
         log.debug("kube's preemption keeps %d victim(s) of the plan and evicts %d for another class than "
-                  "the model named: cut round %d", len(kept), len(misnamed), rounds)
+                  "the model named; %d pod(s) with pod affinity cannot fit at their turn: cut round %d",
+                  len(kept), len(misnamed), len(stranded), rounds)
         if log.isEnabledFor(logging.DEBUG):
             for v in kept[:8]:
                 log.debug("  kept: %s", found.why_kept(v.pod, v.node, v.preemptor))
@@ -143,6 +145,8 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             plan = _plan_differs(wm, ne, solver)
             for lit in misnamed:
                 wm.model.add_bool_or([*plan, lit.Not()])
+        if stranded:
+            wm.model.add_bool_or(whole if whole is not None else _plan_differs(wm, ne, solver))
         if repaired is not None and hint_repaired:
             wm.model.clear_hints()
             for var in _plan_vars(wm):  # a victim of one level has its evict var as its level
@@ -265,7 +269,20 @@ class _Judged:
     def accept(self, solver) -> bool:
         trial, found = self.of(solver)
         return (all(v.pod.key in found.evicted_by for v in trial.victims)
-                and not _misnamed(self.wm, solver, trial, found))
+                and not _misnamed(self.wm, solver, trial, found) and not _stranded(self.wm, trial, found))
+
+
+def _stranded(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
+    """The model's pods with required pod affinity that cannot fit their node at their own turn
+    (not even by preempting, in the replay): kube-scheduler's preemption for such a pod removes its support
+    with the other lower pods, so it can come only once the plan's later evictions there are done,
+    and the victims then gone support nothing of its (the validator reads them so). Such a plan
+    is refused and cut whole (the pod's node reads the rest of the cluster), and the repair takes
+    the pod out. None for a model that decodes its own classes (gangs)."""
+    if _decodes_itself(wm):
+        return []
+    return [key for key, turn in found.turns.items()
+            if not turn.outcome_ok and turn.pod.affinity and key in trial.placements]
 
 
 def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> list:

@@ -9,6 +9,7 @@ also the plugin's ``capacity`` (``fits``, ``copies``).
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Optional
 
 import numpy as np
@@ -75,8 +76,14 @@ class ResourcesCycle(NodeByNode):
             self.status(self.nodes[int(nodes[failing[np.flatnonzero(inverse == k)[0]]])])
             for k in range(len(patterns))
         ]
-        for node, k in zip(nodes[failing].tolist(), np.ravel(inverse).tolist()):
-            out[node] = by_pattern[k]
+        # (per node in Python: a failing pod asks this of thousands of nodes before preempting)
+        failed = nodes[failing].tolist()
+        if len(by_pattern) == 1:
+            status = by_pattern[0]
+            for node in failed:
+                out[node] = status
+        else:
+            deque(map(out.__setitem__, failed, map(by_pattern.__getitem__, np.ravel(inverse).tolist())), maxlen=0)
         return nodes[~fails]
 
     def feasible(self, nodes: np.ndarray) -> np.ndarray:
