@@ -177,7 +177,8 @@ def _earlier(wm: WindowModel, recorder: Optional[Recorder], view: ReplayOf,
         trial = Solution()
         extract(wm, plan, trial)
         found = view(trial.placements, {v.node for v in trial.victims})
-        if all(v.pod.key in found.evicted_by for v in trial.victims) and not _misnamed(wm, plan, trial, found):
+        if (all(v.pod.key in found.evicted_by for v in trial.victims) and not _misnamed(wm, plan, trial, found)
+                and not _stranded(wm, trial, found)):
             log.debug("an earlier solution of the solve is one kube's preemption allows: kept")
             return PlanValues(wm, trial.placements,
                               [Victim(v.pod, v.node, found.evicted_by[v.pod.key]) for v in trial.victims])

@@ -467,15 +467,21 @@ def _one_level_like_victims() -> tuple[Any, SchedulerConfig]:
     return make_snapshot([make_node("n0", cpu="3", memory="64Gi", pods=3)], pods), config
 
 
-def test_like_victims_of_one_level_evicted_one_at_a_time() -> None:
+def _check_fixed(window: tuple[Any, SchedulerConfig]) -> dict[str, int]:
+    """``check_window`` on one fixed window (inside a test, where its notes go): what it saw."""
     @settings(max_examples=1, database=None, **_SETTINGS)
-    @given(st.just(_one_level_like_victims()))
-    def run(window):
-        check_window(*window)
+    @given(st.just(window))
+    def run(w):
+        check_window(*w)
 
     SEEN.update(dict.fromkeys(SEEN, 0))
     run()
-    assert SEEN["windows"] == 1 and SEEN["with victims"] == 1
+    return dict(SEEN)
+
+
+def test_like_victims_of_one_level_evicted_one_at_a_time() -> None:
+    seen = _check_fixed(_one_level_like_victims())
+    assert seen["windows"] == 1 and seen["with victims"] == 1
     snapshot, config = _one_level_like_victims()
     plan = schedule(snapshot, config)
     assert validate(snapshot, plan, config) == []
@@ -548,19 +554,28 @@ def _stranded_affinity_pod() -> tuple[Any, SchedulerConfig]:
     return _window([make_node("n0", cpu="1", memory="64Gi", pods=2)], pods)
 
 
-@pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
-                                  _support_that_needs_its_own_room, _stranded_affinity_pod],
-                         ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
-                              "support-that-needs-its-own-room", "stranded-affinity-pod"])
-def test_windows_found_by_the_long_run(make) -> None:
-    @settings(max_examples=1, database=None, **_SETTINGS)
-    @given(st.just(make()))
-    def run(window):
-        check_window(*window)
+def _stranded_in_an_earlier_solution() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run: t0-0 leans on run-0, which fills n0 and which t1-0 (anti-affinity to
+    it) evicts later; the solve's earlier solution kept t0-0 there and was taken as the answer
+    once the last one was cut (earlier solutions were judged by their victims alone)."""
+    pods = [make_pod("default/run-0", cpu="1", node="n0", labels={"app": "a"}, priority=0, host_ports=[80],
+                     start_time=at(0)),
+            make_pod("default/t0-0", cpu="500m", priority=10, labels={"app": "b"}, created=at(0),
+                     pod_affinity=[term({"app": "a"}, HOST)]),
+            *(make_pod(f"default/t1-{r}", cpu="500m", priority=10, labels={"app": "b"}, created=at(1 + r),
+                       pod_anti_affinity=[term({"app": "a"}, HOST)]) for r in range(2))]
+    return _window([make_node("n0", cpu="1", memory="64Gi", pods=2),
+                    make_node("n1", cpu="2", memory="64Gi", pods=110)], pods)
 
-    SEEN.update(dict.fromkeys(SEEN, 0))
-    run()
-    assert SEEN["windows"] == 1
+
+@pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
+                                  _support_that_needs_its_own_room, _stranded_affinity_pod,
+                                  _stranded_in_an_earlier_solution],
+                         ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
+                              "support-that-needs-its-own-room", "stranded-affinity-pod",
+                              "stranded-in-an-earlier-solution"])
+def test_windows_found_by_the_long_run(make) -> None:
+    assert _check_fixed(make())["windows"] == 1
 
 
 def test_support_that_needs_its_own_room_is_refused() -> None:
