@@ -35,6 +35,7 @@ solve passes.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -42,8 +43,11 @@ from typing import Any, Optional
 
 from ortools.sat.python import cp_model
 
+from models.plan import Plan, PlanStats
+
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Relaxable, Values, Victim
 from ..plugins import registry
+from ..validate import Replay
 from .decode import extract, placement_value
 from .model import WindowModel
 from .outcome import Solution
@@ -275,15 +279,29 @@ class _Judged:
 
 def _stranded(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
     """The model's pods with required pod affinity that cannot fit their node at their own turn
-    (not even by preempting, in the replay): kube-scheduler's preemption for such a pod removes its support
-    with the other lower pods, so it can come only once the plan's later evictions there are done,
-    and the victims then gone support nothing of its (the validator reads them so). Such a plan
-    is refused and cut whole (the pod's node reads the rest of the cluster), and the repair takes
-    the pod out. None for a model that decodes its own classes (gangs)."""
+    (not even by preempting, in the replay), when the plan's final-state checks refuse it: such a
+    pod comes only once the plan's later evictions there are done, and the victims then gone
+    support nothing of its (the validator reads them so; support from pods that stay, or from
+    pods placed before it, still counts). Such a plan is refused and cut whole (the pod's node
+    reads the rest of the cluster), and the repair takes the pod out. None for a model that
+    decodes its own classes (gangs)."""
     if _decodes_itself(wm):
         return []
-    return [key for key, turn in found.turns.items()
+    late = [key for key, turn in found.turns.items()
             if not turn.outcome_ok and turn.pod.affinity and key in trial.placements]
+    if not late:
+        return []
+    # The validator's final checks on the plan, its victims named as the replay names them.
+    # (Devices and volumes the plan would give are not decided yet: their checks' lines about
+    # other pods are no reason here, so only lines naming a late pod count.)
+    replay = Replay(wm.ctx, Plan(stats=PlanStats(engine="cpsat", status="TRIAL")))
+    replay.assigned = dict(trial.placements)
+    replay.victims = [Victim(v.pod, v.node, found.evicted_by.get(v.pod.key, v.preemptor)) for v in trial.victims]
+    replay.build_final_state()
+    for check in registry.FINAL_CHECKS:
+        check(replay)
+    return [key for key in late if any(re.search(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", line)
+                                       for line in replay.problems)]
 
 
 def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> list:

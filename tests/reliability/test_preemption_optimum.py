@@ -568,12 +568,26 @@ def _stranded_in_an_earlier_solution() -> tuple[Any, SchedulerConfig]:
                     make_node("n1", cpu="2", memory="64Gi", pods=110)], pods)
 
 
+def _late_affinity_pod_with_a_placed_support() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run: t0-0 (never preempting) does not fit n1 at its turn; t1-0 evicts
+    run-0 there (it starts the group afresh) and t0-0 comes after, beside t1-0: legal, and refusing
+    every plan with a late affinity pod lost it."""
+    pods = [make_pod("default/run-0", cpu="2", node="n1", labels={"app": "a"}, priority=0, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=[term({"app": "b"}, HOST)]),
+            make_pod("default/t0-0", cpu="500m", priority=10, labels={"app": "a"}, created=at(0), host_ports=[80],
+                     preemption_policy="Never", pod_affinity=[term({"app": "a"}, HOST)]),
+            make_pod("default/t1-0", cpu="500m", priority=10, labels={"app": "a"}, created=at(1),
+                     pod_affinity=[term({"app": "a"}, HOST)])]
+    return _window([make_node("n0", cpu="1", memory="64Gi", pods=2), make_node("n1", cpu="2", memory="64Gi", pods=2),
+                    make_node("n2", cpu="1", memory="64Gi", pods=2)], pods)
+
+
 @pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
                                   _support_that_needs_its_own_room, _stranded_affinity_pod,
-                                  _stranded_in_an_earlier_solution],
+                                  _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support],
                          ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
                               "support-that-needs-its-own-room", "stranded-affinity-pod",
-                              "stranded-in-an-earlier-solution"])
+                              "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support"])
 def test_windows_found_by_the_long_run(make) -> None:
     assert _check_fixed(make())["windows"] == 1
 
