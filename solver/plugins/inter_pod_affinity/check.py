@@ -368,7 +368,8 @@ class _FinalSupport:
             hit = False
             if pod.group is None:
                 mine = queue_order_key(pod)
-                used = self.state.vector(pod).copy()
+                vec = self.state.vector(pod)
+                used = np.zeros_like(vec)  # what the others there at its turn request
                 for q in self.state.pods_on[node].values():
                     if q.key == key:
                         continue
@@ -380,7 +381,7 @@ class _FinalSupport:
                     if vn == node and preemptor is not None and preemptor.group is None \
                             and queue_order_key(preemptor) > mine:
                         used += self.state.vector(q)
-                hit = not bool(fits(self.state.vector(pod), self.state.alloc[node] - used + self.state.vector(pod)))
+                hit = not bool(fits(vec, self.state.alloc[node] - used))
             self._waits[key] = hit
         return hit
 
