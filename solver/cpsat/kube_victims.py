@@ -96,7 +96,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         trial, found = judged.of(solver)
         kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
         misnamed = _misnamed(wm, solver, trial, found)
-        stranded = _stranded(wm, trial, found)
+        stranded = judged.stranded(solver)
         if not kept and not misnamed and not stranded:
             if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
                 wm.kube_names = repaired.names
@@ -260,6 +260,7 @@ class _Judged:
     def __init__(self, wm: WindowModel, view: ReplayOf) -> None:
         self.wm, self.view = wm, view
         self.last: Optional[tuple[object, Solution, Any]] = None
+        self._stranded: Optional[tuple[object, list[str]]] = None
 
     def of(self, solver) -> tuple[Solution, Any]:
         if self.last is not None and self.last[0] is solver:
@@ -274,7 +275,14 @@ class _Judged:
     def accept(self, solver) -> bool:
         trial, found = self.of(solver)
         return (all(v.pod.key in found.evicted_by for v in trial.victims)
-                and not _misnamed(self.wm, solver, trial, found) and not _stranded(self.wm, trial, found))
+                and not _misnamed(self.wm, solver, trial, found) and not self.stranded(solver))
+
+    def stranded(self, solver) -> list[str]:
+        """``_stranded`` of the solution, once per solution (it may run the final checks)."""
+        if self._stranded is None or self._stranded[0] is not solver:
+            trial, found = self.of(solver)
+            self._stranded = (solver, _stranded(self.wm, trial, found))
+        return self._stranded[1]
 
 
 def _stranded(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
