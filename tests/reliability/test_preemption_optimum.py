@@ -582,14 +582,40 @@ def _late_affinity_pod_with_a_placed_support() -> tuple[Any, SchedulerConfig]:
                     make_node("n2", cpu="1", memory="64Gi", pods=2)], pods)
 
 
+def _group_member_anchored_before_the_eviction() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run: t0-0 and t1-0 share one self-affine group (app=a, hostname). t0-0
+    joins run-0 on n0; t1-0 (host port 80) then evicts run-0 there, and t0-0, placed before it,
+    is its support. The model let a group's pods lean only on running pods and on the group's
+    seed (which needs every running app=a pod gone, run-1 on n1 too), so it placed t0-0 alone."""
+    anti_b = [term({"app": "b"}, HOST)]
+    pods = [*(make_pod(f"default/run-{i}", cpu="500m", node=f"n{i}", labels={"app": "a"}, priority=0, host_ports=[80],
+                       start_time=at(0), pod_anti_affinity=anti_b) for i in (0, 1)),
+            make_pod("default/t0-0", cpu="500m", priority=10, labels={"app": "a"}, created=at(0),
+                     pod_affinity=[term({"app": "a"}, HOST)]),
+            make_pod("default/t1-0", cpu="500m", priority=10, labels={"app": "a"}, created=at(1), host_ports=[80],
+                     pod_affinity=[term({"app": "a"}, HOST)])]
+    return _window([make_node(f"n{i}", cpu="1", memory="64Gi", pods=2) for i in (0, 1)], pods)
+
+
 @pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
                                   _support_that_needs_its_own_room, _stranded_affinity_pod,
-                                  _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support],
+                                  _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support,
+                                  _group_member_anchored_before_the_eviction],
                          ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
                               "support-that-needs-its-own-room", "stranded-affinity-pod",
-                              "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support"])
+                              "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support",
+                              "group-member-anchored-before-the-eviction"])
 def test_windows_found_by_the_long_run(make) -> None:
     assert _check_fixed(make())["windows"] == 1
+
+
+def test_a_group_member_supports_the_member_that_evicts_its_anchor() -> None:
+    snapshot, config = _group_member_anchored_before_the_eviction()
+    outcome = solve_window(build_context(snapshot, config))
+    assert outcome.solution is not None
+    placed = outcome.solution.placements
+    assert set(placed) == {"default/t0-0", "default/t1-0"} and placed["default/t0-0"] == placed["default/t1-0"]
+    assert [v.pod.key for v in outcome.solution.victims] == [f"default/run-{placed['default/t1-0']}"]
 
 
 def test_support_that_needs_its_own_room_is_refused() -> None:

@@ -332,17 +332,16 @@ class _Anchoring:
     def sources(self, cls) -> tuple[list, list, list]:
         """Window classes matching all of ``cls``'s terms: without required affinity
         (grounded), with it from another component (anchored), of its own component (kin). The
-        members of its own group are none of these: they follow its seed."""
+        other classes of its own group are kin: their pods anchored from outside the component
+        (by a running pod still there at their turn, say, that a later pod of ``cls`` evicts)
+        support it as any kin's do; anchored by the group's seed, they add nothing the seed does
+        not already allow."""
         hit = self._sources.get(cls.id)
         if hit is None:
             rep = cls.rep
             matcher = AllTerms(rep.affinity)
             grounded = [o for o in self.classes if o is not cls and not o.rep.affinity and matcher.matches(o.rep)]
-            in_group = matcher.matches(rep)
-            # A class with the group's terms that does not match them is no member: the group's
-            # pods anchor it as any other class's would.
-            rivals = [o for o in self.classes if o is not cls and o.rep.affinity and matcher.matches(o.rep)
-                      and not (in_group and o.rep.affinity == rep.affinity)]
+            rivals = [o for o in self.classes if o is not cls and o.rep.affinity and matcher.matches(o.rep)]
             anchored = [o for o in rivals if self.components[o.id] != self.components[cls.id]]
             kin = [o for o in rivals if self.components[o.id] == self.components[cls.id]]
             hit = self._sources[cls.id] = (grounded, anchored, kin)
