@@ -45,6 +45,7 @@ from ortools.sat.python import cp_model
 
 from models.plan import Plan, PlanStats
 
+from ..info import queue_order_key
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Relaxable, Values, Victim
 from ..plugins import registry
 from ..validate import Replay
@@ -142,6 +143,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
                 config = whole
             else:
                 config = [_differs(wm, ne, var, int(solver.value(var))) for _, var in wm.by_node[n]]
+                config += _which_pods(wm, ne, solver, n)
             for key, (victim, node) in wm.evict_pod.items():
                 if node == n and key not in found.evicted_by:
                     wm.model.add_bool_or([*config, wm.evict[key].Not()])
@@ -340,6 +342,52 @@ def _reads_beyond(wm: WindowModel, values: Values, n: int) -> bool:
     if _decodes_itself(wm):
         return False
     return any(cls.rep.affinity and values.value(var) for cls, var in wm.by_node[n])
+
+
+def _which_pods(wm: WindowModel, ne: dict, values: Values, n: int) -> list:
+    """For a cut keyed on node ``n``'s counts: literals one of which is true when a class placed
+    on ``n`` whose pods interleave in the queue with another class's (``_interleaved``) puts a
+    different share of its pods on the nodes before ``n``. The decode hands a class's places to
+    its pods in queue order, node by node, so those counts decide *which* of its pods land on
+    ``n``, and with interleaved pods that decides the replay's verdict there: two pods of one
+    class, nominated to ``n``, with a third pod of the same priority between them in the queue,
+    evicted for the second differently than for the first (the long run's window)."""
+    out: list = []
+    for cls, var in wm.by_node[n]:
+        if not values.value(var) or not _interleaved(wm, cls):
+            continue
+        zero: list = []
+        for m, below in wm.by_class.get(cls.id, []):
+            if m >= n:
+                continue
+            k = int(values.value(below))
+            if k:
+                out.append(_differs(wm, ne, below, k))
+            else:
+                zero.append(below)
+        if zero:
+            rises = wm.model.new_bool_var(f"shifts[{cls.id},{n}]")
+            wm.model.add(cp_model.LinearExpr.sum(zero) >= 1).only_enforce_if(rises)
+            out.append(rises)
+    return out
+
+
+def _interleaved(wm: WindowModel, cls) -> bool:
+    """Whether another pod of the window with the class's priority comes, in queue order, between
+    two of the class's pods (computed once per model)."""
+    memo = wm.interleaved
+    hit = memo.get(cls.id)
+    if hit is None:
+        if len(cls.pods) < 2:
+            hit = False
+        else:
+            keys = sorted(queue_order_key(p) for p in cls.pods)
+            first, last = keys[0], keys[-1]
+            own = {p.key for p in cls.pods}
+            hit = any(p.priority == cls.rep.priority and p.key not in own and first < queue_order_key(p) < last
+                      for p in wm.ctx.window)
+        memo[cls.id] = hit
+    return hit
 
 
 def _plan_differs(wm: WindowModel, ne: dict, values: Values) -> list:

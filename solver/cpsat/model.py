@@ -94,6 +94,9 @@ class WindowModel:
         # The placements of the best plan the replay refused (``kube_victims.solve_sound``), with
         # its placement value: what a guided pass (``greedy.Guide``) may still make sound.
         self.refused: Optional[tuple[int, dict[str, int]]] = None
+        # Class id -> whether another window pod of its priority comes between two of its pods in
+        # queue order (``kube_victims._interleaved``, asked by the replay's cuts).
+        self.interleaved: dict[int, bool] = {}
         # Context class id -> the model class it is counted in, for classes merged into another
         # (gang kinds' classes, ``gang.merge_classes``).
         self.alias: dict[int, int] = {}

@@ -597,14 +597,47 @@ def _group_member_anchored_before_the_eviction() -> tuple[Any, SchedulerConfig]:
     return _window([make_node(f"n{i}", cpu="1", memory="64Gi", pods=2) for i in (0, 1)], pods)
 
 
+def _terminating(pod):
+    """``pod`` as a victim of an earlier preemption, still terminating."""
+    return pod.model_copy(update={
+        "metadata": pod.metadata.model_copy(update={"deletion_timestamp": at(10)}),
+        "status": pod.status.model_copy(update={"conditions": [
+            PodCondition(type=DISRUPTION_TARGET, status="True", reason=PREEMPTION_BY_SCHEDULER)]}),
+    })
+
+
+def _interleaved_class_on_a_node() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run (nominated variant): t1-0 and t1-2, nominated to n2 where run-1 is
+    still terminating, are one class; t1-1 comes between them in the queue. The model's first
+    plan put t1-2 and t1-1 on n2 (t1-0 on n0), which the replay refuses (t1-1 fits at its turn);
+    the cut keyed on n2's counts also removed the best plan, t1-0 and t1-1 on n2 (t1-1 evicting
+    run-1) and t2-0 on n0: the same counts on n2, other pods of the class."""
+    port = {"host_ports": [80]}
+    pods = [_terminating(make_pod("default/run-0", cpu="500m", node="n1", labels={"app": "a"}, priority=0,
+                                  start_time=at(0), **port)),
+            _terminating(make_pod("default/run-1", cpu="500m", node="n2", labels={"app": "a"}, priority=0,
+                                  start_time=at(0), **port)),
+            _terminating(make_pod("default/run-2", cpu="500m", node="n0", labels={"app": "a"}, priority=100,
+                                  start_time=at(0), **port)),
+            *(make_pod(f"default/t0-{r}", cpu="500m", priority=0, labels={"app": "a"}, created=at(r),
+                       preemption_policy="Never", **port) for r in range(2)),
+            *(make_pod(f"default/t1-{r}", cpu="500m", priority=10, labels={"app": "a"}, created=at(2 + r),
+                       **({"nominated": "n2"} if r != 1 else {})) for r in range(3)),
+            make_pod("default/t2-0", cpu="500m", priority=0, labels={"app": "a"}, created=at(5),
+                     preemption_policy="Never", nominated="n0"),
+            make_pod("default/theirs-0", scheduler="default-scheduler", nominated="n1", cpu="1", priority=10,
+                     labels={"app": "a"}, created=at(20), **port)]
+    return _window([make_node(f"n{i}", cpu="1", memory="64Gi", pods=2) for i in range(3)], pods)
+
+
 @pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
                                   _support_that_needs_its_own_room, _stranded_affinity_pod,
                                   _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support,
-                                  _group_member_anchored_before_the_eviction],
+                                  _group_member_anchored_before_the_eviction, _interleaved_class_on_a_node],
                          ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
                               "support-that-needs-its-own-room", "stranded-affinity-pod",
                               "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support",
-                              "group-member-anchored-before-the-eviction"])
+                              "group-member-anchored-before-the-eviction", "interleaved-class-on-a-node"])
 def test_windows_found_by_the_long_run(make) -> None:
     assert _check_fixed(make())["windows"] == 1
 
