@@ -335,11 +335,29 @@ class _Deciding:
             assert greedy is not None  # only a plan the solver chose comes without greedy's
             plan = self._greedy_plan(greedy, outcome.static, stats)
             renamed = self._renamed(greedy, outcome.static, stats)
-            del ctx, greedy, sol, outcome  # nothing more is needed of them (``renamed`` keeps greedy's)
-            self._ctx = self._outcome = None
-            return self._checked(plan, source, reason if source is PlanSource.FALLBACK else None, renamed=renamed)
+            fallback_reason = reason if source is PlanSource.FALLBACK else None
+            if sol is None:
+                del ctx, greedy, outcome  # nothing more is needed of them (``renamed`` keeps greedy's)
+                self._ctx = self._outcome = None
+                return self._checked(plan, source, fallback_reason, renamed=renamed)
+            decision = self._checked(plan, source, fallback_reason, renamed=renamed)
+            if decision.validated:
+                return decision
+            # Greedy's plan was preferred but the validator refuses it: the solver's, if it passes,
+            # is a plan to act on where greedy's is none (a bug in greedy, reported in ``rejected``).
+            log.warning("greedy's plan was refused by the validator (%s); the solver's plan is checked instead",
+                        decision.problems[0])
+            return self._solver_decision(sol, base, "greedy's plan failed validation: "
+                                         + "; ".join(decision.problems[:3]), fallback=decision)
+        return self._solver_decision(sol, base, outcome.chosen_because)
+
+    def _solver_decision(self, sol, base: dict, because: Optional[str], *, fallback: Optional[Decision] = None) -> Decision:
+        """The solver's plan, validated; refused, greedy's (``fallback``, when already checked)."""
+        outcome = self._outcome
+        assert outcome is not None
+        ctx, greedy = self.ctx, outcome.greedy
         stats = dict(base, status=sol.status, objective=sol.objective, bound=sol.bound, plan_from="solver",
-                     plan_reason=outcome.chosen_because, **_solver_stats(sol))
+                     plan_reason=because, **_solver_stats(sol))
         if sol.objective is not None and sol.bound is not None:
             denom = max(abs(sol.bound), 1.0)
             stats["gap"] = round(abs(sol.bound - sol.objective) / denom, 6)
@@ -349,6 +367,8 @@ class _Deciding:
         if not problems:
             return self._decision(plan, PlanSource.SOLVER, ())
         self.rejected.append(Rejected(PlanSource.SOLVER, tuple(problems)))
+        if fallback is not None:
+            return self._decision(fallback.plan, fallback.source, fallback.problems, fallback.fallback_reason)
         reason = "solver plan failed validation: " + "; ".join(problems[:3])
         return self._fallback(reason, engine="cpsat", result=greedy, static=outcome.static, base=base)
 

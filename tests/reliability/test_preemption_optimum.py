@@ -681,16 +681,33 @@ def _a_budget_spent_elsewhere_first() -> tuple[Any, SchedulerConfig]:
     return snapshot, CONFIG.with_overrides(preemption={"enabled": True, "pdb": "soft"})
 
 
+def _claim_of_a_lower_pod_on_a_reprieved_node() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run (nominated variant): t1-0 (priority 100) evicts run-2 (already
+    terminating) for a pod slot; t0-0 (priority 10, port 80) evicts run-0 and run-1, leaving room
+    for theirs-0 (another scheduler's, priority 10, nominated to n0). Greedy's end-of-pass reprieve
+    put run-2 back weighing only the claims t1-0's level honours, so t0-0 ended in the slot
+    theirs-0 waits for: the validator refused greedy's plan, which the decision had preferred, and
+    `schedule` had no plan to print."""
+    pods = [_terminating(make_pod(f"default/run-{i}", cpu="500m", node="n0", labels={"app": "a"}, priority=0,
+                                  start_time=at(0), **({"host_ports": [80]} if i == 0 else {})))
+            for i in range(3)]
+    pods += [make_pod("default/t0-0", cpu="500m", priority=10, labels={"app": "a"}, created=at(0), host_ports=[80]),
+             make_pod("default/t1-0", cpu="500m", priority=100, labels={"app": "a"}, created=at(1)),
+             make_pod("default/theirs-0", scheduler="default-scheduler", nominated="n0", cpu="500m", priority=10,
+                      labels={"app": "a"}, created=at(20))]
+    return _window([make_node("n0", cpu="2", memory="64Gi", pods=3)], pods)
+
+
 @pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
                                   _support_that_needs_its_own_room, _stranded_affinity_pod,
                                   _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support,
                                   _group_member_anchored_before_the_eviction, _interleaved_class_on_a_node,
-                                  _a_budget_spent_elsewhere_first],
+                                  _a_budget_spent_elsewhere_first, _claim_of_a_lower_pod_on_a_reprieved_node],
                          ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
                               "support-that-needs-its-own-room", "stranded-affinity-pod",
                               "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support",
                               "group-member-anchored-before-the-eviction", "interleaved-class-on-a-node",
-                              "a-budget-spent-elsewhere-first"])
+                              "a-budget-spent-elsewhere-first", "claim-of-a-lower-pod-on-a-reprieved-node"])
 def test_windows_found_by_the_long_run(make) -> None:
     assert _check_fixed(make())["windows"] == 1
 
@@ -710,6 +727,14 @@ def test_greedy_beyond_the_class_order_is_returned() -> None:
     snapshot, config = _a_budget_spent_elsewhere_first()
     plan = schedule(snapshot, config)
     assert sorted(p.pod for p in plan.preemptions) == ["default/run-0", "default/run-1", "default/run-3"]
+
+
+def test_greedys_reprieve_keeps_the_claims_a_lower_pod_honours() -> None:
+    snapshot, config = _claim_of_a_lower_pod_on_a_reprieved_node()
+    ctx = build_context(snapshot, config)
+    greedy = schedule_greedy(ctx, static=StaticFilters(ctx.nodes, ctx.window))
+    assert validate(snapshot, _plan_of(ctx, greedy.placements, greedy.victims), config) == []
+    assert sorted(v.pod.key for v in greedy.victims) == ["default/run-0", "default/run-1", "default/run-2"]
 
 
 def test_support_that_needs_its_own_room_is_refused() -> None:

@@ -209,3 +209,34 @@ def test_greedy_s_plan_refused_for_its_victims_names_is_named_by_the_replay(monk
     decision = decide(ScheduleRequest(make_snapshot(nodes, pods), CONFIG, engine="greedy"))
     assert decision.validated and decision.source is PlanSource.GREEDY and decision.validations == 2
     assert [(v.pod, v.node, v.preemptor) for v in decision.plan.preemptions] == [("default/low", "n-v", "default/p")]
+
+
+def test_greedy_s_preferred_plan_refused_gives_the_solvers_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Greedy's plan preferred over the model's (GREEDY_BETTER) but refused by the validator, by
+    its own names and by the replay's: the model's plan, validated, is the decision, and greedy's
+    is reported as refused (a bug in greedy), where the decision once had no plan to act on."""
+    import dataclasses
+
+    module = sys.modules["solver.validate"]
+    real_validate, real_solve = module.validate, api.solve_window
+
+    def refuse_greedys(*args, **kwargs):
+        if args[1].stats.plan_from == "greedy":
+            return ["capacity: node n0 cpu over by 1m"]
+        return real_validate(*args, **kwargs)
+
+    def greedy_preferred(*args, **kwargs):
+        return dataclasses.replace(real_solve(*args, **kwargs), chose_solver=False, chosen_because="greedy's victims")
+
+    monkeypatch.setattr(module, "validate", refuse_greedys)
+    monkeypatch.setattr(api, "solve_window", greedy_preferred)
+    nodes = [make_node("n-v", cpu="2"), make_node("n-f", cpu="1")]
+    pods = [make_pod("default/low", cpu="2", node="n-v", priority=0),
+            make_pod("default/p", cpu="2", priority=1000),
+            make_pod("default/q", cpu="1", priority=1000)]
+    decision = decide(ScheduleRequest(make_snapshot(nodes, pods), CONFIG, engine="cpsat"))
+    assert decision.validated and decision.source is PlanSource.SOLVER
+    assert [r.source for r in decision.rejected] == [PlanSource.GREEDY]
+    assert decision.plan.stats.plan_from == "solver"
+    assert decision.plan.stats.plan_reason.startswith("greedy's plan failed validation: capacity")
+    assert sorted(_placements(decision)) == ["default/p", "default/q"]

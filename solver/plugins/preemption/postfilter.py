@@ -538,9 +538,12 @@ def reprieve_level(
     requested = np.zeros(state.alloc.shape[1], dtype=bool)
     for p in placed:
         requested |= state.vector(p) > 0
-    # Nominated pods outside the window keep their room and ports against pods of the level
-    # (``nominated``: the claims a preemptor of that priority honours).
-    claims = ctx.claims.at_least(node, level) if ctx.claims else []
+    # Nominated pods outside the window keep their room and ports against every pod placed on
+    # the node (``nominated``: the claims a pod of a priority honours): a victim of this level put
+    # back must leave room for the claims a lower pod placed there honours too, or that pod ends up
+    # in room a nominated pod of its priority or above is waiting for.
+    floor = min([level, *(p.priority for p in placed)])
+    claims = ctx.claims.at_least(node, floor) if ctx.claims else []
     claimed = sum((c.vector for c in claims), np.zeros(state.alloc.shape[1], dtype=np.int64))
     holders = [*placed, *(c.pod for c in claims)]
     books = gives_back(state)
