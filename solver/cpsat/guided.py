@@ -59,14 +59,27 @@ def guides(sol: Solution, models: list[WindowModel]) -> list[Guide]:
     return out
 
 
+def room_left(sol: Solution, models: list[WindowModel]) -> bool:
+    """Whether kube-scheduler's preemption, replayed on the solver's plan, evicts pods the plan
+    keeps (``WindowModel.kube_names`` names every pod the replay evicts). The model takes a node's
+    preemptors of one priority as one batch where kube takes them one at a time, and the batch can
+    keep a pod the one-at-a-time order evicts: the room that leaves is room a pod the plan leaves
+    pending may have, which a guided pass (kube's own turns) finds even where the model's plan is
+    proven optimal for the model."""
+    kept = {v.pod.key for v in sol.victims}
+    return any(key not in kept for wm in models for key in wm.kube_names)
+
+
 def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[int, int],
-           greedy_seconds: float, limit: float, reserved: float = 0.0) -> Optional[str]:
+           greedy_seconds: float, limit: float, reserved: float = 0.0, *, room: bool = False) -> Optional[str]:
     """Replace ``sol``'s plan with the best guided pass's when that is strictly better in the
     model's order (``choose.not_worse``); returns what was done, for the stats (None: nothing).
     ``greedy_seconds``: what one pass costs (greedy's own, or its estimate where the decision
-    must not read the clock). ``reserved``: the seconds the solve left for them (``reserve``)."""
+    must not read the clock). ``reserved``: the seconds the solve left for them (``reserve``).
+    ``room``: the replay evicts pods the plan keeps (``room_left``): the passes run even on a plan
+    proven optimal for the model."""
     todo = guides(sol, models)
-    if sol.status == "OPTIMAL" or greedy_seconds * len(todo) > max(reserved, OVERRUN_SHARE * limit):
+    if (sol.status == "OPTIMAL" and not room) or greedy_seconds * len(todo) > max(reserved, OVERRUN_SHARE * limit):
         return None
     t0 = time.monotonic()
     best: Optional[GreedyResult] = None

@@ -296,6 +296,7 @@ def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[Wi
     # Small windows compare the two plans' final-state scores too (``scores.final_state``): the
     # model's score terms approximate how the window's pods crowd each other, greedy's are exact.
     scored = final_state.affordable(ctx)
+    room = guided.room_left(sol, models)
     if (sol.status == "OPTIMAL" or (len(sol.placements) == len(ctx.window) and not sol.victims)) \
             and not run.done and not scored:
         # Proven optimal, or every pod placed with no victim: greedy's plan cannot be better
@@ -303,8 +304,12 @@ def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[Wi
         run.cancel.set()
         run.wait()
         interrupt.check()
+        if room:
+            sol.guided = guided.follow(ctx, win.static, sol, models, weights, estimated_greedy_seconds(ctx),
+                                       win.limit, win.reserved, room=True)
         return CpsatOutcome(None, sol, True, None, win.static, run.seconds, "greedy not needed: " + (
-            "the solver's plan is proven optimal" if sol.status == "OPTIMAL" else "the solver's plan places every pod"))
+            "the solver's plan is proven optimal" if sol.status == "OPTIMAL" else "the solver's plan places every pod")
+            if not sol.guided else "greedy not needed: " + sol.guided)
     if not run.done:
         progress.stage("waiting for greedy's plan, to return the better of the two")
     greedy: Optional[GreedyResult] = run.wait()
@@ -312,6 +317,6 @@ def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[Wi
     assert greedy is not None  # wait() without a timeout returns the result or raises
     # With one worker the decision must not read the clock: greedy's cost is then its estimate.
     cost = estimated_greedy_seconds(ctx) if deterministic(ctx) else run.seconds
-    sol.guided = guided.follow(ctx, win.static, sol, models, weights, cost, win.limit, win.reserved)
+    sol.guided = guided.follow(ctx, win.static, sol, models, weights, cost, win.limit, win.reserved, room=room)
     better, why = choose(ctx, (sol.placements, sol.victims), (greedy.placements, greedy.victims), weights, scored=scored)
     return CpsatOutcome(greedy, sol, better, None, win.static, run.seconds, why)
