@@ -187,6 +187,15 @@ def test_all_pending_is_passed_on_not_guessed() -> None:
     assert only_ours.plan.gated == () and only_ours.validated
 
 
+def _one_preemption():
+    """p (priority 1000) fits only where low runs and evicts it; q fits the other node."""
+    nodes = [make_node("n-v", cpu="2"), make_node("n-f", cpu="1")]
+    pods = [make_pod("default/low", cpu="2", node="n-v", priority=0),
+            make_pod("default/p", cpu="2", priority=1000),
+            make_pod("default/q", cpu="1", priority=1000)]
+    return make_snapshot(nodes, pods)
+
+
 def test_greedy_s_plan_refused_for_its_victims_names_is_named_by_the_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     """Greedy's plan keeps the preemptor greedy evicted each victim for (the replay's own, as far
     as any window shows); were the validator to refuse one, the plan is named by the replay, as
@@ -202,11 +211,7 @@ def test_greedy_s_plan_refused_for_its_victims_names_is_named_by_the_replay(monk
         return result
 
     monkeypatch.setattr(api, "schedule_greedy", misnamed)
-    nodes = [make_node("n-v", cpu="2"), make_node("n-f", cpu="1")]
-    pods = [make_pod("default/low", cpu="2", node="n-v", priority=0),
-            make_pod("default/p", cpu="2", priority=1000),
-            make_pod("default/q", cpu="1", priority=1000)]
-    decision = decide(ScheduleRequest(make_snapshot(nodes, pods), CONFIG, engine="greedy"))
+    decision = decide(ScheduleRequest(_one_preemption(), CONFIG, engine="greedy"))
     assert decision.validated and decision.source is PlanSource.GREEDY and decision.validations == 2
     assert [(v.pod, v.node, v.preemptor) for v in decision.plan.preemptions] == [("default/low", "n-v", "default/p")]
 
@@ -230,11 +235,7 @@ def test_greedy_s_preferred_plan_refused_gives_the_solvers_validated(monkeypatch
 
     monkeypatch.setattr(module, "validate", refuse_greedys)
     monkeypatch.setattr(api, "solve_window", greedy_preferred)
-    nodes = [make_node("n-v", cpu="2"), make_node("n-f", cpu="1")]
-    pods = [make_pod("default/low", cpu="2", node="n-v", priority=0),
-            make_pod("default/p", cpu="2", priority=1000),
-            make_pod("default/q", cpu="1", priority=1000)]
-    decision = decide(ScheduleRequest(make_snapshot(nodes, pods), CONFIG, engine="cpsat"))
+    decision = decide(ScheduleRequest(_one_preemption(), CONFIG, engine="cpsat"))
     assert decision.validated and decision.source is PlanSource.SOLVER
     assert [r.source for r in decision.rejected] == [PlanSource.GREEDY]
     assert decision.plan.stats.plan_from == "solver"
