@@ -354,21 +354,9 @@ def _which_pods(wm: WindowModel, ne: dict, values: Values, n: int) -> list:
     evicted for the second differently than for the first (the long run's window)."""
     out: list = []
     for cls, var in wm.by_node[n]:
-        if not values.value(var) or not _interleaved(wm, cls):
-            continue
-        zero: list = []
-        for m, below in wm.by_class.get(cls.id, []):
-            if m >= n:
-                continue
-            k = int(values.value(below))
-            if k:
-                out.append(_differs(wm, ne, below, k))
-            else:
-                zero.append(below)
-        if zero:
-            rises = wm.model.new_bool_var(f"shifts[{cls.id},{n}]")
-            wm.model.add(cp_model.LinearExpr.sum(zero) >= 1).only_enforce_if(rises)
-            out.append(rises)
+        if values.value(var) and _interleaved(wm, cls):
+            before = [below for m, below in wm.by_class.get(cls.id, []) if m < n]
+            out += _some_differ(wm, ne, values, before, (), f"shifts[{cls.id},{n}]")
     return out
 
 
@@ -394,21 +382,28 @@ def _plan_differs(wm: WindowModel, ne: dict, values: Values) -> list:
     """Literals one of which is true exactly when a solution's x or evict differ from ``values``':
     "x ≠ k" per variable set above 0 (``_differs``), "evict = 0" per victim, and one literal for
     "some variable at 0 is above 0" (a single sum: a model may hold many thousand of them)."""
+    return _some_differ(wm, ne, values, wm.x.values(), wm.evict.values(), "plan_differs")
+
+
+def _some_differ(wm: WindowModel, ne: dict, values: Values, counts, bools, name: str) -> list:
+    """Literals one of which is true exactly when one of ``counts`` (integer variables) or
+    ``bools`` (booleans) differs from its value in ``values``: "x ≠ k" per count above 0, "not b"
+    per boolean set, and one literal ``name`` for "some variable at 0 rose" (one sum over them)."""
     lits: list = []
     zero: list = []
-    for var in wm.x.values():
+    for var in counts:
         k = int(values.value(var))
         if k:
             lits.append(_differs(wm, ne, var, k))
         else:
             zero.append(var)
-    for var in wm.evict.values():
+    for var in bools:
         if values.value(var):
             lits.append(var.Not())
         else:
             zero.append(var)
     if zero:
-        rises = wm.model.new_bool_var("plan_differs")
+        rises = wm.model.new_bool_var(name)
         wm.model.add(cp_model.LinearExpr.sum(zero) >= 1).only_enforce_if(rises)
         lits.append(rises)
     return lits

@@ -307,9 +307,9 @@ def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[Wi
         if room:
             sol.guided = guided.follow(ctx, win.static, sol, models, weights, estimated_greedy_seconds(ctx),
                                        win.limit, win.reserved, room=True)
-        return CpsatOutcome(None, sol, True, None, win.static, run.seconds, "greedy not needed: " + (
-            "the solver's plan is proven optimal" if sol.status == "OPTIMAL" else "the solver's plan places every pod")
-            if not sol.guided else "greedy not needed: " + sol.guided)
+        why = sol.guided or ("the solver's plan is proven optimal" if sol.status == "OPTIMAL"
+                             else "the solver's plan places every pod")
+        return CpsatOutcome(None, sol, True, None, win.static, run.seconds, "greedy not needed: " + why)
     if not run.done:
         progress.stage("waiting for greedy's plan, to return the better of the two")
     greedy: Optional[GreedyResult] = run.wait()
