@@ -204,8 +204,14 @@ class _Search:
         self.hard = ctx.config.preemption.pdb == "hard"
         self.sctx = ScoreContext.of(ctx)
         self.tabu: dict[int, int] = {}  # node -> the round it sits out until
-        self.seconds_per_pair = FIRST_SECONDS_PER_PAIR
-        self.builds: list[float] = []  # seconds each round took to build its model
+        # The pace of the builds and their times, kept apart for rounds that may evict and packing
+        # rounds, keyed by ``_preempts``: a round with eviction variables costs several times more
+        # per pair (the contended 1,000-node window, seed 5: 9.5e-5 s a pair packing, 4.7e-4 with
+        # 1,702 potential victims), so one pace for both overbuilt the evicting round after a
+        # packing one (1.38 s of a 1.0 s budget, its solve left no time) and underbuilt the
+        # packing round after an evicting one.
+        self.seconds_per_pair = {False: FIRST_SECONDS_PER_PAIR, True: FIRST_SECONDS_PER_PAIR}
+        self.builds: dict[bool, list[float]] = {False: [], True: []}  # seconds each round took to build
         self.short: Optional[bool] = None  # whether the search opens with a packing round
         # What the whole plan's replay after a round's solve takes (the slowest timed so far).
         self.replay_seconds = FIRST_REPLAY_SHARE * greedy_seconds
@@ -224,7 +230,7 @@ class _Search:
     def least_round_seconds(self, kind: str) -> float:
         """The least time worth starting a round of ``kind`` with: the quickest recent build, a
         solve, and the replay of the plan it gives (none for a packing round: ``out_of_sight``)."""
-        recent = self.builds[-3:]
+        recent = self.builds[self._preempts(kind)][-3:]
         replay = self._replay(kind)
         return max(_least(kind, replay), (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS) + replay
 
@@ -271,11 +277,11 @@ class _Search:
         # than is left before the replay: only a search's last round is held to its least.
         left, replay = deadline - time.monotonic(), self._replay(kind, nodes)
         budget = max(_least(kind, replay), min(max(MIN_ROUND_SECONDS, ROUND_SHARE * left), left - replay))
-        cap = int(min(ROUND_PAIRS, max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair)))
+        preempt = self._preempts(kind)
+        cap = int(min(ROUND_PAIRS, max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair[preempt])))
         nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap)
         stats.rounds += 1
         t0 = time.monotonic()
-        preempt = self._preempts(kind)
         last = deadline - self._replay(kind, nodes)  # the solve's own deadline: the replay comes after
         found, pairs, built, replayed = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods,
                                                self.weights, (min(last, t0 + budget), last), cap, preempt,
@@ -284,8 +290,8 @@ class _Search:
             self.replay_seconds = max(self.replay_seconds, replayed)
         stats.max_pairs = max(stats.max_pairs, pairs)
         if pairs:
-            self.seconds_per_pair = max(built / pairs, 1e-6)
-            self.builds.append(built)
+            self.seconds_per_pair[preempt] = max(built / pairs, 1e-6)
+            self.builds[preempt].append(built)
         log.debug("lns round %d (%s, %d nodes, %d pairs, %.2fs budget): %s in %.2fs", stats.rounds, kind, len(nodes),
                   pairs, budget, "nothing" if found is None else
                   f"{len(found.placements) - len(self.best.placements):+d} placed, "
