@@ -169,6 +169,8 @@ def _time_table(report: BenchReport) -> list[str]:
     """Per workload and engine: decision latency, throughput, the model's size, peak memory."""
     lines: list[str] = []
     lines += ["", "TIME (decision = wall clock around one decide() call per window, its validation included; model size: largest window; "
+              "GREEDY s on the cpsat row: the greedy engine's own decision on the same windows, for comparison, not greedy's pass "
+              "inside the cpsat decision; "
               "peak RSS: the process's resident-memory high-water mark while the workload ran, both engines)"]
     rows: list[tuple[str, ...]] = []
     for w in report.workloads:
