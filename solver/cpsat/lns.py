@@ -228,8 +228,9 @@ class _Search:
         return KINDS[done % len(KINDS)]
 
     def least_round_seconds(self, kind: str) -> float:
-        """The least time worth starting a round of ``kind`` with: the quickest recent build, a
-        solve, and the replay of the plan it gives (none for a packing round: ``out_of_sight``)."""
+        """The least time worth starting a round of ``kind`` with: the quickest recent build of a
+        round of its kind (evicting or packing), a solve, and the replay of the plan it gives (none
+        for a packing round: ``out_of_sight``)."""
         recent = self.builds[self._preempts(kind)][-3:]
         replay = self._replay(kind)
         return max(_least(kind, replay), (min(recent) if recent else 0.0) + MIN_SOLVE_SECONDS) + replay
