@@ -60,6 +60,7 @@ from solver.filtering import StaticFilters
 from solver.greedy import Victim, schedule_greedy
 from solver.plugins.shared.host_ports import ports_conflict
 from solver.disruption import PdbBudgets
+from solver.plugins.preemption import reprieve_encode
 from solver.plugins.preemption.replay import replay
 from solver.plugins.preemption.victim_room import candidate_levels
 from solver.scoring import ScoreContext
@@ -720,18 +721,38 @@ def _room_the_batch_keeps() -> tuple[Any, SchedulerConfig]:
     return _window(nodes, pods)
 
 
+def _each_preemptor_its_own_turn() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run (node-local): t1-0 and t1-1 (priority 100) both on n2. kube-scheduler's
+    turn for t1-0 reprieves run-1 (2 CPUs, host port 80) and evicts run-2; t1-1's turn then evicts
+    run-1, which frees port 80 and a slot for t0-1. A reprieve of both preemptors at once keeps
+    run-2 (the node is full), so the model once sent t1-0 to n0 and placed three pods where four
+    fit; each preemptor now has its own turn in the model."""
+    pods = [make_pod("default/run-0", cpu="500m", node="n0", labels={"app": "a"}, priority=0, host_ports=[80],
+                     start_time=at(0)),
+            make_pod("default/run-1", cpu="2", node="n2", labels={"app": "a"}, priority=10, host_ports=[80],
+                     start_time=at(0)),
+            make_pod("default/run-2", cpu="500m", node="n2", labels={"app": "a"}, priority=0, start_time=at(0)),
+            *(make_pod(f"default/t0-{r}", cpu="500m", priority=0, labels={"app": "a"}, created=at(r), host_ports=[80],
+                       preemption_policy="Never") for r in range(2)),
+            *(make_pod(f"default/t1-{r}", cpu="1", priority=100, labels={"app": "a"}, created=at(2 + r))
+              for r in range(2))]
+    nodes = [*(make_node(f"n{i}", cpu="1", memory="64Gi", pods=2) for i in (0, 1)),
+             make_node("n2", cpu="3", memory="64Gi", pods=3)]
+    return _window(nodes, pods)
+
+
 @pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
                                   _support_that_needs_its_own_room, _stranded_affinity_pod,
                                   _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support,
                                   _group_member_anchored_before_the_eviction, _interleaved_class_on_a_node,
                                   _a_budget_spent_elsewhere_first, _claim_of_a_lower_pod_on_a_reprieved_node,
-                                  _room_the_batch_keeps],
+                                  _room_the_batch_keeps, _each_preemptor_its_own_turn],
                          ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
                               "support-that-needs-its-own-room", "stranded-affinity-pod",
                               "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support",
                               "group-member-anchored-before-the-eviction", "interleaved-class-on-a-node",
                               "a-budget-spent-elsewhere-first", "claim-of-a-lower-pod-on-a-reprieved-node",
-                              "room-the-batch-keeps"])
+                              "room-the-batch-keeps", "each-preemptor-its-own-turn"])
 def test_windows_found_by_the_long_run(make) -> None:
     assert _check_fixed(make())["windows"] == 1
 
@@ -761,7 +782,19 @@ def test_greedys_reprieve_keeps_the_claims_a_lower_pod_honours() -> None:
     assert sorted(v.pod.key for v in greedy.victims) == ["default/run-0", "default/run-1", "default/run-2"]
 
 
-def test_a_guided_pass_takes_the_room_the_batch_reprieve_keeps() -> None:
+def test_each_preemptor_s_own_turn_takes_the_room_the_batch_reprieve_keeps() -> None:
+    snapshot, config = _room_the_batch_keeps()
+    outcome = solve_window(build_context(snapshot, config))
+    assert outcome.solution is not None and not outcome.solution.guided  # the model's own plan
+    assert len(outcome.solution.placements) == 5 and len(outcome.solution.victims) == 4
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == [] and len(plan.assignments) == 5
+
+
+def test_a_guided_pass_takes_the_room_the_batch_reprieve_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where the model reprieves a class's pods as one batch (more of them on a node than it
+    # states turns for), kube's own turns on the model's plan take the room the batch keeps.
+    monkeypatch.setattr(reprieve_encode, "MAX_TURNS", 1)
     snapshot, config = _room_the_batch_keeps()
     outcome = solve_window(build_context(snapshot, config))
     assert outcome.solution is not None and outcome.solution.guided

@@ -2,9 +2,12 @@
 ``SelectVictimsOnNode`` picks, priority level by priority level (issue 33).
 
 The rule is the replay (``replay``): kube-scheduler's preemption on the plan's placements in queue
-order. This encoding states it on each node, level by level, taking the pods of one priority as
-one batch (kube-scheduler takes them one at a time; where that evicts differently, the engine's
-cuts, ``solver/cpsat/kube_victims.py``, take over):
+order. This encoding states it on each node, level by level. kube-scheduler takes the pods of one
+priority one at a time, each reprieving beside the ones before it; the encoding does too where the
+level has one class on the node with at most ``MAX_TURNS`` pods there (``_encode_turns``: the
+same rows below, once per turn, with j pods of the class in the base at turn j), and elsewhere
+takes them as one batch (where that evicts differently, the engine's cuts,
+``solver/cpsat/kube_victims.py``, take over):
 
 * ``gone[u, L]``: running pod ``u`` is evicted at level ``L`` in kube-scheduler's procedure (at
   the turn of the pods of priority ``L`` on its node). At most one level per pod; only at a level
@@ -64,6 +67,10 @@ if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
 
 _NOW = datetime.max.replace(tzinfo=timezone.utc)
+# The most pods of one class on a node whose turns the model states one by one (``_turn_count``);
+# above it the class's pods there are reprieved as one batch (each turn costs the level's victims
+# once more, per resource).
+MAX_TURNS = 4
 
 
 def _importance(pod: PodInfo) -> tuple:
@@ -198,13 +205,83 @@ class _NodeReprieve:
             requested |= wm.vec[cls.id] > 0
         above = [(cls, var) for cls, var in self.entries if cls.rep.priority >= level]
         claimed = self.claims.room(n, level, self.width) if self.claims else np.zeros(self.width, dtype=np.int64)
+        reasons = self._beyond(level, here, above)
+        turns = self._turn_count(level, preemptors, above, order)
+        if turns:
+            self._encode_turns(level, preemptors[0], turns, order, above, requested, claimed, active, reasons)
+            return
         kept = self._kept(level, here)
         # over[v]: the literals "with v back, resource r is over" (one per resource v asks for).
         over_lits: dict[str, list] = defaultdict(list)
         for r in np.flatnonzero(requested).tolist():
             self._room(level, r, order, above, claimed, active, kept, over_lits)
         self._ports(level, here, above, active, kept, over_lits)
-        self._beyond(level, here, above, over_lits)
+        for v in here:
+            self._gone_for(gone[v.key, level], over_lits[v.key] + reasons[v.key])
+
+    def _turn_count(self, level: int, preemptors: list, above: list, order: "_Order") -> int:
+        """How many turns of their own the level's preemptors get on the node (0: one batch).
+        kube-scheduler reprieves at each preemptor's turn beside the preemptors before it, which
+        can evict more than the batch (a pod kept at the first turn goes at the second, and a pod
+        that fitted beside it goes at the first). Turns are stated where they are cheap to state:
+        one class of the level on the node (so the j-th preemptor's request is known), at most
+        ``MAX_TURNS`` of its pods there, and an order the budgets fix."""
+        if len(preemptors) != 1 or order.unsure:
+            return 0
+        cls = preemptors[0][0]
+        if [c.id for c, _ in above if c.rep.priority == level] != [cls.id]:
+            return 0
+        turns = self.wm.ub_of(cls.id, self.n)
+        return turns if 2 <= turns <= MAX_TURNS else 0
+
+    def _encode_turns(self, level: int, preemptor: tuple, turns: int, order: "_Order", above: list,
+                      requested: np.ndarray, claimed: np.ndarray, active: Any, reasons: dict[str, list]) -> None:
+        """The level's reprieve turn by turn: at turn j (the j-th pod of the level's one class on
+        the node, ``at[j]``: at least j placed) the base holds the pods above the level and j
+        pods of the class, and the victims still present are reprieved in kube-scheduler's order;
+        ``turn_gone[v, j]``: ``v`` goes at turn j. ``gone[v, L]`` is the sum over the turns."""
+        m, wm, n = self.m, self.wm, self.n
+        cls, var = preemptor
+        at = [active]
+        for j in range(2, turns + 1):
+            b = m.new_bool_var(f"reprieve_turn[{n},{level},{j}]")
+            m.add(var >= j).only_enforce_if(b)
+            m.add(var <= j - 1).only_enforce_if(b.Not())
+            m.add_implication(b, at[-1])
+            at.append(b)
+        higher = [(c, v) for c, v in above if c.rep.priority > level]
+        turn_gone: dict[str, list] = {}
+        for v in order.pods:
+            lits = turn_gone[v.key] = [m.new_bool_var(f"reprieve_turn_gone[{v.key},{level},{j + 1}]")
+                                       for j in range(turns)]
+            for lit, b in zip(lits, at):
+                m.add_implication(lit, b)
+            m.add(self.gone[v.key, level] == cp_model.LinearExpr.sum(lits))
+        for j in range(turns):
+            kept: dict[str, Any] = {}
+            for v in order.pods:
+                vs, cs, const = self.present(v, level)
+                if not vs and j == 0:
+                    kept[v.key] = turn_gone[v.key][0].Not()
+                    continue
+                k = kept[v.key] = m.new_bool_var(f"reprieve_turn_kept[{v.key},{level},{j + 1}]")
+                m.add(k == cp_model.LinearExpr.weighted_sum(vs, cs) + const
+                      - cp_model.LinearExpr.sum(turn_gone[v.key][:j + 1]))
+            over_lits: dict[str, list] = defaultdict(list)
+            for r in np.flatnonzero(requested).tolist():
+                self._room(level, r, order, higher, claimed, at[j], kept, over_lits,
+                           extra=(j + 1) * int(wm.vec[cls.id][r]), tag=f"{j + 1}")
+            self._ports(level, order.pods, above, at[j], kept, over_lits)
+            for v in order.pods:
+                self._gone_for(turn_gone[v.key][j], over_lits[v.key] + reasons[v.key])
+
+    def _gone_for(self, gone: Any, reasons: list) -> None:
+        """``gone`` (a victim evicted at a level, or at one turn of it) only for one of ``reasons``,
+        never when it has none."""
+        if reasons:
+            self.m.add_bool_or(reasons).only_enforce_if(gone)
+        else:
+            self.m.add(gone == 0)  # it asks for nothing the level's pods request
 
     def _kept(self, level: int, here: list[PodInfo]) -> dict[str, Any]:
         """kept[v, L]: present at L's turn and not evicted there (a bool var, or the negation of
@@ -265,14 +342,15 @@ class _NodeReprieve:
         return self.budgets.spent_below(top, ctx.bound)
 
     def _room(self, level: int, r: int, order: "_Order", above: list, claimed: np.ndarray, active: Any,
-              kept: dict[str, Any], over_lits: dict[str, list]) -> None:
+              kept: dict[str, Any], over_lits: dict[str, list], extra: int = 0, tag: str = "") -> None:
         """Resource ``r`` at level L: each victim in turn is over when it does not fit back beside
         the base and the victims kept before it; one never fitting back is reprieved only
         without a turn. Where the order is not fixed (``_Order.unsure``), a victim is kept only
         if it fits beside those surely before it, and gone only if it does not fit beside those
-        possibly before it."""
+        possibly before it. ``extra``: room the base holds beyond ``above`` (a turn's preemptors)."""
         m, wm, n = self.m, self.wm, self.n
         vars_, coeffs, const = self._base(level, r, above, claimed)
+        const += extra
         cap = int(self.alloc[r])
         # The sum's range (placed counts up to their bounds; pods gone above L free room).
         hi0 = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
@@ -303,7 +381,7 @@ class _NodeReprieve:
                 m.add_implication(kept[v.key], active.Not())
                 over_lits[v.key].append(active)
                 continue
-            over = m.new_bool_var(f"reprieve_over[{n},{level},{r},{v.key}]")
+            over = m.new_bool_var(f"reprieve_over[{n},{level}{tag and ':' + tag},{r},{v.key}]")
             m.add(expr(maybe[0], maybe[1], amount) >= cap + 1).only_enforce_if(over)
             over_lits[v.key].append(over)
             if fixed:
@@ -326,10 +404,9 @@ class _NodeReprieve:
                     self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
                     over_lits[v.key].append(there)
 
-    def _beyond(self, level: int, here: list[PodInfo], above: list, over_lits: dict[str, list]) -> None:
-        """Why each victim may be gone at L: one of its ``over`` literals (room, ports, rules
-        beyond the node, devices), or never gone when it has none."""
-        m, wm, n, gone = self.m, self.wm, self.n, self.gone
+    def _beyond(self, level: int, here: list[PodInfo], above: list) -> dict[str, list]:
+        """Why each victim may be gone at L beside room and ports: rules beyond the node, devices."""
+        wm, n = self.wm, self.n
         # At L's turn a pod of priority L evicts a victim only so that it fits the node itself:
         # beyond room and ports, only through a rule of its own that reads the victim (its
         # anti-affinity or hard spread matches it, or both hold volume claims), or the victim's
@@ -337,19 +414,18 @@ class _NodeReprieve:
         # the victim shares — is judged at that pod's turn, on its node, and is no reason here.
         preempting = [(cls, var) for cls, var in above if cls.rep.priority == level and cls.rep.may_preempt_others]
         presence: dict[int, Any] = {}
+        reasons: dict[str, list] = {}
         for v in here:
+            lits = reasons[v.key] = []
             for cls, var in preempting:
                 if _hinges_on(cls.rep, v):
                     if cls.id not in presence:
                         presence[cls.id] = wm.new_presence(f"reprieve_beyond[{n},{level},{cls.id}]", [var],
                                                            wm.ub_of(cls.id, n))
-                    over_lits[v.key].append(presence[cls.id])
+                    lits.append(presence[cls.id])
             # Devices as room: a claim of v's given back to a placed pod with claims (``victim_room``).
-            over_lits[v.key] += freed_reasons(wm, n, v, level, above)
-            if over_lits[v.key]:
-                m.add_bool_or(over_lits[v.key]).only_enforce_if(gone[v.key, level])
-            else:
-                m.add(gone[v.key, level] == 0)  # it asks for nothing the level's pods request
+            lits += freed_reasons(wm, n, v, level, above)
+        return reasons
 
 
 class _Order:
