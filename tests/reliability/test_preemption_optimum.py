@@ -741,18 +741,30 @@ def _each_preemptor_its_own_turn() -> tuple[Any, SchedulerConfig]:
     return _window(nodes, pods)
 
 
+def _two_classes_each_its_own_turn() -> tuple[Any, SchedulerConfig]:
+    """The window above with t1-1 of another shape (a class of its own, after t1-0's in the queue):
+    the turns follow the queue across the level's classes on the node."""
+    snapshot, config = _each_preemptor_its_own_turn()
+    pods = [p if p.metadata.name != "t1-1" else
+            make_pod("default/t1-1", cpu="1", memory="1Gi", priority=100, labels={"app": "a"}, created=at(3))
+            for p in snapshot.pods]
+    return snapshot.model_copy(update={"pods": tuple(pods)}), config
+
+
 @pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
                                   _support_that_needs_its_own_room, _stranded_affinity_pod,
                                   _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support,
                                   _group_member_anchored_before_the_eviction, _interleaved_class_on_a_node,
                                   _a_budget_spent_elsewhere_first, _claim_of_a_lower_pod_on_a_reprieved_node,
-                                  _room_the_batch_keeps, _each_preemptor_its_own_turn],
+                                  _room_the_batch_keeps, _each_preemptor_its_own_turn,
+                                  _two_classes_each_its_own_turn],
                          ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
                               "support-that-needs-its-own-room", "stranded-affinity-pod",
                               "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support",
                               "group-member-anchored-before-the-eviction", "interleaved-class-on-a-node",
                               "a-budget-spent-elsewhere-first", "claim-of-a-lower-pod-on-a-reprieved-node",
-                              "room-the-batch-keeps", "each-preemptor-its-own-turn"])
+                              "room-the-batch-keeps", "each-preemptor-its-own-turn",
+                              "two-classes-each-its-own-turn"])
 def test_windows_found_by_the_long_run(make) -> None:
     assert _check_fixed(make())["windows"] == 1
 

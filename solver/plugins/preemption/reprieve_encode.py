@@ -4,9 +4,9 @@
 The rule is the replay (``replay``): kube-scheduler's preemption on the plan's placements in queue
 order. This encoding states it on each node, level by level. kube-scheduler takes the pods of one
 priority one at a time, each reprieving beside the ones before it; the encoding does too where the
-level has one class on the node with at most ``MAX_TURNS`` pods there (``_encode_turns``: the
-same rows below, once per turn, with j pods of the class in the base at turn j), and elsewhere
-takes them as one batch (where that evicts differently, the engine's cuts,
+order of the level's pods on the node is known and they are at most ``MAX_TURNS`` (``_turns``,
+``_encode_turns``: the same rows below, once per turn, with the level's pods up to that turn in
+the base), and elsewhere takes them as one batch (where that evicts differently, the engine's cuts,
 ``solver/cpsat/kube_victims.py``, take over):
 
 * ``gone[u, L]``: running pod ``u`` is evicted at level ``L`` in kube-scheduler's procedure (at
@@ -57,7 +57,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ...disruption import PdbBudgets
-from ...info import PodInfo
+from ...info import PodInfo, queue_order_key
 from ..shared.host_ports import ports_conflict
 from ...state import PodMatcher
 from .nominated import claims_of
@@ -67,9 +67,9 @@ if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
 
 _NOW = datetime.max.replace(tzinfo=timezone.utc)
-# The most pods of one class on a node whose turns the model states one by one (``_turn_count``);
-# above it the class's pods there are reprieved as one batch (each turn costs the level's victims
-# once more, per resource).
+# The most preemptors of one priority on a node whose turns the model states one by one
+# (``_turns``); above it the level's pods there are reprieved as one batch (each turn costs the
+# level's victims once more, per resource).
 MAX_TURNS = 4
 
 
@@ -137,15 +137,31 @@ def encode(wm: WindowModel) -> Optional[ReprieveEncoding]:
     for victim, n in wm.evict_pod.values():
         victims_on[n].append(victim)
     made = ReprieveEncoding(wm.model)
+    spans = _QueueSpans()
     for n, victims in victims_on.items():
-        _encode_node(wm, n, sorted(victims, key=_importance), made.add_node(wm.model, n))
+        _encode_node(wm, n, sorted(victims, key=_importance), made.add_node(wm.model, n), spans)
     return made
 
 
-def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo], exact: Any) -> None:
+class _QueueSpans:
+    """Per class, the queue order keys of its first and last pod (None for a class holding a
+    gang's pods, which the queue moves to their group's place); worked out once per model."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, Optional[tuple]] = {}
+
+    def span(self, cls: Any) -> Optional[tuple]:
+        if cls.id not in self._memo:
+            pods = cls.pods
+            keys = sorted(queue_order_key(p) for p in pods)
+            self._memo[cls.id] = None if any(p.group for p in pods) else (keys[0], keys[-1])
+        return self._memo[cls.id]
+
+
+def _encode_node(wm: WindowModel, n: int, victims: list[PodInfo], exact: Any, spans: _QueueSpans) -> None:
     """The reprieve on node ``n``, whose evictable running pods are ``victims`` (most important
     first)."""
-    node = _NodeReprieve(wm, n, victims, exact)
+    node = _NodeReprieve(wm, n, victims, exact, spans)
     for level in node.levels:
         node.encode_level(level)
 
@@ -154,8 +170,8 @@ class _NodeReprieve:
     """The reprieve on one node: its victims' ``gone[v, L]`` variables (made at construction) and
     what the node holds, shared by the levels' constraints."""
 
-    def __init__(self, wm: WindowModel, n: int, victims: list[PodInfo], exact: Any) -> None:
-        self.wm, self.n, self.victims = wm, n, victims
+    def __init__(self, wm: WindowModel, n: int, victims: list[PodInfo], exact: Any, spans: _QueueSpans) -> None:
+        self.wm, self.n, self.victims, self.spans = wm, n, victims, spans
         self.m, self.state = wm.model, wm.state
         m, state = self.m, self.state
         self.entries = wm.by_node[n]
@@ -206,9 +222,9 @@ class _NodeReprieve:
         above = [(cls, var) for cls, var in self.entries if cls.rep.priority >= level]
         claimed = self.claims.room(n, level, self.width) if self.claims else np.zeros(self.width, dtype=np.int64)
         reasons = self._beyond(level, here, above)
-        turns = self._turn_count(level, preemptors, above, order)
+        turns = self._turns(level, above, order)
         if turns:
-            self._encode_turns(level, preemptors[0], turns, order, above, requested, claimed, active, reasons)
+            self._encode_turns(level, turns, order, above, requested, claimed, reasons)
             return
         kept = self._kept(level, here)
         # over[v]: the literals "with v back, resource r is over" (one per resource v asks for).
@@ -219,61 +235,76 @@ class _NodeReprieve:
         for v in here:
             self._gone_for(gone[v.key, level], over_lits[v.key] + reasons[v.key])
 
-    def _turn_count(self, level: int, preemptors: list, above: list, order: "_Order") -> int:
-        """How many turns of their own the level's preemptors get on the node (0: one batch).
+    def _turns(self, level: int, above: list, order: "_Order") -> list[tuple]:
+        """The level's preemptor turns on the node, in queue order, as (class, var, k, before):
+        the k-th pod of ``class`` there, after every pod of the level's classes in ``before``
+        (their counts are in its base). Empty: the level is reprieved as one batch.
+
         kube-scheduler reprieves at each preemptor's turn beside the preemptors before it, which
         can evict more than the batch (a pod kept at the first turn goes at the second, and a pod
-        that fitted beside it goes at the first). Turns are stated where they are cheap to state:
-        one class of the level on the node (so the j-th preemptor's request is known), at most
-        ``MAX_TURNS`` of its pods there, and an order the budgets fix."""
-        if len(preemptors) != 1 or order.unsure:
-            return 0
-        cls = preemptors[0][0]
-        if [c.id for c, _ in above if c.rep.priority == level] != [cls.id]:
-            return 0
-        turns = self.wm.ub_of(cls.id, self.n)
-        return turns if 2 <= turns <= MAX_TURNS else 0
+        that fitted beside it goes at the first). Turns are stated where the order of the level's
+        pods on the node is known whatever the counts: the level's classes there (preempting or
+        not) never interleave in the queue and hold no gang's pods, at most ``MAX_TURNS``
+        preemptors in all, and an order the budgets fix."""
+        if order.unsure:
+            return []
+        level_classes = [(cls, var) for cls, var in above if cls.rep.priority == level]
+        spanned: list[tuple[tuple, tuple]] = []
+        for cls, var in level_classes:
+            span = self.spans.span(cls)
+            if span is None:
+                return []
+            spanned.append((span, (cls, var)))
+        ranked = sorted(spanned, key=lambda item: item[0])
+        if any(a[1] >= b[0] for (a, _), (b, _) in zip(ranked, ranked[1:])):
+            return []  # two classes interleave: which pods land here decides the turns' order
+        turns: list[tuple] = []
+        before: list = []
+        for _, (cls, var) in ranked:
+            if cls.rep.may_preempt_others:
+                turns += [(cls, var, k, list(before)) for k in range(1, self.wm.ub_of(cls.id, self.n) + 1)]
+            before.append((cls, var))
+        return turns if 2 <= len(turns) <= MAX_TURNS else []
 
-    def _encode_turns(self, level: int, preemptor: tuple, turns: int, order: "_Order", above: list,
-                      requested: np.ndarray, claimed: np.ndarray, active: Any, reasons: dict[str, list]) -> None:
-        """The level's reprieve turn by turn: at turn j (the j-th pod of the level's one class on
-        the node, ``at[j]``: at least j placed) the base holds the pods above the level and j
-        pods of the class, and the victims still present are reprieved in kube-scheduler's order;
-        ``turn_gone[v, j]``: ``v`` goes at turn j. ``gone[v, L]`` is the sum over the turns."""
+    def _encode_turns(self, level: int, turns: list[tuple], order: "_Order", above: list,
+                      requested: np.ndarray, claimed: np.ndarray, reasons: dict[str, list]) -> None:
+        """The level's reprieve turn by turn (``_turns``): at a turn (the k-th pod of a class,
+        ``at``: at least k placed) the base holds the pods above the level, the level's classes
+        before it and k pods of its class, and the victims still present are reprieved in
+        kube-scheduler's order; ``turn_gone[v][t]``: ``v`` goes at turn t. ``gone[v, L]`` is the
+        sum over the turns."""
         m, wm, n = self.m, self.wm, self.n
-        cls, var = preemptor
-        at = [active]
-        for j in range(2, turns + 1):
-            b = m.new_bool_var(f"reprieve_turn[{n},{level},{j}]")
-            m.add(var >= j).only_enforce_if(b)
-            m.add(var <= j - 1).only_enforce_if(b.Not())
-            m.add_implication(b, at[-1])
+        at = []
+        for cls, var, k, _ in turns:
+            b = m.new_bool_var(f"reprieve_turn[{n},{level},{cls.id},{k}]")
+            m.add(var >= k).only_enforce_if(b)
+            m.add(var <= k - 1).only_enforce_if(b.Not())
             at.append(b)
         higher = [(c, v) for c, v in above if c.rep.priority > level]
         turn_gone: dict[str, list] = {}
         for v in order.pods:
-            lits = turn_gone[v.key] = [m.new_bool_var(f"reprieve_turn_gone[{v.key},{level},{j + 1}]")
-                                       for j in range(turns)]
+            lits = turn_gone[v.key] = [m.new_bool_var(f"reprieve_turn_gone[{v.key},{level},{t}]")
+                                       for t in range(len(turns))]
             for lit, b in zip(lits, at):
                 m.add_implication(lit, b)
             m.add(self.gone[v.key, level] == cp_model.LinearExpr.sum(lits))
-        for j in range(turns):
+        for t, (cls, var, k, before) in enumerate(turns):
             kept: dict[str, Any] = {}
             for v in order.pods:
                 vs, cs, const = self.present(v, level)
-                if not vs and j == 0:
+                if not vs and t == 0:
                     kept[v.key] = turn_gone[v.key][0].Not()
                     continue
-                k = kept[v.key] = m.new_bool_var(f"reprieve_turn_kept[{v.key},{level},{j + 1}]")
-                m.add(k == cp_model.LinearExpr.weighted_sum(vs, cs) + const
-                      - cp_model.LinearExpr.sum(turn_gone[v.key][:j + 1]))
+                kept_var = kept[v.key] = m.new_bool_var(f"reprieve_turn_kept[{v.key},{level},{t}]")
+                m.add(kept_var == cp_model.LinearExpr.weighted_sum(vs, cs) + const
+                      - cp_model.LinearExpr.sum(turn_gone[v.key][:t + 1]))
             over_lits: dict[str, list] = defaultdict(list)
             for r in np.flatnonzero(requested).tolist():
-                self._room(level, r, order, higher, claimed, at[j], kept, over_lits,
-                           extra=(j + 1) * int(wm.vec[cls.id][r]), tag=f"{j + 1}")
-            self._ports(level, order.pods, above, at[j], kept, over_lits)
+                self._room(level, r, order, higher + before, claimed, at[t], kept, over_lits,
+                           extra=k * int(wm.vec[cls.id][r]), tag=f"{t}")
+            self._ports(level, order.pods, higher + before + [(cls, var)], at[t], kept, over_lits)
             for v in order.pods:
-                self._gone_for(turn_gone[v.key][j], over_lits[v.key] + reasons[v.key])
+                self._gone_for(turn_gone[v.key][t], over_lits[v.key] + reasons[v.key])
 
     def _gone_for(self, gone: Any, reasons: list) -> None:
         """``gone`` (a victim evicted at a level, or at one turn of it) only for one of ``reasons``,
