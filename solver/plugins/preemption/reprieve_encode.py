@@ -216,16 +216,16 @@ class _NodeReprieve:
                                  sum(wm.ub_of(cls.id, n) for cls, _ in preemptors))
         for v in here:
             m.add(gone[v.key, level] <= active)
+        above = [(cls, var) for cls, var in self.entries if cls.rep.priority >= level]
+        claimed = self.claims.room(n, level, self.width) if self.claims else np.zeros(self.width, dtype=np.int64)
+        turns = self._turns(level, above, order)
+        if turns:
+            self._encode_turns(level, turns, order, above, claimed)
+            return
         requested = np.zeros(self.width, dtype=bool)
         for cls, _ in preemptors:
             requested |= wm.vec[cls.id] > 0
-        above = [(cls, var) for cls, var in self.entries if cls.rep.priority >= level]
-        claimed = self.claims.room(n, level, self.width) if self.claims else np.zeros(self.width, dtype=np.int64)
-        reasons = self._beyond(level, here, above)
-        turns = self._turns(level, above, order)
-        if turns:
-            self._encode_turns(level, turns, order, above, requested, claimed, reasons)
-            return
+        reasons = self._beyond(level, here, above, preemptors)
         kept = self._kept(level, here)
         # over[v]: the literals "with v back, resource r is over" (one per resource v asks for).
         over_lits: dict[str, list] = defaultdict(list)
@@ -267,12 +267,12 @@ class _NodeReprieve:
         return turns if 2 <= len(turns) <= MAX_TURNS else []
 
     def _encode_turns(self, level: int, turns: list[tuple], order: "_Order", above: list,
-                      requested: np.ndarray, claimed: np.ndarray, reasons: dict[str, list]) -> None:
+                      claimed: np.ndarray) -> None:
         """The level's reprieve turn by turn (``_turns``): at a turn (the k-th pod of a class,
         ``at``: at least k placed) the base holds the pods above the level, the level's classes
         before it and k pods of its class, and the victims still present are reprieved in
-        kube-scheduler's order; ``turn_gone[v][t]``: ``v`` goes at turn t. ``gone[v, L]`` is the
-        sum over the turns."""
+        kube-scheduler's order, on the resources that pod requests, for that pod's own rules;
+        ``turn_gone[v][t]``: ``v`` goes at turn t. ``gone[v, L]`` is the sum over the turns."""
         m, wm, n = self.m, self.wm, self.n
         at = []
         for cls, var, k, _ in turns:
@@ -281,6 +281,7 @@ class _NodeReprieve:
             m.add(var <= k - 1).only_enforce_if(b.Not())
             at.append(b)
         higher = [(c, v) for c, v in above if c.rep.priority > level]
+        presence: dict[int, Any] = {}  # a class's "placed here" literal, made once for all turns
         turn_gone: dict[str, list] = {}
         for v in order.pods:
             lits = turn_gone[v.key] = [m.new_bool_var(f"reprieve_turn_gone[{v.key},{level},{t}]")
@@ -298,11 +299,16 @@ class _NodeReprieve:
                 kept_var = kept[v.key] = m.new_bool_var(f"reprieve_turn_kept[{v.key},{level},{t}]")
                 m.add(kept_var == cp_model.LinearExpr.weighted_sum(vs, cs) + const
                       - cp_model.LinearExpr.sum(turn_gone[v.key][:t + 1]))
+            # kube-scheduler's fit reads only what the turn's pod asks for (a resource another
+            # class of the level requests may stay overcommitted), and at its turn only its own
+            # rules, and the pods placed so far, are reasons to evict.
+            placed = higher + before + [(cls, var)]
             over_lits: dict[str, list] = defaultdict(list)
-            for r in np.flatnonzero(requested).tolist():
+            for r in np.flatnonzero(wm.vec[cls.id] > 0).tolist():
                 self._room(level, r, order, higher + before, claimed, at[t], kept, over_lits,
                            extra=k * int(wm.vec[cls.id][r]), tag=f"{t}")
-            self._ports(level, order.pods, higher + before + [(cls, var)], at[t], kept, over_lits)
+            self._ports(level, order.pods, placed, at[t], kept, over_lits)
+            reasons = self._beyond(level, order.pods, placed, [(cls, var)], presence)
             for v in order.pods:
                 self._gone_for(turn_gone[v.key][t], over_lits[v.key] + reasons[v.key])
 
@@ -435,16 +441,17 @@ class _NodeReprieve:
                     self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
                     over_lits[v.key].append(there)
 
-    def _beyond(self, level: int, here: list[PodInfo], above: list) -> dict[str, list]:
-        """Why each victim may be gone at L beside room and ports: rules beyond the node, devices."""
+    def _beyond(self, level: int, here: list[PodInfo], above: list, preempting: list,
+                presence: Optional[dict[int, Any]] = None) -> dict[str, list]:
+        """Why each victim may be gone at L beside room and ports: rules beyond the node of the
+        ``preempting`` classes, devices given back to the pods placed (``above``)."""
         wm, n = self.wm, self.n
         # At L's turn a pod of priority L evicts a victim only so that it fits the node itself:
         # beyond room and ports, only through a rule of its own that reads the victim (its
         # anti-affinity or hard spread matches it, or both hold volume claims), or the victim's
         # own anti-affinity. A rule of some other pod — placed above L, or elsewhere in a domain
         # the victim shares — is judged at that pod's turn, on its node, and is no reason here.
-        preempting = [(cls, var) for cls, var in above if cls.rep.priority == level and cls.rep.may_preempt_others]
-        presence: dict[int, Any] = {}
+        presence = {} if presence is None else presence
         reasons: dict[str, list] = {}
         for v in here:
             lits = reasons[v.key] = []
