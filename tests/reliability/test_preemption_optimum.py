@@ -84,8 +84,9 @@ HOST = "kubernetes.io/hostname"
 
 @st.composite
 def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
-                 affinity: bool = False) -> tuple[Any, SchedulerConfig]:
-    """``affinity``: coupled windows whose pending pods may also carry required hostname pod
+                 affinity: bool = False, memory: bool = False) -> tuple[Any, SchedulerConfig]:
+    """``memory``: nodes of 2-4Gi and pods that may ask for memory too (a second resource the
+    pods of one priority need not all ask for). ``affinity``: coupled windows whose pending pods may also carry required hostname pod
     affinity to app=a or app=b (a victim supports the affinity of every pod but its own
     preemptor). ``nominated``: also, drawn last, running pods terminating as victims of an earlier
     preemption, pending pods of ours nominated to a node (waiting for such victims, so preempting
@@ -99,11 +100,14 @@ def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
     this test; docs/limitations.md)."""
     running_max, pending_max = (3, 4) if coupled else (4, 6)
     nodes = [
-        make_node(f"n{i}", cpu=draw(st.sampled_from(("1", "2", "2", "3", "4"))), memory="64Gi",
+        make_node(f"n{i}", cpu=draw(st.sampled_from(("1", "2", "2", "3", "4"))),
+                  memory=draw(st.sampled_from(("2Gi", "4Gi"))) if memory else "64Gi",
                   pods=draw(st.sampled_from((2, 3, 110, 110))))
         for i in range(draw(st.integers(1, 3)))
     ]
     cpu_of = {n.metadata.name: n.status.allocatable["cpu"] for n in nodes}
+    mem_of = {n.metadata.name: n.status.allocatable["memory"] for n in nodes}
+    mem_used: dict[str, int] = defaultdict(int)
     pods_of = {n.metadata.name: int(n.status.allocatable["pods"]) for n in nodes}
     used: dict[str, int] = defaultdict(int)
     count: dict[str, int] = defaultdict(int)
@@ -114,14 +118,18 @@ def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
         node = draw(st.sampled_from(sorted(cpu_of)))
         cpu = draw(st.sampled_from((500, 1000, 1000, 2000)))  # millicores
         port = draw(st.integers(0, 4)) == 0 and not ports[node]
-        if not overcommit and (used[node] + cpu > cpu_of[node] or count[node] + 1 > pods_of[node]):
+        mem = draw(st.sampled_from((0, 1, 2))) if memory else 0  # GiB
+        if not overcommit and (used[node] + cpu > cpu_of[node] or count[node] + 1 > pods_of[node]
+                               or mem_used[node] + (mem << 30) > mem_of[node]):
             continue  # running pods fit their node
         used[node] += cpu
+        mem_used[node] += mem << 30
         count[node] += 1
         ports[node] |= port
         rules = {"pod_anti_affinity": [term({"app": "b"}, HOST)]} if coupled and draw(st.integers(0, 4)) == 0 else {}
         pods.append(make_pod(
-            f"default/run-{j}", cpu=f"{cpu}m", node=node, labels={"app": draw(st.sampled_from("ab"))}, **rules,
+            f"default/run-{j}", cpu=f"{cpu}m", memory=f"{mem}Gi" if mem else None, node=node,
+            labels={"app": draw(st.sampled_from("ab"))}, **rules,
             priority=draw(st.sampled_from((0, 0, 10, 100))), host_ports=[80] if port else [],
             start_time=at(draw(st.integers(0, 3))),
         ))
@@ -132,6 +140,7 @@ def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
         if replicas <= 0:
             break
         cpu = draw(st.sampled_from(("500m", "1", "1", "2", "3")))
+        mem = draw(st.sampled_from((None, "1Gi", "2Gi"))) if memory else None
         priority = draw(st.sampled_from((0, 10, 10, 100, 1000, 1000)))
         never = draw(st.integers(0, 4)) == 0
         port = draw(st.integers(0, 5)) == 0
@@ -142,7 +151,7 @@ def tiny_windows(draw: Any, *, coupled: bool = False, nominated: bool = False,
         if affinity and draw(st.integers(0, 1)) == 0:
             rules["pod_affinity"] = [term({"app": draw(st.sampled_from("ab"))}, HOST)]
         for r in range(replicas):
-            pods.append(make_pod(f"default/t{t}-{r}", cpu=cpu, priority=priority, labels={"app": app},
+            pods.append(make_pod(f"default/t{t}-{r}", cpu=cpu, memory=mem, priority=priority, labels={"app": app},
                                  preemption_policy="Never" if never else None, host_ports=[80] if port else [],
                                  created=at(pending), **rules))
             pending += 1
@@ -464,11 +473,13 @@ def test_model_agrees_with_the_exhaustive_optimum(coupled: Any, nominated: bool,
 
 
 @pytest.mark.long
-@pytest.mark.parametrize(("coupled", "nominated"), [(False, False), (True, False), (False, True), ("affinity", False)],
-                         ids=["node-local", "anti-affinity", "nominated", "affinity"])
+@pytest.mark.parametrize(("coupled", "nominated"), [(False, False), (True, False), (False, True), ("affinity", False),
+                                                    ("memory", False)],
+                         ids=["node-local", "anti-affinity", "nominated", "affinity", "memory"])
 def test_model_agrees_with_the_exhaustive_optimum_long(coupled: Any, nominated: bool) -> None:
     @settings(max_examples=LONG_WINDOWS, database=None, **_SETTINGS)
-    @given(tiny_windows(coupled=bool(coupled), nominated=nominated, affinity=coupled == "affinity"))
+    @given(tiny_windows(coupled=coupled in (True, "affinity"), nominated=nominated, affinity=coupled == "affinity",
+                        memory=coupled == "memory"))
     def run(window):
         check_window(*window)
 
