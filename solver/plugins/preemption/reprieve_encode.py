@@ -172,6 +172,7 @@ class _NodeReprieve:
 
     def __init__(self, wm: WindowModel, n: int, victims: list[PodInfo], exact: Any, spans: _QueueSpans) -> None:
         self.wm, self.n, self.victims, self.spans = wm, n, victims, spans
+        self.placed_here: dict[int, Any] = {}
         self.m, self.state = wm.model, wm.state
         m, state = self.m, self.state
         self.entries = wm.by_node[n]
@@ -226,7 +227,7 @@ class _NodeReprieve:
         for cls, _ in preemptors:
             requested |= wm.vec[cls.id] > 0
         reasons = self._beyond(level, here, above, preemptors)
-        kept = self._kept(level, here)
+        kept = self._kept(level, here, {v.key: [gone[v.key, level]] for v in here})
         # over[v]: the literals "with v back, resource r is over" (one per resource v asks for).
         over_lits: dict[str, list] = defaultdict(list)
         for r in np.flatnonzero(requested).tolist():
@@ -281,7 +282,6 @@ class _NodeReprieve:
             m.add(var <= k - 1).only_enforce_if(b.Not())
             at.append(b)
         higher = [(c, v) for c, v in above if c.rep.priority > level]
-        presence: dict[int, Any] = {}  # a class's "placed here" literal, made once for all turns
         turn_gone: dict[str, list] = {}
         for v in order.pods:
             lits = turn_gone[v.key] = [m.new_bool_var(f"reprieve_turn_gone[{v.key},{level},{t}]")
@@ -290,15 +290,7 @@ class _NodeReprieve:
                 m.add_implication(lit, b)
             m.add(self.gone[v.key, level] == cp_model.LinearExpr.sum(lits))
         for t, (cls, var, k, before) in enumerate(turns):
-            kept: dict[str, Any] = {}
-            for v in order.pods:
-                vs, cs, const = self.present(v, level)
-                if not vs and t == 0:
-                    kept[v.key] = turn_gone[v.key][0].Not()
-                    continue
-                kept_var = kept[v.key] = m.new_bool_var(f"reprieve_turn_kept[{v.key},{level},{t}]")
-                m.add(kept_var == cp_model.LinearExpr.weighted_sum(vs, cs) + const
-                      - cp_model.LinearExpr.sum(turn_gone[v.key][:t + 1]))
+            kept = self._kept(level, order.pods, {v.key: turn_gone[v.key][:t + 1] for v in order.pods}, f":{t}")
             # kube-scheduler's fit reads only what the turn's pod asks for (a resource another
             # class of the level requests may stay overcommitted), and at its turn only its own
             # rules, and the pods placed so far, are reasons to evict.
@@ -308,7 +300,7 @@ class _NodeReprieve:
                 self._room(level, r, order, higher + before, claimed, at[t], kept, over_lits,
                            extra=k * int(wm.vec[cls.id][r]), tag=f"{t}")
             self._ports(level, order.pods, placed, at[t], kept, over_lits)
-            reasons = self._beyond(level, order.pods, placed, [(cls, var)], presence)
+            reasons = self._beyond(level, order.pods, placed, [(cls, var)])
             for v in order.pods:
                 self._gone_for(turn_gone[v.key][t], over_lits[v.key] + reasons[v.key])
 
@@ -320,18 +312,29 @@ class _NodeReprieve:
         else:
             self.m.add(gone == 0)  # it asks for nothing the level's pods request
 
-    def _kept(self, level: int, here: list[PodInfo]) -> dict[str, Any]:
-        """kept[v, L]: present at L's turn and not evicted there (a bool var, or the negation of
-        gone[v, L] for a pod never gone before L)."""
-        m, gone = self.m, self.gone
+    def _here(self, cls: Any, var: Any) -> Any:
+        """The literal "some pod of ``cls`` is placed on the node", made once per node and class
+        (read by the ports and the rules beyond room, at every level and turn)."""
+        lit = self.placed_here.get(cls.id)
+        if lit is None:
+            lit = self.placed_here[cls.id] = self.wm.new_presence(f"reprieve_here[{self.n},{cls.id}]", [var],
+                                                                  self.wm.ub_of(cls.id, self.n))
+        return lit
+
+    def _kept(self, level: int, here: list[PodInfo], taken: Mapping[str, list], tag: str = "") -> dict[str, Any]:
+        """kept[v]: present at L's turn and not evicted by ``taken[v]`` (gone[v, L], or its
+        turns so far): a bool var, or the negation of the one literal for a pod never gone
+        before L."""
+        m = self.m
         kept: dict[str, Any] = {}
         for v in here:
             vs, cs, const = self.present(v, level)
-            if not vs:  # never gone before L: kept is "not gone at L"
-                kept[v.key] = gone[v.key, level].Not()
+            lits = taken[v.key]
+            if not vs and len(lits) == 1:  # never gone before L: kept is "not taken"
+                kept[v.key] = lits[0].Not()
                 continue
-            k = kept[v.key] = m.new_bool_var(f"kept[{v.key},{level}]")
-            m.add(k == cp_model.LinearExpr.weighted_sum(vs, cs) + const - gone[v.key, level])
+            k = kept[v.key] = m.new_bool_var(f"kept[{v.key},{level}{tag}]")
+            m.add(k == cp_model.LinearExpr.weighted_sum(vs, cs) + const - cp_model.LinearExpr.sum(lits))
         return kept
 
     def _base(self, level: int, r: int, above: list, claimed: np.ndarray) -> tuple[list, list[int], int]:
@@ -430,19 +433,17 @@ class _NodeReprieve:
     def _ports(self, level: int, here: list[PodInfo], above: list, active: Any, kept: dict[str, Any],
                over_lits: dict[str, list]) -> None:
         """Host ports: a pod placed at or above L that wants a port v holds keeps v out."""
-        wm, n = self.wm, self.n
         for v in here:
             if not v.host_ports:
                 continue
             for cls, var in above:
                 if cls.rep.host_ports and ports_conflict(cls.rep.host_ports, v.host_ports):
                     # A pod placed at or above L wants a port v holds: v is never reprieved there.
-                    there = wm.new_presence(f"reprieve_port[{n},{level},{cls.id},{v.key}]", [var], wm.ub_of(cls.id, n))
+                    there = self._here(cls, var)
                     self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
                     over_lits[v.key].append(there)
 
-    def _beyond(self, level: int, here: list[PodInfo], above: list, preempting: list,
-                presence: Optional[dict[int, Any]] = None) -> dict[str, list]:
+    def _beyond(self, level: int, here: list[PodInfo], above: list, preempting: list) -> dict[str, list]:
         """Why each victim may be gone at L beside room and ports: rules beyond the node of the
         ``preempting`` classes, devices given back to the pods placed (``above``)."""
         wm, n = self.wm, self.n
@@ -451,16 +452,9 @@ class _NodeReprieve:
         # anti-affinity or hard spread matches it, or both hold volume claims), or the victim's
         # own anti-affinity. A rule of some other pod — placed above L, or elsewhere in a domain
         # the victim shares — is judged at that pod's turn, on its node, and is no reason here.
-        presence = {} if presence is None else presence
         reasons: dict[str, list] = {}
         for v in here:
-            lits = reasons[v.key] = []
-            for cls, var in preempting:
-                if _hinges_on(cls.rep, v):
-                    if cls.id not in presence:
-                        presence[cls.id] = wm.new_presence(f"reprieve_beyond[{n},{level},{cls.id}]", [var],
-                                                           wm.ub_of(cls.id, n))
-                    lits.append(presence[cls.id])
+            lits = reasons[v.key] = [self._here(cls, var) for cls, var in preempting if _hinges_on(cls.rep, v)]
             # Devices as room: a claim of v's given back to a placed pod with claims (``victim_room``).
             lits += freed_reasons(wm, n, v, level, above)
         return reasons
