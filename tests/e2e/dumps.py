@@ -5,6 +5,9 @@ added (defaults, admission's tolerations and token volumes, managedFields, statu
 from __future__ import annotations
 
 import copy
+import itertools
+import os
+import tempfile
 from typing import Any, Iterable
 
 from kubernetes import client, dynamic
@@ -30,6 +33,13 @@ COSCHEDULING_CRD = {
                                                           "x-kubernetes-preserve-unknown-fields": True}}}]}}
 
 
+# The dynamic client caches discovery in a file, by default one per server in the system's temp
+# directory; each test control plane listens on a new port, so the tests keep theirs here
+# (removed when the run ends).
+_DISCOVERY = tempfile.TemporaryDirectory(prefix="cpsat-e2e-discovery-")
+_CACHES = itertools.count()
+
+
 def items_of(document: dict[str, Any]) -> list[dict[str, Any]]:
     return list(document["items"]) if document.get("kind", "").endswith("List") else [document]
 
@@ -52,7 +62,8 @@ class Applier:
         snapshots use (schedulingPolicy, schedulingConstraints) is the same in v1alpha2 and v1beta1."""
         self.api = api
         self.gang_api = gang_api
-        self.dyn = dynamic.DynamicClient(api)
+        self.dyn = dynamic.DynamicClient(
+            api, cache_file=os.path.join(_DISCOVERY.name, f"discovery-{next(_CACHES)}.json"))
         self.core = client.CoreV1Api(api)
         self.created: list[tuple[str, str, str, str]] = []   # apiVersion, kind, namespace, name
 
