@@ -762,20 +762,56 @@ def _two_classes_each_its_own_turn() -> tuple[Any, SchedulerConfig]:
     return snapshot.model_copy(update={"pods": tuple(pods)}), config
 
 
+def _support_two_kin_steps_away() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run (affinity): t0-0 needs app=b, t2-0 (app b) needs app=a, t1-0 (app a)
+    needs app=a, which it matches itself: one cycle of affinity classes. t1-0 starts on n1 from its
+    seed, t2-0 leans on it, t0-0 on t2-0 (kube-scheduler retries t0-0 once t2-0 is there); all
+    three fit n1. The model let a class lean on a kin class only where that one was anchored from
+    outside the cycle, so t0-0's support, two such steps from the seed, was out of its reach."""
+    pods = [make_pod("default/run-0", cpu="500m", node="n0", labels={"app": "b"}, priority=0, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=[term({"app": "b"}, HOST)]),
+            make_pod("default/t0-0", cpu="1", priority=0, labels={"app": "a"}, created=at(0),
+                     preemption_policy="Never", pod_affinity=[term({"app": "b"}, HOST)]),
+            make_pod("default/t1-0", cpu="500m", priority=0, labels={"app": "a"}, created=at(1), host_ports=[80],
+                     preemption_policy="Never", pod_affinity=[term({"app": "a"}, HOST)]),
+            make_pod("default/t2-0", cpu="500m", priority=0, labels={"app": "b"}, created=at(2),
+                     preemption_policy="Never", pod_affinity=[term({"app": "a"}, HOST)])]
+    return _window([make_node("n0", cpu="1", memory="64Gi", pods=2), make_node("n1", cpu="2", memory="64Gi", pods=3)],
+                   pods)
+
+
+def _preemptor_that_comes_late() -> tuple[Any, SchedulerConfig]:
+    """Found by the long run (affinity): run-0 (app a) fills n0 and keeps app b out. t0-0
+    (priority 100, app b) needs app=a beside it: at its turn it does not fit, and its dry run takes
+    run-0, its only support, off with the other lower pods, so kube-scheduler evicts nothing for it
+    and retries it later. t1-0 (priority 10, app a, self-affine, anti-affinity to app=a) evicts
+    run-0 and starts its group on n0; t0-0 then fits beside it. The model read every placed
+    preemptor as preempting at its turn (run-0 gone for t0-0), so it placed t1-0 alone."""
+    pods = [make_pod("default/run-0", cpu="1", node="n0", labels={"app": "a"}, priority=0, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=[term({"app": "b"}, HOST)]),
+            make_pod("default/t0-0", cpu="500m", priority=100, labels={"app": "b"}, created=at(0),
+                     pod_affinity=[term({"app": "a"}, HOST)]),
+            make_pod("default/t1-0", cpu="500m", priority=10, labels={"app": "a"}, created=at(1), host_ports=[80],
+                     pod_affinity=[term({"app": "a"}, HOST)], pod_anti_affinity=[term({"app": "a"}, HOST)])]
+    return _window([make_node("n0", cpu="1", memory="64Gi", pods=2)], pods)
+
+
 @pytest.mark.parametrize("make", [_greedys_own_order, _affinity_verdict_reads_other_nodes,
                                   _support_that_needs_its_own_room, _stranded_affinity_pod,
                                   _stranded_in_an_earlier_solution, _late_affinity_pod_with_a_placed_support,
                                   _group_member_anchored_before_the_eviction, _interleaved_class_on_a_node,
                                   _a_budget_spent_elsewhere_first, _claim_of_a_lower_pod_on_a_reprieved_node,
                                   _room_the_batch_keeps, _each_preemptor_its_own_turn,
-                                  _two_classes_each_its_own_turn],
+                                  _two_classes_each_its_own_turn, _support_two_kin_steps_away,
+                                  _preemptor_that_comes_late],
                          ids=["greedys-own-order", "affinity-verdict-reads-other-nodes",
                               "support-that-needs-its-own-room", "stranded-affinity-pod",
                               "stranded-in-an-earlier-solution", "late-affinity-pod-with-a-placed-support",
                               "group-member-anchored-before-the-eviction", "interleaved-class-on-a-node",
                               "a-budget-spent-elsewhere-first", "claim-of-a-lower-pod-on-a-reprieved-node",
                               "room-the-batch-keeps", "each-preemptor-its-own-turn",
-                              "two-classes-each-its-own-turn"])
+                              "two-classes-each-its-own-turn", "support-two-kin-steps-away",
+                              "preemptor-that-comes-late"])
 def test_windows_found_by_the_long_run(make) -> None:
     assert _check_fixed(make())["windows"] == 1
 
@@ -787,6 +823,23 @@ def test_a_group_member_supports_the_member_that_evicts_its_anchor() -> None:
     placed = outcome.solution.placements
     assert set(placed) == {"default/t0-0", "default/t1-0"} and placed["default/t0-0"] == placed["default/t1-0"]
     assert [v.pod.key for v in outcome.solution.victims] == [f"default/run-{placed['default/t1-0']}"]
+
+
+def test_a_chain_of_kin_supports_places_the_whole_cycle() -> None:
+    snapshot, config = _support_two_kin_steps_away()
+    outcome = solve_window(build_context(snapshot, config))
+    assert outcome.solution is not None
+    assert outcome.solution.placements == {"default/t0-0": 1, "default/t1-0": 1, "default/t2-0": 1}
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == [] and len(plan.assignments) == 3
+
+
+def test_a_preemptor_whose_dry_run_finds_no_room_comes_after_the_later_preemptor() -> None:
+    snapshot, config = _preemptor_that_comes_late()
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == []
+    assert sorted((a.pod, a.node) for a in plan.assignments) == [("default/t0-0", "n0"), ("default/t1-0", "n0")]
+    assert [(p.pod, p.preemptor) for p in plan.preemptions] == [("default/run-0", "default/t1-0")]
 
 
 def test_greedy_beyond_the_class_order_is_returned() -> None:

@@ -22,6 +22,7 @@ from solver.cpsat import solve as cpsat
 from solver.cpsat.solve import tier_weights
 from solver.filtering import StaticFilters
 from solver.greedy import Victim
+from solver.plugins.preemption import reprieve_encode
 from solver.plugins.preemption.replay import replay
 from solver.scoring import ScoreContext
 from tests.builders import make_node, make_pod, make_snapshot, term
@@ -120,3 +121,18 @@ def test_a_later_pod_s_anti_affinity_is_no_reason_at_an_earlier_turn() -> None:
     assert evicted_by == {"default/w": "default/a", "default/v": "default/b"}
     assert _model_holds(snapshot, placements, set(evicted_by))
     assert not _model_holds(snapshot, placements, {"default/v", "default/w", "default/z"})
+
+
+def test_the_batch_reads_a_resource_only_where_a_pod_asking_for_it_is_placed(monkeypatch) -> None:
+    """Where the priority's preemptors on a node are reprieved as one batch, a resource only some
+    of them ask for (memory, overcommitted on n0) is no reason to evict unless one of those is
+    placed there: a alone (CPU only) keeps v, as kube-scheduler's fit for a reads CPU alone, and
+    evicts w. The batch once required v to fit back in memory too, and held only v's eviction."""
+    monkeypatch.setattr(reprieve_encode, "MAX_TURNS", 1)
+    snapshot = _overcommitted_memory()
+    placements = {"default/a": 0}
+    evicted_by = _kube_evicts(snapshot, placements)
+    assert evicted_by == {"default/w": "default/a"}
+    assert _valid(snapshot, placements, evicted_by) == []
+    assert _model_holds(snapshot, placements, {"default/w"})
+    assert not _model_holds(snapshot, placements, {"default/v"})

@@ -23,6 +23,10 @@ from ..shared.preemption_rule import may_preempt
 if TYPE_CHECKING:
     from ...plugin_api import EncodeModel as WindowModel
 
+# The longest chain of kin steps within a support component the model states (``_Anchoring``):
+# each step costs one more literal per class, term and domain of the component.
+MAX_KIN_STEPS = 4
+
 
 @dataclass
 class AffinityEncoding:
@@ -321,13 +325,28 @@ class _Anchoring:
     component: by a running pod that stays, by a window pod that needs no support (no required
     affinity) or comes from another component, or by their group's seed. A class anchored so in
     a domain may anchor a class of its own component there (``kin_support``) without closing a
-    cycle: in the order, the outside support comes first, then it, then the class it anchors."""
+    cycle: in the order, the outside support comes first, then it, then the class it anchors.
+    Chains of such steps are stated step by step (``anchored``): a class anchored within k kin
+    steps leans on one anchored within k - 1, so no chain closes on itself; a chain is at most
+    one step shorter than its component has kinds of pods (``steps``), up to ``MAX_KIN_STEPS``."""
 
     def __init__(self, wm: WindowModel, enc: AffinityEncoding, classes, components: dict[int, int]) -> None:
         self.wm, self.enc, self.classes, self.components = wm, enc, classes, components
         self._sources: dict[int, tuple] = {}
         self._outside: dict[tuple[int, int, int], object] = {}
+        self._anchored: dict[tuple[int, int, int, int], object] = {}
         self._running: dict[tuple[int, int], tuple] = {}
+        kinds: dict[int, set] = defaultdict(set)
+        for c in classes:
+            if c.id in components:
+                kinds[components[c.id]].add(_kind(c.rep))
+        self._kinds = kinds
+
+    def steps(self, cls) -> int:
+        """The most kin steps a chain ending at ``cls`` takes: one fewer than its component has
+        kinds of pods (terms and labels: classes alike in both, replicas of one group differing in
+        size or priority, add no step a chain needs), at least one, at most ``MAX_KIN_STEPS``."""
+        return max(1, min(len(self._kinds[self.components[cls.id]]) - 1, MAX_KIN_STEPS))
 
     def sources(self, cls) -> tuple[list, list, list]:
         """Window classes matching all of ``cls``'s terms: without required affinity
@@ -376,11 +395,34 @@ class _Anchoring:
         self._outside[cache] = lit
         return lit
 
-    def kin_support(self, cls, o, t: int, d: int) -> list:
+    def anchored(self, o, t: int, e: int, steps: int):
+        """For ``o``'s pods in domain ``e`` of its term ``t``: anchored from outside the component
+        (``outside``), or, with ``steps`` > 0, by pods of a kin class there that are themselves
+        anchored within ``steps`` - 1 kin steps. True, None (never) or a literal (made once)."""
+        if steps == 0:
+            return self.outside(o, t, e)
+        cache = (o.id, t, e, steps)
+        if cache in self._anchored:
+            return self._anchored[cache]
+        first = self.outside(o, t, e)
+        lit: bool | cp_model.IntVar | None = first
+        if first is not True:
+            options = [] if first is None else [first]
+            for q in self.sources(o)[2]:
+                options += self.kin_support(o, q, t, e, steps - 1)
+            lit = None
+            if options:
+                lit = self.wm.model.new_bool_var(f"anchored[{o.id},{t},{e},{steps}]")
+                self.wm.model.add(cp_model.LinearExpr.sum(options) >= 1).only_enforce_if(lit)
+        self._anchored[cache] = lit
+        return lit
+
+    def kin_support(self, cls, o, t: int, d: int, steps: int = 0) -> list:
         """Support for ``cls`` in domain ``d`` of its term ``t`` from ``o``, a class of its own
         component: ``o``'s pods there, counted only on nodes whose domains (under each of
-        ``o``'s terms) anchor them from outside the component. One literal per such set of
-        domains (just ``d`` when ``o``'s terms use ``cls``'s key)."""
+        ``o``'s terms) anchor them from outside the component, or within ``steps`` kin steps
+        (``anchored``). One literal per such set of domains (just ``d`` when ``o``'s terms use
+        ``cls``'s key)."""
         wm = self.wm
         ids = wm.state.domains(cls.rep.affinity[t].topology_key)[0]
         o_ids = [wm.state.domains(u.topology_key)[0] for u in o.rep.affinity]
@@ -390,19 +432,25 @@ class _Anchoring:
                 by_domains[tuple(int(i[n]) for i in o_ids)].append(var)
         out = []
         for domains, o_vars in by_domains.items():
-            lits = [self.outside(o, u, e) for u, e in enumerate(domains)]
+            lits = [self.anchored(o, u, e, steps) for u, e in enumerate(domains)]
             if any(lit is None for lit in lits):
                 continue
             lits = [lit for lit in lits if lit is not True]
             if not lits:
                 out += o_vars
                 continue
-            via = wm.model.new_bool_var(f"kin[{cls.id},{o.id},{t},{d},{len(out)}]")
+            via = wm.model.new_bool_var(f"kin[{cls.id},{o.id},{t},{d},{steps},{len(out)}]")
             wm.model.add(cp_model.LinearExpr.sum(o_vars) >= 1).only_enforce_if(via)
             for lit in lits:
                 wm.model.add_implication(via, lit)
             out.append(via)
         return out
+
+
+def _kind(rep: PodInfo) -> tuple:
+    """What decides whom a pod supports and who supports it: its required affinity terms, its
+    labels and namespace (with its namespace's labels)."""
+    return (rep.affinity, rep.namespace, tuple(sorted(rep.labels.items())), tuple(sorted(rep.ns_labels.items())))
 
 
 def _clearing(wm: WindowModel, enc: AffinityEncoding, terms) -> list:
@@ -486,7 +534,7 @@ def _encode_affinity(wm: WindowModel, enc: AffinityEncoding, cls, anchoring: _An
                 v for o in (*grounded, *anchored) for v in wm.class_vars_by_domain(o.id, term.topology_key).get(d, [])
             ]
             for o in kin:
-                support += anchoring.kin_support(cls, o, t, d)
+                support += anchoring.kin_support(cls, o, t, d, anchoring.steps(cls) - 1)
             present = wm.new_presence(f"aff[{cls.id},{t},{d}]", own, cls.size)
             if escape:
                 seed = _seed(wm, enc, rep.affinity, d)

@@ -23,7 +23,9 @@ the base), and elsewhere takes them as one batch (where that evicts differently,
       kept[u, L]  ⇒  base_L + Σ_{w before u} kept[w, L]·w + u ≤ allocatable   (every resource)
       gone[u, L]  ⇒  base_L + Σ_{w before u} kept[w, L]·w + u > allocatable   (some resource)
 
-  read on the resources the level's pods request (the pod count included).
+  read on the resources the level's pods request (the pod count included); a resource only some
+  of them request is read where one of those is placed on the node (kube-scheduler's fit for a
+  pod reads what it asks for), and at a turn only the turn's pod's resources are read.
 * The plan evicts only what kube-scheduler evicts, and at that level:
   ``level[u, L] ≤ gone[u, L]`` (the model's ``evict_level``), so ``evict[u] ≤ Σ_L gone[u, L]``; the
   plan may keep a pod kube-scheduler evicts, the final capacity rows then holding it.
@@ -191,11 +193,48 @@ class _NodeReprieve:
         self.alloc = state.alloc[n].astype(np.int64)
         self.used = state.used[n].astype(np.int64)
         self.claims = claims_of(wm.ctx)
+        self.late: dict[int, Any] = {}  # level -> "its preemptors here find no room at their turn"
+        self.counted: dict[int, Any] = {}  # class id -> its count here as the lower levels see it
+        for level in self.levels:
+            self._may_come_late(level)
 
     def present(self, v: PodInfo, level: int):
         """1 − (v gone at a level above ``level``), as (vars, coeffs, constant)."""
         above = [self.gone[v.key, lv] for lv in self.lam[v.key] if lv > level]
         return above, [-1] * len(above), 1
+
+    def _may_come_late(self, level: int) -> None:
+        """A preemptor with required pod affinity whose only support on the node is a lower pod
+        finds no room at its turn: kube-scheduler's dry run takes that support off with the other
+        lower pods, so it evicts nothing, leaves the pod pending and retries it once later pods
+        have made its room (and brought other support). Where every pod of the level that may
+        preempt here is of that kind, ``late[L]`` lets the model say so: no evictions at the
+        level's turn, and its pods absent from the turns of the lower levels (``_seen``). The
+        replay judges whether the turn truly finds no room."""
+        preemptors = [(cls, var) for cls, var in self.entries
+                      if cls.rep.priority == level and cls.rep.may_preempt_others]
+        if not preemptors or not all(self._leans_on_lower(cls.rep, level) for cls, _ in preemptors):
+            return
+        m, wm, n = self.m, self.wm, self.n
+        late = self.late[level] = m.new_bool_var(f"reprieve_late[{n},{level}]")
+        for cls, var in preemptors:
+            seen = self.counted[cls.id] = m.new_int_var(0, wm.ub_of(cls.id, n), f"reprieve_seen[{n},{cls.id}]")
+            m.add(seen == var).only_enforce_if(late.Not())
+            m.add(seen == 0).only_enforce_if(late)
+
+    def _leans_on_lower(self, rep: PodInfo, level: int) -> bool:
+        """Whether a lower pod the level may evict on the node matches all of ``rep``'s required
+        affinity terms (its dry run here would take that support off)."""
+        if not rep.affinity:
+            return False
+        matchers = [PodMatcher.of_term(t) for t in rep.affinity]
+        return any(v.priority < level and all(mt.matches(v) for mt in matchers) for v in self.victims)
+
+    def _seen(self, cls: Any, var: Any, level: int) -> Any:
+        """``cls``'s count on the node as the turn of ``level`` sees it: without its pods where
+        they come late (``_may_come_late``) at a level above."""
+        seen = self.counted.get(cls.id)
+        return var if seen is None or cls.rep.priority == level else seen
 
     def encode_level(self, level: int) -> None:
         """Level ``level``'s turn: its victims, in kube-scheduler's order, reprieved one by one
@@ -215,11 +254,19 @@ class _NodeReprieve:
         here = order.pods
         active = wm.new_presence(f"reprieve_active[{n},{level}]", [var for _, var in preemptors],
                                  sum(wm.ub_of(cls.id, n) for cls, _ in preemptors))
+        late = self.late.get(level)
+        if late is not None:
+            # The level's pods come late here: their turn evicts nothing.
+            turn = m.new_bool_var(f"reprieve_on_time[{n},{level}]")
+            m.add_implication(turn, active)
+            m.add_implication(turn, late.Not())
+            m.add_bool_or([active.Not(), late, turn])
+            active = turn
         for v in here:
             m.add(gone[v.key, level] <= active)
-        above = [(cls, var) for cls, var in self.entries if cls.rep.priority >= level]
+        above = [(cls, self._seen(cls, var, level)) for cls, var in self.entries if cls.rep.priority >= level]
         claimed = self.claims.room(n, level, self.width) if self.claims else np.zeros(self.width, dtype=np.int64)
-        turns = self._turns(level, above, order)
+        turns = self._turns(level, above, order) if late is None else []
         if turns:
             self._encode_turns(level, turns, order, above, claimed)
             return
@@ -231,7 +278,17 @@ class _NodeReprieve:
         # over[v]: the literals "with v back, resource r is over" (one per resource v asks for).
         over_lits: dict[str, list] = defaultdict(list)
         for r in np.flatnonzero(requested).tolist():
-            self._room(level, r, order, above, claimed, active, kept, over_lits)
+            # kube-scheduler's fit for a pod reads only what it asks for: a resource some of the
+            # level's preemptors do not ask for counts only where one that does is placed.
+            # (Where the level may come late, its turn is read whole: the gate would not see it.)
+            askers = [(cls, var) for cls, var in preemptors if wm.vec[cls.id][r] > 0]
+            if len(askers) == len(preemptors) or late is not None:
+                self._room(level, r, order, above, claimed, active, kept, over_lits)
+                continue
+            gate = (self._here(*askers[0]) if len(askers) == 1 else
+                    wm.new_presence(f"reprieve_asks[{n},{level},{r}]", [var for _, var in askers],
+                                    sum(wm.ub_of(cls.id, n) for cls, _ in askers)))
+            self._room(level, r, order, above, claimed, gate, kept, over_lits, gated=True)
         self._ports(level, here, above, active, kept, over_lits)
         for v in here:
             self._gone_for(gone[v.key, level], over_lits[v.key] + reasons[v.key])
@@ -313,12 +370,13 @@ class _NodeReprieve:
             self.m.add(gone == 0)  # it asks for nothing the level's pods request
 
     def _here(self, cls: Any, var: Any) -> Any:
-        """The literal "some pod of ``cls`` is placed on the node", made once per node and class
-        (read by the ports and the rules beyond room, at every level and turn)."""
-        lit = self.placed_here.get(cls.id)
+        """The literal "some pod of ``cls`` is placed on the node" (``var``: its count, or the
+        count the lower levels see, ``_seen``), made once per node and count (read by the ports
+        and the rules beyond room, at every level and turn)."""
+        lit = self.placed_here.get(var.index)
         if lit is None:
-            lit = self.placed_here[cls.id] = self.wm.new_presence(f"reprieve_here[{self.n},{cls.id}]", [var],
-                                                                  self.wm.ub_of(cls.id, self.n))
+            lit = self.placed_here[var.index] = self.wm.new_presence(f"reprieve_here[{self.n},{cls.id}]", [var],
+                                                                     self.wm.ub_of(cls.id, self.n))
         return lit
 
     def _kept(self, level: int, here: list[PodInfo], taken: Mapping[str, list], tag: str = "") -> dict[str, Any]:
@@ -382,12 +440,15 @@ class _NodeReprieve:
         return self.budgets.spent_below(top, ctx.bound)
 
     def _room(self, level: int, r: int, order: "_Order", above: list, claimed: np.ndarray, active: Any,
-              kept: dict[str, Any], over_lits: dict[str, list], extra: int = 0, tag: str = "") -> None:
+              kept: dict[str, Any], over_lits: dict[str, list], extra: int = 0, tag: str = "",
+              gated: bool = False) -> None:
         """Resource ``r`` at level L: each victim in turn is over when it does not fit back beside
         the base and the victims kept before it; one never fitting back is reprieved only
         without a turn. Where the order is not fixed (``_Order.unsure``), a victim is kept only
         if it fits beside those surely before it, and gone only if it does not fit beside those
-        possibly before it. ``extra``: room the base holds beyond ``above`` (a turn's preemptors)."""
+        possibly before it. ``extra``: room the base holds beyond ``above`` (a turn's preemptors).
+        ``active``: where ``r`` is read (a pod asking for it has its turn here); ``gated``: it is
+        not implied by the victims' going, so "over" is a reason only together with it."""
         m, wm, n = self.m, self.wm, self.n
         vars_, coeffs, const = self._base(level, r, above, claimed)
         const += extra
@@ -423,7 +484,13 @@ class _NodeReprieve:
                 continue
             over = m.new_bool_var(f"reprieve_over[{n},{level}{tag and ':' + tag},{r},{v.key}]")
             m.add(expr(maybe[0], maybe[1], amount) >= cap + 1).only_enforce_if(over)
-            over_lits[v.key].append(over)
+            if gated:
+                reason = m.new_bool_var(f"reprieve_over_read[{n},{level},{r},{v.key}]")
+                m.add_implication(reason, over)
+                m.add_implication(reason, active)
+                over_lits[v.key].append(reason)
+            else:
+                over_lits[v.key].append(over)
             if fixed:
                 m.add(expr(maybe[0], maybe[1], amount) <= cap).only_enforce_if(over.Not())
                 m.add_bool_or([kept[v.key].Not(), active.Not(), over.Not()])
