@@ -335,6 +335,7 @@ class _Anchoring:
         self._sources: dict[int, tuple] = {}
         self._outside: dict[tuple[int, int, int], object] = {}
         self._anchored: dict[tuple[int, int, int, int], object] = {}
+        self._pairs: dict[tuple[int, str], dict[int, list]] = {}
         self._running: dict[tuple[int, int], tuple] = {}
         kinds: dict[int, set] = defaultdict(set)
         for c in classes:
@@ -417,6 +418,17 @@ class _Anchoring:
         self._anchored[cache] = lit
         return lit
 
+    def _pairs_in(self, o, key: str) -> dict[int, list]:
+        """``o``'s (node, x) pairs grouped by the node's domain under ``key`` (made once: every
+        domain of every class leaning on ``o``, at every step, asks)."""
+        hit = self._pairs.get((o.id, key))
+        if hit is None:
+            ids = self.wm.state.domains(key)[0]
+            hit = self._pairs[o.id, key] = defaultdict(list)
+            for n, var in self.wm.by_class.get(o.id, []):
+                hit[int(ids[n])].append((n, var))
+        return hit
+
     def kin_support(self, cls, o, t: int, d: int, steps: int = 0) -> list:
         """Support for ``cls`` in domain ``d`` of its term ``t`` from ``o``, a class of its own
         component: ``o``'s pods there, counted only on nodes whose domains (under each of
@@ -424,12 +436,10 @@ class _Anchoring:
         (``anchored``). One literal per such set of domains (just ``d`` when ``o``'s terms use
         ``cls``'s key)."""
         wm = self.wm
-        ids = wm.state.domains(cls.rep.affinity[t].topology_key)[0]
         o_ids = [wm.state.domains(u.topology_key)[0] for u in o.rep.affinity]
         by_domains: dict[tuple, list] = defaultdict(list)
-        for n, var in wm.by_class.get(o.id, []):
-            if ids[n] == d:
-                by_domains[tuple(int(i[n]) for i in o_ids)].append(var)
+        for n, var in self._pairs_in(o, cls.rep.affinity[t].topology_key).get(d, ()):
+            by_domains[tuple(int(i[n]) for i in o_ids)].append(var)
         out = []
         for domains, o_vars in by_domains.items():
             lits = [self.anchored(o, u, e, steps) for u, e in enumerate(domains)]
