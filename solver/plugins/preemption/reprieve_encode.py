@@ -257,6 +257,7 @@ class _NodeReprieve:
         late = self.late.get(level)
         if late is not None:
             # The level's pods come late here: their turn evicts nothing.
+            m.add_implication(late, active)  # (no pod of the level here: nothing to say)
             turn = m.new_bool_var(f"reprieve_on_time[{n},{level}]")
             m.add_implication(turn, active)
             m.add_implication(turn, late.Not())
