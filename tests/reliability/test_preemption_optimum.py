@@ -890,3 +890,23 @@ def test_support_that_needs_its_own_room_is_refused() -> None:
     assert validate(snapshot, both, config) == [
         "affinity: default/t0-0 on node n0: its only support in kubernetes.io/hostname=n0 is default/run-1, which "
         "keep it out while they run (it does not fit the node beside them at its turn) until the plan evicts them"]
+
+
+def test_a_kin_chain_through_two_classes_alike_in_terms_and_labels() -> None:
+    """Found by a review: a1 and a2 (app=a, need app=b) differ only in priority. r (app=b) anchors
+    a1; c evicts r between them in the queue, so a2 leans on b, which leans on a1: two kin steps in a
+    component whose classes have two kinds of terms and labels. The chains were once counted by
+    kinds (one step here) and the model refused the plan kube-scheduler makes."""
+    pods = [make_pod("default/r", cpu="2", node="n0", labels={"app": "b"}, priority=0, start_time=at(0)),
+            make_pod("default/a1", cpu="500m", priority=100, labels={"app": "a"}, created=at(0),
+                     pod_affinity=[term({"app": "b"}, HOST)]),
+            make_pod("default/b", cpu="500m", priority=60, labels={"app": "b"}, created=at(1),
+                     pod_affinity=[term({"app": "a"}, HOST)]),
+            make_pod("default/c", cpu="2500m", priority=50, labels={"app": "c"}, created=at(2)),
+            make_pod("default/a2", cpu="500m", priority=10, labels={"app": "a"}, created=at(3),
+                     pod_affinity=[term({"app": "b"}, HOST)])]
+    snapshot, config = _window([make_node("n0", cpu="4", memory="64Gi", pods=10)], pods)
+    outcome = solve_window(build_context(snapshot, config))
+    assert outcome.solution is not None and outcome.solution.status == "OPTIMAL"
+    assert sorted(outcome.solution.placements) == ["default/a1", "default/a2", "default/b", "default/c"]
+    assert [v.pod.key for v in outcome.solution.victims] == ["default/r"]

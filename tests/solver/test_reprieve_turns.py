@@ -136,3 +136,35 @@ def test_the_batch_reads_a_resource_only_where_a_pod_asking_for_it_is_placed(mon
     assert _valid(snapshot, placements, evicted_by) == []
     assert _model_holds(snapshot, placements, {"default/w"})
     assert not _model_holds(snapshot, placements, {"default/v"})
+
+
+def _overcommitted_memory_with_affinity() -> Any:
+    """``_overcommitted_memory`` with a and b needing app=s beside them: v (app=s, priority 0) is a
+    lower pod their dry runs take off, so the model may say they come late on n0; u (app=s,
+    priority 1000) stays and supports them, so they never do."""
+    pods = []
+    for pod in _overcommitted_memory().pods:
+        name = pod.metadata.name
+        if name in ("u", "v"):
+            pod = pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"labels": {"app": "s"}})})
+        pods.append(pod)
+    extra = {"default/a": make_pod("default/a", cpu="2", priority=100, created=at(0),
+                                   pod_affinity=[term({"app": "s"}, HOST)]),
+             "default/b": make_pod("default/b", memory="5Gi", priority=100, created=at(1),
+                                   pod_affinity=[term({"app": "s"}, HOST)])}
+    pods = [extra.get(f"{p.metadata.namespace}/{p.metadata.name}", p) for p in pods]
+    return _overcommitted_memory().model_copy(update={"pods": tuple(pods)})
+
+
+def test_a_level_that_may_come_late_keeps_its_turns_when_it_does_not() -> None:
+    """Found by a review: where a level may come late on a node, its turns and the batch's reading
+    of a resource by the pods asking for it were dropped even when it did not, so the model refused
+    kube's evictions here (the turns of a and b; a alone reading only CPU)."""
+    snapshot = _overcommitted_memory_with_affinity()
+    for placements, expected in (({"default/a": 0, "default/b": 0, "default/x": 0},
+                                  {"default/w": "default/a", "default/v": "default/b"}),
+                                 ({"default/a": 0}, {"default/w": "default/a"})):
+        evicted_by = _kube_evicts(snapshot, placements)
+        assert evicted_by == expected
+        assert _valid(snapshot, placements, evicted_by) == []
+        assert _model_holds(snapshot, placements, set(evicted_by))

@@ -330,7 +330,7 @@ class _Anchoring:
     cycle: in the order, the outside support comes first, then it, then the class it anchors.
     Chains of such steps are stated step by step (``anchored``): a class anchored within k kin
     steps leans on one anchored within k - 1, so no chain closes on itself; a chain is at most
-    one step shorter than its component has kinds of pods (``steps``), up to ``MAX_KIN_STEPS``."""
+    one step shorter than its component has classes (``steps``), up to ``MAX_KIN_STEPS``."""
 
     def __init__(self, wm: WindowModel, enc: AffinityEncoding, classes, components: dict[int, int]) -> None:
         self.wm, self.enc, self.classes, self.components = wm, enc, classes, components
@@ -339,17 +339,18 @@ class _Anchoring:
         self._anchored: dict[tuple[int, int, int, int], object] = {}
         self._pairs: dict[tuple[int, str], dict[int, list]] = {}
         self._running: dict[tuple[int, int], tuple] = {}
-        kinds: dict[int, set] = defaultdict(set)
+        sizes: dict[int, int] = defaultdict(int)
         for c in classes:
             if c.id in components:
-                kinds[components[c.id]].add(_kind(c.rep))
-        self._kinds = kinds
+                sizes[components[c.id]] += 1
+        self._sizes = sizes
 
     def steps(self, cls) -> int:
         """The most kin steps a chain ending at ``cls`` takes: one fewer than its component has
-        kinds of pods (terms and labels: classes alike in both, replicas of one group differing in
-        size or priority, add no step a chain needs), at least one, at most ``MAX_KIN_STEPS``."""
-        return max(1, min(len(self._kinds[self.components[cls.id]]) - 1, MAX_KIN_STEPS))
+        classes (a chain that passes a class twice is no shorter way to it; classes alike in
+        terms and labels still differ in what anchors them from outside, their queue order and
+        named preemptors say), at least one, at most ``MAX_KIN_STEPS``."""
+        return max(1, min(self._sizes[self.components[cls.id]] - 1, MAX_KIN_STEPS))
 
     def sources(self, cls) -> tuple[list, list, list]:
         """Window classes matching all of ``cls``'s terms: without required affinity
@@ -457,12 +458,6 @@ class _Anchoring:
                 wm.model.add_implication(via, lit)
             out.append(via)
         return out
-
-
-def _kind(rep: PodInfo) -> tuple:
-    """What decides whom a pod supports and who supports it: its required affinity terms, its
-    labels and namespace (with its namespace's labels)."""
-    return (rep.affinity, rep.namespace, tuple(sorted(rep.labels.items())), tuple(sorted(rep.ns_labels.items())))
 
 
 def _clearing(wm: WindowModel, enc: AffinityEncoding, terms) -> list:

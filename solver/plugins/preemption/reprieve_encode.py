@@ -38,6 +38,10 @@ required to be for room; ``kept`` still requires room. Rules of other pods (plac
 or on other nodes of a domain ``u`` is in) are no reason: kube-scheduler evicts at a pod's turn
 only what keeps that pod off that node. Not weighed here (the cuts take them): what those rules decide.
 
+A level whose pods on the node need, by required affinity, a lower pod there may come late
+(``_may_come_late``): kube-scheduler's dry run takes that support off, so the turn evicts nothing
+and the pods come after the lower levels' turns, which then do not see them.
+
 The budgets are read as the window starts, but evictions before a level's turn (on other nodes, at
 higher levels, for the level's earlier pods) may have spent them, and a pod the split calls safe
 then counts as violating and moves ahead. Where that can happen (the split with every budget spent
@@ -61,6 +65,7 @@ from ortools.sat.python import cp_model
 from ...disruption import PdbBudgets
 from ...info import PodInfo, queue_order_key
 from ..shared.host_ports import ports_conflict
+from ..shared.preemption_rule import may_preempt
 from ...state import PodMatcher
 from .nominated import claims_of
 from .victim_room import freed_reasons
@@ -207,17 +212,21 @@ class _NodeReprieve:
         """A preemptor with required pod affinity whose only support on the node is a lower pod
         finds no room at its turn: kube-scheduler's dry run takes that support off with the other
         lower pods, so it evicts nothing, leaves the pod pending and retries it once later pods
-        have made its room (and brought other support). Where every pod of the level that may
-        preempt here is of that kind, ``late[L]`` lets the model say so: no evictions at the
-        level's turn, and its pods absent from the turns of the lower levels (``_seen``). The
-        replay judges whether the turn truly finds no room."""
+        have made its room (and brought other support). Where the level has such classes here,
+        ``late[L]`` lets the model say its pods come late: only such classes placed here, no
+        evictions at the level's turn, and its pods absent from the turns of the lower levels
+        (``_seen``). The replay judges whether the turn truly finds no room."""
         preemptors = [(cls, var) for cls, var in self.entries
                       if cls.rep.priority == level and cls.rep.may_preempt_others]
-        if not preemptors or not all(self._leans_on_lower(cls.rep, level) for cls, _ in preemptors):
+        leaning = {cls.id for cls, _ in preemptors if self._leans_on_lower(cls.rep, level)}
+        if not leaning:
             return
         m, wm, n = self.m, self.wm, self.n
         late = self.late[level] = m.new_bool_var(f"reprieve_late[{n},{level}]")
         for cls, var in preemptors:
+            if cls.id not in leaning:
+                m.add(var == 0).only_enforce_if(late)  # it would preempt at its turn
+                continue
             seen = self.counted[cls.id] = m.new_int_var(0, wm.ub_of(cls.id, n), f"reprieve_seen[{n},{cls.id}]")
             m.add(seen == var).only_enforce_if(late.Not())
             m.add(seen == 0).only_enforce_if(late)
@@ -228,7 +237,17 @@ class _NodeReprieve:
         if not rep.affinity:
             return False
         matchers = [PodMatcher.of_term(t) for t in rep.affinity]
-        return any(v.priority < level and all(mt.matches(v) for mt in matchers) for v in self.victims)
+        return any(v.priority < level and may_preempt(rep, v) and all(mt.matches(v) for mt in matchers)
+                   for v in self.victims)
+
+    def _and(self, a: Any, b: Any, name: str) -> Any:
+        """A literal equal to ``a`` and ``b``."""
+        m = self.m
+        both = m.new_bool_var(name)
+        m.add_implication(both, a)
+        m.add_implication(both, b)
+        m.add_bool_or([a.Not(), b.Not(), both])
+        return both
 
     def _seen(self, cls: Any, var: Any, level: int) -> Any:
         """``cls``'s count on the node as the turn of ``level`` sees it: without its pods where
@@ -255,21 +274,19 @@ class _NodeReprieve:
         active = wm.new_presence(f"reprieve_active[{n},{level}]", [var for _, var in preemptors],
                                  sum(wm.ub_of(cls.id, n) for cls, _ in preemptors))
         late = self.late.get(level)
+        on_time = None  # where the level may come late: "its pods here are on time"
         if late is not None:
             # The level's pods come late here: their turn evicts nothing.
             m.add_implication(late, active)  # (no pod of the level here: nothing to say)
-            turn = m.new_bool_var(f"reprieve_on_time[{n},{level}]")
-            m.add_implication(turn, active)
-            m.add_implication(turn, late.Not())
-            m.add_bool_or([active.Not(), late, turn])
-            active = turn
+            on_time = late.Not()
+            active = self._and(active, on_time, f"reprieve_on_time[{n},{level}]")
         for v in here:
             m.add(gone[v.key, level] <= active)
         above = [(cls, self._seen(cls, var, level)) for cls, var in self.entries if cls.rep.priority >= level]
         claimed = self.claims.room(n, level, self.width) if self.claims else np.zeros(self.width, dtype=np.int64)
-        turns = self._turns(level, above, order) if late is None else []
+        turns = self._turns(level, above, order)
         if turns:
-            self._encode_turns(level, turns, order, above, claimed)
+            self._encode_turns(level, turns, order, above, claimed, on_time)
             return
         requested = np.zeros(self.width, dtype=bool)
         for cls, _ in preemptors:
@@ -281,14 +298,15 @@ class _NodeReprieve:
         for r in np.flatnonzero(requested).tolist():
             # kube-scheduler's fit for a pod reads only what it asks for: a resource some of the
             # level's preemptors do not ask for counts only where one that does is placed.
-            # (Where the level may come late, its turn is read whole: the gate would not see it.)
             askers = [(cls, var) for cls, var in preemptors if wm.vec[cls.id][r] > 0]
-            if len(askers) == len(preemptors) or late is not None:
+            if len(askers) == len(preemptors):
                 self._room(level, r, order, above, claimed, active, kept, over_lits)
                 continue
             gate = (self._here(*askers[0]) if len(askers) == 1 else
                     wm.new_presence(f"reprieve_asks[{n},{level},{r}]", [var for _, var in askers],
                                     sum(wm.ub_of(cls.id, n) for cls, _ in askers)))
+            if on_time is not None:
+                gate = self._and(gate, on_time, f"reprieve_asks_on_time[{n},{level},{r}]")
             self._room(level, r, order, above, claimed, gate, kept, over_lits, gated=True)
         self._ports(level, here, above, active, kept, over_lits)
         for v in here:
@@ -326,18 +344,22 @@ class _NodeReprieve:
         return turns if 2 <= len(turns) <= MAX_TURNS else []
 
     def _encode_turns(self, level: int, turns: list[tuple], order: "_Order", above: list,
-                      claimed: np.ndarray) -> None:
+                      claimed: np.ndarray, on_time: Any = None) -> None:
         """The level's reprieve turn by turn (``_turns``): at a turn (the k-th pod of a class,
         ``at``: at least k placed) the base holds the pods above the level, the level's classes
         before it and k pods of its class, and the victims still present are reprieved in
         kube-scheduler's order, on the resources that pod requests, for that pod's own rules;
-        ``turn_gone[v][t]``: ``v`` goes at turn t. ``gone[v, L]`` is the sum over the turns."""
+        ``turn_gone[v][t]``: ``v`` goes at turn t. ``gone[v, L]`` is the sum over the turns.
+        ``on_time``: where the level may come late (``_may_come_late``), the literal it does not;
+        a turn is then taken only on time."""
         m, wm, n = self.m, self.wm, self.n
         at = []
         for cls, var, k, _ in turns:
             b = m.new_bool_var(f"reprieve_turn[{n},{level},{cls.id},{k}]")
             m.add(var >= k).only_enforce_if(b)
             m.add(var <= k - 1).only_enforce_if(b.Not())
+            if on_time is not None:
+                b = self._and(b, on_time, f"reprieve_turn_on_time[{n},{level},{cls.id},{k}]")
             at.append(b)
         higher = [(c, v) for c, v in above if c.rep.priority > level]
         turn_gone: dict[str, list] = {}
