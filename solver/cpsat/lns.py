@@ -176,6 +176,15 @@ TABU_ROUNDS = 4
 # the rounds before; the first round's pace is a guess.
 BUILD_SHARE = 0.5
 FIRST_SECONDS_PER_PAIR = 2e-4
+# A running pod a round's model may evict (its eviction, level and reprieve rows) costs about as
+# much to build as this many class x node pairs: a round's size is its pairs plus this many per
+# potential victim. On the contended 1,000-node window evicting rounds then built at 0.9-1.3e-4 s
+# per unit whatever their mix (1,050 pairs and 128 potential victims in 0.22 s; 2,470 and 535 in
+# 0.82 s), packing rounds at 0.9-1.0e-4 s a pair past their fixed cost. Sized by pairs alone,
+# rounds over nodes full of lower pods (2,470 pairs and 535 potential victims, seed 5; 2,604 and
+# 515, seed 3) spent 0.8-0.9 s of a 1.0 s budget building, had no time to complete the hint, and
+# answered UNKNOWN.
+VICTIM_PAIRS = 10
 
 
 class _Search:
@@ -212,6 +221,9 @@ class _Search:
         # packing round after an evicting one.
         self.seconds_per_pair = {False: FIRST_SECONDS_PER_PAIR, True: FIRST_SECONDS_PER_PAIR}
         self.builds: dict[bool, list[float]] = {False: [], True: []}  # seconds each round took to build
+        # Seconds per unit (a pair, or ``VICTIM_PAIRS`` per potential victim) of each round built,
+        # after the first guess.
+        self.paces: dict[bool, list[float]] = {False: [FIRST_SECONDS_PER_PAIR], True: [FIRST_SECONDS_PER_PAIR]}
         self.short: Optional[bool] = None  # whether the search opens with a packing round
         # What the whole plan's replay after a round's solve takes (the slowest timed so far).
         self.replay_seconds = FIRST_REPLAY_SHARE * greedy_seconds
@@ -279,22 +291,38 @@ class _Search:
         left, replay = deadline - time.monotonic(), self._replay(kind, nodes)
         budget = max(_least(kind, replay), min(max(MIN_ROUND_SECONDS, ROUND_SHARE * left), left - replay))
         preempt = self._preempts(kind)
-        cap = int(min(ROUND_PAIRS, max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair[preempt])))
-        nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap)
+        # Its size in pairs, a potential victim counting ``VICTIM_PAIRS`` (a round that may evict),
+        # within what the build's share of the budget makes at the pace of its kind's rounds before;
+        # the pairs left after the chosen nodes' potential victims cap the left-out pods it takes in.
+        units = int(max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair[preempt]))
+        cap = min(ROUND_PAIRS, units)
+        lower = _lower_pods(self.ctx, self.best, self.free_pods) if preempt else None
+        nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap, lower, units)
+        if lower is not None:
+            cap = max(MIN_ROUND_PAIRS, min(cap, units - VICTIM_PAIRS * sum(lower(n) for n in nodes)))
         stats.rounds += 1
         t0 = time.monotonic()
         last = deadline - self._replay(kind, nodes)  # the solve's own deadline: the replay comes after
-        found, pairs, built, replayed = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods,
-                                               self.weights, (min(last, t0 + budget), last), cap, preempt,
-                                               polish=not self.short)
+        found, size, replayed = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods,
+                                       self.weights, (min(last, t0 + budget), last), cap, preempt,
+                                       polish=not self.short)
+        pairs, built = size.pairs, size.built
         if replayed:
             self.replay_seconds = max(self.replay_seconds, replayed)
         stats.max_pairs = max(stats.max_pairs, pairs)
         if pairs:
-            self.seconds_per_pair[preempt] = max(built / pairs, 1e-6)
+            pace = max(built / (pairs + VICTIM_PAIRS * size.victims), 1e-6)
+            self.paces[preempt].append(pace)
+            # An evicting round's build varies by 2-3x a unit with how full its nodes are (the
+            # reprieve's rows grow with the victims and the classes of each node): overbuilt, it
+            # leaves its solve no time and loses the round; underbuilt, it loses a little. It is
+            # sized by the slowest of the recent evicting rounds, the first guess among them until
+            # three have run (a first round over nodes with few victims each built at 5.9e-5 s a
+            # unit, the next over full nodes at 1.1e-4).
+            self.seconds_per_pair[preempt] = max(self.paces[True][-3:]) if preempt else pace
             self.builds[preempt].append(built)
-        log.debug("lns round %d (%s, %d nodes, %d pairs, %.2fs budget): %s in %.2fs", stats.rounds, kind, len(nodes),
-                  pairs, budget, "nothing" if found is None else
+        log.debug("lns round %d (%s, %d nodes, %d pairs, %d potential victims, %.2fs budget): %s in %.2fs",
+                  stats.rounds, kind, len(nodes), pairs, size.victims, budget, "nothing" if found is None else
                   f"{len(found.placements) - len(self.best.placements):+d} placed, "
                   f"{len(found.victims) - len(self.best.victims):+d} victims", time.monotonic() - t0)
         if found is not None and not (self.hard and _violations(self.ctx, found.victims)):
@@ -390,11 +418,11 @@ def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
 
 def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], free_pods: list[PodInfo],
            weights: dict[int, int], deadlines: tuple[float, float], cap: int,
-           preempt: bool = True, polish: bool = True) -> tuple[Optional[_Plan], int, float, float]:
+           preempt: bool = True, polish: bool = True) -> tuple[Optional[_Plan], "_Size", float]:
     """One neighbourhood's model of at most about ``cap`` pairs, solved by the first of
     ``deadlines`` (the round's; the solve gets ``MIN_SOLVE_SECONDS`` past it up to the second, the
-    decision's, less the replay after it): the whole plan it gives (or None), the pairs, the seconds
-    until the model was built, and those the slowest replay of a whole plan took. ``preempt``:
+    decision's, less the replay after it): the whole plan it gives (or None), the model's size and
+    build time, and the seconds the slowest replay of a whole plan took. ``preempt``:
     whether the model may evict (a round over nodes the incumbent evicts nothing on may pack
     alone). ``polish``: whether a plan better than the incumbent has its
     scores polished (a short search spends that time on the next round, or on the plan's checks)."""
@@ -422,7 +450,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
         class_ids.add(p.class_id)
         freed[p.key] = p
     if not freed:
-        return None, 0, 0.0, 0.0
+        return None, _Size(), 0.0
     sub = _sub_context(ctx, plan, inside, freed)
     classes = sub.classes
     mask = np.zeros(len(ctx.nodes), dtype=bool)
@@ -430,11 +458,11 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     cand, ubs = candidates(sub, classes, static, {}, preempt, within=mask)
     live = [c for c in classes if len(cand[c.id])]
     if not live:
-        return None, 0, 0.0, 0.0
+        return None, _Size(), 0.0
     pairs = sum(len(cand[c.id]) for c in live)
     inp = BuildInput(sub, static, cand, ubs, sctx, weights, preempt)
     wm = build_component(inp, live)
-    built = time.monotonic() - start
+    size = _Size(pairs, len(wm.evict), time.monotonic() - start)
     current = GreedyResult(placements={k: n for k, n in plan.placements.items() if k in freed},
                            victims=[v for v in plan.victims if v.node in inside])
     # A round keeps to plans its whole model holds: no evictions admitted beside the batch
@@ -458,7 +486,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, solve=solve, relaxed_repairs=False,
                                           view=whole)
     if solver is None:
-        return None, pairs, built, whole.longest
+        return None, size, whole.longest
     found = Solution()
     extract(wm, solver, found)
     victims = outside_victims + found.victims
@@ -474,9 +502,19 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
         if wrong:
             log.debug("lns round: refused, kube-scheduler's preemption keeps %d of the whole plan's victims (%s)",
                       len(wrong), wrong[0].pod.key)
-            return None, pairs, built, whole.longest
+            return None, size, whole.longest
         names = judged.evicted_by
-    return _Plan({**outside, **found.placements}, victims, names=names), pairs, built, whole.longest
+    return _Plan({**outside, **found.placements}, victims, names=names), size, whole.longest
+
+
+@dataclass
+class _Size:
+    """A round's model: its class x node pairs, its potential victims (eviction variables), and the
+    seconds it took to build."""
+
+    pairs: int = 0
+    victims: int = 0
+    built: float = 0.0
 
 
 def _least(kind: str, replay: float) -> float:
@@ -533,10 +571,12 @@ def _round_solver_config(ctx: SchedulingContext):
     return cfg.model_copy(update={"workers": ROUND_WORKERS})
 
 
-def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: int) -> list[int]:
+def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: int,
+                  lower: Optional[Callable[[int], int]] = None, units: Optional[int] = None) -> list[int]:
     """The first of ``nodes`` (most wanted first) whose placed pods' classes, times the nodes,
     stay within ``cap`` pairs (at least ``MIN_NODES`` nodes): a round's model stays small however
-    varied the pods on a node are."""
+    varied the pods on a node are. ``lower``: for a round that may evict, a node's potential
+    victims; the pairs and ``VICTIM_PAIRS`` per potential victim then stay within ``units``."""
     on_node: dict[int, set[int]] = defaultdict(set)
     wanted = set(nodes)
     for p in free_pods:
@@ -545,13 +585,38 @@ def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: 
             on_node[node].add(p.class_id)
     kept: list[int] = []
     classes: set[int] = set()
+    victims = 0
     for n in nodes:
         more = classes | on_node[n]
-        if len(kept) >= MIN_NODES and len(more) * (len(kept) + 1) > cap:
+        more_victims = victims + (lower(n) if lower is not None else 0)
+        pairs = len(more) * (len(kept) + 1)
+        if len(kept) >= MIN_NODES and (pairs > cap or (units is not None and pairs + VICTIM_PAIRS * more_victims > units)):
             break
         kept.append(n)
-        classes = more
+        classes, victims = more, more_victims
     return sorted(kept)
+
+
+def _lower_pods(ctx: SchedulingContext, plan: _Plan, free_pods: list[PodInfo]) -> Callable[[int], int]:
+    """Per node, about how many running pods a round over it that may evict can evict: those below
+    the highest priority among the pods it may place there (the left-out pods' highest, and those
+    the plan places on the node), as ``eviction.create`` makes their variables."""
+    floor = np.iinfo(np.int64).min
+    left = max((p.priority for p in free_pods if p.key not in plan.placements and p.may_preempt_others),
+               default=floor)
+    top: dict[int, int] = defaultdict(lambda: left)
+    for p in free_pods:
+        node = plan.placements.get(p.key)
+        if node is not None and p.may_preempt_others and p.priority > top[node]:
+            top[node] = p.priority
+    window = ctx._window_by_key
+    pods_on = ctx.state.pods_on
+
+    def count(node: int) -> int:
+        below = top[node]
+        return sum(1 for q in pods_on[node].values() if q.priority < below and q.key not in window)
+
+    return count
 
 
 def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:

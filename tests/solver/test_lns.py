@@ -109,6 +109,53 @@ def test_a_round_takes_the_wanted_nodes_up_to_its_pairs_and_sits_them_out_next()
     assert len({p.class_id for p in pods if plan.placements[p.key] in few}) * len(few) <= 60 or len(few) == MIN_NODES
 
 
+def test_a_round_that_may_evict_counts_each_potential_victim_as_pairs() -> None:
+    """A round that may evict is sized by its potential victims as well as its pairs: the same
+    nodes that fit the pairs alone are cut to ``MIN_NODES`` when each holds 30 pods it may evict
+    (on the contended 1,000-node cluster, rounds over 21 nodes with 515-535 potential victims built
+    for 0.8-0.9 s of a 1 s budget and answered UNKNOWN)."""
+    from solver.cpsat.lns import MIN_NODES, VICTIM_PAIRS, _Plan, _within_pairs
+
+    class Pod:
+        def __init__(self, key: str, class_id: int) -> None:
+            self.key, self.class_id = key, class_id
+
+    pods = [Pod(f"p{n}-{c}", c) for n in range(10) for c in range(n, n + 3)]
+    plan = _Plan({p.key: int(p.key[1:].split("-")[0]) for p in pods}, [])
+    wanted = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]
+    units = 600  # 12 classes x 10 nodes = 120 pairs: every node, when nothing may be evicted
+    assert _within_pairs(wanted, plan, pods, cap=3000, lower=lambda n: 0, units=units) == sorted(wanted)
+    full = _within_pairs(wanted, plan, pods, cap=3000, lower=lambda n: 30, units=units)
+    assert full == [6, 7, 8, 9] and len(full) == MIN_NODES
+    # Nodes without lower pods after the full ones still count only their pairs.
+    mixed = _within_pairs(wanted, plan, pods, cap=3000, lower=lambda n: 30 if n == 9 else 0, units=units)
+    assert mixed == sorted(wanted) and 30 * VICTIM_PAIRS + 120 <= units
+
+
+def test_a_node_s_potential_victims_are_its_running_pods_below_the_round_s_top_priority() -> None:
+    """``_lower_pods`` counts, per node, the running pods a round's model may make eviction
+    variables for: those below the highest priority among the pods left out and the pods the
+    plan places on the node (window pods are decided again, never victims)."""
+    nodes = [make_node("n-a", cpu="8", memory="64Gi"), make_node("n-b", cpu="8", memory="64Gi")]
+    pods = [make_pod("default/r0", cpu="1", node="n-a", priority=0),
+            make_pod("default/r1", cpu="1", node="n-a", priority=50),
+            make_pod("default/r2", cpu="1", node="n-a", priority=500),
+            make_pod("default/r3", cpu="1", node="n-b", priority=50),
+            make_pod("default/r4", cpu="1", node="n-b", priority=500),
+            make_pod("default/high", cpu="1", priority=1000, created=T0),
+            make_pod("default/wide", cpu="9", priority=100, created=T0 + timedelta(seconds=1))]
+    ctx, static, greedy = _greedy_run(make_snapshot(nodes, pods))
+    assert "default/wide" not in greedy.placements and "default/high" in greedy.placements
+    index = {n.name: i for i, n in enumerate(ctx.nodes)}
+    count = lns._lower_pods(ctx, lns._Plan(dict(greedy.placements), []), list(ctx.window))
+    on_high = greedy.placements["default/high"]
+    other = index["n-b"] if on_high == index["n-a"] else index["n-a"]
+    # Below 1000 on the high pod's node (every running pod there), below 100 (the left-out pod)
+    # on the other.
+    assert count(on_high) == (3 if on_high == index["n-a"] else 2)
+    assert count(other) == (2 if other == index["n-a"] else 1)
+
+
 def test_a_round_keeps_the_spread_of_the_plan_s_pods_it_does_not_free() -> None:
     """Three zones of one node; app s (zone spread, maxSkew 1) placed a=2, b=1, c=1 by the
     incumbent, and a 4-CPU pod of higher priority left out that fits only on c's node. A round
@@ -131,7 +178,7 @@ def test_a_round_keeps_the_spread_of_the_plan_s_pods_it_does_not_free() -> None:
     index = {n.name: n.index for n in ctx.nodes}
     incumbent = _Plan({"default/s-0": index["n-a"], "default/s-3": index["n-a"], "default/s-1": index["n-b"],
                        "default/s-2": index["n-c"]}, [])
-    found, _, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-c"]],
+    found, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-c"]],
                          list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
     assert found is not None
     assert "default/s-2" in found.placements and "default/big" not in found.placements, found.placements
@@ -171,7 +218,7 @@ def test_a_round_judges_its_evictions_in_the_whole_window_s_queue_order() -> Non
     ctx = build_context(snapshot, CONFIG)
     index = {n.name: n.index for n in ctx.nodes}
     incumbent = _Plan({"default/z": index["n-b"]}, [])
-    found, _, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-a"]],
+    found, _, _ = _round(ctx, StaticFilters(ctx.nodes, ctx.window), ScoreContext.of(ctx), incumbent, [index["n-a"]],
                          list(ctx.window), tier_weights([p.priority for p in ctx.window]), (time.monotonic() + 5,) * 2, 1000)
     assert found is None or not found.victims, (found.placements, found.victims)
 
