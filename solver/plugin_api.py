@@ -605,6 +605,20 @@ class PlacementDecoder(Protocol):
     def decode(self, wm: EncodeModel, counts: Mapping[int, list[tuple[int, int]]]) -> dict[str, int]: ...
 
 
+class HandOut(Protocol):
+    """How a rule hands a class's places to its pods (``Plugin.hand_out``; ``cpsat/decode.py``):
+    the model counts a class's pods per node, the plan names them, and kube-scheduler takes them
+    in queue order, each judged on what is placed before it. ``applies(rep)``: whether the rule
+    has a say for the class of ``rep``; ``order(ctx, static, pods, slots)``: the node of each of
+    the first pods of ``pods`` (queue order), one per place of ``slots`` ((node, pods there), by
+    node). Without one, places go node by node."""
+
+    def applies(self, rep: PodInfo) -> bool: ...
+
+    def order(self, ctx: ContextView, static: StaticView, pods: Sequence[PodInfo],
+              slots: Sequence[tuple[int, int]]) -> list[int]: ...
+
+
 @runtime_checkable
 class PreemptorNamer(Protocol):
     """An encoding with a say in which placed pod a victim is evicted for: ``narrow`` keeps the
@@ -1100,6 +1114,9 @@ class Plugin:
       down their ``firstAvailable`` lists device claims go, preferred-topology gangs' spans;
     * ``plan_output``: what the rule adds to a plan beyond where pods go (``PlanOutput``:
       DynamicResources' claim allocations, VolumeBinding's volume bindings);
+    * ``hand_out``: which pod of a class takes which of the places the model gives it
+      (``HandOut``: topology spread hands them so each pod's turn keeps its skew; one plugin at
+      most gives it);
     * ``score_cache``: the score's part in greedy's score cache (``ScoreCacheHook``: the same
       totals as ``score``, faster; a score plugin without it is asked for its ``score``);
     * ``crowding``: the score's drop per further pod of a class on a node, for the CP-SAT
@@ -1154,3 +1171,4 @@ class Plugin:
     reads: Reads = NOTHING_READ
     prebind: Optional[PreBind] = None
     state: Optional[BookMaker] = None
+    hand_out: Optional[HandOut] = None

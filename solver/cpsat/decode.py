@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..greedy import GreedyResult
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Values, Victim
-from ..plugins.registry import may_preempt
+from ..plugins.registry import hand_out, may_preempt
 from .model import WindowModel
 from .outcome import Solution
 
@@ -45,12 +45,12 @@ def extract(wm: WindowModel, values: Values, sol: Solution) -> None:
                     sol.placements[pod.key] = by_name[pod.key]
                     placed_on.setdefault(by_name[pod.key], []).append(pod)
             continue
-        pods = iter(cls.pods)
-        for n, k in sorted(counts.get(cls.id, [])):
-            for _ in range(k):
-                pod = next(pods)
-                sol.placements[pod.key] = n
-                placed_on.setdefault(n, []).append(pod)
+        # Places go to the class's pods in queue order, node by node unless a rule hands them
+        # out its own way (``Plugin.hand_out``: spread keeps each pod's turn within its skew).
+        nodes = hand_out(wm.ctx, wm.static, cls.pods, sorted(counts.get(cls.id, [])))
+        for pod, n in zip(cls.pods, nodes):
+            sol.placements[pod.key] = n
+            placed_on.setdefault(n, []).append(pod)
     for dec in decoders:
         for key, n in dec.decode(wm, counts).items():
             sol.placements[key] = n

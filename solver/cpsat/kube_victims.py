@@ -355,7 +355,10 @@ def _which_pods(wm: WindowModel, ne: dict, values: Values, n: int) -> list:
     out: list = []
     for cls, var in wm.by_node[n]:
         if values.value(var) and _interleaved(wm, cls):
-            before = [below for m, below in wm.by_class.get(cls.id, []) if m < n]
+            # (a class a rule hands out its own way, ``registry.hand_out``, takes its pods for
+            # ``n`` in an order its counts on every other node decide)
+            own = registry.hands_out(cls.rep)
+            before = [below for m, below in wm.by_class.get(cls.id, []) if m < n or (own and m != n)]
             out += _some_differ(wm, ne, values, before, (), f"shifts[{cls.id},{n}]")
     return out
 

@@ -43,7 +43,7 @@ them, in ``PLUGINS`` order. What the engines read:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, cast
 
@@ -51,7 +51,7 @@ import numpy as np
 
 from ..framework import SUCCESS, Status
 from ..info import NodeInfo, PodInfo
-from ..plugin_api import (Apart, Capacity, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
+from ..plugin_api import (Apart, Capacity, HandOut, Check, Coupling, CouplingHook, Crowding, ScoreCacheHook, Couples, CycleHook, Encoder,
                           GreedyHook, QueueSort, NodeNames, NominationsHook, Plugin, StaticFilter, PackingBook, PlanOutput, BindWrite, PostFilter, PreBind,
                           Prepare, Prune, KindRoom, WindowPart)
 from ..state import ClusterState
@@ -155,6 +155,7 @@ _WINDOWS: tuple[tuple[str, Callable[[Any], WindowPart]], ...] = ()
 _MAY_PREEMPT: tuple[Callable[[PodInfo, PodInfo], bool], ...] = ()
 _PER_NODE: tuple[tuple[str, Callable[[PodInfo], bool]], ...] = ()
 _APART: tuple[Apart, ...] = ()
+HAND_OUT: HandOut | None = None  # the one rule that hands a class's places to its pods (``Plugin.hand_out``)
 
 
 def _one(hooks: list[T]) -> T | None:
@@ -167,7 +168,7 @@ def _derive() -> None:
     global STATIC_FILTERS, STATIC_NODE_NAMES, CYCLE_FILTERS, PRUNES, SCORE_PLUGINS, SCORE_PLUGIN_NAMES, SCORE_CACHE
     global FILTER_ENCODINGS, WINDOW_ENCODINGS, FILTER_ENCODERS, WINDOW_ENCODERS, COUPLERS, FINAL_CHECKS, CAPACITY
     global GREEDY_PARTS, QUEUE_SORTS, POSTFILTER, PACKING_BOOKS, PLAN_RANKS, PLAN_OUTPUTS, CROWDING, REPACK_KEEPS, PREPARES
-    global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE, KIND_ROOMS, _APART
+    global NOMINATIONS, _WINDOWS, _MAY_PREEMPT, _PER_NODE, KIND_ROOMS, _APART, HAND_OUT
     STATIC_FILTERS = tuple(cast(StaticFilter, p.filter) for p in PLUGINS if p.static)
     STATIC_NODE_NAMES = tuple(p.node_names for p in PLUGINS if p.node_names is not None)
     CYCLE_FILTERS = tuple(p.cycle for p in PLUGINS if p.cycle is not None)
@@ -200,6 +201,7 @@ def _derive() -> None:
     _WINDOWS = tuple((p.name, p.window) for p in PLUGINS if p.window is not None)
     _MAY_PREEMPT = tuple(p.may_preempt for p in PLUGINS if p.may_preempt is not None)
     _PER_NODE = tuple((p.name, p.per_node_state) for p in PLUGINS if p.per_node_state is not None)
+    HAND_OUT = _one([p.hand_out for p in PLUGINS if p.hand_out is not None])
     _derive_facts()
     ClusterState.book_makers = tuple((p.name, p.state) for p in PLUGINS if p.state is not None)
 
@@ -275,6 +277,21 @@ def static_verdict(pod: PodInfo, node: NodeInfo) -> Status:
         if not status.ok:
             return status
     return SUCCESS
+
+
+def hands_out(rep: PodInfo) -> bool:
+    """Whether a rule hands the places of ``rep``'s class to its pods in an order of its own
+    (``Plugin.hand_out``), not node by node."""
+    return HAND_OUT is not None and HAND_OUT.applies(rep)
+
+
+def hand_out(ctx: Any, static: Any, pods: Sequence[PodInfo], slots: Sequence[tuple[int, int]]) -> list[int]:
+    """The node of each of the first pods of a class (queue order), one per place of ``slots``
+    ((node, pods there), by node): the rule's order where one has a say, else node by node."""
+    rule = HAND_OUT
+    if pods and rule is not None and rule.applies(pods[0]):
+        return list(rule.order(ctx, static, pods, slots))
+    return [n for n, k in slots for _ in range(k)]
 
 
 def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...plugin_api import Coupling, Plugin, Reads
-from . import check, crowding, encode, filter, score
+from . import check, crowding, encode, filter, hand_out, score
 from .score_cache import SpreadPart
 from .window_guard import GuardPass
 
@@ -49,7 +49,7 @@ def greedy(ctx, state, static, trial):
     return GuardPass(state, static)
 
 
-PLUGIN = Plugin(filter.NAME, score_cache=SpreadPart, crowding=crowding.crowding, greedy=greedy, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
+PLUGIN = Plugin(filter.NAME, score_cache=SpreadPart, hand_out=hand_out, crowding=crowding.crowding, greedy=greedy, cycle=filter.cycle, prune=prune, couples=couples, filter=filter, score=score, encode=(encode.encode,),
                 checks=(check.check,),
                 reads=Reads(pod_label_keys=pod_label_keys, node_label_keys=node_label_keys, topology_keys=topology_keys,
                             coupling=coupling))
