@@ -347,8 +347,9 @@ def _reads_beyond(wm: WindowModel, values: Values, n: int) -> bool:
 def _which_pods(wm: WindowModel, ne: dict, values: Values, n: int) -> list:
     """For a cut keyed on node ``n``'s counts: literals one of which is true when a class placed
     on ``n`` whose pods interleave in the queue with another class's (``_interleaved``) puts a
-    different share of its pods on the nodes before ``n``. The decode hands a class's places to
-    its pods in queue order, node by node, so those counts decide *which* of its pods land on
+    different share of its pods on the nodes before ``n`` (on any other node, for a class a rule
+    hands out its own way). The decode hands a class's places to its pods in queue order, node by
+    node (or as that rule says: ``registry.hand_out``), so those counts decide *which* of its pods land on
     ``n``, and with interleaved pods that decides the replay's verdict there: two pods of one
     class, nominated to ``n``, with a third pod of the same priority between them in the queue,
     evicted for the second differently than for the first (the long run's window)."""

@@ -29,6 +29,7 @@ validated as every plan is (``solver.api``).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import logging
@@ -218,7 +219,8 @@ class _Search:
         # per pair (the contended 1,000-node window, seed 5: 9.5e-5 s a pair packing, 4.7e-4 with
         # 1,702 potential victims), so one pace for both overbuilt the evicting round after a
         # packing one (1.38 s of a 1.0 s budget, its solve left no time) and underbuilt the
-        # packing round after an evicting one.
+        # packing round after an evicting one. Since the nineteenth round the pace is per unit of
+        # size (a pair, and ``VICTIM_PAIRS`` per potential victim), which evens out most of that.
         self.seconds_per_pair = {False: FIRST_SECONDS_PER_PAIR, True: FIRST_SECONDS_PER_PAIR}
         self.builds: dict[bool, list[float]] = {False: [], True: []}  # seconds each round took to build
         # Seconds per unit (a pair, or ``VICTIM_PAIRS`` per potential victim) of each round built,
@@ -296,10 +298,10 @@ class _Search:
         # the pairs left after the chosen nodes' potential victims cap the left-out pods it takes in.
         units = int(max(MIN_ROUND_PAIRS, BUILD_SHARE * budget / self.seconds_per_pair[preempt]))
         cap = min(ROUND_PAIRS, units)
-        lower = _lower_pods(self.ctx, self.best, self.free_pods) if preempt else None
+        lower = _Lower(self.ctx, self.best, self.free_pods) if preempt else None
         nodes = _within_pairs(nodes[:_size(len(self.ctx.nodes))], self.best, self.free_pods, cap, lower, units)
         if lower is not None:
-            cap = max(MIN_ROUND_PAIRS, min(cap, units - VICTIM_PAIRS * sum(lower(n) for n in nodes)))
+            cap = max(MIN_ROUND_PAIRS, min(cap, units - VICTIM_PAIRS * lower.victims(nodes, lower.top(nodes))))
         stats.rounds += 1
         t0 = time.monotonic()
         last = deadline - self._replay(kind, nodes)  # the solve's own deadline: the replay comes after
@@ -572,7 +574,7 @@ def _round_solver_config(ctx: SchedulingContext):
 
 
 def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: int,
-                  lower: Optional[Callable[[int], int]] = None, units: Optional[int] = None) -> list[int]:
+                  lower: Optional[_Lower] = None, units: Optional[int] = None) -> list[int]:
     """The first of ``nodes`` (most wanted first) whose placed pods' classes, times the nodes,
     stay within ``cap`` pairs (at least ``MIN_NODES`` nodes): a round's model stays small however
     varied the pods on a node are. ``lower``: for a round that may evict, a node's potential
@@ -585,38 +587,55 @@ def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: 
             on_node[node].add(p.class_id)
     kept: list[int] = []
     classes: set[int] = set()
-    victims = 0
     for n in nodes:
         more = classes | on_node[n]
-        more_victims = victims + (lower(n) if lower is not None else 0)
         pairs = len(more) * (len(kept) + 1)
-        if len(kept) >= MIN_NODES and (pairs > cap or (units is not None and pairs + VICTIM_PAIRS * more_victims > units)):
-            break
+        if len(kept) >= MIN_NODES:
+            if pairs > cap:
+                break
+            if lower is not None and units is not None:
+                with_n = kept + [n]
+                if pairs + VICTIM_PAIRS * lower.victims(with_n, lower.top(with_n)) > units:
+                    break
         kept.append(n)
-        classes, victims = more, more_victims
+        classes = more
     return sorted(kept)
 
 
-def _lower_pods(ctx: SchedulingContext, plan: _Plan, free_pods: list[PodInfo]) -> Callable[[int], int]:
-    """Per node, about how many running pods a round over it that may evict can evict: those below
-    the highest priority among the pods it may place there (the left-out pods' highest, and those
-    the plan places on the node), as ``eviction.create`` makes their variables."""
-    floor = np.iinfo(np.int64).min
-    left = max((p.priority for p in free_pods if p.key not in plan.placements and p.may_preempt_others),
-               default=floor)
-    top: dict[int, int] = defaultdict(lambda: left)
-    for p in free_pods:
-        node = plan.placements.get(p.key)
-        if node is not None and p.may_preempt_others and p.priority > top[node]:
-            top[node] = p.priority
-    window = ctx._window_by_key
-    pods_on = ctx.state.pods_on
+class _Lower:
+    """About how many running pods a round that may evict can make eviction variables for on its
+    nodes (``eviction.create``: those below the highest priority of a class that may preempt and
+    has the node as a candidate). Any pod the round frees may go to any of its nodes, so the
+    ceiling is the highest priority among the left-out pods and the pods the plan places on the
+    round's nodes, one for all of them."""
 
-    def count(node: int) -> int:
-        below = top[node]
-        return sum(1 for q in pods_on[node].values() if q.priority < below and q.key not in window)
+    def __init__(self, ctx: SchedulingContext, plan: _Plan, free_pods: list[PodInfo]) -> None:
+        floor = int(np.iinfo(np.int64).min)
+        self.left = max((p.priority for p in free_pods if p.key not in plan.placements and p.may_preempt_others),
+                        default=floor)
+        self.placed: dict[int, int] = defaultdict(lambda: floor)
+        for p in free_pods:
+            node = plan.placements.get(p.key)
+            if node is not None and p.may_preempt_others and p.priority > self.placed[node]:
+                self.placed[node] = p.priority
+        self.ctx = ctx
+        self._priorities: dict[int, list[int]] = {}
 
-    return count
+    def top(self, nodes: list[int]) -> int:
+        """The highest priority a round over ``nodes`` may place on any of them."""
+        return max([self.left, *(self.placed[n] for n in nodes)])
+
+    def victims(self, nodes: list[int], top: int) -> int:
+        """The running pods below ``top`` on ``nodes``."""
+        return sum(bisect.bisect_left(self._below(n), top) for n in nodes)
+
+    def _below(self, node: int) -> list[int]:
+        hit = self._priorities.get(node)
+        if hit is None:
+            window = self.ctx._window_by_key
+            hit = self._priorities[node] = sorted(q.priority for q in self.ctx.state.pods_on[node].values()
+                                                  if q.key not in window)
+        return hit
 
 
 def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:

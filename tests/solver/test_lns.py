@@ -120,22 +120,37 @@ def test_a_round_that_may_evict_counts_each_potential_victim_as_pairs() -> None:
         def __init__(self, key: str, class_id: int) -> None:
             self.key, self.class_id = key, class_id
 
+    class Lower:  # what ``_within_pairs`` asks of ``lns._Lower``
+        def __init__(self, per_node) -> None:
+            self.per_node = per_node
+
+        def top(self, nodes):
+            return 100
+
+        def victims(self, nodes, top):
+            return sum(self.per_node(n) for n in nodes)
+
     pods = [Pod(f"p{n}-{c}", c) for n in range(10) for c in range(n, n + 3)]
     plan = _Plan({p.key: int(p.key[1:].split("-")[0]) for p in pods}, [])
     wanted = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]
     units = 600  # 12 classes x 10 nodes = 120 pairs: every node, when nothing may be evicted
-    assert _within_pairs(wanted, plan, pods, cap=3000, lower=lambda n: 0, units=units) == sorted(wanted)
-    full = _within_pairs(wanted, plan, pods, cap=3000, lower=lambda n: 30, units=units)
+    assert _within_pairs(wanted, plan, pods, 3000, Lower(lambda n: 0), units) == sorted(wanted)
+    full = _within_pairs(wanted, plan, pods, 3000, Lower(lambda n: 30), units)
     assert full == [6, 7, 8, 9] and len(full) == MIN_NODES
     # Nodes without lower pods after the full ones still count only their pairs.
-    mixed = _within_pairs(wanted, plan, pods, cap=3000, lower=lambda n: 30 if n == 9 else 0, units=units)
+    mixed = _within_pairs(wanted, plan, pods, 3000, Lower(lambda n: 30 if n == 9 else 0), units)
     assert mixed == sorted(wanted) and 30 * VICTIM_PAIRS + 120 <= units
 
 
-def test_a_node_s_potential_victims_are_its_running_pods_below_the_round_s_top_priority() -> None:
-    """``_lower_pods`` counts, per node, the running pods a round's model may make eviction
-    variables for: those below the highest priority among the pods left out and the pods the
-    plan places on the node (window pods are decided again, never victims)."""
+def test_a_round_s_potential_victims_are_the_running_pods_below_its_highest_priority() -> None:
+    """``lns._Lower`` counts the running pods a round's model may make eviction variables for:
+    on every node of the round, those below the highest priority among the pods left out and the
+    pods the plan places on the round's nodes (a pod placed on one of them may move to another;
+    window pods are decided again, never victims). Counted per node, a node running only pods
+    of priority 500 beside one holding a placed pod of priority 1000 read as none."""
+    from solver.cpsat.choose import tier_weights
+    from solver.scoring import ScoreContext
+
     nodes = [make_node("n-a", cpu="8", memory="64Gi"), make_node("n-b", cpu="8", memory="64Gi")]
     pods = [make_pod("default/r0", cpu="1", node="n-a", priority=0),
             make_pod("default/r1", cpu="1", node="n-a", priority=50),
@@ -146,14 +161,21 @@ def test_a_node_s_potential_victims_are_its_running_pods_below_the_round_s_top_p
             make_pod("default/wide", cpu="9", priority=100, created=T0 + timedelta(seconds=1))]
     ctx, static, greedy = _greedy_run(make_snapshot(nodes, pods))
     assert "default/wide" not in greedy.placements and "default/high" in greedy.placements
-    index = {n.name: i for i, n in enumerate(ctx.nodes)}
-    count = lns._lower_pods(ctx, lns._Plan(dict(greedy.placements), []), list(ctx.window))
     on_high = greedy.placements["default/high"]
-    other = index["n-b"] if on_high == index["n-a"] else index["n-a"]
-    # Below 1000 on the high pod's node (every running pod there), below 100 (the left-out pod)
-    # on the other.
-    assert count(on_high) == (3 if on_high == index["n-a"] else 2)
-    assert count(other) == (2 if other == index["n-a"] else 1)
+    other = 1 - on_high
+    lower = lns._Lower(ctx, lns._Plan(dict(greedy.placements), []), list(ctx.window))
+    # The other node alone: below the left-out pod's 100. With the high pod's node: below 1000 on both.
+    assert lower.top([other]) == 100 and lower.top([other, on_high]) == 1000
+    alone = {0: 2, 1: 1}[other]  # n-a runs r0 and r1 below 100, n-b r3
+    assert lower.victims([other], lower.top([other])) == alone
+    assert lower.victims([0, 1], lower.top([0, 1])) == 5
+
+    # And the model of a round over both nodes has that many eviction variables.
+    free = list(ctx.window)
+    plan = lns._Plan(dict(greedy.placements), list(greedy.victims), names={})
+    _, size, _ = lns._round(ctx, static, ScoreContext.of(ctx), plan, [0, 1], free, tier_weights([1000, 100]),
+                            (time.monotonic() + 2.0, time.monotonic() + 2.0), 3000)
+    assert size.victims == 5
 
 
 def test_a_round_keeps_the_spread_of_the_plan_s_pods_it_does_not_free() -> None:

@@ -32,8 +32,9 @@ def applies(rep: PodInfo) -> bool:
 
 def order(ctx, static, pods: Sequence[PodInfo], slots: Sequence[tuple[int, int]]) -> list[int]:
     """The node of each of the first pods of ``pods`` (queue order), one per place of ``slots``
-    ((node, pods there)): each takes the place with the lowest skew at its turn, the lowest
-    node on ties."""
+    ((node, pods there)): each takes a place whose domains keep its turn furthest within every
+    constraint's ``maxSkew`` (the least of skew minus ``maxSkew`` over the constraints: raw skews
+    would let one constraint's allowed 2 hide another's forbidden 2), the lowest node on ties."""
     total = sum(k for _, k in slots)
     rep = pods[0]
     pre = prefilter(rep, ctx.state, *inclusion_masks(static, rep))
@@ -51,7 +52,11 @@ def order(ctx, static, pods: Sequence[PodInfo], slots: Sequence[tuple[int, int]]
                 counts[i][dom] -= 1
                 later.append((queue_order_key(q), i, dom))
     later.sort()
-    left = {n: k for n, k in slots}
+    # Places alike in every constraint's domain are one choice: a pod's turn weighs the kinds of
+    # place, not every node (a zone-spread class over hundreds of nodes has three).
+    kinds: dict[tuple[int, ...], list[list[int]]] = defaultdict(list)
+    for n, k in sorted(slots):
+        kinds[tuple(int(cc.domain_ids[n]) for cc in pre)].append([n, k])
     out: list[int] = []
     upto = 0
     for pod in pods[:total]:
@@ -61,21 +66,28 @@ def order(ctx, static, pods: Sequence[PodInfo], slots: Sequence[tuple[int, int]]
             counts[i][dom] += 1
             upto += 1
         floors = [skew_floor(c, cc.eligible_domains, cc.constraint.min_domains) for c, cc in zip(counts, pre)]
-        best = min((n for n, k in left.items() if k),
-                   key=lambda n: (max(_skew(c, cc, f, n) for c, cc, f in zip(counts, pre, floors)), n))
-        out.append(best)
-        left[best] -= 1
-        for c, cc in zip(counts, pre):
-            if cc.counted[best]:
-                c[cc.domain_ids[best]] += cc.self_match
+        kind = min((d for d, places in kinds.items() if places),
+                   key=lambda d: (_over(counts, pre, floors, d), kinds[d][0][0]))
+        place = kinds[kind][0]
+        out.append(place[0])
+        place[1] -= 1
+        if not place[1]:
+            kinds[kind].pop(0)
+        for c, cc, dom in zip(counts, pre, kind):
+            if dom >= 0 and cc.counted[place[0]]:
+                c[dom] += cc.self_match
     return out
 
 
-def _skew(counts: np.ndarray, cc, floor: int, node: int) -> int:
-    dom = cc.domain_ids[node]
-    if dom < 0:
-        return 1 << 30
-    return int(counts[dom]) + cc.self_match - floor
+def _over(counts: list[np.ndarray], pre, floors: list[int], domains: tuple[int, ...]) -> int:
+    """How far past its ``maxSkew`` the worst constraint would be with one more pod in
+    ``domains`` (one per constraint; -1: the node lacks the key, never chosen first)."""
+    worst = -(1 << 30)
+    for c, cc, floor, dom in zip(counts, pre, floors, domains):
+        if dom < 0:
+            return 1 << 30
+        worst = max(worst, int(c[dom]) + cc.self_match - floor - cc.constraint.max_skew)
+    return worst
 
 
 def _settled_matching(ctx, matcher: PodMatcher) -> list[tuple[PodInfo, int]]:
@@ -88,6 +100,6 @@ def _settled_matching(ctx, matcher: PodMatcher) -> list[tuple[PodInfo, int]]:
     if groups is None:
         by: dict[tuple, list[tuple[PodInfo, int]]] = defaultdict(list)
         for q, node in ctx.settled:
-            by[(q.namespace, tuple(sorted(q.labels.items())))].append((q, node))
+            by[(q.namespace, q.terminating, tuple(sorted(q.labels.items())))].append((q, node))
         groups = ctx.__dict__["_spread_settled_groups"] = list(by.values())
     return [entry for group in groups if matcher.matches(group[0][0]) for entry in group]

@@ -73,3 +73,37 @@ def test_classes_without_hard_spread_are_handed_node_by_node() -> None:
     (cls,) = ctx.classes
     assert not registry.hands_out(cls.rep)
     assert registry.hand_out(ctx, static, cls.pods, [(0, 2), (3, 1)]) == [0, 0, 3]
+
+
+def test_each_constraint_is_weighed_against_its_own_max_skew() -> None:
+    """Zone spread with maxSkew 1 and hostname spread with maxSkew 2 on one class: a hostname
+    skew of 2 is allowed where a zone skew of 2 is not, so the places are ranked by how far each
+    constraint is past its own maxSkew, not by the raw skews (which tied here and sent s-2 to a
+    place where its zone turn failed, so the solver's plan was refused and greedy's returned)."""
+    hostname = "kubernetes.io/hostname"
+    nodes = [make_node("n0", cpu="2", memory="64Gi", labels={"zone": "a"}),
+             make_node("n1", cpu="1", memory="64Gi", labels={"zone": "b"}),
+             make_node("n2", cpu="1500m", memory="64Gi", labels={"zone": "b"}),
+             make_node("n3", cpu="1", memory="64Gi", labels={"zone": "a"})]
+    pods = [make_pod("default/low-n0a", cpu="1", node="n0", priority=0),
+            make_pod("default/low-n0b", cpu="1", node="n0", priority=0),
+            make_pod("default/top-n1", cpu="1", node="n1", priority=5000),
+            make_pod("default/run-s", cpu="500m", node="n2", priority=1000, labels={"app": "s"}),
+            make_pod("default/low-n2", cpu="1", node="n2", priority=0),
+            make_pod("default/low-n3", cpu="1", node="n3", priority=0)]
+    pods += [make_pod(f"default/s-{i}", cpu="1", priority=1000, labels={"app": "s"},
+                      spread=[spread("zone", {"app": "s"}), spread(hostname, {"app": "s"}, max_skew=2)],
+                      created=T0 + timedelta(seconds=i)) for i in range(4)]
+    snapshot = make_snapshot(nodes, pods)
+    ctx = build_context(snapshot, CONFIG)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    index = {node.name: i for i, node in enumerate(ctx.nodes)}
+    (cls,) = ctx.classes
+    slots = sorted([(index["n0"], 2), (index["n2"], 1), (index["n3"], 1)])
+    handed = registry.hand_out(ctx, static, cls.pods, slots)
+    turns = replay(ctx, {pod.key: n for pod, n in zip(cls.pods, handed)}, set(handed), static).turns
+    assert not [key for key, turn in turns.items() if turn.outcome == NO_ROOM], [ctx.nodes[n].name for n in handed]
+
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert len(plan.assignments) == 4 and plan.stats.plan_from == "solver", plan.stats
