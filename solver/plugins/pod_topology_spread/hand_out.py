@@ -92,7 +92,8 @@ def _over(counts: list[np.ndarray], pre, floors: list[int], domains: tuple[int, 
 
 def _settled_matching(ctx, matcher: PodMatcher) -> list[tuple[PodInfo, int]]:
     """The decision's pods placed outside the model that ``matcher`` counts, with their nodes;
-    the pods grouped by namespace and labels once per context (a round's remainder is most of a
+    the pods grouped by namespace, labels and whether terminating (all a spread matcher reads)
+    once per context (a round's remainder is most of a
     10,000-pod window, asked about by every spread class the round frees)."""
     if not ctx.settled:
         return []
