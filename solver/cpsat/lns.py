@@ -221,11 +221,9 @@ class _Search:
         # packing one (1.38 s of a 1.0 s budget, its solve left no time) and underbuilt the
         # packing round after an evicting one. Since the nineteenth round the pace is per unit of
         # size (a pair, and ``VICTIM_PAIRS`` per potential victim), which evens out most of that.
-        self.seconds_per_pair = {False: FIRST_SECONDS_PER_PAIR, True: FIRST_SECONDS_PER_PAIR}
-        self.builds: dict[bool, list[float]] = {False: [], True: []}  # seconds each round took to build
-        # Seconds per unit (a pair, or ``VICTIM_PAIRS`` per potential victim) of each round built,
-        # after the first guess.
+        # Seconds per unit of each round built, after the first guess (``seconds_per_pair``).
         self.paces: dict[bool, list[float]] = {False: [FIRST_SECONDS_PER_PAIR], True: [FIRST_SECONDS_PER_PAIR]}
+        self.builds: dict[bool, list[float]] = {False: [], True: []}  # seconds each round took to build
         self.short: Optional[bool] = None  # whether the search opens with a packing round
         # What the whole plan's replay after a round's solve takes (the slowest timed so far).
         self.replay_seconds = FIRST_REPLAY_SHARE * greedy_seconds
@@ -259,6 +257,17 @@ class _Search:
         if (plan.names is not None or not plan.victims) and _unseen(self.ctx, plan, self._preempts(kind), nodes):
             return 0.0
         return self.replay_seconds
+
+    @property
+    def seconds_per_pair(self) -> dict[bool, float]:
+        """The pace a round of each kind (keyed by ``_preempts``) is sized by, in seconds per unit
+        of size: a packing round's, its kind's last. An evicting round's build varies by 2-3x a
+        unit with how full its nodes are (the reprieve's rows grow with the victims and the classes
+        of each node): overbuilt, it leaves its solve no time and loses the round; underbuilt, it
+        loses a little. It is sized by the slowest of the recent evicting rounds, the first guess
+        among them until three have run (a first round over nodes with few victims each built at
+        5.9e-5 s a unit, the next over full nodes at 1.1e-4)."""
+        return {False: self.paces[False][-1], True: max(self.paces[True][-3:])}
 
     def _preempts(self, kind: str) -> bool:
         """Whether a round of ``kind`` may evict (a packing round never does)."""
@@ -313,15 +322,7 @@ class _Search:
             self.replay_seconds = max(self.replay_seconds, replayed)
         stats.max_pairs = max(stats.max_pairs, pairs)
         if pairs:
-            pace = max(built / (pairs + VICTIM_PAIRS * size.victims), 1e-6)
-            self.paces[preempt].append(pace)
-            # An evicting round's build varies by 2-3x a unit with how full its nodes are (the
-            # reprieve's rows grow with the victims and the classes of each node): overbuilt, it
-            # leaves its solve no time and loses the round; underbuilt, it loses a little. It is
-            # sized by the slowest of the recent evicting rounds, the first guess among them until
-            # three have run (a first round over nodes with few victims each built at 5.9e-5 s a
-            # unit, the next over full nodes at 1.1e-4).
-            self.seconds_per_pair[preempt] = max(self.paces[True][-3:]) if preempt else pace
+            self.paces[preempt].append(max(built / (pairs + VICTIM_PAIRS * size.victims), 1e-6))
             self.builds[preempt].append(built)
         log.debug("lns round %d (%s, %d nodes, %d pairs, %d potential victims, %.2fs budget): %s in %.2fs",
                   stats.rounds, kind, len(nodes), pairs, size.victims, budget, "nothing" if found is None else
