@@ -169,6 +169,8 @@ class PdbBudgets:
     def spent(self, evicted: Iterable[PodInfo]) -> list[int]:
         """Per budget, how many of ``evicted`` (the window's victims so far) it covers."""
         out = [0] * len(self.budgets)
+        if not out:
+            return out
         for pod in evicted:
             for i in self.covering(pod):
                 out[i] += 1

@@ -308,7 +308,8 @@ class _Run:
         """The PostFilter (DefaultPreemption) for a pod no node fits (None: preemption is off)."""
         if not self.preempt or registry.POSTFILTER is None:
             return None
-        evicted = [v.pod for v in self.result.victims]  # their budgets are spent (a rolled-back gang's are not)
+        # their budgets are spent (a rolled-back gang's are not); read only where budgets exist
+        evicted = (v.pod for v in self.result.victims)
         protected = frozenset().union(*(part.protected() for part in self.parts))
         return registry.POSTFILTER.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
                                             allowed=allowed, evicted=evicted, protected=protected)

@@ -846,7 +846,7 @@ class PostFilter(Protocol):
 
     def default_preemption(self, pod: PodInfo, cycle: CycleView, state: ClusterState, static: StaticView,
                            ctx: ContextView, *, rng: Optional[random.Random] = None,
-                           allowed: Optional[np.ndarray] = None, evicted: Sequence[PodInfo] = (),
+                           allowed: Optional[np.ndarray] = None, evicted: Iterable[PodInfo] = (),
                            protected: frozenset[str] = frozenset()) -> PostFilterOutcome:
         """Victims on one node that make room for ``pod`` (or why none)."""
         ...
