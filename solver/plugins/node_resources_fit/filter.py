@@ -21,7 +21,7 @@ from ...framework import SUCCESS, Status
 from ...info import NodeInfo, PodInfo
 from ...plugin_api import NodeByNode, NodeDryRun, StaticView
 from ...state import ClusterState
-from ..shared.resource_fit import NAME, asked, copies, fits, status_of
+from ..shared.resource_fit import NAME, RoomOnNode, asked, copies, fits, status_of
 
 __all__ = ["NAME", "ResourcesCycle", "RoomOnNode", "copies", "cycle", "feasible", "filter", "fits", "fits_alone"]
 
@@ -98,52 +98,6 @@ class ResourcesCycle(NodeByNode):
         return RoomOnNode(self.pod, self.state, node, self.version, self._asked)
 
     _asked: Optional[list[tuple[int, int]]] = None  # ``asked`` of the pod's request, made once
-
-
-class RoomOnNode:
-    """The filter's dry run on one node (``plugin_api.NodeDryRun``): the node's free room in exact
-    Python integers, a pod's request given back as it leaves and taken again as it returns.
-
-    Only the resources the pod asks for are followed (the rule and its reasons read no other),
-    a victim's amounts read from its requests: preemption's dry runs move thousands of pods, and
-    a numpy row per move was most of their cost."""
-
-    def __init__(self, pod: PodInfo, state: ClusterState, node: int, version: str,
-                 request: list[tuple[int, int]]) -> None:
-        self.state, self.node, self.version = state, node, version
-        self.vec = state.vector(pod)
-        pods = state.res_index[PODS]
-        free = state.free[node]
-        # (column, resource name, amount asked) of every asked resource but the pod count,
-        # which every pod takes one of and is followed on its own (``slots``)
-        self.asked = [(c, state.resources[c], amount) for c, amount in request if c != pods]
-        self.room = [int(free[c]) for c, _, _ in self.asked]
-        self.slots = int(free[pods])
-
-    def remove_pod(self, pod: PodInfo) -> None:
-        requests = pod.requests
-        self.room = [r + requests.get(name, 0) for r, (_, name, _) in zip(self.room, self.asked)]
-        self.slots += 1
-
-    def add_pod(self, pod: PodInfo) -> None:
-        requests = pod.requests
-        self.room = [r - requests.get(name, 0) for r, (_, name, _) in zip(self.room, self.asked)]
-        self.slots -= 1
-
-    def fits(self) -> bool:
-        return self.slots >= 1 and all(r >= amount for r, (_, _, amount) in zip(self.room, self.asked))
-
-    def status(self) -> Status:
-        if self.fits():
-            return SUCCESS
-        free = self.state.free[self.node].astype(object)
-        for r, (c, _, _) in zip(self.room, self.asked):
-            free[c] = r
-        free[self.state.res_index[PODS]] = self.slots
-        return status_of(self.vec, free, self.state.alloc[self.node], self.state, version=self.version)
-
-    def reads(self) -> tuple:
-        return ()  # the node's own room
 
 
 def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -> ResourcesCycle:

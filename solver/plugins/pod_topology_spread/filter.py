@@ -10,7 +10,7 @@ default, taints ignored by default).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -178,9 +178,9 @@ class _OnNode:
 
     __slots__ = ("cc", "matches", "dom", "counted", "count", "here", "zero", "floor_others")
 
-    def __init__(self, cc: ConstraintCounts, floors: _Floors, pod: PodInfo, node: int, state: ClusterState) -> None:
+    def __init__(self, cc: ConstraintCounts, floors: _Floors, matches: Callable[[PodInfo], bool], node: int) -> None:
         self.cc = cc
-        self.matches = state.matcher(PodMatcher.of_spread(cc.constraint.selector, pod.namespace))
+        self.matches = matches
         self.dom = dom = int(cc.domain_ids[node])
         self.counted = bool(cc.counted[node])
         self.count = int(cc.domain_counts[dom]) if dom >= 0 and len(cc.domain_counts) else 0
@@ -204,10 +204,9 @@ class SpreadOnNode:
     domain's count, and with it perhaps the global minimum, which the other domains' minimum
     (taken once) and this domain's count give at once."""
 
-    def __init__(self, pod: PodInfo, pre: list[ConstraintCounts], floors: list[_Floors], state: ClusterState,
+    def __init__(self, pre: list[ConstraintCounts], floors: list[_Floors], matchers: list[Callable[[PodInfo], bool]],
                  node: int) -> None:
-        self.state = state
-        self.constraints = [_OnNode(cc, f, pod, node, state) for cc, f in zip(pre, floors)]
+        self.constraints = [_OnNode(cc, f, m, node) for cc, f, m in zip(pre, floors, matchers)]
         self._start = tuple((c.count, c.floor_others) for c in self.constraints)
 
     def _change(self, pod: PodInfo, delta: int) -> None:
@@ -242,11 +241,14 @@ def cycle(pod: PodInfo, state: ClusterState, static: StaticView, version: str) -
     if not pre:
         return None
 
-    floors: list[_Floors] = []  # made at the first dry run
+    # made at the first dry run, for every node's: each constraint's floors and which pods it counts
+    floors: list[_Floors] = []
+    matchers: list[Callable[[PodInfo], bool]] = []
 
     def on_node(node: int) -> NodeDryRun:
         if not floors:
             floors.extend(_Floors(cc) for cc in pre)
-        return SpreadOnNode(pod, pre, floors, state, node)
+            matchers.extend(state.matcher(PodMatcher.of_spread(cc.constraint.selector, pod.namespace)) for cc in pre)
+        return SpreadOnNode(pre, floors, matchers, node)
 
     return CodedCycle(pod, pre, static.nodes, filter, status_codes, STATUSES, feasible, on_node)

@@ -143,7 +143,9 @@ def select_victims(
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     if local and static.mask(pod)[node]:
-        return _select_by_resources(pod, node, lower, state, budgets, hard_pdb, version, spent)
+        # Only the node's room can keep the pod off: the dry run on its resources alone
+        run = resource_fit.RoomOnNode(pod, state, node, version, resource_fit.asked(state.vector(pod)))
+        return _select_on_node(node, lower, run, budgets, hard_pdb, spent)
     if run is None and cycle is not None and cycle.state is state:
         run = cycle.on_node(node)
     if run is not None:
@@ -221,56 +223,6 @@ def _select_on_node(
     if violating and safe:
         victims.sort(key=_importance)
     return _Candidate(node, victims, pdb_violations), status
-
-
-def _select_by_resources(
-    pod: PodInfo, node: int, lower: list[PodInfo], state: ClusterState, budgets: PdbBudgets, hard_pdb: bool, version: str,
-    spent: Optional[list[int]] = None,
-) -> tuple[Optional[_Candidate], Status]:
-    """``select_victims``'s dry run for a pod only NodeResourcesFit can keep off the node: the
-    same removals, reprieves, order and statuses, on the free amounts instead of the state
-    (exact Python integers)."""
-    vec = state.vector(pod)
-    of = {v.key: state.vector(v).tolist() for v in lower}
-    room = state.free[node].tolist()
-    for v in lower:
-        room = [r + a for r, a in zip(room, of[v.key])]
-
-    request = resource_fit.asked(vec)
-
-    def fits(amounts: list[int]) -> bool:
-        return resource_fit.fits(request, amounts)
-
-    def without(amounts: list[int], v: PodInfo) -> list[int]:
-        return [r - a for r, a in zip(amounts, of[v.key])]
-
-    def refused(amounts: list[int]) -> tuple[None, Status]:
-        free = np.array(amounts, dtype=object)
-        return None, resource_fit.status_of(vec, free, state.alloc[node], state, version=version)
-
-    if not fits(room):
-        return refused(room)
-    lower = sorted(lower, key=_importance)
-    violating, safe = budgets.split(lower, spent)
-    if hard_pdb and violating:
-        for keep in violating:
-            room = without(room, keep)
-        if not fits(room):
-            return refused(room)
-        violating = []
-    victims: list[PodInfo] = []
-    pdb_violations = 0
-    for group, counts_violation in ((violating, True), (safe, False)):
-        for candidate in group:
-            trial = without(room, candidate)
-            if fits(trial):
-                room = trial  # reprieved: it stays
-                continue
-            victims.append(candidate)
-            pdb_violations += counts_violation
-    if violating and safe:
-        victims.sort(key=_importance)
-    return _Candidate(node, victims, pdb_violations), SUCCESS
 
 
 def resources_only(pod: PodInfo, cycle: Cycle, state: ClusterState) -> bool:
