@@ -423,3 +423,28 @@ def test_a_search_too_short_for_its_next_kind_runs_a_packing_round_instead(
     assert stats.too_short is None and stats.rounds >= 1
     assert stats.improved >= 1 and "(pack," in stats.history[0], stats.history
     assert "default/big" in sol.placements
+
+
+def test_the_search_s_last_round_solves_until_the_search_s_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round after which too little would be left for any round (less than the least packing
+    round) is the search's last: its solve runs until the search's deadline instead of leaving the
+    rest unused (the 1,000-node searches left 0.5-0.6 s of their share so); a round with room for
+    another after it keeps to its own budget."""
+    ctx, static, greedy = _greedy_run(_fragmented())
+    asked: list[tuple[float, float]] = []
+
+    def round_of(*args, **kwargs):
+        asked.append(args[7])  # (the round's solve deadline, the decision's)
+        return None, lns._Size(), 0.0
+
+    monkeypatch.setattr(lns, "_round", round_of)
+    search = lns._Search(ctx, static, greedy, seed=0)
+    least = search.least_round_seconds("pack")
+    roomy = time.monotonic() + lns.MIN_ROUND_SECONDS + least + 1.0
+    assert search.round(roomy, "pack")
+    solve_by, last = asked[-1]
+    assert last == pytest.approx(roomy) and solve_by < roomy - least  # another round fits after it
+    tight = time.monotonic() + lns.MIN_ROUND_SECONDS + least / 2
+    assert search.round(tight, "pack")
+    solve_by, last = asked[-1]
+    assert solve_by == pytest.approx(tight, abs=0.05) and last == pytest.approx(tight)
