@@ -24,7 +24,8 @@ from solver.cpsat.symmetry import canonical
 from solver.greedy import schedule_greedy
 from solver.filtering import StaticFilters
 from solver.scoring import ScoreContext
-from tests.builders import T0, describe, make_node, make_pod, make_pod_group, make_snapshot, term
+from tests.builders import (T0, describe, make_node, make_pod, make_pod_group, make_pv, make_pvc, make_snapshot,
+                            spread, term)
 
 FAST = SchedulerConfig().with_overrides(time_limit_seconds=10.0, workers=2, seed=1)
 
@@ -488,6 +489,35 @@ def test_a_victim_evicted_for_an_earlier_pod_supports_no_later_pod_s_affinity() 
     plan = schedule(snapshot, FAST)
     assert validate(snapshot, plan, FAST) == []
     assert plan.stats.status != "FALLBACK", plan.stats.fallback_reason
+
+
+def test_a_victim_supports_no_pod_that_cannot_fit_beside_it_on_its_own_node() -> None:
+    """Found by the long property run (4,000 windows, reduced). run-0 (app c, terminating, 2 CPUs
+    on n2's 1 CPU) is the only app c pod; t0-0..t0-3 (app c, required affinity to app c per host,
+    preemptionPolicy Never; t0-0 with a volume, a class of its own) cannot preempt, and t3-2 (a
+    lower priority) may evict run-0. The model put t0-0 and t0-3 on n2 leaning on run-0, evicted
+    after them for t3-2, and t0-1 and t0-2 on n0 as the group's seed: but no pod fits n2 beside
+    run-0, so the t0 pods there come only once it is gone, and then the group starts once, in one
+    host. The validator refused the plan and greedy's came back. A victim now supports nothing of a
+    class that does not fit beside it on its node, where that node is the whole domain."""
+    host = "kubernetes.io/hostname"
+    nodes = [make_node("n0", cpu="2500m", memory="16Gi", labels={host: "n0"}),
+             make_node("n2", cpu="1", memory="4Gi", pods=3, labels={host: "n2"})]
+    pods = [make_pod("default/run-0", cpu="2", node="n2", priority=0, labels={"app": "c"}, terminating=True)]
+    pods += [make_pod(f"default/t0-{i}", cpu="100m", priority=100, preemption_policy="Never", labels={"app": "c"},
+                      pod_affinity=[term({"app": "c"}, host)], created=at(i), claims=["claim-1"] if i == 0 else ())
+             for i in range(4)]
+    pods.append(make_pod("default/t3-2", cpu="100m", priority=10, labels={"app": "b"}, created=at(10),
+                         spread=[spread(host, {"app": "b"}, max_skew=2, min_domains=2)]))
+    snapshot = make_snapshot(nodes, pods, pvs=[make_pv("pv-1", claim="default/claim-1")],
+                             pvcs=[make_pvc("default/claim-1", volume="pv-1")])
+    config = SchedulerConfig().with_overrides(time_limit_seconds=5.0, workers=1, seed=23, profile="packing")
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == []
+    assert plan.stats.status != "FALLBACK", plan.stats.fallback_reason
+    placed = {a.pod: a.node for a in plan.assignments}
+    assert len({placed[f"default/t0-{i}"] for i in range(4) if f"default/t0-{i}" in placed}) == 1
+    assert sum(f"default/t0-{i}" in placed for i in range(4)) == 4  # all four, in one host
 
 
 def test_a_victim_named_for_a_later_pod_by_the_model_supports_no_pod_kube_evicts_it_for() -> None:

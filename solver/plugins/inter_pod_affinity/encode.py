@@ -18,6 +18,7 @@ from ...state import ClusterState, PodMatcher
 from .book import term_book
 from .filter import NAME, AllTerms
 from ..shared.host_ports import ports_conflict
+from ..shared.resource_fit import fits
 from ..shared.preemption_rule import may_preempt
 
 if TYPE_CHECKING:
@@ -269,7 +270,7 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     Created once per pod, class and key."""
     cache = enc.support
     lit = cache.get((pod.key, cls.id, key))
-    if lit is None and _keeps_out(pod, cls.rep):
+    if lit is None and (_keeps_out(pod, cls.rep) or _no_room_beside(wm, pod, cls.rep, key)):
         # While it runs the victim keeps the class's pods off its node (and maybe its domain):
         # they come after it is gone, so only a victim that stays supports them.
         lit = cache[(pod.key, cls.id, key)] = evict.Not()
@@ -302,6 +303,21 @@ def _keeps_out(victim: PodInfo, rep: PodInfo) -> bool:
     return (any(t.matches(rep.namespace, rep.labels, rep.ns_labels) for t in victim.anti_affinity)
             or any(PodMatcher.of_term(t).matches(victim) for t in rep.anti_affinity)
             or (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)))
+
+
+def _no_room_beside(wm: WindowModel, victim: PodInfo, rep: PodInfo, key: str) -> bool:
+    """Whether ``rep``'s pods cannot fit the running ``victim``'s node beside it even alone, where
+    that node is the whole of its domain under ``key`` (a hostname, say): a pod of the class there
+    is placed only once the victim is gone, so the victim supports none of its affinity (the
+    validator's room reason, ``waits_for_room``). In a domain of several nodes the pods may sit on
+    another node beside it; the model does not tell those apart here."""
+    state = wm.state
+    node = wm.evict_pod[victim.key][1]
+    ids = state.domains(key)[0]
+    d = int(ids[node])
+    if d < 0 or int(np.count_nonzero(ids == d)) != 1:
+        return False
+    return not bool(fits(state.vector(rep), state.alloc[node] - state.vector(victim)))
 
 
 def _running_anchors(wm: WindowModel, enc: AffinityEncoding, supporters, key: str, cls) -> tuple[set[int], dict[int, list]]:
