@@ -50,6 +50,8 @@ class AffinityEncoding:
     # (class, class) -> whether every pod of the first comes after every pod of the second in
     # queue order (``_all_after``).
     after: dict[tuple[int, int], bool] = field(default_factory=dict)
+    # Per topology key, how many nodes each of its domains holds (``_no_room_beside``).
+    domain_sizes: dict[str, np.ndarray] = field(default_factory=dict)
 
     # Decoding (``plugin_api.PreemptorNamer``): which placed pod a victim is named for.
     def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values, class_of) -> list[PodInfo]:
@@ -270,7 +272,7 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     Created once per pod, class and key."""
     cache = enc.support
     lit = cache.get((pod.key, cls.id, key))
-    if lit is None and (_keeps_out(pod, cls.rep) or _no_room_beside(wm, pod, cls.rep, key)):
+    if lit is None and (_keeps_out(pod, cls.rep) or _no_room_beside(wm, enc, pod, cls.rep, key)):
         # While it runs the victim keeps the class's pods off its node (and maybe its domain):
         # they come after it is gone, so only a victim that stays supports them.
         lit = cache[(pod.key, cls.id, key)] = evict.Not()
@@ -305,7 +307,7 @@ def _keeps_out(victim: PodInfo, rep: PodInfo) -> bool:
             or (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)))
 
 
-def _no_room_beside(wm: WindowModel, victim: PodInfo, rep: PodInfo, key: str) -> bool:
+def _no_room_beside(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, rep: PodInfo, key: str) -> bool:
     """Whether ``rep``'s pods cannot fit the running ``victim``'s node beside it even alone, where
     that node is the whole of its domain under ``key`` (a hostname, say): a pod of the class there
     is placed only once the victim is gone, so the victim supports none of its affinity (the
@@ -315,7 +317,10 @@ def _no_room_beside(wm: WindowModel, victim: PodInfo, rep: PodInfo, key: str) ->
     node = wm.evict_pod[victim.key][1]
     ids = state.domains(key)[0]
     d = int(ids[node])
-    if d < 0 or int(np.count_nonzero(ids == d)) != 1:
+    sizes = enc.domain_sizes.get(key)
+    if sizes is None:
+        sizes = enc.domain_sizes[key] = np.bincount(ids[ids >= 0]) if (ids >= 0).any() else np.zeros(0, dtype=np.int64)
+    if d < 0 or int(sizes[d]) != 1:
         return False
     return not bool(fits(state.vector(rep), state.alloc[node] - state.vector(victim)))
 
