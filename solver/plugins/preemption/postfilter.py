@@ -29,7 +29,7 @@ from . import nominated
 from ...disruption import PdbBudgets
 from ...group_disruption import evicted_together
 from .victim_room import beyond_node_local, entangled, entangling
-from ..shared.preemption_rule import may_preempt
+from ..shared.preemption_rule import evictable, may_preempt
 from ..shared.host_ports import ports_conflict
 from ...plugin_api import CycleView as Cycle, NodeDryRun, StaticView as StaticFilters, gives_back
 from ..shared import resource_fit
@@ -130,16 +130,7 @@ def select_victims(
     # Victims are running pods: pods placed earlier in this window are decisions, not victims.
     # A gang member never evicts a running member of its own group (that would undo the gang).
     # (A victim has lower priority: asked first, it spares the full rule most pods.)
-    priority = pod.priority
-    if pod.preempt_never or pod.waiting_on:
-        lower = [p for p in state.pods_on[node].values()
-                 if p.priority < priority and p.key not in window and may_preempt(pod, p)]
-    else:
-        # ``may_preempt`` of a lower pod, for a preemptor it lets preempt, is the gang rule alone
-        # (asked of ~30 pods per dry run, tens of thousands of dry runs in a contended window)
-        own = pod.group
-        lower = [p for p in state.pods_on[node].values()
-                 if p.priority < priority and p.key not in window and (own is None or p.group != own)]
+    lower = evictable(pod, state.pods_on[node].values(), window)
     if not lower:
         return None, unresolvable(NAME, REASON_NO_VICTIMS)
     if local and static.mask(pod)[node]:

@@ -4,6 +4,8 @@ victims' room)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+
 from ...info import PodInfo
 
 
@@ -34,3 +36,14 @@ def why_not(preemptor: PodInfo, victim: PodInfo) -> list[str]:
 def may_preempt(preemptor: PodInfo, victim: PodInfo) -> bool:
     """Whether ``preemptor`` may evict ``victim`` at all (``why_not`` finds no reason against)."""
     return not why_not(preemptor, victim)
+
+
+def evictable(preemptor: PodInfo, pods: Iterable[PodInfo], excluded: Collection[str] = ()) -> list[PodInfo]:
+    """The pods of ``pods`` (keys outside ``excluded``) that ``preemptor`` may evict: those
+    ``may_preempt`` allows, with the preemptor's own reasons asked once instead of per pod (a
+    preemption's dry runs ask this of ~30 pods per node, tens of thousands of times a window)."""
+    if preemptor.preempt_never or preemptor.waiting_on:
+        return []  # ``why_not`` has a reason against every victim
+    priority, own = preemptor.priority, preemptor.group
+    return [p for p in pods
+            if p.priority < priority and p.key not in excluded and (own is None or p.group != own)]
