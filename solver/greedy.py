@@ -30,6 +30,7 @@ from typing import Optional
 
 import numpy as np
 
+from . import progress as stages
 from .context import SchedulingContext
 from .info import PodInfo
 from .plugin_api import GreedyPart, PostFilterOutcome, Victim
@@ -68,6 +69,15 @@ def select_host(nodes: np.ndarray, totals: np.ndarray, rng: Optional[random.Rand
     return int(tied[rng.randrange(len(tied))])
 
 
+# How often a long pass says how far it is, to a person watching (``solver.progress``).
+PROGRESS_SECONDS = 2.0
+
+
+def progress_line(done: int, total: int) -> str:
+    """The stage line of a pass that has decided ``done`` of ``total`` pods."""
+    return f"greedy scheduleOne: {done:,} of {total:,} pod(s) decided"
+
+
 def schedule_greedy(
     ctx: SchedulingContext,
     *,
@@ -86,12 +96,15 @@ def schedule_greedy(
     nodes (``Guide``), no longer kube-scheduler's own decision."""
     run = _Run.of(ctx, static=static, allow_preemption=allow_preemption, state=state, score_cache=score_cache)
     run.guide = guide
+    every = stages.Every(PROGRESS_SECONDS)
     for done, pod in enumerate(queue_order(ctx, run.parts)):
         if cancel is not None and cancel.is_set():
             run.result.cancelled = True
             break
         if progress is not None:
             progress[0] = done
+        if done and not done & 255 and every.due():
+            stages.stage(progress_line(done, len(ctx.window)))
         run.turn(pod)
     if not run.result.cancelled:
         run.reprieve_at_end()

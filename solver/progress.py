@@ -9,6 +9,7 @@ thread of its own never hears another thread's stages.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -33,6 +34,24 @@ def stage(message: str) -> None:
     listener = getattr(_local, "listener", None)
     if listener is not None:
         listener(message)
+
+
+class Every:
+    """Whether a repeated stage is due: at most once per ``seconds``, and only while someone listens
+    (cheap to ask for every item of a long loop)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.next = time.monotonic() + seconds
+
+    def due(self) -> bool:
+        if getattr(_local, "listener", None) is None:
+            return False
+        now = time.monotonic()
+        if now < self.next:
+            return False
+        self.next = now + self.seconds
+        return True
 
 
 def listener() -> Listener | None:

@@ -7,10 +7,10 @@ import threading
 import time
 from typing import Optional
 
-from .. import interrupt
+from .. import interrupt, progress as stages
 from ..context import SchedulingContext
 from ..filtering import StaticFilters
-from ..greedy import GreedyResult, schedule_greedy
+from ..greedy import PROGRESS_SECONDS, GreedyResult, progress_line, schedule_greedy
 
 
 class GreedyRun:
@@ -27,6 +27,7 @@ class GreedyRun:
         self.error: Optional[BaseException] = None
         self.started = time.monotonic()
         self.finished: Optional[float] = None
+        self.total = len(ctx.window)
         state = ctx.state.copy()  # copied here, before the main thread registers counters
         self._thread = threading.Thread(
             target=self._run, args=(ctx, static, state), name="greedy-scheduleOne", daemon=True
@@ -47,7 +48,16 @@ class GreedyRun:
         return self.finished is not None
 
     def wait(self, timeout: Optional[float] = None) -> Optional[GreedyResult]:
-        self._thread.join(timeout)
+        """Greedy's plan once it is done, waited for at most ``timeout`` (None: as long as it takes,
+        saying how far the pass is every ``PROGRESS_SECONDS`` to whoever listens)."""
+        if timeout is None:
+            every = stages.Every(PROGRESS_SECONDS)
+            while self._thread.is_alive():
+                self._thread.join(PROGRESS_SECONDS)
+                if self._thread.is_alive() and not self.cancel.is_set() and every.due():
+                    stages.stage(progress_line(self.progress[0], self.total))
+        else:
+            self._thread.join(timeout)
         if self.error is not None:
             raise self.error
         return self.result if self.done else None
