@@ -520,6 +520,38 @@ def test_a_victim_supports_no_pod_that_cannot_fit_beside_it_on_its_own_node() ->
     assert sum(f"default/t0-{i}" in placed for i in range(4)) == 4  # all four, in one host
 
 
+def test_a_victim_evicted_after_the_placed_pods_of_a_class_supports_them() -> None:
+    """Found by the long exhaustive-optimum run (4,000 windows). t0-0 and t2-0 are one class
+    (required affinity to app b per host, preemptionPolicy Never); t1-0 (created between them)
+    wants n1's host port, which run-1, the only app b pod, holds. The best plan puts t0-0 on n1
+    leaning on run-1, then t1-0 there evicting it: t0-0 was placed before the eviction, so its
+    affinity held at its turn. The model read run-1 as supporting t0's class only if every pod
+    of the class came before t1-0's, and t2-0 does not, so its optimum placed t0-0 alone and the
+    decision returned greedy's plan. A class's places go to its first pods, so when it places no
+    more pods than come before the preemptor's class, the victim supports them all."""
+    host = "kubernetes.io/hostname"
+    anti = [term({"app": "b"}, host)]
+    nodes = [make_node("n0", cpu="1", memory="64Gi", pods=2, labels={host: "n0"}),
+             make_node("n1", cpu="2", memory="64Gi", pods=2, labels={host: "n1"})]
+    pods = [make_pod("default/run-0", cpu="500m", node="n0", labels={"app": "a"}, priority=0, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=anti),
+            make_pod("default/run-1", cpu="500m", node="n1", labels={"app": "b"}, priority=0, host_ports=[80],
+                     start_time=at(0), pod_anti_affinity=anti),
+            make_pod("default/run-2", cpu="500m", node="n0", labels={"app": "a"}, priority=0, start_time=at(0),
+                     pod_anti_affinity=anti)]
+    pods += [make_pod(f"default/t{i}-0", cpu="1" if i != 1 else "500m", priority=10, labels={"app": "a"},
+                      created=at(i), preemption_policy="Never" if i != 1 else None,
+                      host_ports=[80] if i == 1 else (), pod_affinity=[term({"app": "b" if i != 1 else "a"}, host)])
+             for i in range(3)]
+    snapshot = make_snapshot(nodes, pods)
+    config = SchedulerConfig().with_overrides(time_limit_seconds=5.0, workers=1, seed=1)
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == []
+    assert (plan.stats.status, plan.stats.plan_from) == ("OPTIMAL", "solver"), plan.stats.plan_reason
+    assert {a.pod: a.node for a in plan.assignments} == {"default/t0-0": "n1", "default/t1-0": "n1"}
+    assert [(p.pod, p.preemptor) for p in plan.preemptions] == [("default/run-1", "default/t1-0")]
+
+
 def test_a_victim_named_for_a_later_pod_by_the_model_supports_no_pod_kube_evicts_it_for() -> None:
     """Found by the long property run. t0 and t1 (app c, required affinity to app c per
     host, zone spread) are one affinity group; run0, the only app c pod, sits on n0 in zone z0,

@@ -5,7 +5,7 @@ allowed; the victims' support and the preemptor a plan names."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from dataclasses import dataclass, field
 
@@ -47,9 +47,9 @@ class AffinityEncoding:
     support: dict[tuple[str, int, str], object] = field(default_factory=dict)
     # Per victim, the class the plan names its preemptor from (``named_preemptor``); decode reads it.
     preemptor_named: dict[str, dict[int, cp_model.IntVar]] = field(default_factory=dict)
-    # (class, class) -> whether every pod of the first comes after every pod of the second in
-    # queue order (``_all_after``).
-    after: dict[tuple[int, int], bool] = field(default_factory=dict)
+    # (class, class) -> how many pods of the second come before every pod of the first in queue
+    # order (``_ahead``).
+    ahead: dict[tuple[int, int], int] = field(default_factory=dict)
     # Per topology key, how many nodes each of its domains holds (``_no_room_beside``).
     domain_sizes: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -244,26 +244,47 @@ def named_preemptor(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo) -> 
     return named
 
 
-def _all_after(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> bool:
-    """Whether every pod of class ``other`` comes after every pod of ``cls`` in queue order
-    (priority, creation, name), so a victim evicted for one of them is still there at each of
-    ``cls``'s turns. A class of gang members (ordered with their gang) never is."""
-    hit = enc.after.get((other, cls.id))
+def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
+    """How many of ``cls``'s pods come before every pod of class ``other`` in queue order
+    (priority, creation, name): a victim evicted for one of ``other``'s is still there at each
+    of their turns. A class's places go to its first pods (``decode``), so when it places no
+    more than that many, all of its placed pods come before. None for a class of gang members
+    (ordered with their gang)."""
+    hit = enc.ahead.get((other, cls.id))
     if hit is None:
         later = next((c for c in wm.classes if c.id == other), None)
         if later is None or any(p.group is not None for p in (*later.pods, *cls.pods)):
-            hit = False
+            hit = 0
         else:
-            hit = min(map(queue_order_key, later.pods)) > max(map(queue_order_key, cls.pods))
-        enc.after[(other, cls.id)] = hit
+            first = min(map(queue_order_key, later.pods))
+            hit = sum(1 for p in cls.pods if queue_order_key(p) < first)
+        enc.ahead[(other, cls.id)] = hit
     return hit
+
+
+def _evicted_after(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, other: int, named: cp_model.IntVar,
+                   cls) -> Optional[cp_model.IntVar]:
+    """The literal "``victim`` is evicted for a pod of class ``other`` (``named``) after every
+    placed pod of ``cls`` had its turn": always so when all of ``cls``'s pods come before
+    ``other``'s, else when ``cls`` places at most the pods that do; None when none does."""
+    ahead = _ahead(wm, enc, other, cls)
+    if ahead >= cls.size:
+        return named
+    placed = wm.placed.get(cls.id, 0)
+    if not ahead or isinstance(placed, int):
+        return named if isinstance(placed, int) and placed <= ahead else None
+    m = wm.model
+    lit = m.new_bool_var(f"evicted_after[{victim.key},{other},{cls.id}]")
+    m.add_implication(lit, named)
+    m.add(placed <= ahead).only_enforce_if(lit)
+    return lit
 
 
 def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, key: str) -> object:
     """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods in its
     domain under ``key``": it stays, or it is evicted for a pod of another class that comes after
-    all of ``cls``'s in queue order (``_all_after``: evicted for an earlier one, it is gone at
-    their turns — kube-scheduler then names the first pod that needs its room), or for one of
+    all of ``cls``'s placed pods in queue order (``_evicted_after``: evicted for an earlier one, it
+    is gone at their turns — kube-scheduler then names the first pod that needs its room), or for one of
     ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
     has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
     pod's turn and never again, so pods placed before the preemptor keep their support; the
@@ -279,7 +300,11 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     if lit is None:
         m = wm.model
         named = named_preemptor(wm, enc, pod)
-        others = [b for c, b in named.items() if c != cls.id and _all_after(wm, enc, c, cls)]
+        others: list[cp_model.IntVar] = []
+        for c, b in named.items():
+            after = _evicted_after(wm, enc, pod, c, b, cls) if c != cls.id else None
+            if after is not None:
+                others.append(after)
         own = named.get(cls.id)
         if own is not None and cls.size >= 2 and AllTerms(cls.rep.affinity).matches(cls.rep):
             d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
