@@ -248,8 +248,8 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
     """How many of ``cls``'s pods come before every pod of class ``other`` in queue order
     (priority, creation, name): a victim evicted for one of ``other``'s is still there at each
     of their turns. A class's places go to its first pods (``decode``), so when it places no
-    more than that many, all of its placed pods come before. None for a class of gang members
-    (ordered with their gang)."""
+    more than that many, all of its placed pods come before. 0 where either class holds gang
+    members (ordered with their gang)."""
     hit = enc.ahead.get((other, cls.id))
     if hit is None:
         later = next((c for c in wm.classes if c.id == other), None)
