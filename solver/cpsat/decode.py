@@ -68,6 +68,25 @@ def extract(wm: WindowModel, values: Values, sol: Solution) -> None:
             sol.nominations[preemptor.key] = n
 
 
+def by_counts(wm: WindowModel, placements: Mapping[str, int]) -> dict[str, int]:
+    """``placements`` (the model's own classes' pods) as the model's counts decode them: each
+    class's places handed to its first pods in queue order, as ``extract`` hands them. A plan
+    whose kept pods of a class are not its first ones (a repair took out a pod that could not fit
+    at its turn) is read by the model as if they were: the rules that lean on the order of a
+    class's pods (a victim's support for the pods placed before its preemptor) hold only then."""
+    per_class: dict[int, dict[int, int]] = {}
+    for key, n in placements.items():
+        nodes = per_class.setdefault(wm.class_of(wm.ctx.window_pod(key)), {})
+        nodes[n] = nodes.get(n, 0) + 1
+    out: dict[str, int] = {}
+    for cls in wm.classes:
+        counts = per_class.get(cls.id)
+        if counts:
+            for pod, n in zip(cls.pods, hand_out(wm.ctx, wm.static, cls.pods, sorted(counts.items()))):
+                out[pod.key] = n
+    return out
+
+
 def take_from_greedy(wm: WindowModel, greedy: GreedyResult, ctx, sol: Solution) -> None:
     """Greedy's placements, victims and nominations for ``wm``'s classes (components share no
     node and no rule, so greedy's plan for one combines with the solver's for the others)."""

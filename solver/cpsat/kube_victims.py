@@ -49,7 +49,7 @@ from ..info import queue_order_key
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Relaxable, Values, Victim
 from ..plugins import registry
 from ..validate import Replay
-from .decode import extract, placement_value
+from .decode import by_counts, extract, placement_value
 from .model import WindowModel
 from .outcome import Solution
 from .stages import Recorder, solve_component
@@ -548,7 +548,8 @@ HOLDS_SECONDS = 1.0
 
 def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) -> Optional[PlanValues]:
     """``trial``'s placements with the replay's victims: each pod that cannot fit its node at its
-    turn taken out and the replay run again, until every turn fits or preempts. None when the
+    turn taken out, the places each class keeps handed back to its first pods (``by_counts``: the
+    plan the model's counts are), and the replay run again, until every turn fits or preempts. None when the
     model has encodings that decode their own variables (gangs), or the repair does not settle
     (or a pod outside the model, which ``view`` replays too, is the one that cannot fit)."""
     if registry.POSTFILTER is None or _decodes_itself(wm):
@@ -573,6 +574,7 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
         log.debug("repair: %d pod(s) cannot fit at their turn", len(stuck))
         for key in stuck:
             del placements[key]
+        placements = by_counts(wm, placements)
     return None
 
 

@@ -9,6 +9,7 @@ engines and ``validate`` of the plan the final-state rule used to print (and acc
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -231,3 +232,51 @@ def test_a_gang_is_replayed_where_greedy_took_it_though_its_first_member_stays_p
         assert {a.pod for a in plan.assignments} == {"default/t1", "default/t2"}, engine
         assert len(plan.preemptions) == 1, engine
     assert [p.key for p in build_context(snapshot, SOLVER).queue()] == ["default/t0", "default/t2", "default/t1"]
+
+
+def test_a_repair_hands_each_class_s_kept_places_to_its_first_pods() -> None:
+    """Found by review of the rule that a victim supports a class's pods placed before its
+    preemptor (``inter_pod_affinity/encode.py``, ``_evicted_after``), which reads a class's places
+    as going to its first pods. a1 and a2 are one class (required affinity to app b in zone z),
+    with p between them in the queue; v, the only app b pod, sits on nv. A trial puts a1, p and r
+    on nv and a2 on m2: a1 has no room at its turn and p evicts v. The repair took a1 out and
+    kept a2, which comes after v is gone: the model read that as its first pod placed, and the
+    validator refused it. The repair now hands the class's place to a1, which still has v."""
+    from solver.cpsat import solve as cpsat
+    from solver.cpsat.kube_victims import IN_MODEL, _holds, repair
+    from solver.cpsat.outcome import Solution
+    from solver.plugin_api import Victim
+    from solver.scoring import ScoreContext
+    from tests.builders import term
+    from tests.reliability.test_preemption_optimum import _plan_of
+
+    zone = "topology.kubernetes.io/zone"
+    nodes = [make_node("nv", cpu="3", memory="64Gi", labels={zone: "z"}),
+             make_node("m2", cpu="1", memory="64Gi", labels={zone: "z"})]
+    leaning = {"priority": 10, "labels": {"app": "a"}, "preemption_policy": "Never",
+               "pod_affinity": [term({"app": "b"}, zone)]}
+    pods = [make_pod("default/v", cpu="2500m", node="nv", labels={"app": "b"}, priority=0),
+            make_pod("default/a1", cpu="1", created=T0 + timedelta(minutes=1), **leaning),
+            make_pod("default/p", cpu="1", priority=10, labels={"app": "p"}, created=T0 + timedelta(minutes=2)),
+            make_pod("default/a2", cpu="1", created=T0 + timedelta(minutes=3), **leaning),
+            make_pod("default/r", cpu="1", priority=10, labels={"app": "r"}, created=T0 + timedelta(minutes=4))]
+    snapshot = make_snapshot(nodes, pods)
+    config = SchedulerConfig().with_overrides(time_limit_seconds=5.0, workers=1, seed=1)
+    ctx = build_context(snapshot, config)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    cand, ubs = cpsat.candidates(ctx, ctx.classes, static, {}, True)
+    weights = cpsat.tier_weights([p.priority for p in ctx.window])
+    wm = cpsat.build_component(cpsat.BuildInput(ctx, static, cand, ubs, ScoreContext.of(ctx), weights, True),
+                               [c for c in ctx.classes if len(cand[c.id])])
+    index = {node.name: i for i, node in enumerate(ctx.nodes)}
+    nv, m2 = index["nv"], index["m2"]
+    trial = Solution()
+    trial.placements = {"default/a1": nv, "default/p": nv, "default/r": nv, "default/a2": m2}
+    trial.victims = [Victim(wm.evict_pod["default/v"][0], nv, "default/r")]
+    fixed = repair(wm, trial)
+    assert fixed is not None
+    assert fixed.pod_nodes == {"default/a1": m2, "default/p": nv, "default/r": nv}
+    assert fixed.names == {"default/v": "default/p"}
+    assert _holds(wm, fixed, time.monotonic() + 5) == IN_MODEL
+    plan = _plan_of(ctx, fixed.pod_nodes, [Victim(wm.evict_pod["default/v"][0], nv, "default/p")])
+    assert validate(snapshot, plan, config) == []
