@@ -50,6 +50,8 @@ class AffinityEncoding:
     # (class, class) -> how many pods of the second come before every pod of the first in queue
     # order (``_ahead``).
     ahead: dict[tuple[int, int], int] = field(default_factory=dict)
+    # (victim, class, class) -> its ``_evicted_after`` literal, made once.
+    evicted_after: dict[tuple[str, int, int], Optional[cp_model.IntVar]] = field(default_factory=dict)
     # Per topology key, how many nodes each of its domains holds (``_no_room_beside``).
     domain_sizes: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -247,9 +249,10 @@ def named_preemptor(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo) -> 
 def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
     """How many of ``cls``'s pods come before every pod of class ``other`` in queue order
     (priority, creation, name): a victim evicted for one of ``other``'s is still there at each
-    of their turns. A class's places go to its first pods (``decode``), so when it places no
-    more than that many, all of its placed pods come before. 0 where either class holds gang
-    members (ordered with their gang)."""
+    of their turns. A class's places go to its first pods (``decode.extract``; a repaired plan's
+    too, ``decode.by_counts``), so when it places no more than that many, all of its placed pods
+    come before. 0 where either class holds gang members (ordered with their gang), or
+    ``other`` is no class of the model."""
     hit = enc.ahead.get((other, cls.id))
     if hit is None:
         later = next((c for c in wm.classes if c.id == other), None)
@@ -267,6 +270,14 @@ def _evicted_after(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, othe
     """The literal "``victim`` is evicted for a pod of class ``other`` (``named``) after every
     placed pod of ``cls`` had its turn": always so when all of ``cls``'s pods come before
     ``other``'s, else when ``cls`` places at most the pods that do; None when none does."""
+    key = (victim.key, other, cls.id)
+    if key not in enc.evicted_after:
+        enc.evicted_after[key] = _made_evicted_after(wm, enc, victim, other, named, cls)
+    return enc.evicted_after[key]
+
+
+def _made_evicted_after(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, other: int,
+                        named: cp_model.IntVar, cls) -> Optional[cp_model.IntVar]:
     ahead = _ahead(wm, enc, other, cls)
     if ahead >= cls.size:
         return named
@@ -282,10 +293,11 @@ def _evicted_after(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, othe
 
 def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, key: str) -> object:
     """The literal "running pod ``pod`` supports the affinity of class ``cls``'s pods in its
-    domain under ``key``": it stays, or it is evicted for a pod of another class that comes after
-    all of ``cls``'s placed pods in queue order (``_evicted_after``: evicted for an earlier one, it
-    is gone at their turns — kube-scheduler then names the first pod that needs its room), or for one of
-    ``cls``'s own (a class matching its own terms) with another of them in that domain — that one
+    domain under ``key``": it stays, or it is evicted for a pod of another class that comes
+    after all of ``cls``'s placed pods in queue order (``_evicted_after``: evicted for an earlier
+    one, it is gone at their turns — kube-scheduler then names the first pod that needs its
+    room), or for one of ``cls``'s own (a class matching its own terms) with another of them in
+    that domain — that one
     has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
     pod's turn and never again, so pods placed before the preemptor keep their support; the
     validator reads a victim as supporting every pod but its named preemptor). A victim that
