@@ -8,10 +8,11 @@ has a say in a victim's preemptor (inter-pod affinity) declares that (``plugin_a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from ..greedy import GreedyResult
+from ..info import PodInfo
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Values, Victim
 from ..plugins.registry import hand_out, may_preempt
 from .model import WindowModel
@@ -47,8 +48,7 @@ def extract(wm: WindowModel, values: Values, sol: Solution) -> None:
             continue
         # Places go to the class's pods in queue order, node by node unless a rule hands them
         # out its own way (``Plugin.hand_out``: spread keeps each pod's turn within its skew).
-        nodes = hand_out(wm.ctx, wm.static, cls.pods, sorted(counts.get(cls.id, [])))
-        for pod, n in zip(cls.pods, nodes):
+        for pod, n in _handed(wm, cls, counts.get(cls.id, [])):
             sol.placements[pod.key] = n
             placed_on.setdefault(n, []).append(pod)
     for dec in decoders:
@@ -78,13 +78,13 @@ def by_counts(wm: WindowModel, placements: Mapping[str, int]) -> dict[str, int]:
     for key, n in placements.items():
         nodes = per_class.setdefault(wm.class_of(wm.ctx.window_pod(key)), {})
         nodes[n] = nodes.get(n, 0) + 1
-    out: dict[str, int] = {}
-    for cls in wm.classes:
-        counts = per_class.get(cls.id)
-        if counts:
-            for pod, n in zip(cls.pods, hand_out(wm.ctx, wm.static, cls.pods, sorted(counts.items()))):
-                out[pod.key] = n
-    return out
+    return {pod.key: n for cls in wm.classes for pod, n in _handed(wm, cls, per_class.get(cls.id, {}).items())}
+
+
+def _handed(wm: WindowModel, cls, counts) -> Iterable[tuple[PodInfo, int]]:
+    """Each of ``cls``'s places (``counts``: node, pods) with the pod it goes to: its first pods in
+    queue order, node by node unless a rule hands them out its own way (``Plugin.hand_out``)."""
+    return zip(cls.pods, hand_out(wm.ctx, wm.static, cls.pods, sorted(counts)))
 
 
 def take_from_greedy(wm: WindowModel, greedy: GreedyResult, ctx, sol: Solution) -> None:

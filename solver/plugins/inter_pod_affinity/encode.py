@@ -271,23 +271,20 @@ def _evicted_after(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, othe
     placed pod of ``cls`` had its turn": always so when all of ``cls``'s pods come before
     ``other``'s, else when ``cls`` places at most the pods that do; None when none does."""
     key = (victim.key, other, cls.id)
-    if key not in enc.evicted_after:
-        enc.evicted_after[key] = _made_evicted_after(wm, enc, victim, other, named, cls)
-    return enc.evicted_after[key]
-
-
-def _made_evicted_after(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, other: int,
-                        named: cp_model.IntVar, cls) -> Optional[cp_model.IntVar]:
+    if key in enc.evicted_after:
+        return enc.evicted_after[key]
     ahead = _ahead(wm, enc, other, cls)
-    if ahead >= cls.size:
-        return named
-    placed = wm.placed.get(cls.id, 0)
-    if not ahead or isinstance(placed, int):
-        return named if isinstance(placed, int) and placed <= ahead else None
-    m = wm.model
-    lit = m.new_bool_var(f"evicted_after[{victim.key},{other},{cls.id}]")
-    m.add_implication(lit, named)
-    m.add(placed <= ahead).only_enforce_if(lit)
+    placed = wm.placed.get(cls.id, 0)  # an int (0) for a class without a candidate node
+    lit: Optional[cp_model.IntVar]
+    if ahead >= cls.size or (isinstance(placed, int) and placed <= ahead):
+        lit = named
+    elif not ahead or isinstance(placed, int):
+        lit = None
+    else:
+        lit = wm.model.new_bool_var(f"evicted_after[{victim.key},{other},{cls.id}]")
+        wm.model.add_implication(lit, named)
+        wm.model.add(placed <= ahead).only_enforce_if(lit)
+    enc.evicted_after[key] = lit
     return lit
 
 
@@ -297,10 +294,10 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     after all of ``cls``'s placed pods in queue order (``_evicted_after``: evicted for an earlier
     one, it is gone at their turns — kube-scheduler then names the first pod that needs its
     room), or for one of ``cls``'s own (a class matching its own terms) with another of them in
-    that domain — that one
-    has its support, and the preemptor has that one's (kube-scheduler checks affinity at each
-    pod's turn and never again, so pods placed before the preemptor keep their support; the
-    validator reads a victim as supporting every pod but its named preemptor). A victim that
+    that domain — that one has its support, and the preemptor has that one's (kube-scheduler
+    checks affinity at each pod's turn and never again, so pods placed before the preemptor keep
+    their support; the validator reads a victim as supporting every pod but its named
+    preemptor). A victim that
     keeps the class's pods out while it runs (``_keeps_out``) supports them only by staying.
     Created once per pod, class and key."""
     cache = enc.support
