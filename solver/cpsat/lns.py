@@ -18,7 +18,9 @@ x node pairs), the window is improved a neighbourhood at a time instead of being
 
 Neighbourhoods take turns: the best nodes for the highest-priority pods left out (those with the
 lowest-priority pods to evict, then the most free room), the nodes with the costliest victims, and
-a slice of one topology domain (a zone's nodes) for pods whose rules read domains.
+a slice of one topology domain (a zone's nodes) for pods whose rules read domains; between each
+two, a packing round (no evictions) over the nodes where the incumbent leaves such a pod the most
+free room.
 
 Pods the rules tie beyond one node in ways a fixed remainder cannot express stay where the
 incumbent has them and are never freed: gang members (all or nothing), pods with volumes or
@@ -161,9 +163,10 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
 
 
 # Round kinds in turn: the left-out pods' best nodes (with evictions), the nodes of the costliest
-# victims, a slice of a zone, and between each two the left-out pods' best nodes among those
-# without victims (packing alone: a model without eviction variables, quick to solve; on the
-# 300-node contended cluster one such round placed 28 more pods, no eviction).
+# victims, a slice of a zone, and between each two the nodes without victims where the incumbent
+# leaves a left-out pod the most free room (packing alone: a model without eviction variables,
+# quick to solve; on the 300-node contended cluster one such round placed 28 more pods, no
+# eviction).
 KINDS = ("left-out", "pack", "victims", "pack", "domain", "pack")
 # A search with less time than this opens with a packing round, then takes the kinds in turn:
 # packing is the quickest kind to yield (the contended 1,000-node window on 2 busy cores, 1.5 s
@@ -371,10 +374,7 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
     state = ctx.state
     n = len(ctx.nodes)
     size = _size(n)
-    if kind == "pack":
-        evicting = {v.node for v in plan.victims}
-        return [i for i in _neighbourhood("left-out", ctx, plan, free_pods, rng) if i not in evicting]
-    if kind == "left-out":
+    if kind in ("left-out", "pack"):
         left = [p for p in free_pods if p.key not in plan.placements]
         if not left:
             return []
@@ -383,12 +383,24 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
         allowed = np.flatnonzero(_static_mask(ctx, pick))
         if not len(allowed):
             return []
-        # Room a pod of this priority could have: free room plus what lower pods hold.
-        room = state.free[allowed].astype(np.float64).copy()
-        for i, node in enumerate(allowed.tolist()):
-            for q in state.pods_on[node].values():
-                if q.priority < pick.priority and q.key not in ctx._window_by_key:
-                    room[i] += state.vector(q)
+        if kind == "pack":
+            # A packing round evicts nothing: what it can give a left-out pod is the room the
+            # incumbent leaves free, so the nodes with the most of it come first (nodes the
+            # incumbent evicts from are not packed). Ranked by the room before the window and
+            # the lower pods' room, as a left-out round's are, they were full ones: one packing
+            # round of a second, greedy's plan its incumbent, placed 6, 14, 11, 57 and 23 pods on
+            # average on the contended 1,000-node windows (seeds 5, 0, 1, 2, 3), ranked by the
+            # free room 19, 27, 68, 74 and 27 (issue 34, twenty-second round).
+            evicting = {v.node for v in plan.victims}
+            allowed = np.array([n for n in allowed.tolist() if n not in evicting], dtype=np.int64)
+            room = _applied(ctx, plan).free[allowed].astype(np.float64)
+        else:
+            # Room a pod of this priority could have: free room plus what lower pods hold.
+            room = state.free[allowed].astype(np.float64).copy()
+            for i, node in enumerate(allowed.tolist()):
+                for q in state.pods_on[node].values():
+                    if q.priority < pick.priority and q.key not in ctx._window_by_key:
+                        room[i] += state.vector(q)
         vec = state.vector(pick).astype(np.float64)
         need = vec > 0
         slack = (room[:, need] / np.maximum(vec[need], 1)).min(axis=1) if need.any() else np.ones(len(allowed))
@@ -645,11 +657,9 @@ class _Lower:
         return hit
 
 
-def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:
-    """The context one round's model reads: the incumbent outside the neighbourhood made part of
-    the cluster (its placements added, its victims there taken out), the freed pods its window.
-    The whole incumbent is applied to the cluster once (``_Plan.applied``); a round takes a copy
-    and gives back only its neighbourhood: the freed pods out, the victims there back in."""
+def _applied(ctx: SchedulingContext, plan: _Plan) -> ClusterState:
+    """The cluster with the whole of ``plan`` applied (its victims out, its placements in), made
+    once per incumbent (``_Plan.applied``); not to be changed: a round works on a copy."""
     if plan.applied is None:
         applied = ctx.state.copy()
         for v in plan.victims:
@@ -657,7 +667,15 @@ def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: d
         for key, node in plan.placements.items():
             applied.add(ctx.window_pod(key), node)
         plan.applied = applied
-    state = plan.applied.copy()
+    return plan.applied
+
+
+def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:
+    """The context one round's model reads: the incumbent outside the neighbourhood made part of
+    the cluster (its placements added, its victims there taken out), the freed pods its window.
+    The whole incumbent is applied to the cluster once (``_applied``); a round takes a copy and
+    gives back only its neighbourhood: the freed pods out, the victims there back in."""
+    state = _applied(ctx, plan).copy()
     for key, pod in freed.items():
         if key in plan.placements:
             state.remove(pod)
