@@ -392,7 +392,7 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
             # average on the contended 1,000-node windows (seeds 5, 0, 1, 2, 3), ranked by the
             # free room 19, 27, 68, 74 and 27 (issue 34, twenty-second round).
             evicting = {v.node for v in plan.victims}
-            allowed = np.array([n for n in allowed.tolist() if n not in evicting], dtype=np.int64)
+            allowed = np.array([i for i in allowed.tolist() if i not in evicting], dtype=np.int64)
             room = _applied(ctx, plan).free[allowed].astype(np.float64)
         else:
             # Room a pod of this priority could have: free room plus what lower pods hold.

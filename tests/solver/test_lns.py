@@ -382,7 +382,7 @@ def test_a_packing_round_takes_the_nodes_the_incumbent_leaves_the_most_free_room
     first); a packing round evicts nothing, so it ranks them by the room the plan leaves free:
     w-b's node (3 CPU), w-a's (1), n0 (none). Ranked as a left-out round's, a packing round's
     nodes were full ones (issue 34, twenty-second round: one such round on the contended
-    1,000-node windows placed a third to a sixth of what the free room's nodes gave)."""
+    1,000-node windows placed 6-57 pods on average, one over the free room's nodes 19-74)."""
     nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(3)]
     pods = [make_pod("default/low", cpu="4", node="n0", priority=0),
             make_pod("default/w-a", cpu="3", priority=500, created=T0),
@@ -401,7 +401,7 @@ def test_a_packing_round_takes_the_nodes_the_incumbent_leaves_the_most_free_room
     fresh = lns._Plan(dict(greedy.placements), list(greedy.victims), names={})
     assert lns._neighbourhood("pack", ctx, fresh, free, lns.random.Random(0)) == [on_b, on_a, 0]
     # Packed, w-a and w-b share a node and big takes the other.
-    sol, stats = lns.improve(ctx, static, greedy, time.monotonic() + 3.0, seed=1)
+    sol, stats = lns.improve(ctx, static, greedy, time.monotonic() + 2.0, seed=1)
     assert sol.placements["default/big"] not in (0, sol.placements["default/w-a"])
     assert sol.placements["default/w-a"] == sol.placements["default/w-b"]
 
