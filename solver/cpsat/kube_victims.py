@@ -550,8 +550,9 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
     """``trial``'s placements with the replay's victims: each pod that cannot fit its node at its
     turn taken out, the places each class keeps handed back to its first pods (``by_counts``: the
     plan the model's counts are), and the replay run again, until every turn fits or preempts.
-    None when the model has encodings that decode their own variables (gangs), or the repair does not settle
-    (or a pod outside the model, which ``view`` replays too, is the one that cannot fit)."""
+    None when the model has encodings that decode their own variables (gangs), or the repair does
+    not settle (or a pod outside the model, which ``view`` replays too, is the one that cannot
+    fit)."""
     if registry.POSTFILTER is None or _decodes_itself(wm):
         log.debug("repair: the model decodes gangs itself")
         return None

@@ -297,9 +297,8 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     that domain — that one has its support, and the preemptor has that one's (kube-scheduler
     checks affinity at each pod's turn and never again, so pods placed before the preemptor keep
     their support; the validator reads a victim as supporting every pod but its named
-    preemptor). A victim that
-    keeps the class's pods out while it runs (``_keeps_out``) supports them only by staying.
-    Created once per pod, class and key."""
+    preemptor). A victim that keeps the class's pods out while it runs (``_keeps_out``) supports
+    them only by staying. Created once per pod, class and key."""
     cache = enc.support
     lit = cache.get((pod.key, cls.id, key))
     if lit is None and (_keeps_out(pod, cls.rep) or _no_room_beside(wm, enc, pod, cls.rep, key)):
