@@ -36,6 +36,7 @@ import dataclasses
 import functools
 import logging
 import random
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -79,6 +80,16 @@ ROUND_SHARE = 0.25
 MIN_ROUND_PAIRS = 300
 # CP-SAT workers of a round's solve (fewer when the user's config says so).
 ROUND_WORKERS = 2
+# A round that may evict, its model above this many variables, gives both workers to CP-SAT's own
+# neighbourhood search (``use_lns_only``): with the default split (one worker on the full problem,
+# the other taking turns between nine subsolvers) its neighbourhoods ran once each in a second,
+# and on the contended 1,000-node windows (5,000 variables, never proven optimal within a round)
+# the search placed more pods of the highest tier it could gain in: +5/+14/+14/+10/+9/+27 against
+# +2/+10/+13/+6/+5/+20 (seeds 0, 1, 2, 3, 6, 9; 4.5 s of search on the same greedy plan). Smaller
+# models keep the default, which proves most of them optimal in a fraction of the round (the
+# 300-node rounds, 500-1,500 variables: on all of them the neighbourhood search alone placed as
+# many pods or fewer, its rounds running out their whole budget). Packing rounds keep it too.
+LNS_ONLY_VARIABLES = 2500
 # Share of a round's time left after the build that completing the incumbent as the hint may
 # take: a round whose hint is not completed rarely finds even the incumbent again.
 HINT_SHARE = 0.5
@@ -504,7 +515,10 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     # (``best_hint`` keeps that in ``hint_solution``), and then every plan is.
     solve = functools.partial(solve_component, presolve=not wm.hint_complete,
                               polish_only_gains=wm.hint_solution is None, polish=polish)
-    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx), solve_by, solve=solve, relaxed_repairs=False,
+    # (a neighbourhood search starts from a solution: the completed hint, or nothing to start from)
+    lns_only = preempt and wm.hint_complete and wm.size()[0] > LNS_ONLY_VARIABLES
+    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx, lns_only), solve_by, solve=solve,
+                                          relaxed_repairs=False,
                                           view=whole)
     if solver is None:
         return None, size, whole.longest
@@ -582,14 +596,19 @@ def out_of_sight(ctx: SchedulingContext, placements: dict[str, int], victims: li
     return unseen
 
 
-def _round_solver_config(ctx: SchedulingContext):
+def _round_solver_config(ctx: SchedulingContext, lns_only: bool = False):
     """The solver settings of a round: the user's, with at most ``ROUND_WORKERS`` workers unless
     the user chose fewer (a round's model is small; eight workers on a busy machine spent its
-    short budget starting up and answered UNKNOWN with a complete hint)."""
+    short budget starting up and answered UNKNOWN with a complete hint). ``lns_only``: CP-SAT's
+    workers search neighbourhoods of the hint only (``LNS_ONLY_VARIABLES``), unless the user's
+    own parameters say otherwise."""
     cfg = ctx.config.solver
-    if cfg.workers and cfg.workers <= ROUND_WORKERS:
-        return cfg
-    return cfg.model_copy(update={"workers": ROUND_WORKERS})
+    update: dict = {}
+    if not (cfg.workers and cfg.workers <= ROUND_WORKERS):
+        update["workers"] = ROUND_WORKERS
+    if lns_only and not re.search(r"\buse_lns_only\b", cfg.parameters or ""):
+        update["parameters"] = f"{cfg.parameters or ''} use_lns_only: true".strip()
+    return cfg.model_copy(update=update) if update else cfg
 
 
 def _within_pairs(nodes: list[int], plan: _Plan, free_pods: list[PodInfo], cap: int,

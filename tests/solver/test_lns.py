@@ -479,3 +479,42 @@ def test_the_search_s_last_round_solves_until_the_search_s_deadline(monkeypatch:
     assert search.round(tight, "pack")
     solve_by, last = asked[-1]
     assert solve_by == pytest.approx(tight, abs=0.05) and last == pytest.approx(tight)
+
+
+def test_a_large_evicting_round_gives_its_workers_to_neighbourhood_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round that may evict, its model above ``LNS_ONLY_VARIABLES``, solves with CP-SAT's
+    workers on neighbourhoods of the incumbent only (``use_lns_only``; on the contended
+    1,000-node windows the default split left the second worker's nine subsolvers one turn each in
+    a second, and the search placed fewer pods of the top tier it could gain in). Here every model
+    counts as large: the round still finds the plan greedy missed, big on n0 in place of the low
+    pod and the small pods packed on n1. A packing round keeps the default search, and the
+    user's own ``use_lns_only`` is kept as given."""
+    nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
+    pods = [make_pod("default/low", cpu="1", node="n0", priority=0)]
+    pods += [make_pod(f"default/small-{i}", cpu="1", priority=100, created=T0 + timedelta(seconds=i)) for i in range(4)]
+    pods.append(make_pod("default/big", cpu="4", priority=100, created=T0 + timedelta(seconds=9), labels={"app": "big"},
+                         pod_anti_affinity=[term({"app": "big"}, "kubernetes.io/hostname")]))
+    ctx, static, greedy = _greedy_run(make_snapshot(nodes, pods))
+    assert "default/big" not in greedy.placements and not greedy.victims
+    monkeypatch.setattr(lns, "LNS_ONLY_VARIABLES", 0)
+    asked: list[tuple[bool, str]] = []
+    solve_sound = lns.solve_sound
+
+    def spy(wm, cfg, *args, **kwargs):
+        asked.append((bool(wm.evict), cfg.parameters))
+        return solve_sound(wm, cfg, *args, **kwargs)
+
+    monkeypatch.setattr(lns, "solve_sound", spy)
+    search = lns._Search(ctx, static, greedy, seed=0)
+    assert search.round(time.monotonic() + 3.0, "left-out")
+    assert asked[-1] == (True, "use_lns_only: true")
+    assert search.best.placements["default/big"] == 0
+    assert [v.pod.key for v in search.best.victims] == ["default/low"]
+    assert {search.best.placements[f"default/small-{i}"] for i in range(4)} == {1}
+    assert search.round(time.monotonic() + 2.0, "pack")
+    assert "use_lns_only" not in asked[-1][1]
+    # The user's own choice stands, beside their other parameters.
+    user = ctx.config.solver.model_copy(update={"parameters": "use_lns_only: false linearization_level: 0"})
+    monkeypatch.setattr(ctx, "config", ctx.config.model_copy(update={"solver": user}))
+    assert lns._round_solver_config(ctx, lns_only=True).parameters == "use_lns_only: false linearization_level: 0"
+    assert lns._round_solver_config(ctx, lns_only=False).parameters == "use_lns_only: false linearization_level: 0"
