@@ -12,6 +12,10 @@ each window the plan must
 2. place at least greedy's tier-weighted value (one pod of a higher priority outweighs any
    number of lower ones).
 
+The rounds of these small windows are below ``lns.LNS_ONLY_VARIABLES``; each run is made again
+with every evicting round above it, so that CP-SAT's neighbourhood search alone
+(``use_lns_only``) solves them, as it does the larger rounds at cluster scale.
+
 The default run checks a few dozen windows; ``pytest -m long`` checks ``CPSAT_LNS_LONG_WINDOWS``
 (1,000) and prints the counts.
 """
@@ -28,7 +32,7 @@ from hypothesis import strategies as st
 
 from solver import schedule, validate
 from solver.context import build_context
-from solver.cpsat import degraded
+from solver.cpsat import degraded, lns
 from solver.cpsat.solve import tier_weights
 from tests.builders import describe
 
@@ -40,13 +44,14 @@ LONG_WINDOWS = int(os.environ.get("CPSAT_LNS_LONG_WINDOWS", "1000"))
 TIME_LIMIT = 2.5
 
 
-def check_window(window: Window, seed: int, seen: Counter) -> None:
+def check_window(window: Window, seed: int, seen: Counter, lns_only: bool = False) -> None:
     snapshot = window.snapshot
     note(describe(snapshot))
     note("as JSON lines:\n" + dump(window))
     config = window.config.with_overrides(time_limit_seconds=TIME_LIMIT, workers=2, seed=seed)
     greedy = schedule(snapshot, config, engine="greedy")
-    with mock.patch.object(degraded, "BUILD_SECONDS_PER_PAIR", 10.0):
+    with mock.patch.object(degraded, "BUILD_SECONDS_PER_PAIR", 10.0), \
+            mock.patch.object(lns, "LNS_ONLY_VARIABLES", 0 if lns_only else lns.LNS_ONLY_VARIABLES):
         plan = schedule(snapshot, config)
     stats = plan.stats
     note(f"solver stats: {stats.model_dump(exclude_none=True)}")
@@ -77,23 +82,27 @@ def seen(capsys):
         print("\nneighbourhood search properties: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
 
-def test_generated_windows_through_the_search(seen):
-    @settings(max_examples=DEFAULT_WINDOWS, derandomize=True, **_SETTINGS)
+@pytest.mark.parametrize("lns_only", [False, True], ids=["default-search", "neighbourhoods-only"])
+def test_generated_windows_through_the_search(seen, lns_only):
+    windows_ = DEFAULT_WINDOWS if not lns_only else DEFAULT_WINDOWS // 2
+
+    @settings(max_examples=windows_, derandomize=True, **_SETTINGS)
     @given(windows(), st.integers(0, 1000))
     def run(window, seed):
-        check_window(window, seed, seen)
+        check_window(window, seed, seen, lns_only)
 
     run()
-    assert seen["windows"] >= DEFAULT_WINDOWS
+    assert seen["windows"] >= windows_
     assert seen["large-neighbourhood search"] > 0  # the search itself ran on some of them
 
 
 @pytest.mark.long
-def test_generated_windows_through_the_search_long(seen):
+@pytest.mark.parametrize("lns_only", [False, True], ids=["default-search", "neighbourhoods-only"])
+def test_generated_windows_through_the_search_long(seen, lns_only):
     @settings(max_examples=LONG_WINDOWS, database=None, **_SETTINGS)
     @given(windows(), st.integers(0, 1000))
     def run(window, seed):
-        check_window(window, seed, seen)
+        check_window(window, seed, seen, lns_only)
 
     run()
     assert seen["windows"] >= LONG_WINDOWS
