@@ -82,13 +82,15 @@ MIN_ROUND_PAIRS = 300
 ROUND_WORKERS = 2
 # A round that may evict, its model above this many variables, gives both workers to CP-SAT's own
 # neighbourhood search (``use_lns_only``): with the default split (one worker on the full problem,
-# the other taking turns between nine subsolvers) its neighbourhoods ran once each in a second,
-# and on the contended 1,000-node windows (5,000 variables, never proven optimal within a round)
-# the search placed more pods of the highest tier it could gain in: +5/+14/+14/+10/+9/+27 against
-# +2/+10/+13/+6/+5/+20 (seeds 0, 1, 2, 3, 6, 9; 4.5 s of search on the same greedy plan). Smaller
-# models keep the default, which proves most of them optimal in a fraction of the round (the
-# 300-node rounds, 500-1,500 variables: on all of them the neighbourhood search alone placed as
-# many pods or fewer, its rounds running out their whole budget). Packing rounds keep it too.
+# the other taking turns between nine subsolvers) each neighbourhood subsolver ran once in a
+# second. On the contended 1,000-node windows (left-out rounds of about 5,000 variables, never
+# proven optimal within a round) the search then placed more pods of tier 1000, on the same
+# greedy plan with 4.5 s of search: +5, +8/+14, +7, +10, +9 and +27 against +2, +4/+10, +3, +6,
+# +5 and +20 (seeds 0, 1, 2, 3, 6 and 9). Smaller models keep the default, which proves many of
+# them optimal early: with every round on neighbourhoods alone, a 300-node search (rounds of
+# 500-1,500 variables, one proven in 0.06 s) placed 12 of tier 1000 where the default placed 17.
+# Packing rounds keep the default as well: on neighbourhoods alone the searches placed fewer
+# pods of tier 100 on five of seven 1,000-node windows.
 LNS_ONLY_VARIABLES = 2500
 # Share of a round's time left after the build that completing the incumbent as the hint may
 # take: a round whose hint is not completed rarely finds even the incumbent again.
@@ -522,8 +524,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     # (a neighbourhood search starts from a solution: the completed hint, or nothing to start from)
     lns_only = preempt and wm.hint_complete and wm.size()[0] > LNS_ONLY_VARIABLES
     solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx, lns_only), solve_by, solve=solve,
-                                          relaxed_repairs=False,
-                                          view=whole)
+                                          relaxed_repairs=False, view=whole)
     if solver is None:
         return None, size, whole.longest
     found = Solution()
