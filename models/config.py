@@ -92,6 +92,11 @@ class SolverConfig(_ConfigModel):
     # nodes: optimal in 8.5 s without, not proven in 16 s with), and without presolve (large
     # windows) the chains stalled the search start.
     break_symmetry: bool = False
+    # The neighbourhood search may start from a second plan besides greedy's: greedy's pass with
+    # the smaller pods first in each priority, made sound in kube-scheduler's order, computed in
+    # a forked child beside greedy's pass (``solver/cpsat/small_first.py``). Off: greedy's plan
+    # is always the start.
+    small_first_start: bool = True
 
     @field_validator("parameters")
     @classmethod

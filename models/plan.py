@@ -123,6 +123,11 @@ class PlanStats(_PlanModel):
     lns_placed_gain: Optional[int] = None
     lns_victims_change: Optional[int] = None
     lns_history: Optional[tuple[str, ...]] = None
+    # The search's second start (``solver/cpsat/small_first.py``): what the small-first pass came
+    # to and whether the search started from it (null: not looked for).
+    lns_start: Optional[str] = None
+    # The private memory (MiB) the forked child that made it held at its end, beside this process.
+    lns_start_child_mib: Optional[float] = None
     # ``schedule --bound`` only, proven after the decision (outside its time limit): per priority
     # p of the decided pods, the most pods of priority p and above any plan could place (CP-SAT's
     # bound on a relaxation, adapters/bench/tier_bounds.py), and how many fewer this plan places.

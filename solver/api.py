@@ -432,7 +432,8 @@ def _lns_stats(stats) -> dict:
         return {}
     return dict(lns_rounds=stats.rounds, lns_improved_rounds=stats.improved, lns_max_pairs=stats.max_pairs,
                 lns_placed_gain=stats.placed_gain, lns_victims_change=stats.victims_change,
-                lns_history=tuple(stats.history[-20:]))
+                lns_history=tuple(stats.history[-20:]), lns_start=stats.start,
+                lns_start_child_mib=None if stats.start_child_mib is None else round(stats.start_child_mib, 1))
 
 
 def _plan_from(ctx, placements, victims, nominations, unschedulable, static, *, stats, start, engine_greedy=False,

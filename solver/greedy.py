@@ -52,10 +52,11 @@ class GreedyResult:
     cancelled: bool = False  # stopped early on request: partial, never a plan
 
 
-def queue_order(ctx: SchedulingContext, parts: list[GreedyPart]) -> list[PodInfo]:
+def queue_order(ctx: SchedulingContext, parts: list[GreedyPart], queue: Optional[list[PodInfo]] = None) -> list[PodInfo]:
     """kube-scheduler's queue (``SchedulingContext.queue``: priority first, then the rules'
-    QueueSort, e.g. a gang's members together), as each rule's part takes it in."""
-    queue = list(ctx.queue())
+    QueueSort, e.g. a gang's members together), or ``queue`` when given, as each rule's part
+    takes it in."""
+    queue = list(ctx.queue() if queue is None else queue)
     for part in parts:
         queue = part.order(queue)
     return queue
@@ -88,16 +89,18 @@ def schedule_greedy(
     progress: Optional[list[int]] = None,
     score_cache: bool = True,
     guide: Optional[Guide] = None,
+    queue: Optional[list[PodInfo]] = None,
 ) -> GreedyResult:
     """``state``: a private copy to work on (default: a copy of the context's). ``cancel``: stop
     at the next pod (the result is then partial and marked). ``progress[0]``: pods done so far.
     ``score_cache``: score through ``ScoreCache`` (the same totals as ``score_nodes``, faster);
     off, every pod is scored by ``score_nodes`` itself. ``guide``: a pass led by another plan's
-    nodes (``Guide``), no longer kube-scheduler's own decision."""
+    nodes (``Guide``), no longer kube-scheduler's own decision. ``queue``: the pods in another
+    order than kube-scheduler's queue (``cpsat.small_first``), no longer its decision either."""
     run = _Run.of(ctx, static=static, allow_preemption=allow_preemption, state=state, score_cache=score_cache)
     run.guide = guide
     every = stages.Every(PROGRESS_SECONDS)
-    for done, pod in enumerate(queue_order(ctx, run.parts)):
+    for done, pod in enumerate(queue_order(ctx, run.parts, queue)):
         if cancel is not None and cancel.is_set():
             run.result.cancelled = True
             break

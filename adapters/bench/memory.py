@@ -27,17 +27,25 @@ def reset_peak() -> bool:
         return False
 
 
-def peak_rss_mib() -> Optional[float]:
+def peak_rss_mib(beside: float = 0.0) -> Optional[float]:
     """The resident-set high-water mark in MiB: since the last ``reset_peak`` on Linux, since
-    the process started elsewhere; None when neither source is readable."""
+    the process started elsewhere; None when neither source is readable. ``beside``: the private
+    memory a decision's forked child held beside the process (``stats.lns_start_child_mib``,
+    ``solver/cpsat/small_first.py``), added (the pages the two share count once, in the
+    process's)."""
+    own = _own_peak_mib()
+    return None if own is None else round(own + beside, 1)
+
+
+def _own_peak_mib() -> Optional[float]:
     try:
         for line in _STATUS.read_text().splitlines():
             if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)  # kB
+                return int(line.split()[1]) / 1024  # kB
     except (OSError, ValueError, IndexError):
         pass
     try:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     except (OSError, ValueError):
         return None
-    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, kB elsewhere
+    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)  # bytes on macOS, kB elsewhere

@@ -680,7 +680,8 @@ def measure(
         setup_s=setup,
         time_limit=config.solver.time_limit_seconds,
         queue=len(queue),
-        peak_rss_mib=memory.peak_rss_mib(),
+        peak_rss_mib=memory.peak_rss_mib(beside=max((w.plan.stats.lns_start_child_mib or 0.0
+                                                     for rs in runs.values() for r in rs for w in r.windows), default=0.0)),
         peak_rss_scope=scope,
     )
 

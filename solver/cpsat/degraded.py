@@ -7,15 +7,15 @@ import dataclasses
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Optional
 
 from .. import interrupt, progress
 from ..filtering import StaticFilters
-from ..greedy import schedule_greedy
+from ..greedy import GreedyResult, schedule_greedy
 from ..scoring import ScoreContext, final_state
-from . import lns, node_classes
+from . import lns, node_classes, small_first
 from .build import BuildInput, build_component, candidates
-from .choose import choose
+from .choose import choose, tier_weights
 from .components import components
 from .decode import extract, placement_value
 from .greedy_run import GreedyRun
@@ -63,7 +63,7 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
             why = f"even {node_classes.MIN_BUCKETS} free-room buckets leave too many node classes"
     estimate = f"{'up to ' if bound_only else ''}{pairs:,} class x node pairs, about {pairs * BUILD_SECONDS_PER_PAIR:.0f}s to build"
     if buckets is None:
-        return _greedy_only(ctx, static, runner, deadline, estimate, why)
+        return _greedy_only(ctx, static, runner, start, deadline, estimate, why)
     built = _build_node_classes(ctx, buckets, estimate, start, deadline, weights, allow_preemption)
     sol = built.sol
     sol.build_time = time.monotonic() - build_start
@@ -78,22 +78,33 @@ def degraded(ctx, static, runner: list[GreedyRun], start: float, deadline: float
     return _better_of(ctx, static, runner, sol, weights)
 
 
-def _greedy_only(ctx, static, runner: list[GreedyRun], deadline: float, estimate: str, why) -> CpsatOutcome:
+def _greedy_only(ctx, static, runner: list[GreedyRun], start: float, deadline: float, estimate: str, why) -> CpsatOutcome:
     """(c) Node classes do not apply: greedy's plan, improved by the neighbourhood search when the
     window allows it and time is left."""
     step = f"greedy: the per-node model ({estimate}) would overrun the time limit and node classes do not apply ({why})"
     progress.stage(f"degraded to {step}; waiting for greedy's plan")
-    if not runner:
-        runner.append(GreedyRun(ctx, static))
-    run = runner[0]
-    greedy = run.wait()
-    interrupt.check()
-    assert greedy is not None
     no_search = lns.eligible(ctx)
+    # The search's second start, on the other core beside greedy's pass (forked before greedy's
+    # thread starts, when it has not started already).
+    second = (small_first.SmallFirstRun(ctx, static)
+              if no_search is None and small_first.wanted(ctx, deadline - start) else None)
+    try:
+        if not runner:
+            runner.append(GreedyRun(ctx, static))
+        run = runner[0]
+        greedy = run.wait()
+        interrupt.check()
+        assert greedy is not None
+        other = None
+        if second is not None and no_search is None and deadline - time.monotonic() > 0:
+            other = second.result(small_first.WAIT_SHARE * (deadline - time.monotonic()))
+    finally:
+        if second is not None:
+            second.stop()
     margin = SUGGESTED_SEARCH_SECONDS + SUGGESTED_GREEDY_SHARE * run.seconds  # of a limit named for the search
     if no_search is None and deadline - time.monotonic() > 0:
         outcome = _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
-                          f"and node classes do not apply ({why}")
+                          f"and node classes do not apply ({why}", second=second, other=other)
         if outcome.solution is None or outcome.solution.lns is None or outcome.solution.lns.too_short is None:
             return outcome
         left, least = outcome.solution.lns.too_short
@@ -231,19 +242,31 @@ def _better_of(ctx, static, runner: list[GreedyRun], sol: Solution, weights) -> 
 
 
 
-def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: str) -> CpsatOutcome:
-    """Greedy's plan improved by the large-neighbourhood search (``lns``) until the deadline;
-    ``why``: why the per-node model and node classes were not taken."""
+def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: str,
+            second: Optional[small_first.SmallFirstRun] = None, other: Optional[GreedyResult] = None) -> CpsatOutcome:
+    """Greedy's plan (or the small-first pass's, ``other``, when strictly better: ``small_first``)
+    improved by the large-neighbourhood search (``lns``) until the deadline; ``why``: why the
+    per-node model and node classes were not taken; ``second``: the child that looked for
+    ``other``, for the stats."""
     step = f"large-neighbourhood search: the per-node model ({why})"
-    progress.stage(f"{step}; improving greedy's plan a neighbourhood at a time")
-    start = time.monotonic()
-    sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed, greedy_seconds=greedy_seconds)
-    sol.solve_time = time.monotonic() - start
+    weights = tier_weights([p.priority for p in ctx.window])
+    begin = other if small_first.better_start(ctx, greedy, other, weights) else None
+    progress.stage(f"{step}; improving {'the small-first pass' if begin is not None else 'greedy'}'s plan "
+                   f"a neighbourhood at a time")
+    t0 = time.monotonic()
+    sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed, greedy_seconds=greedy_seconds,
+                             start=begin)
+    sol.solve_time = time.monotonic() - t0
     sol.lns = stats
-    if not stats.improved:
+    stats.start = small_first.start_note(second, other, begin is not None)
+    stats.start_child_mib = None if second is None else second.private_mib
+    if not stats.improved and begin is None:
         return CpsatOutcome(greedy, sol, False, None, static, greedy_seconds,
                             f"greedy's plan: {stats.rounds} neighbourhood round(s) found nothing better ({step})",
                             degraded="large-neighbourhood search")
-    return CpsatOutcome(greedy, sol, True, None, static, greedy_seconds,
-                        f"solver's plan: {stats.improved} of {stats.rounds} neighbourhood round(s) improved greedy's ({step})",
+    if begin is not None:
+        said = f"the small-first pass's plan beat greedy's, and {stats.improved} of {stats.rounds} neighbourhood round(s) improved it"
+    else:
+        said = f"{stats.improved} of {stats.rounds} neighbourhood round(s) improved greedy's"
+    return CpsatOutcome(greedy, sol, True, None, static, greedy_seconds, f"solver's plan: {said} ({step})",
                         degraded="large-neighbourhood search")

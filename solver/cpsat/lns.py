@@ -117,6 +117,10 @@ class LnsStats:
     placed_gain: int = 0  # pods placed beyond greedy's plan
     victims_change: int = 0  # victims against greedy's plan (negative: fewer)
     history: list[str] = field(default_factory=list)  # per improving round: what it gained
+    # The small-first start (``small_first.start_note``): what it found and whether the search
+    # started from it; None when it was not looked for.
+    start: Optional[str] = None
+    start_child_mib: Optional[float] = None  # the child's private memory at its end
     # When no round started: (seconds left, seconds the first round needed).
     too_short: Optional[tuple[float, float]] = None
 
@@ -142,10 +146,16 @@ class _Plan:
 
 
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
-            seed: int = 0, greedy_seconds: float = 0.0) -> tuple[Solution, LnsStats]:
+            seed: int = 0, greedy_seconds: float = 0.0, start: Optional[GreedyResult] = None) -> tuple[Solution, LnsStats]:
     """Greedy's plan improved round by round until ``deadline`` (``greedy_seconds``: what greedy's
-    pass took, the first guess at what replaying a whole plan takes)."""
-    search = _Search(ctx, static, greedy, seed, greedy_seconds)
+    pass took, the first guess at what replaying a whole plan takes). ``start``: another plan of
+    kube-scheduler's turns (each victim named for the pod at whose turn its preemption evicts it,
+    as greedy's are), better than greedy's, to start from instead (``small_first``); the stats
+    still count from greedy's."""
+    search = _Search(ctx, static, start if start is not None else greedy, seed, greedy_seconds)
+    if start is not None:
+        search.stats.history.append(f"start: the small-first pass's plan against greedy's: "
+                                    f"{_gain(ctx, search.best, _Plan(greedy.placements, greedy.victims))}")
     while search.free_pods:
         kind = search.kind(deadline)
         left, least = deadline - time.monotonic(), search.least_round_seconds(kind)
@@ -167,7 +177,7 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
                        f"{max(0.0, deadline - time.monotonic()):.1f}s left")
     best, stats = search.best, search.stats
     sol = Solution(placements=best.placements, victims=best.victims, status="FEASIBLE")
-    if stats.improved:
+    if stats.improved or start is not None:
         # (greedy's plan, when no round improved it, is decided as greedy's: nothing to name)
         name_by_replay(ctx, sol, static, names=best.names)
     stats.placed_gain = len(best.placements) - len(greedy.placements)

@@ -1,0 +1,267 @@
+"""A second start for the neighbourhood search: greedy's pass with the smaller pods first within
+each priority, made sound by a pass in kube-scheduler's order that follows it.
+
+kube-scheduler takes the pods of one priority in the order they were created. On a contended
+cluster the large pods that come early take room many small ones could share, and the search's
+rounds, a few dozen nodes each, cannot undo that across a cluster: on the contended 1,000-node
+windows (seeds 0-3) the rounds placed +64 to +132 pods of tier 100 in 6 s beyond greedy's plan,
+where the same pass with each priority's pods taken by their largest share of the cluster's room,
+smallest first, placed +310 to +588, and as many or more of tier 1000 (+1 to +13).
+
+That pass is not kube-scheduler's order, so its victims are not the ones kube-scheduler's
+preemption, replayed in queue order, would pick (the validator's replay). A second pass in
+kube-scheduler's order follows it (``greedy.Guide``, pods it left out staying pending): each pod
+goes to the node the first pass gave it, fitting there as it is or with the victims kube's
+preemption picks on that node at its turn. In the measured windows it kept every placement of
+the first pass; its victims are the replay's, each named for its preemptor.
+
+Both passes together cost about what greedy's own pass does, so they run on the second core in a
+forked child while greedy's pass runs in this process (``SmallFirstRun``); the search starts from
+whichever plan ``choose`` prefers (``better_start``). Where ``os.fork`` is missing, or the
+machine has one core, the start is greedy's plan as before.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Optional
+
+import numpy as np
+
+from .. import interrupt, progress
+from ..context import SchedulingContext
+from ..greedy import GreedyResult, Guide, schedule_greedy
+from ..info import PodInfo
+from ..plugin_api import Victim
+from ..plugins import registry
+from ..state import ClusterState
+from .choose import not_worse
+
+# The start is looked for when greedy's estimated pass (``greedy_run.estimated_greedy_seconds``,
+# an overestimate: 8.4 s for the 1,000-node window's 2.7 s) is at most this many time limits: past
+# it (5,000 nodes: 30 s for 10) greedy's own plan comes after the limit and no search runs, so the
+# child would only hold memory.
+MAX_ESTIMATE_LIMITS = 2.0
+# Once greedy's plan is in, the child is waited for at most this share of the time left.
+WAIT_SHARE = 0.3
+
+
+def dominant_share(ctx: SchedulingContext) -> Callable[[PodInfo], float]:
+    """A pod's size: the largest share of the cluster's allocatable room any of its requests takes
+    (the ``pods`` count included)."""
+    total = ctx.state.alloc.sum(axis=0).astype(np.float64)
+    total[total <= 0] = 1.0
+    vector = ctx.state.vector
+
+    def share(pod: PodInfo) -> float:
+        return float((vector(pod) / total).max())
+
+    return share
+
+
+def order(ctx: SchedulingContext) -> list[PodInfo]:
+    """The window with each priority's pods smallest first (ties in kube-scheduler's order), then
+    the rules' QueueSort (a gang's members together at its first member's place)."""
+    share = dominant_share(ctx)
+    queue = sorted(ctx.window, key=lambda p: (-p.priority, share(p)))  # stable: PrioritySort's order among equals
+    for sort in registry.QUEUE_SORTS:
+        queue = sort(ctx, queue)
+    return queue
+
+
+def plan(ctx: SchedulingContext, static, cancel: Optional[threading.Event] = None) -> Optional[GreedyResult]:
+    """The small-first pass followed in kube-scheduler's order (None when cancelled)."""
+    first = schedule_greedy(ctx, static=static, queue=order(ctx), cancel=cancel)
+    if first.cancelled:
+        return None
+    sound = schedule_greedy(ctx, static=static, guide=Guide(dict(first.placements), others=False), cancel=cancel)
+    return None if sound.cancelled else sound
+
+
+def better_start(ctx, greedy: GreedyResult, other: Optional[GreedyResult], weights: dict[int, int]) -> bool:
+    """Whether ``other`` is strictly better than greedy's plan in the model's order."""
+    if other is None:
+        return False
+    return not not_worse(ctx, (greedy.placements, greedy.victims), (other.placements, other.victims), weights)
+
+
+def applied(ctx: SchedulingContext, placements: dict[str, int], victims: list[Victim]) -> ClusterState:
+    """The cluster with a plan applied: its victims gone, its pods placed."""
+    state = ctx.state.copy()
+    for v in victims:
+        state.remove(v.pod)
+    for key, node in placements.items():
+        state.add(ctx.window_pod(key), node)
+    return state
+
+
+def available() -> bool:
+    """Whether a child can run beside greedy's pass: ``os.fork`` and a second core."""
+    return hasattr(os, "fork") and (os.cpu_count() or 1) >= 2
+
+
+def wanted(ctx: SchedulingContext, limit: float) -> bool:
+    """Whether the decision looks for the second start (the config's switch, a machine that can
+    run it beside greedy, a window whose search gets some time)."""
+    from .greedy_run import estimated_greedy_seconds
+
+    return (ctx.config.solver.small_first_start and available()
+            and estimated_greedy_seconds(ctx) <= MAX_ESTIMATE_LIMITS * limit)
+
+
+class _ParentGone(threading.Event):
+    """The child's cancel: set once the process that forked it is gone (asked every 256 pods)."""
+
+    def __init__(self, parent: int) -> None:
+        super().__init__()
+        self.parent = parent
+        self.asked = 0
+
+    def is_set(self) -> bool:
+        self.asked += 1
+        return not self.asked & 255 and os.getppid() != self.parent
+
+
+def _own_private_mib() -> Optional[float]:
+    """This process's private resident memory in MiB (what a forked child adds to its parent's:
+    the pages it copied on write or allocated), None where Linux's ``smaps_rollup`` is missing."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            kib = sum(int(line.split()[1]) for line in f if line.startswith(("Private_Clean:", "Private_Dirty:")))
+        return kib / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class SmallFirstRun:
+    """``plan`` in a forked child, on the second core while greedy's pass runs in this process.
+
+    The child shares the decision's context as the fork left it (copy on write), ignores Ctrl-C
+    (this process stops it: ``stop``), stops by itself when this process is gone, and sends back
+    the plan as keys and node indices; ``result`` rebuilds it here."""
+
+    def __init__(self, ctx: SchedulingContext, static) -> None:
+        self.ctx = ctx
+        self.started = time.monotonic()
+        self.finished: Optional[float] = None
+        self.private_mib: Optional[float] = None  # the child's private memory at its end
+        self.error: Optional[str] = None
+        self._data = bytearray()
+        read, write = os.pipe()
+        parent = os.getpid()
+        with warnings.catch_warnings():
+            # Python 3.12 warns of a fork in a process with threads (a lock another thread held is
+            # held forever in the child). The child runs greedy's passes on the decision's own
+            # objects, which log nothing and do no I/O but its pipe; CPython re-creates its own
+            # locks (the GIL, imports, logging) in a forked child.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: compute, send, leave without running this process's exit code
+            code = 1
+            try:
+                os.close(read)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                with progress.listening(None):  # type: ignore[arg-type]  # no stage lines from here
+                    result = plan(ctx, static, cancel=_ParentGone(parent))
+                payload: object = None
+                if result is not None:
+                    payload = (result.placements, [(v.pod.key, v.node, v.preemptor) for v in result.victims],
+                               result.nominations, _own_private_mib())
+                data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(write, view):]
+                code = 0
+            except BaseException as exc:  # noqa: BLE001 - told to the parent, never raised there
+                try:
+                    os.write(write, pickle.dumps(("error", repr(exc))))
+                except BaseException:  # noqa: BLE001
+                    pass
+            finally:
+                os._exit(code)
+        os.close(write)
+        self.pid: Optional[int] = pid
+        self._read = read
+        self._reader = threading.Thread(target=self._drain, name="small-first-reader", daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        try:
+            while chunk := os.read(self._read, 1 << 20):
+                self._data += chunk
+        except OSError:
+            pass
+        finally:
+            os.close(self._read)
+            self.finished = time.monotonic()
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None
+
+    def result(self, timeout: float) -> Optional[GreedyResult]:
+        """The child's plan, waited for at most ``timeout`` seconds (None: not in time, or it
+        failed); the child is stopped either way."""
+        until = time.monotonic() + max(0.0, timeout)
+        interrupt.check()
+        while not self.done and time.monotonic() < until:
+            self._reader.join(min(0.05, max(0.0, until - time.monotonic())))
+            interrupt.check()
+        self.stop()
+        if not self.done or not self._data:
+            return None
+        payload = pickle.loads(bytes(self._data))
+        if payload is None:
+            return None
+        if payload[0] == "error":
+            self.error = payload[1]
+            return None
+        placements, victims, nominations, self.private_mib = payload
+        ctx = self.ctx
+        on = ctx.state.pods_on
+        try:
+            out = [Victim(on[node][key], node, preemptor) for key, node, preemptor in victims]
+            state = applied(ctx, placements, out)
+        except (KeyError, IndexError, ValueError) as exc:  # a plan this decision's cluster cannot hold
+            self.error = f"its plan does not fit the decision's cluster: {exc!r}"
+            return None
+        return GreedyResult(placements=placements, victims=out, nominations=nominations, state=state)
+
+    def stop(self) -> None:
+        """Stop the child (if still running) and reap it."""
+        pid, self.pid = self.pid, None
+        if pid is None:
+            return
+        if not self.done:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
+
+
+def start_note(run: Optional[SmallFirstRun], other: Optional[GreedyResult], used: bool) -> Optional[str]:
+    """What the second start came to, for the stats (None: it was not looked for)."""
+    if run is None:
+        return None
+    took = f"{run.seconds:.1f}s beside greedy's pass"
+    if other is None:
+        if run.error is not None:
+            return f"the small-first pass failed ({run.error}); the search started from greedy's plan"
+        return f"the small-first pass was not done in time ({took}); the search started from greedy's plan"
+    if used:
+        return f"the search started from the small-first pass's plan ({took}), better than greedy's"
+    return f"the small-first pass's plan ({took}) was not better than greedy's; the search started from greedy's"

@@ -1,0 +1,172 @@
+"""The search's second start (``solver/cpsat/small_first.py``): greedy's pass with the smaller pods
+first in each priority, made sound in kube-scheduler's order, computed in a forked child beside
+greedy's own pass; the search starts from it when it is the better plan."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+
+import pytest
+
+from models.config import SchedulerConfig
+from models.errors import Interrupted
+from solver import interrupt, schedule, validate
+from solver.context import build_context
+from solver.cpsat import degraded, small_first
+from solver.filtering import StaticFilters
+from tests.builders import T0, make_node, make_pod, make_snapshot, term
+
+CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=6.0, workers=2, seed=1)
+
+pytestmark = pytest.mark.skipif(not small_first.available(), reason="needs os.fork and two cores")
+
+
+@pytest.fixture
+def too_big(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every model reads as too large to build in time: the decision takes the search."""
+    monkeypatch.setattr(degraded, "BUILD_SECONDS_PER_PAIR", 10.0)
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> None:
+    interrupt.reset()
+    yield
+    interrupt.reset()
+
+
+def _no_child_left() -> bool:
+    """This process has no child, running or unreaped."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def _big_first():
+    """Two 4-CPU nodes; two 3-CPU pods created first, then eight 1-CPU pods, one priority.
+    kube-scheduler's order puts a big pod on each node and one small pod beside each: 4 placed.
+    Smallest first, the small pods fill both nodes: 8 placed. A hostname anti-affinity on the big
+    pods keeps node classes out, so the decision takes the search."""
+    nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
+    big = [make_pod(f"default/big-{i}", cpu="3", created=T0 + timedelta(seconds=i), labels={"app": "big"},
+                    pod_anti_affinity=[term({"app": "big"}, "kubernetes.io/hostname")]) for i in range(2)]
+    small = [make_pod(f"default/small-{i}", cpu="1", created=T0 + timedelta(seconds=10 + i)) for i in range(8)]
+    return make_snapshot(nodes, big + small)
+
+
+def test_the_order_takes_each_priority_s_smaller_pods_first() -> None:
+    nodes = [make_node("n0", cpu="8", memory="64Gi")]
+    pods = [make_pod("default/a-big", cpu="4", priority=10, created=T0),
+            make_pod("default/b-small", cpu="1", priority=10, created=T0 + timedelta(seconds=1)),
+            make_pod("default/c-high-big", cpu="6", priority=100, created=T0 + timedelta(seconds=2)),
+            make_pod("default/d-mem", cpu="1", memory="48Gi", priority=10, created=T0 + timedelta(seconds=3)),
+            make_pod("default/e-small", cpu="1", priority=10, created=T0 + timedelta(seconds=4))]
+    ctx = build_context(make_snapshot(nodes, pods), CONFIG)
+    # priority first; within it the largest share of the cluster's room (memory 48 of 64 Gi is
+    # the largest), equal shares in kube-scheduler's order
+    assert [p.key for p in small_first.order(ctx)] == [
+        "default/c-high-big", "default/b-small", "default/e-small", "default/a-big", "default/d-mem"]
+
+
+def test_the_order_keeps_a_gang_s_members_together() -> None:
+    nodes = [make_node("n0", cpu="16", memory="64Gi")]
+    pods = [make_pod("default/g-0", cpu="4", group="g", created=T0),
+            make_pod("default/lone", cpu="2", created=T0 + timedelta(seconds=1)),
+            make_pod("default/g-1", cpu="1", group="g", created=T0 + timedelta(seconds=2))]
+    ctx = build_context(make_snapshot(nodes, pods), CONFIG)
+    keys = [p.key for p in small_first.order(ctx)]
+    assert abs(keys.index("default/g-0") - keys.index("default/g-1")) == 1
+
+
+def test_the_search_starts_from_the_small_first_plan_when_it_places_more(too_big: None) -> None:
+    snapshot = _big_first()
+    greedy = schedule(snapshot, CONFIG, engine="greedy")
+    assert len(greedy.assignments) == 4
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert {a.pod for a in plan.assignments} == {f"default/small-{i}" for i in range(8)}
+    stats = plan.stats
+    assert stats.plan_from == "solver" and stats.degraded == "large-neighbourhood search"
+    assert "started from the small-first pass's plan" in (stats.lns_start or "")
+    assert (stats.lns_history or ("",))[0].startswith("start: the small-first pass's plan against greedy's: +4 placed")
+    assert stats.lns_placed_gain == 4
+    assert "small-first pass's plan beat greedy's" in (stats.plan_reason or "")
+    assert _no_child_left()
+
+
+def test_switched_off_the_search_starts_from_greedy_s_plan(too_big: None) -> None:
+    config = CONFIG.with_overrides(small_first_start=False)
+    plan = schedule(_big_first(), config)
+    assert plan.stats.lns_start is None and plan.stats.degraded == "large-neighbourhood search"
+    assert not any(line.startswith("start:") for line in plan.stats.lns_history or ())
+
+
+def test_the_config_names_the_switch_in_camel_case() -> None:
+    assert SchedulerConfig.model_validate({"solver": {"smallFirstStart": False}}).solver.small_first_start is False
+
+
+def test_its_victims_are_the_ones_kube_scheduler_s_preemption_picks(too_big: None) -> None:
+    """One 4-CPU node full of low-priority pods; the pending pods of priority 100 are a 3-CPU pod
+    created first and three 1-CPU pods. Smallest first, the small pods evict; the pass that follows
+    it in queue order takes the big pod's turn first and leaves it pending (the plan says so), so
+    the victims are the ones kube's preemption picks at each small pod's turn: the validator's
+    replay accepts them."""
+    nodes = [make_node("n0", cpu="4", memory="64Gi")]
+    running = [make_pod(f"default/low-{i}", cpu="1", priority=0, node="n0") for i in range(4)]
+    pending = [make_pod("default/big", cpu="3", priority=100, created=T0, labels={"app": "big"},
+                        pod_anti_affinity=[term({"app": "big"}, "kubernetes.io/hostname")])]
+    pending += [make_pod(f"default/small-{i}", cpu="1", priority=100, created=T0 + timedelta(seconds=1 + i))
+                for i in range(3)]
+    snapshot = make_snapshot(nodes, running + pending)
+    greedy = schedule(snapshot, CONFIG, engine="greedy")
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert len(plan.assignments) >= len(greedy.assignments)
+    assert plan.stats.lns_start is not None
+    assert len(plan.assignments) == 3 and len(plan.preemptions) == 3
+
+
+def test_a_child_that_fails_leaves_greedy_s_start_and_says_so(too_big: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(small_first, "plan", broken)  # the fork copies the patched module
+    plan = schedule(_big_first(), CONFIG)
+    assert "the small-first pass failed (RuntimeError('boom'))" in (plan.stats.lns_start or "")
+    assert validate(_big_first(), plan, CONFIG) == []
+    assert _no_child_left()
+
+
+def test_a_stop_requested_while_the_child_runs_ends_the_wait_and_reaps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(*args, **kwargs):
+        time.sleep(30)
+
+    monkeypatch.setattr(small_first, "plan", slow)
+    ctx = build_context(_big_first(), CONFIG)
+    run = small_first.SmallFirstRun(ctx, StaticFilters(ctx.nodes, ctx.window))
+    interrupt.request()
+    began = time.monotonic()
+    with pytest.raises(Interrupted):
+        try:
+            run.result(timeout=20)
+        finally:
+            run.stop()
+    assert time.monotonic() - began < 1.0
+    assert _no_child_left()
+
+
+def test_a_child_not_done_in_time_is_stopped_and_the_plan_is_greedy_s_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(*args, **kwargs):
+        time.sleep(30)
+
+    monkeypatch.setattr(small_first, "plan", slow)
+    ctx = build_context(_big_first(), CONFIG)
+    run = small_first.SmallFirstRun(ctx, StaticFilters(ctx.nodes, ctx.window))
+    began = time.monotonic()
+    assert run.result(timeout=0.2) is None
+    assert time.monotonic() - began < 1.0
+    assert _no_child_left()
+    assert "not done in time" in (small_first.start_note(run, None, False) or "")
