@@ -514,6 +514,9 @@ class EngineResult:
             # The large-neighbourhood search (issue 34): its rounds and what they gained over greedy's plan.
             out.update({name: sum(v for v in self._stats(name) if v is not None)
                         for name in ("lns_rounds", "lns_improved_rounds", "lns_placed_gain", "lns_victims_change")})
+            starts = [v for v in self._stats("lns_start") if v is not None]
+            if starts:  # what the small-first start came to, in the first window that looked for it
+                out["lns_start"] = starts[0]
         if self.gangs is not None:
             out["gangs"] = self.gangs
         if self.dra is not None:
