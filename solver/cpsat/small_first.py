@@ -153,15 +153,26 @@ class SmallFirstRun:
         self.private_mib: Optional[float] = None  # the child's private memory at its end
         self.error: Optional[str] = None
         self._data = bytearray()
-        read, write = os.pipe()
+        self.pid: Optional[int] = None
+        try:
+            read, write = os.pipe()
+        except OSError as exc:  # out of file descriptors: no second start, greedy's plan starts
+            self.error, self.finished = f"no pipe to a child: {exc}", time.monotonic()
+            return
         parent = os.getpid()
-        with warnings.catch_warnings():
-            # Python 3.12 warns of a fork in a process with threads (a lock another thread held is
-            # held forever in the child). The child runs greedy's passes on the decision's own
-            # objects, which log nothing and do no I/O but its pipe; CPython re-creates its own
-            # locks (the GIL, imports, logging) in a forked child.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        try:
+            with warnings.catch_warnings():
+                # Python 3.12 warns of a fork in a process with threads (a lock another thread held
+                # is held forever in the child). The child runs greedy's passes on the decision's
+                # own objects, which log nothing and do no I/O but its pipe; CPython re-creates its
+                # own locks (the GIL, imports, logging) in a forked child.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError as exc:  # no memory or process slot for a child: greedy's plan starts
+            os.close(read)
+            os.close(write)
+            self.error, self.finished = f"could not fork: {exc}", time.monotonic()
+            return
         if pid == 0:  # the child: compute, send, leave without running this process's exit code
             code = 1
             try:
@@ -186,7 +197,7 @@ class SmallFirstRun:
             finally:
                 os._exit(code)
         os.close(write)
-        self.pid: Optional[int] = pid
+        self.pid = pid
         self._read = read
         self._reader = threading.Thread(target=self._drain, name="small-first-reader", daemon=True)
         self._reader.start()

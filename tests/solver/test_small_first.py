@@ -170,3 +170,15 @@ def test_a_child_not_done_in_time_is_stopped_and_the_plan_is_greedy_s_start(monk
     assert time.monotonic() - began < 1.0
     assert _no_child_left()
     assert "not done in time" in (small_first.start_note(run, None, False) or "")
+
+
+def test_a_fork_refused_by_the_system_leaves_greedy_s_start(too_big: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused():
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(small_first.os, "fork", refused)
+    snapshot = _big_first()
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert "the small-first pass failed (could not fork: [Errno 11]" in (plan.stats.lns_start or "")
+    assert plan.stats.degraded == "large-neighbourhood search"
