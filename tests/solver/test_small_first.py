@@ -140,13 +140,15 @@ def test_a_child_that_fails_leaves_greedy_s_start_and_says_so(too_big: None, mon
     assert _no_child_left()
 
 
-def test_a_stop_requested_while_the_child_runs_ends_the_wait_and_reaps_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    def slow(*args, **kwargs):
-        time.sleep(30)
-
-    monkeypatch.setattr(small_first, "plan", slow)
+def _slow_child(monkeypatch: pytest.MonkeyPatch) -> small_first.SmallFirstRun:
+    """A child whose pass takes 30 s, started on the two-node window."""
+    monkeypatch.setattr(small_first, "plan", lambda *args, **kwargs: time.sleep(30))
     ctx = build_context(_big_first(), CONFIG)
-    run = small_first.SmallFirstRun(ctx, StaticFilters(ctx.nodes, ctx.window))
+    return small_first.SmallFirstRun(ctx, StaticFilters(ctx.nodes, ctx.window))
+
+
+def test_a_stop_requested_while_the_child_runs_ends_the_wait_and_reaps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = _slow_child(monkeypatch)
     interrupt.request()
     began = time.monotonic()
     with pytest.raises(Interrupted):
@@ -159,12 +161,7 @@ def test_a_stop_requested_while_the_child_runs_ends_the_wait_and_reaps_it(monkey
 
 
 def test_a_child_not_done_in_time_is_stopped_and_the_plan_is_greedy_s_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    def slow(*args, **kwargs):
-        time.sleep(30)
-
-    monkeypatch.setattr(small_first, "plan", slow)
-    ctx = build_context(_big_first(), CONFIG)
-    run = small_first.SmallFirstRun(ctx, StaticFilters(ctx.nodes, ctx.window))
+    run = _slow_child(monkeypatch)
     began = time.monotonic()
     assert run.result(timeout=0.2) is None
     assert time.monotonic() - began < 1.0
