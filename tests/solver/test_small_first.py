@@ -63,12 +63,13 @@ def test_the_order_takes_each_priority_s_smaller_pods_first() -> None:
             make_pod("default/b-small", cpu="1", priority=10, created=T0 + timedelta(seconds=1)),
             make_pod("default/c-high-big", cpu="6", priority=100, created=T0 + timedelta(seconds=2)),
             make_pod("default/d-mem", cpu="1", memory="48Gi", priority=10, created=T0 + timedelta(seconds=3)),
-            make_pod("default/e-small", cpu="1", priority=10, created=T0 + timedelta(seconds=4))]
+            make_pod("default/e-small", cpu="1", priority=10, created=T0 + timedelta(seconds=4)),
+            make_pod("default/f-both", cpu="3", memory="16Gi", priority=10, created=T0 + timedelta(seconds=5))]
     ctx = build_context(make_snapshot(nodes, pods), CONFIG)
-    # priority first; within it the largest share of the cluster's room (memory 48 of 64 Gi is
-    # the largest), equal shares in kube-scheduler's order
+    # priority first; within it the shares of the cluster's cpu and memory, summed (a-big 4/8,
+    # f-both 3/8 + 16/64, d-mem 1/8 + 48/64), equal sizes in kube-scheduler's order
     assert [p.key for p in small_first.order(ctx)] == [
-        "default/c-high-big", "default/b-small", "default/e-small", "default/a-big", "default/d-mem"]
+        "default/c-high-big", "default/b-small", "default/e-small", "default/a-big", "default/f-both", "default/d-mem"]
 
 
 def test_the_order_keeps_a_gang_s_members_together() -> None:
