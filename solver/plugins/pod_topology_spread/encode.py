@@ -60,6 +60,22 @@ def encode(wm: WindowModel) -> None:
                     continue  # not an eligible domain: pruned by the static filters already
                 present = wm.new_presence(f"spread[{cls.id},{k},{d}]", own, cls.size)
                 m.add(counts[d] - low <= c.max_skew).only_enforce_if(present)
+    # Constraints only pods outside the model carry: the model's pods (and victims) still move
+    # their counts, so their domains stay bounded too. A window pod the model has no place for
+    # is left out, and the count of the domain it held drops with it: a settled pod's domain can
+    # then exceed the new minimum (a neighbourhood round left a pod of another zone out, and the
+    # plan's pod of the same spread group, outside the round, broke the validator's check).
+    for (c, namespace, eligible_bytes), domains in sorted(settled.items(), key=lambda kv: repr(kv[0])):
+        matcher = PodMatcher.of_spread(c.selector, namespace)
+        if not any(matcher.matches(p) for p in wm.ctx.window) and not any(
+                state.matches(matcher, pod) for _, (pod, _) in victims):
+            continue  # nothing the model decides is counted: the incumbent's counts stand
+        eligible = np.frombuffer(eligible_bytes, dtype=bool)
+        counts, low = _domain_counts(wm, c, namespace, eligible, classes, f"settled{len(counters)}", victims)
+        counters[(c.selector, namespace, c.topology_key, c.min_domains, eligible_bytes)] = (counts, low)
+        for d in sorted(domains):
+            if d in counts:
+                m.add(counts[d] - low <= c.max_skew)
 
 
 def _settled_domains(wm: WindowModel) -> dict[tuple, set[int]]:
