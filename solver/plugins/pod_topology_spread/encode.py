@@ -60,22 +60,62 @@ def encode(wm: WindowModel) -> None:
                     continue  # not an eligible domain: pruned by the static filters already
                 present = wm.new_presence(f"spread[{cls.id},{k},{d}]", own, cls.size)
                 m.add(counts[d] - low <= c.max_skew).only_enforce_if(present)
-    # Constraints only pods outside the model carry: the model's pods (and victims) still move
-    # their counts, so their domains stay bounded too. A window pod the model has no place for
-    # is left out, and the count of the domain it held drops with it: a settled pod's domain can
-    # then exceed the new minimum (a neighbourhood round left a pod of another zone out, and the
-    # plan's pod of the same spread group, outside the round, broke the validator's check).
-    for (c, namespace, eligible_bytes), domains in sorted(settled.items(), key=lambda kv: repr(kv[0])):
-        matcher = PodMatcher.of_spread(c.selector, namespace)
-        if not any(matcher.matches(p) for p in wm.ctx.window) and not any(
-                state.matches(matcher, pod) for _, (pod, _) in victims):
-            continue  # nothing the model decides is counted: the incumbent's counts stand
-        eligible = np.frombuffer(eligible_bytes, dtype=bool)
-        counts, low = _domain_counts(wm, c, namespace, eligible, classes, f"settled{len(counters)}", victims)
-        counters[(c.selector, namespace, c.topology_key, c.min_domains, eligible_bytes)] = (counts, low)
-        for d in sorted(domains):
-            if d in counts:
-                m.add(counts[d] - low <= c.max_skew)
+    # Groups only pods outside the model carry (no model class shares their constraint): the
+    # model's pods and victims still move the counts they read. A window pod the model has no
+    # place for is left out, and the domain it held loses it: the plan's pod of the group in a
+    # fuller domain could then end over maxSkew (a neighbourhood round did, on a contended
+    # cluster searched from the small-first plan). Read as the validator reads it (``check``).
+    for key, domains in sorted(settled.items(), key=lambda kv: repr(kv[0])):
+        _bound_settled(wm, key, domains, classes, victims)
+
+
+def _bound_settled(wm: WindowModel, key: tuple, domains: set[int], classes, victims) -> None:
+    """For a group of the plan's pods outside the model (constraint, namespace, eligible nodes)
+    and each domain d they sit in: the last of them to arrive finds the running matching pods
+    there (less the model's victims) and the group's own pods, and every other eligible domain
+    must hold, in the final state with the victims still running, at least that less maxSkew
+    (``check``: the validator's reading; none at all while fewer than minDomains domains are
+    eligible). Where nothing the model decides is counted, the incumbent's counts stand."""
+    state, m = wm.state, wm.model
+    c, namespace, eligible_bytes = key
+    matcher = PodMatcher.of_spread(c.selector, namespace)
+    counted = [o for o in classes if matcher.matches(o.rep)]
+    gone = [(k, pod, node) for k, (pod, node) in victims if state.matches(matcher, pod)]
+    if not counted and not gone and not any(matcher.matches(p) for p in wm.ctx.window):
+        return
+    eligible = np.frombuffer(eligible_bytes, dtype=bool)
+    ids, _ = state.domains(c.topology_key)
+    running = state.match_counts(matcher)
+    all_domains = sorted({int(d) for d in ids[eligible] if d >= 0})
+    members = {id(o) for o in counted if c in o.rep.hard_spread and o.rep.namespace == namespace}
+    # The state holds the plan's pods outside the model as if running: those of the plan that
+    # match but are not of the group are not "running" in the validator's reading.
+    not_members: dict[int, int] = {}
+    for pod, node in wm.ctx.settled:
+        d = int(ids[node])
+        if d >= 0 and eligible[node] and matcher.matches(pod) and not (c in pod.hard_spread and pod.namespace == namespace):
+            not_members[d] = not_members.get(d, 0) + 1
+    kept: dict[int, cp_model.LinearExpr | int] = {}
+    seen: dict[int, cp_model.LinearExpr | int] = {}
+    for d in all_domains:
+        in_d = eligible & (ids == d)
+        base = int(running[in_d].sum())
+        window = [(o, v) for o in counted for n, v in wm.by_class.get(o.id, []) if in_d[n]]
+        kept[d] = base + cp_model.LinearExpr.sum([v for _, v in window]) if window else base
+        evicted = [wm.evict[k] for k, _, node in gone if in_d[node]]
+        own = [v for o, v in window if id(o) in members]
+        seen[d] = (base - not_members.get(d, 0) + cp_model.LinearExpr.sum(own) - cp_model.LinearExpr.sum(evicted)
+                   if own or evicted else base - not_members.get(d, 0))
+    few = floor_is_zero(len(all_domains), c.min_domains)
+    for d in sorted(domains):
+        if d not in seen:
+            continue
+        if few:
+            m.add(seen[d] <= c.max_skew)
+            continue
+        for other in all_domains:
+            if other != d:
+                m.add(kept[other] >= seen[d] - c.max_skew)
 
 
 def _settled_domains(wm: WindowModel) -> dict[tuple, set[int]]:
