@@ -36,13 +36,28 @@ def fresh() -> None:
     interrupt.reset()
 
 
-def _no_child_left() -> bool:
-    """This process has no child, running or unreaped."""
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+def _children() -> set[int]:
+    """This process's children, running or not yet reaped (Linux: ``/proc/self/task/*/children``).
+    Other tests in the same worker may leave processes of their own: each test compares the set
+    before and after."""
+    out: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                out |= {int(pid) for pid in f.read().split()}
+        except OSError:
+            continue
+    return out
+
+
+@pytest.fixture
+def no_child_left():
+    """The test leaves no child of its own behind, running or unreaped."""
+    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
+        pytest.skip("needs /proc/self/task/*/children")
+    before = _children()
+    yield
+    assert _children() <= before, "a child was left behind"
 
 
 def _big_first():
@@ -82,7 +97,7 @@ def test_the_order_keeps_a_gang_s_members_together() -> None:
     assert abs(keys.index("default/g-0") - keys.index("default/g-1")) == 1
 
 
-def test_the_search_starts_from_the_small_first_plan_when_it_places_more(too_big: None) -> None:
+def test_the_search_starts_from_the_small_first_plan_when_it_places_more(too_big: None, no_child_left: None) -> None:
     snapshot = _big_first()
     greedy = schedule(snapshot, CONFIG, engine="greedy")
     assert len(greedy.assignments) == 4
@@ -95,7 +110,6 @@ def test_the_search_starts_from_the_small_first_plan_when_it_places_more(too_big
     assert (stats.lns_history or ("",))[0].startswith("start: the small-first pass's plan against greedy's: +4 placed")
     assert stats.lns_placed_gain == 4
     assert "small-first pass's plan beat greedy's" in (stats.plan_reason or "")
-    assert _no_child_left()
 
 
 def test_switched_off_the_search_starts_from_greedy_s_plan(too_big: None) -> None:
@@ -130,7 +144,8 @@ def test_its_victims_are_the_ones_kube_scheduler_s_preemption_picks(too_big: Non
     assert len(plan.assignments) == 3 and len(plan.preemptions) == 3
 
 
-def test_a_child_that_fails_leaves_greedy_s_start_and_says_so(too_big: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_child_that_fails_leaves_greedy_s_start_and_says_so(too_big: None, monkeypatch: pytest.MonkeyPatch,
+                                                              no_child_left: None) -> None:
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
@@ -138,7 +153,6 @@ def test_a_child_that_fails_leaves_greedy_s_start_and_says_so(too_big: None, mon
     plan = schedule(_big_first(), CONFIG)
     assert "the small-first pass failed (RuntimeError('boom'))" in (plan.stats.lns_start or "")
     assert validate(_big_first(), plan, CONFIG) == []
-    assert _no_child_left()
 
 
 def _slow_child(monkeypatch: pytest.MonkeyPatch) -> small_first.SmallFirstRun:
@@ -148,7 +162,8 @@ def _slow_child(monkeypatch: pytest.MonkeyPatch) -> small_first.SmallFirstRun:
     return small_first.SmallFirstRun(ctx, StaticFilters(ctx.nodes, ctx.window))
 
 
-def test_a_stop_requested_while_the_child_runs_ends_the_wait_and_reaps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_requested_while_the_child_runs_ends_the_wait_and_reaps_it(monkeypatch: pytest.MonkeyPatch,
+                                                                         no_child_left: None) -> None:
     run = _slow_child(monkeypatch)
     interrupt.request()
     began = time.monotonic()
@@ -158,15 +173,14 @@ def test_a_stop_requested_while_the_child_runs_ends_the_wait_and_reaps_it(monkey
         finally:
             run.stop()
     assert time.monotonic() - began < 1.0
-    assert _no_child_left()
 
 
-def test_a_child_not_done_in_time_is_stopped_and_the_plan_is_greedy_s_start(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_child_not_done_in_time_is_stopped_and_the_plan_is_greedy_s_start(monkeypatch: pytest.MonkeyPatch,
+                                                                            no_child_left: None) -> None:
     run = _slow_child(monkeypatch)
     began = time.monotonic()
     assert run.result(timeout=0.2) is None
     assert time.monotonic() - began < 1.0
-    assert _no_child_left()
     assert "not done in time" in (small_first.start_note(run, None, False) or "")
 
 
