@@ -4,7 +4,7 @@ each priority, made sound by a pass in kube-scheduler's order that follows it.
 kube-scheduler takes the pods of one priority in the order they were created. On a contended
 cluster the large pods that come early take room many small ones could share, and the search's
 rounds, a few dozen nodes each, cannot undo that across a cluster: on the contended 1,000-node
-windows (seeds 0-3) the rounds placed +64 to +132 pods of tier 100 in 6 s beyond greedy's plan,
+windows (seeds 0-3) the rounds placed +61 to +140 pods of tier 100 in 6 s beyond greedy's plan,
 where the same pass with each priority's pods taken smallest first (their cpu and memory as shares
 of the cluster's, summed), then followed as below, placed +340 to +625, and as many or more of
 tier 1000 (+1 to +12). Reordering only the lowest tier gained a third of that: the room the
