@@ -42,7 +42,6 @@ from ..greedy import GreedyResult, Guide, schedule_greedy
 from ..info import PodInfo
 from ..plugin_api import Victim
 from ..plugins import registry
-from ..state import ClusterState
 from .choose import not_worse
 
 # The start is looked for when greedy's estimated pass (``greedy_run.estimated_greedy_seconds``,
@@ -96,16 +95,6 @@ def better_start(ctx, greedy: GreedyResult, other: Optional[GreedyResult], weigh
     if other is None:
         return False
     return not not_worse(ctx, (greedy.placements, greedy.victims), (other.placements, other.victims), weights)
-
-
-def applied(ctx: SchedulingContext, placements: dict[str, int], victims: list[Victim]) -> ClusterState:
-    """The cluster with a plan applied: its victims gone, its pods placed."""
-    state = ctx.state.copy()
-    for v in victims:
-        state.remove(v.pod)
-    for key, node in placements.items():
-        state.add(ctx.window_pod(key), node)
-    return state
 
 
 def available() -> bool:
@@ -245,11 +234,15 @@ class SmallFirstRun:
         on = ctx.state.pods_on
         try:
             out = [Victim(on[node][key], node, preemptor) for key, node, preemptor in victims]
-            state = applied(ctx, placements, out)
-        except (KeyError, IndexError, ValueError) as exc:  # a plan this decision's cluster cannot hold
+            for key, node in placements.items():
+                ctx.window_pod(key)
+                if not 0 <= node < len(ctx.nodes):
+                    raise IndexError(f"node {node} of {key}")
+        except (KeyError, IndexError) as exc:  # a plan this decision's cluster cannot hold
             self.error = f"its plan does not fit the decision's cluster: {exc!r}"
             return None
-        return GreedyResult(placements=placements, victims=out, nominations=nominations, state=state)
+        # No state: the search applies the plan to the cluster at its first round (``lns._applied``).
+        return GreedyResult(placements=placements, victims=out, nominations=nominations)
 
     def stop(self) -> None:
         """Stop the child (if still running) and reap it."""
