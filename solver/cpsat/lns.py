@@ -143,6 +143,9 @@ class _Plan:
     names: Optional[dict[str, str]] = None
     # Whether a pod may be decided again by a packing round without a replay (``out_of_sight``).
     out_of_sight: Optional[Callable[[PodInfo], bool]] = None
+    # The incumbent a round made this plan from: ``_applied`` then changes a copy of its state by
+    # what the round changed, instead of applying the whole plan again (dropped once used).
+    base: Optional["_Plan"] = None
 
 
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
@@ -555,7 +558,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
                       len(wrong), wrong[0].pod.key)
             return None, size, whole.longest
         names = judged.evicted_by
-    return _Plan({**outside, **found.placements}, victims, names=names), size, whole.longest
+    return _Plan({**outside, **found.placements}, victims, names=names, base=plan), size, whole.longest
 
 
 @dataclass
@@ -694,8 +697,15 @@ class _Lower:
 
 def _applied(ctx: SchedulingContext, plan: _Plan) -> ClusterState:
     """The cluster with the whole of ``plan`` applied (its victims out, its placements in), made
-    once per incumbent (``_Plan.applied``); not to be changed: a round works on a copy."""
+    once per incumbent (``_Plan.applied``); not to be changed: a round works on a copy. A plan a
+    round made from an incumbent already applied is that state changed by what the round changed
+    (the state holds sums and per-node sets, the same whatever order the pods came in): at 5,000
+    nodes applying a whole plan of 29,000 pods took 0.23 s, a fifth of a round."""
     if plan.applied is None:
+        base, plan.base = plan.base, None
+        if base is not None and base.applied is not None:
+            plan.applied = _changed(ctx, base, plan)
+            return plan.applied
         applied = ctx.state.copy()
         for v in plan.victims:
             applied.remove(v.pod)
@@ -703,6 +713,37 @@ def _applied(ctx: SchedulingContext, plan: _Plan) -> ClusterState:
             applied.add(ctx.window_pod(key), node)
         plan.applied = applied
     return plan.applied
+
+
+def _changed(ctx: SchedulingContext, base: _Plan, plan: _Plan) -> ClusterState:
+    """``base``'s applied state (a copy) made ``plan``'s: the victims it no longer evicts back,
+    the pods it moves or leaves out taken out, then its new victims out and its new placements in."""
+    assert base.applied is not None
+    state = base.applied.copy()
+    now_victims = {v.pod.key for v in plan.victims}
+    then_victims = {v.pod.key for v in base.victims}
+    placements, before = plan.placements, base.placements
+    back: set[int] = set()
+    for v in base.victims:
+        if v.pod.key not in now_victims:
+            state.add(v.pod, v.node)
+            back.add(v.node)
+    for node in back:
+        # A running pod put back takes its place in the node's order again: the order pods of
+        # one priority are tried in as victims, which the round's model reads as the replay does.
+        pods, order = state.pods_on[node], ctx.state.pods_on[node]
+        first = {key: pods[key] for key in order if key in pods}
+        state.pods_on[node] = {**first, **{key: pod for key, pod in pods.items() if key not in first}}
+    for key, node in before.items():
+        if placements.get(key) != node:
+            state.remove(ctx.window_pod(key))
+    for v in plan.victims:
+        if v.pod.key not in then_victims:
+            state.remove(v.pod)
+    for key, node in placements.items():
+        if before.get(key) != node:
+            state.add(ctx.window_pod(key), node)
+    return state
 
 
 def _sub_context(ctx: SchedulingContext, plan: _Plan, inside: set[int], freed: dict[str, PodInfo]) -> SchedulingContext:

@@ -545,3 +545,71 @@ def test_a_round_keeps_the_spread_of_a_plan_s_pod_outside_it_when_it_leaves_one_
     plan = _plan_from(ctx, sol.placements, sol.victims, sol.nominations, {}, static,
                       stats={"engine": "cpsat", "status": "FEASIBLE"}, start=time.monotonic(), named=True)
     assert validate(snapshot, plan, CONFIG) == []
+
+
+def _same_cluster(one, other, window: set[str]) -> None:
+    """Two states hold the same pods in the same places, with the same sums and counts."""
+    assert one.where == other.where
+    assert [set(p) for p in one.pods_on] == [set(p) for p in other.pods_on]
+    # the running pods in the same order (the order pods of one priority are tried as victims)
+    assert [[k for k in p if k not in window] for p in one.pods_on] == [[k for k in p if k not in window] for p in other.pods_on]
+    for name in ("used", "free", "nonzero"):
+        assert (getattr(one, name) == getattr(other, name)).all(), name
+    assert +one.priorities == +other.priorities
+    assert {k: +c for k, (_, c) in one._groups.items()} == {k: +c for k, (_, c) in other._groups.items()}
+    # (counters are made when first read: each is read on both sides)
+    for matcher in list(one._counters) + list(other._counters):
+        assert (one.match_counts(matcher) == other.match_counts(matcher)).all()
+
+
+def test_an_incumbent_a_round_made_is_applied_as_the_whole_plan_applied_again() -> None:
+    """A round's plan is applied by changing its incumbent's state by what the round changed (its
+    victims and moves): the cluster that gives is the one applying the whole plan to the cluster
+    gives, round after round, evicting rounds and packing ones."""
+    from solver.context import build_context
+    from solver.filtering import StaticFilters
+    from solver.greedy import schedule_greedy
+
+    snapshot = to_snapshot(cluster(60, 30, 600, 40, 20, 2, seed=1).objects)
+    ctx = build_context(snapshot, CONFIG, all_pending=True)
+    static = StaticFilters(ctx.nodes, ctx.window)
+    greedy = schedule_greedy(ctx, static=static)
+    search = lns._Search(ctx, static, greedy, seed=0, greedy_seconds=1.0)
+    deadline = time.monotonic() + 12.0
+    changed = 0
+    for _ in range(8):
+        if time.monotonic() > deadline - 2.0:
+            break
+        before = search.best
+        search.round(deadline)
+        if search.best is before:
+            continue
+        changed += 1
+        assert search.best.base is before
+        incremental = lns._applied(ctx, search.best)
+        assert search.best.base is None  # the incumbent before it is let go
+        again = lns._applied(ctx, lns._Plan(dict(search.best.placements), list(search.best.victims)))
+        _same_cluster(incremental, again, {p.key for p in ctx.window})
+    assert changed >= 2, search.stats.history
+
+
+def test_a_victim_a_round_keeps_is_put_back_in_its_place_among_its_node_s_pods() -> None:
+    """The incumbent evicted low-a for p; the round's plan moves p to the free node and evicts
+    nobody: low-a is back on n0, before low-b as the cluster has them (pods of one priority are
+    tried as victims in that order), and the state is the one applying the plan again gives."""
+    from solver.plugin_api import Victim
+
+    nodes = [make_node("n0", cpu="2", memory="64Gi"), make_node("n1", cpu="1", memory="64Gi")]
+    pods = [make_pod("default/low-a", cpu="1", node="n0", priority=0),
+            make_pod("default/low-b", cpu="1", node="n0", priority=0),
+            make_pod("default/p", cpu="1", priority=1000, created=T0)]
+    ctx, _, _ = _greedy_run(make_snapshot(nodes, pods))
+    n0, n1 = ctx.state.node_index["n0"], ctx.state.node_index["n1"]
+    low_a = ctx.state.pods_on[n0]["default/low-a"]
+    base = lns._Plan({"default/p": n0}, [Victim(low_a, n0, "default/p")])
+    lns._applied(ctx, base)
+    plan = lns._Plan({"default/p": n1}, [], base=base)
+    state = lns._applied(ctx, plan)
+    assert list(state.pods_on[n0]) == ["default/low-a", "default/low-b"]
+    assert list(state.pods_on[n1]) == ["default/p"]
+    _same_cluster(state, lns._applied(ctx, lns._Plan({"default/p": n1}, [])), {"default/p"})
