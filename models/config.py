@@ -97,6 +97,11 @@ class SolverConfig(_ConfigModel):
     # a forked child beside greedy's pass (``solver/cpsat/small_first.py``). Off: greedy's plan
     # is always the start.
     small_first_start: bool = True
+    # With the start above: the child goes on to search from its plan (one CP-SAT worker a round)
+    # while this process searches from greedy's plan, and the decision keeps the better of the two
+    # (``solver/cpsat/small_first.py``). Off: the child gives only the start, and one search starts
+    # from the better of the two plans.
+    second_search: bool = True
 
     @field_validator("parameters")
     @classmethod

@@ -20,6 +20,7 @@ from .components import components
 from .decode import extract, placement_value
 from .greedy_run import GreedyRun
 from .hint import best_hint, counts_value, first_fit_counts
+from .kube_victims import name_by_replay
 from .model import HintSolution
 from .outcome import CpsatOutcome, Solution
 from .stages import (COMPLETE_HINT_SHARE, MIN_COMPONENT_SECONDS, component_deadlines, solve_component,
@@ -85,22 +86,34 @@ def _greedy_only(ctx, static, runner: list[GreedyRun], start: float, deadline: f
     progress.stage(f"degraded to {step}; waiting for greedy's plan")
     no_search = lns.eligible(ctx)
     # The search's second start, on the other core beside greedy's pass (forked before greedy's
-    # thread starts, when it has not started already).
-    second = (small_first.SmallFirstRun(ctx, static)
-              if no_search is None and small_first.wanted(ctx, deadline - start) else None)
+    # thread starts, when it has not started already), and the child's search from it.
+    second = None
+    if no_search is None and small_first.wanted(ctx, deadline - start):
+        until = deadline - small_first.CHILD_EARLY if ctx.config.solver.second_search else None
+        second = small_first.SmallFirstRun(ctx, static, search_until=until, seed=ctx.config.solver.seed)
     try:
-        if not runner:
-            runner.append(GreedyRun(ctx, static))
-        run = runner[0]
-        greedy = run.wait()
-        interrupt.check()
-        assert greedy is not None
-        other = None
-        if second is not None and no_search is None and deadline - time.monotonic() > 0:
-            other = second.result(small_first.WAIT_SHARE * (deadline - time.monotonic()))
+        return _after_greedy(ctx, static, runner, deadline, estimate, why, step, no_search, second)
     finally:
         if second is not None:
             second.stop()
+
+
+def _after_greedy(ctx, static, runner: list[GreedyRun], deadline: float, estimate: str, why, step: str,
+                  no_search: Optional[str], second: Optional[small_first.SmallFirstRun]) -> CpsatOutcome:
+    """``_greedy_only`` once the child is forked: greedy's plan, then the search when time is left
+    (``second``: the child, stopped by the caller)."""
+    if not runner:
+        runner.append(GreedyRun(ctx, static))
+    run = runner[0]
+    greedy = run.wait()
+    interrupt.check()
+    assert greedy is not None
+    other = None
+    if second is not None and no_search is None and deadline - time.monotonic() > 0:
+        # A child that searches is not waited for: this process searches from greedy's plan
+        # meanwhile; its start is taken if it is in already (for the stats).
+        wait = 0.0 if second.searches else small_first.WAIT_SHARE * (deadline - time.monotonic())
+        other = second.result(wait)
     margin = SUGGESTED_SEARCH_SECONDS + SUGGESTED_GREEDY_SHARE * run.seconds  # of a limit named for the search
     if no_search is None and deadline - time.monotonic() > 0:
         outcome = _search(ctx, static, greedy, run.seconds, deadline, f"{estimate}) would overrun the time limit "
@@ -247,17 +260,22 @@ def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: st
     """Greedy's plan (or the small-first pass's, ``other``, when strictly better: ``small_first``)
     improved by the large-neighbourhood search (``lns``) until the deadline; ``why``: why the
     per-node model and node classes were not taken; ``second``: the child that looked for
-    ``other``, for the stats."""
+    ``other``. A child that searches from its own plan meanwhile (``SmallFirstRun.searches``):
+    this process searches from greedy's, and the better of the two plans is kept."""
     step = f"large-neighbourhood search: the per-node model ({why})"
     weights = tier_weights([p.priority for p in ctx.window])
-    begin = other if small_first.better_start(ctx, greedy, other, weights) else None
+    two = second is not None and second.searches
+    begin = None if two else (other if small_first.better_start(ctx, greedy, other, weights) else None)
     progress.stage(f"{step}; improving {'the small-first pass' if begin is not None else 'greedy'}'s plan "
-                   f"a neighbourhood at a time")
+                   f"a neighbourhood at a time" + (" (and the small-first pass's in a second process)" if two else ""))
     t0 = time.monotonic()
     sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed, greedy_seconds=greedy_seconds,
                              start=begin)
     sol.solve_time = time.monotonic() - t0
     sol.lns = stats
+    if two:
+        assert second is not None
+        return _two_searches(ctx, static, greedy, greedy_seconds, deadline, step, weights, second, sol, t0)
     stats.start = small_first.start_note(second, other, begin is not None)
     stats.start_child_mib = None if second is None else second.private_mib
     if not stats.improved and begin is None:
@@ -270,3 +288,53 @@ def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: st
         said = f"{stats.improved} of {stats.rounds} neighbourhood round(s) improved greedy's"
     return CpsatOutcome(greedy, sol, True, None, static, greedy_seconds, f"solver's plan: {said} ({step})",
                         degraded="large-neighbourhood search")
+
+
+def _two_searches(ctx, static, greedy: GreedyResult, greedy_seconds: float, deadline: float, step: str,
+                  weights: dict[int, int], second: small_first.SmallFirstRun, sol: Solution, t0: float) -> CpsatOutcome:
+    """This process's search from greedy's plan is done (``sol``); the child's, from the
+    small-first pass's plan, is taken as it stands (the last incumbent it sent by the deadline;
+    its start alone when its search sent none), and the better plan kept."""
+    mine = sol.lns
+    theirs = second.searched(max(0.0, deadline - time.monotonic()))
+    start = second.result(0.0)
+    child, child_stats = theirs if theirs is not None else (start, None)
+    better = child is not None and small_first.better_start(ctx, _as_greedy(sol), child, weights)
+    note = small_first.search_note(second, start, theirs, mine, better)
+    if better:
+        assert child is not None
+        stats = child_stats if child_stats is not None else lns.LnsStats()
+        if start is not None:
+            stats.history.insert(0, f"start: the small-first pass's plan against greedy's: "
+                                    f"{lns.gain(ctx, start, greedy)}")
+        stats.placed_gain = len(child.placements) - len(greedy.placements)
+        stats.victims_change = len(child.victims) - len(greedy.victims)
+        stats.too_short = None
+        sol = Solution(placements=dict(child.placements), victims=list(child.victims), status="FEASIBLE",
+                       solve_time=time.monotonic() - t0)
+        # (its victims come named by the child's replays, and then no replay runs here; the
+        # nominations follow from the names)
+        name_by_replay(ctx, sol, static, names={v.pod.key: v.preemptor for v in child.victims if v.preemptor})
+        sol.lns = stats
+        said = (f"the small-first pass's plan, searched in a second process ({stats.improved} of {stats.rounds} "
+                f"neighbourhood round(s) improved it), beat greedy's and this process's search from greedy's")
+    else:
+        stats = mine
+    stats.start = note
+    stats.start_child_mib = second.private_mib
+    if better:
+        return CpsatOutcome(greedy, sol, True, None, static, greedy_seconds, f"solver's plan: {said} ({step})",
+                            degraded="large-neighbourhood search")
+    if not stats.improved:
+        return CpsatOutcome(greedy, sol, False, None, static, greedy_seconds,
+                            f"greedy's plan: {stats.rounds} neighbourhood round(s) found nothing better, nor did the "
+                            f"small-first pass and its search in a second process ({step})",
+                            degraded="large-neighbourhood search")
+    said = (f"{stats.improved} of {stats.rounds} neighbourhood round(s) improved greedy's; the second process's search "
+            f"from the small-first pass's plan gave no better plan")
+    return CpsatOutcome(greedy, sol, True, None, static, greedy_seconds, f"solver's plan: {said} ({step})",
+                        degraded="large-neighbourhood search")
+
+
+def _as_greedy(sol: Solution) -> GreedyResult:
+    return GreedyResult(placements=sol.placements, victims=sol.victims, nominations=sol.nominations)

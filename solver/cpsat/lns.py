@@ -149,16 +149,22 @@ class _Plan:
 
 
 def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: float,
-            seed: int = 0, greedy_seconds: float = 0.0, start: Optional[GreedyResult] = None) -> tuple[Solution, LnsStats]:
+            seed: int = 0, greedy_seconds: float = 0.0, start: Optional[GreedyResult] = None,
+            workers: Optional[int] = None,
+            on_better: Optional[Callable[[dict[str, int], list[Victim], dict[str, str], LnsStats], None]] = None,
+            ) -> tuple[Solution, LnsStats]:
     """Greedy's plan improved round by round until ``deadline`` (``greedy_seconds``: what greedy's
     pass took, the first guess at what replaying a whole plan takes). ``start``: another plan of
     kube-scheduler's turns (each victim named for the pod at whose turn its preemption evicts it,
     as greedy's are), better than greedy's, to start from instead (``small_first``); the stats
-    still count from greedy's."""
-    search = _Search(ctx, static, start if start is not None else greedy, seed, greedy_seconds)
+    still count from greedy's. ``workers``: at most this many CP-SAT workers a round (a second
+    search running beside this one, ``small_first``, has the other core). ``on_better``: told of
+    each new incumbent (its placements, victims, the preemptors the replays named for them, and
+    the stats so far), for a search whose last round may come too late (``small_first``)."""
+    search = _Search(ctx, static, start if start is not None else greedy, seed, greedy_seconds, workers)
     if start is not None:
         search.stats.history.append(f"start: the small-first pass's plan against greedy's: "
-                                    f"{_gain(ctx, search.best, _Plan(greedy.placements, greedy.victims))}")
+                                    f"{gain(ctx, search.best, _Plan(greedy.placements, greedy.victims))}")
     while search.free_pods:
         kind = search.kind(deadline)
         left, least = deadline - time.monotonic(), search.least_round_seconds(kind)
@@ -174,8 +180,11 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
                 search.stats.too_short = (left, least)
             break
         interrupt.check()
+        before = search.best
         if not search.round(deadline, kind):
             break
+        if on_better is not None and search.best is not before:
+            on_better(search.best.placements, search.best.victims, search.best.names or {}, search.stats)
         progress.stage(f"large-neighbourhood search: round {search.stats.rounds}, {search.stats.improved} improving; "
                        f"{max(0.0, deadline - time.monotonic()):.1f}s left")
     best, stats = search.best, search.stats
@@ -225,8 +234,9 @@ class _Search:
     """The incumbent, the rounds' bookkeeping, and one round at a time (``round``)."""
 
     def __init__(self, ctx: SchedulingContext, static, greedy: GreedyResult, seed: int,
-                 greedy_seconds: float = 0.0) -> None:
+                 greedy_seconds: float = 0.0, workers: Optional[int] = None) -> None:
         self.ctx, self.static = ctx, static
+        self.workers = workers
         self.weights = tier_weights([p.priority for p in ctx.window])
         # Greedy's own state is its plan applied to the cluster (reprieved victims put back): the
         # first round copies it instead of adding 10,000 pods again (0.15-0.2 s at 1,000 nodes).
@@ -356,7 +366,7 @@ class _Search:
         last = deadline - self._replay(kind, nodes)  # the solve's own deadline: the replay comes after
         found, size, replayed = _round(self.ctx, self.static, self.sctx, self.best, nodes, self.free_pods,
                                        self.weights, (min(last, t0 + solve_until), last), cap, preempt,
-                                       polish=not self.short)
+                                       polish=not self.short, workers=self.workers)
         pairs, built = size.pairs, size.built
         if replayed:
             self.replay_seconds = max(self.replay_seconds, replayed)
@@ -375,15 +385,16 @@ class _Search:
             if better and why != "equal plans: the solver's is kept":
                 stats.improved += 1
                 stats.history.append(f"round {stats.rounds} ({kind}, {len(nodes)} nodes, {pairs} pairs): {why}: "
-                                     f"{_gain(self.ctx, found, self.best)}")
+                                     f"{gain(self.ctx, found, self.best)}")
                 self.best = found
         for n in nodes:  # just decided as well as a round can: other nodes' turn
             self.tabu[n] = stats.rounds + TABU_ROUNDS
         return True
 
 
-def _gain(ctx: SchedulingContext, new: _Plan, old: _Plan) -> str:
-    """What a round changed, pods placed by priority then victims: "+3 placed (1000: +3), +1 victim"."""
+def gain(ctx: SchedulingContext, new, old) -> str:
+    """What a round changed, pods placed by priority then victims: "+3 placed (1000: +3), +1
+    victim" (or what one plan has over another: any two with ``placements`` and ``victims``)."""
     placed: dict[int, int] = defaultdict(int)
     for key in new.placements.keys() - old.placements.keys():
         placed[ctx.window_pod(key).priority] += 1
@@ -470,14 +481,15 @@ def _static_mask(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
 
 def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], free_pods: list[PodInfo],
            weights: dict[int, int], deadlines: tuple[float, float], cap: int,
-           preempt: bool = True, polish: bool = True) -> tuple[Optional[_Plan], "_Size", float]:
+           preempt: bool = True, polish: bool = True, workers: Optional[int] = None) -> tuple[Optional[_Plan], "_Size", float]:
     """One neighbourhood's model of at most about ``cap`` pairs, solved by the first of
     ``deadlines`` (the round's; the solve gets ``MIN_SOLVE_SECONDS`` past it up to the second, the
     decision's, less the replay after it): the whole plan it gives (or None), the model's size and
     build time, and the seconds the slowest replay of a whole plan took. ``preempt``:
     whether the model may evict (a round over nodes the incumbent evicts nothing on may pack
     alone). ``polish``: whether a plan better than the incumbent has its
-    scores polished (a short search spends that time on the next round, or on the plan's checks)."""
+    scores polished (a short search spends that time on the next round, or on the plan's checks).
+    ``workers``: at most this many CP-SAT workers."""
     deadline, last = deadlines
     start = time.monotonic()
     inside = set(nodes)
@@ -537,7 +549,7 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
                               polish_only_gains=wm.hint_solution is None, polish=polish)
     # (a neighbourhood search starts from a solution: the completed hint, or nothing to start from)
     lns_only = preempt and wm.hint_complete and wm.size()[0] > LNS_ONLY_VARIABLES
-    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx, lns_only), solve_by, solve=solve,
+    solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx, lns_only, workers), solve_by, solve=solve,
                                           relaxed_repairs=False, view=whole)
     if solver is None:
         return None, size, whole.longest
@@ -615,16 +627,17 @@ def out_of_sight(ctx: SchedulingContext, placements: dict[str, int], victims: li
     return unseen
 
 
-def _round_solver_config(ctx: SchedulingContext, lns_only: bool = False):
+def _round_solver_config(ctx: SchedulingContext, lns_only: bool = False, workers: Optional[int] = None):
     """The solver settings of a round: the user's, with at most ``ROUND_WORKERS`` workers unless
     the user chose fewer (a round's model is small; eight workers on a busy machine spent its
     short budget starting up and answered UNKNOWN with a complete hint). ``lns_only``: CP-SAT's
     workers search neighbourhoods of the hint only (``LNS_ONLY_VARIABLES``), unless the user's
-    own parameters say otherwise."""
+    own parameters say otherwise. ``workers``: at most this many."""
     cfg = ctx.config.solver
     update: dict = {}
-    if not (cfg.workers and cfg.workers <= ROUND_WORKERS):
-        update["workers"] = ROUND_WORKERS
+    most = ROUND_WORKERS if workers is None else min(workers, ROUND_WORKERS)
+    if not (cfg.workers and cfg.workers <= most):
+        update["workers"] = most
     if lns_only and not re.search(r"\buse_lns_only\b", cfg.parameters or ""):
         update["parameters"] = f"{cfg.parameters or ''} use_lns_only: true".strip()
     return cfg.model_copy(update=update) if update else cfg

@@ -25,6 +25,7 @@ machine has one core, the start is greedy's plan as before.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import signal
@@ -32,7 +33,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -54,6 +55,13 @@ MAX_ESTIMATE_LIMITS = 2.0
 # child past 5.2 s) a wait of 30% gave up on it, and the search from greedy's plan placed +17 of
 # tier 100, where the run before, the child in time, placed +711.
 WAIT_SHARE = 0.5
+# A child that searches ends its search this long before the decision's deadline: a round with
+# one CP-SAT worker overran its solve's limit by 0.1-0.3 s (0.3-0.9 s with the other process
+# busy), and a round that ends after the decision's search is lost. It sends each new incumbent
+# as it goes, so the decision takes the last one in when its own search ends, waiting for none.
+CHILD_EARLY = 0.5
+# Once the child is stopped, what it wrote before is read for at most this long.
+DRAIN_SECONDS = 0.5
 
 
 def size_of(ctx: SchedulingContext) -> Callable[[PodInfo], float]:
@@ -136,58 +144,58 @@ def _own_private_mib() -> Optional[float]:
 
 
 class SmallFirstRun:
-    """``plan`` in a forked child, on the second core while greedy's pass runs in this process.
+    """``plan`` in a forked child, on the second core while greedy's pass runs in this process;
+    given ``search_until``, the child then searches from its plan until then (``lns.improve``, one
+    CP-SAT worker a round) while this process searches from greedy's.
 
     The child shares the decision's context as the fork left it (copy on write), ignores Ctrl-C
-    (this process stops it: ``stop``), stops by itself when this process is gone, and sends back
-    the plan as keys and node indices; ``result`` rebuilds it here."""
+    (this process stops it: ``stop``), stops by itself when this process is gone (its pass; its
+    search ends at ``search_until``), and sends back plans as keys and node indices, one message
+    each (its start, then its search's plan); ``result`` and ``searched`` rebuild them here."""
 
-    def __init__(self, ctx: SchedulingContext, static) -> None:
+    def __init__(self, ctx: SchedulingContext, static, search_until: Optional[float] = None, seed: int = 0) -> None:
         self.ctx = ctx
         self.started = time.monotonic()
-        self.finished: Optional[float] = None
+        self.finished: Optional[float] = None  # when the child's pipe closed (it ended)
+        self.start_seconds: Optional[float] = None  # what its pass took, once its start came
         self.private_mib: Optional[float] = None  # the child's private memory at its end
         self.error: Optional[str] = None
+        self.searches = search_until is not None  # whether the child searches after its pass
         self._data = bytearray()
+        self._lock = threading.Lock()
+        self._messages: list[Any] = []
         self.pid: Optional[int] = None
         try:
             read, write = os.pipe()
         except OSError as exc:  # out of file descriptors: no second start, greedy's plan starts
-            self.error, self.finished = f"no pipe to a child: {exc}", time.monotonic()
+            self.error, self.finished, self.searches = f"no pipe to a child: {exc}", time.monotonic(), False
             return
         parent = os.getpid()
         try:
             with warnings.catch_warnings():
                 # Python 3.12 warns of a fork in a process with threads (a lock another thread held
-                # is held forever in the child). The child runs greedy's passes on the decision's
-                # own objects, which log nothing and do no I/O but its pipe; CPython re-creates its
-                # own locks (the GIL, imports, logging) in a forked child.
+                # is held forever in the child). The child runs greedy's passes and the search on
+                # the decision's own objects, which do no I/O but its pipe (its logging is switched
+                # off); CPython re-creates its own locks (the GIL, imports, logging) in a child.
                 warnings.simplefilter("ignore", DeprecationWarning)
                 pid = os.fork()
         except OSError as exc:  # no memory or process slot for a child: greedy's plan starts
             os.close(read)
             os.close(write)
-            self.error, self.finished = f"could not fork: {exc}", time.monotonic()
+            self.error, self.finished, self.searches = f"could not fork: {exc}", time.monotonic(), False
             return
         if pid == 0:  # the child: compute, send, leave without running this process's exit code
             code = 1
             try:
                 os.close(read)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+                logging.disable(logging.CRITICAL)  # its lines would interleave with this process's
                 with progress.listening(None):  # type: ignore[arg-type]  # no stage lines from here
-                    result = plan(ctx, static, cancel=_ParentGone(parent))
-                payload: object = None
-                if result is not None:
-                    payload = (result.placements, [(v.pod.key, v.node, v.preemptor) for v in result.victims],
-                               result.nominations, _own_private_mib())
-                data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(write, view):]
+                    _child(ctx, static, write, parent, search_until, seed)
                 code = 0
             except BaseException as exc:  # noqa: BLE001 - told to the parent, never raised there
                 try:
-                    os.write(write, pickle.dumps(("error", repr(exc))))
+                    _send(write, ("error", repr(exc)))
                 except BaseException:  # noqa: BLE001
                     pass
             finally:
@@ -201,8 +209,15 @@ class SmallFirstRun:
     def _drain(self) -> None:
         try:
             while chunk := os.read(self._read, 1 << 20):
-                self._data += chunk
-        except OSError:
+                with self._lock:
+                    self._data += chunk
+                    while len(self._data) >= 8:
+                        size = int.from_bytes(self._data[:8], "little")
+                        if len(self._data) < 8 + size:
+                            break
+                        self._messages.append(pickle.loads(bytes(self._data[8:8 + size])))
+                        del self._data[:8 + size]
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError):
             pass
         finally:
             os.close(self._read)
@@ -212,28 +227,76 @@ class SmallFirstRun:
     def done(self) -> bool:
         return self.finished is not None
 
+    def _wait(self, count: int, timeout: float) -> Any:
+        """The child's ``count``-th message, waited for at most ``timeout`` seconds (None: not in
+        time, the child ended without it, or it said it failed: ``error``)."""
+        until = time.monotonic() + max(0.0, timeout)
+        interrupt.check()
+        while True:
+            with self._lock:
+                messages = list(self._messages)
+            if len(messages) >= count and not _failed(messages[count - 1]):
+                return messages[count - 1]
+            failed = next((m for m in messages if _failed(m)), None)
+            if failed is not None:
+                self.error = failed[1]
+                return None
+            if self.done or time.monotonic() >= until:
+                return None
+            self._reader.join(min(0.05, max(0.0, until - time.monotonic())))
+            interrupt.check()
+
     def result(self, timeout: float) -> Optional[GreedyResult]:
         """The child's plan, waited for at most ``timeout`` seconds (None: not in time, or it
-        failed); the child is stopped either way."""
+        failed). A child that does not go on to search is stopped either way; one that does is
+        stopped only when it failed."""
+        payload = self._wait(1, timeout)
+        with self._lock:
+            ended = bool(self._messages) or self.done  # (a child whose start is still to come searches on)
+        if not self.searches or (payload is None and ended):
+            self.stop()
+        if payload is None:
+            return None
+        placements, victims, nominations, self.start_seconds, mib = payload
+        if self.private_mib is None:
+            self.private_mib = mib
+        return self._rebuilt(placements, victims, nominations)
+
+    def searched(self, timeout: float) -> Optional[tuple[GreedyResult, Any]]:
+        """The last plan the child's search sent (it sends each new incumbent, then the plan it
+        ended with) and its ``LnsStats`` then, the child's end waited for at most ``timeout``
+        seconds (None: no search, nothing sent, or it failed first); the child is stopped."""
+        if not self.searches:
+            self.stop()
+            return None
         until = time.monotonic() + max(0.0, timeout)
         interrupt.check()
         while not self.done and time.monotonic() < until:
             self._reader.join(min(0.05, max(0.0, until - time.monotonic())))
             interrupt.check()
         self.stop()
-        if not self.done or not self._data:
+        self._reader.join(DRAIN_SECONDS)  # what it wrote before it was stopped
+        with self._lock:
+            messages = list(self._messages)
+        failed = next((m for m in messages if _failed(m)), None)
+        if failed is not None:
+            self.error = failed[1]
+        sent = [m for m in messages[1:] if not _failed(m)]
+        if not sent:
             return None
-        payload = pickle.loads(bytes(self._data))
-        if payload is None:
-            return None
-        if payload[0] == "error":
-            self.error = payload[1]
-            return None
-        placements, victims, nominations, self.private_mib = payload
+        placements, victims, nominations, stats, self.private_mib = sent[-1]
+        plan = self._rebuilt(placements, victims, nominations)
+        return None if plan is None else (plan, stats)
+
+    def _rebuilt(self, placements: dict[str, int], victims: list[tuple[str, int, Optional[str]]],
+                 nominations: dict[str, int]) -> Optional[GreedyResult]:
+        """A plan the child sent, as this process's objects (None, with ``error``: one this
+        decision's cluster cannot hold)."""
         ctx = self.ctx
         on = ctx.state.pods_on
         try:
-            out = [Victim(on[node][key], node, preemptor) for key, node, preemptor in victims]
+            # (a victim no replay has named yet comes with an empty name: ``name_by_replay`` names it)
+            out = [Victim(on[node][key], node, preemptor or "") for key, node, preemptor in victims]
             for key, node in placements.items():
                 ctx.window_pod(key)
                 if not 0 <= node < len(ctx.nodes):
@@ -261,7 +324,49 @@ class SmallFirstRun:
 
     @property
     def seconds(self) -> float:
+        """What the child's pass took (or has taken so far)."""
+        if self.start_seconds is not None:
+            return self.start_seconds
         return (self.finished or time.monotonic()) - self.started
+
+
+def _failed(message: object) -> bool:
+    return isinstance(message, tuple) and len(message) == 2 and message[0] == "error"
+
+
+def _send(write: int, payload: object) -> None:
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(len(data).to_bytes(8, "little") + data)
+    while view:
+        view = view[os.write(write, view):]
+
+
+def _child(ctx: SchedulingContext, static, write: int, parent: int, search_until: Optional[float], seed: int) -> None:
+    """The child's work: the pass, its plan sent; then, given ``search_until``, the search from it
+    and the plan it ends with sent (the search's own ``LnsStats`` beside it)."""
+    from . import lns  # (lns does not import this module; the child alone needs it)
+
+    began = time.monotonic()
+    result = plan(ctx, static, cancel=_ParentGone(parent))
+    if result is None:
+        _send(write, None)
+        return
+    took = time.monotonic() - began
+    _send(write, (result.placements, _named(result.victims), result.nominations, took, _own_private_mib()))
+    if search_until is None or os.getppid() != parent:
+        return
+    def better(placements: dict[str, int], victims: list[Victim], names: dict[str, str], stats: Any) -> None:
+        # (a victim a replay has not named goes with None: the decision names it by a replay)
+        _send(write, (placements, [(v.pod.key, v.node, names.get(v.pod.key)) for v in victims], {}, stats,
+                      _own_private_mib()))
+
+    sol, stats = lns.improve(ctx, static, result, search_until, seed=seed + 1, greedy_seconds=took / 2, workers=1,
+                             on_better=better)
+    _send(write, (sol.placements, _named(sol.victims), sol.nominations, stats, _own_private_mib()))
+
+
+def _named(victims: list[Victim]) -> list[tuple[str, int, str]]:
+    return [(v.pod.key, v.node, v.preemptor) for v in victims]
 
 
 def start_note(run: Optional[SmallFirstRun], other: Optional[GreedyResult], used: bool) -> Optional[str]:
@@ -276,3 +381,22 @@ def start_note(run: Optional[SmallFirstRun], other: Optional[GreedyResult], used
     if used:
         return f"the search started from the small-first pass's plan ({took}), better than greedy's"
     return f"the small-first pass's plan ({took}) was not better than greedy's; the search started from greedy's"
+
+
+def search_note(run: SmallFirstRun, start: Optional[GreedyResult], theirs: Optional[tuple[GreedyResult, Any]],
+                mine: Any, used: bool) -> str:
+    """What the two searches came to, for the stats: the child's from the small-first pass's plan
+    (``start``; ``theirs``: its plan and ``LnsStats``, None when nothing came), this process's
+    from greedy's (``mine``), and whether the child's plan was kept (``used``)."""
+    if start is None:
+        why = f"failed ({run.error})" if run.error is not None else f"was not done in time ({run.seconds:.1f}s)"
+        return f"the small-first pass {why}; the plan is this process's search from greedy's plan"
+    took = f"{run.seconds:.1f}s beside greedy's pass"
+    if theirs is None:
+        child = (f"its search failed ({run.error})" if run.error is not None else "its search sent nothing in time")
+    else:
+        child = f"its search ran {theirs[1].rounds} round(s), {theirs[1].improved} improving"
+    ours = f"this process's search from greedy's plan ran {mine.rounds} round(s), {mine.improved} improving"
+    if used:
+        return f"two searches: the plan is the second process's, from the small-first pass's plan ({took}; {child}); {ours}"
+    return f"two searches: the plan is this process's; the second process's, from the small-first pass's plan ({took}; {child}), gave less; {ours}"

@@ -98,11 +98,13 @@ def test_the_order_keeps_a_gang_s_members_together() -> None:
 
 
 def test_the_search_starts_from_the_small_first_plan_when_it_places_more(too_big: None, no_child_left: None) -> None:
+    """With the child's own search off, one search starts from the better of the two plans."""
     snapshot = _big_first()
-    greedy = schedule(snapshot, CONFIG, engine="greedy")
+    config = CONFIG.with_overrides(second_search=False)
+    greedy = schedule(snapshot, config, engine="greedy")
     assert len(greedy.assignments) == 4
-    plan = schedule(snapshot, CONFIG)
-    assert validate(snapshot, plan, CONFIG) == []
+    plan = schedule(snapshot, config)
+    assert validate(snapshot, plan, config) == []
     assert {a.pod for a in plan.assignments} == {f"default/small-{i}" for i in range(8)}
     stats = plan.stats
     assert stats.plan_from == "solver" and stats.degraded == "large-neighbourhood search"
@@ -194,3 +196,81 @@ def test_a_fork_refused_by_the_system_leaves_greedy_s_start(too_big: None, monke
     assert validate(snapshot, plan, CONFIG) == []
     assert "the small-first pass failed (could not fork: [Errno 11]" in (plan.stats.lns_start or "")
     assert plan.stats.degraded == "large-neighbourhood search"
+
+
+def test_two_searches_run_one_from_each_plan_and_the_better_is_kept(too_big: None, no_child_left: None) -> None:
+    """By default the child searches from the small-first plan while this process searches from
+    greedy's: the stats say both ran, and the plan (8 placed, as either finds) passes the
+    validator."""
+    snapshot = _big_first()
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert len(plan.assignments) == 8
+    note = plan.stats.lns_start or ""
+    assert note.startswith("two searches: ") and "from the small-first pass's plan" in note, note
+    assert "this process's search from greedy's plan ran" in note and plan.stats.lns_start_child_mib
+
+
+def _only_in_the_child(monkeypatch: pytest.MonkeyPatch, child) -> None:
+    """``lns.improve`` as the fork leaves it to the child: ``child`` there, and in this process a
+    search that finds nothing (greedy's plan, no round)."""
+    from solver.cpsat import lns
+
+    here, real = os.getpid(), lns.improve
+
+    def improve(ctx, static, greedy, deadline, **kwargs):
+        if os.getpid() != here:
+            return child(real, ctx, static, greedy, deadline, **kwargs)
+        stats = lns.LnsStats()
+        return lns.Solution(placements=dict(greedy.placements), victims=list(greedy.victims), status="FEASIBLE"), stats
+
+    monkeypatch.setattr(lns, "improve", improve)
+
+
+def test_the_second_process_s_plan_is_kept_when_it_is_the_better(too_big: None, monkeypatch: pytest.MonkeyPatch,
+                                                                no_child_left: None) -> None:
+    _only_in_the_child(monkeypatch, lambda real, *args, **kwargs: real(*args, **kwargs))
+    snapshot = _big_first()
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert {a.pod for a in plan.assignments} == {f"default/small-{i}" for i in range(8)}
+    stats = plan.stats
+    assert stats.plan_from == "solver" and stats.lns_placed_gain == 4
+    assert (stats.lns_start or "").startswith("two searches: the plan is the second process's")
+    assert (stats.lns_history or ("",))[0].startswith("start: the small-first pass's plan against greedy's: +4 placed")
+    assert "searched in a second process" in (stats.plan_reason or "")
+
+
+def test_a_second_search_that_fails_still_gives_its_start(too_big: None, monkeypatch: pytest.MonkeyPatch,
+                                                         no_child_left: None) -> None:
+    def broken(real, *args, **kwargs):
+        raise RuntimeError("search boom")
+
+    _only_in_the_child(monkeypatch, broken)
+    snapshot = _big_first()
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert len(plan.assignments) == 8  # the small-first plan, which this process's search did not reach
+    note = plan.stats.lns_start or ""
+    assert "its search failed (RuntimeError('search boom'))" in note and "the plan is the second process's" in note
+
+
+def test_a_second_search_still_running_at_the_deadline_gives_its_last_incumbent(
+        too_big: None, monkeypatch: pytest.MonkeyPatch, no_child_left: None) -> None:
+    """The child sends each new incumbent as its search goes: one whose last round would end
+    after the deadline (here, one that hangs after its first incumbent) is not waited for; the
+    decision takes the incumbent it sent, within the limit, and stops it."""
+    from solver.cpsat import lns
+
+    def hangs(real, ctx, static, start, deadline, **kwargs):
+        kwargs["on_better"](dict(start.placements), list(start.victims), {v.pod.key: v.preemptor for v in start.victims},
+                            lns.LnsStats(rounds=1, improved=1))
+        time.sleep(60)
+
+    _only_in_the_child(monkeypatch, hangs)
+    snapshot = _big_first()
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert len(plan.assignments) == 8
+    assert plan.stats.wall_time_s < CONFIG.solver.time_limit_seconds + 0.5
+    assert "its search ran 1 round(s), 1 improving" in (plan.stats.lns_start or "")
