@@ -269,8 +269,11 @@ def _search(ctx, static, greedy, greedy_seconds: float, deadline: float, why: st
     progress.stage(f"{step}; improving {'the small-first pass' if begin is not None else 'greedy'}'s plan "
                    f"a neighbourhood at a time" + (" (and the small-first pass's in a second process)" if two else ""))
     t0 = time.monotonic()
+    # Two searches: half the cores each (on 2 cores one CP-SAT worker a round each: a second
+    # worker here took a third of the child's core, and its search ran 1-3 rounds at 1,000 nodes
+    # instead of 3-4).
     sol, stats = lns.improve(ctx, static, greedy, deadline, seed=ctx.config.solver.seed, greedy_seconds=greedy_seconds,
-                             start=begin)
+                             start=begin, workers=small_first.workers_each() if two else None)
     sol.solve_time = time.monotonic() - t0
     sol.lns = stats
     if two:

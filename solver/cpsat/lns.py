@@ -80,6 +80,12 @@ ROUND_SHARE = 0.25
 MIN_ROUND_PAIRS = 300
 # CP-SAT workers of a round's solve (fewer when the user's config says so).
 ROUND_WORKERS = 2
+# A search given one worker a round (two searches side by side on 2 cores, ``small_first``) takes
+# rounds this much longer: one worker finds a round's gains more slowly than two. On the same
+# small-first plans of the contended 1,000-node seeds 0-3 and 7 (5 s each), tier 1000 gained
+# +12, +38, +49, +22 and seed 7's tier 10000 +37 in 3 rounds with 1.5, against +13, +27, +40,
+# +15 and +23 in 4-5 rounds with 1.0, and +2, +27, +24, +20 and +23 in 2 rounds with 2.0.
+ONE_WORKER_ROUND_SCALE = 1.5
 # A round that may evict, its model above this many variables, gives both workers to CP-SAT's own
 # neighbourhood search (``use_lns_only``): with the default split (one worker on the full problem,
 # the other taking turns between nine subsolvers) each neighbourhood subsolver ran once in a
@@ -344,7 +350,8 @@ class _Search:
         # least while time was plentiful, the 300-node searches placed fewer pods), and no more
         # than is left before the replay: only a search's last round is held to its least.
         left, replay = deadline - time.monotonic(), self._replay(kind, nodes)
-        budget = max(_least(kind, replay), min(max(MIN_ROUND_SECONDS, ROUND_SHARE * left), left - replay))
+        scale = ONE_WORKER_ROUND_SCALE if self.workers == 1 else 1.0
+        budget = max(_least(kind, replay), min(scale * max(MIN_ROUND_SECONDS, ROUND_SHARE * left), left - replay))
         # The search's last round: what it would leave is too short for any round after it, so
         # its solve takes that too (its model is sized by the budget as it was; the contended
         # 1,000-node searches left 0.5-0.6 s of their share unused after their last round).
@@ -545,8 +552,11 @@ def _round(ctx: SchedulingContext, static, sctx, plan: _Plan, nodes: list[int], 
     # with it; two more pods without). The score stage, which ``choose`` does not rank rounds by,
     # runs only for a plan already better than the incumbent: the hint, unless a packing beat it
     # (``best_hint`` keeps that in ``hint_solution``), and then every plan is.
+    # A worker count the search chose (``workers``) keeps the wall clock: a worker stopping on
+    # work done (the user's reproducible ``workers: 1``) ran its solves 0.3-1.1 s past their limit.
     solve = functools.partial(solve_component, presolve=not wm.hint_complete,
-                              polish_only_gains=wm.hint_solution is None, polish=polish)
+                              polish_only_gains=wm.hint_solution is None, polish=polish,
+                              clock=workers is not None and ctx.config.solver.workers != 1)
     # (a neighbourhood search starts from a solution: the completed hint, or nothing to start from)
     lns_only = preempt and wm.hint_complete and wm.size()[0] > LNS_ONLY_VARIABLES
     solver, status, _, _, _ = solve_sound(wm, _round_solver_config(ctx, lns_only, workers), solve_by, solve=solve,

@@ -18,9 +18,16 @@ preemption picks on that node at its turn. In the measured windows it kept every
 the first pass; its victims are the replay's, each named for its preemptor.
 
 Both passes together cost about what greedy's own pass does, so they run on the second core in a
-forked child while greedy's pass runs in this process (``SmallFirstRun``); the search starts from
-whichever plan ``choose`` prefers (``better_start``). Where ``os.fork`` is missing, or the
-machine has one core, the start is greedy's plan as before.
+forked child while greedy's pass runs in this process (``SmallFirstRun``). The child then
+searches from its plan (``lns.improve``, half the cores' CP-SAT workers), sending each new incumbent,
+while this process searches from greedy's plan; the decision keeps the better of the two
+(``degraded._two_searches``). The two starts lead to different plans: on the contended
+1,000-node seeds 1 and 7 the rounds from greedy's plan placed more of the highest tier with pods
+left out (+41 of tier 1000, +39 of tier 10000, against +33 and +23 from the small-first plan, in
+5 s each on the same plans), elsewhere the small-first plan's rounds did. With
+``solver.secondSearch`` off the child gives only its plan, and the one search starts from whichever
+plan ``choose`` prefers (``better_start``). Where ``os.fork`` is missing, or the machine has one
+core, the start is greedy's plan as before.
 """
 
 from __future__ import annotations
@@ -55,11 +62,10 @@ MAX_ESTIMATE_LIMITS = 2.0
 # child past 5.2 s) a wait of 30% gave up on it, and the search from greedy's plan placed +17 of
 # tier 100, where the run before, the child in time, placed +711.
 WAIT_SHARE = 0.5
-# A child that searches ends its search this long before the decision's deadline: a round with
-# one CP-SAT worker overran its solve's limit by 0.1-0.3 s (0.3-0.9 s with the other process
-# busy), and a round that ends after the decision's search is lost. It sends each new incumbent
-# as it goes, so the decision takes the last one in when its own search ends, waiting for none.
-CHILD_EARLY = 0.5
+# A child that searches ends its search this long before the decision's deadline, so that its
+# last round's plan is in when the decision's own search ends. It sends each new incumbent as it
+# goes: the decision takes the last one in, waiting for none.
+CHILD_EARLY = 0.3
 # Once the child is stopped, what it wrote before is read for at most this long.
 DRAIN_SECONDS = 0.5
 
@@ -110,6 +116,11 @@ def available() -> bool:
     return hasattr(os, "fork") and (os.cpu_count() or 1) >= 2
 
 
+def workers_each() -> int:
+    """CP-SAT workers a round of each of the two searches takes: half the cores (one on 2 cores)."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 def wanted(ctx: SchedulingContext, limit: float) -> bool:
     """Whether the decision looks for the second start (the config's switch, a machine that can
     run it beside greedy, a window whose search gets some time)."""
@@ -146,12 +157,13 @@ def _own_private_mib() -> Optional[float]:
 class SmallFirstRun:
     """``plan`` in a forked child, on the second core while greedy's pass runs in this process;
     given ``search_until``, the child then searches from its plan until then (``lns.improve``, one
-    CP-SAT worker a round) while this process searches from greedy's.
+    CP-SAT worker a round on 2 cores, ``workers_each``) while this process searches from greedy's.
 
     The child shares the decision's context as the fork left it (copy on write), ignores Ctrl-C
     (this process stops it: ``stop``), stops by itself when this process is gone (its pass; its
     search ends at ``search_until``), and sends back plans as keys and node indices, one message
-    each (its start, then its search's plan); ``result`` and ``searched`` rebuild them here."""
+    each (its start, then each new incumbent of its search and the plan it ended with);
+    ``result`` and ``searched`` rebuild them here."""
 
     def __init__(self, ctx: SchedulingContext, static, search_until: Optional[float] = None, seed: int = 0) -> None:
         self.ctx = ctx
@@ -360,7 +372,7 @@ def _child(ctx: SchedulingContext, static, write: int, parent: int, search_until
         _send(write, (placements, [(v.pod.key, v.node, names.get(v.pod.key)) for v in victims], {}, stats,
                       _own_private_mib()))
 
-    sol, stats = lns.improve(ctx, static, result, search_until, seed=seed + 1, greedy_seconds=took / 2, workers=1,
+    sol, stats = lns.improve(ctx, static, result, search_until, seed=seed + 1, greedy_seconds=took / 2, workers=workers_each(),
                              on_better=better)
     _send(write, (sol.placements, _named(sol.victims), sol.nominations, stats, _own_private_mib()))
 

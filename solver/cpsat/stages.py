@@ -39,10 +39,12 @@ FIRST_STAGE_SHARE = 0.6
 
 
 def new_solver(cfg, budget: float, num_variables: int = 0, hint_complete: bool = False, presolve: bool = True,
-               work: Optional[float] = None) -> cp_model.CpSolver:
+               work: Optional[float] = None, clock: bool = False) -> cp_model.CpSolver:
     """A CP-SAT solver for ``budget`` seconds. With one worker (``cfg.workers == 1``) the solve
     stops on work done, ``work`` deterministic seconds (``budget`` when not given), unless the
-    user's own parameters set ``max_deterministic_time``; the wall clock then only guards."""
+    user's own parameters set ``max_deterministic_time``; the wall clock then only guards.
+    ``clock``: one worker on the wall clock all the same (a worker the decision chose, not the
+    user's reproducible decision: ``lns`` beside a second search)."""
     solver = interrupt.new_solver()
     params = solver.parameters
     if not presolve or num_variables > (PRESOLVE_MAX_VARIABLES_HINTED if hint_complete else PRESOLVE_MAX_VARIABLES):
@@ -54,7 +56,7 @@ def new_solver(cfg, budget: float, num_variables: int = 0, hint_complete: bool =
     params.random_seed = cfg.seed
     if cfg.relative_gap:
         params.relative_gap_limit = cfg.relative_gap
-    if cfg.workers == 1:
+    if cfg.workers == 1 and not clock:
         # One worker is deterministic only if it stops on work done, not on the wall clock.
         if not user_sets_work_limit(cfg):
             params.max_deterministic_time = max(budget if work is None else work, 0.001)
@@ -160,7 +162,7 @@ class Recorder(cp_model.CpSolverSolutionCallback):
 def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True, work: Optional[float] = None,
                     accept: Optional[Callable[[cp_model.CpSolver], bool]] = None,
                     record: Optional[Recorder] = None, polish_only_gains: bool = False, polish: bool = True,
-                    ) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
+                    clock: bool = False) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
     """Solve ``wm`` stage by stage until ``deadline``: (the solver holding the last stage's
     solution or None, its status, the first stage's objective and bound). ``work``: with one
     worker, the deterministic seconds the stages share (``new_solver``), so a fixed seed gives
@@ -172,7 +174,7 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
     incumbent a neighbourhood round improves on: its caller ranks plans without them, and a plan
     no better than the hint is thrown away however well it is polished. ``polish``: False skips
     the stages of ``POLISH_LEVELS`` alone whatever the stages before them found (a search too short
-    to spend a third of a round on scores)."""
+    to spend a third of a round on scores). ``clock``: ``new_solver``'s."""
     stages = stages_of(wm.levels)
     if not polish:  # (the first stage stays: it is the plan)
         stages = stages[:1] + [st for st in stages[1:] if not all(lv.name in POLISH_LEVELS for lv in st)]
@@ -198,7 +200,7 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
         terms, coeffs = stage_terms(stage)
         maximize(wm.model, terms, coeffs)
         this = new_solver(cfg, budget, num_variables, hint_complete=wm.hint_complete and i == 0, presolve=presolve,
-                          work=None if work is None else work * share)
+                          work=None if work is None else work * share, clock=clock)
         with interrupt.stoppable(this):
             status = this.solve(wm.model, record) if i == 0 and record is not None else this.solve(wm.model)
         interrupt.check()

@@ -66,3 +66,13 @@ def test_one_worker_keeps_the_users_deterministic_time():
     by_rule = new_solver(SolverConfig(workers=1), 2.0, work=1.0)
     assert by_rule.parameters.max_deterministic_time == 1.0
     assert by_rule.parameters.max_time_in_seconds == 2.0 * 4 + 1  # the wall clock only guards
+
+
+def test_one_worker_the_search_chose_stops_on_the_wall_clock():
+    """Two searches side by side take one worker a round each on 2 cores: their solves stop at
+    the round's limit on the wall clock (stopping on work done, they ran 0.3-1.1 s past it), and
+    only the user's own ``workers: 1`` stops on work done."""
+    chosen = new_solver(SolverConfig(workers=1), 2.0, clock=True)
+    assert chosen.parameters.max_time_in_seconds == 2.0 and chosen.parameters.num_workers == 1
+    assert chosen.parameters.max_deterministic_time > 1e6  # (CP-SAT's default: no such limit)
+
