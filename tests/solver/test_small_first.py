@@ -121,8 +121,9 @@ def test_switched_off_the_search_starts_from_greedy_s_plan(too_big: None) -> Non
     assert not any(line.startswith("start:") for line in plan.stats.lns_history or ())
 
 
-def test_the_config_names_the_switch_in_camel_case() -> None:
+def test_the_config_names_the_switches_in_camel_case() -> None:
     assert SchedulerConfig.model_validate({"solver": {"smallFirstStart": False}}).solver.small_first_start is False
+    assert SchedulerConfig.model_validate({"solver": {"secondSearch": False}}).solver.second_search is False
 
 
 def test_its_victims_are_the_ones_kube_scheduler_s_preemption_picks(too_big: None) -> None:
