@@ -245,6 +245,7 @@ class SmallFirstRun:
         until = time.monotonic() + max(0.0, timeout)
         interrupt.check()
         while True:
+            ended = self.done  # (read first: the reader has parsed every message once it is done)
             with self._lock:
                 messages = list(self._messages)
             if len(messages) >= count and not _failed(messages[count - 1]):
@@ -253,7 +254,7 @@ class SmallFirstRun:
             if failed is not None:
                 self.error = failed[1]
                 return None
-            if self.done or time.monotonic() >= until:
+            if ended or time.monotonic() >= until:
                 return None
             self._reader.join(min(0.05, max(0.0, until - time.monotonic())))
             interrupt.check()
@@ -367,13 +368,14 @@ def _child(ctx: SchedulingContext, static, write: int, parent: int, search_until
     _send(write, (result.placements, _named(result.victims), result.nominations, took, _own_private_mib()))
     if search_until is None or os.getppid() != parent:
         return
+
     def better(placements: dict[str, int], victims: list[Victim], names: dict[str, str], stats: Any) -> None:
         # (a victim a replay has not named goes with None: the decision names it by a replay)
         _send(write, (placements, [(v.pod.key, v.node, names.get(v.pod.key)) for v in victims], {}, stats,
                       _own_private_mib()))
 
-    sol, stats = lns.improve(ctx, static, result, search_until, seed=seed + 1, greedy_seconds=took / 2, workers=workers_each(),
-                             on_better=better)
+    sol, stats = lns.improve(ctx, static, result, search_until, seed=seed + 1, greedy_seconds=took / 2,
+                             workers=workers_each(), on_better=better)
     _send(write, (sol.placements, _named(sol.victims), sol.nominations, stats, _own_private_mib()))
 
 
