@@ -275,3 +275,37 @@ def test_a_second_search_still_running_at_the_deadline_gives_its_last_incumbent(
     assert len(plan.assignments) == 8
     assert plan.stats.wall_time_s < CONFIG.solver.time_limit_seconds + 0.5
     assert "its search ran 1 round(s), 1 improving" in (plan.stats.lns_start or "")
+
+
+def test_a_stop_requested_while_both_searches_run_ends_the_decision_and_reaps_the_child(
+        too_big: None, monkeypatch: pytest.MonkeyPatch, no_child_left: None) -> None:
+    """Ctrl-C (``interrupt.request``) while this process searches and the child's search runs
+    (here both run until stopped; the child ignores Ctrl-C): the decision stops within a second
+    and the child is reaped."""
+    import threading
+
+    from solver.cpsat import lns
+
+    here = os.getpid()
+    searching = threading.Event()
+
+    def improve(*args, **kwargs):
+        if os.getpid() != here:  # the child's search: never ends by itself
+            time.sleep(60)
+        searching.set()
+        while True:  # this process's: until stopped
+            interrupt.check()
+            time.sleep(0.01)
+
+    monkeypatch.setattr(lns, "improve", improve)
+    stopped: list[float] = []
+
+    def stop_when_searching() -> None:
+        searching.wait(20)
+        stopped.append(time.monotonic())
+        interrupt.request()
+
+    threading.Thread(target=stop_when_searching, daemon=True).start()
+    with pytest.raises(Interrupted):
+        schedule(_big_first(), CONFIG)
+    assert stopped and time.monotonic() - stopped[0] < 1.0
