@@ -330,6 +330,8 @@ class _Deciding:
             reason = reason or outcome.chosen_because
             stats = dict(base, status=status, fallback=True, fallback_reason=reason, plan_from="greedy",
                          plan_reason=reason)
+            if outcome.settled:  # greedy's plan on its merits, no solver plan to have beaten
+                stats.update(status="GREEDY", fallback=False, fallback_reason=None)
             if sol is not None:
                 stats.update(_solver_stats(sol))
             assert greedy is not None  # only a plan the solver chose comes without greedy's

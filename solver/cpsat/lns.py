@@ -129,6 +129,40 @@ class LnsStats:
     start_child_mib: Optional[float] = None  # the child's private memory at its end
     # When no round started: (seconds left, seconds the first round needed).
     too_short: Optional[tuple[float, float]] = None
+    # Why the search stopped before its deadline: its plan was one no round can improve
+    # (``settled``); None when it ran until the deadline.
+    settled: Optional[str] = None
+
+
+def settled(ctx: SchedulingContext, placements: dict[str, int], victims: list[Victim]) -> Optional[str]:
+    """Why no plan can be better than this one (``placements``, ``victims``) on the levels a
+    round is judged by (``choose`` without scores), or None when one might: it evicts nothing,
+    and every window pod it leaves out is one no node could hold even emptied (its static
+    filters, or its requests against every node's allocatable). Such a plan places every pod of
+    every tier that any plan could, with no victim; the rules' own levels are the same for every
+    plan of a window without pod groups (the search is not run on claims: ``eligible``), so a
+    window with a group is never called settled. Cheap where it matters: a plan with victims is
+    answered at once, and the first left-out pod a node could hold ends the look."""
+    if victims or any(p.group is not None for p in ctx.window):
+        return None
+    state = ctx.state
+    left = 0
+    seen: set[int] = set()  # pod classes found unplaceable
+    for pod in ctx.window:
+        if pod.key in placements:
+            continue
+        left += 1
+        if pod.class_id >= 0 and pod.class_id in seen:
+            continue
+        nodes = np.flatnonzero(_static_mask(ctx, pod))
+        # (a request fits an emptied node when it asks for no more of anything than the node's
+        # allocatable: ``state.vector`` counts the pod itself too)
+        if len(nodes) and (state.alloc[nodes] >= state.vector(pod)).all(axis=1).any():
+            return None
+        seen.add(pod.class_id)
+    if not left:
+        return "every window pod is placed and none is evicted"
+    return f"no pod is evicted, and every window pod is placed but {left}, which no node could hold even emptied"
 
 
 def eligible(ctx: SchedulingContext) -> Optional[str]:
@@ -158,6 +192,7 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
             seed: int = 0, greedy_seconds: float = 0.0, start: Optional[GreedyResult] = None,
             workers: Optional[int] = None,
             on_better: Optional[Callable[[dict[str, int], list[Victim], dict[str, str], LnsStats], None]] = None,
+            stop: Optional[Callable[[], Optional[str]]] = None,
             ) -> tuple[Solution, LnsStats]:
     """Greedy's plan improved round by round until ``deadline`` (``greedy_seconds``: what greedy's
     pass took, the first guess at what replaying a whole plan takes). ``start``: another plan of
@@ -166,12 +201,19 @@ def improve(ctx: SchedulingContext, static, greedy: GreedyResult, deadline: floa
     still count from greedy's. ``workers``: at most this many CP-SAT workers a round (a second
     search running beside this one, ``small_first``, has the other core). ``on_better``: told of
     each new incumbent (its placements, victims, the preemptors the replays named for them, and
-    the stats so far), for a search whose last round may come too late (``small_first``)."""
+    the stats so far), for a search whose last round may come too late (``small_first``).
+    The search stops early once its plan is one no round can improve (``settled``), or once
+    ``stop`` gives a reason (the other search's plan is such a plan: ``small_first``)."""
     search = _Search(ctx, static, start if start is not None else greedy, seed, greedy_seconds, workers)
     if start is not None:
         search.stats.history.append(f"start: the small-first pass's plan against greedy's: "
                                     f"{gain(ctx, search.best, _Plan(greedy.placements, greedy.victims))}")
     while search.free_pods:
+        why = settled(ctx, search.best.placements, search.best.victims) or (stop() if stop is not None else None)
+        if why is not None:
+            search.stats.settled = why
+            search.stats.history.append(f"stopped after {search.stats.rounds} round(s): {why}")
+            break
         kind = search.kind(deadline)
         left, least = deadline - time.monotonic(), search.least_round_seconds(kind)
         if left <= least and kind != "pack":

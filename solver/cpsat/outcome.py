@@ -71,3 +71,6 @@ class CpsatOutcome:
     # Seconds the solver's share of the limit lacked for a few neighbourhood rounds, when greedy's
     # plan left the search none (the decision names a limit that would: ``api``).
     search_lacked: Optional[float] = None
+    # Greedy's plan is taken because no plan can be better on the model's levels (it places every
+    # pod any node could hold and evicts none: ``lns.settled``), not as a fallback: no search ran.
+    settled: bool = False

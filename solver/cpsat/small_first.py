@@ -301,6 +301,15 @@ class SmallFirstRun:
         plan = self._rebuilt(placements, victims, nominations)
         return None if plan is None else (plan, stats)
 
+    def settled(self) -> Optional[str]:
+        """Why the child's search stopped before its deadline, once its last message says so:
+        its plan is one no round can improve (``lns.settled``), so this process's search, whose
+        plan cannot be better, may stop too. None until then."""
+        with self._lock:
+            last = self._messages[-1] if len(self._messages) > 1 else None
+        why = getattr(last[3], "settled", None) if isinstance(last, tuple) and len(last) == 5 else None
+        return None if why is None else f"the second process's plan is one no round can improve ({why})"
+
     def _rebuilt(self, placements: dict[str, int], victims: list[tuple[str, int, Optional[str]]],
                  nominations: dict[str, int]) -> Optional[GreedyResult]:
         """A plan the child sent, as this process's objects (None, with ``error``: one this

@@ -16,7 +16,8 @@ from adapters.bench.contended_workload import cluster
 from models.config import SchedulerConfig
 from solver import schedule, validate
 from solver.cpsat import degraded, lns
-from tests.builders import T0, make_node, make_pod, make_snapshot, spread, term
+from solver.plugin_api import Victim
+from tests.builders import T0, make_node, make_pod, make_pod_group, make_snapshot, spread, term
 
 CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=6.0, workers=2, seed=1)
 
@@ -49,17 +50,63 @@ def test_the_search_places_what_greedy_left_out(too_big: None) -> None:
     assert stats.degraded == "large-neighbourhood search" and stats.plan_from == "solver"
     assert stats.lns_rounds >= 1 and stats.lns_improved_rounds >= 1 and stats.lns_placed_gain == 1
     assert stats.lns_max_pairs > 0 and stats.lns_history
+    # Once every pod is placed with no victim no round can do better: the search stops there,
+    # not at the limit.
+    assert re.match(r"stopped after \d+ round\(s\): (every window pod is placed and none is evicted|"
+                    r"the second process's plan is one no round can improve)", stats.lns_history[-1])
+
+
+def _outranked():
+    """The window pod fits an emptied node, but the running pod there outranks it: greedy leaves
+    it out, and the rounds (which cannot know that beforehand) find nothing better."""
+    nodes = [make_node("n0", cpu="4", memory="64Gi")]
+    pods = [make_pod("default/high", cpu="3", node="n0", priority=1000),
+            make_pod("default/p", cpu="2", labels={"app": "x"},
+                     pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")])]
+    return make_snapshot(nodes, pods)
 
 
 def test_without_a_gain_greedy_s_plan_is_returned_and_says_why(too_big: None) -> None:
+    snapshot = _outranked()
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == [] and not plan.assignments
+    assert plan.stats.plan_from == "greedy" and plan.stats.lns_rounds >= 1 and plan.stats.lns_improved_rounds == 0
+    assert "neighbourhood round(s) found nothing better" in (plan.stats.plan_reason or "")
+
+
+def test_greedy_s_plan_no_round_could_improve_is_taken_without_a_search(too_big: None) -> None:
+    # Every pod placed, none evicted: no plan is better on the model's levels, so the decision
+    # takes greedy's plan at once instead of running rounds until the limit.
     nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
     pods = [make_pod(f"default/p-{i}", cpu="1", labels={"app": "x"},
                      pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")]) for i in range(3)]
     snapshot = make_snapshot(nodes, pods)
     plan = schedule(snapshot, CONFIG)
     assert validate(snapshot, plan, CONFIG) == [] and len(plan.assignments) == 3
-    assert plan.stats.plan_from == "greedy" and plan.stats.lns_improved_rounds == 0
-    assert "neighbourhood round(s) found nothing better" in (plan.stats.plan_reason or "")
+    stats = plan.stats
+    assert (stats.engine, stats.status, stats.plan_from, stats.fallback) == ("cpsat", "GREEDY", "greedy", False)
+    assert stats.fallback_reason is None and stats.lns_rounds is None and stats.degraded == "greedy"
+    assert "every window pod is placed and none is evicted; no neighbourhood round could improve it" in stats.plan_reason
+
+
+def test_a_plan_is_settled_when_it_evicts_none_and_leaves_out_only_pods_no_node_could_hold() -> None:
+    nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
+    pods = [make_pod("default/low", cpu="2", node="n0", priority=0),
+            make_pod("default/a", cpu="1", priority=10), make_pod("default/b", cpu="2", priority=10),
+            make_pod("default/huge", cpu="8", priority=10),  # bigger than any node
+            make_pod("default/nowhere", cpu="1", priority=10, node_selector={"pool": "gpu"})]
+    ctx = _greedy_run(make_snapshot(nodes, pods))[0]
+    victim = Victim(ctx.state.pods_on[0]["default/low"], 0, "default/b")
+    placed = {"default/a": 0, "default/b": 1}
+    assert lns.settled(ctx, placed, []) == (
+        "no pod is evicted, and every window pod is placed but 2, which no node could hold even emptied")
+    assert lns.settled(ctx, placed, [victim]) is None  # fewer or lower victims might do
+    assert lns.settled(ctx, {"default/a": 0}, []) is None  # b fits a node
+    grouped = make_snapshot(nodes, [*pods[1:3], make_pod("default/g", cpu="1", group="g")],
+                            pod_groups=[make_pod_group("default/g", 1)])
+    ctx = _greedy_run(grouped)[0]
+    # (a gang's preferred topology is a level of its own: another plan may keep it tighter)
+    assert lns.settled(ctx, {"default/a": 0, "default/b": 1, "default/g": 0}, []) is None
 
 
 def _by_tier(snapshot, *plans) -> list[list[int]]:
@@ -283,9 +330,13 @@ def test_a_round_polishes_scores_only_for_a_plan_better_than_the_incumbent(
     stages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stage ")]
     assert any(m.startswith("stage score") for m in stages), stages
     caplog.clear()
+    # Three pods placed and one no plan can place (a running pod that outranks it holds half of
+    # each node), though it fits an emptied node: the search runs, and finds the incumbent again.
     nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
     pods = [make_pod(f"default/p-{i}", cpu="1", labels={"app": "x"},
                      pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")]) for i in range(3)]
+    pods += [make_pod(f"default/high-{i}", cpu="2", node=f"n{i}", priority=1000) for i in range(2)]
+    pods.append(make_pod("default/wide", cpu="3", created=T0 + timedelta(seconds=9)))
     with caplog.at_level(logging.DEBUG, logger="cpsat_scheduler.solver"):
         plan = schedule(make_snapshot(nodes, pods), CONFIG)
     assert plan.stats.lns_rounds >= 1 and plan.stats.lns_improved_rounds == 0
