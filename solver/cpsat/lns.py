@@ -137,32 +137,56 @@ class LnsStats:
 def settled(ctx: SchedulingContext, placements: dict[str, int], victims: list[Victim]) -> Optional[str]:
     """Why no plan can be better than this one (``placements``, ``victims``) on the levels a
     round is judged by (``choose`` without scores), or None when one might: it evicts nothing,
-    and every window pod it leaves out is one no node could hold even emptied (its static
-    filters, or its requests against every node's allocatable). Such a plan places every pod of
-    every tier that any plan could, with no victim; the rules' own levels are the same for every
-    plan of a window without pod groups (the search is not run on claims: ``eligible``), so a
-    window with a group is never called settled. Cheap where it matters: a plan with victims is
-    answered at once, and the first left-out pod a node could hold ends the look."""
+    and every window pod it leaves out is one no node could hold (``_room_for``: its static
+    filters, and its requests against each node's allocatable less what the running pods it
+    cannot preempt hold). Such a plan places every pod of every tier that any plan could, with no
+    victim; the rules' own levels are the same for every plan of a window without pod groups
+    (the search is not run on claims: ``eligible``), so a window with a group is never called
+    settled. Cheap where it matters: a plan with victims is answered at once, and the first
+    left-out pod a node could hold ends the look."""
     if victims or any(p.group is not None for p in ctx.window):
         return None
-    state = ctx.state
     left = 0
-    seen: set[int] = set()  # pod classes found unplaceable
+    seen: set[tuple[int, int, bool]] = set()  # (class, priority, preempts) found to fit no node
     for pod in ctx.window:
         if pod.key in placements:
             continue
         left += 1
-        if pod.class_id >= 0 and pod.class_id in seen:
+        key = (pod.class_id, pod.priority, _preempts_any(ctx, pod))
+        if pod.class_id >= 0 and key in seen:
             continue
         nodes = np.flatnonzero(_static_mask(ctx, pod))
-        # (a request fits an emptied node when it asks for no more of anything than the node's
-        # allocatable: ``state.vector`` counts the pod itself too)
-        if len(nodes) and (state.alloc[nodes] >= state.vector(pod)).all(axis=1).any():
+        if len(nodes) and (_room_for(ctx, pod)[nodes] >= ctx.state.vector(pod)).all(axis=1).any():
             return None
-        seen.add(pod.class_id)
+        seen.add(key)
     if not left:
         return "every window pod is placed and none is evicted"
-    return f"no pod is evicted, and every window pod is placed but {left}, which no node could hold even emptied"
+    return (f"no pod is evicted, and every window pod is placed but {left}, which no node could hold "
+            f"even emptied of the window's other pods and of every pod they may preempt")
+
+
+def _preempts_any(ctx: SchedulingContext, pod: PodInfo) -> bool:
+    return ctx.config.preemption.enabled and not pod.preempt_never
+
+
+def _room_for(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
+    """Per node, the most room ``pod`` could ever have there: allocatable less what the running
+    pods it cannot preempt hold (those of its priority or above, or all of them when it may not
+    preempt); window pods in the state count as gone. Kept per priority on the context."""
+    level = pod.priority if _preempts_any(ctx, pod) else None
+    cache = ctx.__dict__.setdefault("_lns_room_for", {})
+    hit = cache.get(level)
+    if hit is None:
+        state = ctx.state
+        hit = state.free.copy()
+        window = ctx._window_by_key
+        for node, pods in enumerate(state.pods_on):
+            for q in pods.values():
+                if q.key in window or (level is not None and q.priority < level):
+                    hit[node] += state.vector(q)
+        hit.flags.writeable = False
+        cache[level] = hit
+    return hit
 
 
 def eligible(ctx: SchedulingContext) -> Optional[str]:

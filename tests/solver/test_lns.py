@@ -56,20 +56,21 @@ def test_the_search_places_what_greedy_left_out(too_big: None) -> None:
                     r"the second process's plan is one no round can improve)", stats.lns_history[-1])
 
 
-def _outranked():
-    """The window pod fits an emptied node, but the running pod there outranks it: greedy leaves
-    it out, and the rounds (which cannot know that beforehand) find nothing better."""
+def _one_of_two():
+    """Two pods of one priority, only one of which fits the node: greedy places the first, and
+    the rounds (a plan placing the other is no better) find nothing better. The anti-affinity
+    keeps node classes out."""
     nodes = [make_node("n0", cpu="4", memory="64Gi")]
-    pods = [make_pod("default/high", cpu="3", node="n0", priority=1000),
-            make_pod("default/p", cpu="2", labels={"app": "x"},
-                     pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")])]
+    pods = [make_pod("default/a", cpu="2", created=T0, labels={"app": "x"},
+                     pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")]),
+            make_pod("default/b", cpu="3", created=T0 + timedelta(seconds=1))]
     return make_snapshot(nodes, pods)
 
 
 def test_without_a_gain_greedy_s_plan_is_returned_and_says_why(too_big: None) -> None:
-    snapshot = _outranked()
+    snapshot = _one_of_two()
     plan = schedule(snapshot, CONFIG)
-    assert validate(snapshot, plan, CONFIG) == [] and not plan.assignments
+    assert validate(snapshot, plan, CONFIG) == [] and [a.pod for a in plan.assignments] == ["default/a"]
     assert plan.stats.plan_from == "greedy" and plan.stats.lns_rounds >= 1 and plan.stats.lns_improved_rounds == 0
     assert "neighbourhood round(s) found nothing better" in (plan.stats.plan_reason or "")
 
@@ -87,22 +88,40 @@ def test_greedy_s_plan_no_round_could_improve_is_taken_without_a_search(too_big:
     assert (stats.engine, stats.status, stats.plan_from, stats.fallback) == ("cpsat", "GREEDY", "greedy", False)
     assert stats.fallback_reason is None and stats.lns_rounds is None and stats.degraded == "greedy"
     assert "every window pod is placed and none is evicted; no neighbourhood round could improve it" in stats.plan_reason
+    # The pod greedy leaves out fits the node emptied, but the running pod there outranks it.
+    nodes = [make_node("n0", cpu="4", memory="64Gi")]
+    pods = [make_pod("default/high", cpu="3", node="n0", priority=1000),
+            make_pod("default/p", cpu="2", labels={"app": "x"},
+                     pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")])]
+    snapshot = make_snapshot(nodes, pods)
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == [] and not plan.assignments
+    assert (plan.stats.status, plan.stats.lns_rounds) == ("GREEDY", None)
+    assert "placed but 1, which no node could hold even emptied of the window's other pods and of every pod " \
+           "they may preempt" in plan.stats.plan_reason
 
 
 def test_a_plan_is_settled_when_it_evicts_none_and_leaves_out_only_pods_no_node_could_hold() -> None:
     nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
     pods = [make_pod("default/low", cpu="2", node="n0", priority=0),
+            make_pod("default/high", cpu="2", node="n1", priority=100),
             make_pod("default/a", cpu="1", priority=10), make_pod("default/b", cpu="2", priority=10),
             make_pod("default/huge", cpu="8", priority=10),  # bigger than any node
-            make_pod("default/nowhere", cpu="1", priority=10, node_selector={"pool": "gpu"})]
+            make_pod("default/nowhere", cpu="1", priority=10, node_selector={"pool": "gpu"}),
+            # fits only where low runs, by preempting it (it may not)
+            make_pod("default/never", cpu="3", priority=10, preemption_policy="Never")]
     ctx = _greedy_run(make_snapshot(nodes, pods))[0]
     victim = Victim(ctx.state.pods_on[0]["default/low"], 0, "default/b")
     placed = {"default/a": 0, "default/b": 1}
     assert lns.settled(ctx, placed, []) == (
-        "no pod is evicted, and every window pod is placed but 2, which no node could hold even emptied")
+        "no pod is evicted, and every window pod is placed but 3, which no node could hold even emptied of "
+        "the window's other pods and of every pod they may preempt")
     assert lns.settled(ctx, placed, [victim]) is None  # fewer or lower victims might do
     assert lns.settled(ctx, {"default/a": 0}, []) is None  # b fits a node
-    grouped = make_snapshot(nodes, [*pods[1:3], make_pod("default/g", cpu="1", group="g")],
+    # A pod of the same size that may preempt low could have n0.
+    ctx = _greedy_run(make_snapshot(nodes, [*pods[:6], make_pod("default/may", cpu="3", priority=10)]))[0]
+    assert lns.settled(ctx, placed, []) is None
+    grouped = make_snapshot(nodes, [*pods[2:4], make_pod("default/g", cpu="1", group="g")],
                             pod_groups=[make_pod_group("default/g", 1)])
     ctx = _greedy_run(grouped)[0]
     # (a gang's preferred topology is a level of its own: another plan may keep it tighter)
@@ -330,15 +349,8 @@ def test_a_round_polishes_scores_only_for_a_plan_better_than_the_incumbent(
     stages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stage ")]
     assert any(m.startswith("stage score") for m in stages), stages
     caplog.clear()
-    # Three pods placed and one no plan can place (a running pod that outranks it holds half of
-    # each node), though it fits an emptied node: the search runs, and finds the incumbent again.
-    nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
-    pods = [make_pod(f"default/p-{i}", cpu="1", labels={"app": "x"},
-                     pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")]) for i in range(3)]
-    pods += [make_pod(f"default/high-{i}", cpu="2", node=f"n{i}", priority=1000) for i in range(2)]
-    pods.append(make_pod("default/wide", cpu="3", created=T0 + timedelta(seconds=9)))
     with caplog.at_level(logging.DEBUG, logger="cpsat_scheduler.solver"):
-        plan = schedule(make_snapshot(nodes, pods), CONFIG)
+        plan = schedule(_one_of_two(), CONFIG)
     assert plan.stats.lns_rounds >= 1 and plan.stats.lns_improved_rounds == 0
     stages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stage ")]
     assert stages and not any(m.startswith("stage score") for m in stages), stages
