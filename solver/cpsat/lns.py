@@ -144,21 +144,27 @@ def settled(ctx: SchedulingContext, placements: dict[str, int], victims: list[Vi
     (the search is not run on claims: ``eligible``), so a window with a group is never called
     settled. Cheap where it matters: a plan with victims is answered at once, and the first
     left-out pod a node could hold ends the look."""
-    if victims or any(p.group is not None for p in ctx.window):
+    if victims:
         return None
+    # (what does not change with the plan is kept on the context: a search asks before each round)
+    memo = ctx.__dict__.setdefault("_lns_settled", {})
+    if memo.setdefault("groups", any(p.group is not None for p in ctx.window)):
+        return None
+    fits: dict[tuple[int, int, bool], bool] = memo.setdefault("fits", {})  # (class, priority, preempts)
     left = 0
-    seen: set[tuple[int, int, bool]] = set()  # (class, priority, preempts) found to fit no node
     for pod in ctx.window:
         if pod.key in placements:
             continue
         left += 1
         key = (pod.class_id, pod.priority, _preempts_any(ctx, pod))
-        if pod.class_id >= 0 and key in seen:
-            continue
-        nodes = np.flatnonzero(_static_mask(ctx, pod))
-        if len(nodes) and (_room_for(ctx, pod)[nodes] >= ctx.state.vector(pod)).all(axis=1).any():
+        hit = fits.get(key) if pod.class_id >= 0 else None
+        if hit is None:
+            nodes = np.flatnonzero(_static_mask(ctx, pod))
+            hit = bool(len(nodes)) and bool((_room_for(ctx, pod)[nodes] >= ctx.state.vector(pod)).all(axis=1).any())
+            if pod.class_id >= 0:
+                fits[key] = hit
+        if hit:
             return None
-        seen.add(key)
     if not left:
         return "every window pod is placed and none is evicted"
     return (f"no pod is evicted, and every window pod is placed but {left}, which no node could hold "
