@@ -113,6 +113,7 @@ def _after_greedy(ctx, static, runner: list[GreedyRun], deadline: float, estimat
         # No round could improve it, nor could the child's search (its plan is no better): a
         # window greedy places whole is decided at greedy's pace, not at the limit (a 500-pod
         # window on 1,000 nodes: 52 rounds in 8.7 s found nothing).
+        progress.stage(f"greedy's plan: {best}; no neighbourhood round could improve it: no search")
         return CpsatOutcome(greedy, None, False, None, static, run.seconds,
                             f"greedy's plan: {best}; no neighbourhood round could improve it, so none ran "
                             f"(the per-node model ({estimate}) would overrun the time limit and node classes "
