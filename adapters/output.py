@@ -110,6 +110,8 @@ def stats_line(plan: Plan) -> str:
         parts.append(f"fallback yes ({s.fallback_reason})" if s.fallback_reason else "fallback yes")
     else:
         parts.append("fallback no")
+        if s.engine == "cpsat" and s.plan_from == "greedy" and s.plan_reason:
+            parts.append(s.plan_reason)  # greedy's plan on its merits: why no search ran
     if s.tier_bound and s.tier_gap is not None:
         tiers = ", ".join(f">= {int(t):,}: {most - s.tier_gap[t]:,} of at most {most:,}" for t, most in s.tier_bound.items())
         parts.append(f"placed by priority against CP-SAT's bound: {tiers}")

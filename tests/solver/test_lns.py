@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 
 from adapters.bench import to_snapshot
+from adapters.output import stats_line
 from adapters.bench.contended_workload import cluster
 
 from models.config import SchedulerConfig
@@ -88,6 +89,8 @@ def test_greedy_s_plan_no_round_could_improve_is_taken_without_a_search(too_big:
     assert (stats.engine, stats.status, stats.plan_from, stats.fallback) == ("cpsat", "GREEDY", "greedy", False)
     assert stats.fallback_reason is None and stats.lns_rounds is None and stats.degraded == "greedy"
     assert "every window pod is placed and none is evicted; no neighbourhood round could improve it" in stats.plan_reason
+    line = stats_line(plan)  # the table's last line says it too
+    assert "status GREEDY" in line and "fallback no | greedy's plan: every window pod is placed" in line
     # The pod greedy leaves out fits the node emptied, but the running pod there outranks it.
     nodes = [make_node("n0", cpu="4", memory="64Gi")]
     pods = [make_pod("default/high", cpu="3", node="n0", priority=1000),
