@@ -137,61 +137,60 @@ class LnsStats:
 def settled(ctx: SchedulingContext, placements: dict[str, int], victims: list[Victim]) -> Optional[str]:
     """Why no plan can be better than this one (``placements``, ``victims``) on the levels a
     round is judged by (``choose`` without scores), or None when one might: it evicts nothing,
-    and every window pod it leaves out is one no node could hold (``_room_for``: its static
-    filters, and its requests against each node's allocatable less what the running pods it
-    cannot preempt hold). Such a plan places every pod of every tier that any plan could, with no
-    victim; the rules' own levels are the same for every plan of a window without pod groups
-    (the search is not run on claims: ``eligible``), so a window with a group is never called
-    settled. Cheap where it matters: a plan with victims is answered at once, and the first
-    left-out pod a node could hold ends the look."""
+    and every window pod it leaves out is one no node could hold in any plan (``_most_room``: its
+    static filters, and its requests against each node's allocatable less what the running pods
+    no window pod may preempt hold). Such a plan places every pod of every tier that any plan
+    could, with no victim; the rules' own levels are the same for every plan of a window without
+    pod groups (the search is not run on claims: ``eligible``), so a window with a group is never
+    called settled. Cheap where it matters: a plan with victims is answered at once, and the
+    first left-out pod a node could hold ends the look."""
     if victims:
         return None
     # (what does not change with the plan is kept on the context: a search asks before each round)
     memo = ctx.__dict__.setdefault("_lns_settled", {})
-    if memo.setdefault("groups", any(p.group is not None for p in ctx.window)):
+    if "groups" not in memo:
+        memo["groups"] = any(p.group is not None for p in ctx.window)
+    if memo["groups"]:
         return None
-    fits: dict[tuple[int, int, bool], bool] = memo.setdefault("fits", {})  # (class, priority, preempts)
+    fits: dict[int, bool] = memo.setdefault("fits", {})  # per pod class: could some plan place it
     left = 0
     for pod in ctx.window:
         if pod.key in placements:
             continue
         left += 1
-        key = (pod.class_id, pod.priority, _preempts_any(ctx, pod))
-        hit = fits.get(key) if pod.class_id >= 0 else None
+        hit = fits.get(pod.class_id) if pod.class_id >= 0 else None
         if hit is None:
             nodes = np.flatnonzero(_static_mask(ctx, pod))
-            hit = bool(len(nodes)) and bool((_room_for(ctx, pod)[nodes] >= ctx.state.vector(pod)).all(axis=1).any())
+            hit = bool(len(nodes)) and bool((_most_room(ctx)[nodes] >= ctx.state.vector(pod)).all(axis=1).any())
             if pod.class_id >= 0:
-                fits[key] = hit
+                fits[pod.class_id] = hit
         if hit:
             return None
     if not left:
         return "every window pod is placed and none is evicted"
     return (f"no pod is evicted, and every window pod is placed but {left}, which no node could hold "
-            f"even emptied of the window's other pods and of every pod they may preempt")
+            f"even emptied of the window's pods and of every running pod a window pod may preempt")
 
 
-def _preempts_any(ctx: SchedulingContext, pod: PodInfo) -> bool:
-    return ctx.config.preemption.enabled and not pod.preempt_never
-
-
-def _room_for(ctx: SchedulingContext, pod: PodInfo) -> np.ndarray:
-    """Per node, the most room ``pod`` could ever have there: allocatable less what the running
-    pods it cannot preempt hold (those of its priority or above, or all of them when it may not
-    preempt); window pods in the state count as gone. Kept per priority on the context."""
-    level = pod.priority if _preempts_any(ctx, pod) else None
-    cache = ctx.__dict__.setdefault("_lns_room_for", {})
-    hit = cache.get(level)
+def _most_room(ctx: SchedulingContext) -> np.ndarray:
+    """Per node, the most room any plan could leave there: allocatable less what the running pods
+    hold that no window pod may preempt (a pod may have its room from another's preemption: one
+    of higher priority evicting a running pod the left-out pod itself could not). A running pod
+    is one some window pod may preempt when preemption is on and a window pod that may preempt
+    has a higher priority; window pods in the state count as gone. Kept on the context."""
+    hit = ctx.__dict__.get("_lns_most_room")
     if hit is None:
         state = ctx.state
+        preempting = [p.priority for p in ctx.window if ctx.config.preemption.enabled and not p.preempt_never]
+        top = max(preempting) if preempting else None
         hit = state.free.copy()
         window = ctx._window_by_key
         for node, pods in enumerate(state.pods_on):
             for q in pods.values():
-                if q.key in window or (level is not None and q.priority < level):
+                if q.key in window or (top is not None and q.priority < top):
                     hit[node] += state.vector(q)
         hit.flags.writeable = False
-        cache[level] = hit
+        ctx.__dict__["_lns_most_room"] = hit
     return hit
 
 

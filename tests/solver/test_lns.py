@@ -18,7 +18,7 @@ from models.config import SchedulerConfig
 from solver import schedule, validate
 from solver.cpsat import degraded, lns
 from solver.plugin_api import Victim
-from tests.builders import T0, make_node, make_pod, make_pod_group, make_snapshot, spread, term
+from tests.builders import T0, make_node, make_pod, make_pod_group, make_snapshot, node_term, spread, term
 
 CONFIG = SchedulerConfig().with_overrides(time_limit_seconds=6.0, workers=2, seed=1)
 
@@ -91,7 +91,8 @@ def test_greedy_s_plan_no_round_could_improve_is_taken_without_a_search(too_big:
     assert "every window pod is placed and none is evicted; no neighbourhood round could improve it" in stats.plan_reason
     line = stats_line(plan)  # the table's last line says it too
     assert "status GREEDY" in line and "fallback no | greedy's plan: every window pod is placed" in line
-    # The pod greedy leaves out fits the node emptied, but the running pod there outranks it.
+    # The pod greedy leaves out fits the node emptied, but the running pod there outranks every
+    # window pod.
     nodes = [make_node("n0", cpu="4", memory="64Gi")]
     pods = [make_pod("default/high", cpu="3", node="n0", priority=1000),
             make_pod("default/p", cpu="2", labels={"app": "x"},
@@ -100,29 +101,30 @@ def test_greedy_s_plan_no_round_could_improve_is_taken_without_a_search(too_big:
     plan = schedule(snapshot, CONFIG)
     assert validate(snapshot, plan, CONFIG) == [] and not plan.assignments
     assert (plan.stats.status, plan.stats.lns_rounds) == ("GREEDY", None)
-    assert "placed but 1, which no node could hold even emptied of the window's other pods and of every pod " \
-           "they may preempt" in plan.stats.plan_reason
+    assert "placed but 1, which no node could hold even emptied of the window's pods and of every running pod " \
+           "a window pod may preempt" in plan.stats.plan_reason
 
 
 def test_a_plan_is_settled_when_it_evicts_none_and_leaves_out_only_pods_no_node_could_hold() -> None:
-    nodes = [make_node(f"n{i}", cpu="4", memory="64Gi") for i in range(2)]
+    nodes = [make_node("n0", cpu="4", memory="64Gi"), make_node("n1", cpu="4", memory="64Gi", labels={"pool": "b"})]
     pods = [make_pod("default/low", cpu="2", node="n0", priority=0),
             make_pod("default/high", cpu="2", node="n1", priority=100),
             make_pod("default/a", cpu="1", priority=10), make_pod("default/b", cpu="2", priority=10),
             make_pod("default/huge", cpu="8", priority=10),  # bigger than any node
             make_pod("default/nowhere", cpu="1", priority=10, node_selector={"pool": "gpu"}),
-            # fits only where low runs, by preempting it (it may not)
-            make_pod("default/never", cpu="3", priority=10, preemption_policy="Never")]
+            # only n1, where high runs, which no window pod outranks
+            make_pod("default/pinned", cpu="3", priority=10, node_selector={"pool": "b"})]
     ctx = _greedy_run(make_snapshot(nodes, pods))[0]
     victim = Victim(ctx.state.pods_on[0]["default/low"], 0, "default/b")
     placed = {"default/a": 0, "default/b": 1}
     assert lns.settled(ctx, placed, []) == (
         "no pod is evicted, and every window pod is placed but 3, which no node could hold even emptied of "
-        "the window's other pods and of every pod they may preempt")
+        "the window's pods and of every running pod a window pod may preempt")
     assert lns.settled(ctx, placed, [victim]) is None  # fewer or lower victims might do
     assert lns.settled(ctx, {"default/a": 0}, []) is None  # b fits a node
-    # A pod of the same size that may preempt low could have n0.
-    ctx = _greedy_run(make_snapshot(nodes, [*pods[:6], make_pod("default/may", cpu="3", priority=10)]))[0]
+    # A pod that may not preempt low could still have n0: a or b may evict low there.
+    never = make_pod("default/never", cpu="3", priority=10, preemption_policy="Never")
+    ctx = _greedy_run(make_snapshot(nodes, [*pods, never]))[0]
     assert lns.settled(ctx, placed, []) is None
     grouped = make_snapshot(nodes, [*pods[2:4], make_pod("default/g", cpu="1", group="g")],
                             pod_groups=[make_pod_group("default/g", 1)])
@@ -130,6 +132,29 @@ def test_a_plan_is_settled_when_it_evicts_none_and_leaves_out_only_pods_no_node_
     # (a gang's preferred topology is a level of its own: another plan may keep it tighter)
     assert lns.settled(ctx, {"default/a": 0, "default/b": 1, "default/g": 0}, []) is None
 
+
+@pytest.mark.parametrize("never", [True, False])
+def test_a_pod_another_s_preemption_makes_room_for_is_searched_for(too_big: None, never: bool) -> None:
+    """Greedy puts h0 on the small node it prefers and h next to r; l (too low to evict r itself,
+    or never preempting) is left out, with no victim. Placing h0 next to r instead makes h evict
+    r, and l fits where r was: three pods, where greedy's plan has two. The search must run."""
+    nodes = [make_node("n0", cpu="10", memory="64Gi"), make_node("n1", cpu="1", memory="64Gi", labels={"pref": "yes"})]
+    apart = dict(labels={"app": "x"}, pod_anti_affinity=[term({"app": "y"}, "kubernetes.io/hostname")])
+    prefers = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": node_term(("pref", "In", ["yes"]))}]}}
+    pods = [make_pod("default/r", cpu="8", node="n0", priority=0 if never else 50),
+            make_pod("default/h0", cpu="1", priority=100, created=T0, affinity=prefers, **apart),
+            make_pod("default/h", cpu="2", priority=100, created=T0 + timedelta(seconds=1), **apart),
+            make_pod("default/l", cpu="5", priority=10, created=T0 + timedelta(seconds=5),
+                     preemption_policy="Never" if never else None, **apart)]
+    snapshot = make_snapshot(nodes, pods)
+    ctx, _, greedy = _greedy_run(snapshot)
+    assert sorted(greedy.placements) == ["default/h", "default/h0"] and not greedy.victims
+    assert lns.settled(ctx, greedy.placements, greedy.victims) is None
+    plan = schedule(snapshot, CONFIG)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert {a.pod for a in plan.assignments} == {"default/h0", "default/h", "default/l"}
+    assert plan.stats.status != "GREEDY" and plan.stats.lns_rounds
 
 def _by_tier(snapshot, *plans) -> list[list[int]]:
     """Each plan's pods placed per priority, highest priority first (the project's first measure
