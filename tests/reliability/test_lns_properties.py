@@ -10,7 +10,9 @@ each window the plan must
 1. pass the independent validator, without the API's safety net having replaced it (a round's
    plan that broke a rule would have thrown the search's gains away);
 2. place at least greedy's tier-weighted value (one pod of a higher priority outweighs any
-   number of lower ones).
+   number of lower ones);
+4. where greedy's plan is called settled (``lns.settled``: no round could improve it, so the
+   search is skipped), the whole window's own model places no more than it.
 
 The rounds of these small windows are below ``lns.LNS_ONLY_VARIABLES``; each run is made again
 with every evicting round above it, so that CP-SAT's neighbourhood search alone
@@ -41,6 +43,7 @@ from solver.api import _plan_from
 from solver.context import build_context
 from solver.cpsat import degraded, lns, small_first
 from solver.filtering import StaticFilters
+from solver.greedy import schedule_greedy
 from solver.cpsat.solve import tier_weights
 from tests.builders import describe
 
@@ -75,6 +78,16 @@ def check_window(window: Window, seed: int, seen: Counter, lns_only: bool = Fals
     assert s >= g, f"the search places tier-weighted {s} < greedy {g}"
     if lns.eligible(ctx) is None:
         static = StaticFilters(ctx.nodes, ctx.window)
+        # 4. A plan called settled (no round could improve it) is one no plan beats: the whole
+        # window's own model, not degraded, places no more (a settled plan evicts nothing, so a
+        # better plan must place more).
+        own = schedule_greedy(ctx, static=static)
+        why = lns.settled(ctx, own.placements, own.victims)
+        if why is not None:
+            best = schedule(snapshot, config)
+            assert value(best.assignment_map()) <= value(own.placements), \
+                f"greedy's plan was called settled ({why}), but the model places more"
+            seen["settled plans checked against the whole model"] += 1
         alt = small_first.plan(ctx, static)
         assert alt is not None
         as_plan = _plan_from(ctx, alt.placements, alt.victims, alt.nominations, {}, static,

@@ -309,3 +309,27 @@ def test_a_stop_requested_while_both_searches_run_ends_the_decision_and_reaps_th
     with pytest.raises(Interrupted):
         schedule(_big_first(), CONFIG)
     assert stopped and time.monotonic() - stopped[0] < 1.0
+
+
+def test_this_process_hears_that_the_child_s_plan_is_settled_from_its_last_message_only() -> None:
+    """``SmallFirstRun.settled``: the child's search ends early on a plan no round can improve
+    and says why in its last message's stats; then this process's search may stop. Its start, an
+    incumbent sent on the way, or a failure say nothing of the kind."""
+    import threading
+
+    from solver.cpsat import lns
+
+    run = object.__new__(small_first.SmallFirstRun)  # the messages alone, no child
+    run._lock, run._messages = threading.Lock(), []
+    start = ({}, [], {}, 1.5, 10.0)
+    on_the_way = ({"a/p": 0}, [], {}, lns.LnsStats(rounds=1, improved=1), 11.0)
+    final = ({"a/p": 0}, [], {}, lns.LnsStats(rounds=1, improved=1, settled="every window pod is placed"), 11.0)
+    for messages, expected in (([], None), ([start], None), ([start, on_the_way], None),
+                               ([start, on_the_way, ("error", "boom")], None),
+                               ([start, on_the_way, final], "every window pod is placed")):
+        run._messages = list(messages)
+        said = run.settled()
+        if expected is None:
+            assert said is None, messages
+        else:
+            assert said is not None and expected in said, messages
