@@ -321,17 +321,16 @@ class _Deciding:
                                     degraded=outcome.degraded)
         if sol is None or not outcome.chose_solver:
             # Greedy's plan is returned: as the fallback (the solver had nothing in time, or failed),
-            # or because it beat the solver's (GREEDY_BETTER). Either way ``fallback`` says so.
+            # or because it beat the solver's (GREEDY_BETTER); either way ``fallback`` says so. Or, with
+            # nothing to beat, because no search could improve it (GREEDY, ``lns.settled``).
             reason = outcome.fallback_reason
             if reason is not None:
                 reason += self._longer_limit(outcome.search_lacked)
-            status = "FALLBACK" if reason is not None else "GREEDY_BETTER"
+            status = "FALLBACK" if reason is not None else "GREEDY" if outcome.settled else "GREEDY_BETTER"
             source = PlanSource.FALLBACK if reason is not None else PlanSource.GREEDY
             reason = reason or outcome.chosen_because
-            stats = dict(base, status=status, fallback=True, fallback_reason=reason, plan_from="greedy",
-                         plan_reason=reason)
-            if outcome.settled:  # greedy's plan on its merits, no solver plan to have beaten
-                stats.update(status="GREEDY", fallback=False, fallback_reason=None)
+            stats = dict(base, status=status, fallback=not outcome.settled,
+                         fallback_reason=None if outcome.settled else reason, plan_from="greedy", plan_reason=reason)
             if sol is not None:
                 stats.update(_solver_stats(sol))
             assert greedy is not None  # only a plan the solver chose comes without greedy's

@@ -11,7 +11,6 @@ so no rule ever rescans all pods for each incoming pod.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from models.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 from .info import NodeInfo, PodInfo
 from .volume_catalog import EMPTY, VolumeCatalog
-from .terms import NOTHING, AffinityTerm, Selector
+from .terms import NOTHING, AffinityTerm, PairIndex, Selector, required_pair
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 
@@ -166,9 +165,9 @@ class ClusterState:
         # change, so the index only grows, and copies share it (keys gone from one state are
         # skipped there).
         self._group_index = _GroupIndex()
-        # ``_counters_matching``'s index of the counters by the label pair they require: how many
-        # of ``_counter_order`` it covers, their positions by pair, and those requiring none.
-        self._counter_index: tuple[int, dict[tuple[str, str], list[int]], list[int]] = (0, {}, [])
+        # ``_counters_matching``'s index of the counters by the label pair they require (its
+        # ``size``: how many of ``_counter_order`` it covers).
+        self._counter_index = PairIndex()
         self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
         # Every node whose pods changed, in order: lets per-class caches of node-local checks
         # (resources, ports) refresh only what changed since they were computed.
@@ -434,32 +433,21 @@ class ClusterState:
             # Only the counters registered since that may count the pod (by the label pairs
             # they require): a pass registering hundreds of counters would otherwise ask each
             # of them about every (labels, terminating) seen before.
-            positions = self._counters_for(pod)
-            since = positions[bisect_left(positions, hit[0]):]
-            more = [(order[i][1], self._logs[order[i][0]]) for i in since if self._matches(order[i][0], pod)]
+            more = [(order[i][1], self._logs[order[i][0]]) for i in self._counters_for(pod, hit[0])
+                    if self._matches(order[i][0], pod)]
             hit = self._matching[key] = (len(order), hit[1] + more if more else hit[1])
         return hit[1]
 
-    def _counters_for(self, pod: PodInfo) -> list[int]:
-        """Positions in ``_counter_order`` of the counters that may count ``pod``: those requiring
-        a label pair the pod has, and those requiring none, in registration order."""
-        done, by_pair, open_ = self._counter_index
+    def _counters_for(self, pod: PodInfo, since: int = 0) -> list[int]:
+        """Positions in ``_counter_order`` from ``since`` on of the counters that may count ``pod``:
+        those requiring a label pair the pod has, and those requiring none, in registration order."""
+        index = self._counter_index
         order = self._counter_order
-        if done != len(order):
-            if done > len(order):  # (never: counters are only added) start over
-                done, by_pair, open_ = 0, {}, []
-            for i in range(done, len(order)):
-                pair = _required_pair(order[i][0])
-                if pair is None:
-                    open_.append(i)
-                else:
-                    by_pair.setdefault(pair, []).append(i)
-            self._counter_index = (len(order), by_pair, open_)
-        positions = list(open_)
-        for pair in pod.labels.items():
-            positions += by_pair.get(pair, ())
-        positions.sort()
-        return positions
+        if index.size > len(order):  # (never: counters are only added) start over
+            index = self._counter_index = PairIndex()
+        for i in range(index.size, len(order)):
+            index.add(_required_pair(order[i][0]))
+        return index.candidates(pod.labels, since)
 
     def _groups_for(self, matcher: Matcher) -> Iterable[tuple[tuple, tuple[PodInfo, Counter[int]]]]:
         """The groups that may hold pods ``matcher`` counts: with a label it requires, or all."""
@@ -666,7 +654,7 @@ class ClusterState:
         other._match_cache = self._match_cache
         other._groups = self._groups.copy()
         other._group_index = self._group_index
-        other._counter_index = (0, {}, [])
+        other._counter_index = PairIndex()
         self._owned_groups, other._owned_groups = set(), set()
         other._domains = self._domains
         other.touched = []
@@ -685,9 +673,7 @@ class ClusterState:
 def _required_pair(matcher: Matcher) -> Optional[tuple[str, str]]:
     """A label pair every pod ``matcher`` counts carries (its selector's first equality), or None
     when it requires none (inter-pod affinity's ``AllTerms``, selectors of expressions only)."""
-    if isinstance(matcher, PodMatcher) and not matcher.selector.nothing and matcher.selector.equals:
-        return matcher.selector.equals[0]
-    return None
+    return required_pair(matcher.selector) if isinstance(matcher, PodMatcher) else None
 
 
 class _GroupIndex:

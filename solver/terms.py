@@ -7,7 +7,8 @@ Pydantic models hold dicts and cannot be hashed; the solver needs selectors as d
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Optional
 
@@ -51,6 +52,41 @@ class Selector:
 
 NOTHING = Selector(nothing=True)
 EVERYTHING = Selector()
+
+
+def required_pair(selector: Selector) -> Optional[tuple[str, str]]:
+    """A label pair every object ``selector`` matches carries (its first equality), or None when
+    it requires none (expressions only, everything, or nothing)."""
+    return selector.equals[0] if selector.equals and not selector.nothing else None
+
+
+class PairIndex:
+    """Selectors (or what holds one) in the order they came, each filed by the label pair it
+    requires (``required_pair``) or as requiring none: ``candidates`` are the positions of those
+    that may match a set of labels, so a pod is not asked about every one of hundreds. Only grows."""
+
+    __slots__ = ("by_pair", "open", "size")
+
+    def __init__(self) -> None:
+        self.by_pair: dict[tuple[str, str], list[int]] = {}
+        self.open: list[int] = []
+        self.size = 0
+
+    def add(self, pair: Optional[tuple[str, str]]) -> None:
+        """File the next position under ``pair`` (None: one requiring no pair)."""
+        (self.open if pair is None else self.by_pair.setdefault(pair, [])).append(self.size)
+        self.size += 1
+
+    def candidates(self, labels: Mapping[str, str], since: int = 0) -> list[int]:
+        """Positions from ``since`` on, in order, of the entries that may match ``labels``: those
+        requiring a pair ``labels`` has, and those requiring none."""
+        positions = self.open[bisect_left(self.open, since):]
+        for pair in labels.items():
+            at = self.by_pair.get(pair)
+            if at is not None:
+                positions += at[bisect_left(at, since):]
+        positions.sort()
+        return positions
 
 
 def labels_read(labels: dict[str, str], keys: frozenset[str]) -> tuple[tuple[str, str], ...]:

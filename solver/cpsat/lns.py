@@ -182,15 +182,33 @@ def _most_room(ctx: SchedulingContext) -> np.ndarray:
     if hit is None:
         state = ctx.state
         preempting = [p.priority for p in ctx.window if ctx.config.preemption.enabled and not p.preempt_never]
-        top = max(preempting) if preempting else None
-        hit = state.free.copy()
-        window = ctx._window_by_key
-        for node, pods in enumerate(state.pods_on):
-            for q in pods.values():
-                if q.key in window or (top is not None and q.priority < top):
-                    hit[node] += state.vector(q)
+        hit = _room_below(ctx, max(preempting) if preempting else None).copy()
+        for pod in ctx.window:
+            node = state.where.get(pod.key)
+            if node is not None:
+                hit[node] += state.vector(pod)
         hit.flags.writeable = False
         ctx.__dict__["_lns_most_room"] = hit
+    return hit
+
+
+def _room_below(ctx: SchedulingContext, priority: Optional[int]) -> np.ndarray:
+    """Per node, the free room plus what the running pods below ``priority`` hold (those a pod of
+    that priority could evict; None: none), window pods in the state not counted among them.
+    Kept on the context per priority (read-only): each left-out round asks it of its pick's."""
+    cache = ctx.__dict__.setdefault("_lns_room_below", {})
+    hit = cache.get(priority)
+    if hit is None:
+        state = ctx.state
+        hit = state.free.copy()
+        if priority is not None:
+            window = ctx._window_by_key
+            for node, pods in enumerate(state.pods_on):
+                for q in pods.values():
+                    if q.priority < priority and q.key not in window:
+                        hit[node] += state.vector(q)
+        hit.flags.writeable = False
+        cache[priority] = hit
     return hit
 
 
@@ -516,11 +534,7 @@ def _neighbourhood(kind: str, ctx: SchedulingContext, plan: _Plan, free_pods: li
             room = _applied(ctx, plan).free[allowed].astype(np.float64)
         else:
             # Room a pod of this priority could have: free room plus what lower pods hold.
-            room = state.free[allowed].astype(np.float64).copy()
-            for i, node in enumerate(allowed.tolist()):
-                for q in state.pods_on[node].values():
-                    if q.priority < pick.priority and q.key not in ctx._window_by_key:
-                        room[i] += state.vector(q)
+            room = _room_below(ctx, pick.priority)[allowed].astype(np.float64)
         vec = state.vector(pick).astype(np.float64)
         need = vec > 0
         slack = (room[:, need] / np.maximum(vec[need], 1)).min(axis=1) if need.any() else np.ones(len(allowed))

@@ -54,5 +54,5 @@ def test_a_pod_is_asked_about_exactly_the_guards_a_scan_finds_in_the_order_they_
                 info = by_key[q.metadata.namespace + "/" + q.metadata.name]
                 assert guard._guards_of(info) == _scan(guard, info), info.key
                 questions += 1
-    assert len(guard._order) > 20 and guard._open and guard._by_pair  # every kind of guard came
+    assert len(guard._order) > 20 and guard._index.open and guard._index.by_pair  # every kind of guard came
     assert questions > 100

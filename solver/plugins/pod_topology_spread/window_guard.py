@@ -10,7 +10,6 @@ model states the final-state rule directly.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +19,7 @@ from ...plugin_api import OPEN, Gate, GreedyPart, PassResult
 from ...plugin_api import StaticView as StaticFilters
 from . import filter as pod_topology_spread
 from ...state import ClusterState, PodMatcher
-from ...terms import LabelKeys, SpreadConstraint
+from ...terms import LabelKeys, PairIndex, SpreadConstraint, required_pair
 
 # Nodes refused by the guard, in the FitError histogram.
 REASON = "node(s) would break the topology spread of pods placed earlier in the window"
@@ -45,11 +44,10 @@ class SpreadGuard:
         self._applying: dict[tuple, tuple[int, list[_Guard]]] = {}
         self._keys = LabelKeys()  # the label keys the guards' selectors read: ``_applying``'s keys
         self._eligible: dict[bytes, np.ndarray] = {}
-        # Positions in ``_order`` of the guards whose selector requires a label pair (its first
-        # equality), by that pair, and of those requiring none: a pod is asked only about the
-        # guards that may count it (at 5,000 nodes every pod asked each new guard: 5% of greedy).
-        self._by_pair: dict[tuple[str, str], list[int]] = {}
-        self._open: list[int] = []
+        # ``_order``'s positions by the label pair each guard's selector requires: a pod is asked
+        # only about the guards that may count it (at 5,000 nodes every pod asked each new guard:
+        # 5% of greedy's pass).
+        self._index = PairIndex()
 
     def placed(self, pod: PodInfo, node: int) -> None:
         """Remember the spread constraints a newly placed window pod must keep satisfied."""
@@ -66,11 +64,7 @@ class SpreadGuard:
             guard = _Guard(c, pod.namespace, key, int(ids[node]))
             if guard not in self.guards:
                 self.guards.add(guard)
-                selector = c.selector
-                if selector.equals and not selector.nothing:
-                    self._by_pair.setdefault(selector.equals[0], []).append(len(self._order))
-                else:
-                    self._open.append(len(self._order))
+                self._index.add(required_pair(c.selector))
                 self._order.append(guard)
                 if self._keys.add(c.selector):
                     self._applying = {}
@@ -82,13 +76,7 @@ class SpreadGuard:
         if hit is None or hit[0] != len(self._order):
             seen, found = hit if hit is not None else (0, [])
             order = self._order
-            positions = self._open[bisect_left(self._open, seen):]
-            for pair in pod.labels.items():
-                at = self._by_pair.get(pair)
-                if at is not None:
-                    positions += at[bisect_left(at, seen):]
-            positions.sort()  # (the guards in the order they came, as without the index)
-            more = [g for g in map(order.__getitem__, positions)
+            more = [g for g in map(order.__getitem__, self._index.candidates(pod.labels, seen))
                     if g.namespace == pod.namespace and g.constraint.selector.matches(pod.labels)]
             hit = self._applying[key] = (len(order), found + more if more else found)
         return hit[1]
