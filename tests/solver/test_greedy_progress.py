@@ -8,6 +8,7 @@ thread (``--engine greedy``, the fallback) or beside the model (``GreedyRun``).
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -52,6 +53,16 @@ def test_nobody_listening_costs_no_line(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_waiting_for_greedy_beside_the_model_says_how_far_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(greedy_run, "PROGRESS_SECONDS", 0.001)
+    # Each pod's turn also sleeps a millisecond, out of the interpreter: the pass's thread could
+    # otherwise hold the interpreter from its start to its end (3,000 pods in 0.2 s on 40 nodes)
+    # and the waiting thread would find it done before it first looked.
+    turn = greedy._Run.turn
+
+    def slow_turn(self, pod):
+        time.sleep(0.001)
+        turn(self, pod)
+
+    monkeypatch.setattr(greedy._Run, "turn", slow_turn)
     ctx = _context(3000)
     lines: list[str] = []
     with progress.listening(lines.append):
