@@ -86,7 +86,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     view = view or OwnWindow(wm)
     while True:
         mark = len(wm.model.proto.constraints)
-        judged = _Judged(wm, view)
+        judged = _Judged(wm, view, swaps=isinstance(view, OwnWindow))
         recorder = Recorder(plan_vars) if plan_vars is not None else None
         solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=judged.accept, record=recorder)
         if solver is None:
@@ -103,7 +103,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
                 wm.kube_names = repaired.names
                 return repaired, "FEASIBLE", None, None, rounds
             wm.kube_names = found.evicted_by
-            return solver, status, obj, bnd, rounds
+            return judged.plan_of(solver), status, obj, bnd, rounds
         rounds += 1
         value = placement_value(wm, solver)
         if wm.refused is None or value > wm.refused[0]:
@@ -259,20 +259,43 @@ class _Judged:
     victims stage alone took the rest of a 10 s limit, leaving no time for the solve after the
     cut), and the same judgement serves the loop when that solution is the one returned."""
 
-    def __init__(self, wm: WindowModel, view: ReplayOf) -> None:
-        self.wm, self.view = wm, view
+    def __init__(self, wm: WindowModel, view: ReplayOf, swaps: bool = False) -> None:
+        self.wm, self.view, self.swaps = wm, view, swaps
         self.last: Optional[tuple[object, Solution, Any]] = None
         self._stranded: Optional[tuple[object, list[str]]] = None
+        self.handed: Optional[object] = None  # the solution whose plan ``of`` handed out by turns
 
     def of(self, solver) -> tuple[Solution, Any]:
+        """The solution's plan and its replay. With ``swaps`` (a model of its own window), a plan
+        with pods that cannot fit at their turn is first handed out by turns (``hand_by_turns``):
+        the same counts and victims, its classes' pods on each other's nodes."""
         if self.last is not None and self.last[0] is solver:
             return self.last[1], self.last[2]
         wm = self.wm
         trial = Solution()
         extract(wm, solver, trial)
-        found = self.view(trial.placements, {v.node for v in trial.victims})
+        nodes = {v.node for v in trial.victims}
+        found = self.view(trial.placements, nodes)
+        if self.swaps:
+            placements, found = hand_by_turns(wm, self.view, trial.placements, nodes, found)
+            if placements is not trial.placements:
+                trial.placements = placements
+                trial.victims = [Victim(v.pod, v.node, found.evicted_by.get(v.pod.key, v.preemptor))
+                                 for v in trial.victims]
+                trial.nominations = {v.preemptor: v.node for v in trial.victims if v.preemptor in placements}
+                self.handed = solver
         self.last = (solver, trial, found)
         return trial, found
+
+    def plan_of(self, solver) -> Values:
+        """What the solve returns for ``solver``'s solution: the solution itself, or, when ``of``
+        handed its pods out by turns, that plan read as the model's values (the same counts,
+        victims and levels: the objective and bound stand)."""
+        if self.handed is not solver:
+            return solver
+        trial, found = self.of(solver)
+        return PlanValues(self.wm, trial.placements,
+                          [Victim(v.pod, v.node, found.evicted_by.get(v.pod.key, v.preemptor)) for v in trial.victims])
 
     def accept(self, solver) -> bool:
         trial, found = self.of(solver)
@@ -556,6 +579,9 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
     if registry.POSTFILTER is None or _decodes_itself(wm):
         log.debug("repair: the model decodes gangs itself")
         return None
+    # Swaps are tried on a model's own window only: a neighbourhood round's replay is the whole
+    # plan's, too slow to run several times within a round.
+    own = view is None or isinstance(view, OwnWindow)
     view = view or OwnWindow(wm)
     placements = dict(trial.placements)
     nodes = {v.node for v in trial.victims}
@@ -572,11 +598,66 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
                 log.debug("repair: a victim of the replay has no eviction variable")
                 return None  # a victim the model has no variable for
             return PlanValues(wm, placements, victims)
+        if own:
+            handed, found = hand_by_turns(wm, view, placements, nodes, found)
+            if handed is not placements:
+                placements = handed
+                continue
         log.debug("repair: %d pod(s) cannot fit at their turn", len(stuck))
         for key in stuck:
             del placements[key]
         placements = by_counts(wm, placements)
     return None
+
+
+# Swaps ``hand_by_turns`` tries (each a replay of the whole plan) per pod that cannot fit at its
+# turn, and pods it tries them for, at most; and the most pods a plan may place for it to try
+# (beyond, a dozen replays would eat the solve's time). Counts, not seconds: one worker and a
+# seed give the same plan whatever the machine is doing.
+SWAP_TRIES = 3
+SWAP_PODS = 4
+SWAP_MAX_PLACED = 1_000
+
+
+def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], nodes: set[int],
+                  found: Any) -> tuple[dict[str, int], Any]:
+    """``placements`` with pods of one class on each other's nodes, as long as a swap leaves fewer
+    pods that cannot fit at their turn, and its replay; ``placements`` itself (and ``found``)
+    when no swap does.
+
+    The model counts a class's pods per node, and the decode hands its places to them in queue
+    order, node by node. But the pods take their turns one after another, and an earlier pod's
+    eviction can open a node to a later one through a rule that reads other nodes: a running
+    pod's anti-affinity over a zone, evicted by the first pod on its own node; the support a
+    victim gives the first pod, which the second then evicts. The counts and victims are the same
+    whichever pod goes where, so the plan is still the model's solution; only the hand-out
+    follows the turns."""
+    out = placements
+    if len(placements) > SWAP_MAX_PLACED:
+        return out, found
+    turn = {p.key: i for i, p in enumerate(wm.ctx.queue())}
+    for _ in range(SWAP_PODS):
+        stuck = [key for key, t in found.turns.items() if not t.outcome_ok and key in out]
+        if not stuck:
+            break
+        first = min(stuck, key=turn.__getitem__)
+        node = out[first]
+        cls = wm.class_of(wm.ctx.window_pod(first))
+        later = sorted((key for key, n in out.items()
+                        if n != node and turn[key] > turn[first] and wm.class_of(wm.ctx.window_pod(key)) == cls),
+                       key=turn.__getitem__)
+        for key in later[:SWAP_TRIES]:
+            trial = dict(out)
+            trial[first], trial[key] = out[key], node
+            again = view(trial, nodes)
+            if sum(not t.outcome_ok for t in again.turns.values()) < len(stuck):
+                log.debug("%s and %s of one class swap nodes: %d pod(s) could not fit at their turn",
+                          first, key, len(stuck))
+                out, found = trial, again
+                break
+        else:
+            break
+    return out, found
 
 
 def name_by_replay(ctx, sol: Solution, static, names: Optional[dict[str, str]] = None) -> None:

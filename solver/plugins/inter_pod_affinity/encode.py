@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...info import PodInfo, queue_order_key
+from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
 from .book import term_book
 from .filter import NAME, AllTerms
@@ -50,10 +50,11 @@ class AffinityEncoding:
     # (class, class) -> how many pods of the second come before every pod of the first in queue
     # order (``_ahead``).
     ahead: dict[tuple[int, int], int] = field(default_factory=dict)
+    # Each window pod's place in kube-scheduler's queue (``SchedulingContext.queue``: a gang's
+    # members together), made when ``_ahead`` first needs it.
+    turns: dict[str, int] = field(default_factory=dict)
     # (victim, class, class) -> its ``_evicted_after`` literal, made once.
     evicted_after: dict[tuple[str, int, int], Optional[cp_model.IntVar]] = field(default_factory=dict)
-    # Per topology key, how many nodes each of its domains holds (``_no_room_beside``).
-    domain_sizes: dict[str, np.ndarray] = field(default_factory=dict)
 
     # Decoding (``plugin_api.PreemptorNamer``): which placed pod a victim is named for.
     def narrow(self, victim: PodInfo, preemptors: list[PodInfo], values, class_of) -> list[PodInfo]:
@@ -247,20 +248,27 @@ def named_preemptor(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo) -> 
 
 
 def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
-    """How many of ``cls``'s pods come before every pod of class ``other`` in queue order
-    (priority, creation, name): a victim evicted for one of ``other``'s is still there at each
-    of their turns. A class's places go to its first pods (``decode.extract``; a repaired plan's
-    too, ``decode.by_counts``), so when it places no more than that many, all of its placed pods
-    come before. 0 where either class holds gang members (ordered with their gang), or
+    """How many of ``cls``'s pods come before every pod of class ``other`` in kube-scheduler's
+    queue (``SchedulingContext.queue``: priority, creation, name, a gang's members together at
+    its first member's place): a victim evicted for one of ``other``'s is still there at each of
+    their turns. A class of pods outside gangs places its first pods (``decode.extract``; a
+    repaired plan's too, ``decode.by_counts``), so when it places no more than that many, all of
+    its placed pods come before. Which members of a gang class are placed is the gangs' choice,
+    so for such a class only "all of its pods come before" is stated (otherwise 0). 0 where
     ``other`` is no class of the model."""
     hit = enc.ahead.get((other, cls.id))
     if hit is None:
         later = next((c for c in wm.classes if c.id == other), None)
-        if later is None or any(p.group is not None for p in (*later.pods, *cls.pods)):
+        if later is None:
             hit = 0
         else:
-            first = min(map(queue_order_key, later.pods))
-            hit = sum(1 for p in cls.pods if queue_order_key(p) < first)
+            if not enc.turns:
+                enc.turns.update((p.key, i) for i, p in enumerate(wm.ctx.queue()))
+            turns = enc.turns
+            first = min(turns[p.key] for p in later.pods)
+            hit = sum(1 for p in cls.pods if turns[p.key] < first)
+            if hit < cls.size and any(p.group is not None for p in cls.pods):
+                hit = 0
         enc.ahead[(other, cls.id)] = hit
     return hit
 
@@ -297,64 +305,92 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     that domain — that one has its support, and the preemptor has that one's (kube-scheduler
     checks affinity at each pod's turn and never again, so pods placed before the preemptor keep
     their support; the validator reads a victim as supporting every pod but its named
-    preemptor). A victim that keeps the class's pods out while it runs (``_keeps_out``) supports
-    them only by staying. Created once per pod, class and key."""
+    preemptor). A victim that keeps the class's pods out of part of the domain while it runs
+    (``_kept_out_region``: a required anti-affinity term over a smaller domain, a host port, no
+    room beside it) supports no pod there: pods there come after it is gone. Evicted, it then
+    supports the class only with one of its pods outside that part (a class matching its own
+    terms: that pod supports the ones inside, which come later), or, for a class that does not,
+    with none inside; where the part is the whole domain, only by staying. Created once per pod,
+    class and key."""
     cache = enc.support
     lit = cache.get((pod.key, cls.id, key))
-    if lit is None and (_keeps_out(pod, cls.rep) or _no_room_beside(wm, enc, pod, cls.rep, key)):
-        # While it runs the victim keeps the class's pods off its node (and maybe its domain):
-        # they come after it is gone, so only a victim that stays supports them.
-        lit = cache[(pod.key, cls.id, key)] = evict.Not()
-    if lit is None:
-        m = wm.model
-        named = named_preemptor(wm, enc, pod)
-        others: list[cp_model.IntVar] = []
-        for c, b in named.items():
-            after = _evicted_after(wm, enc, pod, c, b, cls) if c != cls.id else None
-            if after is not None:
-                others.append(after)
-        own = named.get(cls.id)
-        if own is not None and cls.size >= 2 and AllTerms(cls.rep.affinity).matches(cls.rep):
-            d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
-            beside = wm.class_vars_by_domain(cls.id, key).get(d, []) if d >= 0 else []
-            if beside:
-                pair = m.new_bool_var(f"supports_kin[{pod.key},{cls.id},{key}]")
-                m.add_implication(pair, own)
-                m.add(cp_model.LinearExpr.sum(beside) >= 2).only_enforce_if(pair)
-                others.append(pair)
-        if not others:
-            lit = evict.Not()
-        else:
-            lit = m.new_bool_var(f"supports[{pod.key},{cls.id},{key}]")
-            m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
-        cache[(pod.key, cls.id, key)] = lit
+    if lit is not None:
+        return lit
+    m = wm.model
+    d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
+    region = _kept_out_region(wm, pod, cls.rep)
+    kin = AllTerms(cls.rep.affinity).matches(cls.rep)
+    away = None  # "the class's pods in the domain are placed so the victim still supports them"
+    if region is not None:
+        if d < 0:
+            lit = cache[(pod.key, cls.id, key)] = evict.Not()
+            return lit
+        ids = wm.state.domains(key)[0]
+        inside = [var for n, var in wm.by_class.get(cls.id, []) if ids[n] == d and region[n]]
+        outside = [var for n, var in wm.by_class.get(cls.id, []) if ids[n] == d and not region[n]]
+        if not outside:
+            lit = cache[(pod.key, cls.id, key)] = evict.Not()
+            return lit
+        away = m.new_bool_var(f"support_outside[{pod.key},{cls.id},{key}]")
+        if kin:
+            m.add(cp_model.LinearExpr.sum(outside) >= 1).only_enforce_if(away)
+        elif inside:
+            m.add(cp_model.LinearExpr.sum(inside) == 0).only_enforce_if(away)
+    named = named_preemptor(wm, enc, pod)
+    others: list[cp_model.IntVar] = []
+    for c, b in named.items():
+        after = _evicted_after(wm, enc, pod, c, b, cls) if c != cls.id else None
+        if after is not None:
+            others.append(after)
+    own = named.get(cls.id)
+    if own is not None and cls.size >= 2 and kin and d >= 0:
+        beside = wm.class_vars_by_domain(cls.id, key).get(d, [])
+        if beside:
+            pair = m.new_bool_var(f"supports_kin[{pod.key},{cls.id},{key}]")
+            m.add_implication(pair, own)
+            m.add(cp_model.LinearExpr.sum(beside) >= 2).only_enforce_if(pair)
+            others.append(pair)
+    if not others:
+        lit = evict.Not()
+    else:
+        lit = m.new_bool_var(f"supports[{pod.key},{cls.id},{key}]")
+        m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
+        if away is not None:
+            m.add_bool_or([evict.Not(), away]).only_enforce_if(lit)
+    cache[(pod.key, cls.id, key)] = lit
     return lit
 
 
-def _keeps_out(victim: PodInfo, rep: PodInfo) -> bool:
-    """Whether ``rep``'s pods may be kept out beside the running ``victim``: a required
-    anti-affinity term of either matches the other, or they want one host port. (Read for any
-    domain: the model is never more lenient here than the validator's ``kept_out_by``.)"""
-    return (any(t.matches(rep.namespace, rep.labels, rep.ns_labels) for t in victim.anti_affinity)
-            or any(PodMatcher.of_term(t).matches(victim) for t in rep.anti_affinity)
-            or (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)))
-
-
-def _no_room_beside(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, rep: PodInfo, key: str) -> bool:
-    """Whether ``rep``'s pods cannot fit the running ``victim``'s node beside it even alone, where
-    that node is the whole of its domain under ``key`` (a hostname, say): a pod of the class there
-    is placed only once the victim is gone, so the victim supports none of its affinity (the
-    validator's room reason, ``waits_for_room``). In a domain of several nodes the pods may sit on
-    another node beside it; the model does not tell those apart here."""
+def _kept_out_region(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> Optional[np.ndarray]:
+    """The nodes (a mask) where the running ``victim`` keeps ``rep``'s pods out while it runs, or
+    None where it keeps them out nowhere: the domain of a required anti-affinity term of either
+    that matches the other (the victim's node's domain under the term's key), the victim's node
+    for a host port both want or for a pod that cannot fit beside it (``_no_room_beside``). The
+    validator reads the same (``kept_out_by``)."""
     state = wm.state
     node = wm.evict_pod[victim.key][1]
-    ids = state.domains(key)[0]
-    d = int(ids[node])
-    sizes = enc.domain_sizes.get(key)
-    if sizes is None:
-        sizes = enc.domain_sizes[key] = np.bincount(ids[ids >= 0]) if (ids >= 0).any() else np.zeros(0, dtype=np.int64)
-    if d < 0 or int(sizes[d]) != 1:
-        return False
+    terms = [t for t in victim.anti_affinity if t.matches(rep.namespace, rep.labels, rep.ns_labels)]
+    terms += [t for t in rep.anti_affinity if PodMatcher.of_term(t).matches(victim)]
+    own_node = (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)) \
+        or _no_room_beside(wm, victim, rep)
+    if not terms and not own_node:
+        return None
+    region = np.zeros(len(state.nodes), dtype=bool)
+    region[node] = own_node
+    for t in terms:
+        ids = state.domains(t.topology_key)[0]
+        if ids[node] >= 0:
+            region |= ids == ids[node]
+    return region if region.any() else None
+
+
+def _no_room_beside(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> bool:
+    """Whether ``rep``'s pods cannot fit the running ``victim``'s node beside it even alone: a pod
+    of the class there is placed only once the victim is gone, so the victim supports none of its
+    affinity (the validator's room reason, ``waits_for_room``, which also counts the node's other
+    pods)."""
+    state = wm.state
+    node = wm.evict_pod[victim.key][1]
     return not bool(fits(state.vector(rep), state.alloc[node] - state.vector(victim)))
 
 
