@@ -10,8 +10,9 @@ JSON lines (``generators.dump``) to a temporary folder; the ones worth keeping a
     python -m tests.reliability.gap_windows                 # every kept window
     python -m tests.reliability.gap_windows FILE.jsonl ...  # the ones given (a run's new ones)
 
-It prints, per window, the model's status and tier-weighted value against greedy's; a window whose
-model value has reached greedy's is closed (remove it from ``gaps/``).
+It prints, per window, the model's status and tier-weighted value against greedy's, and exits 1
+while a gap is open; a window whose model value has reached greedy's is closed: remove it from
+``gaps/`` and keep its reduced form as a case in ``test_solver_vs_greedy_cases.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from models.config import SchedulerConfig
 from models.objects import Node, Pod, PodDisruptionBudget, PodGroup
+from models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from models.snapshot import ClusterSnapshot
 
 from .generators import Window
@@ -29,13 +31,28 @@ from .generators import Window
 GAPS = Path(__file__).with_name("gaps")
 
 
+# The objects ``generators.dump`` names by kind, and the snapshot's list each goes to.
+KINDS = {"Node": (Node, "nodes"), "Pod": (Pod, "pods"), "PodDisruptionBudget": (PodDisruptionBudget, "pdbs"),
+         "PodGroup": (PodGroup, "pod_groups"), "StorageClass": (StorageClass, "storage_classes"),
+         "PersistentVolume": (PersistentVolume, "pvs"), "PersistentVolumeClaim": (PersistentVolumeClaim, "pvcs"),
+         "CSINode": (CSINode, "csi_nodes")}
+
+
 def load(path: Path) -> Window:
-    """A window written by ``generators.dump``, read back."""
+    """A window written by ``generators.dump``, read back (objects with their kind, or, as older
+    dumps wrote them, without it: nodes, pods, budgets and groups told apart by their fields)."""
     nodes, pods, pdbs, groups, topology, config = [], [], [], [], {}, {}
+    volumes: dict[str, list] = {"storage_classes": [], "pvs": [], "pvcs": [], "csi_nodes": []}
+    lists = {"nodes": nodes, "pods": pods, "pdbs": pdbs, "pod_groups": groups, **volumes}
     for number, line in enumerate(path.read_text().splitlines(), 1):
         item = json.loads(line)
         spec = item.get("spec", {})
-        if "config" in item:
+        if item.get("kind") in KINDS:
+            model, into = KINDS[item["kind"]]
+            lists[into].append(model.model_validate(item))
+        elif "kind" in item:
+            raise ValueError(f"{path}:{number}: kind {item['kind']!r} is not one this reader knows")
+        elif "config" in item:
             config = item["config"]
         elif "topology" in item:
             topology = item["topology"]
@@ -52,7 +69,7 @@ def load(path: Path) -> Window:
     for i, group in enumerate(groups):
         if group.key in topology:  # (internal, never dumped with the group: ``generators.dump``)
             groups[i] = group.model_copy(update={"spec": group.spec.model_copy(update={"topology_key": topology[group.key]})})
-    return Window(ClusterSnapshot(nodes=nodes, pods=pods, pdbs=pdbs, pod_groups=groups),
+    return Window(ClusterSnapshot(nodes=nodes, pods=pods, pdbs=pdbs, pod_groups=groups, **volumes),
                   SchedulerConfig.model_validate(config))
 
 
@@ -61,6 +78,9 @@ def main(argv: list[str]) -> int:
     from solver.cpsat.solve import solve_window, tier_weights
 
     paths = [Path(a) for a in argv] or sorted(GAPS.glob("*.jsonl"))
+    if not paths:
+        print(f"no model gap kept in {GAPS.relative_to(Path.cwd()) if GAPS.is_relative_to(Path.cwd()) else GAPS}")
+        return 0
     open_gaps = 0
     for path in paths:
         window = load(path)

@@ -337,10 +337,25 @@ def dump(window: Window) -> str:
     snap = window.snapshot
     objects = [*snap.nodes, *snap.pods, *snap.pdbs, *snap.pod_groups, *snap.storage_classes, *snap.pvs, *snap.pvcs,
                *snap.csi_nodes]
-    lines = [json.dumps(o.model_dump(by_alias=True, exclude_defaults=True, mode="json")) for o in objects]
+    # Each object names its kind (the models ignore the key): a reader tells a StorageClass from a
+    # node without guessing from the fields left.
+    lines = [json.dumps(_millicores({"kind": type(o).__name__,
+                                     **o.model_dump(by_alias=True, exclude_defaults=True, mode="json")}))
+             for o in objects]
     # A PodGroup's topology key is internal (never dumped with it): listed on its own.
     topology = {g.key: g.spec.topology_key for g in snap.pod_groups if g.spec.topology_key is not None}
     if topology:
         lines.append(json.dumps({"topology": topology}))
     lines.append(json.dumps({"config": window.config.model_dump(by_alias=True, exclude_defaults=True, mode="json")}))
     return "\n".join(lines)
+
+
+def _millicores(item: Any) -> Any:
+    """``item`` with every cpu amount written in millicores (``"1500m"``): the models keep cpu in
+    millicores as a plain integer, which read back would count whole cores (a dump's 4000 would
+    be 4,000 cpus). Every other resource is kept in its base unit, which reads back as it is."""
+    if isinstance(item, dict):
+        return {k: f"{v}m" if k == "cpu" and isinstance(v, int) else _millicores(v) for k, v in item.items()}
+    if isinstance(item, list):
+        return [_millicores(v) for v in item]
+    return item
