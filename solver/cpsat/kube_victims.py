@@ -38,7 +38,7 @@ import logging
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from ortools.sat.python import cp_model
@@ -86,7 +86,9 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     view = view or OwnWindow(wm)
     while True:
         mark = len(wm.model.proto.constraints)
-        judged = _Judged(wm, view, swaps=isinstance(view, OwnWindow))
+        # (not in a model that decodes its own classes: its plan is re-decoded from the counts,
+        # which would undo the swap)
+        judged = _Judged(wm, view, swaps=isinstance(view, OwnWindow) and not _decodes_itself(wm))
         recorder = Recorder(plan_vars) if plan_vars is not None else None
         solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=judged.accept, record=recorder)
         if solver is None:
@@ -277,7 +279,7 @@ class _Judged:
         nodes = {v.node for v in trial.victims}
         found = self.view(trial.placements, nodes)
         if self.swaps:
-            placements, found = hand_by_turns(wm, self.view, trial.placements, nodes, found)
+            placements, found = hand_by_turns(wm, self.view, trial.placements, nodes, found, trial.victims)
             if placements is not trial.placements:
                 trial.placements = placements
                 trial.victims = [Victim(v.pod, v.node, found.evicted_by.get(v.pod.key, v.preemptor))
@@ -570,7 +572,8 @@ HOLDS_SECONDS = 1.0
 
 
 def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) -> Optional[PlanValues]:
-    """``trial``'s placements with the replay's victims: each pod that cannot fit its node at its
+    """``trial``'s placements with the replay's victims: a class's pods handed out by turns
+    (``hand_by_turns``, on a model's own window), each pod that still cannot fit its node at its
     turn taken out, the places each class keeps handed back to its first pods (``by_counts``: the
     plan the model's counts are), and the replay run again, until every turn fits or preempts.
     None when the model has encodings that decode their own variables (gangs), or the repair does
@@ -585,8 +588,10 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
     view = view or OwnWindow(wm)
     placements = dict(trial.placements)
     nodes = {v.node for v in trial.victims}
+    found = view(placements, nodes)
     for _ in range(REPAIR_ROUNDS):
-        found = view(placements, nodes)
+        if own:  # (each round: the class's pods by turns first, then what still cannot fit out)
+            placements, found = hand_by_turns(wm, view, placements, nodes, found)
         stuck = [key for key, turn in found.turns.items() if not turn.outcome_ok]
         if any(key not in placements for key in stuck):
             log.debug("repair: a pod outside the model cannot fit at its turn")
@@ -598,15 +603,11 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
                 log.debug("repair: a victim of the replay has no eviction variable")
                 return None  # a victim the model has no variable for
             return PlanValues(wm, placements, victims)
-        if own:
-            handed, found = hand_by_turns(wm, view, placements, nodes, found)
-            if handed is not placements:
-                placements = handed
-                continue
         log.debug("repair: %d pod(s) cannot fit at their turn", len(stuck))
         for key in stuck:
             del placements[key]
         placements = by_counts(wm, placements)
+        found = view(placements, nodes)
     return None
 
 
@@ -620,40 +621,60 @@ SWAP_MAX_PLACED = 1_000
 
 
 def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], nodes: set[int],
-                  found: Any) -> tuple[dict[str, int], Any]:
-    """``placements`` with pods of one class on each other's nodes, as long as a swap leaves fewer
-    pods that cannot fit at their turn, and its replay; ``placements`` itself (and ``found``)
-    when no swap does.
+                  found: Any, victims: Sequence[Victim] = ()) -> tuple[dict[str, int], Any]:
+    """``placements`` with pods of one class on each other's nodes, as long as a swap leaves the
+    replay fewer faults (pods that cannot fit at their turn, and of ``victims``, the plan's, those
+    it keeps), and its replay; ``placements`` itself (and ``found``) when no swap does.
 
     The model counts a class's pods per node, and the decode hands its places to them in queue
-    order, node by node. But the pods take their turns one after another, and an earlier pod's
-    eviction can open a node to a later one through a rule that reads other nodes: a running
-    pod's anti-affinity over a zone, evicted by the first pod on its own node; the support a
-    victim gives the first pod, which the second then evicts. The counts and victims are the same
-    whichever pod goes where, so the plan is still the model's solution; only the hand-out
-    follows the turns."""
+    order, node by node (or as a rule hands them out: spread keeps each turn within its skew).
+    But the pods take their turns one after another, and which pod is where decides what each
+    turn sees: an earlier pod's eviction can open a node to a later one through a rule that reads
+    other nodes (a running pod's anti-affinity over a zone, evicted by the first pod on its own
+    node); the support a victim gives the first pod, which the second then evicts; a victim a
+    pod evicts only at the turn the skew makes it need to (the first pod of a spread class on the
+    victim's node, not the second). The counts and victims are the same whichever pod goes
+    where, so the plan is still the model's solution; only the hand-out follows the turns. A
+    pod that cannot fit swaps with a later pod of its class; a pod on the node of a kept victim,
+    with an earlier one."""
     out = placements
     if len(placements) > SWAP_MAX_PLACED:
         return out, found
     turn = {p.key: i for i, p in enumerate(wm.ctx.queue())}
+    class_of = {key: wm.class_of(wm.ctx.window_pod(key)) for key in placements}
+
+    def faults(replay: Any, plan: dict[str, int]) -> tuple[list[str], list[int]]:
+        stuck = [key for key, t in replay.turns.items() if not t.outcome_ok and key in plan]
+        return stuck, sorted({v.node for v in victims if v.pod.key not in replay.evicted_by})
+
+    def swaps(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str]]:
+        """The pairs worth a try, for the first pod that cannot fit and the first node of a kept
+        victim: (pod, the pod of its class it swaps with), ``SWAP_TRIES`` of each at most."""
+        order = sorted(plan, key=turn.__getitem__)
+        pairs: list[tuple[str, str]] = []
+        if stuck:
+            first = min(stuck, key=turn.__getitem__)
+            pairs += [(first, key) for key in order if plan[key] != plan[first] and turn[key] > turn[first]
+                      and class_of[key] == class_of[first]][:SWAP_TRIES]
+        if kept:
+            node = kept[0]
+            pairs += [(here, key) for here in order if plan[here] == node for key in order
+                      if plan[key] != node and turn[key] < turn[here] and class_of[key] == class_of[here]][:SWAP_TRIES]
+        return pairs
+
+    stuck, kept = faults(found, out)
     for _ in range(SWAP_PODS):
-        stuck = [key for key, t in found.turns.items() if not t.outcome_ok and key in out]
-        if not stuck:
+        if not stuck and not kept:
             break
-        first = min(stuck, key=turn.__getitem__)
-        node = out[first]
-        cls = wm.class_of(wm.ctx.window_pod(first))
-        later = sorted((key for key, n in out.items()
-                        if n != node and turn[key] > turn[first] and wm.class_of(wm.ctx.window_pod(key)) == cls),
-                       key=turn.__getitem__)
-        for key in later[:SWAP_TRIES]:
+        for one, other in swaps(out, stuck, kept):
             trial = dict(out)
-            trial[first], trial[key] = out[key], node
+            trial[one], trial[other] = out[other], out[one]
             again = view(trial, nodes)
-            if sum(not t.outcome_ok for t in again.turns.values()) < len(stuck):
-                log.debug("%s and %s of one class swap nodes: %d pod(s) could not fit at their turn",
-                          first, key, len(stuck))
-                out, found = trial, again
+            now = faults(again, trial)
+            if len(now[0]) + len(now[1]) < len(stuck) + len(kept):
+                log.debug("%s and %s of one class swap nodes: %d fault(s) of the replay before, %d after",
+                          one, other, len(stuck) + len(kept), len(now[0]) + len(now[1]))
+                out, found, (stuck, kept) = trial, again, now
                 break
         else:
             break

@@ -72,6 +72,7 @@ class WindowModel:
             Level("score"),
         ]
         self._domain_cache: dict[tuple, dict[int, list]] = {}
+        self._domain_pairs: dict[tuple, dict[int, list]] = {}
         self.vec: dict[int, np.ndarray] = {c.id: self.state.vector(c.rep) for c in classes}
         self._ub: dict[tuple[int, int], int] = {}
         self._node_used: dict[int, cp_model.IntVar] = {}
@@ -222,13 +223,23 @@ class WindowModel:
         cache_key = (cls_id, key)
         hit = self._domain_cache.get(cache_key)
         if hit is None:
+            hit = defaultdict(list, {d: [var for _, var in pairs]
+                                     for d, pairs in self.class_pairs_by_domain(cls_id, key).items()})
+            self._domain_cache[cache_key] = hit
+        return hit
+
+    def class_pairs_by_domain(self, cls_id: int, key: str) -> dict[int, list[tuple[int, cp_model.IntVar]]]:
+        """(n, x[c, n]) grouped by the domain id of n under ``key`` (nodes lacking it left out)."""
+        cache_key = (cls_id, key)
+        hit = self._domain_pairs.get(cache_key)
+        if hit is None:
             ids = self.state.domains(key)[0]
             hit = defaultdict(list)
             for n, var in self.by_class.get(cls_id, []):
                 d = int(ids[n])
                 if d >= 0:
-                    hit[d].append(var)
-            self._domain_cache[cache_key] = hit
+                    hit[d].append((n, var))
+            self._domain_pairs[cache_key] = hit
         return hit
 
     def new_presence(self, name: str, vars_: list, bound: int):

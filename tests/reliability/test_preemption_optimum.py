@@ -10,8 +10,8 @@ over every placement and every set of the replay's victims finds the best plan t
 accepts, on the model's own lexicographic levels (``solver.cpsat.solve.plan_value``: pods placed
 by priority tier, PodDisruptionBudget violations, victims' priority tiers, victim count). Then:
 
-* the model's own solution (``solve_window``, proven OPTIMAL, its cuts included) has exactly that
-  value on every level, and the plan ``schedule`` returns too;
+* the model's own solution (``solve_window``, proven OPTIMAL, its cuts included) has that value on
+  every level (or, handed out by turns, more: see below), and the plan ``schedule`` returns too;
 * the exhaustive optimum, fixed into the model before any cut (placements, evictions), is
   feasible: the model's own final-state victim rule never refuses a plan the replay allows;
 * the model's plan and greedy's pass the validator, and greedy's value is never above the search's
@@ -24,7 +24,10 @@ Pruning keeps the search exact: a pod goes only to nodes its static filters and 
 allow; a class's pods are placed in queue order, node by node (placements are counts per class
 and node, read as the model's decode reads them: a plan placing them in another order, which can
 matter where a budget spent at an earlier turn elsewhere changes a later pod's victims, is beyond
-both, and greedy's plan may be such a plan: the decision then returns it, above this optimum); victims
+the search, and greedy's plan may be such a plan: the decision then returns it, above this
+optimum; so may the model's since the twenty-seventh round of issue 34, whose plans are handed
+out by turns where the replay finds a fault in the order node by node: validated, and counted);
+victims
 are looked for only among the replay's on each node; per node only the minimal valid victim sets
 are kept when every rule is node-local (a superset costs more on every level, whatever the other
 nodes do); the local checks used to prune (final capacity and host ports, hard budgets) are
@@ -375,6 +378,7 @@ def _model_builds(snapshot, config, placements: dict[str, int], victims: list[Vi
 
 
 SEEN = {"windows": 0, "with victims": 0, "victims at two levels on a node": 0, "greedy below": 0,
+        "model above, its class's pods out of queue order": 0,
         "victims only one at a time": 0, "optimum's placement out of the raw model's reach": 0,
         "greedy above, its class's pods out of queue order": 0}
 
@@ -419,7 +423,13 @@ def check_window(snapshot, config) -> None:
     own = plan_value(ctx, sol.placements, sol.victims, weights, scale)[:len(LEVELS)]
     note(f"model's optimum {own}: {sol.placements} victims {[(v.pod.key, v.preemptor) for v in sol.victims]}")
     assert validate(snapshot, _plan_of(ctx, sol.placements, sol.victims), config) == []
-    assert own == best, f"model {dict(zip(LEVELS, own))} vs exhaustive {dict(zip(LEVELS, best))}"
+    # Above the search only through a plan it does not enumerate, one handing a class's pods out
+    # in another order (``kube_victims.hand_by_turns``; the plan is validated above).
+    assert own >= best, f"model {dict(zip(LEVELS, own))} vs exhaustive {dict(zip(LEVELS, best))}"
+    if own > best:
+        assert not _in_class_order(ctx, sol.placements), \
+            f"model {own} above the exhaustive optimum {best}: the search missed a plan"
+        SEEN["model above, its class's pods out of queue order"] += 1
     # The model takes a node's pods of one priority as one batch where kube-scheduler takes them
     # one at a time (docs/limitations.md): an eviction set of the same value can be out of its
     # reach — two preemptors of one level, each evicting at its own turn, keep the less important
@@ -448,7 +458,7 @@ def check_window(snapshot, config) -> None:
                 f"greedy {value} above the exhaustive optimum {best}: the search missed a plan"
             SEEN["greedy above, its class's pods out of queue order"] += 1
         SEEN["greedy below"] += value < best
-    assert returned == max(best, value or best), (returned, best, value)
+    assert returned == max(own, value or own), (returned, own, best, value)
 
 
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -36,7 +36,10 @@ case is the smallest window shown to the lead:
   the other order (the first evicts what keeps the second out) made a plan the replay refused,
   and the cut then kept the model from the same counts for good; and a victim whose
   anti-affinity (or host port, or room) keeps a class out of its own node supported none of the
-  class's pods anywhere in the domain, though the pods on other nodes come before its eviction.
+  class's pods anywhere in the domain, though the pods on other nodes come before its eviction;
+* fixed (the same round's long run): a spread class's places, handed out skew first, put its first
+  pod where no eviction was needed, so the victim kube-scheduler evicts for the pod whose turn
+  needs it stayed; the hand-out by turns now also swaps for a victim the replay keeps.
 """
 
 from __future__ import annotations
@@ -361,3 +364,30 @@ def test_a_victim_supports_its_class_beyond_the_node_its_anti_affinity_keeps_it_
     )
     check(snapshot)
     assert set(schedule(snapshot, CONFIG).assignment_map()) == {"default/t-0", "default/t-1"}
+
+
+def test_a_spread_class_s_pods_swap_so_the_victim_goes_at_the_turn_that_needs_it():
+    # The long run's window 1,718 (twenty-seventh round), reduced. t pods (zone spread, maxSkew
+    # 1, app=a) must each take a zone the skew allows: r (app=a) holds z1, s (app=b, which t's
+    # hostname anti-affinity shuns) holds n1 in z2. kube-scheduler places t-0 on n0 evicting r
+    # (the skew needs it gone), t-1 on n1 evicting s; then the u pods, which cannot preempt,
+    # find room on n0 where r was. The spread rule hands the class's places out skew first
+    # (t-0 to n1), at whose turn t-1 then fits n0 beside r: r stays, and the model's plan, whose
+    # counts are greedy's, was refused and cut, one u short.
+    nodes = [make_node("n0", cpu="2", memory="8Gi", pods=3, labels={ZONE: "z1"}),
+             make_node("n1", cpu="8", memory="8Gi", labels={ZONE: "z2"})]
+    snapshot = make_snapshot(
+        nodes,
+        [make_pod("default/r", cpu="1", memory="2Gi", node="n0", labels={"app": "a"}, priority=0, host_ports=[80]),
+         make_pod("default/s", cpu="500m", memory="2Gi", node="n1", labels={"app": "b"}, priority=0),
+         make_pod("default/k", cpu="250m", memory="2Gi", node="n0", labels={"app": "c"}, priority=10),
+         *[make_pod(f"default/t-{i}", cpu="500m", memory="2Gi", labels={"app": "a"}, priority=10, created=at(4 + i),
+                    pod_anti_affinity=[term({"app": "b"}, HOST)],
+                    spread=[{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                             "labelSelector": {"matchLabels": {"app": "a"}}}])
+           for i in range(3)],
+         *[make_pod(f"default/u-{i}", cpu="500m", memory="512Mi", labels={"app": "a"}, priority=0, created=at(7 + i),
+                    preemption_policy="Never", host_ports=[8080]) for i in range(2)]],
+    )
+    check(snapshot)
+    assert len(schedule(snapshot, CONFIG).assignment_map()) == 5

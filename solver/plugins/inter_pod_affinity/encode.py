@@ -53,6 +53,10 @@ class AffinityEncoding:
     # Each window pod's place in kube-scheduler's queue (``SchedulingContext.queue``: a gang's
     # members together), made when ``_ahead`` first needs it.
     turns: dict[str, int] = field(default_factory=dict)
+    # Per (class, key, domain), one variable counting the class's pods there (``_domain_count``).
+    counts: dict[tuple[int, str, int], cp_model.IntVar] = field(default_factory=dict)
+    # Whether the replay's checks read the model's classes as its plan (``_judged_by_class``).
+    judged: Optional[bool] = None
     # (victim, class, class) -> its ``_evicted_after`` literal, made once.
     evicted_after: dict[tuple[str, int, int], Optional[cp_model.IntVar]] = field(default_factory=dict)
 
@@ -254,8 +258,9 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
     their turns. A class of pods outside gangs places its first pods (``decode.extract``; a
     repaired plan's too, ``decode.by_counts``), so when it places no more than that many, all of
     its placed pods come before. Which members of a gang class are placed is the gangs' choice,
-    so for such a class only "all of its pods come before" is stated (otherwise 0). 0 where
-    ``other`` is no class of the model."""
+    so for such a class only "all of its pods come before" is stated (otherwise 0); and in a
+    model that merges gangs into kinds (``_judged_by_class``) a gang's place is not read at all.
+    0 where ``other`` is no class of the model."""
     hit = enc.ahead.get((other, cls.id))
     if hit is None:
         later = next((c for c in wm.classes if c.id == other), None)
@@ -267,7 +272,8 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
             turns = enc.turns
             first = min(turns[p.key] for p in later.pods)
             hit = sum(1 for p in cls.pods if turns[p.key] < first)
-            if hit < cls.size and any(p.group is not None for p in cls.pods):
+            gangs = any(p.group is not None for p in (*later.pods, *cls.pods))
+            if gangs and (not _judged_by_class(wm, enc) or (hit < cls.size and any(p.group is not None for p in cls.pods))):
                 hit = 0
         enc.ahead[(other, cls.id)] = hit
     return hit
@@ -321,19 +327,25 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     region = _kept_out_region(wm, pod, cls.rep)
     kin = AllTerms(cls.rep.affinity).matches(cls.rep)
     away = None  # "the class's pods in the domain are placed so the victim still supports them"
-    if region is not None:
-        if d < 0:
+    if region is not None and not _judged_by_class(wm, enc):
+        # As the model read it before the kept-out part: anywhere, for a term or a port; for
+        # room, where the victim's node is the whole domain.
+        if _kept_out_anywhere(wm, pod, cls.rep, key):
             lit = cache[(pod.key, cls.id, key)] = evict.Not()
             return lit
-        ids = wm.state.domains(key)[0]
-        inside = [var for n, var in wm.by_class.get(cls.id, []) if ids[n] == d and region[n]]
-        outside = [var for n, var in wm.by_class.get(cls.id, []) if ids[n] == d and not region[n]]
-        if not outside:
+        region = None
+    if region is not None:
+        split = _kept_out_split(wm, cls, key, d, region) if d >= 0 else None
+        if split is None:
+            lit = cache[(pod.key, cls.id, key)] = evict.Not()
+            return lit
+        inside, has_outside = split
+        if not has_outside:
             lit = cache[(pod.key, cls.id, key)] = evict.Not()
             return lit
         away = m.new_bool_var(f"support_outside[{pod.key},{cls.id},{key}]")
-        if kin:
-            m.add(cp_model.LinearExpr.sum(outside) >= 1).only_enforce_if(away)
+        if kin:  # some pod of the class in the domain is outside the part
+            m.add(_domain_count(wm, enc, cls, key, d) - cp_model.LinearExpr.sum(inside) >= 1).only_enforce_if(away)
         elif inside:
             m.add(cp_model.LinearExpr.sum(inside) == 0).only_enforce_if(away)
     named = named_preemptor(wm, enc, pod)
@@ -344,14 +356,15 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
             others.append(after)
     own = named.get(cls.id)
     if own is not None and cls.size >= 2 and kin and d >= 0:
-        beside = wm.class_vars_by_domain(cls.id, key).get(d, [])
-        if beside:
+        if wm.class_vars_by_domain(cls.id, key).get(d):
             pair = m.new_bool_var(f"supports_kin[{pod.key},{cls.id},{key}]")
             m.add_implication(pair, own)
-            m.add(cp_model.LinearExpr.sum(beside) >= 2).only_enforce_if(pair)
+            m.add(_domain_count(wm, enc, cls, key, d) >= 2).only_enforce_if(pair)
             others.append(pair)
     if not others:
         lit = evict.Not()
+        if away is not None:
+            m.add(away == 0)  # (made before the preemptors were known; it supports nothing)
     else:
         lit = m.new_bool_var(f"supports[{pod.key},{cls.id},{key}]")
         m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
@@ -365,8 +378,8 @@ def _kept_out_region(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> Optional
     """The nodes (a mask) where the running ``victim`` keeps ``rep``'s pods out while it runs, or
     None where it keeps them out nowhere: the domain of a required anti-affinity term of either
     that matches the other (the victim's node's domain under the term's key), the victim's node
-    for a host port both want or for a pod that cannot fit beside it (``_no_room_beside``). The
-    validator reads the same (``kept_out_by``)."""
+    for a host port both want or for a pod that cannot fit beside it (``_no_room_beside``), as the
+    validator's ``kept_out_by`` reads it (which, for room, also counts the node's other pods)."""
     state = wm.state
     node = wm.evict_pod[victim.key][1]
     terms = [t for t in victim.anti_affinity if t.matches(rep.namespace, rep.labels, rep.ns_labels)]
@@ -382,6 +395,51 @@ def _kept_out_region(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> Optional
         if ids[node] >= 0:
             region |= ids == ids[node]
     return region if region.any() else None
+
+
+def _kept_out_anywhere(wm: WindowModel, victim: PodInfo, rep: PodInfo, key: str) -> bool:
+    """The reading of ``_kept_out_region`` a model that merges gangs into kinds keeps: the victim
+    keeps ``rep``'s pods out of the whole domain under ``key`` when a required anti-affinity term
+    of either matches the other or both want a host port (whatever the domains), or when they
+    cannot fit beside it on its node and that node is the whole domain."""
+    if any(t.matches(rep.namespace, rep.labels, rep.ns_labels) for t in victim.anti_affinity) \
+            or any(PodMatcher.of_term(t).matches(victim) for t in rep.anti_affinity) \
+            or (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)):
+        return True
+    ids = wm.state.domains(key)[0]
+    d = int(ids[wm.evict_pod[victim.key][1]])
+    return d >= 0 and int((ids == d).sum()) == 1 and _no_room_beside(wm, victim, rep)
+
+
+def _judged_by_class(wm: WindowModel, enc: AffinityEncoding) -> bool:
+    """Whether the replay's checks of a plan's victims read the model's classes as its plan: not
+    in a model that merges gangs into kinds (the model's ``alias``), whose plan its gang decoder
+    reads off other variables. There a victim's support is read as before the queue order and
+    the kept-out part were (only by staying), since a plan leaning on more is not caught
+    (``kube_victims._misnamed`` and ``_stranded`` stand aside)."""
+    if enc.judged is None:
+        merged = set(wm.alias.values())
+        enc.judged = not any(c.id in merged for c in wm.classes)
+    return enc.judged
+
+
+def _kept_out_split(wm: WindowModel, cls, key: str, d: int, region: np.ndarray) -> tuple[list, bool]:
+    """(x of ``cls`` on the nodes of domain ``d`` under ``key`` inside ``region``, whether it has a
+    candidate node of that domain outside it)."""
+    pairs = wm.class_pairs_by_domain(cls.id, key).get(d, [])
+    inside = [var for n, var in pairs if region[n]]
+    return inside, len(inside) < len(pairs)
+
+
+def _domain_count(wm: WindowModel, enc: AffinityEncoding, cls, key: str, d: int) -> cp_model.IntVar:
+    """One variable for the class's pods in domain ``d`` under ``key``, shared by every victim's
+    support literal that reads it (a sum per victim was quadratic in the domain's nodes)."""
+    hit = enc.counts.get((cls.id, key, d))
+    if hit is None:
+        hit = wm.model.new_int_var(0, cls.size, f"in_domain[{cls.id},{key},{d}]")
+        wm.model.add(hit == cp_model.LinearExpr.sum(wm.class_vars_by_domain(cls.id, key).get(d, [])))
+        enc.counts[(cls.id, key, d)] = hit
+    return hit
 
 
 def _no_room_beside(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> bool:
