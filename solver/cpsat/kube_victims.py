@@ -269,8 +269,9 @@ class _Judged:
 
     def of(self, solver) -> tuple[Solution, Any]:
         """The solution's plan and its replay. With ``swaps`` (a model of its own window), a plan
-        with pods that cannot fit at their turn is first handed out by turns (``hand_by_turns``):
-        the same counts and victims, its classes' pods on each other's nodes."""
+        with pods that cannot fit at their turn, or victims the replay keeps, is first handed out
+        by turns (``hand_by_turns``): the same counts and victims, its classes' pods on each
+        other's nodes."""
         if self.last is not None and self.last[0] is solver:
             return self.last[1], self.last[2]
         wm = self.wm
@@ -637,15 +638,16 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     where, so the plan is still the model's solution; only the hand-out follows the turns. A
     pod that cannot fit swaps with a later pod of its class; a pod on the node of a kept victim,
     with an earlier one."""
-    out = placements
-    if len(placements) > SWAP_MAX_PLACED:
-        return out, found
-    turn = {p.key: i for i, p in enumerate(wm.ctx.queue())}
-    class_of = {key: wm.class_of(wm.ctx.window_pod(key)) for key in placements}
-
     def faults(replay: Any, plan: dict[str, int]) -> tuple[list[str], list[int]]:
         stuck = [key for key, t in replay.turns.items() if not t.outcome_ok and key in plan]
         return stuck, sorted({v.node for v in victims if v.pod.key not in replay.evicted_by})
+
+    out = placements
+    stuck, kept = faults(found, out)
+    if (not stuck and not kept) or len(placements) > SWAP_MAX_PLACED:
+        return out, found
+    turn = {p.key: i for i, p in enumerate(wm.ctx.queue())}
+    class_of = {key: wm.class_of(wm.ctx.window_pod(key)) for key in placements}
 
     def swaps(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str]]:
         """The pairs worth a try, for the first pod that cannot fit and the first node of a kept
@@ -662,7 +664,6 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
                       if plan[key] != node and turn[key] < turn[here] and class_of[key] == class_of[here]][:SWAP_TRIES]
         return pairs
 
-    stuck, kept = faults(found, out)
     for _ in range(SWAP_PODS):
         if not stuck and not kept:
             break
