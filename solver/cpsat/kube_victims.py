@@ -296,9 +296,8 @@ class _Judged:
         victims and levels: the objective and bound stand)."""
         if self.handed is not solver:
             return solver
-        trial, found = self.of(solver)
-        return PlanValues(self.wm, trial.placements,
-                          [Victim(v.pod, v.node, found.evicted_by.get(v.pod.key, v.preemptor)) for v in trial.victims])
+        trial, _ = self.of(solver)
+        return PlanValues(self.wm, trial.placements, trial.victims)  # (named as the replay names them)
 
     def accept(self, solver) -> bool:
         trial, found = self.of(solver)

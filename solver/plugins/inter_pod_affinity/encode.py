@@ -326,7 +326,6 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
     region = _kept_out_region(wm, pod, cls.rep)
     kin = AllTerms(cls.rep.affinity).matches(cls.rep)
-    away = None  # "the class's pods in the domain are placed so the victim still supports them"
     if region is not None and not _judged_by_class(wm, enc):
         # As the model read it before the kept-out part: anywhere, for a term or a port; for
         # room, where the victim's node is the whole domain.
@@ -334,20 +333,13 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
             lit = cache[(pod.key, cls.id, key)] = evict.Not()
             return lit
         region = None
+    inside: Optional[list] = None  # the class's x in the kept-out part of the domain, if any
     if region is not None:
         split = _kept_out_split(wm, cls, key, d, region) if d >= 0 else None
-        if split is None:
+        if split is None or not split[1]:  # (no candidate node of the domain outside the part)
             lit = cache[(pod.key, cls.id, key)] = evict.Not()
             return lit
-        inside, has_outside = split
-        if not has_outside:
-            lit = cache[(pod.key, cls.id, key)] = evict.Not()
-            return lit
-        away = m.new_bool_var(f"support_outside[{pod.key},{cls.id},{key}]")
-        if kin:  # some pod of the class in the domain is outside the part
-            m.add(_domain_count(wm, enc, cls, key, d) - cp_model.LinearExpr.sum(inside) >= 1).only_enforce_if(away)
-        elif inside:
-            m.add(cp_model.LinearExpr.sum(inside) == 0).only_enforce_if(away)
+        inside = split[0]
     named = named_preemptor(wm, enc, pod)
     others: list[cp_model.IntVar] = []
     for c, b in named.items():
@@ -363,15 +355,28 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
             others.append(pair)
     if not others:
         lit = evict.Not()
-        if away is not None:
-            m.add(away == 0)  # (made before the preemptors were known; it supports nothing)
     else:
         lit = m.new_bool_var(f"supports[{pod.key},{cls.id},{key}]")
         m.add_bool_or([evict.Not(), *others]).only_enforce_if(lit)
-        if away is not None:
+        if inside is not None:
+            # Evicted, it supports the class only so: some pod of the class in the domain outside
+            # the part (a class matching its own terms), or none inside it (any other).
+            away = m.new_bool_var(f"support_outside[{pod.key},{cls.id},{key}]")
+            if kin:
+                m.add(_domain_count(wm, enc, cls, key, d) - cp_model.LinearExpr.sum(inside) >= 1).only_enforce_if(away)
+            elif inside:
+                m.add(cp_model.LinearExpr.sum(inside) == 0).only_enforce_if(away)
             m.add_bool_or([evict.Not(), away]).only_enforce_if(lit)
     cache[(pod.key, cls.id, key)] = lit
     return lit
+
+
+def _keeping(victim: PodInfo, rep: PodInfo) -> tuple[list, bool]:
+    """What keeps ``rep``'s pods away from the running ``victim``: the required anti-affinity terms
+    of either that match the other, and whether both want a host port."""
+    terms = [t for t in victim.anti_affinity if t.matches(rep.namespace, rep.labels, rep.ns_labels)]
+    terms += [t for t in rep.anti_affinity if PodMatcher.of_term(t).matches(victim)]
+    return terms, bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)
 
 
 def _kept_out_region(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> Optional[np.ndarray]:
@@ -382,10 +387,8 @@ def _kept_out_region(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> Optional
     validator's ``kept_out_by`` reads it (which, for room, also counts the node's other pods)."""
     state = wm.state
     node = wm.evict_pod[victim.key][1]
-    terms = [t for t in victim.anti_affinity if t.matches(rep.namespace, rep.labels, rep.ns_labels)]
-    terms += [t for t in rep.anti_affinity if PodMatcher.of_term(t).matches(victim)]
-    own_node = (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)) \
-        or _no_room_beside(wm, victim, rep)
+    terms, port = _keeping(victim, rep)
+    own_node = port or _no_room_beside(wm, victim, rep)
     if not terms and not own_node:
         return None
     region = np.zeros(len(state.nodes), dtype=bool)
@@ -402,9 +405,8 @@ def _kept_out_anywhere(wm: WindowModel, victim: PodInfo, rep: PodInfo, key: str)
     keeps ``rep``'s pods out of the whole domain under ``key`` when a required anti-affinity term
     of either matches the other or both want a host port (whatever the domains), or when they
     cannot fit beside it on its node and that node is the whole domain."""
-    if any(t.matches(rep.namespace, rep.labels, rep.ns_labels) for t in victim.anti_affinity) \
-            or any(PodMatcher.of_term(t).matches(victim) for t in rep.anti_affinity) \
-            or (bool(victim.host_ports) and ports_conflict(victim.host_ports, rep.host_ports)):
+    terms, port = _keeping(victim, rep)
+    if terms or port:
         return True
     ids = wm.state.domains(key)[0]
     d = int(ids[wm.evict_pod[victim.key][1]])
