@@ -29,7 +29,9 @@ from models.snapshot import ClusterSnapshot
 
 from . import interrupt, progress
 from .context import SchedulingContext, build_context
-from .cpsat.solve import CpsatOutcome, ModelInvalidError, solve_window
+from .cpsat import guided
+from .cpsat.greedy_run import estimated_greedy_seconds
+from .cpsat.solve import CpsatOutcome, ModelInvalidError, deterministic, solve_window, tier_weights
 from .greedy import GreedyResult, schedule_greedy
 from .limits import check_snapshot
 from .filtering import Cycle, StaticFilters
@@ -371,7 +373,38 @@ class _Deciding:
         if fallback is not None:
             return self._decision(fallback.plan, fallback.source, fallback.problems, fallback.fallback_reason)
         reason = "solver plan failed validation: " + "; ".join(problems[:3])
+        if greedy is None:  # stopped beside a plan proven optimal: the fallback needs it now
+            greedy = self._greedy(outcome.static)
+        rescued = self._rescued(sol, base, reason, greedy)
+        if rescued is not None:
+            return rescued
         return self._fallback(reason, engine="cpsat", result=greedy, static=outcome.static, base=base)
+
+    def _rescued(self, sol, base: dict, reason: str, greedy: GreedyResult) -> Optional[Decision]:
+        """A plan made of the refused solver plan by kube-scheduler's own turns (``guided.rescue``),
+        when it is strictly better than greedy's and the validator passes it; else None."""
+        outcome = self._outcome
+        assert outcome is not None
+        ctx = self.ctx
+        fixed = deterministic(ctx)  # with one worker the decision must not read the clock
+        limit = self.config.solver.time_limit_seconds
+        cost = estimated_greedy_seconds(ctx) if fixed else max(outcome.greedy_time, 0.0)
+        left = None if fixed else self.start + limit - time.monotonic()
+        progress.stage("the solver's plan was refused; following it by kube-scheduler's turns")
+        result = guided.rescue(ctx, outcome.static, sol.placements, greedy,
+                               tier_weights([p.priority for p in ctx.window]), cost, left)
+        if result is None:
+            return None
+        stats = dict(base, **_solver_stats(sol))
+        stats.update(status="FEASIBLE", objective=None, bound=None, plan_from="solver", guided=guided.RESCUED,
+                     plan_reason=f"{guided.RESCUED}; it places more than greedy's ({reason})")
+        plan = _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
+                          outcome.static, stats=stats, start=self.start, engine_state=result.state, named=True)
+        problems = self._validate(plan)
+        if problems:
+            self.rejected.append(Rejected(PlanSource.SOLVER, tuple(problems)))
+            return None
+        return self._decision(plan, PlanSource.SOLVER, ())
 
     # -- validation --------------------------------------------------------------------------
 

@@ -454,6 +454,8 @@ class EngineResult:
         return values
 
     def to_json(self) -> dict[str, Any]:
+        from solver.cpsat import guided  # (the bench imports the solver where it runs it)
+
         decision = sum(run.decision_s for run in self.runs)
         decided = sum(w.pods for run in self.runs for w in run.windows)
         by_priority = self.placed_by_priority
@@ -484,6 +486,9 @@ class EngineResult:
             "gap": _round(max(gaps), 6) if gaps else None,
             "status": ", ".join(f"{s}" if n == 1 else f"{s}x{n}" for s, n in statuses.items()),
             "fallbacks": sum(1 for f in self._stats("fallback") if f),
+            # windows whose model plan the validator refused, decided by the pass that follows it by
+            # kube-scheduler's turns (``guided.rescue``): a valid plan, but a model that drifted
+            "rescued": sum(1 for g in self._stats("guided") if g == guided.RESCUED),
             "spread_skew": self.spread[0],
             "spread_above_max": self.spread[1],
             "victims": self.first.victims,

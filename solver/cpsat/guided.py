@@ -98,6 +98,36 @@ def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[
     return "the solver's plan followed where kube-scheduler's turns allow it, kube's own turns elsewhere"
 
 
+# What a plan the validator refused gives the decision instead (``rescue``).
+RESCUED = ("the solver's plan (refused by the validator) followed where kube-scheduler's turns allow it, "
+           "kube's own turns elsewhere")
+
+
+def rescue(ctx, static, placements: dict[str, int], greedy: GreedyResult, weights: dict[int, int],
+           cost: float, time_left: Optional[float]) -> Optional[GreedyResult]:
+    """A plan made of a solver plan the validator refused (``placements``): the passes that follow
+    it where kube-scheduler's turns allow (each pod on the plan's node when it fits there at its
+    turn, or with the victims kube's preemption picks there), the others given kube's own turn or
+    left pending. Each pass is kube-scheduler's algorithm led by a plan, so what it places holds at
+    every turn, whatever the refused plan got wrong. Returns the best pass when it is strictly
+    better than greedy's plan (None otherwise, or when the passes do not fit: ``cost`` is one
+    pass's seconds; they run when they take at most ``GUIDED_SHARE`` of the limit, or the time
+    left, ``time_left``, when the decision may read the clock)."""
+    limit = ctx.config.solver.time_limit_seconds
+    budget = max(GUIDED_SHARE * limit, time_left or 0.0) if limit > 0 else float("inf")
+    if 2 * cost > budget:
+        return None
+    best: Optional[GreedyResult] = None
+    for others in (True, False):
+        result = schedule_greedy(ctx, static=static, guide=Guide(dict(placements), others=others))
+        if best is None or _better(ctx, result, best, weights):
+            best = result
+    assert best is not None
+    if not _better(ctx, best, greedy, weights):
+        return None
+    return best
+
+
 def _better(ctx, a, b, weights: dict[int, int]) -> bool:
     """Whether plan ``a`` is strictly better than ``b`` in the model's order (``b`` is not at least
     as good)."""

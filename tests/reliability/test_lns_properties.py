@@ -67,7 +67,7 @@ def check_window(window: Window, seed: int, seen: Counter, lns_only: bool = Fals
     stats = plan.stats
     note(f"solver stats: {stats.model_dump(exclude_none=True)}")
     assert validate(snapshot, plan, config) == []
-    assert "failed validation" not in (stats.fallback_reason or ""), stats.fallback_reason
+    assert "failed validation" not in (stats.fallback_reason or "") + (stats.plan_reason or ""), stats
     ctx = build_context(snapshot, config)
     weights = tier_weights([p.priority for p in ctx.window])
 

@@ -104,9 +104,40 @@ def test_the_solver_plan_is_validated_once() -> None:
 
 
 def test_a_solver_plan_the_validator_refuses_gives_greedys_validated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The validator refuses the first plan it sees (the model's): greedy's is taken, replayed
-    too, and the decision names the fallback and the refused plan; the JSON stats say the same
-    as before (status FALLBACK, fallback true, plan_from greedy)."""
+    """The validator refuses every plan made of the model's (the model's own, then the pass that
+    follows it by kube-scheduler's turns, ``guided.rescue``): greedy's is taken, replayed too, and
+    the decision names the fallback and the refused plans; the JSON stats say the same as before
+    (status FALLBACK, fallback true, plan_from greedy)."""
+    module = sys.modules["solver.validate"]
+    real = module.validate
+    calls = []
+
+    def refuse_the_solvers(*args, **kwargs):
+        calls.append(args[1].stats.plan_from)
+        return ["capacity: node n0 cpu over by 1m"] if calls[-1] == "solver" else real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "validate", refuse_the_solvers)
+    # Greedy spreads the two small pods over both nodes and has no room left for a large one;
+    # the model puts them together and places a large one too.
+    nodes = [make_node(f"n{i}", cpu="2") for i in range(2)]
+    pods = [make_pod("default/a1", cpu="1"), make_pod("default/a2", cpu="1"),
+            make_pod("default/b1", cpu="2"), make_pod("default/b2", cpu="2")]
+    decision = decide(ScheduleRequest(make_snapshot(nodes, pods), CONFIG, engine="cpsat"))
+    # the model's plan, then the rescue (it places more than greedy's), then greedy's
+    assert calls == ["solver", "solver", "greedy"]
+    assert decision.source is PlanSource.FALLBACK and decision.validated
+    assert decision.fallback_reason == "solver plan failed validation: capacity: node n0 cpu over by 1m"
+    assert [r.source for r in decision.rejected] == [PlanSource.SOLVER, PlanSource.SOLVER]
+    assert decision.validations == 3 and decision.greedy_instead_of_solver
+    stats = decision.plan.stats
+    assert (stats.status, stats.fallback, stats.plan_from, stats.engine) == ("FALLBACK", True, "greedy", "cpsat")
+    assert stats.fallback_reason == decision.fallback_reason
+
+
+def test_a_refused_solver_plan_followed_by_kube_turns_is_the_decision_when_it_passes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same window with only the model's own plan refused: the pass that follows it by
+    kube-scheduler's turns places what the model's plan did, passes, and is the decision."""
     module = sys.modules["solver.validate"]
     real = module.validate
     calls = []
@@ -116,20 +147,15 @@ def test_a_solver_plan_the_validator_refuses_gives_greedys_validated(monkeypatch
         return ["capacity: node n0 cpu over by 1m"] if len(calls) == 1 else real(*args, **kwargs)
 
     monkeypatch.setattr(module, "validate", refuse_first)
-    # Greedy spreads the two small pods over both nodes and has no room left for a large one;
-    # the model puts them together and places a large one too.
     nodes = [make_node(f"n{i}", cpu="2") for i in range(2)]
     pods = [make_pod("default/a1", cpu="1"), make_pod("default/a2", cpu="1"),
             make_pod("default/b1", cpu="2"), make_pod("default/b2", cpu="2")]
     decision = decide(ScheduleRequest(make_snapshot(nodes, pods), CONFIG, engine="cpsat"))
-    assert calls[0] == "solver"
-    assert decision.source is PlanSource.FALLBACK and decision.validated
-    assert decision.fallback_reason == "solver plan failed validation: capacity: node n0 cpu over by 1m"
+    assert calls == ["solver", "solver"]
+    assert decision.source is PlanSource.SOLVER and decision.validated and decision.fallback_reason is None
+    assert len(decision.plan.assignments) == 3  # greedy's places two
+    assert decision.plan.stats.guided is not None and not decision.plan.stats.fallback
     assert [r.source for r in decision.rejected] == [PlanSource.SOLVER]
-    assert decision.validations == 2 and decision.greedy_instead_of_solver
-    stats = decision.plan.stats
-    assert (stats.status, stats.fallback, stats.plan_from, stats.engine) == ("FALLBACK", True, "greedy", "cpsat")
-    assert stats.fallback_reason == decision.fallback_reason
 
 
 def test_a_failing_solver_falls_back_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
