@@ -41,6 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from models.plan import Plan, PlanStats
@@ -86,9 +87,9 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     view = view or OwnWindow(wm)
     while True:
         mark = len(wm.model.proto.constraints)
-        # (not in a model that decodes its own classes: its plan is re-decoded from the counts,
-        # which would undo the swap)
-        judged = _Judged(wm, view, swaps=isinstance(view, OwnWindow) and not _decodes_itself(wm))
+        # (the classes a model decodes itself, gangs, are not swapped: their plan is re-decoded
+        # from the counts, which would undo the swap; ``hand_by_turns``)
+        judged = _Judged(wm, view, swaps=isinstance(view, OwnWindow))
         recorder = Recorder(plan_vars) if plan_vars is not None else None
         solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=judged.accept, record=recorder)
         if solver is None:
@@ -137,8 +138,13 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             return repaired, "FEASIBLE", None, None, rounds
         nodes = {v.node for v in kept}
         whole: Optional[list] = None
+        gangs = _decodes_itself(wm)
         for n in nodes:
-            if _reads_beyond(wm, solver, n):
+            if _reads_beyond(wm, solver, n) and gangs:
+                # (a model without repair nor earlier solutions: whole-plan cuts, one plan at a
+                # time, ran out of time on windows its node cuts had solved)
+                config = _domains_differ(wm, ne, solver, n)
+            elif _reads_beyond(wm, solver, n):
                 # The verdict there leans on pods elsewhere: the cut is on the whole plan.
                 if whole is None:
                     whole = _plan_differs(wm, ne, solver)
@@ -176,7 +182,7 @@ def _earlier(wm: WindowModel, recorder: Optional[Recorder], view: ReplayOf,
     short one, whose first solutions keep close to the hint: on a 20-node window the solve at 10 s
     cut nine rounds and ended below greedy, where the one at 1 s had returned an earlier, sound
     plan above it. No solution is replayed once ``deadline`` has passed."""
-    if recorder is None or len(recorder.found) < 2 or _decodes_itself(wm):
+    if recorder is None or len(recorder.found) < 2:
         return None
     for _, values in sorted(recorder.found[:-1], key=lambda f: -f[0])[:EARLIER_TRIED]:
         plan = _Recorded(values)
@@ -193,10 +199,20 @@ def _earlier(wm: WindowModel, recorder: Optional[Recorder], view: ReplayOf,
     return None
 
 
+def _self_decoded(wm: WindowModel) -> set[int]:
+    """The classes an encoding of ``wm`` decodes itself (gang kinds: whole gangs)."""
+    out: set[int] = set()
+    for enc in wm.encodings.values():
+        if isinstance(enc, PlacementDecoder):
+            out |= enc.decoded_classes()
+    return out
+
+
 def _decodes_itself(wm: WindowModel) -> bool:
-    """Whether an encoding of ``wm`` decodes its own classes' placements (gangs): a plan of such
-    a model is not its placements and victims alone, so neither repair nor an earlier solution
-    can be rebuilt from them."""
+    """Whether an encoding of ``wm`` decodes its own classes' placements (gangs). Such a model's
+    plan is still a function of its counts (the decoder deals whole gangs from them), so its
+    solutions are judged, cut and recorded as any; but a repair, which takes single pods out, would
+    leave counts the decoder deals otherwise, so none is made."""
     return any(isinstance(enc, PlacementDecoder) and enc.decoded_classes() for enc in wm.encodings.values())
 
 
@@ -318,34 +334,41 @@ def _stranded(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
     pod comes only once the plan's later evictions there are done, and the victims then gone
     support nothing of its (the validator reads them so; support from pods that stay, or from
     pods placed before it, still counts). Such a plan is refused and cut whole (the pod's node
-    reads the rest of the cluster), and the repair takes the pod out. None for a model that
-    decodes its own classes (gangs)."""
-    if _decodes_itself(wm):
-        return []
+    reads the rest of the cluster), and the repair takes the pod out (a model that decodes its
+    own classes, gangs, has no repair; its plan is still a function of its counts, so the cut
+    holds there too)."""
     late = [key for key, turn in found.turns.items()
             if not turn.outcome_ok and turn.pod.affinity and key in trial.placements]
     if not late:
         return []
-    # The validator's final checks on the plan, its victims named as the replay names them.
     # (Devices and volumes the plan would give are not decided yet: their checks' lines about
     # other pods are no reason here, so only lines naming a late pod count.)
+    problems = _final_problems(wm, trial, found)
+    return [key for key in late if any(re.search(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", line)
+                                       for line in problems)]
+
+
+def _final_problems(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
+    """The validator's final checks on the plan, its victims named as the replay names them."""
     replay = Replay(wm.ctx, Plan(stats=PlanStats(engine="cpsat", status="TRIAL")))
     replay.assigned = dict(trial.placements)
     replay.victims = [Victim(v.pod, v.node, found.evicted_by.get(v.pod.key, v.preemptor)) for v in trial.victims]
     replay.build_final_state()
     for check in registry.FINAL_CHECKS:
         check(replay)
-    return [key for key in late if any(re.search(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", line)
-                                       for line in replay.problems)]
+    return list(replay.problems)
 
 
 def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> list:
     """The model's naming literals (``PreemptorNamer.named``, true in ``values``) of the victims the
     replay evicts for a pod of another class than the model named: the pods the model leaned on
-    such a victim may find it gone at their turn. None for a model that decodes its own classes
-    (gangs): its placements are not its x alone, so the cut (``_plan_differs``) would not hold."""
+    such a victim may find it gone at their turn. In a model that decodes its own classes (gangs)
+    the literals count only when the plan, its victims named by the replay, fails the validator's
+    final checks: its reading of a gang's turns is coarser (no repair, no swaps), and a plan it
+    names otherwise is often one the validator accepts once renamed. (Its plan is still read off
+    its counts, so the cut, ``_plan_differs``, holds there as well.)"""
     namers = [enc for enc in wm.encodings.values() if isinstance(enc, PreemptorNamer)]
-    if not namers or _decodes_itself(wm):
+    if not namers:
         return []
     out: list = []
     for v in trial.victims:
@@ -355,6 +378,8 @@ def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> l
         cls = wm.class_of(wm.ctx.window_pod(who))
         for namer in namers:
             out.extend(b for c, b in namer.named(v.pod).items() if c != cls and values.value(b))
+    if out and _decodes_itself(wm) and not _final_problems(wm, trial, found):
+        return []
     return out
 
 
@@ -363,9 +388,8 @@ def _reads_beyond(wm: WindowModel, values: Values, n: int) -> bool:
     same counts there: a class placed on it has required pod affinity, whose support may be
     elsewhere in its domain and whose first pod may start only where nothing in the cluster
     matches its terms yet (a pod the plan places on another node closes that). The cut there is
-    then the whole plan's (not for a model that decodes its own classes: its x is not its plan)."""
-    if _decodes_itself(wm):
-        return False
+    then the whole plan's (a model that decodes its own classes, gangs, reads its plan off its
+    counts too)."""
     return any(cls.rep.affinity and values.value(var) for cls, var in wm.by_node[n])
 
 
@@ -405,6 +429,24 @@ def _interleaved(wm: WindowModel, cls) -> bool:
                       for p in wm.ctx.window)
         memo[cls.id] = hit
     return hit
+
+
+def _domains_differ(wm: WindowModel, ne: dict, values: Values, n: int) -> list:
+    """Literals one of which is true when a solution differs from ``values`` on the nodes of
+    ``n``'s domains under the affinity terms of the classes it places on ``n`` (their counts,
+    which of a class's pods, and the victims there): what a verdict on ``n`` that reads its
+    support reads. The cut for a model that decodes its own classes (gangs), which has no repair
+    to fall back on while the whole plan's cuts go one plan at a time (on fuzzed windows such
+    cuts ran out of time where these solved them)."""
+    near = {n}
+    for key in {t.topology_key for cls, var in wm.by_node[n] if values.value(var) for t in cls.rep.affinity}:
+        ids = wm.state.domains(key)[0]
+        if ids[n] >= 0:
+            near.update(int(m) for m in np.flatnonzero(ids == ids[n]))
+    counts = [var for m in sorted(near) for _, var in wm.by_node.get(m, ())]
+    bools = [wm.evict[key] for key, (_, node) in wm.evict_pod.items() if node in near]
+    return [*_some_differ(wm, ne, values, counts, bools, f"domains_differ[{n}]"),
+            *(lit for m in sorted(near) for lit in _which_pods(wm, ne, values, m))]
 
 
 def _plan_differs(wm: WindowModel, ne: dict, values: Values) -> list:
@@ -636,7 +678,8 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     victim's node, not the second). The counts and victims are the same whichever pod goes
     where, so the plan is still the model's solution; only the hand-out follows the turns. A
     pod that cannot fit swaps with a later pod of its class; a pod on the node of a kept victim,
-    with an earlier one."""
+    with an earlier one. The classes the model decodes itself (gangs: ``_self_decoded``) keep
+    their hand-out: their plan is read off the counts again, which would undo a swap."""
     def faults(replay: Any, plan: dict[str, int]) -> tuple[list[str], list[int]]:
         stuck = [key for key, t in replay.turns.items() if not t.outcome_ok and key in plan]
         return stuck, sorted({v.node for v in victims if v.pod.key not in replay.evicted_by})
@@ -646,7 +689,8 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     if (not stuck and not kept) or len(placements) > SWAP_MAX_PLACED:
         return out, found
     turn = {p.key: i for i, p in enumerate(wm.ctx.queue())}
-    class_of = {key: wm.class_of(wm.ctx.window_pod(key)) for key in placements}
+    fixed = _self_decoded(wm)
+    class_of = {key: c for key in placements if (c := wm.class_of(wm.ctx.window_pod(key))) not in fixed}
 
     def swaps(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str]]:
         """The pairs worth a try, for the first pod that cannot fit and the first node of a kept
@@ -655,12 +699,13 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
         pairs: list[tuple[str, str]] = []
         if stuck:
             first = min(stuck, key=turn.__getitem__)
-            pairs += [(first, key) for key in order if plan[key] != plan[first] and turn[key] > turn[first]
-                      and class_of[key] == class_of[first]][:SWAP_TRIES]
+            if first in class_of:
+                pairs += [(first, key) for key in order if plan[key] != plan[first] and turn[key] > turn[first]
+                          and class_of.get(key) == class_of[first]][:SWAP_TRIES]
         if kept:
             node = kept[0]
-            pairs += [(here, key) for here in order if plan[here] == node for key in order
-                      if plan[key] != node and turn[key] < turn[here] and class_of[key] == class_of[here]][:SWAP_TRIES]
+            pairs += [(here, key) for here in order if plan[here] == node and here in class_of for key in order
+                      if plan[key] != node and turn[key] < turn[here] and class_of.get(key) == class_of[here]][:SWAP_TRIES]
         return pairs
 
     for _ in range(SWAP_PODS):

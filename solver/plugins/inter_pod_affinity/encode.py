@@ -55,8 +55,6 @@ class AffinityEncoding:
     turns: dict[str, int] = field(default_factory=dict)
     # Per (class, key, domain), one variable counting the class's pods there (``_domain_count``).
     counts: dict[tuple[int, str, int], cp_model.IntVar] = field(default_factory=dict)
-    # Whether the replay's checks read the model's classes as its plan (``_judged_by_class``).
-    judged: Optional[bool] = None
     # (victim, class, class) -> its ``_evicted_after`` literal, made once.
     evicted_after: dict[tuple[str, int, int], Optional[cp_model.IntVar]] = field(default_factory=dict)
 
@@ -258,9 +256,10 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
     their turns. A class of pods outside gangs places its first pods (``decode.extract``; a
     repaired plan's too, ``decode.by_counts``), so when it places no more than that many, all of
     its placed pods come before. Which members of a gang class are placed is the gangs' choice,
-    so for such a class only "all of its pods come before" is stated (otherwise 0); and in a
-    model that merges gangs into kinds (``_judged_by_class``) a gang's place is not read at all.
-    0 where ``other`` is no class of the model."""
+    so for such a class only "all of its pods come before" is stated (otherwise 0). (A model
+    that merges interchangeable gangs into kinds decodes the first gangs of a kind in queue
+    order, so a kind's first pod is where its placed pods start.) 0 where ``other`` is no class
+    of the model."""
     hit = enc.ahead.get((other, cls.id))
     if hit is None:
         later = next((c for c in wm.classes if c.id == other), None)
@@ -273,7 +272,7 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
             first = min(turns[p.key] for p in later.pods)
             hit = sum(1 for p in cls.pods if turns[p.key] < first)
             gangs = any(p.group is not None for p in (*later.pods, *cls.pods))
-            if gangs and (not _judged_by_class(wm, enc) or (hit < cls.size and any(p.group is not None for p in cls.pods))):
+            if gangs and hit < cls.size and any(p.group is not None for p in cls.pods):
                 hit = 0
         enc.ahead[(other, cls.id)] = hit
     return hit
@@ -326,13 +325,6 @@ def _supports(wm: WindowModel, enc: AffinityEncoding, pod: PodInfo, evict, cls, 
     d = int(wm.state.domains(key)[0][wm.evict_pod[pod.key][1]])
     region = _kept_out_region(wm, pod, cls.rep)
     kin = AllTerms(cls.rep.affinity).matches(cls.rep)
-    if region is not None and not _judged_by_class(wm, enc):
-        # As the model read it before the kept-out part: anywhere, for a term or a port; for
-        # room, where the victim's node is the whole domain.
-        if _kept_out_anywhere(wm, pod, cls.rep, key):
-            lit = cache[(pod.key, cls.id, key)] = evict.Not()
-            return lit
-        region = None
     inside: Optional[list] = None  # the class's x in the kept-out part of the domain, if any
     if region is not None:
         split = _kept_out_split(wm, cls, key, d, region) if d >= 0 else None
@@ -398,31 +390,6 @@ def _kept_out_region(wm: WindowModel, victim: PodInfo, rep: PodInfo) -> Optional
         if ids[node] >= 0:
             region |= ids == ids[node]
     return region if region.any() else None
-
-
-def _kept_out_anywhere(wm: WindowModel, victim: PodInfo, rep: PodInfo, key: str) -> bool:
-    """The reading of ``_kept_out_region`` a model that merges gangs into kinds keeps: the victim
-    keeps ``rep``'s pods out of the whole domain under ``key`` when a required anti-affinity term
-    of either matches the other or both want a host port (whatever the domains), or when they
-    cannot fit beside it on its node and that node is the whole domain."""
-    terms, port = _keeping(victim, rep)
-    if terms or port:
-        return True
-    ids = wm.state.domains(key)[0]
-    d = int(ids[wm.evict_pod[victim.key][1]])
-    return d >= 0 and int((ids == d).sum()) == 1 and _no_room_beside(wm, victim, rep)
-
-
-def _judged_by_class(wm: WindowModel, enc: AffinityEncoding) -> bool:
-    """Whether the replay's checks of a plan's victims read the model's classes as its plan: not
-    in a model that merges gangs into kinds (the model's ``alias``), whose plan its gang decoder
-    reads off other variables. There a victim's support is read as before the queue order and
-    the kept-out part were (only by staying), since a plan leaning on more is not caught
-    (``kube_victims._misnamed`` and ``_stranded`` stand aside)."""
-    if enc.judged is None:
-        merged = set(wm.alias.values())
-        enc.judged = not any(c.id in merged for c in wm.classes)
-    return enc.judged
 
 
 def _kept_out_split(wm: WindowModel, cls, key: str, d: int, region: np.ndarray) -> tuple[list, bool]:
