@@ -49,6 +49,7 @@ from models.plan import Plan, PlanStats
 from ..info import queue_order_key
 from ..plugin_api import PlacementDecoder, PreemptorNamer, Relaxable, Values, Victim
 from ..plugins import registry
+from ..state import PodMatcher
 from ..validate import Replay
 from .decode import by_counts, extract, placement_value
 from .model import WindowModel
@@ -78,6 +79,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     if registry.POSTFILTER is None or not wm.evict:
         return (*solve(wm, cfg, deadline, work=work), 0)
     ne: dict[tuple[int, int], cp_model.IntVar] = {}
+    anti_keys: dict[int, set[str]] = {}  # per class (``_near``)
     rounds = 0
     repaired: Optional[PlanValues] = None
     hint_repaired = False  # the repaired plan is a solution of the model itself: the next solve's hint
@@ -140,18 +142,22 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         whole: Optional[list] = None
         gangs = _decodes_itself(wm)
         for n in nodes:
-            if _reads_beyond(wm, solver, n) and gangs:
-                # (a model without repair nor earlier solutions: whole-plan cuts, one plan at a
-                # time, ran out of time on windows its node cuts had solved)
-                config = _domains_differ(wm, ne, solver, n)
-            elif _reads_beyond(wm, solver, n):
+            affine = _reads_beyond(wm, solver, n)
+            if affine and not gangs:
                 # The verdict there leans on pods elsewhere: the cut is on the whole plan.
                 if whole is None:
                     whole = _plan_differs(wm, ne, solver)
                 config = whole
             else:
-                config = [_differs(wm, ne, var, int(solver.value(var))) for _, var in wm.by_node[n]]
-                config += _which_pods(wm, ne, solver, n)
+                # (a model that decodes gangs itself has no repair: whole-plan cuts, one plan at
+                # a time, ran out of time there on windows its node cuts had solved; its affinity
+                # nodes are cut on their support domains, their victims' evictions included)
+                near = _near(wm, solver, n, affine, anti_keys)
+                if affine or len(near) > 1:
+                    config = _domains_differ(wm, ne, solver, near)
+                else:
+                    config = [_differs(wm, ne, var, int(solver.value(var))) for _, var in wm.by_node[n]]
+                    config += _which_pods(wm, ne, solver, n)
             for key, (victim, node) in wm.evict_pod.items():
                 if node == n and key not in found.evicted_by:
                     wm.model.add_bool_or([*config, wm.evict[key].Not()])
@@ -431,21 +437,50 @@ def _interleaved(wm: WindowModel, cls) -> bool:
     return hit
 
 
-def _domains_differ(wm: WindowModel, ne: dict, values: Values, n: int) -> list:
-    """Literals one of which is true when a solution differs from ``values`` on the nodes of
-    ``n``'s domains under the affinity terms of the classes it places on ``n`` (their counts,
-    which of a class's pods, and the victims there): what a verdict on ``n`` that reads its
-    support reads. The cut for a model that decodes its own classes (gangs), which has no repair
-    to fall back on while the whole plan's cuts go one plan at a time (on fuzzed windows such
-    cuts ran out of time where these solved them)."""
+def _near(wm: WindowModel, values: Values, n: int, affine: bool, anti_keys: dict[int, set[str]]) -> set[int]:
+    """The nodes a verdict on ``n`` reads (``n`` itself at least): its domains under the keys of
+    the affinity terms of the classes it places (``affine``: a model that decodes gangs itself,
+    where the others cut the whole plan), and under the keys of the required anti-affinity
+    between those classes and the model's potential victims, either way (``_anti_keys``): a
+    victim on another node of the domain keeps the class out of ``n`` until it is evicted there,
+    so a plan with the same counts on ``n`` and that victim gone is another verdict."""
+    keys: set[str] = set()
+    for cls, var in wm.by_node[n]:
+        if values.value(var):
+            keys |= _anti_keys(wm, cls, anti_keys)
+            if affine:
+                keys.update(t.topology_key for t in cls.rep.affinity)
     near = {n}
-    for key in {t.topology_key for cls, var in wm.by_node[n] if values.value(var) for t in cls.rep.affinity}:
+    for key in keys:
         ids = wm.state.domains(key)[0]
         if ids[n] >= 0:
             near.update(int(m) for m in np.flatnonzero(ids == ids[n]))
+    return near
+
+
+def _anti_keys(wm: WindowModel, cls, memo: dict[int, set[str]]) -> set[str]:
+    """The topology keys of the required anti-affinity terms between ``cls`` and the model's
+    potential victims: a victim's term matching the class, or the class's term matching the
+    victim (once per class)."""
+    hit = memo.get(cls.id)
+    if hit is None:
+        rep = cls.rep
+        own = [(t.topology_key, PodMatcher.of_term(t)) for t in rep.anti_affinity]
+        hit = set()
+        for victim, _ in wm.evict_pod.values():
+            hit.update(t.topology_key for t in victim.anti_affinity if t.matches(rep.namespace, rep.labels, rep.ns_labels))
+            hit.update(key for key, matcher in own if matcher.matches(victim))
+        memo[cls.id] = hit
+    return hit
+
+
+def _domains_differ(wm: WindowModel, ne: dict, values: Values, near: set[int]) -> list:
+    """Literals one of which is true when a solution differs from ``values`` on the nodes
+    ``near`` (``_near``: what a verdict on one of them reads): their counts, which of a class's
+    pods, and the victims there."""
     counts = [var for m in sorted(near) for _, var in wm.by_node.get(m, ())]
     bools = [wm.evict[key] for key, (_, node) in wm.evict_pod.items() if node in near]
-    return [*_some_differ(wm, ne, values, counts, bools, f"domains_differ[{n}]"),
+    return [*_some_differ(wm, ne, values, counts, bools, f"domains_differ[{min(near)}]"),
             *(lit for m in sorted(near) for lit in _which_pods(wm, ne, values, m))]
 
 
@@ -678,7 +713,9 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     victim's node, not the second). The counts and victims are the same whichever pod goes
     where, so the plan is still the model's solution; only the hand-out follows the turns. A
     pod that cannot fit swaps with a later pod of its class; a pod on the node of a kept victim,
-    with an earlier one. The classes the model decodes itself (gangs: ``_self_decoded``) keep
+    with an earlier one. A pod of the class the plan leaves out may take the place instead (the
+    first pod of a self-affine group may start only once an earlier pod's eviction has removed
+    the last pod matching its terms). The classes the model decodes itself (gangs: ``_self_decoded``) keep
     their hand-out: their plan is read off the counts again, which would undo a swap."""
     def faults(replay: Any, plan: dict[str, int]) -> tuple[list[str], list[int]]:
         stuck = [key for key, t in replay.turns.items() if not t.outcome_ok and key in plan]
@@ -690,22 +727,25 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
         return out, found
     turn = {p.key: i for i, p in enumerate(wm.ctx.queue())}
     fixed = _self_decoded(wm)
-    class_of = {key: c for key in placements if (c := wm.class_of(wm.ctx.window_pod(key))) not in fixed}
+    # every pod of the model's classes, placed or not (a place may pass to a pod left out)
+    class_of = {p.key: cls.id for cls in wm.classes if cls.id not in fixed for p in cls.pods}
+    members = sorted(class_of, key=turn.__getitem__)
 
     def swaps(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str]]:
         """The pairs worth a try, for the first pod that cannot fit and the first node of a kept
-        victim: (pod, the pod of its class it swaps with), ``SWAP_TRIES`` of each at most."""
-        order = sorted(plan, key=turn.__getitem__)
+        victim: (pod, the pod of its class it swaps with, or that takes its place when left
+        out), ``SWAP_TRIES`` of each at most."""
         pairs: list[tuple[str, str]] = []
         if stuck:
             first = min(stuck, key=turn.__getitem__)
             if first in class_of:
-                pairs += [(first, key) for key in order if plan[key] != plan[first] and turn[key] > turn[first]
-                          and class_of.get(key) == class_of[first]][:SWAP_TRIES]
+                pairs += [(first, key) for key in members if plan.get(key) != plan[first] and turn[key] > turn[first]
+                          and class_of[key] == class_of[first]][:SWAP_TRIES]
         if kept:
             node = kept[0]
-            pairs += [(here, key) for here in order if plan[here] == node and here in class_of for key in order
-                      if plan[key] != node and turn[key] < turn[here] and class_of.get(key) == class_of[here]][:SWAP_TRIES]
+            pairs += [(here, key) for here in sorted(plan, key=turn.__getitem__) if plan[here] == node and here in class_of
+                      for key in members
+                      if plan.get(key) != node and turn[key] < turn[here] and class_of[key] == class_of[here]][:SWAP_TRIES]
         return pairs
 
     for _ in range(SWAP_PODS):
@@ -713,7 +753,10 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
             break
         for one, other in swaps(out, stuck, kept):
             trial = dict(out)
-            trial[one], trial[other] = out[other], out[one]
+            if other in out:
+                trial[one], trial[other] = out[other], out[one]
+            else:  # the place passes to a pod of the class the plan left out
+                trial[other] = trial.pop(one)
             again = view(trial, nodes)
             now = faults(again, trial)
             if len(now[0]) + len(now[1]) < len(stuck) + len(kept):

@@ -40,6 +40,10 @@ case is the smallest window shown to the lead:
 * fixed (the same round's long run): a spread class's places, handed out skew first, put its first
   pod where no eviction was needed, so the victim kube-scheduler evicts for the pod whose turn
   needs it stayed; the hand-out by turns now also swaps for a victim the replay keeps.
+* fixed (fuzzed windows of the twenty-eighth round): a cut keyed on one node's counts, where a
+  victim on another node of the zone kept the node's class out by anti-affinity until it was
+  evicted there; and a class's place the decode gave to a pod that cannot take it at its turn,
+  where a later pod of the class the plan left out could.
 """
 
 from __future__ import annotations
@@ -391,3 +395,95 @@ def test_a_spread_class_s_pods_swap_so_the_victim_goes_at_the_turn_that_needs_it
     )
     check(snapshot)
     assert len(schedule(snapshot, CONFIG).assignment_map()) == 5
+
+
+
+def test_a_cut_on_a_node_reads_the_zone_a_victim_s_anti_affinity_holds():
+    # The fuzzed window 700 (twenty-eighth round). run-1 (n2) and run-2 (n0) keep app=c out of
+    # the one zone while they run. kube-scheduler places t1-0 on n0 evicting run-2, then t2-0 on
+    # n2 evicting run-1 and the rest there. A plan with t2-0 on n2 but t1-0 left out was refused
+    # (run-2 still runs at t2-0's turn), and the cut was keyed on n2's counts alone, which also
+    # removed greedy's plan: a node's verdict reads the nodes where the anti-affinity between its
+    # classes and the potential victims holds (``kube_victims._near``).
+    nodes = [
+        make_node("n0", cpu="2", memory="8Gi", pods=3, labels={ZONE: "z0"}),
+        make_node("n1", cpu="1", memory="8Gi", pods=2, labels={ZONE: "z0"}),
+        make_node("n2", cpu="1", memory="4Gi", pods=110, labels={ZONE: "z0"}),
+    ]
+    pods = [
+        make_pod("default/run-0", node="n2", labels={"app": "b"}, priority=10, cpu="2", memory="256Mi"),
+        make_pod("default/run-1", node="n2", labels={"app": "b"}, priority=10, cpu="100m", memory="1Gi", pod_anti_affinity=[term({'app': 'c'}, ZONE)], host_ports=[80]),
+        make_pod("default/run-2", node="n0", labels={"app": "c"}, priority=0, cpu="100m", memory="1Gi", pod_anti_affinity=[term({'app': 'c'}, ZONE)]),
+        make_pod("default/run-3", node="n0", labels={"app": "b"}, priority=10, cpu="1", memory="1Gi", pod_anti_affinity=[term({'app': 'b'}, HOST)]),
+        make_pod("default/run-4", node="n2", labels={"app": "b"}, priority=0, cpu="500m", memory="256Mi"),
+        make_pod("default/t0-0", labels={"app": "b"}, priority=1000, cpu="1", memory="0", created=at(0), pod_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/t0-1", labels={"app": "b"}, priority=1000, cpu="1", memory="0", created=at(1), pod_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/t0-2", labels={"app": "b"}, priority=1000, cpu="1", memory="0", created=at(2), pod_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/t1-0", labels={"app": "a"}, priority=100, cpu="2", memory="0", created=at(3)),
+        make_pod("default/t1-1", labels={"app": "a"}, priority=100, cpu="2", memory="0", created=at(4)),
+        make_pod("default/t1-2", labels={"app": "a"}, priority=100, cpu="2", memory="0", created=at(5)),
+        make_pod("default/t2-0", labels={"app": "c"}, priority=100, cpu="1", memory="0", created=at(6)),
+        make_pod("default/t2-1", labels={"app": "c"}, priority=100, cpu="1", memory="0", created=at(7)),
+        make_pod("default/fam0-0", labels={"app": "b"}, priority=1000, cpu="100m", memory="256Mi", created=at(8), pod_affinity=[term({'app': 'c'}, HOST)], group="fam0"),
+        make_pod("default/fam1-0", labels={"app": "b"}, priority=1000, cpu="100m", memory="256Mi", created=at(9), pod_affinity=[term({'app': 'c'}, HOST)], group="fam1"),
+    ]
+    groups = [make_pod_group("default/fam0", 1), make_pod_group("default/fam1", 1)]
+    check(make_snapshot(nodes, pods, pod_groups=groups))
+
+
+def test_a_self_affine_group_s_place_passes_to_a_later_pod_of_its_class():
+    # The fuzzed window 1,985. The t0 group (app=b, affine and anti-affine to app=b on its host)
+    # may start only where no app=b pod runs anywhere: t0-2, first in the queue, finds run-0
+    # still on n3; t0-0, after t2-0 has evicted run-0, starts on n1 by evicting run-4. The model
+    # counts one t0 pod on n1 and the decode gave the place to t0-2: refused, cut, and greedy's
+    # plan lost. The hand-out by turns now also gives a place to a later pod the plan leaves out.
+    nodes = [
+        make_node("n0", cpu="2", memory="8Gi", pods=2, labels={ZONE: "z1"}),
+        make_node("n1", cpu="4", memory="4Gi", pods=110, labels={ZONE: "z1"}),
+        make_node("n2", cpu="4", memory="2Gi", pods=110, labels={ZONE: "z0"}),
+        make_node("n3", cpu="1", memory="8Gi", pods=110, labels={ZONE: "z0"}),
+    ]
+    pods = [
+        make_pod("default/run-0", node="n3", labels={"app": "b"}, priority=0, cpu="1", memory="256Mi", host_ports=[80]),
+        make_pod("default/run-1", node="n1", labels={"app": "c"}, priority=0, cpu="2", memory="1Gi", pod_anti_affinity=[term({'app': 'b'}, ZONE)]),
+        make_pod("default/run-2", node="n1", labels={"app": "c"}, priority=10, cpu="1", memory="1Gi", pod_anti_affinity=[term({'app': 'b'}, HOST)]),
+        make_pod("default/run-3", node="n3", labels={"app": "a"}, priority=0, cpu="2", memory="256Mi"),
+        make_pod("default/run-4", node="n1", labels={"app": "b"}, priority=0, cpu="100m", memory="2Gi", host_ports=[80]),
+        make_pod("default/t0-0", labels={"app": "b"}, priority=1000, cpu="2", memory="256Mi", created=at(29), pod_affinity=[term({'app': 'b'}, HOST)], pod_anti_affinity=[term({'app': 'b'}, HOST)]),
+        make_pod("default/t0-1", labels={"app": "b"}, priority=1000, cpu="2", memory="256Mi", created=at(39), pod_affinity=[term({'app': 'b'}, HOST)], pod_anti_affinity=[term({'app': 'b'}, HOST)]),
+        make_pod("default/t0-2", labels={"app": "b"}, priority=1000, cpu="2", memory="256Mi", created=at(6), pod_affinity=[term({'app': 'b'}, HOST)], pod_anti_affinity=[term({'app': 'b'}, HOST)]),
+        make_pod("default/t1-0", labels={"app": "c"}, priority=1000, cpu="500m", memory="0", created=at(31), pod_affinity=[term({'app': 'a'}, HOST)], host_ports=[80]),
+        make_pod("default/t1-1", labels={"app": "c"}, priority=1000, cpu="500m", memory="0", created=at(8), pod_affinity=[term({'app': 'a'}, HOST)], host_ports=[80]),
+        make_pod("default/t2-0", labels={"app": "a"}, priority=1000, cpu="1", memory="1Gi", created=at(13), pod_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/t2-1", labels={"app": "a"}, priority=1000, cpu="1", memory="1Gi", created=at(35), pod_affinity=[term({'app': 'a'}, HOST)]),
+    ]
+    groups = []
+    check(make_snapshot(nodes, pods, pod_groups=groups))
+
+
+def test_a_place_passes_to_a_later_pod_where_the_first_cannot_fit_at_its_turn():
+    # The fuzzed window 1,326: as above, with zone affinity and host anti-affinity; t1's places
+    # go to the pods whose turns come after what they need.
+    nodes = [
+        make_node("n0", cpu="1", memory="8Gi", pods=3, labels={ZONE: "z0"}),
+        make_node("n1", cpu="2", memory="8Gi", pods=3, labels={ZONE: "z1"}),
+    ]
+    pods = [
+        make_pod("default/run-0", node="n1", labels={"app": "b"}, priority=10, cpu="1", memory="2Gi"),
+        make_pod("default/run-1", node="n0", labels={"app": "a"}, priority=0, cpu="100m", memory="1Gi"),
+        make_pod("default/run-2", node="n1", labels={"app": "c"}, priority=0, cpu="100m", memory="2Gi"),
+        make_pod("default/run-3", node="n1", labels={"app": "b"}, priority=0, cpu="1", memory="256Mi"),
+        make_pod("default/run-4", node="n0", labels={"app": "b"}, priority=0, cpu="500m", memory="1Gi", pod_anti_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/run-5", node="n0", labels={"app": "c"}, priority=0, cpu="100m", memory="256Mi"),
+        make_pod("default/t0-0", labels={"app": "b"}, priority=100, cpu="1", memory="256Mi", created=at(26), pod_anti_affinity=[term({'app': 'b'}, HOST)]),
+        make_pod("default/t0-1", labels={"app": "b"}, priority=100, cpu="1", memory="256Mi", created=at(35), pod_anti_affinity=[term({'app': 'b'}, HOST)]),
+        make_pod("default/t1-0", labels={"app": "b"}, priority=1000, cpu="100m", memory="0", created=at(2), pod_affinity=[term({'app': 'b'}, ZONE)], pod_anti_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/t1-1", labels={"app": "b"}, priority=1000, cpu="100m", memory="0", created=at(28), pod_affinity=[term({'app': 'b'}, ZONE)], pod_anti_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/t1-2", labels={"app": "b"}, priority=1000, cpu="100m", memory="0", created=at(4), pod_affinity=[term({'app': 'b'}, ZONE)], pod_anti_affinity=[term({'app': 'a'}, HOST)]),
+        make_pod("default/t2-0", labels={"app": "b"}, priority=1000, cpu="0", memory="0", created=at(6), host_ports=[80]),
+        make_pod("default/fam0-0", labels={"app": "a"}, priority=100, cpu="1", memory="1Gi", created=at(34), host_ports=[80], group="fam0"),
+        make_pod("default/fam1-0", labels={"app": "a"}, priority=100, cpu="1", memory="1Gi", created=at(32), host_ports=[80], group="fam1"),
+        make_pod("default/fam2-0", labels={"app": "a"}, priority=100, cpu="1", memory="1Gi", created=at(27), host_ports=[80], group="fam2"),
+    ]
+    groups = [make_pod_group("default/fam0", 1), make_pod_group("default/fam1", 1), make_pod_group("default/fam2", 1)]
+    check(make_snapshot(nodes, pods, pod_groups=groups))
