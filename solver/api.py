@@ -373,14 +373,17 @@ class _Deciding:
         if fallback is not None:
             return self._decision(fallback.plan, fallback.source, fallback.problems, fallback.fallback_reason)
         reason = "solver plan failed validation: " + "; ".join(problems[:3])
+        greedy_seconds = outcome.greedy_time
         if greedy is None:  # stopped beside a plan proven optimal: the fallback needs it now
+            t0 = time.monotonic()
             greedy = self._greedy(outcome.static)
-        rescued = self._rescued(sol, base, reason, greedy)
+            greedy_seconds = time.monotonic() - t0
+        rescued = self._rescued(sol, base, reason, greedy, greedy_seconds)
         if rescued is not None:
             return rescued
         return self._fallback(reason, engine="cpsat", result=greedy, static=outcome.static, base=base)
 
-    def _rescued(self, sol, base: dict, reason: str, greedy: GreedyResult) -> Optional[Decision]:
+    def _rescued(self, sol, base: dict, reason: str, greedy: GreedyResult, greedy_seconds: float) -> Optional[Decision]:
         """A plan made of the refused solver plan by kube-scheduler's own turns (``guided.rescue``),
         when it is strictly better than greedy's and the validator passes it; else None."""
         outcome = self._outcome
@@ -388,7 +391,7 @@ class _Deciding:
         ctx = self.ctx
         fixed = deterministic(ctx)  # with one worker the decision must not read the clock
         limit = self.config.solver.time_limit_seconds
-        cost = estimated_greedy_seconds(ctx) if fixed else max(outcome.greedy_time, 0.0)
+        cost = estimated_greedy_seconds(ctx) if fixed else max(greedy_seconds, 0.0)
         left = None if fixed else self.start + limit - time.monotonic()
         progress.stage("the solver's plan was refused; following it by kube-scheduler's turns")
         result = guided.rescue(ctx, outcome.static, sol.placements, greedy,
@@ -397,7 +400,7 @@ class _Deciding:
             return None
         stats = dict(base, **_solver_stats(sol))
         stats.update(status="FEASIBLE", objective=None, bound=None, plan_from="solver", guided=guided.RESCUED,
-                     plan_reason=f"{guided.RESCUED}; it places more than greedy's ({reason})")
+                     plan_reason=f"{guided.RESCUED}; it is better than greedy's plan ({reason})")
         plan = _plan_from(ctx, result.placements, result.victims, result.nominations, result.unschedulable,
                           outcome.static, stats=stats, start=self.start, engine_state=result.state, named=True)
         problems = self._validate(plan)

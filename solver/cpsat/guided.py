@@ -111,10 +111,16 @@ def rescue(ctx, static, placements: dict[str, int], greedy: GreedyResult, weight
     left pending. Each pass is kube-scheduler's algorithm led by a plan, so what it places holds at
     every turn, whatever the refused plan got wrong. Returns the best pass when it is strictly
     better than greedy's plan (None otherwise, or when the passes do not fit: ``cost`` is one
-    pass's seconds; they run when they take at most ``GUIDED_SHARE`` of the limit, or the time
-    left, ``time_left``, when the decision may read the clock)."""
+    pass's seconds; they run when they take at most the time left, ``time_left``, or past the
+    limit at most ``OVERRUN_SHARE`` of it; with ``time_left`` None, a decision that must not read
+    the clock, at most ``GUIDED_SHARE`` of the limit, as the reserve for the guided passes)."""
     limit = ctx.config.solver.time_limit_seconds
-    budget = max(GUIDED_SHARE * limit, time_left or 0.0) if limit > 0 else float("inf")
+    if limit <= 0:
+        budget = float("inf")
+    elif time_left is None:
+        budget = GUIDED_SHARE * limit
+    else:
+        budget = max(OVERRUN_SHARE * limit, time_left)
     if 2 * cost > budget:
         return None
     best: Optional[GreedyResult] = None

@@ -151,9 +151,13 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             else:
                 # (a model that decodes gangs itself has no repair: whole-plan cuts, one plan at
                 # a time, ran out of time there on windows its node cuts had solved; its affinity
-                # nodes are cut on their support domains, their victims' evictions included)
-                near = _near(wm, solver, n, affine, anti_keys)
-                if affine or len(near) > 1:
+                # nodes are cut on their support domains, their victims' evictions included).
+                # After ``DOMAIN_CUT_ROUNDS`` the cuts are the node's alone: a zone's cut removes
+                # a plan or two, and a window whose plans the replay keeps refusing ran out of
+                # time on them (154 rounds) where node cuts ended optimal.
+                domains = rounds <= DOMAIN_CUT_ROUNDS
+                near = _near(wm, solver, n, affine, anti_keys) if domains else {n}
+                if domains and (affine or len(near) > 1):
                     config = _domains_differ(wm, ne, solver, near)
                 else:
                     config = [_differs(wm, ne, var, int(solver.value(var))) for _, var in wm.by_node[n]]
@@ -173,6 +177,10 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
                 wm.model.add_hint(var, repaired.value(var))
 
 
+# Cut rounds whose cuts on a node read the nodes its verdict reads (``_near``); the rounds after
+# cut on the node alone (fuzzed windows: the cuts that need the zone came within 5 rounds; two
+# windows whose refused plans went on for 150-320 rounds ran out of time with zone cuts).
+DOMAIN_CUT_ROUNDS = 20
 # The most x and evict variables a model may have for its first stage's solutions to be recorded
 # (each solution's values are read one by one, in Python).
 RECORD_MAX_VARIABLES = 20_000
@@ -349,8 +357,12 @@ def _stranded(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
         return []
     # (Devices and volumes the plan would give are not decided yet: their checks' lines about
     # other pods are no reason here, so only lines naming a late pod count.)
-    problems = _final_problems(wm, trial, found)
-    return [key for key in late if any(re.search(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", line)
+    return _naming(_final_problems(wm, trial, found), late)
+
+
+def _naming(problems: list[str], keys: list[str]) -> list[str]:
+    """The ``keys`` (pods) some line of ``problems`` names."""
+    return [key for key in keys if any(re.search(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", line)
                                        for line in problems)]
 
 
@@ -384,8 +396,12 @@ def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> l
         cls = wm.class_of(wm.ctx.window_pod(who))
         for namer in namers:
             out.extend(b for c, b in namer.named(v.pod).items() if c != cls and values.value(b))
-    if out and _decodes_itself(wm) and not _final_problems(wm, trial, found):
-        return []
+    if out and _decodes_itself(wm):
+        # (only lines naming a pod with required affinity: the devices and volumes a plan would
+        # give are not decided yet, and their checks' lines are no reason here)
+        leaning = [key for key in trial.placements if wm.ctx.window_pod(key).affinity]
+        if not _naming(_final_problems(wm, trial, found), leaning):
+            return []
     return out
 
 

@@ -487,3 +487,23 @@ def test_a_place_passes_to_a_later_pod_where_the_first_cannot_fit_at_its_turn():
     ]
     groups = [make_pod_group("default/fam0", 1), make_pod_group("default/fam1", 1), make_pod_group("default/fam2", 1)]
     check(make_snapshot(nodes, pods, pod_groups=groups))
+
+
+def test_a_seed_on_a_node_without_the_zone_label_leaves_a_zone_group_its_own_seed():
+    # The long run's window 2,764 (twenty-eighth round), reduced. t1 (app=a) is affine and
+    # anti-affine to app=a on its host; its pod evicts run-2 (app=a) on n3, which has no zone
+    # label, and starts its group there by the self-affinity escape. The t2 gang (app=a, affine
+    # to app=a in its zone) then starts its own group in z2: the pod on n3 does not count for a
+    # zone term (kube-scheduler counts matches only on nodes with the key). The model allowed one
+    # seed for both groups (each matches the other's terms), so it placed the gang alone.
+    nodes = [make_node("n1", cpu="4", memory="8Gi", labels={ZONE: "z2"}),
+             make_node("n3", cpu="2", memory="8Gi")]
+    t1 = dict(labels={"app": "a"}, priority=1000, cpu="0", memory="2Gi",
+              pod_affinity=[term({"app": "a"}, HOST)], pod_anti_affinity=[term({"app": "a"}, HOST)])
+    pods = [make_pod("default/run-2", node="n3", labels={"app": "a"}, priority=0, cpu="500m"),
+            make_pod("default/t1-0", created=at(4), **t1),
+            *[make_pod(f"default/t2-{i}", labels={"app": "a"}, priority=1000, cpu="500m", memory="256Mi",
+                       created=at(7 + i), pod_affinity=[term({"app": "a"}, ZONE)], group="g1") for i in range(3)]]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group("default/g1", 3)])
+    check(snapshot)
+    assert len(schedule(snapshot, CONFIG).assignment_map()) == 4

@@ -176,18 +176,35 @@ def _order_seeds(wm: WindowModel, enc: AffinityEncoding, classes) -> None:
     ``may_escape``). One seed per strongly connected component of "a member of group A matches
     B's terms" keeps them acyclic: a group matches its own terms, so that is one seed domain per
     group too. Other pods come after every seed, so a class that merely matches a seed's terms
-    (with support of its own) leaves the seed alone."""
+    (with support of its own) leaves the seed alone. A seed whose domain has no node with a key
+    of another group's terms fills none of that group's counts (kube-scheduler counts matches
+    only on nodes with the key): where it blocks no other group of its component it may go
+    first, so only the seeds that may block one share the component's one seed (a group on
+    hostname seeding on a node without a zone label, beside a zone group's seed)."""
     by_terms: dict[tuple, list] = {}
-    for (terms, _), seed in enc.seeds.items():
-        by_terms.setdefault(terms, []).append(seed)
+    for (terms, d), seed in enc.seeds.items():
+        by_terms.setdefault(terms, []).append((d, seed))
     members = {terms: [c.rep for c in classes if c.rep.affinity == terms and AllTerms(terms).matches(c.rep)]
                for terms in by_terms}
     graph = nx.DiGraph()
     graph.add_nodes_from(by_terms)
     graph.add_edges_from((a, b) for a in by_terms for b in by_terms
                          if a != b and any(AllTerms(b).matches(rep) for rep in members[a]))
+    nodes = wm.state.nodes
     for component in nx.strongly_connected_components(graph):
-        wm.model.add_at_most_one([s for terms in component for s in by_terms[terms]])
+        if len(component) == 1:
+            wm.model.add_at_most_one([s for terms in component for _, s in by_terms[terms]])
+            continue
+        blocking = []
+        for terms in component:
+            wm.model.add_at_most_one([s for _, s in by_terms[terms]])  # one seed domain per group
+            ids = wm.state.domains(terms[0].topology_key)[0]
+            for d, s in by_terms[terms]:
+                inside = [nodes[int(n)].labels for n in np.flatnonzero(ids == d)]
+                if any(graph.has_edge(terms, other) and any(t.topology_key in labels for t in other for labels in inside)
+                       for other in component if other != terms):
+                    blocking.append(s)
+        wm.model.add_at_most_one(blocking)
 
 
 def _support_components(wm: WindowModel, classes) -> dict[int, int]:
