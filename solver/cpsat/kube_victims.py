@@ -484,7 +484,8 @@ def _anti_keys(wm: WindowModel, cls, memo: dict[int, set[str]]) -> set[str]:
         own = [(t.topology_key, PodMatcher.of_term(t)) for t in rep.anti_affinity]
         hit = set()
         for victim, _ in wm.evict_pod.values():
-            hit.update(t.topology_key for t in victim.anti_affinity if t.matches(rep.namespace, rep.labels, rep.ns_labels))
+            hit.update(t.topology_key for t in victim.anti_affinity
+                       if t.matches(rep.namespace, rep.labels, rep.ns_labels))
             hit.update(key for key, matcher in own if matcher.matches(victim))
         memo[cls.id] = hit
     return hit
@@ -731,8 +732,9 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     pod that cannot fit swaps with a later pod of its class; a pod on the node of a kept victim,
     with an earlier one. A pod of the class the plan leaves out may take the place instead (the
     first pod of a self-affine group may start only once an earlier pod's eviction has removed
-    the last pod matching its terms). The classes the model decodes itself (gangs: ``_self_decoded``) keep
-    their hand-out: their plan is read off the counts again, which would undo a swap."""
+    the last pod matching its terms). The classes the model decodes itself (gangs:
+    ``_self_decoded``) keep their hand-out: their plan is read off the counts again, which would
+    undo a swap."""
     def faults(replay: Any, plan: dict[str, int]) -> tuple[list[str], list[int]]:
         stuck = [key for key, t in replay.turns.items() if not t.outcome_ok and key in plan]
         return stuck, sorted({v.node for v in victims if v.pod.key not in replay.evicted_by})
@@ -752,15 +754,15 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
         victim: (pod, the pod of its class it swaps with, or that takes its place when left
         out), ``SWAP_TRIES`` of each at most."""
         pairs: list[tuple[str, str]] = []
-        if stuck:
-            first = min(stuck, key=turn.__getitem__)
-            if first in class_of:
-                pairs += [(first, key) for key in members if plan.get(key) != plan[first] and turn[key] > turn[first]
-                          and class_of[key] == class_of[first]][:SWAP_TRIES]
+        swappable = [key for key in stuck if key in class_of]
+        if swappable:
+            first = min(swappable, key=turn.__getitem__)
+            pairs += [(first, key) for key in members if plan.get(key) != plan[first] and turn[key] > turn[first]
+                      and class_of[key] == class_of[first]][:SWAP_TRIES]
         if kept:
             node = kept[0]
-            pairs += [(here, key) for here in sorted(plan, key=turn.__getitem__) if plan[here] == node and here in class_of
-                      for key in members
+            here_first = [here for here in sorted(plan, key=turn.__getitem__) if plan[here] == node and here in class_of]
+            pairs += [(here, key) for here in here_first for key in members
                       if plan.get(key) != node and turn[key] < turn[here] and class_of[key] == class_of[here]][:SWAP_TRIES]
         return pairs
 

@@ -146,8 +146,8 @@ def check_window(window: Window, seed: int, tally: Tally) -> None:
     _valid(window, solver, fast, "cpsat", tally)
     # The API's safety net (a solver plan failing validation replaced by greedy's, or by the pass
     # that follows it by kube-scheduler's turns, ``guided.rescue``) must not fire.
-    assert "solver plan failed validation" not in (solver.stats.fallback_reason or "") + (solver.stats.plan_reason or ""), \
-        solver.stats
+    reasons = (solver.stats.fallback_reason or "") + (solver.stats.plan_reason or "")
+    assert "solver plan failed validation" not in reasons, solver.stats
     # Greedy's plan returned is always said so.
     assert solver.stats.fallback == (solver.stats.plan_from == "greedy"), solver.stats
     if solver.assignment_map().keys() == greedy.assignment_map().keys() and not solver.preemptions \

@@ -201,7 +201,8 @@ def _order_seeds(wm: WindowModel, enc: AffinityEncoding, classes) -> None:
             ids = wm.state.domains(terms[0].topology_key)[0]
             for d, s in by_terms[terms]:
                 inside = [nodes[int(n)].labels for n in np.flatnonzero(ids == d)]
-                if any(graph.has_edge(terms, other) and any(t.topology_key in labels for t in other for labels in inside)
+                if any(graph.has_edge(terms, other)
+                       and any(t.topology_key in labels for t in other for labels in inside)
                        for other in component if other != terms):
                     blocking.append(s)
         wm.model.add_at_most_one(blocking)
