@@ -82,12 +82,7 @@ def follow(ctx, static, sol: Solution, models: list[WindowModel], weights: dict[
     if (sol.status == "OPTIMAL" and not room) or greedy_seconds * len(todo) > max(reserved, OVERRUN_SHARE * limit):
         return None
     t0 = time.monotonic()
-    best: Optional[GreedyResult] = None
-    for guide in todo:
-        result = schedule_greedy(ctx, static=static, guide=guide)
-        if best is None or _better(ctx, result, best, weights):
-            best = result
-    assert best is not None
+    best = _best_pass(ctx, static, todo, weights)
     if not _better(ctx, best, sol, weights):
         log.debug("guided passes: none better than the solver's plan (%.2fs)", time.monotonic() - t0)
         return None
@@ -123,14 +118,20 @@ def rescue(ctx, static, placements: dict[str, int], greedy: GreedyResult, weight
         budget = max(OVERRUN_SHARE * limit, time_left)
     if 2 * cost > budget:
         return None
+    best = _best_pass(ctx, static, [Guide(dict(placements), others=others) for others in (True, False)], weights)
+    if not _better(ctx, best, greedy, weights):
+        return None
+    return best
+
+
+def _best_pass(ctx, static, todo: list[Guide], weights: dict[int, int]) -> GreedyResult:
+    """The best of the passes that follow each of ``todo`` (the first, of equals)."""
     best: Optional[GreedyResult] = None
-    for others in (True, False):
-        result = schedule_greedy(ctx, static=static, guide=Guide(dict(placements), others=others))
+    for guide in todo:
+        result = schedule_greedy(ctx, static=static, guide=guide)
         if best is None or _better(ctx, result, best, weights):
             best = result
     assert best is not None
-    if not _better(ctx, best, greedy, weights):
-        return None
     return best
 
 

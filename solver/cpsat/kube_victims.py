@@ -101,7 +101,7 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
             return solver, status, obj, bnd, rounds
         trial, found = judged.of(solver)
         kept = [v for v in trial.victims if v.pod.key not in found.evicted_by]
-        misnamed = _misnamed(wm, solver, trial, found)
+        misnamed = _misnamed(wm, solver, trial, found, problems=lambda: judged.final(solver))
         stranded = judged.stranded(solver)
         if not kept and not misnamed and not stranded:
             if repaired is not None and placement_value(wm, repaired) > placement_value(wm, solver):
@@ -227,7 +227,7 @@ def _decodes_itself(wm: WindowModel) -> bool:
     plan is still a function of its counts (the decoder deals whole gangs from them), so its
     solutions are judged, cut and recorded as any; but a repair, which takes single pods out, would
     leave counts the decoder deals otherwise, so none is made."""
-    return any(isinstance(enc, PlacementDecoder) and enc.decoded_classes() for enc in wm.encodings.values())
+    return bool(_self_decoded(wm))
 
 
 class _Recorded:
@@ -295,6 +295,7 @@ class _Judged:
         self.wm, self.view, self.swaps = wm, view, swaps
         self.last: Optional[tuple[object, Solution, Any]] = None
         self._stranded: Optional[tuple[object, list[str]]] = None
+        self._final: Optional[tuple[object, list[str]]] = None
         self.handed: Optional[object] = None  # the solution whose plan ``of`` handed out by turns
 
     def of(self, solver) -> tuple[Solution, Any]:
@@ -332,17 +333,26 @@ class _Judged:
     def accept(self, solver) -> bool:
         trial, found = self.of(solver)
         return (all(v.pod.key in found.evicted_by for v in trial.victims)
-                and not _misnamed(self.wm, solver, trial, found) and not self.stranded(solver))
+                and not _misnamed(self.wm, solver, trial, found, problems=lambda: self.final(solver))
+                and not self.stranded(solver))
 
     def stranded(self, solver) -> list[str]:
         """``_stranded`` of the solution, once per solution (it may run the final checks)."""
         if self._stranded is None or self._stranded[0] is not solver:
             trial, found = self.of(solver)
-            self._stranded = (solver, _stranded(self.wm, trial, found))
+            self._stranded = (solver, _stranded(self.wm, trial, found, problems=lambda: self.final(solver)))
         return self._stranded[1]
 
+    def final(self, solver) -> list[str]:
+        """``_final_problems`` of the solution's plan, once per solution (both checks may ask)."""
+        if self._final is None or self._final[0] is not solver:
+            trial, found = self.of(solver)
+            self._final = (solver, _final_problems(self.wm, trial, found))
+        return self._final[1]
 
-def _stranded(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
+
+def _stranded(wm: WindowModel, trial: Solution, found: Any,
+              problems: Optional[Callable[[], list[str]]] = None) -> list[str]:
     """The model's pods with required pod affinity that cannot fit their node at their own turn
     (not even by preempting, in the replay), when the plan's final-state checks refuse it: such a
     pod comes only once the plan's later evictions there are done, and the victims then gone
@@ -357,7 +367,7 @@ def _stranded(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
         return []
     # (Devices and volumes the plan would give are not decided yet: their checks' lines about
     # other pods are no reason here, so only lines naming a late pod count.)
-    return _naming(_final_problems(wm, trial, found), late)
+    return _naming(problems() if problems is not None else _final_problems(wm, trial, found), late)
 
 
 def _naming(problems: list[str], keys: list[str]) -> list[str]:
@@ -377,7 +387,8 @@ def _final_problems(wm: WindowModel, trial: Solution, found: Any) -> list[str]:
     return list(replay.problems)
 
 
-def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> list:
+def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any,
+              problems: Optional[Callable[[], list[str]]] = None) -> list:
     """The model's naming literals (``PreemptorNamer.named``, true in ``values``) of the victims the
     replay evicts for a pod of another class than the model named: the pods the model leaned on
     such a victim may find it gone at their turn. In a model that decodes its own classes (gangs)
@@ -400,7 +411,7 @@ def _misnamed(wm: WindowModel, values: Values, trial: Solution, found: Any) -> l
         # (only lines naming a pod with required affinity: the devices and volumes a plan would
         # give are not decided yet, and their checks' lines are no reason here)
         leaning = [key for key in trial.placements if wm.ctx.window_pod(key).affinity]
-        if not _naming(_final_problems(wm, trial, found), leaning):
+        if not _naming(problems() if problems is not None else _final_problems(wm, trial, found), leaning):
             return []
     return out
 
