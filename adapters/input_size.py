@@ -20,6 +20,8 @@ from typing import Any, Optional, Union
 from models import InputError
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES, LIMITS_HINT
 
+from .interrupts import checkpoint
+
 # Read size for inputs of unknown length: large enough to be fast, small next to any bound.
 CHUNK_BYTES = 1 << 24
 # A scheduler config is a few kilobytes; it is read before the limits it sets are known.
@@ -79,6 +81,7 @@ def _read_stream(stream: Any, label: str, limit: SizeLimit) -> Union[bytearray, 
     data = bytearray()
     total = 0
     while True:
+        checkpoint()  # Ctrl-C stops the read of a large dump between chunks, not at its end
         chunk = stream.read(min(CHUNK_BYTES, limit.max_bytes + 1 - total))
         if not chunk:
             break

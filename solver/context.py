@@ -259,7 +259,7 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
         else PodInfo.of(p, ns_labels.get(p.metadata.namespace, {}), sidecar_ports=sidecar_ports, specs=specs)
         for p in interrupt.checked(snapshot.bound_pods())
     ]
-    nodes = NodeList(NodeInfo.of(i, n) for i, n in enumerate(snapshot.nodes))
+    nodes = NodeList(NodeInfo.of(i, n) for i, n in enumerate(interrupt.checked(snapshot.nodes)))
     node_resources = frozenset(r for node in nodes for r in node.allocatable if is_tracked_resource(r))
     resources = set(node_resources)
     for requests in {id(info.requests): info.requests for info in (*infos, *window)}.values():
@@ -276,8 +276,13 @@ def _fresh(snapshot: ClusterSnapshot, sidecar_ports: bool, window: list[PodInfo]
             assumed.unknown[info.key] = info.node_name
             continue
         on_nodes.append((info, index))
+    # Each a pass over every bound pod without a look for Ctrl-C inside (half a second at 5,000
+    # nodes): looked for between them.
+    interrupt.check()
     state.add_many(on_nodes)
+    interrupt.check()
     assumed.place_many([info for info, _ in on_nodes])
+    interrupt.check()
     return assumed
 
 
@@ -424,6 +429,7 @@ def build_context(
         assumed.state.forget_touched()
         assumed.state.forget_changes()
         state = assumed.state.copy()
+    interrupt.check()
     # Each rule's part: DRA's devices and the volume catalog on the state, the marks on window
     # pods that are part of their signature (a pod waiting for its victims may not preempt).
     for prepare in registry.PREPARES:
@@ -438,11 +444,12 @@ def build_context(
 
     nominations = registry.NOMINATIONS
     claims = nominations(snapshot, config, window, state) if nominations is not None else NO_NOMINATIONS
+    interrupt.check()
 
     relevant = relevant_label_keys(snapshot, window, label_keys)
     by_signature: dict[tuple, PodClass] = {}
     classes: list[PodClass] = []
-    for info in window:
+    for info in interrupt.checked(window):
         info.declared = registry.signature(info)
         sig = info.scheduling_signature(relevant)
         cls = by_signature.get(sig)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from adapters.gc_control import keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options
+from adapters.interrupts import checkpoint
 from models import InputError
 
 from . import (
@@ -104,7 +105,9 @@ def _run(args: argparse.Namespace) -> int:
     note(loaded.note())
     if not args.all_pending:
         note(_others_pending(loaded.snapshot, config.scheduler_name))
+    checkpoint()  # each of these walks every pod once
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)
+    checkpoint()
     snapshot = loaded.snapshot
     stage(f"read {len(snapshot.nodes):,} node(s) and {len(snapshot.pods):,} pod(s); preparing the decision")
 
@@ -130,7 +133,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.bound:
         stage("proving how many pods of each priority any plan could place (--bound)")
         plan = with_tier_bound(plan, snapshot)
-    sys.stdout.write(dump_plan(plan, args.output))
+    text = dump_plan(plan, args.output)
+    checkpoint()  # a Ctrl-C before the plan is out: none is printed, as the exit line says
+    sys.stdout.write(text)
     return 0
 
 

@@ -73,3 +73,48 @@ def test_a_running_solve_stops_on_request() -> None:
     with interrupt.stoppable(solver):
         solver.solve(hard_model())
     assert time.monotonic() - began < 10
+
+
+# -- the long passes of a decision outside CP-SAT look for the request between their steps ------
+
+
+def _small_window():
+    from tests.builders import make_node, make_pod, make_snapshot
+
+    return make_snapshot([make_node("n1", cpu="4"), make_node("n2", cpu="4")],
+                         [make_pod("default/run-1", node="n1", cpu="1"), make_pod("default/web-1", cpu="1")])
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_ctrl_c_while_the_validator_replays_the_plan_stops_the_decision(monkeypatch, engine: str) -> None:
+    """At 5,000 nodes the validator takes two seconds; a Ctrl-C that lands in it ends the decision
+    there instead of letting it hand back a plan (which the command would print)."""
+    from solver import decide, ScheduleRequest
+    from solver.plugins import registry
+
+    ran: list[str] = []
+
+    def pressed(replay) -> None:  # Ctrl-C while the final state's checks run
+        ran.append("check")
+        interrupt.request()
+
+    monkeypatch.setattr(registry, "FINAL_CHECKS", (pressed, *registry.FINAL_CHECKS))
+    with pytest.raises(Interrupted):
+        decide(ScheduleRequest(_small_window(), engine=engine))
+    assert ran == ["check"]  # the request was looked for before the next check
+
+
+def test_ctrl_c_while_the_bound_pods_are_assumed_stops_the_context_build(monkeypatch) -> None:
+    from models.config import SchedulerConfig
+    from solver.context import build_context
+    from solver.state import ClusterState
+
+    add_many = ClusterState.add_many
+
+    def pressed(self, placed) -> None:
+        add_many(self, placed)
+        interrupt.request()
+
+    monkeypatch.setattr(ClusterState, "add_many", pressed)
+    with pytest.raises(Interrupted):
+        build_context(_small_window(), SchedulerConfig())
