@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from adapters.cluster_read import add_cluster_options
+from adapters.gc_control import keep_for_good
 
 from . import (
     add_config_options, add_progress_option, config_from_args, non_negative_float, note, read_snapshot_or_cluster,
@@ -31,6 +32,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 def read_input(args: argparse.Namespace):
     """(snapshot, config) from the command line; bad input raises ``InputError`` (exit 2)."""
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers)
+    keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     loaded = read_snapshot_or_cluster(args, config, args.snapshot)
     loaded = loaded.require_nodes_or_pods()
     note(loaded.note())

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from adapters.gc_control import keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
+from adapters.interrupts import checkpoint
 from models import InputError
 
 from . import add_progress_option, non_negative_float, non_negative_int, note, progress_lines, stage, worker_count
@@ -104,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
     if args.apply and args.dry_run:
         raise InputError("--dry-run", "", "cannot be given with --apply: choose one")
     config = config_from_args(args, time_limit_seconds=args.time_limit, workers=args.workers, seed=args.seed)
+    # The snapshot lives until the command is done: what the read makes is put out of the
+    # collector's sight as the read ends (frozen after it, the first collection walked it all
+    # again: a second at 5,000 nodes, deaf to Ctrl-C).
+    keep_for_good()
     given = args.snapshot is not None or _snapshot_after_keep_node(args)
     if not given and cluster_requested(args, snapshot_given=False):
         cluster = read_cluster(args)
@@ -111,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         loaded = read_snapshot(_snapshot_arg(args), max_bytes=config.limits.max_snapshot_bytes)
     loaded = loaded.require_nodes("no node to free and none to move pods to")
-    keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     note(loaded.note())
+    checkpoint()
 
     from solver import SolverMemory
     from solver.repack import OrderError, RepackInfeasible, RepackOptions, RepackUnsafe, plan_repack

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
+from adapters.gc_control import keep_for_good
 
 from . import add_config_options, config_from_args, note
 
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     max_bytes = config.limits.max_snapshot_bytes
+    keep_for_good()  # the snapshot lives until the command is done: no collection walks it again
     if cluster_requested(args, snapshot_given=args.plan is not None):
         if args.plan is not None:
             raise InputError(args.snapshot, "", "give a SNAPSHOT or --kubeconfig/--context/--in-cluster, not both")

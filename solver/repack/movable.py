@@ -33,6 +33,7 @@ from models.config import RepackConfig
 from models.objects import NodeSelector, Pod
 from models.snapshot import ClusterSnapshot
 
+from .. import interrupt
 from ..disruption import pdbs_covering
 from .volumes import REASON_VOLUME_UNKNOWN, volume_placement
 
@@ -163,4 +164,4 @@ def verdict(pod: Pod, snapshot: ClusterSnapshot, config: RepackConfig) -> Movabi
 
 def classify_all(pods, snapshot: ClusterSnapshot, config: RepackConfig) -> dict[str, Movability]:
     """Verdict per pod key, for the running (bound, non-terminal) pods given."""
-    return {pod.key: verdict(pod, snapshot, config) for pod in pods}
+    return {pod.key: verdict(pod, snapshot, config) for pod in interrupt.checked(pods)}  # 2 s at 5,000 nodes

@@ -18,7 +18,7 @@ from models.errors import InputError
 from models.objects import Node, Pod
 from models.snapshot import ClusterSnapshot
 
-from .. import limits
+from .. import interrupt, limits
 from ..context import SchedulingContext, build_context
 from ..memory import SolverMemory
 from ..disruption import PdbBudgets
@@ -51,7 +51,8 @@ def with_window(snapshot: ClusterSnapshot, window: set[str], scheduler_name: str
     """The running cluster with the pods in ``window`` unbound (pending for our scheduler);
     pending and finished pods of the original are left out."""
     verdicts = verdicts or {}
-    pods = tuple(unbind(p, scheduler_name, verdicts.get(p.key)) if p.key in window else p for p in running_pods(snapshot))
+    pods = tuple(unbind(p, scheduler_name, verdicts.get(p.key)) if p.key in window else p
+                 for p in interrupt.checked(running_pods(snapshot)))
     # Priorities were resolved when the original was built; the plain constructor keeps them.
     return ClusterSnapshot(
         nodes=snapshot.nodes,
@@ -128,7 +129,7 @@ class RepackProblem:
             # it runs: the same cluster as a context built afresh from the snapshot, without
             # reading 40,000 pods again (the replay still builds its own from the snapshot).
             state = self.ctx.state.copy()
-            for pod in self.ctx.window:
+            for pod in interrupt.checked(self.ctx.window):
                 state.add(pod, self.origin[pod.key])
             self._running = replace(self.ctx, state=state, window=[], classes=[], bound=[*self.ctx.bound, *self.ctx.window],
                                     bound_by_key={})
@@ -147,12 +148,14 @@ def build_problem(
         if name not in names:
             raise InputError("--keep-node", name, "no node of that name in the snapshot")
     limits.check_nodes(snapshot, config.limits)
+    interrupt.check()
     original = snapshot
     if held:
         from .pending import with_pods_bound
 
         snapshot = with_pods_bound(snapshot, held)
     running = running_pods(snapshot)
+    interrupt.check()
     verdicts = classify_all([p for p in running if p.key not in (held or {})], original, config.repack)
     verdicts.update({key: MOVABLE if held_move else held_for_backlog() for key in held or {}})
     window = {key for key, v in verdicts.items() if v.movable}
@@ -172,7 +175,7 @@ def build_problem(
     origin = {key: index[snapshot.pod_by_key[key].spec.node_name] for key in window}
     pinned: dict[int, list[tuple[str, str]]] = {}
     busy: set[int] = set(origin.values())
-    for pod in running:
+    for pod in interrupt.checked(running):
         verdict = verdicts[pod.key]
         if verdict.pins:
             n = index[pod.spec.node_name]
