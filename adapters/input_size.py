@@ -10,7 +10,9 @@ bounded in characters rather than bytes.)
 
 from __future__ import annotations
 
+import io
 import os
+import select
 import stat
 import sys
 from dataclasses import dataclass
@@ -65,7 +67,7 @@ def read_bounded(source: Union[str, Path, Any], label: str, limit: SizeLimit) ->
     if isinstance(source, (str, Path)):
         if str(source) == "-":
             stream = sys.stdin
-            return _read_stream(getattr(stream, "buffer", stream), label, limit)
+            return _read_stream(_polled(stream) or getattr(stream, "buffer", stream), label, limit)
         with open(source, "rb") as f:
             info = os.fstat(f.fileno())
             # A regular file says its size: refused unread. A pipe, FIFO or device does not.
@@ -73,6 +75,40 @@ def read_bounded(source: Union[str, Path, Any], label: str, limit: SizeLimit) ->
                 raise limit.refuse(label, info.st_size)
             return _read_stream(f, label, limit)
     return _read_stream(source, label, limit)
+
+
+# How long a read of a pipe or terminal waits for data before it looks for Ctrl-C again.
+POLL_SECONDS = 0.2
+
+
+class _Polled:
+    """A pipe or terminal read through its descriptor, waiting for data in ``select`` and looking
+    for Ctrl-C between waits. A plain read of a pipe whose writer is silent (``kubectl get`` still
+    listing, a terminal nobody types in) waits in the kernel: Python restarts it after its signal
+    handler has only taken note, so Ctrl-C went unheard until the writer wrote or closed."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def read(self, size: int) -> bytes:
+        while True:
+            checkpoint()
+            ready, _, _ = select.select([self.fd], [], [], POLL_SECONDS)
+            if ready:
+                return os.read(self.fd, size)  # what is there, up to ``size``; b"" at the end
+
+
+def _polled(stream: Any) -> Optional[_Polled]:
+    """``stream`` (standard input) read by ``_Polled`` when it is a pipe, FIFO or terminal; None
+    for a regular file (read as one) or a stream without a descriptor (a test's stand-in). Its
+    descriptor is read directly: nothing reads standard input before the one input it holds
+    (a command takes at most one input from ``-``), so its buffer holds nothing to skip."""
+    try:
+        fd = stream.fileno()
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return None if regular else _Polled(fd)
 
 
 def _read_stream(stream: Any, label: str, limit: SizeLimit) -> Union[bytearray, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import select
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,9 @@ POLL_SECONDS = 0.2
 
 # While a decision runs under ``sigint_stops_decisions``: ``solver.interrupt.check``.
 _check: Optional[Callable[[], None]] = None
+# Whether the command under way has written its result whole (``write_result``): a Ctrl-C that
+# comes after that finds nothing to stop, and the command ends as it would have.
+_delivered = False
 
 
 def checkpoint() -> None:
@@ -32,6 +36,16 @@ def checkpoint() -> None:
     the signal handler only takes note, so work that never looks would run to its end first."""
     if _check is not None:
         _check()
+
+
+def write_result(text: str) -> None:
+    """Write a command's result (its plan, report or answer) to stdout, unless Ctrl-C came
+    first: then ``Interrupted`` and nothing is written. Once it is written the result stands: a
+    Ctrl-C after it no longer turns the exit into 130 ("no plan printed") with the plan out."""
+    global _delivered
+    checkpoint()
+    _delivered = True
+    sys.stdout.write(text)
 
 
 @contextmanager
@@ -60,8 +74,9 @@ def sigint_stops_decisions() -> Iterator[None]:
             if signal.SIGINT in data:
                 interrupt.request()
 
-    global _check
+    global _check, _delivered
     _check = interrupt.check
+    _delivered = False
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
     # The Python-level handler only notes the signal: raising KeyboardInterrupt in the main thread
     # would cut the decision at an arbitrary point instead of stopping it in order.
@@ -78,6 +93,8 @@ def sigint_stops_decisions() -> Iterator[None]:
         signal.set_wakeup_fd(previous_fd)
         reader.close()
         writer.close()
+        delivered, _delivered = _delivered, False
         if interrupt.requested():
             interrupt.reset()
-            raise KeyboardInterrupt
+            if not delivered:
+                raise KeyboardInterrupt

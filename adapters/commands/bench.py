@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from adapters.interrupts import write_result
 from models import InputError
 
 from . import non_negative_float, non_negative_int, worker_count
@@ -201,9 +202,9 @@ def run(args: argparse.Namespace) -> int:
         report.extra.append(_repack(args))
 
     if args.output == "json":
-        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+        write_result(json.dumps(report.to_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(report_table(report))
+        write_result(report_table(report))
     if args.plot:
         plot_report(report, args.plot)
         _progress(f"chart written to {args.plot}")

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 
 from models import InputError
+
+from adapters.interrupts import write_result
 
 from . import progress_lines
 from .operator_input import add_input_options, read_input
@@ -59,9 +60,9 @@ def _run(args: argparse.Namespace) -> int:
 
     result = provision(snapshot, config, shapes, all_pending=args.all_pending)
     if args.output == "json":
-        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+        write_result(json.dumps(result.to_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(table(result))
+        write_result(table(result))
     return 0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from adapters.gc_control import keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
-from adapters.interrupts import checkpoint
+from adapters.interrupts import checkpoint, write_result
 from models import InputError
 
 from . import add_progress_option, non_negative_float, non_negative_int, note, progress_lines, stage, worker_count
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         except OSError as exc:
             raise InputError("--plot", args.plot, f"cannot write the picture: {exc.strerror or exc}") from None
-    sys.stdout.write(dump_repack(result, args.output))
+    write_result(dump_repack(result, args.output))
     if args.apply and not args.dry_run:
         sys.stdout.flush()
         return _apply(args, result, config)

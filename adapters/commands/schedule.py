@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from adapters.gc_control import keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options
-from adapters.interrupts import checkpoint
+from adapters.interrupts import checkpoint, write_result
 from models import InputError
 
 from . import (
@@ -133,9 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.bound:
         stage("proving how many pods of each priority any plan could place (--bound)")
         plan = with_tier_bound(plan, snapshot)
-    text = dump_plan(plan, args.output)
-    checkpoint()  # a Ctrl-C before the plan is out: none is printed, as the exit line says
-    sys.stdout.write(text)
+    write_result(dump_plan(plan, args.output))
     return 0
 
 

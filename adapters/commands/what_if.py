@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from models import InputError
+
+from adapters.interrupts import write_result
 
 from . import progress_lines
 from .operator_input import add_input_options, read_input
@@ -56,9 +57,9 @@ def _run(args: argparse.Namespace) -> int:
 
     result = what_if(snapshot, changes, config, all_pending=args.all_pending)
     if args.output == "json":
-        sys.stdout.write(json.dumps(to_json(result), indent=2) + "\n")
+        write_result(json.dumps(to_json(result), indent=2) + "\n")
     else:
-        sys.stdout.write(table(result))
+        write_result(table(result))
     return 0
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
+
+from adapters.interrupts import write_result
 
 from . import progress_lines
 from .operator_input import add_input_options, read_input
@@ -39,9 +40,9 @@ def _run(args: argparse.Namespace) -> int:
     target = None if args.target == "all" else args.target
     found = explain(snapshot, config, target, all_pending=args.all_pending)
     if args.output == "json":
-        sys.stdout.write(json.dumps([e.to_json() for e in found], indent=2) + "\n")
+        write_result(json.dumps([e.to_json() for e in found], indent=2) + "\n")
     else:
-        sys.stdout.write("\n".join(text(e) for e in found) if found else "every pending pod is placed\n")
+        write_result("\n".join(text(e) for e in found) if found else "every pending pod is placed\n")
     return 0
 
 

@@ -216,3 +216,55 @@ def test_ctrl_c_while_building_the_model_stops_the_build(tmp_path: Path) -> None
     assert lines[-1] == "cpsat-scheduler: interrupted: no plan printed"
     assert not any("solving:" in line for line in lines), lines  # stopped inside the build
     assert seconds < 10
+
+
+LATE_CTRL_C = """
+import io, os, signal, sys
+from adapters import cli
+real = sys.stdout
+class Pressed(io.TextIOBase):  # Ctrl-C the moment the result is handed to stdout
+    def write(self, s):
+        n = real.write(s)
+        if len(s) > 50:
+            os.kill(os.getpid(), signal.SIGINT)
+        return n
+    def flush(self):
+        real.flush()
+    def fileno(self):
+        return real.fileno()
+sys.stdout = Pressed()
+sys.argv = ["cpsat-scheduler", *sys.argv[1:]]
+sys.exit(cli.main())
+"""
+
+
+@pytest.mark.parametrize("command", [["schedule", str(QUICKSTART), "-o", "json"], ["why", "all", str(QUICKSTART), "-o", "json"]],
+                         ids=["schedule", "why"])
+def test_ctrl_c_after_the_result_is_written_leaves_the_result_standing(command: list[str]) -> None:
+    """A Ctrl-C that lands once the whole result is on its way out has nothing left to stop: the
+    command ends as it would have (exit 0, the result whole), not with 130 and "no plan printed"
+    beside a plan a script would then throw away."""
+    proc = subprocess.run([sys.executable, "-c", LATE_CTRL_C, *command], capture_output=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)  # whole
+    assert b"interrupted" not in proc.stderr
+
+
+def test_ctrl_c_while_standard_input_is_silent_stops_the_read() -> None:
+    """`kubectl get ... | cpsat-scheduler schedule -` while kubectl is still listing: the read
+    waits on a pipe nobody writes to yet, and Ctrl-C must stop it there, not when the writer
+    finally writes or closes."""
+    proc = subprocess.Popen([str(SCRIPT), "schedule", "-", "--progress", "-o", "json"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _started(proc, proc.stderr, "reading ")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        status = proc.wait(timeout=15)  # standard input stays open: the writer is still "listing"
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert status == 130
+    assert err.strip().splitlines()[-1] == "cpsat-scheduler: interrupted: no plan printed"
