@@ -183,7 +183,7 @@ class _Cluster:
     def usage_of(self, pods: Iterable[Pod]) -> dict[int, np.ndarray]:
         """Per priority of ``pods`` (bound ones): what they use, resource x node."""
         out: dict[int, np.ndarray] = {}
-        for pod in pods:
+        for pod in interrupt.checked(pods):
             use = out.setdefault(priority(pod), np.zeros_like(self.alloc))
             j = self.index[pod.spec.node_name]
             requests = pod_requests(pod)
@@ -382,7 +382,7 @@ def min_nodes_bound(snapshot: ClusterSnapshot, pods: Optional[Iterable[Pod]] = N
     if not load or not snapshot.nodes:
         return 0
     totals: dict[str, int] = defaultdict(int)
-    for pod in load:
+    for pod in interrupt.checked(load):
         for r, v in pod_requests(pod).items():
             totals[r] += v
         totals[PODS] += 1

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from adapters.gc_control import paused_gc as paused_gc  # re-exported: the generators pause it too
+from adapters.interrupts import checkpoint
 from models import DEFAULT_SCHEDULER_NAME, POD_GROUP_LABEL
 
 # Characters Kubernetes uses for generated name suffixes and template hashes (no vowels).
@@ -215,6 +216,7 @@ class Factory:
         self._pod_ips = 0
         self._templates: dict[tuple[int, str], tuple[PodTemplate, bytes]] = {}
         self._ordinals: dict[tuple[str, str], int] = {}
+        self.made = 0  # pods made (a look for Ctrl-C every 256)
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -423,6 +425,9 @@ class Factory:
         group: str = "",
         name: str = "",
     ) -> dict[str, Any]:
+        self.made += 1
+        if not self.made % 256:
+            checkpoint()  # a 5,000-node cluster is 175,000 pods: Ctrl-C stops its making
         ns = owner.namespace
         labels = template.pod_labels()
         spec = self._spec(owner, template)

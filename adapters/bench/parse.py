@@ -22,6 +22,8 @@ from models.workloads import CorePodGroup
 from models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.objects import NodeSpec, NodeStatus, PodSpec
 
+from adapters.interrupts import checked
+
 from .objects import paused_gc
 
 _KINDS = {
@@ -109,7 +111,7 @@ def parse_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {field: [] for field in _KINDS.values()}
     parser = _Parser()
     with paused_gc():
-        for obj in objects:
+        for obj in checked(objects):
             kind = obj.get("kind")
             if kind == "Pod":
                 out["pods"].append(parser.pod(obj))

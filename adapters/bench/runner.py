@@ -67,6 +67,8 @@ import numpy as np
 
 from models import ClusterSnapshot, Plan, Pod, SchedulerConfig, pod_group_key
 
+from adapters.interrupts import checked
+
 from . import memory
 from .bounds import group_caps, max_placeable_bound, min_nodes_bound
 from .defaults import DEFAULT_TIME_LIMITS as DEFAULT_TIME_LIMITS, DEFAULT_WINDOW_SIZE as DEFAULT_WINDOW_SIZE
@@ -335,7 +337,7 @@ def load_spread(snapshot: ClusterSnapshot) -> tuple[int, float]:
     from models.resources import CPU
 
     per_node = {n.metadata.name: [0, 0] for n in snapshot.nodes}  # pods, requested millicores
-    for pod in snapshot.bound_pods():
+    for pod in checked(snapshot.bound_pods()):
         slot = per_node.get(pod.spec.node_name)
         if slot is not None:
             slot[0] += 1

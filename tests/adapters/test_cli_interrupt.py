@@ -268,3 +268,19 @@ def test_ctrl_c_while_standard_input_is_silent_stops_the_read() -> None:
         proc.communicate()
     assert status == 130
     assert err.strip().splitlines()[-1] == "cpsat-scheduler: interrupted: no plan printed"
+
+
+def test_ctrl_c_while_a_bench_cluster_is_made_stops_the_making(monkeypatch) -> None:
+    """`bench --scale large` spends 15 s making its 175,000 pods before any decision: the maker
+    looks for Ctrl-C as it goes (every 256 pods), as a decision does."""
+    from adapters import interrupts
+    from models.errors import Interrupted
+    from solver import interrupt
+
+    monkeypatch.setattr(interrupts, "_check", interrupt.check)  # as inside a deciding command
+    interrupt.request()
+    try:
+        with pytest.raises(Interrupted):
+            workloads.realistic("quick", 0)
+    finally:
+        interrupt.reset()
