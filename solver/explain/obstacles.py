@@ -73,7 +73,10 @@ def _room(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:
         if not pods:
             continue
         short = _short_of(node.allocatable, pods, wanted)
-        names = ", ".join(p.key for p in pods[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
+        # The pods that hold what the target is short of come first (a GPU node's daemons hold
+        # none of its GPUs); the obstacle is still the node's whole room.
+        shown = sorted(pods, key=lambda p: not any(pod_requests(p).get(name) for name in short))
+        names = ", ".join(p.key for p in shown[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
         what = f" ({', '.join(short)} short)" if short else ""
         text = f"node {node.metadata.name}: room{what} held by {len(pods)} pod(s): {names}"
         out.append(Obstacle("room", node.metadata.name, text, (f"nodes/{node.metadata.name}",)

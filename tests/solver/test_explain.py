@@ -324,3 +324,16 @@ def test_a_gang_short_of_pod_slots_by_one_is_named_by_the_pod_count() -> None:
     snap = make_snapshot([make_node("n1", cpu="8", pods=3)], pods, pod_groups=[make_pod_group("ml/w", 2)])
     [why] = explain(snap, CONFIG, "podgroup/ml/w")
     assert [(o.kind, o.text) for o in why.obstacles] == [("pod-count", "node n1 holds 2 pod(s), its pod slots: 3")]
+
+
+def test_a_room_obstacle_names_first_the_pods_holding_what_the_target_lacks() -> None:
+    """A GPU node's room is held by its daemons too, which hold none of its GPUs: the pods that
+    hold what the target is short of come first in the text (the obstacle is the whole room)."""
+    nodes = [make_node("gpu-1", cpu="16", extra={"nvidia.com/gpu": "1"})]
+    pods = [make_pod(f"kube-system/daemon-{i}", cpu="100m", node="gpu-1", priority=100) for i in range(5)]
+    pods += [make_pod("ml/train", cpu="1", node="gpu-1", requests={"nvidia.com/gpu": "1"}, priority=100),
+             make_pod("ml/new", cpu="1", requests={"nvidia.com/gpu": "1"}, priority=0)]
+    [why] = explain(make_snapshot(nodes, pods), CONFIG, "ml/new")
+    [room] = [o for o in why.obstacles if o.kind == "room"]
+    assert room.text.startswith("node gpu-1: room (nvidia.com/gpu short) held by 6 pod(s): ml/train, kube-system/daemon-0")
+    assert "pods/kube-system/daemon-4" in room.objects  # relaxing it is still the whole room
