@@ -480,6 +480,20 @@ class _NodeReprieve:
         hi0 = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
         lo = const + sum(c for c in coeffs[len(above):] if c < 0)
         amounts = {v.key: int(self.state.vector(v)[r]) for v in order.pods}
+        # A pod that may not preempt (``preemptionPolicy: Never``) is at the turn only if it fitted
+        # at its own: one that fits only once this level's victims are gone came (in the final
+        # state) after the turn. Either may hold, so with such pods placed here a victim is kept
+        # only if it fits beside the others (``sure``), and gone only if it does not fit beside
+        # them all (found by the long exhaustive-optimum run: a Never pod placed in the room a
+        # later preemptor freed, which the batch counted at that preemptor's turn).
+        unsure = any(cls.rep.preempt_never for cls, _ in above)
+        if unsure:
+            sure_above = [(cls, var) for cls, var in above if not cls.rep.preempt_never]
+            s_vars, s_coeffs, s_const = self._base(level, r, sure_above, claimed)
+            s_const += extra
+            s_hi0 = s_const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(sure_above, s_coeffs))
+        else:
+            s_vars, s_coeffs, s_const, s_hi0 = vars_, coeffs, const, hi0
 
         def prefix(before: list[PodInfo]) -> tuple[list, list[int], int]:
             keys = [w.key for w in before if amounts[w.key]]
@@ -488,14 +502,18 @@ class _NodeReprieve:
         def expr(more_vars: list, more_coeffs: list[int], amount: int):
             return cp_model.LinearExpr.weighted_sum(vars_ + more_vars, coeffs + more_coeffs) + const + amount
 
+        def sure_expr(more_vars: list, more_coeffs: list[int], amount: int):
+            return cp_model.LinearExpr.weighted_sum(s_vars + more_vars, s_coeffs + more_coeffs) + s_const + amount
+
         run_vars: list = []  # the victims before v in the split's order (where it is fixed) ...
         run_coeffs: list[int] = []
         run_hi = hi0  # ... and the sum's top with them back
         for v in order.pods:
             amount = amounts[v.key]
-            fixed = order.fixed(v)
-            sure = (run_vars, run_coeffs, run_hi) if fixed else prefix(order.surely_before(v))
-            maybe = sure if fixed else prefix(order.possibly_before(v))
+            in_order = order.fixed(v)
+            fixed = in_order and not unsure  # "kept" and "over" then read the same sum
+            sure = (run_vars, run_coeffs, run_hi) if in_order else prefix(order.surely_before(v))
+            maybe = sure if in_order else prefix(order.possibly_before(v))
             if amount:
                 run_vars, run_coeffs, run_hi = run_vars + [kept[v.key]], run_coeffs + [amount], run_hi + amount
             if not amount or maybe[2] + amount <= cap:
@@ -517,8 +535,8 @@ class _NodeReprieve:
             if fixed:
                 m.add(expr(maybe[0], maybe[1], amount) <= cap).only_enforce_if(over.Not())
                 m.add_bool_or([kept[v.key].Not(), active.Not(), over.Not()])
-            elif sure[2] + amount > cap:
-                m.add(expr(sure[0], sure[1], amount) <= cap).only_enforce_if([kept[v.key], active])
+            elif sure[2] - (hi0 - s_hi0) + amount > cap:  # (the sure sum's top)
+                m.add(sure_expr(sure[0], sure[1], amount) <= cap).only_enforce_if([kept[v.key], active])
 
     def _ports(self, level: int, here: list[PodInfo], above: list, active: Any, kept: dict[str, Any],
                over_lits: dict[str, list]) -> None:
@@ -529,8 +547,10 @@ class _NodeReprieve:
             for cls, var in above:
                 if cls.rep.host_ports and ports_conflict(cls.rep.host_ports, v.host_ports):
                     # A pod placed at or above L wants a port v holds: v is never reprieved there.
+                    # (one that may not preempt may also come after the turn: a reason, no bar)
                     there = self._here(cls, var)
-                    self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
+                    if not cls.rep.preempt_never:
+                        self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
                     over_lits[v.key].append(there)
 
     def _beyond(self, level: int, here: list[PodInfo], above: list, preempting: list) -> dict[str, list]:
