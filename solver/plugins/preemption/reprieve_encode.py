@@ -480,15 +480,16 @@ class _NodeReprieve:
         hi0 = const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(above, coeffs))
         lo = const + sum(c for c in coeffs[len(above):] if c < 0)
         amounts = {v.key: int(self.state.vector(v)[r]) for v in order.pods}
-        # A pod that may not preempt (``preemptionPolicy: Never``) is at the turn only if it fitted
-        # at its own: one that fits only once this level's victims are gone came (in the final
-        # state) after the turn. Either may hold, so with such pods placed here a victim is kept
-        # only if it fits beside the others (``sure``), and gone only if it does not fit beside
-        # them all (found by the long exhaustive-optimum run: a Never pod placed in the room a
-        # later preemptor freed, which the batch counted at that preemptor's turn).
-        unsure = any(cls.rep.preempt_never for cls, _ in above)
+        # A pod that may not preempt (``preemptionPolicy: Never``, or nominated and waiting for
+        # its victims) is at the turn only if it fitted at its own: one that fits only once this
+        # level's victims are gone came (in the final state) after the turn. Either may hold, so
+        # with such pods placed here a victim is kept only if it fits beside the others (``sure``),
+        # and gone only if it does not fit beside them all (found by the long exhaustive-optimum
+        # run: a Never pod placed in the room a later preemptor freed, which the batch counted at
+        # that preemptor's turn).
+        unsure = any(not cls.rep.may_preempt_others for cls, _ in above)
         if unsure:
-            sure_above = [(cls, var) for cls, var in above if not cls.rep.preempt_never]
+            sure_above = [(cls, var) for cls, var in above if cls.rep.may_preempt_others]
             s_vars, s_coeffs, s_const = self._base(level, r, sure_above, claimed)
             s_const += extra
             s_hi0 = s_const + sum(c * wm.ub_of(cls.id, n) for (cls, _), c in zip(sure_above, s_coeffs))
@@ -547,10 +548,13 @@ class _NodeReprieve:
             for cls, var in above:
                 if cls.rep.host_ports and ports_conflict(cls.rep.host_ports, v.host_ports):
                     # A pod placed at or above L wants a port v holds: v is never reprieved there.
-                    # (one that may not preempt may also come after the turn: a reason, no bar)
+                    if not cls.rep.may_preempt_others:
+                        # One that may not preempt fits at its turn only as the node stands, so
+                        # it is not there while v holds the port: it comes after v is gone (no
+                        # bar on keeping v, and no reason to evict it).
+                        continue
                     there = self._here(cls, var)
-                    if not cls.rep.preempt_never:
-                        self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
+                    self.m.add_implication(there, kept[v.key].Not()).only_enforce_if(active)
                     over_lits[v.key].append(there)
 
     def _beyond(self, level: int, here: list[PodInfo], above: list, preempting: list) -> dict[str, list]:
