@@ -607,6 +607,18 @@ class PlacementDecoder(Protocol):
     def decode(self, wm: EncodeModel, counts: Mapping[int, list[tuple[int, int]]]) -> dict[str, int]: ...
 
 
+@runtime_checkable
+class UnitTrades(Protocol):
+    """A ``PlacementDecoder`` whose units (a kind's interchangeable gangs) may be dealt the same
+    counts otherwise: the model's counts are the same whichever unit takes which places, and
+    kube-scheduler's turns may need another deal than the decoder's (``cpsat/kube_victims.hand_by_turns``
+    tries them when the replay refuses a plan). ``trades(wm, placements, key)``: the other
+    deals worth a try for pod ``key``, each as (the pod whose turn decides whether it may help,
+    the whole plan); empty when ``key`` is in no such unit."""
+
+    def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str) -> list[tuple[str, dict[str, int]]]: ...
+
+
 class HandOut(Protocol):
     """How a rule hands a class's places to its pods (``Plugin.hand_out``; ``cpsat/decode.py``):
     the model counts a class's pods per node, the plan names them, and kube-scheduler takes them

@@ -47,7 +47,7 @@ from ortools.sat.python import cp_model
 from models.plan import Plan, PlanStats
 
 from ..info import queue_order_key
-from ..plugin_api import PlacementDecoder, PreemptorNamer, Relaxable, Values, Victim
+from ..plugin_api import PlacementDecoder, PreemptorNamer, Relaxable, UnitTrades, Values, Victim
 from ..plugins import registry
 from ..state import PodMatcher
 from ..validate import Replay
@@ -89,8 +89,8 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     view = view or OwnWindow(wm)
     while True:
         mark = len(wm.model.proto.constraints)
-        # (the classes a model decodes itself, gangs, are not swapped: their plan is re-decoded
-        # from the counts, which would undo the swap; ``hand_by_turns``)
+        # (the classes a model decodes itself, gangs, are not swapped pod by pod; a kind's gangs
+        # may trade places, and the plan then comes back by name: ``hand_by_turns``)
         judged = _Judged(wm, view, swaps=isinstance(view, OwnWindow))
         recorder = Recorder(plan_vars) if plan_vars is not None else None
         solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=judged.accept, record=recorder)
@@ -545,7 +545,8 @@ def _some_differ(wm: WindowModel, ne: dict, values: Values, counts, bools, name:
 
 class PlanValues:
     """A plan (placements, victims) read as a solution's values (``plugin_api.Values``) of ``wm``:
-    x, placed, evict and level; every other variable reads 0 (so no encoding may decode its own)."""
+    x, placed, evict and level; every other variable reads 0 (so ``decode.extract`` takes every pod,
+    a decoded class's too, by its name here, never by a decoder's reading of the counts)."""
 
     def __init__(self, wm: WindowModel, placements: dict[str, int], victims: list[Victim]) -> None:
         ctx = wm.ctx
@@ -744,8 +745,12 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     with an earlier one. A pod of the class the plan leaves out may take the place instead (the
     first pod of a self-affine group may start only once an earlier pod's eviction has removed
     the last pod matching its terms). The classes the model decodes itself (gangs:
-    ``_self_decoded``) keep their hand-out: their plan is read off the counts again, which would
-    undo a swap."""
+    ``_self_decoded``) are not swapped pod by pod; where their decoder lets its units trade
+    places (``plugin_api.UnitTrades``: two gangs of a kind on each other's nodes), a unit with a
+    pod that cannot fit trades with a later unit, a unit on the node of a kept victim with an
+    earlier one: the decoder deals a kind's gangs in queue order, node by node, and the first
+    gang may have to take the node whose victim opens the zone to the later ones. The plan
+    then comes back by name (``PlanValues``, whose pods ``decode.extract`` reads as named)."""
     def faults(replay: Any, plan: dict[str, int]) -> tuple[list[str], list[int]]:
         stuck = [key for key, t in replay.turns.items() if not t.outcome_ok and key in plan]
         return stuck, sorted({v.node for v in victims if v.pod.key not in replay.evicted_by})
@@ -759,6 +764,25 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     # every pod of the model's classes, placed or not (a place may pass to a pod left out)
     class_of = {p.key: cls.id for cls in wm.classes if cls.id not in fixed for p in cls.pods}
     members = sorted(class_of, key=turn.__getitem__)
+
+    traders = [enc for enc in wm.encodings.values() if isinstance(enc, UnitTrades)] if fixed else []
+
+    def trades(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str, dict[str, int]]]:
+        """The units' trades worth a try (``UnitTrades``), as ``swaps`` picks its pairs: the unit
+        of the first stuck pod of a decoded class with later units, those on the first kept
+        victim's node with earlier ones; (pod, the other unit's first pod, the plan), at most
+        ``SWAP_TRIES`` of each."""
+        out: list[tuple[str, str, dict[str, int]]] = []
+        decoded = [key for key in stuck if key not in class_of]
+        if decoded:
+            first = min(decoded, key=turn.__getitem__)
+            out += [(first, other, traded) for trader in traders for other, traded in trader.trades(wm, plan, first)
+                    if turn[other] > turn[first]][:SWAP_TRIES]
+        if kept:
+            here = [key for key in sorted(plan, key=turn.__getitem__) if plan[key] == kept[0] and key not in class_of]
+            out += [(key, other, traded) for key in here for trader in traders for other, traded in trader.trades(wm, plan, key)
+                    if turn[other] < turn[key]][:SWAP_TRIES]
+        return out
 
     def swaps(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str]]:
         """The pairs worth a try, for the first pod that cannot fit and the first node of a kept
@@ -780,17 +804,22 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     for _ in range(SWAP_PODS):
         if not stuck and not kept:
             break
+        tries: list[tuple[str, str, dict[str, int], str]] = []
         for one, other in swaps(out, stuck, kept):
             trial = dict(out)
             if other in out:
                 trial[one], trial[other] = out[other], out[one]
             else:  # the place passes to a pod of the class the plan left out
                 trial[other] = trial.pop(one)
+            tries.append((one, other, trial, "of one class swap nodes"))
+        if traders:
+            tries += [(one, other, trial, "'s units trade places") for one, other, trial in trades(out, stuck, kept)]
+        for one, other, trial, how in tries:
             again = view(trial, nodes)
             now = faults(again, trial)
             if len(now[0]) + len(now[1]) < len(stuck) + len(kept):
-                log.debug("%s and %s of one class swap nodes: %d fault(s) of the replay before, %d after",
-                          one, other, len(stuck) + len(kept), len(now[0]) + len(now[1]))
+                log.debug("%s and %s%s: %d fault(s) of the replay before, %d after",
+                          one, other, how, len(stuck) + len(kept), len(now[0]) + len(now[1]))
                 out, found, (stuck, kept) = trial, again, now
                 break
         else:

@@ -44,6 +44,14 @@ case is the smallest window shown to the lead:
   victim on another node of the zone kept the node's class out by anti-affinity until it was
   evicted there; and a class's place the decode gave to a pod that cannot take it at its turn,
   where a later pod of the class the plan left out could.
+* fixed (the twenty-ninth round's long run, ``gaps/2026-12-06-a``, and fuzzed windows of the
+  twenty-eighth and twenty-ninth): interchangeable gangs merged into a kind were dealt the kind's
+  places in queue order, node by node, though kube-scheduler's turns needed another deal (the
+  first gang on the node whose victim opens the zone to the rest); the replay refused the deal
+  and the cut on its counts removed the deal that passes too. The refused deal's gangs now
+  trade places, or their pods swap nodes, before anything is cut. And a victim evicted for a
+  pod after a kind's first gang supported none of the kind's pods: the kind's first gangs are
+  the ones its deal places.
 """
 
 from __future__ import annotations
@@ -507,3 +515,61 @@ def test_a_seed_on_a_node_without_the_zone_label_leaves_a_zone_group_its_own_see
     snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group("default/g1", 3)])
     check(snapshot)
     assert len(schedule(snapshot, CONFIG).assignment_map()) == 4
+
+
+def test_interchangeable_gangs_trade_places_when_the_first_needs_the_victim_that_opens_the_zone():
+    # g and h are one-pod gangs of one kind. r on n1 keeps app=c out of zone z0 while it runs;
+    # s fills n0. g (first in the queue) must take n1 and evict r, then h evicts s on n0. The
+    # kind's deal hands n0 to g: refused, and the cut on the counts left the model one gang.
+    nodes = [make_node("n0", cpu="1", memory="8Gi", pods=10, labels={ZONE: "z0"}),
+             make_node("n1", cpu="4", memory="8Gi", pods=10, labels={ZONE: "z0"})]
+    gang = dict(cpu="100m", memory="256Mi", labels={"app": "c"}, priority=1000, host_ports=[80])
+    pods = [make_pod("default/r", cpu="500m", memory="1Gi", node="n1", labels={"app": "a"}, priority=0,
+                     pod_anti_affinity=[term({"app": "c"}, ZONE)]),
+            make_pod("default/s", cpu="950m", memory="1Gi", node="n0", labels={"app": "b"}, priority=0),
+            make_pod("default/g-0", group="g", created=at(0), **gang),
+            make_pod("default/h-0", group="h", created=at(1), **gang)]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group("default/g", 1), make_pod_group("default/h", 1)])
+    check(snapshot)
+    assert schedule(snapshot, CONFIG).assignment_map() == {"default/g-0": "n1", "default/h-0": "n0"}
+
+
+def test_a_gang_s_pods_swap_nodes_with_another_gang_s_of_the_kind():
+    # The long run's window 2026-12-06-a (twenty-ninth round), reduced: three two-pod gangs of
+    # one kind (minMember 1). run-0 on n3 keeps app=a out of z0; n2 holds two pods at most. The
+    # deal gave fam0 n0 and n2, fam1 n2 and n3: fam0's second pod cannot fit n2 at its turn, and
+    # trading the gangs' places does not help. fam0 needs n0 and n3 (its second pod evicts
+    # run-0), fam1 both places on n2 (evicting run-1 and run-2).
+    nodes = [make_node("n0", cpu="4", memory="16Gi"),
+             make_node("n2", cpu="8", memory="16Gi", pods=2, labels={ZONE: "z0"}),
+             make_node("n3", cpu="4", memory="16Gi", labels={ZONE: "z0"})]
+    pods = [make_pod("default/run-0", node="n3", labels={"app": "a"}, priority=0, cpu="1", memory="512Mi",
+                     pod_anti_affinity=[term({"app": "a"}, ZONE)]),
+            make_pod("default/run-1", node="n2", labels={"app": "c"}, priority=0, cpu="250m", memory="256Mi"),
+            make_pod("default/run-2", node="n2", labels={"app": "b"}, priority=100, cpu="250m", memory="256Mi")]
+    pods += [make_pod(f"default/fam{i}-{r}", labels={"app": "a"}, priority=1000, cpu="3", memory="512Mi",
+                      created=at(2 * i + r), group=f"fam{i}") for i in range(3) for r in range(2)]
+    groups = [make_pod_group(f"default/fam{i}", 1) for i in range(3)]
+    snapshot = make_snapshot(nodes, pods, pod_groups=groups)
+    check(snapshot)
+    assert len(schedule(snapshot, CONFIG).assignment_map()) == 4
+
+
+def test_a_victim_supports_the_first_gang_of_a_kind_placed_before_its_preemptor():
+    # The fuzzed window 2,176 (twenty-eighth round), reduced. fam0, fam1 and fam2 are one-pod
+    # gangs of one kind, affine to app=a on their host; run-0 (app=a) keeps app=c out of the zone.
+    # fam0-0 comes first and leans on run-0; t0-0 then evicts it (the host port keeps the later
+    # gangs out). The model read which of a kind's pods are placed as the gangs' choice, so run-0
+    # supported none of them; the kind's deal places its first gangs in queue order.
+    nodes = [make_node("n0", cpu="1", memory="4Gi", labels={ZONE: "z0"})]
+    fam = dict(labels={"app": "b"}, priority=100, cpu="100m", memory="1Gi", host_ports=[80],
+               pod_affinity=[term({"app": "a"}, HOST)])
+    pods = [make_pod("default/run-0", node="n0", labels={"app": "a"}, priority=10, cpu="500m", memory="256Mi",
+                     pod_anti_affinity=[term({"app": "c"}, ZONE)]),
+            make_pod("default/t0-0", labels={"app": "c"}, priority=100, cpu="500m", memory="0", created=at(15)),
+            make_pod("default/fam0-0", group="fam0", created=at(6), **fam),
+            make_pod("default/fam1-0", group="fam1", created=at(11), **fam),
+            make_pod("default/fam2-0", group="fam2", created=at(35), **fam)]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group(f"default/fam{i}", 1) for i in range(3)])
+    check(snapshot)
+    assert schedule(snapshot, CONFIG).assignment_map() == {"default/fam0-0": "n0", "default/t0-0": "n0"}

@@ -89,3 +89,65 @@ def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain
                 runs[int(domain_ids[node])] += 1
         return dict(runs)
     return {d: kind.runs_needed(_totals(kind, part)) for d, part in _by_domain(counts, domain_ids).items()}
+
+
+def trades(kind: GangKind, placements: dict[str, int], key: str, domain_ids=None) -> list[tuple[str, dict[str, int]]]:
+    """Other deals of the same counts for the gang of pod ``key``, each as (the other pod whose
+    turn decides whether it may help, the whole plan):
+
+    * the gang trades places with another gang of ``kind`` (queue order): the two gangs' pods of
+      each model class on each other's nodes; a gang the plan leaves out takes the places of the
+      other, which is left out (the other pod: that gang's first member);
+    * pod ``key`` swaps nodes with a placed pod of its model class in another running gang (the
+      other pod: that one), for a topology kind only within one domain (``domain_ids``: per
+      node, its domain under the kind's key), so that every gang stays in one domain.
+
+    The counts per class and node stay as they are, and so do each gang's share and domain: the
+    plan is one the model's counts decode to. Empty when ``key`` is no member of the kind."""
+    mine = next((g for g in kind.gangs if any(p.key == key for p in g.members)), None)
+    if mine is None or key not in placements:
+        return []
+
+    def nodes_of(gang: Gang) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = defaultdict(list)
+        for p in gang.members:
+            if p.key in placements:
+                out[kind.model_of[p.class_id]].append(placements[p.key])
+        return out
+
+    def given(gang: Gang, nodes: dict[int, list[int]]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in kind.classes:
+            members = [p for p in gang.members if kind.model_of[p.class_id] == c.id]
+            out.update((p.key, n) for p, n in zip(members, nodes.get(c.id, ())))
+        return out
+
+    here = nodes_of(mine)
+    found: list[tuple[str, dict[str, int]]] = []
+    for other in kind.gangs:
+        if other is mine:
+            continue
+        there = nodes_of(other)
+        if there == here:
+            continue  # the same places: no other plan
+        both = {p.key for p in (*mine.members, *other.members)}
+        plan = {k: n for k, n in placements.items() if k not in both}
+        plan.update(given(mine, there))
+        plan.update(given(other, here))
+        found.append((other.members[0].key, plan))
+    node = placements[key]
+    cls = kind.model_of[next(p.class_id for p in mine.members if p.key == key)]
+    for other in kind.gangs:
+        if other is mine or not any(p.key in placements for p in other.members):
+            continue
+        for pod in other.members:
+            at = placements.get(pod.key)
+            if at is None or at == node or kind.model_of[pod.class_id] != cls:
+                continue
+            if domain_ids is not None and int(domain_ids[at]) != int(domain_ids[node]):
+                continue
+            plan = dict(placements)
+            plan[key], plan[pod.key] = at, node
+            if all(plan != f for _, f in found):
+                found.append((pod.key, plan))
+    return found
