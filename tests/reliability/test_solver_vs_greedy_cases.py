@@ -573,3 +573,21 @@ def test_a_victim_supports_the_first_gang_of_a_kind_placed_before_its_preemptor(
     snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group(f"default/fam{i}", 1) for i in range(3)])
     check(snapshot)
     assert schedule(snapshot, CONFIG).assignment_map() == {"default/fam0-0": "n0", "default/t0-0": "n0"}
+
+
+def test_a_gang_s_own_pods_swap_nodes_when_the_first_needs_the_victim_that_opens_the_zone():
+    # The fuzzed window 13,655 (thirtieth round), reduced. fam0 and fam1 are two-pod gangs of one
+    # kind (minMember 2); run-0 on n1 keeps app=c out of the zone, and n1 holds one pod. The deal
+    # gave fam0's first pod n0 and its second n1: the first cannot fit at its turn (run-0 still
+    # runs), and no other gang's pods help. fam0's own pods swap: the first evicts run-0 on n1,
+    # the second run-1 on n0, where fam1 then fits.
+    nodes = [make_node("n0", cpu="1", memory="4Gi", labels={ZONE: "z0"}),
+             make_node("n1", cpu="1", memory="4Gi", pods=1, labels={ZONE: "z0"})]
+    pods = [make_pod("default/run-0", node="n1", labels={"app": "a"}, priority=0, cpu="100m", memory="256Mi",
+                     pod_anti_affinity=[term({"app": "c"}, ZONE)]),
+            make_pod("default/run-1", node="n0", labels={"app": "b"}, priority=0, cpu="1", memory="256Mi")]
+    pods += [make_pod(f"default/fam{i}-{r}", labels={"app": "c"}, priority=100, cpu="100m", memory="256Mi",
+                      created=at(2 * i + r), group=f"fam{i}") for i in range(2) for r in range(2)]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group(f"default/fam{i}", 2) for i in range(2)])
+    check(snapshot)
+    assert schedule(snapshot, CONFIG).assignment_map()["default/fam0-0"] == "n1"

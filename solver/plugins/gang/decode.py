@@ -98,9 +98,10 @@ def trades(kind: GangKind, placements: dict[str, int], key: str, domain_ids=None
     * the gang trades places with another gang of ``kind`` (queue order): the two gangs' pods of
       each model class on each other's nodes; a gang the plan leaves out takes the places of the
       other, which is left out (the other pod: that gang's first member);
-    * pod ``key`` swaps nodes with a placed pod of its model class in another running gang (the
-      other pod: that one), for a topology kind only within one domain (``domain_ids``: per
-      node, its domain under the kind's key), so that every gang stays in one domain.
+    * pod ``key`` swaps nodes with a placed pod of its model class, of its own gang or another
+      running one (the other pod: that one), for a topology kind only within one domain
+      (``domain_ids``: per node, its domain under the kind's key), so that every gang stays in
+      one domain.
 
     The counts per class and node stay as they are, and so do each gang's share and domain: the
     plan is one the model's counts decode to. Empty when ``key`` is no member of the kind."""
@@ -138,11 +139,11 @@ def trades(kind: GangKind, placements: dict[str, int], key: str, domain_ids=None
     node = placements[key]
     cls = kind.model_of[next(p.class_id for p in mine.members if p.key == key)]
     for other in kind.gangs:
-        if other is mine or not any(p.key in placements for p in other.members):
+        if not any(p.key in placements for p in other.members):
             continue
         for pod in other.members:
             at = placements.get(pod.key)
-            if at is None or at == node or kind.model_of[pod.class_id] != cls:
+            if at is None or at == node or pod.key == key or kind.model_of[pod.class_id] != cls:
                 continue
             if domain_ids is not None and int(domain_ids[at]) != int(domain_ids[node]):
                 continue

@@ -54,7 +54,7 @@ class GangEncoding:
     def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str) -> list[tuple[str, dict[str, int]]]:
         """Other deals of the same counts for the gang of pod ``key``, if it is in one of the
         model's kinds (``decode.trades``): its gang's places traded with another gang's, and
-        the pod's node swapped with a pod of its class in another running gang."""
+        the pod's node swapped with a pod of its class in its own or another running gang."""
         from .decode import trades
 
         for kind, _ in self.runs:
