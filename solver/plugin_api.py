@@ -20,7 +20,7 @@ It holds
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 import functools
@@ -612,11 +612,12 @@ class UnitTrades(Protocol):
     """A ``PlacementDecoder`` whose units (a kind's interchangeable gangs) may be dealt the same
     counts otherwise: the model's counts are the same whichever unit takes which places, and
     kube-scheduler's turns may need another deal than the decoder's (``cpsat/kube_victims.hand_by_turns``
-    tries them when the replay refuses a plan). ``trades(wm, placements, key)``: the other
-    deals worth a try for pod ``key``, each as (the pod whose turn decides whether it may help,
-    the whole plan); empty when ``key`` is in no such unit."""
+    tries a few when the replay refuses a plan). ``trades(wm, placements, key)``: the other
+    deals worth a try for pod ``key``, lazily, each as (the pod whose turn decides whether it
+    may help, a function that makes the whole plan); nothing when ``key`` is in no such unit."""
 
-    def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str) -> list[tuple[str, dict[str, int]]]: ...
+    def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str
+               ) -> Iterator[tuple[str, Callable[[], dict[str, int]]]]: ...
 
 
 class HandOut(Protocol):

@@ -34,6 +34,7 @@ solve passes.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import time
@@ -768,20 +769,22 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     traders = [enc for enc in wm.encodings.values() if isinstance(enc, UnitTrades)] if fixed else []
 
     def trades(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str, dict[str, int]]]:
-        """The units' trades worth a try (``UnitTrades``), as ``swaps`` picks its pairs: the unit
-        of the first stuck pod of a decoded class with later units, those on the first kept
-        victim's node with earlier ones; (pod, the other unit's first pod, the plan), at most
-        ``SWAP_TRIES`` of each."""
+        """The units' other deals worth a try (``UnitTrades``), as ``swaps`` picks its pairs: for
+        the first stuck pod of a decoded class, deals with later pods; for the pods on the
+        first kept victim's node, with earlier ones; (pod, the other pod, the plan), at most
+        ``SWAP_TRIES`` of each (the decoder makes only the plans taken)."""
         out: list[tuple[str, str, dict[str, int]]] = []
         decoded = [key for key in stuck if key not in class_of]
         if decoded:
             first = min(decoded, key=turn.__getitem__)
-            out += [(first, other, traded) for trader in traders for other, traded in trader.trades(wm, plan, first)
-                    if turn[other] > turn[first]][:SWAP_TRIES]
+            later = ((first, other, make) for trader in traders for other, make in trader.trades(wm, plan, first)
+                     if turn[other] > turn[first])
+            out += [(one, other, make()) for one, other, make in itertools.islice(later, SWAP_TRIES)]
         if kept:
             here = [key for key in sorted(plan, key=turn.__getitem__) if plan[key] == kept[0] and key not in class_of]
-            out += [(key, other, traded) for key in here for trader in traders for other, traded in trader.trades(wm, plan, key)
-                    if turn[other] < turn[key]][:SWAP_TRIES]
+            earlier = ((key, other, make) for key in here for trader in traders
+                       for other, make in trader.trades(wm, plan, key) if turn[other] < turn[key])
+            out += [(one, other, make()) for one, other, make in itertools.islice(earlier, SWAP_TRIES)]
         return out
 
     def swaps(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str]]:

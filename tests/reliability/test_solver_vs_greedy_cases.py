@@ -49,9 +49,7 @@ case is the smallest window shown to the lead:
   places in queue order, node by node, though kube-scheduler's turns needed another deal (the
   first gang on the node whose victim opens the zone to the rest); the replay refused the deal
   and the cut on its counts removed the deal that passes too. The refused deal's gangs now
-  trade places, or their pods swap nodes, before anything is cut. And a victim evicted for a
-  pod after a kind's first gang supported none of the kind's pods: the kind's first gangs are
-  the ones its deal places.
+  trade places, or their pods swap nodes (within a gang too), before anything is cut.
 """
 
 from __future__ import annotations
@@ -553,26 +551,6 @@ def test_a_gang_s_pods_swap_nodes_with_another_gang_s_of_the_kind():
     snapshot = make_snapshot(nodes, pods, pod_groups=groups)
     check(snapshot)
     assert len(schedule(snapshot, CONFIG).assignment_map()) == 4
-
-
-def test_a_victim_supports_the_first_gang_of_a_kind_placed_before_its_preemptor():
-    # The fuzzed window 2,176 (twenty-eighth round), reduced. fam0, fam1 and fam2 are one-pod
-    # gangs of one kind, affine to app=a on their host; run-0 (app=a) keeps app=c out of the zone.
-    # fam0-0 comes first and leans on run-0; t0-0 then evicts it (the host port keeps the later
-    # gangs out). The model read which of a kind's pods are placed as the gangs' choice, so run-0
-    # supported none of them; the kind's deal places its first gangs in queue order.
-    nodes = [make_node("n0", cpu="1", memory="4Gi", labels={ZONE: "z0"})]
-    fam = dict(labels={"app": "b"}, priority=100, cpu="100m", memory="1Gi", host_ports=[80],
-               pod_affinity=[term({"app": "a"}, HOST)])
-    pods = [make_pod("default/run-0", node="n0", labels={"app": "a"}, priority=10, cpu="500m", memory="256Mi",
-                     pod_anti_affinity=[term({"app": "c"}, ZONE)]),
-            make_pod("default/t0-0", labels={"app": "c"}, priority=100, cpu="500m", memory="0", created=at(15)),
-            make_pod("default/fam0-0", group="fam0", created=at(6), **fam),
-            make_pod("default/fam1-0", group="fam1", created=at(11), **fam),
-            make_pod("default/fam2-0", group="fam2", created=at(35), **fam)]
-    snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group(f"default/fam{i}", 1) for i in range(3)])
-    check(snapshot)
-    assert schedule(snapshot, CONFIG).assignment_map() == {"default/fam0-0": "n0", "default/t0-0": "n0"}
 
 
 def test_a_gang_s_own_pods_swap_nodes_when_the_first_needs_the_victim_that_opens_the_zone():

@@ -5,7 +5,9 @@ and Permit (which encodes the kinds)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from ...info import PodInfo
 from .group import Gang, GangKind
 
 
@@ -91,64 +93,74 @@ def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain
     return {d: kind.runs_needed(_totals(kind, part)) for d, part in _by_domain(counts, domain_ids).items()}
 
 
-def trades(kind: GangKind, placements: dict[str, int], key: str, domain_ids=None) -> list[tuple[str, dict[str, int]]]:
-    """Other deals of the same counts for the gang of pod ``key``, each as (the other pod whose
-    turn decides whether it may help, the whole plan):
+def trades(kind: GangKind, placements: Mapping[str, int], key: str, domain_ids: Sequence = ()
+           ) -> Iterator[tuple[str, Callable[[], dict[str, int]]]]:
+    """Other deals of the same counts for the gang of pod ``key``, lazily, each as (the other pod
+    whose turn decides whether it may help, a function making the whole plan), in this order:
 
-    * the gang trades places with another gang of ``kind`` (queue order): the two gangs' pods of
-      each model class on each other's nodes; a gang the plan leaves out takes the places of the
-      other, which is left out (the other pod: that gang's first member);
+    * the gang trades places with another running gang of ``kind`` (queue order): the two gangs'
+      pods of each model class on each other's nodes (the other pod: its first member);
     * pod ``key`` swaps nodes with a placed pod of its model class, of its own gang or another
-      running one (the other pod: that one), for a topology kind only within one domain
-      (``domain_ids``: per node, its domain under the kind's key), so that every gang stays in
-      one domain.
+      running one (the other pod: that one), only between nodes that share their domain under
+      each of the kind's topology and preferred keys (``domain_ids``: per key, per node), so every
+      gang stays in one domain and touches the domains it touched;
+    * the gang's places go to a gang the plan leaves out, which is left out in its stead (the
+      other pod: that gang's first member).
 
-    The counts per class and node stay as they are, and so do each gang's share and domain: the
-    plan is one the model's counts decode to. Empty when ``key`` is no member of the kind."""
+    The counts per class and node stay as they are, and every running gang holds a share the
+    deal gave one: the plan is one the model's counts decode to. Nothing when ``key`` is no
+    placed member of the kind. Plans are made only when asked for: a caller that takes a few
+    pays for a few."""
     mine = next((g for g in kind.gangs if any(p.key == key for p in g.members)), None)
     if mine is None or key not in placements:
-        return []
+        return
+    model_of = kind.model_of
 
     def nodes_of(gang: Gang) -> dict[int, list[int]]:
         out: dict[int, list[int]] = defaultdict(list)
         for p in gang.members:
             if p.key in placements:
-                out[kind.model_of[p.class_id]].append(placements[p.key])
+                out[model_of[p.class_id]].append(placements[p.key])
         return out
 
-    def given(gang: Gang, nodes: dict[int, list[int]]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for c in kind.classes:
-            members = [p for p in gang.members if kind.model_of[p.class_id] == c.id]
-            out.update((p.key, n) for p, n in zip(members, nodes.get(c.id, ())))
-        return out
+    def traded(other: Gang) -> Callable[[], dict[str, int]]:
+        def make() -> dict[str, int]:
+            plan = dict(placements)
+            for gang in (mine, other):
+                for p in gang.members:
+                    plan.pop(p.key, None)
+            for gang, nodes in ((mine, nodes_of(other)), (other, nodes_of(mine))):
+                for c in kind.classes:
+                    members = [p for p in gang.members if model_of[p.class_id] == c.id]
+                    plan.update((p.key, n) for p, n in zip(members, nodes.get(c.id, ())))
+            return plan
+        return make
 
-    here = nodes_of(mine)
-    found: list[tuple[str, dict[str, int]]] = []
-    for other in kind.gangs:
-        if other is mine:
-            continue
-        there = nodes_of(other)
-        if there == here:
-            continue  # the same places: no other plan
-        both = {p.key for p in (*mine.members, *other.members)}
-        plan = {k: n for k, n in placements.items() if k not in both}
-        plan.update(given(mine, there))
-        plan.update(given(other, here))
-        found.append((other.members[0].key, plan))
-    node = placements[key]
-    cls = kind.model_of[next(p.class_id for p in mine.members if p.key == key)]
-    for other in kind.gangs:
-        if not any(p.key in placements for p in other.members):
-            continue
-        for pod in other.members:
-            at = placements.get(pod.key)
-            if at is None or at == node or pod.key == key or kind.model_of[pod.class_id] != cls:
-                continue
-            if domain_ids is not None and int(domain_ids[at]) != int(domain_ids[node]):
-                continue
+    def swapped(pod: PodInfo, at: int) -> Callable[[], dict[str, int]]:
+        def make() -> dict[str, int]:
             plan = dict(placements)
             plan[key], plan[pod.key] = at, node
-            if all(plan != f for _, f in found):
-                found.append((pod.key, plan))
-    return found
+            return plan
+        return make
+
+    running = [g for g in kind.gangs if any(p.key in placements for p in g.members)]
+    here = nodes_of(mine)
+    for other in running:
+        if other is not mine and nodes_of(other) != here:
+            yield other.members[0].key, traded(other)
+    node = placements[key]
+    cls = model_of[next(p.class_id for p in mine.members if p.key == key)]
+    lone = sum(1 for p in mine.members if p.key in placements) == 1
+    for other in [mine, *(g for g in running if g is not mine)]:
+        if lone and other is not mine and sum(1 for p in other.members if p.key in placements) == 1:
+            continue  # one placed pod each: the swap is the gangs' trade above
+        for pod in other.members:
+            at = placements.get(pod.key)
+            if at is None or at == node or pod.key == key or model_of[pod.class_id] != cls:
+                continue
+            if any(int(ids[at]) != int(ids[node]) for ids in domain_ids):
+                continue
+            yield pod.key, swapped(pod, at)
+    for other in kind.gangs:
+        if other not in running:
+            yield other.members[0].key, traded(other)

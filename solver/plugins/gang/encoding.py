@@ -6,7 +6,7 @@ apart from what every rule shares."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -51,18 +51,18 @@ class GangEncoding:
         return out
 
     # Trading (``plugin_api.UnitTrades``): the same counts, two gangs of a kind on each other's places.
-    def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str) -> list[tuple[str, dict[str, int]]]:
+    def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str
+               ) -> Iterator[tuple[str, Callable[[], dict[str, int]]]]:
         """Other deals of the same counts for the gang of pod ``key``, if it is in one of the
-        model's kinds (``decode.trades``): its gang's places traded with another gang's, and
-        the pod's node swapped with a pod of its class in its own or another running gang."""
+        model's kinds (``decode.trades``, lazily): its gang's places traded with another gang's,
+        or the pod's node swapped with a pod of its class in its own or another running gang."""
         from .decode import trades
 
         for kind, _ in self.runs:
-            ids = wm.state.domains(kind.topology_key)[0] if kind.topology_key is not None else None
-            found = trades(kind, dict(placements), key, ids)
-            if found:
-                return found
-        return []
+            if any(p.key == key for g in kind.gangs for p in g.members):
+                keys = (*((kind.topology_key,) if kind.topology_key is not None else ()), *kind.preferred_keys)
+                yield from trades(kind, placements, key, tuple(wm.state.domains(k)[0] for k in keys))
+                return
 
     def hint_vars(self) -> list[cp_model.IntVar]:
         """Every run count, the kinds' first, then per domain: what a solution's hint repeats."""

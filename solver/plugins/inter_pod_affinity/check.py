@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...framework import names
-from ...info import PodInfo, queue_order_key
+from ...info import PodInfo
 from ...state import ClusterState, PodMatcher
 from ..shared.host_ports import ports_conflict
 from ..shared.resource_fit import fits
@@ -136,7 +136,8 @@ def check_affinity(replay: Replay) -> None:
         pods.append((pod, index))
     if not pods:
         return
-    anchoring = _FinalSupport(pods, replay.final, set(replay.assigned), replay.victims, replay.window)
+    anchoring = _FinalSupport(pods, replay.final, set(replay.assigned), replay.victims,
+                               {p.key: i for i, p in enumerate(replay.ctx.queue())})
     progress = anchoring.start()
     seeds: list[str] = []
     while progress.waiting:
@@ -238,7 +239,7 @@ class _FinalSupport:
 
     def __init__(
         self, pods: list[tuple[PodInfo, int]], state: ClusterState, window: set[str], victims: list[Victim],
-        pending: Mapping[str, PodInfo],
+        turns: Mapping[str, int],
     ) -> None:
         self.state = state
         self.by_key = {pod.key: (pod, index) for pod, index in pods}
@@ -249,7 +250,9 @@ class _FinalSupport:
         # ... unless its preemptor comes first in the queue, or its rules keep that pod out while
         # it runs (``gone_before``, ``kept_out_by``).
         self.victims = {v.pod.key: (v.pod, v.node) for v in victims}
-        self.pending = pending
+        # Each window pod's turn in kube-scheduler's queue (``SchedulingContext.queue``: priority,
+        # creation, name, and a gang's members together at its first member's place).
+        self.turns = turns
         self.placed = window
         self._kept_out: dict[tuple[str, str], bool] = {}
         self._waits: dict[str, bool] = {}
@@ -332,14 +335,12 @@ class _FinalSupport:
                             queue.append(p)
 
     def gone_before(self, victim: str, key: str) -> bool:
-        """Whether ``victim``'s preemptor comes before ``key`` in kube-scheduler's queue (priority,
-        creation, name), so the victim is gone at ``key``'s turn. Not claimed where either is a
-        gang member (the gang's own order decides)."""
-        preemptor = self.pending.get(self.victim_of[victim])
-        pod = self.by_key[key][0]
-        if preemptor is None or preemptor.group is not None or pod.group is not None:
+        """Whether ``victim``'s preemptor comes before ``key`` in kube-scheduler's queue
+        (``turns``: a gang member at its gang's place), so the victim is gone at ``key``'s turn."""
+        preemptor = self.victim_of[victim]
+        if preemptor not in self.turns or key not in self.turns:
             return False
-        return queue_order_key(preemptor) < queue_order_key(pod)
+        return self.turns[preemptor] < self.turns[key]
 
     def kept_out_by(self, victim: str, key: str) -> bool:
         """Whether ``key`` cannot be placed while ``victim`` still runs: a required anti-affinity
@@ -359,27 +360,24 @@ class _FinalSupport:
     def waits_for_room(self, key: str) -> bool:
         """Whether ``key`` does not fit its node at its own turn: beside the node's pods that stay,
         the plan's pods placed there before it in the queue and the victims there whose preemptors
-        come after it (each asked resource and the pod count, as the filter reads them). Only pods
-        whose order is known count (gang members are ordered by their gang): an unknown order
-        never makes a pod wait."""
+        come after it (each asked resource and the pod count, as the filter reads them), in the
+        queue's order (``turns``)."""
         hit = self._waits.get(key)
         if hit is None:
             pod, node = self.by_key[key]
             hit = False
-            if pod.group is None:
-                mine = queue_order_key(pod)
+            mine = self.turns.get(key)
+            if mine is not None:
                 vec = self.state.vector(pod)
                 used = np.zeros_like(vec)  # what the others there at its turn request
                 for q in self.state.pods_on[node].values():
                     if q.key == key:
                         continue
-                    if q.key in self.placed and (q.group is not None or queue_order_key(q) > mine):
-                        continue  # placed after it, or in an order not known
+                    if q.key in self.placed and self.turns.get(q.key, -1) > mine:
+                        continue  # placed after it
                     used += self.state.vector(q)
                 for v, (q, vn) in self.victims.items():
-                    preemptor = self.pending.get(self.victim_of[v])
-                    if vn == node and preemptor is not None and preemptor.group is None \
-                            and queue_order_key(preemptor) > mine:
+                    if vn == node and self.turns.get(self.victim_of[v], -1) > mine:
                         used += self.state.vector(q)
                 hit = not bool(fits(vec, self.state.alloc[node] - used))
             self._waits[key] = hit

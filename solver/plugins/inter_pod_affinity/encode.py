@@ -53,9 +53,6 @@ class AffinityEncoding:
     # Each window pod's place in kube-scheduler's queue (``SchedulingContext.queue``: a gang's
     # members together), made when ``_ahead`` first needs it.
     turns: dict[str, int] = field(default_factory=dict)
-    # Per class that is a kind of gangs on its own: its gangs' (last turn, pods), in the order of
-    # their first turns; None for any other class with gang members (``_leading_gangs``).
-    kind_gangs: dict[int, Optional[list[tuple[int, int]]]] = field(default_factory=dict)
     # Per (class, key, domain), one variable counting the class's pods there (``_domain_count``).
     counts: dict[tuple[int, str, int], cp_model.IntVar] = field(default_factory=dict)
     # (victim, class, class) -> its ``_evicted_after`` literal, made once.
@@ -277,9 +274,10 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
     their turns. A class of pods outside gangs places its first pods (``decode.extract``; a
     repaired plan's too, ``decode.by_counts``), so when it places no more than that many, all of
     its placed pods come before. Which members of a gang class are placed is the gangs' choice,
-    so for such a class only "all of its pods come before" is stated (otherwise 0), but for a
-    class that is a kind of interchangeable gangs on its own (``_leading_gangs``). 0 where
-    ``other`` is no class of the model."""
+    so for such a class only "all of its pods come before" is stated (otherwise 0). (A model
+    that merges interchangeable gangs into kinds decodes the first gangs of a kind in queue
+    order, so a kind's first pod is where its placed pods start.) 0 where ``other`` is no class
+    of the model."""
     hit = enc.ahead.get((other, cls.id))
     if hit is None:
         later = next((c for c in wm.classes if c.id == other), None)
@@ -293,41 +291,9 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
             hit = sum(1 for p in cls.pods if turns[p.key] < first)
             gangs = any(p.group is not None for p in (*later.pods, *cls.pods))
             if gangs and hit < cls.size and any(p.group is not None for p in cls.pods):
-                hit = _leading_gangs(wm, enc, cls, turns, first)
+                hit = 0
         enc.ahead[(other, cls.id)] = hit
     return hit
-
-
-def _leading_gangs(wm: WindowModel, enc: AffinityEncoding, cls, turns: dict[str, int], first: int) -> int:
-    """For a class that is a kind of interchangeable gangs on its own (its pods come from two or
-    more gangs, each with every window member in the class and as many of them): the pods of
-    the kind's leading gangs whose members all take their turns before ``first``. The kind's
-    decoder deals its places to its first gangs in queue order, as few as hold them (each
-    member of one class), so a plan that places no more than that many places only their
-    members. 0 for any other class with gang members."""
-    if cls.id not in enc.kind_gangs:
-        enc.kind_gangs[cls.id] = _kind_gangs(wm, cls, turns)
-    gangs = enc.kind_gangs[cls.id]
-    hit = 0
-    for last, size in gangs or ():
-        if last >= first:
-            break
-        hit += size
-    return hit
-
-
-def _kind_gangs(wm: WindowModel, cls, turns: dict[str, int]) -> Optional[list[tuple[int, int]]]:
-    """``_leading_gangs``' reading of ``cls``: its gangs' (last turn, pods) by first turn, or None."""
-    by_gang: dict[str, list[int]] = defaultdict(list)
-    for p in cls.pods:
-        if p.group is None:
-            return None
-        by_gang[p.group].append(turns[p.key])
-    if len(by_gang) < 2 or len({len(t) for t in by_gang.values()}) != 1:
-        return None
-    if sum(1 for p in wm.ctx.window if p.group in by_gang) != len(cls.pods):
-        return None  # a gang with members of another class: the deal spreads each class over more gangs
-    return [(max(t), len(t)) for t in sorted(by_gang.values(), key=min)]
 
 
 def _evicted_after(wm: WindowModel, enc: AffinityEncoding, victim: PodInfo, other: int, named: cp_model.IntVar,
