@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 import threading
 from dataclasses import dataclass, field, replace
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import numpy as np
@@ -282,7 +282,7 @@ class _Run:
             refused = int((~allowed).sum())
             result.unschedulable[pod.key] = f"0/{n} nodes are available: {refused} {outside}."
         else:
-            _preempt_or_fail(pod, cycle, self._preemption(pod, cycle, allowed), state, result)
+            _preempt_or_fail(pod, cycle, self._preemption(pod, cycle, allowed, held), state, result)
             ctx.claims.release(state, held)
             self._after_postfilter(pod, allowed)
 
@@ -320,13 +320,17 @@ class _Run:
         for part in self.parts:
             part.placed(pod, node, preempted=False)
 
-    def _preemption(self, pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray]) -> Optional[PostFilterOutcome]:
-        """The PostFilter (DefaultPreemption) for a pod no node fits (None: preemption is off)."""
+    def _preemption(self, pod: PodInfo, cycle: Cycle, allowed: Optional[np.ndarray],
+                    held: Sequence[PodInfo] = ()) -> Optional[PostFilterOutcome]:
+        """The PostFilter (DefaultPreemption) for a pod no node fits (None: preemption is off).
+        ``held``: the claims of pods nominated from outside the window, in the state while the pod
+        is filtered: they keep their room, and are never victims (kube-scheduler's preemption
+        evicts only pods on the node; a nominated pod is not one yet)."""
         if not self.preempt or registry.POSTFILTER is None:
             return None
         # their budgets are spent (a rolled-back gang's are not); read only where budgets exist
         evicted = (v.pod for v in self.result.victims)
-        protected = frozenset().union(*(part.protected() for part in self.parts))
+        protected = frozenset().union(*(part.protected() for part in self.parts), (p.key for p in held))
         return registry.POSTFILTER.default_preemption(pod, cycle, self.state, self.static, self.ctx, rng=self.rng,
                                             allowed=allowed, evicted=evicted, protected=protected)
 

@@ -614,10 +614,11 @@ class UnitTrades(Protocol):
     kube-scheduler's turns may need another deal than the decoder's (``cpsat/kube_victims.hand_by_turns``
     tries a few when the replay refuses a plan). ``trades(wm, placements, key)``: the other
     deals worth a try for pod ``key``, lazily, each as (the pod whose turn decides whether it
-    may help, a function that makes the whole plan); nothing when ``key`` is in no such unit."""
+    may help, what changes — equal for the same change asked from another pod —, a function
+    that makes the whole plan); nothing when ``key`` is in no such unit."""
 
     def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str
-               ) -> Iterator[tuple[str, Callable[[], dict[str, int]]]]: ...
+               ) -> Iterator[tuple[str, Hashable, Callable[[], dict[str, int]]]]: ...
 
 
 class HandOut(Protocol):

@@ -39,7 +39,7 @@ import logging
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
@@ -725,6 +725,9 @@ def repair(wm: WindowModel, trial: Solution, view: Optional[ReplayOf] = None) ->
 SWAP_TRIES = 3
 SWAP_PODS = 4
 SWAP_MAX_PLACED = 1_000
+# Pods on a kept victim's node whose units' trades are asked for, at most (each asks the decoder
+# to walk its kind once: at 1,000 placed pods of one kind, 400 on the node cost 0.4 s a judgement).
+TRADES_ASKED = 16
 
 
 def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], nodes: set[int],
@@ -770,21 +773,32 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
 
     def trades(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str, dict[str, int]]]:
         """The units' other deals worth a try (``UnitTrades``), as ``swaps`` picks its pairs: for
-        the first stuck pod of a decoded class, deals with later pods; for the pods on the
-        first kept victim's node, with earlier ones; (pod, the other pod, the plan), at most
-        ``SWAP_TRIES`` of each (the decoder makes only the plans taken)."""
+        the first stuck pod of a decoded class, deals with later pods; for the first
+        ``TRADES_ASKED`` pods on the first kept victim's node, with earlier ones; (pod, the other
+        pod, the plan), at most ``SWAP_TRIES`` distinct changes of each (the decoder makes only
+        the plans taken)."""
+        def taken(found: Iterator[tuple[str, str, Hashable, Callable[[], dict[str, int]]]]
+                  ) -> list[tuple[str, str, dict[str, int]]]:
+            out: list[tuple[str, str, dict[str, int]]] = []
+            seen: set[Hashable] = set()
+            for one, other, change, make in found:
+                if change not in seen:
+                    seen.add(change)
+                    out.append((one, other, make()))
+                    if len(out) == SWAP_TRIES:
+                        break
+            return out
+
         out: list[tuple[str, str, dict[str, int]]] = []
         decoded = [key for key in stuck if key not in class_of]
         if decoded:
             first = min(decoded, key=turn.__getitem__)
-            later = ((first, other, make) for trader in traders for other, make in trader.trades(wm, plan, first)
-                     if turn[other] > turn[first])
-            out += [(one, other, make()) for one, other, make in itertools.islice(later, SWAP_TRIES)]
+            out += taken((first, other, change, make) for trader in traders
+                         for other, change, make in trader.trades(wm, plan, first) if turn[other] > turn[first])
         if kept:
             here = [key for key in sorted(plan, key=turn.__getitem__) if plan[key] == kept[0] and key not in class_of]
-            earlier = ((key, other, make) for key in here for trader in traders
-                       for other, make in trader.trades(wm, plan, key) if turn[other] < turn[key])
-            out += [(one, other, make()) for one, other, make in itertools.islice(earlier, SWAP_TRIES)]
+            out += taken((key, other, change, make) for key in here[:TRADES_ASKED] for trader in traders
+                         for other, change, make in trader.trades(wm, plan, key) if turn[other] < turn[key])
         return out
 
     def swaps(plan: dict[str, int], stuck: list[str], kept: list[int]) -> list[tuple[str, str]]:

@@ -311,3 +311,36 @@ def test_a_reprieve_keeps_the_room_a_nominated_pod_waits_for(engine: str) -> Non
     )
     plan = schedule(snapshot, CONFIG, engine=engine)
     assert validate(snapshot, plan, CONFIG) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_held_claim_is_never_a_victim(engine: str) -> None:
+    # A second review's fuzzed window (issue 34, thirtieth round). g0's members sit together at
+    # its first member's place, so a tier-100 member is placed before the tier-1000 pods; nom-0's
+    # claim on n1 (priority 100) is then held while g1's members are filtered, as that placed
+    # member honours it. A member that had to preempt there took the claim for a pod of the node
+    # and evicted it, and releasing the claim afterwards raised KeyError: both engines crashed.
+    from datetime import timedelta
+
+    from tests.builders import make_pod_group, term
+
+    zone, host = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
+    nodes = [make_node("n0", cpu="2", pods=2, labels={zone: "z0"}), make_node("n1", cpu="1", labels={zone: "z0"}),
+             make_node("n2", cpu="1", labels={zone: "z0"})]
+
+    def member(key: str, cpu: str, priority: int, app: str, group: str, minutes: int, key_: str):
+        return make_pod(key, cpu=cpu, priority=priority, labels={"app": app}, group=group,
+                        created=T0 + timedelta(minutes=minutes), pod_affinity=[term({"app": "b"}, key_)])
+
+    pods = [make_pod("default/run-2", node="n2", cpu="1", priority=0, labels={"app": "a"}),
+            make_pod("default/run-3", node="n1", cpu="1", priority=0, labels={"app": "b"}),
+            member("default/g0-0", "0", 100, "a", "g0", 44, zone),
+            member("default/g0-1", "500m", 100, "a", "g0", 2, zone),
+            member("default/g0-2", "1", 1000, "c", "g0", 9, zone),
+            member("default/g1-0", "500m", 1000, "b", "g1", 49, host),
+            member("default/g1-2", "500m", 1000, "a", "g1", 15, host),
+            make_pod("default/nom-0", cpu="1", priority=100, labels={"app": "b"}, nominated="n1", scheduler=OTHER)]
+    snapshot = make_snapshot(nodes, pods, pod_groups=[make_pod_group("default/g0", 1), make_pod_group("default/g1", 2)])
+    plan = schedule(snapshot, CONFIG, engine=engine)
+    assert validate(snapshot, plan, CONFIG) == []
+    assert all(p.pod != "default/nom-0" for p in plan.preemptions)

@@ -5,7 +5,7 @@ and Permit (which encodes the kinds)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 
 from ...info import PodInfo
 from .group import Gang, GangKind
@@ -94,9 +94,10 @@ def domain_runs(kind: GangKind, counts: dict[int, list[tuple[int, int]]], domain
 
 
 def trades(kind: GangKind, placements: Mapping[str, int], key: str, domain_ids: Sequence = ()
-           ) -> Iterator[tuple[str, Callable[[], dict[str, int]]]]:
+           ) -> Iterator[tuple[str, Hashable, Callable[[], dict[str, int]]]]:
     """Other deals of the same counts for the gang of pod ``key``, lazily, each as (the other pod
-    whose turn decides whether it may help, a function making the whole plan), in this order:
+    whose turn decides whether it may help, what changes — the same for the same change asked
+    from another pod —, a function making the whole plan), in this order:
 
     * the gang trades places with another running gang of ``kind`` (queue order): the two gangs'
       pods of each model class on each other's nodes (the other pod: its first member);
@@ -147,7 +148,7 @@ def trades(kind: GangKind, placements: Mapping[str, int], key: str, domain_ids: 
     here = nodes_of(mine)
     for other in running:
         if other is not mine and nodes_of(other) != here:
-            yield other.members[0].key, traded(other)
+            yield other.members[0].key, ("trade", frozenset((mine.key, other.key))), traded(other)
     node = placements[key]
     cls = model_of[next(p.class_id for p in mine.members if p.key == key)]
     lone = sum(1 for p in mine.members if p.key in placements) == 1
@@ -160,7 +161,7 @@ def trades(kind: GangKind, placements: Mapping[str, int], key: str, domain_ids: 
                 continue
             if any(int(ids[at]) != int(ids[node]) for ids in domain_ids):
                 continue
-            yield pod.key, swapped(pod, at)
+            yield pod.key, ("swap", frozenset((key, pod.key))), swapped(pod, at)
     for other in kind.gangs:
         if other not in running:
-            yield other.members[0].key, traded(other)
+            yield other.members[0].key, ("trade", frozenset((mine.key, other.key))), traded(other)

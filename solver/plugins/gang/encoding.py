@@ -6,7 +6,7 @@ apart from what every rule shares."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class GangEncoding:
 
     # Trading (``plugin_api.UnitTrades``): the same counts, two gangs of a kind on each other's places.
     def trades(self, wm: EncodeModel, placements: Mapping[str, int], key: str
-               ) -> Iterator[tuple[str, Callable[[], dict[str, int]]]]:
+               ) -> Iterator[tuple[str, Hashable, Callable[[], dict[str, int]]]]:
         """Other deals of the same counts for the gang of pod ``key``, if it is in one of the
         model's kinds (``decode.trades``, lazily): its gang's places traded with another gang's,
         or the pod's node swapped with a pod of its class in its own or another running gang."""

@@ -14,8 +14,9 @@
   are refused, as any sequential order would refuse them. Terminating pods support, as in the
   filter; so does a victim, for every pod but its own preemptor (it runs until that preemptor
   arrives, and kube-scheduler never rechecks the affinity of pods already placed), the pods
-  after that preemptor in the queue (priority, creation, name: the victim is gone at their turn;
-  gang members, which their gang orders, excepted) and the pods it keeps out while it runs (a
+  after that preemptor in the queue (``SchedulingContext.queue``: priority, creation, name, a
+  gang's members together at its first member's place; the victim is gone at their turn) and the
+  pods it keeps out while it runs (a
   required anti-affinity term of either matching the other, a host port both want on its node):
   those come after it is gone. Room is such a reason too: a pod that does not fit its node at its
   own turn, beside the victims there whose preemptors come after it, is placed only once they are
