@@ -54,8 +54,9 @@ def extract(wm: WindowModel, values: Values, sol: Solution) -> None:
     for dec in decoders:
         # (a plan read as values names the decoded pods too: its units may have traded places,
         # ``kube_victims.hand_by_turns``, which the counts would deal back)
+        mine = dec.decoded_classes()
         named = None if by_name is None else {p.key: by_name[p.key] for cls in wm.classes
-                                              if cls.id in dec.decoded_classes() for p in cls.pods if p.key in by_name}
+                                              if cls.id in mine for p in cls.pods if p.key in by_name}
         for key, n in (dec.decode(wm, counts) if named is None else named).items():
             sol.placements[key] = n
             placed_on.setdefault(n, []).append(wm.ctx.pod(key))
