@@ -68,6 +68,8 @@ class SchedulingContext:
     settled: tuple[tuple[PodInfo, int], ...] = ()
     # ``queue()``'s answer, with the window it was worked out for (never copied by ``replace``).
     _queue: Optional[tuple[list[PodInfo], list[PodInfo]]] = field(default=None, init=False, repr=False)
+    # ``turns()``'s answer, with the queue it was read from.
+    _turns: Optional[tuple[list[PodInfo], dict[str, int]]] = field(default=None, init=False, repr=False)
 
     @property
     def num_nodes(self) -> int:
@@ -92,6 +94,15 @@ class SchedulingContext:
                 queue = sort(self, queue)
             hit = (self.window, queue)
             self._queue = hit
+        return hit[1]
+
+    def turns(self) -> dict[str, int]:
+        """Each window pod's turn in ``queue()`` (its index), worked out once per queue."""
+        queue = self.queue()
+        hit = self._turns
+        if hit is None or hit[0] is not queue:
+            hit = (queue, {p.key: i for i, p in enumerate(queue)})
+            self._turns = hit
         return hit[1]
 
     def __post_init__(self) -> None:

@@ -237,6 +237,10 @@ class ContextView(Protocol):
         the rules' QueueSort reorders it (``Plugin.queue_sort``)."""
         ...
 
+    def turns(self) -> Mapping[str, int]:
+        """Each window pod's turn in ``queue()`` (its index)."""
+        ...
+
 
 class StaticView(Protocol):
     """The static filters' cached verdicts (``filtering.StaticFilters``)."""

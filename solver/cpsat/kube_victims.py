@@ -763,7 +763,7 @@ def hand_by_turns(wm: WindowModel, view: ReplayOf, placements: dict[str, int], n
     stuck, kept = faults(found, out)
     if (not stuck and not kept) or len(placements) > SWAP_MAX_PLACED:
         return out, found
-    turn = {p.key: i for i, p in enumerate(wm.ctx.queue())}
+    turn = wm.ctx.turns()
     fixed = _self_decoded(wm)
     # every pod of the model's classes, placed or not (a place may pass to a pod left out)
     class_of = {p.key: cls.id for cls in wm.classes if cls.id not in fixed for p in cls.pods}

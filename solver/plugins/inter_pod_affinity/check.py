@@ -137,8 +137,7 @@ def check_affinity(replay: Replay) -> None:
         pods.append((pod, index))
     if not pods:
         return
-    anchoring = _FinalSupport(pods, replay.final, set(replay.assigned), replay.victims,
-                               {p.key: i for i, p in enumerate(replay.ctx.queue())})
+    anchoring = _FinalSupport(pods, replay.final, set(replay.assigned), replay.victims, replay.ctx.turns())
     progress = anchoring.start()
     seeds: list[str] = []
     while progress.waiting:

@@ -50,9 +50,6 @@ class AffinityEncoding:
     # (class, class) -> how many pods of the second come before every pod of the first in queue
     # order (``_ahead``).
     ahead: dict[tuple[int, int], int] = field(default_factory=dict)
-    # Each window pod's place in kube-scheduler's queue (``SchedulingContext.queue``: a gang's
-    # members together), made when ``_ahead`` first needs it.
-    turns: dict[str, int] = field(default_factory=dict)
     # Per (class, key, domain), one variable counting the class's pods there (``_domain_count``).
     counts: dict[tuple[int, str, int], cp_model.IntVar] = field(default_factory=dict)
     # (victim, class, class) -> its ``_evicted_after`` literal, made once.
@@ -284,9 +281,7 @@ def _ahead(wm: WindowModel, enc: AffinityEncoding, other: int, cls) -> int:
         if later is None:
             hit = 0
         else:
-            if not enc.turns:
-                enc.turns.update((p.key, i) for i, p in enumerate(wm.ctx.queue()))
-            turns = enc.turns
+            turns = wm.ctx.turns()
             first = min(turns[p.key] for p in later.pods)
             hit = sum(1 for p in cls.pods if turns[p.key] < first)
             gangs = any(p.group is not None for p in (*later.pods, *cls.pods))
