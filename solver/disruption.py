@@ -106,11 +106,14 @@ class Budget:
     selector: Selector
     allowed: int
     disrupted: frozenset[str]  # pod names already counted by the controller
+    # An empty selector (``{}``) covers every pod of the namespace, as the Eviction API reads a
+    # policy/v1 budget; off, it covers none, as kube-scheduler's preemption reads it.
+    empty_covers_all: bool = False
 
     def covers(self, pod: PodInfo) -> bool:
         return (
             pod.namespace == self.namespace
-            and not self.selector.is_empty
+            and (self.empty_covers_all or not self.selector.is_empty)
             and self.selector.matches(pod.labels)
             and pod.pod.metadata.name not in self.disrupted
         )
@@ -130,14 +133,16 @@ class PdbBudgets:
         self._spent_below: dict[Optional[int], list[int]] = {}
 
     @staticmethod
-    def of(ctx) -> "PdbBudgets":
+    def of(ctx, *, evictions: bool = False) -> "PdbBudgets":
+        """``evictions``: read the budgets as the Eviction API does (an empty selector covers
+        the whole namespace), for plans carried out by evicting (re-packing)."""
         cached = getattr(ctx, "_pdb_budgets", None)
         if cached is not None:
             return cached
         pdbs = ctx.snapshot.pdbs
         budgets = [
             Budget(pdb.key, pdb.metadata.namespace, Selector.of(pdb.spec.selector), allowed,
-                   frozenset(pdb.status.disrupted_pods))
+                   frozenset(pdb.status.disrupted_pods), empty_covers_all=evictions)
             for pdb, allowed in zip(pdbs, allowances(pdbs, ctx.snapshot.pods))
         ]
         out = PdbBudgets(budgets)
@@ -160,7 +165,8 @@ class PdbBudgets:
         if hit is None:
             hit = self._by_labels[key] = tuple(
                 i for i, b in enumerate(self.budgets)
-                if b.namespace == pod.namespace and not b.selector.is_empty and b.selector.matches(pod.labels))
+                if b.namespace == pod.namespace and (b.empty_covers_all or not b.selector.is_empty)
+                and b.selector.matches(pod.labels))
         if self._names_counted:
             name = pod.pod.metadata.name
             return tuple(i for i in hit if name not in self.budgets[i].disrupted)

@@ -184,8 +184,10 @@ def build_problem(
                 busy.add(n)
     keep = frozenset(index[name] for name in keep_nodes)
     # PodDisruptionBudgets read the cluster as it is (the window copies have no node: unhealthy;
-    # held pending pods do not run: the original snapshot has them pending).
-    budgets = PdbBudgets.of(SimpleNamespace(snapshot=original))
+    # held pending pods do not run: the original snapshot has them pending). The plan is carried
+    # out through the Eviction API, so a budget is read as it reads it (an empty selector covers
+    # its whole namespace), as the replay does.
+    budgets = PdbBudgets.of(SimpleNamespace(snapshot=original), evictions=True)
     return RepackProblem(
         snapshot=snapshot,
         config=config,

@@ -190,6 +190,18 @@ def test_pdb_allowing_two_frees_one_node():
     replay_ok(snapshot, result)
 
 
+def test_pdb_with_an_empty_selector_covers_its_whole_namespace():
+    """policy/v1: a budget selecting ``{}`` covers every pod of its namespace, and the Eviction
+    API refuses evictions past its allowance; the plan counts it as the replay does (it used to
+    ignore it, and the replay refused the plan it made)."""
+    pods = half_empty(6)
+    for allowed, moved, freed in ((0, 0, 0), (2, 2, 1)):
+        snapshot = make_snapshot(nodes(6), pods, pdbs=[make_pdb("default/all", allowed=allowed, label_selector={})])
+        result = plan_repack(snapshot, options=FAST)
+        assert result.moved_pods == moved and len(result.freed_nodes) == freed
+        replay_ok(snapshot, result)
+
+
 def test_pdb_computed_from_min_available():
     """No status: 12 healthy pods, minAvailable 10 → 2 disruptions allowed."""
     snapshot = make_snapshot(nodes(6), half_empty(6), pdbs=[make_pdb("default/web", {"app": "web"}, min_available=10)])
