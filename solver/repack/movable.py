@@ -10,6 +10,8 @@ cluster-autoscaler could also remove:
   empty; we do the same);
 * terminating pods are already leaving: not moved, and they do not keep a node busy either;
 * ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`` keeps a pod, and its node, in place;
+* a pod more than one PodDisruptionBudget covers stays: the Eviction API refuses to evict it
+  (``This pod has more than one PodDisruptionBudget``), whatever its annotations say;
 * ``safe-to-evict: "true"`` makes any other pod movable, whatever the two rules below say;
 * a pod without a controller (a bare pod) is moved only with ``repack.moveBarePods``: evicting
   it deletes it for good;
@@ -47,6 +49,8 @@ REASON_MIRROR = "mirror (static) pod"
 REASON_DAEMONSET = "DaemonSet pod"
 # Already being deleted: it leaves on its own.
 REASON_TERMINATING = "terminating"
+# Covered by two budgets or more: the Eviction API answers 500 and evicts nothing.
+REASON_MANY_PDBS = "covered by more than one PodDisruptionBudget (the Eviction API refuses to evict it)"
 # Annotated safe-to-evict: "false".
 REASON_NOT_SAFE_TO_EVICT = 'annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "false"'
 # No controller would recreate it (enable with repack.moveBarePods).
@@ -124,9 +128,11 @@ def local_volumes(pod: Pod) -> list[str]:
     return found
 
 
-def classify(pod: Pod, config: RepackConfig, *, covered_by_pdb: bool = False, volumes=None) -> Movability:
+def classify(pod: Pod, config: RepackConfig, *, covered_by_pdb: bool = False, volumes=None,
+             pdb_count: int = 0) -> Movability:
     """The verdict for one running pod (the order of the checks decides which reason wins).
-    ``covered_by_pdb``: some PodDisruptionBudget selects the pod; ``volumes``: where its
+    ``covered_by_pdb``: some PodDisruptionBudget selects the pod (``pdb_count``: how many do);
+    ``volumes``: where its
     persistent volumes admit it (``volumes.volume_placement``; None: it has none)."""
     if is_mirror(pod):
         return _stays(REASON_MIRROR, pins=False)
@@ -137,6 +143,8 @@ def classify(pod: Pod, config: RepackConfig, *, covered_by_pdb: bool = False, vo
     annotation = pod.metadata.annotations.get(SAFE_TO_EVICT)
     if annotation == "false":
         return _stays(REASON_NOT_SAFE_TO_EVICT, pins=True)
+    if pdb_count > 1:
+        return _stays(REASON_MANY_PDBS, pins=True)
     if annotation == "true":
         return MOVABLE
     if controller_kind(pod) is None and not config.move_bare_pods:
@@ -158,7 +166,8 @@ def classify(pod: Pod, config: RepackConfig, *, covered_by_pdb: bool = False, vo
 
 def verdict(pod: Pod, snapshot: ClusterSnapshot, config: RepackConfig) -> Movability:
     """``classify`` with what it needs to know from the snapshot (budgets, volumes)."""
-    return classify(pod, config, covered_by_pdb=bool(pdbs_covering(pod, snapshot.pdbs)),
+    budgets = len(pdbs_covering(pod, snapshot.pdbs))
+    return classify(pod, config, covered_by_pdb=budgets > 0, pdb_count=budgets,
                     volumes=volume_placement(pod, snapshot))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from models.config import RepackConfig, SchedulerConfig
 from models.storage import PersistentVolume, PersistentVolumeClaim
 from solver.repack import RepackOptions, plan_repack
-from solver.repack.movable import REASON_SYSTEM_NO_PDB, classify
+from solver.repack.movable import REASON_MANY_PDBS, REASON_SYSTEM_NO_PDB, classify
 from solver.repack.volumes import REASON_VOLUME_UNKNOWN
 from tests.builders import make_node, make_pdb, make_pod, make_snapshot
 from tests.solver.test_repack import FAST, final_nodes, replay_ok, workload
@@ -159,4 +159,24 @@ def test_replicas_kept_apart_by_a_preference_stay_apart() -> None:
     where = {f"default/dns-{i}": ends.get(f"default/dns-{i}", f"n{i}") for i in range(2)}
     assert where["default/dns-0"] != where["default/dns-1"]
     assert len(result.freed_nodes) == 1  # web-0 joins a dns replica; the replicas stay apart
+    replay_ok(snapshot, result)
+
+
+def test_a_pod_two_budgets_cover_stays_put() -> None:
+    """The Eviction API answers 500 ("more than one PodDisruptionBudget") for a pod two budgets
+    select, whatever their allowances: a plan evicting it stops at that step. It stays, and
+    pins its node; the other pods still move."""
+    pods = [workload("default/api-0", "n0", labels={"app": "api", "tier": "front"}, annotations={
+                "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}),
+            workload("default/api-1", "n1", labels={"app": "api", "tier": "front"}),
+            workload("default/web-0", "n2", labels={"app": "web"}, owner="web")]
+    nodes = [make_node(f"n{i}", cpu="8", memory="16Gi") for i in range(3)]
+    pdbs = [make_pdb("default/api", {"app": "api"}, allowed=5), make_pdb("default/front", {"tier": "front"}, allowed=5)]
+    snapshot = make_snapshot(nodes, pods, pdbs=pdbs)
+    result = plan_repack(snapshot, options=FAST)
+    moved = final_nodes(result)
+    assert "default/api-0" not in moved and "default/api-1" not in moved
+    assert moved.get("default/web-0") in ("n0", "n1") and result.freed_nodes == ["n2"]
+    n0 = next(n for n in result.nodes if n.name == "n0")
+    assert n0.pinned_by == "default/api-0: " + REASON_MANY_PDBS
     replay_ok(snapshot, result)
