@@ -99,6 +99,12 @@ def _allowed(pdb: PodDisruptionBudget, expected: int, healthy: int) -> int:
     return max(0, healthy - max(0, desired))
 
 
+# The key of the budget a reading for evictions adds (``PdbBudgets.of``): the pods two budgets
+# or more cover, which the Eviction API never evicts ("This pod has more than one
+# PodDisruptionBudget, which the eviction subresource does not support"): it allows none.
+MANY_BUDGETS = "(pods more than one PodDisruptionBudget covers: the Eviction API refuses to evict them)"
+
+
 @dataclass
 class Budget:
     key: str
@@ -109,21 +115,31 @@ class Budget:
     # An empty selector (``{}``) covers every pod of the namespace, as the Eviction API reads a
     # policy/v1 budget; off, it covers none, as kube-scheduler's preemption reads it.
     empty_covers_all: bool = False
+    # Set on the ``MANY_BUDGETS`` budget only: the budgets of which it covers the pods two or
+    # more select.
+    siblings: tuple["Budget", ...] = ()
 
-    def covers(self, pod: PodInfo) -> bool:
+    def selects(self, pod: PodInfo) -> bool:
+        """Its namespace and selector take ``pod`` in (whatever ``disrupted`` says)."""
+        if self.siblings:
+            return sum(1 for b in self.siblings if b.selects(pod)) > 1
         return (
             pod.namespace == self.namespace
             and (self.empty_covers_all or not self.selector.is_empty)
             and self.selector.matches(pod.labels)
-            and pod.pod.metadata.name not in self.disrupted
         )
+
+    def covers(self, pod: PodInfo) -> bool:
+        return self.selects(pod) and pod.pod.metadata.name not in self.disrupted
 
 
 class PdbBudgets:
     """Every budget of a snapshot with its allowance, for splitting and costing victims."""
 
-    def __init__(self, budgets: list[Budget]) -> None:
+    def __init__(self, budgets: list[Budget], *, evictions: bool = False) -> None:
         self.budgets = budgets
+        # Read as the Eviction API reads them (``of``); ``MANY_BUDGETS`` is then the last budget.
+        self.evictions = evictions
         # ``covering``'s memo: the budgets whose namespace and selector take in a pod of these
         # (namespace, labels). Preemption and its replay ask of every victim so far at every turn
         # (``spent``): a 500-node window of hundreds of budgets and victims asked 77 million
@@ -133,11 +149,18 @@ class PdbBudgets:
         self._spent_below: dict[Optional[int], list[int]] = {}
 
     @staticmethod
-    def of(ctx, *, evictions: bool = False) -> "PdbBudgets":
-        """``evictions``: read the budgets as the Eviction API does (an empty selector covers
-        the whole namespace), for plans carried out by evicting (re-packing)."""
+    def of(ctx, *, evictions: Optional[bool] = None) -> "PdbBudgets":
+        """The budgets of ``ctx``'s snapshot, kept on ``ctx``. ``evictions``: read them as the
+        Eviction API does, for plans carried out by evicting: an empty selector covers the whole
+        namespace, and a pod two budgets or more cover is never evicted (``MANY_BUDGETS``, which
+        allows none). By default they are so read under ``preemption.pdb: hard`` (the live
+        scheduler's: it evicts through that API), and as kube-scheduler's preemption reads them
+        otherwise (an empty selector covers nothing; kube-scheduler deletes its victims)."""
+        if evictions is None:
+            config = getattr(ctx, "config", None)
+            evictions = config is not None and config.preemption.pdb == "hard"
         cached = getattr(ctx, "_pdb_budgets", None)
-        if cached is not None:
+        if cached is not None and cached.evictions == evictions:
             return cached
         pdbs = ctx.snapshot.pdbs
         budgets = [
@@ -145,7 +168,9 @@ class PdbBudgets:
                    frozenset(pdb.status.disrupted_pods), empty_covers_all=evictions)
             for pdb, allowed in zip(pdbs, allowances(pdbs, ctx.snapshot.pods))
         ]
-        out = PdbBudgets(budgets)
+        if evictions and len(budgets) > 1:
+            budgets.append(Budget(MANY_BUDGETS, "", Selector.of(None), 0, frozenset(), siblings=tuple(budgets)))
+        out = PdbBudgets(budgets, evictions=evictions)
         ctx._pdb_budgets = out
         return out
 
@@ -154,7 +179,8 @@ class PdbBudgets:
         """Give ``other``, a context over ``ctx``'s snapshot and other pods (a neighbourhood
         round's), ``ctx``'s budgets and allowances with memos of its own, instead of working the
         allowances out again for it."""
-        other._pdb_budgets = PdbBudgets(PdbBudgets.of(ctx).budgets)
+        mine = PdbBudgets.of(ctx)
+        other._pdb_budgets = PdbBudgets(mine.budgets, evictions=mine.evictions)
 
     def covering(self, pod: PodInfo) -> tuple[int, ...]:
         """The budgets covering ``pod`` (``Budget.covers``), by position."""
@@ -163,10 +189,7 @@ class PdbBudgets:
         key = pod.match_key or (pod.namespace, tuple(sorted(pod.labels.items())))
         hit = self._by_labels.get(key)
         if hit is None:
-            hit = self._by_labels[key] = tuple(
-                i for i, b in enumerate(self.budgets)
-                if b.namespace == pod.namespace and (b.empty_covers_all or not b.selector.is_empty)
-                and b.selector.matches(pod.labels))
+            hit = self._by_labels[key] = tuple(i for i, b in enumerate(self.budgets) if b.selects(pod))
         if self._names_counted:
             name = pod.pod.metadata.name
             return tuple(i for i in hit if name not in self.budgets[i].disrupted)

@@ -496,7 +496,8 @@ def _round_problem(problem: RepackProblem, state, batch: list[int], keys: list[s
     pinned.update({n: v for n, v in problem.pinned.items()})
     spent = [sum(1 for k in early if i in covering[k]) for i in range(len(budget_left))]
     budgets = PdbBudgets([replace(b, allowed=max(left - used, 0))
-                          for b, left, used in zip(problem.budgets.budgets, budget_left, spent)])
+                          for b, left, used in zip(problem.budgets.budgets, budget_left, spent)],
+                         evictions=problem.budgets.evictions)
     return replace(problem, ctx=ctx, origin={k: cur[k] for k in keys}, pinned=pinned,
                    busy_before=frozenset(in_batch), budgets=budgets, notes=[], _running=None)
 

@@ -104,6 +104,36 @@ def test_pods_a_budget_protects_are_not_chosen_as_victims(make_cluster: Callable
     assert wait_for(lambda: cluster.node_of("high") == "n1")
 
 
+def test_a_budget_with_an_empty_selector_guards_its_whole_namespace(make_cluster: Callable[..., Cluster]) -> None:
+    # policy/v1: `selector: {}` selects every pod of the namespace for the Eviction API. The
+    # planner read it as kube-scheduler's preemption does (nothing covered) and evicted for
+    # `high`; the validator refused that plan, and the window, `side` with it, was never bound.
+    cluster = make_cluster(cluster_with_victims([node("n2", cpu="1"), pdb("everything", min_available=2)]))
+    sched = cluster.scheduler()
+    cluster.create(pod("high", cpu="2", priority_class="high"))
+    cluster.create(pod("side", cpu="1", priority_class="low"))
+    assert wait_for(lambda: cluster.node_of("side") == "n2")
+    assert wait_for(lambda: sched.queue.where(f"{NS}/high") == "unschedulable")
+    assert sched.metrics.evictions.labels(result="refused")._value.get() == 0
+    assert cluster.pod("low-0") is not None and cluster.pod("low-1") is not None
+
+
+def test_a_pod_two_budgets_select_is_not_chosen_as_a_victim(make_cluster: Callable[..., Cluster]) -> None:
+    # The Eviction API answers 500 for a pod more than one budget selects, whatever they allow.
+    budgets = [pdb("by-app", min_available=0, app="batch"), pdb("by-tier", min_available=0, tier="x")]
+    cluster = make_cluster([node("n1", cpu="2"), node("n2", cpu="2"), priority_class("low", 10),
+                            priority_class("mid", 500), priority_class("high", 1000),
+                            pod("twice", cpu="2", priority_class="low", node_name="n1", running=True,
+                                labels={"app": "batch", "tier": "x"}),
+                            pod("once", cpu="2", priority_class="mid", node_name="n2", running=True,
+                                labels={"app": "web", "tier": "x"}), *budgets])
+    sched = cluster.scheduler()
+    cluster.create(pod("high", cpu="2", priority_class="high"))
+    assert wait_for(lambda: cluster.node_of("high") == "n2")
+    assert cluster.pod("twice") is not None and cluster.pod("once") is None
+    assert sched.metrics.evictions.labels(result="error")._value.get() == 0
+
+
 def test_refused_eviction_429_requeues_the_preemptor(make_cluster: Callable[..., Cluster],
                                                      caplog: pytest.LogCaptureFixture) -> None:
     cluster = make_cluster(cluster_with_victims())

@@ -138,6 +138,69 @@ def test_hard_pdb_allowance_is_spent_across_the_window(engine):
     assert len(plan.preemptions) == 1 and len(plan.assignments) == 1
 
 
+HARD_ENGINES = {"solver": ("cpsat", SOLVER), "fallback": ("cpsat", FALLBACK), "greedy": ("greedy", SOLVER)}
+
+
+def _hard_plan(snap, engine: str, config=None):
+    name, base = HARD_ENGINES[engine]
+    config = config or with_hard_pdb(base)
+    plan = schedule(snap, config, engine=name)
+    assert validate(snap, plan, config) == []
+    return plan
+
+
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+def test_hard_budgets_read_an_empty_selector_as_the_eviction_api_does(engine):
+    # A policy/v1 budget with `selector: {}` covers every pod of its namespace for the Eviction
+    # API, through which the live scheduler evicts (it plans with `pdb: hard`). Both engines read
+    # it as kube-scheduler's preemption does (covering nothing) and evicted `low`; the validator
+    # then refused both plans and `schedule` printed none ("this is a bug").
+    snap = make_snapshot(
+        [make_node("n1", cpu="2")],
+        [make_pod("default/low", cpu="2", priority=0, labels={"app": "low"}, node="n1"),
+         make_pod("default/high", cpu="1", priority=100)],
+        pdbs=[make_pdb("default/everything", label_selector={}, max_unavailable=0)],
+    )
+    plan = _hard_plan(snap, engine)
+    assert not plan.preemptions and not plan.assignments
+    # Soft budgets stay kube-scheduler's reading: nothing covered, `low` is evicted.
+    name, base = HARD_ENGINES[engine]
+    soft = schedule(snap, base, engine=name)
+    assert validate(snap, soft, base) == []
+    assert victims(soft) == {"default/low": "n1"}
+
+
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+def test_hard_budgets_never_evict_a_pod_two_budgets_cover(engine):
+    # The Eviction API refuses a pod that more than one budget selects (an error, not a 429),
+    # whatever they allow: a plan counting on it could never be carried out.
+    nodes = [make_node("n1", cpu="2"), make_node("n2", cpu="2")]
+    running = [make_pod("default/twice", cpu="2", priority=0, labels={"app": "a", "tier": "x"}, node="n1"),
+               make_pod("default/once", cpu="2", priority=5, labels={"app": "b", "tier": "y"}, node="n2")]
+    pdbs = [make_pdb("default/by-app", {"app": "a"}, max_unavailable=5),
+            make_pdb("default/by-tier", {"tier": "x"}, max_unavailable=5)]
+    snap = make_snapshot(nodes, running + [make_pod("default/high", cpu="2", priority=100)], pdbs=pdbs)
+    plan = _hard_plan(snap, engine)
+    # `twice` has the lower priority, but only `once` can go.
+    assert victims(plan) == {"default/once": "n2"}
+    assert placed(plan) == {"default/high": "n2"}
+
+
+def test_the_validator_refuses_a_hard_plan_evicting_a_pod_two_budgets_cover():
+    snap = make_snapshot(
+        [make_node("n1", cpu="2")],
+        [make_pod("default/twice", cpu="2", priority=0, labels={"app": "a", "tier": "x"}, node="n1"),
+         make_pod("default/high", cpu="2", priority=100)],
+        pdbs=[make_pdb("default/by-app", {"app": "a"}, max_unavailable=5),
+              make_pdb("default/by-tier", {"tier": "x"}, max_unavailable=5)],
+    )
+    soft = schedule(snap, SOLVER)
+    assert victims(soft) == {"default/twice": "n1"} and validate(snap, soft, SOLVER) == []
+    problems = validate(snap, soft, with_hard_pdb(SOLVER))
+    assert any("covered by 2 PodDisruptionBudgets (default/by-app, default/by-tier)" in p
+               and "Eviction API refuses" in p for p in problems), problems
+
+
 # --------------------------------------------------------------------------- gangs
 
 

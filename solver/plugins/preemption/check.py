@@ -4,7 +4,8 @@ Each victim runs on the named node and its preemptor is placed there and may pre
 (``shared.preemption_rule.why_not``: strictly higher priority, not ``preemptionPolicy: Never``, not a
 member of the victim's own PodGroup); kube-scheduler's own preemption, replayed on the plan in
 queue order, evicts it at that preemptor's turn (``replay``); with ``preemption.pdb: hard`` no
-budget's allowance is exceeded.
+budget's allowance is exceeded, read as the Eviction API reads budgets (an empty selector covers
+its namespace), and no victim is a pod two budgets or more cover (the Eviction API refuses those).
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ def _check_budgets(replay: Replay) -> None:
     pdbs = replay.ctx.snapshot.pdbs
     covered: dict[str, list[str]] = defaultdict(list)
     for v in replay.victims:
-        for pdb in pdbs_covering(v.pod.pod, pdbs):
+        mine = pdbs_covering(v.pod.pod, pdbs)
+        if len(mine) > 1:
+            replay.report(
+                f"pdb: {v.pod.key} is covered by {len(mine)} PodDisruptionBudgets ({names(b.key for b in mine)}); "
+                "the Eviction API refuses to evict such a pod"
+            )
+        for pdb in mine:
             covered[pdb.key].append(v.pod.key)
     touched = [pdb for pdb in pdbs if covered.get(pdb.key)]
     for pdb, allowed in zip(touched, allowances(touched, pods)):
