@@ -568,7 +568,9 @@ class PodResourceClaimStatus(K8sModel):
 class PodSpec(K8sModel):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
-    priority: Optional[StrictInt] = None
+    # int32 in the API: a larger value is no pod the API server could hold (and overflowed the
+    # solver's priority arrays: an internal error instead of exit 2).
+    priority: Optional[StrictInt] = Field(default=None, ge=-(2**31), le=2**31 - 1)
     priority_class_name: str = ""
     preemption_policy: Optional[Literal["PreemptLowerPriority", "Never"]] = None
     node_selector: LabelMap = {}
