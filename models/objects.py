@@ -455,11 +455,12 @@ class Toleration(K8sModel):
 
 
 class TopologySpreadConstraint(K8sModel):
-    max_skew: StrictInt = Field(ge=1)
+    # int32 in the API; a larger skew reached CP-SAT's constraint builder (an internal error).
+    max_skew: StrictInt = Field(ge=1, le=2**31 - 1)
     topology_key: str = Field(min_length=1)
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     label_selector: Optional[LabelSelector] = None
-    min_domains: Optional[StrictInt] = Field(default=None, ge=1)
+    min_domains: Optional[StrictInt] = Field(default=None, ge=1, le=2**31 - 1)
     node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
     node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
     match_label_keys: ListOf[str] = []

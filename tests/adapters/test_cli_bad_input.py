@@ -36,3 +36,13 @@ def test_a_pod_priority_past_int32_is_bad_input(capsys, tmp_path: Path) -> None:
     code, out, err = run(capsys, "schedule", snap)
     assert code == 2 and out == ""
     assert err == [f"cpsat-scheduler: error: pods/default/web-1: spec.priority: {10**30} is above the maximum 2147483647"]
+
+
+def test_a_max_skew_past_int32_is_bad_input(capsys, tmp_path: Path) -> None:
+    spread = (f"topologySpreadConstraints: [{{maxSkew: {2**70}, topologyKey: kubernetes.io/hostname, "
+              "whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}], ")
+    node = NODE.replace("metadata: {name: n1}", "metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}")
+    code, out, err = run(capsys, "schedule", write(tmp_path, "snap.yaml", listing(node, pod(spread))))
+    assert code == 2 and out == ""
+    assert err == [f"cpsat-scheduler: error: pods/default/web-1: spec.topologySpreadConstraints[0].maxSkew: {2**70} "
+                   "is above the maximum 2147483647"]
