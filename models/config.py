@@ -84,7 +84,7 @@ class SolverConfig(_ConfigModel):
 
     time_limit_seconds: float = Field(default=10.0, ge=0)
     workers: int = Field(default=0, ge=0, le=64)  # 0: auto (8 workers: CP-SAT's portfolio)
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)  # CP-SAT's random_seed is an int32
     relative_gap: float = Field(default=0.0, ge=0, le=1)
     parameters: str = ""
     # Order the counts on interchangeable nodes (lexicographic symmetry break). Off by default:

@@ -25,6 +25,7 @@ __all__ = [
     "non_negative_int",
     "note",
     "progress_lines",
+    "solver_seed",
 ]
 
 
@@ -45,6 +46,15 @@ def non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def solver_seed(text: str) -> int:
+    """CP-SAT's random_seed is an int32: a larger one was refused by its parameters' setter as an
+    internal error after the snapshot was read."""
+    value = non_negative_int(text)
+    if value > 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at most {2**31 - 1}")
     return value
 
 

@@ -15,7 +15,9 @@ from adapters.cluster_read import add_cluster_options, cluster_requested, read_c
 from adapters.interrupts import checkpoint, write_result
 from models import InputError
 
-from . import add_progress_option, non_negative_float, non_negative_int, note, progress_lines, stage, worker_count
+from . import (
+    add_progress_option, non_negative_float, non_negative_int, note, progress_lines, solver_seed, stage, worker_count,
+)
 
 OUTPUTS = ("table", "json", "yaml")
 OBJECTIVES = ("nodes", "cost")
@@ -59,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
     parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
-    parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
+    parser.add_argument("--seed", type=solver_seed, metavar="N", help="CP-SAT random seed (config solver.seed)")
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default), json (the stable contract) or yaml")
     parser.add_argument(
         "--allow-blocking-pending", action="store_true",

@@ -21,10 +21,10 @@ from . import (
     add_progress_option,
     config_from_args,
     non_negative_float,
-    non_negative_int,
     note,
     progress_lines,
     read_snapshot_or_cluster,
+    solver_seed,
     stage,
     worker_count,
 )
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--engine", choices=ENGINES, default="cpsat", help="cpsat (default) or greedy (kube-scheduler's scheduleOne)")
     parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="the decision's time limit, its context build and validation included (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
-    parser.add_argument("--seed", type=non_negative_int, metavar="N", help="CP-SAT random seed (config solver.seed)")
+    parser.add_argument("--seed", type=solver_seed, metavar="N", help="CP-SAT random seed (config solver.seed)")
     add_config_options(parser)
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default, for people), json (the stable contract) or yaml")
     parser.add_argument("--bound", action="store_true", help="after the decision, prove with CP-SAT the most pods of each "

@@ -46,3 +46,15 @@ def test_a_max_skew_past_int32_is_bad_input(capsys, tmp_path: Path) -> None:
     assert code == 2 and out == ""
     assert err == [f"cpsat-scheduler: error: pods/default/web-1: spec.topologySpreadConstraints[0].maxSkew: {2**70} "
                    "is above the maximum 2147483647"]
+
+
+def test_a_solver_seed_past_int32_is_bad_input(capsys, tmp_path: Path) -> None:
+    snap = write(tmp_path, "snap.yaml", listing(NODE, pod()))
+    for command in ("schedule", "repack"):
+        code, out, err = run(capsys, command, snap, "--seed", str(2**31))
+        assert code == 2 and out == "", (command, err)
+        assert err[-1] == f"cpsat-scheduler {command}: error: argument --seed: '{2**31}' must be at most 2147483647"
+    config = write(tmp_path, "config.yaml", f"solver:\n  seed: {2**31}\n")
+    code, out, err = run(capsys, "schedule", snap, "--config", config)
+    assert code == 2 and out == ""
+    assert err == [f"cpsat-scheduler: error: config: solver.seed: {2**31} is above the maximum 2147483647"]
