@@ -82,7 +82,9 @@ class ScoringConfig(_ConfigModel):
 class SolverConfig(_ConfigModel):
     """CP-SAT settings. ``parameters`` is passed through verbatim in protobuf text format."""
 
-    time_limit_seconds: float = Field(default=10.0, ge=0)
+    # Finite, and no longer than a wait on the decision's threads can take (past ~9.2e9 s: an
+    # OverflowError from the thread join, an internal error).
+    time_limit_seconds: float = Field(default=10.0, ge=0, le=1_000_000_000)
     workers: int = Field(default=0, ge=0, le=64)  # 0: auto (8 workers: CP-SAT's portfolio)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)  # CP-SAT's random_seed is an int32
     relative_gap: float = Field(default=0.0, ge=0, le=1)

@@ -26,6 +26,7 @@ __all__ = [
     "note",
     "progress_lines",
     "solver_seed",
+    "time_limit",
 ]
 
 
@@ -36,6 +37,18 @@ def non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+# Past about 9.2e9 s the waits on the decision's threads overflow (time_t): an internal error.
+MAX_TIME_LIMIT_SECONDS = 1_000_000_000
+
+
+def time_limit(text: str) -> float:
+    """A ``--time-limit``: a finite number of seconds >= 0 that a thread's wait can take."""
+    value = non_negative_float(text)
+    if value > MAX_TIME_LIMIT_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at most {MAX_TIME_LIMIT_SECONDS} seconds")
     return value
 
 

@@ -24,7 +24,7 @@ from typing import Any, Optional
 from adapters.interrupts import write_result
 from models import InputError
 
-from . import non_negative_float, non_negative_int, worker_count
+from . import non_negative_int, time_limit, worker_count
 
 SCALES = ("quick", "medium", "large")
 OUTPUTS = ("table", "json")
@@ -85,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--scale", choices=SCALES, default="quick", help="quick (default; ~a minute for the suite), medium (~1,000 nodes) or large (~5,000 nodes)")
     parser.add_argument("--quick", dest="scale", action="store_const", const="quick", help="same as --scale quick")
     parser.add_argument(
-        "--time-limit", type=non_negative_float, metavar="S",
+        "--time-limit", type=time_limit, metavar="S",
         help="CP-SAT time limit per window, seconds (default: "
         + ", ".join(f"{s} {v:g}" for s, v in DEFAULT_TIME_LIMITS.items())
         + "; scale-3k 15, scale-10k 10; a --config file's solver.timeLimitSeconds is not used)",

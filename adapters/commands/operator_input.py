@@ -10,8 +10,8 @@ from adapters.cluster_read import add_cluster_options
 from adapters.gc_control import keep_for_good
 
 from . import (
-    add_config_options, add_progress_option, config_from_args, non_negative_float, note, read_snapshot_or_cluster,
-    worker_count,
+    add_config_options, add_progress_option, config_from_args, note, read_snapshot_or_cluster,
+    time_limit, worker_count,
 )
 
 OUTPUTS = ("table", "json")
@@ -21,7 +21,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file, or - for stdin (left out "
                         "with --kubeconfig/--context/--in-cluster, or as `kubectl cpsat`: the cluster is read)")
     add_cluster_options(parser)
-    parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=time_limit, metavar="SECONDS",
                         help="each decision's time limit, its context build and validation included (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers)")
     add_config_options(parser)

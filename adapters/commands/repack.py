@@ -16,7 +16,8 @@ from adapters.interrupts import checkpoint, write_result
 from models import InputError
 
 from . import (
-    add_progress_option, non_negative_float, non_negative_int, note, progress_lines, solver_seed, stage, worker_count,
+    add_progress_option, non_negative_float, non_negative_int, note, progress_lines, solver_seed, stage, time_limit,
+    worker_count,
 )
 
 OUTPUTS = ("table", "json", "yaml")
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="nodes (default): free the most nodes; cost: free the most expensive ones (repack.instanceCost)",
     )
     parser.add_argument("--config", metavar="FILE", help="scheduler config, YAML or JSON (see examples/config/)")
-    parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
+    parser.add_argument("--time-limit", type=time_limit, metavar="SECONDS", help="CP-SAT time limit (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
     parser.add_argument("--seed", type=solver_seed, metavar="N", help="CP-SAT random seed (config solver.seed)")
     parser.add_argument("--output", "-o", choices=OUTPUTS, default="table", help="table (default), json (the stable contract) or yaml")

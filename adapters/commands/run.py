@@ -21,7 +21,7 @@ from typing import Any, Optional
 from adapters import gang_api
 from models import InputError
 
-from . import config_from_args, non_negative_float, non_negative_int, worker_count
+from . import config_from_args, non_negative_float, non_negative_int, time_limit, worker_count
 
 ENGINES = ("cpsat", "greedy")
 # Exit status after Ctrl-C (128 + SIGINT), as every command: see adapters.cli.
@@ -117,7 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="decide and log, but bind, evict and write nothing (implies --no-leader-elect)")
     parser.add_argument("--engine", choices=ENGINES, default="cpsat",
                         help="cpsat (default) or greedy (kube-scheduler's scheduleOne, pod by pod)")
-    parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=time_limit, metavar="SECONDS",
                         help="each window's time limit, its context build and validation included (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N",
                         help="CP-SAT worker threads (config solver.workers)")

@@ -20,12 +20,12 @@ from . import (
     add_config_options,
     add_progress_option,
     config_from_args,
-    non_negative_float,
     note,
     progress_lines,
     read_snapshot_or_cluster,
     solver_seed,
     stage,
+    time_limit,
     worker_count,
 )
 
@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file, or - for stdin")
     add_cluster_options(parser)
     parser.add_argument("--engine", choices=ENGINES, default="cpsat", help="cpsat (default) or greedy (kube-scheduler's scheduleOne)")
-    parser.add_argument("--time-limit", type=non_negative_float, metavar="SECONDS", help="the decision's time limit, its context build and validation included (config solver.timeLimitSeconds)")
+    parser.add_argument("--time-limit", type=time_limit, metavar="SECONDS", help="the decision's time limit, its context build and validation included (config solver.timeLimitSeconds)")
     parser.add_argument("--workers", type=worker_count, metavar="N", help="CP-SAT worker threads (config solver.workers; default 0 = automatic: 8, since CP-SAT's portfolio needs several diverse workers more than cores)")
     parser.add_argument("--seed", type=solver_seed, metavar="N", help="CP-SAT random seed (config solver.seed)")
     add_config_options(parser)

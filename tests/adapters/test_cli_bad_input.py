@@ -58,3 +58,14 @@ def test_a_solver_seed_past_int32_is_bad_input(capsys, tmp_path: Path) -> None:
     code, out, err = run(capsys, "schedule", snap, "--config", config)
     assert code == 2 and out == ""
     assert err == [f"cpsat-scheduler: error: config: solver.seed: {2**31} is above the maximum 2147483647"]
+
+
+def test_a_time_limit_past_what_a_wait_can_take_is_bad_input(capsys, tmp_path: Path) -> None:
+    snap = write(tmp_path, "snap.yaml", listing(NODE, pod()))
+    code, out, err = run(capsys, "schedule", snap, "--time-limit", "1e12")
+    assert code == 2 and out == ""
+    assert err[-1] == "cpsat-scheduler schedule: error: argument --time-limit: '1e12' must be at most 1000000000 seconds"
+    config = write(tmp_path, "config.yaml", "solver:\n  timeLimitSeconds: .inf\n")
+    code, out, err = run(capsys, "schedule", snap, "--config", config)
+    assert code == 2 and out == ""
+    assert err == ["cpsat-scheduler: error: config: solver.timeLimitSeconds: Infinity is above the maximum 1000000000"]
