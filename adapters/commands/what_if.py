@@ -53,6 +53,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError("", "what-if", "no change given (--drain, --remove-node, --add-nodes, --delete-pdb, "
                          "--relax-pdb, --priority, --remove-pod, --remove-namespace)")
     snapshot, config = read_input(args)
+    _refuse_too_many_nodes(args.add_nodes, changes, len(snapshot.nodes), config.limits.max_nodes)
     from solver.whatif import what_if
 
     result = what_if(snapshot, changes, config, all_pending=args.all_pending)
@@ -61,6 +62,22 @@ def _run(args: argparse.Namespace) -> int:
     else:
         write_result(table(result))
     return 0
+
+
+def _refuse_too_many_nodes(texts: list[str], changes: list, nodes: int, max_nodes: int) -> None:
+    """The nodes ``--add-nodes`` asks for, checked against ``limits.maxNodes`` before one is made:
+    the changed snapshot is built node by node before its decision looks at the limit, so a count
+    of a billion would run until memory ran out."""
+    from models.config import LIMITS_HINT
+    from solver.whatif import AddNodes
+
+    total = nodes
+    added = [c for c in changes if isinstance(c, AddNodes)]  # in the order of the flags
+    for text, change in zip(texts, added):
+        total += change.count
+        if total > max_nodes:
+            raise InputError(text, "--add-nodes", f"the snapshot's {nodes} nodes and {total - nodes} added "
+                             f"make {total}, above limits.maxNodes={max_nodes} ({LIMITS_HINT})")
 
 
 def _key(text: str, flag: str) -> str:

@@ -62,3 +62,17 @@ def test_a_node_shape_from_a_file(capsys, tmp_path: Path) -> None:
     doc = json.loads(out)
     assert doc["whatIf"]["nodes"] == doc["today"]["nodes"] + 2
     assert "shop/search-indexer-0" in doc["difference"]["newlyPlaced"]
+
+
+def test_added_nodes_past_the_node_limit_are_refused_before_they_are_made(capsys, tmp_path: Path) -> None:
+    """--add-nodes made every node before any limit was looked at: a count of a billion ran
+    until memory ran out, and one just past limits.maxNodes was refused only after today's
+    decision, as a snapshot error that did not name the flag."""
+    config = tmp_path / "config.yaml"
+    config.write_text("limits:\n  maxNodes: 8\n")
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), "--config", str(config), "--add-nodes", "3:worker-a-1")
+    assert code == 2 and out == ""
+    assert err == ["cpsat-scheduler: error: 3:worker-a-1: --add-nodes: the snapshot's 6 nodes and 3 added make 9, "
+                   "above limits.maxNodes=8 (raise it in the config's limits section)"]
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), "--add-nodes", "1000000000:worker-a-1")
+    assert code == 2 and out == "" and "above limits.maxNodes=20000" in err[-1], err
