@@ -123,7 +123,10 @@ def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
 
 
 def _node(name: str, entry: dict, where: str, zone: Optional[str]) -> Node:
-    labels = dict(entry.get("labels") or {})
+    labels = entry.get("labels") or {}
+    if not isinstance(labels, dict):
+        raise InputError(where, "labels", "expected a mapping of label to value")
+    labels = dict(labels)
     if zone is not None:
         labels[ZONE] = zone
     try:

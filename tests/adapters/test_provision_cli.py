@@ -63,6 +63,9 @@ def test_json(capsys, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("bad", "line"), [
     ({"cost": -1}, "shapes[0] (small): cost: -1 must be a number >= 0"),
     ({"allocatable": {"cpu": "4", "gpus": "1"}}, "shapes[0] (small): allocatable.gpus: unknown resource"),
+    # A list or a string for labels was an internal error (dict() of it), exit 1.
+    ({"labels": ["gpu"]}, "shapes[0] (small): labels: expected a mapping of label to value"),
+    ({"labels": "gpu"}, "shapes[0] (small): labels: expected a mapping of label to value"),
 ])
 def test_a_bad_shape_file_exits_2_with_one_line(capsys, tmp_path: Path, bad, line) -> None:
     snap, shapes = files(tmp_path, [dict(SHAPES[0], **bad)])
