@@ -81,16 +81,30 @@ def run(args: argparse.Namespace) -> int:
 
 def _refuse_unknown_names(plan, snapshot) -> None:
     """A plan that names a pod or node the snapshot does not have was made for another snapshot:
-    one clear error (exit 2), not a cascade of violations."""
+    one clear error (exit 2), not a cascade of violations (nor a pass: a gated pod the snapshot
+    lacks broke no rule)."""
     from models import InputError
 
     pods = snapshot.pod_by_key
     nodes = {n.metadata.name for n in snapshot.nodes}
-    for field, entries in (("assignments", plan.assignments), ("preemptions", plan.preemptions)):
-        for i, entry in enumerate(entries):
+
+    def unknown(field: str, what: str, name: str) -> InputError:
+        return InputError("plan", field, f'{what} "{name}" is not in the snapshot (a plan for another snapshot?)')
+
+    entries = (("assignments", plan.assignments), ("preemptions", plan.preemptions),
+               ("unschedulable", plan.unschedulable), ("nominations", plan.nominations), ("gated", plan.gated),
+               ("volume_bindings", plan.volume_bindings))
+    for field, items in entries:
+        for i, entry in enumerate(items):
             if entry.pod not in pods:
-                raise InputError("plan", f"{field}[{i}].pod",
-                                 f'pod "{entry.pod}" is not in the snapshot (a plan for another snapshot?)')
-            if entry.node not in nodes:
-                raise InputError("plan", f"{field}[{i}].node",
-                                 f'node "{entry.node}" is not in the snapshot (a plan for another snapshot?)')
+                raise unknown(f"{field}[{i}].pod", "pod", entry.pod)
+            node = getattr(entry, "node", None)
+            if node is not None and node not in nodes:
+                raise unknown(f"{field}[{i}].node", "node", node)
+            preemptor = getattr(entry, "preemptor", None)
+            if preemptor is not None and preemptor not in pods:
+                raise unknown(f"{field}[{i}].preemptor", "pod", preemptor)
+    for i, allocation in enumerate(plan.allocations):
+        for j, pod in enumerate(allocation.pods):
+            if pod not in pods:
+                raise unknown(f"allocations[{i}].pods[{j}]", "pod", pod)

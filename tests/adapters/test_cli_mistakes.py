@@ -65,6 +65,27 @@ def test_validate_refuses_a_plan_for_another_snapshot(capsys, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
+    ("part", "field", "name"),
+    [
+        ({"gated": [{"pod": "default/ghost", "gates": ["example.com/quota"]}]}, "gated[0].pod", "pod \"default/ghost\""),
+        ({"unschedulable": [{"pod": "default/ghost", "message": "no room"}]}, "unschedulable[0].pod", "pod \"default/ghost\""),
+        ({"nominations": [{"pod": "default/web-1", "node": "n9"}]}, "nominations[0].node", "node \"n9\""),
+        ({"preemptions": [{"pod": "default/web-1", "node": "n1", "preemptor": "default/ghost"}]},
+         "preemptions[0].preemptor", "pod \"default/ghost\""),
+    ],
+    ids=["gated", "unschedulable", "nominations", "preemptor"],
+)
+def test_validate_refuses_a_plan_naming_others_anywhere(capsys, tmp_path: Path, part: dict, field: str, name: str) -> None:
+    # Only assignments and a preemption's pod and node were looked at: a gated pod the snapshot
+    # lacks printed "OK: plan is valid", the others a rule violation (exit 1).
+    snap = write(tmp_path, "snap.yaml", listing(NODE, POD))
+    plan = write(tmp_path, "plan.json", json.dumps({"assignments": [], **part}))
+    code, out, err = run(capsys, "validate", snap, plan)
+    assert code == 2 and out == ""
+    assert err == [f"cpsat-scheduler: error: plan: {field}: {name} is not in the snapshot (a plan for another snapshot?)"]
+
+
+@pytest.mark.parametrize(
     ("plan", "want"),
     [
         ('{"preemptions": []}', "plan: assignments: missing"),
