@@ -111,7 +111,7 @@ class Budget:
     namespace: str
     selector: Selector
     allowed: int
-    disrupted: frozenset[str]  # pod names already counted by the controller
+    disrupted: frozenset[str]  # pod names already counted by the controller (none for evictions)
     # An empty selector (``{}``) covers every pod of the namespace, as the Eviction API reads a
     # policy/v1 budget; off, it covers none, as kube-scheduler's preemption reads it.
     empty_covers_all: bool = False
@@ -163,9 +163,15 @@ class PdbBudgets:
         if cached is not None and cached.evictions == evictions:
             return cached
         pdbs = ctx.snapshot.pdbs
+        # ``status.disruptedPods`` spares a pod only in kube-scheduler's reading (it deletes its
+        # victims). The Eviction API never reads that map: a running pod named there (a
+        # StatefulSet pod recreated under its name within the controller's two minutes, or one
+        # whose deletion failed after its eviction was counted) still takes one disruption, and
+        # is refused (429) while the budget, which already counts it as gone, allows none.
         budgets = [
             Budget(pdb.key, pdb.metadata.namespace, Selector.of(pdb.spec.selector), allowed,
-                   frozenset(pdb.status.disrupted_pods), empty_covers_all=evictions)
+                   frozenset() if evictions else frozenset(pdb.status.disrupted_pods),
+                   empty_covers_all=evictions)
             for pdb, allowed in zip(pdbs, allowances(pdbs, ctx.snapshot.pods))
         ]
         if evictions and len(budgets) > 1:

@@ -186,6 +186,30 @@ def test_hard_budgets_never_evict_a_pod_two_budgets_cover(engine):
     assert placed(plan) == {"default/high": "n2"}
 
 
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+def test_hard_budgets_count_a_running_pod_the_budget_names_as_disrupted(engine):
+    # `web-0` is named in the budget's status.disruptedPods (a StatefulSet pod recreated under
+    # its name within the controller's two minutes): the controller counts it as gone, so the
+    # budget allows none. kube-scheduler's preemption (it deletes) takes it for free; the
+    # Eviction API never reads that map and refuses (429). Both engines evicted it under hard
+    # budgets, and the validator refused the plan: the live scheduler's window never went ahead.
+    budget = make_pdb("default/web", {"app": "web"}, min_available=1)
+    budget = budget.model_validate({**budget.model_dump(by_alias=True, exclude_none=True),
+                                    "status": {"disruptionsAllowed": 0, "disruptedPods": {"web-0": "2026-01-01T00:00:00Z"}}})
+    snap = make_snapshot(
+        [make_node("n1", cpu="2")],
+        [make_pod("default/web-0", cpu="2", priority=0, labels={"app": "web"}, node="n1"),
+         make_pod("default/high", cpu="2", priority=100)],
+        pdbs=[budget],
+    )
+    plan = _hard_plan(snap, engine)
+    assert not plan.preemptions and not plan.assignments
+    # Soft budgets keep kube-scheduler's reading: the pod already counted goes.
+    name, base = HARD_ENGINES[engine]
+    soft = schedule(snap, base, engine=name)
+    assert victims(soft) == {"default/web-0": "n1"}
+
+
 def test_the_validator_refuses_a_hard_plan_evicting_a_pod_two_budgets_cover():
     snap = make_snapshot(
         [make_node("n1", cpu="2")],
