@@ -181,7 +181,9 @@ def _check_budget(api: "Api", pod: dict[str, Any]) -> None:
     """Refuse (429) or use up one disruption of the pod's PodDisruptionBudget."""
     labels = pod["metadata"].get("labels") or {}
     namespace = pod["metadata"].get("namespace", "")
-    budgets = [] if not labels else [
+    # Every budget of the namespace whose selector takes the pod in, unlabeled pods included: a
+    # policy/v1 `selector: {}` selects them (a nil selector selects nothing).
+    budgets = [
         b for b in api.store.items("poddisruptionbudgets", namespace)
         if match_label_selector((b.get("spec") or {}).get("selector"), labels)
     ]

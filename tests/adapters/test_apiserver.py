@@ -510,6 +510,21 @@ def test_pending_pods_are_evicted_without_a_budget_check(make_server: Callable[.
     assert server.store.get("pods", NS, "w0") is None
 
 
+def test_an_empty_selector_guards_a_pod_without_labels(make_server: Callable[..., FakeApiServer]) -> None:
+    # policy/v1: `selector: {}` selects every pod of the namespace, labels or none, and the
+    # eviction subresource checks it for an unlabeled pod too (the old shortcut that let any
+    # unlabeled pod go without looking at budgets is gone from the real server).
+    guard = pdb("all", min_available=1)
+    guard["spec"]["selector"] = {}
+    server = make_server([node("n1"), pod("bare", node_name="n1", phase="Running"), guard])
+    core = client.CoreV1Api(api_client(server))
+    assert server.store.get("poddisruptionbudgets", NS, "all")["status"]["disruptionsAllowed"] == 0
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod_eviction("bare", NS, eviction("bare"))
+    assert err.value.status == 429
+    assert server.store.get("pods", NS, "bare") is not None
+
+
 def test_budget_status_tracks_pods(make_server: Callable[..., FakeApiServer]) -> None:
     server = make_server([node("n1"), pdb("web", max_unavailable="50%", app="web")])
     core = client.CoreV1Api(api_client(server))
