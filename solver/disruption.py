@@ -189,8 +189,9 @@ class PdbBudgets:
         other._pdb_budgets = PdbBudgets(mine.budgets, evictions=mine.evictions)
 
     def covering(self, pod: PodInfo) -> tuple[int, ...]:
-        """The budgets covering ``pod`` (``Budget.covers``), by position."""
-        if not self.budgets:
+        """The budgets covering ``pod`` (``Budget.covers``), by position. Read for evictions, a
+        terminating pod has none: the Eviction API deletes it without looking at budgets."""
+        if not self.budgets or (self.evictions and pod.terminating):
             return ()
         key = pod.match_key or (pod.namespace, tuple(sorted(pod.labels.items())))
         hit = self._by_labels.get(key)

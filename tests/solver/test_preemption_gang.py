@@ -210,6 +210,24 @@ def test_hard_budgets_count_a_running_pod_the_budget_names_as_disrupted(engine):
     assert victims(soft) == {"default/web-0": "n1"}
 
 
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+def test_hard_budgets_let_a_terminating_pod_go_whatever_they_allow(engine):
+    # The Eviction API deletes a pod that is already terminating without looking at budgets (nor
+    # at how many select it). Both engines counted it against a budget allowing none and left
+    # `high` pending, where kube-scheduler, and the API, would let it go.
+    snap = make_snapshot(
+        [make_node("n1", cpu="2")],
+        [make_pod("default/low", cpu="2", priority=0, labels={"app": "web", "tier": "x"}, node="n1",
+                  terminating=True),
+         make_pod("default/high", cpu="2", priority=100)],
+        pdbs=[make_pdb("default/web", {"app": "web"}, min_available=5, allowed=0),
+              make_pdb("default/tier", {"tier": "x"}, min_available=5, allowed=0)],
+    )
+    plan = _hard_plan(snap, engine)
+    assert victims(plan) == {"default/low": "n1"}
+    assert placed(plan) == {"default/high": "n1"}
+
+
 def test_the_validator_refuses_a_hard_plan_evicting_a_pod_two_budgets_cover():
     snap = make_snapshot(
         [make_node("n1", cpu="2")],
