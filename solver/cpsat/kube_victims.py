@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import re
 import time
 from collections import defaultdict
@@ -76,9 +77,19 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
     model's reprieve (``reprieve_encode``) makes plans that break the replay the exception, and a
     share held back for the solve after the cuts left the first without a plan on busy cores.
     ``view``: how a plan of the model is replayed (``ReplayOf``; the model's own window by
-    default)."""
+    default).
+
+    With ``work`` (one worker: the user's reproducible decision) the rounds stop on work, not on
+    the clock: the solves share ``work`` deterministic seconds, and at most
+    ``CUT_ROUNDS_PER_WORK_SECOND`` rounds a second of it are cut; ``deadline`` then only guards,
+    stretched as ``stages.new_solver`` stretches a solve's. A window whose refused plans went on
+    until the clock stopped them gave two plans in turn from one seed."""
     if registry.POSTFILTER is None or not wm.evict:
         return (*solve(wm, cfg, deadline, work=work), 0)
+    fixed = work is not None
+    left = work if work is not None else 0.0
+    max_rounds = max(MIN_FIXED_CUT_ROUNDS, math.ceil(CUT_ROUNDS_PER_WORK_SECOND * left))
+    stop = deadline + 3 * left + 1 if fixed else deadline
     ne: dict[tuple[int, int], cp_model.IntVar] = {}
     anti_keys: dict[int, set[str]] = {}  # per class (``_near``)
     rounds = 0
@@ -94,7 +105,13 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         # may trade places, and the plan then comes back by name: ``hand_by_turns``)
         judged = _Judged(wm, view, swaps=isinstance(view, OwnWindow))
         recorder = Recorder(plan_vars) if plan_vars is not None else None
-        solver, status, obj, bnd = solve(wm, cfg, deadline, work=work, accept=judged.accept, record=recorder)
+        if fixed:
+            spent: list[float] = []
+            solver, status, obj, bnd = solve(wm, cfg, stop, work=left, accept=judged.accept, record=recorder,
+                                             spent=spent)
+            left -= sum(spent)
+        else:
+            solver, status, obj, bnd = solve(wm, cfg, deadline, accept=judged.accept, record=recorder)
         if solver is None:
             if repaired is not None:
                 wm.kube_names = repaired.names
@@ -123,18 +140,19 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
         for c in list(wm.model.proto.constraints)[mark:]:
             c.clear_linear()  # the stages' value fixings (each a linear row): dropped
         earlier = _earlier(wm, recorder, view, placement_value(wm, repaired) if repaired is not None else None,
-                           deadline)
+                           stop)
         if earlier is not None:
             # An answer, not the next solve's hint: a hint not checked against the model with the
             # cuts (``_holds``) is what OR-tools 9.15's presolve can abort the process on
             # (std::out_of_range in its hint crush, google/or-tools#5288; seen once in the peer table).
             repaired, hint_repaired = earlier, False
-        fixed = repair(wm, trial, view)
-        if fixed is not None and (repaired is None or placement_value(wm, fixed) > placement_value(wm, repaired)):
-            holds = _holds(wm, fixed, deadline, relaxed=relaxed_repairs)
+        fixed_plan = repair(wm, trial, view)
+        if fixed_plan is not None and (repaired is None
+                                       or placement_value(wm, fixed_plan) > placement_value(wm, repaired)):
+            holds = _holds(wm, fixed_plan, stop, relaxed=relaxed_repairs)
             if holds is not None:
-                repaired, hint_repaired = fixed, holds == IN_MODEL
-        if time.monotonic() >= deadline:
+                repaired, hint_repaired = fixed_plan, holds == IN_MODEL
+        if time.monotonic() >= stop or fixed and (left <= 0 or rounds >= max_rounds):
             if repaired is None:
                 return None, "UNKNOWN", None, None, rounds
             wm.kube_names = repaired.names
@@ -182,6 +200,11 @@ def solve_sound(wm: WindowModel, cfg, deadline: float, work: Optional[float] = N
 # cut on the node alone (fuzzed windows: the cuts that need the zone came within 5 rounds; two
 # windows whose refused plans went on for 150-320 rounds ran out of time with zone cuts).
 DOMAIN_CUT_ROUNDS = 20
+# With one worker (``solve_sound``'s ``work``), the cut rounds a second of deterministic work
+# allows, and the fewest whatever the work: rounds, not the clock, end a reproducible decision
+# whose refused plans go on (a 14-pod fuzzed window cut 135-148 rounds in 5 s, 25-30 a second).
+CUT_ROUNDS_PER_WORK_SECOND = 20
+MIN_FIXED_CUT_ROUNDS = 20
 # The most x and evict variables a model may have for its first stage's solutions to be recorded
 # (each solution's values are read one by one, in Python).
 RECORD_MAX_VARIABLES = 20_000

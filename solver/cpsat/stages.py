@@ -162,7 +162,8 @@ class Recorder(cp_model.CpSolverSolutionCallback):
 def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True, work: Optional[float] = None,
                     accept: Optional[Callable[[cp_model.CpSolver], bool]] = None,
                     record: Optional[Recorder] = None, polish_only_gains: bool = False, polish: bool = True,
-                    clock: bool = False) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
+                    clock: bool = False, spent: Optional[list[float]] = None
+                    ) -> tuple[Optional[cp_model.CpSolver], str, Optional[float], Optional[float]]:
     """Solve ``wm`` stage by stage until ``deadline``: (the solver holding the last stage's
     solution or None, its status, the first stage's objective and bound). ``work``: with one
     worker, the deterministic seconds the stages share (``new_solver``), so a fixed seed gives
@@ -174,7 +175,8 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
     incumbent a neighbourhood round improves on: its caller ranks plans without them, and a plan
     no better than the hint is thrown away however well it is polished. ``polish``: False skips
     the stages of ``POLISH_LEVELS`` alone whatever the stages before them found (a search too short
-    to spend a third of a round on scores). ``clock``: ``new_solver``'s."""
+    to spend a third of a round on scores). ``clock``: ``new_solver``'s. ``spent``: told each
+    stage's deterministic seconds (with ``work``, what the stages used of it)."""
     stages = stages_of(wm.levels)
     if not polish:  # (the first stage stays: it is the plan)
         stages = stages[:1] + [st for st in stages[1:] if not all(lv.name in POLISH_LEVELS for lv in st)]
@@ -217,6 +219,8 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
             status_name = "FEASIBLE"
             break
         solver = this
+        if spent is not None:
+            spent.append(this.response_proto.deterministic_time)
         if work is not None:
             work = max(work - this.response_proto.deterministic_time, 0.0)
         if status == cp_model.FEASIBLE:

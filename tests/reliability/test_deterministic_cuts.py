@@ -1,0 +1,29 @@
+"""One CP-SAT worker with a seed is the user's reproducible decision (``solver.workers: 1``): the
+clock must not decide it, not even where the replay keeps refusing the model's plans.
+
+The window (``windows/cut-rounds-without-end.jsonl``, met by a fuzzed run of the properties): two
+priority-1000 pods with required zone affinity to ``app=c``, whose only support is two
+lower-priority pods on a full node. Kube-scheduler's dry run for them there removes every lower
+pod first, their support with them, so they never preempt on that node; the model's reprieve
+keeps the support, and each of its plans that puts one there is refused and cut, one node
+configuration at a time. The cut rounds went on until the wall clock stopped them (64-78
+rounds in 2 s, 135-148 in 5 s) and the plan came out as one of two, run by run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solver import schedule, validate
+from tests.reliability.gap_windows import load
+
+WINDOW = Path(__file__).with_name("windows") / "cut-rounds-without-end.jsonl"
+
+
+def test_one_worker_stops_its_cut_rounds_on_work_not_on_the_clock() -> None:
+    window = load(WINDOW)
+    config = window.config.with_overrides(time_limit_seconds=2.0, workers=1, seed=0)
+    first, second = (schedule(window.snapshot, config, engine="cpsat") for _ in range(2))
+    assert first.stats.victim_cut_rounds == second.stats.victim_cut_rounds
+    assert (first.assignments, first.preemptions, first.stats.status) == \
+        (second.assignments, second.preemptions, second.stats.status)
+    assert validate(window.snapshot, first, config) == []
