@@ -64,6 +64,12 @@ class Shape:
         })
 
 
+# The largest cost of one node: the model's objective sums costs in thousandths over every node
+# it may add, in 64-bit integers (a cost of 1e18 made the model give up for first-fit-decreasing's
+# plan without a word; 1e308 was an internal error).
+MAX_COST = 1_000_000_000
+
+
 def _cost(value: Any, where: str) -> int:
     try:
         cost = Decimal(str(value))
@@ -71,6 +77,8 @@ def _cost(value: Any, where: str) -> int:
         raise InputError(where, "cost", f'"{value}" is not a number') from None
     if not cost.is_finite() or cost < 0:
         raise InputError(where, "cost", f"{value} must be a number >= 0")
+    if cost > MAX_COST:
+        raise InputError(where, "cost", f"{value} is above the largest cost taken, {MAX_COST:,}")
     return int((cost * COST_SCALE).to_integral_value())
 
 

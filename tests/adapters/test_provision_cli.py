@@ -66,6 +66,9 @@ def test_json(capsys, tmp_path: Path) -> None:
     # A list or a string for labels was an internal error (dict() of it), exit 1.
     ({"labels": ["gpu"]}, "shapes[0] (small): labels: expected a mapping of label to value"),
     ({"labels": "gpu"}, "shapes[0] (small): labels: expected a mapping of label to value"),
+    # 1e308 was an internal error (OverflowError); 1e18 made the model give up without a word.
+    ({"cost": 1e308}, "shapes[0] (small): cost: 1e+308 is above the largest cost taken, 1,000,000,000"),
+    ({"cost": 1e18}, "shapes[0] (small): cost: 1e+18 is above the largest cost taken, 1,000,000,000"),
 ])
 def test_a_bad_shape_file_exits_2_with_one_line(capsys, tmp_path: Path, bad, line) -> None:
     snap, shapes = files(tmp_path, [dict(SHAPES[0], **bad)])
