@@ -5,30 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.cli import main
-
-NODE = "- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}}\n"
+from tests.adapters.test_cli_mistakes import NODE, listing, run, write
 
 
 def pod(spec_extra: str = "") -> str:
     return ("- {apiVersion: v1, kind: Pod, metadata: {name: web-1, namespace: default}, spec: {schedulerName: "
             f"cpsat-scheduler, {spec_extra}containers: [{{name: web, image: nginx}}]}}}}\n")
-
-
-def listing(*items: str) -> str:
-    return "apiVersion: v1\nkind: List\nitems:\n" + "".join(items)
-
-
-def run(capsys, *argv: str) -> tuple[int, str, list[str]]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err.strip().splitlines()
-
-
-def write(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
 
 
 def test_a_pod_priority_past_int32_is_bad_input(capsys, tmp_path: Path) -> None:
