@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError("", "what-if", "no change given (--drain, --remove-node, --add-nodes, --delete-pdb, "
                          "--relax-pdb, --priority, --remove-pod, --remove-namespace)")
     snapshot, config = read_input(args)
-    _refuse_too_many_nodes(args.add_nodes, changes, len(snapshot.nodes), config.limits.max_nodes)
+    _refuse_too_many_nodes(args.add_nodes, changes, snapshot, config.limits.max_nodes)
     from solver.whatif import what_if
 
     result = what_if(snapshot, changes, config, all_pending=args.all_pending)
@@ -64,20 +64,24 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_too_many_nodes(texts: list[str], changes: list, nodes: int, max_nodes: int) -> None:
-    """The nodes ``--add-nodes`` asks for, checked against ``limits.maxNodes`` before one is made:
-    the changed snapshot is built node by node before its decision looks at the limit, so a count
-    of a billion would run until memory ran out."""
+def _refuse_too_many_nodes(texts: list[str], changes: list, snapshot, max_nodes: int) -> None:
+    """The nodes the changed snapshot would have, checked against ``limits.maxNodes`` before one
+    is made: it is built node by node before its decision looks at the limit, so a count of a
+    billion would run until memory ran out. Nodes ``--remove-node`` takes away are counted off
+    (replacing a node of a cluster at the limit is a fair question)."""
     from models.config import LIMITS_HINT
-    from solver.whatif import AddNodes
+    from solver.whatif import AddNodes, RemoveNode
 
-    total = nodes
+    nodes = len(snapshot.nodes)
+    names = {n.metadata.name for n in snapshot.nodes}
+    removed = len({c.node for c in changes if isinstance(c, RemoveNode) and c.node in names})
     added = [c for c in changes if isinstance(c, AddNodes)]  # in the order of the flags
-    for text, change in zip(texts, added):
-        total += change.count
-        if total > max_nodes:
-            raise InputError(text, "--add-nodes", f"the snapshot's {nodes} nodes and {total - nodes} added "
-                             f"make {total}, above limits.maxNodes={max_nodes} ({LIMITS_HINT})")
+    total = nodes - removed + sum(c.count for c in added)
+    if added and total > max_nodes:
+        less = f" less {removed} removed" if removed else ""
+        raise InputError(texts[-1], "--add-nodes", f"the snapshot's {nodes} nodes{less} and "
+                         f"{sum(c.count for c in added)} added make {total}, above limits.maxNodes={max_nodes} "
+                         f"({LIMITS_HINT})")
 
 
 def _key(text: str, flag: str) -> str:

@@ -76,3 +76,13 @@ def test_added_nodes_past_the_node_limit_are_refused_before_they_are_made(capsys
                    "above limits.maxNodes=8 (raise it in the config's limits section)"]
     code, out, err = run(capsys, "what-if", str(QUICKSTART), "--add-nodes", "1000000000:worker-a-1")
     assert code == 2 and out == "" and "above limits.maxNodes=20000" in err[-1], err
+    # Replacing a node of a cluster at the limit stays a fair question (a review found it refused).
+    config.write_text("limits:\n  maxNodes: 6\n")
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), "--config", str(config), "--remove-node", "worker-b-1",
+                         "--add-nodes", "1:worker-a-1", "-o", "json")
+    assert code == 0, err
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), "--config", str(config), "--remove-node", "worker-b-1",
+                         "--add-nodes", "2:worker-a-1")
+    assert code == 2 and err == ["cpsat-scheduler: error: 2:worker-a-1: --add-nodes: the snapshot's 6 nodes less 1 "
+                                 "removed and 2 added make 7, above limits.maxNodes=6 (raise it in the config's "
+                                 "limits section)"], err
