@@ -231,9 +231,16 @@ class PdbBudgets:
         left = [b.allowed - (spent[i] if spent else 0) for i, b in enumerate(self.budgets)]
         violating: list[PodInfo] = []
         safe: list[PodInfo] = []
+        refused = len(self.budgets) - 1 if self.evictions and self.budgets[-1].siblings else None
         for pod in victims:
             hit = False
-            for i in self.covering(pod):
+            covering = self.covering(pod)
+            if refused is not None and refused in covering:
+                # The Eviction API never evicts it: violating, and it spends no allowance of the
+                # budgets that select it (a review found a later pod one of them covers refused).
+                violating.append(pod)
+                continue
+            for i in covering:
                 left[i] -= 1
                 if left[i] < 0:
                     hit = True

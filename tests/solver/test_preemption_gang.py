@@ -228,6 +228,24 @@ def test_hard_budgets_let_a_terminating_pod_go_whatever_they_allow(engine):
     assert placed(plan) == {"default/high": "n1"}
 
 
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+def test_a_pod_two_budgets_cover_spends_none_of_their_allowance(engine):
+    # `twice` can never go (two budgets select it), so it must not use up `by-app`'s one
+    # disruption: greedy's split counted it first (it started earlier, so it is the more
+    # important and comes first in the walk) and then found `once` violating too, leaving `high`
+    # pending.
+    snap = make_snapshot(
+        [make_node("n1", cpu="2")],
+        [make_pod("default/twice", cpu="1", priority=0, labels={"app": "a", "tier": "x"}, node="n1",
+                  start_time=at(0)),
+         make_pod("default/once", cpu="1", priority=0, labels={"app": "a"}, node="n1", start_time=at(5)),
+         make_pod("default/high", cpu="1", priority=100)],
+        pdbs=[make_pdb("default/by-app", {"app": "a"}, allowed=1), make_pdb("default/by-tier", {"tier": "x"}, allowed=1)],
+    )
+    plan = _hard_plan(snap, engine)
+    assert victims(plan) == {"default/once": "n1"} and placed(plan) == {"default/high": "n1"}
+
+
 def test_the_validator_refuses_a_hard_plan_evicting_a_pod_two_budgets_cover():
     snap = make_snapshot(
         [make_node("n1", cpu="2")],
