@@ -166,5 +166,9 @@ def budget_links(ctx, classes: list[PodClass], cand: dict[int, np.ndarray], allo
             takers = [c.id for c in here if can_evict(c.rep, pod, True)]
             if takers:
                 for i in covering:
-                    sharing.setdefault(i, set()).update(takers)
+                    # A budget allowing nothing has nothing to share: each model counts (or,
+                    # hard, forbids) its own evictions of it alike. Such as ``MANY_BUDGETS``,
+                    # which spans namespaces and tied unrelated pools into one model.
+                    if budgets.budgets[i].allowed > 0:
+                        sharing.setdefault(i, set()).update(takers)
     return [sorted(ids) for ids in sharing.values() if len(ids) > 1]

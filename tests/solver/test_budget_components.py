@@ -57,3 +57,24 @@ def test_the_classes_a_budget_ties_are_named_and_others_are_not() -> None:
     cand, _ = candidates(ctx, ctx.classes, StaticFilters(ctx.nodes, ctx.window), {}, True)
     assert budget_links(ctx, ctx.classes, cand, True) == [sorted([ids["default/in-a"], ids["default/in-b"]])]
     assert budget_links(ctx, ctx.classes, cand, False) == []
+
+
+def test_budgets_allowing_nothing_tie_no_pools_together() -> None:
+    # Under hard budgets a pod two budgets select is covered by one more budget, allowing none,
+    # that spans namespaces: four namespaces, each its own pool and budgets, became one model.
+    # A budget that allows nothing has nothing to share between models.
+    nodes, pods, pdbs = [], [], []
+    for i in range(4):
+        ns = f"ns{i}"
+        nodes.append(make_node(f"n{i}", cpu="2", labels={"kubernetes.io/hostname": f"n{i}"}))
+        pods += [make_pod(f"{ns}/twice", cpu="1", priority=0, labels={"app": "a", "tier": "x"}, node=f"n{i}"),
+                 make_pod(f"{ns}/free", cpu="1", priority=0, labels={"app": "b"}, node=f"n{i}"),
+                 make_pod(f"{ns}/high", cpu="1", priority=100, node_selector={"kubernetes.io/hostname": f"n{i}"})]
+        pdbs += [make_pdb(f"{ns}/by-app", {"app": "a"}, allowed=1), make_pdb(f"{ns}/by-tier", {"tier": "x"}, allowed=1)]
+    snapshot = make_snapshot(nodes, pods, pdbs=pdbs)
+    base = SchedulerConfig().with_overrides(time_limit_seconds=5.0, workers=1, seed=0)
+    hard = base.model_copy(update={"preemption": base.preemption.model_copy(update={"pdb": "hard"})})
+    plan = schedule(snapshot, hard)
+    assert validate(snapshot, plan, hard) == []
+    assert plan.stats.components == 4
+    assert sorted(p.pod for p in plan.preemptions) == [f"ns{i}/free" for i in range(4)]
