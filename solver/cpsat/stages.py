@@ -206,6 +206,8 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
         with interrupt.stoppable(this):
             status = this.solve(wm.model, record) if i == 0 and record is not None else this.solve(wm.model)
         interrupt.check()
+        if spent is not None:  # (whatever the stage found: its work is spent)
+            spent.append(this.response_proto.deterministic_time)
         log.debug(
             "stage %s: %s after %.2fs of %.2fs (objective %s)",
             "+".join(lv.name for lv in stage), STATUS_NAMES[status], this.wall_time, budget,
@@ -219,8 +221,6 @@ def solve_component(wm: WindowModel, cfg, deadline: float, presolve: bool = True
             status_name = "FEASIBLE"
             break
         solver = this
-        if spent is not None:
-            spent.append(this.response_proto.deterministic_time)
         if work is not None:
             work = max(work - this.response_proto.deterministic_time, 0.0)
         if status == cp_model.FEASIBLE:
