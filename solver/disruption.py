@@ -231,7 +231,7 @@ class PdbBudgets:
         left = [b.allowed - (spent[i] if spent else 0) for i, b in enumerate(self.budgets)]
         violating: list[PodInfo] = []
         safe: list[PodInfo] = []
-        refused = len(self.budgets) - 1 if self.evictions and self.budgets[-1].siblings else None
+        refused = len(self.budgets) - 1 if self.evictions and self.budgets and self.budgets[-1].siblings else None
         for pod in victims:
             hit = False
             covering = self.covering(pod)

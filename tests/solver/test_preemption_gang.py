@@ -246,6 +246,15 @@ def test_a_pod_two_budgets_cover_spends_none_of_their_allowance(engine):
     assert victims(plan) == {"default/once": "n1"} and placed(plan) == {"default/high": "n1"}
 
 
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+def test_hard_budgets_with_no_budget_at_all_preempt_as_ever(engine):
+    snap = make_snapshot([make_node("n1", cpu="2")],
+                         [make_pod("default/low", cpu="2", priority=0, node="n1"),
+                          make_pod("default/high", cpu="2", priority=100)])
+    plan = _hard_plan(snap, engine)
+    assert victims(plan) == {"default/low": "n1"} and placed(plan) == {"default/high": "n1"}
+
+
 def test_the_validator_refuses_a_hard_plan_evicting_a_pod_two_budgets_cover():
     snap = make_snapshot(
         [make_node("n1", cpu="2")],
