@@ -85,6 +85,7 @@ class _Write:
     group_status: Optional[dict[str, Any]] = None  # a v1alpha2 PodGroup's status, not a pod's
     same: Optional[tuple[str, ...]] = None  # what makes a later event the same as this one
     still: Optional[Callable[[], bool]] = None  # asked right before sending: false drops the write
+    seq: int = 0  # a pod status write's place among the writes of its pod (``Reporter._order``)
 
 
 class Reporter:
@@ -117,6 +118,15 @@ class Reporter:
         self._stopping = threading.Event()
         # Events queued and not yet taken by a writer, by what makes two of them the same.
         self._pending: dict[tuple[str, ...], _Write] = {}
+        # A pod's status writes land in the order they were made: two writers could send a
+        # pod's kube message after the same pod's later message with `why`'s obstacles, which
+        # then vanished. Per pod with writes not yet done: the last write made, the last sent,
+        # how many are not done, and whether one of those clears the nomination (the next one
+        # made carries that on, as a write sent past is dropped). Sending holds a lock of the
+        # pod's stripe.
+        self._order = itertools.count(1)
+        self._status: dict[str, list] = {}  # pod key -> [last made, last sent, not done, clears]
+        self._send_locks = [threading.Lock() for _ in range(16)]
 
     def start(self) -> None:
         self._add_writers(WRITERS)
@@ -177,13 +187,39 @@ class Reporter:
             if self._reported.get(pod.key) == message and not clear_nomination:
                 return False
             self._reported[pod.key] = message
+            entry = self._status.setdefault(pod.key, [0, 0, 0, False])
+            clear_nomination = clear_nomination or entry[3]
+            seq = next(self._order)
+            entry[0], entry[2], entry[3] = seq, entry[2] + 1, clear_nomination
         condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                      "lastTransitionTime": now_micro()[:19] + "Z", "lastProbeTime": None}
         status: dict[str, Any] = {"conditions": [condition]}
         if clear_nomination:
             status["nominatedNodeName"] = None
-        return self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name, status=status,
-                                still=still))
+        if self._put(_Write(f"condition of {pod.key}", pod.metadata.namespace, pod.metadata.name, status=status,
+                            still=still, seq=seq)):
+            return True
+        self._status_done(pod.key, seq, sent=False)
+        return False
+
+    def _status_done(self, key: str, seq: int, *, sent: bool) -> None:
+        with self._lock:
+            entry = self._status.get(key)
+            if entry is None:
+                return
+            if sent:
+                entry[1] = max(entry[1], seq)
+                if seq == entry[0]:
+                    entry[3] = False  # the newest write went out: nothing left to carry on
+            entry[2] -= 1
+            if entry[2] <= 0:
+                del self._status[key]
+
+    def _superseded(self, key: str, seq: int) -> bool:
+        """A later status write of the pod went out already (this one is older: dropped)."""
+        with self._lock:
+            entry = self._status.get(key)
+            return entry is not None and entry[1] > seq
 
     def preempted(self, victim: Pod, preemptor: str, node: str) -> None:
         self._event(victim, PREEMPTED, preempted_message(preemptor, node), "Normal", "Preempting")
@@ -301,40 +337,56 @@ class Reporter:
                 with self._lock:  # from here on a like event is a new write, not folded into this one
                     if self._pending.get(write.same) is write:
                         del self._pending[write.same]
-            if self._stopping.is_set():  # past the drain deadline: what is left is dropped
-                self.metrics.events_dropped.inc()
+            if write.status is not None and write.seq:
+                key = f"{write.namespace}/{write.name}"
+                sent = False
+                try:
+                    with self._send_locks[hash(key) % len(self._send_locks)]:
+                        if not self._superseded(key, write.seq):
+                            sent = self._write(write)
+                finally:
+                    self._status_done(key, write.seq, sent=sent)
                 continue
-            if write.still is not None and not write.still():
-                with self._lock:
+            self._write(write)
+
+    def _write(self, write: _Write) -> bool:
+        """Send one write (True when it went out)."""
+        if self._stopping.is_set():  # past the drain deadline: what is left is dropped
+            self.metrics.events_dropped.inc()
+            return False
+        if write.still is not None and not write.still():
+            with self._lock:
+                self._reported.pop(f"{write.namespace}/{write.name}", None)
+            return False
+        # the one body this write has, named before the calls below read it
+        event, group_status, status = write.event, write.group_status, write.status
+        try:
+            if event is not None:
+                call_with_retries(lambda: self.api.create_event(write.namespace, event),
+                                  what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
+                                  should_continue=lambda: not self._stopping.is_set())
+            elif group_status is not None:
+                call_with_retries(lambda: self.api.patch_pod_group_status(write.namespace, write.name,
+                                                                          group_status),
+                                  what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
+                                  should_continue=lambda: not self._stopping.is_set())
+            elif status is not None:
+                call_with_retries(lambda: self.api.patch_pod_status(write.namespace, write.name, status),
+                                  what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
+                                  should_continue=lambda: not self._stopping.is_set())
+            return True
+        except KubeError as exc:
+            self.metrics.events_dropped.inc()
+            log.debug("not recorded: %s", exc.message)
+            if write.status is not None:
+                with self._lock:  # not written: the next verdict on the pod may write it again
                     self._reported.pop(f"{write.namespace}/{write.name}", None)
-                continue
-            # the one body this write has, named before the calls below read it
-            event, group_status, status = write.event, write.group_status, write.status
-            try:
-                if event is not None:
-                    call_with_retries(lambda: self.api.create_event(write.namespace, event),
-                                      what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
-                                      should_continue=lambda: not self._stopping.is_set())
-                elif group_status is not None:
-                    call_with_retries(lambda: self.api.patch_pod_group_status(write.namespace, write.name,
-                                                                              group_status),
-                                      what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
-                                      should_continue=lambda: not self._stopping.is_set())
-                elif status is not None:
-                    call_with_retries(lambda: self.api.patch_pod_status(write.namespace, write.name, status),
-                                      what=write.what, backoffs=EVENT_BACKOFFS, sleep=self.clock.sleep,
-                                      should_continue=lambda: not self._stopping.is_set())
-            except KubeError as exc:
-                self.metrics.events_dropped.inc()
-                log.debug("not recorded: %s", exc.message)
-                if write.status is not None:
-                    with self._lock:  # not written: the next verdict on the pod may write it again
-                        self._reported.pop(f"{write.namespace}/{write.name}", None)
-                if write.group_status is not None:
-                    with self._lock:  # not written: the next verdict on the gang may write it again
-                        ctype = write.group_status["conditions"][-1]["type"]
-                        _, sent = self._group_sent.get(f"{write.namespace}/{write.name}", ("", {}))
-                        sent.pop(ctype, None)
-            except Exception:  # noqa: BLE001 - a reporting bug must not kill the writer
-                self.metrics.events_dropped.inc()
-                log.exception("writing %s failed", write.what)
+            if write.group_status is not None:
+                with self._lock:  # not written: the next verdict on the gang may write it again
+                    ctype = write.group_status["conditions"][-1]["type"]
+                    _, sent = self._group_sent.get(f"{write.namespace}/{write.name}", ("", {}))
+                    sent.pop(ctype, None)
+        except Exception:  # noqa: BLE001 - a reporting bug must not kill the writer
+            self.metrics.events_dropped.inc()
+            log.exception("writing %s failed", write.what)
+        return False

@@ -82,6 +82,20 @@ def status_patches(cluster: Cluster, name: str) -> list[Any]:
     return [r for r in cluster.server.requests.records if r.method == "PATCH" and r.path.endswith(f"/pods/{name}/status")]
 
 
+def test_a_slow_first_condition_write_does_not_land_over_the_explained_one(make_cluster: Callable[..., Cluster]) -> None:
+    # Two writers send status writes. When kube's message alone (the first write) was slow, the
+    # condition with the obstacles (the second) went out first and the first then replaced it:
+    # the obstacles vanished, and were never written again (a CI run met it on a busy machine).
+    cluster = make_cluster(held_by_a_hard_budget())
+    cluster.server.requests.keep()
+    cluster.server.faults.delay("PATCH", r"/pods/urgent/status$", seconds=1.5, count=1)
+    cluster.scheduler(explaining(), fast_options(engine="cpsat"))
+    cluster.create(pod("urgent", cpu="1", priority_class="high"))
+    assert wait_for(lambda: len(status_patches(cluster, "urgent")) >= 1, timeout=30.0)
+    time.sleep(2.5)  # the held first write has been served by now
+    assert message_of(cluster, "urgent").endswith(PDB_OBSTACLE), message_of(cluster, "urgent")
+
+
 def test_a_pod_held_out_by_a_hard_budget_is_told_so_after_kubes_message(make_cluster: Callable[..., Cluster]) -> None:
     cluster = make_cluster(held_by_a_hard_budget())
     cluster.server.requests.keep()
