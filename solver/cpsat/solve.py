@@ -284,8 +284,10 @@ def _solve_components(win: Window, parts, models: list[WindowModel], weights, ru
     name_by_replay(ctx, sol, win.static, {key: who for wm in models for key, who in wm.kube_names.items()})
     sol.solve_time = time.monotonic() - solve_start
     sol.status = "OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"
-    sol.objective = objective if have_bounds else None
-    sol.bound = bound if have_bounds else None
+    # (rounded: CP-SAT reports a scaled objective as a float, and the same plan came back as
+    # 15359102.0 and 15359101.999999998 from one seed, a reproducible decision told apart)
+    sol.objective = round(objective, 6) if have_bounds else None
+    sol.bound = round(bound, 6) if have_bounds else None
 
 
 def _choose(win: Window, sol: Solution, run: GreedyRun, weights, models: list[WindowModel]) -> CpsatOutcome:

@@ -7,7 +7,8 @@ lower-priority pods on a full node. Kube-scheduler's dry run for them there remo
 pod first, their support with them, so they never preempt on that node; the model's reprieve
 keeps the support, and each of its plans that puts one there is refused and cut, one node
 configuration at a time. The cut rounds went on until the wall clock stopped them (64-78
-rounds in 2 s, 135-148 in 5 s) and the plan came out as one of two, run by run."""
+rounds in 2 s, 135-148 in 5 s) and the plan came out as one of two, run by run. A second
+fuzzed window (``windows/objective-float-noise.jsonl``) gave one plan with two objectives."""
 
 from __future__ import annotations
 
@@ -27,3 +28,12 @@ def test_one_worker_stops_its_cut_rounds_on_work_not_on_the_clock() -> None:
     assert (first.assignments, first.preemptions, first.stats.status) == \
         (second.assignments, second.preemptions, second.stats.status)
     assert validate(window.snapshot, first, config) == []
+
+
+def test_one_worker_reports_one_objective_for_one_plan() -> None:
+    # The same plan came back with objective 15359102.0 and 15359101.999999998 (CP-SAT reports a
+    # scaled objective as a float): the fuzzed run told two reproducible decisions apart.
+    window = load(Path(__file__).with_name("windows") / "objective-float-noise.jsonl")
+    config = window.config.with_overrides(time_limit_seconds=5.0, workers=1, seed=955)
+    objectives = {schedule(window.snapshot, config, engine="cpsat").stats.objective for _ in range(8)}
+    assert len(objectives) == 1, objectives
