@@ -31,7 +31,8 @@ from models.objects import Container, Pod, copy_with
 from models.resources import pod_requests
 from models.snapshot import ClusterSnapshot, holds_node
 
-from ..disruption import allowances
+from ..disruption import allowances, covers
+from ..framework import names
 from ..whatif.changes import rebuilt
 from .obstacle import Obstacle
 from .held import held_obstacles, relaxed_csi_nodes, relaxed_node, relaxed_target, released_claims
@@ -52,10 +53,22 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
     out += _group_topology(base, targets)
     out += held_obstacles(base, targets)
     if config.preemption.enabled and config.preemption.pdb == "hard":
-        out += [Obstacle("pdb", b.key, f"PodDisruptionBudget {b.key} allows {b.status.disruptions_allowed} "
-                         "disruption(s)", (f"poddisruptionbudgets/{b.key}",), ("status.disruptionsAllowed",), 50)
-                for b in base.pdbs]
+        out += [_budget(b, base) for b in base.pdbs]
     return out
+
+
+def _budget(pdb: Any, base: ClusterSnapshot) -> Obstacle:
+    """A budget under hard budgets: what it allows, or, where it selects running pods another
+    budget selects too, that overlap (the Eviction API evicts none of them, whatever either
+    allows: deleting either budget, not raising its allowance, is what frees them)."""
+    ref = f"poddisruptionbudgets/{pdb.key}"
+    shared = sorted({p.key for other in base.pdbs if other is not pdb for p in base.pods
+                     if p.spec.node_name and covers(pdb, p) and covers(other, p)})
+    if shared:
+        return Obstacle("pdb", pdb.key, f"PodDisruptionBudget {pdb.key} selects {names(shared)}, which another budget "
+                        "selects too (the Eviction API evicts no pod two budgets select)", (ref,), ("spec.selector",), 50)
+    return Obstacle("pdb", pdb.key, f"PodDisruptionBudget {pdb.key} allows {pdb.status.disruptions_allowed} "
+                    "disruption(s)", (ref,), ("status.disruptionsAllowed",), 50)
 
 
 def _room(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:

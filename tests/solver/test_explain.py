@@ -43,6 +43,21 @@ def test_a_gang_one_budget_away_from_its_rack() -> None:
     assert why.obstacles[0].fields == ("status.disruptionsAllowed",)
 
 
+def test_a_pod_two_budgets_select_names_their_overlap() -> None:
+    """Under hard budgets a pod two budgets select is never evicted, whatever they allow: the
+    obstacle is the overlap (delete either budget), not an allowance to raise."""
+    snap = make_snapshot([make_node("n1", cpu="2")],
+                         [make_pod("default/twice", cpu="2", priority=0, labels={"app": "a", "tier": "x"}, node="n1"),
+                          make_pod("default/high", cpu="2", priority=100)],
+                         pdbs=[make_pdb("default/by-app", {"app": "a"}, allowed=5),
+                               make_pdb("default/by-tier", {"tier": "x"}, allowed=5)])
+    [why] = explain(snap, CONFIG, "default/high")
+    assert why.proven and kinds(why) == ["pdb"]
+    [obstacle] = why.obstacles
+    assert "selects default/twice, which another budget selects too" in obstacle.text
+    assert obstacle.fields == ("spec.selector",)
+
+
 def test_a_taint_and_a_full_node() -> None:
     nodes = [make_node("tainted", cpu="4", taints=["gpu=yes:NoSchedule"]), make_node("full", cpu="4")]
     pods = [make_pod("a/hog", cpu="4", node="full", priority=100), make_pod("a/p", cpu="2", priority=0)]
