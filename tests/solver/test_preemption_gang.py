@@ -141,6 +141,12 @@ def test_hard_pdb_allowance_is_spent_across_the_window(engine):
 HARD_ENGINES = {"solver": ("cpsat", SOLVER), "fallback": ("cpsat", FALLBACK), "greedy": ("greedy", SOLVER)}
 
 
+def _on_one_node(running: list, pdbs: list, high_cpu: str = "2"):
+    """A 2-CPU node n1 with ``running`` on it, the budgets, and `high` (priority 100) pending."""
+    return make_snapshot([make_node("n1", cpu="2")],
+                         [*running, make_pod("default/high", cpu=high_cpu, priority=100)], pdbs=pdbs)
+
+
 def _hard_plan(snap, engine: str, config=None):
     name, base = HARD_ENGINES[engine]
     config = config or with_hard_pdb(base)
@@ -215,14 +221,10 @@ def test_hard_budgets_let_a_terminating_pod_go_whatever_they_allow(engine):
     # The Eviction API deletes a pod that is already terminating without looking at budgets (nor
     # at how many select it). Both engines counted it against a budget allowing none and left
     # `high` pending, where kube-scheduler, and the API, would let it go.
-    snap = make_snapshot(
-        [make_node("n1", cpu="2")],
-        [make_pod("default/low", cpu="2", priority=0, labels={"app": "web", "tier": "x"}, node="n1",
-                  terminating=True),
-         make_pod("default/high", cpu="2", priority=100)],
-        pdbs=[make_pdb("default/web", {"app": "web"}, min_available=5, allowed=0),
-              make_pdb("default/tier", {"tier": "x"}, min_available=5, allowed=0)],
-    )
+    snap = _on_one_node(
+        [make_pod("default/low", cpu="2", priority=0, labels={"app": "web", "tier": "x"}, node="n1", terminating=True)],
+        [make_pdb("default/web", {"app": "web"}, min_available=5, allowed=0),
+         make_pdb("default/tier", {"tier": "x"}, min_available=5, allowed=0)])
     plan = _hard_plan(snap, engine)
     assert victims(plan) == {"default/low": "n1"}
     assert placed(plan) == {"default/high": "n1"}
@@ -234,23 +236,18 @@ def test_a_pod_two_budgets_cover_spends_none_of_their_allowance(engine):
     # disruption: greedy's split counted it first (it started earlier, so it is the more
     # important and comes first in the walk) and then found `once` violating too, leaving `high`
     # pending.
-    snap = make_snapshot(
-        [make_node("n1", cpu="2")],
-        [make_pod("default/twice", cpu="1", priority=0, labels={"app": "a", "tier": "x"}, node="n1",
-                  start_time=at(0)),
-         make_pod("default/once", cpu="1", priority=0, labels={"app": "a"}, node="n1", start_time=at(5)),
-         make_pod("default/high", cpu="1", priority=100)],
-        pdbs=[make_pdb("default/by-app", {"app": "a"}, allowed=1), make_pdb("default/by-tier", {"tier": "x"}, allowed=1)],
-    )
+    snap = _on_one_node(
+        [make_pod("default/twice", cpu="1", priority=0, labels={"app": "a", "tier": "x"}, node="n1", start_time=at(0)),
+         make_pod("default/once", cpu="1", priority=0, labels={"app": "a"}, node="n1", start_time=at(5))],
+        [make_pdb("default/by-app", {"app": "a"}, allowed=1), make_pdb("default/by-tier", {"tier": "x"}, allowed=1)],
+        high_cpu="1")
     plan = _hard_plan(snap, engine)
     assert victims(plan) == {"default/once": "n1"} and placed(plan) == {"default/high": "n1"}
 
 
 @pytest.mark.parametrize("engine", HARD_ENGINES)
 def test_hard_budgets_with_no_budget_at_all_preempt_as_ever(engine):
-    snap = make_snapshot([make_node("n1", cpu="2")],
-                         [make_pod("default/low", cpu="2", priority=0, node="n1"),
-                          make_pod("default/high", cpu="2", priority=100)])
+    snap = _on_one_node([make_pod("default/low", cpu="2", priority=0, node="n1")], [])
     plan = _hard_plan(snap, engine)
     assert victims(plan) == {"default/low": "n1"} and placed(plan) == {"default/high": "n1"}
 
