@@ -38,6 +38,12 @@ def pdbs_covering(pod: Pod, pdbs: Iterable[PodDisruptionBudget]) -> list[PodDisr
     return [b for b in pdbs if covers(b, pod)]
 
 
+def eviction_budgets(pod: Pod, pdbs: Iterable[PodDisruptionBudget]) -> list[PodDisruptionBudget]:
+    """The budgets the Eviction API weighs for ``pod``: those covering it, none for a pod already
+    terminating (deleted without a look). Two or more: the API refuses to evict it."""
+    return [] if pod.is_terminating else pdbs_covering(pod, pdbs)
+
+
 def _healthy(pod: Pod) -> bool:
     return bool(pod.spec.node_name) and not pod.is_terminal and not pod.is_terminating and pod.status.phase in ("Running", "")
 

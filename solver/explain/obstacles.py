@@ -31,7 +31,7 @@ from models.objects import Container, Pod, copy_with
 from models.resources import pod_requests
 from models.snapshot import ClusterSnapshot, holds_node
 
-from ..disruption import allowances, covers
+from ..disruption import allowances, eviction_budgets
 from ..framework import names
 from ..whatif.changes import rebuilt
 from .obstacle import Obstacle
@@ -53,17 +53,21 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
     out += _group_topology(base, targets)
     out += held_obstacles(base, targets)
     if config.preemption.enabled and config.preemption.pdb == "hard":
-        out += [_budget(b, base) for b in base.pdbs]
+        shared: dict[str, list[str]] = {}  # budget -> the running pods it and another select
+        for pod in base.pods:
+            mine = eviction_budgets(pod, base.pdbs) if pod.spec.node_name else []
+            if len(mine) > 1:
+                for b in mine:
+                    shared.setdefault(b.key, []).append(pod.key)
+        out += [_budget(b, sorted(shared.get(b.key, ()))) for b in base.pdbs]
     return out
 
 
-def _budget(pdb: Any, base: ClusterSnapshot) -> Obstacle:
+def _budget(pdb: Any, shared: list[str]) -> Obstacle:
     """A budget under hard budgets: what it allows, or, where it selects running pods another
-    budget selects too, that overlap (the Eviction API evicts none of them, whatever either
-    allows: deleting either budget, not raising its allowance, is what frees them)."""
+    budget selects too (``shared``), that overlap (the Eviction API evicts none of them, whatever
+    either allows: deleting either budget, not raising its allowance, is what frees them)."""
     ref = f"poddisruptionbudgets/{pdb.key}"
-    shared = sorted({p.key for other in base.pdbs if other is not pdb for p in base.pods
-                     if p.spec.node_name and covers(pdb, p) and covers(other, p)})
     if shared:
         return Obstacle("pdb", pdb.key, f"PodDisruptionBudget {pdb.key} selects {names(shared)}, which another budget "
                         "selects too (the Eviction API evicts no pod two budgets select)", (ref,), ("spec.selector",), 50)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ...framework import names
 from ...group_disruption import evicted_together
-from ...disruption import allowances, pdbs_covering
+from ...disruption import allowances, eviction_budgets
 from . import replay as kube_replay
 from ..shared.preemption_rule import why_not
 
@@ -76,8 +76,7 @@ def _check_budgets(replay: Replay) -> None:
     pdbs = replay.ctx.snapshot.pdbs
     covered: dict[str, list[str]] = defaultdict(list)
     for v in replay.victims:
-        # The Eviction API deletes a terminating pod without looking at budgets.
-        mine = [] if v.pod.pod.is_terminating else pdbs_covering(v.pod.pod, pdbs)
+        mine = eviction_budgets(v.pod.pod, pdbs)
         if len(mine) > 1:
             replay.report(
                 f"pdb: {v.pod.key} is covered by {len(mine)} PodDisruptionBudgets ({names(b.key for b in mine)}); "
