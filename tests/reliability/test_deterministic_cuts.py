@@ -8,7 +8,11 @@ pod first, their support with them, so they never preempt on that node; the mode
 keeps the support, and each of its plans that puts one there is refused and cut, one node
 configuration at a time. The cut rounds went on until the wall clock stopped them (64-78
 rounds in 2 s, 135-148 in 5 s) and the plan came out as one of two, run by run. A second
-fuzzed window (``windows/objective-float-noise.jsonl``) gave one plan with two objectives."""
+fuzzed window (``windows/objective-float-noise.jsonl``) gave one plan with two objectives.
+
+Since the thirty-second round the model knows that dry run fails (``reprieve_encode``,
+``_support_only_below``): the first window decides with no cut round at all, and stays here as a
+check of that and of one worker's reproducibility."""
 
 from __future__ import annotations
 
@@ -37,3 +41,13 @@ def test_one_worker_reports_one_objective_for_one_plan() -> None:
     config = window.config.with_overrides(time_limit_seconds=5.0, workers=1, seed=955)
     objectives = {schedule(window.snapshot, config, engine="cpsat").stats.objective for _ in range(8)}
     assert len(objectives) == 1, objectives
+
+
+def test_the_window_whose_cuts_had_no_end_needs_none() -> None:
+    window = load(WINDOW)
+    config = window.config.with_overrides(time_limit_seconds=5.0, workers=2, seed=0)
+    plan = schedule(window.snapshot, config, engine="cpsat")
+    greedy = schedule(window.snapshot, config, engine="greedy")
+    assert plan.stats.victim_cut_rounds == 0
+    assert plan.assignment_map().keys() == greedy.assignment_map().keys()
+    assert validate(window.snapshot, plan, config) == []

@@ -168,3 +168,36 @@ def test_a_level_that_may_come_late_keeps_its_turns_when_it_does_not() -> None:
         assert evicted_by == expected
         assert _valid(snapshot, placements, evicted_by) == []
         assert _model_holds(snapshot, placements, set(evicted_by))
+
+
+def _support_only_below(elsewhere: bool) -> Any:
+    """p (priority 1000) needs app=c in its zone; on n0 (z1) the only app=c pod is v, a lower pod
+    kube-scheduler's dry run for p takes off with w. ``elsewhere``: another app=c pod runs on n1,
+    in the same zone."""
+    nodes = [make_node("n0", cpu="4", labels={"zone": "z1"}), make_node("n1", cpu="1", labels={"zone": "z1"})]
+    pods = [make_pod("default/v", cpu="500m", node="n0", priority=0, labels={"app": "c"}, start_time=at(0)),
+            make_pod("default/w", cpu="2", node="n0", priority=0, start_time=at(1)),
+            make_pod("default/p", cpu="3", priority=1000, created=at(0), pod_affinity=[term({"app": "c"}, "zone")])]
+    if elsewhere:
+        pods.append(make_pod("default/s", cpu="100m", node="n1", priority=0, labels={"app": "c"}, start_time=at(0)))
+    return make_snapshot(nodes, pods)
+
+
+def test_a_preemptor_whose_only_support_is_a_lower_pod_of_the_node_does_not_preempt_there() -> None:
+    """The model's reprieve kept v (it fits back beside p) as p's support and evicted w; kube's dry
+    run takes v off first, finds p's affinity unmet and never makes n0 a candidate. The replay then
+    refused every such plan, and the cuts took one node configuration at a time: a fuzzed 14-pod
+    window (``tests/reliability/windows/cut-rounds-without-end.jsonl``) cut until its time ran out."""
+    snapshot = _support_only_below(elsewhere=False)
+    assert _kube_evicts(snapshot, {"default/p": 0}) == {}
+    assert _valid(snapshot, {"default/p": 0}, {"default/w": "default/p"}) != []
+    assert not _model_holds(snapshot, {"default/p": 0}, {"default/w"})
+
+
+def test_a_preemptor_with_support_beyond_the_lower_pods_of_the_node_still_preempts() -> None:
+    """The same with app=c also on n1 (same zone): the dry run keeps that support, so kube evicts w
+    for p, and the model holds it."""
+    snapshot = _support_only_below(elsewhere=True)
+    assert _kube_evicts(snapshot, {"default/p": 0}) == {"default/w": "default/p"}
+    assert _valid(snapshot, {"default/p": 0}, {"default/w": "default/p"}) == []
+    assert _model_holds(snapshot, {"default/p": 0}, {"default/w"})

@@ -40,7 +40,9 @@ only what keeps that pod off that node. Not weighed here (the cuts take them): w
 
 A level whose pods on the node need, by required affinity, a lower pod there may come late
 (``_may_come_late``): kube-scheduler's dry run takes that support off, so the turn evicts nothing
-and the pods come after the lower levels' turns, which then do not see them.
+and the pods come after the lower levels' turns, which then do not see them. Where nothing else
+can support such a pod (``_support_only_below``), its dry run surely fails: placed there, it either
+fits as the node is or comes late; its level's turn evicts nothing for it.
 
 The budgets are read as the window starts, but evictions before a level's turn (on other nodes, at
 higher levels, for the level's earlier pods) may have spent them, and a pod the split calls safe
@@ -54,7 +56,7 @@ refuse what it would not pick.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Optional
@@ -151,11 +153,37 @@ def encode(wm: WindowModel) -> Optional[ReprieveEncoding]:
 
 
 class _QueueSpans:
-    """Per class, the queue order keys of its first and last pod (None for a class holding a
-    gang's pods, which the queue moves to their group's place); worked out once per model."""
+    """What the nodes' reprieves share, worked out once per model: per class, the queue order keys
+    of its first and last pod (None for a class holding a gang's pods, which the queue moves to
+    their group's place), and, per preemptor class and level, how many running pods in each domain
+    support its required affinity (``support``)."""
 
     def __init__(self) -> None:
         self._memo: dict[int, Optional[tuple]] = {}
+        self._support: dict[tuple[str, int], Optional[list]] = {}
+
+    def support(self, wm: Any, rep: PodInfo, level: int) -> Optional[list]:
+        """Per required affinity term of ``rep`` (a preemptor of priority ``level``), the node
+        domains of its key and how many running pods matching all of ``rep``'s terms each domain
+        holds; None where other support may come (``rep`` matches its own terms, or a window class
+        of priority ``level`` or above matches them). Worked out once per class and level."""
+        key = (rep.key, level)
+        if key not in self._support:
+            self._support[key] = self._count_support(wm, rep, level)
+        return self._support[key]
+
+    @staticmethod
+    def _count_support(wm: Any, rep: PodInfo, level: int) -> Optional[list]:
+        matchers = [PodMatcher.of_term(t) for t in rep.affinity]
+        if all(mt.matches(rep) for mt in matchers) or any(
+                cls.rep.priority >= level and all(mt.matches(cls.rep) for mt in matchers) for cls in wm.classes):
+            return None
+        nodes = [node for p, node in wm.state.pods_matching(matchers[0]) if all(mt.matches(p) for mt in matchers[1:])]
+        out = []
+        for term in rep.affinity:
+            ids = wm.state.domains(term.topology_key)[0]
+            out.append((ids, Counter(int(ids[node]) for node in nodes)))
+        return out
 
     def span(self, cls: Any) -> Optional[tuple]:
         if cls.id not in self._memo:
@@ -183,6 +211,7 @@ class _NodeReprieve:
         self.m, self.state = wm.model, wm.state
         m, state = self.m, self.state
         self.entries = wm.by_node[n]
+        self.exact = exact
         self.budgets = PdbBudgets.of(wm.ctx)
         lam = self.lam = {v.key: wm.evict_level[v.key] for v in victims}
         self.levels = sorted({lv for v in victims for lv in lam[v.key]}, reverse=True)
@@ -230,6 +259,13 @@ class _NodeReprieve:
             seen = self.counted[cls.id] = m.new_int_var(0, wm.ub_of(cls.id, n), f"reprieve_seen[{n},{cls.id}]")
             m.add(seen == var).only_enforce_if(late.Not())
             m.add(seen == 0).only_enforce_if(late)
+            if self._support_only_below(cls.rep, level):
+                # Its dry run here surely fails: on time, its turn evicts nothing (it fits as the
+                # node is, its support still there), or it comes late.
+                here = wm.new_presence(f"reprieve_leaning[{n},{cls.id}]", [var], wm.ub_of(cls.id, n))
+                for v in self.victims:
+                    if level in self.lam[v.key]:
+                        m.add_bool_or([self.gone[v.key, level].Not(), here.Not(), late, self.exact.Not()])
 
     def _leans_on_lower(self, rep: PodInfo, level: int) -> bool:
         """Whether a lower pod the level may evict on the node matches all of ``rep``'s required
@@ -239,6 +275,24 @@ class _NodeReprieve:
         matchers = [PodMatcher.of_term(t) for t in rep.affinity]
         return any(v.priority < level and may_preempt(rep, v) and all(mt.matches(v) for mt in matchers)
                    for v in self.victims)
+
+    def _support_only_below(self, rep: PodInfo, level: int) -> bool:
+        """Whether kube-scheduler's dry run for ``rep`` on the node surely leaves a required
+        affinity term without support: every running pod that matches all its terms in that term's
+        domain is a lower pod of the node the dry run takes off, and no window pod that may come
+        before it (priority ``level`` or above) matches them. (A pod matching its own terms may
+        pass as the first of its series: never said of it.)"""
+        support = self.spans.support(self.wm, rep, level)
+        if support is None:
+            return False
+        matchers = [PodMatcher.of_term(t) for t in rep.affinity]
+        taken_off = sum(1 for v in self.victims
+                        if v.priority < level and may_preempt(rep, v) and all(mt.matches(v) for mt in matchers))
+        for term, (ids, per_domain) in zip(rep.affinity, support):
+            d = int(ids[self.n])
+            if d >= 0 and per_domain.get(d, 0) <= taken_off:
+                return True
+        return False
 
     def _and(self, a: Any, b: Any, name: str) -> Any:
         """A literal equal to ``a`` and ``b``."""
