@@ -142,9 +142,13 @@ def _evict(api: ApplyApi, action: Action, wait_seconds: float, scheduler_name: s
     if landed != action.target:
         raise Stop(f"the replacement of {action.pod}, {namespace}/{new_name}, landed on {landed}, not {action.target} "
                    "as planned: run repack again on a fresh dump")
-    _wait(lambda: _ready(api, namespace, new_name), wait_seconds,
-          f"{namespace}/{new_name} on {landed} was not Running and Ready within {wait_seconds:g}s")
-    return f"step {action.step}: evicted {action.pod} from {action.source}; {namespace}/{new_name} is Ready on {landed}"
+    # A pod that was not Ready counted for no budget: its replacement is waited for Running only
+    # (a crash-looping pod's replacement may never be Ready, and the plan would stop here).
+    was_ready = (pod.get("status") or {}).get("phase") != "Running" or _is_ready(pod, missing=True)
+    state = "Running and Ready" if was_ready else "Running"
+    _wait(lambda: _ready(api, namespace, new_name, need_ready=was_ready), wait_seconds,
+          f"{namespace}/{new_name} on {landed} was not {state} within {wait_seconds:g}s")
+    return f"step {action.step}: evicted {action.pod} from {action.source}; {namespace}/{new_name} is {state} on {landed}"
 
 
 def _replacement(api: ApplyApi, namespace: str, name: str, uid: Optional[str], owner: Optional[dict[str, Any]],
@@ -176,11 +180,17 @@ def _replacement(api: ApplyApi, namespace: str, name: str, uid: Optional[str], o
     return None
 
 
-def _ready(api: ApplyApi, namespace: str, name: str) -> Optional[bool]:
+def _is_ready(pod: dict[str, Any], missing: bool = False) -> bool:
+    """The pod's Ready condition is True; ``missing``: what a pod without one reads as (the
+    planner reads it as Ready: ``Pod.is_ready``)."""
+    conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+    return conditions[0].get("status") == "True" if conditions else missing
+
+
+def _ready(api: ApplyApi, namespace: str, name: str, need_ready: bool = True) -> Optional[bool]:
     pod = api.read_pod(namespace, name)
-    status = pod.get("status") or {}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    return True if status.get("phase") == "Running" and ready else None
+    running = (pod.get("status") or {}).get("phase") == "Running"
+    return True if running and (_is_ready(pod) or not need_ready) else None
 
 
 def _wait(check: Callable[[], Any], seconds: float, timeout_message: str) -> Any:

@@ -647,11 +647,15 @@ def unread_volume(volume: Any) -> bool:
 # PREEMPTION_BY_SCHEDULER) before deleting it.
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+# The kubelet's readiness condition: the Eviction API lets a pod that is not Ready go without
+# spending its PodDisruptionBudget where the budget says so (``solver.disruption``).
+READY = "Ready"
 
 
 class PodCondition(K8sModel):
     """One of ``status.conditions``: kube-scheduler reads ``DisruptionTarget`` (``True``, reason
-    ``PreemptionByScheduler``) to tell a victim of its own preemption."""
+    ``PreemptionByScheduler``) to tell a victim of its own preemption; the Eviction API reads
+    ``Ready`` (its status alone)."""
 
     type: str = ""
     status: str = ""
@@ -661,6 +665,11 @@ class PodCondition(K8sModel):
     @classmethod
     def _null_string(cls, v: Any) -> Any:
         return "" if v is None else v
+
+
+# One instance per status of the Ready condition, shared by every pod (a dump's 100,000 pods
+# would otherwise hold 100,000 equal objects): only its status is kept.
+_READY_CONDITIONS = {s: PodCondition(type=READY, status=s) for s in ("True", "False", "Unknown")}
 
 
 class PodExtendedResourceClaimStatus(K8sModel):
@@ -685,12 +694,23 @@ class PodStatus(K8sModel):
 
     @field_validator("conditions", mode="before")
     @classmethod
-    def _disruption_only(cls, v: Any) -> Any:
-        # Only DisruptionTarget is read; a dump's pods carry four or five conditions each, kept
-        # out of memory (anything else in the list is left for validation to name).
-        if isinstance(v, list):
-            return [c for c in v if not (isinstance(c, dict) and c.get("type") != DISRUPTION_TARGET)]
-        return v
+    def _read_ones_only(cls, v: Any) -> Any:
+        # Only DisruptionTarget and Ready (its status) are read; a dump's pods carry four or five
+        # conditions each, the others kept out of memory (anything that is not a mapping is left
+        # for validation to name).
+        if not isinstance(v, list):
+            return v
+        out = []
+        for c in v:
+            if not isinstance(c, dict):
+                out.append(c)
+            elif c.get("type") == DISRUPTION_TARGET:
+                out.append(c)
+            elif c.get("type") == READY:
+                status = c.get("status")
+                out.append(_READY_CONDITIONS.get(status) if isinstance(status, str) and status in _READY_CONDITIONS
+                           else {"type": READY, "status": status})
+        return out
     resource_claim_statuses: ListOf[PodResourceClaimStatus] = Field(default_factory=list)
     # DRA-backed extended resources (1.34+): the claim kube-scheduler made for the pod
     extended_resource_claim_status: Optional[PodExtendedResourceClaimStatus] = None
@@ -716,6 +736,18 @@ class Pod(NamespacedObject):
     @property
     def is_terminating(self) -> bool:
         return self.metadata.deletion_timestamp is not None
+
+    @property
+    def is_ready(self) -> bool:
+        """The pod's ``Ready`` condition is True, or it has none. The API reads a pod without the
+        condition as not Ready; the kubelet writes it on every pod it runs, so only a
+        hand-written or generated snapshot leaves it out, and there the pod reads as Ready, as
+        its budget's healthy count has it (the planner then charges the budget, the stricter
+        reading)."""
+        for c in self.status.conditions:
+            if c.type == READY:
+                return c.status == "True"
+        return True
 
     @property
     def terminating_by_preemption(self) -> bool:
@@ -850,10 +882,17 @@ class PodGroup(NamespacedObject):
 IntOrPercent = Annotated[int | str, Field(union_mode="left_to_right")]
 
 
+# How the Eviction API treats a covered pod that is not Ready (policy/v1; unset reads as
+# IfHealthyBudget): AlwaysAllow evicts it without looking at the budget, IfHealthyBudget only
+# while the budget is healthy enough (``solver.disruption.spares_unready``).
+UnhealthyPodEvictionPolicy = Literal["IfHealthyBudget", "AlwaysAllow"]
+
+
 class PodDisruptionBudgetSpec(K8sModel):
     selector: Optional[LabelSelector] = None
     min_available: Optional[IntOrPercent] = None
     max_unavailable: Optional[IntOrPercent] = None
+    unhealthy_pod_eviction_policy: Optional[UnhealthyPodEvictionPolicy] = None
 
     @field_validator("min_available", "max_unavailable")
     @classmethod

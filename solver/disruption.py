@@ -39,9 +39,40 @@ def pdbs_covering(pod: Pod, pdbs: Iterable[PodDisruptionBudget]) -> list[PodDisr
 
 
 def eviction_budgets(pod: Pod, pdbs: Iterable[PodDisruptionBudget]) -> list[PodDisruptionBudget]:
-    """The budgets the Eviction API weighs for ``pod``: those covering it, none for a pod already
-    terminating (deleted without a look). Two or more: the API refuses to evict it."""
-    return [] if pod.is_terminating else pdbs_covering(pod, pdbs)
+    """The budgets the Eviction API weighs for ``pod``: those covering it; none for a pod already
+    terminating (deleted without a look), nor for a running pod that is not Ready whose one
+    budget lets such a pod go (``spares_unready``). Two or more: the API refuses to evict it,
+    Ready or not."""
+    if pod.is_terminating:
+        return []
+    mine = pdbs_covering(pod, pdbs)
+    if len(mine) == 1 and unready_running(pod) and spares_unready(mine[0]):
+        return []
+    return mine
+
+
+def unready_running(pod: Pod) -> bool:
+    """Running and not Ready (``Pod.is_ready``): the pods whose eviction a budget may let go
+    unspent. A bound pod still Pending skips every budget at the API, but the planner charges
+    it on purpose: it may be Running by the time it is evicted."""
+    return pod.status.phase == "Running" and not pod.is_ready
+
+
+def spares_unready(pdb: PodDisruptionBudget) -> bool:
+    """The Eviction API evicts a running pod that is not Ready, covered by ``pdb`` alone, without
+    checking or spending ``pdb``: under ``unhealthyPodEvictionPolicy: AlwaysAllow``, or under
+    IfHealthyBudget (the default) while its status counts at least as many healthy pods as it
+    desires, and desires some. ``observedGeneration`` plays no part (the API checks it only
+    when it spends the budget); a status not written yet reads as zeros, as the API reads it.
+
+    The status is the snapshot's for the whole plan: the plan spends at most
+    ``disruptionsAllowed`` (``currentHealthy - desiredHealthy`` as the controller writes it) of
+    the budget's Ready pods, so a budget healthy enough stays so once the controller counts
+    them gone, whatever order the evictions come in; a not-Ready pod never counts as healthy."""
+    if pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow":
+        return True
+    desired = pdb.status.desired_healthy or 0
+    return desired > 0 and (pdb.status.current_healthy or 0) >= desired
 
 
 def _healthy(pod: Pod) -> bool:
@@ -124,6 +155,9 @@ class Budget:
     # Set on the ``MANY_BUDGETS`` budget only: the budgets of which it covers the pods two or
     # more select.
     siblings: tuple["Budget", ...] = ()
+    # Read for evictions: a running pod that is not Ready and that this budget alone selects
+    # goes without spending it (``spares_unready``).
+    spares_unready: bool = False
 
     def selects(self, pod: PodInfo) -> bool:
         """Its namespace and selector take ``pod`` in (whatever ``disrupted`` says)."""
@@ -152,14 +186,16 @@ class PdbBudgets:
         # selector matches of them, most of its greedy time.
         self._by_labels: dict[tuple, tuple[int, ...]] = {}
         self._names_counted = any(b.disrupted for b in budgets)
+        self._unready_spared = evictions and any(b.spares_unready for b in budgets)
         self._spent_below: dict[Optional[int], list[int]] = {}
 
     @staticmethod
     def of(ctx, *, evictions: Optional[bool] = None) -> "PdbBudgets":
         """The budgets of ``ctx``'s snapshot, kept on ``ctx``. ``evictions``: read them as the
         Eviction API does, for plans carried out by evicting: an empty selector covers the whole
-        namespace, and a pod two budgets or more cover is never evicted (``MANY_BUDGETS``, which
-        allows none). By default they are so read under ``preemption.pdb: hard`` (the live
+        namespace, a pod two budgets or more cover is never evicted (``MANY_BUDGETS``, which
+        allows none), and a running pod that is not Ready goes unspent where its one budget lets
+        it (``spares_unready``). By default they are so read under ``preemption.pdb: hard`` (the live
         scheduler's: it evicts through that API), and as kube-scheduler's preemption reads them
         otherwise (an empty selector covers nothing; kube-scheduler deletes its victims)."""
         if evictions is None:
@@ -177,7 +213,7 @@ class PdbBudgets:
         budgets = [
             Budget(pdb.key, pdb.metadata.namespace, Selector.of(pdb.spec.selector), allowed,
                    frozenset() if evictions else frozenset(pdb.status.disrupted_pods),
-                   empty_covers_all=evictions)
+                   empty_covers_all=evictions, spares_unready=evictions and spares_unready(pdb))
             for pdb, allowed in zip(pdbs, allowances(pdbs, ctx.snapshot.pods))
         ]
         if evictions and len(budgets) > 1:
@@ -195,14 +231,20 @@ class PdbBudgets:
         other._pdb_budgets = PdbBudgets(mine.budgets, evictions=mine.evictions)
 
     def covering(self, pod: PodInfo) -> tuple[int, ...]:
-        """The budgets covering ``pod`` (``Budget.covers``), by position. Read for evictions, a
-        terminating pod has none: the Eviction API deletes it without looking at budgets."""
+        """The budgets covering ``pod`` (``Budget.covers``), by position: what its eviction
+        spends. Read for evictions, as ``eviction_budgets`` reads them: a terminating pod has
+        none (the Eviction API deletes it without looking at budgets), nor has a running pod
+        that is not Ready whose one budget spares it."""
         if not self.budgets or (self.evictions and pod.terminating):
             return ()
         key = pod.match_key or (pod.namespace, tuple(sorted(pod.labels.items())))
         hit = self._by_labels.get(key)
         if hit is None:
             hit = self._by_labels[key] = tuple(i for i, b in enumerate(self.budgets) if b.selects(pod))
+        # One budget only: a pod two select has ``MANY_BUDGETS`` too and stays refused.
+        if self._unready_spared and len(hit) == 1 and self.budgets[hit[0]].spares_unready \
+                and unready_running(pod.pod):
+            return ()
         if self._names_counted:
             name = pod.pod.metadata.name
             return tuple(i for i in hit if name not in self.budgets[i].disrupted)

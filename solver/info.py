@@ -382,6 +382,10 @@ class PodInfo:
             (self.devices_key or self.key) if spec.resource_claims else None,
             self.claims,
             self.declared,
+            # A running pod that is not Ready may leave its budget unspent when evicted
+            # (``disruption.eviction_budgets``): repack moves such a replica apart from its
+            # Ready siblings, so it is a class of its own. (A pending pod has no Ready condition.)
+            self.pod.status.phase == "Running" and not self.pod.is_ready,
         )
 
 

@@ -215,6 +215,7 @@ def make_pod(
     preempted: bool = False,
     claims: Sequence[str] = (),
     ephemeral: Sequence[str] = (),
+    ready: Optional[bool] = None,
 ) -> Pod:
     """A pod named ``namespace/name``: one container with the given requests, bound when
     ``node`` is given, ours (``schedulerName: cpsat-scheduler``) by default.
@@ -224,6 +225,7 @@ def make_pod(
     container. ``group`` sets the coscheduling pod-group label. ``nominated`` sets
     ``status.nominatedNodeName``; ``preempted`` marks a victim of scheduler preemption being
     deleted (a deletionTimestamp and DisruptionTarget=True, reason PreemptionByScheduler).
+    ``ready`` writes the Ready condition (None: none, which reads as Ready).
     """
     namespace, _, name = key.rpartition("/")
     namespace = namespace or "default"
@@ -284,8 +286,13 @@ def make_pod(
         status["startTime"] = start_time.isoformat()
     if nominated is not None:
         status["nominatedNodeName"] = nominated
+    conditions: list[dict[str, Any]] = []
     if preempted:
-        status["conditions"] = [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]
+        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"})
+    if ready is not None:
+        conditions.append({"type": "Ready", "status": "True" if ready else "False"})
+    if conditions:
+        status["conditions"] = conditions
     return Pod.model_validate({"metadata": metadata, "spec": spec, "status": status})
 
 
@@ -316,8 +323,12 @@ def make_pdb(
     max_unavailable: Union[int, str, None] = None,
     allowed: Optional[int] = None,
     label_selector: Any = "from-labels",
+    unhealthy_policy: Optional[str] = None,
+    healthy: Optional[tuple[int, int]] = None,
 ) -> PodDisruptionBudget:
-    """A PodDisruptionBudget; ``allowed`` sets ``status.disruptionsAllowed``."""
+    """A PodDisruptionBudget; ``allowed`` sets ``status.disruptionsAllowed``, ``healthy``
+    ``status.currentHealthy`` and ``desiredHealthy``, ``unhealthy_policy``
+    ``spec.unhealthyPodEvictionPolicy``."""
     namespace, _, name = key.rpartition("/")
     spec: dict[str, Any] = {}
     sel = selector(labels) if label_selector == "from-labels" else label_selector
@@ -327,7 +338,11 @@ def make_pdb(
         spec["minAvailable"] = min_available
     if max_unavailable is not None:
         spec["maxUnavailable"] = max_unavailable
-    status = {"disruptionsAllowed": allowed} if allowed is not None else {}
+    if unhealthy_policy is not None:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
+    status: dict[str, Any] = {"disruptionsAllowed": allowed} if allowed is not None else {}
+    if healthy is not None:
+        status["currentHealthy"], status["desiredHealthy"] = healthy
     return PodDisruptionBudget.model_validate(
         {"metadata": {"name": name, "namespace": namespace or "default"}, "spec": spec, "status": status}
     )

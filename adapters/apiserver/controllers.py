@@ -145,6 +145,9 @@ class Kubelet:
         self._timers = timers
         self.start_seconds = start_seconds
         self.grace_seconds = grace_seconds
+        # Pods whose containers start but never pass readiness (a crash loop, a failing probe):
+        # Running, with Ready and ContainersReady False. None: every pod becomes Ready.
+        self.never_ready: Callable[[dict[str, Any]], bool] | None = None
         self._starting: set[str] = set()  # uids with a start already scheduled
         store.add_listener(self.on_change)
 
@@ -202,15 +205,16 @@ class Kubelet:
             for addr in (node.get("status") or {}).get("addresses") or []:
                 if addr.get("type") == "InternalIP":
                     status["hostIP"] = addr.get("address")
+            ready = not (self.never_ready is not None and self.never_ready(pod))
             for ctype in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"):
-                set_condition(status, ctype, "True")
+                set_condition(status, ctype, "True" if ready or ctype not in ("Ready", "ContainersReady") else "False")
             status["containerStatuses"] = [
                 {
                     "name": c.get("name"),
                     "image": c.get("image", ""),
                     "imageID": "",
                     "containerID": f"fake://{uid[:8]}-{c.get('name')}",
-                    "ready": True,
+                    "ready": ready,
                     "started": True,
                     "restartCount": 0,
                     "state": {"running": {"startedAt": now}},

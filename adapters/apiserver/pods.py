@@ -194,6 +194,10 @@ def _check_budget(api: "Api", pod: dict[str, Any]) -> None:
                        "does not support.", "InternalError")
     pdb = budgets[0]
     status, pdb_name = pdb.get("status") or {}, pdb["metadata"]["name"]
+    # A pod that is not Ready goes without the budget being checked or spent under AlwaysAllow,
+    # or while the budget is healthy enough. Unlike the real server, a Running pod with no Ready
+    # condition counts as Ready here (`is_healthy`), as the disruption controller here and the
+    # planner (`Pod.is_ready`) count it: only hand-written pods lack the condition.
     if not is_healthy(pod):
         policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
         desired = int(status.get("desiredHealthy", 0))

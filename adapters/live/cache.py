@@ -52,7 +52,7 @@ from pydantic import BaseModel
 from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.dra import ResourceClaim
 from models.group_claims import group_claims, share_group_claims
-from models.objects import copy_with
+from models.objects import DISRUPTION_TARGET, READY, copy_with
 from models.snapshot import PodPositions, SnapshotDelta, asks_beyond_cpu_and_memory, pod_group_key, resolve_pod
 from models.group_api import WorkloadTemplates
 from models.group_tree import COMPOSITES, PODGROUPS as TREE_PODGROUPS
@@ -164,22 +164,23 @@ def _on_node(pod: Pod, node: str) -> Pod:
 
 # Our own bind's watch echo: the pod as it was, plus spec.nodeName, a new resourceVersion, the
 # managedFields of the write, the PodScheduled condition (the model keeps no condition but
-# DisruptionTarget) and, since Kubernetes 1.33 (PodTopologyLabels admission), the node's
+# DisruptionTarget and Ready) and, since Kubernetes 1.33 (PodTopologyLabels admission), the node's
 # topology.kubernetes.io/ labels. Parsing it again is ~5% of the process's interpreter time at a
 # steady 100 pods/s; instead the echo is compared with the unbound object it follows, all but
 # those fields, and the model kept is reused with the node, resourceVersion and labels put in.
 _ECHO_META = frozenset({"resourceVersion", "managedFields", "labels"})
 _TOPOLOGY_LABELS = "topology.kubernetes.io/"
+_READ_CONDITIONS = (DISRUPTION_TARGET, READY)
 
 
 def _echo_print(obj: dict[str, Any]) -> Optional[bytes]:
     """Equal bytes for two versions of a pod that differ only where a bind changes it (None:
-    it cannot be encoded, or holds a DisruptionTarget condition, which the model reads)."""
+    it cannot be encoded, or holds a DisruptionTarget or Ready condition, which the model reads)."""
     meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status") or {}
     if not (isinstance(meta, dict) and isinstance(spec, dict) and isinstance(status, dict)):
         return None
     conditions = status.get("conditions") or []
-    if not isinstance(conditions, list) or any(not isinstance(c, dict) or c.get("type") == "DisruptionTarget"
+    if not isinstance(conditions, list) or any(not isinstance(c, dict) or c.get("type") in _READ_CONDITIONS
                                                for c in conditions):
         return None
     labels = meta.get("labels") or {}

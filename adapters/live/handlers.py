@@ -24,7 +24,8 @@ coarse, safe version of those hints:
   pods that may preempt try again. The live scheduler plans with hard budgets (the Eviction
   API refuses what a budget forbids), so a budget is what kept such a pod's victims in place,
   and without this move it would wait for the five-minute flush. A new or tighter budget
-  helps no pod.
+  helps no pod. So do a budget becoming healthy enough to let its pods that are not Ready go,
+  and a running pod of such a budget losing its readiness (the Eviction API lets it go unspent).
 
 Status-only updates (our own FailedScheduling condition, the kubelet's phase changes) move
 nothing, or every status patch would wake every waiting pod.
@@ -36,6 +37,7 @@ from typing import Callable, Optional
 
 from models import Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
 from models.workloads import KEY_SEPARATOR, Workload
+from solver.disruption import covers, spares_unready, unready_running
 
 from .cache import ClusterCache, node_relevant
 from .queue import QueuedPod, SchedulingQueue
@@ -59,15 +61,24 @@ def _may_preempt(qp: QueuedPod) -> bool:
 
 
 def _budget_loosened(old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> bool:
-    """Whether a budget change can let a victim go that it held before."""
+    """Whether a budget change can let a victim go that it held before: its allowance rose, or
+    it is now healthy enough to let its pods that are not Ready go (``spares_unready``, read
+    as the Eviction API reads it)."""
     if old is None:
         return False  # a new budget only protects more pods
     if new is None or old.spec != new.spec:
+        return True
+    if spares_unready(new) and not spares_unready(old):
         return True
     before, after = old.status.disruptions_allowed, new.status.disruptions_allowed
     if before is None or after is None:
         return before != after  # computed from the pods instead, or the other way round
     return after > before
+
+
+def _turned_unready(old: Pod, new: Pod) -> bool:
+    """A running pod bound to a node lost its readiness: a budget may now let it go unspent."""
+    return bool(new.spec.node_name) and unready_running(new) and not unready_running(old)
 
 
 def _placement_inputs(pod: Pod) -> tuple:
@@ -91,6 +102,9 @@ class QueueFeeder:
         self._cache = cache
         self._victim_gone = victim_gone
         self._pod_gone = pod_gone
+        # The budgets that let a running pod that is not Ready go unspent, by key: a pod of theirs
+        # losing its readiness may be the victim a waiting preemptor needs.
+        self._sparing: dict[str, PodDisruptionBudget] = {}
 
     def _waiting(self, pod: Pod) -> bool:
         """Ours, without a node, not being deleted, not already decided (assumed)."""
@@ -121,6 +135,8 @@ class QueueFeeder:
             self._pod_gone(new.key)
         if new.spec.node_name and (not old.spec.node_name or old.metadata.labels != new.metadata.labels):
             self.queue.move_all(_waits_for_affinity)
+        if self._sparing and _turned_unready(old, new) and any(covers(b, new) for b in self._sparing.values()):
+            self.queue.move_all(_may_preempt)
 
     def pod_deleted(self, pod: Pod) -> None:
         self.queue.delete(pod.key)
@@ -149,6 +165,11 @@ class QueueFeeder:
         self.queue.move_all(lambda qp: qp.gang in gangs)
 
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None:
+        key = (new or old).key  # type: ignore[union-attr]
+        if new is not None and spares_unready(new):
+            self._sparing[key] = new
+        else:
+            self._sparing.pop(key, None)
         if _budget_loosened(old, new):
             self.queue.move_all(_may_preempt)
 

@@ -31,7 +31,7 @@ from models.objects import Container, Pod, copy_with
 from models.resources import pod_requests
 from models.snapshot import ClusterSnapshot, holds_node
 
-from ..disruption import allowances, eviction_budgets
+from ..disruption import allowances, eviction_budgets, unready_running
 from ..framework import names
 from ..whatif.changes import rebuilt
 from .obstacle import Obstacle
@@ -59,20 +59,33 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
             if len(mine) > 1:
                 for b in mine:
                     shared.setdefault(b.key, []).append(pod.key)
-        out += [_budget(b, sorted(shared.get(b.key, ()))) for b in base.pdbs]
+        unready: dict[str, list[str]] = {}  # budget -> its running pods that are not Ready, charged
+        for pod in base.pods:
+            if pod.spec.node_name and unready_running(pod):
+                for b in eviction_budgets(pod, base.pdbs):
+                    unready.setdefault(b.key, []).append(pod.key)
+        out += [_budget(b, sorted(shared.get(b.key, ())), sorted(unready.get(b.key, ()))) for b in base.pdbs]
     return out
 
 
-def _budget(pdb: Any, shared: list[str]) -> Obstacle:
+def _budget(pdb: Any, shared: list[str], unready: Sequence[str] = ()) -> Obstacle:
     """A budget under hard budgets: what it allows, or, where it selects running pods another
     budget selects too (``shared``), that overlap (the Eviction API evicts none of them, whatever
-    either allows: deleting either budget, not raising its allowance, is what frees them)."""
+    either allows: deleting either budget, not raising its allowance, is what frees them).
+    ``unready``: its running pods that are not Ready and still spend it (the budget is not
+    healthy enough and not AlwaysAllow): named, with what would let them go unspent."""
     ref = f"poddisruptionbudgets/{pdb.key}"
     if shared:
         return Obstacle("pdb", pdb.key, f"PodDisruptionBudget {pdb.key} selects {names(shared)}, which another budget "
                         "selects too (the Eviction API evicts no pod two budgets select)", (ref,), ("spec.selector",), 50)
-    return Obstacle("pdb", pdb.key, f"PodDisruptionBudget {pdb.key} allows {pdb.status.disruptions_allowed} "
-                    "disruption(s)", (ref,), ("status.disruptionsAllowed",), 50)
+    text = f"PodDisruptionBudget {pdb.key} allows {pdb.status.disruptions_allowed} disruption(s)"
+    fields: tuple[str, ...] = ("status.disruptionsAllowed",)
+    if unready:
+        text += (f"; its pods that are not Ready ({names(unready)}) would go unspent under "
+                 f"unhealthyPodEvictionPolicy: AlwaysAllow, or once currentHealthy ({pdb.status.current_healthy or 0}) "
+                 f"reaches desiredHealthy ({pdb.status.desired_healthy or 0})")
+        fields += ("spec.unhealthyPodEvictionPolicy",)
+    return Obstacle("pdb", pdb.key, text, (ref,), fields, 50)
 
 
 def _room(base: ClusterSnapshot, targets: Sequence[Pod]) -> list[Obstacle]:

@@ -103,8 +103,8 @@ def lp_bound(problem: RepackProblem, cand: dict[int, np.ndarray], upper: dict[in
         if not terms:
             return None
         solver.Add(solver.Sum(terms) == float(cls.size))
-    for budget in problem.budgets.budgets:
-        covered = [cls for cls in problem.ctx.classes if any(budget.covers(p) for p in cls.pods)]
+    for i, budget in enumerate(problem.budgets.budgets):
+        covered = [cls for cls in problem.ctx.classes if any(i in problem.budgets.covering(p) for p in cls.pods)]
         if covered:
             kept = [s for cls in covered for s in stays.get(cls.id, [])]
             size = sum(cls.size for cls in covered)

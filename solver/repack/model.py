@@ -195,9 +195,10 @@ class RepackModel:
 
         stays_of = self._stays_by_class()
         # PodDisruptionBudgets: the pods of a budget moved in the whole plan ≤ its allowance. A
-        # class counts whole if any of its pods is covered (pods of a class share their labels).
-        for budget in problem.budgets.budgets:
-            covered = [cls for cls in self.classes if any(budget.covers(p) for p in cls.pods)]
+        # class counts whole if moving any of its pods spends the budget (pods of a class share
+        # their labels; one that is not Ready may go unspent, ``PdbBudgets.covering``).
+        for i, budget in enumerate(problem.budgets.budgets):
+            covered = [cls for cls in self.classes if any(i in problem.budgets.covering(p) for p in cls.pods)]
             if covered:
                 stays = [v for cls in covered for v in stays_of.get(cls.id, [])]
                 size = sum(cls.size for cls in covered)

@@ -30,7 +30,7 @@ from models.snapshot import ClusterSnapshot
 from ..context import build_context
 from ..memory import SolverMemory
 from ..info import PodInfo
-from ..disruption import allowances, covers
+from ..disruption import allowances, eviction_budgets
 from ..filtering import Cycle, StaticFilters
 from ..validate import validate
 from . import availability
@@ -96,7 +96,11 @@ def replay(
     evicted = Counter(s.pod for s in steps)
     if max_moves is not None and len(steps) > max_moves:
         problems.append(f"moves: {len(steps)} evictions exceed --max-moves {max_moves}")
-    counts = {pdb.key: sum(n for key, n in evicted.items() if covers(pdb, snapshot.pod_by_key[key])) for pdb in snapshot.pdbs}
+    # Read as the Eviction API reads them, as the planner's budgets are (``PdbBudgets.of``).
+    counts: Counter[str] = Counter()
+    for key, times in evicted.items():
+        for pdb in eviction_budgets(snapshot.pod_by_key[key], snapshot.pdbs):
+            counts[pdb.key] += times
     touched = [pdb for pdb in snapshot.pdbs if counts[pdb.key]]
     for pdb, allowed in zip(touched, allowances(touched, snapshot.pods)):
         count = counts[pdb.key]

@@ -62,4 +62,9 @@ def _replacement(snapshot: ClusterSnapshot, key: str, target: str) -> str:
     else:  # no controller re-creates it (moved only with repack.moveBarePods)
         return (f"{key} re-created by you (it has no controller: save its manifest before evicting, then "
                 f"apply it with spec.nodeName: {target}) and Running on {target}")
+    if pod is not None and pod.status.phase == "Running" and not pod.is_ready:
+        # It was not Ready (it may go without spending its budget): its replacement may well not
+        # be either, and waiting for it would stop the plan at this step.
+        return (f"{what} Running on {target} (Ready not awaited: {key} was not Ready); "
+                "if it lands elsewhere, stop and run repack again")
     return f"{what} Running and Ready on {target}; if it lands elsewhere, stop and run repack again"

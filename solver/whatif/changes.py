@@ -186,7 +186,10 @@ class RelaxPdb:
             "metadata": old.metadata.model_dump(by_alias=True, exclude_none=True),
             "spec": {"selector": old.spec.selector.model_dump(by_alias=True, exclude_none=True)
                      if old.spec.selector is not None else None,
-                     "maxUnavailable": self.max_unavailable},
+                     "maxUnavailable": self.max_unavailable,
+                     # kept: it is not what the flag relaxes (AlwaysAllow lets a pod that is not
+                     # Ready go unspent, and a looser budget must not take that away)
+                     "unhealthyPodEvictionPolicy": old.spec.unhealthy_pod_eviction_policy},
         })
         return rebuilt(snapshot, pdbs=tuple(relaxed if b is old else b for b in snapshot.pdbs))
 

@@ -52,8 +52,10 @@ def pod(name: str, *, node_name: str | None = None, phase: str | None = None, sc
 
 
 def pdb(name: str, *, min_available: int | str | None = None, max_unavailable: int | str | None = None,
-        **match: str) -> dict[str, Any]:
+        unhealthy: str | None = None, **match: str) -> dict[str, Any]:
     spec: dict[str, Any] = {"selector": {"matchLabels": match}}
+    if unhealthy is not None:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy
     if min_available is not None:
         spec["minAvailable"] = min_available
     if max_unavailable is not None:
@@ -523,6 +525,60 @@ def test_an_empty_selector_guards_a_pod_without_labels(make_server: Callable[...
         core.create_namespaced_pod_eviction("bare", NS, eviction("bare"))
     assert err.value.status == 429
     assert server.store.get("pods", NS, "bare") is not None
+
+
+def budget(name: str, allowed: int, healthy: tuple[int, int], *, unhealthy: str | None = None,
+           observed: int = 1, **match: str) -> dict[str, Any]:
+    """A budget whose status is as given (the disruption controller off): `healthy` is
+    (currentHealthy, desiredHealthy); `observed` its status.observedGeneration (generation 1)."""
+    obj = pdb(name, unhealthy=unhealthy, **match)
+    obj["metadata"]["generation"] = 1
+    obj["status"] = {"observedGeneration": observed, "disruptionsAllowed": allowed,
+                     "currentHealthy": healthy[0], "desiredHealthy": healthy[1]}
+    return obj
+
+
+# As the real server's eviction reads a pod that is not Ready, covered by one budget: it goes
+# without the budget being checked or spent under AlwaysAllow, or under IfHealthyBudget (the
+# default) while currentHealthy >= desiredHealthy > 0 (observedGeneration is not looked at
+# then); otherwise the budget decides as for any pod. Two budgets refuse it, Ready or not. Each
+# case: the pod (s: not Ready, w: Ready), its budgets, the answer's status code, and the
+# disruptionsAllowed each budget is left with.
+UNREADY_EVICTIONS = [
+    pytest.param("s", [budget("web", 0, (1, 1), unhealthy="AlwaysAllow", app="web")], 201, [0], id="always-allow"),
+    pytest.param("s", [budget("web", 0, (1, 1), unhealthy="AlwaysAllow", observed=0, app="web")], 201, [0],
+                 id="always-allow-budget-just-edited"),
+    pytest.param("s", [budget("web", 0, (2, 2), app="web")], 201, [0], id="if-healthy-budget-healthy-enough"),
+    pytest.param("s", [budget("web", 1, (3, 2), unhealthy="IfHealthyBudget", app="web")], 201, [1],
+                 id="if-healthy-budget-spends-nothing"),
+    pytest.param("s", [budget("web", 0, (1, 2), unhealthy="IfHealthyBudget", app="web")], 429, [0],
+                 id="if-healthy-budget-not-healthy-enough"),
+    pytest.param("s", [budget("web", 0, (0, 0), app="web")], 429, [0], id="budget-desiring-none"),
+    pytest.param("s", [budget("web", 1, (1, 0), app="web")], 201, [0], id="budget-desiring-none-spent"),
+    pytest.param("w", [budget("web", 0, (1, 1), unhealthy="AlwaysAllow", app="web")], 429, [0], id="ready-always-allow"),
+    pytest.param("s", [budget("web", 3, (3, 0), unhealthy="AlwaysAllow", app="web"),
+                       budget("tier", 3, (3, 0), unhealthy="AlwaysAllow", tier="x")], 500, [3, 3], id="two-budgets"),
+]
+
+
+@pytest.mark.parametrize(("evicted", "budgets", "code", "left"), UNREADY_EVICTIONS)
+def test_eviction_of_a_pod_that_is_not_ready(make_server: Callable[..., FakeApiServer], evicted: str,
+                                             budgets: list[dict[str, Any]], code: int, left: list[int]) -> None:
+    ready = pod("w", node_name="n1", phase="Running", app="web", tier="x")
+    unready = pod("s", node_name="n1", phase="Running", app="web", tier="x")
+    unready["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]
+    server = make_server([node("n1"), ready, unready, *budgets], disruption_controller=False)
+    core = client.CoreV1Api(api_client(server))
+    if code == 201:
+        assert evict(core, evicted)[0] == 201
+        assert server.store.get("pods", NS, evicted) is None
+    else:
+        with pytest.raises(ApiException) as err:
+            core.create_namespaced_pod_eviction(evicted, NS, eviction(evicted))
+        assert err.value.status == code
+        assert server.store.get("pods", NS, evicted) is not None
+    assert [server.store.get("poddisruptionbudgets", NS, b["metadata"]["name"])["status"]["disruptionsAllowed"]
+            for b in budgets] == left
 
 
 def test_budget_status_tracks_pods(make_server: Callable[..., FakeApiServer]) -> None:

@@ -630,9 +630,11 @@ def test_a_bind_elsewhere_or_a_changed_pod_is_parsed_and_noticed(caplog: pytest.
         cache.apply(PODS, "MODIFIED", _echo(base, "n2", "9"))
     assert cache.echoes_reused == 0 and "assumed on n1 but is bound to n2" in caplog.text
     assert [p.spec.node_name for p in cache.snapshot().pods] == ["n2"]
-    # bound where assumed, but changed besides: a label, a request, a DisruptionTarget condition
+    # bound where assumed, but changed besides: a label, a request, a Ready or DisruptionTarget
+    # condition (both read by the model)
     for change in ({"metadata": {**base["metadata"], "labels": {"app": "new"}}},
                    {"spec": {**base["spec"], "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}},
+                   {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
                    {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}}):
         cache = synced_cache([node("n1"), node("n2")], [pod("p")])
         assert cache.assume("default/p", "n1", state=BINDING, now=0.0)

@@ -17,10 +17,15 @@ from models import Pod, PodDisruptionBudget
 from tests.adapters.live_harness import pdb, pod
 
 
-def budget(min_available: int = 2, allowed: Optional[int] = None) -> PodDisruptionBudget:
+def budget(min_available: int = 2, allowed: Optional[int] = None, healthy: Optional[tuple[int, int]] = None,
+           policy: Optional[str] = None) -> PodDisruptionBudget:
     obj: dict[str, Any] = pdb("batch", min_available=min_available, app="batch")
     if allowed is not None:
         obj["status"] = {"disruptionsAllowed": allowed}
+    if healthy is not None:
+        obj.setdefault("status", {}).update(currentHealthy=healthy[0], desiredHealthy=healthy[1])
+    if policy is not None:
+        obj["spec"]["unhealthyPodEvictionPolicy"] = policy
     return PodDisruptionBudget.model_validate(obj)
 
 
@@ -40,6 +45,10 @@ def waiting(name: str, *, policy: Optional[str] = None) -> Pod:
     pytest.param(None, budget(), False, id="budget created"),
     pytest.param(budget(allowed=1), budget(allowed=0), False, id="fewer disruptions allowed"),
     pytest.param(budget(allowed=1), budget(allowed=1), False, id="status unchanged"),
+    pytest.param(budget(allowed=0, healthy=(1, 2)), budget(allowed=0, healthy=(2, 2)), True,
+                 id="healthy enough now: its pods that are not Ready may go"),
+    pytest.param(budget(allowed=0, healthy=(2, 2)), budget(allowed=0, healthy=(1, 2)), False,
+                 id="no longer healthy enough"),
 ])
 def test_a_budget_that_lets_go_moves_pods_that_may_preempt(old: Optional[PodDisruptionBudget],
                                                            new: Optional[PodDisruptionBudget], moves: bool) -> None:
@@ -54,3 +63,28 @@ def test_a_budget_that_lets_go_moves_pods_that_may_preempt(old: Optional[PodDisr
     feeder.pdb_changed(old, new)
     assert queue.where("default/preemptor") == (BACKOFF if moves else UNSCHEDULABLE)
     assert queue.where("default/polite") == UNSCHEDULABLE  # it can never use a budget's room
+
+
+def _running(name: str, ready: bool) -> Pod:
+    obj = pod(name, node_name="n1", running=True, labels={"app": "batch"})
+    obj["spec"]["schedulerName"] = "default-scheduler"
+    obj["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return Pod.model_validate(obj)
+
+
+@pytest.mark.parametrize("policy, moves", [("AlwaysAllow", True), (None, False)],
+                         ids=["AlwaysAllow: it goes unspent now", "IfHealthyBudget, not healthy enough"])
+def test_a_running_pod_losing_its_readiness_moves_pods_that_may_preempt(policy: Optional[str], moves: bool) -> None:
+    """Found by a review: a budget that lets a pod that is not Ready go unspent makes that pod a
+    free victim when its readiness goes; waiting preemptors stayed for the five-minute flush."""
+    queue = SchedulingQueue(clock=ManualClock())
+    feeder = QueueFeeder(queue, scheduler_name="cpsat-scheduler", cache=lambda: None, victim_gone=lambda key: None,
+                         pod_gone=lambda key: None)
+    feeder.pdb_changed(None, budget(allowed=0, healthy=(1, 2), policy=policy))
+    queue.add(waiting("preemptor"))
+    queue.pop_window(1, 0)
+    queue.requeue_unschedulable("default/preemptor", "0/1 nodes are available: 1 Insufficient cpu.")
+    feeder.pod_updated(_running("victim", ready=True), _running("victim", ready=True))
+    assert queue.where("default/preemptor") == UNSCHEDULABLE
+    feeder.pod_updated(_running("victim", ready=True), _running("victim", ready=False))
+    assert queue.where("default/preemptor") == (BACKOFF if moves else UNSCHEDULABLE)

@@ -162,6 +162,30 @@ def test_a_running_pod_its_budget_names_as_disrupted_is_not_chosen_as_a_victim(
     assert cluster.pod("web-0") is not None and cluster.pod("web-1") is not None
 
 
+@pytest.mark.parametrize(("policy", "min_available"), [pytest.param("AlwaysAllow", 2, id="always-allow"),
+                                                      pytest.param(None, 1, id="if-healthy-budget-healthy-enough")])
+def test_a_running_pod_that_is_not_ready_goes_without_spending_its_budget(
+        make_cluster: Callable[..., Cluster], policy: Optional[str], min_available: int) -> None:
+    # `sick` runs but is not Ready; its budget allows no disruption. The Eviction API still lets
+    # it go (the budget says AlwaysAllow, or the budget is healthy enough without it), so the
+    # planner may take it: before, it charged the budget and `high` stayed pending.
+    budget = pdb("web", min_available=min_available, app="web")
+    if policy is not None:
+        budget["spec"]["unhealthyPodEvictionPolicy"] = policy
+    sick = pod("sick", cpu="2", priority_class="low", node_name="n1", running=True, labels={"app": "web"})
+    sick["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]
+    cluster = make_cluster([node("n1", cpu="2"), node("n2", cpu="2"), priority_class("low", 10),
+                            priority_class("high", 1000), sick,
+                            pod("well", cpu="2", priority_class="low", node_name="n2", running=True,
+                                labels={"app": "web"}), budget])
+    assert cluster.server.store.get("poddisruptionbudgets", NS, "web")["status"]["disruptionsAllowed"] == 0
+    sched = cluster.scheduler()
+    cluster.create(pod("high", cpu="2", priority_class="high"))
+    assert wait_for(lambda: cluster.node_of("high") == "n1")
+    assert cluster.pod("sick") is None and cluster.pod("well") is not None
+    assert sched.metrics.evictions.labels(result="refused")._value.get() == 0
+
+
 def test_refused_eviction_429_requeues_the_preemptor(make_cluster: Callable[..., Cluster],
                                                      caplog: pytest.LogCaptureFixture) -> None:
     cluster = make_cluster(cluster_with_victims())

@@ -72,6 +72,35 @@ def test_the_runbook_is_carried_out_and_the_freed_node_left_cordoned(cluster: Cl
     assert "apply: done" in err
 
 
+def _crash_looping_web_b() -> list[dict[str, Any]]:
+    """``two_nodes`` with web-b not Ready, and a budget that lets only such a pod go
+    (``unhealthyPodEvictionPolicy: AlwaysAllow``, no disruption allowed)."""
+    objects = two_nodes()
+    objects[3]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
+              "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web-7d9f"}},
+                       "unhealthyPodEvictionPolicy": "AlwaysAllow"}}
+    return [*objects, budget]
+
+
+@pytest.mark.parametrize("cluster", [_crash_looping_web_b()], indirect=True)
+def test_a_pod_that_was_not_ready_is_moved_without_waiting_for_its_replacement_to_be_ready(
+        cluster: Cluster, tmp_path: Path, capsys) -> None:
+    """Found by a review: a pod that is not Ready moves without spending its budget, and its
+    replacement (the same crash loop) never becomes Ready: the run stopped at that step after
+    --wait-seconds. It waits for Running only there, and says so in the runbook."""
+    assert cluster.server.kubelet is not None
+    cluster.server.kubelet.never_ready = lambda p: p["metadata"]["name"].startswith("web-7d9f-")
+    objects = [dict(o, status=(cluster.server.store.peek("poddisruptionbudgets", "default", "web") or {}).get("status"))
+               if o["kind"] == "PodDisruptionBudget" else o for o in _crash_looping_web_b()]
+    code, plan, err = repack_apply(cluster, tmp_path, objects, capsys)
+    assert code == 0, err
+    assert [(m["pod"], m["from"]) for m in plan["moves"]] == [("default/web-b", "n1")]
+    assert plan["freed_nodes"] == ["n1"]
+    assert "(Ready not awaited: default/web-b was not Ready)" in json.dumps(plan)
+    assert "is Running on n0" in err and "apply: done" in err
+
+
 def test_a_budget_refusing_the_eviction_stops_the_run(cluster: Cluster, tmp_path: Path, capsys) -> None:
     """The dump had no PodDisruptionBudget; the cluster has one now that allows no disruption."""
     cluster.server.store.create("poddisruptionbudgets", {

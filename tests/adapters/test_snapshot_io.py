@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from adapters import snapshot_io
+from adapters.live.convert import parse_object
 from adapters.snapshot_io import (
     MAX_ALIAS_EXPANSION,
     MAX_DEPTH,
@@ -365,6 +366,30 @@ def test_kubectl_yaml_list() -> None:
     )
 
 
+def test_readiness_and_the_unhealthy_pod_eviction_policy_are_read_on_every_path() -> None:
+    # The Eviction API lets a pod that is not Ready go unspent where its budget says so: the
+    # pod's Ready condition (its status alone; the other conditions are dropped) and the budget's
+    # policy survive the file reader, the replicas' shared-spec path and the watch's parser.
+    data = yaml.safe_load(KUBECTL_YAML)
+    web = next(o for o in data["items"] if o["kind"] == "Pod" and o["metadata"]["name"].startswith("web-"))
+    web["status"]["conditions"] += [{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                                     "lastProbeTime": None, "lastTransitionTime": "2025-05-20T08:30:02Z"},
+                                    {"type": "ContainersReady", "status": "False"}]
+    twin = json.loads(json.dumps(web))
+    twin["metadata"]["name"] = "web-5d9c6b8f7-zz9qq"
+    twin["status"]["conditions"][1]["status"] = "True"
+    data["items"].append(twin)
+    budget = next(o for o in data["items"] if o["kind"] == "PodDisruptionBudget")
+    budget["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+    snap = read(json.dumps(data)).snapshot
+    sick, well = snap.pod_by_key["default/web-5d9c6b8f7-kx2lp"], snap.pod_by_key["default/web-5d9c6b8f7-zz9qq"]
+    assert [(c.type, c.status, c.reason) for c in sick.status.conditions] == [("Ready", "False", "")]
+    assert (sick.is_ready, well.is_ready, snap.pod_by_key["ml/train-0"].is_ready) == (False, True, True)
+    assert snap.pdbs[0].spec.unhealthy_pod_eviction_policy == "AlwaysAllow"
+    assert parse_object(web, "Pod") == sick and parse_object(twin, "Pod") == well
+    assert parse_object(budget, "PodDisruptionBudget") == snap.pdbs[0]
+
+
 def test_kubectl_json_list() -> None:
     loaded = read_snapshot(io.StringIO(KUBECTL_JSON))
     (pod,) = loaded.snapshot.pods
@@ -574,6 +599,10 @@ BAD_INPUT = [
                  id="priority-class-value-string"),
     pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\nspec: {minAvailable: half}\n",
                  'poddisruptionbudgets/shop/web: spec.minAvailable: "half" is neither an integer nor a percentage', id="pdb-min-available"),
+    pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\n"
+                 "spec: {unhealthyPodEvictionPolicy: Always}\n",
+                 "poddisruptionbudgets/shop/web: spec.unhealthyPodEvictionPolicy: unknown value \"Always\", expected "
+                 "'IfHealthyBudget' or 'AlwaysAllow'", id="pdb-unhealthy-pod-eviction-policy"),
     pytest.param("kind: PodGroup\napiVersion: scheduling.x-k8s.io/v1alpha1\nmetadata: {name: g}\nspec: {minMember: 0}\n",
                  "podgroups/default/g: spec.minMember: 0 is below the minimum 1", id="pod-group-min-member"),
     pytest.param("---\nkind: Node\nmetadata: {name: n1}\n---\nkind: Node\nmetadata: {name: n1}\n",

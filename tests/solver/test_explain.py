@@ -58,6 +58,23 @@ def test_a_pod_two_budgets_select_names_their_overlap() -> None:
     assert obstacle.fields == ("spec.selector",)
 
 
+def test_a_budget_holding_a_pod_that_is_not_ready_says_what_would_let_it_go() -> None:
+    """Found by a review: the obstacle pointed at the allowance alone, where the pod that is not
+    Ready would go unspent under AlwaysAllow or once the budget is healthy enough."""
+    web = {"app": "web"}
+    snap = make_snapshot([make_node("n1", cpu="2")],
+                         [make_pod("default/a", cpu="1", node="n1", priority=0, labels=web, ready=True),
+                          make_pod("default/d", cpu="1", node="n1", priority=0, labels=web, ready=False),
+                          make_pod("default/high", cpu="1", priority=1000)],
+                         pdbs=[make_pdb("default/web", web, min_available=2, allowed=0, healthy=(1, 2))])
+    [why] = explain(snap, CONFIG, "default/high")
+    assert why.proven and kinds(why) == ["pdb"]
+    [obstacle] = why.obstacles
+    assert "its pods that are not Ready (default/d) would go unspent under unhealthyPodEvictionPolicy: " \
+           "AlwaysAllow, or once currentHealthy (1) reaches desiredHealthy (2)" in obstacle.text
+    assert obstacle.fields == ("status.disruptionsAllowed", "spec.unhealthyPodEvictionPolicy")
+
+
 def test_a_taint_and_a_full_node() -> None:
     nodes = [make_node("tainted", cpu="4", taints=["gpu=yes:NoSchedule"]), make_node("full", cpu="4")]
     pods = [make_pod("a/hog", cpu="4", node="full", priority=100), make_pod("a/p", cpu="2", priority=0)]

@@ -267,6 +267,78 @@ def test_the_validator_refuses_a_hard_plan_evicting_a_pod_two_budgets_cover():
                and "Eviction API refuses" in p for p in problems), problems
 
 
+# A running pod that is not Ready, covered by one budget, goes without spending it where the
+# Eviction API lets it: `unhealthyPodEvictionPolicy: AlwaysAllow`, or the default
+# IfHealthyBudget while the budget's status counts currentHealthy >= desiredHealthy > 0. Each
+# case: `low` (2 CPUs, app web) on the 2-CPU node, the budgets, and whether `high` gets in.
+UNREADY = [
+    pytest.param(dict(ready=False), [make_pdb("default/web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow")],
+                 True, id="not-ready-always-allow"),
+    pytest.param(dict(ready=False), [make_pdb("default/web", {"app": "web"}, allowed=0, healthy=(3, 3))],
+                 True, id="not-ready-budget-healthy-enough"),
+    pytest.param(dict(ready=False), [make_pdb("default/web", {"app": "web"}, allowed=0, unhealthy_policy="IfHealthyBudget",
+                                              healthy=(3, 3))],
+                 True, id="not-ready-if-healthy-budget-written-out"),
+    pytest.param(dict(ready=False), [make_pdb("default/web", {"app": "web"}, allowed=0, healthy=(2, 3))],
+                 False, id="not-ready-budget-not-healthy-enough"),
+    pytest.param(dict(ready=False), [make_pdb("default/web", {"app": "web"}, allowed=0, healthy=(0, 0))],
+                 False, id="not-ready-budget-desiring-none"),
+    pytest.param(dict(ready=False), [make_pdb("default/web", {"app": "web"}, allowed=0)],
+                 False, id="not-ready-budget-status-unwritten"),
+    pytest.param(dict(ready=True), [make_pdb("default/web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow")],
+                 False, id="ready-always-allow"),
+    pytest.param(dict(), [make_pdb("default/web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow")],
+                 False, id="no-ready-condition-reads-as-ready"),
+    pytest.param(dict(ready=False, phase="Pending"),
+                 [make_pdb("default/web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow")],
+                 False, id="bound-pending-still-charged"),
+    pytest.param(dict(ready=False, labels={"app": "web", "tier": "x"}),
+                 [make_pdb("default/web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow"),
+                  make_pdb("default/tier", {"tier": "x"}, allowed=0, unhealthy_policy="AlwaysAllow")],
+                 False, id="not-ready-two-budgets-still-refused"),
+]
+
+
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+@pytest.mark.parametrize(("low", "pdbs", "goes"), UNREADY)
+def test_hard_budgets_let_a_pod_that_is_not_ready_go_as_the_eviction_api_does(engine, low, pdbs, goes):
+    low = {"labels": {"app": "web"}, **low}
+    snap = _on_one_node([make_pod("default/low", cpu="2", priority=0, node="n1", **low)], pdbs)
+    plan = _hard_plan(snap, engine)
+    if goes:
+        assert victims(plan) == {"default/low": "n1"} and placed(plan) == {"default/high": "n1"}
+    else:
+        assert not plan.preemptions and not plan.assignments
+
+
+@pytest.mark.parametrize("engine", HARD_ENGINES)
+def test_a_pod_that_is_not_ready_spends_none_of_its_budgets_allowance(engine):
+    # The budget allows one: `sick` goes unspent, so `well` can go too and `high` gets the node.
+    # Charging `sick` left `high` pending (two disruptions of one allowed).
+    snap = _on_one_node(
+        [make_pod("default/sick", cpu="1", priority=0, labels={"app": "web"}, node="n1", ready=False),
+         make_pod("default/well", cpu="1", priority=0, labels={"app": "web"}, node="n1", ready=True)],
+        [make_pdb("default/web", {"app": "web"}, allowed=1, unhealthy_policy="AlwaysAllow")])
+    plan = _hard_plan(snap, engine)
+    assert victims(plan) == {"default/sick": "n1", "default/well": "n1"} and placed(plan) == {"default/high": "n1"}
+
+
+@pytest.mark.parametrize(("ready", "refused"), [pytest.param(False, False, id="not-ready"),
+                                                pytest.param(True, True, id="ready")])
+def test_the_validator_reads_a_hard_plan_evicting_a_pod_that_is_not_ready_as_the_eviction_api(ready, refused):
+    snap = _on_one_node(
+        [make_pod("default/low", cpu="2", priority=0, labels={"app": "web"}, node="n1", ready=ready)],
+        [make_pdb("default/web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow")])
+    soft = schedule(snap, SOLVER)
+    assert victims(soft) == {"default/low": "n1"} and validate(snap, soft, SOLVER) == []
+    problems = validate(snap, soft, with_hard_pdb(SOLVER))
+    if refused:
+        assert problems == ["pdb: PodDisruptionBudget default/web allows 0 disruption(s) but the plan evicts "
+                            "1 pod(s) it covers (default/low)"]
+    else:
+        assert problems == []
+
+
 # --------------------------------------------------------------------------- gangs
 
 

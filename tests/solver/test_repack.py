@@ -202,6 +202,21 @@ def test_pdb_with_an_empty_selector_covers_its_whole_namespace():
         replay_ok(snapshot, result)
 
 
+def test_a_replica_that_is_not_ready_moves_free_beside_ready_siblings():
+    """Found by a review: replicas of one workload were one class, charged whole when any of its
+    pods spends the budget, so the crash-looping replica an AlwaysAllow budget lets go never
+    moved. Now it is a class of its own, and it frees its node."""
+    web = {"app": "web"}
+    pods = [workload("default/a", "n1", labels=web), workload("default/b", "n2", labels=web),
+            workload("default/d", "n0", labels=web, ready=False)]
+    budget = make_pdb("default/web", web, min_available=3, allowed=0, healthy=(2, 3), unhealthy_policy="AlwaysAllow")
+    snapshot = make_snapshot(nodes(3), pods, pdbs=[budget])
+    result = plan_repack(snapshot, options=FAST)
+    assert [s.pod for s in result.steps] == ["default/d"]
+    assert result.freed_nodes == ["n0"]
+    replay_ok(snapshot, result)
+
+
 def test_pdb_computed_from_min_available():
     """No status: 12 healthy pods, minAvailable 10 → 2 disruptions allowed."""
     snapshot = make_snapshot(nodes(6), half_empty(6), pdbs=[make_pdb("default/web", {"app": "web"}, min_available=10)])

@@ -78,6 +78,20 @@ def test_a_budget_deleted_or_relaxed_lets_the_preemptor_in(change) -> None:
     assert result.difference.evictions_added == {"b/low": "n1"}
 
 
+def test_relaxing_a_budget_keeps_its_unhealthy_pod_eviction_policy() -> None:
+    """Found by a review: the relaxed spec was rebuilt from the selector alone, so AlwaysAllow
+    went, and the two pods that are not Ready, evicted for free today, were charged after the
+    "relaxing": the preemptor placed today was left out."""
+    web = {"app": "web"}
+    pods = [make_pod(f"b/{n}", cpu="1", node="n1", priority=0, labels=web, ready=n in "ab") for n in "abde"]
+    pdb = make_pdb("b/web", web, min_available=4, allowed=0, healthy=(2, 4), unhealthy_policy="AlwaysAllow")
+    snap = make_snapshot([make_node("n1", cpu="4")], [*pods, make_pod("a/high", cpu="2", priority=1000)], pdbs=[pdb])
+    result = what_if(snap, [w.RelaxPdb("b/web", 1)], HARD_PDB)
+    assert result.today.placed == {"a/high": "n1"}
+    assert result.changed.placed == {"a/high": "n1"}
+    assert set(result.changed.evicted) == {"b/d", "b/e"}
+
+
 def test_raising_a_priority_changes_who_gets_the_room() -> None:
     snap = make_snapshot([make_node("n1", cpu="2")],
                          [make_pod("a/first", cpu="2", priority=10), make_pod("a/second", cpu="2", priority=5)])

@@ -5,7 +5,9 @@ Each victim runs on the named node and its preemptor is placed there and may pre
 member of the victim's own PodGroup); kube-scheduler's own preemption, replayed on the plan in
 queue order, evicts it at that preemptor's turn (``replay``); with ``preemption.pdb: hard`` no
 budget's allowance is exceeded, read as the Eviction API reads budgets (an empty selector covers
-its namespace), and no victim is a pod two budgets or more cover (the Eviction API refuses those).
+its namespace; a running pod that is not Ready goes unspent where its one budget lets it,
+``disruption.eviction_budgets``), and no victim is a pod two budgets or more cover (the Eviction
+API refuses those).
 """
 
 from __future__ import annotations
