@@ -25,6 +25,10 @@ coarse, safe version of those hints:
   API refuses what a budget forbids), so a budget is what kept such a pod's victims in place,
   and without this move it would wait for the five-minute flush. A new or tighter budget
   helps no pod.
+- a Namespace appears, changes its labels or goes: the pods waiting in it (a bound pod's
+  required anti-affinity may select it by its labels no more, or now) and the pods whose own
+  required inter-pod terms have a namespaceSelector try again (it may match, or stop matching,
+  the namespaces of other pods). Nothing else that filters reads a namespace's labels.
 
 Status-only updates (our own FailedScheduling condition, the kubelet's phase changes) move
 nothing, or every status patch would wake every waiting pod.
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from models import Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
+from models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
 from models.workloads import KEY_SEPARATOR, Workload
 
 from .cache import ClusterCache, node_relevant
@@ -45,6 +49,21 @@ def _waits_for_affinity(qp: QueuedPod) -> bool:
     affinity = qp.pod.spec.affinity
     return bool(affinity and affinity.pod_affinity
                 and affinity.pod_affinity.required_during_scheduling_ignored_during_execution)
+
+
+def _selects_namespaces(qp: QueuedPod) -> bool:
+    """Whether a required inter-pod (anti-)affinity term of the pod has a namespaceSelector:
+    the pods it matches depend on namespace labels (preferred terms only score: they never made
+    a pod unschedulable)."""
+    affinity = qp.pod.spec.affinity
+    return affinity is not None and any(
+        term.namespace_selector is not None
+        for rules in (affinity.pod_affinity, affinity.pod_anti_affinity) if rules is not None
+        for term in rules.required_during_scheduling_ignored_during_execution)
+
+
+def _namespace_labels(namespace: Optional[Namespace]) -> Optional[dict[str, str]]:
+    return namespace.metadata.labels if namespace is not None else None
 
 
 def _mounts_claims(qp: QueuedPod) -> bool:
@@ -151,6 +170,14 @@ class QueueFeeder:
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None:
         if _budget_loosened(old, new):
             self.queue.move_all(_may_preempt)
+
+    def namespace_changed(self, old: Optional[Namespace], new: Optional[Namespace]) -> None:
+        """A Namespace appeared, changed its labels or went: pods in it (other pods' terms may
+        select it, or no longer) and pods whose own terms select namespaces by label may fit now."""
+        if _namespace_labels(old) == _namespace_labels(new):
+            return
+        name = (new or old).metadata.name  # type: ignore[union-attr]
+        self.queue.move_all(lambda qp: qp.pod.metadata.namespace == name or _selects_namespaces(qp))
 
     def volumes_changed(self, kind: str) -> None:
         """A claim, volume, storage class or CSINode appeared, changed or went: pods that mount
