@@ -36,6 +36,7 @@ nothing, or every status patch would wake every waiting pod.
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Optional
 
 from models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
@@ -110,6 +111,8 @@ class QueueFeeder:
         self._cache = cache
         self._victim_gone = victim_gone
         self._pod_gone = pod_gone
+        self._settling = threading.Lock()
+        self._namespaces: set[str] = set()  # changed since the last ``settle``
 
     def _waiting(self, pod: Pod) -> bool:
         """Ours, without a node, not being deleted, not already decided (assumed)."""
@@ -173,11 +176,22 @@ class QueueFeeder:
 
     def namespace_changed(self, old: Optional[Namespace], new: Optional[Namespace]) -> None:
         """A Namespace appeared, changed its labels or went: pods in it (other pods' terms may
-        select it, or no longer) and pods whose own terms select namespaces by label may fit now."""
+        select it, or no longer) and pods whose own terms select namespaces by label may fit now.
+        The move waits for ``settle``: a tool relabelling every namespace sends one event each,
+        and a pass over the waiting pods per event, under the cache's lock, took seconds."""
         if _namespace_labels(old) == _namespace_labels(new):
             return
         name = (new or old).metadata.name  # type: ignore[union-attr]
-        self.queue.move_all(lambda qp: qp.pod.metadata.namespace == name or _selects_namespaces(qp))
+        with self._settling:
+            self._namespaces.add(name)
+
+    def settle(self) -> None:
+        """The moves gathered since the last call (``namespace_changed``), in one pass over the
+        waiting pods; the scheduler's housekeeping calls it (every half second by default)."""
+        with self._settling:
+            names, self._namespaces = self._namespaces, set()
+        if names:
+            self.queue.move_all(lambda qp: qp.pod.metadata.namespace in names or _selects_namespaces(qp))
 
     def volumes_changed(self, kind: str) -> None:
         """A claim, volume, storage class or CSINode appeared, changed or went: pods that mount
