@@ -123,3 +123,18 @@ def test_a_scheduler_not_granted_namespaces_runs_with_their_name_labels_alone(
     cluster.create(web("by-team", "podAntiAffinity"))
     assert wait_for(lambda: cluster.node_of("by-team")) == "n1"  # team=a is not: nothing selected
     assert sched.cache.snapshot().namespace_labels[SELECTED] == {"kubernetes.io/metadata.name": SELECTED}
+
+
+def test_a_scheduler_that_may_list_namespaces_but_not_watch_them_keeps_their_labels(
+        make_cluster: Callable[..., Cluster], caplog: pytest.LogCaptureFixture) -> None:
+    """Found by a review: a role granting `list` but not `watch` emptied the namespaces at each
+    recheck after listing them, so their labels (and every choice reading them) flipped."""
+    cluster = make_cluster([node("n1"), node("n2"), namespace(SELECTED, TEAM_A), db("n1")])
+    cluster.server.faults.fail("GET", r"^/api/v1/namespaces$", status=403, count=None, reason="Forbidden", watch=True)
+    with caplog.at_level(logging.WARNING, logger="adapters.live"):
+        sched = cluster.scheduler()
+        assert wait_for(lambda: "namespaces may be listed but not watched" in caplog.text)
+    for _ in range(3):
+        assert sched.cache.snapshot().namespace_labels[SELECTED].get("team") == "a"
+        cluster.create(web(f"by-team-{_}", "podAntiAffinity"))
+        assert wait_for(lambda: cluster.node_of(f"by-team-{_}")) == "n2"
