@@ -129,8 +129,12 @@ DEVICE_CLASSES = Resource("deviceclasses", "DeviceClass", "resource.k8s.io/v1", 
 RESOURCE_SLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1", optional=True)
 RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v1", optional=True)
 DRA_RESOURCES: tuple[Resource, ...] = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS)
+# The labels a pod-affinity term's namespaceSelector is matched against. Optional: a ClusterRole
+# from before the scheduler read namespaces leaves it working as it did, each namespace known by
+# its `kubernetes.io/metadata.name` label alone (the one the API server sets on every namespace).
+NAMESPACES = Resource("namespaces", "Namespace", "v1", optional=True)
 WATCHED: tuple[Resource, ...] = (NODES, PODS, PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, COMPOSITE_PODGROUPS,
-                                 *VOLUME_RESOURCES, *DRA_RESOURCES)
+                                 *VOLUME_RESOURCES, *DRA_RESOURCES, NAMESPACES)
 # The PodGroupScheduled condition (status.conditions of a scheduling.k8s.io/v1alpha2 PodGroup;
 # PodGroupInitiallyScheduled in 1.37's v1beta1 and v1alpha3: KubeApi.pod_group_condition).
 PODGROUP_SCHEDULED = "PodGroupScheduled"
@@ -150,6 +154,7 @@ API_CALLS: dict[str, tuple[Permission, ...]] = {
     "list_persistent_volume": (("", "persistentvolumes", "list"),),
     "list_storage_class": (("storage.k8s.io", "storageclasses", "list"),),
     "list_csi_node": (("storage.k8s.io", "csinodes", "list"),),
+    "list_namespace": (("", "namespaces", "list"),),
     "list_cluster_custom_object": tuple((r.group, r.path_plural, "list")
                                         for r in (*GANG_RESOURCES, COMPOSITE_PODGROUPS, *DRA_RESOURCES)),
     "patch_namespaced_custom_object_status": ((CORE_PODGROUPS.group, f"{CORE_PODGROUPS.path_plural}/status", "patch"),),
@@ -560,6 +565,8 @@ class KubeApi:
             return self.storage.list_storage_class
         if resource is CSI_NODES:
             return self.storage.list_csi_node
+        if resource is NAMESPACES:
+            return self.core.list_namespace
         if resource in GANG_RESOURCES or resource is COMPOSITE_PODGROUPS or resource in DRA_RESOURCES:
             version = self.version_of(resource)
 

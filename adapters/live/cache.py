@@ -49,7 +49,7 @@ from typing import Any, Iterable, Optional, Protocol, cast
 
 from pydantic import BaseModel
 
-from models import ClusterSnapshot, InputError, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
+from models import ClusterSnapshot, InputError, Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from models.dra import ResourceClaim
 from models.group_claims import group_claims, share_group_claims
 from models.objects import DISRUPTION_TARGET, READY, copy_with
@@ -63,8 +63,8 @@ from adapters.gang_api import as_parser_input
 from .convert import parse_object
 from .dra_writes import ClaimOverlay
 from .api_client import (COMPOSITE_PODGROUPS, CORE_PODGROUPS, CSI_NODES, DEVICE_CLASSES, DRA_RESOURCES, GANG_RESOURCES,
-                         NEWEST_SERVED, NODES, PDBS, PODS, PRIORITY_CLASSES, PVCS, PVS, RESOURCE_CLAIMS, RESOURCE_SLICES,
-                         STORAGE_CLASSES, VOLUME_RESOURCES, WATCHED, WORKLOADS, Resource)
+                         NAMESPACES, NEWEST_SERVED, NODES, PDBS, PODS, PRIORITY_CLASSES, PVCS, PVS, RESOURCE_CLAIMS,
+                         RESOURCE_SLICES, STORAGE_CLASSES, VOLUME_RESOURCES, WATCHED, WORKLOADS, Resource)
 from .group_trees import GroupTrees, Resolved
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,7 @@ class CacheListener(Protocol):
     def workload_changed(self, workload: Workload) -> None: ...
     def group_tree_changed(self, gangs: frozenset[str]) -> None: ...
     def pdb_changed(self, old: Optional[PodDisruptionBudget], new: Optional[PodDisruptionBudget]) -> None: ...
+    def namespace_changed(self, old: Optional[Namespace], new: Optional[Namespace]) -> None: ...
     def volumes_changed(self, kind: str) -> None: ...
     def devices_changed(self, kind: str) -> None: ...
 
@@ -132,6 +133,16 @@ def node_relevant(node: Node) -> tuple:
 def node_feasibility(node: Node) -> tuple:
     """What about a node decides whether a pod may go there (not its images: they only score)."""
     return (node.metadata.uid, node.metadata.labels, node.spec, node.allocatable)
+
+
+def _namespace_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """What a snapshot reads of a Namespace: its name and labels (a namespace's annotations can
+    be large, a kubectl last-applied-configuration, and nothing reads them)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return obj  # the parser names what is wrong
+    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
+    return {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Namespace"), "metadata": kept}
 
 
 def _same_node(old: Node, new: Node) -> bool:
@@ -349,7 +360,7 @@ class ClusterCache:
 
     def _parse(self, resource: Resource, obj: dict[str, Any]) -> Any:
         """The model, or the InputError that says why there is none."""
-        readable = as_parser_input(obj)
+        readable = _namespace_view(obj) if resource is NAMESPACES else as_parser_input(obj)
         if readable is None:
             return InputError(f"{resource.name}/{object_key(obj)}", "spec", "no pod group template at any level")
         try:
@@ -375,6 +386,8 @@ class ClusterCache:
         old = store.get(key)
         if resource is NODES and old is not None and _same_node(old, model):  # type: ignore[arg-type]
             return  # a heartbeat: the node kept as it was, so the solver's view of it stays
+        if resource is NAMESPACES and old is not None and old.metadata.labels == model.metadata.labels:  # type: ignore[attr-defined]
+            return  # its status or annotations: the snapshot's namespace labels stay as they were
         store[key] = model
         self._changes[resource.name] += 1
         if resource is RESOURCE_CLAIMS and old is None:
@@ -436,6 +449,8 @@ class ClusterCache:
             self.listener.node_changed(old, None)  # type: ignore[arg-type]
         elif resource is PDBS and self.listener:
             self.listener.pdb_changed(old, None)  # type: ignore[arg-type]
+        elif resource is NAMESPACES and self.listener:
+            self.listener.namespace_changed(old, None)  # type: ignore[arg-type]
         elif resource in VOLUME_RESOURCES and self.listener:
             self.listener.volumes_changed(resource.kind)
         elif resource in DRA_RESOURCES:
@@ -460,6 +475,8 @@ class ClusterCache:
             self.listener.pod_group_changed(new)  # type: ignore[arg-type]
         elif resource is PDBS and self.listener:
             self.listener.pdb_changed(old, new)  # type: ignore[arg-type]
+        elif resource is NAMESPACES and self.listener:
+            self.listener.namespace_changed(old, new)  # type: ignore[arg-type]
         elif resource in VOLUME_RESOURCES and self.listener:
             self.listener.volumes_changed(resource.kind)
         elif resource in DRA_RESOURCES:
@@ -820,7 +837,7 @@ class ClusterCache:
                 composite_groups=trees.composites if trees is not None else (),
                 pvcs=self._taken_values(PVCS)[0], pvs=self._taken_values(PVS)[0],
                 storage_classes=self._taken_values(STORAGE_CLASSES)[0],
-                csi_nodes=self._taken_values(CSI_NODES)[0],
+                csi_nodes=self._taken_values(CSI_NODES)[0], namespaces=self._taken_values(NAMESPACES)[0],
                 device_classes=self._taken_values(DEVICE_CLASSES)[0],
                 resource_slices=self._taken_values(RESOURCE_SLICES)[0],
                 resource_claims=self.claims.view(self._objects[RESOURCE_CLAIMS]),  # type: ignore[arg-type]

@@ -26,6 +26,10 @@ coarse, safe version of those hints:
   and without this move it would wait for the five-minute flush. A new or tighter budget
   helps no pod. So do a budget becoming healthy enough to let its pods that are not Ready go,
   and a running pod of such a budget losing its readiness (the Eviction API lets it go unspent).
+- a Namespace appears, changes its labels or goes: the pods waiting in it (a bound pod's
+  required anti-affinity may select it by its labels no more, or now) and the pods whose own
+  required inter-pod terms have a namespaceSelector try again (it may match, or stop matching,
+  the namespaces of other pods). Nothing else that filters reads a namespace's labels.
 
 Status-only updates (our own FailedScheduling condition, the kubelet's phase changes) move
 nothing, or every status patch would wake every waiting pod.
@@ -33,9 +37,10 @@ nothing, or every status patch would wake every waiting pod.
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Optional
 
-from models import Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
+from models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, pod_group_key
 from models.workloads import KEY_SEPARATOR, Workload
 from solver.disruption import covers, spares_unready, unready_running
 
@@ -47,6 +52,21 @@ def _waits_for_affinity(qp: QueuedPod) -> bool:
     affinity = qp.pod.spec.affinity
     return bool(affinity and affinity.pod_affinity
                 and affinity.pod_affinity.required_during_scheduling_ignored_during_execution)
+
+
+def _selects_namespaces(qp: QueuedPod) -> bool:
+    """Whether a required inter-pod (anti-)affinity term of the pod has a namespaceSelector:
+    the pods it matches depend on namespace labels (preferred terms only score: they never made
+    a pod unschedulable)."""
+    affinity = qp.pod.spec.affinity
+    return affinity is not None and any(
+        term.namespace_selector is not None
+        for rules in (affinity.pod_affinity, affinity.pod_anti_affinity) if rules is not None
+        for term in rules.required_during_scheduling_ignored_during_execution)
+
+
+def _namespace_labels(namespace: Optional[Namespace]) -> Optional[dict[str, str]]:
+    return namespace.metadata.labels if namespace is not None else None
 
 
 def _mounts_claims(qp: QueuedPod) -> bool:
@@ -105,6 +125,8 @@ class QueueFeeder:
         # The budgets that let a running pod that is not Ready go unspent, by key: a pod of theirs
         # losing its readiness may be the victim a waiting preemptor needs.
         self._sparing: dict[str, PodDisruptionBudget] = {}
+        self._settling = threading.Lock()
+        self._namespaces: set[str] = set()  # changed since the last ``settle``
 
     def _waiting(self, pod: Pod) -> bool:
         """Ours, without a node, not being deleted, not already decided (assumed)."""
@@ -172,6 +194,25 @@ class QueueFeeder:
             self._sparing.pop(key, None)
         if _budget_loosened(old, new):
             self.queue.move_all(_may_preempt)
+
+    def namespace_changed(self, old: Optional[Namespace], new: Optional[Namespace]) -> None:
+        """A Namespace appeared, changed its labels or went: pods in it (other pods' terms may
+        select it, or no longer) and pods whose own terms select namespaces by label may fit now.
+        The move waits for ``settle``: a tool relabelling every namespace sends one event each,
+        and a pass over the waiting pods per event, under the cache's lock, took seconds."""
+        if _namespace_labels(old) == _namespace_labels(new):
+            return
+        name = (new or old).metadata.name  # type: ignore[union-attr]
+        with self._settling:
+            self._namespaces.add(name)
+
+    def settle(self) -> None:
+        """The moves gathered since the last call (``namespace_changed``), in one pass over the
+        waiting pods; the scheduler's housekeeping calls it (every half second by default)."""
+        with self._settling:
+            names, self._namespaces = self._namespaces, set()
+        if names:
+            self.queue.move_all(lambda qp: qp.pod.metadata.namespace in names or _selects_namespaces(qp))
 
     def volumes_changed(self, kind: str) -> None:
         """A claim, volume, storage class or CSINode appeared, changed or went: pods that mount

@@ -58,6 +58,7 @@ class Informer:
         self.metrics = metrics
         self.resource_version: Optional[str] = None
         self.absent = False
+        self.list_only = False  # listed, its watch refused (403): listed again every recheck
         self._stop = threading.Event()
         self._stream: Optional[WatchStream] = None
         self._lock = threading.Lock()
@@ -146,6 +147,17 @@ class Informer:
                 self.cache.replace(self.resource, [])
                 self.clock.wait(self._stop, self.absent_recheck)
             except KubeError as exc:
+                if exc.status == 403 and self.resource.optional and self.resource_version is not None:
+                    # listed, but the watch is not granted (a role with `list` alone): keep what
+                    # the list gave and list again every recheck. Emptied, namespaces' labels (and
+                    # every choice reading them) would flip at each recheck.
+                    if not self.list_only:
+                        log.warning("%s may be listed but not watched by this scheduler (%s); listing them "
+                                    "again every %.0fs", name, exc.message, self.absent_recheck)
+                    self.list_only = True
+                    self.resource_version = None
+                    self.clock.wait(self._stop, self.absent_recheck)
+                    continue
                 if exc.status == 403 and self.resource.optional:
                     # not granted (a ClusterRole from before the scheduler read this API, e.g.
                     # resource.k8s.io): scheduled without it, as if not served, rather than never synced

@@ -196,8 +196,9 @@ class Scheduler:
                                                      uncertain_ttl=options.uncertain_bind_ttl,
                                                      backoffs=options.retry_backoffs, dry_run=options.dry_run),
                              is_leader=self.elector.is_leader, on_bound=on_bound, on_evicted=on_evicted)
-        self.cache.listener = QueueFeeder(self.queue, scheduler_name=config.scheduler_name, cache=lambda: self.cache,
-                                          victim_gone=self.binder.victim_gone, pod_gone=self._pod_gone)
+        self.feeder = QueueFeeder(self.queue, scheduler_name=config.scheduler_name, cache=lambda: self.cache,
+                                  victim_gone=self.binder.victim_gone, pod_gone=self._pod_gone)
+        self.cache.listener = self.feeder
         self.informers = [Informer(api, self.cache, r, clock=self.clock, backoffs=options.watch_backoffs,
                                    watch_timeout=options.watch_timeout, metrics=self.metrics) for r in WATCHED]
         self.status_server: Optional[StatusServer] = None
@@ -350,6 +351,7 @@ class Scheduler:
 
     def _housekeep(self) -> None:
         while not self._stopping.wait(self.options.housekeeping):
+            self.feeder.settle()
             self.queue.flush()
             self.binder.expire()
             self.update_gauges()

@@ -143,7 +143,8 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     The pods it bound (and that still run where it put them) are taken off their nodes and
     handed to the validator as a plan that puts them back: an overcommitted node, a broken
     affinity or spread constraint or a split gang produced by the live binds is reported,
-    one line each. Kubernetes' own PodGroups are read as the live cache reads them: their
+    one line each. Namespaces give the labels a namespaceSelector matches, as the live cache
+    reads them. Kubernetes' own PodGroups are read as the live cache reads them: their
     trees and own priority classes resolved (``_group_trees``), their members' entries of a
     group-owned claim pointed at the group's claim (``models.group_claims``).
     """
@@ -153,7 +154,7 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
                                     "PodGroup": [], "Workload": [], "PersistentVolumeClaim": [],
                                     "PersistentVolume": [], "StorageClass": [], "CSINode": [], "DeviceClass": [],
                                     "ResourceSlice": [], "ResourceClaim": [], "ResourceClaimTemplate": [],
-                                    "CompositePodGroup": []}
+                                    "CompositePodGroup": [], "Namespace": []}
     replayed: dict[str, str] = {}
     for obj in objects:
         kind = str(obj.get("kind"))
@@ -178,7 +179,7 @@ def final_state_violations(objects: list[dict[str, Any]], bound: dict[str, str],
     snapshot = ClusterSnapshot.build(nodes=parsed["Node"], pods=share_group_claims(parsed["Pod"], shared, pod_group_key),
                                      pdbs=parsed["PodDisruptionBudget"],
                                      priority_classes=parsed["PriorityClass"], pod_groups=groups,
-                                     composite_groups=trees.composites,
+                                     composite_groups=trees.composites, namespaces=parsed["Namespace"],
                                      pvcs=parsed["PersistentVolumeClaim"], pvs=parsed["PersistentVolume"],
                                      storage_classes=parsed["StorageClass"], csi_nodes=parsed["CSINode"],
                                      device_classes=parsed["DeviceClass"], resource_slices=parsed["ResourceSlice"],
@@ -209,7 +210,8 @@ def _group_trees(parsed: dict[str, list[Any]]) -> tuple[list[CorePodGroup], Reso
 # The kinds the final state is replayed with (``final_state_violations``).
 _REPLAYED_KINDS = frozenset({"Node", "Pod", "PodDisruptionBudget", "PriorityClass", "PodGroup", "Workload",
                              "CompositePodGroup", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
-                             "CSINode", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+                             "CSINode", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
+                             "Namespace"})
 
 
 def _final_listing(server: Any) -> list[dict[str, Any]]:

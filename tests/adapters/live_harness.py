@@ -213,6 +213,8 @@ class Cluster:
                 self.core.create_namespaced_pod(obj["metadata"].get("namespace", NS), obj)
             elif kind == "Node":
                 self.core.create_node(obj)
+            elif kind == "Namespace":
+                self.core.create_namespace(obj)
             else:
                 self._create_other(obj)
 
@@ -259,7 +261,7 @@ class Cluster:
                                  *(r.key for extra in GANG_APIS_EXTRA.values() for r in extra),
                                  "persistentvolumeclaims", "persistentvolumes",
                                  "storageclasses", "csinodes", "deviceclasses", "resourceslices", "resourceclaims",
-                                 "resourceclaimtemplates") for o in self.server.store.list(key)]
+                                 "resourceclaimtemplates", "namespaces") for o in self.server.store.list(key)]
         bound_by_us = {k: n for k, n in self.binds}
         return final_state_violations(objects, bound_by_us, config or fast_config())
 

@@ -19,6 +19,7 @@ from adapters.live.api_client import (
     DRA_RESOURCES,
     GANG_RESOURCES,
     VOLUME_RESOURCES,
+    NAMESPACES,
     NODES,
     PDBS,
     PODGROUPS,
@@ -59,12 +60,16 @@ class Recorder:
     def pdb_changed(self, old: Any, new: Any) -> None:
         self.calls.append(("pdb", (new or old).key))
 
+    def namespace_changed(self, old: Any, new: Any) -> None:
+        self.calls.append(("namespace", (new or old).metadata.name))
+
 
 def synced_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterCache:
     cache = ClusterCache()
     cache.replace(NODES, nodes)
     cache.replace(PODS, [dict(p, metadata={**p["metadata"], "resourceVersion": "5"}) for p in pods])
-    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, COMPOSITE_PODGROUPS, *VOLUME_RESOURCES, *DRA_RESOURCES):
+    for resource in (PDBS, PRIORITY_CLASSES, *GANG_RESOURCES, COMPOSITE_PODGROUPS, *VOLUME_RESOURCES, *DRA_RESOURCES,
+                     NAMESPACES):
         cache.replace(resource, [])
     return cache
 
@@ -262,7 +267,38 @@ def test_synced_only_when_every_resource_was_listed() -> None:
     assert not cache.synced  # device classes, slices and claims are still to be listed
     for resource in DRA_RESOURCES:
         cache.mark_synced(resource)
+    assert not cache.synced  # namespaces are still to be listed
+    cache.mark_synced(NAMESPACES)  # not granted: each namespace known by its name label alone
     assert cache.synced
+
+
+def test_a_snapshot_reads_the_watched_namespaces_labels_and_only_a_relabel_is_a_change() -> None:
+    """A namespaceSelector matches what the cache keeps of a Namespace: its name and labels. An
+    update that leaves the labels alone (status, annotations) keeps the object a snapshot had
+    and tells no one; a relabel or a deletion is told to the listener (the queue's requeue)."""
+    listener = Recorder()
+    cache = synced_cache([node("n1")], [pod("db", ns="data", node_name="n1", running=True)])
+    cache.listener = listener
+
+    def ns(labels: dict[str, str], **extra: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Namespace", "status": {"phase": "Active"},
+                "metadata": {"name": "data", "labels": labels, **extra}}
+
+    name_label = {"kubernetes.io/metadata.name": "data"}
+    assert cache.snapshot().namespace_labels["data"] == name_label  # not listed yet: its name alone
+    cache.apply(NAMESPACES, "ADDED", ns({**name_label, "team": "a"},
+                                        annotations={"kubectl.kubernetes.io/last-applied-configuration": "{}"}))
+    first = cache.snapshot()
+    assert first.namespace_labels["data"] == {**name_label, "team": "a"}
+    assert first.namespaces[0].metadata.annotations == {}  # nothing reads them: not kept
+    cache.apply(NAMESPACES, "MODIFIED", dict(ns({**name_label, "team": "a"}, annotations={"note": "x"}),
+                                             status={"phase": "Terminating"}))
+    assert cache.snapshot().namespaces is first.namespaces
+    cache.apply(NAMESPACES, "MODIFIED", ns({**name_label, "team": "b"}))
+    assert cache.snapshot().namespace_labels["data"]["team"] == "b"
+    cache.apply(NAMESPACES, "DELETED", ns({}))
+    assert cache.snapshot().namespace_labels["data"] == name_label  # its pods are left: their name label
+    assert listener.calls == [("namespace", "data")] * 3
 
 
 def test_gangs_of_every_shape_become_the_pod_groups_a_snapshot_file_gives(tmp_path: Any) -> None:
@@ -697,6 +733,7 @@ def _from_scratch(cache: ClusterCache, window: set[str]) -> ClusterSnapshot:
         device_classes=cache._objects[DEVICE_CLASSES].values(),  # type: ignore[arg-type]
         resource_slices=cache._objects[RESOURCE_SLICES].values(),  # type: ignore[arg-type]
         resource_claims=cache.claims.view(cache._objects[RESOURCE_CLAIMS]),  # type: ignore[arg-type]
+        namespaces=cache._objects[NAMESPACES].values(),  # type: ignore[arg-type]
         claims_from_templates=False)
 
 
@@ -706,7 +743,7 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
     """Watch events of every resource a snapshot reuses or derives from (pods bound, pending,
     nominated, asking for a DeviceClass's resource, naming a Workload's gang; nodes added,
     relabelled, beating, deleted; PDBs, claims, volumes, DeviceClasses, ResourceClaims, Workloads,
-    priority classes), relists of pods and nodes, our own binds assumed, forgotten and confirmed
+    priority classes, namespaces relabelled or gone), relists of pods and nodes, our own binds assumed, forgotten and confirmed
     (by their echo), victims marked: each snapshot must hold what one built from every object
     the cache holds would, its delta must name every bound pod that reads otherwise than in the
     snapshot before, and the solver's context, kept from window to window, must read as one
@@ -770,6 +807,10 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
                 obj["status"]["extendedResourceClaimStatus"] = {"resourceClaimName": f"{name}-gpu"}
         if not node_name and rng.random() < 0.3:
             obj["status"] = {"phase": "Pending", "nominatedNodeName": rng.choice(["n1", "n2"])}
+        if "affinity" not in obj["spec"] and rng.random() < 0.15:  # which pods it keeps away from: by namespace labels
+            obj["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": {"matchLabels": {"tier": "1"}},
+                "topologyKey": "kubernetes.io/hostname"}]}}
         return obj
 
     for step in range(120):
@@ -853,11 +894,16 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
                 "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "metadata": {"name": f"c{rng.randint(0, 2)}", "namespace": "a"},
                 "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
-        elif op < 0.96:  # a class changed, or gone (its pods cannot be weighed until it is back)
+        elif op < 0.95:  # a class changed, or gone (its pods cannot be weighed until it is back)
             name = rng.choice(["high", "low"])
             gone = name not in cache._objects[PRIORITY_CLASSES]
             cache.apply(PRIORITY_CLASSES, "ADDED" if gone else rng.choice(["MODIFIED", "MODIFIED", "DELETED"]),
                         priority_class(name, rng.randint(1, 1000)))
+        elif op < 0.965:  # a namespace relabelled (or only its annotations changed), or gone
+            labels = rng.choice([{}, {"tier": "1"}, {"tier": "2"}])
+            cache.apply(NAMESPACES, rng.choice(["ADDED", "MODIFIED", "MODIFIED", "DELETED"]), {
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": rng.choice(["a", "b"]), "labels": labels, "annotations": {"step": str(step)}}})
         else:  # a pod whose spec the parser knows, sent with a field it cannot read: left out, named
             key = rng.choice(sorted(raw))
             bad = copy.deepcopy(raw[key])
@@ -885,6 +931,7 @@ def test_every_kind_of_event_leaves_snapshots_and_the_solvers_kept_state_as_buil
         assert {g.key: g.spec for g in got.pod_groups} == {g.key: g.spec for g in expected.pod_groups}, step
         assert sorted(p.key for p in got.nominated_pending) == sorted(p.key for p in expected.nominated_pending)
         assert got.namespace_labels == expected.namespace_labels
+        assert list(got.namespaces) == list(expected.namespaces), step
         _reads_as_built_from_scratch(got)
         delta = got.delta
         if previous is not None and delta is not None and delta.base() is previous:

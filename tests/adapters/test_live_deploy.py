@@ -61,6 +61,7 @@ CLIENT_METHODS: dict[str, tuple[Permission, ...]] = {
     "list_persistent_volume": (("", "persistentvolumes", "list"),),
     "list_storage_class": (("storage.k8s.io", "storageclasses", "list"),),
     "list_csi_node": (("storage.k8s.io", "csinodes", "list"),),
+    "list_namespace": (("", "namespaces", "list"),),
     "list_cluster_custom_object": (("scheduling.x-k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "podgroups", "list"),
                                    ("scheduling.k8s.io", "workloads", "list"),

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.harness import Cluster, wait_for
+from tests.e2e.harness import SCHEDULER, Cluster, wait_for
 
 
 def _no_denials(text: str) -> None:
@@ -222,6 +222,32 @@ def test_preemption_goes_to_the_node_whose_victims_the_budget_allows(cluster: Cl
     assert not cluster.exists("free-0") and not cluster.exists("free-1")
     assert cluster.pods.index("urgent", lambda e: e["nominated"] == n2 and not e["node"]) >= 0
     assert cluster.overcommitted() == []
+    _no_denials(sched.text())
+
+
+def test_anti_affinity_reads_the_real_labels_of_the_namespaces_it_selects(cluster: Cluster) -> None:
+    """A namespaceSelector matches the labels of the namespaces the scheduler watches (with the
+    RBAC of rbac.yaml): the pod prefers the node where a pod of the selected namespace runs, and
+    its required anti-affinity keeps it away from there."""
+    near = cluster.node("n1", cpu="2", memory="4Gi")
+    far = cluster.node("n2", cpu="2", memory="4Gi")
+    team = {"cpsat-e2e-team": cluster.ns}  # a value no other test's namespace carries
+    cluster.core.patch_namespace(cluster.ns, {"metadata": {"labels": team}})
+    cluster.pod("db", node=near, labels={"app": "db"})
+    cluster.running("db")
+    sched = cluster.scheduler()
+    keep_away = {"labelSelector": {"matchLabels": {"app": "db"}}, "namespaceSelector": {"matchLabels": team},
+                 "topologyKey": "kubernetes.io/hostname"}
+    prefer_near = {"weight": 100, "preference": {"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": [near]}]}}
+    web = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": cluster.ns},
+           "spec": {"schedulerName": SCHEDULER, "terminationGracePeriodSeconds": 30,
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
+                    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [keep_away]},
+                                 "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [prefer_near]}}}}
+    cluster.core.create_namespaced_pod(cluster.ns, web)
+    assert wait_for(lambda: cluster.node_of("web") == far, timeout=60), sched.text()[-3000:]
     _no_denials(sched.text())
 
 
