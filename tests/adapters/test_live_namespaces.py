@@ -53,19 +53,16 @@ def relabel(cluster: Cluster, name: str, labels: dict[str, Optional[str]]) -> No
     cluster.core.patch_namespace(name, {"metadata": {"labels": labels}})
 
 
-def test_anti_affinity_keeps_away_from_pods_in_a_namespace_selected_by_label(make_cluster: Callable[..., Cluster]) -> None:
-    cluster = make_cluster([node("n1"), node("n2"), namespace(SELECTED, TEAM_A), db("n1")])
+@pytest.mark.parametrize("kind, db_on, lands", [
+    pytest.param("podAntiAffinity", "n1", "n2", id="anti-affinity keeps away from pods in a namespace selected by label"),
+    pytest.param("podAffinity", "n2", "n2", id="affinity finds its only support in a namespace selected by label"),
+])
+def test_a_namespace_selector_reads_the_namespaces_labels(make_cluster: Callable[..., Cluster],
+                                                          kind: str, db_on: str, lands: str) -> None:
+    cluster = make_cluster([node("n1"), node("n2"), namespace(SELECTED, TEAM_A), db(db_on)])
     cluster.scheduler()
-    cluster.create(web("web", "podAntiAffinity"))
-    assert wait_for(lambda: cluster.node_of("web")) == "n2"
-    assert cluster.violations() == []
-
-
-def test_affinity_finds_its_only_support_in_a_namespace_selected_by_label(make_cluster: Callable[..., Cluster]) -> None:
-    cluster = make_cluster([node("n1"), node("n2"), namespace(SELECTED, TEAM_A), db("n2")])
-    cluster.scheduler()
-    cluster.create(web("web", "podAffinity"))
-    assert wait_for(lambda: cluster.node_of("web")) == "n2"
+    cluster.create(web("web", kind))
+    assert wait_for(lambda: cluster.node_of("web")) == lands
     assert cluster.violations() == []
 
 
