@@ -2,14 +2,19 @@
 autoscalers' expanders approximate. Pods largest first (cpu, then memory); each goes to the
 first existing node, then the first node already added, with room and allowed for it; else a
 new node of the cheapest shape it may go to (fewest of the shape's room wasted breaks a tie).
-A gang that must share a domain keeps the domain of its first pod placed."""
+A gang that must share a domain keeps the domain of its first pod placed. Classes that support
+others' required pod affinity go before them (``support``'s levels), and a pod needing that
+support goes only where a supporting pod already is in its domain: it opens no node of its own
+on a hostname key (nor, once its first pod is in, a class that starts from its own first pod)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Optional
 
 from .problem import PODS, PodClass, Problem, need
+from .support import backed
 
 
 @dataclass
@@ -44,19 +49,30 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
                 [{} for _ in problem.existing])
     opened = {s: 0 for s in range(len(problem.shapes))}
     domains: dict[str, str] = {}  # gang -> the domain its first pod took
-    order = sorted(problem.classes, key=lambda c: (-c.requests.get("cpu", 0), -c.requests.get("memory", 0), c.id))
+    seeds: dict[int, tuple[tuple[str, int], int]] = {}  # class -> the bin its first pod started in
+    label = partial(_label, problem)
+
+    def held(cid: int) -> list[tuple[tuple[str, int], int]]:
+        return [(kind, b) for b, (kind, count) in enumerate(zip(bins.kind, bins.count)) if count.get(cid)]
+
+    # Supporting classes before the classes they support (``support``: lower levels first).
+    order = sorted(problem.classes, key=lambda c: (_level(problem, c.id), -c.requests.get("cpu", 0),
+                                                   -c.requests.get("memory", 0), c.id))
     for cls in order:
         allowed_nodes, allowed_shapes = set(cls.existing), set(cls.shapes)
         gang = cls.gang or ""
         topo = problem.gang_keys.get(gang) if gang else None
+        sup = problem.support.get(cls.id)
         for key in cls.keys:
-            def allowed(kind: tuple[str, int]) -> bool:
+            def allowed(kind: tuple[str, int], place: Optional[int] = None) -> bool:
                 if kind[1] not in (allowed_nodes if kind[0] == "node" else allowed_shapes):
                     return False
                 if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
                     return False
+                if not backed(sup, kind, place, label, held, seeds.get(cls.id)):
+                    return False
                 return not _domain_clash(problem, bins, cls.id, kind)
-            target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], kind)
+            target = next((b for b, kind in enumerate(bins.kind) if allowed(kind, b) and _fits(cls, bins.room[b], kind)
                            and not (cls.one_per_node and bins.count[b].get(cls.id))
                            and not any(_apart(problem, cls.id, other) for other in bins.count[b])), None)
             if target is None:
@@ -68,9 +84,16 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
             for r in bins.room[target]:
                 bins.room[target][r] -= need(cls, r, where)
             bins.count[target][cls.id] = bins.count[target].get(cls.id, 0) + 1
+            if sup is not None and sup.seed and cls.id not in seeds and where in sup.by:
+                seeds[cls.id] = (where, target)
             if topo is not None and gang not in domains:
                 domains[gang] = _label(problem, bins.kind[target], topo) or ""
     return bins
+
+
+def _level(problem: Problem, cid: int) -> int:
+    sup = problem.support.get(cid)
+    return 0 if sup is None else sup.level
 
 
 def _domain_clash(problem: Problem, bins: Bins, cid: int, kind: tuple[str, int]) -> bool:

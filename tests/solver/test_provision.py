@@ -243,3 +243,99 @@ def test_devices_the_model_cannot_count_are_left_to_the_validator_and_the_engine
     assert r.placed_by == "engine" and not r.proven
     assert len(r.placement) + len(r.left_out) == 3 and r.left_out
     assert all("cannot allocate all claims" in why for why in r.left_out.values())
+
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def test_a_pod_whose_affinity_only_a_pending_pod_meets_goes_beside_it() -> None:
+    """docs/operator-questions.md's case: a 2-CPU pod app=a and a pod with hostname affinity to
+    app=a, both pending, a full 1-CPU node: one 4-CPU node holds both, none is left unplanned."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="2", labels={"app": "a"}),
+            make_pod("a/b", cpu="1", pod_affinity=[term({"app": "a"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "4", 1)))
+    assert [a.name for a in r.added] == ["big-new-1"] and r.proven and r.placed_by == "model"
+    assert r.placement == {"a/a": "big-new-1", "a/b": "big-new-1"}
+    assert not r.nowhere and not r.left_out
+
+
+def test_the_support_is_on_the_dependent_pods_node_not_merely_somewhere() -> None:
+    """A 3-CPU support and a 3-CPU pod with hostname affinity to it: two 4-CPU nodes (cost 2)
+    would hold them apart, but the dependent needs its support on its own node, so one 8-CPU
+    node (cost 3)."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="3", labels={"app": "a"}),
+            make_pod("a/b", cpu="3", pod_affinity=[term({"app": "a"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1), ("big", "8", 3)))
+    assert [a.shape for a in r.added] == ["big"] and r.cost == 3000 and r.proven and r.placed_by == "model"
+    assert r.placement == {"a/a": "big-new-1", "a/b": "big-new-1"}
+
+
+def test_zone_affinity_is_met_by_a_pending_pod_on_another_node_of_the_zone() -> None:
+    """The support (3 CPU) may run in zone y only; the dependent (3 CPU, zone affinity to it) does
+    not fit beside it on a 4-CPU node, so it goes to a second node of zone y, dearer than zone x
+    (support in the domain, not on the node)."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="3", labels={"app": "a"}, node_selector={ZONE: "y"}),
+            make_pod("a/b", cpu="3", pod_affinity=[term({"app": "a"}, ZONE)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1, {"zones": {"x": 3}}),
+                                                              ("t", "4", 2, {"zones": {"y": 3}})))
+    assert [a.shape for a in r.added] == ["t@y", "t@y"] and r.proven and r.placed_by == "model"
+    assert r.placement["a/a"] != r.placement["a/b"] and not r.nowhere
+
+
+def test_a_dependent_whose_support_fits_no_shape_is_still_named_with_kube_schedulers_reason() -> None:
+    """Of two dependents, the one whose support (64 CPU) fits no shape stays under NOT PLACED
+    ON ANY SHAPE with kube-scheduler's reason; the other is planned beside its support."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="64", labels={"app": "a"}),
+            make_pod("a/b", cpu="1", pod_affinity=[term({"app": "a"}, HOSTNAME)]),
+            make_pod("a/c", cpu="2", labels={"app": "c"}),
+            make_pod("a/d", cpu="1", pod_affinity=[term({"app": "c"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1)))
+    assert r.nowhere == {
+        "a/a": "0/2 nodes are available: 2 Insufficient cpu.",
+        "a/b": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod affinity rules."}
+    assert r.placement == {"a/c": "big-new-1", "a/d": "big-new-1"} and r.proven
+
+
+def test_self_affine_replicas_start_from_their_first_pod_and_stay_on_its_node() -> None:
+    """Three 2-CPU replicas with hostname affinity to their own label, nothing running matching:
+    kube-scheduler lets the first in anywhere and the others only beside it, so one 8-CPU node
+    (3), not two 4-CPU ones (2) where the third would have no support."""
+    node, hog = full_node()
+    pods = [hog] + [make_pod(f"a/s{i}", cpu="2", labels={"app": "s"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+                    for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1), ("big", "8", 3)))
+    assert [a.shape for a in r.added] == ["big"] and r.proven and r.placed_by == "model"
+    assert set(r.placement.values()) == {"big-new-1"} and len(r.placement) == 3
+
+
+def test_self_affine_replicas_on_a_zone_stay_in_their_first_pods_zone() -> None:
+    """Replicas with zone affinity to their own label and hostname anti-affinity: a node each,
+    all in one zone (zone x has room for two only), so all three in zone y."""
+    node, hog = full_node()
+    rules = {"pod_affinity": [term({"app": "s"}, ZONE)], "pod_anti_affinity": [term({"app": "s"}, HOSTNAME)]}
+    pods = [hog] + [make_pod(f"a/s{i}", cpu="2", labels={"app": "s"}, **rules) for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1, {"zones": {"x": 2}}),
+                                                              ("t", "4", 2, {"zones": {"y": 5}})))
+    assert [a.shape for a in r.added] == ["t@y"] * 3 and r.proven and r.placed_by == "model"
+    assert len(set(r.placement.values())) == 3
+
+
+def test_the_engine_placing_a_dependent_before_its_support_leaves_it_out_and_says_so() -> None:
+    """When the validator refuses the placement (spread across two pending pods, not in the cost
+    model) the engine decides on the provisioned cluster; with no time for CP-SAT it is greedy,
+    whose queue puts the dependent (priority 10) before its support: it is listed as left out
+    with kube-scheduler's reason, not hidden."""
+    config = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 0, "workers": 2}})
+    node = make_node("old", cpu="1", labels={ZONE: "b"})
+    pods = [make_pod("sys/hog", cpu="1", node="old"), make_pod("a/a", cpu="2", labels={"app": "a"}),
+            make_pod("a/b", cpu="1", priority=10, pod_affinity=[term({"app": "a"}, HOSTNAME)])]
+    pods += [make_pod(f"a/w{i}", cpu="1", labels={"app": "w"}, spread=[spread_rule(ZONE, {"app": "w"})]) for i in range(2)]
+    r = provision(make_snapshot([node], pods), config, shapes(("big", "8", 1, {"zones": {"a": 3}})))
+    assert r.placed_by == "engine" and not r.nowhere
+    assert r.placement["a/a"] == "big@a-new-1" and "a/b" not in r.placement
+    assert "didn't match pod affinity rules" in r.left_out["a/b"]

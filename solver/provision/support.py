@@ -1,0 +1,233 @@
+"""Required pod affinity that pending pods meet: the bins a class may go to only beside support.
+
+Step 2 (``problem``) filters one pod of each class against the running pods. A class with
+required pod affinity that nothing running meets on a new node fails there with
+kube-scheduler's "didn't match pod affinity rules", yet it may go there once a pod of another
+pending class that matches all its terms is in the node's domain of each term's key
+(kube-scheduler counts support per term from pods matching every term of the incoming pod). A
+shape is kept for the class *beside support* when every filter failing on its probe node passes
+in its dry run with one pod of a supporting class added (``Cycle.on_node``), every other passing
+as it is. Existing nodes are not opened so: a class is on an existing node only where the
+running pods let it be.
+
+A class that matches its own terms where nothing running does passes the filter everywhere:
+kube-scheduler lets its first pod in anywhere (the escape), and every later pod needs that first
+pod, or another match, in its domains. So each of its bins is beside support too, its own
+*seed*: one bin at most, holding one of its pods; its other pods in that bin's domains. Two such
+classes may not both seed when one matches the other's terms and came first in class order (a
+first pod must come before every pod matching its terms, so seeds must admit an order); the
+later one is supported by the earlier.
+
+Support is never circular: classes get a *level*, 0 for those placed without pending support
+(and seeds), and a class is supported only by classes of lower levels, so an order exists in
+which every supporting pod comes before the pods it supports (kube-scheduler's queue retries the
+others once it is placed). The model (``constrain``) and first-fit-decreasing (``backed``) read
+the same ``Support``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Optional, Sequence
+
+from ortools.sat.python import cp_model
+
+from ..filtering import Cycle
+from ..info import PodInfo
+from ..state import ClusterState
+from ..terms import AffinityTerm
+from .shapes import HOSTNAME
+
+Bin = tuple[str, int]  # ("node", existing index) or ("shape", shape index)
+
+
+@dataclass(frozen=True)
+class Support:
+    """How a class whose required pod affinity pending pods may meet goes to its bins."""
+
+    keys: tuple[str, ...]  # the topology keys of its required affinity terms, each once
+    # bin it goes to only beside support -> the classes whose pods support it there (by id)
+    by: dict[Bin, tuple[int, ...]]
+    seed: bool  # its first pod may start from nothing, in one bin (the escape)
+    level: int
+
+
+@dataclass
+class Filtered:
+    """One class's filter cycle on the cluster with a probe node per shape, and where it passed."""
+
+    id: int
+    rep: PodInfo
+    cycle: Cycle
+    ok: list[int]  # node indexes (existing nodes, then one probe per shape)
+    by: dict[int, tuple[int, ...]] = field(default_factory=dict)  # node -> supporting class ids
+
+
+def matches_terms(pod: PodInfo, terms: Sequence[AffinityTerm]) -> bool:
+    """``pod`` matches every one of ``terms`` (what kube-scheduler counts as support)."""
+    return all(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in terms)
+
+
+@dataclass(frozen=True)
+class _Matching:
+    """The state's counter key for pods matching every one of ``terms``."""
+
+    terms: tuple[AffinityTerm, ...]
+
+    def matches(self, pod: PodInfo) -> bool:
+        return matches_terms(pod, self.terms)
+
+
+def _may_start(rep: PodInfo, state: ClusterState) -> bool:
+    """The escape: ``rep`` matches its own terms and no running pod on a node with one of the
+    terms' keys matches them all (the filter's "no pod anywhere matches all terms")."""
+    if not matches_terms(rep, rep.affinity):
+        return False
+    per_node = state.match_counts(_Matching(tuple(rep.affinity)))
+    return not any(per_node[state.domains(t.topology_key)[0] >= 0].any() for t in rep.affinity)
+
+
+def _fixed_by(run: Filtered, node: int, supporter: PodInfo) -> bool:
+    """The class passes every filter on ``node`` once a pod like ``supporter`` is there: each
+    failing filter in its dry run with it added, the others as they are."""
+    cycle = run.cycle
+    if cycle.failed is not None or not cycle.static.statuses(run.rep)[node].ok:
+        return False
+    info = cycle.static.nodes[node]
+    for f in cycle.filters:
+        if f.status(info).ok:
+            continue
+        dry = f.on_node(node)
+        if dry is None:
+            return False
+        dry.add_pod(supporter)
+        if not dry.status().ok:
+            return False
+    return True
+
+
+def find(runs: list[Filtered], state: ClusterState, probes: list[int]) -> dict[int, Support]:
+    """Per class id, its ``Support`` (bins as node indexes of the cycle: ``("node", n)``); each
+    run's ``by`` set to the nodes it gains beside support. ``probes``: the probe nodes."""
+    seeds: list[Filtered] = []
+    dependent: list[Filtered] = []
+    escaping: set[int] = set()
+    for run in runs:
+        if not run.rep.affinity:
+            continue
+        if _may_start(run.rep, state):
+            escaping.add(run.id)
+            if any(matches_terms(d.rep, run.rep.affinity) for d in seeds):
+                dependent.append(run)  # an earlier seed's pods match its terms: they support it
+            elif run.ok:
+                seeds.append(run)
+        elif any(n not in run.ok for n in probes):
+            dependent.append(run)
+    out = {s.id: Support(_keys(s.rep), {("node", n): () for n in s.ok}, True, 0) for s in seeds}
+    waiting = {d.id for d in dependent}
+    level = {r.id: 0 for r in runs if r.ok and r.id not in waiting}
+    by_id = {r.id: r for r in runs}
+    rounds = 0
+    while waiting:
+        rounds += 1
+        before = dict(level)
+        for run in dependent:
+            if run.id not in waiting:
+                continue
+            supporters = [by_id[s] for s in sorted(before) if s != run.id and matches_terms(by_id[s].rep, run.rep.affinity)]
+            # a class escaping by itself passes on its bins only by the escape it does not get here
+            nodes = run.ok if run.id in escaping else [n for n in probes if n not in run.ok]
+            for n in nodes:
+                backing = tuple(s.id for s in supporters if run.id in escaping or _fixed_by(run, n, s.rep))
+                if backing:
+                    run.by[n] = backing
+            if run.by or (run.ok and run.id not in escaping):
+                level[run.id] = rounds
+                waiting.discard(run.id)
+                out[run.id] = Support(_keys(run.rep), {("node", n): b for n, b in run.by.items()}, False, rounds)
+        if level == before:
+            break
+    for run in dependent:
+        if run.id in escaping:
+            run.ok = []  # it passed only by the escape, which is a seed's: its bins are ``by``'s alone
+    return out
+
+
+def _keys(rep: PodInfo) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t.topology_key for t in rep.affinity))
+
+
+# -- where a bin's domain is, for the model and for first-fit-decreasing ------------------------
+
+Label = Callable[[Bin, str], Optional[str]]
+
+
+def domain(label: Label, where: Bin, place: Hashable, key: str) -> Optional[Hashable]:
+    """The domain of key ``key`` a bin is in: a new node is its own hostname (``place`` names
+    it), else its label's value; None when the node lacks the label."""
+    if key == HOSTNAME and where[0] == "shape":
+        return ("new", place)
+    value = label(where, key)
+    return None if value is None else ("label", value)
+
+
+def constrain(model: cp_model.CpModel, supports: dict[int, Support], bins: list[tuple[str, int, int]],
+              x: dict, label: Label) -> None:
+    """A class beside support has its pods in a bin only when, for each key of its terms, the
+    bin's domain holds a pod of a class supporting it there or its seed; a seeding class seeds
+    one bin at most (``seed[c, b]``), holding one of its pods."""
+    for cid, sup in supports.items():
+        # seed[c, b]: the first pod of class c, let in with nothing matching, is in bin b.
+        seed = {b: model.new_bool_var(f"seed[{cid},{b}]") for b in bins
+                if sup.seed and (cid, b) in x and (b[0], b[1]) in sup.by}
+        if seed:
+            model.add_at_most_one(seed.values())
+            for b, first in seed.items():
+                model.add(x[cid, b] >= 1).only_enforce_if(first)
+        for key in sup.keys:
+            members: dict[Hashable, list] = {}
+            for b in bins:
+                d = domain(label, (b[0], b[1]), b, key)
+                if d is not None:
+                    members.setdefault(d, []).append(b)
+            groups: dict[tuple, list] = {}  # (domain, supporters) -> the class's bins there
+            for b in bins:
+                where = (b[0], b[1])
+                if (cid, b) not in x or where not in sup.by:
+                    continue
+                d = domain(label, where, b, key)
+                if d is None:
+                    model.add(x[cid, b] == 0)
+                    continue
+                groups.setdefault((d, sup.by[where]), []).append(b)
+            for n, ((d, by), held) in enumerate(sorted(groups.items(), key=lambda g: str(g[0]))):
+                # backed[c, key, n]: group n of class c's bins has its support in its domain.
+                backed = model.new_bool_var(f"backed[{cid},{key},{n}]")
+                for b in held:
+                    model.add(x[cid, b] == 0).only_enforce_if(backed.Not())
+                there = [x[s, b] for b in members[d] for s in by if (s, b) in x]
+                there += [seed[b] for b in members[d] if b in seed]
+                if there:
+                    model.add(sum(there) >= 1).only_enforce_if(backed)
+                else:
+                    model.add(backed == 0)
+
+
+def backed(sup: Optional[Support], where: Bin, place: Optional[int], label: Label,
+           held: Callable[[int], list[tuple[Bin, int]]], seed: Optional[tuple[Bin, int]]) -> bool:
+    """First-fit-decreasing's check: a pod of the class may go to bin ``where`` (``place``: its
+    index among the bins, None for a node not yet added) — support of its own there, or a
+    supporting pod already placed in the bin's domain of every key, or it is the seed's.
+    ``held(s)``: the bins holding pods of class s; ``seed``: the class's seed bin so far."""
+    if sup is None or where not in sup.by:
+        return True
+    if sup.seed and seed is None:
+        return True  # this pod starts the class
+    for key in sup.keys:
+        d = domain(label, where, place, key)
+        if d is None:
+            return False
+        near = [(w, p) for s in sup.by[where] for w, p in held(s)] + ([seed] if seed is not None else [])
+        if not any(domain(label, w, p, key) == d for w, p in near):
+            return False
+    return True
