@@ -14,7 +14,7 @@ from functools import partial
 from typing import Optional
 
 from .problem import PODS, PodClass, Problem, need
-from .support import backed
+from .support import backed, domain
 
 
 @dataclass
@@ -51,43 +51,61 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
     domains: dict[str, str] = {}  # gang -> the domain its first pod took
     seeds: dict[int, tuple[tuple[str, int], int]] = {}  # class -> the bin its first pod started in
     label = partial(_label, problem)
+    # (class, key) -> the domains of key holding a pod of the class (support's keys only)
+    held: dict[tuple[int, str], set] = {}
+    keys = sorted({k for sup in problem.support.values() for k in sup.keys})
+    left = {c.id: list(c.keys) for c in problem.classes}
 
-    def held(cid: int) -> list[tuple[tuple[str, int], int]]:
-        return [(kind, b) for b, (kind, count) in enumerate(zip(bins.kind, bins.count)) if count.get(cid)]
+    def near(cid: int, key: str, d) -> bool:
+        return d in held.get((cid, key), ())
+
+    def allowed(cls: PodClass, kind: tuple[str, int], place: Optional[int] = None) -> bool:
+        if kind[1] not in (cls.existing if kind[0] == "node" else cls.shapes):
+            return False
+        gang = cls.gang or ""
+        topo = problem.gang_keys.get(gang) if gang else None
+        if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
+            return False
+        if not backed(problem.support.get(cls.id), kind, place, label, near, seeds.get(cls.id)):
+            return False
+        return not _domain_clash(problem, bins, cls.id, kind)
+
+    def takes(cls: PodClass, b: int) -> bool:
+        kind = bins.kind[b]
+        return (allowed(cls, kind, b) and _fits(cls, bins.room[b], kind)
+                and not (cls.one_per_node and bins.count[b].get(cls.id))
+                and not any(_apart(problem, cls.id, other) for other in bins.count[b]))
+
+    def put(cls: PodClass, target: int) -> None:
+        left[cls.id].pop(0)
+        where = bins.kind[target]
+        for r in bins.room[target]:
+            bins.room[target][r] -= need(cls, r, where)
+        bins.count[target][cls.id] = bins.count[target].get(cls.id, 0) + 1
+        for key in keys:
+            d = domain(label, where, target, key)
+            if d is not None:
+                held.setdefault((cls.id, key), set()).add(d)
+        sup = problem.support.get(cls.id)
+        if sup is not None and sup.seed and cls.id not in seeds and where in sup.by:
+            seeds[cls.id] = (where, target)
+        gang = cls.gang or ""
+        topo = problem.gang_keys.get(gang) if gang else None
+        if topo is not None and gang not in domains:
+            domains[gang] = _label(problem, bins.kind[target], topo) or ""
 
     # Supporting classes before the classes they support (``support``: lower levels first).
     order = sorted(problem.classes, key=lambda c: (_level(problem, c.id), -c.requests.get("cpu", 0),
                                                    -c.requests.get("memory", 0), c.id))
     for cls in order:
-        allowed_nodes, allowed_shapes = set(cls.existing), set(cls.shapes)
-        gang = cls.gang or ""
-        topo = problem.gang_keys.get(gang) if gang else None
-        sup = problem.support.get(cls.id)
-        for key in cls.keys:
-            def allowed(kind: tuple[str, int], place: Optional[int] = None) -> bool:
-                if kind[1] not in (allowed_nodes if kind[0] == "node" else allowed_shapes):
-                    return False
-                if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
-                    return False
-                if not backed(sup, kind, place, label, held, seeds.get(cls.id)):
-                    return False
-                return not _domain_clash(problem, bins, cls.id, kind)
-            target = next((b for b, kind in enumerate(bins.kind) if allowed(kind, b) and _fits(cls, bins.room[b], kind)
-                           and not (cls.one_per_node and bins.count[b].get(cls.id))
-                           and not any(_apart(problem, cls.id, other) for other in bins.count[b])), None)
+        while left[cls.id]:
+            target = next((b for b in range(len(bins.kind)) if takes(cls, b)), None)
             if target is None:
-                target = _open(problem, bins, cls, opened, allowed, per_pod)
+                target = _open(problem, bins, cls, opened, partial(allowed, cls), per_pod)
             if target is None:
-                bins.unplaced.append(key)
+                bins.unplaced.append(left[cls.id].pop(0))
                 continue
-            where = bins.kind[target]
-            for r in bins.room[target]:
-                bins.room[target][r] -= need(cls, r, where)
-            bins.count[target][cls.id] = bins.count[target].get(cls.id, 0) + 1
-            if sup is not None and sup.seed and cls.id not in seeds and where in sup.by:
-                seeds[cls.id] = (where, target)
-            if topo is not None and gang not in domains:
-                domains[gang] = _label(problem, bins.kind[target], topo) or ""
+            put(cls, target)
     return bins
 
 

@@ -75,7 +75,8 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
     _apart(model, problem, bins, x)
     _apart_in_domains(model, problem, bins, x)
     # A class placed only beside support has it in each domain of its terms' keys (``support``).
-    support.constrain(model, problem.support, bins, x, lambda where, key: _label(problem, where, key))
+    support.constrain(model, problem.support, bins, x, lambda where, key: _label(problem, where, key),
+                      {c.id: len(c.keys) for c in problem.classes})
     rows = cuts(problem)
     # Redundant cuts, for the bound (``cuts``): per row, the nodes of its shapes hold at least
     # what its pods need beyond the existing nodes' room (less what is missed).

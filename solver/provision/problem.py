@@ -25,7 +25,7 @@ from models.snapshot import ClusterSnapshot, holds_node
 
 from ..context import build_context
 from ..filtering import Cycle, StaticFilters
-from ..info import PodInfo
+from ..info import PodInfo, queue_order_key
 from ..plugins import registry
 from .devices import DEVICE, class_devices, free_devices
 from .shapes import HOSTNAME, Shape, with_new_nodes
@@ -96,7 +96,8 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
         cycle = Cycle(cls.rep, ctx.state, static, version=config.kubernetes_version)
         runs.append(Filtered(cls.id, cls.rep, cycle, [i for i, st in enumerate(cycle.statuses()) if st.ok]))
     # Where a class goes only beside pods of other pending classes (its required pod affinity).
-    found = find_support(runs, ctx.state, list(range(n_existing, n_existing + len(shapes))))
+    first = {cls.id: min(queue_order_key(p) for p in cls.pods) for cls in ctx.classes}
+    found = find_support(runs, ctx.state, list(range(n_existing, n_existing + len(shapes))), first)
     ids: dict[int, int] = {}  # the context's class id -> the problem's
     for cls, run in zip(ctx.classes, runs):
         rep = cls.rep
@@ -114,7 +115,8 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
             existing=[i for i in where if i < n_existing], shapes=[i - n_existing for i in where if i >= n_existing],
             devices=devices))
     support = {ids[c]: Support(s.keys, {_bin(n, n_existing): tuple(ids[b] for b in by if b in ids)
-                                        for (_, n), by in s.by.items()}, s.seed, s.level)
+                                        for (_, n), by in s.by.items()}, s.seed, s.level,
+                                {_bin(n, n_existing): keys for (_, n), keys in s.need.items()})
                for c, s in found.items() if c in ids}
     resources = sorted({r for c in classes for r in c.requests} | {PODS})
     reps = {c.id: ctx.pod(c.keys[0]) for c in classes}

@@ -50,6 +50,12 @@ class Support:
     by: dict[Bin, tuple[int, ...]]
     seed: bool  # its first pod may start from nothing, in one bin (the escape)
     level: int
+    # bin -> the keys whose domain there has no running pod meeting the terms (only those need
+    # a pending supporter); a bin not listed needs one on every key
+    need: dict[Bin, tuple[str, ...]]
+
+    def keys_at(self, where: Bin) -> tuple[str, ...]:
+        return self.need.get(where, self.keys)
 
 
 @dataclass
@@ -106,9 +112,11 @@ def _fixed_by(run: Filtered, node: int, supporter: PodInfo) -> bool:
     return True
 
 
-def find(runs: list[Filtered], state: ClusterState, probes: list[int]) -> dict[int, Support]:
+def find(runs: list[Filtered], state: ClusterState, probes: list[int],
+         first: dict[int, tuple]) -> dict[int, Support]:
     """Per class id, its ``Support`` (bins as node indexes of the cycle: ``("node", n)``); each
-    run's ``by`` set to the nodes it gains beside support. ``probes``: the probe nodes."""
+    run's ``by`` set to the nodes it gains beside support. ``probes``: the probe nodes;
+    ``first``: per class id, kube-scheduler's queue key of its first pod."""
     seeds: list[Filtered] = []
     dependent: list[Filtered] = []
     escaping: set[int] = set()
@@ -117,40 +125,114 @@ def find(runs: list[Filtered], state: ClusterState, probes: list[int]) -> dict[i
             continue
         if _may_start(run.rep, state):
             escaping.add(run.id)
-            if any(matches_terms(d.rep, run.rep.affinity) for d in seeds):
-                dependent.append(run)  # an earlier seed's pods match its terms: they support it
+            # A pod kube-scheduler's queue takes before this class's first pod and matching its
+            # terms closes the escape (it is then that pod's support); so does an earlier seed.
+            before = [r for r in runs if r.id != run.id and first[r.id] < first[run.id]]
+            if any(matches_terms(d.rep, run.rep.affinity) for d in seeds + before):
+                dependent.append(run)
             elif run.ok:
                 seeds.append(run)
         elif any(n not in run.ok for n in probes):
             dependent.append(run)
-    out = {s.id: Support(_keys(s.rep), {("node", n): () for n in s.ok}, True, 0) for s in seeds}
+    out = {s.id: Support(_keys(s.rep), {("node", n): () for n in s.ok}, True, 0, {}) for s in seeds}
     waiting = {d.id for d in dependent}
-    level = {r.id: 0 for r in runs if r.ok and r.id not in waiting}
+    # Classes that may support others: every class placed without pending support, and each
+    # dependent once it has a bin. A dependent takes supporters until none is added (one that
+    # could take it only later would otherwise be missed), never one it supports itself.
+    able = {r.id for r in runs if r.ok and r.id not in waiting}
+    by: dict[int, dict[int, set[int]]] = {d.id: {} for d in dependent}
     by_id = {r.id: r for r in runs}
-    rounds = 0
-    while waiting:
-        rounds += 1
-        before = dict(level)
+    need: dict[tuple[int, int], tuple[str, ...]] = {}  # (class, node) -> keys pending pods must meet
+    fixed: dict[tuple[int, int, int], bool] = {}  # _fixed_by, once per (class, node, supporter)
+    for run in dependent:
+        if run.id in escaping:
+            for n in run.ok:
+                need[run.id, n] = _keys(run.rep)
+        else:
+            for n in probes:
+                if n not in run.ok:
+                    need[run.id, n] = _pending_keys(run.rep, state, n)
+    # per dependent, the classes whose pods match all its terms (what may support it)
+    matching = {d.id: [r.id for r in runs if r.id != d.id and matches_terms(r.rep, d.rep.affinity)]
+                for d in dependent}
+    changed = True
+    while changed:
+        changed = False
         for run in dependent:
-            if run.id not in waiting:
-                continue
-            supporters = [by_id[s] for s in sorted(before) if s != run.id and matches_terms(by_id[s].rep, run.rep.affinity)]
-            # a class escaping by itself passes on its bins only by the escape it does not get here
+            supporters = [s for s in matching[run.id] if s in able and run.id not in _under(s, by)]
             nodes = run.ok if run.id in escaping else [n for n in probes if n not in run.ok]
             for n in nodes:
-                backing = tuple(s.id for s in supporters if run.id in escaping or _fixed_by(run, n, s.rep))
-                if backing:
-                    run.by[n] = backing
-            if run.by or (run.ok and run.id not in escaping):
-                level[run.id] = rounds
-                waiting.discard(run.id)
-                out[run.id] = Support(_keys(run.rep), {("node", n): b for n, b in run.by.items()}, False, rounds)
-        if level == before:
-            break
+                mine = by[run.id].setdefault(n, set())
+                for s in supporters:
+                    # an escaping dependent's bins are its ``by`` alone (a seed's are all it passed)
+                    ok = [] if s in escaping and s in waiting else by_id[s].ok
+                    if s in mine or not _may_be_near(ok, by.get(s, {}), need[run.id, n], state, n):
+                        continue
+                    if run.id not in escaping:
+                        if (run.id, n, s) not in fixed:
+                            fixed[run.id, n, s] = _fixed_by(run, n, by_id[s].rep)
+                        if not fixed[run.id, n, s]:
+                            continue
+                    mine.add(s)
+                    changed = True
+                if not mine:
+                    del by[run.id][n]
+            if run.id not in able and (by[run.id] or (run.ok and run.id not in escaping)):
+                able.add(run.id)
+                changed = True
+    levels: dict[int, int] = {}
+    for run in dependent:
+        if run.id not in able:
+            continue
+        run.by = {n: tuple(sorted(b)) for n, b in by[run.id].items()}
+        out[run.id] = Support(_keys(run.rep), {("node", n): b for n, b in run.by.items()}, False,
+                              _level(run.id, by, levels), {("node", n): need[run.id, n] for n in run.by})
     for run in dependent:
         if run.id in escaping:
             run.ok = []  # it passed only by the escape, which is a seed's: its bins are ``by``'s alone
     return out
+
+
+def _under(cid: int, by: dict[int, dict[int, set[int]]]) -> set[int]:
+    """The classes ``cid`` rests on, directly or through others (its support, transitively)."""
+    seen: set[int] = set()
+    todo = [cid]
+    while todo:
+        for s in set().union(*by.get(todo.pop(), {}).values()) - seen:
+            seen.add(s)
+            todo.append(s)
+    return seen
+
+
+def _level(cid: int, by: dict[int, dict[int, set[int]]], memo: dict[int, int]) -> int:
+    """0 for a class no pending pod supports; else one more than its supporters' highest."""
+    if cid not in memo:
+        below = set().union(*by.get(cid, {}).values())
+        memo[cid] = 1 + max((_level(s, by, memo) for s in below), default=-1)
+    return memo[cid]
+
+
+def _pending_keys(rep: PodInfo, state: ClusterState, node: int) -> tuple[str, ...]:
+    """The keys of ``rep``'s terms whose domain holding ``node`` has no running pod matching
+    all its terms (kube-scheduler counts support per term: running pods meet the others)."""
+    per_node = state.match_counts(_Matching(tuple(rep.affinity)))
+    out = []
+    for key in _keys(rep):
+        ids = state.domains(key)[0]
+        if ids[node] < 0 or not per_node[ids == ids[node]].any():
+            out.append(key)
+    return tuple(out)
+
+
+def _may_be_near(ok: list[int], by: dict[int, set[int]], keys: tuple[str, ...],
+                  state: ClusterState, node: int) -> bool:
+    """A pod of a class that passes on nodes ``ok`` and goes beside support to ``by`` may go, for each key, somewhere in ``node``'s domain of it."""
+    where = list(ok) + list(by)
+    for key in keys:
+        ids = state.domains(key)[0]
+        if ids[node] < 0 or not any(ids[m] == ids[node] for m in where):
+            return False
+    return True
 
 
 def _keys(rep: PodInfo) -> tuple[str, ...]:
@@ -172,11 +254,20 @@ def domain(label: Label, where: Bin, place: Hashable, key: str) -> Optional[Hash
 
 
 def constrain(model: cp_model.CpModel, supports: dict[int, Support], bins: list[tuple[str, int, int]],
-              x: dict, label: Label) -> None:
-    """A class beside support has its pods in a bin only when, for each key of its terms, the
-    bin's domain holds a pod of a class supporting it there or its seed; a seeding class seeds
-    one bin at most (``seed[c, b]``), holding one of its pods."""
+              x: dict, label: Label, pods: dict[int, int]) -> None:
+    """A class beside support has its pods in a bin only when, for each key its terms need met
+    by pending pods there, the bin's domain holds a pod of a class supporting it there or its
+    seed; a seeding class seeds one bin at most (``seed[c, b]``), holding one of its pods.
+    ``pods``: per class, how many pods it has."""
+    members: dict[tuple[str, Hashable], list] = {}  # (key, domain) -> the bins in it
+    for key in sorted({k for sup in supports.values() for k in sup.keys}):
+        for b in bins:
+            d = domain(label, (b[0], b[1]), b, key)
+            if d is not None:
+                members.setdefault((key, d), []).append(b)
     for cid, sup in supports.items():
+        if not sup.by:
+            continue
         # seed[c, b]: the first pod of class c, let in with nothing matching, is in bin b.
         seed = {b: model.new_bool_var(f"seed[{cid},{b}]") for b in bins
                 if sup.seed and (cid, b) in x and (b[0], b[1]) in sup.by}
@@ -184,50 +275,44 @@ def constrain(model: cp_model.CpModel, supports: dict[int, Support], bins: list[
             model.add_at_most_one(seed.values())
             for b, first in seed.items():
                 model.add(x[cid, b] >= 1).only_enforce_if(first)
-        for key in sup.keys:
-            members: dict[Hashable, list] = {}
-            for b in bins:
-                d = domain(label, (b[0], b[1]), b, key)
-                if d is not None:
-                    members.setdefault(d, []).append(b)
-            groups: dict[tuple, list] = {}  # (domain, supporters) -> the class's bins there
-            for b in bins:
-                where = (b[0], b[1])
-                if (cid, b) not in x or where not in sup.by:
-                    continue
+        groups: dict[tuple, list] = {}  # (key, domain, supporters) -> the class's bins there
+        for b in bins:
+            where = (b[0], b[1])
+            if (cid, b) not in x or where not in sup.by:
+                continue
+            for key in sup.keys_at(where):
                 d = domain(label, where, b, key)
                 if d is None:
                     model.add(x[cid, b] == 0)
-                    continue
-                groups.setdefault((d, sup.by[where]), []).append(b)
-            for n, ((d, by), held) in enumerate(sorted(groups.items(), key=lambda g: str(g[0]))):
-                # backed[c, key, n]: group n of class c's bins has its support in its domain.
-                backed = model.new_bool_var(f"backed[{cid},{key},{n}]")
+                    break
+                groups.setdefault((key, d, sup.by[where]), []).append(b)
+        # Per group, the class's pods there only with a supporting pod (or its seed) in the domain.
+        for (key, d, by), held in sorted(groups.items(), key=lambda g: str(g[0])):
+            there = [x[s, b] for b in members[key, d] for s in by if (s, b) in x]
+            there += [seed[b] for b in members[key, d] if b in seed]
+            if there:
+                model.add(sum(x[cid, b] for b in held) <= pods[cid] * sum(there))
+            else:
                 for b in held:
-                    model.add(x[cid, b] == 0).only_enforce_if(backed.Not())
-                there = [x[s, b] for b in members[d] for s in by if (s, b) in x]
-                there += [seed[b] for b in members[d] if b in seed]
-                if there:
-                    model.add(sum(there) >= 1).only_enforce_if(backed)
-                else:
-                    model.add(backed == 0)
+                    model.add(x[cid, b] == 0)
 
 
 def backed(sup: Optional[Support], where: Bin, place: Optional[int], label: Label,
-           held: Callable[[int], list[tuple[Bin, int]]], seed: Optional[tuple[Bin, int]]) -> bool:
+           near: Callable[[int, str, Hashable], bool], seed: Optional[tuple[Bin, int]]) -> bool:
     """First-fit-decreasing's check: a pod of the class may go to bin ``where`` (``place``: its
     index among the bins, None for a node not yet added) — support of its own there, or a
-    supporting pod already placed in the bin's domain of every key, or it is the seed's.
-    ``held(s)``: the bins holding pods of class s; ``seed``: the class's seed bin so far."""
+    supporting pod already placed in the bin's domain of every key pending pods must meet, or
+    it is the seed's. ``near(s, key, d)``: a pod of class s is in domain d of key; ``seed``: the
+    class's seed bin so far."""
     if sup is None or where not in sup.by:
         return True
     if sup.seed and seed is None:
         return True  # this pod starts the class
-    for key in sup.keys:
+    for key in sup.keys_at(where):
         d = domain(label, where, place, key)
         if d is None:
             return False
-        near = [(w, p) for s in sup.by[where] for w, p in held(s)] + ([seed] if seed is not None else [])
-        if not any(domain(label, w, p, key) == d for w, p in near):
+        if not (any(near(s, key, d) for s in sup.by[where])
+                or (seed is not None and domain(label, seed[0], seed[1], key) == d)):
             return False
     return True

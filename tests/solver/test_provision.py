@@ -339,3 +339,89 @@ def test_the_engine_placing_a_dependent_before_its_support_leaves_it_out_and_say
     assert r.placed_by == "engine" and not r.nowhere
     assert r.placement["a/a"] == "big@a-new-1" and "a/b" not in r.placement
     assert "didn't match pod affinity rules" in r.left_out["a/b"]
+
+
+def test_a_class_that_passes_somewhere_dear_still_gets_the_cheap_bins_beside_a_later_support() -> None:
+    """d2 (zone affinity to role=x) passes alone only in zone z0 (a running role=x pod), on the
+    dear shape; d1 (role=x, hostname affinity to pending x) gets its bins only beside x. d2 must
+    still be offered zone z1 beside d1: one cheap node, not a dear one claimed optimal."""
+    node = make_node("old", cpu="1", labels={ZONE: "z0"})
+    pods = [make_pod("a/r", cpu="1", labels={"role": "x"}, node="old"),
+            make_pod("a/x", cpu="1", labels={"app": "x"}),
+            make_pod("a/d1", cpu="1", labels={"role": "x"}, pod_affinity=[term({"app": "x"}, HOSTNAME)]),
+            make_pod("a/d2", cpu="1", labels={"app": "d2"}, pod_affinity=[term({"role": "x"}, ZONE)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("m", "4", 1, {"zones": {"z1": 5}}),
+                                                              ("dear", "4", 10, {"zones": {"z0": 5}})))
+    assert [a.shape for a in r.added] == ["m@z1"] and r.cost == 1000 and r.proven
+    assert len(r.placement) == 3 and not r.nowhere
+
+
+def test_a_support_that_may_not_go_to_the_dependents_node_does_not_make_it_placeable() -> None:
+    """s runs on pool=gpu only, d (hostname affinity to s) on pool=cpu only: d can never run,
+    so it is named under NOT PLACED ON ANY SHAPE with kube-scheduler's reason, and the plan for
+    s is proven."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/s", cpu="2", labels={"app": "s"}, node_selector={"pool": "gpu"}),
+            make_pod("a/d", cpu="1", labels={"app": "d"}, node_selector={"pool": "cpu"},
+                     pod_affinity=[term({"app": "s"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("cpu", "4", 1, {"labels": {"pool": "cpu"}}),
+                                                              ("gpu", "4", 2, {"labels": {"pool": "gpu"}})))
+    assert list(r.nowhere) == ["a/d"] and "didn't match pod affinity rules" in r.nowhere["a/d"]
+    assert r.placement == {"a/s": "gpu-new-1"} and not r.left_out and r.proven
+
+
+def test_a_key_running_pods_already_meet_needs_no_pending_support() -> None:
+    """d has affinity to app=s on zone and on rack; a running s is in zone z1, the pending s2
+    may go to zone z2 only. On a new node of zone z1 the zone term is met by the running pod and
+    the rack term by s2 on a node of the same rack in z2: two nodes, every pod placed."""
+    node = make_node("old", cpu="1", labels={ZONE: "z1", "rack": "r1"})
+    pods = [make_pod("a/r", cpu="1", labels={"app": "s"}, node="old"),
+            make_pod("a/s2", cpu="1", labels={"app": "s"}, node_selector={ZONE: "z2"}),
+            make_pod("a/d", cpu="1", labels={"app": "d"}, node_selector={ZONE: "z1"},
+                     pod_affinity=[term({"app": "s"}, ZONE), term({"app": "s"}, "rack")])]
+    r = provision(make_snapshot([node], pods), CONFIG,
+                  shapes(("m", "4", 1, {"labels": {"rack": "r2"}, "zones": {"z1": 3, "z2": 3}})))
+    assert sorted(a.shape for a in r.added) == ["m@z1", "m@z2"] and r.proven
+    assert set(r.placement) == {"a/s2", "a/d"} and not r.nowhere and not r.left_out
+
+
+def test_a_pod_the_queue_takes_first_that_matches_self_affine_replicas_closes_their_escape() -> None:
+    """t (priority 100) carries app=s too: kube-scheduler places it before the replicas, so
+    their first pod no longer starts anywhere; both go to t's node: one 8-CPU node (3), not two
+    4-CPU ones claimed optimal."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/t", cpu="3", labels={"app": "s", "role": "t"}, priority=100)]
+    pods += [make_pod(f"a/s{i}", cpu="2", labels={"app": "s", "role": "s"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1), ("big", "8", 3)))
+    assert [a.shape for a in r.added] == ["big"] and r.cost == 3000 and r.proven
+    assert set(r.placement.values()) == {"big-new-1"} and len(r.placement) == 3
+
+
+def test_support_met_by_running_pods_or_on_the_pods_own_node_adds_no_model_variables(monkeypatch) -> None:
+    """Six classes with zone affinity met by a running pod (zone a) and six with hostname
+    affinity to a pending class: the support constraints are linear in the placement, with no
+    variable per class and bin (a cluster's worth of them made the model ten times larger)."""
+    from solver.provision import model as model_module
+    from solver.provision import support
+
+    added: list[int] = []
+    constrain = support.constrain
+
+    def counting(model, *args) -> None:
+        before = len(model.Proto().variables)
+        constrain(model, *args)
+        added.append(len(model.Proto().variables) - before)
+
+    monkeypatch.setattr(model_module.support, "constrain", counting)
+    node = make_node("old", cpu="1", labels={ZONE: "a"})
+    pods = [make_pod("a/r", cpu="1", labels={"app": "r"}, node="old")]
+    pods += [make_pod(f"a/s{i}", cpu="1", labels={"app": "s"}) for i in range(3)]
+    pods += [make_pod(f"a/z{i}", cpu="1", labels={"app": f"z{i}"}, pod_affinity=[term({"app": "r"}, ZONE)])
+             for i in range(6)]
+    pods += [make_pod(f"a/h{i}", cpu="1", labels={"app": f"h{i}"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(6)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("m", "4", 1, {"zones": {"a": 9, "b": 9}})))
+    assert added == [0]
+    assert len(r.placement) == 15 and not r.nowhere and not r.left_out
+
