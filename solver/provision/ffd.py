@@ -5,7 +5,8 @@ new node of the cheapest shape it may go to (fewest of the shape's room wasted b
 A gang that must share a domain keeps the domain of its first pod placed. Classes that support
 others' required pod affinity go before them (``support``'s levels), and a pod needing that
 support goes only where a supporting pod already is in its domain: it opens no node of its own
-on a hostname key (nor, once its first pod is in, a class that starts from its own first pod)."""
+on a hostname key (nor, once its first pod is in, a class that starts from its own first pod).
+So each supporting pod, once placed, takes the pods it supports into its bin while there is room."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
     # (class, key) -> the domains of key holding a pod of the class (support's keys only)
     held: dict[tuple[int, str], set] = {}
     keys = sorted({k for sup in problem.support.values() for k in sup.keys})
+    # class -> the classes it supports somewhere: their pods try its pod's bin right after it
+    followers: dict[int, list[int]] = {}
+    for cid, sup in sorted(problem.support.items()):
+        for s in sorted({s for by in sup.by.values() for s in by}):
+            followers.setdefault(s, []).append(cid)
     left = {c.id: list(c.keys) for c in problem.classes}
 
     def near(cid: int, key: str, d) -> bool:
@@ -93,6 +99,12 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
         topo = problem.gang_keys.get(gang) if gang else None
         if topo is not None and gang not in domains:
             domains[gang] = _label(problem, bins.kind[target], topo) or ""
+        # Pods it supports go beside it now, while its bin has room (left for later, a pod
+        # needing support on its node would find every supporter's node full).
+        for f in followers.get(cls.id, ()):
+            other = problem.classes[f]
+            while left[f] and takes(other, target):
+                put(other, target)
 
     # Supporting classes before the classes they support (``support``: lower levels first).
     order = sorted(problem.classes, key=lambda c: (_level(problem, c.id), -c.requests.get("cpu", 0),

@@ -425,3 +425,15 @@ def test_support_met_by_running_pods_or_on_the_pods_own_node_adds_no_model_varia
     assert added == [0]
     assert len(r.placement) == 15 and not r.nowhere and not r.left_out
 
+
+def test_first_fit_decreasing_places_pods_needing_support_on_their_node_beside_it() -> None:
+    """Two 2-CPU supports and two 2-CPU pods with hostname affinity to them, 4-CPU nodes:
+    placing both supports first would fill one node and leave the dependents nowhere to go;
+    each dependent goes beside a support as it is placed, so first-fit-decreasing places all."""
+    node, hog = full_node()
+    pods = [hog] + [make_pod(f"a/s{i}", cpu="2", labels={"app": "s"}) for i in range(2)]
+    pods += [make_pod(f"a/d{i}", cpu="2", labels={"app": "d"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("m", "4", 1)))
+    assert (r.ffd_nodes, r.ffd_unplaced) == (2, 0)
+    assert r.cost == 2000 and r.proven and len(r.placement) == 4
