@@ -127,15 +127,20 @@ def find(runs: list[Filtered], state: ClusterState, probes: list[int],
             escaping.add(run.id)
             # A pod kube-scheduler's queue takes before this class's first pod and matching its
             # terms closes the escape (it is then that pod's support); so does an earlier seed.
-            before = [r for r in runs if r.id != run.id and first[r.id] < first[run.id]]
+            # Only a class that may go somewhere on its own is placed before it: one that never
+            # runs, or that waits for pending support, leaves the escape open.
+            before = [r for r in runs if r.id != run.id and first[r.id] < first[run.id] and r.ok]
             if any(matches_terms(d.rep, run.rep.affinity) for d in seeds + before):
                 dependent.append(run)
             elif run.ok:
                 seeds.append(run)
         elif any(n not in run.ok for n in probes):
             dependent.append(run)
-    out = {s.id: Support(_keys(s.rep), {("node", n): () for n in s.ok}, True, 0, {}) for s in seeds}
     waiting = {d.id for d in dependent}
+    # A seed's later pods go beside its first pod, or beside a pod of any class matching its
+    # terms that needs no pending support itself (kube-scheduler retries them once it is bound).
+    out = {s.id: Support(_keys(s.rep), {("node", n): _helpers(s, runs, waiting | escaping) for n in s.ok},
+                         True, 0, {}) for s in seeds}
     # Classes that may support others: every class placed without pending support, and each
     # dependent once it has a bin. A dependent takes supporters until none is added (one that
     # could take it only later would otherwise be missed), never one it supports itself.
@@ -191,6 +196,14 @@ def find(runs: list[Filtered], state: ClusterState, probes: list[int],
         if run.id in escaping:
             run.ok = []  # it passed only by the escape, which is a seed's: its bins are ``by``'s alone
     return out
+
+
+def _helpers(seed: Filtered, runs: list[Filtered], resting: set[int]) -> tuple[int, ...]:
+    """The classes whose pods support a seeding class's later pods beside its first pod's: each
+    matches all its terms, may go somewhere on its own, and rests on no pending support (so no
+    support is circular)."""
+    return tuple(sorted(r.id for r in runs if r.id != seed.id and r.ok and r.id not in resting
+                        and matches_terms(r.rep, seed.rep.affinity)))
 
 
 def _under(cid: int, by: dict[int, dict[int, set[int]]]) -> set[int]:

@@ -398,6 +398,36 @@ def test_a_pod_the_queue_takes_first_that_matches_self_affine_replicas_closes_th
     assert set(r.placement.values()) == {"big-new-1"} and len(r.placement) == 3
 
 
+@pytest.mark.parametrize("t_rule", [
+    pytest.param({"node_selector": {"pool": "gpu"}}, id="it runs nowhere"),
+    pytest.param({"pod_affinity": [term({"role": "s"}, HOSTNAME)]}, id="it waits for the replicas"),
+])
+def test_a_pod_the_queue_takes_first_but_cannot_place_leaves_the_escape_open(t_rule: dict) -> None:
+    """Found by a review: t matches the replicas' terms and comes first in the queue, but no shape
+    takes it, or it needs a replica beside it: kube-scheduler fails it, lets s0 in with nothing
+    matching and s1 beside it (and retries t, which then joins them). The escape was closed all
+    the same, and neither replica was placed."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/t", cpu="1", labels={"app": "s", "role": "t"}, priority=100, **t_rule)]
+    pods += [make_pod(f"a/s{i}", cpu="1", labels={"app": "s", "role": "s"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1)))
+    assert r.cost == 1000 and {"a/s0", "a/s1"} <= set(r.placement)
+    assert len(set(r.placement.values())) == 1
+
+
+def test_self_affine_replicas_may_go_beside_a_later_pod_matching_their_terms() -> None:
+    """Found by a review: the replicas' later pods could go only beside their first pod, though
+    kube-scheduler counts any pod matching their terms (u, later in the queue: s2 is retried
+    once u is bound). Two small nodes (2), not a big and a small one (2.5) claimed optimal."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/u", cpu="2", labels={"app": "s"}, priority=0)]
+    pods += [make_pod(f"a/s{i}", cpu="2", labels={"app": "s", "role": "s"}, priority=10,
+                      pod_affinity=[term({"app": "s"}, HOSTNAME)]) for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1), ("big", "6", 1.5)))
+    assert r.cost == 2000 and [a.shape for a in r.added] == ["small", "small"] and len(r.placement) == 4
+
+
 def test_support_met_by_running_pods_or_on_the_pods_own_node_adds_no_model_variables(monkeypatch) -> None:
     """Six classes with zone affinity met by a running pod (zone a) and six with hostname
     affinity to a pending class: the support constraints are linear in the placement, with no
