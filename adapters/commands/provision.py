@@ -86,7 +86,8 @@ def table(r) -> str:
         lines += [f"  {pod}  ->  {node}" for pod, node in sorted(r.placement.items())]
     if r.left_out:
         lines += ["", f"STILL LEFT OUT: {len(r.left_out)} (a rule the cost model does not count: spread across "
-                  "pods, volume limits, devices not counted exactly)"]
+                  "pods, volume limits, devices not counted exactly; or the engine's queue order, a pod "
+                  "before its pending affinity support)"]
         lines += [f"  {pod}: {why}" for pod, why in sorted(r.left_out.items())]
     if r.nowhere:
         lines += ["", f"NOT PLACED ON ANY SHAPE: {len(r.nowhere)}"]

@@ -2,14 +2,20 @@
 autoscalers' expanders approximate. Pods largest first (cpu, then memory); each goes to the
 first existing node, then the first node already added, with room and allowed for it; else a
 new node of the cheapest shape it may go to (fewest of the shape's room wasted breaks a tie).
-A gang that must share a domain keeps the domain of its first pod placed."""
+A gang that must share a domain keeps the domain of its first pod placed. Classes that support
+others' required pod affinity go before them (``support``'s levels), and a pod needing that
+support goes only where a supporting pod already is in its domain: it opens no node of its own
+on a hostname key (nor, once its first pod is in, a class that starts from its own first pod).
+So each supporting pod, once placed, takes the pods it supports into its bin while there is room."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Optional
 
 from .problem import PODS, PodClass, Problem, need
+from .support import backed, domain
 
 
 @dataclass
@@ -44,33 +50,80 @@ def first_fit_decreasing(problem: Problem, *, per_pod: bool = False) -> Bins:
                 [{} for _ in problem.existing])
     opened = {s: 0 for s in range(len(problem.shapes))}
     domains: dict[str, str] = {}  # gang -> the domain its first pod took
-    order = sorted(problem.classes, key=lambda c: (-c.requests.get("cpu", 0), -c.requests.get("memory", 0), c.id))
-    for cls in order:
-        allowed_nodes, allowed_shapes = set(cls.existing), set(cls.shapes)
+    seeds: dict[int, tuple[tuple[str, int], int]] = {}  # class -> the bin its first pod started in
+    label = partial(_label, problem)
+    # (class, key) -> the domains of key holding a pod of the class (support's keys only)
+    held: dict[tuple[int, str], set] = {}
+    keys = sorted({k for sup in problem.support.values() for k in sup.keys})
+    # class -> the classes it supports somewhere: their pods try its pod's bin right after it
+    followers: dict[int, list[int]] = {}
+    for cid, sup in sorted(problem.support.items()):
+        for s in sorted({s for by in sup.by.values() for s in by}):
+            followers.setdefault(s, []).append(cid)
+    left = {c.id: list(c.keys) for c in problem.classes}
+
+    def near(cid: int, key: str, d) -> bool:
+        return d in held.get((cid, key), ())
+
+    def allowed(cls: PodClass, kind: tuple[str, int], place: Optional[int] = None) -> bool:
+        if kind[1] not in (cls.existing if kind[0] == "node" else cls.shapes):
+            return False
         gang = cls.gang or ""
         topo = problem.gang_keys.get(gang) if gang else None
-        for key in cls.keys:
-            def allowed(kind: tuple[str, int]) -> bool:
-                if kind[1] not in (allowed_nodes if kind[0] == "node" else allowed_shapes):
-                    return False
-                if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
-                    return False
-                return not _domain_clash(problem, bins, cls.id, kind)
-            target = next((b for b, kind in enumerate(bins.kind) if allowed(kind) and _fits(cls, bins.room[b], kind)
-                           and not (cls.one_per_node and bins.count[b].get(cls.id))
-                           and not any(_apart(problem, cls.id, other) for other in bins.count[b])), None)
+        if topo is not None and gang in domains and _label(problem, kind, topo) != domains[gang]:
+            return False
+        if not backed(problem.support.get(cls.id), kind, place, label, near, seeds.get(cls.id)):
+            return False
+        return not _domain_clash(problem, bins, cls.id, kind)
+
+    def takes(cls: PodClass, b: int) -> bool:
+        kind = bins.kind[b]
+        return (allowed(cls, kind, b) and _fits(cls, bins.room[b], kind)
+                and not (cls.one_per_node and bins.count[b].get(cls.id))
+                and not any(_apart(problem, cls.id, other) for other in bins.count[b]))
+
+    def put(cls: PodClass, target: int) -> None:
+        left[cls.id].pop(0)
+        where = bins.kind[target]
+        for r in bins.room[target]:
+            bins.room[target][r] -= need(cls, r, where)
+        bins.count[target][cls.id] = bins.count[target].get(cls.id, 0) + 1
+        for key in keys:
+            d = domain(label, where, target, key)
+            if d is not None:
+                held.setdefault((cls.id, key), set()).add(d)
+        sup = problem.support.get(cls.id)
+        if sup is not None and sup.seed and cls.id not in seeds and where in sup.by:
+            seeds[cls.id] = (where, target)
+        gang = cls.gang or ""
+        topo = problem.gang_keys.get(gang) if gang else None
+        if topo is not None and gang not in domains:
+            domains[gang] = _label(problem, bins.kind[target], topo) or ""
+        # Pods it supports go beside it now, while its bin has room (left for later, a pod
+        # needing support on its node would find every supporter's node full).
+        for f in followers.get(cls.id, ()):
+            other = problem.classes[f]
+            while left[f] and takes(other, target):
+                put(other, target)
+
+    # Supporting classes before the classes they support (``support``: lower levels first).
+    order = sorted(problem.classes, key=lambda c: (_level(problem, c.id), -c.requests.get("cpu", 0),
+                                                   -c.requests.get("memory", 0), c.id))
+    for cls in order:
+        while left[cls.id]:
+            target = next((b for b in range(len(bins.kind)) if takes(cls, b)), None)
             if target is None:
-                target = _open(problem, bins, cls, opened, allowed, per_pod)
+                target = _open(problem, bins, cls, opened, partial(allowed, cls), per_pod)
             if target is None:
-                bins.unplaced.append(key)
+                bins.unplaced.append(left[cls.id].pop(0))
                 continue
-            where = bins.kind[target]
-            for r in bins.room[target]:
-                bins.room[target][r] -= need(cls, r, where)
-            bins.count[target][cls.id] = bins.count[target].get(cls.id, 0) + 1
-            if topo is not None and gang not in domains:
-                domains[gang] = _label(problem, bins.kind[target], topo) or ""
+            put(cls, target)
     return bins
+
+
+def _level(problem: Problem, cid: int) -> int:
+    sup = problem.support.get(cid)
+    return 0 if sup is None else sup.level
 
 
 def _domain_clash(problem: Problem, bins: Bins, cid: int, kind: tuple[str, int]) -> bool:

@@ -3,7 +3,8 @@
 Bins are the existing nodes (their free room) and, for each shape, candidate nodes
 ``new[s, j]`` for j below the most that could pay off (the shape's maxCount, the pods that may
 go there, and what first-fit-decreasing spent over the shape's cost). Constraints, one family
-per sentence below; objective: total cost, then fewest nodes. The better of two first-fit-decreasing
+per sentence below (a class placed only beside its required pod affinity's pending support:
+``support.constrain``); objective: total cost, then fewest nodes. The better of two first-fit-decreasing
 answers is the hint, so the model's answer is never worse than the baseline.
 """
 
@@ -16,6 +17,7 @@ from ortools.sat.python import cp_model
 
 from .ffd import Bins
 from .cuts import aggregate_bound, cuts
+from . import support
 from .devices import DEVICE
 from .problem import Problem, need
 
@@ -72,6 +74,9 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
     _gang_domains(model, problem, bins, x)
     _apart(model, problem, bins, x)
     _apart_in_domains(model, problem, bins, x)
+    # A class placed only beside support has it in each domain of its terms' keys (``support``).
+    support.constrain(model, problem.support, bins, x, lambda where, key: _label(problem, where, key),
+                      {c.id: len(c.keys) for c in problem.classes})
     rows = cuts(problem)
     # Redundant cuts, for the bound (``cuts``): per row, the nodes of its shapes hold at least
     # what its pods need beyond the existing nodes' room (less what is missed).

@@ -6,7 +6,8 @@ run on the cluster as the best plan leaves it plus one empty node of each shape 
 shape's devices): every filter (taints, selectors, node affinity, ports, inter-pod affinity
 against running pods, spread for one pod, resources against what is free, volumes — a
 WaitForFirstConsumer claim whose StorageClass reaches the new node — and device claims) decides
-where a class may go, alone. What couples pods of the window beyond resources — a gang's one
+where a class may go, alone; a class whose required pod affinity only pending pods meet may go
+to a shape's nodes beside them (``support``). What couples pods of the window beyond resources — a gang's one
 domain, pods that may not share a node (anti-affinity on hostname, host ports) or a zone or
 rack (anti-affinity on that key), the devices of each kind a node has (``devices``) — is the model's (``model``); the rest is checked by the
 validator and by deciding the provisioned cluster with the same engine (``provision``).
@@ -24,10 +25,12 @@ from models.snapshot import ClusterSnapshot, holds_node
 
 from ..context import build_context
 from ..filtering import Cycle, StaticFilters
-from ..info import PodInfo
+from ..info import PodInfo, queue_order_key
 from ..plugins import registry
 from .devices import DEVICE, class_devices, free_devices
 from .shapes import HOSTNAME, Shape, with_new_nodes
+from .support import Filtered, Support
+from .support import find as find_support
 
 PODS = "pods"
 
@@ -64,6 +67,9 @@ class Problem:
     # classes (a <= b) whose pods may not share a domain of these other topology keys (a required
     # anti-affinity of one matching the other; a == b: at most one pod of the class per domain)
     apart_in: dict[tuple[int, int], set[str]] = field(default_factory=dict)
+    # classes that go to some bins only beside pods of other pending classes, or of their own
+    # first pod (required pod affinity no running pod meets there: ``support``)
+    support: dict[int, Support] = field(default_factory=dict)
 
     def room(self, where: tuple[str, int]) -> dict[str, int]:
         """A bin's room: an existing node's free room and devices, or a new node of a shape's."""
@@ -85,23 +91,33 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
     n_existing = len(base.nodes)
     classes: list[PodClass] = []
     nowhere: dict[str, str] = {}
+    runs = []
     for cls in ctx.classes:
+        cycle = Cycle(cls.rep, ctx.state, static, version=config.kubernetes_version)
+        runs.append(Filtered(cls.id, cls.rep, cycle, [i for i, st in enumerate(cycle.statuses()) if st.ok]))
+    # Where a class goes only beside pods of other pending classes (its required pod affinity).
+    first = {cls.id: min(queue_order_key(p) for p in cls.pods) for cls in ctx.classes}
+    found = find_support(runs, ctx.state, list(range(n_existing, n_existing + len(shapes))), first)
+    ids: dict[int, int] = {}  # the context's class id -> the problem's
+    for cls, run in zip(ctx.classes, runs):
         rep = cls.rep
-        cycle = Cycle(rep, ctx.state, static, version=config.kubernetes_version)
-        statuses = cycle.statuses()
-        ok = [i for i, st in enumerate(statuses) if st.ok]
-        if not ok:
+        where = sorted(set(run.ok) | set(run.by))
+        if not where:
             for p in cls.pods:
-                nowhere[p.key] = cycle.fit_error()
+                nowhere[p.key] = run.cycle.fit_error()
             continue
-        rows = class_devices(ctx, rep, ok) if rep.pod.spec.resource_claims else None
-        devices = {("node", i) if i < n_existing else ("shape", i - n_existing): row
-                   for i, row in (rows or {}).items() if row}
+        rows = class_devices(ctx, rep, where) if rep.pod.spec.resource_claims else None
+        devices = {_bin(i, n_existing): row for i, row in (rows or {}).items() if row}
+        ids[cls.id] = len(classes)
         classes.append(PodClass(
             id=len(classes), keys=[p.key for p in cls.pods], requests=dict(pod_requests(rep.pod)),
             one_per_node=_one_per_node(rep), gang=rep.group,
-            existing=[i for i in ok if i < n_existing], shapes=[i - n_existing for i in ok if i >= n_existing],
+            existing=[i for i in where if i < n_existing], shapes=[i - n_existing for i in where if i >= n_existing],
             devices=devices))
+    support = {ids[c]: Support(s.keys, {_bin(n, n_existing): tuple(ids[b] for b in by if b in ids)
+                                        for (_, n), by in s.by.items()}, s.seed, s.level,
+                                {_bin(n, n_existing): keys for (_, n), keys in s.need.items()})
+               for c, s in found.items() if c in ids}
     resources = sorted({r for c in classes for r in c.requests} | {PODS})
     reps = {c.id: ctx.pod(c.keys[0]) for c in classes}
     # Only pairs where one side has anti-affinity or a rule keeping it apart can be kept apart.
@@ -115,7 +131,12 @@ def build_problem(base: ClusterSnapshot, plan: Plan, shapes: list[Shape], config
     return Problem(base, shapes, classes, [n.metadata.name for n in base.nodes], free,
                    resources, {k: g.spec.topology_key for k, g in ctx.pod_groups.items() if g.spec.topology_key},
                    [dict(n.metadata.labels) for n in base.nodes], nowhere,
-                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))], apart, apart_in)
+                   [free_devices(ctx, n_existing + s) for s in range(len(shapes))], apart, apart_in, support)
+
+
+def _bin(node: int, n_existing: int) -> tuple[str, int]:
+    """A node index of the probed cluster as a bin: an existing node, or a shape's probe."""
+    return ("node", node) if node < n_existing else ("shape", node - n_existing)
 
 
 def _repelled_in(pod: PodInfo, other: PodInfo) -> set[str]:

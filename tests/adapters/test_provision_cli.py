@@ -92,3 +92,29 @@ def test_a_device_without_a_driver_is_refused_in_one_line(capsys, tmp_path: Path
     code, out, err = run(capsys, "provision", snap, "--shapes", shapes)
     assert code == 2 and out == ""
     assert err == [f"cpsat-scheduler: error: {shapes}: shapes[0] (g): devices[0].driver: a device needs its driver's name"]
+
+
+def test_a_pod_whose_affinity_only_a_pending_pod_meets_is_planned_beside_it(capsys, tmp_path: Path) -> None:
+    """docs/operator-questions.md's case: both pods on the one node added, in the table and in
+    the JSON (``placement``; ``fitsNoShape`` empty)."""
+    support = pod("a", "2")
+    support["metadata"]["labels"] = {"app": "a"}
+    dependent = pod("b", "1")
+    dependent["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    hog = pod("hog", "1")
+    hog["spec"]["nodeName"] = "old"
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [NODE, hog, support, dependent]}))
+    shape_file = tmp_path / "shapes.yaml"
+    shape_file.write_text(yaml.safe_dump([dict(SHAPES[0], cost=1)]))
+    code, out, _ = run(capsys, "provision", str(snap), "--shapes", str(shape_file))
+    assert code == 0
+    assert out.splitlines()[0] == "ADD 1 node(s), cost 1 — optimal (proven)"
+    assert "WHERE 2 OF THE 2 LEFT-OUT POD(S) GO\n  a/a  ->  small-new-1\n  a/b  ->  small-new-1\n" in out
+    assert "NOT PLACED ON ANY SHAPE" not in out and "STILL LEFT OUT" not in out
+    code, out, _ = run(capsys, "provision", str(snap), "--shapes", str(shape_file), "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["proven"] and doc["placedBy"] == "model"
+    assert doc["placement"] == {"a/a": "small-new-1", "a/b": "small-new-1"}
+    assert doc["fitsNoShape"] == {} and doc["leftOut"] == {}

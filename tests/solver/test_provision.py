@@ -243,3 +243,227 @@ def test_devices_the_model_cannot_count_are_left_to_the_validator_and_the_engine
     assert r.placed_by == "engine" and not r.proven
     assert len(r.placement) + len(r.left_out) == 3 and r.left_out
     assert all("cannot allocate all claims" in why for why in r.left_out.values())
+
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def test_a_pod_whose_affinity_only_a_pending_pod_meets_goes_beside_it() -> None:
+    """docs/operator-questions.md's case: a 2-CPU pod app=a and a pod with hostname affinity to
+    app=a, both pending, a full 1-CPU node: one 4-CPU node holds both, none is left unplanned."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="2", labels={"app": "a"}),
+            make_pod("a/b", cpu="1", pod_affinity=[term({"app": "a"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "4", 1)))
+    assert [a.name for a in r.added] == ["big-new-1"] and r.proven and r.placed_by == "model"
+    assert r.placement == {"a/a": "big-new-1", "a/b": "big-new-1"}
+    assert not r.nowhere and not r.left_out
+
+
+def test_the_support_is_on_the_dependent_pods_node_not_merely_somewhere() -> None:
+    """A 3-CPU support and a 3-CPU pod with hostname affinity to it: two 4-CPU nodes (cost 2)
+    would hold them apart, but the dependent needs its support on its own node, so one 8-CPU
+    node (cost 3)."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="3", labels={"app": "a"}),
+            make_pod("a/b", cpu="3", pod_affinity=[term({"app": "a"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1), ("big", "8", 3)))
+    assert [a.shape for a in r.added] == ["big"] and r.cost == 3000 and r.proven and r.placed_by == "model"
+    assert r.placement == {"a/a": "big-new-1", "a/b": "big-new-1"}
+
+
+def test_zone_affinity_is_met_by_a_pending_pod_on_another_node_of_the_zone() -> None:
+    """The support (3 CPU) may run in zone y only; the dependent (3 CPU, zone affinity to it) does
+    not fit beside it on a 4-CPU node, so it goes to a second node of zone y, dearer than zone x
+    (support in the domain, not on the node)."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="3", labels={"app": "a"}, node_selector={ZONE: "y"}),
+            make_pod("a/b", cpu="3", pod_affinity=[term({"app": "a"}, ZONE)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1, {"zones": {"x": 3}}),
+                                                              ("t", "4", 2, {"zones": {"y": 3}})))
+    assert [a.shape for a in r.added] == ["t@y", "t@y"] and r.proven and r.placed_by == "model"
+    assert r.placement["a/a"] != r.placement["a/b"] and not r.nowhere
+
+
+def test_a_dependent_whose_support_fits_no_shape_is_still_named_with_kube_schedulers_reason() -> None:
+    """Of two dependents, the one whose support (64 CPU) fits no shape stays under NOT PLACED
+    ON ANY SHAPE with kube-scheduler's reason; the other is planned beside its support."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/a", cpu="64", labels={"app": "a"}),
+            make_pod("a/b", cpu="1", pod_affinity=[term({"app": "a"}, HOSTNAME)]),
+            make_pod("a/c", cpu="2", labels={"app": "c"}),
+            make_pod("a/d", cpu="1", pod_affinity=[term({"app": "c"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "8", 1)))
+    assert r.nowhere == {
+        "a/a": "0/2 nodes are available: 2 Insufficient cpu.",
+        "a/b": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod affinity rules."}
+    assert r.placement == {"a/c": "big-new-1", "a/d": "big-new-1"} and r.proven
+
+
+def test_self_affine_replicas_start_from_their_first_pod_and_stay_on_its_node() -> None:
+    """Three 2-CPU replicas with hostname affinity to their own label, nothing running matching:
+    kube-scheduler lets the first in anywhere and the others only beside it, so one 8-CPU node
+    (3), not two 4-CPU ones (2) where the third would have no support."""
+    node, hog = full_node()
+    pods = [hog] + [make_pod(f"a/s{i}", cpu="2", labels={"app": "s"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+                    for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1), ("big", "8", 3)))
+    assert [a.shape for a in r.added] == ["big"] and r.proven and r.placed_by == "model"
+    assert set(r.placement.values()) == {"big-new-1"} and len(r.placement) == 3
+
+
+def test_self_affine_replicas_on_a_zone_stay_in_their_first_pods_zone() -> None:
+    """Replicas with zone affinity to their own label and hostname anti-affinity: a node each,
+    all in one zone (zone x has room for two only), so all three in zone y."""
+    node, hog = full_node()
+    rules = {"pod_affinity": [term({"app": "s"}, ZONE)], "pod_anti_affinity": [term({"app": "s"}, HOSTNAME)]}
+    pods = [hog] + [make_pod(f"a/s{i}", cpu="2", labels={"app": "s"}, **rules) for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1, {"zones": {"x": 2}}),
+                                                              ("t", "4", 2, {"zones": {"y": 5}})))
+    assert [a.shape for a in r.added] == ["t@y"] * 3 and r.proven and r.placed_by == "model"
+    assert len(set(r.placement.values())) == 3
+
+
+def test_the_engine_placing_a_dependent_before_its_support_leaves_it_out_and_says_so() -> None:
+    """When the validator refuses the placement (spread across two pending pods, not in the cost
+    model) the engine decides on the provisioned cluster; with no time for CP-SAT it is greedy,
+    whose queue puts the dependent (priority 10) before its support: it is listed as left out
+    with kube-scheduler's reason, not hidden."""
+    config = SchedulerConfig.model_validate({"solver": {"timeLimitSeconds": 0, "workers": 2}})
+    node = make_node("old", cpu="1", labels={ZONE: "b"})
+    pods = [make_pod("sys/hog", cpu="1", node="old"), make_pod("a/a", cpu="2", labels={"app": "a"}),
+            make_pod("a/b", cpu="1", priority=10, pod_affinity=[term({"app": "a"}, HOSTNAME)])]
+    pods += [make_pod(f"a/w{i}", cpu="1", labels={"app": "w"}, spread=[spread_rule(ZONE, {"app": "w"})]) for i in range(2)]
+    r = provision(make_snapshot([node], pods), config, shapes(("big", "8", 1, {"zones": {"a": 3}})))
+    assert r.placed_by == "engine" and not r.nowhere
+    assert r.placement["a/a"] == "big@a-new-1" and "a/b" not in r.placement
+    assert "didn't match pod affinity rules" in r.left_out["a/b"]
+
+
+def test_a_class_that_passes_somewhere_dear_still_gets_the_cheap_bins_beside_a_later_support() -> None:
+    """d2 (zone affinity to role=x) passes alone only in zone z0 (a running role=x pod), on the
+    dear shape; d1 (role=x, hostname affinity to pending x) gets its bins only beside x. d2 must
+    still be offered zone z1 beside d1: one cheap node, not a dear one claimed optimal."""
+    node = make_node("old", cpu="1", labels={ZONE: "z0"})
+    pods = [make_pod("a/r", cpu="1", labels={"role": "x"}, node="old"),
+            make_pod("a/x", cpu="1", labels={"app": "x"}),
+            make_pod("a/d1", cpu="1", labels={"role": "x"}, pod_affinity=[term({"app": "x"}, HOSTNAME)]),
+            make_pod("a/d2", cpu="1", labels={"app": "d2"}, pod_affinity=[term({"role": "x"}, ZONE)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("m", "4", 1, {"zones": {"z1": 5}}),
+                                                              ("dear", "4", 10, {"zones": {"z0": 5}})))
+    assert [a.shape for a in r.added] == ["m@z1"] and r.cost == 1000 and r.proven
+    assert len(r.placement) == 3 and not r.nowhere
+
+
+def test_a_support_that_may_not_go_to_the_dependents_node_does_not_make_it_placeable() -> None:
+    """s runs on pool=gpu only, d (hostname affinity to s) on pool=cpu only: d can never run,
+    so it is named under NOT PLACED ON ANY SHAPE with kube-scheduler's reason, and the plan for
+    s is proven."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/s", cpu="2", labels={"app": "s"}, node_selector={"pool": "gpu"}),
+            make_pod("a/d", cpu="1", labels={"app": "d"}, node_selector={"pool": "cpu"},
+                     pod_affinity=[term({"app": "s"}, HOSTNAME)])]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("cpu", "4", 1, {"labels": {"pool": "cpu"}}),
+                                                              ("gpu", "4", 2, {"labels": {"pool": "gpu"}})))
+    assert list(r.nowhere) == ["a/d"] and "didn't match pod affinity rules" in r.nowhere["a/d"]
+    assert r.placement == {"a/s": "gpu-new-1"} and not r.left_out and r.proven
+
+
+def test_a_key_running_pods_already_meet_needs_no_pending_support() -> None:
+    """d has affinity to app=s on zone and on rack; a running s is in zone z1, the pending s2
+    may go to zone z2 only. On a new node of zone z1 the zone term is met by the running pod and
+    the rack term by s2 on a node of the same rack in z2: two nodes, every pod placed."""
+    node = make_node("old", cpu="1", labels={ZONE: "z1", "rack": "r1"})
+    pods = [make_pod("a/r", cpu="1", labels={"app": "s"}, node="old"),
+            make_pod("a/s2", cpu="1", labels={"app": "s"}, node_selector={ZONE: "z2"}),
+            make_pod("a/d", cpu="1", labels={"app": "d"}, node_selector={ZONE: "z1"},
+                     pod_affinity=[term({"app": "s"}, ZONE), term({"app": "s"}, "rack")])]
+    r = provision(make_snapshot([node], pods), CONFIG,
+                  shapes(("m", "4", 1, {"labels": {"rack": "r2"}, "zones": {"z1": 3, "z2": 3}})))
+    assert sorted(a.shape for a in r.added) == ["m@z1", "m@z2"] and r.proven
+    assert set(r.placement) == {"a/s2", "a/d"} and not r.nowhere and not r.left_out
+
+
+def test_a_pod_the_queue_takes_first_that_matches_self_affine_replicas_closes_their_escape() -> None:
+    """t (priority 100) carries app=s too: kube-scheduler places it before the replicas, so
+    their first pod no longer starts anywhere; both go to t's node: one 8-CPU node (3), not two
+    4-CPU ones claimed optimal."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/t", cpu="3", labels={"app": "s", "role": "t"}, priority=100)]
+    pods += [make_pod(f"a/s{i}", cpu="2", labels={"app": "s", "role": "s"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1), ("big", "8", 3)))
+    assert [a.shape for a in r.added] == ["big"] and r.cost == 3000 and r.proven
+    assert set(r.placement.values()) == {"big-new-1"} and len(r.placement) == 3
+
+
+@pytest.mark.parametrize("t_rule", [
+    pytest.param({"node_selector": {"pool": "gpu"}}, id="it runs nowhere"),
+    pytest.param({"pod_affinity": [term({"role": "s"}, HOSTNAME)]}, id="it waits for the replicas"),
+])
+def test_a_pod_the_queue_takes_first_but_cannot_place_leaves_the_escape_open(t_rule: dict) -> None:
+    """Found by a review: t matches the replicas' terms and comes first in the queue, but no shape
+    takes it, or it needs a replica beside it: kube-scheduler fails it, lets s0 in with nothing
+    matching and s1 beside it (and retries t, which then joins them). The escape was closed all
+    the same, and neither replica was placed."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/t", cpu="1", labels={"app": "s", "role": "t"}, priority=100, **t_rule)]
+    pods += [make_pod(f"a/s{i}", cpu="1", labels={"app": "s", "role": "s"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1)))
+    assert r.cost == 1000 and {"a/s0", "a/s1"} <= set(r.placement)
+    assert len(set(r.placement.values())) == 1
+
+
+def test_self_affine_replicas_may_go_beside_a_later_pod_matching_their_terms() -> None:
+    """Found by a review: the replicas' later pods could go only beside their first pod, though
+    kube-scheduler counts any pod matching their terms (u, later in the queue: s2 is retried
+    once u is bound). Two small nodes (2), not a big and a small one (2.5) claimed optimal."""
+    node, hog = full_node()
+    pods = [hog, make_pod("a/u", cpu="2", labels={"app": "s"}, priority=0)]
+    pods += [make_pod(f"a/s{i}", cpu="2", labels={"app": "s", "role": "s"}, priority=10,
+                      pod_affinity=[term({"app": "s"}, HOSTNAME)]) for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("small", "4", 1), ("big", "6", 1.5)))
+    assert r.cost == 2000 and [a.shape for a in r.added] == ["small", "small"] and len(r.placement) == 4
+
+
+def test_support_met_by_running_pods_or_on_the_pods_own_node_adds_no_model_variables(monkeypatch) -> None:
+    """Six classes with zone affinity met by a running pod (zone a) and six with hostname
+    affinity to a pending class: the support constraints are linear in the placement, with no
+    variable per class and bin (a cluster's worth of them made the model ten times larger)."""
+    from solver.provision import model as model_module
+    from solver.provision import support
+
+    added: list[int] = []
+    constrain = support.constrain
+
+    def counting(model, *args) -> None:
+        before = len(model.Proto().variables)
+        constrain(model, *args)
+        added.append(len(model.Proto().variables) - before)
+
+    monkeypatch.setattr(model_module.support, "constrain", counting)
+    node = make_node("old", cpu="1", labels={ZONE: "a"})
+    pods = [make_pod("a/r", cpu="1", labels={"app": "r"}, node="old")]
+    pods += [make_pod(f"a/s{i}", cpu="1", labels={"app": "s"}) for i in range(3)]
+    pods += [make_pod(f"a/z{i}", cpu="1", labels={"app": f"z{i}"}, pod_affinity=[term({"app": "r"}, ZONE)])
+             for i in range(6)]
+    pods += [make_pod(f"a/h{i}", cpu="1", labels={"app": f"h{i}"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(6)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("m", "4", 1, {"zones": {"a": 9, "b": 9}})))
+    assert added == [0]
+    assert len(r.placement) == 15 and not r.nowhere and not r.left_out
+
+
+def test_first_fit_decreasing_places_pods_needing_support_on_their_node_beside_it() -> None:
+    """Two 2-CPU supports and two 2-CPU pods with hostname affinity to them, 4-CPU nodes:
+    placing both supports first would fill one node and leave the dependents nowhere to go;
+    each dependent goes beside a support as it is placed, so first-fit-decreasing places all."""
+    node, hog = full_node()
+    pods = [hog] + [make_pod(f"a/s{i}", cpu="2", labels={"app": "s"}) for i in range(2)]
+    pods += [make_pod(f"a/d{i}", cpu="2", labels={"app": "d"}, pod_affinity=[term({"app": "s"}, HOSTNAME)])
+             for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("m", "4", 1)))
+    assert (r.ffd_nodes, r.ffd_unplaced) == (2, 0)
+    assert r.cost == 2000 and r.proven and len(r.placement) == 4
