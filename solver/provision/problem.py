@@ -7,10 +7,11 @@ shape's devices): every filter (taints, selectors, node affinity, ports, inter-p
 against running pods, spread for one pod, resources against what is free, volumes — a
 WaitForFirstConsumer claim whose StorageClass reaches the new node — and device claims) decides
 where a class may go, alone; a class whose required pod affinity only pending pods meet may go
-to a shape's nodes beside them (``support``). What couples pods of the window beyond resources — a gang's one
-domain, pods that may not share a node (anti-affinity on hostname, host ports) or a zone or
-rack (anti-affinity on that key), the devices of each kind a node has (``devices``) — is the model's (``model``); the rest is checked by the
-validator and by deciding the provisioned cluster with the same engine (``provision``).
+to a shape's nodes beside them (``support``). What couples pods of the window beyond resources —
+a gang's one domain, pods that may not share a node (anti-affinity on hostname, host ports) or a
+zone or rack (anti-affinity on that key), the devices of each kind a node has (``devices``) — is
+the model's (``model``); the rest is checked by the validator and by deciding the provisioned
+cluster with the same engine (``provision``).
 """
 
 from __future__ import annotations

@@ -239,7 +239,8 @@ def _pending_keys(rep: PodInfo, state: ClusterState, node: int) -> tuple[str, ..
 
 def _may_be_near(ok: list[int], by: dict[int, set[int]], keys: tuple[str, ...],
                   state: ClusterState, node: int) -> bool:
-    """A pod of a class that passes on nodes ``ok`` and goes beside support to ``by`` may go, for each key, somewhere in ``node``'s domain of it."""
+    """A pod of a class that passes on nodes ``ok`` and goes beside support to ``by`` may go,
+    for each of ``keys``, somewhere in ``node``'s domain of it."""
     where = list(ok) + list(by)
     for key in keys:
         ids = state.domains(key)[0]
