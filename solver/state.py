@@ -59,7 +59,7 @@ class PodMatcher:
 
 class Matcher(Protocol):
     """What a per-node pod counter counts by (hashable, the counter's key): a ``PodMatcher``, or
-    inter-pod affinity's ``AllTerms`` (every required term of one pod)."""
+    ``plugins.shared.all_terms.AllTerms`` (every required term of one pod)."""
 
     def __hash__(self) -> int: ...
 
@@ -672,7 +672,7 @@ class ClusterState:
 
 def _required_pair(matcher: Matcher) -> Optional[tuple[str, str]]:
     """A label pair every pod ``matcher`` counts carries (its selector's first equality), or None
-    when it requires none (inter-pod affinity's ``AllTerms``, selectors of expressions only)."""
+    when it requires none (``AllTerms``, selectors of expressions only)."""
     return required_pair(matcher.selector) if isinstance(matcher, PodMatcher) else None
 
 

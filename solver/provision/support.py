@@ -28,14 +28,14 @@ the same ``Support``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Optional, Sequence
+from typing import Callable, Hashable, Optional
 
 from ortools.sat.python import cp_model
 
 from ..filtering import Cycle
 from ..info import PodInfo
+from ..plugins.shared.all_terms import AllTerms
 from ..state import ClusterState
-from ..terms import AffinityTerm
 from .shapes import HOSTNAME
 
 Bin = tuple[str, int]  # ("node", existing index) or ("shape", shape index)
@@ -69,27 +69,12 @@ class Filtered:
     by: dict[int, tuple[int, ...]] = field(default_factory=dict)  # node -> supporting class ids
 
 
-def matches_terms(pod: PodInfo, terms: Sequence[AffinityTerm]) -> bool:
-    """``pod`` matches every one of ``terms`` (what kube-scheduler counts as support)."""
-    return all(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in terms)
-
-
-@dataclass(frozen=True)
-class _Matching:
-    """The state's counter key for pods matching every one of ``terms``."""
-
-    terms: tuple[AffinityTerm, ...]
-
-    def matches(self, pod: PodInfo) -> bool:
-        return matches_terms(pod, self.terms)
-
-
 def _may_start(rep: PodInfo, state: ClusterState) -> bool:
     """The escape: ``rep`` matches its own terms and no running pod on a node with one of the
     terms' keys matches them all (the filter's "no pod anywhere matches all terms")."""
-    if not matches_terms(rep, rep.affinity):
+    if not AllTerms(rep.affinity).matches(rep):
         return False
-    per_node = state.match_counts(_Matching(tuple(rep.affinity)))
+    per_node = state.match_counts(AllTerms(rep.affinity))
     return not any(per_node[state.domains(t.topology_key)[0] >= 0].any() for t in rep.affinity)
 
 
@@ -130,7 +115,7 @@ def find(runs: list[Filtered], state: ClusterState, probes: list[int],
             # Only a class that may go somewhere on its own is placed before it: one that never
             # runs, or that waits for pending support, leaves the escape open.
             before = [r for r in runs if r.id != run.id and first[r.id] < first[run.id] and r.ok]
-            if any(matches_terms(d.rep, run.rep.affinity) for d in seeds + before):
+            if any(AllTerms(run.rep.affinity).matches(d.rep) for d in seeds + before):
                 dependent.append(run)
             elif run.ok:
                 seeds.append(run)
@@ -158,7 +143,7 @@ def find(runs: list[Filtered], state: ClusterState, probes: list[int],
                 if n not in run.ok:
                     need[run.id, n] = _pending_keys(run.rep, state, n)
     # per dependent, the classes whose pods match all its terms (what may support it)
-    matching = {d.id: [r.id for r in runs if r.id != d.id and matches_terms(r.rep, d.rep.affinity)]
+    matching = {d.id: [r.id for r in runs if r.id != d.id and AllTerms(d.rep.affinity).matches(r.rep)]
                 for d in dependent}
     changed = True
     while changed:
@@ -203,7 +188,7 @@ def _helpers(seed: Filtered, runs: list[Filtered], resting: set[int]) -> tuple[i
     matches all its terms, may go somewhere on its own, and rests on no pending support (so no
     support is circular)."""
     return tuple(sorted(r.id for r in runs if r.id != seed.id and r.ok and r.id not in resting
-                        and matches_terms(r.rep, seed.rep.affinity)))
+                        and AllTerms(seed.rep.affinity).matches(r.rep)))
 
 
 def _under(cid: int, by: dict[int, dict[int, set[int]]]) -> set[int]:
@@ -228,7 +213,7 @@ def _level(cid: int, by: dict[int, dict[int, set[int]]], memo: dict[int, int]) -
 def _pending_keys(rep: PodInfo, state: ClusterState, node: int) -> tuple[str, ...]:
     """The keys of ``rep``'s terms whose domain holding ``node`` has no running pod matching
     all its terms (kube-scheduler counts support per term: running pods meet the others)."""
-    per_node = state.match_counts(_Matching(tuple(rep.affinity)))
+    per_node = state.match_counts(AllTerms(rep.affinity))
     out = []
     for key in _keys(rep):
         ids = state.domains(key)[0]

@@ -18,6 +18,7 @@ from ...info import NodeInfo, PodInfo
 from ...plugin_api import CodedCycle, NodeDryRun, StaticView
 from ...terms import AffinityTerm
 from ...state import ClusterState, PodMatcher
+from ..shared.all_terms import AllTerms
 from .book import term_book
 
 NAME = "InterPodAffinity"
@@ -27,17 +28,6 @@ REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 # A pod already placed has a required anti-affinity term that matches this pod.
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
-
-
-@dataclass(frozen=True, slots=True)
-class AllTerms:
-    """Matches pods that match every one of a pod's required affinity terms."""
-
-    terms: tuple[AffinityTerm, ...]
-    include_terminating: bool = True
-
-    def matches(self, pod: PodInfo) -> bool:
-        return all(t.matches(pod.namespace, pod.labels, pod.ns_labels) for t in self.terms)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ refuse what it would not pick.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Optional
@@ -66,6 +66,7 @@ from ortools.sat.python import cp_model
 
 from ...disruption import PdbBudgets
 from ...info import PodInfo, queue_order_key
+from ..shared.all_terms import AllTerms
 from ..shared.host_ports import ports_conflict
 from ..shared.preemption_rule import may_preempt
 from ...state import PodMatcher
@@ -174,15 +175,15 @@ class _QueueSpans:
 
     @staticmethod
     def _count_support(wm: Any, rep: PodInfo, level: int) -> Optional[list]:
-        matchers = [PodMatcher.of_term(t) for t in rep.affinity]
-        if all(mt.matches(rep) for mt in matchers) or any(
-                cls.rep.priority >= level and all(mt.matches(cls.rep) for mt in matchers) for cls in wm.classes):
+        every = AllTerms(rep.affinity)
+        if every.matches(rep) or any(cls.rep.priority >= level and every.matches(cls.rep) for cls in wm.classes):
             return None
-        nodes = [node for p, node in wm.state.pods_matching(matchers[0]) if all(mt.matches(p) for mt in matchers[1:])]
+        nodes = np.array([node for _, node in wm.state.pods_matching(every)], dtype=np.int64)
         out = []
         for term in rep.affinity:
             ids = wm.state.domains(term.topology_key)[0]
-            out.append((ids, Counter(int(ids[node]) for node in nodes)))
+            at = ids[nodes]
+            out.append((ids, np.bincount(at[at >= 0])))
         return out
 
     def span(self, cls: Any) -> Optional[tuple]:
@@ -247,7 +248,8 @@ class _NodeReprieve:
         (``_seen``). The replay judges whether the turn truly finds no room."""
         preemptors = [(cls, var) for cls, var in self.entries
                       if cls.rep.priority == level and cls.rep.may_preempt_others]
-        leaning = {cls.id for cls, _ in preemptors if self._leans_on_lower(cls.rep, level)}
+        below = {cls.id: self._lower_support(cls.rep, level) for cls, _ in preemptors}
+        leaning = {cid for cid, count in below.items() if count}
         if not leaning:
             return
         m, wm, n = self.m, self.wm, self.n
@@ -259,7 +261,7 @@ class _NodeReprieve:
             seen = self.counted[cls.id] = m.new_int_var(0, wm.ub_of(cls.id, n), f"reprieve_seen[{n},{cls.id}]")
             m.add(seen == var).only_enforce_if(late.Not())
             m.add(seen == 0).only_enforce_if(late)
-            if self._support_only_below(cls.rep, level):
+            if self._support_only_below(cls.rep, level, below[cls.id]):
                 # Its dry run here surely fails: on time, its turn evicts nothing (it fits as the
                 # node is, its support still there), or it comes late.
                 here = wm.new_presence(f"reprieve_leaning[{n},{cls.id}]", [var], wm.ub_of(cls.id, n))
@@ -267,30 +269,27 @@ class _NodeReprieve:
                     if level in self.lam[v.key]:
                         m.add_bool_or([self.gone[v.key, level].Not(), here.Not(), late, self.exact.Not()])
 
-    def _leans_on_lower(self, rep: PodInfo, level: int) -> bool:
-        """Whether a lower pod the level may evict on the node matches all of ``rep``'s required
-        affinity terms (its dry run here would take that support off)."""
+    def _lower_support(self, rep: PodInfo, level: int) -> int:
+        """How many lower pods the level may evict on the node match all of ``rep``'s required
+        affinity terms: the support its dry run here takes off (it leans on them when any)."""
         if not rep.affinity:
-            return False
-        matchers = [PodMatcher.of_term(t) for t in rep.affinity]
-        return any(v.priority < level and may_preempt(rep, v) and all(mt.matches(v) for mt in matchers)
-                   for v in self.victims)
+            return 0
+        every = AllTerms(rep.affinity)
+        return sum(1 for v in self.victims if v.priority < level and may_preempt(rep, v) and every.matches(v))
 
-    def _support_only_below(self, rep: PodInfo, level: int) -> bool:
+    def _support_only_below(self, rep: PodInfo, level: int, taken_off: int) -> bool:
         """Whether kube-scheduler's dry run for ``rep`` on the node surely leaves a required
         affinity term without support: every running pod that matches all its terms in that term's
-        domain is a lower pod of the node the dry run takes off, and no window pod that may come
-        before it (priority ``level`` or above) matches them. (A pod matching its own terms may
-        pass as the first of its series: never said of it.)"""
+        domain is one of the ``taken_off`` lower pods of the node the dry run takes off
+        (``_lower_support``), and no window pod that may come before it (priority ``level`` or
+        above) matches them. (A pod matching its own terms may pass as the first of its series:
+        never said of it.)"""
         support = self.spans.support(self.wm, rep, level)
         if support is None:
             return False
-        matchers = [PodMatcher.of_term(t) for t in rep.affinity]
-        taken_off = sum(1 for v in self.victims
-                        if v.priority < level and may_preempt(rep, v) and all(mt.matches(v) for mt in matchers))
-        for term, (ids, per_domain) in zip(rep.affinity, support):
+        for ids, per_domain in support:
             d = int(ids[self.n])
-            if d >= 0 and per_domain.get(d, 0) <= taken_off:
+            if d >= 0 and (d >= len(per_domain) or per_domain[d] <= taken_off):
                 return True
         return False
 
