@@ -54,15 +54,14 @@ def candidates(base: ClusterSnapshot, targets: Sequence[Pod], config: SchedulerC
     out += held_obstacles(base, targets)
     if config.preemption.enabled and config.preemption.pdb == "hard":
         shared: dict[str, list[str]] = {}  # budget -> the running pods it and another select
+        unready: dict[str, list[str]] = {}  # budget -> its running pods that are not Ready, charged
         for pod in base.pods:
             mine = eviction_budgets(pod, base.pdbs) if pod.spec.node_name else []
             if len(mine) > 1:
                 for b in mine:
                     shared.setdefault(b.key, []).append(pod.key)
-        unready: dict[str, list[str]] = {}  # budget -> its running pods that are not Ready, charged
-        for pod in base.pods:
-            if pod.spec.node_name and unready_running(pod):
-                for b in eviction_budgets(pod, base.pdbs):
+            if mine and unready_running(pod):
+                for b in mine:
                     unready.setdefault(b.key, []).append(pod.key)
         out += [_budget(b, sorted(shared.get(b.key, ())), sorted(unready.get(b.key, ()))) for b in base.pdbs]
     return out
