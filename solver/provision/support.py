@@ -6,8 +6,9 @@ kube-scheduler's "didn't match pod affinity rules", yet it may go there once a p
 pending class that matches all its terms is in the node's domain of each term's key
 (kube-scheduler counts support per term from pods matching every term of the incoming pod). A
 shape is kept for the class *beside support* when every filter failing on its probe node passes
-in its dry run with one pod of a supporting class added (``Cycle.on_node``), every other passing
-as it is. Existing nodes are not opened so: a class is on an existing node only where the
+in its dry run with one pod of a supporting class added (``Cycle.on_node``) there or on a sibling
+of the node (another node of its shape: zone affinity to pods its hostname anti-affinity keeps off
+its node), every other passing as it is. Existing nodes are not opened so: a class is on an existing node only where the
 running pods let it be.
 
 A class that matches its own terms where nothing running does passes the filter everywhere:
@@ -79,8 +80,15 @@ def _may_start(rep: PodInfo, state: ClusterState) -> bool:
 
 
 def _fixed_by(run: Filtered, node: int, supporter: PodInfo) -> bool:
-    """The class passes every filter on ``node`` once a pod like ``supporter`` is there: each
-    failing filter in its dry run with it added, the others as they are."""
+    """The class passes every filter on ``node`` once a pod like ``supporter`` is there, or on a
+    sibling of it (another node of its shape: every domain but the hostname's): each failing
+    filter in its dry run with it added, the others as they are. Where the supporter may not
+    share the node (the class's hostname anti-affinity to it), the model keeps them apart
+    (``problem.apart``) and its support constraint finds it in the domain (``constrain``)."""
+    return any(_passes_with(run, node, supporter, beside) for beside in (False, True))
+
+
+def _passes_with(run: Filtered, node: int, supporter: PodInfo, beside: bool) -> bool:
     cycle = run.cycle
     if cycle.failed is not None or not cycle.static.statuses(run.rep)[node].ok:
         return False
@@ -89,9 +97,11 @@ def _fixed_by(run: Filtered, node: int, supporter: PodInfo) -> bool:
         if f.status(info).ok:
             continue
         dry = f.on_node(node)
-        if dry is None:
+        # a dry run without ``add_beside`` reads the node alone: the sibling changes nothing there
+        add = getattr(dry, "add_beside", None) if beside else getattr(dry, "add_pod", None)
+        if add is None:
             return False
-        dry.add_pod(supporter)
+        add(supporter)
         if not dry.status().ok:
             return False
     return True

@@ -286,6 +286,31 @@ def test_zone_affinity_is_met_by_a_pending_pod_on_another_node_of_the_zone() -> 
     assert r.placement["a/a"] != r.placement["a/b"] and not r.nowhere
 
 
+def test_a_pod_that_needs_its_support_in_its_zone_but_not_on_its_node_goes_to_another_node_of_the_zone() -> None:
+    """A cache (app=c) and two web pods with zone affinity to it and hostname anti-affinity to it,
+    all pending: the web pods may not share the cache's node, so the zone needs a second node;
+    before, the support was tried on the web pod's own node only, and they were called
+    unplaceable."""
+    node, hog = full_node()
+    web = {"pod_affinity": [term({"app": "c"}, ZONE)], "pod_anti_affinity": [term({"app": "c"}, HOSTNAME)]}
+    pods = [hog, make_pod("a/cache", cpu="2", labels={"app": "c"})]
+    pods += [make_pod(f"a/web{i}", cpu="1", labels={"app": "w"}, **web) for i in range(2)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1, {"zones": {"x": 3, "y": 3}})))
+    assert not r.nowhere and not r.left_out and r.placed_by == "model" and r.proven
+    assert len(r.added) == 2 and len({a.shape for a in r.added}) == 1  # two nodes of one zone
+    cache = r.placement["a/cache"]
+    assert {r.placement["a/web0"], r.placement["a/web1"]} == {a.name for a in r.added} - {cache}
+
+
+def test_hostname_affinity_and_hostname_anti_affinity_to_the_same_pods_stay_unplaceable() -> None:
+    """The counterpart: the support must be on the pod's node and may not be: no node holds it."""
+    node, hog = full_node()
+    web = {"pod_affinity": [term({"app": "c"}, HOSTNAME)], "pod_anti_affinity": [term({"app": "c"}, HOSTNAME)]}
+    pods = [hog, make_pod("a/cache", cpu="2", labels={"app": "c"}), make_pod("a/web", cpu="1", **web)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("s", "4", 1, {"zones": {"x": 3}})))
+    assert list(r.nowhere) == ["a/web"] and r.placement == {"a/cache": "s@x-new-1"}
+
+
 def test_a_dependent_whose_support_fits_no_shape_is_still_named_with_kube_schedulers_reason() -> None:
     """Of two dependents, the one whose support (64 CPU) fits no shape stays under NOT PLACED
     ON ANY SHAPE with kube-scheduler's reason; the other is planned beside its support."""

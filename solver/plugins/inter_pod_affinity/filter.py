@@ -16,7 +16,7 @@ import numpy as np
 from ...framework import SUCCESS, Status, unresolvable, unschedulable
 from ...info import NodeInfo, PodInfo
 from ...plugin_api import CodedCycle, NodeDryRun, StaticView
-from ...terms import AffinityTerm
+from ...terms import HOSTNAME_LABEL, AffinityTerm
 from ...state import ClusterState, PodMatcher
 from ..shared.all_terms import AllTerms
 from .book import term_book
@@ -185,12 +185,16 @@ class AffinityOnNode:
         # per affinity term with the key on the node: [count in its domain, count anywhere]
         self.affinity = [[int(per_domain[ids[node]]), int(per_domain.sum())]
                          for _, ids, per_domain in pre.affinity if ids[node] >= 0]
+        # whether each counted term's domain is the node itself (``add_beside`` leaves it be)
+        self.affinity_on_host = [term.topology_key == HOSTNAME_LABEL
+                                 for term, ids, _ in pre.affinity if ids[node] >= 0]
         self.total_absent = sum(1 for _, ids, per_domain in pre.affinity if ids[node] < 0 and per_domain.any())
         # per anti-affinity term with the key on the node: whether it matches a pod, and the
         # matching pods in its domain
         anti = [(term, int(per_domain[ids[node]])) for term, ids, per_domain in pre.anti if ids[node] >= 0]
         self.anti_matches = [state.matcher(PodMatcher.of_term(term)) for term, _ in anti]
         self.anti = [count for _, count in anti]
+        self.anti_on_host = [term.topology_key == HOSTNAME_LABEL for term, _ in anti]
         # placed pods' anti-affinity terms matching the pod: owners in the node's domain
         self.existing: dict[AffinityTerm, int] = {}
         book = term_book(state)
@@ -201,16 +205,19 @@ class AffinityOnNode:
         self._start = (tuple(tuple(c) for c in self.affinity), tuple(self.anti),
                        frozenset(self.existing.items()))
 
-    def _change(self, pod: PodInfo, delta: int) -> None:
+    def _change(self, pod: PodInfo, delta: int, on_host: bool = True) -> None:
+        # ``on_host`` False: the pod is on another node sharing every domain of this one but its
+        # hostname's, and counts only in the domains of other keys
         if self.all_terms is not None and self.all_terms(pod):
-            for counts in self.affinity:
-                counts[0] += delta
+            for counts, host in zip(self.affinity, self.affinity_on_host):
                 counts[1] += delta
+                if on_host or not host:
+                    counts[0] += delta
         for i, matches in enumerate(self.anti_matches):
-            if matches(pod):
+            if (on_host or not self.anti_on_host[i]) and matches(pod):
                 self.anti[i] += delta
         for term in pod.anti_affinity:
-            if term in self.existing:
+            if term in self.existing and (on_host or term.topology_key != HOSTNAME_LABEL):
                 self.existing[term] += delta
 
     def remove_pod(self, pod: PodInfo) -> None:
@@ -218,6 +225,12 @@ class AffinityOnNode:
 
     def add_pod(self, pod: PodInfo) -> None:
         self._change(pod, +1)
+
+    def add_beside(self, pod: PodInfo) -> None:
+        """``pod`` comes to a sibling of the node: a node with all its labels but its hostname
+        (another node of a shape, for ``provision``'s support): it counts in the node's domain of
+        every key but the hostname."""
+        self._change(pod, +1, on_host=False)
 
     def reads(self) -> tuple:
         return self._start  # the counts of the node's domains, as the dry run began
