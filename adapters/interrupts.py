@@ -11,6 +11,7 @@ the decision raises ``Interrupted``, and the command line turns it into exit 130
 
 from __future__ import annotations
 
+import os
 import select
 import signal
 import socket
@@ -59,7 +60,30 @@ def write_result(text: str) -> None:
     global _delivered
     checkpoint()
     _delivered = True
-    sys.stdout.write(text)
+    _write_whole(text)
+
+
+def _write_whole(text: str) -> None:
+    """``text`` on stdout, every byte or ``BrokenPipeError``. A reader that goes away in the
+    middle of a large write (``schedule -o json | head -c 10``) leaves the kernel's write short;
+    written through ``sys.stdout``, that went unseen and the command ended 0 with its result cut
+    short. Written to the descriptor in a loop, the next write after a short one finds the pipe
+    closed, and the command line turns that into 141. Where stdout is no real file (a test's
+    capture), it is written the ordinary way."""
+    stream = sys.stdout
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        stream.write(text)
+        return
+    stream.flush()  # what was printed before goes first
+    data = text.encode(stream.encoding or "utf-8", stream.errors or "strict")
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:  # a descriptor left non-blocking by whoever started us: wait
+            select.select([], [fd], [])
 
 
 @contextmanager

@@ -399,6 +399,35 @@ def test_script_closed_stdout_is_quiet(argv: list[str]) -> None:
     assert (done.returncode, done.stderr) == (141, b"")
 
 
+def test_script_reader_gone_in_the_middle_of_a_large_result_exits_141(tmp_path: Path) -> None:
+    """`schedule -o json | head -c 10` on a plan larger than a pipe holds: the reader goes after
+    the first bytes, the write comes back short, and the command must not end 0 as if the whole
+    plan had been delivered."""
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+              "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}} for i in range(20)]
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i:04d}", "namespace": "shop"},
+             "spec": {"schedulerName": "cpsat-scheduler",
+                      "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+             "status": {"phase": "Pending"}} for i in range(1500)]
+    dump = tmp_path / "big.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes + pods}))
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([str(SCRIPT), "schedule", str(dump), "--engine", "greedy", "-o", "json"],
+                                stdout=write_end, stderr=subprocess.PIPE)
+        os.close(write_end)
+        assert os.read(read_end, 10)  # the result has begun
+        os.close(read_end)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        for fd in (read_end, write_end):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    assert (proc.returncode, err) == (141, b"")
+
+
 def test_python_dash_m_adapters() -> None:
     done = subprocess.run([sys.executable, "-m", "adapters", "--version"], capture_output=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith(b"cpsat-scheduler ")
