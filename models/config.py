@@ -6,7 +6,7 @@ are an error, because a misspelt setting silently ignored is a scheduling surpri
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -141,8 +141,9 @@ class RepackConfig(_ConfigModel):
     # --skip-nodes-with-system-pods keeps their nodes; true moves them like any other pod.
     move_system_pods: bool = False
     node_cost_label: str = "node.kubernetes.io/instance-type"
-    instance_cost: dict[str, float] = Field(default_factory=dict)
-    default_node_cost: float = Field(default=1.0, ge=0)
+    # What a node of each instance type costs (``repack --objective cost``): finite, never below 0.
+    instance_cost: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+    default_node_cost: float = Field(default=1.0, ge=0, allow_inf_nan=False)
 
 
 # Largest snapshot (or plan) file read by default, in bytes. Reading takes up to about 4 times the

@@ -124,6 +124,13 @@ BAD_CONFIGS = [
     pytest.param('solver: {parameters: "linearisation_level: 2"}\n',
                  'config: solver.parameters: not CP-SAT parameters: 1:1 : Message type "operations_research.sat.SatParameters" '
                  'has no field named "linearisation_level".', id="unknown-cpsat-parameter"),
+    # a negative or endless node cost turned `repack --objective cost` into "cost -3 -> -3"
+    pytest.param("repack: {instanceCost: {m5.xlarge: -1}}\n",
+                 'config: repack.instanceCost["m5.xlarge"]: -1 is below the minimum 0', id="negative-instance-cost"),
+    pytest.param("repack: {instanceCost: {m5.xlarge: .nan}}\n",
+                 'config: repack.instanceCost["m5.xlarge"]: Input should be a finite number (got NaN)', id="nan-instance-cost"),
+    pytest.param("repack: {defaultNodeCost: .inf}\n",
+                 "config: repack.defaultNodeCost: Input should be a finite number (got Infinity)", id="endless-node-cost"),
 ]
 
 
