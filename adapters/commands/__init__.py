@@ -145,6 +145,21 @@ def _is_terminal(stream) -> bool:
         return False
 
 
+def others_pending(snapshot, scheduler_name: str) -> str | None:
+    """A hint when nothing is ours but other schedulers' pods wait (a dump of a real cluster):
+    every command that decides says it, or its answer (\"every pending pod is placed\", \"nothing to
+    provision\") would be about no pod at all."""
+    if snapshot.pending_pods(scheduler_name):
+        return None
+    others = len(snapshot.pending_pods(all_pending=True))
+    if not others:
+        return None
+    return (
+        f'no pending pod has schedulerName "{scheduler_name}", but {others} pending pod(s) name '
+        "another scheduler; --all-pending takes them"
+    )
+
+
 def note(message: Optional[str]) -> None:
     """A side remark for people, on stderr so that stdout stays machine-readable."""
     if message:

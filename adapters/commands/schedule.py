@@ -21,6 +21,7 @@ from . import (
     add_progress_option,
     config_from_args,
     note,
+    others_pending,
     progress_lines,
     read_snapshot_or_cluster,
     solver_seed,
@@ -75,19 +76,6 @@ def snapshot_source(arg: str | None) -> str | Path:
     return DEFAULT_SNAPSHOT
 
 
-def _others_pending(snapshot, scheduler_name: str) -> str | None:
-    """A hint when nothing is ours but other schedulers' pods wait (a dump of a real cluster)."""
-    if snapshot.pending_pods(scheduler_name):
-        return None
-    others = len(snapshot.pending_pods(all_pending=True))
-    if not others:
-        return None
-    return (
-        f'no pending pod has schedulerName "{scheduler_name}", but {others} pending pod(s) name '
-        "another scheduler; --all-pending takes them"
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     with progress_lines(args):
         return _run(args)
@@ -104,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     loaded = loaded.require_nodes_or_pods()
     note(loaded.note())
     if not args.all_pending:
-        note(_others_pending(loaded.snapshot, config.scheduler_name))
+        note(others_pending(loaded.snapshot, config.scheduler_name))
     checkpoint()  # each of these walks every pod once
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)
     checkpoint()

@@ -109,9 +109,20 @@ def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str]) -> li
     if pod is None:
         raise InputError(f"pods/{target}", "TARGET", "no such pod in the snapshot")
     if target not in pending:
-        where = f"it runs on node {pod.spec.node_name}" if pod.spec.node_name else "it is not ours to schedule"
-        raise InputError(f"pods/{target}", "TARGET", f"not a pending pod this scheduler places ({where})")
+        raise InputError(f"pods/{target}", "TARGET", f"not a pending pod this scheduler places ({_why_not_ours(pod, plan)})")
     return _grouped(snapshot, [pod], pending)
+
+
+def _why_not_ours(pod: Pod, plan: Plan) -> str:
+    """Why a pod of the snapshot is no target: bound, gated, or another scheduler's."""
+    if pod.spec.node_name:
+        return f"it runs on node {pod.spec.node_name}"
+    gated = next((g for g in plan.gated if g.pod == pod.key), None)
+    if gated is not None:
+        return (f"it is held by spec.schedulingGates ({', '.join(gated.gates)}): it waits for them to be "
+                "removed, not for room")
+    return (f'its spec.schedulerName is "{pod.spec.scheduler_name}", another scheduler\'s; '
+            "--all-pending takes it")
 
 
 def _grouped(snapshot: ClusterSnapshot, pods: Sequence[Pod], pending: set[str]) -> list[Unit]:

@@ -97,8 +97,10 @@ def _passes_with(run: Filtered, node: int, supporter: PodInfo, beside: bool) -> 
         if f.status(info).ok:
             continue
         dry = f.on_node(node)
+        if dry is None:
+            return False
         # a dry run without ``add_beside`` reads the node alone: the sibling changes nothing there
-        add = getattr(dry, "add_beside", None) if beside else getattr(dry, "add_pod", None)
+        add = getattr(dry, "add_beside", None) if beside else dry.add_pod
         if add is None:
             return False
         add(supporter)

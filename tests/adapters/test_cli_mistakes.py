@@ -209,3 +209,16 @@ def test_the_live_scheduler_refuses_to_free_a_victims_devices(capsys) -> None:
     err = capsys.readouterr().err
     assert status == 2
     assert f"{config}: preemption.freeDevices:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["schedule"], ["why", "all"], ["provision"], ["what-if", "--remove-node", "n1"]],
+                         ids=["schedule", "why", "provision", "what-if"])
+def test_every_deciding_command_says_when_the_pending_pods_name_another_scheduler(capsys, tmp_path: Path, argv) -> None:
+    """A plain `kubectl get -o yaml` dump: the pending pods name default-scheduler. `why all` said
+    "every pending pod is placed" and `provision` "nothing to provision" with no word of why."""
+    path = write(tmp_path, "snap.yaml", listing(NODE, POD.replace("schedulerName: cpsat-scheduler",
+                                                                  "schedulerName: default-scheduler")))
+    code, _, err = run(capsys, *argv, path)
+    assert code == 0
+    assert ('cpsat-scheduler: note: no pending pod has schedulerName "cpsat-scheduler", but 1 pending pod(s) name '
+            "another scheduler; --all-pending takes them") in err

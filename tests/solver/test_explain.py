@@ -10,7 +10,7 @@ import pytest
 
 from models.config import SchedulerConfig
 from models.errors import InputError
-from models.objects import copy_with
+from models.objects import PodSchedulingGate, copy_with
 from models.snapshot import POD_GROUP_LABEL
 from solver import ScheduleRequest, decide
 from solver.explain import Stopped, explain, plan_applied
@@ -113,9 +113,17 @@ def test_nothing_relaxable_names_the_request_beyond_every_node() -> None:
     ("a/ghost", "pods/a/ghost: TARGET: no such pod"),
     ("a/run", "pods/a/run: TARGET: not a pending pod this scheduler places (it runs on node n1)"),
     ("podgroup/a/none", "podgroup/a/none: TARGET: no pending pod of podgroup a/none"),
+    ("a/gated", "pods/a/gated: TARGET: not a pending pod this scheduler places (it is held by "
+                "spec.schedulingGates (example.com/quota): it waits for them to be removed, not for room)"),
+    ("a/theirs", 'pods/a/theirs: TARGET: not a pending pod this scheduler places (its spec.schedulerName is '
+                 '"default-scheduler", another scheduler\'s; --all-pending takes it)'),
 ])
 def test_a_target_that_is_not_pending_is_refused(target, message) -> None:
-    snap = make_snapshot([make_node("n1")], [make_pod("a/run", cpu="1", node="n1")])
+    gated = make_pod("a/gated", cpu="1")
+    gated = gated.model_copy(update={"spec": gated.spec.model_copy(
+        update={"scheduling_gates": [PodSchedulingGate(name="example.com/quota")]})})
+    snap = make_snapshot([make_node("n1")], [make_pod("a/run", cpu="1", node="n1"), gated,
+                                             make_pod("a/theirs", cpu="1", scheduler="default-scheduler")])
     with pytest.raises(InputError) as caught:
         explain(snap, CONFIG, target)
     assert str(caught.value).startswith(message)
