@@ -196,8 +196,9 @@ def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan
 
 
 def beyond_every_node(snapshot: ClusterSnapshot, targets: Sequence[Pod]) -> tuple[str, ...]:
-    """The requests of a target no node could hold even empty (its allocatable)."""
-    out = []
+    """The requests of a target no node could hold even empty (its allocatable), and a gang with
+    fewer pods than its minMember (no room makes up for members that do not exist)."""
+    out = list(_short_gangs(snapshot, targets))
     for pod in targets:
         for name, value in sorted(pod_requests(pod).items()):
             most = max((n.allocatable.get(name, 0) for n in snapshot.nodes), default=0)
@@ -205,6 +206,21 @@ def beyond_every_node(snapshot: ClusterSnapshot, targets: Sequence[Pod]) -> tupl
                 out.append(f"{pod.key} requests {name} {_quantity(name, value)}, the roomiest node has "
                            f"{_quantity(name, most)}")
     return tuple(out)
+
+
+def _short_gangs(snapshot: ClusterSnapshot, targets: Sequence[Pod]) -> list[str]:
+    """Per PodGroup of the targets whose pods, bound or pending, are fewer than its minMember."""
+    groups = snapshot.pod_group_by_key
+    out = []
+    for key in dict.fromkeys(k for k in map(pod_group_key, targets) if k is not None):
+        group = groups.get(key)
+        if group is None:
+            continue
+        members = sum(1 for p in snapshot.pods if pod_group_key(p) == key and not p.is_terminal)
+        if members < group.spec.min_member:
+            out.append(f"podgroup/{key} has {members} pod(s) and minMember {group.spec.min_member}: "
+                       "create its other members, or lower spec.minMember")
+    return out
 
 
 def _quantity(name: str, value: int) -> str:

@@ -377,3 +377,12 @@ def test_a_room_obstacle_names_first_the_pods_holding_what_the_target_lacks() ->
     [room] = [o for o in why.obstacles if o.kind == "room"]
     assert room.text.startswith("node gpu-1: room (nvidia.com/gpu short) held by 6 pod(s): ml/train, kube-system/daemon-0")
     assert "pods/kube-system/daemon-4" in room.objects  # relaxing it is still the whole room
+
+
+def test_a_gang_short_of_its_min_member_is_named_beyond_every_relaxation() -> None:
+    """Two pods of a PodGroup asking for three: no room helps, and the answer says what would."""
+    pods = [make_pod(f"a/g-{i}", cpu="1", group="g") for i in range(2)]
+    snap = make_snapshot([make_node("n1", cpu="8")], pods, pod_groups=[make_pod_group("a/g", 3)])
+    [why] = explain(snap, CONFIG, "podgroup/a/g")
+    assert why.obstacles is None
+    assert why.beyond == ("podgroup/a/g has 2 pod(s) and minMember 3: create its other members, or lower spec.minMember",)
