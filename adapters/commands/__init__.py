@@ -52,23 +52,27 @@ def time_limit(text: str) -> float:
     return value
 
 
+# The largest count, seed or millisecond wait a flag takes: CP-SAT's bounds and int32 parameters
+# refuse larger ones as an internal error (``repack --max-moves 99999999999999999999`` did).
+MAX_FLAG_INT = 2**31 - 1
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text, 10)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} must be >= 0")
+    if value > MAX_FLAG_INT:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} must be at most {MAX_FLAG_INT}")
     return value
 
 
 def solver_seed(text: str) -> int:
     """CP-SAT's random_seed is an int32: a larger one was refused by its parameters' setter as an
     internal error after the snapshot was read."""
-    value = non_negative_int(text)
-    if value > 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at most {2**31 - 1}")
-    return value
+    return non_negative_int(text)
 
 
 def worker_count(text: str) -> int:

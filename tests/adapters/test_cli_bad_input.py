@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.adapters.test_cli_mistakes import NODE, listing, run, write
 
 
@@ -41,6 +43,14 @@ def test_a_solver_seed_past_int32_is_bad_input(capsys, tmp_path: Path) -> None:
     assert code == 2 and out == ""
     assert err == [f"cpsat-scheduler: error: config: solver.seed: {2**31} is above the maximum 2147483647"]
 
+
+
+@pytest.mark.parametrize("flag", ["--max-moves", "--target-free"])
+def test_a_repack_count_past_int32_is_a_usage_error_not_an_internal_one(capsys, tmp_path, flag: str) -> None:
+    """CP-SAT's bounds refused it as an internal error (exit 1) after the snapshot was read."""
+    code, out, err = run(capsys, "repack", "examples/snapshots/quickstart.yaml", flag, "99999999999999999999")
+    assert (code, out) == (2, "")
+    assert err[-1] == f"cpsat-scheduler repack: error: argument {flag}: '99999999999999999999' must be at most 2147483647"
 
 def test_a_time_limit_past_what_a_wait_can_take_is_bad_input(capsys, tmp_path: Path) -> None:
     snap = write(tmp_path, "snap.yaml", listing(NODE, pod()))
