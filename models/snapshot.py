@@ -334,6 +334,13 @@ class ClusterSnapshot(BaseModel):
         """
         return list(self.bound_pod_tuple)
 
+    def missing_nodes(self) -> list[str]:
+        """The names of nodes bound pods run on that the snapshot has no Node for, sorted: a dump
+        of pods without all their nodes. Nothing can be placed there, and those pods' requests
+        hold no room anywhere in the snapshot."""
+        names = self.node_by_name
+        return sorted({p.spec.node_name for p in self.bound_pod_tuple if p.spec.node_name not in names})
+
     @cached_property
     def pending_found(self) -> dict[tuple[str, bool], tuple[Pod, ...]]:
         """``pending_pods`` per (scheduler name, all pending) asked so far."""

@@ -164,6 +164,20 @@ def others_pending(snapshot, scheduler_name: str) -> str | None:
     )
 
 
+def missing_nodes(snapshot) -> str | None:
+    """A note when bound pods name nodes the snapshot lacks (pods dumped without all their
+    nodes): the decision leaves them out, and the room they take with them, without a word
+    otherwise."""
+    lost = snapshot.missing_nodes()
+    if not lost:
+        return None
+    gone = set(lost)
+    pods = sum(1 for p in snapshot.bound_pod_tuple if p.spec.node_name in gone)
+    more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+    return (f"{pods} bound pod(s) run on {len(lost)} node(s) not in the snapshot ({', '.join(lost[:5])}{more}); "
+            "they are left out: dump every node (kubectl get nodes,pods -A -o yaml)")
+
+
 def note(message: Optional[str]) -> None:
     """A side remark for people, on stderr so that stdout stays machine-readable."""
     if message:

@@ -10,8 +10,8 @@ from adapters.cluster_read import add_cluster_options
 from adapters.gc_control import keep_for_good
 
 from . import (
-    add_config_options, add_progress_option, config_from_args, note, others_pending, read_snapshot_or_cluster,
-    time_limit, worker_count,
+    add_config_options, add_progress_option, config_from_args, missing_nodes, note, others_pending,
+    read_snapshot_or_cluster, time_limit, worker_count,
 )
 
 OUTPUTS = ("table", "json")
@@ -36,6 +36,7 @@ def read_input(args: argparse.Namespace):
     loaded = read_snapshot_or_cluster(args, config, args.snapshot)
     loaded = loaded.require_nodes_or_pods()
     note(loaded.note())
+    note(missing_nodes(loaded.snapshot))
     if not args.all_pending:
         note(others_pending(loaded.snapshot, config.scheduler_name))
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)

@@ -20,6 +20,7 @@ from . import (
     add_config_options,
     add_progress_option,
     config_from_args,
+    missing_nodes,
     note,
     others_pending,
     progress_lines,
@@ -91,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     loaded = read_snapshot_or_cluster(args, config, snapshot_source(args.snapshot))
     loaded = loaded.require_nodes_or_pods()
     note(loaded.note())
+    note(missing_nodes(loaded.snapshot))
     if not args.all_pending:
         note(others_pending(loaded.snapshot, config.scheduler_name))
     checkpoint()  # each of these walks every pod once

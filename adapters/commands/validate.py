@@ -12,7 +12,7 @@ import sys
 from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
 from adapters.gc_control import keep_for_good
 
-from . import add_config_options, config_from_args, note
+from . import add_config_options, config_from_args, missing_nodes, note
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         loaded = read_snapshot(args.snapshot, max_bytes=max_bytes)
     loaded = loaded.require_nodes_or_pods()
     note(loaded.note())
+    note(missing_nodes(loaded.snapshot))
     # Pending pods and no Node: what `schedule` refuses to decide is not replayed either.
     loaded.decidable(config.scheduler_name, all_pending=args.all_pending)
 

@@ -207,8 +207,7 @@ def build_problem(
 
 
 def _lost_pods(snapshot: ClusterSnapshot) -> list[str]:
-    names = snapshot.node_by_name
-    lost = sorted({p.spec.node_name for p in snapshot.bound_pods() if p.spec.node_name not in names})
+    lost = snapshot.missing_nodes()
     if not lost:
         return []
     more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""

@@ -222,3 +222,15 @@ def test_every_deciding_command_says_when_the_pending_pods_name_another_schedule
     assert code == 0
     assert ('cpsat-scheduler: note: no pending pod has schedulerName "cpsat-scheduler", but 1 pending pod(s) name '
             "another scheduler; --all-pending takes them") in err
+
+
+@pytest.mark.parametrize("argv", [["schedule"], ["why", "all"], ["provision"], ["what-if", "--remove-node", "n1"]],
+                         ids=["schedule", "why", "provision", "what-if"])
+def test_every_deciding_command_says_when_bound_pods_name_nodes_the_dump_lacks(capsys, tmp_path: Path, argv) -> None:
+    """Pods dumped without their node were left out, their room with them, without a word (only
+    repack said so)."""
+    ghost = RUNNING.replace("nodeName: n1", "nodeName: ghost")
+    code, _, err = run(capsys, *argv, write(tmp_path, "snap.yaml", listing(NODE, POD, ghost)))
+    assert code == 0
+    assert ("cpsat-scheduler: note: 1 bound pod(s) run on 1 node(s) not in the snapshot (ghost); they are left out: "
+            "dump every node (kubectl get nodes,pods -A -o yaml)") in err
