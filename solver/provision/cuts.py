@@ -7,9 +7,10 @@ class could take), and per class the pods a node can hold (``fit_count``). Each 
 placement constraints, so adding it changes no answer, only what the LP sees.
 
 ``aggregate_bound`` minimises the cost of node counts per shape under the rows alone (every pod
-placed): a relaxation of the model, so its optimum is a lower bound on the cost; it has one
-variable per shape and is proven in a moment, where CP-SAT's own bound on the full model may
-not arrive within the time limit on a loaded machine.
+placed, each file entry's maxCount over its zones kept): a relaxation of the model, so its
+optimum is a lower bound on the cost; it has one variable per shape and is proven in a moment,
+where CP-SAT's own bound on the full model may not arrive within the time limit on a loaded
+machine.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ortools.sat.python import cp_model
 
 from .devices import DEVICE
 from .problem import PodClass, Problem, demand, need
+from .shapes import entry_limits
 
 BOUND_SECONDS = 5.0
 
@@ -95,6 +97,8 @@ def aggregate_bound(problem: Problem, counts: list[int], rows: list[Cut]) -> int
     n = {s: model.new_int_var(0, k, f"n[{s}]") for s, k in enumerate(counts)}
     for row in rows:
         model.add(sum(a * n[s] for s, a in row.per_shape.items() if a) >= row.short)
+    for members, most in entry_limits(problem.shapes):
+        model.add(sum(n[s] for s in members) <= most)
     model.minimize(sum(problem.shapes[s].cost * v for s, v in n.items()))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = BOUND_SECONDS

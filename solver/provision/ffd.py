@@ -1,7 +1,8 @@
 """The baseline: first-fit-decreasing over the cheapest shape that fits, what cluster
 autoscalers' expanders approximate. Pods largest first (cpu, then memory); each goes to the
 first existing node, then the first node already added, with room and allowed for it; else a
-new node of the cheapest shape it may go to (fewest of the shape's room wasted breaks a tie).
+new node of the cheapest shape it may go to (fewest of the shape's room wasted breaks a tie), below
+its maxCount and its file entry's over all zones.
 A gang that must share a domain keeps the domain of its first pod placed. Classes that support
 others' required pod affinity go before them (``support``'s levels), and a pod needing that
 support goes only where a supporting pod already is in its domain: it opens no node of its own
@@ -15,6 +16,7 @@ from functools import partial
 from typing import Optional
 
 from .problem import PODS, PodClass, Problem, need
+from .shapes import entry_limits
 from .support import backed, domain
 
 
@@ -150,13 +152,22 @@ def _copies(cls: PodClass, room: dict[str, int], where: tuple[str, int]) -> int:
     return min(most, 1) if cls.one_per_node else most
 
 
+def _full(problem: Problem, opened: dict[int, int], s: int) -> bool:
+    """No more nodes of shape ``s``: its own maxCount (a zone's count), or its file entry's over
+    all its zones, is reached."""
+    if opened[s] >= problem.shapes[s].max_count:
+        return True
+    return any(s in members and sum(opened[t] for t in members) >= most
+               for members, most in entry_limits(problem.shapes))
+
+
 def _open(problem: Problem, bins: Bins, cls: PodClass, opened: dict[int, int], allowed,
           per_pod: bool) -> Optional[int]:
     best: Optional[tuple[float, int, int]] = None
     for s in cls.shapes:
         shape = problem.shapes[s]
         room = problem.room(("shape", s))
-        if opened[s] >= shape.max_count or not allowed(("shape", s)) or not _fits(cls, room, ("shape", s)):
+        if _full(problem, opened, s) or not allowed(("shape", s)) or not _fits(cls, room, ("shape", s)):
             continue
         waste = sum(room[r] - need(cls, r, ("shape", s)) for r in problem.resources if r != PODS)
         price = shape.cost / max(1, _copies(cls, room, ("shape", s))) if per_pod else shape.cost

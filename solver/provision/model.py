@@ -2,7 +2,8 @@
 
 Bins are the existing nodes (their free room) and, for each shape, candidate nodes
 ``new[s, j]`` for j below the most that could pay off (the shape's maxCount, the pods that may
-go there, and what first-fit-decreasing spent over the shape's cost). Constraints, one family
+go there, and what first-fit-decreasing spent over the shape's cost; a file entry's maxCount
+bounds its zones' shapes together). Constraints, one family
 per sentence below (a class placed only beside its required pod affinity's pending support:
 ``support.constrain``); objective: total cost, then fewest nodes. The better of two first-fit-decreasing
 answers is the hint, so the model's answer is never worse than the baseline.
@@ -20,6 +21,7 @@ from .cuts import aggregate_bound, cuts
 from . import support
 from .devices import DEVICE
 from .problem import Problem, need
+from .shapes import entry_limits
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ def solve(problem: Problem, baseline: Bins, start_from: Bins, *, time_limit: flo
     for s, n in enumerate(counts):
         for j in range(1, n):
             model.add_implication(new[s, j], new[s, j - 1])
+    # A file entry's maxCount bounds the nodes of its zones' shapes in all.
+    for members, most in entry_limits(problem.shapes):
+        model.add(sum(new[s, j] for s in members for j in range(counts[s])) <= most)
     _gang_domains(model, problem, bins, x)
     _apart(model, problem, bins, x)
     _apart_in_domains(model, problem, bins, x)

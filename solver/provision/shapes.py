@@ -1,7 +1,8 @@
 """Node shapes ``provision`` may add: labels, taints, allocatable, devices, a cost and how many.
 
 From a file (``parse_shapes``: a list of mappings, each checked, an error naming the entry and
-field) or from the cluster's own nodes (``shapes_from_nodes``: nodes alike in labels — less
+field; an entry with ``zones:`` is one shape per zone, its ``maxCount`` bounding their nodes in
+all) or from the cluster's own nodes (``shapes_from_nodes``: nodes alike in labels — less
 their name — taints, allocatable and own devices make one shape, costed by the config's
 ``repack.instanceCost`` per instance type, else ``repack.defaultNodeCost``).
 
@@ -40,6 +41,10 @@ class Shape:
     cost: int  # thousandths
     max_count: int
     slices: tuple[ResourceSlice, ...] = ()  # its own devices' slices, as a node of it publishes them (``devices``)
+    # The file entry it comes from ("": a shape of the cluster's nodes), and that entry's
+    # maxCount: with ``zones:`` one entry is a shape per zone, and maxCount bounds them in all.
+    entry: str = ""
+    entry_max: Optional[int] = None
 
     @property
     def allocatable(self) -> dict[str, int]:
@@ -116,17 +121,34 @@ def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
         slices = parse_devices(entry["devices"], where) if "devices" in entry else ()
         zones = entry.get("zones")
         if zones is None:
-            out.append(Shape(name, _node(name, entry, where, None), cost, max_count, slices))
+            out.append(Shape(name, _node(name, entry, where, None), cost, max_count, slices, name, max_count))
             continue
         if not isinstance(zones, dict) or not zones:
             raise InputError(where, "zones", "expected a mapping of zone to the most nodes there")
         for zone, count in zones.items():
             zoned = f"{name}@{zone}"
+            # A zone's own count bounds it there; maxCount bounds the entry's zones in all
+            # (``entry_limits``), as a node group's maximum does.
             out.append(Shape(zoned, _node(zoned, entry, where, str(zone)), cost,
-                             min(max_count, _count(count, where, f"zones.{zone}")), slices))
+                             min(max_count, _count(count, where, f"zones.{zone}")), slices, name, max_count))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise InputError("shapes", "name", "two shapes share a name")
+    return out
+
+
+def entry_limits(shapes: list[Shape]) -> list[tuple[list[int], int]]:
+    """The shapes (indexes) of each file entry with zones whose ``maxCount`` is below what its
+    zones allow together, and that maxCount: their nodes in all are at most it."""
+    members: dict[str, list[int]] = {}
+    for i, shape in enumerate(shapes):
+        if shape.entry:
+            members.setdefault(shape.entry, []).append(i)
+    out = []
+    for group in members.values():
+        most = shapes[group[0]].entry_max
+        if len(group) > 1 and most is not None and most < sum(shapes[i].max_count for i in group):
+            out.append((group, most))
     return out
 
 

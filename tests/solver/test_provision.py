@@ -492,3 +492,24 @@ def test_first_fit_decreasing_places_pods_needing_support_on_their_node_beside_i
     r = provision(make_snapshot([node], pods), CONFIG, shapes(("m", "4", 1)))
     assert (r.ffd_nodes, r.ffd_unplaced) == (2, 0)
     assert r.cost == 2000 and r.proven and len(r.placement) == 4
+
+
+def test_max_count_bounds_a_shapes_nodes_over_all_its_zones() -> None:
+    """maxCount 2 with zones {za: 2, zb: 2}: two nodes of the shape in all (the third pod goes to
+    the dearer shape), in the model's answer and in first-fit-decreasing's."""
+    node, hog = full_node()
+    pods = [hog] + [make_pod(f"a/p{i}", cpu="3") for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG,
+                  shapes(("small", "4", 1, {"maxCount": 2, "zones": {"za": 2, "zb": 2}}), ("dear", "4", 3)))
+    assert sorted(a.shape for a in r.added if a.shape.startswith("small")) in (
+        ["small@za", "small@za"], ["small@za", "small@zb"], ["small@zb", "small@zb"])
+    assert len(r.added) == 3 and r.cost == 5000 and r.proven
+    assert (r.ffd_nodes, r.ffd_cost, r.ffd_unplaced) == (3, 5000, 0)
+
+
+def test_a_zones_own_count_still_bounds_it_within_max_count() -> None:
+    node, hog = full_node()
+    pods = [hog] + [make_pod(f"a/p{i}", cpu="3") for i in range(3)]
+    r = provision(make_snapshot([node], pods), CONFIG,
+                  shapes(("small", "4", 1, {"maxCount": 5, "zones": {"za": 1, "zb": 1}}), ("dear", "4", 3)))
+    assert sorted(a.shape for a in r.added) == ["dear", "small@za", "small@zb"] and r.proven
