@@ -12,7 +12,7 @@ from models import InputError
 
 from adapters.interrupts import write_result
 
-from . import progress_lines
+from . import note, progress_lines
 from .operator_input import add_input_options, read_input
 
 
@@ -36,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
 
 
-def read_shapes(path: str, default_max: int):
+def read_shapes(path: str, default_max: int, nodes=()):
+    """The shapes of ``path``; ``nodes``, the cluster's, give what an entry leaves out that every
+    node has (os and arch labels, disk: ``solver.provision.defaults``)."""
     from adapters.snapshot_io import read_documents
     from solver.provision import parse_shapes
 
@@ -47,7 +49,7 @@ def read_shapes(path: str, default_max: int):
     if isinstance(entries, dict) and "shapes" in entries:
         entries = entries["shapes"]
     try:
-        return parse_shapes(entries, default_max=default_max)
+        return parse_shapes(entries, default_max=default_max, nodes=nodes)
     except InputError as exc:
         raise InputError(f"{path}: {exc.obj}", exc.field, exc.problem) from None
 
@@ -55,10 +57,12 @@ def read_shapes(path: str, default_max: int):
 def _run(args: argparse.Namespace) -> int:
     snapshot, config = read_input(args)
     pending = len(snapshot.pending_pods(config.scheduler_name, all_pending=args.all_pending))
-    shapes = read_shapes(args.shapes, max(1, pending)) if args.shapes else None
+    shapes = read_shapes(args.shapes, max(1, pending), snapshot.nodes) if args.shapes else None
     from solver.provision import provision
 
     result = provision(snapshot, config, shapes, all_pending=args.all_pending)
+    for line in result.notes:
+        note(line)
     if args.output == "json":
         write_result(json.dumps(result.to_json(), indent=2) + "\n")
     else:

@@ -19,6 +19,7 @@ from ..validate import validate
 from ..explain import plan_applied
 from .ffd import Bins, first_fit_decreasing
 from .model import Solved, solve
+from .notes import omission_notes
 from .problem import Problem, build_problem
 from .shapes import COST_SCALE, Shape, parse_shapes, shapes_from_nodes, with_new_nodes
 
@@ -51,6 +52,8 @@ class Provisioned:
     # "model": the validator accepted the model's placement (devices and volume bindings given as
     # the engine gives them); "engine": it did not, and the engine decided the pods on those nodes
     placed_by: str = "model"
+    # for people: a field a shape file's entry left out is why pods of ``nowhere`` fit no shape
+    notes: list[str] = field(default_factory=list)
 
     @property
     def proven(self) -> bool:
@@ -101,9 +104,10 @@ def provision(snapshot: ClusterSnapshot, config: SchedulerConfig, shapes: Option
     added = [Added(f"{shapes[s].name}-new-{j + 1}", shapes[s].name, shapes[s].cost, shapes[s].device_count)
              for s, n in sorted(counts.items()) for j in range(n)]
     placement, left_out, placed_by = _checked(base, config, keys, problem.nowhere, added, shapes, where, all_pending)
+    notes = omission_notes(shapes, [p for k in sorted(problem.nowhere) if (p := base.pod(k)) is not None])
     return Provisioned(len(keys), added, sum(a.cost for a in added), status, bound, placement, left_out,
                        problem.nowhere, ffd_cost, len(baseline.added()), len(baseline.unplaced),
-                       time.monotonic() - start, shapes, placed_by)
+                       time.monotonic() - start, shapes, placed_by, notes)
 
 
 def _counts(baseline: Bins) -> dict[int, int]:

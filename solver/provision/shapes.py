@@ -1,10 +1,12 @@
 """Node shapes ``provision`` may add: labels, taints, allocatable, devices, a cost and how many.
 
 From a file (``parse_shapes``: a list of mappings, each checked, an error naming the entry and
-field; an entry with ``zones:`` is one shape per zone, its ``maxCount`` bounding their nodes in
-all) or from the cluster's own nodes (``shapes_from_nodes``: nodes alike in labels — less
-their name — taints, allocatable and own devices make one shape, costed by the config's
-``repack.instanceCost`` per instance type, else ``repack.defaultNodeCost``).
+field; what an entry leaves out that every real node has — os and arch labels, pod slots, disk —
+filled in by ``defaults``; an entry with ``zones:`` is one shape per zone, its ``maxCount``
+bounding their nodes in all) or from the cluster's own nodes (``shapes_from_nodes``: nodes alike
+in labels — less their name — taints, allocatable and own devices make one shape, costed by the
+config's ``repack.instanceCost`` per instance type, else ``repack.defaultNodeCost``; they carry
+their nodes' labels and allocatable as they are).
 
 Costs are kept in thousandths (integers for CP-SAT): 0.192 is 192.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from models.config import SchedulerConfig
 from models.dra import ResourceSlice
@@ -24,11 +26,11 @@ from models.snapshot import ClusterSnapshot
 
 from ..whatif.changes import rebuilt
 from ..whatif.node_slices import copied_slices, node_slices
+from .defaults import NO_ZONE, ZONE, Filled, cluster_defaults, filled_in
 from .devices import devices_signature, parse_devices
 
 COST_SCALE = 1000
 HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
 # Labels a node carries for itself alone, left out when nodes are grouped into shapes.
 NODE_OWN_LABELS = (HOSTNAME,)
 CONDITION_TAINTS = "node.kubernetes.io/"
@@ -45,6 +47,7 @@ class Shape:
     # maxCount: with ``zones:`` one entry is a shape per zone, and maxCount bounds them in all.
     entry: str = ""
     entry_max: Optional[int] = None
+    filled: tuple[Filled, ...] = ()  # what the entry left out and the shape got instead (``defaults``)
 
     @property
     def allocatable(self) -> dict[str, int]:
@@ -93,10 +96,12 @@ def _count(value: Any, where: str, field: str) -> int:
     return value
 
 
-def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
-    """Shapes from a file's list (see docs/operator-questions.md for the format)."""
+def parse_shapes(entries: Any, *, default_max: int, nodes: Iterable[Node] = ()) -> list[Shape]:
+    """Shapes from a file's list (see docs/operator-questions.md for the format); ``nodes``, the
+    cluster's, give the os and arch labels and the disk an entry leaves out (``defaults``)."""
     if not isinstance(entries, list) or not entries:
         raise InputError("shapes", "", "expected a non-empty list of shapes (or a mapping with key shapes:)")
+    defaults = cluster_defaults(nodes)
     out: list[Shape] = []
     for i, entry in enumerate(entries):
         where = f"shapes[{i}]"
@@ -119,9 +124,15 @@ def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
         cost = _cost(entry.get("cost", 1), where)
         max_count = _count(entry.get("maxCount", default_max), where, "maxCount")
         slices = parse_devices(entry["devices"], where) if "devices" in entry else ()
+        labels = entry.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise InputError(where, "labels", "expected a mapping of label to value")
+        labels, allocatable, filled = filled_in(labels, allocatable, defaults)
+        entry = dict(entry, labels=labels, allocatable=allocatable)
         zones = entry.get("zones")
         if zones is None:
-            out.append(Shape(name, _node(name, entry, where, None), cost, max_count, slices, name, max_count))
+            filled += (NO_ZONE,) if ZONE not in labels else ()
+            out.append(Shape(name, _node(name, entry, where, None), cost, max_count, slices, name, max_count, filled))
             continue
         if not isinstance(zones, dict) or not zones:
             raise InputError(where, "zones", "expected a mapping of zone to the most nodes there")
@@ -130,7 +141,7 @@ def parse_shapes(entries: Any, *, default_max: int) -> list[Shape]:
             # A zone's own count bounds it there; maxCount bounds the entry's zones in all
             # (``entry_limits``), as a node group's maximum does.
             out.append(Shape(zoned, _node(zoned, entry, where, str(zone)), cost,
-                             min(max_count, _count(count, where, f"zones.{zone}")), slices, name, max_count))
+                             min(max_count, _count(count, where, f"zones.{zone}")), slices, name, max_count, filled))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise InputError("shapes", "name", "two shapes share a name")
@@ -153,10 +164,7 @@ def entry_limits(shapes: list[Shape]) -> list[tuple[list[int], int]]:
 
 
 def _node(name: str, entry: dict, where: str, zone: Optional[str]) -> Node:
-    labels = entry.get("labels") or {}
-    if not isinstance(labels, dict):
-        raise InputError(where, "labels", "expected a mapping of label to value")
-    labels = dict(labels)
+    labels = dict(entry["labels"])
     if zone is not None:
         labels[ZONE] = zone
     try:

@@ -118,3 +118,59 @@ def test_a_pod_whose_affinity_only_a_pending_pod_meets_is_planned_beside_it(caps
     assert code == 0 and doc["proven"] and doc["placedBy"] == "model"
     assert doc["placement"] == {"a/a": "small-new-1", "a/b": "small-new-1"}
     assert doc["fitsNoShape"] == {} and doc["leftOut"] == {}
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}
+
+
+def real_node(name: str, **labels: str) -> dict:
+    """A full node as a kubelet registers it: os and arch labels, disk, 110 pod slots."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **KUBELET_LABELS, **labels}},
+            "status": {"allocatable": {"cpu": "1", "memory": "4Gi", "pods": "110", "ephemeral-storage": "70Gi"}}}
+
+
+def trial(tmp_path: Path, nodes: list[dict], pods: list[dict]) -> str:
+    items = list(nodes)
+    for i, node in enumerate(nodes):
+        hog = pod(f"hog{i}", "1")
+        hog["spec"]["nodeName"] = node["metadata"]["name"]
+        items.append(hog)
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items + pods}))
+    return str(snap)
+
+
+def test_the_example_shapes_take_pods_selecting_linux_and_asking_for_disk(capsys, tmp_path: Path) -> None:
+    """The user's trial: examples/provision/shapes.yaml lists cpu, memory and pods only; a pod
+    selecting kubernetes.io/os: linux and a 2 CPU/48Gi pod asking for 10Gi of ephemeral-storage
+    both go to an r5.2xlarge, which takes the cluster's os and arch labels and its nodes' disk."""
+    web = pod("web", "1")
+    web["spec"]["nodeSelector"] = {"kubernetes.io/os": "linux"}
+    etl = pod("etl", "2")
+    etl["spec"]["containers"][0]["resources"]["requests"].update({"memory": "48Gi", "ephemeral-storage": "10Gi"})
+    snap = trial(tmp_path, [real_node("old")], [web, etl])
+    code, out, err = run(capsys, "provision", snap, "--shapes", str(EXAMPLES / "provision/shapes.yaml"), "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["proven"] and err == []
+    assert doc["placement"] == {"a/etl": "r5.2xlarge-new-1", "a/web": "r5.2xlarge-new-1"}
+    assert doc["fitsNoShape"] == {} and doc["firstFitDecreasing"]["unplaced"] == 0
+
+
+def test_a_label_the_nodes_disagree_on_is_named_on_stderr_when_it_leaves_a_pod_out(capsys, tmp_path: Path) -> None:
+    api = pod("api", "1")
+    api["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}
+    nodes = [real_node("old"), real_node("arm", **{"kubernetes.io/arch": "arm64"})]
+    snap = trial(tmp_path, nodes, [api, pod("plain", "1")])
+    code, out, err = run(capsys, "provision", snap, "--shapes", str(EXAMPLES / "provision/shapes.yaml"))
+    assert code == 0 and "  a/plain  ->  m5.xlarge-new-1" in out
+    assert "NOT PLACED ON ANY SHAPE: 1\n  a/api: " in out
+    note = ("cpsat-scheduler: note: shapes m5.xlarge, r5.2xlarge have no label kubernetes.io/arch in the file "
+            "(left unset, as the cluster's nodes disagree: amd64, arm64): 1 pending pod(s) that need it fit no shape")
+    assert err == [note]
+    code, out, err = run(capsys, "provision", snap, "--shapes", str(EXAMPLES / "provision/shapes.yaml"), "-o", "json")
+    assert code == 0 and list(json.loads(out)["fitsNoShape"]) == ["a/api"] and err == [note]  # stdout: JSON only

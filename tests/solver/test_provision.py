@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Optional
 
 import pytest
 
@@ -494,6 +495,122 @@ def test_first_fit_decreasing_places_pods_needing_support_on_their_node_beside_i
     assert r.cost == 2000 and r.proven and len(r.placement) == 4
 
 
+# A shape file's entry lists what sets its nodes apart (cpu, memory, instance type); what every
+# real node has besides — the os and arch labels, pod slots, disk — comes from defaults.
+OS, ARCH = "kubernetes.io/os", "kubernetes.io/arch"
+LINUX_AMD64 = {OS: "linux", ARCH: "amd64", f"beta.{OS}": "linux", f"beta.{ARCH}": "amd64"}
+R5 = {"name": "r5", "labels": {"node.kubernetes.io/instance-type": "r5.2xlarge"},
+      "allocatable": {"cpu": "8", "memory": "64Gi"}, "cost": 0.504}
+
+
+def on_arch(arch: str) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ARCH, "operator": "In", "values": [arch]}]}]}}}
+
+
+def trial_pods() -> list:
+    """What the user's trial had pending: a pod selecting linux, one requiring amd64 by node
+    affinity, one on the beta label, and a 2 CPU/48Gi pod asking for 10Gi of disk."""
+    return [make_pod("a/web", cpu="1", node_selector={OS: "linux"}),
+            make_pod("a/api", cpu="1", affinity=on_arch("amd64")),
+            make_pod("a/old", cpu="1", node_selector={f"beta.{ARCH}": "amd64"}),
+            make_pod("a/etl", cpu="2", memory="48Gi", requests={"ephemeral-storage": "10Gi"})]
+
+
+def full_nodes(*labels: dict, disk: Optional[str] = "100Gi") -> tuple[list, list]:
+    nodes = [make_node(f"old{i}", cpu="1", labels=extra, ephemeral_storage=disk) for i, extra in enumerate(labels)]
+    return nodes, [make_pod(f"sys/hog{i}", cpu="1", node=n.metadata.name) for i, n in enumerate(nodes)]
+
+
+def test_a_shape_listing_cpu_and_memory_only_takes_the_clusters_os_arch_disk_and_110_pod_slots() -> None:
+    nodes, hogs = full_nodes(LINUX_AMD64, dict(LINUX_AMD64), disk="100Gi")
+    nodes[1] = make_node("old1", cpu="1", labels=LINUX_AMD64, ephemeral_storage="80Gi")
+    [shape] = parse_shapes([R5], default_max=5, nodes=nodes)
+    assert {k: shape.node.metadata.labels[k] for k in LINUX_AMD64} == LINUX_AMD64
+    assert shape.allocatable["pods"] == 110 and shape.allocatable["ephemeral-storage"] == 80 * 2**30
+    r = provision(make_snapshot(nodes, hogs + trial_pods()), CONFIG, [shape])
+    assert r.nowhere == {} and r.notes == []
+    assert r.placement == {"a/web": "r5-new-1", "a/api": "r5-new-1", "a/old": "r5-new-1", "a/etl": "r5-new-1"}
+
+
+def test_a_shapes_own_labels_and_resources_win_over_the_defaults() -> None:
+    nodes, hogs = full_nodes(LINUX_AMD64)
+    own = dict(R5, labels={ARCH: "arm64"}, allocatable={"cpu": "8", "memory": "64Gi", "pods": "3",
+                                                      "ephemeral-storage": "5Gi"})
+    [shape] = parse_shapes([own], default_max=5, nodes=nodes)
+    labels = shape.node.metadata.labels
+    assert (labels[ARCH], labels[OS], labels[f"beta.{ARCH}"]) == ("arm64", "linux", "amd64")
+    assert shape.allocatable["pods"] == 3 and shape.allocatable["ephemeral-storage"] == 5 * 2**30
+    r = provision(make_snapshot(nodes, hogs + trial_pods()), CONFIG, [shape])
+    assert sorted(r.nowhere) == ["a/api", "a/etl"] and r.notes == []  # what the file says: no note
+
+
+def test_labels_the_clusters_nodes_disagree_on_are_left_unset_and_a_note_says_so() -> None:
+    nodes, hogs = full_nodes(LINUX_AMD64, dict(LINUX_AMD64, **{ARCH: "arm64", f"beta.{ARCH}": "arm64"}))
+    [shape] = parse_shapes([R5], default_max=5, nodes=nodes)
+    assert ARCH not in shape.node.metadata.labels and shape.node.metadata.labels[OS] == "linux"
+    r = provision(make_snapshot(nodes, hogs + trial_pods()), CONFIG, [shape])
+    assert sorted(r.nowhere) == ["a/api", "a/old"]
+    assert r.notes == [
+        "shape r5 has no label beta.kubernetes.io/arch in the file (left unset, as the cluster's nodes disagree: "
+        "amd64, arm64): 1 pending pod(s) that need it fit no shape",
+        "shape r5 has no label kubernetes.io/arch in the file (left unset, as the cluster's nodes disagree: "
+        "amd64, arm64): 1 pending pod(s) that need it fit no shape"]
+
+
+def test_a_resource_a_shape_omits_and_no_node_reports_is_named_in_a_note() -> None:
+    """No node of the cluster reports ephemeral-storage, and none has nvidia.com/gpu: a shape
+    that omits them holds neither, and the pods asking for them are counted in a note per
+    shape and resource (once per entry, not per zone)."""
+    nodes, hogs = full_nodes(LINUX_AMD64, disk=None)
+    gpu = make_pod("ml/train", cpu="1", requests={"nvidia.com/gpu": "1"})
+    shapes = parse_shapes([dict(R5, zones={"a": 2, "b": 2})], default_max=5, nodes=nodes)
+    r = provision(make_snapshot(nodes, hogs + trial_pods() + [gpu]), CONFIG, shapes)
+    assert sorted(r.nowhere) == ["a/etl", "ml/train"]
+    assert r.notes == [
+        "shape r5 lists no ephemeral-storage in allocatable (left out, as no node of the cluster reports it): "
+        "1 pending pod(s) that request it fit no shape",
+        "shape r5 lists no nvidia.com/gpu in allocatable: 1 pending pod(s) that request it fit no shape"]
+
+
+def test_no_nodes_no_label_defaults_and_a_note_when_it_matters() -> None:
+    [shape] = parse_shapes([R5], default_max=5, nodes=[])
+    assert OS not in shape.node.metadata.labels and shape.allocatable["pods"] == 110
+    r = provision(make_snapshot([], [make_pod("a/web", cpu="1", node_selector={OS: "linux"})]), CONFIG, [shape])
+    assert list(r.nowhere) == ["a/web"]
+    assert r.notes == ["shape r5 has no label kubernetes.io/os in the file (left unset, as the cluster has no "
+                       "nodes): 1 pending pod(s) that need it fit no shape"]
+
+
+def test_a_default_that_refuses_a_pod_is_named_in_a_note() -> None:
+    """The cluster's nodes are linux with 20Gi of disk: a shape leaving both out gets them, and a
+    pod selecting windows, or asking for 30Gi, fits no shape; the note says what was taken."""
+    nodes, hogs = full_nodes(LINUX_AMD64, disk="20Gi")
+    pods = [make_pod("a/win", cpu="1", node_selector={OS: "windows"}),
+            make_pod("a/big", cpu="1", requests={"ephemeral-storage": "30Gi"}),
+            make_pod("a/fits", cpu="1", requests={"ephemeral-storage": "20Gi"})]
+    r = provision(make_snapshot(nodes, hogs + pods), CONFIG, parse_shapes([R5], default_max=5, nodes=nodes))
+    assert sorted(r.nowhere) == ["a/big", "a/win"] and r.placement == {"a/fits": "r5-new-1"}
+    assert r.notes == [
+        "shape r5 has no label kubernetes.io/os in the file (taken as linux, the value every node of the cluster "
+        "has): 1 pending pod(s) that need it fit no shape",
+        "shape r5 lists no ephemeral-storage in allocatable (taken as 20Gi, the least any node of the cluster "
+        "has): 1 pending pod(s) that request more than that fit no shape"]
+
+
+def test_a_pod_spreading_over_zones_fits_no_shape_without_zones_and_a_note_says_why() -> None:
+    nodes, hogs = full_nodes(dict(LINUX_AMD64, **{"topology.kubernetes.io/zone": "a"}))
+    spread = [spread_rule("topology.kubernetes.io/zone", {"app": "w"})]
+    pods = hogs + [make_pod("a/w", cpu="1", labels={"app": "w"}, spread=spread)]
+    r = provision(make_snapshot(nodes, pods), CONFIG, parse_shapes([R5], default_max=5, nodes=nodes))
+    assert list(r.nowhere) == ["a/w"] and "missing required label" in r.nowhere["a/w"]
+    assert r.notes == ["shape r5 has no label topology.kubernetes.io/zone in the file (left unset, as the entry "
+                       "has no zones:): 1 pending pod(s) that need it fit no shape"]
+    zoned = parse_shapes([dict(R5, zones={"a": 2})], default_max=5, nodes=nodes)
+    r = provision(make_snapshot(nodes, pods), CONFIG, zoned)
+    assert r.placement == {"a/w": "r5@a-new-1"} and r.notes == []
+
+
 def test_max_count_bounds_a_shapes_nodes_over_all_its_zones() -> None:
     """maxCount 2 with zones {za: 2, zb: 2}: two nodes of the shape in all (the third pod goes to
     the dearer shape), in the model's answer and in first-fit-decreasing's."""
@@ -513,3 +630,15 @@ def test_a_zones_own_count_still_bounds_it_within_max_count() -> None:
     r = provision(make_snapshot([node], pods), CONFIG,
                   shapes(("small", "4", 1, {"maxCount": 5, "zones": {"za": 1, "zb": 1}}), ("dear", "4", 3)))
     assert sorted(a.shape for a in r.added) == ["dear", "small@za", "small@zb"] and r.proven
+
+
+def test_cost_and_pod_slots_default_as_the_shapes_file_format_says() -> None:
+    """docs/operator-questions.md's table of what an entry left out gets: cost 1, 110 pod slots."""
+    import re
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs/operator-questions.md").read_text()
+    rows = dict(re.findall(r"^\| `([^`|]+)` \| ([^,|]+?)[,|]", docs, flags=re.MULTILINE))
+    [shape] = parse_shapes([{"name": "x", "allocatable": {"cpu": "4"}}], default_max=5)
+    assert (rows["cost"].strip(), shape.cost) == ("1", 1000)
+    assert (rows["allocatable.pods"].strip(), shape.allocatable["pods"]) == ("110", 110)
