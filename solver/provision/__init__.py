@@ -46,6 +46,8 @@ class Provisioned:
     nowhere: dict[str, str]  # pods no existing node nor any shape could take alone
     ffd_cost: int
     ffd_nodes: int
+    # pending pods first-fit-decreasing's answer leaves out: those of ``nowhere`` (no answer
+    # places them) and those it could not fit within the shapes' maxCounts
     ffd_unplaced: int
     seconds: float
     shapes: list[Shape] = field(default_factory=list)
@@ -106,7 +108,7 @@ def provision(snapshot: ClusterSnapshot, config: SchedulerConfig, shapes: Option
     placement, left_out, placed_by = _checked(base, config, keys, problem.nowhere, added, shapes, where, all_pending)
     notes = omission_notes(shapes, [p for k in sorted(problem.nowhere) if (p := base.pod(k)) is not None])
     return Provisioned(len(keys), added, sum(a.cost for a in added), status, bound, placement, left_out,
-                       problem.nowhere, ffd_cost, len(baseline.added()), len(baseline.unplaced),
+                       problem.nowhere, ffd_cost, len(baseline.added()), len(problem.nowhere) + len(baseline.unplaced),
                        time.monotonic() - start, shapes, placed_by, notes)
 
 

@@ -174,3 +174,16 @@ def test_a_label_the_nodes_disagree_on_is_named_on_stderr_when_it_leaves_a_pod_o
     assert err == [note]
     code, out, err = run(capsys, "provision", snap, "--shapes", str(EXAMPLES / "provision/shapes.yaml"), "-o", "json")
     assert code == 0 and list(json.loads(out)["fitsNoShape"]) == ["a/api"] and err == [note]  # stdout: JSON only
+
+
+def test_first_fit_decreasing_counts_a_pod_that_fits_no_shape_as_unplaced(capsys) -> None:
+    """quickstart's search indexer asks for more memory than any of its nodes has: neither
+    answer places it, and first-fit-decreasing's ``unplaced`` says so as ``fitsNoShape`` does
+    (it read 0)."""
+    quickstart = str(EXAMPLES / "snapshots/quickstart.yaml")
+    code, out, _ = run(capsys, "provision", quickstart, "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and list(doc["fitsNoShape"]) == ["shop/search-indexer-0"] and doc["placement"] == {}
+    assert doc["firstFitDecreasing"] == {"nodes": 0, "cost": 0.0, "unplaced": 1}
+    code, out, _ = run(capsys, "provision", quickstart)
+    assert "first-fit-decreasing would add 0 node(s), cost 0, and leave 1 pod(s) out" in out
