@@ -25,6 +25,7 @@ from models.resources import is_tracked_resource
 from models.snapshot import ClusterSnapshot
 
 from ..whatif.changes import rebuilt
+from ..whatif.node_shape import kind_taints
 from ..whatif.node_slices import copied_slices, node_slices
 from .defaults import NO_ZONE, ZONE, Filled, cluster_defaults, filled_in
 from .devices import devices_signature, parse_devices
@@ -33,7 +34,6 @@ COST_SCALE = 1000
 HOSTNAME = "kubernetes.io/hostname"
 # Labels a node carries for itself alone, left out when nodes are grouped into shapes.
 NODE_OWN_LABELS = (HOSTNAME,)
-CONDITION_TAINTS = "node.kubernetes.io/"
 
 
 @dataclass(frozen=True)
@@ -182,9 +182,7 @@ def shapes_from_nodes(snapshot: ClusterSnapshot, config: SchedulerConfig, *, max
     repack = config.repack
     for node in snapshot.nodes:
         labels = {k: v for k, v in node.metadata.labels.items() if k not in NODE_OWN_LABELS}
-        # The node lifecycle controller's taints (cordon, not-ready, ...) describe that node's
-        # state, not its shape.
-        kept = [t for t in node.spec.taints if not t.key.startswith(CONDITION_TAINTS)]
+        kept = kind_taints(node.spec.taints)  # not its cordon, not-ready, ... (``node_shape``)
         taints = tuple((t.key, t.value, t.effect) for t in kept)
         slices = node_slices(snapshot, node.metadata.name)
         key = (tuple(sorted(labels.items())), taints, tuple(sorted(node.allocatable.items())),

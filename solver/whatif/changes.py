@@ -21,6 +21,7 @@ from models.errors import InputError
 from models.objects import Node, Pod, PodDisruptionBudget, copy_with
 from models.snapshot import ClusterSnapshot, pod_group_key
 
+from .node_shape import kind_taints
 from .node_slices import copied_slices, node_slices
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -121,7 +122,8 @@ class RemoveNode:
 class AddNodes:
     """``--add-nodes N:LIKE``: N new nodes shaped like node LIKE (labels, taints, allocatable, its
     own DRA devices: ``node_slices``), or like the Node given in a file (``shape``), named
-    ``<like>-whatif-<i>``; not cordoned."""
+    ``<like>-whatif-<i>``. New nodes are in no state yet: not cordoned, and without the taints
+    that say a node is cordoned, not ready, unreachable, ... (``node_shape``)."""
 
     count: int
     like: str
@@ -143,7 +145,7 @@ class AddNodes:
             if HOSTNAME_LABEL in labels:
                 labels[HOSTNAME_LABEL] = name
             metadata = copy_with(model.metadata, {"name": name, "labels": labels, "uid": ""})
-            spec = copy_with(model.spec, {"unschedulable": False})
+            spec = copy_with(model.spec, {"unschedulable": False, "taints": kind_taints(model.spec.taints)})
             added.append(copy_with(model, {"metadata": metadata, "spec": spec}))
         # A node copied from one of the cluster's gets a copy of that node's own devices.
         own = node_slices(snapshot, self.like) if self.shape is None else ()

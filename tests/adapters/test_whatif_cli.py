@@ -39,6 +39,18 @@ def test_table_lines_up_today_and_what_if(capsys) -> None:
     assert "moved:        shop/postgres-0: worker-b-2 ->" in out
 
 
+def test_nodes_added_like_a_cordoned_node_take_pods(capsys) -> None:
+    """A user trial: worker-c-2 is cordoned, and its copy kept the cordon's taint
+    (node.kubernetes.io/unschedulable), so the node the docs call "not cordoned" took no pod."""
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), "--drain", "worker-b-2", "--add-nodes", "1:worker-c-2",
+                         "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "worker-c-2-whatif-1" in doc["whatIf"]["assignments"].values()
+    assert doc["difference"]["newlyLeftOut"] == []  # worker-b-2's pods all find a node again
+    assert (doc["today"]["placed"], doc["whatIf"]["placed"]) == (10, 11)
+
+
 @pytest.mark.parametrize(("argv", "line"), [
     (["--drain", "nope"], "cpsat-scheduler: error: nodes/nope: --drain: no such node in the snapshot"),
     (["--relax-pdb", "shop/web=lots"], "cpsat-scheduler: error: shop/web=lots: --relax-pdb: \"lots\" is neither"),

@@ -41,6 +41,21 @@ def test_a_node_added_like_a_gpu_node_carries_its_devices() -> None:
     assert sorted(result.changed.placed.values()) == ["g1", "g1-whatif-1"]
 
 
+def test_a_node_added_like_a_not_ready_node_keeps_only_the_taints_of_its_kind() -> None:
+    """The lifecycle controller's taints (not-ready, cordon, ...) are the old node's state; a
+    taint the operator put on the node pool is its kind, and the copy keeps it."""
+    sick = make_node("n1", cpu="2", unschedulable=True,
+                     taints=["node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/unschedulable:NoSchedule",
+                             "dedicated=batch:NoSchedule"])
+    batch = make_pod("a/batch", cpu="1", tolerations=[{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])
+    snap = make_snapshot([sick], [batch, make_pod("a/plain", cpu="1")])
+    result = what_if(snap, [w.AddNodes(1, "n1")], CONFIG)
+    assert result.changed.placed == {"a/batch": "n1-whatif-1"}
+    assert "taint {dedicated: batch}" in result.changed.left_out["a/plain"]
+    added = w.changes.apply_all(snap, [w.AddNodes(1, "n1")], CONFIG.scheduler_name).node_by_name["n1-whatif-1"]
+    assert [t.key for t in added.spec.taints] == ["dedicated"] and not added.spec.unschedulable
+
+
 def test_draining_sends_owned_pods_elsewhere_keeps_daemons_and_drops_bare_pods() -> None:
     pods = [owned(make_pod("a/web", cpu="1", node="n1")), owned(make_pod("a/agent", cpu="100m", node="n1"), "DaemonSet"),
             make_pod("a/bare", cpu="1", node="n1")]

@@ -1,0 +1,28 @@
+"""What a new node made like an existing one keeps of its taints (``what-if --add-nodes``,
+``provision``'s shapes from the cluster's nodes).
+
+The taints under ``node.kubernetes.io/`` are put there by the node lifecycle controller and
+``kubectl cordon`` (unschedulable, not-ready, unreachable, memory-pressure, ...): they say what
+state that one node is in, not what kind of node it is. A new node of its kind comes up without
+them, so a copy that kept them would refuse every pod for a reason the new node does not have.
+The taints an operator or a node pool put there (``nvidia.com/gpu``, ``dedicated=infra``) are
+the node's kind, and stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from models.objects import Taint
+
+STATE_TAINT_PREFIX = "node.kubernetes.io/"
+
+
+def is_state_taint(taint: Taint) -> bool:
+    """Whether ``taint`` describes the node's state (see the module's docstring)."""
+    return taint.key.startswith(STATE_TAINT_PREFIX)
+
+
+def kind_taints(taints: Iterable[Taint]) -> list[Taint]:
+    """``taints`` less the ones that describe the node's state: what a new node like it carries."""
+    return [t for t in taints if not is_state_taint(t)]
