@@ -90,14 +90,15 @@ def outcome(snapshot: ClusterSnapshot, plan: Plan) -> Outcome:
 class Difference:
     """What the changed cluster's plan does differently from today's. A pod a change sent back
     to the queue (drain, remove-node) counts as moved when it is placed again, and as newly
-    left out when it is not; a pod a change deleted is listed as removed."""
+    left out when it is not; a pod a change deleted is listed as removed, whether it ran or
+    waited (a pending pod deleted changes the count of pods placed: the list says why)."""
 
     newly_placed: dict[str, str] = field(default_factory=dict)  # left out today -> node
     newly_left_out: list[str] = field(default_factory=list)  # placed or running today
     moved: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod -> (today's node, what-if's)
     evictions_added: dict[str, str] = field(default_factory=dict)
     evictions_dropped: dict[str, str] = field(default_factory=dict)
-    removed: list[str] = field(default_factory=list)  # pods today's plan places or runs, deleted by a change
+    removed: list[str] = field(default_factory=list)  # pods (running or pending, not finished) a change deleted
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,5 +128,11 @@ def difference(snapshot: ClusterSnapshot, today: Outcome, changed_snapshot: Clus
         moved={k: (where[k], n) for k, n in changed.placed.items() if k in where and where[k] != n},
         evictions_added={k: n for k, n in changed.evicted.items() if k not in today.evicted},
         evictions_dropped={k: n for k, n in today.evicted.items() if k not in changed.evicted and k in still},
-        removed=sorted(k for k in where if k not in still),
+        removed=_removed(snapshot, still),
     )
+
+
+def _removed(snapshot: ClusterSnapshot, still: set[str]) -> list[str]:
+    """The pods of ``snapshot`` the changed one no longer has: running or pending, placed by
+    today's plan or not (a finished pod is no workload, and nothing counts it)."""
+    return sorted(p.key for p in snapshot.pods if not p.is_terminal and p.key not in still)

@@ -10,7 +10,9 @@ import pytest
 
 from adapters.cli import main
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "snapshots" / "quickstart.yaml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+QUICKSTART = EXAMPLES / "snapshots" / "quickstart.yaml"
+GANG_RACK = [str(EXAMPLES / "snapshots" / "why-gang-rack.yaml"), "--config", str(EXAMPLES / "config" / "hard-pdb.yaml")]
 
 
 def run(capsys, *argv: str) -> tuple[int, str, list[str]]:
@@ -49,6 +51,20 @@ def test_nodes_added_like_a_cordoned_node_take_pods(capsys) -> None:
     assert "worker-c-2-whatif-1" in doc["whatIf"]["assignments"].values()
     assert doc["difference"]["newlyLeftOut"] == []  # worker-b-2's pods all find a node again
     assert (doc["today"]["placed"], doc["whatIf"]["placed"]) == (10, 11)
+
+
+def test_pending_pods_a_change_deletes_are_listed_as_removed(capsys) -> None:
+    """A user trial: deleting a pending pod took it out of the count (0/8 placed became 0/7)
+    while WHAT CHANGED said nothing changed; deleting the namespace listed only its two running
+    pods. Every pod a change deletes, pending or running, is listed."""
+    code, out, _ = run(capsys, "what-if", *GANG_RACK, "--remove-pod", "ml/train-0")
+    assert code == 0
+    assert "pods placed          0/8      0/7" in out
+    assert out.endswith("WHAT CHANGED\n  removed:      ml/train-0\n")
+    code, out, _ = run(capsys, "what-if", *GANG_RACK, "--remove-namespace", "ml", "-o", "json")
+    doc = json.loads(out)
+    assert (doc["today"]["pending"], doc["whatIf"]["pending"]) == (8, 0)
+    assert doc["difference"]["removed"] == ["ml/batch-3", "ml/batch-4"] + [f"ml/train-{i}" for i in range(8)]
 
 
 @pytest.mark.parametrize(("argv", "line"), [
