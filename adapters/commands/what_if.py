@@ -20,10 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "what-if",
         help="decide the snapshot with changes applied (drain, add nodes, relax a PDB, ...) beside today's plan",
-        description="Apply the changes (several may be given; in the order given) to SNAPSHOT or the "
-        "cluster, decide both with the same solver and print them side by side: pods and gangs placed "
-        "per priority, evictions, nodes used, and what changed. Read-only. Exit 2 when a change names "
-        "a node, pod, PodDisruptionBudget, group or namespace that does not exist.",
+        description="Apply the changes (several may be given) to SNAPSHOT or the cluster, decide both "
+        "with the same solver and print them side by side: pods and gangs placed per priority, evictions, "
+        "nodes used, and what changed. Read-only. Every name a change gives is read in SNAPSHOT as it was, "
+        "so the order of the flags does not matter (--remove-node X --add-nodes 2:X replaces X). Exit 2 "
+        "when a change names a node, pod, PodDisruptionBudget, group or namespace that does not exist, or "
+        "when two changes cannot both hold (--delete-pdb B with --relax-pdb B=1).",
     )
     add_input_options(parser)
     add = parser.add_argument
@@ -99,7 +101,8 @@ def _split(text: str, flag: str, sep: str, what: str) -> tuple[str, str]:
 
 
 def parse_changes(args: argparse.Namespace) -> list:
-    """The changes, in a fixed order: removals, then additions, budgets, priorities."""
+    """The changes, in the order the CHANGES line lists them: removals, then additions, budgets,
+    priorities (the outcome does not depend on it: ``solver.whatif.changes``)."""
     from solver import whatif as w
 
     out: list = [w.Drain(n) for n in args.drain] + [w.RemoveNode(n) for n in args.remove_node]

@@ -1,8 +1,13 @@
-"""The changes ``what-if`` applies to a snapshot, each a small frozen value with ``apply``.
+"""The changes ``what-if`` applies to a snapshot, each a small frozen value with ``reach`` and
+``apply``.
 
-A change names the objects it touches; one that names a node, pod, PodDisruptionBudget, pod
-group or namespace the snapshot does not have is an ``InputError`` naming it (exit 2), never a
-change silently skipped. Changes are applied in the order given, each to the result of the last.
+Every name a change gives is read in the snapshot as it was, before any change: one that names
+a node, pod, PodDisruptionBudget, pod group or namespace the snapshot does not have is an
+``InputError`` naming it (exit 2), never a change silently skipped, and a node LIKE is copied as
+it was, so ``--remove-node X --add-nodes 2:X`` replaces X whichever comes first. Two changes
+that cannot both hold (one changes what another deletes, or two give one object different
+values) are refused too (``conflicts``). The others are then applied one after the other, each
+to the result of the last; their order changes nothing.
 
 What a change does to the pods it displaces (drain, remove-node) follows what the cluster's
 controllers would do: a pod with a controlling owner other than a DaemonSet comes back pending
@@ -15,12 +20,13 @@ question is what the cluster looks like afterwards, not whether the eviction API
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from models.errors import InputError
 from models.objects import Node, Pod, PodDisruptionBudget, copy_with
 from models.snapshot import ClusterSnapshot, pod_group_key
 
+from .conflicts import Reach, refuse_conflicts
 from .node_shape import kind_taints
 from .node_slices import copied_slices, node_slices
 
@@ -67,20 +73,36 @@ def unbound(pod: Pod, scheduler_name: str) -> Pod:
     return copy_with(pod, {"spec": spec, "status": status})
 
 
+Fate = Literal["stays", "pending", "gone"]
+
+
+def _fate(pod: Pod, *, keep_daemons: bool) -> Fate:
+    """What becomes of a pod of a node that loses its workloads (see the module's docstring)."""
+    kind = _owner_kind(pod)
+    if kind == "DaemonSet":
+        return "stays" if keep_daemons else "gone"
+    return "pending" if kind is not None and not pod.is_terminating else "gone"
+
+
 def _displaced(pods: tuple[Pod, ...], node: str, scheduler_name: str, *, keep_daemons: bool) -> list[Pod]:
-    """The pods after ``node`` loses its workloads (see the module's docstring)."""
+    """The pods after ``node`` loses its workloads."""
     out: list[Pod] = []
     for pod in pods:
         if pod.spec.node_name != node or pod.is_terminal:
             out.append(pod)
             continue
-        kind = _owner_kind(pod)
-        if kind == "DaemonSet":
-            if keep_daemons:
-                out.append(pod)
-        elif kind is not None and not pod.is_terminating:
+        fate = _fate(pod, keep_daemons=keep_daemons)
+        if fate == "stays":
+            out.append(pod)
+        elif fate == "pending":
             out.append(unbound(pod, scheduler_name))
     return out
+
+
+def _gone(pods: tuple[Pod, ...], node: str, *, keep_daemons: bool) -> frozenset[str]:
+    """The pods ``node`` losing its workloads deletes, as ``pods/NS/NAME``."""
+    return frozenset(f"pods/{p.key}" for p in pods if p.spec.node_name == node and not p.is_terminal
+                     and _fate(p, keep_daemons=keep_daemons) == "gone")
 
 
 @dataclass(frozen=True)
@@ -90,8 +112,16 @@ class Drain:
     node: str
     flag = "--drain"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
-        node = _node(snapshot, self.node, self.flag)
+    def given(self) -> str:
+        return f"{self.flag} {self.node}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
+        _node(before, self.node, self.flag)
+        ref = f"nodes/{self.node}"
+        return Reach(needs=ref, deletes=_gone(before.pods, self.node, keep_daemons=True), sets={ref: "cordoned"})
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        node = snapshot.node_by_name[self.node]
         cordoned = copy_with(node, {"spec": copy_with(node.spec, {"unschedulable": True})})
         nodes = tuple(cordoned if n is node else n for n in snapshot.nodes)
         pods = _displaced(snapshot.pods, self.node, scheduler_name, keep_daemons=True)
@@ -108,8 +138,16 @@ class RemoveNode:
     node: str
     flag = "--remove-node"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
-        _node(snapshot, self.node, self.flag)
+    def given(self) -> str:
+        return f"{self.flag} {self.node}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
+        _node(before, self.node, self.flag)
+        return Reach(deletes=frozenset({f"nodes/{self.node}"}) | _gone(before.pods, self.node, keep_daemons=False))
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        if self.node not in snapshot.node_by_name:
+            return snapshot  # removed by the same flag given twice
         nodes = tuple(n for n in snapshot.nodes if n.metadata.name != self.node)
         pods = _displaced(snapshot.pods, self.node, scheduler_name, keep_daemons=False)
         return rebuilt(snapshot, nodes=nodes, pods=pods)
@@ -130,10 +168,18 @@ class AddNodes:
     shape: Optional[Node] = None
     flag = "--add-nodes"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
-        model = self.shape if self.shape is not None else _node(snapshot, self.like, self.flag)
+    def given(self) -> str:
+        return f"{self.flag} {self.count}:{self.like}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
+        if self.shape is None:
+            _node(before, self.like, self.flag)
+        return Reach()  # LIKE is only read, as it was: removing or draining it too is no conflict
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        model = self.shape if self.shape is not None else before.node_by_name[self.like]
         base = model.metadata.name
-        taken = set(snapshot.node_by_name)
+        taken = set(snapshot.node_by_name) | set(before.node_by_name)  # no name of a node removed either
         added: list[Node] = []
         i = 0
         while len(added) < self.count:
@@ -148,7 +194,7 @@ class AddNodes:
             spec = copy_with(model.spec, {"unschedulable": False, "taints": kind_taints(model.spec.taints)})
             added.append(copy_with(model, {"metadata": metadata, "spec": spec}))
         # A node copied from one of the cluster's gets a copy of that node's own devices.
-        own = node_slices(snapshot, self.like) if self.shape is None else ()
+        own = node_slices(before, self.like) if self.shape is None else ()
         if not own:
             return rebuilt(snapshot, nodes=snapshot.nodes + tuple(added))
         slices = tuple(s for node in added for s in copied_slices(own, node.metadata.name))
@@ -165,9 +211,15 @@ class DeletePdb:
     pdb: str
     flag = "--delete-pdb"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
-        gone = _pdb(snapshot, self.pdb, self.flag)
-        return rebuilt(snapshot, pdbs=tuple(b for b in snapshot.pdbs if b is not gone))
+    def given(self) -> str:
+        return f"{self.flag} {self.pdb}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
+        _pdb(before, self.pdb, self.flag)
+        return Reach(deletes=frozenset({f"poddisruptionbudgets/{self.pdb}"}))
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        return rebuilt(snapshot, pdbs=tuple(b for b in snapshot.pdbs if b.key != self.pdb))
 
     def describe(self) -> str:
         return f"delete PodDisruptionBudget {self.pdb}"
@@ -182,7 +234,15 @@ class RelaxPdb:
     max_unavailable: Union[int, str]
     flag = "--relax-pdb"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+    def given(self) -> str:
+        return f"{self.flag} {self.pdb}={self.max_unavailable}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
+        _pdb(before, self.pdb, self.flag)
+        ref = f"poddisruptionbudgets/{self.pdb}"
+        return Reach(needs=ref, sets={ref: self.max_unavailable})
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
         old = _pdb(snapshot, self.pdb, self.flag)
         relaxed = PodDisruptionBudget.model_validate({
             "metadata": old.metadata.model_dump(by_alias=True, exclude_none=True),
@@ -208,23 +268,30 @@ class SetPriority:
     value: int
     flag = "--priority"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
-        keys = self._pods(snapshot)
+    def given(self) -> str:
+        return f"{self.flag} {self.target}={self.value}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
+        named, keys = self._pods(before)
+        if not keys:
+            raise InputError(self.target, self.flag, "no such pod or pod group in the snapshot")
+        return Reach(needs=named, sets={f"pods/{k}": self.value for k in keys})
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        _, keys = self._pods(snapshot)  # a gang's members another change deleted are not among them
         pods = tuple(
             copy_with(p, {"spec": copy_with(p.spec, {"priority": self.value})}) if p.key in keys else p
             for p in snapshot.pods
         )
         return rebuilt(snapshot, pods=pods)
 
-    def _pods(self, snapshot: ClusterSnapshot) -> set[str]:
+    def _pods(self, snapshot: ClusterSnapshot) -> tuple[str, set[str]]:
+        """The object the target names (``pods/NS/NAME`` or ``podgroups/NS/NAME``) and its pods."""
         target = self.target
         group = target.removeprefix("podgroup/").removeprefix("workload/")
         if group == target and snapshot.pod(target) is not None:
-            return {target}
-        members = {p.key for p in snapshot.pods if pod_group_key(p) == group}
-        if not members:
-            raise InputError(target, self.flag, "no such pod or pod group in the snapshot")
-        return members
+            return f"pods/{target}", {target}
+        return f"podgroups/{group}", {p.key for p in snapshot.pods if pod_group_key(p) == group}
 
     def describe(self) -> str:
         return f"priority of {self.target} set to {self.value}"
@@ -237,9 +304,15 @@ class RemovePod:
     pod: str
     flag = "--remove-pod"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
-        if snapshot.pod(self.pod) is None:
+    def given(self) -> str:
+        return f"{self.flag} {self.pod}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
+        if before.pod(self.pod) is None:
             raise InputError(f"pods/{self.pod}", self.flag, "no such pod in the snapshot")
+        return Reach(deletes=frozenset({f"pods/{self.pod}"}))
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
         return rebuilt(snapshot, pods=tuple(p for p in snapshot.pods if p.key != self.pod))
 
     def describe(self) -> str:
@@ -253,12 +326,21 @@ class RemoveNamespace:
     namespace: str
     flag = "--remove-namespace"
 
-    def apply(self, snapshot: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+    def given(self) -> str:
+        return f"{self.flag} {self.namespace}"
+
+    def reach(self, before: ClusterSnapshot) -> Reach:
         ns = self.namespace
-        known = any(p.metadata.namespace == ns for p in snapshot.pods) or any(
-            n.metadata.name == ns for n in snapshot.namespaces)
-        if not known:
+        pods = [p for p in before.pods if p.metadata.namespace == ns]
+        if not pods and not any(n.metadata.name == ns for n in before.namespaces):
             raise InputError(f"namespaces/{ns}", self.flag, "no such namespace (and no pod in it) in the snapshot")
+        gangs = {f"podgroups/{g}" for g in map(pod_group_key, pods) if g is not None}
+        gangs |= {f"podgroups/{g.key}" for g in before.pod_groups if g.metadata.namespace == ns}
+        return Reach(deletes=frozenset({f"pods/{p.key}" for p in pods} | gangs | {
+            f"poddisruptionbudgets/{b.key}" for b in before.pdbs if b.metadata.namespace == ns}))
+
+    def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
+        ns = self.namespace
         return rebuilt(
             snapshot,
             pods=tuple(p for p in snapshot.pods if p.metadata.namespace != ns),
@@ -274,7 +356,11 @@ Change = Union[Drain, RemoveNode, AddNodes, DeletePdb, RelaxPdb, SetPriority, Re
 
 
 def apply_all(snapshot: ClusterSnapshot, changes: list[Change], scheduler_name: str) -> ClusterSnapshot:
-    """``snapshot`` with every change applied, in order."""
+    """``snapshot`` with every change applied. All are checked against ``snapshot`` first (each
+    name exists there; no two cannot both hold), then applied one after the other, each reading
+    ``snapshot`` as it was where it copies a node."""
+    refuse_conflicts([(change.given(), change.reach(snapshot)) for change in changes])
+    changed = snapshot
     for change in changes:
-        snapshot = change.apply(snapshot, scheduler_name)
-    return snapshot
+        changed = change.apply(changed, snapshot, scheduler_name)
+    return changed

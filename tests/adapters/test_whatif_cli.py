@@ -73,12 +73,39 @@ def test_pending_pods_a_change_deletes_are_listed_as_removed(capsys) -> None:
     (["--priority", "shop/nope=5"], "cpsat-scheduler: error: shop/nope: --priority: no such pod or pod group"),
     (["--add-nodes", "0:worker-a-1"], "cpsat-scheduler: error: 0:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
     (["--remove-pod", "nobody"], "cpsat-scheduler: error: nobody: --remove-pod: expected NAMESPACE/NAME"),
+    # two changes that cannot both hold: the object and both flags, whichever order they come in
+    (["--relax-pdb", "shop/web=1", "--delete-pdb", "shop/web"], "cpsat-scheduler: error: poddisruptionbudgets/shop/web: "
+     "--relax-pdb shop/web=1: --delete-pdb shop/web deletes it; the two cannot both hold (give one)"),
+    (["--remove-pod", "shop/postgres-0", "--priority", "shop/postgres-0=5"], "cpsat-scheduler: error: "
+     "pods/shop/postgres-0: --priority shop/postgres-0=5: --remove-pod shop/postgres-0 deletes it; the two cannot"),
+    (["--priority", "kube-system/kube-proxy-kcdqc=5", "--remove-node", "worker-a-1"], "cpsat-scheduler: error: "
+     "pods/kube-system/kube-proxy-kcdqc: --priority kube-system/kube-proxy-kcdqc=5: --remove-node worker-a-1 deletes it"),
+    (["--drain", "worker-a-1", "--remove-node", "worker-a-1"],
+     "cpsat-scheduler: error: nodes/worker-a-1: --drain worker-a-1: --remove-node worker-a-1 deletes it"),
+    (["--relax-pdb", "shop/web=1", "--relax-pdb", "shop/web=2"], "cpsat-scheduler: error: poddisruptionbudgets/shop/web: "
+     "--relax-pdb shop/web=1: --relax-pdb shop/web=2 sets it otherwise; the two cannot both hold (give one)"),
     ([], "cpsat-scheduler: error: what-if: no change given"),
 ])
 def test_bad_changes_exit_2_with_one_line(capsys, argv, line) -> None:
     code, out, err = run(capsys, "what-if", str(QUICKSTART), *argv)
     assert code == 2 and out == ""
     assert len(err) == 1 and err[0].startswith(line)
+
+
+@pytest.mark.parametrize("argv", [["--remove-node", "worker-a-1", "--add-nodes", "2:worker-a-1"],
+                                  ["--add-nodes", "2:worker-a-1", "--remove-node", "worker-a-1"]],
+                         ids=["remove-first", "add-first"])
+def test_a_node_is_replaced_by_copies_of_itself(capsys, argv) -> None:
+    """A user trial: removals were applied first, so LIKE was looked up after its node was gone
+    (exit 2, "no such node"). LIKE is read as the node was, whichever flag comes first."""
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), *argv, "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["changes"] == ["remove node worker-a-1", "add 2 node(s) like worker-a-1"]
+    assert doc["whatIf"]["nodes"] == doc["today"]["nodes"] + 1
+    where = set(doc["whatIf"]["assignments"].values())
+    assert "worker-a-1" not in where and where & {"worker-a-1-whatif-1", "worker-a-1-whatif-2"}
+    assert doc["difference"]["moved"]["kube-system/coredns-5d78c9869d-mcfbx"]["today"] == "worker-a-1"
 
 
 def test_a_node_shape_from_a_file(capsys, tmp_path: Path) -> None:

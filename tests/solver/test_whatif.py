@@ -133,10 +133,54 @@ def test_removing_a_running_pod_or_a_namespace_frees_its_room() -> None:
         assert result.difference.removed == ["old/hog"]
 
 
-def test_several_changes_apply_in_order() -> None:
-    snap = make_snapshot([make_node("n1", cpu="2")], [make_pod("a/p", cpu="4")])
-    result = what_if(snap, [w.AddNodes(1, "n1"), w.RemoveNode("n1")], CONFIG)
-    assert result.changed.nodes == 1 and "a/p" in result.changed.left_out
+@pytest.mark.parametrize("changes", [[w.RemoveNode("n1"), w.AddNodes(2, "n1")], [w.AddNodes(2, "n1"), w.RemoveNode("n1")]],
+                         ids=["remove-first", "add-first"])
+def test_a_node_removed_and_added_like_itself_is_replaced_in_either_order(changes) -> None:
+    snap = make_snapshot([make_node("n1", cpu="4")], [owned(make_pod("a/web", cpu="3", node="n1")), make_pod("a/new", cpu="3")])
+    result = what_if(snap, changes, CONFIG)
+    assert result.changed.nodes == 2
+    assert {result.changed.placed["a/web"], result.changed.placed["a/new"]} == {"n1-whatif-1", "n1-whatif-2"}
+    assert set(result.difference.newly_placed) == {"a/new"} and set(result.difference.moved) == {"a/web"}
+
+
+@pytest.mark.parametrize(("changes", "refused"), [
+    ([w.RelaxPdb("a/b", 1), w.DeletePdb("a/b")], "poddisruptionbudgets/a/b: --relax-pdb a/b=1: --delete-pdb a/b deletes it"),
+    ([w.RemoveNamespace("a"), w.RelaxPdb("a/b", "50%")], "poddisruptionbudgets/a/b: --relax-pdb a/b=50%: --remove-namespace a"),
+    ([w.SetPriority("a/run", 5), w.RemovePod("a/run")], "pods/a/run: --priority a/run=5: --remove-pod a/run deletes it"),
+    ([w.Drain("n1"), w.SetPriority("a/bare", 5)], "pods/a/bare: --priority a/bare=5: --drain n1 deletes it"),
+    ([w.SetPriority("podgroup/a/g", 5), w.RemoveNamespace("a")], "podgroups/a/g: --priority podgroup/a/g=5: --remove-namespace a"),
+    ([w.SetPriority("podgroup/a/g", 5), w.SetPriority("a/g0", 6)], "pods/a/g0: --priority podgroup/a/g=5: --priority a/g0=6 sets"),
+    ([w.RelaxPdb("a/b", 1), w.RelaxPdb("a/b", 2)], "poddisruptionbudgets/a/b: --relax-pdb a/b=1: --relax-pdb a/b=2 sets"),
+])
+def test_two_changes_that_cannot_both_hold_are_refused_naming_both(changes, refused) -> None:
+    with pytest.raises(InputError) as caught:
+        what_if(_conflict_scene(), changes, CONFIG)
+    assert str(caught.value).startswith(refused), caught.value
+    with pytest.raises(InputError) as caught:  # the other order names the same pair
+        what_if(_conflict_scene(), changes[::-1], CONFIG)
+    assert changes[0].given() in str(caught.value) and changes[1].given() in str(caught.value)
+
+
+@pytest.mark.parametrize("changes", [
+    [w.RemovePod("a/run"), w.RemoveNamespace("a"), w.RemovePod("a/run")],  # deleted twice: both hold
+    [w.DeletePdb("a/b"), w.RemoveNamespace("a")],
+    [w.RelaxPdb("a/b", 1), w.RelaxPdb("a/b", 1)],
+    [w.RemovePod("a/g0"), w.SetPriority("podgroup/a/g", 5)],  # the gang's other pod gets it
+    [w.Drain("n1"), w.Drain("n1"), w.SetPriority("a/run", 5)],  # a/run comes back pending, at 5
+])
+def test_changes_that_agree_are_taken_in_any_order(changes) -> None:
+    def pods(order: list) -> list[tuple]:
+        changed = w.changes.apply_all(_conflict_scene(), order, CONFIG.scheduler_name)
+        return sorted((p.key, p.spec.priority, p.spec.node_name) for p in changed.pods)
+
+    assert pods(changes) == pods(changes[::-1])
+
+
+def _conflict_scene():
+    pods = [owned(make_pod("a/run", cpu="1", node="n1", labels={"app": "x"})), make_pod("a/bare", cpu="1", node="n1"),
+            make_pod("a/g0", cpu="1", group="g"), make_pod("a/g1", cpu="1", group="g")]
+    return make_snapshot([make_node("n1"), make_node("n2")], pods, pdbs=[make_pdb("a/b", {"app": "x"}, min_available=1)],
+                         pod_groups=[make_pod_group("a/g", 2)])
 
 
 @pytest.mark.parametrize(("change", "named"), [
