@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="add N nodes like node LIKE (labels, taints, allocatable), or like the Node in file @PATH")
     add("--delete-pdb", action="append", default=[], metavar="NS/NAME", help="delete a PodDisruptionBudget")
     add("--relax-pdb", action="append", default=[], metavar="NS/NAME=MAX",
-        help="set a PodDisruptionBudget to maxUnavailable MAX (integer or percentage)")
+        help="set a PodDisruptionBudget to maxUnavailable MAX (integer, or percentage up to 100%%)")
     add("--priority", action="append", default=[], metavar="TARGET=VALUE",
         help="set the priority of pod NS/NAME, or of every pod of podgroup/NS/NAME")
     add("--remove-pod", action="append", default=[], metavar="NS/NAME", help="delete a pod (running or pending)")
     add("--remove-namespace", action="append", default=[], metavar="NS",
         help="delete a namespace's pods, PodDisruptionBudgets and pod groups")
+    # argparse takes a value like "-1:worker-a-1" for an unknown option and prints its usage
+    # ("expected one argument"). No option of this command begins with a dash and a digit, so
+    # such a token is read as the value it is, and the flag's own check refuses it in one line.
+    parser._negative_number_matcher = re.compile(r"^-\d")
     parser.set_defaults(handler=run, decides=True)
 
 
@@ -127,6 +132,8 @@ def parse_changes(args: argparse.Namespace) -> list:
 
 def _int_or_percent(value: str, text: str) -> int | str:
     if value.endswith("%") and value[:-1].isdigit():
+        if int(value[:-1]) > 100:  # the API server refuses such a budget
+            raise InputError(text, "--relax-pdb", f'"{value}" is above 100%')
         return value
     if value.isdigit():
         return int(value)
@@ -146,7 +153,10 @@ def _add_nodes(text: str):
     path = like[1:]
     if not Path(path).is_file():
         raise InputError(path, "--add-nodes", "no such file")
-    nodes = read_snapshot(path).snapshot.nodes
+    try:
+        nodes = read_snapshot(path).snapshot.nodes
+    except InputError as exc:  # named after an object of the file alone: say which flag read it
+        raise InputError(path, "--add-nodes", f"does not read as one Node: {exc}") from None
     if len(nodes) != 1:
         raise InputError(path, "--add-nodes", f"expected exactly one Node in the file, found {len(nodes)}")
     return AddNodes(int(count_text), nodes[0].metadata.name, shape=nodes[0])

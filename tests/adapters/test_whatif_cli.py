@@ -73,6 +73,10 @@ def test_pending_pods_a_change_deletes_are_listed_as_removed(capsys) -> None:
     (["--priority", "shop/nope=5"], "cpsat-scheduler: error: shop/nope: --priority: no such pod or pod group"),
     (["--add-nodes", "0:worker-a-1"], "cpsat-scheduler: error: 0:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
     (["--remove-pod", "nobody"], "cpsat-scheduler: error: nobody: --remove-pod: expected NAMESPACE/NAME"),
+    (["--relax-pdb", "shop/web=150%"], 'cpsat-scheduler: error: shop/web=150%: --relax-pdb: "150%" is above 100%'),
+    # a leading dash: the flag's own line, not argparse's usage and "expected one argument"
+    (["--add-nodes", "-1:worker-a-1"], "cpsat-scheduler: error: -1:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
+    (["--add-nodes=-1:worker-a-1"], "cpsat-scheduler: error: -1:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
     # two changes that cannot both hold: the object and both flags, whichever order they come in
     (["--relax-pdb", "shop/web=1", "--delete-pdb", "shop/web"], "cpsat-scheduler: error: poddisruptionbudgets/shop/web: "
      "--relax-pdb shop/web=1: --delete-pdb shop/web deletes it; the two cannot both hold (give one)"),
@@ -117,6 +121,24 @@ def test_a_node_shape_from_a_file(capsys, tmp_path: Path) -> None:
     doc = json.loads(out)
     assert doc["whatIf"]["nodes"] == doc["today"]["nodes"] + 2
     assert "shop/search-indexer-0" in doc["difference"]["newlyPlaced"]
+
+
+NODE_ITEM = "- {apiVersion: v1, kind: Node, metadata: {name: big}, status: {allocatable: {cpu: '64', pods: '110'}}}\n"
+
+
+@pytest.mark.parametrize(("items", "problem"), [
+    (NODE_ITEM * 2, "does not read as one Node: nodes/big: metadata.name: duplicate object in snapshot"),
+    ("- {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: {containers: [{name: c, resources: "
+     "{requests: {cpu: '-1'}}}]}}\n", "does not read as one Node: pods/a/p: spec.containers[0].resources.requests.cpu"),
+], ids=["two-nodes-of-one-name", "a-pod"])
+def test_a_shape_file_that_is_no_node_is_refused_naming_the_flag_and_the_file(capsys, tmp_path: Path, items, problem):
+    """A user trial: such a file was refused with the error of an object in it alone, which named
+    neither --add-nodes nor the file."""
+    shape = tmp_path / "shape.yaml"
+    shape.write_text("apiVersion: v1\nkind: List\nitems:\n" + items)
+    code, out, err = run(capsys, "what-if", str(QUICKSTART), "--add-nodes", f"1:@{shape}")
+    assert code == 2 and out == "" and len(err) == 1
+    assert err[0].startswith(f"cpsat-scheduler: error: {shape}: --add-nodes: {problem}"), err
 
 
 def test_added_nodes_past_the_node_limit_are_refused_before_they_are_made(capsys, tmp_path: Path) -> None:
