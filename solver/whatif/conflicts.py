@@ -6,8 +6,8 @@ Two changes cannot both hold when
 
 * one changes an object another deletes: ``--relax-pdb B=1`` with ``--delete-pdb B`` (or with
   ``--remove-namespace`` of B's namespace), ``--priority X=5`` with ``--remove-pod X`` (or a
-  ``--drain``/``--remove-node`` that deletes X, a pod with no controller), ``--drain N`` with
-  ``--remove-node N``;
+  ``--drain``/``--remove-node`` that deletes X: a pod without a controller, or a DaemonSet's pod
+  of a removed node), ``--drain N`` with ``--remove-node N``;
 * two give one object different values: ``--relax-pdb B=1 --relax-pdb B=2``, or ``--priority``
   of a gang and of one of its pods with different values.
 
