@@ -117,11 +117,14 @@ class Drain:
 
     def reach(self, before: ClusterSnapshot) -> Reach:
         _node(before, self.node, self.flag)
-        ref = f"nodes/{self.node}"
-        return Reach(needs=ref, deletes=_gone(before.pods, self.node, keep_daemons=True), sets={ref: "cordoned"})
+        # Nothing it needs kept: a ``--remove-node`` of the same node drains it too, then it is gone
+        # (accepted before the conflicts were checked, and both hold).
+        return Reach(deletes=_gone(before.pods, self.node, keep_daemons=True), sets={f"nodes/{self.node}": "cordoned"})
 
     def apply(self, snapshot: ClusterSnapshot, before: ClusterSnapshot, scheduler_name: str) -> ClusterSnapshot:
-        node = snapshot.node_by_name[self.node]
+        node = snapshot.node_by_name.get(self.node)
+        if node is None:
+            return snapshot  # removed by a --remove-node, which displaced its workloads already
         cordoned = copy_with(node, {"spec": copy_with(node.spec, {"unschedulable": True})})
         nodes = tuple(cordoned if n is node else n for n in snapshot.nodes)
         pods = _displaced(snapshot.pods, self.node, scheduler_name, keep_daemons=True)

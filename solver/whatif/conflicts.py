@@ -7,15 +7,15 @@ Two changes cannot both hold when
 * one changes an object another deletes: ``--relax-pdb B=1`` with ``--delete-pdb B`` (or with
   ``--remove-namespace`` of B's namespace), ``--priority X=5`` with ``--remove-pod X`` (or a
   ``--drain``/``--remove-node`` that deletes X: a pod without a controller, or a DaemonSet's pod
-  of a removed node), ``--drain N`` with ``--remove-node N``;
+  of a removed node);
 * two give one object different values: ``--relax-pdb B=1 --relax-pdb B=2``, or ``--priority``
   of a gang and of one of its pods with different values.
 
 Applied one after the other, such a pair either failed on an object the first had deleted ("no
 such PodDisruptionBudget", although the snapshot has it) or let the order of the flags decide;
 refusing it names both flags and the object. Deleting one object twice (``--remove-pod X`` with
-``--remove-namespace`` of X's namespace), or setting it twice to one value, is no conflict: both
-hold.
+``--remove-namespace`` of X's namespace), setting it twice to one value, or draining a node that is
+also removed (the removal drains it too) is no conflict: both hold.
 """
 
 from __future__ import annotations

@@ -84,8 +84,6 @@ def test_pending_pods_a_change_deletes_are_listed_as_removed(capsys) -> None:
      "pods/shop/postgres-0: --priority shop/postgres-0=5: --remove-pod shop/postgres-0 deletes it; the two cannot"),
     (["--priority", "kube-system/kube-proxy-kcdqc=5", "--remove-node", "worker-a-1"], "cpsat-scheduler: error: "
      "pods/kube-system/kube-proxy-kcdqc: --priority kube-system/kube-proxy-kcdqc=5: --remove-node worker-a-1 deletes it"),
-    (["--drain", "worker-a-1", "--remove-node", "worker-a-1"],
-     "cpsat-scheduler: error: nodes/worker-a-1: --drain worker-a-1: --remove-node worker-a-1 deletes it"),
     (["--relax-pdb", "shop/web=1", "--relax-pdb", "shop/web=2"], "cpsat-scheduler: error: poddisruptionbudgets/shop/web: "
      "--relax-pdb shop/web=1: --relax-pdb shop/web=2 sets it otherwise; the two cannot both hold (give one)"),
     ([], "cpsat-scheduler: error: what-if: no change given"),

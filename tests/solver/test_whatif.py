@@ -167,6 +167,7 @@ def test_two_changes_that_cannot_both_hold_are_refused_naming_both(changes, refu
     [w.RelaxPdb("a/b", 1), w.RelaxPdb("a/b", 1)],
     [w.RemovePod("a/g0"), w.SetPriority("podgroup/a/g", 5)],  # the gang's other pod gets it
     [w.Drain("n1"), w.Drain("n1"), w.SetPriority("a/run", 5)],  # a/run comes back pending, at 5
+    [w.Drain("n1"), w.RemoveNode("n1")],  # the removal drains it too (accepted before conflicts were checked)
 ])
 def test_changes_that_agree_are_taken_in_any_order(changes) -> None:
     def pods(order: list) -> list[tuple]:
