@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .snapshot import DEFAULT_SCHEDULER_NAME
@@ -20,12 +20,12 @@ class _ConfigModel(BaseModel):
 
 class ResourceWeight(_ConfigModel):
     name: str
-    weight: int = Field(default=1, ge=1, le=100)
+    weight: StrictInt = Field(default=1, ge=1, le=100)
 
 
 class ShapePoint(_ConfigModel):
-    utilization: int = Field(ge=0, le=100)
-    score: int = Field(ge=0, le=10)
+    utilization: StrictInt = Field(ge=0, le=100)
+    score: StrictInt = Field(ge=0, le=10)
 
 
 # The kube-scheduler releases whose behaviour differences can be followed (SEMANTICS.md §0), and
@@ -59,7 +59,7 @@ class ScoringConfig(_ConfigModel):
     shape: tuple[ShapePoint, ...] = ()
     balanced_resources: tuple[ResourceWeight, ...] = (ResourceWeight(name="cpu"), ResourceWeight(name="memory"))
     weights: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_PLUGIN_WEIGHTS))
-    hard_pod_affinity_weight: int = Field(default=1, ge=0, le=100)
+    hard_pod_affinity_weight: StrictInt = Field(default=1, ge=0, le=100)
 
     @model_validator(mode="after")
     def _check(self) -> "ScoringConfig":
@@ -85,25 +85,25 @@ class SolverConfig(_ConfigModel):
     # Finite, and no longer than a wait on the decision's threads can take (past ~9.2e9 s: an
     # OverflowError from the thread join, an internal error).
     time_limit_seconds: float = Field(default=10.0, ge=0, le=1_000_000_000)
-    workers: int = Field(default=0, ge=0, le=64)  # 0: auto (8 workers: CP-SAT's portfolio)
-    seed: int = Field(default=0, ge=0, le=2**31 - 1)  # CP-SAT's random_seed is an int32
+    workers: StrictInt = Field(default=0, ge=0, le=64)  # 0: auto (8 workers: CP-SAT's portfolio)
+    seed: StrictInt = Field(default=0, ge=0, le=2**31 - 1)  # CP-SAT's random_seed is an int32
     relative_gap: float = Field(default=0.0, ge=0, le=1)
     parameters: str = ""
     # Order the counts on interchangeable nodes (lexicographic symmetry break). Off by default:
     # measured slower — CP-SAT's presolve finds these symmetries itself (3,000 pods x 1,000
     # nodes: optimal in 8.5 s without, not proven in 16 s with), and without presolve (large
     # windows) the chains stalled the search start.
-    break_symmetry: bool = False
+    break_symmetry: StrictBool = False
     # The neighbourhood search may start from a second plan besides greedy's: greedy's pass with
     # the smaller pods first in each priority, made sound in kube-scheduler's order, computed in
     # a forked child beside greedy's pass (``solver/cpsat/small_first.py``). Off: greedy's plan
     # is always the start.
-    small_first_start: bool = True
+    small_first_start: StrictBool = True
     # With the start above: the child goes on to search from its plan (one CP-SAT worker a round)
     # while this process searches from greedy's plan, and the decision keeps the better of the two
     # (``solver/cpsat/small_first.py``). Off: the child gives only the start, and one search starts
     # from the better of the two plans.
-    second_search: bool = True
+    second_search: StrictBool = True
 
     @field_validator("parameters")
     @classmethod
@@ -122,24 +122,24 @@ class SolverConfig(_ConfigModel):
 
 
 class PreemptionConfig(_ConfigModel):
-    enabled: bool = True
+    enabled: StrictBool = True
     pdb: Literal["soft", "hard"] = "soft"
     # Whether evicting the pods a ResourceClaim is reserved for counts its devices free for the
     # preemptor. Off: kube-scheduler's rule (its DynamicResources plugin has no RemovePod, so a
     # victim's devices come back only after the resourceclaim controller deallocates the claim
     # of the deleted pod). On: a plan kube-scheduler would not make, in greedy, the model and
     # the validator alike.
-    free_devices: bool = False
+    free_devices: StrictBool = False
 
 
 class RepackConfig(_ConfigModel):
     """Which pods ``repack`` may move, and what nodes cost (by instance type)."""
 
-    move_bare_pods: bool = False
-    move_local_storage: bool = False
+    move_bare_pods: StrictBool = False
+    move_local_storage: StrictBool = False
     # kube-system pods without a PodDisruptionBudget stay, as cluster-autoscaler's
     # --skip-nodes-with-system-pods keeps their nodes; true moves them like any other pod.
-    move_system_pods: bool = False
+    move_system_pods: StrictBool = False
     node_cost_label: str = "node.kubernetes.io/instance-type"
     # What a node of each instance type costs (``repack --objective cost``): finite, never below 0.
     instance_cost: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
@@ -159,9 +159,9 @@ class LimitsConfig(_ConfigModel):
     """Bounds that keep one decision from exhausting memory; larger inputs are refused clearly,
     before anything is built from them (``solver/limits.py``, ``adapters/input_size.py``)."""
 
-    max_nodes: int = Field(default=20000, ge=1)
-    max_window_pods: int = Field(default=50000, ge=1)
-    max_snapshot_bytes: int = Field(default=DEFAULT_MAX_SNAPSHOT_BYTES, ge=1)
+    max_nodes: StrictInt = Field(default=20000, ge=1)
+    max_window_pods: StrictInt = Field(default=50000, ge=1)
+    max_snapshot_bytes: StrictInt = Field(default=DEFAULT_MAX_SNAPSHOT_BYTES, ge=1)
 
 
 class ExplainConfig(_ConfigModel):
@@ -170,9 +170,9 @@ class ExplainConfig(_ConfigModel):
     several one-target decisions of CPU beside the decision loop, and a condition message that
     differs from kube-scheduler's is a choice the operator makes."""
 
-    enabled: bool = False
+    enabled: StrictBool = False
     # Left-out pods or gangs explained per cycle at most (the others wait for a later cycle).
-    max_per_cycle: int = Field(default=2, ge=1)
+    max_per_cycle: StrictInt = Field(default=2, ge=1)
     # Time one explanation may take, feasibility checks included; past it, none is written.
     seconds_per_target: float = Field(default=5.0, gt=0)
 
@@ -196,8 +196,8 @@ class SchedulerConfig(_ConfigModel):
     live: LiveConfig = LiveConfig()
     # greedy's tie-break among equal best scores: None is deterministic (first in node order);
     # an integer seeds kube-scheduler's uniform random choice.
-    tie_break_seed: Optional[int] = None
-    percentage_of_nodes_to_score: int = Field(default=0, ge=0, le=100)
+    tie_break_seed: Optional[StrictInt] = None
+    percentage_of_nodes_to_score: StrictInt = Field(default=0, ge=0, le=100)
 
     def with_overrides(self, **changes: object) -> "SchedulerConfig":
         """A copy with nested ``solver``/top-level fields replaced (CLI flags win over the file)."""

@@ -219,12 +219,12 @@ class Device(DraModel):
     consumes_counters: ListOf[DeviceCounterConsumption] = []
     node_name: Optional[str] = None
     node_selector: Optional[NodeSelector] = None
-    all_nodes: Optional[bool] = None
+    all_nodes: Optional[StrictBool] = None
     taints: ListOf[DeviceTaint] = []
-    binds_to_node: Optional[bool] = None
+    binds_to_node: Optional[StrictBool] = None
     binding_conditions: ListOf[str] = []
     binding_failure_conditions: ListOf[str] = []
-    allow_multiple_allocations: Optional[bool] = None
+    allow_multiple_allocations: Optional[StrictBool] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -255,8 +255,8 @@ class ResourceSliceSpec(DraModel):
     pool: ResourcePool
     node_name: Optional[str] = None
     node_selector: Optional[NodeSelector] = None
-    all_nodes: Optional[bool] = None
-    per_device_node_selection: Optional[bool] = None
+    all_nodes: Optional[StrictBool] = None
+    per_device_node_selection: Optional[StrictBool] = None
     devices: ListOf[Device] = []
     shared_counters: ListOf[CounterSet] = []
 
@@ -311,7 +311,7 @@ class ExactDeviceRequest(DraModel):
     selectors: ListOf[DeviceSelector] = []
     allocation_mode: Literal["ExactCount", "All"] = "ExactCount"
     count: StrictInt = Field(default=1, ge=1)
-    admin_access: Optional[bool] = None
+    admin_access: Optional[StrictBool] = None
     tolerations: ListOf[DeviceToleration] = []
     capacity: Optional[CapacityRequirements] = None
 
@@ -381,7 +381,7 @@ class DeviceRequestAllocationResult(DraModel):
     driver: str = Field(min_length=1)
     pool: str = Field(min_length=1)
     device: str = Field(min_length=1)
-    admin_access: Optional[bool] = None
+    admin_access: Optional[StrictBool] = None
     tolerations: ListOf[DeviceToleration] = []
     binding_conditions: ListOf[str] = []
     binding_failure_conditions: ListOf[str] = []

@@ -238,7 +238,7 @@ class OwnerReference(K8sModel):
     kind: str
     name: str
     uid: str = ""
-    controller: Optional[bool] = None
+    controller: Optional[StrictBool] = None
 
 
 class ObjectMeta(K8sModel):
@@ -584,7 +584,7 @@ class PodSpec(K8sModel):
     resources: Optional[PodResources] = None
     volumes: ListOf[dict[str, Any]] = []
     scheduling_gates: ListOf[PodSchedulingGate] = []
-    host_network: bool = False
+    host_network: StrictBool = False
     resource_claims: ListOf[PodResourceClaim] = []
     # Gang membership in Kubernetes' own APIs (``models.workloads``).
     scheduling_group: Optional[PodSchedulingGroup] = None  # 1.36: scheduling.k8s.io/v1alpha2 PodGroup
@@ -766,7 +766,7 @@ class Pod(NamespacedObject):
 
 
 class NodeSpec(K8sModel):
-    unschedulable: bool = False
+    unschedulable: StrictBool = False
     taints: ListOf[Taint] = []
 
     @field_validator("unschedulable", mode="before")
@@ -904,6 +904,8 @@ class PodDisruptionBudgetSpec(K8sModel):
         text = str(v)
         if not text.endswith("%") or not text[:-1].isdigit():
             raise ValueError(f'"{v}" is neither an integer nor a percentage')
+        if int(text[:-1]) > 100:  # the API server refuses it; read, it forbade every eviction
+            raise ValueError(f'"{v}" is above 100%')
         return text
 
     @model_validator(mode="after")

@@ -129,6 +129,9 @@ BAD_CONFIGS = [
                  'config: repack.instanceCost["m5.xlarge"]: -1 is below the minimum 0', id="negative-instance-cost"),
     pytest.param("repack: {instanceCost: {m5.xlarge: .nan}}\n",
                  'config: repack.instanceCost["m5.xlarge"]: Input should be a finite number (got NaN)', id="nan-instance-cost"),
+    # a string or a number where a boolean or an integer goes was taken ("no" turned preemption off)
+    pytest.param('preemption: {enabled: "no"}\n', 'config: preemption.enabled: "no" is not a boolean', id="bool-as-string"),
+    pytest.param("solver: {workers: true}\n", "config: solver.workers: true is not an integer", id="int-as-bool"),
     pytest.param("repack: {defaultNodeCost: .inf}\n",
                  "config: repack.defaultNodeCost: Input should be a finite number (got Infinity)", id="endless-node-cost"),
 ]

@@ -593,12 +593,16 @@ BAD_INPUT = [
     pytest.param("kind: Node\nmetadata: {name: n1}\nspec: {taints: [{key: gpu, value: 'yes', effect: NoScheduling}]}\n",
                  "nodes/n1: spec.taints[0].effect: unknown value \"NoScheduling\", expected 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'",
                  id="unknown-taint-effect"),
+    pytest.param("kind: Node\nmetadata: {name: n1}\nspec: {unschedulable: 'yes'}\n",  # once read as a cordon
+                 'nodes/n1: spec.unschedulable: "yes" is not a boolean', id="node-unschedulable-string"),
     pytest.param("kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: four}}\n",
                  'nodes/n1: status.allocatable.cpu: "four" is not a quantity', id="node-quantity"),
     pytest.param("kind: PriorityClass\nmetadata: {name: high}\nvalue: '1000'\n", 'priorityclasses/high: value: "1000" is not an integer',
                  id="priority-class-value-string"),
     pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\nspec: {minAvailable: half}\n",
                  'poddisruptionbudgets/shop/web: spec.minAvailable: "half" is neither an integer nor a percentage', id="pdb-min-available"),
+    pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\nspec: {maxUnavailable: 150%}\n",
+                 'poddisruptionbudgets/shop/web: spec.maxUnavailable: "150%" is above 100%', id="pdb-above-100-percent"),
     pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\n"
                  "spec: {unhealthyPodEvictionPolicy: Always}\n",
                  "poddisruptionbudgets/shop/web: spec.unhealthyPodEvictionPolicy: unknown value \"Always\", expected "
