@@ -33,6 +33,11 @@ def devices_signature(slices: tuple[ResourceSlice, ...]) -> tuple:
         for s in slices))
 
 
+# The API server's limit on one ResourceSlice's devices (resource.k8s.io): a shape's devices of one
+# driver are one slice.
+MAX_SLICE_DEVICES = 128
+
+
 def parse_devices(entries: Any, where: str) -> tuple[ResourceSlice, ...]:
     """A shape file's ``devices:``: a list of ``{driver, count, name?, attributes?, capacity?}``
     — ``count`` alike devices of ``driver`` named ``<name>-0..`` (``name`` defaults to
@@ -52,7 +57,12 @@ def parse_devices(entries: Any, where: str) -> tuple[ResourceSlice, ...]:
         if not isinstance(driver, str) or not driver:
             raise InputError(where, f"{at}.driver", "a device needs its driver's name")
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise InputError(where, f"{at}.count", f'"{count}" must be an integer >= 1')
+            raise InputError(where, f"{at}.count", f'"{str(count)[:40]}" must be an integer >= 1')
+        total = len(by_driver.get(driver, ())) + count
+        if total > MAX_SLICE_DEVICES:
+            # (a count of 10**8 once ran for minutes, then out of memory, with no answer)
+            raise InputError(where, f"{at}.count", f"the devices of {driver} come to {str(total)[:40]} on one node: "
+                             f"a ResourceSlice holds at most {MAX_SLICE_DEVICES}")
         attributes = {k: _attribute(v, where, f"{at}.attributes.{k}") for k, v in (entry.get("attributes") or {}).items()}
         capacity = {k: {"value": str(v)} for k, v in (entry.get("capacity") or {}).items()}
         prefix = str(entry.get("name") or "device")
