@@ -97,10 +97,22 @@ def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) 
     """Read the cluster: --kubeconfig, --context or --in-cluster was given, or, as the kubectl
     plugin `kubectl cpsat` (``args.as_kubectl_plugin``, set by ``cli.main(...,
     as_kubectl_plugin=True)``), no snapshot was: then a command reads the current kubeconfig's
-    cluster, as every kubectl command does."""
-    explicit = bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None)
-                    or getattr(args, "in_cluster", False))
-    return explicit or (bool(getattr(args, "as_kubectl_plugin", False)) and not snapshot_given)
+    cluster, as every kubectl command does. Options that cannot all hold are refused: a
+    kubeconfig with the service account's credentials; ``--gang-api`` where no cluster is read."""
+    in_cluster = bool(getattr(args, "in_cluster", False))
+    kubeconfig = bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None))
+    if in_cluster and kubeconfig:
+        raise InputError("--in-cluster", "", "reads the pod's service account: give it or --kubeconfig/--context, "
+                         "not both")
+    requested = in_cluster or kubeconfig or (bool(getattr(args, "as_kubectl_plugin", False)) and not snapshot_given)
+    try:  # a version this scheduler does not read was ignored with a snapshot
+        gang_api.parse_choice(getattr(args, "gang_api", None))
+    except ValueError as exc:
+        raise InputError("--gang-api", "", str(exc).partition(": ")[2]) from None
+    if not requested and getattr(args, "gang_api", "auto") not in (None, "auto"):
+        raise InputError("--gang-api", "", "is the version PodGroups are listed in from a cluster: give it with "
+                         "--kubeconfig/--context/--in-cluster, not with a SNAPSHOT")
+    return requested
 
 
 @dataclass(frozen=True)

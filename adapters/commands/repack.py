@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     # again: a second at 5,000 nodes, deaf to Ctrl-C).
     keep_for_good()
     given = args.snapshot is not None or _snapshot_after_keep_node(args)
+    if given and not args.apply:
+        _refuse_cluster_options(args)
     if not given and cluster_requested(args, snapshot_given=False):
         cluster = read_cluster(args)
         loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
@@ -191,6 +193,15 @@ def _apply(args: argparse.Namespace, result, config) -> int:
         return 1
     print(f"cpsat-scheduler: apply: done, {len(applied.done)} action(s)", file=sys.stderr)
     return 0
+
+
+def _refuse_cluster_options(args: argparse.Namespace) -> None:
+    """A SNAPSHOT without --apply reads no cluster: an option naming one would be ignored."""
+    for flag, value in (("--kubeconfig", args.kubeconfig), ("--context", args.context), ("--in-cluster", args.in_cluster),
+                        ("--gang-api", None if args.gang_api == "auto" else args.gang_api)):
+        if value:
+            raise InputError(flag, "", "names a cluster, and a SNAPSHOT without --apply reads none: give the "
+                             "SNAPSHOT or the cluster, or add --apply to carry the plan out there")
 
 
 def _snapshot_after_keep_node(args: argparse.Namespace) -> bool:
