@@ -211,8 +211,7 @@ class AffinityOnNode:
         if self.all_terms is not None and self.all_terms(pod):
             for counts, host in zip(self.affinity, self.affinity_on_host):
                 counts[1] += delta
-                if on_host or not host:
-                    counts[0] += delta
+                counts[0] += delta if on_host or not host else 0
         for i, matches in enumerate(self.anti_matches):
             if (on_host or not self.anti_on_host[i]) and matches(pod):
                 self.anti[i] += delta
