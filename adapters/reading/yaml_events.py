@@ -170,6 +170,9 @@ def _assemble(events: Any, label: str, sink: Optional[ItemSink] = None) -> list[
                 if not all(isinstance(m, dict) for m in merges):
                     raise fail(event, "a merge key (<<) needs a mapping or a list of mappings")
                 parent.merges.extend(merges)
+            elif key in parent.value:
+                # (the last one silently won: a Node's second name dropped the node and its pods)
+                raise fail(event, f"the key {str(key)[:60]!r} is given twice in one mapping")
             else:
                 parent.value[key] = value
     return documents

@@ -529,6 +529,10 @@ BAD_INPUT = [
                  id="malformed-yaml"),
     pytest.param("kind: List\nitems: [\n", "snap.yaml: invalid YAML: line 3, column 1: did not find expected node content",
                  id="unterminated-yaml"),
+    # the last of two keys silently won: a Node's second name dropped it and the pods running on it
+    pytest.param("kind: List\nitems:\n- kind: Node\n  metadata:\n    name: a\n    name: b\n",
+                 "snap.yaml: invalid YAML: line 6, column 11: the key 'name' is given twice in one mapping",
+                 id="yaml-duplicate-key"),
     pytest.param("kind: List\nitems: {a: 1}\n", "snap.yaml: items: expected a list, got a mapping", id="items-not-a-list"),
     pytest.param("kind: List\nitems: nodes\n", 'snap.yaml: items: expected a list, got "nodes"', id="items-a-string"),
     pytest.param("kind: List\n", "snap.yaml: items: required field is missing", id="list-without-items"),
