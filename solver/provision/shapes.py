@@ -48,6 +48,7 @@ class Shape:
     entry: str = ""
     entry_max: Optional[int] = None
     filled: tuple[Filled, ...] = ()  # what the entry left out and the shape got instead (``defaults``)
+    entry_at: int = -1  # the entry's place in the file (two entries may share a name: two node groups)
 
     @property
     def allocatable(self) -> dict[str, int]:
@@ -132,7 +133,7 @@ def parse_shapes(entries: Any, *, default_max: int, nodes: Iterable[Node] = ()) 
         zones = entry.get("zones")
         if zones is None:
             filled += (NO_ZONE,) if ZONE not in labels else ()
-            out.append(Shape(name, _node(name, entry, where, None), cost, max_count, slices, name, max_count, filled))
+            out.append(Shape(name, _node(name, entry, where, None), cost, max_count, slices, name, max_count, filled, i))
             continue
         if not isinstance(zones, dict) or not zones:
             raise InputError(where, "zones", "expected a mapping of zone to the most nodes there")
@@ -141,7 +142,7 @@ def parse_shapes(entries: Any, *, default_max: int, nodes: Iterable[Node] = ()) 
             # A zone's own count bounds it there; maxCount bounds the entry's zones in all
             # (``entry_limits``), as a node group's maximum does.
             out.append(Shape(zoned, _node(zoned, entry, where, str(zone)), cost,
-                             min(max_count, _count(count, where, f"zones.{zone}")), slices, name, max_count, filled))
+                             min(max_count, _count(count, where, f"zones.{zone}")), slices, name, max_count, filled, i))
     names = [s.name for s in out]
     if len(set(names)) != len(names):
         raise InputError("shapes", "name", "two shapes share a name")
@@ -151,10 +152,10 @@ def parse_shapes(entries: Any, *, default_max: int, nodes: Iterable[Node] = ()) 
 def entry_limits(shapes: list[Shape]) -> list[tuple[list[int], int]]:
     """The shapes (indexes) of each file entry with zones whose ``maxCount`` is below what its
     zones allow together, and that maxCount: their nodes in all are at most it."""
-    members: dict[str, list[int]] = {}
+    members: dict[int, list[int]] = {}
     for i, shape in enumerate(shapes):
-        if shape.entry:
-            members.setdefault(shape.entry, []).append(i)
+        if shape.entry_at >= 0:
+            members.setdefault(shape.entry_at, []).append(i)
     out = []
     for group in members.values():
         most = shapes[group[0]].entry_max

@@ -630,6 +630,16 @@ def test_max_count_bounds_a_shapes_nodes_over_all_its_zones() -> None:
     assert (r.ffd_nodes, r.ffd_cost, r.ffd_unplaced) == (3, 5000, 0)
 
 
+def test_two_entries_of_one_name_keep_their_own_max_count() -> None:
+    """One instance type in two node groups (zones a and b), maxCount 2 each: four nodes, not two
+    (the entries were once grouped by name and shared one maxCount)."""
+    node, hog = full_node()
+    pods = [hog] + [make_pod(f"a/p{i}", cpu="3") for i in range(4)]
+    r = provision(make_snapshot([node], pods), CONFIG, shapes(("big", "4", 1, {"maxCount": 2, "zones": {"a": 2}}),
+                                                              ("big", "4", 1, {"maxCount": 2, "zones": {"b": 2}})))
+    assert sorted(a.shape for a in r.added) == ["big@a", "big@a", "big@b", "big@b"] and not r.nowhere and r.proven
+
+
 def test_a_zones_own_count_still_bounds_it_within_max_count() -> None:
     node, hog = full_node()
     pods = [hog] + [make_pod(f"a/p{i}", cpu="3") for i in range(3)]
