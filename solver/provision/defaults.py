@@ -28,6 +28,7 @@ from models.quantity import format_quantity
 from models.resources import EPHEMERAL_STORAGE, PODS
 
 WELL_KNOWN_LABELS = ("kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch")
+TWIN_LABELS = (("kubernetes.io/os", "beta.kubernetes.io/os"), ("kubernetes.io/arch", "beta.kubernetes.io/arch"))
 DEFAULT_PODS = 110  # the kubelet's default maxPods
 ZONE = "topology.kubernetes.io/zone"
 
@@ -84,6 +85,13 @@ def filled_in(labels: dict, allocatable: dict, defaults: list[Filled]) -> tuple[
     win), and the defaults it took (those left unset included, for the notes)."""
     labels, allocatable = dict(labels), dict(allocatable)
     taken = []
+    # A kubelet sets both forms of os and arch from one value: an entry giving one gives the other
+    # (an arm64 entry in an amd64 cluster is no amd64 node by the beta label).
+    for stable, beta in TWIN_LABELS:
+        for given, other in ((stable, beta), (beta, stable)):
+            if given in labels and other not in labels:
+                labels[other] = labels[given]
+                taken.append(Filled("label", other, str(labels[given]), f"taken as {labels[given]}, the entry's {given}"))
     for d in defaults:
         given = labels if d.kind == "label" else allocatable
         if d.name in given:
