@@ -6,7 +6,8 @@ The taints under ``node.kubernetes.io/`` are put there by the node lifecycle con
 state that one node is in, not what kind of node it is. A new node of its kind comes up without
 them, so a copy that kept them would refuse every pod for a reason the new node does not have.
 The taints an operator or a node pool put there (``nvidia.com/gpu``, ``dedicated=infra``) are
-the node's kind, and stay.
+the node's kind, and stay. The cloud provider's two of that kind, ``uninitialized`` (until its
+controller has set the node up) and ``shutdown`` (its instance is stopped), go too.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from collections.abc import Iterable
 from models.objects import Taint
 
 STATE_TAINT_PREFIX = "node.kubernetes.io/"
+CLOUD_STATE_TAINTS = frozenset({"node.cloudprovider.kubernetes.io/uninitialized",
+                                "node.cloudprovider.kubernetes.io/shutdown"})
 
 
 def is_state_taint(taint: Taint) -> bool:
     """Whether ``taint`` describes the node's state (see the module's docstring)."""
-    return taint.key.startswith(STATE_TAINT_PREFIX)
+    return taint.key.startswith(STATE_TAINT_PREFIX) or taint.key in CLOUD_STATE_TAINTS
 
 
 def kind_taints(taints: Iterable[Taint]) -> list[Taint]:
