@@ -22,6 +22,7 @@ from typing import Annotated, Any, Iterable, Literal, Optional
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
+from .errors import clipped
 from .objects import (
     ClusterObject, K8sModel, LabelMap, ListOf, NamespacedObject, NodeSelector, ObjectMeta, PodResourceClaim, _quantity_value,
     toleration_matches,
@@ -53,7 +54,7 @@ _VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")
 
 def _check_version(value: Any) -> Any:
     if value is not None and value not in _VERSIONS:
-        raise ValueError(f'"{value}" is not read: dump DRA objects as resource.k8s.io/v1 '
+        raise ValueError(f'"{clipped(str(value))}" is not read: dump DRA objects as resource.k8s.io/v1 '
                          "(kubectl get resourceslices.v1.resource.k8s.io ...), Kubernetes 1.34+")
     return value
 

@@ -1,6 +1,17 @@
-"""The one error type for bad input: it names the object and the field that are wrong."""
+"""The one error type for bad input: it names the object and the field that are wrong; and how
+its message quotes a value of the input (``clipped``)."""
 
 from __future__ import annotations
+
+# The most of one input value an error message quotes. A message is one line; a value of
+# thousands of characters (a pasted blob, a 5,000-digit number) would bury the rest of it.
+MAX_QUOTED = 80
+
+
+def clipped(text: str, limit: int = MAX_QUOTED) -> str:
+    """``text`` as an error message quotes it: whole when short, else its first ``limit`` - 3
+    characters and ``...``, so the line still says which value it is about."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class InputError(ValueError):

@@ -27,6 +27,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, StrictInt, model_validator
 
+from .errors import clipped
 from .objects import K8sModel, ListOf, NamespacedObject, ObjectMeta
 
 # The highest priority a user may give (HighestUserDefinablePriority).
@@ -51,7 +52,7 @@ class DisruptionMode(K8sModel):
     def _v1alpha2_string(cls, value: Any) -> Any:
         if isinstance(value, str):
             if value not in V1ALPHA2_DISRUPTION_MODES:
-                raise ValueError(f"{value!r} is not a disruption mode (Pod, PodGroup, or {{single: {{}}}}, {{all: {{}}}})")
+                raise ValueError(f"{clipped(repr(value))} is not a disruption mode (Pod, PodGroup, or {{single: {{}}}}, {{all: {{}}}})")
             return V1ALPHA2_DISRUPTION_MODES[value]
         return value
 

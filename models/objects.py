@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from .errors import clipped
 from .labels import check_values_fit_operator, requirement_matches, selector_matches
 from .quantity import QuantityError, parse_quantity, to_units
 
@@ -191,7 +192,7 @@ def _quantity_value(raw: Any) -> Any:
     except QuantityError as exc:
         raise ValueError(str(exc)) from None
     if value < 0:
-        raise ValueError(f'"{raw}" must be non-negative')
+        raise ValueError(f'"{clipped(str(raw))}" must be non-negative')
     return value
 
 
@@ -902,8 +903,8 @@ class PodDisruptionBudgetSpec(K8sModel):
                 raise ValueError("must be non-negative")
             return v
         text = str(v)
-        if not text.endswith("%") or not text[:-1].isdigit():
-            raise ValueError(f'"{v}" is neither an integer nor a percentage')
+        if not text.endswith("%") or not (text[:-1].isascii() and text[:-1].isdigit()):  # [0-9]+%, not "²%"
+            raise ValueError(f'"{clipped(text)}" is neither an integer nor a percentage')
         if int(text[:-1]) > 100:  # the API server refuses it; read, it forbade every eviction
             raise ValueError(f'"{v}" is above 100%')
         return text

@@ -13,6 +13,8 @@ import math
 import re
 from fractions import Fraction
 
+from .errors import clipped
+
 __all__ = ["QuantityError", "parse_quantity", "to_units", "format_quantity"]
 
 _DECIMAL_SUFFIXES = {
@@ -53,15 +55,15 @@ class QuantityError(ValueError):
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity (string, or a JSON/YAML number) into an exact Fraction."""
     if isinstance(value, bool) or value is None:
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{clipped(repr(value))} is not a quantity")
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise QuantityError(f"{value!r} is not a quantity")
+            raise QuantityError(f"{clipped(repr(value))} is not a quantity")
         value = repr(value)
     if not isinstance(value, str):
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{clipped(repr(value))} is not a quantity")
     return _parse_text(value)
 
 
@@ -73,9 +75,12 @@ def _parse_text(value: str) -> Fraction:
     text = value
     match = _NUMBER.match(text)
     if not match:
-        raise QuantityError(f'"{value}" is not a quantity')
+        raise QuantityError(f'"{clipped(value)}" is not a quantity')
     sign, digits, suffix = match.groups()
-    number = Fraction(digits if not digits.endswith(".") else digits[:-1])
+    try:
+        number = Fraction(digits if not digits.endswith(".") else digits[:-1])
+    except ValueError:  # more digits than Python reads (sys.get_int_max_str_digits)
+        raise QuantityError(f'"{clipped(value)}" has too many digits') from None
     if suffix in _DECIMAL_SUFFIXES:
         multiplier = _DECIMAL_SUFFIXES[suffix]
     elif suffix in _BINARY_SUFFIXES:
@@ -83,10 +88,10 @@ def _parse_text(value: str) -> Fraction:
     else:
         exp = _EXPONENT.match(suffix)
         if not exp:
-            raise QuantityError(f'"{value}" is not a quantity')
+            raise QuantityError(f'"{clipped(value)}" is not a quantity')
         power = int(exp.group(1))
         if abs(power) > _MAX_EXPONENT:
-            raise QuantityError(f'"{value}" is out of range')
+            raise QuantityError(f'"{clipped(value)}" is out of range')
         multiplier = Fraction(10) ** power
     result = number * multiplier
     # Kubernetes keeps nanounits at most: anything finer rounds up (away from zero).
@@ -98,7 +103,7 @@ def _parse_text(value: str) -> Fraction:
     if sign == "-":
         result = -result
     if abs(result) > MAX_UNITS:
-        raise QuantityError(f'"{value}" is out of range')
+        raise QuantityError(f'"{clipped(value)}" is out of range')
     return result
 
 

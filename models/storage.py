@@ -15,6 +15,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator
 
+from .errors import clipped
 from .objects import ClusterObject, K8sModel, LabelSelector, ListOf, NamespacedObject, NodeSelector, ObjectMeta
 from .quantity import QuantityError, parse_quantity, to_units
 
@@ -36,7 +37,7 @@ def _storage_bytes(value: Any) -> Optional[int]:
     except QuantityError as exc:
         raise ValueError(str(exc)) from None
     if quantity < 0:
-        raise ValueError(f'"{value}" must be non-negative')
+        raise ValueError(f'"{clipped(str(value))}" must be non-negative')
     return to_units("storage", quantity)
 
 
@@ -46,7 +47,7 @@ def _access_modes(value: Any) -> Any:
     if isinstance(value, list):
         for mode in value:
             if mode not in ACCESS_MODES:
-                raise ValueError(f"unknown access mode {mode!r} (one of {', '.join(sorted(ACCESS_MODES))})")
+                raise ValueError(f"unknown access mode {clipped(repr(mode))} (one of {', '.join(sorted(ACCESS_MODES))})")
     return value
 
 

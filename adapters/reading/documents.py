@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import IO, Any, Optional, Union
 
 from models import InputError
+from models.errors import clipped
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
 
 from ..input_size import SizeLimit, read_bounded, snapshot_limit
-from .errors import SIMPLE_KEY, describe
+from .errors import SIMPLE_KEY, describe, too_many_digits
 from .kinds import kind_of, object_name
 from .yaml_events import yaml_documents
 
@@ -64,6 +66,8 @@ def _parse_documents(text: str, label: str) -> list[Any]:
             return documents
         except RecursionError:
             raise InputError(label, "", "invalid JSON: nested too deeply") from None
+        except InputError:
+            raise
         except json.JSONDecodeError as exc:
             # Flow-style YAML also starts with a bracket; only if it is not YAML either is the
             # JSON error the one to show.
@@ -73,7 +77,37 @@ def _parse_documents(text: str, label: str) -> list[Any]:
                 offset = len(text) - len(stripped)
                 line = text.count("\n", 0, offset) + exc.lineno
                 raise InputError(label, "", f"invalid JSON: line {line}, column {exc.colno}: {exc.msg}") from None
+        except ValueError as exc:  # json's scanner turning a number's digits into an int
+            raise _unreadable_number(text, len(text) - len(stripped), label, exc) from None
     return yaml_documents(text, label)
+
+
+def _unreadable_number(text: str, start: int, label: str, exc: ValueError) -> InputError:
+    """The error for JSON that ``json`` gave up on with a plain ValueError: an integer of more
+    digits than Python converts (``sys.get_int_max_str_digits``), named by its line and column
+    and its length, not its digits. Looked for only now, so reading valid JSON costs nothing."""
+    limit = sys.get_int_max_str_digits()
+    found = _long_integer(text, start, limit) if limit else None
+    if found is None:
+        return InputError(label, "", f"invalid JSON: {clipped(str(exc))}")
+    offset, digits = found
+    line = text.count("\n", 0, offset) + 1
+    column = offset - text.rfind("\n", 0, offset)
+    return InputError(label, "", f"invalid JSON: line {line}, column {column}: {too_many_digits(digits)}")
+
+
+def _long_integer(text: str, start: int, limit: int) -> Optional[tuple[int, int]]:
+    """Offset and digit count of the first JSON integer from ``start`` with more than ``limit``
+    digits, or None. Strings are stepped over whole, so digits inside one are not a number."""
+    if not re.compile(r"\d{%d}" % (limit + 1)).search(text, start):
+        return None  # no run of digits that long at all: nothing to walk the tokens for
+    # A string, or an integer: a run of digits not part of a longer token, with no fraction or
+    # exponent after it (json reads those as floats, whatever their length).
+    token = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\w.+-])-?(\d{%d,})(?![\w.])' % (limit + 1))
+    for match in token.finditer(text, start):
+        if match.group(1) is not None:
+            return match.start(), len(match.group(1))
+    return None
 
 
 # A JSON escape of a UTF-16 surrogate. Paired ones make one character; a lone one decodes to a

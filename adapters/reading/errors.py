@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import Any, Union
 
@@ -12,8 +13,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from models import InputError
+from models.errors import clipped
 
-__all__ = ["SIMPLE_KEY", "describe", "validate_model"]
+__all__ = ["SIMPLE_KEY", "describe", "too_many_digits", "validate_model"]
 
 
 def validate_model(model: type[BaseModel], data: Any, obj: Union[str, Callable[[], str]]) -> Any:
@@ -139,6 +141,14 @@ def describe(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "a list"
     if value is None or isinstance(value, (bool, int, float, str)):
-        text = json.dumps(value, ensure_ascii=False)
-        return text if len(text) <= 80 else text[:77] + "..."
+        try:
+            return clipped(json.dumps(value, ensure_ascii=False))
+        except ValueError:  # an integer longer than Python writes out (sys.get_int_max_str_digits)
+            return "a number too long to show"
     return type(value).__name__
+
+
+def too_many_digits(digits: int) -> str:
+    """What is wrong with an integer longer than Python reads (``sys.get_int_max_str_digits``),
+    said without the digits: a JSON or YAML reader refuses one before any model sees it."""
+    return f"an integer of {digits} digits is too long (at most {sys.get_int_max_str_digits()} are read)"

@@ -8,6 +8,7 @@ as it is finished, so a dump is never held whole as Python objects."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -16,8 +17,10 @@ from yaml import events as ev
 from yaml.nodes import ScalarNode
 
 from models import InputError
+from models.errors import clipped
 
 from ..interrupts import checkpoint
+from .errors import too_many_digits
 
 __all__ = ["CHECK_EVERY", "ItemSink", "MAX_ALIAS_EXPANSION", "MAX_DEPTH", "yaml_documents"]
 
@@ -44,6 +47,9 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+_INT_TAG = "tag:yaml.org,2002:int"
 
 
 _MAP_TAGS = (None, "!", "tag:yaml.org,2002:map")
@@ -208,7 +214,17 @@ def _scalar(event: Any, resolver: Any, constructor: Any, cache: dict[str, Any], 
         try:
             value = build(constructor, ScalarNode(tag, raw, event.start_mark, event.end_mark, event.style))
         except (yaml.YAMLError, ValueError, TypeError) as exc:
-            raise fail(event, f"{raw!r} is not a valid {tag.rsplit(':', 1)[-1]}: {exc}") from None
+            raise fail(event, _unbuilt(raw, tag, exc)) from None
     if implicit_plain and len(cache) < 100_000:
         cache[raw] = value
     return value
+
+
+def _unbuilt(raw: str, tag: str, exc: Exception) -> str:
+    """Why the scalar ``raw`` is not a value of ``tag``, quoting at most a few dozen characters of
+    it (Python's own message repeats it whole)."""
+    limit = sys.get_int_max_str_digits()
+    digits = sum(ch.isdigit() for ch in raw)
+    if tag == _INT_TAG and limit and digits > limit:
+        return too_many_digits(digits)
+    return f"{clipped(repr(raw))} is not a valid {tag.rsplit(':', 1)[-1]}: {clipped(str(exc))}"

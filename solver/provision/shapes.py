@@ -19,7 +19,7 @@ from typing import Any, Iterable, Optional
 
 from models.config import SchedulerConfig
 from models.dra import ResourceSlice
-from models.errors import InputError
+from models.errors import InputError, clipped
 from models.objects import Node
 from models.resources import is_tracked_resource
 from models.snapshot import ClusterSnapshot
@@ -83,17 +83,17 @@ def _cost(value: Any, where: str) -> int:
     try:
         cost = Decimal(str(value))
     except InvalidOperation:
-        raise InputError(where, "cost", f'"{value}" is not a number') from None
+        raise InputError(where, "cost", f'"{clipped(str(value))}" is not a number') from None
     if not cost.is_finite() or cost < 0:
-        raise InputError(where, "cost", f"{value} must be a number >= 0")
+        raise InputError(where, "cost", f"{clipped(str(value))} must be a number >= 0")
     if cost > MAX_COST:
-        raise InputError(where, "cost", f"{value} is above the largest cost taken, {MAX_COST:,}")
+        raise InputError(where, "cost", f"{clipped(str(value))} is above the largest cost taken, {MAX_COST:,}")
     return int((cost * COST_SCALE).to_integral_value())
 
 
 def _count(value: Any, where: str, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(where, field, f'"{value}" must be an integer >= 0')
+        raise InputError(where, field, f'"{clipped(str(value))}" must be an integer >= 0')
     return value
 
 

@@ -3,6 +3,7 @@ field), not an internal error from deep in the solver."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,50 @@ def test_a_time_limit_past_what_a_wait_can_take_is_bad_input(capsys, tmp_path: P
     code, out, err = run(capsys, "schedule", snap, "--config", config)
     assert code == 2 and out == ""
     assert err == ["cpsat-scheduler: error: config: solver.timeLimitSeconds: Infinity is above the maximum 1000000000"]
+
+
+# More digits than Python turns into an int (sys.get_int_max_str_digits, 4,300 by default).
+HUGE = "9" * 5000
+
+
+def _too_long(path: str, reader: str = "JSON") -> str:
+    """The line a user sees for the number ``HUGE`` (its sign included) that ends the file at
+    ``path``: any ``HUGE`` before it is in a string."""
+    text = Path(path).read_text()
+    at = text.rindex(HUGE)
+    at -= text[at - 1] == "-"
+    line = text.count("\n", 0, at) + 1
+    column = at - text.rfind("\n", 0, at)
+    return (f"cpsat-scheduler: error: {path}: invalid {reader}: line {line}, column {column}: "
+            "an integer of 5000 digits is too long (at most 4300 are read)")
+
+
+def test_an_integer_too_long_to_read_is_bad_input_in_every_json_input(capsys, tmp_path: Path) -> None:
+    """The snapshot, a plan for validate, a shapes file and an --add-nodes file each give the file,
+    the line and column of the number and its length, never its 5,000 digits nor exit 1."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    snap = write(tmp_path, "snap.json", '{"apiVersion": "v1", "kind": "List", "items": [\n'
+                 f'{json.dumps(node)},\n{{"apiVersion": "v1", "kind": "PriorityClass", "metadata": {{"name": "p"}}, '
+                 f'"description": "{HUGE}", "value": {HUGE}}}]}}\n')
+    plan = write(tmp_path, "plan.json", f'{{"assignments": [],\n "stats": {{"objective": {HUGE}}}}}\n')
+    shapes = write(tmp_path, "shapes.json", f'[{{"name": "m5", "allocatable": {{"cpu": "4"}}, "cost": {HUGE}}}]\n')
+    new_node = write(tmp_path, "node.json", json.dumps(node)[:-1] + f', "spec": {{"x": -{HUGE}}}}}\n')
+    good = write(tmp_path, "good.yaml", listing(NODE, pod()))
+    for argv, path in [
+        (("schedule", snap), snap),
+        (("validate", good, plan), plan),
+        (("provision", good, "--shapes", shapes), shapes),
+        (("what-if", good, "--add-nodes", f"2:@{new_node}"), new_node),
+    ]:
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), (argv, err)
+        assert err == [_too_long(path)], argv
+
+
+def test_a_yaml_integer_too_long_to_read_is_named_in_one_short_line(capsys, tmp_path: Path) -> None:
+    """YAML refused it already, but its line repeated all 5,000 digits."""
+    snap = write(tmp_path, "snap.yaml", listing(NODE, pod(f"priority: {HUGE}, ")))
+    code, out, err = run(capsys, "schedule", snap)
+    assert (code, out) == (2, "")
+    assert err == [_too_long(snap, reader="YAML")]

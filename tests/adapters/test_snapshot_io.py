@@ -618,6 +618,14 @@ BAD_INPUT = [
     pytest.param(pod_with("") + "- {kind: Pod, metadata: {name: web-1}, spec: {containers: [{name: b}]}}\n",
                  "pods/default/web-1: metadata.name: duplicate object in snapshot", id="duplicate-pod"),
     pytest.param("kind: 7\n", "snap.yaml: kind: 7 is not a kind", id="kind-not-a-string"),
+    pytest.param("kind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '" + "x" * 5000 + "'}}\n",
+                 'nodes/n1: status.allocatable.cpu: "' + "x" * 77 + '..." is not a quantity', id="long-value-quoted-short"),
+    pytest.param("kind: Node\nmetadata: {name: n1}\nx: !!int " + "z" * 5000 + "\n",
+                 "snap.yaml: invalid YAML: line 3, column 4: '" + "z" * 76 + "... is not a valid int: invalid literal for "
+                 "int() with base 10: '" + "z" * 36 + "...", id="long-scalar-quoted-short"),
+    pytest.param('{"kind": "Node", "metadata": {"name": "n", "annotations": {"a": "' + "1" * 5000 + '"}},\n "x": -' + "2" * 4400 + "}",
+                 "snap.yaml: invalid JSON: line 2, column 7: an integer of 4400 digits is too long (at most 4300 are read)",
+                 id="json-integer-too-long-not-digits-in-a-string"),
 ]
 
 

@@ -78,6 +78,10 @@ def test_numbers_from_json_and_yaml(raw: object, value: Fraction) -> None:
         pytest.param(True, "True is not a quantity", id="boolean"),
         pytest.param(None, "None is not a quantity", id="null"),
         pytest.param(float("nan"), "nan is not a quantity", id="nan"),
+        # A long value is quoted only as far as says which it is, and digits past what Python
+        # converts (4,300) are refused here rather than by int() with its own ValueError.
+        pytest.param("x" * 5000, '"' + "x" * 77 + '..." is not a quantity', id="long-text-quoted-short"),
+        pytest.param("9" * 5000, '"' + "9" * 77 + '..." has too many digits', id="digits-past-int-conversion"),
     ],
 )
 def test_invalid_quantities(raw: object, message: str) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 import cel
 
 from models.dra import Device
+from models.errors import clipped
 from models.quantity import QuantityError, parse_quantity
 
 _QTAG = "__k8s_quantity__"
@@ -59,7 +60,7 @@ def semver_value(text: str) -> list:
     pre-release); ``None`` is refused by the caller."""
     parsed = _parse_semver(text)
     if parsed is None:
-        raise CelError(f'"{text}" is not a semantic version')
+        raise CelError(f'"{clipped(text)}" is not a semantic version')
     major, minor, patch, pre = parsed
     return [_VTAG, major, minor, patch, pre]
 
