@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from models import Assignment, Gated, InputError, Nomination, Plan, PlanStats, Preemption, Unschedulable
 from models.config import DEFAULT_MAX_SNAPSHOT_BYTES
+from models.dra import AllocationResult
 from models.plan import DeviceAllocation
 
 from ..input_size import snapshot_limit
@@ -42,7 +43,24 @@ def load_plan(path: Union[str, Path, IO[str], IO[bytes]], *, max_bytes: int = DE
     if data.get("stats") is None:
         data["stats"] = {"engine": "external", "status": "UNKNOWN"}
     data["stats"] = _known_keys(data["stats"], PlanStats)
-    return validate_model(Plan, data, "plan")
+    plan = validate_model(Plan, data, "plan")
+    for i, entry in enumerate(plan.allocations):
+        _check_allocation(i, entry.allocation)
+    return plan
+
+
+def _check_allocation(index: int, allocation: dict[str, Any]) -> None:
+    """A plan's ``allocation`` body read as what it claims to be, a ResourceClaim's
+    ``status.allocation``: one that is not (a result without its device, an unknown key) is a
+    mistake in the file, reported like any other with its full path, not a rule of the
+    snapshot the plan would break."""
+    try:
+        validate_model(AllocationResult, allocation, "plan")
+    except InputError as exc:
+        field = f"allocations[{index}].allocation"
+        if exc.field:
+            field += exc.field if exc.field.startswith("[") else f".{exc.field}"
+        raise InputError("plan", field, exc.problem) from None
 
 
 _PLAN_ENTRIES: dict[str, type[BaseModel]] = {

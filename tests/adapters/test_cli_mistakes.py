@@ -85,6 +85,33 @@ def test_validate_refuses_a_plan_naming_others_anywhere(capsys, tmp_path: Path, 
     assert err == [f"cpsat-scheduler: error: plan: {field}: {name} is not in the snapshot (a plan for another snapshot?)"]
 
 
+_RESULT = {"request": "gpu", "driver": "gpu.example.com", "pool": "gpu-node-0", "device": "gpu-0"}
+
+
+@pytest.mark.parametrize(
+    ("allocation", "field", "problem"),
+    [
+        ({"devices": {"results": [{k: v for k, v in _RESULT.items() if k != "device"}]}},
+         "devices.results[0].device", "required field is missing"),
+        ({"devices": {"results": [_RESULT]}, "bogus": 1}, "bogus", "unknown key"),
+        ({"devices": {"results": "x"}}, "devices.results", 'expected a list, got "x"'),
+        ({"devices": {"results": [_RESULT]}, "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "Foo", "values": ["gpu-node-0"]}]}]}},
+         "nodeSelector.nodeSelectorTerms[0].matchFields[0].operator", "unknown value \"Foo\", expected 'In' or 'NotIn'"),
+    ],
+    ids=["result-without-device", "unknown-key", "results-not-a-list", "unknown-operator"],
+)
+def test_validate_refuses_a_malformed_allocation_as_bad_input(capsys, tmp_path: Path, allocation: dict, field: str,
+                                                              problem: str) -> None:
+    # The body was read only by the DRA rule, which called it a violation of the plan (exit 1,
+    # "not a ResourceClaim allocation: Field required") with no field named.
+    entry = {"claim": "ml/notebook-gpu-", "pods": ["ml/notebook"], "allocation": allocation}
+    plan = write(tmp_path, "plan.json", json.dumps({"assignments": [], "allocations": [entry]}))
+    code, out, err = run(capsys, "validate", str(EXAMPLES / "snapshots" / "dra" / "gpus.yaml"), plan)
+    assert code == 2 and out == ""
+    assert err == [f"cpsat-scheduler: error: plan: allocations[0].allocation.{field}: {problem}"]
+
+
 @pytest.mark.parametrize(
     ("plan", "want"),
     [
