@@ -84,15 +84,32 @@ def group_of(api_version: Any) -> Optional[str]:
 
 
 def object_name(spec: Kind, item: dict, position: str) -> str:
+    """How an error names ``item``: ``pods/shop/web-1`` (``nodes/n1`` for a cluster-scoped kind,
+    ``default`` for a namespace left out, as kubectl reads it). Without a usable name, its
+    ``position`` in the input with what the object says of itself, ``items[3] (Pod in namespace
+    shop)``, since a position alone leaves the user counting items. A namespace that is there but
+    not a string is left out, not taken for ``default``: the error is about that very field."""
     meta = item.get("metadata")
     if not isinstance(meta, dict):
-        return position
+        meta = {}
+    namespace = _namespace(meta) if spec.namespaced else None
     name = meta.get("name")
     if not isinstance(name, str) or not name:
-        return position
-    if not spec.namespaced:
+        where = f" in namespace {namespace}" if namespace and "namespace" in meta else ""
+        return f"{position} ({_KIND_OF_PLURAL[spec.plural]}{where})"
+    if namespace is None:
         return f"{spec.plural}/{name}"
-    namespace = meta.get("namespace")
-    if not isinstance(namespace, str) or not namespace:
-        namespace = "default"
     return f"{spec.plural}/{namespace}/{name}"
+
+
+def _namespace(meta: dict) -> Optional[str]:
+    """The namespace ``meta`` gives its object (``default`` when it gives none), or None when
+    ``metadata.namespace`` is not a string."""
+    namespace = meta.get("namespace", "")
+    if not isinstance(namespace, str):
+        return None
+    return namespace or "default"
+
+
+# Each resource's kind, for an object an error names by its position: ``pods`` -> ``Pod``.
+_KIND_OF_PLURAL = {spec.plural: kind for kind, spec in KINDS.items()}

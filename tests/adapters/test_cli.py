@@ -64,7 +64,7 @@ BAD_SNAPSHOTS = [
     pytest.param("", "{path}: empty input: expected a List or Kubernetes objects", id="empty"),
     pytest.param("kind: List\nitems: {}\n", "{path}: items: expected a list, got a mapping", id="items-not-a-list"),
     pytest.param(snapshot("- {kind: Pod, metadata: {}, spec: {containers: [{name: a}]}}\n"),
-                 "items[0]: metadata.name: required field is missing", id="missing-name"),
+                 "items[0] (Pod): metadata.name: required field is missing", id="missing-name"),
     pytest.param(snapshot("- {kind: Pod, metadata: {name: web-1}, spec: {}}\n"),
                  "pods/default/web-1: spec.containers: required field is missing", id="missing-containers"),
     pytest.param(snapshot(NODE % "n1", pod(container=", resources: {requests: {cpu: 12x}}")),
