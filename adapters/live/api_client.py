@@ -33,6 +33,7 @@ from adapters import gang_api
 from models import InputError
 
 from .errors import KubeError, NotFound, for_status, from_client, status_message
+from .kubeconfig import check_kubeconfig
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,7 @@ def load_api_client(kubeconfig: Optional[str] = None, *, in_cluster: bool = Fals
     if in_cluster:
         config.load_incluster_config(client_configuration=configuration)
     else:
+        check_kubeconfig(kubeconfig)
         config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
                                 persist_config=False)
     return configured_client(configuration)
@@ -197,7 +199,10 @@ def load_api_client(kubeconfig: Optional[str] = None, *, in_cluster: bool = Fals
 def credentials_refused(where: str, exc: BaseException) -> InputError:
     """The input error for credentials the client's loader refused (``load_api_client``, or a
     caller's own ``config.load_kube_config``): ``where`` names the kubeconfig or in-cluster
-    account; only the loader's first line is kept, and no part of the file."""
+    account; only the loader's first line is kept, and no part of the file. A file whose shape
+    the loader could not read (``check_kubeconfig``) is named as it was found wrong."""
+    if isinstance(exc, InputError):
+        return exc
     first = str(exc).splitlines()[0] if str(exc) else ""
     return InputError(where, "", f"cannot load cluster credentials: {type(exc).__name__}: {first}".rstrip(": "))
 

@@ -93,6 +93,34 @@ def test_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path, capsys: pytes
     assert len(err.strip().splitlines()) == 1 and "cannot reach the API server" in err
 
 
+_CONTEXT = "contexts: [{name: c, context: {cluster: k, user: u}}]\ncurrent-context: c\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        ("hello\n", "", "not a kubeconfig: expected a mapping (clusters, contexts, users, current-context), got a string"),
+        ("- a\n", "", "not a kubeconfig: expected a mapping (clusters, contexts, users, current-context), got a list"),
+        ("contexts: x\n", "contexts", "expected a list, got a string"),
+        ("contexts: [{name: c, context: x}]\n", "contexts[0].context", "expected a mapping, got a string"),
+        (_CONTEXT + "clusters: [{name: k, cluster: {server: 5}}]\n", "clusters[0].cluster.server",
+         "expected a string, got a number"),
+        (_CONTEXT + "users: [{name: u, user: {token: 12345}}]\n", "users[0].user.token", "expected a string, got a number"),
+    ],
+    ids=["a-scalar", "a-list", "contexts-not-a-list", "context-body-a-string", "server-a-number", "token-a-number"],
+)
+def test_a_kubeconfig_of_the_wrong_shape_is_named_with_its_field(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 text: str, field: str, problem: str) -> None:
+    """The client's loader failed on these with Python's own words ("TypeError: 'str' object does
+    not support item assignment"); a value, which may be a credential, is never repeated."""
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(text)
+    code, out, err = cli(capsys, "schedule", "--kubeconfig", str(kubeconfig))
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [f"cpsat-scheduler: error: {kubeconfig}: {field + ': ' if field else ''}{problem}"]
+    assert "12345" not in err
+
+
 def test_the_readme_clusterrole_is_what_is_listed() -> None:
     readme = (REPO / "docs" / "configuration.md").read_text()
     block = re.search(r"```yaml\n(kind: ClusterRole\nmetadata: \{name: cpsat-cluster-reader\}.*?)```", readme, re.DOTALL)
