@@ -94,6 +94,7 @@ def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str]) -> li
     if target is None:
         left = [snapshot.pod(u.pod) for u in plan.unschedulable]
         return _grouped(snapshot, [p for p in left if p is not None], pending)
+    _check_target(target)
     if target.startswith(("podgroup/", "workload/")):
         kind, _, rest = target.partition("/")
         ns, _, name = rest.partition("/")
@@ -111,6 +112,21 @@ def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str]) -> li
     if target not in pending:
         raise InputError(f"pods/{target}", "TARGET", f"not a pending pod this scheduler places ({_why_not_ours(pod, plan)})")
     return _grouped(snapshot, [pod], pending)
+
+
+def _check_target(target: str) -> None:
+    """``InputError`` for a target that is none of the forms ``units_of`` reads (a kind it does
+    not take, ``deployment/shop/web``; a pod without its namespace), which would otherwise be
+    looked up as a pod and reported as "no such pod", as if only the name were wrong."""
+    kind, _, rest = target.partition("/")
+    group = kind in _GROUP_KINDS
+    namespace, slash, name = (rest if group else target).partition("/")
+    if not (namespace and slash and name) or ("/" in name and not group):  # (a group's key may hold one)
+        raise InputError(target, "TARGET", "expected a pod as NS/NAME, podgroup/NS/NAME, workload/NS/NAME or all")
+
+
+# The kinds a target names a group of pods by: ``podgroup/NS/NAME``, ``workload/NS/NAME``.
+_GROUP_KINDS = ("podgroup", "workload")
 
 
 def _why_not_ours(pod: Pod, plan: Plan) -> str:
@@ -144,6 +160,8 @@ def explain(snapshot: ClusterSnapshot, config: SchedulerConfig, target: Optional
             gate: Optional[Callable[[], bool]] = None) -> list[Explanation]:
     """Why the best plan leaves ``target`` (or every left-out pod and gang) out. ``gate`` is asked
     before every feasibility check; when it says no, ``Stopped`` is raised (no partial answer)."""
+    if target is not None:
+        _check_target(target)  # before the decision, which may take the whole time limit
     if today is None:
         today = decide(ScheduleRequest(snapshot, config, all_pending=all_pending))
     plan = today.plan

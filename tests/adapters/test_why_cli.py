@@ -65,6 +65,16 @@ def test_a_target_naming_nothing_pending_exits_2(capsys, target, line) -> None:
     assert (code, out, err) == (2, "", [line])
 
 
+@pytest.mark.parametrize("target", ["deployment/shop/web", "web-7c5ddbdf54-4rj9t", "podgroup/etl-backfill", "ALL", ""])
+def test_a_target_of_no_form_why_reads_says_what_it_takes(capsys, target) -> None:
+    # Each was looked up as a pod and reported as "no such pod in the snapshot", as if only the
+    # name were wrong.
+    code, out, err = run(capsys, "why", target, str(QUICKSTART))
+    where = f"{target}: " if target else ""
+    assert (code, out, err) == (2, "", [f"cpsat-scheduler: error: {where}TARGET: expected a pod as NS/NAME, "
+                                        "podgroup/NS/NAME, workload/NS/NAME or all"])
+
+
 def test_the_documented_gang_example(capsys) -> None:
     examples = QUICKSTART.parents[1]
     code, out, _ = run(capsys, "why", "podgroup/ml/train", str(examples / "snapshots" / "why-gang-rack.yaml"),

@@ -113,6 +113,7 @@ def test_nothing_relaxable_names_the_request_beyond_every_node() -> None:
     ("a/ghost", "pods/a/ghost: TARGET: no such pod"),
     ("a/run", "pods/a/run: TARGET: not a pending pod this scheduler places (it runs on node n1)"),
     ("podgroup/a/none", "podgroup/a/none: TARGET: no pending pod of podgroup a/none"),
+    ("deployment/a/web", "deployment/a/web: TARGET: expected a pod as NS/NAME, podgroup/NS/NAME, workload/NS/NAME or all"),
     ("a/gated", "pods/a/gated: TARGET: not a pending pod this scheduler places (it is held by "
                 "spec.schedulingGates (example.com/quota): it waits for them to be removed, not for room)"),
     ("a/theirs", 'pods/a/theirs: TARGET: not a pending pod this scheduler places (its spec.schedulerName is '
