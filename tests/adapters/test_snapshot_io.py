@@ -625,9 +625,10 @@ BAD_INPUT = [
     pytest.param("kind: Node\nmetadata: {name: n1}\nx: !!int " + "z" * 5000 + "\n",
                  "snap.yaml: invalid YAML: line 3, column 4: '" + "z" * 76 + "... is not a valid int: invalid literal for "
                  "int() with base 10: '" + "z" * 36 + "...", id="long-scalar-quoted-short"),
-    pytest.param('{"kind": "Node", "metadata": {"name": "n", "annotations": {"a": "' + "1" * 5000 + '"}},\n "x": -' + "2" * 4400 + "}",
-                 "snap.yaml: invalid JSON: line 2, column 7: an integer of 4400 digits is too long (at most 4300 are read)",
-                 id="json-integer-too-long-not-digits-in-a-string"),
+    pytest.param('{"kind": "Node", "metadata": {"name": "n", "annotations": {"a": "' + "1" * 5000 + '"}},\n "f": 1.' + "3" * 5000
+                 + ',\n "x": -' + "2" * 4400 + "}",
+                 "snap.yaml: invalid JSON: line 3, column 7: an integer of 4400 digits is too long (at most 4300 are read)",
+                 id="json-integer-too-long-not-digits-in-a-string-or-a-fraction"),
 ]
 
 
