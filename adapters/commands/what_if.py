@@ -120,22 +120,27 @@ def parse_changes(args: argparse.Namespace) -> list:
         out.append(w.RelaxPdb(_key(key, "--relax-pdb"), _int_or_percent(value, text)))
     for text in args.priority:
         target, value = _split(text, "--priority", "=", "POD_OR_GROUP=VALUE")
-        try:
-            number = int(value)
-        except ValueError:
-            raise InputError(text, "--priority", f'"{value}" is not an integer') from None
+        number = int(value) if _digits(value.removeprefix("-")) else None
+        if number is None:
+            raise InputError(text, "--priority", f'"{value}" is not an integer')
         if not -(2**31) <= number <= 2_000_001_000:
             raise InputError(text, "--priority", f"{number} is outside a pod priority's range")
         out.append(w.SetPriority(target, number))
     return out
 
 
+def _digits(text: str) -> bool:
+    """``[0-9]+``: ``str.isdigit`` also takes "²" and other scripts' digits, which ``int`` then
+    refuses or the API server would."""
+    return text.isascii() and text.isdigit()
+
+
 def _int_or_percent(value: str, text: str) -> int | str:
-    if value.endswith("%") and value[:-1].isdigit():
+    if value.endswith("%") and _digits(value[:-1]):
         if int(value[:-1]) > 100:  # the API server refuses such a budget
             raise InputError(text, "--relax-pdb", f'"{value}" is above 100%')
         return value
-    if value.isdigit():
+    if _digits(value):
         return int(value)
     raise InputError(text, "--relax-pdb", f'"{value}" is neither a non-negative integer nor a percentage')
 
@@ -144,7 +149,7 @@ def _add_nodes(text: str):
     from solver.whatif import AddNodes
 
     count_text, sep, like = text.partition(":")
-    if not sep or not count_text.isdigit() or int(count_text) < 1 or not like:
+    if not sep or not _digits(count_text) or int(count_text) < 1 or not like:
         raise InputError(text, "--add-nodes", "expected N:LIKE_NODE or N:@FILE with N >= 1")
     if not like.startswith("@"):
         return AddNodes(int(count_text), like)

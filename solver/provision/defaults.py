@@ -88,10 +88,10 @@ def filled_in(labels: dict, allocatable: dict, defaults: list[Filled]) -> tuple[
     # A kubelet sets both forms of os and arch from one value: an entry giving one gives the other
     # (an arm64 entry in an amd64 cluster is no amd64 node by the beta label).
     for stable, beta in TWIN_LABELS:
-        for given, other in ((stable, beta), (beta, stable)):
-            if given in labels and other not in labels:
-                labels[other] = labels[given]
-                taken.append(Filled("label", other, str(labels[given]), f"taken as {labels[given]}, the entry's {given}"))
+        for key, twin in ((stable, beta), (beta, stable)):
+            if key in labels and twin not in labels:
+                labels[twin] = labels[key]
+                taken.append(Filled("label", twin, str(labels[key]), f"taken as {labels[key]}, the entry's {key}"))
     for d in defaults:
         given = labels if d.kind == "label" else allocatable
         if d.name in given:

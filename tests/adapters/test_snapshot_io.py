@@ -609,6 +609,9 @@ BAD_INPUT = [
                  'poddisruptionbudgets/shop/web: spec.minAvailable: "half" is neither an integer nor a percentage', id="pdb-min-available"),
     pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\nspec: {maxUnavailable: 150%}\n",
                  'poddisruptionbudgets/shop/web: spec.maxUnavailable: "150%" is above 100%', id="pdb-above-100-percent"),
+    pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\nspec: {maxUnavailable: ١٠%}\n",
+                 'poddisruptionbudgets/shop/web: spec.maxUnavailable: "١٠%" is neither an integer nor a percentage',
+                 id="pdb-percent-of-other-digits"),
     pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\n"
                  "spec: {unhealthyPodEvictionPolicy: Always}\n",
                  "poddisruptionbudgets/shop/web: spec.unhealthyPodEvictionPolicy: unknown value \"Always\", expected "

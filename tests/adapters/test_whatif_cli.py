@@ -74,6 +74,9 @@ def test_pending_pods_a_change_deletes_are_listed_as_removed(capsys) -> None:
     (["--add-nodes", "0:worker-a-1"], "cpsat-scheduler: error: 0:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
     (["--remove-pod", "nobody"], "cpsat-scheduler: error: nobody: --remove-pod: expected NAMESPACE/NAME"),
     (["--relax-pdb", "shop/web=150%"], 'cpsat-scheduler: error: shop/web=150%: --relax-pdb: "150%" is above 100%'),
+    # digits of other scripts: str.isdigit took them and int() then failed as an internal error
+    (["--relax-pdb", "shop/web=²%"], 'cpsat-scheduler: error: shop/web=²%: --relax-pdb: "²%" is neither'),
+    (["--add-nodes", "²:worker-a-1"], "cpsat-scheduler: error: ²:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
     # a leading dash: the flag's own line, not argparse's usage and "expected one argument"
     (["--add-nodes", "-1:worker-a-1"], "cpsat-scheduler: error: -1:worker-a-1: --add-nodes: expected N:LIKE_NODE"),
     (["--add-nodes=-1:worker-a-1"], "cpsat-scheduler: error: -1:worker-a-1: --add-nodes: expected N:LIKE_NODE"),

@@ -223,12 +223,16 @@ def test_a_shape_file_with_a_bad_device_is_refused_naming_it() -> None:
     with pytest.raises(InputError) as caught:
         parse_shapes([{"name": "x", "allocatable": {"cpu": "4"}, "devices": [{"driver": "d", "count": 0}]}], default_max=5)
     assert str(caught.value).startswith('shapes[0] (x): devices[0].count: "0" must be an integer >= 1')
-    # a count past what one ResourceSlice holds ran for minutes, then out of memory, with no answer
+    # a count of 10**8 ran for minutes, then out of memory, with no answer; past one ResourceSlice's
+    # 128 is still a node (a driver spreads its pool over several slices)
+    [shape] = parse_shapes([{"name": "x", "allocatable": {"cpu": "4"}, "devices": [{"driver": "d", "count": 200}]}],
+                           default_max=5)
+    assert shape.device_count == 200
     with pytest.raises(InputError) as caught:
-        parse_shapes([{"name": "x", "allocatable": {"cpu": "4"}, "devices": [{"driver": "d", "count": 100},
-                                                                           {"driver": "d", "count": 29}]}], default_max=5)
-    assert str(caught.value) == ("shapes[0] (x): devices[1].count: the devices of d come to 129 on one node: a "
-                                 "ResourceSlice holds at most 128")
+        parse_shapes([{"name": "x", "allocatable": {"cpu": "4"}, "devices": [{"driver": "d", "count": 1000},
+                                                                           {"driver": "d", "count": 25}]}], default_max=5)
+    assert str(caught.value) == ("shapes[0] (x): devices[1].count: the devices of d come to 1025 on one node: a "
+                                 "shape takes at most 1024 of one driver")
 
 
 def test_devices_the_model_cannot_count_are_left_to_the_validator_and_the_engine() -> None:
