@@ -128,7 +128,7 @@ class Explainer:
         now = time.monotonic()
         chosen = []
         with self._lock:
-            for unit in units_of(snapshot, plan, None):
+            for unit in units_of(snapshot, plan, None, self.config.scheduler_name):
                 first = next(u.message for u in plan.unschedulable if u.pod in unit.pods)
                 answer = self._answers.get(unit.name)
                 if answer is not None and answer.message == first and now - answer.at < REFRESH_SECONDS:

@@ -87,7 +87,7 @@ class Explanation:
         return OBSTACLES_PREFIX + "; ".join(o.brief for o in self.obstacles)
 
 
-def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str]) -> list[Unit]:
+def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str], scheduler_name: str) -> list[Unit]:
     """The units ``target`` names (every left-out pod or gang when None); ``InputError`` when it
     names nothing, or a pod that is not pending."""
     pending = {a.pod for a in plan.assignments} | {u.pod for u in plan.unschedulable}
@@ -110,7 +110,7 @@ def units_of(snapshot: ClusterSnapshot, plan: Plan, target: Optional[str]) -> li
     if pod is None:
         raise InputError(f"pods/{target}", "TARGET", "no such pod in the snapshot")
     if target not in pending:
-        raise InputError(f"pods/{target}", "TARGET", f"not a pending pod this scheduler places ({_why_not_ours(pod, plan)})")
+        raise InputError(f"pods/{target}", "TARGET", f"not a pending pod this scheduler places ({_why_not_ours(pod, scheduler_name)})")
     return _grouped(snapshot, [pod], pending)
 
 
@@ -129,16 +129,23 @@ def _check_target(target: str) -> None:
 _GROUP_KINDS = ("podgroup", "workload")
 
 
-def _why_not_ours(pod: Pod, plan: Plan) -> str:
-    """Why a pod of the snapshot is no target: bound, gated, or another scheduler's."""
+def _why_not_ours(pod: Pod, scheduler_name: str) -> str:
+    """Why a pod of the snapshot is no target: bound, finished, being deleted, gated, or another
+    scheduler's (the first that holds)."""
     if pod.spec.node_name:
         return f"it runs on node {pod.spec.node_name}"
-    gated = next((g for g in plan.gated if g.pod == pod.key), None)
-    if gated is not None:
-        return (f"it is held by spec.schedulingGates ({', '.join(gated.gates)}): it waits for them to be "
-                "removed, not for room")
-    return (f'its spec.schedulerName is "{pod.spec.scheduler_name}", another scheduler\'s; '
-            "--all-pending takes it")
+    if pod.is_terminal:
+        return f"it has finished, in phase {pod.status.phase}"
+    if pod.is_terminating:
+        return "it is being deleted"
+    gates = tuple(g.name for g in pod.spec.scheduling_gates)
+    if gates:
+        return (f"it is held by spec.schedulingGates ({', '.join(gates)}): it waits for them to be removed, "
+                "not for room")
+    if pod.spec.scheduler_name != scheduler_name:
+        return (f'its spec.schedulerName is "{pod.spec.scheduler_name}", another scheduler\'s; '
+                "--all-pending takes it")
+    return "it is not ours to schedule"
 
 
 def _grouped(snapshot: ClusterSnapshot, pods: Sequence[Pod], pending: set[str]) -> list[Unit]:
@@ -168,7 +175,7 @@ def explain(snapshot: ClusterSnapshot, config: SchedulerConfig, target: Optional
     carried = not plan.volume_bindings  # (device allocations are carried: ``plan_applied``)
     return [dataclasses.replace(e, claims_not_carried=not carried) if e.reasons else e
             for e in (_explain_unit(snapshot, config, plan, unit, all_pending, gate)
-                      for unit in units_of(snapshot, plan, target))]
+                      for unit in units_of(snapshot, plan, target, config.scheduler_name))]
 
 
 def _explain_unit(snapshot: ClusterSnapshot, config: SchedulerConfig, plan: Plan, unit: Unit,

@@ -118,13 +118,17 @@ def test_nothing_relaxable_names_the_request_beyond_every_node() -> None:
                 "spec.schedulingGates (example.com/quota): it waits for them to be removed, not for room)"),
     ("a/theirs", 'pods/a/theirs: TARGET: not a pending pod this scheduler places (its spec.schedulerName is '
                  '"default-scheduler", another scheduler\'s; --all-pending takes it)'),
+    ("a/deleting", "pods/a/deleting: TARGET: not a pending pod this scheduler places (it is being deleted)"),
+    ("a/failed", "pods/a/failed: TARGET: not a pending pod this scheduler places (it has finished, in phase Failed)"),
 ])
 def test_a_target_that_is_not_pending_is_refused(target, message) -> None:
     gated = make_pod("a/gated", cpu="1")
     gated = gated.model_copy(update={"spec": gated.spec.model_copy(
         update={"scheduling_gates": [PodSchedulingGate(name="example.com/quota")]})})
     snap = make_snapshot([make_node("n1")], [make_pod("a/run", cpu="1", node="n1"), gated,
-                                             make_pod("a/theirs", cpu="1", scheduler="default-scheduler")])
+                                             make_pod("a/theirs", cpu="1", scheduler="default-scheduler"),
+                                             make_pod("a/deleting", cpu="1", terminating=True),
+                                             make_pod("a/failed", cpu="1", phase="Failed")])
     with pytest.raises(InputError) as caught:
         explain(snap, CONFIG, target)
     assert str(caught.value).startswith(message)
