@@ -22,6 +22,7 @@ __all__ = [
     "add_progress_option",
     "config_from_args",
     "non_negative_float",
+    "any_non_negative_int",
     "non_negative_int",
     "note",
     "progress_lines",
@@ -57,13 +58,19 @@ def time_limit(text: str) -> float:
 MAX_FLAG_INT = 2**31 - 1
 
 
-def non_negative_int(text: str) -> int:
+def any_non_negative_int(text: str) -> int:
+    """An integer >= 0 of any size: for what only Python reads (the bench generator's seed)."""
     try:
         value = int(text, 10)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} must be >= 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = any_non_negative_int(text)
     if value > MAX_FLAG_INT:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} must be at most {MAX_FLAG_INT}")
     return value

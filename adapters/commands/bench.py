@@ -24,7 +24,7 @@ from typing import Any, Optional
 from adapters.interrupts import write_result
 from models import InputError
 
-from . import non_negative_int, time_limit, worker_count
+from . import any_non_negative_int, non_negative_int, time_limit, worker_count
 
 SCALES = ("quick", "medium", "large")
 OUTPUTS = ("table", "json")
@@ -91,7 +91,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         + "; scale-3k 15, scale-10k 10; a --config file's solver.timeLimitSeconds is not used)",
     )
     parser.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs of each engine per workload; times are pooled (default 1)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="workload generator seed (default 0)")
+    parser.add_argument("--seed", type=any_non_negative_int, default=0, metavar="N",
+                        help="workload generator seed (default 0)")
     parser.add_argument(
         "--window-size", type=positive_int, default=DEFAULT_WINDOW_SIZE, metavar="N",
         help="at most N pods per decision; the queue is cut into equal consecutive windows (default: the whole "

@@ -109,3 +109,9 @@ def test_a_yaml_integer_too_long_to_read_is_named_in_one_short_line(capsys, tmp_
     code, out, err = run(capsys, "schedule", snap)
     assert (code, out) == (2, "")
     assert err == [_too_long(snap, reader="YAML")]
+
+
+def test_the_bench_generators_seed_takes_any_size(capsys) -> None:
+    """Only Python's random reads it: the int32 bound of the flags CP-SAT reads does not apply."""
+    code, _, err = run(capsys, "bench", "--seed", str(2**32), "--help")
+    assert code == 0, err
