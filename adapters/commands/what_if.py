@@ -161,7 +161,8 @@ def _add_nodes(text: str):
     try:
         nodes = read_snapshot(path).snapshot.nodes
     except InputError as exc:  # named after an object of the file alone: say which flag read it
-        raise InputError(path, "--add-nodes", f"does not read as one Node: {exc}") from None
+        said = str(exc).removeprefix(f"{path}: ")  # (a whole-file error names the file already)
+        raise InputError(path, "--add-nodes", f"does not read as one Node: {said}") from None
     if len(nodes) != 1:
         raise InputError(path, "--add-nodes", f"expected exactly one Node in the file, found {len(nodes)}")
     return AddNodes(int(count_text), nodes[0].metadata.name, shape=nodes[0])
