@@ -16,6 +16,7 @@ import argparse
 import io
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -98,7 +99,8 @@ def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) 
     plugin `kubectl cpsat` (``args.as_kubectl_plugin``, set by ``cli.main(...,
     as_kubectl_plugin=True)``), no snapshot was: then a command reads the current kubeconfig's
     cluster, as every kubectl command does. Options that cannot all hold are refused: a
-    kubeconfig with the service account's credentials; ``--gang-api`` where no cluster is read."""
+    kubeconfig with the service account's credentials. ``--gang-api`` where no cluster is read gets
+    a note."""
     in_cluster = bool(getattr(args, "in_cluster", False))
     kubeconfig = bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None))
     if in_cluster and kubeconfig:
@@ -110,8 +112,9 @@ def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) 
     except ValueError as exc:
         raise InputError("--gang-api", "", str(exc).partition(": ")[2]) from None
     if not requested and getattr(args, "gang_api", "auto") not in (None, "auto"):
-        raise InputError("--gang-api", "", "is the version PodGroups are listed in from a cluster: give it with "
-                         "--kubeconfig/--context/--in-cluster, not with a SNAPSHOT")
+        # taken and ignored before it was checked: a note, not a refusal, for scripts that pass it
+        print("cpsat-scheduler: note: --gang-api is the version PodGroups are listed in from a cluster; with a "
+              "SNAPSHOT it is not read", file=sys.stderr)
     return requested
 
 

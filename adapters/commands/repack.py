@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     keep_for_good()
     given = args.snapshot is not None or _snapshot_after_keep_node(args)
     if given and not args.apply:
-        _refuse_cluster_options(args)
+        _note_cluster_options(args)
     if not given and cluster_requested(args, snapshot_given=False):
         cluster = read_cluster(args)
         loaded = read_snapshot(cluster.open(), label=cluster.label, max_bytes=config.limits.max_snapshot_bytes)
@@ -195,13 +195,14 @@ def _apply(args: argparse.Namespace, result, config) -> int:
     return 0
 
 
-def _refuse_cluster_options(args: argparse.Namespace) -> None:
-    """A SNAPSHOT without --apply reads no cluster: an option naming one would be ignored."""
-    for flag, value in (("--kubeconfig", args.kubeconfig), ("--context", args.context), ("--in-cluster", args.in_cluster),
-                        ("--gang-api", None if args.gang_api == "auto" else args.gang_api)):
-        if value:
-            raise InputError(flag, "", "names a cluster, and a SNAPSHOT without --apply reads none: give the "
-                             "SNAPSHOT or the cluster, or add --apply to carry the plan out there")
+def _note_cluster_options(args: argparse.Namespace) -> None:
+    """A SNAPSHOT without --apply reads no cluster: an option naming one is not read, and a note
+    says so (a refusal would break scripts that switch --dry-run and --apply alone)."""
+    given = [flag for flag, value in (("--kubeconfig", args.kubeconfig), ("--context", args.context),
+                                      ("--in-cluster", args.in_cluster),
+                                      ("--gang-api", None if args.gang_api == "auto" else args.gang_api)) if value]
+    if given:
+        note(f"{', '.join(given)}: a SNAPSHOT without --apply reads no cluster; not read")
 
 
 def _snapshot_after_keep_node(args: argparse.Namespace) -> bool:
