@@ -204,6 +204,10 @@ def credentials_refused(where: str, exc: BaseException) -> InputError:
     if isinstance(exc, InputError):
         return exc
     first = str(exc).splitlines()[0] if str(exc) else ""
+    # The loader's message can carry the entry it choked on as a Python mapping, its token and
+    # client key included ("Expected key token in FILE/{'name': ..., 'user': {...}}/user"): cut
+    # at the first brace, so no part of the file's contents is printed.
+    first = first.split("{", 1)[0].rstrip("/ ") + (" (the entry's contents not shown)" if "{" in first else "")
     return InputError(where, "", f"cannot load cluster credentials: {type(exc).__name__}: {first}".rstrip(": "))
 
 

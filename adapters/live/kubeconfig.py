@@ -10,7 +10,9 @@ listed) is left to it.
 
 from __future__ import annotations
 
+import datetime
 import os
+import stat
 from typing import Any, Optional
 
 import yaml
@@ -19,6 +21,10 @@ from models import InputError
 
 __all__ = ["check_kubeconfig"]
 
+
+# What reads as a string: Python's YAML makes an unquoted 2024-01-01 a date, where kubectl's keeps
+# the text (a namespace may be named so).
+_TEXT = (str, datetime.date)
 
 # Each list of a kubeconfig and the key of its entries' body: clusters[].cluster, ...
 _SECTIONS = {"clusters": "cluster", "contexts": "context", "users": "user"}
@@ -49,7 +55,14 @@ def _files(kubeconfig: Optional[str]) -> list[str]:
 
 
 def _read(path: str) -> Any:
-    """The file's YAML, or None when there is nothing to check (the loader reports it)."""
+    """The file's YAML, or None when there is nothing to check (the loader reports it). Only a
+    regular file is read: a pipe (``--kubeconfig <(...)``, ``/dev/stdin``) read here would be
+    empty when the loader reads it after."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+    except OSError:
+        return None
     try:
         with open(path, encoding="utf-8") as file:
             return yaml.safe_load(file)
@@ -64,7 +77,7 @@ def _shape_problem(data: Any) -> Optional[tuple[str, str]]:
     if not isinstance(data, dict):
         return "", f"not a kubeconfig: expected a mapping (clusters, contexts, users, current-context), got {_what(data)}"
     current = data.get("current-context")
-    if current is not None and not isinstance(current, str):
+    if current is not None and not isinstance(current, _TEXT):
         return "current-context", f"expected a string, got {_what(current)}"
     for section, body in _SECTIONS.items():
         entries = data.get(section)
@@ -87,7 +100,7 @@ def _entry_problem(entry: Any, body: str) -> Optional[tuple[str, str]]:
     name = entry.get("name")
     if name is None:
         return ".name", "required field is missing"
-    if not isinstance(name, str):
+    if not isinstance(name, _TEXT):
         return ".name", f"expected a string, got {_what(name)}"
     fields = entry.get(body)
     if fields is None:
@@ -96,7 +109,7 @@ def _entry_problem(entry: Any, body: str) -> Optional[tuple[str, str]]:
         return f".{body}", f"expected a mapping, got {_what(fields)}"
     for key in _STRINGS[body]:
         value = fields.get(key)
-        if value is not None and not isinstance(value, str):
+        if value is not None and not isinstance(value, _TEXT):
             return f".{body}.{key}", f"expected a string, got {_what(value)}"
     return None
 

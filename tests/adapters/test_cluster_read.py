@@ -6,6 +6,7 @@ the ClusterRole in docs/configuration.md is exactly what is listed."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -154,3 +155,38 @@ def test_as_the_kubectl_plugin_no_snapshot_means_the_current_cluster(
     code2, bundled, _ = cli(capsys, "schedule", str(REPO / "examples" / "snapshots" / "quickstart.yaml"),
                             "-o", "json", "--workers", "1", "--seed", "7")
     assert (code, code2) == (0, 0) and placements(plain) == placements(bundled), err
+
+
+def test_a_kubeconfig_the_loader_refuses_never_shows_its_token(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The loader's message carried the user entry as a Python mapping, token and key included."""
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(_CONTEXT.replace("name: c, context: {cluster: k, user: u}", "name: c, context: {cluster: k, user: u}")
+                          + "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+                          + "users: [{name: u, user: {token: SECRET-TOKEN-1, client-certificate-data: null, "
+                          + "client-key-data: null}}]\n")
+    code, out, err = cli(capsys, "schedule", "--kubeconfig", str(kubeconfig))
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1
+    assert "cannot load cluster credentials" in err and "SECRET-TOKEN-1" not in err
+
+
+def test_a_kubeconfig_read_from_a_pipe_or_naming_a_date_reaches_the_server(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A pipe (`--kubeconfig <(...)`) was read empty by the loader after the shape check had read
+    it; a namespace 2024-01-01 (a date to Python's YAML, text to kubectl's) was refused."""
+    server = FakeApiServer([]).start()
+    server.stop()  # nothing listens there now: reaching it is the loader's success
+    text = ("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: k, cluster: {{server: '{server.url}', insecure-skip-tls-verify: true}}}}]\n"
+            "contexts: [{name: c, context: {cluster: k, user: u, namespace: 2024-01-01}}]\n"
+            "users: [{name: u, user: {token: t}}]\n")
+    dated = tmp_path / "dated"
+    dated.write_text(text)
+    read, write = os.pipe()
+    os.write(write, text.encode())
+    os.close(write)
+    try:
+        for given in (f"/dev/fd/{read}", str(dated)):
+            code, out, err = cli(capsys, "schedule", "--kubeconfig", given)
+            assert (code, out) == (2, "") and "cannot reach the API server" in err, err
+    finally:
+        os.close(read)
