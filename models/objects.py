@@ -905,8 +905,9 @@ class PodDisruptionBudgetSpec(K8sModel):
         text = str(v)
         if not text.endswith("%") or not (text[:-1].isascii() and text[:-1].isdigit()):  # [0-9]+%, not "²%"
             raise ValueError(f'"{clipped(text)}" is neither an integer nor a percentage')
-        if int(text[:-1]) > 100:  # the API server refuses it; read, it forbade every eviction
-            raise ValueError(f'"{v}" is above 100%')
+        digits = text[:-1].lstrip("0") or "0"  # (int() refuses past 4,300 digits)
+        if len(digits) > 3 or int(digits) > 100:  # the API server refuses it; read, it forbade every eviction
+            raise ValueError(f'"{clipped(text)}" is above 100%')
         return text
 
     @model_validator(mode="after")

@@ -58,19 +58,28 @@ def time_limit(text: str) -> float:
 MAX_FLAG_INT = 2**31 - 1
 
 
-def any_non_negative_int(text: str) -> int:
-    """An integer >= 0 of any size: for what only Python reads (the bench generator's seed)."""
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
-    if value < 0:
+def _non_negative(text: str) -> int:
+    """A flag's integer >= 0, read without ``int``'s 4,300-digit refusal: past 30 digits it stands
+    for "too large" (every caller bounds it far below)."""
+    digits = text.strip().removeprefix("-").removeprefix("+")
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer")
+    if text.strip().startswith("-") and digits.strip("0"):
         raise argparse.ArgumentTypeError(f"{text[:40]!r} must be >= 0")
+    return int(digits) if len(digits) <= 30 else 10**30
+
+
+def any_non_negative_int(text: str) -> int:
+    """An integer from 0 to 2**64 - 1: for what only Python reads (the bench generator's seed, which
+    also names the files ``--dump`` writes: 300 digits made a name too long)."""
+    value = _non_negative(text)
+    if value >= 2**64:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} must be at most {2**64 - 1}")
     return value
 
 
 def non_negative_int(text: str) -> int:
-    value = any_non_negative_int(text)
+    value = _non_negative(text)
     if value > MAX_FLAG_INT:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} must be at most {MAX_FLAG_INT}")
     return value

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from models import InputError
+from models.errors import clipped
 
 from adapters.interrupts import write_result
 
@@ -107,7 +108,15 @@ def _split(text: str, flag: str, sep: str, what: str) -> tuple[str, str]:
 
 def parse_changes(args: argparse.Namespace) -> list:
     """The changes, in the order the CHANGES line lists them: removals, then additions, budgets,
-    priorities (the outcome does not depend on it: ``solver.whatif.changes``)."""
+    priorities (the outcome does not depend on it: ``solver.whatif.changes``). A flag's text an
+    error names is cut to a line's worth (a 5,000-digit count was printed whole)."""
+    try:
+        return _parse_changes(args)
+    except InputError as exc:
+        raise InputError(clipped(exc.obj), exc.field, exc.problem) from None
+
+
+def _parse_changes(args: argparse.Namespace) -> list:
     from solver import whatif as w
 
     out: list = [w.Drain(n) for n in args.drain] + [w.RemoveNode(n) for n in args.remove_node]
@@ -122,7 +131,7 @@ def parse_changes(args: argparse.Namespace) -> list:
         target, value = _split(text, "--priority", "=", "POD_OR_GROUP=VALUE")
         number = int(value) if _digits(value.removeprefix("-")) else None
         if number is None:
-            raise InputError(text, "--priority", f'"{value}" is not an integer')
+            raise InputError(text, "--priority", f'"{clipped(value)}" is not an integer in a pod priority\'s range')
         if not -(2**31) <= number <= 2_000_001_000:
             raise InputError(text, "--priority", f"{number} is outside a pod priority's range")
         out.append(w.SetPriority(target, number))
@@ -130,19 +139,20 @@ def parse_changes(args: argparse.Namespace) -> list:
 
 
 def _digits(text: str) -> bool:
-    """``[0-9]+``: ``str.isdigit`` also takes "²" and other scripts' digits, which ``int`` then
-    refuses or the API server would."""
-    return text.isascii() and text.isdigit()
+    """``[0-9]+`` of at most 12 digits: ``str.isdigit`` also takes "²" and other scripts' digits,
+    which ``int`` then refuses or the API server would, and past 4,300 digits ``int`` refuses
+    them all (no count, budget or priority needs more than 12)."""
+    return text.isascii() and text.isdigit() and len(text) <= 12
 
 
 def _int_or_percent(value: str, text: str) -> int | str:
     if value.endswith("%") and _digits(value[:-1]):
         if int(value[:-1]) > 100:  # the API server refuses such a budget
-            raise InputError(text, "--relax-pdb", f'"{value}" is above 100%')
+            raise InputError(text, "--relax-pdb", f'"{clipped(value)}" is above 100%')
         return value
     if _digits(value):
         return int(value)
-    raise InputError(text, "--relax-pdb", f'"{value}" is neither a non-negative integer nor a percentage')
+    raise InputError(text, "--relax-pdb", f'"{clipped(value)}" is neither a non-negative integer nor a percentage')
 
 
 def _add_nodes(text: str):

@@ -118,3 +118,17 @@ def test_the_bench_generators_seed_takes_any_size(capsys) -> None:
     """Only Python's random reads it: the int32 bound of the flags CP-SAT reads does not apply."""
     code, _, err = run(capsys, "bench", "--seed", str(2**32), "--help")
     assert code == 0, err
+
+
+def test_flag_values_of_thousands_of_digits_are_one_short_line(capsys, tmp_path: Path) -> None:
+    """int() refuses past 4,300 digits: a --priority of 5,000 exited 1; a --dump seed of 300 made a
+    file name too long; the lines quoted the whole number."""
+    digits = "9" * 5000
+    snap = write(tmp_path, "snap.yaml", listing(NODE, pod()))
+    for argv in (("what-if", snap, "--priority", f"default/web-1={digits}"),
+                 ("what-if", snap, "--relax-pdb", f"default/web={digits}%"),
+                 ("what-if", snap, "--add-nodes", f"{digits}:n1"),
+                 ("bench", "--seed", digits, "--help")):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), (argv[:3], err)
+        assert len(err[-1]) < 400, argv[:3]  # (argparse's usage lines come first for a flag's own type)

@@ -613,6 +613,10 @@ BAD_INPUT = [
                  'poddisruptionbudgets/shop/web: spec.maxUnavailable: "١٠%" is neither an integer nor a percentage',
                  id="pdb-percent-of-other-digits"),
     pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\n"
+                 f"spec: {{maxUnavailable: '{'9' * 4000}%'}}\n",
+                 'poddisruptionbudgets/shop/web: spec.maxUnavailable: "' + "9" * 77 + '..." is above 100%',
+                 id="pdb-percent-of-4000-digits"),
+    pytest.param("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: web, namespace: shop}\n"
                  "spec: {unhealthyPodEvictionPolicy: Always}\n",
                  "poddisruptionbudgets/shop/web: spec.unhealthyPodEvictionPolicy: unknown value \"Always\", expected "
                  "'IfHealthyBudget' or 'AlwaysAllow'", id="pdb-unhealthy-pod-eviction-policy"),
