@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from adapters import gang_api
 from adapters.gc_control import keep_for_good, paused_gc
 from adapters.cluster_read import add_cluster_options, cluster_requested, read_cluster
 from adapters.interrupts import checkpoint, write_result
@@ -198,6 +199,10 @@ def _apply(args: argparse.Namespace, result, config) -> int:
 def _note_cluster_options(args: argparse.Namespace) -> None:
     """A SNAPSHOT without --apply reads no cluster: an option naming one is not read, and a note
     says so (a refusal would break scripts that switch --dry-run and --apply alone)."""
+    try:  # a version this scheduler does not read is refused, as every command refuses it
+        gang_api.parse_choice(args.gang_api)
+    except ValueError as exc:
+        raise InputError("--gang-api", "", str(exc).partition(": ")[2]) from None
     given = [flag for flag, value in (("--kubeconfig", args.kubeconfig), ("--context", args.context),
                                       ("--in-cluster", args.in_cluster),
                                       ("--gang-api", None if args.gang_api == "auto" else args.gang_api)) if value]

@@ -7,7 +7,9 @@ state that one node is in, not what kind of node it is. A new node of its kind c
 them, so a copy that kept them would refuse every pod for a reason the new node does not have.
 The taints an operator or a node pool put there (``nvidia.com/gpu``, ``dedicated=infra``) are
 the node's kind, and stay. The cloud provider's two of that kind, ``uninitialized`` (until its
-controller has set the node up) and ``shutdown`` (its instance is stopped), go too.
+controller has set the node up) and ``shutdown`` (its instance is stopped), go too, and so do
+an autoscaler's marks on a node it is removing (cluster-autoscaler's ``ToBeDeletedByClusterAutoscaler``
+and ``DeletionCandidateOfClusterAutoscaler``, Karpenter's ``karpenter.sh/disrupted``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from models.objects import Taint
 
 STATE_TAINT_PREFIX = "node.kubernetes.io/"
 CLOUD_STATE_TAINTS = frozenset({"node.cloudprovider.kubernetes.io/uninitialized",
-                                "node.cloudprovider.kubernetes.io/shutdown"})
+                                "node.cloudprovider.kubernetes.io/shutdown",
+                                # a node an autoscaler is removing (cluster-autoscaler, Karpenter)
+                                "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
+                                "karpenter.sh/disrupted", "karpenter.sh/disruption"})
 
 
 def is_state_taint(taint: Taint) -> bool:

@@ -268,7 +268,9 @@ def test_every_deciding_command_says_when_bound_pods_name_nodes_the_dump_lacks(c
      "scheduling.k8s.io this scheduler reads (auto, v1beta1, v1alpha3, v1alpha2)"),
     (["schedule", "--kubeconfig", "kc.yaml", "--in-cluster"], "cpsat-scheduler: error: --in-cluster: reads the pod's "
      "service account: give it or --kubeconfig/--context, not both"),
-], ids=["unknown-gang-api", "kubeconfig-and-in-cluster"])
+    (["repack", "SNAP", "--gang-api", "v9"], "cpsat-scheduler: error: --gang-api: not a PodGroup version of "
+     "scheduling.k8s.io this scheduler reads (auto, v1beta1, v1alpha3, v1alpha2)"),
+], ids=["unknown-gang-api", "kubeconfig-and-in-cluster", "repack-unknown-gang-api"])
 def test_cluster_options_that_cannot_hold_are_refused(capsys, tmp_path: Path, argv, line) -> None:
     """A version this scheduler does not read was taken and ignored; --in-cluster silently won
     over the kubeconfig."""

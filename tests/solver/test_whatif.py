@@ -46,7 +46,8 @@ def test_a_node_added_like_a_not_ready_node_keeps_only_the_taints_of_its_kind() 
     taint the operator put on the node pool is its kind, and the copy keeps it."""
     sick = make_node("n1", cpu="2", unschedulable=True,
                      taints=["node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/unschedulable:NoSchedule",
-                             "node.cloudprovider.kubernetes.io/shutdown:NoSchedule", "dedicated=batch:NoSchedule"])
+                             "node.cloudprovider.kubernetes.io/shutdown:NoSchedule", "ToBeDeletedByClusterAutoscaler:NoSchedule",
+                             "karpenter.sh/disrupted:NoSchedule", "dedicated=batch:NoSchedule"])
     batch = make_pod("a/batch", cpu="1", tolerations=[{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])
     snap = make_snapshot([sick], [batch, make_pod("a/plain", cpu="1")])
     result = what_if(snap, [w.AddNodes(1, "n1")], CONFIG)
