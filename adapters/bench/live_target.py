@@ -129,6 +129,7 @@ class ClusterTarget:
         from kubernetes import client, config
 
         from adapters.live.api_client import credentials_refused
+        from adapters.live.kubeconfig import check_kubeconfig
 
         self.run = uuid.uuid4().hex[:8]
         self.namespace = f"cpsat-bench-{self.run}"
@@ -136,10 +137,11 @@ class ClusterTarget:
         self.kubeconfig = kubeconfig
         self.recorder = Recorder()
         configuration = client.Configuration()
+        check_kubeconfig(kubeconfig)  # a file of the wrong shape named by its field, as every command does
         try:
             config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
                                     persist_config=False)
-        except Exception as exc:  # noqa: BLE001 - the loader's errors vary; none carries the file's content
+        except Exception as exc:  # noqa: BLE001 - the loader's errors vary (``credentials_refused`` cuts the file's content)
             raise credentials_refused(kubeconfig, exc) from None
         configuration.connection_pool_maxsize = self.CREATE_THREADS * 2
         self.api_client = client.ApiClient(configuration)
