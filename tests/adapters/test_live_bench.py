@@ -140,7 +140,7 @@ contexts: [{{name: dead, context: {{cluster: dead, user: dead}}}}]
     # another Kubernetes binary (kube-apiserver beside kube-scheduler): its --version answers the same
     (["--engine", "peer", "--kubeconfig", "{tmp}/a-file", "--kube-scheduler", "{tmp}/kube-apiserver"],
      "--kube-scheduler: {tmp}/kube-apiserver: not a kube-scheduler binary"),
-    (["--kubeconfig", "{tmp}/a-file"], "{tmp}/a-file: cannot load cluster credentials: "),
+    (["--kubeconfig", "{tmp}/a-file"], "{tmp}/a-file: not a kubeconfig: expected a mapping "),
     (["--kubeconfig", "{dead}"], "{dead}: cannot set up the bench on http://127.0.0.1:"),
     (["--context", "prod"], "--context: prod: names a context of a kubeconfig: give --kubeconfig too"),
 ])
