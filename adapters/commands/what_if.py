@@ -113,7 +113,7 @@ def parse_changes(args: argparse.Namespace) -> list:
     try:
         return _parse_changes(args)
     except InputError as exc:
-        raise InputError(clipped(exc.obj), exc.field, exc.problem) from None
+        raise InputError(clipped(exc.obj, 300), exc.field, exc.problem) from None  # (a path stays whole)
 
 
 def _parse_changes(args: argparse.Namespace) -> list:
