@@ -37,8 +37,8 @@ _BINARY_SUFFIXES = {
     "Pi": Fraction(2**50),
     "Ei": Fraction(2**60),
 }
-_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$")
-_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$")
+_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$", re.ASCII)  # [0-9], not "٣"
+_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$", re.ASCII)
 
 # A quantity's magnitude is bounded like Kubernetes' int64-backed values; beyond this the value is
 # refused rather than carried into the model (CP-SAT domains are int64 too).

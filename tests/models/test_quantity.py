@@ -65,6 +65,9 @@ def test_numbers_from_json_and_yaml(raw: object, value: Fraction) -> None:
     [
         pytest.param("1e", '"1e" is not a quantity', id="bare-e-is-invalid"),
         pytest.param("1K", '"1K" is not a quantity', id="upper-K-is-invalid"),
+        # Python's \d takes other scripts' digits: cpu "٣" was read as 3 (the API server refuses it)
+        pytest.param("\u0663", '"\u0663" is not a quantity', id="arabic-indic-digit-is-invalid"),
+        pytest.param("1e\u0663", '"1e\u0663" is not a quantity', id="arabic-indic-exponent-is-invalid"),
         pytest.param("1ki", '"1ki" is not a quantity', id="lower-ki-is-invalid"),
         pytest.param("12x", '"12x" is not a quantity', id="unknown-suffix"),
         pytest.param("Mi", '"Mi" is not a quantity', id="suffix-without-number"),
