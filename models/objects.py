@@ -889,6 +889,29 @@ IntOrPercent = Annotated[int | str, Field(union_mode="left_to_right")]
 UnhealthyPodEvictionPolicy = Literal["IfHealthyBudget", "AlwaysAllow"]
 
 
+def budget_amount(v: Any) -> int | str:
+    """A budget's ``minAvailable``/``maxUnavailable`` as the API server takes it: an integer
+    >= 0, or ``[0-9]+%`` of at most 100% (``str.isdigit`` alone took "²%", which ``int`` then
+    refused; a budget of 150% was read and forbade every eviction). Digits given as text are the
+    integer; ``what-if --relax-pdb`` reads its value by the same rule."""
+    if isinstance(v, int):
+        if v < 0:
+            raise ValueError("must be non-negative")
+        return v
+    text = str(v)
+    number = text.removesuffix("%")
+    if not (number.isascii() and number.isdigit()):
+        raise ValueError(f'"{clipped(text)}" is neither an integer nor a percentage')
+    digits = number.lstrip("0") or "0"  # (int() refuses past 4,300 digits)
+    if number != text:
+        if len(digits) > 3 or int(digits) > 100:
+            raise ValueError(f'"{clipped(text)}" is above 100%')
+        return text
+    if len(digits) > 10 or int(digits) > 2**31 - 1:
+        raise ValueError(f'"{clipped(text)}" is above {2**31 - 1}')
+    return int(digits)
+
+
 class PodDisruptionBudgetSpec(K8sModel):
     selector: Optional[LabelSelector] = None
     min_available: Optional[IntOrPercent] = None
@@ -898,17 +921,7 @@ class PodDisruptionBudgetSpec(K8sModel):
     @field_validator("min_available", "max_unavailable")
     @classmethod
     def _int_or_percent(cls, v: Any) -> Any:
-        if v is None or isinstance(v, int):
-            if isinstance(v, int) and v < 0:
-                raise ValueError("must be non-negative")
-            return v
-        text = str(v)
-        if not text.endswith("%") or not (text[:-1].isascii() and text[:-1].isdigit()):  # [0-9]+%, not "²%"
-            raise ValueError(f'"{clipped(text)}" is neither an integer nor a percentage')
-        digits = text[:-1].lstrip("0") or "0"  # (int() refuses past 4,300 digits)
-        if len(digits) > 3 or int(digits) > 100:  # the API server refuses it; read, it forbade every eviction
-            raise ValueError(f'"{clipped(text)}" is above 100%')
-        return text
+        return None if v is None else budget_amount(v)
 
     @model_validator(mode="after")
     def _one_of(self) -> "PodDisruptionBudgetSpec":

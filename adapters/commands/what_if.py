@@ -11,6 +11,7 @@ from typing import Any
 
 from models import InputError
 from models.errors import clipped
+from models.objects import budget_amount
 
 from adapters.interrupts import write_result
 
@@ -146,13 +147,10 @@ def _digits(text: str) -> bool:
 
 
 def _int_or_percent(value: str, text: str) -> int | str:
-    if value.endswith("%") and _digits(value[:-1]):
-        if int(value[:-1]) > 100:  # the API server refuses such a budget
-            raise InputError(text, "--relax-pdb", f'"{clipped(value)}" is above 100%')
-        return value
-    if _digits(value):
-        return int(value)
-    raise InputError(text, "--relax-pdb", f'"{clipped(value)}" is neither a non-negative integer nor a percentage')
+    try:
+        return budget_amount(value)  # the budget's own rule
+    except ValueError as exc:
+        raise InputError(text, "--relax-pdb", str(exc)) from None
 
 
 def _add_nodes(text: str):
