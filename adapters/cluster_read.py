@@ -16,7 +16,6 @@ import argparse
 import io
 import json
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -113,8 +112,9 @@ def cluster_requested(args: argparse.Namespace, *, snapshot_given: bool = True) 
         raise InputError("--gang-api", "", str(exc).partition(": ")[2]) from None
     if not requested and getattr(args, "gang_api", "auto") not in (None, "auto"):
         # taken and ignored before it was checked: a note, not a refusal, for scripts that pass it
-        print("cpsat-scheduler: note: --gang-api is the version PodGroups are listed in from a cluster; with a "
-              "SNAPSHOT it is not read", file=sys.stderr)
+        from adapters.commands import note
+
+        note("--gang-api is the version PodGroups are listed in from a cluster; with a SNAPSHOT it is not read")
     return requested
 
 
