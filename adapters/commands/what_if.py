@@ -11,7 +11,6 @@ from typing import Any
 
 from models import InputError
 from models.errors import clipped
-from models.objects import budget_amount
 
 from adapters.interrupts import write_result
 
@@ -147,6 +146,8 @@ def _digits(text: str) -> bool:
 
 
 def _int_or_percent(value: str, text: str) -> int | str:
+    from models.objects import budget_amount  # (here: the models load only when a command runs)
+
     try:
         return budget_amount(value)  # the budget's own rule
     except ValueError as exc:
